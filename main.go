@@ -1,0 +1,214 @@
+// Command reloader restarts Deployments, StatefulSets and DaemonSets when the ConfigMaps and
+// Secrets they use change. See README.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/alecthomas/kong"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"reloader/metrics"
+	"reloader/reloader"
+)
+
+// version is stamped by the linker (-ldflags "-X main.version=...").
+var version = "dev"
+
+// CLI is the whole command-line configuration.
+type CLI struct {
+	Namespace       string        `help:"Namespace to watch. Empty watches all namespaces (needs the ClusterRole of deploy/cluster)."`
+	Configmap       string        `default:"reloader-state" help:"Name of the state ConfigMap. Further shards are named <name>-1, <name>-2, ..."`
+	StateNamespace  string        `help:"Namespace of the state ConfigMap. Default: --namespace, else the reloader's own namespace."`
+	Port            int           `default:"8080" help:"Port for /metrics, /healthz and /readyz (0 picks a free port)."`
+	CoalescePeriod  Period        `default:"5s" help:"Debounce window: changes this close together cause one restart per workload. A bare integer is milliseconds (10000), or a Go duration (10s). 0 acts at once."`
+	CoalesceMaxWait Period        `default:"0" help:"Longest a window may stay open while changes keep coming. 0 means 5 x --coalesce-period."`
+	ShutdownGrace   time.Duration `default:"10s" help:"On SIGTERM, how long to spend flushing pending reloads before exiting."`
+	Kubeconfig      string        `help:"Path of a kubeconfig file. Default: $KUBECONFIG, else the in-cluster ServiceAccount."`
+	ReloadStrategy  string        `default:"env-vars" enum:"env-vars" help:"How a workload is restarted: env-vars sets _RELOADER_-<kind>-<name> in the pod template."`
+	LogFormat       string        `default:"text" enum:"text,json" help:"Log format: text or json."`
+	LogLevel        string        `default:"info" enum:"debug,info,warn,error" help:"Least severe level logged: debug, info, warn or error."`
+
+	AlternativeConfigmapAnnotation []string `help:"Extra workload annotation keys listing ConfigMaps to reload on, like configmap.reloader.stakater.com/reload."`
+	AlternativeSecretAnnotation    []string `help:"Extra workload annotation keys listing Secrets to reload on, like secret.reloader.stakater.com/reload."`
+}
+
+// Validate rejects values kong's types cannot: each message names its flag.
+func (c *CLI) Validate() error {
+	if c.Port < 0 || c.Port > 65535 {
+		return fmt.Errorf("--port: must be between 0 and 65535, got %d", c.Port)
+	}
+	if c.ShutdownGrace < 0 {
+		return fmt.Errorf("--shutdown-grace: must not be negative, got %s", c.ShutdownGrace)
+	}
+	return nil
+}
+
+// Period is a duration that also accepts a bare integer as milliseconds, as Collaborne's
+// --coalesce-period=10000 does.
+type Period time.Duration
+
+// Decode parses a flag value for kong.
+func (p *Period) Decode(ctx *kong.DecodeContext) error {
+	var s string
+	if err := ctx.Scan.PopValueInto("period", &s); err != nil {
+		return err
+	}
+	d, err := parsePeriod(s)
+	if err != nil {
+		return err
+	}
+	*p = Period(d)
+	return nil
+}
+
+func parsePeriod(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if ms, errInt := strconv.ParseInt(s, 10, 64); errInt == nil {
+		d, err = time.Duration(ms)*time.Millisecond, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("%q is neither milliseconds (10000) nor a duration (10s)", s)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("must not be negative, got %s", s)
+	}
+	return d, nil
+}
+
+func main() {
+	var cli CLI
+	kong.Parse(&cli,
+		kong.Name("reloader"),
+		kong.Description("Restarts workloads when the ConfigMaps and Secrets they use change."))
+	if err := run(cli); err != nil {
+		fmt.Fprintln(os.Stderr, "reloader: error:", err)
+		os.Exit(1)
+	}
+}
+
+func run(cli CLI) error {
+	log := newLogger(cli.LogFormat, cli.LogLevel)
+	cfg, err := restConfig(cli.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	stateNS, err := stateNamespace(cli)
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("build Kubernetes client: %w", err)
+	}
+	m := metrics.New(version)
+	m.Leader.Set(1)
+	annotations := reloader.DefaultAnnotations()
+	annotations.AlternativeConfigMap = cli.AlternativeConfigmapAnnotation
+	annotations.AlternativeSecret = cli.AlternativeSecretAnnotation
+	period := time.Duration(cli.CoalescePeriod)
+	maxWait := time.Duration(cli.CoalesceMaxWait)
+	if maxWait == 0 {
+		maxWait = 5 * period
+	}
+	ctrl, err := reloader.New(client, reloader.Options{
+		Namespace: cli.Namespace, StateNamespace: stateNS, StateName: cli.Configmap,
+		CoalescePeriod: period, CoalesceMaxWait: maxWait, ShutdownGrace: cli.ShutdownGrace,
+		Annotations: annotations, Log: log, Metrics: m,
+	})
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	srv, err := serve(cli.Port, m, ctrl, log)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	log.Info("starting", "version", version, "namespace", cli.Namespace, "state", stateNS+"/"+cli.Configmap)
+	return ctrl.Run(ctx)
+}
+
+func newLogger(format, level string) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(level)) // kong's enum already admits only valid levels
+	opts := &slog.HandlerOptions{Level: lvl}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}
+
+// restConfig follows --kubeconfig, then $KUBECONFIG, then the in-cluster ServiceAccount.
+func restConfig(path string) (*rest.Config, error) {
+	if path == "" {
+		path = os.Getenv("KUBECONFIG")
+	}
+	if path != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", path)
+		if err != nil {
+			return nil, fmt.Errorf("load kubeconfig %s: %w", path, err)
+		}
+		return cfg, nil
+	}
+	cfg, err := rest.InClusterConfig()
+	if err != nil {
+		return nil, fmt.Errorf("no cluster to talk to: --kubeconfig and $KUBECONFIG are empty and the in-cluster config failed: %w", err)
+	}
+	return cfg, nil
+}
+
+const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+func stateNamespace(cli CLI) (string, error) {
+	if cli.StateNamespace != "" {
+		return cli.StateNamespace, nil
+	}
+	if cli.Namespace != "" {
+		return cli.Namespace, nil
+	}
+	b, err := os.ReadFile(serviceAccountNamespace)
+	if ns := strings.TrimSpace(string(b)); err == nil && ns != "" {
+		return ns, nil
+	}
+	return "", errors.New("--state-namespace: required when --namespace is empty and the reloader runs outside a cluster")
+}
+
+func serve(port int, m *metrics.Metrics, ctrl *reloader.Controller, log *slog.Logger) (*http.Server, error) {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", m.Handler())
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !ctrl.Ready() {
+			http.Error(w, "caches not synced", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	ln, err := net.Listen("tcp", fmt.Sprintf(":%d", port))
+	if err != nil {
+		return nil, fmt.Errorf("--port: listen on %d: %w", port, err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("http server stopped", "err", err)
+		}
+	}()
+	log.Info("serving metrics and health", "addr", ln.Addr().String())
+	return srv, nil
+}

@@ -1,0 +1,73 @@
+package reloader
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"reloader/confighash"
+)
+
+// Config kinds, as they appear in state keys, queue keys and Events.
+const (
+	kindConfigMap = "ConfigMap"
+	kindSecret    = "Secret"
+)
+
+// configRecord is what the informer cache keeps of a ConfigMap or Secret: its identity, the few
+// annotations the reloader reads, and the content hash. The contents themselves are dropped on
+// arrival, so memory grows with the number of configs and not with their size, and no Secret
+// value is ever held.
+type configRecord struct {
+	metav1.TypeMeta
+	metav1.ObjectMeta
+	Hash string
+}
+
+func (r *configRecord) DeepCopyObject() runtime.Object {
+	c := *r
+	r.ObjectMeta.DeepCopyInto(&c.ObjectMeta)
+	return &c
+}
+
+// lastApplied is kubectl's copy of the whole manifest: for a config it repeats the data, for a
+// workload the spec, so the cache never keeps it.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// transform strips objects before they enter the informer cache.
+func (c *Controller) transform(obj any) (any, error) {
+	switch o := obj.(type) {
+	case *corev1.ConfigMap:
+		return c.newRecord(kindConfigMap, &o.ObjectMeta, confighash.ConfigMap(o)), nil
+	case *corev1.Secret:
+		return c.newRecord(kindSecret, &o.ObjectMeta, confighash.Secret(o)), nil
+	case *appsv1.Deployment, *appsv1.StatefulSet, *appsv1.DaemonSet:
+		m := o.(metav1.Object)
+		m.SetManagedFields(nil)
+		if a := m.GetAnnotations(); a != nil {
+			delete(a, lastApplied)
+		}
+		return o, nil
+	}
+	return obj, nil
+}
+
+func (c *Controller) newRecord(kind string, m *metav1.ObjectMeta, hash string) *configRecord {
+	r := &configRecord{
+		TypeMeta: metav1.TypeMeta{Kind: kind, APIVersion: "v1"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
+		},
+		Hash: hash,
+	}
+	for _, k := range c.opts.Annotations.onConfig() {
+		if v, ok := m.Annotations[k]; ok {
+			if r.Annotations == nil {
+				r.Annotations = map[string]string{}
+			}
+			r.Annotations[k] = v
+		}
+	}
+	return r
+}
