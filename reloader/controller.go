@@ -123,7 +123,12 @@ func New(client kubernetes.Interface, opts Options) (*Controller, error) {
 
 func (c *Controller) addHandlers() error {
 	for kind, inf := range c.configs {
-		enqueue := func(obj any) { c.enqueue(kind, obj) }
+		enqueue := func(obj any) {
+			if kind == kindConfigMap && c.isStateObject(obj) {
+				return
+			}
+			c.enqueue(kind, obj)
+		}
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    enqueue,
 			UpdateFunc: func(_, obj any) { enqueue(obj) },
@@ -144,6 +149,14 @@ func (c *Controller) addHandlers() error {
 		}
 	}
 	return nil
+}
+
+func (c *Controller) isStateObject(obj any) bool {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	r, ok := obj.(*configRecord)
+	return ok && c.state.IsShard(r.Namespace, r.Name)
 }
 
 func (c *Controller) enqueue(kind string, obj any) {

@@ -121,6 +121,20 @@ func (s *Store) ShardName(i int) string {
 	return fmt.Sprintf("%s-%d", s.name, i)
 }
 
+// IsShard reports whether the ConfigMap namespace/name is one of the store's shards. The
+// reloader must not track them as configs: each state write would count as a change.
+func (s *Store) IsShard(namespace, name string) bool {
+	if namespace != s.namespace {
+		return false
+	}
+	for i := range MaxShards {
+		if name == s.ShardName(i) {
+			return true
+		}
+	}
+	return false
+}
+
 // Load reads every shard, creating the first if it is missing. It reports first=true when no
 // entry of ours exists anywhere: the controller has never run here. Corrupt values are dropped
 // and logged, so their configs count as new rather than changed.

@@ -1,0 +1,375 @@
+package testcluster
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Binaries holds the absolute paths of the control-plane executables and of
+// the kwok stage configuration.
+type Binaries struct {
+	// Dir is the cache directory the binaries are built into.
+	Dir                   string
+	Etcd                  string
+	KubeAPIServer         string
+	KubeControllerManager string
+	KubeScheduler         string
+	Kwok                  string
+	// KwokStages is a multi-document YAML file with the kwok Stage objects
+	// that make nodes Ready and pods Running.
+	KwokStages string
+}
+
+// binary describes one executable and the tools module that pins it.
+type binary struct {
+	name   string // file name, also the name KUBEBUILDER_ASSETS uses
+	module string // directory under tools/
+	pkg    string // package to go build
+	path   *string
+}
+
+const (
+	envTestbinDir    = "RELOADER_TESTBIN_DIR"
+	envToolsDir      = "RELOADER_TOOLS_DIR"
+	envAssets        = "KUBEBUILDER_ASSETS"
+	kwokModule       = "sigs.k8s.io/kwok"
+	kwokStagesFile   = "kwok-stages.yaml"
+	lockFile         = ".lock"
+	buildErrorTail   = 20
+	lockPollInterval = 200 * time.Millisecond
+)
+
+// kwokStageDirs are the directories of the kwok module whose Stage objects
+// make up the kwok configuration.
+func kwokStageDirs() []string {
+	return []string{
+		"kustomize/stage/node/fast",
+		"kustomize/stage/node/heartbeat",
+		"kustomize/stage/pod/fast",
+	}
+}
+
+func (b *Binaries) binaries() []binary {
+	return []binary{
+		{"etcd", "etcd", "go.etcd.io/etcd/server/v3", &b.Etcd},
+		{"kube-apiserver", "kube", "k8s.io/kubernetes/cmd/kube-apiserver", &b.KubeAPIServer},
+		{"kube-controller-manager", "kube", "k8s.io/kubernetes/cmd/kube-controller-manager", &b.KubeControllerManager},
+		{"kube-scheduler", "kube", "k8s.io/kubernetes/cmd/kube-scheduler", &b.KubeScheduler},
+		{"kwok", "kwok", "sigs.k8s.io/kwok/cmd/kwok", &b.Kwok},
+	}
+}
+
+// EnsureBinaries returns the control-plane binaries, building the missing
+// ones from the pinned modules under tools/ into a per-version cache
+// directory. Concurrent callers, also in other processes, are serialized with
+// a file lock; when everything is cached it returns without building or
+// locking. Progress lines go to log (nil discards them).
+func EnsureBinaries(ctx context.Context, log io.Writer) (Binaries, error) {
+	if log == nil {
+		log = io.Discard
+	}
+	tools, err := findToolsDir()
+	if err != nil {
+		return Binaries{}, err
+	}
+	dir, err := cacheDir(tools)
+	if err != nil {
+		return Binaries{}, err
+	}
+	b := resolveBinaries(dir)
+	if b.complete() {
+		return b, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return Binaries{}, fmt.Errorf("create binary cache %s: %w", dir, err)
+	}
+	unlock, err := lockDir(ctx, dir, log)
+	if err != nil {
+		return Binaries{}, err
+	}
+	defer unlock()
+	if err := b.buildMissing(ctx, tools, log); err != nil {
+		return Binaries{}, err
+	}
+	if !exists(b.KwokStages) {
+		if err := writeKwokStages(ctx, filepath.Join(tools, "kwok"), b.KwokStages); err != nil {
+			return Binaries{}, err
+		}
+	}
+	return b, nil
+}
+
+// resolveBinaries picks each binary from KUBEBUILDER_ASSETS when it is there
+// and from the cache directory otherwise.
+func resolveBinaries(dir string) Binaries {
+	b := Binaries{Dir: dir, KwokStages: filepath.Join(dir, kwokStagesFile)}
+	assets := os.Getenv(envAssets)
+	for _, bin := range b.binaries() {
+		*bin.path = filepath.Join(dir, bin.name)
+		if assets == "" {
+			continue
+		}
+		if p := filepath.Join(assets, bin.name); exists(p) {
+			*bin.path = p
+		}
+	}
+	return b
+}
+
+func (b *Binaries) complete() bool {
+	for _, bin := range b.binaries() {
+		if !exists(*bin.path) {
+			return false
+		}
+	}
+	return exists(b.KwokStages)
+}
+
+func (b *Binaries) buildMissing(ctx context.Context, tools string, log io.Writer) error {
+	for _, bin := range b.binaries() {
+		if exists(*bin.path) {
+			continue
+		}
+		fmt.Fprintf(log, "building %s (first run only, a few minutes)...\n", bin.name)
+		if err := goBuild(ctx, filepath.Join(tools, bin.module), bin.pkg, *bin.path); err != nil {
+			return fmt.Errorf("build %s (%s in %s): %w", bin.name, bin.pkg, filepath.Join(tools, bin.module), err)
+		}
+	}
+	return nil
+}
+
+// goBuild builds pkg in module dir to a temporary name next to out and
+// renames it into place, so out either is complete or does not exist.
+func goBuild(ctx context.Context, dir, pkg, out string) error {
+	tmp := fmt.Sprintf("%s.tmp-%d", out, os.Getpid())
+	defer os.Remove(tmp)
+	if _, err := goCommand(ctx, dir, "build", "-o", tmp, pkg); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		return fmt.Errorf("install %s: %w", out, err)
+	}
+	return nil
+}
+
+// goCommand runs the go tool in dir outside any workspace and returns its
+// stdout; on failure the error carries the tail of its stderr.
+func goCommand(ctx context.Context, dir string, args ...string) ([]byte, error) {
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, lastLines(stderr.String(), buildErrorTail))
+	}
+	return stdout.Bytes(), nil
+}
+
+// writeKwokStages joins the kwok stage YAML files shipped in the kwok module
+// into one configuration file at out.
+func writeKwokStages(ctx context.Context, kwokTools, out string) error {
+	moduleDir, err := moduleDir(ctx, kwokTools, kwokModule)
+	if err != nil {
+		return fmt.Errorf("locate %s module: %w", kwokModule, err)
+	}
+	var docs []string
+	for _, dir := range kwokStageDirs() {
+		found, err := readStages(filepath.Join(moduleDir, dir))
+		if err != nil {
+			return fmt.Errorf("read kwok stages: %w", err)
+		}
+		docs = append(docs, found...)
+	}
+	return writeFileAtomic(out, []byte(strings.Join(docs, "---\n")))
+}
+
+// moduleDir returns where the module cache holds module, downloading it when
+// needed.
+func moduleDir(ctx context.Context, dir, module string) (string, error) {
+	out, err := goCommand(ctx, dir, "mod", "download", "-json", module)
+	if err != nil {
+		return "", err
+	}
+	var info struct{ Dir, Error string }
+	if err := json.Unmarshal(out, &info); err != nil {
+		return "", fmt.Errorf("decode go mod download output: %w", err)
+	}
+	if info.Error != "" || info.Dir == "" {
+		return "", fmt.Errorf("go mod download %s: no directory (%s)", module, info.Error)
+	}
+	return info.Dir, nil
+}
+
+// readStages returns the YAML documents in dir, skipping kustomization.yaml.
+func readStages(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var docs []string
+	for _, e := range entries {
+		if e.IsDir() || filepath.Ext(e.Name()) != ".yaml" || e.Name() == "kustomization.yaml" {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		doc := strings.TrimPrefix(string(data), "---\n")
+		if !strings.HasSuffix(doc, "\n") {
+			doc += "\n"
+		}
+		docs = append(docs, doc)
+	}
+	if len(docs) == 0 {
+		return nil, fmt.Errorf("no stage files in %s", dir)
+	}
+	return docs, nil
+}
+
+// findToolsDir returns the directory holding the pinned tool modules:
+// $RELOADER_TOOLS_DIR, else the nearest tools/ above the working directory,
+// else the one next to this source file.
+func findToolsDir() (string, error) {
+	if dir := os.Getenv(envToolsDir); dir != "" {
+		return filepath.Abs(dir)
+	}
+	if wd, err := os.Getwd(); err == nil {
+		if dir, ok := toolsDirAbove(wd); ok {
+			return dir, nil
+		}
+	}
+	if _, file, _, ok := runtime.Caller(0); ok {
+		if dir, ok := toolsDirAbove(filepath.Dir(file)); ok {
+			return dir, nil
+		}
+	}
+	return "", fmt.Errorf("find tools dir: no tools/kube/go.mod above the working directory; set %s", envToolsDir)
+}
+
+func toolsDirAbove(dir string) (string, bool) {
+	for {
+		tools := filepath.Join(dir, "tools")
+		if exists(filepath.Join(tools, "kube", "go.mod")) {
+			return tools, true
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", false
+		}
+		dir = parent
+	}
+}
+
+// cacheDir returns $RELOADER_TESTBIN_DIR, or a user cache directory keyed by
+// the hash of the tool modules' go.mod and go.sum files.
+func cacheDir(tools string) (string, error) {
+	if dir := os.Getenv(envTestbinDir); dir != "" {
+		return filepath.Abs(dir)
+	}
+	sum, err := toolsHash(tools)
+	if err != nil {
+		return "", err
+	}
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("locate user cache dir: %w", err)
+	}
+	return filepath.Join(base, "reloader", "testbin", sum), nil
+}
+
+// toolsHash returns the first 12 hex digits of a sha256 over every
+// tools/*/go.mod and go.sum, in a stable order.
+func toolsHash(tools string) (string, error) {
+	mods, _ := filepath.Glob(filepath.Join(tools, "*", "go.mod"))
+	sums, _ := filepath.Glob(filepath.Join(tools, "*", "go.sum"))
+	if len(mods) == 0 {
+		return "", fmt.Errorf("hash tool modules: no go.mod files in %s", tools)
+	}
+	files := append(mods, sums...)
+	slices.Sort(files)
+	h := sha256.New()
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return "", fmt.Errorf("hash tool modules: %w", err)
+		}
+		rel, _ := filepath.Rel(tools, f)
+		fmt.Fprintf(h, "%s %d\n", filepath.ToSlash(rel), len(data))
+		h.Write(data)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12], nil
+}
+
+// lockDir takes an exclusive flock on dir's lock file, waiting for other
+// builders while ctx allows. The returned function releases it.
+func lockDir(ctx context.Context, dir string, log io.Writer) (func(), error) {
+	path := filepath.Join(dir, lockFile)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open lock %s: %w", path, err)
+	}
+	waiting := false
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		if !waiting {
+			fmt.Fprintf(log, "waiting for another process building test binaries (%s)...\n", path)
+			waiting = true
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, ctx.Err())
+		case <-time.After(lockPollInterval):
+		}
+	}
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	tmp := fmt.Sprintf("%s.tmp-%d", path, os.Getpid())
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// lastLines returns at most n trailing non-empty lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

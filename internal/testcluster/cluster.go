@@ -1,0 +1,379 @@
+package testcluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+const (
+	loopback             = "127.0.0.1"
+	serviceCIDR          = "10.0.0.0/24"
+	kubernetesServiceIP  = "10.0.0.1"
+	serviceAccountIssuer = "https://kubernetes.default.svc.cluster.local"
+	adminUser            = "testcluster-admin"
+	contextName          = "testcluster"
+
+	etcdTimeout       = 30 * time.Second
+	apiserverTimeout  = 60 * time.Second
+	nodeTimeout       = 60 * time.Second
+	controllerTimeout = 60 * time.Second
+	requestTimeout    = 5 * time.Second
+	stopGrace         = 10 * time.Second
+	tokenLifetime     = 2 * time.Hour
+)
+
+// Options configures Start.
+type Options struct {
+	// Pods also starts kube-controller-manager, kube-scheduler, kwok and one
+	// fake Ready node, so Deployments really roll out pods.
+	Pods bool
+	// Dir holds certs, data and component logs; empty means a fresh temp dir
+	// removed by Stop.
+	Dir string
+	// Log receives progress lines (nil = discard). Component stdout/stderr
+	// always go to <Dir>/<component>.log.
+	Log io.Writer
+}
+
+// Cluster is a running local control plane.
+type Cluster struct {
+	// Config authenticates as cluster-admin (a user in group system:masters,
+	// with a bearer token).
+	Config *rest.Config
+	// Kubeconfig is the path of an admin kubeconfig file for kubectl or the
+	// reloader binary.
+	Kubeconfig string
+	// Dir holds certificates, etcd data and one <component>.log per process.
+	Dir string
+
+	client    kubernetes.Interface
+	processes []*process // in start order
+	removeDir bool
+	log       io.Writer
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Start runs etcd and kube-apiserver, plus the components Options.Pods asks
+// for, and returns once the cluster serves requests. Processes outlive ctx;
+// call Stop to end them. Binaries are built first if needed (EnsureBinaries).
+// If Start fails it stops what it started and keeps Dir, whose component logs
+// explain the failure; the error names the component and quotes its log.
+func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	begin := time.Now()
+	c, err := newCluster(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.start(ctx, opts.Pods); err != nil {
+		c.stopProcesses()
+		return nil, fmt.Errorf("start test cluster (files kept in %s): %w", c.Dir, err)
+	}
+	c.logf("cluster ready in %s (pods: %t, dir: %s)", time.Since(begin).Round(time.Millisecond), opts.Pods, c.Dir)
+	return c, nil
+}
+
+func newCluster(opts Options) (*Cluster, error) {
+	c := &Cluster{Dir: opts.Dir, log: opts.Log}
+	if c.log == nil {
+		c.log = io.Discard
+	}
+	if c.Dir == "" {
+		dir, err := os.MkdirTemp("", "testcluster-")
+		if err != nil {
+			return nil, fmt.Errorf("create cluster dir: %w", err)
+		}
+		c.Dir, c.removeDir = dir, true
+		return c, nil
+	}
+	dir, err := filepath.Abs(c.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("resolve cluster dir: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create cluster dir: %w", err)
+	}
+	c.Dir = dir
+	return c, nil
+}
+
+func (c *Cluster) start(ctx context.Context, pods bool) error {
+	bins, err := EnsureBinaries(ctx, c.log)
+	if err != nil {
+		return err
+	}
+	certs, err := generatePKI(filepath.Join(c.Dir, "pki"))
+	if err != nil {
+		return err
+	}
+	etcdURL, err := c.startEtcd(ctx, bins)
+	if err != nil {
+		return err
+	}
+	if err := c.startAPIServer(ctx, bins, certs, etcdURL); err != nil {
+		return err
+	}
+	if !pods {
+		return nil
+	}
+	return c.startPodComponents(ctx, bins, certs)
+}
+
+func (c *Cluster) startEtcd(ctx context.Context, bins Binaries) (string, error) {
+	begin := time.Now()
+	ports, err := freePorts(2)
+	if err != nil {
+		return "", fmt.Errorf("start etcd: %w", err)
+	}
+	clientURL := localURL("http", ports[0])
+	peerURL := localURL("http", ports[1])
+	p, err := c.run("etcd", bins.Etcd,
+		"--name", contextName,
+		"--data-dir", filepath.Join(c.Dir, "etcd"),
+		"--listen-client-urls", clientURL,
+		"--advertise-client-urls", clientURL,
+		"--listen-peer-urls", peerURL,
+		"--initial-advertise-peer-urls", peerURL,
+		"--initial-cluster", contextName+"="+peerURL,
+		"--unsafe-no-fsync",
+		"--log-level", "warn",
+	)
+	if err != nil {
+		return "", err
+	}
+	if err := p.waitFor(ctx, "/health", etcdTimeout, httpOK(clientURL+"/health")); err != nil {
+		return "", err
+	}
+	c.logf("etcd ready in %s", time.Since(begin).Round(time.Millisecond))
+	return clientURL, nil
+}
+
+func (c *Cluster) startAPIServer(ctx context.Context, bins Binaries, certs pki, etcdURL string) error {
+	begin := time.Now()
+	ports, err := freePorts(1)
+	if err != nil {
+		return fmt.Errorf("start kube-apiserver: %w", err)
+	}
+	token, tokenFile, err := writeTokenFile(filepath.Join(c.Dir, "pki"))
+	if err != nil {
+		return fmt.Errorf("start kube-apiserver: %w", err)
+	}
+	p, err := c.run("kube-apiserver", bins.KubeAPIServer,
+		"--etcd-servers", etcdURL,
+		"--bind-address", loopback,
+		"--advertise-address", loopback,
+		"--secure-port", strconv.Itoa(ports[0]),
+		"--cert-dir", filepath.Join(c.Dir, "pki"),
+		"--tls-cert-file", certs.ServingCert,
+		"--tls-private-key-file", certs.ServingKey,
+		"--client-ca-file", certs.CACert,
+		"--token-auth-file", tokenFile,
+		"--authorization-mode", "RBAC",
+		"--disable-admission-plugins", "ServiceAccount",
+		"--service-cluster-ip-range", serviceCIDR,
+		"--service-account-issuer", serviceAccountIssuer,
+		"--service-account-key-file", certs.ServiceAccountKey,
+		"--service-account-signing-key-file", certs.ServiceAccountKey,
+		"--allow-privileged",
+		"--profiling=false",
+	)
+	if err != nil {
+		return err
+	}
+	if err := c.connect(localURL("https", ports[0]), token, certs.CAData); err != nil {
+		return err
+	}
+	if err := p.waitFor(ctx, "/readyz to return 200", apiserverTimeout, c.readyz); err != nil {
+		return err
+	}
+	if err := p.waitFor(ctx, "namespace default", apiserverTimeout, c.namespaceExists("default")); err != nil {
+		return err
+	}
+	c.logf("kube-apiserver ready in %s", time.Since(begin).Round(time.Millisecond))
+	return nil
+}
+
+// connect sets up Config, the admin client and the admin kubeconfig file.
+func (c *Cluster) connect(host, token string, caData []byte) error {
+	c.Config = &rest.Config{
+		Host:            host,
+		BearerToken:     token,
+		TLSClientConfig: rest.TLSClientConfig{CAData: caData},
+		QPS:             100,
+		Burst:           200,
+	}
+	client, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		return fmt.Errorf("create admin client: %w", err)
+	}
+	c.client = client
+	c.Kubeconfig = filepath.Join(c.Dir, "kubeconfig")
+	if err := writeKubeconfig(c.Kubeconfig, host, token, caData); err != nil {
+		return fmt.Errorf("write admin kubeconfig: %w", err)
+	}
+	return nil
+}
+
+func (c *Cluster) readyz(ctx context.Context) (bool, error) {
+	var code int
+	err := c.client.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).StatusCode(&code).Error()
+	return code == http.StatusOK, err
+}
+
+func (c *Cluster) namespaceExists(name string) func(context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) {
+		_, err := c.client.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+		return err == nil, err
+	}
+}
+
+// Client returns a clientset authenticated as cluster-admin.
+func (c *Cluster) Client() kubernetes.Interface {
+	return c.client
+}
+
+// ServiceAccountConfig returns a rest.Config authenticated as the
+// ServiceAccount namespace/name through a TokenRequest, so the caller has
+// exactly the permissions RBAC grants that account. The ServiceAccount must
+// exist.
+func (c *Cluster) ServiceAccountConfig(ctx context.Context, namespace, name string) (*rest.Config, error) {
+	req := &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{
+			ExpirationSeconds: new(int64(tokenLifetime / time.Second)),
+		},
+	}
+	resp, err := c.client.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, req, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("request token for service account %s/%s: %w", namespace, name, err)
+	}
+	cfg := rest.AnonymousClientConfig(c.Config)
+	cfg.BearerToken = resp.Status.Token
+	return cfg, nil
+}
+
+// Stop ends every component (SIGTERM, then SIGKILL after a grace period) and
+// removes Dir if Start created it. It reports components that had already
+// exited on their own. Calling Stop again returns the first result.
+func (c *Cluster) Stop() error {
+	c.stopOnce.Do(func() { c.stopErr = c.stop() })
+	return c.stopErr
+}
+
+func (c *Cluster) stop() error {
+	var errs []error
+	for _, p := range c.processes {
+		if p.exited() {
+			errs = append(errs, p.failure("exited before Stop (%v)", p.err))
+		}
+	}
+	c.stopProcesses()
+	if c.removeDir {
+		if err := os.RemoveAll(c.Dir); err != nil {
+			errs = append(errs, fmt.Errorf("remove cluster dir: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// stopProcesses stops components in reverse start order, clients first.
+func (c *Cluster) stopProcesses() {
+	for i := len(c.processes) - 1; i >= 0; i-- {
+		c.processes[i].stop(stopGrace)
+	}
+}
+
+// run starts a component with its log in Dir and registers it for Stop.
+func (c *Cluster) run(name, binary string, args ...string) (*process, error) {
+	p, err := startProcess(name, binary, c.Dir, args...)
+	if err != nil {
+		return nil, err
+	}
+	c.processes = append(c.processes, p)
+	return p, nil
+}
+
+func (c *Cluster) logf(format string, args ...any) {
+	fmt.Fprintf(c.log, "testcluster: "+format+"\n", args...)
+}
+
+// writeTokenFile writes a static token file with one fresh admin token in
+// group system:masters and returns the token and the file's path.
+func writeTokenFile(dir string) (string, string, error) {
+	buf := make([]byte, 32)
+	if _, err := rand.Read(buf); err != nil {
+		return "", "", fmt.Errorf("generate admin token: %w", err)
+	}
+	token := hex.EncodeToString(buf)
+	path := filepath.Join(dir, "tokens.csv")
+	line := fmt.Sprintf("%s,%s,%s,\"system:masters\"\n", token, adminUser, adminUser)
+	if err := os.WriteFile(path, []byte(line), 0o600); err != nil {
+		return "", "", fmt.Errorf("write token file: %w", err)
+	}
+	return token, path, nil
+}
+
+func writeKubeconfig(path, host, token string, caData []byte) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[contextName] = &clientcmdapi.Cluster{Server: host, CertificateAuthorityData: caData}
+	cfg.AuthInfos[adminUser] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts[contextName] = &clientcmdapi.Context{Cluster: contextName, AuthInfo: adminUser}
+	cfg.CurrentContext = contextName
+	return clientcmd.WriteToFile(*cfg, path)
+}
+
+// freePorts returns n distinct free TCP ports on the loopback address. All
+// listeners stay open until every port is picked, so none repeats.
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", net.JoinHostPort(loopback, "0"))
+		if err != nil {
+			return nil, fmt.Errorf("pick free port: %w", err)
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+func localURL(scheme string, port int) string {
+	return fmt.Sprintf("%s://%s", scheme, net.JoinHostPort(loopback, strconv.Itoa(port)))
+}
+
+// httpOK reports whether a plain GET of url returns 200.
+func httpOK(url string) func(context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return false, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false, err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return false, fmt.Errorf("GET %s: %s", url, resp.Status)
+		}
+		return true, nil
+	}
+}

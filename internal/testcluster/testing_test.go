@@ -1,0 +1,28 @@
+package testcluster
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestNamespacePrefixIsADNSLabelPrefix(t *testing.T) {
+	tests := []struct {
+		name     string
+		testName string
+		want     string
+	}{
+		{name: "lower-cases letters", testName: "TestFoo", want: "testfoo"},
+		{name: "collapses separators", testName: "TestFoo/sub_case #2", want: "testfoo-sub-case-2"},
+		{name: "trims leading and trailing separators", testName: "/_Test_/", want: "test"},
+		{name: "falls back when nothing is left", testName: "///", want: "test"},
+		{name: "truncates without a trailing dash", testName: strings.Repeat("a", 56) + "/b", want: strings.Repeat("a", 56)},
+		{name: "truncates long names", testName: strings.Repeat("x", 100), want: strings.Repeat("x", namespacePrefixMax)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := namespacePrefix(tt.testName); got != tt.want {
+				t.Errorf("namespacePrefix(%q) = %q, want %q", tt.testName, got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,216 @@
+package reloader_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"reloader/confighash"
+	"reloader/internal/testcluster"
+	"reloader/metrics"
+	"reloader/reloader"
+)
+
+var cluster *testcluster.Cluster
+
+func TestMain(m *testing.M) {
+	os.Exit(testcluster.Main(m, testcluster.Options{Pods: true, Log: os.Stderr}, &cluster))
+}
+
+// syncBuffer is a log sink tests can read while the controller writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// running is a controller started in-process for one test.
+type running struct {
+	ctrl   *reloader.Controller
+	cancel context.CancelFunc
+	done   chan error
+	log    *syncBuffer
+}
+
+type controllerOpts struct {
+	period time.Duration
+	grace  time.Duration // 0 abandons pending work on stop, as kill -9 would
+}
+
+func startController(t *testing.T, ns string, o controllerOpts) *running {
+	t.Helper()
+	log := &syncBuffer{}
+	ctrl, err := reloader.New(cluster.Client(), reloader.Options{
+		Namespace: ns, StateNamespace: ns, StateName: "reloader-state",
+		CoalescePeriod: o.period, CoalesceMaxWait: 5 * o.period, ShutdownGrace: o.grace,
+		Annotations: reloader.DefaultAnnotations(),
+		Log:         slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Metrics:     metrics.New("test"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{ctrl: ctrl, cancel: cancel, done: make(chan error, 1), log: log}
+	go func() { r.done <- ctrl.Run(ctx) }()
+	waitFor(t, 30*time.Second, "controller ready", func() (bool, error) { return ctrl.Ready(), nil })
+	t.Cleanup(func() {
+		r.stop(t)
+		if t.Failed() {
+			t.Logf("controller log:\n%s", log.String())
+		}
+	})
+	return r
+}
+
+// stop ends the controller and waits for it; calling it twice is harmless.
+func (r *running) stop(t *testing.T) {
+	t.Helper()
+	r.cancel()
+	if err, ok := <-r.done; ok {
+		close(r.done)
+		if err != nil {
+			t.Errorf("controller Run: %v", err)
+		}
+	}
+}
+
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true,
+		func(context.Context) (bool, error) { return cond() })
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+func createConfigMap(t *testing.T, ns, name string, data map[string]string) {
+	t.Helper()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: data}
+	if _, err := cluster.Client().CoreV1().ConfigMaps(ns).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// updateConfigMap replaces the data and returns the new content hash.
+func updateConfigMap(t *testing.T, ns, name string, data map[string]string) string {
+	t.Helper()
+	cms := cluster.Client().CoreV1().ConfigMaps(ns)
+	cm, err := cms.Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data = data
+	if cm, err = cms.Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return confighash.ConfigMap(cm)
+}
+
+func createSecret(t *testing.T, ns, name string, data map[string]string) {
+	t.Helper()
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}, StringData: data}
+	if _, err := cluster.Client().CoreV1().Secrets(ns).Create(context.Background(), s, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func updateSecret(t *testing.T, ns, name string, data map[string]string) string {
+	t.Helper()
+	secrets := cluster.Client().CoreV1().Secrets(ns)
+	s, err := secrets.Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Data, s.StringData = nil, data
+	if s, err = secrets.Update(context.Background(), s, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return confighash.Secret(s)
+}
+
+// deployment returns a Deployment with one container "app"; mutate adjusts it before creation.
+func createDeployment(t *testing.T, ns, name string, replicas int32, annotations map[string]string, mutate func(*corev1.PodSpec)) *appsv1.Deployment {
+	t.Helper()
+	labels := map[string]string{"app": name}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "fake",
+					Env: []corev1.EnvVar{{Name: "USER_VAR", Value: "kept"}}}}},
+			},
+		},
+	}
+	if mutate != nil {
+		mutate(&d.Spec.Template.Spec)
+	}
+	d, err := cluster.Client().AppsV1().Deployments(ns).Create(context.Background(), d, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func getDeployment(t *testing.T, ns, name string) *appsv1.Deployment {
+	t.Helper()
+	d, err := cluster.Client().AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// env returns the value of variable name in container c of d's template, and whether it is set.
+func env(d *appsv1.Deployment, c, name string) (string, bool) {
+	for _, ctr := range d.Spec.Template.Spec.Containers {
+		if ctr.Name != c {
+			continue
+		}
+		for _, e := range ctr.Env {
+			if e.Name == name {
+				return e.Value, true
+			}
+		}
+	}
+	return "", false
+}
+
+// waitEnv waits until the app container of deployment name has variable v set to want.
+func waitEnv(t *testing.T, ns, name, v, want string) {
+	t.Helper()
+	waitFor(t, 30*time.Second, name+" env "+v+"="+want, func() (bool, error) {
+		got, _ := env(getDeployment(t, ns, name), "app", v)
+		return got == want, nil
+	})
+}
+
+// settle gives the controller time to do anything it wrongly would.
+func settle() { time.Sleep(2 * time.Second) }
+
+func named(kind, names string) map[string]string {
+	return map[string]string{kind + ".reloader.stakater.com/reload": names}
+}

@@ -1,0 +1,364 @@
+package reloader_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+
+	"reloader/state"
+)
+
+const cmVar = "_RELOADER_-configmap-app-config"
+
+func ownedReplicaSets(t *testing.T, ns string, d *appsv1.Deployment) int {
+	t.Helper()
+	rss, err := cluster.Client().AppsV1().ReplicaSets(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, rs := range rss.Items {
+		for _, o := range rs.OwnerReferences {
+			if o.UID == d.UID {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func TestNamedAnnotationReloadsDeploymentAndRollsPods(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"level": "info"})
+	d := createDeployment(t, ns, "web", 1, named("configmap", "app-config"), nil)
+	waitFor(t, 60*time.Second, "first rollout", func() (bool, error) {
+		return getDeployment(t, ns, "web").Status.AvailableReplicas == 1, nil
+	})
+	startController(t, ns, controllerOpts{})
+
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"level": "debug"})
+	waitEnv(t, ns, "web", cmVar, hash)
+	waitFor(t, 60*time.Second, "second ReplicaSet rolled out", func() (bool, error) {
+		got := getDeployment(t, ns, "web")
+		return ownedReplicaSets(t, ns, d) == 2 && got.Status.UpdatedReplicas == 1 && got.Status.AvailableReplicas == 1 &&
+			got.Status.ObservedGeneration == got.Generation, nil
+	})
+	if v, _ := env(getDeployment(t, ns, "web"), "app", "USER_VAR"); v != "kept" {
+		t.Fatalf("the user's env var was changed to %q", v)
+	}
+}
+
+func TestBurstOfChangesRestartsOnce(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	for i := range 3 {
+		createConfigMap(t, ns, fmt.Sprintf("cm%d", i), map[string]string{"v": "0"})
+	}
+	for i := range 2 {
+		createSecret(t, ns, fmt.Sprintf("s%d", i), map[string]string{"v": "0"})
+	}
+	// Two ConfigMaps by annotation, one by envFrom with auto; Secrets by annotation and volume.
+	d := createDeployment(t, ns, "web", 1, map[string]string{
+		"configmap.reloader.stakater.com/reload": "cm0, cm1",
+		"secret.reloader.stakater.com/reload":    "s0",
+		"reloader.stakater.com/auto":             "true",
+	}, func(s *corev1.PodSpec) {
+		s.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cm2"}}}}
+		s.Volumes = []corev1.Volume{{Name: "creds", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "s1"}}}}
+		s.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "creds", MountPath: "/creds"}}
+	})
+	waitFor(t, 60*time.Second, "first rollout", func() (bool, error) { return ownedReplicaSets(t, ns, d) == 1, nil })
+	startController(t, ns, controllerOpts{period: 2 * time.Second, grace: 10 * time.Second})
+	before := getDeployment(t, ns, "web").Generation
+
+	want := map[string]string{}
+	for i := range 3 {
+		want[fmt.Sprintf("_RELOADER_-configmap-cm%d", i)] = updateConfigMap(t, ns, fmt.Sprintf("cm%d", i), map[string]string{"v": "1"})
+	}
+	for i := range 2 {
+		want[fmt.Sprintf("_RELOADER_-secret-s%d", i)] = updateSecret(t, ns, fmt.Sprintf("s%d", i), map[string]string{"v": "1"})
+	}
+	for v, h := range want {
+		waitEnv(t, ns, "web", v, h)
+	}
+	settle()
+	if got := getDeployment(t, ns, "web").Generation - before; got != 1 {
+		t.Fatalf("pod template changed %d times for a burst of 5 changes, want 1", got)
+	}
+	waitFor(t, 30*time.Second, "exactly one new ReplicaSet", func() (bool, error) { return ownedReplicaSets(t, ns, d) == 2, nil })
+	settle()
+	if n := ownedReplicaSets(t, ns, d); n != 2 {
+		t.Fatalf("%d ReplicaSets, want 2 (the original and one reload)", n)
+	}
+}
+
+// generations returns the generation of every Deployment in ns.
+func generations(t *testing.T, ns string) map[string]int64 {
+	t.Helper()
+	list, err := cluster.Client().AppsV1().Deployments(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int64{}
+	for _, d := range list.Items {
+		out[d.Name] = d.Generation
+	}
+	return out
+}
+
+// changed lists the Deployments whose generation moved, with how far.
+func changed(before, after map[string]int64) map[string]int64 {
+	out := map[string]int64{}
+	for name, g := range after {
+		if g != before[name] {
+			out[name] = g - before[name]
+		}
+	}
+	return out
+}
+
+// population creates n ConfigMaps cfg-<i> and n Deployments app-<i>, each depending on its own.
+func population(t *testing.T, ns string, n int) {
+	t.Helper()
+	for i := range n {
+		createConfigMap(t, ns, fmt.Sprintf("cfg-%d", i), map[string]string{"v": "0"})
+		createDeployment(t, ns, fmt.Sprintf("app-%d", i), 0, named("configmap", fmt.Sprintf("cfg-%d", i)), nil)
+	}
+}
+
+func TestRestartWithoutChangesRestartsNothing(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	population(t, ns, 50)
+	before := generations(t, ns)
+
+	first := startController(t, ns, controllerOpts{grace: 5 * time.Second})
+	settle()
+	first.stop(t)
+	startController(t, ns, controllerOpts{grace: 5 * time.Second})
+	settle()
+	if moved := changed(before, generations(t, ns)); len(moved) != 0 {
+		t.Fatalf("first start and restart without config changes restarted %v", moved)
+	}
+}
+
+func TestChangesWhileDownRestartOnlyTheirDependentsOnce(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	population(t, ns, 10)
+	first := startController(t, ns, controllerOpts{grace: 5 * time.Second})
+	settle()
+	first.stop(t)
+	before := generations(t, ns)
+
+	h3 := updateConfigMap(t, ns, "cfg-3", map[string]string{"v": "down"})
+	h7 := updateConfigMap(t, ns, "cfg-7", map[string]string{"v": "down"})
+	startController(t, ns, controllerOpts{grace: 5 * time.Second})
+	waitEnv(t, ns, "app-3", "_RELOADER_-configmap-cfg-3", h3)
+	waitEnv(t, ns, "app-7", "_RELOADER_-configmap-cfg-7", h7)
+	settle()
+	want := map[string]int64{"app-3": 1, "app-7": 1}
+	if moved := changed(before, generations(t, ns)); fmt.Sprint(moved) != fmt.Sprint(want) {
+		t.Fatalf("restarted %v, want %v", moved, want)
+	}
+}
+
+func TestCrashMidWindowReloadsOnceAfterRestart(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
+	crashing := startController(t, ns, controllerOpts{period: 5 * time.Second}) // grace 0: no flush
+	before := getDeployment(t, ns, "web").Generation
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+	time.Sleep(time.Second) // inside the window
+	crashing.stop(t)
+	if g := getDeployment(t, ns, "web").Generation; g != before {
+		t.Fatalf("the window had not closed, yet the template changed (generation %d→%d)", before, g)
+	}
+
+	startController(t, ns, controllerOpts{grace: 5 * time.Second})
+	waitEnv(t, ns, "web", cmVar, hash)
+	settle()
+	if got := getDeployment(t, ns, "web").Generation - before; got != 1 {
+		t.Fatalf("template changed %d times, want exactly 1", got)
+	}
+}
+
+// A crash after the patch but before the state write leaves the state behind: the next start
+// must see the workload already current and not restart it again.
+func TestReloadPatchedBeforeCrashIsNotRepeated(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
+	first := startController(t, ns, controllerOpts{grace: 5 * time.Second})
+	settle()
+	oldHash := stateEntry(t, ns, "v1.ConfigMap_app-config")
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+	waitEnv(t, ns, "web", cmVar, hash)
+	first.stop(t)
+	reloaded := getDeployment(t, ns, "web").Generation
+	setStateEntry(t, ns, "v1.ConfigMap_app-config", oldHash) // as if the state write was lost
+
+	r := startController(t, ns, controllerOpts{grace: 5 * time.Second})
+	waitFor(t, 10*time.Second, "state caught up", func() (bool, error) {
+		return stateEntry(t, ns, "v1.ConfigMap_app-config") == hash, nil
+	})
+	settle()
+	if g := getDeployment(t, ns, "web").Generation; g != reloaded {
+		t.Fatalf("the workload was restarted again (generation %d→%d)", reloaded, g)
+	}
+	if !strings.Contains(r.log.String(), "config changed") {
+		t.Fatalf("the controller did not notice the state lagging behind:\n%s", r.log.String())
+	}
+}
+
+func stateEntry(t *testing.T, ns, key string) string {
+	t.Helper()
+	cm, err := cluster.Client().CoreV1().ConfigMaps(ns).Get(context.Background(), "reloader-state", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cm.Data[key]
+}
+
+func setStateEntry(t *testing.T, ns, key, value string) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"data":{%q:%q}}`, key, value)
+	_, err := cluster.Client().CoreV1().ConfigMaps(ns).Patch(context.Background(), "reloader-state", types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestStrippedEnvVarCausesNoRestart(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
+	startController(t, ns, controllerOpts{})
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+	waitEnv(t, ns, "web", cmVar, hash)
+
+	// The user's `kubectl apply` of the original manifest drops our variable.
+	var d *appsv1.Deployment
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() (err error) {
+		d = getDeployment(t, ns, "web")
+		d.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "USER_VAR", Value: "kept"}}
+		d, err = cluster.Client().AppsV1().Deployments(ns).Update(context.Background(), d, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	settle()
+	got := getDeployment(t, ns, "web")
+	if _, set := env(got, "app", cmVar); set || got.Generation != d.Generation {
+		t.Fatalf("the reloader restored its variable (generation %d→%d) although the config did not change", d.Generation, got.Generation)
+	}
+}
+
+func TestDeletedStateWhileRunningCausesNoMassRestart(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	population(t, ns, 5)
+	r := startController(t, ns, controllerOpts{grace: 5 * time.Second})
+	settle()
+	before := generations(t, ns)
+	if err := cluster.Client().CoreV1().ConfigMaps(ns).Delete(context.Background(), "reloader-state", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	hash := updateConfigMap(t, ns, "cfg-2", map[string]string{"v": "1"})
+	waitEnv(t, ns, "app-2", "_RELOADER_-configmap-cfg-2", hash)
+	waitFor(t, 10*time.Second, "state recreated with every entry", func() (bool, error) {
+		cm, err := cluster.Client().CoreV1().ConfigMaps(ns).Get(context.Background(), "reloader-state", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for i := range 5 {
+			if !state.IsHash(cm.Data[fmt.Sprintf("v1.ConfigMap_cfg-%d", i)]) {
+				return false, nil
+			}
+		}
+		return cm.Data["v1.ConfigMap_cfg-2"] == hash, nil
+	})
+	settle()
+	if moved := changed(before, generations(t, ns)); fmt.Sprint(moved) != fmt.Sprint(map[string]int64{"app-2": 1}) {
+		t.Fatalf("restarted %v, want only app-2 once", moved)
+	}
+	if !strings.Contains(r.log.String(), "recreating it from memory") {
+		t.Fatalf("no log line about the recreated state:\n%s", r.log.String())
+	}
+}
+
+func TestCorruptStateEntryCausesNoRestart(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	population(t, ns, 3)
+	first := startController(t, ns, controllerOpts{grace: 5 * time.Second})
+	settle()
+	first.stop(t)
+	before := generations(t, ns)
+	setStateEntry(t, ns, "v1.ConfigMap_cfg-1", "garbage")
+
+	r := startController(t, ns, controllerOpts{grace: 5 * time.Second})
+	waitFor(t, 10*time.Second, "corrupt entry rewritten", func() (bool, error) {
+		return state.IsHash(stateEntry(t, ns, "v1.ConfigMap_cfg-1")), nil
+	})
+	settle()
+	if moved := changed(before, generations(t, ns)); len(moved) != 0 {
+		t.Fatalf("a corrupt state entry restarted %v", moved)
+	}
+	if !strings.Contains(r.log.String(), "state entry is corrupt") {
+		t.Fatalf("no log line about the corrupt entry:\n%s", r.log.String())
+	}
+}
+
+func TestEnvVarGoesOnlyToContainersUsingTheConfig(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	createConfigMap(t, ns, "app.config", map[string]string{"v": "0"})
+	createDeployment(t, ns, "web", 0, map[string]string{"reloader.stakater.com/auto": "true"}, func(s *corev1.PodSpec) {
+		s.Containers = append(s.Containers,
+			corev1.Container{Name: "sidecar", Image: "fake", EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"}}}}},
+			corev1.Container{Name: "other", Image: "fake", Env: []corev1.EnvVar{{Name: "X", ValueFrom: &corev1.EnvVarSource{
+				ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "app.config"}, Key: "v"}}}}})
+	})
+	startController(t, ns, controllerOpts{})
+	h1 := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+	h2 := updateConfigMap(t, ns, "app.config", map[string]string{"v": "1"})
+	waitFor(t, 30*time.Second, "both reloads", func() (bool, error) {
+		d := getDeployment(t, ns, "web")
+		a, _ := env(d, "sidecar", "_RELOADER_-configmap-app-config")
+		b, _ := env(d, "other", "_RELOADER_-configmap-app.config")
+		return a == h1 && b == h2, nil
+	})
+	d := getDeployment(t, ns, "web")
+	for _, check := range []struct{ container, variable string }{
+		{"app", "_RELOADER_-configmap-app-config"}, {"app", "_RELOADER_-configmap-app.config"},
+		{"other", "_RELOADER_-configmap-app-config"}, {"sidecar", "_RELOADER_-configmap-app.config"},
+	} {
+		if _, set := env(d, check.container, check.variable); set {
+			t.Errorf("container %s got %s although it does not use that config", check.container, check.variable)
+		}
+	}
+}
+
+func TestSecretValuesNeverReachTheLog(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	const secretValue = "hunter2-very-secret-value"
+	createSecret(t, ns, "db", map[string]string{"password": "initial-" + secretValue})
+	createDeployment(t, ns, "web", 0, named("secret", "db"), nil)
+	r := startController(t, ns, controllerOpts{})
+	hash := updateSecret(t, ns, "db", map[string]string{"password": secretValue})
+	waitEnv(t, ns, "web", "_RELOADER_-secret-db", hash)
+	r.stop(t)
+	if strings.Contains(r.log.String(), secretValue) {
+		t.Fatalf("the log contains a secret value:\n%s", r.log.String())
+	}
+	if !strings.Contains(r.log.String(), "reloaded workload") {
+		t.Fatalf("the log has no reload line, so the check proves nothing:\n%s", r.log.String())
+	}
+}

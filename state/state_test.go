@@ -1,0 +1,289 @@
+package state_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"reloader/internal/testcluster"
+	"reloader/state"
+)
+
+var cluster *testcluster.Cluster
+
+func TestMain(m *testing.M) {
+	os.Exit(testcluster.Main(m, testcluster.Options{Log: os.Stderr}, &cluster))
+}
+
+func hashOf(s string) string {
+	sum := sha1.Sum([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// newStore logs to log, or to stderr when log is nil.
+func newStore(client kubernetes.Interface, ns string, log *bytes.Buffer) *state.Store {
+	var w io.Writer = os.Stderr
+	if log != nil {
+		w = log
+	}
+	return state.New(client.CoreV1(), ns, "reloader-state", slog.New(slog.NewTextHandler(w, nil)))
+}
+
+func TestKeyEncoding(t *testing.T) {
+	long := strings.Repeat("a", 250)
+	tests := []struct {
+		name            string
+		kind, ns, cname string
+		want            string
+	}{
+		{"single namespace", "ConfigMap", "", "app", "v1.ConfigMap_app"},
+		{"secret", "Secret", "", "db.creds", "v1.Secret_db.creds"},
+		{"all namespaces carries the namespace", "ConfigMap", "team-a", "app", "v1.ConfigMap_team-a_app"},
+		{"over-long key is hashed", "ConfigMap", "ns", long, "v1.ConfigMap__" + hashOf("ns/"+long)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := state.Key(tt.kind, tt.ns, tt.cname); got != tt.want {
+				t.Fatalf("Key = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestKeysNeverCollide(t *testing.T) {
+	// '_' appears in no Kubernetes name, so namespace/name splits stay apart.
+	pairs := [][2][3]string{
+		{{"ConfigMap", "a-b", "c"}, {"ConfigMap", "a", "b-c"}},
+		{{"ConfigMap", "", "app-config"}, {"ConfigMap", "", "app.config"}},
+		{{"ConfigMap", "", "x"}, {"Secret", "", "x"}},
+	}
+	for _, p := range pairs {
+		a, b := state.Key(p[0][0], p[0][1], p[0][2]), state.Key(p[1][0], p[1][1], p[1][2])
+		if a == b {
+			t.Errorf("%v and %v share key %q", p[0], p[1], a)
+		}
+	}
+}
+
+func TestFirstLoadCreatesStateAndReportsFirstStart(t *testing.T) {
+	ctx := context.Background()
+	ns := cluster.NewNamespace(t)
+	s := newStore(cluster.Client(), ns, nil)
+	first, err := s.Load(ctx)
+	if err != nil || !first {
+		t.Fatalf("Load = %v, %v; want first start", first, err)
+	}
+	if _, err := cluster.Client().CoreV1().ConfigMaps(ns).Get(ctx, "reloader-state", metav1.GetOptions{}); err != nil {
+		t.Fatalf("state ConfigMap not created: %v", err)
+	}
+	s.Set(state.Key("ConfigMap", "", "app"), hashOf("1"))
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	again := newStore(cluster.Client(), ns, nil)
+	if first, err := again.Load(ctx); err != nil || first {
+		t.Fatalf("second Load = %v, %v; want not first", first, err)
+	}
+	if v, _ := again.Get(state.Key("ConfigMap", "", "app")); v != hashOf("1") {
+		t.Fatalf("reloaded entry = %q", v)
+	}
+}
+
+func TestThirtyThousandEntriesStayUnderTheObjectLimit(t *testing.T) {
+	ctx := context.Background()
+	ns := cluster.NewNamespace(t)
+	s := newStore(cluster.Client(), ns, nil)
+	if _, err := s.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const n = 30000
+	for i := range n {
+		// All-namespaces keys with realistic name lengths.
+		s.Set(state.Key("ConfigMap", fmt.Sprintf("team-%03d", i%500), fmt.Sprintf("service-%05d-config", i)), hashOf(fmt.Sprint(i)))
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatalf("flush 30000 entries (the API server rejects any ConfigMap over 1 MiB): %v", err)
+	}
+	cms, err := cluster.Client().CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, cm := range cms.Items {
+		size := 0
+		for k, v := range cm.Data {
+			size += len(k) + len(v)
+		}
+		if size > 1<<20 {
+			t.Errorf("%s holds %d bytes, over 1 MiB", cm.Name, size)
+		}
+		total += len(cm.Data)
+		t.Logf("%s: %d entries, %d bytes", cm.Name, len(cm.Data), size)
+	}
+	if total != n {
+		t.Fatalf("stored %d entries, want %d", total, n)
+	}
+	again := newStore(cluster.Client(), ns, nil)
+	if _, err := again.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	entries := 0
+	for _, st := range again.Stats() {
+		entries += st.Entries
+	}
+	if entries != n {
+		t.Fatalf("reloaded %d entries, want %d", entries, n)
+	}
+}
+
+func TestConcurrentWritersKeepEachOthersKeys(t *testing.T) {
+	ctx := context.Background()
+	ns := cluster.NewNamespace(t)
+	const writers, keys = 4, 50
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			s := newStore(cluster.Client(), ns, nil)
+			// Every writer races to create the missing ConfigMap, then patches its own keys.
+			if _, err := s.Load(ctx); err != nil {
+				t.Error(err)
+				return
+			}
+			for k := range keys {
+				s.Set(state.Key("Secret", "", fmt.Sprintf("w%d-k%d", w, k)), hashOf(fmt.Sprint(w, k)))
+				if k%10 == 9 {
+					if err := s.Flush(ctx); err != nil {
+						t.Error(err)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	cm, err := cluster.Client().CoreV1().ConfigMaps(ns).Get(ctx, "reloader-state", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cm.Data) != writers*keys {
+		t.Fatalf("state holds %d keys, want %d: a writer clobbered another's keys", len(cm.Data), writers*keys)
+	}
+}
+
+func TestDeletedStateIsRecreatedFromMemory(t *testing.T) {
+	ctx := context.Background()
+	ns := cluster.NewNamespace(t)
+	var log bytes.Buffer
+	s := newStore(cluster.Client(), ns, &log)
+	if _, err := s.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s.Set("v1.ConfigMap_a", hashOf("a"))
+	s.Set("v1.ConfigMap_b", hashOf("b"))
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.Client().CoreV1().ConfigMaps(ns).Delete(ctx, "reloader-state", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.Set("v1.ConfigMap_c", hashOf("c"))
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cm, err := cluster.Client().CoreV1().ConfigMaps(ns).Get(ctx, "reloader-state", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cm.Data) != 3 {
+		t.Fatalf("recreated state holds %v, want a, b and c", cm.Data)
+	}
+	if !strings.Contains(log.String(), "state ConfigMap is missing; recreating it from memory") {
+		t.Fatalf("no log line about the recreation:\n%s", log.String())
+	}
+}
+
+func TestCorruptEntryIsDroppedWithALogLine(t *testing.T) {
+	ctx := context.Background()
+	ns := cluster.NewNamespace(t)
+	_, err := cluster.Client().CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "reloader-state"},
+		Data:       map[string]string{"v1.ConfigMap_good": hashOf("g"), "v1.ConfigMap_bad": "not-a-hash", "someone.else": "kept"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	s := newStore(cluster.Client(), ns, &log)
+	if first, err := s.Load(ctx); err != nil || first {
+		t.Fatalf("Load = %v, %v", first, err)
+	}
+	if _, ok := s.Get("v1.ConfigMap_bad"); ok {
+		t.Fatal("corrupt entry was loaded")
+	}
+	if !strings.Contains(log.String(), "state entry is corrupt") || !strings.Contains(log.String(), "v1.ConfigMap_bad") {
+		t.Fatalf("no log line naming the corrupt entry:\n%s", log.String())
+	}
+	if n := s.Prune(func(string) bool { return false }); n != 1 {
+		t.Fatalf("Prune removed %d entries, want 1 (only ours)", n)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cm, _ := cluster.Client().CoreV1().ConfigMaps(ns).Get(ctx, "reloader-state", metav1.GetOptions{})
+	if want := map[string]string{"someone.else": "kept"}; fmt.Sprint(cm.Data) != fmt.Sprint(want) {
+		t.Fatalf("state after prune = %v, want only the foreign key %v", cm.Data, want)
+	}
+}
+
+func TestMissingPermissionIsNamed(t *testing.T) {
+	ctx := context.Background()
+	ns := cluster.NewNamespace(t)
+	client := cluster.Client()
+	if _, err := client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "reloader"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// get but no create: the reloader cannot make the missing state ConfigMap.
+	if _, err := client.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "get-only"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "get-only"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "get-only"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "reloader", Namespace: ns}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := cluster.ServiceAccountConfig(ctx, ns, "reloader")
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := newStore(kubernetes.NewForConfigOrDie(cfg), ns, nil)
+	// RBAC takes a moment to see the new binding; until then even get is refused.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err = store.Load(ctx)
+		if err != nil && strings.Contains(err.Error(), `lacks permission "create" on configmaps`) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Load error = %v, want one naming the missing create permission", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
