@@ -15,6 +15,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,10 +23,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
 	"reloader/coalesce"
@@ -67,8 +72,11 @@ type Controller struct {
 	state     *state.Store
 	queue     workqueue.TypedRateLimitingInterface[string]
 	coalescer *coalesce.Coalescer
+	events    record.EventBroadcaster
+	recorder  record.EventRecorder
 
 	ready atomic.Bool
+	busy  atomic.Int32 // workers inside a sync
 
 	mu      sync.Mutex
 	pending map[string]*pendingConfig // by config key
@@ -104,6 +112,8 @@ func New(client kubernetes.Interface, opts Options) (*Controller, error) {
 		pending: map[string]*pendingConfig{},
 	}
 	c.state.OnWrite = c.observeStateWrite
+	c.events = record.NewBroadcaster()
+	c.recorder = c.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "reloader"})
 	c.coalescer = coalesce.New(opts.CoalescePeriod, opts.CoalesceMaxWait, opts.Clock, c.queue.Add)
 	c.factory = informers.NewSharedInformerFactoryWithOptions(client, 0,
 		informers.WithNamespace(opts.Namespace), informers.WithTransform(c.transform))
@@ -191,6 +201,8 @@ func (c *Controller) Run(ctx context.Context) error {
 	if first {
 		c.log.Info("no state found: recording the current hash of every config without restarting anything")
 	}
+	c.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")})
+	defer c.events.Shutdown()
 	c.factory.Start(ctx.Done())
 	for kind, ok := range c.factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
@@ -238,18 +250,26 @@ func (c *Controller) shutdown(workers *sync.WaitGroup, stopWork context.CancelFu
 		return
 	}
 	c.coalescer.Flush()
-	pending := c.queue.Len()
-	c.log.Info("shutting down: flushing pending reloads", "queued", pending, "grace", c.opts.ShutdownGrace)
-	done := make(chan struct{})
-	go func() { c.queue.ShutDownWithDrain(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(c.opts.ShutdownGrace):
+	c.log.Info("shutting down: flushing pending reloads", "queued", c.queue.Len(), "grace", c.opts.ShutdownGrace)
+	if !c.drained(c.opts.ShutdownGrace) {
 		c.log.Warn("shutdown grace elapsed; remaining reloads are redone on the next start", "queued", c.queue.Len())
-		c.queue.ShutDown()
 	}
+	c.queue.ShutDown()
 	stopWork()
 	workers.Wait()
+}
+
+// drained waits until the queue is empty and no worker is busy. The workqueue's own
+// ShutDownWithDrain waits only for items already being processed, not for queued ones.
+func (c *Controller) drained(grace time.Duration) bool {
+	deadline := time.Now().Add(grace)
+	for time.Now().Before(deadline) {
+		if c.queue.Len() == 0 && c.busy.Load() == 0 {
+			return true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return false
 }
 
 func (c *Controller) processNext(ctx context.Context) bool {
@@ -257,6 +277,8 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	if quit {
 		return false
 	}
+	c.busy.Add(1)
+	defer c.busy.Add(-1)
 	defer c.queue.Done(key)
 	if err := c.sync(ctx, key); err != nil {
 		c.log.Error("sync failed; will retry", "key", key, "err", err, "retries", c.queue.NumRequeues(key))
@@ -434,9 +456,11 @@ func (c *Controller) syncWorkload(ctx context.Context, key string, k *workloadKi
 	}
 	if err := k.patch(ctx, ns, name, body); err != nil {
 		c.metrics.Reloads.WithLabelValues(k.name, metrics.ResultFailure).Inc()
+		c.recorder.Eventf(obj.(runtime.Object), corev1.EventTypeWarning, "ReloadFailed", "Reload for %s failed: %v", describe(hashes), err)
 		return fmt.Errorf("patch %s %s/%s: %w", k.name, ns, name, err)
 	}
 	c.metrics.ObserveReload(k.name, oldest)
+	c.recorder.Eventf(obj.(runtime.Object), corev1.EventTypeNormal, "Reloaded", "Reloaded for %s", describe(hashes))
 	c.log.Info("reloaded workload", "kind", k.name, "namespace", ns, "name", name, "configs", describe(hashes))
 	c.finish(key, b)
 	return nil
@@ -458,12 +482,14 @@ func (c *Controller) applicable(meta metav1.Object, tmpl *corev1.PodTemplateSpec
 	return hashes, oldest
 }
 
+// describe names the configs of a reload with their short hashes, in a stable order.
 func describe(hashes map[configRef]string) string {
 	parts := make([]string, 0, len(hashes))
 	for r, h := range hashes {
-		parts = append(parts, fmt.Sprintf("%s/%s@%s", r.Kind, r.Name, short(h)))
+		parts = append(parts, fmt.Sprintf("%s/%s (%s)", r.Kind, r.Name, short(h)))
 	}
-	return strings.Join(parts, ",")
+	slices.Sort(parts)
+	return strings.Join(parts, ", ")
 }
 
 // finish marks the workload done for every config in the batch whose pending hash is still the

@@ -362,3 +362,43 @@ func TestSecretValuesNeverReachTheLog(t *testing.T) {
 		t.Fatalf("the log has no reload line, so the check proves nothing:\n%s", r.log.String())
 	}
 }
+
+func TestReloadLeavesAnEventOnTheWorkload(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
+	startController(t, ns, controllerOpts{})
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+	want := "Reloaded for ConfigMap/app-config (" + hash[:8] + ")"
+	waitFor(t, 30*time.Second, "a Reloaded event on deployment web", func() (bool, error) {
+		events, err := cluster.Client().CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{
+			FieldSelector: "involvedObject.kind=Deployment,involvedObject.name=web,reason=Reloaded"})
+		if err != nil {
+			return false, err
+		}
+		for _, e := range events.Items {
+			if e.Message == want && e.Type == corev1.EventTypeNormal {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}
+
+func TestShutdownFlushesPendingReloads(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
+	r := startController(t, ns, controllerOpts{period: time.Minute, grace: 10 * time.Second})
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+	waitFor(t, 10*time.Second, "the change to open a window", func() (bool, error) {
+		return strings.Contains(r.log.String(), "config changed"), nil
+	})
+	r.stop(t) // long before the one-minute window closes
+	if got, _ := env(getDeployment(t, ns, "web"), "app", cmVar); got != hash {
+		t.Fatalf("after a graceful stop the env var is %q, want the pending hash %s", got, hash)
+	}
+	if got := stateEntry(t, ns, "v1.ConfigMap_app-config"); got != hash {
+		t.Fatalf("after a graceful stop the state holds %q, want %s", got, hash)
+	}
+}

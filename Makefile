@@ -1,0 +1,34 @@
+# `make test` and `make run` are all a newcomer needs; see README.md.
+GO      ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+BIN     := bin/reloader
+# The same flags as the Dockerfile, so the binary tested here is the one shipped.
+BUILD_FLAGS := -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
+
+.PHONY: all build tools test check run demo bench clean
+
+all: build
+
+build:
+	CGO_ENABLED=0 $(GO) build $(BUILD_FLAGS) -o $(BIN) .
+
+# Builds etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok from the pinned
+# modules under tools/ into the user cache (first run only, a few minutes).
+tools:
+	$(GO) run ./internal/testcluster/cmd/testbin
+
+check:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
+
+test: tools build check
+	$(GO) test -count=1 -timeout 30m ./...
+
+run: tools build
+	$(GO) run ./internal/devenv -reloader $(BIN)
+
+demo: tools build
+	$(GO) run ./internal/devenv -reloader $(BIN) -demo
+
+clean:
+	rm -rf bin
