@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	httppprof "net/http/pprof"
 	"os"
 	"os/signal"
 	"strconv"
@@ -41,6 +42,9 @@ type CLI struct {
 	ReloadStrategy  string        `default:"env-vars" enum:"env-vars" help:"How a workload is restarted: env-vars sets _RELOADER_-<kind>-<name> in the pod template."`
 	LogFormat       string        `default:"text" enum:"text,json" help:"Log format: text or json."`
 	LogLevel        string        `default:"info" enum:"debug,info,warn,error" help:"Least severe level logged: debug, info, warn or error."`
+	KubeAPIQPS      float32       `name:"kube-api-qps" default:"50" help:"Sustained requests per second to the API server (client-go defaults to 5)."`
+	KubeAPIBurst    int           `name:"kube-api-burst" default:"100" help:"Request burst allowed above --kube-api-qps."`
+	EnablePprof     bool          `help:"Serve Go profiles at /debug/pprof/ on --port. Off by default: profiles expose internals."`
 
 	AlternativeConfigmapAnnotation []string `help:"Extra workload annotation keys listing ConfigMaps to reload on, like configmap.reloader.stakater.com/reload."`
 	AlternativeSecretAnnotation    []string `help:"Extra workload annotation keys listing Secrets to reload on, like secret.reloader.stakater.com/reload."`
@@ -50,6 +54,9 @@ type CLI struct {
 func (c *CLI) Validate() error {
 	if c.Port < 0 || c.Port > 65535 {
 		return fmt.Errorf("--port: must be between 0 and 65535, got %d", c.Port)
+	}
+	if c.KubeAPIQPS <= 0 || c.KubeAPIBurst <= 0 {
+		return fmt.Errorf("--kube-api-qps and --kube-api-burst: must be positive, got %v and %d", c.KubeAPIQPS, c.KubeAPIBurst)
 	}
 	if c.ShutdownGrace < 0 {
 		return fmt.Errorf("--shutdown-grace: must not be negative, got %s", c.ShutdownGrace)
@@ -110,11 +117,13 @@ func run(cli CLI) error {
 	if err != nil {
 		return err
 	}
+	m := metrics.New(version)
+	cfg.QPS, cfg.Burst = cli.KubeAPIQPS, cli.KubeAPIBurst
+	cfg.Wrap(m.InstrumentTransport)
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("build Kubernetes client: %w", err)
 	}
-	m := metrics.New(version)
 	m.Leader.Set(1)
 	annotations := reloader.DefaultAnnotations()
 	annotations.AlternativeConfigMap = cli.AlternativeConfigmapAnnotation
@@ -134,7 +143,7 @@ func run(cli CLI) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	srv, err := serve(cli.Port, m, ctrl, log)
+	srv, err := serve(cli.Port, cli.EnablePprof, m, ctrl, log)
 	if err != nil {
 		return err
 	}
@@ -188,8 +197,12 @@ func stateNamespace(cli CLI) (string, error) {
 	return "", errors.New("--state-namespace: required when --namespace is empty and the reloader runs outside a cluster")
 }
 
-func serve(port int, m *metrics.Metrics, ctrl *reloader.Controller, log *slog.Logger) (*http.Server, error) {
+func serve(port int, pprof bool, m *metrics.Metrics, ctrl *reloader.Controller, log *slog.Logger) (*http.Server, error) {
 	mux := http.NewServeMux()
+	if pprof {
+		mux.HandleFunc("/debug/pprof/", httppprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", httppprof.Profile)
+	}
 	mux.Handle("/metrics", m.Handler())
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {

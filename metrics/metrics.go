@@ -32,6 +32,7 @@ type Metrics struct {
 	StateWrites     *prometheus.CounterVec   // configmap, result
 	Leader          prometheus.Gauge
 	OnDeleteSkipped *prometheus.CounterVec // kind: template changed but OnDelete strategy restarts nothing
+	APIRequests     *prometheus.CounterVec // verb, resource: requests this process sent to the API server
 }
 
 // New registers every collector, with the Go and process collectors and build info, on a fresh
@@ -72,6 +73,9 @@ func New(version string) *Metrics {
 		OnDeleteSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "reloader_ondelete_not_restarted_total", Help: "Reloads whose template change restarts no pod because the workload uses the OnDelete update strategy.",
 		}, []string{"kind"}),
+		APIRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "reloader_api_requests_total", Help: "Requests sent to the Kubernetes API server, by verb (get, list, watch, create, update, patch, delete) and resource.",
+		}, []string{"verb", "resource"}),
 	}
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "reloader_build_info", Help: "Always 1; the version label names the build.",
@@ -79,7 +83,7 @@ func New(version string) *Metrics {
 	})
 	build.Set(1)
 	r.MustRegister(m.Reloads, m.Coalesced, m.Pending, m.Latency, m.Changes, m.StateEntries, m.StateBytes,
-		m.StateWrites, m.Leader, m.OnDeleteSkipped, build,
+		m.StateWrites, m.Leader, m.OnDeleteSkipped, m.APIRequests, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
