@@ -12,12 +12,15 @@ import (
 	httppprof "net/http/pprof"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/alecthomas/kong"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -39,7 +42,7 @@ type CLI struct {
 	CoalesceMaxWait Period        `default:"0" help:"Longest a window may stay open while changes keep coming. 0 means 5 x --coalesce-period."`
 	ShutdownGrace   time.Duration `default:"10s" help:"On SIGTERM, how long to spend flushing pending reloads before exiting."`
 	Kubeconfig      string        `help:"Path of a kubeconfig file. Default: $KUBECONFIG, else the in-cluster ServiceAccount."`
-	ReloadStrategy  string        `default:"env-vars" enum:"env-vars" help:"How a workload is restarted: env-vars sets _RELOADER_-<kind>-<name> in the pod template."`
+	ReloadStrategy  string        `default:"env-vars" enum:"env-vars,annotations" help:"How a workload is restarted: env-vars sets _RELOADER_-<kind>-<name> in the pod template; annotations sets the pod-template annotation reloader.stakater.com/last-reloaded-from."`
 	LogFormat       string        `default:"text" enum:"text,json" help:"Log format: text or json."`
 	LogLevel        string        `default:"info" enum:"debug,info,warn,error" help:"Least severe level logged: debug, info, warn or error."`
 	KubeAPIQPS      float32       `name:"kube-api-qps" default:"50" help:"Sustained requests per second to the API server (client-go defaults to 5)."`
@@ -48,7 +51,28 @@ type CLI struct {
 
 	AlternativeConfigmapAnnotation []string `help:"Extra workload annotation keys listing ConfigMaps to reload on, like configmap.reloader.stakater.com/reload."`
 	AlternativeSecretAnnotation    []string `help:"Extra workload annotation keys listing Secrets to reload on, like secret.reloader.stakater.com/reload."`
+
+	AutoAnnotation          string `default:"reloader.stakater.com/auto" help:"Workload annotation: reload on any ConfigMap or Secret the pod spec references."`
+	ConfigmapAutoAnnotation string `default:"configmap.reloader.stakater.com/auto" help:"Workload annotation: reload on any referenced ConfigMap."`
+	SecretAutoAnnotation    string `default:"secret.reloader.stakater.com/auto" help:"Workload annotation: reload on any referenced Secret."`
+	AutoSearchAnnotation    string `default:"reloader.stakater.com/search" help:"Workload annotation: reload on referenced configs that carry --search-match-annotation."`
+	SearchMatchAnnotation   string `default:"reloader.stakater.com/match" help:"Config annotation that search-mode workloads reload on."`
+	ConfigmapAnnotation     string `default:"configmap.reloader.stakater.com/reload" help:"Workload annotation listing the ConfigMaps to reload on."`
+	SecretAnnotation        string `default:"secret.reloader.stakater.com/reload" help:"Workload annotation listing the Secrets to reload on."`
+
+	IsArgoRollouts        bool     `help:"Also reload Argo Rollouts (argoproj.io/v1alpha1)."`
+	IsOpenshift           bool     `help:"Also reload OpenShift DeploymentConfigs (apps.openshift.io/v1)."`
+	IgnoredWorkloadTypes  []string `help:"Workload types to leave alone: deployments, statefulsets, daemonsets, rollouts, deploymentconfigs (jobs and cronjobs are always left alone)."`
+	NamespacesToIgnore    []string `help:"Namespaces whose configs and workloads are ignored."`
+	NamespaceSelector     string   `help:"Label selector: only namespaces matching it are watched (all-namespaces mode; needs list/watch on namespaces)."`
+	ResourceLabelSelector string   `help:"Label selector pushed into the list/watch of ConfigMaps and Secrets: others are never cached nor tracked."`
+	ResourcesToIgnore     string   `help:"configmaps or secrets: do not watch that kind of config."`
+	ReloadOnCreate        bool     `help:"Reload dependents when a config they reference is created."`
+	ReloadOnDelete        bool     `help:"Reload dependents when a config they reference is deleted (env-vars: the variable is removed)."`
 }
+
+var workloadTypes = []string{reloader.TypeDeployments, reloader.TypeStatefulSets, reloader.TypeDaemonSets,
+	reloader.TypeRollouts, reloader.TypeDeploymentConfigs, "jobs", "cronjobs"}
 
 // Validate rejects values kong's types cannot: each message names its flag.
 func (c *CLI) Validate() error {
@@ -61,7 +85,55 @@ func (c *CLI) Validate() error {
 	if c.ShutdownGrace < 0 {
 		return fmt.Errorf("--shutdown-grace: must not be negative, got %s", c.ShutdownGrace)
 	}
+	for _, t := range c.IgnoredWorkloadTypes {
+		if !slices.Contains(workloadTypes, t) {
+			return fmt.Errorf("--ignored-workload-types: unknown type %q; known: %s", t, strings.Join(workloadTypes, ", "))
+		}
+	}
+	if r := strings.ToLower(c.ResourcesToIgnore); r != "" && r != "configmaps" && r != "secrets" {
+		return fmt.Errorf("--resources-to-ignore: must be configmaps or secrets, got %q", c.ResourcesToIgnore)
+	}
+	for flag, sel := range map[string]string{"--namespace-selector": c.NamespaceSelector, "--resource-label-selector": c.ResourceLabelSelector} {
+		if _, err := labels.Parse(sel); err != nil {
+			return fmt.Errorf("%s: %w", flag, err)
+		}
+	}
+	if c.NamespaceSelector != "" && c.Namespace != "" {
+		return errors.New("--namespace-selector: only applies when --namespace is empty (all-namespaces mode)")
+	}
 	return nil
+}
+
+func (c *CLI) annotations() reloader.Annotations {
+	a := reloader.DefaultAnnotations()
+	a.Auto, a.ConfigMapAuto, a.SecretAuto = c.AutoAnnotation, c.ConfigmapAutoAnnotation, c.SecretAutoAnnotation
+	a.Search, a.Match = c.AutoSearchAnnotation, c.SearchMatchAnnotation
+	a.ConfigMap, a.Secret = c.ConfigmapAnnotation, c.SecretAnnotation
+	a.AlternativeConfigMap, a.AlternativeSecret = c.AlternativeConfigmapAnnotation, c.AlternativeSecretAnnotation
+	return a
+}
+
+// options turns the flags into controller options; Validate has checked every value.
+func (c *CLI) options(stateNS string, log *slog.Logger, m *metrics.Metrics) reloader.Options {
+	period, maxWait := time.Duration(c.CoalescePeriod), time.Duration(c.CoalesceMaxWait)
+	if maxWait == 0 {
+		maxWait = 5 * period
+	}
+	var nsSelector labels.Selector
+	if c.NamespaceSelector != "" {
+		nsSelector, _ = labels.Parse(c.NamespaceSelector)
+	}
+	ignore := strings.ToLower(c.ResourcesToIgnore)
+	return reloader.Options{
+		Namespace: c.Namespace, NamespaceSelector: nsSelector, NamespacesToIgnore: c.NamespacesToIgnore,
+		ResourceLabelSelector: c.ResourceLabelSelector,
+		IgnoreConfigMaps:      ignore == "configmaps", IgnoreSecrets: ignore == "secrets",
+		StateNamespace: stateNS, StateName: c.Configmap,
+		CoalescePeriod: period, CoalesceMaxWait: maxWait, ShutdownGrace: c.ShutdownGrace,
+		Strategy: c.ReloadStrategy, ReloadOnCreate: c.ReloadOnCreate, ReloadOnDelete: c.ReloadOnDelete,
+		ArgoRollouts: c.IsArgoRollouts, OpenShift: c.IsOpenshift, IgnoredWorkloadTypes: c.IgnoredWorkloadTypes,
+		Annotations: c.annotations(), Log: log, Metrics: m,
+	}
 }
 
 // Period is a duration that also accepts a bare integer as milliseconds, as Collaborne's
@@ -125,19 +197,11 @@ func run(cli CLI) error {
 		return fmt.Errorf("build Kubernetes client: %w", err)
 	}
 	m.Leader.Set(1)
-	annotations := reloader.DefaultAnnotations()
-	annotations.AlternativeConfigMap = cli.AlternativeConfigmapAnnotation
-	annotations.AlternativeSecret = cli.AlternativeSecretAnnotation
-	period := time.Duration(cli.CoalescePeriod)
-	maxWait := time.Duration(cli.CoalesceMaxWait)
-	if maxWait == 0 {
-		maxWait = 5 * period
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("build dynamic client: %w", err)
 	}
-	ctrl, err := reloader.New(client, reloader.Options{
-		Namespace: cli.Namespace, StateNamespace: stateNS, StateName: cli.Configmap,
-		CoalescePeriod: period, CoalesceMaxWait: maxWait, ShutdownGrace: cli.ShutdownGrace,
-		Annotations: annotations, Log: log, Metrics: m,
-	})
+	ctrl, err := reloader.New(client, dyn, cli.options(stateNS, log, m))
 	if err != nil {
 		return err
 	}

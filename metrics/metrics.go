@@ -33,6 +33,10 @@ type Metrics struct {
 	Leader          prometheus.Gauge
 	OnDeleteSkipped *prometheus.CounterVec // kind: template changed but OnDelete strategy restarts nothing
 	APIRequests     *prometheus.CounterVec // verb, resource: requests this process sent to the API server
+
+	QueueDepth, QueueUnfinished, QueueLongest prometheus.Gauge
+	QueueAdds, QueueRetries                   prometheus.Counter
+	QueueLatency, QueueWorkDuration           prometheus.Histogram
 }
 
 // New registers every collector, with the Go and process collectors and build info, on a fresh
@@ -85,6 +89,7 @@ func New(version string) *Metrics {
 	r.MustRegister(m.Reloads, m.Coalesced, m.Pending, m.Latency, m.Changes, m.StateEntries, m.StateBytes,
 		m.StateWrites, m.Leader, m.OnDeleteSkipped, m.APIRequests, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	r.MustRegister(newQueueCollectors(m)...)
 	return m
 }
 

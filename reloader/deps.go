@@ -1,20 +1,27 @@
 package reloader
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 )
 
-// Annotations names the annotation keys the reloader reads. The defaults are stakater Reloader's.
+// Annotations names the annotation keys the reloader reads. The defaults are stakater Reloader's;
+// the seed flags (--auto-annotation, ...) rename them.
 type Annotations struct {
-	Auto          string // reload on any referenced config
-	ConfigMapAuto string // reload on any referenced ConfigMap
-	SecretAuto    string // reload on any referenced Secret
-	ConfigMap     string // comma-separated ConfigMap names
-	Secret        string // comma-separated Secret names
-	Ignore        string // on a config: never trigger
+	Auto             string // on a workload: reload on any referenced config
+	ConfigMapAuto    string // on a workload: reload on any referenced ConfigMap
+	SecretAuto       string // on a workload: reload on any referenced Secret
+	Search           string // on a workload: reload on referenced configs that carry Match
+	Match            string // on a config: matched by Search
+	ConfigMap        string // on a workload: comma-separated ConfigMap names
+	Secret           string // on a workload: comma-separated Secret names
+	ConfigMapExclude string // on a workload: ConfigMaps auto and search leave out
+	SecretExclude    string // on a workload: Secrets auto and search leave out
+	Ignore           string // on a config: never trigger
+	RolloutStrategy  string // on an Argo Rollout: "restart" sets spec.restartAt
 	// Extra keys with the ConfigMap / Secret semantics (Collaborne's --alternative-*-annotation).
 	AlternativeConfigMap []string
 	AlternativeSecret    []string
@@ -23,18 +30,23 @@ type Annotations struct {
 // DefaultAnnotations returns stakater Reloader's annotation keys.
 func DefaultAnnotations() Annotations {
 	return Annotations{
-		Auto:          "reloader.stakater.com/auto",
-		ConfigMapAuto: "configmap.reloader.stakater.com/auto",
-		SecretAuto:    "secret.reloader.stakater.com/auto",
-		ConfigMap:     "configmap.reloader.stakater.com/reload",
-		Secret:        "secret.reloader.stakater.com/reload",
-		Ignore:        "reloader.stakater.com/ignore",
+		Auto:             "reloader.stakater.com/auto",
+		ConfigMapAuto:    "configmap.reloader.stakater.com/auto",
+		SecretAuto:       "secret.reloader.stakater.com/auto",
+		Search:           "reloader.stakater.com/search",
+		Match:            "reloader.stakater.com/match",
+		ConfigMap:        "configmap.reloader.stakater.com/reload",
+		Secret:           "secret.reloader.stakater.com/reload",
+		ConfigMapExclude: "configmaps.exclude.reloader.stakater.com/reload",
+		SecretExclude:    "secrets.exclude.reloader.stakater.com/reload",
+		Ignore:           "reloader.stakater.com/ignore",
+		RolloutStrategy:  "reloader.stakater.com/rollout-strategy",
 	}
 }
 
-// onConfig lists the annotations read from ConfigMaps and Secrets, which the cache keeps.
+// onConfig lists the annotations read from ConfigMaps and Secrets, the only ones the cache keeps.
 func (a Annotations) onConfig() []string {
-	return []string{a.Ignore}
+	return []string{a.Ignore, a.Match}
 }
 
 // configRef names a config in the workload's namespace.
@@ -43,51 +55,140 @@ type configRef struct {
 	Name string
 }
 
-// dependencies returns the configs whose change restarts a workload with these annotations and
-// pod template, sorted and without duplicates.
-func (a Annotations) dependencies(annotations map[string]string, tmpl *corev1.PodTemplateSpec) []configRef {
-	get := func(key string) string {
-		if v, ok := annotations[key]; ok {
-			return v
+// use is how a pod spec reads one config: as a whole (envFrom, a volume without items) and/or
+// through individual keys (configMapKeyRef, secretKeyRef, volume items).
+type use struct {
+	whole bool
+	keys  []string
+}
+
+// policy is what a workload's annotations say about reloading.
+type policy struct {
+	auto, configMapAuto, secretAuto, search bool
+	named, excluded                         map[configRef]bool
+	// problems are malformed annotation values, reported as Events.
+	problems []string
+}
+
+// policyOf reads a workload's reload annotations, falling back to its pod template's.
+func (a Annotations) policyOf(meta, tmpl map[string]string) policy {
+	p := policy{named: map[configRef]bool{}, excluded: map[configRef]bool{}}
+	get := func(key string) (string, bool) {
+		if v, ok := meta[key]; ok {
+			return v, true
 		}
-		return tmpl.Annotations[key]
+		v, ok := tmpl[key]
+		return v, ok
 	}
-	var refs []configRef
+	p.auto = p.flag(get, a.Auto)
+	p.configMapAuto = p.flag(get, a.ConfigMapAuto)
+	p.secretAuto = p.flag(get, a.SecretAuto)
+	p.search = p.flag(get, a.Search)
 	for _, key := range append([]string{a.ConfigMap}, a.AlternativeConfigMap...) {
-		refs = appendNames(refs, kindConfigMap, get(key))
+		p.names(get, key, kindConfigMap, p.named)
 	}
 	for _, key := range append([]string{a.Secret}, a.AlternativeSecret...) {
-		refs = appendNames(refs, kindSecret, get(key))
+		p.names(get, key, kindSecret, p.named)
 	}
-	auto := get(a.Auto) == "true"
-	for _, r := range referencedConfigs(&tmpl.Spec) {
-		if auto || r.Kind == kindConfigMap && get(a.ConfigMapAuto) == "true" || r.Kind == kindSecret && get(a.SecretAuto) == "true" {
+	p.names(get, a.ConfigMapExclude, kindConfigMap, p.excluded)
+	p.names(get, a.SecretExclude, kindSecret, p.excluded)
+	return p
+}
+
+func (p *policy) flag(get func(string) (string, bool), key string) bool {
+	v, ok := get(key)
+	if !ok {
+		return false
+	}
+	switch v {
+	case "true":
+		return true
+	case "false":
+		return false
+	}
+	p.problems = append(p.problems, fmt.Sprintf("annotation %s=%q is neither \"true\" nor \"false\"; treated as \"false\"", key, v))
+	return false
+}
+
+func (p *policy) names(get func(string) (string, bool), key, kind string, into map[configRef]bool) {
+	v, ok := get(key)
+	if !ok {
+		return
+	}
+	for i, n := range strings.Split(v, ",") {
+		if n = strings.TrimSpace(n); n == "" {
+			p.problems = append(p.problems, fmt.Sprintf("annotation %s=%q has an empty name at position %d; it is skipped", key, v, i+1))
+			continue
+		}
+		into[configRef{Kind: kind, Name: n}] = true
+	}
+}
+
+// autoFor reports whether auto-discovery covers configs of this kind.
+func (p policy) autoFor(kind string) bool {
+	return p.auto || kind == kindConfigMap && p.configMapAuto || kind == kindSecret && p.secretAuto
+}
+
+// candidates are every config a change of which may reload the workload; the index holds them.
+// Search mode still needs the config's match annotation, checked by triggers.
+func (p policy) candidates(uses map[configRef]use) []configRef {
+	var refs []configRef
+	for r := range p.named {
+		refs = append(refs, r)
+	}
+	for r := range uses {
+		if !p.named[r] && !p.excluded[r] && (p.autoFor(r.Kind) || p.search) {
 			refs = append(refs, r)
 		}
 	}
 	slices.SortFunc(refs, func(x, y configRef) int { return strings.Compare(x.Kind+"/"+x.Name, y.Kind+"/"+y.Name) })
-	return slices.Compact(refs)
-}
-
-func appendNames(refs []configRef, kind, list string) []configRef {
-	for n := range strings.SplitSeq(list, ",") {
-		if n = strings.TrimSpace(n); n != "" {
-			refs = append(refs, configRef{Kind: kind, Name: n})
-		}
-	}
 	return refs
 }
 
-// referencedConfigs returns every config the pod spec mounts or reads into its environment.
-func referencedConfigs(spec *corev1.PodSpec) []configRef {
-	var refs []configRef
-	for _, v := range spec.Volumes {
-		refs = append(refs, volumeRefs(&v)...)
+// triggers reports whether a change of config r (carrying the given annotations) reloads the
+// workload, and if only some of its keys matter, which: nil keys means any change.
+// Auto wins over search, as stakater documents: with auto on, match is not required.
+func (p policy) triggers(r configRef, u use, matched bool) (ok bool, keys []string) {
+	switch {
+	case p.named[r]:
+		return true, nil
+	case p.excluded[r] || !u.whole && len(u.keys) == 0:
+		return false, nil
+	case p.autoFor(r.Kind), p.search && matched:
+		if u.whole {
+			return true, nil
+		}
+		return true, u.keys
+	}
+	return false, nil
+}
+
+// usesOf returns every config the pod spec mounts or reads into its environment, with how.
+func usesOf(spec *corev1.PodSpec) map[configRef]use {
+	uses := map[configRef]use{}
+	add := func(kind, name string, keys ...string) {
+		u := uses[configRef{kind, name}]
+		if len(keys) == 0 {
+			u.whole = true
+		}
+		for _, k := range keys {
+			if !slices.Contains(u.keys, k) {
+				u.keys = append(u.keys, k)
+			}
+		}
+		uses[configRef{kind, name}] = u
+	}
+	for i := range spec.Volumes {
+		volumeUses(&spec.Volumes[i], add)
 	}
 	for _, c := range allContainers(spec) {
-		refs = append(refs, containerEnvRefs(c)...)
+		envUses(c, add)
 	}
-	return refs
+	for r, u := range uses {
+		slices.Sort(u.keys)
+		uses[r] = u
+	}
+	return uses
 }
 
 func allContainers(spec *corev1.PodSpec) []*corev1.Container {
@@ -101,35 +202,41 @@ func allContainers(spec *corev1.PodSpec) []*corev1.Container {
 	return out
 }
 
-func volumeRefs(v *corev1.Volume) []configRef {
-	var refs []configRef
-	if v.ConfigMap != nil {
-		refs = append(refs, configRef{kindConfigMap, v.ConfigMap.Name})
+func itemKeys(items []corev1.KeyToPath) []string {
+	keys := make([]string, len(items))
+	for i, it := range items {
+		keys[i] = it.Key
 	}
-	if v.Secret != nil {
-		refs = append(refs, configRef{kindSecret, v.Secret.SecretName})
-	}
-	if v.Projected != nil {
-		for _, s := range v.Projected.Sources {
-			if s.ConfigMap != nil {
-				refs = append(refs, configRef{kindConfigMap, s.ConfigMap.Name})
-			}
-			if s.Secret != nil {
-				refs = append(refs, configRef{kindSecret, s.Secret.Name})
-			}
-		}
-	}
-	return refs
+	return keys
 }
 
-func containerEnvRefs(c *corev1.Container) []configRef {
-	var refs []configRef
+func volumeUses(v *corev1.Volume, add func(kind, name string, keys ...string)) {
+	if s := v.ConfigMap; s != nil {
+		add(kindConfigMap, s.Name, itemKeys(s.Items)...)
+	}
+	if s := v.Secret; s != nil {
+		add(kindSecret, s.SecretName, itemKeys(s.Items)...)
+	}
+	if v.Projected == nil {
+		return
+	}
+	for _, s := range v.Projected.Sources {
+		if s.ConfigMap != nil {
+			add(kindConfigMap, s.ConfigMap.Name, itemKeys(s.ConfigMap.Items)...)
+		}
+		if s.Secret != nil {
+			add(kindSecret, s.Secret.Name, itemKeys(s.Secret.Items)...)
+		}
+	}
+}
+
+func envUses(c *corev1.Container, add func(kind, name string, keys ...string)) {
 	for _, e := range c.EnvFrom {
 		if e.ConfigMapRef != nil {
-			refs = append(refs, configRef{kindConfigMap, e.ConfigMapRef.Name})
+			add(kindConfigMap, e.ConfigMapRef.Name)
 		}
 		if e.SecretRef != nil {
-			refs = append(refs, configRef{kindSecret, e.SecretRef.Name})
+			add(kindSecret, e.SecretRef.Name)
 		}
 	}
 	for _, e := range c.Env {
@@ -137,27 +244,30 @@ func containerEnvRefs(c *corev1.Container) []configRef {
 			continue
 		}
 		if r := e.ValueFrom.ConfigMapKeyRef; r != nil {
-			refs = append(refs, configRef{kindConfigMap, r.Name})
+			add(kindConfigMap, r.Name, r.Key)
 		}
 		if r := e.ValueFrom.SecretKeyRef; r != nil {
-			refs = append(refs, configRef{kindSecret, r.Name})
+			add(kindSecret, r.Name, r.Key)
 		}
 	}
-	return refs
 }
 
 // containerUses reports whether container c reads config r, through its environment or a
 // mounted volume.
 func containerUses(spec *corev1.PodSpec, c *corev1.Container, r configRef) bool {
-	if slices.Contains(containerEnvRefs(c), r) {
-		return true
+	found := false
+	mark := func(kind, name string, _ ...string) {
+		if kind == r.Kind && name == r.Name {
+			found = true
+		}
 	}
+	envUses(c, mark)
 	for _, m := range c.VolumeMounts {
-		for _, v := range spec.Volumes {
-			if v.Name == m.Name && slices.Contains(volumeRefs(&v), r) {
-				return true
+		for i := range spec.Volumes {
+			if spec.Volumes[i].Name == m.Name {
+				volumeUses(&spec.Volumes[i], mark)
 			}
 		}
 	}
-	return false
+	return found
 }

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 
 	"reloader/confighash"
 	"reloader/internal/testcluster"
@@ -55,18 +56,24 @@ type running struct {
 type controllerOpts struct {
 	period time.Duration
 	grace  time.Duration // 0 abandons pending work on stop, as kill -9 would
+	// tweak adjusts the options before the controller is built.
+	tweak func(*reloader.Options)
 }
 
 func startController(t *testing.T, ns string, o controllerOpts) *running {
 	t.Helper()
 	log := &syncBuffer{}
-	ctrl, err := reloader.New(cluster.Client(), reloader.Options{
+	opts := reloader.Options{
 		Namespace: ns, StateNamespace: ns, StateName: "reloader-state",
 		CoalescePeriod: o.period, CoalesceMaxWait: 5 * o.period, ShutdownGrace: o.grace,
 		Annotations: reloader.DefaultAnnotations(),
 		Log:         slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Metrics:     metrics.New("test"),
-	})
+	}
+	if o.tweak != nil {
+		o.tweak(&opts)
+	}
+	ctrl, err := reloader.New(cluster.Client(), dynamic.NewForConfigOrDie(cluster.Config), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package reloader
 
 import (
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -16,18 +15,21 @@ const (
 )
 
 // configRecord is what the informer cache keeps of a ConfigMap or Secret: its identity, the few
-// annotations the reloader reads, and the content hash. The contents themselves are dropped on
-// arrival, so memory grows with the number of configs and not with their size, and no Secret
-// value is ever held.
+// annotations the reloader reads, and hashes of its content. The contents themselves are dropped
+// on arrival, so memory grows with the number of configs and keys, not with their size, and no
+// Secret value is ever held.
 type configRecord struct {
 	metav1.TypeMeta
 	metav1.ObjectMeta
-	Hash string
+	Hash     string              // content hash (confighash)
+	Keys     []confighash.KeySum // per-key sums, for workloads that read single keys
+	Stakater string              // stakater Reloader's hash, to take over without restarts
 }
 
 func (r *configRecord) DeepCopyObject() runtime.Object {
 	c := *r
 	r.ObjectMeta.DeepCopyInto(&c.ObjectMeta)
+	c.Keys = append([]confighash.KeySum(nil), r.Keys...)
 	return &c
 }
 
@@ -39,14 +41,18 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 func (c *Controller) transform(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.ConfigMap:
-		return c.newRecord(kindConfigMap, &o.ObjectMeta, confighash.ConfigMap(o)), nil
+		r := c.newRecord(kindConfigMap, &o.ObjectMeta, confighash.ConfigMap(o))
+		r.Keys, r.Stakater = confighash.ConfigMapKeys(o), confighash.StakaterConfigMap(o)
+		return r, nil
 	case *corev1.Secret:
-		return c.newRecord(kindSecret, &o.ObjectMeta, confighash.Secret(o)), nil
-	case *appsv1.Deployment, *appsv1.StatefulSet, *appsv1.DaemonSet:
-		m := o.(metav1.Object)
-		m.SetManagedFields(nil)
-		if a := m.GetAnnotations(); a != nil {
+		r := c.newRecord(kindSecret, &o.ObjectMeta, confighash.Secret(o))
+		r.Keys, r.Stakater = confighash.SecretKeys(o), confighash.StakaterSecret(o)
+		return r, nil
+	case metav1.Object: // workloads, typed or unstructured
+		o.SetManagedFields(nil)
+		if a := o.GetAnnotations(); a != nil {
 			delete(a, lastApplied)
+			o.SetAnnotations(a)
 		}
 		return o, nil
 	}

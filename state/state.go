@@ -58,6 +58,39 @@ func Key(kind, namespace, name string) string {
 	return prefix + "_" + hex.EncodeToString(sum[:])
 }
 
+// KeyOf returns the entry key of one data key of a config, for workloads that read only that key:
+// "<config entry>__<data key>". The config part never contains "__" past its kind prefix, so the
+// split is unambiguous; an over-long key ends in "__-<sha1 of the data key>" instead.
+func KeyOf(config, dataKey string) string {
+	k := config + "__" + dataKey
+	if len(k) <= maxKeyLen {
+		return k
+	}
+	sum := sha1.Sum([]byte(dataKey))
+	return config + "__-" + hex.EncodeToString(sum[:])
+}
+
+// ConfigOf returns the config entry key that key belongs to: key itself, or the config part of a
+// data-key entry.
+func ConfigOf(key string) string {
+	for _, p := range ownPrefixes {
+		rest, ok := strings.CutPrefix(key, p)
+		if !ok {
+			continue
+		}
+		// A hashed config key starts its rest with '_': skip it before looking for "__".
+		skip := 0
+		if strings.HasPrefix(rest, "_") {
+			skip = 1
+		}
+		if i := strings.Index(rest[skip:], "__"); i >= 0 {
+			return p + rest[:skip+i]
+		}
+		return key
+	}
+	return key
+}
+
 // IsHash reports whether v has the form of a content hash: 40 lower-case hex digits.
 func IsHash(v string) bool {
 	if len(v) != 40 {
@@ -217,11 +250,17 @@ func (s *Store) Set(key, value string) {
 	s.markDirty(key)
 }
 
-// Delete removes key; the removal is written by the next flush.
-func (s *Store) Delete(key string) {
+// Delete removes a config's entry and its data-key entries; the removal is written by the next
+// flush.
+func (s *Store) Delete(config string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.deleteLocked(key)
+	for k := range s.entries {
+		if ConfigOf(k) == config {
+			s.deleteLocked(k)
+		}
+	}
+	s.deleteLocked(config)
 }
 
 func (s *Store) deleteLocked(key string) {
@@ -235,12 +274,13 @@ func (s *Store) deleteLocked(key string) {
 }
 
 // Prune deletes every entry of ours whose config is not live, and returns how many it deleted.
-func (s *Store) Prune(live func(key string) bool) int {
+// live is asked about config entry keys only.
+func (s *Store) Prune(live func(config string) bool) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
 	for k := range s.entries {
-		if !live(k) {
+		if !live(ConfigOf(k)) {
 			s.deleteLocked(k)
 			n++
 		}

@@ -64,6 +64,28 @@ func TestKeyEncoding(t *testing.T) {
 	}
 }
 
+func TestDataKeyEntriesMapBackToTheirConfig(t *testing.T) {
+	long := strings.Repeat("b", 250)
+	tests := []struct{ config, dataKey string }{
+		{state.Key("ConfigMap", "", "app"), "x"},
+		{state.Key("ConfigMap", "ns", "app.v2"), "config__file.yaml"},
+		{state.Key("Secret", "", long), "k"},
+		{state.Key("ConfigMap", "", "app"), long},
+	}
+	for _, tt := range tests {
+		k := state.KeyOf(tt.config, tt.dataKey)
+		if len(k) > 253 {
+			t.Errorf("KeyOf(%q, %q) is %d long", tt.config, tt.dataKey, len(k))
+		}
+		if got := state.ConfigOf(k); got != tt.config {
+			t.Errorf("ConfigOf(%q) = %q, want %q", k, got, tt.config)
+		}
+		if got := state.ConfigOf(tt.config); got != tt.config {
+			t.Errorf("ConfigOf(%q) = %q, want itself", tt.config, got)
+		}
+	}
+}
+
 func TestKeysNeverCollide(t *testing.T) {
 	// '_' appears in no Kubernetes name, so namespace/name splits stay apart.
 	pairs := [][2][3]string{

@@ -1,0 +1,54 @@
+package confighash
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+func TestSubsetIgnoresOtherKeys(t *testing.T) {
+	before := ConfigMapKeys(cm(map[string]string{"x": "1", "y": "1"}, nil))
+	tests := []struct {
+		name    string
+		after   *corev1.ConfigMap
+		keys    []string
+		changed bool
+	}{
+		{"other key changed", cm(map[string]string{"x": "1", "y": "2"}, nil), []string{"x"}, false},
+		{"used key changed", cm(map[string]string{"x": "2", "y": "1"}, nil), []string{"x"}, true},
+		{"used key removed", cm(map[string]string{"y": "1"}, nil), []string{"x"}, true},
+		{"key order does not matter", cm(map[string]string{"x": "1", "y": "1"}, nil), []string{"y", "x"}, false},
+		{"value moved to binaryData", cm(map[string]string{"y": "1"}, map[string][]byte{"x": []byte("1")}), []string{"x"}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			was := Subset(before, tt.keys)
+			now := Subset(ConfigMapKeys(tt.after), tt.keys)
+			if (was != now) != tt.changed {
+				t.Fatalf("subset hash changed = %v, want %v", was != now, tt.changed)
+			}
+		})
+	}
+}
+
+func TestStakaterHashMatchesItsDocumentedForm(t *testing.T) {
+	sum := func(s string) string { h := sha1.Sum([]byte(s)); return hex.EncodeToString(h[:]) }
+	tests := []struct {
+		name string
+		got  string
+		want string
+	}{
+		{"configmap pairs sorted and joined", StakaterConfigMap(cm(map[string]string{"b": "2", "a": "1"}, nil)), sum("a=1;b=2")},
+		{"binaryData base64", StakaterConfigMap(cm(nil, map[string][]byte{"k": {0xff}})), sum("k=/w==")},
+		{"secret values decoded", StakaterSecret(&corev1.Secret{Data: map[string][]byte{"pw": []byte("s3cret")}}), sum("pw=s3cret")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.got != tt.want {
+				t.Fatalf("hash = %s, want %s", tt.got, tt.want)
+			}
+		})
+	}
+}

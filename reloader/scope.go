@@ -1,0 +1,93 @@
+package reloader
+
+import (
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+)
+
+// namespaceAllowed applies --namespaces-to-ignore and --namespace-selector.
+func (c *Controller) namespaceAllowed(ns string) bool {
+	if slices.Contains(c.opts.NamespacesToIgnore, ns) {
+		return false
+	}
+	if c.namespaces == nil {
+		return true
+	}
+	obj, exists, err := c.namespaces.GetStore().GetByKey(ns)
+	if err != nil || !exists {
+		return false
+	}
+	return c.opts.NamespaceSelector.Matches(labels.Set(obj.(*corev1.Namespace).Labels))
+}
+
+// namespaceRelabelled re-syncs the configs of a namespace that just entered the selection, so
+// their hashes are recorded.
+func (c *Controller) namespaceRelabelled(old, obj any) {
+	was := c.opts.NamespaceSelector.Matches(labels.Set(old.(*corev1.Namespace).Labels))
+	ns := obj.(*corev1.Namespace)
+	if was || !c.namespaceAllowed(ns.Name) {
+		return
+	}
+	for kind, inf := range c.configs {
+		objs, err := inf.GetIndexer().ByIndex(cache.NamespaceIndex, ns.Name)
+		if err != nil {
+			continue
+		}
+		for _, o := range objs {
+			c.enqueue(kind, o)
+		}
+	}
+}
+
+// workloadSeen reports malformed annotations once, and queues the configs the workload reads by
+// single keys so their data-key state entries exist before the next change.
+func (c *Controller) workloadSeen(k *workloadKind, obj any) {
+	meta, tmpl := k.template(obj)
+	if tmpl == nil || !c.namespaceAllowed(meta.GetNamespace()) {
+		return
+	}
+	pol := c.opts.Annotations.policyOf(meta.GetAnnotations(), tmpl.Annotations)
+	c.reportProblems(k, obj, pol.problems)
+	for r, u := range usesOf(&tmpl.Spec) {
+		if len(u.keys) > 0 {
+			if _, ok := c.configs[r.Kind]; ok {
+				c.queue.Add(configKey(r, meta.GetNamespace()))
+			}
+		}
+	}
+}
+
+// reportProblems emits one Warning Event and log line per distinct set of problems of a workload.
+func (c *Controller) reportProblems(k *workloadKind, obj any, problems []string) {
+	meta, _ := k.template(obj)
+	uid, text := string(meta.GetUID()), strings.Join(problems, "; ")
+	c.mu.Lock()
+	seen := c.reported[uid] == text
+	c.reported[uid] = text
+	if text == "" {
+		delete(c.reported, uid)
+	}
+	c.mu.Unlock()
+	if seen || text == "" {
+		return
+	}
+	c.log.Warn("malformed reload annotation", "kind", k.name, "namespace", meta.GetNamespace(), "name", meta.GetName(), "problems", text)
+	c.recorder.Event(obj.(runtime.Object), corev1.EventTypeWarning, "InvalidAnnotation", text)
+}
+
+func (c *Controller) workloadGone(k *workloadKind, obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	if meta, _ := k.template(obj); meta != nil {
+		c.mu.Lock()
+		delete(c.reported, string(meta.GetUID()))
+		c.mu.Unlock()
+	}
+	c.enqueue(k.name, obj)
+}
