@@ -43,6 +43,7 @@ func (c *Controller) syncConfig(key string, ref configRef, ns string, inf cache.
 		return c.configGone(key, ref, ns, skey)
 	}
 	rec := obj.(*configRecord)
+	initial := c.takeInitial(key)
 	if rec.Annotations[c.opts.Annotations.Ignore] == "true" {
 		return nil
 	}
@@ -53,7 +54,7 @@ func (c *Controller) syncConfig(key string, ref configRef, ns string, inf cache.
 	stored, known := c.state.Get(skey)
 	var reload []dependent
 	switch {
-	case !known && c.opts.ReloadOnCreate && !c.firstStart:
+	case !known && c.opts.ReloadOnCreate && !initial:
 		reload = deps
 	case !known:
 		reload = c.stakaterLagging(deps, ref, rec)

@@ -100,6 +100,9 @@ type Controller struct {
 	mu       sync.Mutex
 	pending  map[string]*pendingConfig // by config key
 	reported map[string]string         // workload UID → annotation problems already reported
+	// initial holds, on the first start only, the configs that existed when it began and are
+	// not synced yet: they are recorded, never reloaded, even with --reload-on-create.
+	initial map[string]bool
 }
 
 // Ready reports whether the caches have synced and the controller is processing changes.
@@ -130,6 +133,7 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, opts Options) (*Con
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "reloader", MetricsProvider: opts.Metrics.WorkqueueProvider()}),
 		pending:  map[string]*pendingConfig{},
 		reported: map[string]string{},
+		initial:  map[string]bool{},
 	}
 	c.state.OnWrite = c.observeStateWrite
 	c.events = record.NewBroadcaster()
@@ -189,8 +193,13 @@ func (c *Controller) addHandlers() error {
 			}
 			c.enqueue(kind, obj)
 		}
-		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    enqueue,
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+			AddFunc: func(obj any, initial bool) {
+				if initial && c.firstStart {
+					c.markInitial(kind, obj)
+				}
+				enqueue(obj)
+			},
 			UpdateFunc: func(_, obj any) { enqueue(obj) },
 			DeleteFunc: enqueue,
 		}); err != nil {
@@ -218,6 +227,23 @@ func (c *Controller) addHandlers() error {
 		}
 	}
 	return nil
+}
+
+func (c *Controller) markInitial(kind string, obj any) {
+	if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
+		c.mu.Lock()
+		c.initial[kind+"/"+key] = true
+		c.mu.Unlock()
+	}
+}
+
+// takeInitial reports whether key was in the first start's initial list, and forgets it.
+func (c *Controller) takeInitial(key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	was := c.initial[key]
+	delete(c.initial, key)
+	return was
 }
 
 func (c *Controller) isStateObject(obj any) bool {

@@ -156,12 +156,25 @@ func updateSecret(t *testing.T, ns, name string, data map[string]string) string 
 	return confighash.Secret(s)
 }
 
-// deployment returns a Deployment with one container "app"; mutate adjusts it before creation.
+// createDeployment creates a Deployment with one container "app"; mutate adjusts its pod spec.
 func createDeployment(t *testing.T, ns, name string, replicas int32, annotations map[string]string, mutate func(*corev1.PodSpec)) *appsv1.Deployment {
 	t.Helper()
+	return createDeploymentFrom(t, ns, name, func(d *appsv1.Deployment) {
+		d.Spec.Replicas, d.Annotations = &replicas, annotations
+		if mutate != nil {
+			mutate(&d.Spec.Template.Spec)
+		}
+	})
+}
+
+// createDeploymentFrom creates a Deployment with no replicas and one container "app" (with a
+// user env var); mutate adjusts it before creation.
+func createDeploymentFrom(t *testing.T, ns, name string, mutate func(*appsv1.Deployment)) *appsv1.Deployment {
+	t.Helper()
 	labels := map[string]string{"app": name}
+	replicas := int32(0)
 	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: &replicas,
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
@@ -172,9 +185,7 @@ func createDeployment(t *testing.T, ns, name string, replicas int32, annotations
 			},
 		},
 	}
-	if mutate != nil {
-		mutate(&d.Spec.Template.Spec)
-	}
+	mutate(d)
 	d, err := cluster.Client().AppsV1().Deployments(ns).Create(context.Background(), d, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)

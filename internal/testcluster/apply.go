@@ -1,0 +1,84 @@
+package testcluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/restmapper"
+)
+
+// ApplyFile creates every object of a multi-document YAML file, namespaced ones in namespace.
+// See Apply.
+func (c *Cluster) ApplyFile(ctx context.Context, namespace, path string) ([]*unstructured.Unstructured, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	objs, err := c.Apply(ctx, namespace, b)
+	if err != nil {
+		return nil, fmt.Errorf("apply %s: %w", path, err)
+	}
+	return objs, nil
+}
+
+// Apply creates every object of multi-document YAML, namespaced ones in namespace, through the
+// dynamic client, so any kind the API server serves (CRDs included) works. It returns the
+// created objects.
+func (c *Cluster) Apply(ctx context.Context, namespace string, manifest []byte) ([]*unstructured.Unstructured, error) {
+	dyn, err := dynamic.NewForConfig(c.Config)
+	if err != nil {
+		return nil, fmt.Errorf("dynamic client: %w", err)
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(c.Config)
+	if err != nil {
+		return nil, fmt.Errorf("discovery client: %w", err)
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
+	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(manifest), 4096)
+	var created []*unstructured.Unstructured
+	for {
+		var obj unstructured.Unstructured
+		if err := decoder.Decode(&obj.Object); errors.Is(err, io.EOF) {
+			return created, nil
+		} else if err != nil {
+			return created, fmt.Errorf("decode document %d: %w", len(created)+1, err)
+		}
+		if len(obj.Object) == 0 {
+			continue
+		}
+		out, err := create(ctx, dyn, mapper, namespace, &obj)
+		if err != nil {
+			return created, err
+		}
+		created = append(created, out)
+	}
+}
+
+func create(ctx context.Context, dyn dynamic.Interface, mapper meta.RESTMapper, namespace string, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	gvk := obj.GroupVersionKind()
+	mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return nil, fmt.Errorf("map %s: %w", gvk, err)
+	}
+	client := dyn.Resource(mapping.Resource).Namespace("")
+	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+		obj.SetNamespace(namespace)
+		client = dyn.Resource(mapping.Resource).Namespace(namespace)
+	}
+	out, err := client.Create(ctx, obj, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("create %s %s: %w", gvk.Kind, obj.GetName(), err)
+	}
+	return out, nil
+}

@@ -1,0 +1,183 @@
+package reloader_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"reloader/reloader"
+)
+
+// config is a ConfigMap or Secret a scenario creates, with data {v: "0"}.
+type config struct {
+	kind        string // "ConfigMap" or "Secret"
+	name        string
+	annotations map[string]string
+}
+
+// scenario: a Deployment "web" and some configs; one config changes; did web reload?
+type scenario struct {
+	name        string
+	tweak       func(*reloader.Options)
+	annotations map[string]string // on the Deployment
+	template    map[string]string // on its pod template
+	spec        func(*corev1.PodSpec)
+	configs     []config
+	change      string // name of the config that changes (kind taken from configs)
+	reload      bool
+}
+
+func cmRef(name string) corev1.LocalObjectReference { return corev1.LocalObjectReference{Name: name} }
+
+func envFromCM(names ...string) func(*corev1.PodSpec) {
+	return func(s *corev1.PodSpec) {
+		for _, n := range names {
+			s.Containers[0].EnvFrom = append(s.Containers[0].EnvFrom, corev1.EnvFromSource{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: cmRef(n)}})
+		}
+	}
+}
+
+func envFromSecret(name string) func(*corev1.PodSpec) {
+	return func(s *corev1.PodSpec) {
+		s.Containers[0].EnvFrom = append(s.Containers[0].EnvFrom, corev1.EnvFromSource{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: cmRef(name)}})
+	}
+}
+
+func both(fs ...func(*corev1.PodSpec)) func(*corev1.PodSpec) {
+	return func(s *corev1.PodSpec) {
+		for _, f := range fs {
+			f(s)
+		}
+	}
+}
+
+func renamed(f func(*reloader.Annotations)) func(*reloader.Options) {
+	return func(o *reloader.Options) { f(&o.Annotations) }
+}
+
+var (
+	cmA      = config{kind: "ConfigMap", name: "a"}
+	cmB      = config{kind: "ConfigMap", name: "b"}
+	secretS  = config{kind: "Secret", name: "s"}
+	matched  = config{kind: "ConfigMap", name: "a", annotations: map[string]string{"reloader.stakater.com/match": "true"}}
+	ignored  = config{kind: "ConfigMap", name: "a", annotations: map[string]string{"reloader.stakater.com/ignore": "true"}}
+	custMatc = config{kind: "ConfigMap", name: "a", annotations: map[string]string{"example.com/match": "true"}}
+)
+
+func TestAnnotations(t *testing.T) {
+	scenarios := []scenario{
+		{name: "named configmap", annotations: named("configmap", "a"), configs: []config{cmA}, change: "a", reload: true},
+		{name: "named list with spaces", annotations: named("configmap", "x, a ,b"), configs: []config{cmA, cmB}, change: "a", reload: true},
+		{name: "named secret", annotations: named("secret", "s"), configs: []config{secretS}, change: "s", reload: true},
+		{name: "named on the pod template", template: named("configmap", "a"), configs: []config{cmA}, change: "a", reload: true},
+		{name: "unrelated config changes", annotations: named("configmap", "a"), configs: []config{cmA, cmB}, change: "b"},
+		{name: "auto", annotations: map[string]string{"reloader.stakater.com/auto": "true"}, spec: envFromCM("a"), configs: []config{cmA}, change: "a", reload: true},
+		{name: "auto false opts out", annotations: map[string]string{"reloader.stakater.com/auto": "false"}, spec: envFromCM("a"), configs: []config{cmA}, change: "a"},
+		{name: "auto ignores unreferenced configs", annotations: map[string]string{"reloader.stakater.com/auto": "true"}, spec: envFromCM("a"), configs: []config{cmA, cmB}, change: "b"},
+		{name: "configmap auto", annotations: map[string]string{"configmap.reloader.stakater.com/auto": "true"}, spec: envFromCM("a"), configs: []config{cmA}, change: "a", reload: true},
+		{name: "configmap auto skips secrets", annotations: map[string]string{"configmap.reloader.stakater.com/auto": "true"}, spec: envFromSecret("s"), configs: []config{secretS}, change: "s"},
+		{name: "secret auto", annotations: map[string]string{"secret.reloader.stakater.com/auto": "true"}, spec: envFromSecret("s"), configs: []config{secretS}, change: "s", reload: true},
+		{name: "secret auto skips configmaps", annotations: map[string]string{"secret.reloader.stakater.com/auto": "true"}, spec: envFromCM("a"), configs: []config{cmA}, change: "a"},
+		{name: "search with match", annotations: map[string]string{"reloader.stakater.com/search": "true"}, spec: envFromCM("a"), configs: []config{matched}, change: "a", reload: true},
+		{name: "search without match", annotations: map[string]string{"reloader.stakater.com/search": "true"}, spec: envFromCM("a"), configs: []config{cmA}, change: "a"},
+		{name: "auto wins over search", annotations: map[string]string{"reloader.stakater.com/search": "true", "reloader.stakater.com/auto": "true"}, spec: envFromCM("a"), configs: []config{cmA}, change: "a", reload: true},
+		{name: "ignore on the config", annotations: named("configmap", "a"), configs: []config{ignored}, change: "a"},
+		{name: "exclude from auto", annotations: map[string]string{"reloader.stakater.com/auto": "true", "configmaps.exclude.reloader.stakater.com/reload": "a"}, spec: envFromCM("a", "b"), configs: []config{cmA, cmB}, change: "a"},
+		{name: "exclude leaves others", annotations: map[string]string{"reloader.stakater.com/auto": "true", "configmaps.exclude.reloader.stakater.com/reload": "a"}, spec: envFromCM("a", "b"), configs: []config{cmA, cmB}, change: "b", reload: true},
+		{name: "secrets exclude", annotations: map[string]string{"reloader.stakater.com/auto": "true", "secrets.exclude.reloader.stakater.com/reload": "s"}, spec: envFromSecret("s"), configs: []config{secretS}, change: "s"},
+		{name: "malformed auto is false", annotations: map[string]string{"reloader.stakater.com/auto": "yes please"}, spec: envFromCM("a"), configs: []config{cmA}, change: "a"},
+		{name: "empty name in a list is skipped", annotations: named("configmap", "b,,a"), configs: []config{cmA, cmB}, change: "a", reload: true},
+
+		// Every renaming flag moves the key: the new key works, the default no longer does.
+		{name: "--auto-annotation", tweak: renamed(func(a *reloader.Annotations) { a.Auto = "example.com/auto" }),
+			annotations: map[string]string{"example.com/auto": "true"}, spec: envFromCM("a"), configs: []config{cmA}, change: "a", reload: true},
+		{name: "--auto-annotation replaces the default", tweak: renamed(func(a *reloader.Annotations) { a.Auto = "example.com/auto" }),
+			annotations: map[string]string{"reloader.stakater.com/auto": "true"}, spec: envFromCM("a"), configs: []config{cmA}, change: "a"},
+		{name: "--configmap-auto-annotation", tweak: renamed(func(a *reloader.Annotations) { a.ConfigMapAuto = "example.com/cm-auto" }),
+			annotations: map[string]string{"example.com/cm-auto": "true"}, spec: envFromCM("a"), configs: []config{cmA}, change: "a", reload: true},
+		{name: "--secret-auto-annotation", tweak: renamed(func(a *reloader.Annotations) { a.SecretAuto = "example.com/secret-auto" }),
+			annotations: map[string]string{"example.com/secret-auto": "true"}, spec: envFromSecret("s"), configs: []config{secretS}, change: "s", reload: true},
+		{name: "--auto-search-annotation", tweak: renamed(func(a *reloader.Annotations) { a.Search = "example.com/search" }),
+			annotations: map[string]string{"example.com/search": "true"}, spec: envFromCM("a"), configs: []config{matched}, change: "a", reload: true},
+		{name: "--search-match-annotation", tweak: renamed(func(a *reloader.Annotations) { a.Match = "example.com/match" }),
+			annotations: map[string]string{"reloader.stakater.com/search": "true"}, spec: envFromCM("a"), configs: []config{custMatc}, change: "a", reload: true},
+		{name: "--search-match-annotation replaces the default", tweak: renamed(func(a *reloader.Annotations) { a.Match = "example.com/match" }),
+			annotations: map[string]string{"reloader.stakater.com/search": "true"}, spec: envFromCM("a"), configs: []config{matched}, change: "a"},
+		{name: "--configmap-annotation", tweak: renamed(func(a *reloader.Annotations) { a.ConfigMap = "example.com/cms" }),
+			annotations: map[string]string{"example.com/cms": "a"}, configs: []config{cmA}, change: "a", reload: true},
+		{name: "--configmap-annotation replaces the default", tweak: renamed(func(a *reloader.Annotations) { a.ConfigMap = "example.com/cms" }),
+			annotations: named("configmap", "a"), configs: []config{cmA}, change: "a"},
+		{name: "--secret-annotation", tweak: renamed(func(a *reloader.Annotations) { a.Secret = "example.com/secrets" }),
+			annotations: map[string]string{"example.com/secrets": "s"}, configs: []config{secretS}, change: "s", reload: true},
+		{name: "--alternative-configmap-annotation", tweak: renamed(func(a *reloader.Annotations) { a.AlternativeConfigMap = []string{"example.com/also-cms"} }),
+			annotations: map[string]string{"example.com/also-cms": "a"}, configs: []config{cmA}, change: "a", reload: true},
+		{name: "--alternative-secret-annotation", tweak: renamed(func(a *reloader.Annotations) { a.AlternativeSecret = []string{"example.com/also-secrets"} }),
+			annotations: map[string]string{"example.com/also-secrets": "s"}, configs: []config{secretS}, change: "s", reload: true},
+	}
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) { runScenario(t, sc) })
+	}
+}
+
+func runScenario(t *testing.T, sc scenario) {
+	ns := cluster.NewNamespace(t)
+	kinds := map[string]string{}
+	for _, c := range sc.configs {
+		createConfig(t, ns, c)
+		kinds[c.name] = c.kind
+	}
+	createDeploymentFrom(t, ns, "web", func(d *appsv1.Deployment) {
+		d.Annotations, d.Spec.Template.Annotations = sc.annotations, sc.template
+		if sc.spec != nil {
+			sc.spec(&d.Spec.Template.Spec)
+		}
+	})
+	startController(t, ns, controllerOpts{tweak: sc.tweak})
+	before := getDeployment(t, ns, "web").Generation
+	hash := changeConfig(t, ns, kinds[sc.change], sc.change)
+	if sc.reload {
+		waitFor(t, 10*time.Second, "web to reload", func() (bool, error) { return getDeployment(t, ns, "web").Generation > before, nil })
+	} else {
+		// The new hash in the state shows the controller has processed the change (an ignored
+		// config never gets there, so this wait is bounded, not required).
+		_ = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 3*time.Second, true, func(context.Context) (bool, error) {
+			return stateEntry(t, ns, "v1."+kinds[sc.change]+"_"+sc.change) == hash, nil
+		})
+	}
+	settle()
+	want := before
+	if sc.reload {
+		want++
+	}
+	if got := getDeployment(t, ns, "web").Generation; got != want {
+		t.Fatalf("generation %d → %d, want %d (reload=%v)", before, got, want, sc.reload)
+	}
+}
+
+func createConfig(t *testing.T, ns string, c config) {
+	t.Helper()
+	meta := metav1.ObjectMeta{Name: c.name, Annotations: c.annotations}
+	var err error
+	if c.kind == "Secret" {
+		_, err = cluster.Client().CoreV1().Secrets(ns).Create(context.Background(), &corev1.Secret{ObjectMeta: meta, StringData: map[string]string{"v": "0"}}, metav1.CreateOptions{})
+	} else {
+		_, err = cluster.Client().CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"v": "0"}}, metav1.CreateOptions{})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// changeConfig sets data v to "1" and returns the new content hash.
+func changeConfig(t *testing.T, ns, kind, name string) string {
+	t.Helper()
+	if kind == "Secret" {
+		return updateSecret(t, ns, name, map[string]string{"v": "1"})
+	}
+	return updateConfigMap(t, ns, name, map[string]string{"v": "1"})
+}
