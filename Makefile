@@ -30,5 +30,10 @@ run: tools build
 demo: tools build
 	$(GO) run ./internal/devenv -reloader $(BIN) -demo
 
+# Measures bin/reloader on a local control plane (under 15 minutes) and writes
+# bench-results/<timestamp>.jsonl; e.g. BENCH_FLAGS="-scenarios latency,burst".
+bench: tools build
+	$(GO) run ./internal/bench -reloader $(BIN) $(BENCH_FLAGS)
+
 clean:
 	rm -rf bin

@@ -63,6 +63,15 @@ func kwokStageDirs() []string {
 	}
 }
 
+// helm is built only on request (EnsureHelm): the deploy tests render the
+// Helm chart with it, the cluster does not need it. It has its own cache
+// directory, so adding or bumping it never rebuilds the control plane.
+const (
+	helmName   = "helm"
+	helmModule = "helm"
+	helmPkg    = "helm.sh/helm/v3/cmd/helm"
+)
+
 func (b *Binaries) binaries() []binary {
 	return []binary{
 		{"etcd", "etcd", "go.etcd.io/etcd/server/v3", &b.Etcd},
@@ -111,6 +120,44 @@ func EnsureBinaries(ctx context.Context, log io.Writer) (Binaries, error) {
 		}
 	}
 	return b, nil
+}
+
+// EnsureHelm returns the path of the helm binary, building it from the pinned
+// module tools/helm into a cache directory of its own on first use, in the
+// same way and under the same kind of lock as EnsureBinaries. Start does not
+// need it. Progress lines go to log (nil discards them).
+func EnsureHelm(ctx context.Context, log io.Writer) (string, error) {
+	if log == nil {
+		log = io.Discard
+	}
+	tools, err := findToolsDir()
+	if err != nil {
+		return "", err
+	}
+	dir, err := helmCacheDir(tools)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, helmName)
+	if exists(path) {
+		return path, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("create binary cache %s: %w", dir, err)
+	}
+	unlock, err := lockDir(ctx, dir, log)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if exists(path) {
+		return path, nil
+	}
+	fmt.Fprintf(log, "building %s (first run only, a minute or two)...\n", helmName)
+	if err := goBuild(ctx, filepath.Join(tools, helmModule), helmPkg, path); err != nil {
+		return "", fmt.Errorf("build %s (%s in %s): %w", helmName, helmPkg, filepath.Join(tools, helmModule), err)
+	}
+	return path, nil
 }
 
 // resolveBinaries picks each binary from KUBEBUILDER_ASSETS when it is there
@@ -278,12 +325,12 @@ func toolsDirAbove(dir string) (string, bool) {
 }
 
 // cacheDir returns $RELOADER_TESTBIN_DIR, or a user cache directory keyed by
-// the hash of the tool modules' go.mod and go.sum files.
+// the hash of the control-plane tool modules' go.mod and go.sum files.
 func cacheDir(tools string) (string, error) {
 	if dir := os.Getenv(envTestbinDir); dir != "" {
 		return filepath.Abs(dir)
 	}
-	sum, err := toolsHash(tools)
+	sum, err := toolsHash(tools, func(module string) bool { return module != helmModule })
 	if err != nil {
 		return "", err
 	}
@@ -294,15 +341,34 @@ func cacheDir(tools string) (string, error) {
 	return filepath.Join(base, "reloader", "testbin", sum), nil
 }
 
-// toolsHash returns the first 12 hex digits of a sha256 over every
-// tools/*/go.mod and go.sum, in a stable order.
-func toolsHash(tools string) (string, error) {
+// helmCacheDir returns $RELOADER_TESTBIN_DIR, or a user cache directory keyed
+// by the hash of tools/helm's go.mod and go.sum files.
+func helmCacheDir(tools string) (string, error) {
+	if dir := os.Getenv(envTestbinDir); dir != "" {
+		return filepath.Abs(dir)
+	}
+	sum, err := toolsHash(tools, func(module string) bool { return module == helmModule })
+	if err != nil {
+		return "", err
+	}
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("locate user cache dir: %w", err)
+	}
+	return filepath.Join(base, "reloader", "testbin", helmName+"-"+sum), nil
+}
+
+// toolsHash returns the first 12 hex digits of a sha256 over the go.mod and
+// go.sum of every tools/<module> that include admits, in a stable order.
+func toolsHash(tools string, include func(module string) bool) (string, error) {
 	mods, _ := filepath.Glob(filepath.Join(tools, "*", "go.mod"))
 	sums, _ := filepath.Glob(filepath.Join(tools, "*", "go.sum"))
-	if len(mods) == 0 {
+	files := slices.DeleteFunc(append(mods, sums...), func(f string) bool {
+		return !include(filepath.Base(filepath.Dir(f)))
+	})
+	if len(files) == 0 {
 		return "", fmt.Errorf("hash tool modules: no go.mod files in %s", tools)
 	}
-	files := append(mods, sums...)
 	slices.Sort(files)
 	h := sha256.New()
 	for _, f := range files {

@@ -1,5 +1,5 @@
-// Command testbin builds the control-plane binaries the tests need (if they
-// are not cached yet) and prints the cache directory holding them.
+// Command testbin builds the control-plane binaries and helm that the tests
+// need (if they are not cached yet) and prints where they are.
 package main
 
 import (
@@ -20,5 +20,11 @@ func main() {
 		fmt.Fprintf(os.Stderr, "testbin: %v\n", err)
 		os.Exit(1)
 	}
+	helm, err := testcluster.EnsureHelm(ctx, os.Stderr)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "testbin: %v\n", err)
+		os.Exit(1)
+	}
 	fmt.Println(bins.Dir)
+	fmt.Println(helm)
 }

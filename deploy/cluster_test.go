@@ -1,0 +1,236 @@
+package deploy_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"reloader/confighash"
+	"reloader/metrics"
+	"reloader/reloader"
+	"reloader/state"
+)
+
+// lockedBuffer is a log sink the test reads while the controller writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func poll(t *testing.T, what string, cond func(ctx context.Context) (bool, error)) {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, cond); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+// TestClusterManifestsReload installs deploy/cluster's ServiceAccount, state ConfigMap,
+// ClusterRole, ClusterRoleBinding, Role and RoleBinding for real, runs the controller
+// in-process in all-namespaces mode (with a namespace selector, which needs the namespaces
+// rule) as that ServiceAccount, and reloads a Deployment in another namespace. The
+// ClusterRoleBinding's subject namespace is the one thing changed: the test cannot use
+// "reloader", as the manifest's header tells users to do the same.
+func TestClusterManifestsReload(t *testing.T) {
+	ctx := context.Background()
+	admin := cluster.Client()
+	ms := readManifestDir(t, "cluster")
+	ns := cluster.NewNamespace(t)
+	appNS := cluster.NewNamespace(t)
+
+	sa := one[*corev1.ServiceAccount](t, ms)
+	stateCM := one[*corev1.ConfigMap](t, ms)
+	cr := one[*rbacv1.ClusterRole](t, ms)
+	crb := one[*rbacv1.ClusterRoleBinding](t, ms).DeepCopy()
+	if len(crb.Subjects) != 1 || crb.Subjects[0].Namespace != "reloader" {
+		t.Fatalf("ClusterRoleBinding subjects %+v, want the ServiceAccount in namespace reloader", crb.Subjects)
+	}
+	crb.Subjects[0].Namespace = ns
+	mustCreate := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("create %s: %v", what, err)
+		}
+	}
+	_, err := admin.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{})
+	mustCreate("ServiceAccount", err)
+	_, err = admin.CoreV1().ConfigMaps(ns).Create(ctx, stateCM, metav1.CreateOptions{})
+	mustCreate("state ConfigMap", err)
+	_, err = admin.RbacV1().ClusterRoles().Create(ctx, cr, metav1.CreateOptions{})
+	mustCreate("ClusterRole", err)
+	t.Cleanup(func() { _ = admin.RbacV1().ClusterRoles().Delete(ctx, cr.Name, metav1.DeleteOptions{}) })
+	_, err = admin.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{})
+	mustCreate("ClusterRoleBinding", err)
+	t.Cleanup(func() { _ = admin.RbacV1().ClusterRoleBindings().Delete(ctx, crb.Name, metav1.DeleteOptions{}) })
+	_, err = admin.RbacV1().Roles(ns).Create(ctx, one[*rbacv1.Role](t, ms), metav1.CreateOptions{})
+	mustCreate("Role", err)
+	_, err = admin.RbacV1().RoleBindings(ns).Create(ctx, one[*rbacv1.RoleBinding](t, ms), metav1.CreateOptions{})
+	mustCreate("RoleBinding", err)
+
+	cfg, err := cluster.ServiceAccountConfig(ctx, ns, sa.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := kubernetes.NewForConfigOrDie(cfg)
+	poll(t, "the RBAC objects to take effect", func(ctx context.Context) (bool, error) {
+		_, errList := client.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{Limit: 1})
+		_, errLease := client.CoordinationV1().Leases(ns).Get(ctx, "reloader", metav1.GetOptions{})
+		return errList == nil && apierrors.IsNotFound(errLease), nil
+	})
+
+	// The workload lives in a namespace the selector picks.
+	_, err = admin.CoreV1().Namespaces().Patch(ctx, appNS, types.MergePatchType,
+		[]byte(`{"metadata":{"labels":{"reloader-test":"watched"}}}`), metav1.PatchOptions{})
+	mustCreate("namespace label", err)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app-config"}, Data: map[string]string{"k": "v1"}}
+	cm, err = admin.CoreV1().ConfigMaps(appNS).Create(ctx, cm, metav1.CreateOptions{})
+	mustCreate("app ConfigMap", err)
+	replicas := int32(1)
+	app := map[string]string{"app": "app"}
+	_, err = admin.AppsV1().Deployments(appNS).Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "app", Annotations: map[string]string{"configmap.reloader.stakater.com/reload": "app-config"}},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: app},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: app},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "fake"}}},
+			},
+		},
+	}, metav1.CreateOptions{})
+	mustCreate("app Deployment", err)
+
+	log := &lockedBuffer{}
+	ctrl, err := reloader.New(client, dynamic.NewForConfigOrDie(cfg), reloader.Options{
+		StateNamespace: ns, StateName: stateCM.Name,
+		NamespaceSelector: labels.SelectorFromSet(labels.Set{"reloader-test": "watched"}),
+		CoalescePeriod:    100 * time.Millisecond, CoalesceMaxWait: 500 * time.Millisecond, ShutdownGrace: 5 * time.Second,
+		Annotations: reloader.DefaultAnnotations(),
+		Log:         slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Metrics:     metrics.New("test"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- ctrl.Run(runCtx) }()
+	stopped := false
+	stopController := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("controller Run: %v", err)
+		}
+	}
+	t.Cleanup(func() {
+		stopController()
+		if t.Failed() {
+			t.Logf("controller log:\n%s", log.String())
+		}
+	})
+	poll(t, "controller ready", func(context.Context) (bool, error) { return ctrl.Ready(), nil })
+
+	key := state.Key("ConfigMap", appNS, "app-config")
+	stateValue := func(ctx context.Context) string {
+		got, err := admin.CoreV1().ConfigMaps(ns).Get(ctx, stateCM.Name, metav1.GetOptions{})
+		if err != nil {
+			return ""
+		}
+		return got.Data[key]
+	}
+	poll(t, "the first hash in the state", func(ctx context.Context) (bool, error) { return stateValue(ctx) != "", nil })
+
+	cm.Data = map[string]string{"k": "v2"}
+	cm, err = admin.CoreV1().ConfigMaps(appNS).Update(ctx, cm, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash := confighash.ConfigMap(cm)
+	poll(t, "the Deployment to be reloaded", func(ctx context.Context) (bool, error) {
+		d, err := admin.AppsV1().Deployments(appNS).Get(ctx, "app", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+			if e.Name == "_RELOADER_-configmap-app-config" {
+				return e.Value == hash, nil
+			}
+		}
+		return false, nil
+	})
+	poll(t, "a Reloaded Event in the app's namespace", func(ctx context.Context) (bool, error) {
+		evs, err := admin.CoreV1().Events(appNS).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=app,reason=Reloaded"})
+		return err == nil && len(evs.Items) > 0, err
+	})
+	poll(t, "the new hash in the state", func(ctx context.Context) (bool, error) { return stateValue(ctx) == hash, nil })
+	stopController()
+	if strings.Contains(strings.ToLower(log.String()), "forbidden") {
+		t.Errorf("the controller was refused something:\n%s", log.String())
+	}
+
+	// Reads are cluster-wide; writes are not.
+	patch := []byte(`{"metadata":{"labels":{"rbac-test":"x"}}}`)
+	for what, call := range map[string]func() error{
+		"patch an app ConfigMap": func() error {
+			_, err := client.CoreV1().ConfigMaps(appNS).Patch(ctx, "app-config", types.MergePatchType, patch, metav1.PatchOptions{})
+			return err
+		},
+		"create a ConfigMap outside its namespace": func() error {
+			_, err := client.CoreV1().ConfigMaps(appNS).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: stateCM.Name}}, metav1.CreateOptions{})
+			return err
+		},
+		"patch a ConfigMap named like the state outside its namespace": func() error {
+			_, err := client.CoreV1().ConfigMaps(appNS).Patch(ctx, stateCM.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+			return err
+		},
+		"get the Lease outside its namespace": func() error {
+			_, err := client.CoordinationV1().Leases(appNS).Get(ctx, "reloader", metav1.GetOptions{})
+			return err
+		},
+		"delete a Deployment": func() error {
+			return client.AppsV1().Deployments(appNS).Delete(ctx, "app", metav1.DeleteOptions{})
+		},
+		"list pods": func() error {
+			_, err := client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+			return err
+		},
+		"patch a namespace": func() error {
+			_, err := client.CoreV1().Namespaces().Patch(ctx, appNS, types.MergePatchType, patch, metav1.PatchOptions{})
+			return err
+		},
+	} {
+		if err := call(); !apierrors.IsForbidden(err) {
+			t.Errorf("%s: want Forbidden, got %v", what, err)
+		}
+	}
+}

@@ -1,0 +1,234 @@
+package deploy_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"reloader/metrics"
+)
+
+// undocumented are metrics the reloader serves that README.md's Metrics table does not list
+// yet; queries may use them. Each entry says why; delete it once README.md lists the metric.
+var undocumented = map[string]string{
+	"reloader_api_requests_total": "added with the API request counter (metrics/transport.go); README.md's table lacks it",
+}
+
+// metricSet knows which metric names the reloader serves and which README.md documents.
+type metricSet struct {
+	served     map[string]bool // every name metrics.New registers, Go and process collectors included
+	histograms map[string]bool
+	documented map[string]bool // README.md's Metrics table
+}
+
+// knownMetrics collects the names metrics.New registers (through the registry's descriptors,
+// so vectors without children count) and the names in README.md's Metrics table.
+func knownMetrics(t *testing.T) metricSet {
+	t.Helper()
+	ms := metricSet{served: map[string]bool{}, histograms: map[string]bool{}, documented: map[string]bool{}}
+	m := metrics.New("test")
+	descs := make(chan *prometheus.Desc)
+	go func() { m.Registry.Describe(descs); close(descs) }()
+	fqName := regexp.MustCompile(`fqName: "([^"]+)"`)
+	for d := range descs {
+		if sub := fqName.FindStringSubmatch(d.String()); sub != nil {
+			ms.served[sub[1]] = true
+		}
+	}
+	m.Latency.WithLabelValues("x").Observe(1) // so Gather reports the histogram's type
+	families, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetType().String() == "HISTOGRAM" {
+			ms.histograms[f.GetName()] = true
+		}
+	}
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := string(readme)
+	if i := strings.Index(section, "\n## Metrics"); i >= 0 {
+		section = section[i+1:]
+		if j := strings.Index(section, "\n## "); j >= 0 {
+			section = section[:j]
+		}
+	}
+	for _, sub := range regexp.MustCompile("(?m)^\\| `([a-z_:]+)`").FindAllStringSubmatch(section, -1) {
+		ms.documented[sub[1]] = true
+	}
+	if len(ms.documented) == 0 || len(ms.served) == 0 {
+		t.Fatalf("found %d documented and %d served metrics; has README.md's Metrics table moved?", len(ms.documented), len(ms.served))
+	}
+	for name, why := range undocumented {
+		if ms.documented[name] {
+			t.Logf("%s is documented in README.md now; delete it from undocumented (%s)", name, why)
+		}
+	}
+	return ms
+}
+
+// check reports why a queried name is not a metric the reloader serves and documents. The
+// Go and process collectors' names count as documented ("the standard go_* and process_*
+// collectors"); up is Prometheus's own.
+func (ms metricSet) check(name string) error {
+	base := name
+	for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+		if b, ok := strings.CutSuffix(name, suffix); ok && ms.histograms[b] {
+			base = b
+		}
+	}
+	switch {
+	case base == "up":
+		return nil
+	case !ms.served[base]:
+		return fmt.Errorf("queries %s, which the reloader does not serve", name)
+	case strings.HasPrefix(base, "go_") || strings.HasPrefix(base, "process_"):
+		return nil
+	case ms.histograms[base] && base == name:
+		return fmt.Errorf("queries histogram %s without _bucket, _sum or _count", name)
+	case !ms.documented[base] && undocumented[base] == "":
+		return fmt.Errorf("queries %s, which README.md's Metrics table does not list", name)
+	}
+	return nil
+}
+
+var (
+	promString   = regexp.MustCompile(`"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'`)
+	promMatchers = regexp.MustCompile(`\{[^}]*\}`)
+	promRange    = regexp.MustCompile(`\[[^\]]*\]`)
+	promGrouping = regexp.MustCompile(`\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)`)
+	promIdent    = regexp.MustCompile(`[A-Za-z_:][A-Za-z0-9_:]*`)
+	promKeywords = map[string]bool{"by": true, "without": true, "on": true, "ignoring": true, "group_left": true,
+		"group_right": true, "bool": true, "and": true, "or": true, "unless": true, "offset": true, "inf": true, "nan": true}
+)
+
+// metricNames returns the metric names a PromQL expression selects: identifiers that are not
+// functions, aggregations, keywords, label names or numbers. It is no parser, but enough for
+// the expressions of the dashboard and the alerts.
+func metricNames(expr string) []string {
+	s := promString.ReplaceAllString(expr, " ")
+	s = promMatchers.ReplaceAllString(s, " ")
+	s = promRange.ReplaceAllString(s, " ")
+	s = promGrouping.ReplaceAllString(s, " ")
+	var out []string
+	for _, loc := range promIdent.FindAllStringIndex(s, -1) {
+		id := s[loc[0]:loc[1]]
+		if loc[0] > 0 && strings.ContainsAny(s[loc[0]-1:loc[0]], "0123456789.$") {
+			continue // 1e3, or a Grafana variable
+		}
+		if promKeywords[strings.ToLower(id)] || strings.HasPrefix(strings.TrimLeft(s[loc[1]:], " \t\n"), "(") {
+			continue
+		}
+		out = append(out, id)
+	}
+	return out
+}
+
+func TestMetricNames(t *testing.T) {
+	for expr, want := range map[string][]string{
+		`sum by (kind, result) (rate(reloader_reloads_total{namespace=~"$namespace",result="failure"}[$__rate_interval]))`: {"reloader_reloads_total"},
+		`histogram_quantile(0.99, sum by (le) (rate(a_bucket{x="y"}[5m]))) / on(pod) group_left b`:                         {"a_bucket", "b"},
+		`absent(up{job="r"} == 1) or max(c) > 0.9 * 1048576 unless count(d offset 1h) >= 1e3`:                              {"up", "c", "d"},
+	} {
+		if got := metricNames(expr); !slices.Equal(got, want) {
+			t.Errorf("metricNames(%s) = %v, want %v", expr, got, want)
+		}
+	}
+}
+
+// dashboard is the part of a Grafana dashboard the test reads.
+type dashboard struct {
+	Title      string  `json:"title"`
+	UID        string  `json:"uid"`
+	Panels     []panel `json:"panels"`
+	Templating struct {
+		List []struct {
+			Name  string `json:"name"`
+			Type  string `json:"type"`
+			Query any    `json:"query"`
+		} `json:"list"`
+	} `json:"templating"`
+}
+
+type panel struct {
+	ID         int    `json:"id"`
+	Type       string `json:"type"`
+	Title      string `json:"title"`
+	Datasource *struct {
+		UID string `json:"uid"`
+	} `json:"datasource"`
+	Targets []struct {
+		Expr string `json:"expr"`
+	} `json:"targets"`
+	Panels []panel `json:"panels"` // of a collapsed row
+}
+
+// TestGrafanaDashboard parses the dashboard and checks that every query selects metrics the
+// reloader serves and README.md documents, and that the panels cover the metrics that matter.
+func TestGrafanaDashboard(t *testing.T) {
+	data, err := os.ReadFile("grafana/reloader-dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d dashboard
+	if err := json.Unmarshal(data, &d); err != nil {
+		t.Fatalf("reloader-dashboard.json: %v", err)
+	}
+	if d.Title == "" || d.UID == "" || len(d.Panels) == 0 {
+		t.Fatalf("dashboard needs a title, a uid and panels")
+	}
+	known := knownMetrics(t)
+	queried := map[string]bool{}
+	ids := map[int]bool{}
+	var walk func([]panel)
+	walk = func(ps []panel) {
+		for _, p := range ps {
+			if ids[p.ID] {
+				t.Errorf("panel id %d used twice", p.ID)
+			}
+			ids[p.ID] = true
+			walk(p.Panels)
+			if p.Type == "row" {
+				continue
+			}
+			if len(p.Targets) == 0 || p.Datasource == nil || p.Datasource.UID != "${datasource}" {
+				t.Errorf("panel %q needs targets and the ${datasource} data source", p.Title)
+			}
+			for _, target := range p.Targets {
+				for _, name := range metricNames(target.Expr) {
+					queried[name] = true
+					if err := known.check(name); err != nil {
+						t.Errorf("panel %q: %v", p.Title, err)
+					}
+				}
+			}
+		}
+	}
+	walk(d.Panels)
+	labelValues := regexp.MustCompile(`label_values\(\s*([A-Za-z_:][A-Za-z0-9_:]*)`)
+	for _, v := range d.Templating.List {
+		q, _ := json.Marshal(v.Query)
+		for _, sub := range labelValues.FindAllStringSubmatch(string(q), -1) {
+			if err := known.check(sub[1]); err != nil {
+				t.Errorf("variable %s: %v", v.Name, err)
+			}
+		}
+	}
+	for _, want := range []string{"reloader_reloads_total", "reloader_reload_latency_seconds_bucket",
+		"reloader_pending_reloads", "reloader_config_changes_total", "reloader_coalesced_total",
+		"reloader_state_entries", "reloader_state_bytes", "reloader_state_writes_total",
+		"reloader_api_requests_total", "reloader_leader", "process_resident_memory_bytes"} {
+		if !queried[want] {
+			t.Errorf("no panel queries %s", want)
+		}
+	}
+}

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"reloader/internal/testcluster"
+)
+
+const (
+	burstNamespace  = "burst"
+	burstDeployment = "burst-app"
+	burstWindow     = time.Second // all changes land within this
+	burstConfigKiB  = 1
+)
+
+func (l *lab) burstParams() map[string]any {
+	return map[string]any{"configmaps": l.cfg.burstConfigMaps, "secrets": l.cfg.burstSecrets,
+		"window": burstWindow.String(), "coalesce_period": l.cfg.burstPeriod.String()}
+}
+
+// burstConfig is one config the burst Deployment uses.
+type burstConfig struct {
+	kind string // "configmap" or "secret", as in the env var
+	name string
+}
+
+// burst updates every config of one Deployment within a second; with coalescing, the
+// Deployment's pod template must change exactly once.
+func (l *lab) burst(ctx context.Context, c *testcluster.Cluster, r *result) error {
+	e, configs, err := l.burstEnv(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	p, err := l.startReloader(e, scBurst, l.cfg.burstPeriod)
+	if err != nil {
+		return err
+	}
+	defer p.stop()
+	if _, err := p.waitReady(ctx); err != nil {
+		return err
+	}
+	if err := sleep(ctx, restartSettle); err != nil {
+		return err
+	}
+	before, err := e.deployments(ctx)
+	if err != nil {
+		return err
+	}
+	reloads, err := burstUpdates(ctx, e, configs)
+	if err != nil {
+		return err
+	}
+	return l.burstOutcome(ctx, e, p, r, reloads, before[burstDeployment].generation)
+}
+
+// burstEnv creates the burst namespace, its configs and the one Deployment using them all.
+func (l *lab) burstEnv(ctx context.Context, c *testcluster.Cluster) (*env, []burstConfig, error) {
+	client, err := bulkClient(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := createNamespace(ctx, client, burstNamespace); err != nil {
+		return nil, nil, err
+	}
+	body := filler(burstConfigKiB << 10)
+	var configs []burstConfig
+	var cmNames, secretNames []string
+	for i := range l.cfg.burstConfigMaps {
+		name := fmt.Sprintf("burst-cm-%d", i)
+		if _, err := client.CoreV1().ConfigMaps(burstNamespace).Create(ctx, newConfigMap(name, body), metav1.CreateOptions{}); err != nil {
+			return nil, nil, fmt.Errorf("create ConfigMap %s: %w", name, err)
+		}
+		cmNames, configs = append(cmNames, name), append(configs, burstConfig{"configmap", name})
+	}
+	for i := range l.cfg.burstSecrets {
+		name := fmt.Sprintf("burst-secret-%d", i)
+		if _, err := client.CoreV1().Secrets(burstNamespace).Create(ctx, newSecret(name, []byte(body)), metav1.CreateOptions{}); err != nil {
+			return nil, nil, fmt.Errorf("create Secret %s: %w", name, err)
+		}
+		secretNames, configs = append(secretNames, name), append(configs, burstConfig{"secret", name})
+	}
+	d := newDeployment(burstDeployment, cmNames, secretNames)
+	if _, err := client.AppsV1().Deployments(burstNamespace).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		return nil, nil, fmt.Errorf("create Deployment %s: %w", d.Name, err)
+	}
+	t, err := startTracker(ctx, client, burstNamespace)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &env{cluster: c, client: client, ns: burstNamespace, tracker: t}, configs, nil
+}
+
+// burstUpdates changes every config, evenly spread over burstWindow.
+func burstUpdates(ctx context.Context, e *env, configs []burstConfig) ([]reload, error) {
+	begin := time.Now()
+	var out []reload
+	for i, cfg := range configs {
+		if err := sleep(ctx, time.Until(begin.Add(burstWindow*time.Duration(i)/time.Duration(len(configs))))); err != nil {
+			return nil, err
+		}
+		patch := patchConfigMap
+		if cfg.kind == "secret" {
+			patch = patchSecret
+		}
+		hash, err := patch(ctx, e.client, e.ns, cfg.name, e.version.Add(1))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, reload{deployment: burstDeployment, envVar: envVar(cfg.kind, cfg.name), hash: hash, updated: time.Now()})
+	}
+	return out, nil
+}
+
+// burstOutcome waits for every change to reach the template, then for one more coalescing
+// period, and counts the template revisions.
+func (l *lab) burstOutcome(ctx context.Context, e *env, p *reloaderProc, r *result, reloads []reload, genBefore int64) error {
+	maxWait := 5 * l.cfg.burstPeriod // the reloader's default --coalesce-max-wait
+	lt := awaitReloads(ctx, e, reloads, maxWait+l.cfg.timeout)
+	if err := sleep(ctx, l.cfg.burstPeriod+restartSettle); err != nil {
+		return err
+	}
+	after, err := e.deployments(ctx)
+	if err != nil {
+		return err
+	}
+	met, err := p.metrics(ctx)
+	if err != nil {
+		return err
+	}
+	first, last := reloads[0].updated, reloads[len(reloads)-1].updated
+	r.add(exactly(fmt.Sprintf("template revisions for %d changes", len(reloads)), float64(after[burstDeployment].generation-genBefore), 1, unitCount),
+		exactly("changes not applied", float64(lt.missed), 0, unitCount),
+		info("changes spread over", ms(last.Sub(first)), unitMs),
+		info("last change to template change", ms(lt.percentile(0)), unitMs),
+		info("reloader_coalesced_total", met.get("reloader_coalesced_total"), unitCount))
+	r.detail("watched_revisions", e.tracker.revisionsOf(burstDeployment))
+	r.detail("reloads_by_result", met.byLabels("reloader_reloads_total", "result"))
+	return l.stopGracefully(p, r)
+}

@@ -1,0 +1,262 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math"
+	"os"
+	"slices"
+	"strings"
+	"time"
+)
+
+// drainWait lets the reloader finish the state write and Event of the last change before the
+// final scrape; the state store lingers 50 ms before writing.
+const drainWait = 2 * time.Second
+
+// latencies are reload latencies: from an update call returning to the watch showing the new
+// hash in the dependent's pod template.
+type latencies struct {
+	samples []time.Duration
+	missed  int
+}
+
+func (lt *latencies) observe(rl reload, at time.Time, ok bool) {
+	if !ok {
+		lt.missed++
+		return
+	}
+	// The watch event may beat the update's own response; that reload took no measurable time.
+	lt.samples = append(lt.samples, max(0, at.Sub(rl.updated)))
+}
+
+func (lt latencies) percentile(p float64) time.Duration {
+	sorted := slices.Clone(lt.samples)
+	slices.Sort(sorted)
+	return percentile(sorted, p)
+}
+
+// millis returns the samples in milliseconds, in the order taken.
+func (lt latencies) millis() []float64 {
+	out := make([]float64, len(lt.samples))
+	for i, d := range lt.samples {
+		out[i] = math.Round(ms(d)*100) / 100
+	}
+	return out
+}
+
+// checks reports p50, p90, p99, max and missed reloads; p99 gets the target.
+func (lt latencies) checks() []check {
+	return []check{
+		info("latency p50", ms(lt.percentile(50)), unitMs),
+		info("latency p90", ms(lt.percentile(90)), unitMs),
+		atMost("latency p99", ms(lt.percentile(99)), targetP99Ms, unitMs),
+		info("latency max", ms(lt.percentile(100)), unitMs),
+		exactly("reloads missed", float64(lt.missed), 0, unitCount),
+	}
+}
+
+// awaitReloads waits for each reload until timeout after its update.
+func awaitReloads(ctx context.Context, e *env, reloads []reload, timeout time.Duration) latencies {
+	var lt latencies
+	for _, rl := range reloads {
+		at, ok := e.tracker.wait(ctx, rl.key(), rl.updated.Add(timeout))
+		lt.observe(rl, at, ok)
+	}
+	return lt
+}
+
+// measureLatency updates n ConfigMaps one at a time, interval apart, each after the previous
+// reload was seen or timed out.
+func measureLatency(ctx context.Context, e *env, n int, interval, timeout time.Duration) (latencies, error) {
+	var lt latencies
+	next := time.Now()
+	for range n {
+		if err := sleep(ctx, time.Until(next)); err != nil {
+			return lt, err
+		}
+		next = next.Add(interval)
+		rl, err := e.updateConfigMap(ctx, e.pickConfigMap())
+		if err != nil {
+			return lt, err
+		}
+		at, ok := e.tracker.wait(ctx, rl.key(), rl.updated.Add(timeout))
+		lt.observe(rl, at, ok)
+	}
+	return lt, ctx.Err()
+}
+
+func (l *lab) latencyParams(e *env) map[string]any {
+	return map[string]any{"population": e.pop, "samples": l.cfg.samples, "interval": l.cfg.interval.String(),
+		"timeout": l.cfg.timeout.String(), "coalesce_period": "0s"}
+}
+
+// latency measures reload latency with --coalesce-period=0 and, from the reloader's request
+// counter, the API requests it sends per config change.
+func (l *lab) latency(ctx context.Context, e *env, r *result) error {
+	p, err := l.startReloader(e, scLatency, 0)
+	if err != nil {
+		return err
+	}
+	defer p.stop()
+	if _, err := p.waitReady(ctx); err != nil {
+		return err
+	}
+	if err := sleep(ctx, l.cfg.settle); err != nil {
+		return err
+	}
+	before, err := l.snapshot(ctx, p)
+	if err != nil {
+		return err
+	}
+	cpuDone := l.profileCPU(ctx, p, r)
+	l.logf("latency: %d updates, %s apart", l.cfg.samples, l.cfg.interval)
+	lt, err := measureLatency(ctx, e, l.cfg.samples, l.cfg.interval, l.cfg.timeout)
+	if err != nil {
+		return err
+	}
+	if err := sleep(ctx, drainWait); err != nil {
+		return err
+	}
+	after, err := l.snapshot(ctx, p)
+	if err != nil {
+		return err
+	}
+	<-cpuDone
+	r.add(lt.checks()...)
+	r.detail("latency_ms", lt.millis())
+	l.apiCost(r, before, after, l.cfg.samples)
+	return l.stopGracefully(p, r)
+}
+
+// snapshot is a scrape and the CPU time at one moment.
+type snapshot struct {
+	metrics metricSet
+	cpu     float64
+}
+
+func (l *lab) snapshot(ctx context.Context, p *reloaderProc) (snapshot, error) {
+	m, err := p.metrics(ctx)
+	if err != nil {
+		return snapshot{}, err
+	}
+	cpu, err := p.cpu()
+	return snapshot{metrics: m, cpu: cpu}, err
+}
+
+// apiCost adds the requests per change, by verb and resource, and the reloader's own view of
+// the changes.
+func (l *lab) apiCost(r *result, before, after snapshot, changes int) {
+	const requests = "reloader_api_requests_total"
+	d := delta(before.metrics.byLabels(requests, "verb", "resource"), after.metrics.byLabels(requests, "verb", "resource"))
+	perChange := map[string]float64{}
+	var total float64
+	for key, v := range d {
+		perChange[key] = v / float64(changes)
+		if !strings.HasPrefix(key, "watch ") && !strings.HasPrefix(key, "list ") {
+			total += v
+		}
+	}
+	r.detail("api_requests_per_change", perChange)
+	r.add(atMost("API requests per change (excl. list/watch)", total/float64(changes), targetPerChange, unitPerChg))
+	for _, key := range slices.Sorted(maps.Keys(perChange)) {
+		r.add(info("  "+key, perChange[key], unitPerChg))
+	}
+	reloads := after.metrics.byLabels("reloader_reloads_total", "result")
+	prev := before.metrics.byLabels("reloader_reloads_total", "result")
+	r.detail("reloads_by_result", delta(prev, reloads))
+	count := after.metrics.get("reloader_reload_latency_seconds_count") - before.metrics.get("reloader_reload_latency_seconds_count")
+	sum := after.metrics.get("reloader_reload_latency_seconds_sum") - before.metrics.get("reloader_reload_latency_seconds_sum")
+	if count > 0 {
+		r.add(info("reloader's own latency mean (observed → patched)", 1000*sum/count, unitMs))
+	}
+	r.add(info("reloader CPU time / changes", 1000*(after.cpu-before.cpu)/float64(changes), unitMs))
+}
+
+// profileCPU records a CPU profile during the first seconds of the latency run, if enabled.
+func (l *lab) profileCPU(ctx context.Context, p *reloaderProc, r *result) <-chan struct{} {
+	done := make(chan struct{})
+	seconds := int(l.cfg.cpuProfile / time.Second)
+	if seconds <= 0 {
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		path, top, err := l.cpuProfile(ctx, p, scLatency+"-cpu.pb.gz", seconds)
+		if err != nil {
+			l.logf("latency: CPU profile: %v", err)
+			return
+		}
+		r.detail("cpu_profile", path)
+		r.detail("cpu_top", top)
+	}()
+	return done
+}
+
+// logIssues adds the warnings and errors the reloader processes logged, keeping the first few
+// of each process in the details.
+func (l *lab) logIssues(r *result, procs ...*reloaderProc) error {
+	var warnings, errs int
+	for _, p := range procs {
+		w, e, first, err := scanLog(p.logPath)
+		if err != nil {
+			return err
+		}
+		warnings, errs = warnings+w, errs+e
+		if len(first) > 0 {
+			r.detail("log_issues_"+p.name, first)
+		}
+	}
+	r.add(info("reloader log warnings", float64(warnings), unitCount), info("reloader log errors", float64(errs), unitCount))
+	return nil
+}
+
+// scanLog counts the warnings and errors of one reloader log and returns the first few.
+func scanLog(path string) (warnings, errs int, first []string, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, 0, nil, fmt.Errorf("read reloader log: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		switch logLevel(sc.Bytes()) {
+		case "WARN":
+			warnings++
+		case "ERROR":
+			errs++
+		default:
+			continue
+		}
+		if len(first) < 5 {
+			first = append(first, sc.Text())
+		}
+	}
+	return warnings, errs, first, wrap(sc.Err(), "read reloader log %s", path)
+}
+
+// logLevel returns the level of a slog JSON line; klog lines (client-go) start with their
+// level letter; anything else, such as a panic, counts as an error.
+func logLevel(line []byte) string {
+	var rec struct{ Level string }
+	if json.Unmarshal(line, &rec) == nil {
+		return rec.Level
+	}
+	if len(line) > 1 && line[1] >= '0' && line[1] <= '9' {
+		switch line[0] {
+		case 'I':
+			return "INFO"
+		case 'W':
+			return "WARN"
+		}
+	}
+	if len(strings.TrimSpace(string(line))) == 0 {
+		return ""
+	}
+	return "ERROR"
+}

@@ -1,0 +1,185 @@
+// Command bench measures the reloader binary on a local control plane: memory at scale, reload
+// latency, coalescing of a burst, restarts and crashes, API requests per change, and growth with
+// the number of configs. `make bench` runs it with the defaults; BENCHMARKS.md holds results.
+//
+// Every scenario runs bin/reloader as a separate process, so the RSS and CPU time it reports
+// are the reloader's own, and observes reloads through a watch on Deployments. The results are
+// printed as a table of measured value, target and PASS/MISS, and written as one JSON object per
+// scenario to <out>/<timestamp>.jsonl. Reloader logs and pprof profiles go to <out>/<timestamp>/.
+// Targets are reported, not enforced: the exit status is non-zero only when a scenario could not
+// run.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Scenario names accepted by -scenarios, in the order they run.
+const (
+	scMemory      = "memory"
+	scMemoryLarge = "memory-large"
+	scLatency     = "latency"
+	scRestarts    = "restarts"
+	scBurst       = "burst"
+	scGrowth      = "growth"
+)
+
+var allScenarios = []string{scMemory, scLatency, scRestarts, scBurst, scMemoryLarge, scGrowth}
+
+// config is the command line.
+type config struct {
+	reloader  string
+	out       string
+	goTool    string
+	scenarios []string
+	pop       population
+	largeKiB  int
+	workers   int
+	settle    time.Duration
+
+	updates      int
+	updateWindow time.Duration
+
+	samples    int
+	interval   time.Duration
+	timeout    time.Duration
+	cpuProfile time.Duration
+
+	burstConfigMaps int
+	burstSecrets    int
+	burstPeriod     time.Duration
+
+	killTrials   int
+	maxKillDelay time.Duration
+
+	growth         []int
+	growthSamples  int
+	growthInterval time.Duration
+}
+
+func parseFlags() (config, error) {
+	var c config
+	var scenarios, growth string
+	flag.StringVar(&c.reloader, "reloader", "bin/reloader", "reloader binary to measure")
+	flag.StringVar(&c.out, "out", "bench-results", "directory for the .jsonl results, logs and profiles")
+	flag.StringVar(&c.goTool, "go", "go", "go command, for `go tool pprof` summaries")
+	flag.StringVar(&scenarios, "scenarios", strings.Join(allScenarios, ","), "comma-separated scenarios to run: "+strings.Join(allScenarios, ", ")+" (the API cost is part of latency)")
+	flag.IntVar(&c.pop.ConfigMaps, "configmaps", 5000, "ConfigMaps in the population")
+	flag.IntVar(&c.pop.Secrets, "secrets", 2000, "Secrets in the population")
+	flag.IntVar(&c.pop.Deployments, "deployments", 1000, "Deployments in the population, each using 2 ConfigMaps and 1 Secret")
+	flag.IntVar(&c.pop.ConfigMapKiB, "configmap-kib", 10, "size of each ConfigMap in KiB")
+	flag.IntVar(&c.pop.SecretKiB, "secret-kib", 2, "size of each Secret in KiB")
+	flag.IntVar(&c.largeKiB, "large-configmap-kib", 100, "size of each ConfigMap in KiB in the memory-large scenario")
+	flag.IntVar(&c.workers, "workers", 24, "concurrent requests while creating the population")
+	flag.DurationVar(&c.settle, "settle", 10*time.Second, "wait after /readyz before measuring settled memory")
+	flag.IntVar(&c.updates, "updates", 200, "ConfigMap updates during the memory peak measurement")
+	flag.DurationVar(&c.updateWindow, "update-window", 20*time.Second, "time over which the memory scenario spreads its updates")
+	flag.IntVar(&c.samples, "latency-samples", 100, "ConfigMap updates in the latency scenario, one at a time")
+	flag.DurationVar(&c.interval, "latency-interval", time.Second, "time between two latency updates")
+	flag.DurationVar(&c.timeout, "timeout", 10*time.Second, "a reload not seen this long after its update counts as missed")
+	flag.DurationVar(&c.cpuProfile, "cpu-profile", 30*time.Second, "CPU profile length taken during the latency scenario (0: none)")
+	flag.IntVar(&c.burstConfigMaps, "burst-configmaps", 10, "ConfigMaps the burst Deployment uses")
+	flag.IntVar(&c.burstSecrets, "burst-secrets", 5, "Secrets the burst Deployment uses")
+	flag.DurationVar(&c.burstPeriod, "burst-coalesce", 5*time.Second, "--coalesce-period of the reloader in the burst scenario")
+	flag.IntVar(&c.killTrials, "kill-trials", 5, "kill -9 trials in the restarts scenario")
+	flag.DurationVar(&c.maxKillDelay, "max-kill-delay", 200*time.Millisecond, "kill -9 lands at a random delay up to this after an update")
+	flag.StringVar(&growth, "growth", "1000,5000,20000", "ConfigMap counts of the growth scenario; Secrets and Deployments scale in the default ratio")
+	flag.IntVar(&c.growthSamples, "growth-samples", 20, "latency samples per growth size")
+	flag.DurationVar(&c.growthInterval, "growth-interval", 500*time.Millisecond, "time between two growth latency updates")
+	flag.Parse()
+	var err error
+	if c.scenarios, err = parseScenarios(scenarios); err != nil {
+		return c, err
+	}
+	if c.growth, err = parseInts(growth); err != nil {
+		return c, fmt.Errorf("-growth: %w", err)
+	}
+	return c, c.pop.validate()
+}
+
+func parseScenarios(s string) ([]string, error) {
+	var out []string
+	for name := range strings.SplitSeq(s, ",") {
+		name = strings.TrimSpace(name)
+		if name == "api" {
+			name = scLatency
+		}
+		if !slices.Contains(allScenarios, name) {
+			return nil, fmt.Errorf("-scenarios: unknown scenario %q (known: %s)", name, strings.Join(allScenarios, ", "))
+		}
+		out = append(out, name)
+	}
+	return out, nil
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 5 {
+			return nil, fmt.Errorf("%q is not a count of at least 5", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func (c config) wants(names ...string) bool {
+	for _, n := range names {
+		if slices.Contains(c.scenarios, n) {
+			return true
+		}
+	}
+	return false
+}
+
+func main() {
+	cfg, err := parseFlags()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		stop()
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, cfg config) error {
+	bin, err := filepath.Abs(cfg.reloader)
+	if err != nil {
+		return fmt.Errorf("locate reloader binary: %w", err)
+	}
+	if _, err := os.Stat(bin); err != nil {
+		return fmt.Errorf("reloader binary (run `make build`): %w", err)
+	}
+	cfg.reloader = bin
+	l, err := newLab(cfg)
+	if err != nil {
+		return err
+	}
+	defer l.close()
+	l.logf("results go to %s, logs and profiles to %s", l.jsonlPath, l.dir)
+	l.runAll(ctx)
+	l.printReport(os.Stdout)
+	if n := l.failed(); n > 0 {
+		return fmt.Errorf("%d scenario(s) could not run; see the errors above", n)
+	}
+	return nil
+}

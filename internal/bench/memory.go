@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Targets from the issue; they are reported, not enforced.
+const (
+	targetSettledMiB = 33
+	targetPeakMiB    = 40
+	targetLargePct   = 10 // growth allowed when ConfigMaps are 10x larger
+	targetP99Ms      = 20
+	targetPerChange  = 3
+)
+
+// memoryNumbers is the base memory run that memory-large compares with, in MiB.
+type memoryNumbers struct {
+	settled, startupPeak, updatePeak float64
+}
+
+// memory measures the reloader's RSS after its caches sync and settle, and its peak while
+// ConfigMaps are updated. The run on the base population sets the absolute targets; a run with
+// larger ConfigMaps is compared with it.
+func (l *lab) memory(ctx context.Context, e *env, r *result) error {
+	name := memoryName(e.pop)
+	p, err := l.startReloader(e, name, 0)
+	if err != nil {
+		return err
+	}
+	defer p.stop()
+	settled, err := l.measureSettled(ctx, p, r, name)
+	if err != nil {
+		return err
+	}
+	peak, err := l.measureUpdatePeak(ctx, e, p, r)
+	if err != nil {
+		return err
+	}
+	l.memoryTargets(e.pop, r, memoryNumbers{settled: mib(settled.RSS), startupPeak: mib(settled.HWM), updatePeak: mib(peak)})
+	return l.stopGracefully(p, r)
+}
+
+// measureSettled waits for /readyz and the settle time, then records memory, CPU time, Go
+// runtime statistics and a heap profile.
+func (l *lab) measureSettled(ctx context.Context, p *reloaderProc, r *result, name string) (memStatus, error) {
+	ready, err := p.waitReady(ctx)
+	if err != nil {
+		return memStatus{}, err
+	}
+	cpu, err := p.cpu()
+	if err != nil {
+		return memStatus{}, err
+	}
+	l.logf("%s ready after %s (%.1f s CPU); settling for %s", name, ready.Round(time.Millisecond), cpu, l.cfg.settle)
+	r.add(info("time to /readyz", ready.Seconds(), unitSeconds), info("CPU to /readyz", cpu, unitSeconds))
+	if err := sleep(ctx, l.cfg.settle); err != nil {
+		return memStatus{}, err
+	}
+	m, err := p.memory()
+	if err != nil {
+		return memStatus{}, err
+	}
+	met, err := p.metrics(ctx)
+	if err != nil {
+		return memStatus{}, err
+	}
+	r.add(info("RssAnon settled", mib(m.Anon), unitMiB), info("RssFile settled", mib(m.File), unitMiB),
+		info("heap in use settled", mib(int64(met.get("go_memstats_heap_inuse_bytes"))), unitMiB))
+	r.detail("settled", m)
+	r.detail("go_runtime_settled", runtimeStats(met))
+	r.detail("state_entries", met.sum("reloader_state_entries", nil))
+	path, top, err := l.heapProfile(ctx, p, name+"-heap-settled.pb.gz")
+	if err != nil {
+		return memStatus{}, err
+	}
+	r.detail("heap_profile", path)
+	r.detail("heap_top", top)
+	return m, nil
+}
+
+// runtimeStats picks the Go runtime's memory statistics from a scrape.
+func runtimeStats(m metricSet) map[string]float64 {
+	out := map[string]float64{}
+	for _, name := range []string{
+		"go_memstats_heap_alloc_bytes", "go_memstats_heap_inuse_bytes", "go_memstats_heap_idle_bytes",
+		"go_memstats_heap_released_bytes", "go_memstats_stack_inuse_bytes", "go_memstats_sys_bytes",
+		"go_memstats_next_gc_bytes", "go_goroutines", "process_resident_memory_bytes",
+	} {
+		out[name] = m.get(name)
+	}
+	return out
+}
+
+// measureUpdatePeak updates ConfigMaps that have dependents, spread over the update window,
+// waits for their reloads, and returns the peak RSS in that phase: the larger of the 100 ms
+// samples and VmHWM, which is reset first.
+func (l *lab) measureUpdatePeak(ctx context.Context, e *env, p *reloaderProc, r *result) (int64, error) {
+	if err := resetPeak(p.pid()); err != nil {
+		r.detail("reset_peak_error", err.Error()+"; the update peak includes the startup peak")
+	}
+	p.rss.reset()
+	cpu0, err := p.cpu()
+	if err != nil {
+		return 0, err
+	}
+	l.logf("updating %d ConfigMaps over %s", l.cfg.updates, l.cfg.updateWindow)
+	reloads, err := spreadUpdates(ctx, e, l.cfg.updates, l.cfg.updateWindow)
+	if err != nil {
+		return 0, err
+	}
+	lat := awaitReloads(ctx, e, reloads, l.cfg.timeout)
+	m, err := p.memory()
+	if err != nil {
+		return 0, err
+	}
+	cpu1, err := p.cpu()
+	if err != nil {
+		return 0, err
+	}
+	sampled, n := p.rss.peak()
+	r.detail("update_phase", map[string]any{"rss_samples": n, "sampled_peak": sampled, "hwm": m.HWM, "after": m})
+	r.add(exactly("reloads missed during updates", float64(lat.missed), 0, unitCount),
+		info("latency p99 during updates", ms(lat.percentile(99)), unitMs),
+		info("CPU per update", 1000*(cpu1-cpu0)/float64(len(reloads)), unitMs),
+		info("RSS after updates", mib(m.RSS), unitMiB))
+	return max(sampled, m.HWM), nil
+}
+
+// memoryTargets adds the memory checks: absolute targets for the base population, growth
+// relative to the base run for larger ConfigMaps.
+func (l *lab) memoryTargets(pop population, r *result, got memoryNumbers) {
+	if pop.ConfigMapKiB == l.cfg.pop.ConfigMapKiB {
+		r.add(atMost("RSS settled", got.settled, targetSettledMiB, unitMiB),
+			atMost("VmHWM at settle (startup peak)", got.startupPeak, targetPeakMiB, unitMiB),
+			atMost(fmt.Sprintf("peak RSS during %d updates", l.cfg.updates), got.updatePeak, targetPeakMiB, unitMiB))
+		l.baseline = &got
+		return
+	}
+	r.add(info("RSS settled", got.settled, unitMiB), info("VmHWM at settle (startup peak)", got.startupPeak, unitMiB),
+		info(fmt.Sprintf("peak RSS during %d updates", l.cfg.updates), got.updatePeak, unitMiB))
+	base := l.baseline
+	if base == nil {
+		r.detail("note", "no base memory run in this invocation to compare with")
+		return
+	}
+	r.add(atMost("RSS settled vs base run", growthPct(got.settled, base.settled), targetLargePct, unitPercent),
+		atMost("startup peak vs base run", growthPct(got.startupPeak, base.startupPeak), targetLargePct, unitPercent),
+		atMost("update peak vs base run", growthPct(got.updatePeak, base.updatePeak), targetLargePct, unitPercent))
+}
+
+func growthPct(v, base float64) float64 { return 100 * (v/base - 1) }
+
+// spreadUpdates updates n ConfigMaps with dependents, evenly over window.
+func spreadUpdates(ctx context.Context, e *env, n int, window time.Duration) ([]reload, error) {
+	begin := time.Now()
+	out := make([]reload, 0, n)
+	for i := range n {
+		if err := sleep(ctx, time.Until(begin.Add(window*time.Duration(i)/time.Duration(n)))); err != nil {
+			return out, err
+		}
+		rl, err := e.updateConfigMap(ctx, e.pickConfigMap())
+		if err != nil {
+			return out, err
+		}
+		out = append(out, rl)
+	}
+	return out, nil
+}
+
+// stopGracefully sends SIGTERM, checks the exit code and counts warnings and errors the
+// reloader logged.
+func (l *lab) stopGracefully(p *reloaderProc, r *result) error {
+	code, err := p.terminate()
+	if err != nil {
+		return err
+	}
+	r.add(exactly("exit code after SIGTERM", float64(code), 0, unitCount))
+	return l.logIssues(r, p)
+}

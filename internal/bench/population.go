@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Annotation keys the population uses, stakater Reloader's.
+const (
+	annotationConfigMaps = "configmap.reloader.stakater.com/reload"
+	annotationSecrets    = "secret.reloader.stakater.com/reload"
+	envVarPrefix         = "_RELOADER_-"
+)
+
+// population is the set of objects a scenario's namespace holds. Deployment i uses ConfigMaps
+// 2i and 2i+1 and Secret i, through envFrom, a volume and env.valueFrom and through the named
+// annotations, so ConfigMap k has exactly one dependent, Deployment k/2, when k < 2*Deployments.
+type population struct {
+	ConfigMaps   int `json:"configmaps"`
+	Secrets      int `json:"secrets"`
+	Deployments  int `json:"deployments"`
+	ConfigMapKiB int `json:"configmap_kib"`
+	SecretKiB    int `json:"secret_kib"`
+}
+
+func (p population) validate() error {
+	switch {
+	case p.Deployments < 1:
+		return fmt.Errorf("-deployments: need at least 1, got %d", p.Deployments)
+	case p.ConfigMaps < 2*p.Deployments:
+		return fmt.Errorf("-configmaps: need at least 2 per Deployment (%d), got %d", 2*p.Deployments, p.ConfigMaps)
+	case p.Secrets < p.Deployments:
+		return fmt.Errorf("-secrets: need at least 1 per Deployment (%d), got %d", p.Deployments, p.Secrets)
+	case p.ConfigMapKiB < 1 || p.SecretKiB < 1:
+		return fmt.Errorf("-configmap-kib and -secret-kib: must be at least 1")
+	}
+	return nil
+}
+
+// scaled returns the population with n ConfigMaps and Secrets and Deployments in p's ratio.
+func (p population) scaled(n int) population {
+	q := p
+	q.ConfigMaps = n
+	q.Secrets = max(1, n*p.Secrets/p.ConfigMaps)
+	q.Deployments = max(1, n*p.Deployments/p.ConfigMaps)
+	return q
+}
+
+func (p population) String() string {
+	return fmt.Sprintf("%d ConfigMaps of %d KiB, %d Secrets of %d KiB, %d Deployments",
+		p.ConfigMaps, p.ConfigMapKiB, p.Secrets, p.SecretKiB, p.Deployments)
+}
+
+func configMapName(k int) string  { return fmt.Sprintf("cm-%05d", k) }
+func secretName(k int) string     { return fmt.Sprintf("secret-%05d", k) }
+func deploymentName(i int) string { return fmt.Sprintf("app-%05d", i) }
+
+// envVar is the variable the reloader sets for a config of kind "configmap" or "secret".
+func envVar(kind, name string) string { return envVarPrefix + kind + "-" + name }
+
+// filler returns n bytes of YAML-like text.
+func filler(n int) string {
+	var b strings.Builder
+	for i := 0; b.Len() < n; i++ {
+		fmt.Fprintf(&b, "setting-%06d: some configuration value for the application\n", i)
+	}
+	return b.String()[:n]
+}
+
+func newConfigMap(name, body string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Data:       map[string]string{"config.yaml": body, "version": "0"},
+	}
+}
+
+func newSecret(name string, body []byte) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Data:       map[string][]byte{"password": body, "version": []byte("0")},
+	}
+}
+
+// newDeployment returns a Deployment with 0 replicas whose one container uses the configs
+// through envFrom (first ConfigMap), a volume (the other ConfigMaps) and env.valueFrom (the
+// Secrets), and which names them all in the reload annotations.
+func newDeployment(name string, configMaps, secrets []string) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	c := corev1.Container{Name: "app", Image: "registry.example/app:1"}
+	var volumes []corev1.Volume
+	for i, cm := range configMaps {
+		if i == 0 {
+			c.EnvFrom = append(c.EnvFrom, corev1.EnvFromSource{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm}}})
+			continue
+		}
+		vol := fmt.Sprintf("config-%d", i)
+		volumes = append(volumes, corev1.Volume{Name: vol, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm}}}})
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: vol, MountPath: "/etc/" + vol})
+	}
+	for i, s := range secrets {
+		c.Env = append(c.Env, corev1.EnvVar{Name: fmt.Sprintf("PASSWORD_%d", i), ValueFrom: &corev1.EnvVarSource{
+			SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: s}, Key: "password"}}})
+	}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{
+			annotationConfigMaps: strings.Join(configMaps, ","),
+			annotationSecrets:    strings.Join(secrets, ","),
+		}},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: new(int32(0)),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{c}, Volumes: volumes},
+			},
+		},
+	}
+}
+
+// create makes every object of p in namespace ns, workers requests at a time.
+func (p population) create(ctx context.Context, client kubernetes.Interface, ns string, workers int) error {
+	cmBody, secretBody := filler(p.ConfigMapKiB<<10), []byte(filler(p.SecretKiB<<10))
+	cms, secrets, deps := client.CoreV1().ConfigMaps(ns), client.CoreV1().Secrets(ns), client.AppsV1().Deployments(ns)
+	err := forEach(ctx, p.ConfigMaps, workers, func(ctx context.Context, k int) error {
+		_, err := cms.Create(ctx, newConfigMap(configMapName(k), cmBody), metav1.CreateOptions{})
+		return wrap(err, "create ConfigMap %s", configMapName(k))
+	})
+	if err != nil {
+		return err
+	}
+	err = forEach(ctx, p.Secrets, workers, func(ctx context.Context, k int) error {
+		_, err := secrets.Create(ctx, newSecret(secretName(k), secretBody), metav1.CreateOptions{})
+		return wrap(err, "create Secret %s", secretName(k))
+	})
+	if err != nil {
+		return err
+	}
+	return forEach(ctx, p.Deployments, workers, func(ctx context.Context, i int) error {
+		d := newDeployment(deploymentName(i), []string{configMapName(2 * i), configMapName(2*i + 1)}, []string{secretName(i)})
+		_, err := deps.Create(ctx, d, metav1.CreateOptions{})
+		return wrap(err, "create Deployment %s", d.Name)
+	})
+}
+
+// forEach calls fn for 0..n-1 on up to workers goroutines and returns the first error.
+func forEach(ctx context.Context, n, workers int, fn func(context.Context, int) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(workers, n) {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if err := fn(ctx, i); err != nil {
+					cancel(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return context.Cause(ctx)
+}
+
+// wrap adds context to a non-nil error.
+func wrap(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf(format+": %w", append(args, err)...)
+}

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// topLines is how many lines of `go tool pprof -top` a summary keeps, header included.
+const topLines = 22
+
+// profile saves a pprof profile of the reloader to dir/<file> and returns its
+// `go tool pprof -top` summary.
+func (l *lab) profile(ctx context.Context, p *reloaderProc, path, file string, pprofArgs ...string) (string, []string, error) {
+	body, err := p.getOK(ctx, path)
+	if err != nil {
+		return "", nil, fmt.Errorf("fetch profile: %w", err)
+	}
+	dst := filepath.Join(l.dir, file)
+	if err := os.WriteFile(dst, body, 0o644); err != nil {
+		return "", nil, fmt.Errorf("save profile: %w", err)
+	}
+	top, err := l.pprofTop(ctx, dst, pprofArgs...)
+	if err != nil {
+		return dst, nil, err
+	}
+	return dst, top, nil
+}
+
+// heapProfile collects garbage, so the profile shows what is live now and not at the last
+// collection, then saves the in-use heap and summarises it by inuse_space.
+func (l *lab) heapProfile(ctx context.Context, p *reloaderProc, file string) (string, []string, error) {
+	return l.profile(ctx, p, "/debug/pprof/heap?gc=1", file, "-sample_index=inuse_space")
+}
+
+// cpuProfile records the CPU for the given seconds and summarises it.
+func (l *lab) cpuProfile(ctx context.Context, p *reloaderProc, file string, seconds int) (string, []string, error) {
+	return l.profile(ctx, p, fmt.Sprintf("/debug/pprof/profile?seconds=%d", seconds), file)
+}
+
+// pprofTop runs `go tool pprof -top` on a saved profile. Profiles from Go carry their symbols,
+// so the stripped binary is not needed.
+func (l *lab) pprofTop(ctx context.Context, path string, args ...string) ([]string, error) {
+	args = append([]string{"tool", "pprof", "-top", "-nodecount=" + fmt.Sprint(topLines), "-symbolize=none"}, args...)
+	cmd := exec.CommandContext(ctx, l.cfg.goTool, append(args, path)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: %s", cmd, err, out)
+	}
+	txt := strings.TrimSuffix(path, ".pb.gz") + ".top.txt"
+	if err := os.WriteFile(txt, out, 0o644); err != nil {
+		return nil, fmt.Errorf("save profile summary: %w", err)
+	}
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	return lines[:min(len(lines), topLines+6)], nil
+}

@@ -1,0 +1,266 @@
+package reloader_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"reloader/confighash"
+	"reloader/reloader"
+)
+
+// podTemplate is the template every kind in these tests carries: one container "app".
+func podTemplate(name string) corev1.PodTemplateSpec {
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "fake"}}},
+	}
+}
+
+var (
+	rolloutsGVR          = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "rollouts"}
+	deploymentConfigsGVR = schema.GroupVersionResource{Group: "apps.openshift.io", Version: "v1", Resource: "deploymentconfigs"}
+)
+
+// ensureCRDs registers the minimal Rollout and DeploymentConfig CRDs from testdata once.
+func ensureCRDs(t *testing.T) {
+	t.Helper()
+	dyn := dynamic.NewForConfigOrDie(cluster.Config)
+	for _, f := range []string{"rollouts", "deploymentconfigs"} {
+		if _, err := cluster.ApplyFile(context.Background(), "", "../testdata/crds/"+f+".yaml"); err != nil && !strings.Contains(err.Error(), "already exists") {
+			t.Fatal(err)
+		}
+	}
+	for _, gvr := range []schema.GroupVersionResource{rolloutsGVR, deploymentConfigsGVR} {
+		waitFor(t, 30*time.Second, gvr.Resource+" served", func() (bool, error) {
+			_, err := dyn.Resource(gvr).Namespace("default").List(context.Background(), metav1.ListOptions{})
+			return err == nil, nil
+		})
+	}
+}
+
+func createCustom(t *testing.T, gvr schema.GroupVersionResource, kind, ns, name string, annotations map[string]string) {
+	t.Helper()
+	tmpl, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ptr(podTemplate(name)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": gvr.GroupVersion().String(), "kind": kind,
+		"metadata": map[string]any{"name": name},
+		"spec":     map[string]any{"replicas": int64(0), "template": tmpl},
+	}}
+	u.SetAnnotations(annotations)
+	if _, err := dynamic.NewForConfigOrDie(cluster.Config).Resource(gvr).Namespace(ns).Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// templateEnv reads the app container's variable from any kind, through the dynamic client.
+func templateEnv(t *testing.T, gvr schema.GroupVersionResource, ns, name, variable string) (string, *unstructured.Unstructured) {
+	t.Helper()
+	u, err := dynamic.NewForConfigOrDie(cluster.Config).Resource(gvr).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	containers, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+	for _, c := range containers {
+		env, _, _ := unstructured.NestedSlice(c.(map[string]any), "env")
+		for _, e := range env {
+			if m := e.(map[string]any); m["name"] == variable {
+				return fmt.Sprint(m["value"]), u
+			}
+		}
+	}
+	return "", u
+}
+
+func TestEveryWorkloadKindReloads(t *testing.T) {
+	ensureCRDs(t)
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	ann := named("configmap", "app-config")
+	apps := cluster.Client().AppsV1()
+	ctx := context.Background()
+	sel := func(name string) *metav1.LabelSelector {
+		return &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}
+	}
+	createDeployment(t, ns, "deploy", 0, ann, nil)
+	if _, err := apps.StatefulSets(ns).Create(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "sts", Annotations: ann},
+		Spec: appsv1.StatefulSetSpec{Replicas: ptr(int32(0)), Selector: sel("sts"), Template: podTemplate("sts")}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := apps.DaemonSets(ns).Create(ctx, &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "ds", Annotations: ann},
+		Spec: appsv1.DaemonSetSpec{Selector: sel("ds"), Template: podTemplate("ds")}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createCustom(t, rolloutsGVR, "Rollout", ns, "rollout", ann)
+	createCustom(t, deploymentConfigsGVR, "DeploymentConfig", ns, "dc", ann)
+	startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { o.ArgoRollouts, o.OpenShift = true, true }})
+
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+	for _, w := range []struct {
+		gvr  schema.GroupVersionResource
+		name string
+	}{
+		{appsv1.SchemeGroupVersion.WithResource("deployments"), "deploy"},
+		{appsv1.SchemeGroupVersion.WithResource("statefulsets"), "sts"},
+		{appsv1.SchemeGroupVersion.WithResource("daemonsets"), "ds"},
+		{rolloutsGVR, "rollout"},
+		{deploymentConfigsGVR, "dc"},
+	} {
+		waitFor(t, 10*time.Second, w.gvr.Resource+" reloaded", func() (bool, error) {
+			v, _ := templateEnv(t, w.gvr, ns, w.name, cmVar)
+			return v == hash, nil
+		})
+	}
+}
+
+func TestRolloutRestartStrategySetsRestartAt(t *testing.T) {
+	ensureCRDs(t)
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	ann := named("configmap", "app-config")
+	ann["reloader.stakater.com/rollout-strategy"] = "restart"
+	createCustom(t, rolloutsGVR, "Rollout", ns, "rollout", ann)
+	startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { o.ArgoRollouts = true }})
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+	var u *unstructured.Unstructured
+	waitFor(t, 10*time.Second, "spec.restartAt", func() (bool, error) {
+		_, u = templateEnv(t, rolloutsGVR, ns, "rollout", cmVar)
+		_, found, _ := unstructured.NestedString(u.Object, "spec", "restartAt")
+		return found, nil
+	})
+	if v, _ := templateEnv(t, rolloutsGVR, ns, "rollout", cmVar); v != "" {
+		t.Fatalf("the restart strategy changed the template (env %s=%s)", cmVar, v)
+	}
+	if got := u.GetAnnotations()["reloader/config-hashes"]; !strings.Contains(got, hash) {
+		t.Fatalf("the Rollout does not record the applied hash: %q", got)
+	}
+}
+
+func TestOnDeleteStatefulSetIsReported(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	_, err := cluster.Client().AppsV1().StatefulSets(ns).Create(context.Background(), &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "sts", Annotations: named("configmap", "app-config")},
+		Spec: appsv1.StatefulSetSpec{Replicas: ptr(int32(0)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "sts"}},
+			Template: podTemplate("sts"), UpdateStrategy: appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startController(t, ns, controllerOpts{})
+	updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+	waitFor(t, 10*time.Second, "a ReloadNeedsPodDeletion event", func() (bool, error) {
+		list, err := cluster.Client().CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "reason=ReloadNeedsPodDeletion"})
+		return err == nil && len(list.Items) == 1 && list.Items[0].InvolvedObject.Name == "sts", err
+	})
+}
+
+func TestIgnoredWorkloadTypesAreLeftAlone(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
+	startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { o.IgnoredWorkloadTypes = []string{reloader.TypeDeployments} }})
+	before := getDeployment(t, ns, "web").Generation
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+	waitFor(t, 10*time.Second, "the change recorded", func() (bool, error) { return stateEntry(t, ns, "v1.ConfigMap_app-config") == hash, nil })
+	settle()
+	if g := getDeployment(t, ns, "web").Generation; g != before {
+		t.Fatalf("an ignored Deployment was reloaded (generation %d→%d)", before, g)
+	}
+}
+
+func TestAnnotationsStrategy(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
+	r := startController(t, ns, controllerOpts{grace: 5 * time.Second, tweak: func(o *reloader.Options) { o.Strategy = reloader.StrategyAnnotations }})
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+	var from map[string]any
+	waitFor(t, 10*time.Second, "last-reloaded-from", func() (bool, error) {
+		raw := getDeployment(t, ns, "web").Spec.Template.Annotations["reloader.stakater.com/last-reloaded-from"]
+		return json.Unmarshal([]byte(raw), &from) == nil && from["hash"] == hash, nil
+	})
+	if from["type"] != "CONFIGMAP" || from["name"] != "app-config" || from["namespace"] != ns {
+		t.Fatalf("last-reloaded-from = %v, not stakater's form", from)
+	}
+	d := getDeployment(t, ns, "web")
+	if _, set := env(d, "app", cmVar); set {
+		t.Fatal("the annotations strategy also set the env var")
+	}
+	// Restarting with the state rolled back must not reload again: the annotation holds the hash.
+	r.stop(t)
+	setStateEntry(t, ns, "v1.ConfigMap_app-config", confighash.ConfigMap(&corev1.ConfigMap{Data: map[string]string{"v": "0"}}))
+	startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { o.Strategy = reloader.StrategyAnnotations }})
+	waitFor(t, 10*time.Second, "state caught up", func() (bool, error) { return stateEntry(t, ns, "v1.ConfigMap_app-config") == hash, nil })
+	if g := getDeployment(t, ns, "web").Generation; g != d.Generation {
+		t.Fatalf("reloaded twice (generation %d→%d)", d.Generation, g)
+	}
+}
+
+func TestReloadOnDelete(t *testing.T) {
+	for _, strategy := range []string{reloader.StrategyEnvVars, reloader.StrategyAnnotations} {
+		t.Run(strategy, func(t *testing.T) {
+			ns := cluster.NewNamespace(t)
+			createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+			createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
+			startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { o.Strategy, o.ReloadOnDelete = strategy, true }})
+			hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+			waitFor(t, 10*time.Second, "the first reload", func() (bool, error) {
+				return getDeployment(t, ns, "web").Generation == 2, nil
+			})
+			_ = hash
+			if err := cluster.Client().CoreV1().ConfigMaps(ns).Delete(context.Background(), "app-config", metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, 10*time.Second, "the deletion reload", func() (bool, error) {
+				d := getDeployment(t, ns, "web")
+				_, set := env(d, "app", cmVar)
+				marked := strings.Contains(d.Spec.Template.Annotations["reloader/config-hashes"], `"configmap/app-config":"deleted"`)
+				if strategy == reloader.StrategyEnvVars {
+					return d.Generation == 3 && !set, nil
+				}
+				return d.Generation == 3 && marked, nil
+			})
+			waitFor(t, 10*time.Second, "the state entry removed", func() (bool, error) {
+				return stateEntry(t, ns, "v1.ConfigMap_app-config") == "", nil
+			})
+		})
+	}
+}
+
+func TestSwitchingFromStakaterCausesNoRestartWave(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "current"})
+	current := confighash.StakaterConfigMap(&corev1.ConfigMap{Data: map[string]string{"v": "current"}})
+	stale := confighash.StakaterConfigMap(&corev1.ConfigMap{Data: map[string]string{"v": "older"}})
+	for name, value := range map[string]string{"up-to-date": current, "lagging": stale} {
+		createDeployment(t, ns, name, 0, named("configmap", "app-config"), func(s *corev1.PodSpec) {
+			s.Containers[0].Env = append(s.Containers[0].Env, corev1.EnvVar{Name: "STAKATER_APP_CONFIG_CONFIGMAP", Value: value})
+		})
+	}
+	before := generations(t, ns)
+	startController(t, ns, controllerOpts{})
+	waitFor(t, 10*time.Second, "the lagging workload reloaded", func() (bool, error) {
+		return getDeployment(t, ns, "lagging").Generation == before["lagging"]+1, nil
+	})
+	settle()
+	if moved := changed(before, generations(t, ns)); fmt.Sprint(moved) != fmt.Sprint(map[string]int64{"lagging": 1}) {
+		t.Fatalf("first start restarted %v; want only the workload whose stakater hash lags, once", moved)
+	}
+}

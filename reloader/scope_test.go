@@ -1,0 +1,95 @@
+package reloader_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"reloader/reloader"
+)
+
+func labelNamespace(t *testing.T, ns string, l map[string]string) {
+	t.Helper()
+	n, err := cluster.Client().CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Labels = l
+	if _, err := cluster.Client().CoreV1().Namespaces().Update(context.Background(), n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAllNamespacesWithSelectorIgnoresOtherNamespaces(t *testing.T) {
+	stateNS, selected, other := cluster.NewNamespace(t), cluster.NewNamespace(t), cluster.NewNamespace(t)
+	labelNamespace(t, selected, map[string]string{"reloader-test": selected})
+	for _, ns := range []string{selected, other} {
+		createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+		createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
+	}
+	startController(t, stateNS, controllerOpts{tweak: func(o *reloader.Options) {
+		o.Namespace = ""
+		o.NamespaceSelector = labels.SelectorFromSet(labels.Set{"reloader-test": selected})
+	}})
+	beforeOther := getDeployment(t, other, "web").Generation
+	key := "v1.ConfigMap_" + selected + "_app-config" // all-namespaces keys carry the namespace
+	waitFor(t, 10*time.Second, "the selected namespace's config recorded", func() (bool, error) {
+		return stateEntry(t, stateNS, key) != "", nil
+	})
+
+	updateConfigMap(t, other, "app-config", map[string]string{"v": "1"})
+	hash := updateConfigMap(t, selected, "app-config", map[string]string{"v": "1"})
+	waitEnv(t, selected, "web", cmVar, hash)
+	settle()
+	if g := getDeployment(t, other, "web").Generation; g != beforeOther {
+		t.Fatalf("a workload in a namespace outside the selector was reloaded (generation %d→%d)", beforeOther, g)
+	}
+	if v := stateEntry(t, stateNS, "v1.ConfigMap_"+other+"_app-config"); v != "" {
+		t.Fatalf("a config outside the selector is tracked in state: %s", v)
+	}
+}
+
+// The stakater examples of the source documents, applied verbatim from testdata.
+func TestSeedExamplesReloadAsDescribed(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	if _, err := cluster.ApplyFile(context.Background(), ns, "../testdata/seeds/stakater-examples.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	startController(t, ns, controllerOpts{})
+	tests := []struct {
+		kind, name string
+		reloads    []string // Deployments that must reload, once
+	}{
+		{"ConfigMap", "foo-configmap", []string{"auto-app", "configmap-app"}},
+		{"Secret", "foo-secret", []string{"auto-app", "secret-app"}},
+		{"ConfigMap", "baz-configmap", []string{"configmap-app"}},
+		{"ConfigMap", "matched-config", []string{"search-app"}},
+		{"ConfigMap", "unmatched-config", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.kind+" "+tt.name, func(t *testing.T) {
+			before := generations(t, ns)
+			hash := changeConfig(t, ns, tt.kind, tt.name)
+			waitFor(t, 10*time.Second, "the change recorded", func() (bool, error) {
+				return stateEntry(t, ns, "v1."+tt.kind+"_"+tt.name) == hash, nil
+			})
+			settle()
+			moved := changed(before, generations(t, ns))
+			want := map[string]int64{}
+			for _, w := range tt.reloads {
+				want[w] = 1
+			}
+			if len(moved) != len(want) {
+				t.Fatalf("reloaded %v, want %v", moved, want)
+			}
+			for w, n := range want {
+				if moved[w] != n {
+					t.Fatalf("reloaded %v, want %v", moved, want)
+				}
+			}
+		})
+	}
+}
