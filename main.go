@@ -24,6 +24,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientmetrics "k8s.io/client-go/tools/metrics"
+	"k8s.io/klog/v2"
 
 	"reloader/metrics"
 	"reloader/reloader"
@@ -34,20 +36,27 @@ var version = "dev"
 
 // CLI is the whole command-line configuration.
 type CLI struct {
-	Namespace       string        `help:"Namespace to watch. Empty watches all namespaces (needs the ClusterRole of deploy/cluster)."`
-	Configmap       string        `default:"reloader-state" help:"Name of the state ConfigMap. Further shards are named <name>-1, <name>-2, ..."`
-	StateNamespace  string        `help:"Namespace of the state ConfigMap. Default: --namespace, else the reloader's own namespace."`
-	Port            int           `default:"8080" help:"Port for /metrics, /healthz and /readyz (0 picks a free port)."`
-	CoalescePeriod  Period        `default:"5s" help:"Debounce window: changes this close together cause one restart per workload. A bare integer is milliseconds (10000), or a Go duration (10s). 0 acts at once."`
-	CoalesceMaxWait Period        `default:"0" help:"Longest a window may stay open while changes keep coming. 0 means 5 x --coalesce-period."`
-	ShutdownGrace   time.Duration `default:"10s" help:"On SIGTERM, how long to spend flushing pending reloads before exiting."`
-	Kubeconfig      string        `help:"Path of a kubeconfig file. Default: $KUBECONFIG, else the in-cluster ServiceAccount."`
-	ReloadStrategy  string        `default:"env-vars" enum:"env-vars,annotations" help:"How a workload is restarted: env-vars sets _RELOADER_-<kind>-<name> in the pod template; annotations sets the pod-template annotation reloader.stakater.com/last-reloaded-from."`
-	LogFormat       string        `default:"text" enum:"text,json" help:"Log format: text or json."`
-	LogLevel        string        `default:"info" enum:"debug,info,warn,error" help:"Least severe level logged: debug, info, warn or error."`
-	KubeAPIQPS      float32       `name:"kube-api-qps" default:"50" help:"Sustained requests per second to the API server (client-go defaults to 5)."`
-	KubeAPIBurst    int           `name:"kube-api-burst" default:"100" help:"Request burst allowed above --kube-api-qps."`
-	EnablePprof     bool          `help:"Serve Go profiles at /debug/pprof/ on --port. Off by default: profiles expose internals."`
+	Namespace                   string        `help:"Namespace to watch. Empty watches all namespaces (needs the ClusterRole of deploy/cluster)."`
+	Configmap                   string        `default:"reloader-state" help:"Name of the state ConfigMap. Further shards are named <name>-1, <name>-2, ..."`
+	StateNamespace              string        `help:"Namespace of the state ConfigMap. Default: --namespace, else the reloader's own namespace."`
+	Port                        int           `default:"8080" help:"Port for /metrics, /healthz and /readyz (0 picks a free port)."`
+	CoalescePeriod              Period        `default:"5s" help:"Debounce window: changes this close together cause one restart per workload. A bare integer is milliseconds (10000), or a Go duration (10s). 0 acts at once."`
+	CoalesceMaxWait             Period        `default:"0" help:"Longest a window may stay open while changes keep coming. 0 means 5 x --coalesce-period."`
+	ShutdownGrace               time.Duration `default:"10s" help:"On SIGTERM, how long to spend flushing pending reloads before exiting."`
+	Kubeconfig                  string        `help:"Path of a kubeconfig file. Default: $KUBECONFIG, else the in-cluster ServiceAccount."`
+	ReloadStrategy              string        `default:"env-vars" enum:"env-vars,annotations" help:"How a workload is restarted: env-vars sets _RELOADER_-<kind>-<name> in the pod template; annotations sets the pod-template annotation reloader.stakater.com/last-reloaded-from."`
+	LogFormat                   string        `default:"text" enum:"text,json" help:"Log format: text or json."`
+	LogLevel                    string        `default:"info" enum:"debug,info,warn,error" help:"Least severe level logged: debug, info, warn or error."`
+	KubeAPIQPS                  float32       `name:"kube-api-qps" default:"50" help:"Sustained requests per second to the API server (client-go defaults to 5)."`
+	KubeAPIBurst                int           `name:"kube-api-burst" default:"100" help:"Request burst allowed above --kube-api-qps."`
+	LeaderElect                 bool          `help:"Run as one of several replicas: only the holder of a coordination.k8s.io Lease acts."`
+	LeaderElectionID            string        `default:"reloader" help:"Name of the leader election Lease."`
+	LeaderElectionNamespace     string        `help:"Namespace of the Lease. Default: the state namespace."`
+	LeaderElectionLease         time.Duration `default:"15s" help:"How long a Lease lasts without renewal; a failover takes at most this long."`
+	LeaderElectionRenewDeadline time.Duration `default:"10s" help:"How long the leader keeps retrying to renew before giving up."`
+	LeaderElectionRetryPeriod   time.Duration `default:"2s" help:"How often candidates try to acquire or renew the Lease."`
+	MetricsByNamespace          bool          `help:"Add a namespace label to the reload metrics (more series: opt-in)."`
+	EnablePprof                 bool          `help:"Serve Go profiles at /debug/pprof/ on --port. Off by default: profiles expose internals."`
 
 	AlternativeConfigmapAnnotation []string `help:"Extra workload annotation keys listing ConfigMaps to reload on, like configmap.reloader.stakater.com/reload."`
 	AlternativeSecretAnnotation    []string `help:"Extra workload annotation keys listing Secrets to reload on, like secret.reloader.stakater.com/reload."`
@@ -84,6 +93,10 @@ func (c *CLI) Validate() error {
 	}
 	if c.ShutdownGrace < 0 {
 		return fmt.Errorf("--shutdown-grace: must not be negative, got %s", c.ShutdownGrace)
+	}
+	if c.LeaderElect && !(c.LeaderElectionLease > c.LeaderElectionRenewDeadline && c.LeaderElectionRenewDeadline > c.LeaderElectionRetryPeriod && c.LeaderElectionRetryPeriod > 0) {
+		return fmt.Errorf("--leader-election-lease (%s) must exceed --leader-election-renew-deadline (%s), which must exceed --leader-election-retry-period (%s)",
+			c.LeaderElectionLease, c.LeaderElectionRenewDeadline, c.LeaderElectionRetryPeriod)
 	}
 	for _, t := range c.IgnoredWorkloadTypes {
 		if !slices.Contains(workloadTypes, t) {
@@ -181,6 +194,7 @@ func main() {
 
 func run(cli CLI) error {
 	log := newLogger(cli.LogFormat, cli.LogLevel)
+	klog.SetSlogLogger(log) // client-go's own lines follow --log-format too
 	cfg, err := restConfig(cli.Kubeconfig)
 	if err != nil {
 		return err
@@ -189,14 +203,18 @@ func run(cli CLI) error {
 	if err != nil {
 		return err
 	}
-	m := metrics.New(version)
+	var opts []metrics.Option
+	if cli.MetricsByNamespace {
+		opts = append(opts, metrics.ByNamespace())
+	}
+	m := metrics.New(version, opts...)
+	clientmetrics.Register(m.ClientGo())
 	cfg.QPS, cfg.Burst = cli.KubeAPIQPS, cli.KubeAPIBurst
 	cfg.Wrap(m.InstrumentTransport)
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("build Kubernetes client: %w", err)
 	}
-	m.Leader.Set(1)
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("build dynamic client: %w", err)
@@ -207,12 +225,28 @@ func run(cli CLI) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	srv, err := serve(cli.Port, cli.EnablePprof, m, ctrl, log)
+	var e *election
+	ready := ctrl.Ready
+	if cli.LeaderElect {
+		ns := cli.LeaderElectionNamespace
+		if ns == "" {
+			ns = stateNS
+		}
+		e = &election{client: client, namespace: ns, name: cli.LeaderElectionID, lease: cli.LeaderElectionLease,
+			renew: cli.LeaderElectionRenewDeadline, retry: cli.LeaderElectionRetryPeriod, log: log, metrics: m}
+		// A standby is ready: it is healthy and waiting; a leader once its caches synced.
+		ready = func() bool { return !e.leading.Load() || ctrl.Ready() }
+	}
+	srv, err := serve(cli.Port, cli.EnablePprof, m, ready, log)
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
 	log.Info("starting", "version", version, "namespace", cli.Namespace, "state", stateNS+"/"+cli.Configmap)
+	if e != nil {
+		return e.run(ctx, ctrl.Run)
+	}
+	m.Leader.Set(1)
 	return ctrl.Run(ctx)
 }
 
@@ -261,7 +295,7 @@ func stateNamespace(cli CLI) (string, error) {
 	return "", errors.New("--state-namespace: required when --namespace is empty and the reloader runs outside a cluster")
 }
 
-func serve(port int, pprof bool, m *metrics.Metrics, ctrl *reloader.Controller, log *slog.Logger) (*http.Server, error) {
+func serve(port int, pprof bool, m *metrics.Metrics, ready func() bool, log *slog.Logger) (*http.Server, error) {
 	mux := http.NewServeMux()
 	if pprof {
 		mux.HandleFunc("/debug/pprof/", httppprof.Index)
@@ -270,7 +304,7 @@ func serve(port int, pprof bool, m *metrics.Metrics, ctrl *reloader.Controller, 
 	mux.Handle("/metrics", m.Handler())
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !ctrl.Ready() {
+		if !ready() {
 			http.Error(w, "caches not synced", http.StatusServiceUnavailable)
 			return
 		}

@@ -34,20 +34,40 @@ type Metrics struct {
 	OnDeleteSkipped *prometheus.CounterVec // kind: template changed but OnDelete strategy restarts nothing
 	APIRequests     *prometheus.CounterVec // verb, resource: requests this process sent to the API server
 
+	byNamespace bool
+
 	QueueDepth, QueueUnfinished, QueueLongest prometheus.Gauge
 	QueueAdds, QueueRetries                   prometheus.Counter
 	QueueLatency, QueueWorkDuration           prometheus.Histogram
 }
 
+// Option adjusts New.
+type Option func(*Metrics)
+
+// ByNamespace adds a namespace label to the reload counter and latency histogram
+// (--metrics-by-namespace). Without it the label does not exist, keeping series few.
+func ByNamespace() Option { return func(m *Metrics) { m.byNamespace = true } }
+
 // New registers every collector, with the Go and process collectors and build info, on a fresh
 // registry.
-func New(version string) *Metrics {
+func New(version string, opts ...Option) *Metrics {
 	r := prometheus.NewRegistry()
-	m := &Metrics{
-		Registry: r,
+	m := &Metrics{Registry: r}
+	for _, o := range opts {
+		o(m)
+	}
+	ns := func(labels ...string) []string {
+		if m.byNamespace {
+			return append(labels, "namespace")
+		}
+		return labels
+	}
+	*m = Metrics{
+		Registry:    r,
+		byNamespace: m.byNamespace,
 		Reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "reloader_reloads_total", Help: "Workload reloads by workload kind and result.",
-		}, []string{"kind", "result"}),
+			Name: "reloader_reloads_total", Help: "Workload reloads by workload kind and result (and namespace with --metrics-by-namespace).",
+		}, ns("kind", "result")),
 		Coalesced: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "reloader_coalesced_total", Help: "Config changes that joined an open coalescing window instead of causing a restart of their own.",
 		}),
@@ -58,7 +78,7 @@ func New(version string) *Metrics {
 			Name:    "reloader_reload_latency_seconds",
 			Help:    "Time from a config change being observed to the workload being patched, coalescing window included.",
 			Buckets: []float64{.005, .01, .02, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
-		}, []string{"kind"}),
+		}, ns("kind")),
 		Changes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "reloader_config_changes_total", Help: "Content changes of ConfigMaps and Secrets detected against the stored state, by config kind.",
 		}, []string{"kind"}),
@@ -99,7 +119,19 @@ func (m *Metrics) Handler() http.Handler {
 }
 
 // ObserveReload records one patched workload and how long after the change it happened.
-func (m *Metrics) ObserveReload(kind string, since time.Time) {
-	m.Reloads.WithLabelValues(kind, ResultSuccess).Inc()
-	m.Latency.WithLabelValues(kind).Observe(time.Since(since).Seconds())
+func (m *Metrics) ObserveReload(kind, namespace string, since time.Time) {
+	m.CountReload(kind, ResultSuccess, namespace)
+	m.Latency.WithLabelValues(m.labels(namespace, kind)...).Observe(time.Since(since).Seconds())
+}
+
+// CountReload records a reload attempt's result.
+func (m *Metrics) CountReload(kind, result, namespace string) {
+	m.Reloads.WithLabelValues(m.labels(namespace, kind, result)...).Inc()
+}
+
+func (m *Metrics) labels(namespace string, values ...string) []string {
+	if m.byNamespace {
+		return append(values, namespace)
+	}
+	return values
 }

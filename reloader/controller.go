@@ -21,6 +21,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -171,17 +172,34 @@ func (c *Controller) buildInformers(dyn dynamic.Interface) {
 	if c.opts.NamespaceSelector != nil {
 		c.namespaces = workloadFactory.Core().V1().Namespaces().Informer()
 	}
-	for _, inf := range c.configs {
-		c.synced = append(c.synced, inf.HasSynced)
+	all := map[string]cache.SharedIndexInformer{}
+	for kind, inf := range c.configs {
+		all[kind+"s"] = inf
 	}
 	for _, k := range c.kinds {
 		if dynFactory != nil {
 			_ = k.informer.SetTransform(c.transform) // fails only once started; ours are not
 		}
-		c.synced = append(c.synced, k.informer.HasSynced)
+		all[k.name+"s"] = k.informer
 	}
 	if c.namespaces != nil {
-		c.synced = append(c.synced, c.namespaces.HasSynced)
+		all["Namespaces"] = c.namespaces
+	}
+	for what, inf := range all {
+		_ = inf.SetWatchErrorHandlerWithContext(c.watchError(what)) // fails only once started
+		c.synced = append(c.synced, inf.HasSynced)
+	}
+}
+
+// watchError makes a refused list or watch say which permission is missing, through slog,
+// instead of retrying silently while the caches never sync.
+func (c *Controller) watchError(what string) cache.WatchErrorHandlerWithContext {
+	return func(ctx context.Context, r *cache.Reflector, err error) {
+		if apierrors.IsForbidden(err) {
+			c.log.Error("the reloader may not list and watch "+what+"; grant list and watch on them in its Role or ClusterRole (it retries until then)", "err", err)
+			return
+		}
+		cache.DefaultWatchErrorHandler(ctx, r, err)
 	}
 }
 
@@ -299,7 +317,8 @@ func (c *Controller) Run(ctx context.Context) error {
 		f.Start(ctx.Done())
 	}
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		return fmt.Errorf("sync caches: %w", ctx.Err())
+		c.log.Info("stopped before the caches synced")
+		return nil
 	}
 	live := c.liveKeys()
 	if n := c.state.Prune(func(k string) bool { return live[k] }); n > 0 {

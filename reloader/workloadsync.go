@@ -54,7 +54,7 @@ func (c *Controller) syncWorkload(ctx context.Context, key string, k *workloadKi
 		return err
 	}
 	if len(ops) == 0 {
-		c.metrics.Reloads.WithLabelValues(k.name, metrics.ResultAlreadyCurrent).Inc()
+		c.metrics.CountReload(k.name, metrics.ResultAlreadyCurrent, ns)
 		c.finish(key, b)
 		return nil
 	}
@@ -63,7 +63,7 @@ func (c *Controller) syncWorkload(ctx context.Context, key string, k *workloadKi
 		return fmt.Errorf("encode patch of %s: %w", key, err)
 	}
 	if err := k.patch(ctx, ns, name, body); err != nil {
-		c.metrics.Reloads.WithLabelValues(k.name, metrics.ResultFailure).Inc()
+		c.metrics.CountReload(k.name, metrics.ResultFailure, ns)
 		c.recorder.Eventf(obj.(runtime.Object), corev1.EventTypeWarning, "ReloadFailed", "Reload for %s failed: %v", describe(changes), err)
 		return fmt.Errorf("patch %s %s/%s: %w", k.name, ns, name, err)
 	}
@@ -128,7 +128,7 @@ func (c *Controller) ops(k *workloadKind, meta metav1.Object, tmpl *corev1.PodTe
 // hidden.
 func (c *Controller) reloaded(k *workloadKind, obj any, changes []change, oldest time.Time) {
 	meta, _ := k.template(obj)
-	c.metrics.ObserveReload(k.name, oldest)
+	c.metrics.ObserveReload(k.name, meta.GetNamespace(), oldest)
 	c.recorder.Eventf(obj.(runtime.Object), corev1.EventTypeNormal, "Reloaded", "Reloaded for %s", describe(changes))
 	c.log.Info("reloaded workload", "kind", k.name, "namespace", meta.GetNamespace(), "name", meta.GetName(), "configs", describe(changes))
 	if k.onDelete(obj) {

@@ -164,11 +164,13 @@ func (l *lab) stopCluster(c *testcluster.Cluster) {
 // scenario runs fn as the scenario name, then records and prints its result.
 func (l *lab) scenario(ctx context.Context, name string, params any, fn func(context.Context, *result) error) {
 	r := &result{Scenario: name, Started: time.Now().UTC(), Params: params, Details: map[string]any{}}
-	l.logf("=== %s", name)
+	r.LoadAvg[0] = loadAvg()
+	l.logf("=== %s (load average %s)", name, r.LoadAvg[0])
 	if err := fn(ctx, r); err != nil {
 		r.Error = err.Error()
 	}
 	r.Seconds = round1(time.Since(r.Started).Seconds())
+	r.LoadAvg[1] = loadAvg()
 	l.finish(r)
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -85,6 +86,8 @@ type result struct {
 	Checks   []check        `json:"checks"`
 	Details  map[string]any `json:"details,omitempty"`
 	Error    string         `json:"error,omitempty"`
+	// LoadAvg is /proc/loadavg at the start and the end: the machine may be shared.
+	LoadAvg [2]string `json:"loadavg"`
 }
 
 func (r *result) add(c ...check) { r.Checks = append(r.Checks, c...) }
@@ -198,4 +201,14 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 	}
 	rank := int(math.Ceil(p / 100 * float64(len(sorted))))
 	return sorted[min(max(rank, 1), len(sorted))-1]
+}
+
+// loadAvg returns the 1, 5 and 15 minute load averages, or "" if they cannot be read.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	return strings.Join(f[:min(3, len(f))], " ")
 }

@@ -1,0 +1,353 @@
+// Package e2e runs the real reloader binary, as separate processes, against a real API server:
+// what only a process shows (signals, kill -9, logs, /metrics, leader election).
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"reloader/confighash"
+	"reloader/internal/testcluster"
+)
+
+var (
+	cluster *testcluster.Cluster
+	binary  string
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "reloader-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "reloader")
+	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Dir = ".."
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build the reloader binary: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := testcluster.Main(m, testcluster.Options{Log: os.Stderr}, &cluster)
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// proc is one running reloader process.
+type proc struct {
+	cmd    *exec.Cmd
+	port   int
+	stderr *syncBuffer
+	exited chan error
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *syncBuffer) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// start runs the binary against the cluster in namespace ns and waits until /readyz answers 200.
+func start(t *testing.T, ns string, args ...string) *proc {
+	t.Helper()
+	p := &proc{port: freePort(t), stderr: &syncBuffer{}, exited: make(chan error, 1)}
+	all := append([]string{"--kubeconfig", cluster.Kubeconfig, "--namespace", ns, "--port", fmt.Sprint(p.port)}, args...)
+	p.cmd = exec.Command(binary, all...)
+	p.cmd.Stderr, p.cmd.Stdout = p.stderr, p.stderr
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.exited <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		p.kill()
+		if t.Failed() {
+			t.Logf("reloader %v output:\n%s", args, p.stderr.String())
+		}
+	})
+	waitFor(t, 30*time.Second, "reloader ready", func() (bool, error) {
+		select {
+		case err := <-p.exited:
+			p.exited <- err
+			return false, fmt.Errorf("reloader exited early (%v):\n%s", err, p.stderr.String())
+		default:
+		}
+		resp, err := http.Get(p.url("/readyz"))
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	return p
+}
+
+func (p *proc) url(path string) string { return fmt.Sprintf("http://127.0.0.1:%d%s", p.port, path) }
+
+// kill is kill -9: no flush, no Lease release.
+func (p *proc) kill() {
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	p.wait(10 * time.Second)
+}
+
+// terminate sends SIGTERM and returns the exit error.
+func (p *proc) terminate(t *testing.T) error {
+	t.Helper()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	err, ok := p.wait(30 * time.Second)
+	if !ok {
+		t.Fatal("reloader did not exit within 30s of SIGTERM")
+	}
+	return err
+}
+
+func (p *proc) wait(d time.Duration) (error, bool) {
+	select {
+	case err := <-p.exited:
+		p.exited <- err
+		return err, true
+	case <-time.After(d):
+		return nil, false
+	}
+}
+
+func (p *proc) metrics(t *testing.T) string {
+	t.Helper()
+	resp, err := http.Get(p.url("/metrics"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) { return cond() })
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+func setup(t *testing.T) string {
+	t.Helper()
+	ns := cluster.NewNamespace(t)
+	ctx := context.Background()
+	if _, err := cluster.Client().CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app-config"}, Data: map[string]string{"v": "0"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	replicas := int32(0)
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Annotations: map[string]string{"configmap.reloader.stakater.com/reload": "app-config"}},
+		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "fake"}}}}},
+	}
+	if _, err := cluster.Client().AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return ns
+}
+
+func update(t *testing.T, ns, value string) string {
+	t.Helper()
+	cms := cluster.Client().CoreV1().ConfigMaps(ns)
+	cm, err := cms.Get(context.Background(), "app-config", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data = map[string]string{"v": value}
+	if cm, err = cms.Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return confighash.ConfigMap(cm)
+}
+
+func deployment(t *testing.T, ns string) *appsv1.Deployment {
+	t.Helper()
+	d, err := cluster.Client().AppsV1().Deployments(ns).Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func envVar(d *appsv1.Deployment) string {
+	for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+		if e.Name == "_RELOADER_-configmap-app-config" {
+			return e.Value
+		}
+	}
+	return ""
+}
+
+func waitReloaded(t *testing.T, ns, hash string) {
+	t.Helper()
+	waitFor(t, 20*time.Second, "the reload", func() (bool, error) { return envVar(deployment(t, ns)) == hash, nil })
+}
+
+func stateRecorded(t *testing.T, ns string) bool {
+	cm, err := cluster.Client().CoreV1().ConfigMaps(ns).Get(context.Background(), "reloader-state", metav1.GetOptions{})
+	return err == nil && cm.Data["v1.ConfigMap_app-config"] != ""
+}
+
+func TestKillNineInsideTheWindowThenRestartReloadsOnce(t *testing.T) {
+	ns := setup(t)
+	first := start(t, ns, "--coalesce-period", "3s")
+	waitFor(t, 10*time.Second, "first hashes recorded", func() (bool, error) { return stateRecorded(t, ns), nil })
+	before := deployment(t, ns).Generation
+	hash := update(t, ns, "1")
+	time.Sleep(500 * time.Millisecond)
+	first.kill()
+	if g := deployment(t, ns).Generation; g != before {
+		t.Fatalf("patched before the window closed (generation %d→%d)", before, g)
+	}
+	start(t, ns, "--coalesce-period", "0")
+	waitReloaded(t, ns, hash)
+	time.Sleep(2 * time.Second)
+	if got := deployment(t, ns).Generation - before; got != 1 {
+		t.Fatalf("%d template changes, want exactly 1", got)
+	}
+}
+
+func TestSIGTERMFlushesPendingReloadsAndExitsZero(t *testing.T) {
+	ns := setup(t)
+	p := start(t, ns, "--coalesce-period", "1m")
+	waitFor(t, 10*time.Second, "first hashes recorded", func() (bool, error) { return stateRecorded(t, ns), nil })
+	hash := update(t, ns, "1")
+	waitFor(t, 10*time.Second, "the change seen", func() (bool, error) { return strings.Contains(p.stderr.String(), "config changed"), nil })
+	if err := p.terminate(t); err != nil {
+		t.Fatalf("exit after SIGTERM: %v", err)
+	}
+	if got := envVar(deployment(t, ns)); got != hash {
+		t.Fatalf("after SIGTERM the env var is %q, want the pending %s", got, hash)
+	}
+}
+
+func TestJSONLogsNeverShowSecretValues(t *testing.T) {
+	ns := setup(t)
+	const value = "s3cr3t-value-that-must-not-leak"
+	ctx := context.Background()
+	secrets := cluster.Client().CoreV1().Secrets(ns)
+	if _, err := secrets.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db"}, StringData: map[string]string{"password": "old-" + value}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	d := deployment(t, ns)
+	d.Annotations["secret.reloader.stakater.com/reload"] = "db"
+	if _, err := cluster.Client().AppsV1().Deployments(ns).Update(ctx, d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p := start(t, ns, "--coalesce-period", "0", "--log-format", "json", "--log-level", "debug")
+	waitFor(t, 10*time.Second, "first hashes recorded", func() (bool, error) { return stateRecorded(t, ns), nil })
+	s, _ := secrets.Get(ctx, "db", metav1.GetOptions{})
+	s.Data, s.StringData = nil, map[string]string{"password": value}
+	if _, err := secrets.Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the reload logged", func() (bool, error) { return strings.Contains(p.stderr.String(), "reloaded workload"), nil })
+	if err := p.terminate(t); err != nil {
+		t.Fatal(err)
+	}
+	lines := 0
+	sc := bufio.NewScanner(strings.NewReader(p.stderr.String()))
+	for sc.Scan() {
+		lines++
+		var entry map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &entry); err != nil {
+			t.Errorf("not a JSON log line: %s", sc.Text())
+		}
+		if strings.Contains(sc.Text(), value) {
+			t.Errorf("a log line shows the secret value: %s", sc.Text())
+		}
+	}
+	if lines < 3 {
+		t.Fatalf("only %d log lines; the check proves nothing", lines)
+	}
+}
+
+func TestMetricsAfterAReload(t *testing.T) {
+	ns := setup(t)
+	p := start(t, ns, "--coalesce-period", "0")
+	waitFor(t, 10*time.Second, "first hashes recorded", func() (bool, error) { return stateRecorded(t, ns), nil })
+	waitReloaded(t, ns, update(t, ns, "1"))
+	var body string
+	waitFor(t, 10*time.Second, "state gauges sampled", func() (bool, error) {
+		body = p.metrics(t)
+		return strings.Contains(body, `reloader_state_entries{configmap="reloader-state"}`), nil
+	})
+	for _, want := range []string{
+		`reloader_reloads_total{kind="Deployment",result="success"} 1`,
+		`reloader_reload_latency_seconds_count{kind="Deployment"} 1`,
+		`reloader_config_changes_total{kind="ConfigMap"} 1`,
+		`reloader_state_bytes{configmap="reloader-state"}`,
+		`reloader_leader 1`,
+		`reloader_api_requests_total{resource="deployments",verb="patch"} 1`,
+		`rest_client_requests_total{code="200"`,
+		`reloader_workqueue_adds_total`,
+		`process_resident_memory_bytes`,
+		`go_goroutines`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("/metrics:\n%s", body)
+	}
+}
+
+func TestBadFlagsFailWithOneLineNamingTheFlag(t *testing.T) {
+	tests := []struct{ args, flag string }{
+		{"--coalesce-period=abc", "--coalesce-period"},
+		{"--coalesce-period=-5s", "--coalesce-period"},
+		{"--port=70000", "--port"},
+		{"--reload-strategy=rolling", "--reload-strategy"},
+		{"--namespace-selector=a=(", "--namespace-selector"},
+		{"--ignored-workload-types=pods", "--ignored-workload-types"},
+		{"--resources-to-ignore=pods", "--resources-to-ignore"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.args, func(t *testing.T) {
+			out, err := exec.Command(binary, tt.args).CombinedOutput()
+			if err == nil {
+				t.Fatalf("%s was accepted", tt.args)
+			}
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			if len(lines) != 1 || !strings.Contains(lines[0], tt.flag) {
+				t.Fatalf("want one line naming %s, got:\n%s", tt.flag, out)
+			}
+		})
+	}
+}
