@@ -1,11 +1,9 @@
 package deploy_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,28 +19,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"reloader/confighash"
+	"reloader/internal/testcluster"
 	"reloader/metrics"
 	"reloader/reloader"
 	"reloader/state"
 )
-
-// lockedBuffer is a log sink the test reads while the controller writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 func poll(t *testing.T, what string, cond func(ctx context.Context) (bool, error)) {
 	t.Helper()
@@ -126,7 +107,7 @@ func TestClusterManifestsReload(t *testing.T) {
 	}, metav1.CreateOptions{})
 	mustCreate("app Deployment", err)
 
-	log := &lockedBuffer{}
+	log := &testcluster.LogBuffer{}
 	ctrl, err := reloader.New(client, dynamic.NewForConfigOrDie(cfg), reloader.Options{
 		StateNamespace: ns, StateName: stateCM.Name,
 		NamespaceSelector: labels.SelectorFromSet(labels.Set{"reloader-test": "watched"}),

@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -56,21 +54,9 @@ func TestMain(m *testing.M) {
 type proc struct {
 	cmd    *exec.Cmd
 	port   int
-	stderr *syncBuffer
+	stderr *testcluster.LogBuffer
 	exited chan error
 }
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 func freePort(t *testing.T) int {
 	t.Helper()
@@ -85,7 +71,7 @@ func freePort(t *testing.T) int {
 // start runs the binary against the cluster in namespace ns and waits until /readyz answers 200.
 func start(t *testing.T, ns string, args ...string) *proc {
 	t.Helper()
-	p := &proc{port: freePort(t), stderr: &syncBuffer{}, exited: make(chan error, 1)}
+	p := &proc{port: freePort(t), stderr: &testcluster.LogBuffer{}, exited: make(chan error, 1)}
 	all := append([]string{"--kubeconfig", cluster.Kubeconfig, "--namespace", ns, "--port", fmt.Sprint(p.port)}, args...)
 	p.cmd = exec.Command(binary, all...)
 	p.cmd.Stderr, p.cmd.Stdout = p.stderr, p.stderr

@@ -1,11 +1,9 @@
 package reloader_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"reloader/confighash"
 	"reloader/internal/testcluster"
@@ -27,30 +27,12 @@ func TestMain(m *testing.M) {
 	os.Exit(testcluster.Main(m, testcluster.Options{Pods: true, Log: os.Stderr}, &cluster))
 }
 
-// syncBuffer is a log sink tests can read while the controller writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // running is a controller started in-process for one test.
 type running struct {
 	ctrl   *reloader.Controller
 	cancel context.CancelFunc
 	done   chan error
-	log    *syncBuffer
+	log    *testcluster.LogBuffer
 }
 
 type controllerOpts struct {
@@ -62,7 +44,13 @@ type controllerOpts struct {
 
 func startController(t *testing.T, ns string, o controllerOpts) *running {
 	t.Helper()
-	log := &syncBuffer{}
+	return startControllerAs(t, cluster.Config, ns, o)
+}
+
+// startControllerAs is startController authenticated by cfg instead of as the admin.
+func startControllerAs(t *testing.T, cfg *rest.Config, ns string, o controllerOpts) *running {
+	t.Helper()
+	log := &testcluster.LogBuffer{}
 	opts := reloader.Options{
 		Namespace: ns, StateNamespace: ns, StateName: "reloader-state",
 		CoalescePeriod: o.period, CoalesceMaxWait: 5 * o.period, ShutdownGrace: o.grace,
@@ -73,7 +61,7 @@ func startController(t *testing.T, ns string, o controllerOpts) *running {
 	if o.tweak != nil {
 		o.tweak(&opts)
 	}
-	ctrl, err := reloader.New(cluster.Client(), dynamic.NewForConfigOrDie(cluster.Config), opts)
+	ctrl, err := reloader.New(kubernetes.NewForConfigOrDie(cfg), dynamic.NewForConfigOrDie(cfg), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

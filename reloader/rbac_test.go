@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"os"
 	"reflect"
 	"sync/atomic"
@@ -22,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -30,8 +28,6 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"reloader/confighash"
-	"reloader/metrics"
-	"reloader/reloader"
 	"reloader/state"
 )
 
@@ -157,37 +153,6 @@ func installNamespaceManifest(t *testing.T, ns string) *rest.Config {
 		return apierrors.IsNotFound(err), nil
 	})
 	return cfg
-}
-
-// startControllerAs is startController authenticated by cfg instead of as the admin.
-func startControllerAs(t *testing.T, cfg *rest.Config, ns string, o controllerOpts) *running {
-	t.Helper()
-	log := &syncBuffer{}
-	opts := reloader.Options{
-		Namespace: ns, StateNamespace: ns, StateName: "reloader-state",
-		CoalescePeriod: o.period, CoalesceMaxWait: 5 * o.period, ShutdownGrace: o.grace,
-		Annotations: reloader.DefaultAnnotations(),
-		Log:         slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Metrics:     metrics.New("test"),
-	}
-	if o.tweak != nil {
-		o.tweak(&opts)
-	}
-	ctrl, err := reloader.New(kubernetes.NewForConfigOrDie(cfg), dynamic.NewForConfigOrDie(cfg), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{ctrl: ctrl, cancel: cancel, done: make(chan error, 1), log: log}
-	go func() { r.done <- ctrl.Run(ctx) }()
-	waitFor(t, 30*time.Second, "controller ready", func() (bool, error) { return ctrl.Ready(), nil })
-	t.Cleanup(func() {
-		r.stop(t)
-		if t.Failed() {
-			t.Logf("controller log:\n%s", log.String())
-		}
-	})
-	return r
 }
 
 // TestRBACNamespaceManifest runs the controller as deploy/namespace's ServiceAccount, with

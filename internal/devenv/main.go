@@ -45,7 +45,7 @@ func run(ctx context.Context, reloaderBin, sample string, demo bool) error {
 	defer c.Stop()
 	say("control plane ready in %s; component logs in %s", time.Since(begin).Round(100*time.Millisecond), c.Dir)
 
-	if err := apply(ctx, c.Client(), namespace, sample); err != nil {
+	if err := apply(ctx, c, namespace, sample); err != nil {
 		return err
 	}
 	say("applied %s into namespace %s", sample, namespace)

@@ -1,76 +1,28 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 
 	"reloader/internal/testcluster"
 )
 
-// apply creates the namespace and every object of the multi-document manifest in it.
-func apply(ctx context.Context, client kubernetes.Interface, ns, path string) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("read sample: %w", err)
-	}
-	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+// apply creates the namespace and every object of the sample in it.
+func apply(ctx context.Context, c *testcluster.Cluster, ns, path string) error {
+	if _, err := c.Client().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create namespace %s: %w", ns, err)
 	}
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
-	for {
-		doc, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("read %s: %w", path, err)
-		}
-		if len(bytes.TrimSpace(doc)) == 0 {
-			continue
-		}
-		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
-		if err != nil {
-			return fmt.Errorf("decode %s: %w", path, err)
-		}
-		if err := create(ctx, client, ns, obj); err != nil {
-			return err
-		}
-	}
-}
-
-func create(ctx context.Context, client kubernetes.Interface, ns string, obj runtime.Object) error {
-	var err error
-	switch o := obj.(type) {
-	case *corev1.ConfigMap:
-		_, err = client.CoreV1().ConfigMaps(ns).Create(ctx, o, metav1.CreateOptions{})
-	case *corev1.Secret:
-		_, err = client.CoreV1().Secrets(ns).Create(ctx, o, metav1.CreateOptions{})
-	case *appsv1.Deployment:
-		_, err = client.AppsV1().Deployments(ns).Create(ctx, o, metav1.CreateOptions{})
-	default:
-		return fmt.Errorf("the sample holds a %T, which devenv does not apply", obj)
-	}
-	if err != nil {
-		return fmt.Errorf("create %T: %w", obj, err)
-	}
-	return nil
+	_, err := c.ApplyFile(ctx, ns, path)
+	return err
 }
 
 // waitRolledOut waits until the Deployment has wantSets ReplicaSets and all its replicas are
