@@ -31,6 +31,7 @@ type dependent struct {
 // syncConfig compares a config with its state entry and opens reloads for the dependents the
 // change concerns.
 func (c *Controller) syncConfig(key string, ref configRef, ns string, inf cache.SharedIndexInformer) error {
+	initial := c.takeInitial(key)
 	if !c.namespaceAllowed(ns) {
 		return nil
 	}
@@ -43,7 +44,6 @@ func (c *Controller) syncConfig(key string, ref configRef, ns string, inf cache.
 		return c.configGone(key, ref, ns, skey)
 	}
 	rec := obj.(*configRecord)
-	initial := c.takeInitial(key)
 	if rec.Annotations[c.opts.Annotations.Ignore] == "true" {
 		return nil
 	}
@@ -175,7 +175,7 @@ func (c *Controller) record(skey, hash string, sums []confighash.KeySum, deps []
 			if v := keySum(sums, k); v != "" {
 				c.state.Set(state.KeyOf(skey, k), v)
 			} else {
-				c.state.Delete(state.KeyOf(skey, k))
+				c.state.DeleteEntry(state.KeyOf(skey, k))
 			}
 		}
 	}

@@ -250,8 +250,16 @@ func (s *Store) Set(key, value string) {
 	s.markDirty(key)
 }
 
+// DeleteEntry removes one entry, such as a single data-key entry; the removal is written by the
+// next flush.
+func (s *Store) DeleteEntry(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.deleteLocked(key)
+}
+
 // Delete removes a config's entry and its data-key entries; the removal is written by the next
-// flush.
+// flush. It scans every entry, which is fine for the rare deletion of a config.
 func (s *Store) Delete(config string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
