@@ -52,23 +52,40 @@ func TestAllNamespacesWithSelectorIgnoresOtherNamespaces(t *testing.T) {
 	}
 }
 
-// The stakater examples of the source documents, applied verbatim from testdata.
+// seedChange is one config change in a seed manifest and the Deployments it must reload, once.
+type seedChange struct {
+	kind, name string
+	reloads    []string
+}
+
+// The stakater examples of the source documents, applied from testdata with their annotations
+// verbatim.
 func TestSeedExamplesReloadAsDescribed(t *testing.T) {
-	ns := cluster.NewNamespace(t)
-	if _, err := cluster.ApplyFile(context.Background(), ns, "../testdata/seeds/stakater-examples.yaml"); err != nil {
-		t.Fatal(err)
-	}
-	startController(t, ns, controllerOpts{})
-	tests := []struct {
-		kind, name string
-		reloads    []string // Deployments that must reload, once
-	}{
+	runSeed(t, "../testdata/seeds/stakater-examples.yaml", []seedChange{
 		{"ConfigMap", "foo-configmap", []string{"auto-app", "configmap-app"}},
 		{"Secret", "foo-secret", []string{"auto-app", "secret-app"}},
 		{"ConfigMap", "baz-configmap", []string{"configmap-app"}},
 		{"ConfigMap", "matched-config", []string{"search-app"}},
 		{"ConfigMap", "unmatched-config", nil},
+	})
+}
+
+// The homelab examples (seed 004): auto "true" wins, so every referenced config reloads every
+// example, whatever match and kind say on the workload, as in stakater.
+func TestHomelabSeedExamplesBehaveAsStakater(t *testing.T) {
+	all := []string{"example-app", "selective-app", "configmap-app", "secret-app"}
+	runSeed(t, "../testdata/seeds/homelab-examples.yaml", []seedChange{
+		{"ConfigMap", "app-config", all},
+		{"Secret", "app-secret", all},
+	})
+}
+
+func runSeed(t *testing.T, manifest string, tests []seedChange) {
+	ns := cluster.NewNamespace(t)
+	if _, err := cluster.ApplyFile(context.Background(), ns, manifest); err != nil {
+		t.Fatal(err)
 	}
+	startController(t, ns, controllerOpts{})
 	for _, tt := range tests {
 		t.Run(tt.kind+" "+tt.name, func(t *testing.T) {
 			before := generations(t, ns)
