@@ -45,6 +45,10 @@ func (c *Controller) syncConfig(key string, ref configRef, ns string, inf cache.
 	}
 	rec := obj.(*configRecord)
 	if rec.Annotations[c.opts.Annotations.Ignore] == "true" {
+		// Still recorded, so that removing the annotation later does not replay the changes
+		// made while it was set.
+		c.cancelPending(key)
+		c.record(skey, rec.Hash, rec.Keys, nil)
 		return nil
 	}
 	deps, err := c.dependents(key, ref, ns, rec)

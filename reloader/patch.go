@@ -96,27 +96,40 @@ func containerEnvOps(c corev1.Container, ci int, wanted []change) []jsonOp {
 	var sets, removes []jsonOp
 	hasEnv := c.Env != nil
 	for _, ch := range wanted {
-		j := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == envVarName(ch.ref) })
+		name := envVarName(ch.ref)
+		j := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == name })
+		at := base + pointer("env", fmt.Sprint(j))
+		// An index is only right for the template we read: each op on one re-checks its name.
+		guard := jsonOp{Op: "test", Path: at + "/name", Value: name}
 		switch {
 		case ch.value == "" && j >= 0:
-			removes = append(removes, jsonOp{Op: "remove", Path: base + pointer("env", fmt.Sprint(j))})
+			removes = append(removes, guard, jsonOp{Op: "remove", Path: at})
 		case ch.value == "" || j >= 0 && c.Env[j].Value == ch.value && c.Env[j].ValueFrom == nil:
 		case j >= 0:
-			sets = append(sets, jsonOp{Op: "replace", Path: base + pointer("env", fmt.Sprint(j)), Value: corev1.EnvVar{Name: envVarName(ch.ref), Value: ch.value}})
+			sets = append(sets, guard, jsonOp{Op: "replace", Path: at, Value: corev1.EnvVar{Name: name, Value: ch.value}})
 		case !hasEnv:
-			sets = append(sets, jsonOp{Op: "add", Path: base + "/env", Value: []corev1.EnvVar{{Name: envVarName(ch.ref), Value: ch.value}}})
+			sets = append(sets, jsonOp{Op: "add", Path: base + "/env", Value: []corev1.EnvVar{{Name: name, Value: ch.value}}})
 			hasEnv = true
 		default:
-			sets = append(sets, jsonOp{Op: "add", Path: base + "/env/-", Value: corev1.EnvVar{Name: envVarName(ch.ref), Value: ch.value}})
+			sets = append(sets, jsonOp{Op: "add", Path: base + "/env/-", Value: corev1.EnvVar{Name: name, Value: ch.value}})
 		}
 	}
 	if len(sets)+len(removes) == 0 {
 		return nil
 	}
-	// Removals go last and from the highest index down, so earlier indexes stay valid.
-	slices.SortFunc(removes, func(a, b jsonOp) int { return strings.Compare(b.Path, a.Path) })
+	// Removals go last and from the highest index down, so earlier indexes stay valid; each
+	// keeps its guard in front of it.
+	slices.SortStableFunc(removes, func(a, b jsonOp) int { return envIndex(b) - envIndex(a) })
 	guard := jsonOp{Op: "test", Path: base + "/name", Value: c.Name}
 	return append(append([]jsonOp{guard}, sets...), removes...)
+}
+
+// envIndex is the env index an op addresses (its guard shares it).
+func envIndex(op jsonOp) int {
+	rest := op.Path[strings.LastIndex(op.Path, "/env/")+len("/env/"):]
+	var i int
+	fmt.Sscan(strings.TrimSuffix(rest, "/name"), &i)
+	return i
 }
 
 // appliedHashes reads hashesAnnotation.

@@ -41,7 +41,7 @@ func (l *lab) burst(ctx context.Context, c *testcluster.Cluster, r *result) erro
 		return err
 	}
 	defer p.stop()
-	if _, err := p.waitReady(ctx); err != nil {
+	if _, err := l.ready(ctx, p); err != nil {
 		return err
 	}
 	if err := sleep(ctx, restartSettle); err != nil {
@@ -111,7 +111,7 @@ func burstUpdates(ctx context.Context, e *env, configs []burstConfig) ([]reload,
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, reload{deployment: burstDeployment, envVar: envVar(cfg.kind, cfg.name), hash: hash, updated: time.Now()})
+		out = append(out, reload{config: cfg.name, deployment: burstDeployment, envVar: envVar(cfg.kind, cfg.name), hash: hash, updated: time.Now()})
 	}
 	return out, nil
 }

@@ -79,6 +79,7 @@ func (e *env) close() { e.tracker.stop() }
 
 // reload is a config update whose effect on one Deployment the bench waits for.
 type reload struct {
+	config     string // name of the updated config
 	deployment string
 	envVar     string
 	hash       string    // the config's new content hash
@@ -99,7 +100,7 @@ func (e *env) updateConfigMap(ctx context.Context, k int) (reload, error) {
 	if err != nil {
 		return reload{}, err
 	}
-	return reload{deployment: deploymentName(k / 2), envVar: envVar("configmap", configMapName(k)), hash: hash, updated: time.Now()}, nil
+	return reload{config: configMapName(k), deployment: deploymentName(k / 2), envVar: envVar("configmap", configMapName(k)), hash: hash, updated: time.Now()}, nil
 }
 
 // patchConfigMap sets the "version" key of a ConfigMap and returns its new content hash.

@@ -23,6 +23,8 @@ type lab struct {
 	results   []*result
 	// baseline is the memory scenario's outcome, which memory-large compares with.
 	baseline *memoryNumbers
+	// version is the reloader's, from reloader_build_info.
+	version string
 }
 
 func newLab(cfg config) (*lab, error) {
@@ -175,6 +177,7 @@ func (l *lab) scenario(ctx context.Context, name string, params any, fn func(con
 }
 
 func (l *lab) finish(r *result) {
+	r.Version = l.version
 	l.results = append(l.results, r)
 	l.writeJSON(r)
 	for _, c := range r.Checks {
@@ -201,6 +204,24 @@ func (l *lab) startReloader(e *env, name string, coalesce time.Duration) (*reloa
 	}
 	l.logf("started reloader %s (pid %d, %s, --coalesce-period %s)", name, p.pid(), p.base, coalesce)
 	return p, nil
+}
+
+// ready waits for the reloader's /readyz and notes its version from the build info metric.
+func (l *lab) ready(ctx context.Context, p *reloaderProc) (time.Duration, error) {
+	d, err := p.waitReady(ctx)
+	if err != nil || l.version != "" {
+		return d, err
+	}
+	m, err := p.metrics(ctx)
+	if err != nil {
+		return d, err
+	}
+	for _, s := range m {
+		if s.name == "reloader_build_info" {
+			l.version = s.labels["version"]
+		}
+	}
+	return d, nil
 }
 
 // sleep waits d or until ctx ends.

@@ -102,7 +102,7 @@ func (l *lab) latency(ctx context.Context, e *env, r *result) error {
 		return err
 	}
 	defer p.stop()
-	if _, err := p.waitReady(ctx); err != nil {
+	if _, err := l.ready(ctx, p); err != nil {
 		return err
 	}
 	if err := sleep(ctx, l.cfg.settle); err != nil {

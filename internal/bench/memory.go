@@ -45,7 +45,7 @@ func (l *lab) memory(ctx context.Context, e *env, r *result) error {
 // measureSettled waits for /readyz and the settle time, then records memory, CPU time, Go
 // runtime statistics and a heap profile.
 func (l *lab) measureSettled(ctx context.Context, p *reloaderProc, r *result, name string) (memStatus, error) {
-	ready, err := p.waitReady(ctx)
+	ready, err := l.ready(ctx, p)
 	if err != nil {
 		return memStatus{}, err
 	}

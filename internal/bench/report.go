@@ -88,6 +88,7 @@ type result struct {
 	Error    string         `json:"error,omitempty"`
 	// LoadAvg is /proc/loadavg at the start and the end: the machine may be shared.
 	LoadAvg [2]string `json:"loadavg"`
+	Version string    `json:"reloader_version,omitempty"`
 }
 
 func (r *result) add(c ...check) { r.Checks = append(r.Checks, c...) }
@@ -106,7 +107,7 @@ func (l *lab) writeJSON(r *result) {
 
 // printReport prints every check, then the growth table and the profile summaries.
 func (l *lab) printReport(w io.Writer) {
-	fmt.Fprintf(w, "\nreloader benchmark, %s, %s wall time\n\n", time.Now().Format("2006-01-02"), time.Since(l.begin).Round(time.Second))
+	fmt.Fprintf(w, "\nreloader %s benchmark, %s, %s wall time\n\n", l.version, time.Now().Format("2006-01-02"), time.Since(l.begin).Round(time.Second))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SCENARIO\tMEASURE\tMEASURED\tTARGET\tRESULT")
 	for _, r := range l.results {
@@ -134,7 +135,7 @@ func (l *lab) printGrowth(w io.Writer) {
 	if len(rows) == 0 {
 		return
 	}
-	cols := []string{"time to /readyz", "CPU to /readyz", "RSS settled", "VmHWM at settle", "heap in use settled", "latency p50", "latency p99", "reloads missed"}
+	cols := []string{"time to /readyz", "CPU to /readyz", "RSS settled", "VmHWM at settle", "heap in use settled", "latency p50", "latency p99", "reloads missed", "reloader CPU time / changes"}
 	fmt.Fprintf(w, "\ngrowth (%d latency samples per size)\n\n", l.cfg.growthSamples)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "ConfigMaps\tSecrets\tDeployments\t%s\t\n", strings.Join(cols, "\t"))

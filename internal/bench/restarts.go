@@ -5,11 +5,19 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"reloader/state"
 )
 
 // restartSettle is how long after /readyz a restarted reloader gets to act on what changed
 // while it was down, and to show a spurious or double reload if it makes one.
 const restartSettle = 3 * time.Second
+
+// stateName is the reloader's default state ConfigMap; further shards are <name>-1, <name>-2, ...
+const stateName = "reloader-state"
 
 func (l *lab) restartParams(e *env) map[string]any {
 	return map[string]any{"population": e.pop, "kill_trials": l.cfg.killTrials,
@@ -51,7 +59,7 @@ func (rs *restartRun) start(ctx context.Context) error {
 	}
 	rs.procs = append(rs.procs, p)
 	rs.cur = p
-	_, err = p.waitReady(ctx)
+	_, err = rs.l.ready(ctx, p)
 	return err
 }
 
@@ -106,6 +114,7 @@ func (rs *restartRun) gracefulNoChange(ctx context.Context) error {
 type trial struct {
 	DelayMs           float64          `json:"kill_delay_ms,omitempty"`
 	PatchedBeforeKill bool             `json:"patched_before_kill"`
+	StateBeforeKill   bool             `json:"state_written_before_kill"`
 	Revisions         int64            `json:"revisions"` // generation delta of the dependent
 	Applied           bool             `json:"applied"`   // its env var holds the new hash
 	Others            map[string]int64 `json:"others_changed,omitempty"`
@@ -143,10 +152,12 @@ func (rs *restartRun) crashTrial(ctx context.Context) (trial, error) {
 		}
 		at, seen := rs.e.tracker.seenAt(rl.key())
 		t.DelayMs, t.PatchedBeforeKill = ms(delay), seen && at.Before(time.Now())
-		return nil
+		written, err := rs.e.stateHolds(ctx, rl)
+		t.StateBeforeKill = written
+		return err
 	})
-	rs.l.logf("restarts: kill -9 %.0f ms after the update (patched before: %t): revisions %d, applied %t",
-		t.DelayMs, t.PatchedBeforeKill, t.Revisions, t.Applied)
+	rs.l.logf("restarts: kill -9 %.0f ms after the update (patch seen before: %t, state written before: %t): revisions %d, applied %t",
+		t.DelayMs, t.PatchedBeforeKill, t.StateBeforeKill, t.Revisions, t.Applied)
 	return t, err
 }
 
@@ -206,4 +217,27 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// stateHolds reports whether the reloader's state already records the reload's hash: the
+// reloader writes it only after patching every dependent.
+func (e *env) stateHolds(ctx context.Context, rl reload) (bool, error) {
+	key := state.Key("ConfigMap", "", rl.config)
+	for i := range state.MaxShards {
+		name := stateName
+		if i > 0 {
+			name = fmt.Sprintf("%s-%d", stateName, i)
+		}
+		cm, err := e.client.CoreV1().ConfigMaps(e.ns).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return false, fmt.Errorf("read state ConfigMap %s: %w", name, err)
+		}
+		if v, ok := cm.Data[key]; ok {
+			return v == rl.hash, nil
+		}
+	}
+	return false, nil
 }

@@ -1,0 +1,99 @@
+package reloader
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"testing"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// applyOps applies envOps to a Deployment-shaped document, as the API server would.
+func applyOps(t *testing.T, tmpl corev1.PodTemplateSpec, changes []change) (corev1.PodTemplateSpec, int) {
+	t.Helper()
+	ops := envOps(&tmpl, changes)
+	doc, _ := json.Marshal(map[string]any{"spec": map[string]any{"template": tmpl}})
+	if len(ops) == 0 {
+		return tmpl, 0
+	}
+	body, _ := json.Marshal(ops)
+	p, err := jsonpatch.DecodePatch(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := p.Apply(doc)
+	if err != nil {
+		t.Fatalf("apply %s: %v", body, err)
+	}
+	var got struct {
+		Spec struct{ Template corev1.PodTemplateSpec } `json:"spec"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatal(err)
+	}
+	return got.Spec.Template, len(ops)
+}
+
+func names(env []corev1.EnvVar) []string {
+	var out []string
+	for _, e := range env {
+		out = append(out, e.Name+"="+e.Value)
+	}
+	return out
+}
+
+func TestEnvOpsResultingEnv(t *testing.T) {
+	cm := func(n string) configRef { return configRef{Kind: kindConfigMap, Name: n} }
+	many := []corev1.EnvVar{{Name: "USER", Value: "u"}}
+	var manyChanges []change
+	for i := range 12 {
+		many = append(many, corev1.EnvVar{Name: envVarName(cm(fmt.Sprint("c", i))), Value: "old"})
+		manyChanges = append(manyChanges, change{ref: cm(fmt.Sprint("c", i))})
+	}
+	tests := []struct {
+		name    string
+		env     []corev1.EnvVar
+		changes []change
+		want    []string
+		noOps   bool
+	}{
+		{"adds the env list when there is none", nil, []change{{cm("a"), "h1"}}, []string{"_RELOADER_-configmap-a=h1"}, false},
+		{"appends and keeps user vars", []corev1.EnvVar{{Name: "USER", Value: "u"}}, []change{{cm("a"), "h1"}, {cm("b"), "h2"}},
+			[]string{"USER=u", "_RELOADER_-configmap-a=h1", "_RELOADER_-configmap-b=h2"}, false},
+		{"replaces in place", []corev1.EnvVar{{Name: "_RELOADER_-configmap-a", Value: "old"}, {Name: "USER", Value: "u"}}, []change{{cm("a"), "new"}},
+			[]string{"_RELOADER_-configmap-a=new", "USER=u"}, false},
+		{"current value means no ops", []corev1.EnvVar{{Name: "_RELOADER_-configmap-a", Value: "h1"}}, []change{{cm("a"), "h1"}},
+			[]string{"_RELOADER_-configmap-a=h1"}, true},
+		{"removes deleted configs, even past index 9", many, manyChanges, []string{"USER=u"}, false},
+		{"removing an absent var is no op", []corev1.EnvVar{{Name: "USER", Value: "u"}}, []change{{cm("a"), ""}}, []string{"USER=u"}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tmpl := corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Env: tt.env}}}}
+			got, n := applyOps(t, tmpl, tt.changes)
+			if (n == 0) != tt.noOps {
+				t.Fatalf("%d ops, want no ops = %v", n, tt.noOps)
+			}
+			if g := names(got.Spec.Containers[0].Env); !reflect.DeepEqual(g, tt.want) && !(len(g) == 0 && len(tt.want) == 0) {
+				t.Fatalf("env = %v, want %v", g, tt.want)
+			}
+		})
+	}
+}
+
+func TestEnvOpsGuardAgainstAReorderedEnv(t *testing.T) {
+	read := corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app",
+		Env: []corev1.EnvVar{{Name: "_RELOADER_-configmap-a", Value: "old"}, {Name: "USER", Value: "u"}}}}}}
+	ops := envOps(&read, []change{{configRef{kindConfigMap, "a"}, "new"}})
+	// Meanwhile someone reordered the variables: the patch must fail, not overwrite USER.
+	now := map[string]any{"spec": map[string]any{"template": corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app",
+		Env: []corev1.EnvVar{{Name: "USER", Value: "u"}, {Name: "_RELOADER_-configmap-a", Value: "old"}}}}}}}}
+	doc, _ := json.Marshal(now)
+	body, _ := json.Marshal(ops)
+	p, _ := jsonpatch.DecodePatch(body)
+	if _, err := p.Apply(doc); err == nil {
+		t.Fatal("the patch applied to a reordered env list")
+	}
+}
