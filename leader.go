@@ -2,103 +2,195 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
+	cryptorand "crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"sync/atomic"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"reloader/metrics"
 )
 
-// election runs the controller only while this replica holds the Lease.
-//
-// client-go's elector releases the Lease as soon as its context ends, without waiting for the
-// leader's work to stop. So SIGTERM stops the controller first (flushing pending reloads while
-// still holding the Lease) and only then ends the election, which releases it. A Lease lost
-// while running ends the process at once, without a flush, so a new leader never acts beside
-// an old one.
-type election struct {
-	client    kubernetes.Interface
-	namespace string
-	name      string
-	lease     time.Duration
-	renew     time.Duration
-	retry     time.Duration
-	log       *slog.Logger
-	metrics   *metrics.Metrics
-	leading   atomic.Bool
+// leaseClient is what the election needs of a Lease client for its namespace.
+type leaseClient interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*coordinationv1.Lease, error)
+	Create(ctx context.Context, l *coordinationv1.Lease, opts metav1.CreateOptions) (*coordinationv1.Lease, error)
+	Update(ctx context.Context, l *coordinationv1.Lease, opts metav1.UpdateOptions) (*coordinationv1.Lease, error)
 }
 
-func (e *election) identity() string {
+// election runs the controller only while this replica holds a coordination.k8s.io Lease.
+//
+// It follows client-go's leader election (which the reloader does not link, as its lock package
+// pulls every API group into the binary): a held Lease counts as expired only when its record
+// has not changed for a Lease duration by this replica's own clock, so clocks need not agree;
+// writes carry the resourceVersion, so two candidates cannot both win. The leader gives up when
+// it cannot renew within the renew deadline, which is shorter than the Lease, so it has stopped
+// before anyone else may take over.
+//
+// On SIGTERM the controller is stopped first (flushing pending reloads while the Lease is still
+// held) and the Lease is released after. A Lease lost while running ends the process at once,
+// without a flush, so a new leader never acts beside an old one.
+type election struct {
+	leases  leaseClient
+	name    string
+	lease   time.Duration
+	renew   time.Duration
+	retry   time.Duration
+	log     *slog.Logger
+	metrics *metrics.Metrics
+	id      string
+	leading atomic.Bool
+
+	// The last record seen, and when (local clock) it was first seen.
+	seenHolder string
+	seenRenew  time.Time
+	seenAt     time.Time
+}
+
+func newIdentity() string {
 	host, _ := os.Hostname()
 	b := make([]byte, 4)
-	_, _ = rand.Read(b)
+	_, _ = cryptorand.Read(b)
 	return host + "_" + hex.EncodeToString(b)
 }
 
-// run blocks until ctx ends (and, if leading, the controller has stopped), or exits the process
-// when the Lease is lost.
+// run blocks until ctx ends (and, if leading, work has returned), or exits the process when the
+// Lease is lost.
 func (e *election) run(ctx context.Context, work func(context.Context) error) error {
-	id := e.identity()
-	electionCtx, stopElection := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopElection()
-	result := make(chan error, 1)
-	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock: &resourcelock.LeaseLock{
-			LeaseMeta:  metav1.ObjectMeta{Namespace: e.namespace, Name: e.name},
-			Client:     e.client.CoordinationV1(),
-			LockConfig: resourcelock.ResourceLockConfig{Identity: id},
-		},
-		LeaseDuration: e.lease, RenewDeadline: e.renew, RetryPeriod: e.retry,
-		ReleaseOnCancel: true,
-		Name:            e.name,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(leaderCtx context.Context) {
-				e.leading.Store(true)
-				e.metrics.Leader.Set(1)
-				e.log.Info("became leader", "lease", e.namespace+"/"+e.name, "identity", id)
-				go e.exitIfLost(ctx, leaderCtx)
-				result <- work(ctx)
-				stopElection()
-			},
-			OnStoppedLeading: func() {
-				e.leading.Store(false)
-				e.metrics.Leader.Set(0)
-			},
-		},
-	})
-	if err != nil {
-		return fmt.Errorf("--leader-elect: %w", err)
+	e.log.Info("waiting to become leader", "lease", e.name, "identity", e.id)
+	if !e.acquire(ctx) {
+		return nil // stopped while standing by: nothing to flush
 	}
-	e.log.Info("waiting to become leader", "lease", e.namespace+"/"+e.name, "identity", id)
-	go func() {
-		<-ctx.Done()
-		if !e.leading.Load() {
-			stopElection() // a standby has nothing to flush
+	e.leading.Store(true)
+	e.metrics.Leader.Set(1)
+	e.log.Info("became leader", "lease", e.name, "identity", e.id)
+	result := make(chan error, 1)
+	go func() { result <- work(ctx) }()
+	ticker := time.NewTicker(e.retry)
+	defer ticker.Stop()
+	renewed := time.Now()
+	for {
+		select {
+		case err := <-result:
+			e.release()
+			return err
+		case <-ticker.C:
+			if e.try(ctx) {
+				renewed = time.Now()
+			} else if time.Since(renewed) > e.renew {
+				e.log.Error("lost the leader Lease; exiting without flushing so the new leader acts alone", "lease", e.name)
+				os.Exit(1)
+			}
 		}
-	}()
-	le.Run(electionCtx)
-	select {
-	case err := <-result:
-		return err
-	default:
-		return nil
 	}
 }
 
-// exitIfLost ends the process when the Lease is lost for any reason but our own shutdown.
-func (e *election) exitIfLost(shutdown, leader context.Context) {
-	<-leader.Done()
-	if shutdown.Err() == nil {
-		e.log.Error("lost the leader Lease; exiting without flushing so the new leader acts alone", "lease", e.namespace+"/"+e.name)
-		os.Exit(1)
+func (e *election) acquire(ctx context.Context) bool {
+	for {
+		if e.try(ctx) {
+			return true
+		}
+		jitter := time.Duration(rand.Int64N(int64(e.retry) / 5))
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(e.retry + jitter):
+		}
 	}
+}
+
+// try acquires or renews the Lease once, and reports whether this replica holds it.
+func (e *election) try(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.retry)
+	defer cancel()
+	now := time.Now()
+	l, err := e.leases.Get(ctx, e.name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: e.name}}
+		e.claim(l, now)
+		_, err = e.leases.Create(ctx, l, metav1.CreateOptions{})
+		return e.settled("create", err, now)
+	}
+	if err != nil {
+		e.log.Warn("read leader Lease", "lease", e.name, "err", err)
+		return false
+	}
+	e.observe(l, now)
+	holder := ptrValue(l.Spec.HolderIdentity)
+	if holder != "" && holder != e.id && now.Before(e.seenAt.Add(e.lease)) {
+		return false
+	}
+	e.claim(l, now)
+	_, err = e.leases.Update(ctx, l, metav1.UpdateOptions{})
+	return e.settled("update", err, now)
+}
+
+// observe notes when the record last changed, by this replica's clock.
+func (e *election) observe(l *coordinationv1.Lease, now time.Time) {
+	holder, renew := ptrValue(l.Spec.HolderIdentity), time.Time{}
+	if l.Spec.RenewTime != nil {
+		renew = l.Spec.RenewTime.Time
+	}
+	if holder != e.seenHolder || !renew.Equal(e.seenRenew) || e.seenAt.IsZero() {
+		e.seenHolder, e.seenRenew, e.seenAt = holder, renew, now
+	}
+}
+
+// claim makes the Lease ours, counting a transition when it came from someone else.
+func (e *election) claim(l *coordinationv1.Lease, now time.Time) {
+	s := &l.Spec
+	if ptrValue(s.HolderIdentity) != e.id {
+		s.AcquireTime = &metav1.MicroTime{Time: now}
+		s.LeaseTransitions = ptr(ptrValue(s.LeaseTransitions) + 1)
+	}
+	s.HolderIdentity = ptr(e.id)
+	s.LeaseDurationSeconds = ptr(int32(e.lease / time.Second))
+	s.RenewTime = &metav1.MicroTime{Time: now}
+}
+
+func (e *election) settled(verb string, err error, now time.Time) bool {
+	if err != nil {
+		if !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
+			e.log.Warn(verb+" leader Lease", "lease", e.name, "err", err)
+		}
+		return false
+	}
+	e.seenHolder, e.seenAt = e.id, now
+	return true
+}
+
+// release hands the Lease over at once, so a standby need not wait for it to expire.
+func (e *election) release() {
+	ctx, cancel := context.WithTimeout(context.Background(), e.retry)
+	defer cancel()
+	l, err := e.leases.Get(ctx, e.name, metav1.GetOptions{})
+	if err != nil || ptrValue(l.Spec.HolderIdentity) != e.id {
+		return
+	}
+	l.Spec.HolderIdentity = nil
+	l.Spec.LeaseDurationSeconds = ptr(int32(1))
+	l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+	if _, err := e.leases.Update(ctx, l, metav1.UpdateOptions{}); err != nil {
+		e.log.Warn("release leader Lease", "lease", e.name, "err", err)
+		return
+	}
+	e.leading.Store(false)
+	e.metrics.Leader.Set(0)
+	e.log.Info("released the leader Lease", "lease", e.name)
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func ptrValue[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
 }

@@ -20,8 +20,6 @@ import (
 
 	"github.com/alecthomas/kong"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientmetrics "k8s.io/client-go/tools/metrics"
@@ -211,15 +209,11 @@ func run(cli CLI) error {
 	clientmetrics.Register(m.ClientGo())
 	cfg.QPS, cfg.Burst = cli.KubeAPIQPS, cli.KubeAPIBurst
 	cfg.Wrap(m.InstrumentTransport)
-	client, err := kubernetes.NewForConfig(cfg)
+	clients, err := reloader.NewClients(cfg)
 	if err != nil {
-		return fmt.Errorf("build Kubernetes client: %w", err)
+		return fmt.Errorf("build Kubernetes clients: %w", err)
 	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("build dynamic client: %w", err)
-	}
-	ctrl, err := reloader.New(client, dyn, cli.options(stateNS, log, m))
+	ctrl, err := reloader.New(clients, cli.options(stateNS, log, m))
 	if err != nil {
 		return err
 	}
@@ -232,8 +226,8 @@ func run(cli CLI) error {
 		if ns == "" {
 			ns = stateNS
 		}
-		e = &election{client: client, namespace: ns, name: cli.LeaderElectionID, lease: cli.LeaderElectionLease,
-			renew: cli.LeaderElectionRenewDeadline, retry: cli.LeaderElectionRetryPeriod, log: log, metrics: m}
+		e = &election{leases: clients.Leases(ns), name: cli.LeaderElectionID, id: newIdentity(), lease: cli.LeaderElectionLease,
+			renew: cli.LeaderElectionRenewDeadline, retry: cli.LeaderElectionRetryPeriod, log: log.With("lease_namespace", ns), metrics: m}
 		// A standby is ready: it is healthy and waiting; a leader once its caches synced.
 		ready = func() bool { return !e.leading.Load() || ctrl.Ready() }
 	}

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"reloader/confighash"
@@ -108,7 +107,11 @@ func TestClusterManifestsReload(t *testing.T) {
 	mustCreate("app Deployment", err)
 
 	log := &testcluster.LogBuffer{}
-	ctrl, err := reloader.New(client, dynamic.NewForConfigOrDie(cfg), reloader.Options{
+	clients, err := reloader.NewClients(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrl, err := reloader.New(clients, reloader.Options{
 		StateNamespace: ns, StateName: stateCM.Name,
 		NamespaceSelector: labels.SelectorFromSet(labels.Set{"reloader-test": "watched"}),
 		CoalescePeriod:    100 * time.Millisecond, CoalesceMaxWait: 500 * time.Millisecond, ShutdownGrace: 5 * time.Second,

@@ -13,8 +13,10 @@ package reloader
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,12 +27,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
@@ -80,10 +76,10 @@ type Options struct {
 // Controller restarts workloads when the configs they depend on change.
 type Controller struct {
 	opts       Options
-	client     kubernetes.Interface
+	clients    *Clients
 	log        *slog.Logger
 	metrics    *metrics.Metrics
-	factories  []interface{ Start(<-chan struct{}) }
+	informers  []cache.SharedIndexInformer
 	synced     []cache.InformerSynced
 	configs    map[string]cache.SharedIndexInformer
 	kinds      map[string]*workloadKind
@@ -101,6 +97,9 @@ type Controller struct {
 	mu       sync.Mutex
 	pending  map[string]*pendingConfig // by config key
 	reported map[string]string         // workload UID → annotation problems already reported
+	// patchedFrom holds, per workload patched but not yet seen again in the cache, the
+	// resourceVersion the patch was computed from.
+	patchedFrom map[string]string
 	// initial holds, on the first start only, the configs that existed when it began and are
 	// not synced yet: they are recorded, never reloaded, even with --reload-on-create.
 	initial map[string]bool
@@ -109,9 +108,8 @@ type Controller struct {
 // Ready reports whether the caches have synced and the controller is processing changes.
 func (c *Controller) Ready() bool { return c.ready.Load() }
 
-// New builds a Controller; Run starts it. dyn may be nil unless Argo Rollouts or OpenShift
-// DeploymentConfigs are enabled.
-func New(client kubernetes.Interface, dyn dynamic.Interface, opts Options) (*Controller, error) {
+// New builds a Controller; Run starts it.
+func New(clients *Clients, opts Options) (*Controller, error) {
 	if opts.Workers <= 0 {
 		opts.Workers = 4
 	}
@@ -121,26 +119,24 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, opts Options) (*Con
 	if opts.Strategy == "" {
 		opts.Strategy = StrategyEnvVars
 	}
-	if dyn == nil && (opts.ArgoRollouts || opts.OpenShift) {
-		return nil, fmt.Errorf("argo rollouts and openshift need a dynamic client")
-	}
 	c := &Controller{
 		opts:    opts,
-		client:  client,
+		clients: clients,
 		log:     opts.Log,
 		metrics: opts.Metrics,
-		state:   state.New(client.CoreV1(), opts.StateNamespace, opts.StateName, opts.Log),
+		state:   state.New(clients.stateConfigMaps(opts.StateNamespace), opts.StateNamespace, opts.StateName, opts.Log),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "reloader", MetricsProvider: opts.Metrics.WorkqueueProvider()}),
-		pending:  map[string]*pendingConfig{},
-		reported: map[string]string{},
-		initial:  map[string]bool{},
+		pending:     map[string]*pendingConfig{},
+		reported:    map[string]string{},
+		patchedFrom: map[string]string{},
+		initial:     map[string]bool{},
 	}
 	c.state.OnWrite = c.observeStateWrite
 	c.events = record.NewBroadcaster()
-	c.recorder = c.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "reloader"})
+	c.recorder = c.events.NewRecorder(clients.Scheme, corev1.EventSource{Component: "reloader"})
 	c.coalescer = coalesce.New(opts.CoalescePeriod, opts.CoalesceMaxWait, opts.Clock, c.queue.Add)
-	c.buildInformers(dyn)
+	c.buildInformers()
 	if err := c.addHandlers(); err != nil {
 		return nil, err
 	}
@@ -149,37 +145,27 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, opts Options) (*Con
 
 // buildInformers creates only the informers the options need: configs stripped by the transform
 // and filtered by the label selector, and the enabled workload kinds.
-func (c *Controller) buildInformers(dyn dynamic.Interface) {
-	configFactory := informers.NewSharedInformerFactoryWithOptions(c.client, 0,
-		informers.WithNamespace(c.opts.Namespace), informers.WithTransform(c.transform),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = c.opts.ResourceLabelSelector }))
-	workloadFactory := informers.NewSharedInformerFactoryWithOptions(c.client, 0,
-		informers.WithNamespace(c.opts.Namespace), informers.WithTransform(c.transform))
-	c.factories = []interface{ Start(<-chan struct{}) }{configFactory, workloadFactory}
+func (c *Controller) buildInformers() {
+	ns := c.opts.Namespace
+	bySelector := func(o *metav1.ListOptions) { o.LabelSelector = c.opts.ResourceLabelSelector }
+	notState := c.excludeState()
 	c.configs = map[string]cache.SharedIndexInformer{}
 	if !c.opts.IgnoreConfigMaps {
-		c.configs[kindConfigMap] = configFactory.Core().V1().ConfigMaps().Informer()
+		c.configs[kindConfigMap] = newInformer[*corev1.ConfigMapList](c.clients.ConfigMaps(ns), &corev1.ConfigMap{},
+			func(o *metav1.ListOptions) { bySelector(o); o.FieldSelector = notState }, c.transform)
 	}
 	if !c.opts.IgnoreSecrets {
-		c.configs[kindSecret] = configFactory.Core().V1().Secrets().Informer()
+		c.configs[kindSecret] = newInformer[*corev1.SecretList](c.clients.secrets(ns), &corev1.Secret{}, bySelector, c.transform)
 	}
-	var dynFactory dynamicinformer.DynamicSharedInformerFactory
-	if dyn != nil {
-		dynFactory = dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, c.opts.Namespace, nil)
-		c.factories = append(c.factories, dynFactory)
-	}
-	c.kinds = selectKinds(c.opts, workloadFactory, dynFactory, c.client, dyn)
+	c.kinds = selectKinds(c.opts, c.clients, c.transform)
 	if c.opts.NamespaceSelector != nil {
-		c.namespaces = workloadFactory.Core().V1().Namespaces().Informer()
+		c.namespaces = newInformer[*corev1.NamespaceList](c.clients.namespaces(), &corev1.Namespace{}, noTweak, c.transform)
 	}
 	all := map[string]cache.SharedIndexInformer{}
 	for kind, inf := range c.configs {
 		all[kind+"s"] = inf
 	}
 	for _, k := range c.kinds {
-		if dynFactory != nil {
-			_ = k.informer.SetTransform(c.transform) // fails only once started; ours are not
-		}
 		all[k.name+"s"] = k.informer
 	}
 	if c.namespaces != nil {
@@ -187,8 +173,24 @@ func (c *Controller) buildInformers(dyn dynamic.Interface) {
 	}
 	for what, inf := range all {
 		_ = inf.SetWatchErrorHandlerWithContext(c.watchError(what)) // fails only once started
+		c.informers = append(c.informers, inf)
 		c.synced = append(c.synced, inf.HasSynced)
 	}
+}
+
+// excludeState is a field selector that keeps the state shards out of the ConfigMap watch: each
+// state write would otherwise come back as an event carrying the whole shard. Field selectors
+// cannot name a namespace and a name together, so in all-namespaces mode ConfigMaps with these
+// names are not tracked in any namespace.
+func (c *Controller) excludeState() string {
+	if c.opts.Namespace != "" && c.opts.Namespace != c.opts.StateNamespace {
+		return ""
+	}
+	parts := make([]string, state.MaxShards)
+	for i := range parts {
+		parts[i] = "metadata.name!=" + c.state.ShardName(i)
+	}
+	return strings.Join(parts, ",")
 }
 
 // watchError makes a refused list or watch say which permission is missing, through slog,
@@ -205,12 +207,7 @@ func (c *Controller) watchError(what string) cache.WatchErrorHandlerWithContext 
 
 func (c *Controller) addHandlers() error {
 	for kind, inf := range c.configs {
-		enqueue := func(obj any) {
-			if kind == kindConfigMap && c.isStateObject(obj) {
-				return
-			}
-			c.enqueue(kind, obj)
-		}
+		enqueue := func(obj any) { c.enqueue(kind, obj) }
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 			AddFunc: func(obj any, initial bool) {
 				if initial && c.firstStart {
@@ -250,26 +247,25 @@ func (c *Controller) addHandlers() error {
 func (c *Controller) markInitial(kind string, obj any) {
 	if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
 		c.mu.Lock()
+		if c.initial == nil {
+			c.initial = map[string]bool{}
+		}
 		c.initial[kind+"/"+key] = true
 		c.mu.Unlock()
 	}
 }
 
-// takeInitial reports whether key was in the first start's initial list, and forgets it.
+// takeInitial reports whether key was in the first start's initial list, and forgets it. The
+// emptied map is dropped: Go maps never shrink.
 func (c *Controller) takeInitial(key string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	was := c.initial[key]
 	delete(c.initial, key)
-	return was
-}
-
-func (c *Controller) isStateObject(obj any) bool {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
+	if was && len(c.initial) == 0 {
+		c.initial = nil
 	}
-	r, ok := obj.(*configRecord)
-	return ok && c.state.IsShard(r.Namespace, r.Name)
+	return was
 }
 
 func (c *Controller) enqueue(kind string, obj any) {
@@ -311,10 +307,10 @@ func (c *Controller) Run(ctx context.Context) error {
 	if first {
 		c.log.Info("no state found: recording the current hash of every config without restarting anything")
 	}
-	c.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")})
+	c.events.StartRecordingToSink(eventSink{client: c.clients.events})
 	defer c.events.Shutdown()
-	for _, f := range c.factories {
-		f.Start(ctx.Done())
+	for _, inf := range c.informers {
+		go inf.RunWithContext(ctx)
 	}
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		c.log.Info("stopped before the caches synced")
@@ -340,6 +336,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		})
 	}
 	go c.reportGauges(workCtx)
+	go c.releaseStartupMemory(workCtx)
 	c.ready.Store(true)
 
 	<-ctx.Done()
@@ -350,6 +347,18 @@ func (c *Controller) Run(ctx context.Context) error {
 		return nil
 	}
 	return c.state.Flush(context.Background())
+}
+
+// releaseStartupMemory returns the start-up spike to the OS once the initial sync has been
+// processed. Streaming every config through the transform leaves garbage as large as all their
+// contents, which the runtime would otherwise give back only slowly (see BENCHMARKS.md).
+func (c *Controller) releaseStartupMemory(ctx context.Context) {
+	for !c.drained(time.Second) {
+		if ctx.Err() != nil {
+			return
+		}
+	}
+	debug.FreeOSMemory()
 }
 
 // shutdown closes every coalescing window and lets the workers drain the queue for at most the
@@ -389,7 +398,11 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	defer c.busy.Add(-1)
 	defer c.queue.Done(key)
 	if err := c.sync(ctx, key); err != nil {
-		c.log.Error("sync failed; will retry", "key", key, "err", err, "retries", c.queue.NumRequeues(key))
+		if errors.Is(err, errCacheBehind) {
+			c.log.Debug("waiting for the cache to see our patch", "key", key)
+		} else {
+			c.log.Error("sync failed; will retry", "key", key, "err", err, "retries", c.queue.NumRequeues(key))
+		}
 		c.queue.AddRateLimited(key)
 		return true
 	}

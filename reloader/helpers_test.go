@@ -11,8 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"reloader/confighash"
@@ -61,7 +59,11 @@ func startControllerAs(t *testing.T, cfg *rest.Config, ns string, o controllerOp
 	if o.tweak != nil {
 		o.tweak(&opts)
 	}
-	ctrl, err := reloader.New(kubernetes.NewForConfigOrDie(cfg), dynamic.NewForConfigOrDie(cfg), opts)
+	clients, err := reloader.NewClients(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrl, err := reloader.New(clients, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

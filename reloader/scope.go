@@ -87,6 +87,7 @@ func (c *Controller) workloadGone(k *workloadKind, obj any) {
 	if meta, _ := k.template(obj); meta != nil {
 		c.mu.Lock()
 		delete(c.reported, string(meta.GetUID()))
+		delete(c.patchedFrom, k.name+"/"+meta.GetNamespace()+"/"+meta.GetName())
 		c.mu.Unlock()
 	}
 	c.enqueue(k.name, obj)

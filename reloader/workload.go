@@ -12,9 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -46,15 +43,17 @@ type workloadKind struct {
 	canRestartAt bool
 }
 
-// patcher is the Patch method every typed client has.
-type patcher[T any] interface {
+// typedClient is the List, Watch and Patch of a gentype client.
+type typedClient[T any, L runtime.Object] interface {
+	lister[L]
 	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error)
 }
 
-func typedKind[T metav1.Object](name string, inf cache.SharedIndexInformer, tmpl func(T) *corev1.PodTemplateSpec, client func(ns string) patcher[T]) *workloadKind {
+func typedKind[T metav1.Object, L runtime.Object](name string, example T, tmpl func(T) *corev1.PodTemplateSpec,
+	client func(ns string) typedClient[T, L], ns string, transform cache.TransformFunc) *workloadKind {
 	return &workloadKind{
 		name:     name,
-		informer: inf,
+		informer: newInformer[L](client(ns), any(example).(runtime.Object), noTweak, transform),
 		template: func(o any) (metav1.Object, *corev1.PodTemplateSpec) {
 			t := o.(T)
 			return t, tmpl(t)
@@ -69,27 +68,26 @@ func typedKind[T metav1.Object](name string, inf cache.SharedIndexInformer, tmpl
 
 // kindConstructors builds each workload kind on demand, so an ignored kind never gets an
 // informer (which would list and watch it, and need RBAC for it).
-func kindConstructors(f informers.SharedInformerFactory, client kubernetes.Interface) map[string]func() *workloadKind {
-	apps, v1 := client.AppsV1(), f.Apps().V1()
+func kindConstructors(c *Clients, ns string, transform cache.TransformFunc) map[string]func() *workloadKind {
 	return map[string]func() *workloadKind{
 		TypeDeployments: func() *workloadKind {
-			return typedKind("Deployment", v1.Deployments().Informer(),
+			return typedKind("Deployment", &appsv1.Deployment{},
 				func(d *appsv1.Deployment) *corev1.PodTemplateSpec { return &d.Spec.Template },
-				func(ns string) patcher[*appsv1.Deployment] { return apps.Deployments(ns) })
+				func(ns string) typedClient[*appsv1.Deployment, *appsv1.DeploymentList] { return c.deployments(ns) }, ns, transform)
 		},
 		TypeStatefulSets: func() *workloadKind {
-			k := typedKind("StatefulSet", v1.StatefulSets().Informer(),
+			k := typedKind("StatefulSet", &appsv1.StatefulSet{},
 				func(s *appsv1.StatefulSet) *corev1.PodTemplateSpec { return &s.Spec.Template },
-				func(ns string) patcher[*appsv1.StatefulSet] { return apps.StatefulSets(ns) })
+				func(ns string) typedClient[*appsv1.StatefulSet, *appsv1.StatefulSetList] { return c.statefulSets(ns) }, ns, transform)
 			k.onDelete = func(o any) bool {
 				return o.(*appsv1.StatefulSet).Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType
 			}
 			return k
 		},
 		TypeDaemonSets: func() *workloadKind {
-			k := typedKind("DaemonSet", v1.DaemonSets().Informer(),
+			k := typedKind("DaemonSet", &appsv1.DaemonSet{},
 				func(d *appsv1.DaemonSet) *corev1.PodTemplateSpec { return &d.Spec.Template },
-				func(ns string) patcher[*appsv1.DaemonSet] { return apps.DaemonSets(ns) })
+				func(ns string) typedClient[*appsv1.DaemonSet, *appsv1.DaemonSetList] { return c.daemonSets(ns) }, ns, transform)
 			k.onDelete = func(o any) bool {
 				return o.(*appsv1.DaemonSet).Spec.UpdateStrategy.Type == appsv1.OnDeleteDaemonSetStrategyType
 			}
@@ -100,13 +98,14 @@ func kindConstructors(f informers.SharedInformerFactory, client kubernetes.Inter
 
 // dynamicKind serves a custom resource whose pod template is at spec.template, through the
 // dynamic client, so the reloader takes no dependency on its Go types.
-func dynamicKind(name string, gvr schema.GroupVersionResource, f dynamicinformer.DynamicSharedInformerFactory, client dynamic.Interface) *workloadKind {
+func dynamicKind(name string, gvr schema.GroupVersionResource, client dynamic.Interface, ns string, transform cache.TransformFunc) *workloadKind {
+	resource := client.Resource(gvr)
 	return &workloadKind{
 		name:     name,
-		informer: f.ForResource(gvr).Informer(),
+		informer: newInformer[*unstructured.UnstructuredList](resource.Namespace(ns), &unstructured.Unstructured{}, noTweak, transform),
 		template: unstructuredTemplate,
 		patch: func(ctx context.Context, ns, n string, body []byte) error {
-			_, err := client.Resource(gvr).Namespace(ns).Patch(ctx, n, types.JSONPatchType, body, metav1.PatchOptions{})
+			_, err := resource.Namespace(ns).Patch(ctx, n, types.JSONPatchType, body, metav1.PatchOptions{})
 			return err
 		},
 		onDelete:     func(any) bool { return false },
@@ -129,15 +128,16 @@ func unstructuredTemplate(o any) (metav1.Object, *corev1.PodTemplateSpec) {
 }
 
 // selectKinds builds the enabled workload kinds, keyed by Kind.
-func selectKinds(opts Options, f informers.SharedInformerFactory, df dynamicinformer.DynamicSharedInformerFactory,
-	client kubernetes.Interface, dyn dynamic.Interface) map[string]*workloadKind {
-	constructors := kindConstructors(f, client)
+func selectKinds(opts Options, c *Clients, transform cache.TransformFunc) map[string]*workloadKind {
+	constructors := kindConstructors(c, opts.Namespace, transform)
 	if opts.ArgoRollouts {
-		constructors[TypeRollouts] = func() *workloadKind { return dynamicKind("Rollout", rolloutsGVR, df, dyn) }
+		constructors[TypeRollouts] = func() *workloadKind {
+			return dynamicKind("Rollout", rolloutsGVR, c.Dynamic, opts.Namespace, transform)
+		}
 	}
 	if opts.OpenShift {
 		constructors[TypeDeploymentConfigs] = func() *workloadKind {
-			return dynamicKind("DeploymentConfig", deploymentConfigsGVR, df, dyn)
+			return dynamicKind("DeploymentConfig", deploymentConfigsGVR, c.Dynamic, opts.Namespace, transform)
 		}
 	}
 	kinds := map[string]*workloadKind{}

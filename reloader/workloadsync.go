@@ -3,6 +3,7 @@ package reloader
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -48,6 +49,9 @@ func (c *Controller) syncWorkload(ctx context.Context, key string, k *workloadKi
 		c.finish(key, b)
 		return nil
 	}
+	if c.cacheBehind(key, meta.GetResourceVersion()) {
+		return errCacheBehind
+	}
 	changes, oldest := c.changesFor(meta, tmpl, b)
 	ops, err := c.ops(k, meta, tmpl, changes)
 	if err != nil {
@@ -67,9 +71,33 @@ func (c *Controller) syncWorkload(ctx context.Context, key string, k *workloadKi
 		c.recorder.Eventf(obj.(runtime.Object), corev1.EventTypeWarning, "ReloadFailed", "Reload for %s failed: %v", describe(changes), err)
 		return fmt.Errorf("patch %s %s/%s: %w", k.name, ns, name, err)
 	}
+	c.rememberPatch(key, meta.GetResourceVersion())
 	c.reloaded(k, obj, changes, oldest)
 	c.finish(key, b)
 	return nil
+}
+
+// errCacheBehind asks for a retry: the cached workload does not show our own last patch yet.
+var errCacheBehind = errors.New("the cache has not yet seen the last patch")
+
+// rememberPatch notes the version a patch was computed from. Until the cache holds a newer
+// version of the workload, its template predates our own write: deciding from it could add a
+// variable twice or miss one to remove.
+func (c *Controller) rememberPatch(workload, fromVersion string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.patchedFrom[workload] = fromVersion
+}
+
+func (c *Controller) cacheBehind(workload, cachedVersion string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	from, ok := c.patchedFrom[workload]
+	if ok && from != cachedVersion {
+		delete(c.patchedFrom, workload)
+		return false
+	}
+	return ok
 }
 
 // changesFor turns the batch into the values this workload should hold: the config hash, or a

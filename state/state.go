@@ -29,7 +29,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 )
 
 const (
@@ -111,10 +110,18 @@ type ShardStats struct {
 	Bytes   int
 }
 
+// ConfigMapClient is what the store needs of a ConfigMap client for its namespace; client-go's
+// typed clients have these methods.
+type ConfigMapClient interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.ConfigMap, error)
+	Create(ctx context.Context, cm *corev1.ConfigMap, opts metav1.CreateOptions) (*corev1.ConfigMap, error)
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*corev1.ConfigMap, error)
+}
+
 // Store is the in-memory copy of the state with write-behind to the API server. While the
 // controller runs, memory is authoritative: a deleted shard is recreated from it.
 type Store struct {
-	client    corev1client.ConfigMapsGetter
+	client    ConfigMapClient
 	namespace string
 	name      string
 	log       *slog.Logger
@@ -122,6 +129,7 @@ type Store struct {
 	mu      sync.Mutex
 	entries map[string]entry
 	bytes   [MaxShards]int
+	exists  [MaxShards]bool // shards known to exist; a new one is created, not patched
 	dirty   map[string]struct{}
 	kick    chan struct{}
 	// OnWrite, if set, is told of every shard write attempt and its error (for metrics).
@@ -133,8 +141,9 @@ type entry struct {
 	shard int
 }
 
-// New returns a Store for the shards named name, name-1, ... in namespace.
-func New(client corev1client.ConfigMapsGetter, namespace, name string, log *slog.Logger) *Store {
+// New returns a Store for the shards named name, name-1, ... in namespace; client serves that
+// namespace.
+func New(client ConfigMapClient, namespace, name string, log *slog.Logger) *Store {
 	return &Store{
 		client:    client,
 		namespace: namespace,
@@ -154,20 +163,6 @@ func (s *Store) ShardName(i int) string {
 	return fmt.Sprintf("%s-%d", s.name, i)
 }
 
-// IsShard reports whether the ConfigMap namespace/name is one of the store's shards. The
-// reloader must not track them as configs: each state write would count as a change.
-func (s *Store) IsShard(namespace, name string) bool {
-	if namespace != s.namespace {
-		return false
-	}
-	for i := range MaxShards {
-		if name == s.ShardName(i) {
-			return true
-		}
-	}
-	return false
-}
-
 // Load reads every shard, creating the first if it is missing. It reports first=true when no
 // entry of ours exists anywhere: the controller has never run here. Corrupt values are dropped
 // and logged, so their configs count as new rather than changed.
@@ -175,7 +170,7 @@ func (s *Store) Load(ctx context.Context) (first bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i := range MaxShards {
-		cm, err := s.client.ConfigMaps(s.namespace).Get(ctx, s.ShardName(i), metav1.GetOptions{})
+		cm, err := s.client.Get(ctx, s.ShardName(i), metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			if i == 0 {
 				if err := s.create(ctx, 0); err != nil {
@@ -187,6 +182,7 @@ func (s *Store) Load(ctx context.Context) (first bool, err error) {
 		if err != nil {
 			return false, s.explain("get", s.ShardName(i), err)
 		}
+		s.exists[i] = true
 		s.loadShard(i, cm.Data)
 	}
 	return len(s.entries) == 0, nil
@@ -430,14 +426,19 @@ func (s *Store) write(ctx context.Context, shard int, changes map[string]*string
 		return fmt.Errorf("encode state patch: %w", err)
 	}
 	name := s.ShardName(shard)
-	_, err = s.client.ConfigMaps(s.namespace).Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{})
-	if apierrors.IsNotFound(err) {
+	s.mu.Lock()
+	known := s.exists[shard]
+	s.mu.Unlock()
+	if known {
+		_, err = s.client.Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{})
+		if !apierrors.IsNotFound(err) {
+			return s.explain("patch", name, err)
+		}
 		s.log.Warn("state ConfigMap is missing; recreating it from memory", "configmap", name, "namespace", s.namespace)
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return s.create(ctx, shard)
 	}
-	return s.explain("patch", name, err)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.create(ctx, shard)
 }
 
 // create writes shard i with every in-memory entry it holds. The caller holds s.mu.
@@ -453,12 +454,13 @@ func (s *Store) create(ctx context.Context, i int) error {
 			Labels: map[string]string{"app.kubernetes.io/managed-by": "reloader"}},
 		Data: data,
 	}
-	_, err := s.client.ConfigMaps(s.namespace).Create(ctx, cm, metav1.CreateOptions{})
+	_, err := s.client.Create(ctx, cm, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		// Someone created it between our read and our create: merge ours in.
 		return s.patchAll(ctx, i, data)
 	}
 	if err == nil {
+		s.exists[i] = true
 		s.log.Info("created state ConfigMap", "configmap", cm.Name, "namespace", s.namespace, "entries", len(data))
 	}
 	return s.explain("create", cm.Name, err)
@@ -469,7 +471,10 @@ func (s *Store) patchAll(ctx context.Context, i int, data map[string]string) err
 	if err != nil {
 		return fmt.Errorf("encode state patch: %w", err)
 	}
-	_, err = s.client.ConfigMaps(s.namespace).Patch(ctx, s.ShardName(i), types.MergePatchType, body, metav1.PatchOptions{})
+	_, err = s.client.Patch(ctx, s.ShardName(i), types.MergePatchType, body, metav1.PatchOptions{})
+	if err == nil {
+		s.exists[i] = true
+	}
 	return s.explain("patch", s.ShardName(i), err)
 }
 

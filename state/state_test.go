@@ -40,7 +40,7 @@ func newStore(client kubernetes.Interface, ns string, log *bytes.Buffer) *state.
 	if log != nil {
 		w = log
 	}
-	return state.New(client.CoreV1(), ns, "reloader-state", slog.New(slog.NewTextHandler(w, nil)))
+	return state.New(client.CoreV1().ConfigMaps(ns), ns, "reloader-state", slog.New(slog.NewTextHandler(w, nil)))
 }
 
 func TestKeyEncoding(t *testing.T) {

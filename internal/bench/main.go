@@ -14,6 +14,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -162,13 +163,11 @@ func main() {
 }
 
 func run(ctx context.Context, cfg config) error {
-	bin, err := filepath.Abs(cfg.reloader)
+	bin, cleanup, err := snapshotBinary(cfg.reloader)
 	if err != nil {
-		return fmt.Errorf("locate reloader binary: %w", err)
+		return err
 	}
-	if _, err := os.Stat(bin); err != nil {
-		return fmt.Errorf("reloader binary (run `make build`): %w", err)
-	}
+	defer cleanup()
 	cfg.reloader = bin
 	l, err := newLab(cfg)
 	if err != nil {
@@ -182,4 +181,37 @@ func run(ctx context.Context, cfg config) error {
 		return fmt.Errorf("%d scenario(s) could not run; see the errors above", n)
 	}
 	return nil
+}
+
+// snapshotBinary copies the reloader binary to a temporary directory, so that a rebuild of
+// bin/reloader during the run does not change what is measured. cleanup removes the copy.
+func snapshotBinary(path string) (string, func(), error) {
+	src, err := os.Open(path)
+	if err != nil {
+		return "", nil, fmt.Errorf("reloader binary (run `make build`): %w", err)
+	}
+	defer src.Close()
+	dir, err := os.MkdirTemp("", "bench-reloader-")
+	if err != nil {
+		return "", nil, fmt.Errorf("copy reloader binary: %w", err)
+	}
+	cleanup := func() { os.RemoveAll(dir) }
+	dst := filepath.Join(dir, "reloader")
+	if err := copyFile(dst, src); err != nil {
+		cleanup()
+		return "", nil, fmt.Errorf("copy reloader binary: %w", err)
+	}
+	return dst, cleanup, nil
+}
+
+func copyFile(dst string, src io.Reader) error {
+	f, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, src); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

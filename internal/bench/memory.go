@@ -39,6 +39,7 @@ func (l *lab) memory(ctx context.Context, e *env, r *result) error {
 		return err
 	}
 	l.memoryTargets(e.pop, r, memoryNumbers{settled: mib(settled.RSS), startupPeak: mib(settled.HWM), updatePeak: mib(peak)})
+	r.detail("setup_seconds", round1(e.setup.Seconds()))
 	return l.stopGracefully(p, r)
 }
 
@@ -71,6 +72,7 @@ func (l *lab) measureSettled(ctx context.Context, p *reloaderProc, r *result, na
 	r.detail("settled", m)
 	r.detail("go_runtime_settled", runtimeStats(met))
 	r.detail("state_entries", met.sum("reloader_state_entries", nil))
+	r.detail("state_bytes", met.byLabels("reloader_state_bytes", "configmap"))
 	path, top, err := l.heapProfile(ctx, p, name+"-heap-settled.pb.gz")
 	if err != nil {
 		return memStatus{}, err

@@ -140,7 +140,10 @@ func (l *lab) printGrowth(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "ConfigMaps\tSecrets\tDeployments\t%s\t\n", strings.Join(cols, "\t"))
 	for _, r := range rows {
-		pop := r.Params.(population)
+		pop, ok := r.Params.(population)
+		if !ok {
+			continue
+		}
 		fmt.Fprintf(tw, "%d\t%d\t%d\t", pop.ConfigMaps, pop.Secrets, pop.Deployments)
 		for _, col := range cols {
 			fmt.Fprintf(tw, "%s\t", r.value(col))

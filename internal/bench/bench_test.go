@@ -1,0 +1,64 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseMetrics(t *testing.T) {
+	text := `# HELP reloader_api_requests_total Requests.
+# TYPE reloader_api_requests_total counter
+reloader_api_requests_total{resource="configmaps",verb="patch"} 3
+reloader_api_requests_total{resource="deployments",verb="patch"} 2
+reloader_build_info{version="v1 \"x\""} 1
+go_goroutines 70
+process_resident_memory_bytes 7.3e+07
+`
+	m, err := parseMetrics(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.sum("reloader_api_requests_total", map[string]string{"verb": "patch"}); got != 5 {
+		t.Errorf("patch requests = %v, want 5", got)
+	}
+	if got := m.get("process_resident_memory_bytes"); got != 7.3e7 {
+		t.Errorf("RSS = %v, want 7.3e7", got)
+	}
+	by := m.byLabels("reloader_api_requests_total", "verb", "resource")
+	if by["patch deployments"] != 2 {
+		t.Errorf("byLabels = %v", by)
+	}
+	if v := m[2].labels["version"]; v != `v1 "x"` {
+		t.Errorf("escaped label = %q", v)
+	}
+}
+
+func TestDelta(t *testing.T) {
+	got := delta(map[string]float64{"a": 1, "b": 2}, map[string]float64{"a": 1, "b": 5, "c": 1})
+	if len(got) != 2 || got["b"] != 3 || got["c"] != 1 {
+		t.Errorf("delta = %v", got)
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	var sorted []time.Duration
+	for i := 1; i <= 100; i++ {
+		sorted = append(sorted, time.Duration(i)*time.Millisecond)
+	}
+	for p, want := range map[float64]time.Duration{50: 50 * time.Millisecond, 99: 99 * time.Millisecond, 100: 100 * time.Millisecond, 0: time.Millisecond} {
+		if got := percentile(sorted, p); got != want {
+			t.Errorf("p%v = %v, want %v", p, got, want)
+		}
+	}
+	if got := percentile(nil, 99); got != 0 {
+		t.Errorf("p99 of nothing = %v", got)
+	}
+}
+
+func TestScaled(t *testing.T) {
+	p := population{ConfigMaps: 5000, Secrets: 2000, Deployments: 1000, ConfigMapKiB: 10, SecretKiB: 2}.scaled(20000)
+	if p.Secrets != 8000 || p.Deployments != 4000 || p.validate() != nil {
+		t.Errorf("scaled = %+v", p)
+	}
+}

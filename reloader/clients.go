@@ -1,0 +1,176 @@
+package reloader
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/gentype"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Clients are typed clients over a scheme of only the types the reloader uses. client-go's
+// kubernetes package would link and register every API group at start-up: measured, that is
+// about a third of the reloader's resident memory.
+type Clients struct {
+	Scheme *runtime.Scheme
+	core   rest.Interface
+	apps   rest.Interface
+	coord  rest.Interface
+	codec  runtime.ParameterCodec
+	// Dynamic serves the custom resources (Argo Rollouts, OpenShift DeploymentConfigs).
+	Dynamic dynamic.Interface
+}
+
+// NewClients builds the clients from a rest.Config.
+func NewClients(cfg *rest.Config) (*Clients, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, coordinationv1.AddToScheme} {
+		if err := add(s); err != nil {
+			return nil, fmt.Errorf("build scheme: %w", err)
+		}
+	}
+	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
+	c := &Clients{Scheme: s, codec: runtime.NewParameterCodec(s)}
+	codecs := serializer.NewCodecFactory(s)
+	var err error
+	for _, g := range []struct {
+		into    *rest.Interface
+		gv      schema.GroupVersion
+		apiPath string
+	}{
+		{&c.core, corev1.SchemeGroupVersion, "/api"},
+		{&c.apps, appsv1.SchemeGroupVersion, "/apis"},
+		{&c.coord, coordinationv1.SchemeGroupVersion, "/apis"},
+	} {
+		gc := rest.CopyConfig(cfg)
+		gc.GroupVersion, gc.APIPath = &g.gv, g.apiPath
+		gc.NegotiatedSerializer = rest.CodecFactoryForGeneratedClient(s, codecs).WithoutConversion()
+		if gc.UserAgent == "" {
+			gc.UserAgent = rest.DefaultKubernetesUserAgent()
+		}
+		if *g.into, err = rest.RESTClientFor(gc); err != nil {
+			return nil, fmt.Errorf("client for %s: %w", g.gv, err)
+		}
+	}
+	if c.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+		return nil, fmt.Errorf("dynamic client: %w", err)
+	}
+	return c, nil
+}
+
+// ConfigMaps returns the ConfigMap client of a namespace.
+func (c *Clients) ConfigMaps(ns string) *gentype.ClientWithList[*corev1.ConfigMap, *corev1.ConfigMapList] {
+	return gentype.NewClientWithList("configmaps", c.core, c.codec, ns,
+		func() *corev1.ConfigMap { return &corev1.ConfigMap{} }, func() *corev1.ConfigMapList { return &corev1.ConfigMapList{} }, gentype.PrefersProtobuf[*corev1.ConfigMap]())
+}
+
+func (c *Clients) secrets(ns string) *gentype.ClientWithList[*corev1.Secret, *corev1.SecretList] {
+	return gentype.NewClientWithList("secrets", c.core, c.codec, ns,
+		func() *corev1.Secret { return &corev1.Secret{} }, func() *corev1.SecretList { return &corev1.SecretList{} }, gentype.PrefersProtobuf[*corev1.Secret]())
+}
+
+func (c *Clients) namespaces() *gentype.ClientWithList[*corev1.Namespace, *corev1.NamespaceList] {
+	return gentype.NewClientWithList("namespaces", c.core, c.codec, "",
+		func() *corev1.Namespace { return &corev1.Namespace{} }, func() *corev1.NamespaceList { return &corev1.NamespaceList{} }, gentype.PrefersProtobuf[*corev1.Namespace]())
+}
+
+func (c *Clients) events(ns string) *gentype.Client[*corev1.Event] {
+	return gentype.NewClient("events", c.core, c.codec, ns, func() *corev1.Event { return &corev1.Event{} },
+		gentype.PrefersProtobuf[*corev1.Event]())
+}
+
+// stateConfigMaps serves the state store: a state write's response is the whole shard (up to
+// 800 KB), which it never reads, so the patch skips decoding it.
+type stateConfigMaps struct {
+	*gentype.ClientWithList[*corev1.ConfigMap, *corev1.ConfigMapList]
+	rest  rest.Interface
+	codec runtime.ParameterCodec
+	ns    string
+}
+
+func (c *Clients) stateConfigMaps(ns string) stateConfigMaps {
+	return stateConfigMaps{ClientWithList: c.ConfigMaps(ns), rest: c.core, codec: c.codec, ns: ns}
+}
+
+// Patch applies the patch and returns no object.
+func (s stateConfigMaps) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, _ ...string) (*corev1.ConfigMap, error) {
+	return nil, s.rest.Patch(pt).Namespace(s.ns).Resource("configmaps").Name(name).
+		VersionedParams(&opts, s.codec).Body(data).Do(ctx).Error()
+}
+
+// Leases returns the Lease client of a namespace, for leader election.
+func (c *Clients) Leases(ns string) *gentype.Client[*coordinationv1.Lease] {
+	return gentype.NewClient("leases", c.coord, c.codec, ns, func() *coordinationv1.Lease { return &coordinationv1.Lease{} },
+		gentype.PrefersProtobuf[*coordinationv1.Lease]())
+}
+
+func (c *Clients) deployments(ns string) *gentype.ClientWithList[*appsv1.Deployment, *appsv1.DeploymentList] {
+	return gentype.NewClientWithList("deployments", c.apps, c.codec, ns,
+		func() *appsv1.Deployment { return &appsv1.Deployment{} }, func() *appsv1.DeploymentList { return &appsv1.DeploymentList{} }, gentype.PrefersProtobuf[*appsv1.Deployment]())
+}
+
+func (c *Clients) statefulSets(ns string) *gentype.ClientWithList[*appsv1.StatefulSet, *appsv1.StatefulSetList] {
+	return gentype.NewClientWithList("statefulsets", c.apps, c.codec, ns,
+		func() *appsv1.StatefulSet { return &appsv1.StatefulSet{} }, func() *appsv1.StatefulSetList { return &appsv1.StatefulSetList{} }, gentype.PrefersProtobuf[*appsv1.StatefulSet]())
+}
+
+func (c *Clients) daemonSets(ns string) *gentype.ClientWithList[*appsv1.DaemonSet, *appsv1.DaemonSetList] {
+	return gentype.NewClientWithList("daemonsets", c.apps, c.codec, ns,
+		func() *appsv1.DaemonSet { return &appsv1.DaemonSet{} }, func() *appsv1.DaemonSetList { return &appsv1.DaemonSetList{} }, gentype.PrefersProtobuf[*appsv1.DaemonSet]())
+}
+
+// lister is the List and Watch of a typed client.
+type lister[L runtime.Object] interface {
+	List(ctx context.Context, opts metav1.ListOptions) (L, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
+
+// newInformer builds a shared informer over a typed client, with tweak applied to every list
+// and watch, a namespace index, and transform stripping objects before they are cached.
+func newInformer[L runtime.Object](client lister[L], example runtime.Object, tweak func(*metav1.ListOptions), transform cache.TransformFunc) cache.SharedIndexInformer {
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			tweak(&o)
+			return client.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			tweak(&o)
+			return client.Watch(ctx, o)
+		},
+	}
+	inf := cache.NewSharedIndexInformerWithOptions(lw, example, cache.SharedIndexInformerOptions{
+		Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+	})
+	_ = inf.SetTransform(transform) // fails only once started
+	return inf
+}
+
+func noTweak(*metav1.ListOptions) {}
+
+// eventSink records Events through the reloader's own client.
+type eventSink struct {
+	client func(ns string) *gentype.Client[*corev1.Event]
+}
+
+func (s eventSink) Create(e *corev1.Event) (*corev1.Event, error) {
+	return s.client(e.Namespace).Create(context.Background(), e, metav1.CreateOptions{})
+}
+
+func (s eventSink) Update(e *corev1.Event) (*corev1.Event, error) {
+	return s.client(e.Namespace).Update(context.Background(), e, metav1.UpdateOptions{})
+}
+
+func (s eventSink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
+	return s.client(e.Namespace).Patch(context.Background(), e.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
+}
