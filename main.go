@@ -12,6 +12,7 @@ import (
 	httppprof "net/http/pprof"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -179,7 +180,14 @@ func parsePeriod(s string) (time.Duration, error) {
 	return d, nil
 }
 
+// defaultGCPercent halves the garbage collector's headroom: measured in BENCHMARKS.md, it cuts
+// peak memory by about 10 MiB for about 0.6 ms more CPU per config change. GOGC still overrides it.
+const defaultGCPercent = 50
+
 func main() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(defaultGCPercent)
+	}
 	var cli CLI
 	kong.Parse(&cli,
 		kong.Name("reloader"),

@@ -137,7 +137,7 @@ type lister[L runtime.Object] interface {
 }
 
 // newInformer builds a shared informer over a typed client, with tweak applied to every list
-// and watch, a namespace index, and transform stripping objects before they are cached.
+// and watch, and transform stripping objects before they are cached.
 func newInformer[L runtime.Object](client lister[L], example runtime.Object, tweak func(*metav1.ListOptions), transform cache.TransformFunc) cache.SharedIndexInformer {
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -149,9 +149,7 @@ func newInformer[L runtime.Object](client lister[L], example runtime.Object, twe
 			return client.Watch(ctx, o)
 		},
 	}
-	inf := cache.NewSharedIndexInformerWithOptions(lw, example, cache.SharedIndexInformerOptions{
-		Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
-	})
+	inf := cache.NewSharedIndexInformerWithOptions(lw, example, cache.SharedIndexInformerOptions{Indexers: cache.Indexers{}})
 	_ = inf.SetTransform(transform) // fails only once started
 	return inf
 }

@@ -160,6 +160,10 @@ func (c *Controller) buildInformers() {
 	c.kinds = selectKinds(c.opts, c.clients, c.transform)
 	if c.opts.NamespaceSelector != nil {
 		c.namespaces = newInformer[*corev1.NamespaceList](c.clients.namespaces(), &corev1.Namespace{}, noTweak, c.transform)
+		// Only a namespace entering the selection needs its configs by namespace.
+		for _, inf := range c.configs {
+			_ = inf.AddIndexers(cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+		}
 	}
 	all := map[string]cache.SharedIndexInformer{}
 	for kind, inf := range c.configs {

@@ -1,8 +1,10 @@
 package reloader
 
 import (
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"reloader/confighash"
@@ -48,15 +50,39 @@ func (c *Controller) transform(obj any) (any, error) {
 		r := c.newRecord(kindSecret, &o.ObjectMeta, confighash.Secret(o))
 		r.Keys, r.Stakater = confighash.SecretKeys(o), confighash.StakaterSecret(o)
 		return r, nil
-	case metav1.Object: // workloads, typed or unstructured
-		o.SetManagedFields(nil)
-		if a := o.GetAnnotations(); a != nil {
+	case *appsv1.Deployment:
+		o.Status = appsv1.DeploymentStatus{}
+		stripTemplate(&o.Spec.Template)
+	case *appsv1.StatefulSet:
+		o.Status, o.Spec.VolumeClaimTemplates = appsv1.StatefulSetStatus{}, nil
+		stripTemplate(&o.Spec.Template)
+	case *appsv1.DaemonSet:
+		o.Status = appsv1.DaemonSetStatus{}
+		stripTemplate(&o.Spec.Template)
+	case *unstructured.Unstructured:
+		unstructured.RemoveNestedField(o.Object, "status")
+	}
+	if m, ok := obj.(metav1.Object); ok { // workloads and namespaces
+		m.SetManagedFields(nil)
+		if a := m.GetAnnotations(); a != nil {
 			delete(a, lastApplied)
-			o.SetAnnotations(a)
+			m.SetAnnotations(a)
 		}
-		return o, nil
 	}
 	return obj, nil
+}
+
+// stripTemplate drops what the reloader never reads of a cached pod template: of each container
+// it keeps the name and what references configs (env, envFrom, volume mounts). Patches are
+// computed from these fields only, and guarded by the names they address.
+func stripTemplate(t *corev1.PodTemplateSpec) {
+	for _, cs := range [][]corev1.Container{t.Spec.Containers, t.Spec.InitContainers} {
+		for i, c := range cs {
+			cs[i] = corev1.Container{Name: c.Name, Env: c.Env, EnvFrom: c.EnvFrom, VolumeMounts: c.VolumeMounts}
+		}
+	}
+	t.Spec.EphemeralContainers = nil
+	t.Spec.Affinity, t.Spec.Tolerations, t.Spec.NodeSelector = nil, nil, nil
 }
 
 func (c *Controller) newRecord(kind string, m *metav1.ObjectMeta, hash string) *configRecord {
