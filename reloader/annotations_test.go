@@ -18,6 +18,7 @@ type config struct {
 	kind        string // "ConfigMap" or "Secret"
 	name        string
 	annotations map[string]string
+	labels      map[string]string
 }
 
 // scenario: a Deployment "web" and some configs; one config changes; did web reload?
@@ -161,7 +162,7 @@ func runScenario(t *testing.T, sc scenario) {
 
 func createConfig(t *testing.T, ns string, c config) {
 	t.Helper()
-	meta := metav1.ObjectMeta{Name: c.name, Annotations: c.annotations}
+	meta := metav1.ObjectMeta{Name: c.name, Annotations: c.annotations, Labels: c.labels}
 	var err error
 	if c.kind == "Secret" {
 		_, err = cluster.Client().CoreV1().Secrets(ns).Create(context.Background(), &corev1.Secret{ObjectMeta: meta, StringData: map[string]string{"v": "0"}}, metav1.CreateOptions{})

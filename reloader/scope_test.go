@@ -2,6 +2,7 @@ package reloader_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,6 +107,46 @@ func runSeed(t *testing.T, manifest string, tests []seedChange) {
 				if moved[w] != n {
 					t.Fatalf("reloaded %v, want %v", moved, want)
 				}
+			}
+		})
+	}
+}
+
+// filterCase: one config changes under a filter flag; does its dependent reload?
+func TestFiltersKeepConfigsOut(t *testing.T) {
+	tests := []struct {
+		name   string
+		tweak  func(o *reloader.Options, ns string)
+		config config
+		reload bool
+	}{
+		{"--resources-to-ignore=secrets skips secrets", func(o *reloader.Options, _ string) { o.IgnoreSecrets = true }, secretS, false},
+		{"--resources-to-ignore=secrets keeps configmaps", func(o *reloader.Options, _ string) { o.IgnoreSecrets = true }, cmA, true},
+		{"--resources-to-ignore=configmaps skips configmaps", func(o *reloader.Options, _ string) { o.IgnoreConfigMaps = true }, cmA, false},
+		{"--resource-label-selector skips unlabelled configs", func(o *reloader.Options, _ string) { o.ResourceLabelSelector = "reload=yes" }, cmA, false},
+		{"--resource-label-selector keeps labelled configs", func(o *reloader.Options, _ string) { o.ResourceLabelSelector = "reload=yes" },
+			config{kind: "ConfigMap", name: "a", labels: map[string]string{"reload": "yes"}}, true},
+		{"--namespaces-to-ignore", func(o *reloader.Options, ns string) { o.NamespacesToIgnore = []string{ns} }, cmA, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ns := cluster.NewNamespace(t)
+			createConfig(t, ns, tt.config)
+			createDeployment(t, ns, "web", 0, named(strings.ToLower(tt.config.kind), tt.config.name), nil)
+			startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { tt.tweak(o, ns) }})
+			settle() // the first start records what it tracks
+			before := getDeployment(t, ns, "web").Generation
+			changeConfig(t, ns, tt.config.kind, tt.config.name)
+			if tt.reload {
+				waitFor(t, 10*time.Second, "the reload", func() (bool, error) { return getDeployment(t, ns, "web").Generation > before, nil })
+				return
+			}
+			settle()
+			if g := getDeployment(t, ns, "web").Generation; g != before {
+				t.Fatalf("a filtered-out config reloaded its dependent (generation %d→%d)", before, g)
+			}
+			if v := stateEntry(t, ns, "v1."+tt.config.kind+"_"+tt.config.name); v != "" {
+				t.Fatalf("a filtered-out config is tracked in state: %s", v)
 			}
 		})
 	}
