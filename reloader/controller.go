@@ -342,6 +342,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	go c.reportGauges(workCtx)
 	go c.releaseStartupMemory(workCtx)
 	c.ready.Store(true)
+	c.checkAllWorkloads()
 
 	<-ctx.Done()
 	c.shutdown(&workers, stopWork)

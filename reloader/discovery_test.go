@@ -164,3 +164,28 @@ func TestMalformedAnnotationIsReportedOnce(t *testing.T) {
 		t.Fatalf("%d log lines about the malformed annotation, want 1", n)
 	}
 }
+
+func TestMissingNamedConfigIsReported(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	createDeployment(t, ns, "typo", 0, named("configmap", "app-config,app-conifg"), nil)
+	r := startController(t, ns, controllerOpts{})
+	waitFor(t, 10*time.Second, "a warning naming the missing ConfigMap", func() (bool, error) {
+		list, err := cluster.Client().CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "reason=InvalidAnnotation"})
+		if err != nil {
+			return false, err
+		}
+		for _, e := range list.Items {
+			if e.InvolvedObject.Name == "typo" && strings.Contains(e.Message, `ConfigMap "app-conifg" named in a reload annotation does not exist`) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if strings.Contains(r.log.String(), `\"app-config\" named in a reload annotation does not exist`) {
+		t.Fatal("an existing ConfigMap was reported missing")
+	}
+	// The existing one still reloads the workload.
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+	waitEnv(t, ns, "typo", cmVar, hash)
+}

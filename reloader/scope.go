@@ -1,6 +1,8 @@
 package reloader
 
 import (
+	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -52,12 +54,45 @@ func (c *Controller) workloadSeen(k *workloadKind, obj any) {
 		return
 	}
 	pol := c.opts.Annotations.policyOf(meta.GetAnnotations(), tmpl.Annotations)
-	c.reportProblems(k, obj, pol.problems)
+	problems := pol.problems
+	if c.ready.Load() { // before the caches sync, every config would look missing
+		problems = append(problems, c.missingNamed(pol, meta.GetNamespace())...)
+	}
+	c.reportProblems(k, obj, problems)
 	for r, u := range usesOf(&tmpl.Spec) {
 		if len(u.keys) > 0 {
 			if _, ok := c.configs[r.Kind]; ok {
 				c.queue.Add(configKey(r, meta.GetNamespace()))
 			}
+		}
+	}
+}
+
+// missingNamed reports the configs a workload's reload annotations name that do not exist: a
+// typo there would otherwise mean a workload that silently never reloads.
+func (c *Controller) missingNamed(pol policy, ns string) []string {
+	refs := slices.SortedFunc(maps.Keys(pol.named), func(x, y configRef) int {
+		return strings.Compare(x.Kind+"/"+x.Name, y.Kind+"/"+y.Name)
+	})
+	var out []string
+	for _, r := range refs {
+		if _, watched := c.configs[r.Kind]; watched && c.lookup(r, ns) == nil {
+			msg := fmt.Sprintf("%s %q named in a reload annotation does not exist", r.Kind, r.Name)
+			if c.opts.ResourceLabelSelector != "" {
+				msg += " or does not match --resource-label-selector"
+			}
+			out = append(out, msg)
+		}
+	}
+	return out
+}
+
+// checkAllWorkloads runs workloadSeen over every cached workload once the caches have synced,
+// for the checks that need them.
+func (c *Controller) checkAllWorkloads() {
+	for _, k := range c.kinds {
+		for _, obj := range k.informer.GetStore().List() {
+			c.workloadSeen(k, obj)
 		}
 	}
 }
