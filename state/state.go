@@ -128,10 +128,12 @@ type Store struct {
 
 	mu      sync.Mutex
 	entries map[string]entry
-	bytes   [MaxShards]int
-	exists  [MaxShards]bool // shards known to exist; a new one is created, not patched
-	dirty   map[string]struct{}
-	kick    chan struct{}
+	// children indexes each config's data-key entries, so deleting a config does not scan.
+	children map[string]map[string]bool
+	bytes    [MaxShards]int
+	exists   [MaxShards]bool // shards known to exist; a new one is created, not patched
+	dirty    map[string]struct{}
+	kick     chan struct{}
 	// OnWrite, if set, is told of every shard write attempt and its error (for metrics).
 	OnWrite func(shard string, err error)
 }
@@ -150,6 +152,7 @@ func New(client ConfigMapClient, namespace, name string, log *slog.Logger) *Stor
 		name:      name,
 		log:       log,
 		entries:   map[string]entry{},
+		children:  map[string]map[string]bool{},
 		dirty:     map[string]struct{}{},
 		kick:      make(chan struct{}, 1),
 	}
@@ -201,6 +204,7 @@ func (s *Store) loadShard(i int, data map[string]string) {
 			continue
 		}
 		s.entries[k] = entry{value: v, shard: i}
+		s.link(k, true)
 	}
 }
 
@@ -243,6 +247,7 @@ func (s *Store) Set(key, value string) {
 	}
 	e.value = value
 	s.entries[key] = e
+	s.link(key, true)
 	s.markDirty(key)
 }
 
@@ -255,16 +260,33 @@ func (s *Store) DeleteEntry(key string) {
 }
 
 // Delete removes a config's entry and its data-key entries; the removal is written by the next
-// flush. It scans every entry, which is fine for the rare deletion of a config.
+// flush.
 func (s *Store) Delete(config string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for k := range s.entries {
-		if ConfigOf(k) == config {
-			s.deleteLocked(k)
-		}
+	for k := range s.children[config] {
+		s.deleteLocked(k)
 	}
 	s.deleteLocked(config)
+}
+
+// link adds (or removes) a data-key entry in its config's children; config entries are skipped.
+func (s *Store) link(key string, add bool) {
+	config := ConfigOf(key)
+	if config == key {
+		return
+	}
+	if add {
+		if s.children[config] == nil {
+			s.children[config] = map[string]bool{}
+		}
+		s.children[config][key] = true
+		return
+	}
+	delete(s.children[config], key)
+	if len(s.children[config]) == 0 {
+		delete(s.children, config)
+	}
 }
 
 func (s *Store) deleteLocked(key string) {
@@ -274,6 +296,7 @@ func (s *Store) deleteLocked(key string) {
 	}
 	s.bytes[e.shard] -= len(key) + len(e.value)
 	delete(s.entries, key)
+	s.link(key, false)
 	s.markDirty(key)
 }
 

@@ -309,3 +309,29 @@ func TestMissingPermissionIsNamed(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+func TestDeletingAConfigDeletesItsDataKeyEntries(t *testing.T) {
+	ctx := context.Background()
+	ns := cluster.NewNamespace(t)
+	s := newStore(cluster.Client(), ns, nil)
+	if _, err := s.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	app, other := state.Key("ConfigMap", "", "app"), state.Key("ConfigMap", "", "app2")
+	for _, k := range []string{app, state.KeyOf(app, "x"), state.KeyOf(app, "y"), other, state.KeyOf(other, "x")} {
+		s.Set(k, hashOf(k))
+	}
+	s.Delete(app)
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	again := newStore(cluster.Client(), ns, nil)
+	if _, err := again.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]bool{app: false, state.KeyOf(app, "x"): false, state.KeyOf(app, "y"): false, other: true, state.KeyOf(other, "x"): true} {
+		if _, got := again.Get(k); got != want {
+			t.Errorf("after deleting %s, entry %s present = %v, want %v", app, k, got, want)
+		}
+	}
+}
