@@ -17,7 +17,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -25,10 +24,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/restmapper"
 
 	"reloader/internal/testcluster"
 	"reloader/state"
@@ -162,58 +159,31 @@ func byKind(ms []manifest, kind string) []*unstructured.Unstructured {
 	return out
 }
 
-// server creates manifests on the test API server through the dynamic client, finding each
-// kind's resource through discovery.
-type server struct {
-	dyn    dynamic.Interface
-	mapper *restmapper.DeferredDiscoveryRESTMapper
-}
-
-func newServer(t *testing.T) *server {
-	t.Helper()
-	dyn, err := dynamic.NewForConfig(cluster.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(cluster.Client().Discovery()))
-	return &server{dyn: dyn, mapper: mapper}
-}
-
-// create creates m, namespaced kinds in ns; with dryRun the server runs admission, validation
-// and the RBAC escalation checks but stores nothing. Field validation is strict.
-func (s *server) create(ctx context.Context, m manifest, ns string, dryRun bool) error {
+// create creates m on the test API server, namespaced kinds in ns; with dryRun the server runs
+// admission, validation and the RBAC escalation checks but stores nothing. Field validation is
+// strict.
+func create(ctx context.Context, m manifest, ns string, dryRun bool) error {
 	u := &unstructured.Unstructured{}
 	if err := u.UnmarshalJSON(m.json); err != nil {
 		return err
 	}
-	mapping, err := s.mapper.RESTMapping(m.gvk.GroupKind(), m.gvk.Version)
-	if err != nil {
-		return fmt.Errorf("%s: no API resource: %w", m, err)
-	}
-	var ri dynamic.ResourceInterface = s.dyn.Resource(mapping.Resource)
-	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-		if got := u.GetNamespace(); got != "" && got != ns {
-			return fmt.Errorf("%s: namespace %q, want %q or none", m, got, ns)
-		}
-		u.SetNamespace(ns)
-		ri = s.dyn.Resource(mapping.Resource).Namespace(ns)
-	} else if u.GetNamespace() != "" {
-		return fmt.Errorf("%s: cluster-scoped object with namespace %q", m, u.GetNamespace())
+	if got := u.GetNamespace(); got != "" && got != ns {
+		return fmt.Errorf("%s: namespace %q, want %q or none", m, got, ns)
 	}
 	opts := metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict}
 	if dryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
-	if _, err := ri.Create(ctx, u, opts); err != nil {
-		return fmt.Errorf("%s: create: %w", m, err)
+	if _, err := cluster.Create(ctx, ns, u, opts); err != nil {
+		return fmt.Errorf("%s: %w", m, err)
 	}
 	return nil
 }
 
-func (s *server) createAll(t *testing.T, ms []manifest, ns string, dryRun bool) {
+func createAll(t *testing.T, ms []manifest, ns string, dryRun bool) {
 	t.Helper()
 	for _, m := range ms {
-		if err := s.create(context.Background(), m, ns, dryRun); err != nil {
+		if err := create(context.Background(), m, ns, dryRun); err != nil {
 			t.Error(err)
 		}
 	}
@@ -221,7 +191,7 @@ func (s *server) createAll(t *testing.T, ms []manifest, ns string, dryRun bool) 
 
 // registerMonitoringCRDs creates the minimal ServiceMonitor and PrometheusRule CRDs of
 // testdata/ once per test binary and waits until they are served.
-func registerMonitoringCRDs(t *testing.T, s *server) {
+func registerMonitoringCRDs(t *testing.T) {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("testdata", "monitoring-crds.yaml"))
 	if err != nil {
@@ -230,15 +200,16 @@ func registerMonitoringCRDs(t *testing.T, s *server) {
 	ctx := context.Background()
 	crds := decodeCRDs(t, data)
 	gvr := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	dyn := dynamic.NewForConfigOrDie(cluster.Config)
 	for _, crd := range crds {
-		_, err := s.dyn.Resource(gvr).Create(ctx, crd, metav1.CreateOptions{})
+		_, err := cluster.Create(ctx, "", crd, metav1.CreateOptions{})
 		if err != nil && !strings.Contains(err.Error(), "already exists") {
 			t.Fatalf("register CRD %s: %v", crd.GetName(), err)
 		}
 	}
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		for _, crd := range crds {
-			got, err := s.dyn.Resource(gvr).Get(ctx, crd.GetName(), metav1.GetOptions{})
+			got, err := dyn.Resource(gvr).Get(ctx, crd.GetName(), metav1.GetOptions{})
 			if err != nil {
 				return false, err
 			}
@@ -259,7 +230,6 @@ func registerMonitoringCRDs(t *testing.T, s *server) {
 	if err != nil {
 		t.Fatalf("waiting for the monitoring CRDs: %v", err)
 	}
-	s.mapper.Reset()
 }
 
 // decodeCRDs reads CustomResourceDefinitions as unstructured: client-go's scheme lacks
@@ -446,7 +416,6 @@ func samePermissions(t *testing.T, what string, got, want []rbacv1.PolicyRule) {
 // TestPlainManifests decodes deploy/namespace and deploy/cluster strictly and creates every
 // object on the API server with a server-side dry run into a fresh namespace.
 func TestPlainManifests(t *testing.T) {
-	s := newServer(t)
 	for _, tc := range []struct {
 		dir   string
 		kinds []string
@@ -476,7 +445,7 @@ func TestPlainManifests(t *testing.T) {
 			if cm := one[*corev1.ConfigMap](t, ms); cm.Name != flags["configmap"] {
 				t.Errorf("state ConfigMap %q, but --configmap=%s", cm.Name, flags["configmap"])
 			}
-			s.createAll(t, ms, cluster.NewNamespace(t), true)
+			createAll(t, ms, cluster.NewNamespace(t), true)
 		})
 	}
 }

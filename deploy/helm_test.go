@@ -85,8 +85,7 @@ func TestChartLint(t *testing.T) {
 // ServiceMonitor and PrometheusRule go to minimal CRDs registered from testdata/, which check
 // their group, version, kind and metadata; their specs are checked here.
 func TestChartRenders(t *testing.T) {
-	s := newServer(t)
-	registerMonitoringCRDs(t, s)
+	registerMonitoringCRDs(t)
 	cases := []struct {
 		name  string
 		set   []string
@@ -163,7 +162,7 @@ func TestChartRenders(t *testing.T) {
 			checkDeployment(t, one[*appsv1.Deployment](t, ms), one[*corev1.ServiceAccount](t, ms).Name)
 			checkService(t, one[*corev1.Service](t, ms), one[*appsv1.Deployment](t, ms))
 			tc.check(t, ns, ms)
-			s.createAll(t, ms, ns, true)
+			createAll(t, ms, ns, true)
 			if t.Failed() {
 				t.Logf("rendered:\n%s", out)
 			}

@@ -169,21 +169,26 @@ func TestMissingNamedConfigIsReported(t *testing.T) {
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
 	createDeployment(t, ns, "typo", 0, named("configmap", "app-config,app-conifg"), nil)
-	r := startController(t, ns, controllerOpts{})
+	startController(t, ns, controllerOpts{})
+	var messages []string
 	waitFor(t, 10*time.Second, "a warning naming the missing ConfigMap", func() (bool, error) {
-		list, err := cluster.Client().CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "reason=InvalidAnnotation"})
-		if err != nil {
+		list, err := cluster.Client().CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{
+			FieldSelector: "reason=InvalidAnnotation,involvedObject.name=typo"})
+		if err != nil || len(list.Items) == 0 {
 			return false, err
 		}
+		messages = messages[:0]
 		for _, e := range list.Items {
-			if e.InvolvedObject.Name == "typo" && strings.Contains(e.Message, `ConfigMap "app-conifg" named in a reload annotation does not exist`) {
-				return true, nil
-			}
+			messages = append(messages, e.Message)
 		}
-		return false, nil
+		return true, nil
 	})
-	if strings.Contains(r.log.String(), `\"app-config\" named in a reload annotation does not exist`) {
-		t.Fatal("an existing ConfigMap was reported missing")
+	all := strings.Join(messages, "\n")
+	if !strings.Contains(all, `ConfigMap "app-conifg" named in a reload annotation does not exist`) {
+		t.Fatalf("the warning does not name the missing ConfigMap: %q", all)
+	}
+	if strings.Contains(all, `"app-config" named`) {
+		t.Fatalf("an existing ConfigMap was reported missing: %q", all)
 	}
 	// The existing one still reloads the workload.
 	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})

@@ -36,15 +36,10 @@ func (c *Cluster) ApplyFile(ctx context.Context, namespace, path string) ([]*uns
 // dynamic client, so any kind the API server serves (CRDs included) works. It returns the
 // created objects.
 func (c *Cluster) Apply(ctx context.Context, namespace string, manifest []byte) ([]*unstructured.Unstructured, error) {
-	dyn, err := dynamic.NewForConfig(c.Config)
+	dyn, mapper, err := c.dynamicClients()
 	if err != nil {
-		return nil, fmt.Errorf("dynamic client: %w", err)
+		return nil, err
 	}
-	disco, err := discovery.NewDiscoveryClientForConfig(c.Config)
-	if err != nil {
-		return nil, fmt.Errorf("discovery client: %w", err)
-	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
 	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(manifest), 4096)
 	var created []*unstructured.Unstructured
 	for {
@@ -57,7 +52,7 @@ func (c *Cluster) Apply(ctx context.Context, namespace string, manifest []byte) 
 		if len(obj.Object) == 0 {
 			continue
 		}
-		out, err := create(ctx, dyn, mapper, namespace, &obj)
+		out, err := create(ctx, dyn, mapper, namespace, &obj, metav1.CreateOptions{})
 		if err != nil {
 			return created, err
 		}
@@ -65,7 +60,30 @@ func (c *Cluster) Apply(ctx context.Context, namespace string, manifest []byte) 
 	}
 }
 
-func create(ctx context.Context, dyn dynamic.Interface, mapper meta.RESTMapper, namespace string, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+// Create creates one object of any kind the API server serves, a namespaced one in namespace,
+// with opts (for example a server-side dry run or strict field validation). Discovery is read
+// afresh, so kinds of CRDs registered a moment ago resolve.
+func (c *Cluster) Create(ctx context.Context, namespace string, obj *unstructured.Unstructured, opts metav1.CreateOptions) (*unstructured.Unstructured, error) {
+	dyn, mapper, err := c.dynamicClients()
+	if err != nil {
+		return nil, err
+	}
+	return create(ctx, dyn, mapper, namespace, obj, opts)
+}
+
+func (c *Cluster) dynamicClients() (dynamic.Interface, meta.RESTMapper, error) {
+	dyn, err := dynamic.NewForConfig(c.Config)
+	if err != nil {
+		return nil, nil, fmt.Errorf("dynamic client: %w", err)
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(c.Config)
+	if err != nil {
+		return nil, nil, fmt.Errorf("discovery client: %w", err)
+	}
+	return dyn, restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco)), nil
+}
+
+func create(ctx context.Context, dyn dynamic.Interface, mapper meta.RESTMapper, namespace string, obj *unstructured.Unstructured, opts metav1.CreateOptions) (*unstructured.Unstructured, error) {
 	gvk := obj.GroupVersionKind()
 	mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
@@ -76,7 +94,7 @@ func create(ctx context.Context, dyn dynamic.Interface, mapper meta.RESTMapper, 
 		obj.SetNamespace(namespace)
 		client = dyn.Resource(mapping.Resource).Namespace(namespace)
 	}
-	out, err := client.Create(ctx, obj, metav1.CreateOptions{})
+	out, err := client.Create(ctx, obj, opts)
 	if err != nil {
 		return nil, fmt.Errorf("create %s %s: %w", gvk.Kind, obj.GetName(), err)
 	}
