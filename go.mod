@@ -1,4 +1,4 @@
-module reloader
+module github.com/reloader/reloader
 
 go 1.26.0
 

@@ -14,7 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"reloader/metrics"
+	"github.com/reloader/reloader/metrics"
 )
 
 // leaseClient is what the election needs of a Lease client for its namespace.

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"reloader/metrics"
+	"github.com/reloader/reloader/metrics"
 )
 
 // memLeases is an in-memory Lease store with resourceVersion checks, enough to test the

@@ -26,8 +26,8 @@ import (
 	clientmetrics "k8s.io/client-go/tools/metrics"
 	"k8s.io/klog/v2"
 
-	"reloader/metrics"
-	"reloader/reloader"
+	"github.com/reloader/reloader/metrics"
+	"github.com/reloader/reloader/reloader"
 )
 
 // version is stamped by the linker (-ldflags "-X main.version=...").

@@ -17,11 +17,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
-	"reloader/confighash"
-	"reloader/internal/testcluster"
-	"reloader/metrics"
-	"reloader/reloader"
-	"reloader/state"
+	"github.com/reloader/reloader/confighash"
+	"github.com/reloader/reloader/internal/testcluster"
+	"github.com/reloader/reloader/metrics"
+	"github.com/reloader/reloader/reloader"
+	"github.com/reloader/reloader/state"
 )
 
 func poll(t *testing.T, what string, cond func(ctx context.Context) (bool, error)) {

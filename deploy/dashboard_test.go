@@ -11,7 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"reloader/metrics"
+	"github.com/reloader/reloader/metrics"
 )
 
 // undocumented are metrics the reloader serves that README.md's Metrics table does not list

@@ -27,8 +27,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes/scheme"
 
-	"reloader/internal/testcluster"
-	"reloader/state"
+	"github.com/reloader/reloader/internal/testcluster"
+	"github.com/reloader/reloader/state"
 )
 
 var cluster *testcluster.Cluster

@@ -18,7 +18,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"reloader/internal/testcluster"
+	"github.com/reloader/reloader/internal/testcluster"
 )
 
 const (

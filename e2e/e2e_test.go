@@ -23,8 +23,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"reloader/confighash"
-	"reloader/internal/testcluster"
+	"github.com/reloader/reloader/confighash"
+	"github.com/reloader/reloader/internal/testcluster"
 )
 
 var (

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"reloader/reloader"
+	"github.com/reloader/reloader/reloader"
 )
 
 // config is a ConfigMap or Secret a scenario creates, with data {v: "0"}.

@@ -9,8 +9,8 @@ import (
 
 	"k8s.io/client-go/tools/cache"
 
-	"reloader/confighash"
-	"reloader/state"
+	"github.com/reloader/reloader/confighash"
+	"github.com/reloader/reloader/state"
 )
 
 // pendingConfig is a config change not yet written to state: the new hash ("" for a deleted

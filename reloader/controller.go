@@ -31,9 +31,9 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
-	"reloader/coalesce"
-	"reloader/metrics"
-	"reloader/state"
+	"github.com/reloader/reloader/coalesce"
+	"github.com/reloader/reloader/metrics"
+	"github.com/reloader/reloader/state"
 )
 
 const byConfigIndex = "byConfig"

@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"reloader/reloader"
+	"github.com/reloader/reloader/reloader"
 )
 
 var auto = map[string]string{"reloader.stakater.com/auto": "true"}

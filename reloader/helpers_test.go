@@ -13,10 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 
-	"reloader/confighash"
-	"reloader/internal/testcluster"
-	"reloader/metrics"
-	"reloader/reloader"
+	"github.com/reloader/reloader/confighash"
+	"github.com/reloader/reloader/internal/testcluster"
+	"github.com/reloader/reloader/metrics"
+	"github.com/reloader/reloader/reloader"
 )
 
 var cluster *testcluster.Cluster

@@ -16,8 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
-	"reloader/confighash"
-	"reloader/reloader"
+	"github.com/reloader/reloader/confighash"
+	"github.com/reloader/reloader/reloader"
 )
 
 // podTemplate is the template every kind in these tests carries: one container "app".

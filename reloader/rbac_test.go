@@ -27,8 +27,8 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
-	"reloader/confighash"
-	"reloader/state"
+	"github.com/reloader/reloader/confighash"
+	"github.com/reloader/reloader/state"
 )
 
 const namespaceManifest = "../deploy/namespace/reloader.yaml"

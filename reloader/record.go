@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"reloader/confighash"
+	"github.com/reloader/reloader/confighash"
 )
 
 // Config kinds, as they appear in state keys, queue keys and Events.

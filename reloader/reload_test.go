@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 
-	"reloader/confighash"
-	"reloader/state"
+	"github.com/reloader/reloader/confighash"
+	"github.com/reloader/reloader/state"
 )
 
 const cmVar = "_RELOADER_-configmap-app-config"

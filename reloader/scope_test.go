@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"reloader/reloader"
+	"github.com/reloader/reloader/reloader"
 )
 
 func labelNamespace(t *testing.T, ns string, l map[string]string) {

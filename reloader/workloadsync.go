@@ -14,8 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"reloader/confighash"
-	"reloader/metrics"
+	"github.com/reloader/reloader/confighash"
+	"github.com/reloader/reloader/metrics"
 )
 
 // batch is what one workload sync must apply: the pending change of each config it waits on.

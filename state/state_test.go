@@ -19,8 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"reloader/internal/testcluster"
-	"reloader/state"
+	"github.com/reloader/reloader/internal/testcluster"
+	"github.com/reloader/reloader/state"
 )
 
 var cluster *testcluster.Cluster

@@ -14,8 +14,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"reloader/confighash"
-	"reloader/internal/testcluster"
+	"github.com/reloader/reloader/confighash"
+	"github.com/reloader/reloader/internal/testcluster"
 )
 
 // bulkQPS and bulkBurst let the bench create tens of thousands of objects quickly.

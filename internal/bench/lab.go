@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"reloader/internal/testcluster"
+	"github.com/reloader/reloader/internal/testcluster"
 )
 
 // populationNamespace holds the population; the reloader watches only it.

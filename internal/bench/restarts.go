@@ -9,7 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"reloader/state"
+	"github.com/reloader/reloader/state"
 )
 
 // restartSettle is how long after /readyz a restarted reloader gets to act on what changed

@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"reloader/internal/testcluster"
+	"github.com/reloader/reloader/internal/testcluster"
 )
 
 const namespace = "demo"

@@ -9,7 +9,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"reloader/internal/testcluster"
+	"github.com/reloader/reloader/internal/testcluster"
 )
 
 func main() {
