@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -26,6 +27,14 @@ import (
 var cluster *testcluster.Cluster
 
 func TestMain(m *testing.M) {
+	// A fuzz worker process runs only the fuzz target, which needs no cluster: starting one per
+	// worker would cost seconds and a kube-apiserver each.
+	if f := flag.Lookup("test.fuzzworker"); f != nil {
+		flag.Parse()
+		if f.Value.String() == "true" {
+			os.Exit(m.Run())
+		}
+	}
 	os.Exit(testcluster.Main(m, testcluster.Options{Log: os.Stderr}, &cluster))
 }
 
@@ -40,7 +49,11 @@ func newStore(client kubernetes.Interface, ns string, log *bytes.Buffer) *state.
 	if log != nil {
 		w = log
 	}
-	return state.New(client.CoreV1().ConfigMaps(ns), ns, "reloader-state", slog.New(slog.NewTextHandler(w, nil)))
+	return state.New(client.CoreV1().ConfigMaps(ns), ns, "reloader-state", textLog(w))
+}
+
+func textLog(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, nil))
 }
 
 func TestKeyEncoding(t *testing.T) {
@@ -120,8 +133,8 @@ func TestFirstLoadCreatesStateAndReportsFirstStart(t *testing.T) {
 	if first, err := again.Load(ctx); err != nil || first {
 		t.Fatalf("second Load = %v, %v; want not first", first, err)
 	}
-	if v, _ := again.Get(state.Key("ConfigMap", "", "app")); v != hashOf("1") {
-		t.Fatalf("reloaded entry = %q", v)
+	if e, _ := again.Get(state.Key("ConfigMap", "", "app")); e != (state.Entry{Hash: hashOf("1")}) {
+		t.Fatalf("reloaded entry = %+v", e)
 	}
 }
 
@@ -258,15 +271,17 @@ func TestCorruptEntryIsDroppedWithALogLine(t *testing.T) {
 	if !strings.Contains(log.String(), "state entry is corrupt") || !strings.Contains(log.String(), "v1.ConfigMap_bad") {
 		t.Fatalf("no log line naming the corrupt entry:\n%s", log.String())
 	}
-	if n := s.Prune(func(string) bool { return false }); n != 1 {
-		t.Fatalf("Prune removed %d entries, want 1 (only ours)", n)
+	at := time.Unix(1795000000, 0)
+	if n := s.TombstoneMissing(func(string) bool { return false }, at); n != 1 {
+		t.Fatalf("TombstoneMissing marked %d entries, want 1 (only ours)", n)
 	}
 	if err := s.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
 	cm, _ := cluster.Client().CoreV1().ConfigMaps(ns).Get(ctx, "reloader-state", metav1.GetOptions{})
-	if want := map[string]string{"someone.else": "kept"}; fmt.Sprint(cm.Data) != fmt.Sprint(want) {
-		t.Fatalf("state after prune = %v, want only the foreign key %v", cm.Data, want)
+	want := map[string]string{"someone.else": "kept", "v1.ConfigMap_good": "deleted@1795000000:" + hashOf("g")}
+	if fmt.Sprint(cm.Data) != fmt.Sprint(want) {
+		t.Fatalf("state after flush = %v, want the corrupt entry gone, the good one tombstoned and the foreign key kept: %v", cm.Data, want)
 	}
 }
 

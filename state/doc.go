@@ -1,0 +1,25 @@
+// Package state owns the reloader-state ConfigMaps: what the reloader last recorded of every
+// tracked ConfigMap and Secret, modelled on Collaborne's kubernetes-reloader. It knows the
+// ConfigMap format and nothing about workloads.
+//
+// An entry's key is "v1.<Kind>_<name>" when the reloader watches one namespace, and
+// "v1.<Kind>_<namespace>_<name>" when it watches all of them. Namespace and object names never
+// contain '_', so the encoding is unambiguous. A key longer than a ConfigMap key may be (253) is
+// replaced by "v1.<Kind>__<sha1 of namespace/name>", which no name can produce. A workload that
+// reads only some data keys of a config has one more entry per key, "<config entry>__<data key>".
+//
+// A live entry's value is the config's content hash, 40 lower-case hex digits. A config entry
+// may instead be a tombstone, "deleted@<unix seconds>:<last content hash, or nothing>": the
+// config did not exist when recorded, so that its reappearance reads as a recreation rather
+// than as a config never seen. Data-key entries are never tombstones. A value of any other form
+// is corrupt: it is dropped and logged, and its config counts as new.
+//
+// One ConfigMap holds at most 1 MiB, so entries spread over shards: <name>, <name>-1, ... up to
+// MaxShards, each filled to ShardBudget. A new entry goes to the first shard with room and never
+// moves: it counts against the budget at the size of the longest value it could take, so it can
+// always be updated in place. When no shard has room the entry is kept in memory only (see
+// Store.Unsaved) and written once room appears: a full state is never written past its budget.
+// A key deleted and re-added before the flush returns to its old shard if that has room; if not,
+// the flush removes it there, so that no key is ever stored twice. Writes are JSON merge patches of the changed keys only, so keys written by
+// others survive and no resourceVersion conflict can arise.
+package state

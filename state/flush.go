@@ -1,0 +1,216 @@
+package state
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// maxBackoff bounds the wait between failed flushes.
+const maxBackoff = 30 * time.Second
+
+// Run flushes dirty entries until ctx ends, waiting linger after the first change so that
+// changes arriving together share one patch per shard. A failed flush is retried with growing
+// backoff. When ctx ends every wait ends with it: Run flushes what is dirty once more, unless
+// that just failed, and returns, leaving any further attempt to the caller's own Flush.
+func (s *Store) Run(ctx context.Context, linger time.Duration) {
+	backoff := linger
+	for {
+		select {
+		case <-ctx.Done():
+			s.flushOnExit(ctx)
+			return
+		case <-s.kick:
+		}
+		sleep(ctx, linger)
+		err := s.Flush(context.WithoutCancel(ctx))
+		if err == nil {
+			backoff = linger
+			continue
+		}
+		s.log.Error("write state", "err", err, "retry_in", backoff)
+		s.kickFlush()
+		if !sleep(ctx, backoff) {
+			return
+		}
+		backoff = min(2*backoff+time.Second, maxBackoff)
+	}
+}
+
+// flushOnExit writes what is still dirty as ctx ends; a change made during the last flush
+// would otherwise wait for the caller.
+func (s *Store) flushOnExit(ctx context.Context) {
+	s.mu.Lock()
+	dirty := len(s.dirty) > 0
+	s.mu.Unlock()
+	if !dirty {
+		return
+	}
+	if err := s.Flush(context.WithoutCancel(ctx)); err != nil {
+		s.log.Error("write state", "err", err)
+	}
+}
+
+// sleep waits d, or less if ctx ends first, and reports whether it waited all of d.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// Flush writes every dirty entry: one merge patch per shard, lowest shard first.
+func (s *Store) Flush(ctx context.Context) error {
+	patches := s.takeDirty()
+	defer s.doneFlushing()
+	var errs []error
+	for shard, changes := range patches {
+		if len(changes) == 0 {
+			continue
+		}
+		err := s.write(ctx, shard, changes)
+		if s.OnWrite != nil {
+			s.OnWrite(s.ShardName(shard), err)
+		}
+		if err != nil {
+			s.requeue(shard, changes)
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// takeDirty places memory-only entries that fit now, then groups the dirty keys by shard: the
+// value where the entry lives, nil (a removal) in every other shard it is gone from.
+func (s *Store) takeDirty() [MaxShards]map[string]*string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flushing++
+	s.placeUnsaved()
+	var out [MaxShards]map[string]*string
+	add := func(shard int, k string, v *string) {
+		if out[shard] == nil {
+			out[shard] = map[string]*string{}
+		}
+		out[shard][k] = v
+	}
+	for k := range s.dirty {
+		e, ok := s.entries[k]
+		if ok && e.shard != memoryOnly {
+			v := encodeEntry(e.Entry)
+			add(e.shard, k, &v)
+		}
+		for i, gone := range s.gone[k] {
+			// A shard never created holds nothing to remove.
+			if gone && s.exists[i] && !(ok && e.shard == i) {
+				add(i, k, nil)
+			}
+		}
+	}
+	s.dirty = map[string]struct{}{}
+	s.gone = map[string]shardSet{}
+	return out
+}
+
+func (s *Store) doneFlushing() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flushing--
+}
+
+// requeue marks the changes of a failed write to shard dirty again, removals included, so the
+// next flush writes them from the then current state.
+func (s *Store) requeue(shard int, changes map[string]*string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, v := range changes {
+		if v == nil {
+			s.noteGone(k, shard)
+		}
+		s.dirty[k] = struct{}{}
+	}
+}
+
+func (s *Store) write(ctx context.Context, shard int, changes map[string]*string) error {
+	body, err := json.Marshal(map[string]any{"data": changes})
+	if err != nil {
+		return fmt.Errorf("encode state patch: %w", err)
+	}
+	name := s.ShardName(shard)
+	s.mu.Lock()
+	known := s.exists[shard]
+	s.mu.Unlock()
+	if known {
+		_, err = s.client.Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{})
+		if !apierrors.IsNotFound(err) {
+			return s.explain("patch", name, err)
+		}
+		s.log.Warn("state ConfigMap is missing; recreating it from memory", "configmap", name, "namespace", s.namespace)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.create(ctx, shard)
+}
+
+// create writes shard i with every in-memory entry it holds. The caller holds s.mu.
+func (s *Store) create(ctx context.Context, i int) error {
+	data := map[string]string{}
+	for k, e := range s.entries {
+		if e.shard == i {
+			data[k] = encodeEntry(e.Entry)
+		}
+	}
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: s.ShardName(i), Namespace: s.namespace,
+			Labels: map[string]string{"app.kubernetes.io/managed-by": "reloader"}},
+		Data: data,
+	}
+	_, err := s.client.Create(ctx, cm, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		// Someone created it between our read and our create: merge ours in.
+		return s.patchAll(ctx, i, data)
+	}
+	if err == nil {
+		s.exists[i] = true
+		s.log.Info("created state ConfigMap", "configmap", cm.Name, "namespace", s.namespace, "entries", len(data))
+	}
+	return s.explain("create", cm.Name, err)
+}
+
+func (s *Store) patchAll(ctx context.Context, i int, data map[string]string) error {
+	body, err := json.Marshal(map[string]any{"data": data})
+	if err != nil {
+		return fmt.Errorf("encode state patch: %w", err)
+	}
+	_, err = s.client.Patch(ctx, s.ShardName(i), types.MergePatchType, body, metav1.PatchOptions{})
+	if err == nil {
+		s.exists[i] = true
+	}
+	return s.explain("patch", s.ShardName(i), err)
+}
+
+// explain wraps err and, for a permission error, names the verb and resource the reloader lacks.
+func (s *Store) explain(verb, name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if apierrors.IsForbidden(err) {
+		return fmt.Errorf("%s state ConfigMap %s/%s: the reloader lacks permission %q on configmaps in namespace %q; grant it in the Role (or create the ConfigMap yourself): %w",
+			verb, s.namespace, name, verb, s.namespace, err)
+	}
+	return fmt.Errorf("%s state ConfigMap %s/%s: %w", verb, s.namespace, name, err)
+}

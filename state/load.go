@@ -1,0 +1,72 @@
+package state
+
+import (
+	"context"
+	"errors"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Load reads every shard, creating the first if it is missing. It reports first=true when no
+// entry of ours exists anywhere, tombstones included: the controller has never run here. Corrupt
+// values are dropped and logged, so their configs count as new rather than changed; the next
+// flush removes them.
+func (s *Store) Load(ctx context.Context) (first bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range MaxShards {
+		cm, err := s.client.Get(ctx, s.ShardName(i), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			if i == 0 {
+				if err := s.create(ctx, 0); err != nil {
+					return false, err
+				}
+			}
+			continue
+		}
+		if err != nil {
+			return false, s.explain("get", s.ShardName(i), err)
+		}
+		s.exists[i] = true
+		s.loadShard(i, cm.Data)
+	}
+	return len(s.entries) == 0, nil
+}
+
+// loadShard takes in shard i's entries. Shards load in order, so a key already loaded sits in a
+// lower shard: that copy is kept, as the one an interrupted move most likely wrote last, and
+// this one is removed.
+func (s *Store) loadShard(i int, data map[string]string) {
+	for k, v := range data {
+		if !isOwn(k) {
+			s.bytes[i] += len(k) + len(v)
+			continue
+		}
+		e, err := decodeEntry(v)
+		if err == nil && e.Deleted && !isConfigKey(k) {
+			err = errors.New("a data-key entry cannot be a tombstone")
+		}
+		if err != nil {
+			s.log.Warn("state entry is corrupt; its config will be treated as new and re-recorded without a restart",
+				"configmap", s.ShardName(i), "key", k, "reason", err.Error())
+			s.drop(k, i)
+			continue
+		}
+		if kept, dup := s.entries[k]; dup {
+			s.log.Warn("state entry is stored twice; keeping the copy in the lower shard",
+				"configmap", s.ShardName(i), "key", k, "kept_in", s.ShardName(kept.shard))
+			s.drop(k, i)
+			continue
+		}
+		s.entries[k] = entry{Entry: e, shard: i}
+		s.bytes[i] += reserved(k)
+		s.link(k, true)
+	}
+}
+
+// drop leaves a stored copy of key out of memory and has the next flush remove it from shard i.
+func (s *Store) drop(key string, i int) {
+	s.noteGone(key, i)
+	s.markDirty(key)
+}

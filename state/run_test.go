@@ -1,0 +1,75 @@
+package state_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/reloader/reloader/state"
+)
+
+// failingClient refuses every write, like an API server that is down.
+type failingClient struct{}
+
+var errDown = errors.New("api server down")
+
+func (failingClient) Get(context.Context, string, metav1.GetOptions) (*corev1.ConfigMap, error) {
+	return nil, errDown
+}
+
+func (failingClient) Create(context.Context, *corev1.ConfigMap, metav1.CreateOptions) (*corev1.ConfigMap, error) {
+	return nil, errDown
+}
+
+func (failingClient) Patch(context.Context, string, types.PatchType, []byte, metav1.PatchOptions, ...string) (*corev1.ConfigMap, error) {
+	return nil, errDown
+}
+
+func TestRunStopsBackingOffWhenItsContextEnds(t *testing.T) {
+	s := state.New(failingClient{}, "ns", "reloader-state", slog.New(slog.DiscardHandler))
+	failures := make(chan error, 100)
+	s.OnWrite = func(_ string, err error) { failures <- err }
+	s.Set(state.Key("ConfigMap", "", "app"), hashOf("a"))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); s.Run(ctx, 10*time.Millisecond) }()
+	// The backoff after the third failure is three seconds; the bound below is well under it.
+	for range 3 {
+		if err := <-failures; err == nil {
+			t.Fatal("a write succeeded against a client that refuses them all")
+		}
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(time.Second):
+		t.Fatal("Run still backing off a second after its context ended")
+	}
+}
+
+func TestRunWritesWhatIsPendingWhenItsContextEnds(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	s := loaded(t, ns, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	// A linger far longer than the test: only the end of ctx can cut it short.
+	go func() { defer close(done); s.Run(ctx, time.Hour) }()
+	k := state.Key("ConfigMap", "", "app")
+	s.Set(k, hashOf("a"))
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run still lingering after its context ended")
+	}
+	if v := stored(t, ns)[k]; v != hashOf("a") {
+		t.Fatalf("stored %q, want the entry set before the context ended", v)
+	}
+}

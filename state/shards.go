@@ -1,0 +1,110 @@
+package state
+
+// Placement: which shard holds which entry, and how full each shard is. The caller holds s.mu.
+
+// tombstoneReserve is the longest value a config entry can take: a tombstone with a hash whose
+// time has as many digits as maxUnix.
+const tombstoneReserve = len(tombstonePrefix) + len("253402300799") + len(":") + 40
+
+// reserved is how many bytes key takes of its shard's budget: the most its value can ever take,
+// so that an entry never outgrows its shard and never has to move. Only config entries can become
+// tombstones; any other entry holds a hash at most.
+func reserved(key string) int {
+	if isConfigKey(key) {
+		return len(key) + tombstoneReserve
+	}
+	return len(key) + 40
+}
+
+// put stores e under key: in its shard if it has one, else in a shard with room, else in memory
+// only.
+func (s *Store) put(key string, e Entry) {
+	old, had := s.entries[key]
+	if had && encodeEntry(old.Entry) == encodeEntry(e) {
+		return
+	}
+	shard := old.shard
+	if !had || shard == memoryOnly {
+		shard = s.place(key)
+	}
+	s.entries[key] = entry{Entry: e, shard: shard}
+	s.setUnsaved(key, shard == memoryOnly)
+	s.link(key, true)
+	s.markDirty(key)
+}
+
+// place picks the shard for key and counts its bytes there. A shard the key was just
+// removed from comes first: the key returns there and the flush writes one value, not a removal
+// in one shard and an addition in another. Then the first shard with room; memoryOnly if none.
+func (s *Store) place(key string) int {
+	size, gone := reserved(key), s.gone[key]
+	for i := range MaxShards {
+		if gone[i] && s.fits(i, size) {
+			s.bytes[i] += size
+			return i
+		}
+	}
+	for i := range MaxShards {
+		if s.fits(i, size) {
+			s.bytes[i] += size
+			return i
+		}
+	}
+	return memoryOnly
+}
+
+func (s *Store) fits(shard, size int) bool {
+	return s.bytes[shard]+size <= s.budget
+}
+
+// unplace takes key out of its shard: its bytes no longer count there, and the next flush
+// removes it there.
+func (s *Store) unplace(key string, e entry) {
+	if e.shard == memoryOnly {
+		return
+	}
+	s.bytes[e.shard] -= reserved(key)
+	s.noteGone(key, e.shard)
+	s.markDirty(key)
+}
+
+// noteGone records that the copy of key in shard must be removed by the next flush; the caller
+// marks key dirty.
+func (s *Store) noteGone(key string, shard int) {
+	g := s.gone[key]
+	g[shard] = true
+	s.gone[key] = g
+}
+
+// placeUnsaved moves memory-only entries into shards that have room again.
+func (s *Store) placeUnsaved() {
+	for k := range s.unsaved {
+		e := s.entries[k]
+		e.shard = s.place(k)
+		if e.shard == memoryOnly {
+			continue
+		}
+		s.entries[k] = e
+		s.setUnsaved(k, false)
+		s.markDirty(k)
+	}
+}
+
+// setUnsaved records whether key is kept in memory only. The state turning full is logged once,
+// not once per entry that does not fit, and so is it having room again.
+func (s *Store) setUnsaved(key string, unsaved bool) {
+	_, was := s.unsaved[key]
+	switch {
+	case unsaved && !was:
+		if len(s.unsaved) == 0 {
+			s.log.Error("state is full: new entries are kept in memory only, are lost on restart, and are written once entries are deleted",
+				"key", key, "shards", MaxShards, "budget_bytes", s.budget)
+		}
+		s.unsaved[key] = struct{}{}
+	case !unsaved && was:
+		delete(s.unsaved, key)
+		if len(s.unsaved) == 0 {
+			s.log.Info("state has room again: no entry is kept in memory only")
+		}
+	}
+}

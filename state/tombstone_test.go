@@ -1,0 +1,239 @@
+package state_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/reloader/reloader/state"
+)
+
+// loaded returns a Store that has loaded the state in ns.
+func loaded(t *testing.T, ns string, log *bytes.Buffer) *state.Store {
+	t.Helper()
+	s := newStore(cluster.Client(), ns, log)
+	if _, err := s.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func flush(t *testing.T, s *state.Store) {
+	t.Helper()
+	if err := s.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// stored returns the data of the first state ConfigMap in ns.
+func stored(t *testing.T, ns string) map[string]string {
+	t.Helper()
+	cm, err := cluster.Client().CoreV1().ConfigMaps(ns).Get(context.Background(), "reloader-state", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cm.Data
+}
+
+func TestTombstonesRoundTripThroughTheAPIServer(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	s := loaded(t, ns, nil)
+	deleted, absent := state.Key("ConfigMap", "", "deleted"), state.Key("Secret", "", "absent")
+	at := time.Unix(1795000000, 123456789)
+	s.Set(deleted, hashOf("last"))
+	s.Set(state.KeyOf(deleted, "x"), hashOf("x"))
+	s.Tombstone(deleted, "", at)
+	s.Tombstone(absent, "", at)
+	flush(t, s)
+
+	data := stored(t, ns)
+	for k, want := range map[string]string{
+		deleted:                   "deleted@1795000000:" + hashOf("last"),
+		absent:                    "deleted@1795000000:",
+		state.KeyOf(deleted, "x"): hashOf("x"),
+	} {
+		if data[k] != want {
+			t.Errorf("stored %s = %q, want %q", k, data[k], want)
+		}
+	}
+
+	again := loaded(t, ns, nil)
+	since := time.Unix(1795000000, 0)
+	for k, want := range map[string]state.Entry{
+		deleted:                   {Hash: hashOf("last"), Deleted: true, Since: since},
+		absent:                    {Deleted: true, Since: since},
+		state.KeyOf(deleted, "x"): {Hash: hashOf("x")},
+	} {
+		got, ok := again.Get(k)
+		if !ok || got.Hash != want.Hash || got.Deleted != want.Deleted || !got.Since.Equal(want.Since) {
+			t.Errorf("reloaded %s = %+v, %v; want %+v", k, got, ok, want)
+		}
+	}
+	if got := again.Tombstones(); len(got) != 2 {
+		t.Errorf("Tombstones() = %v, want %s and %s", got, deleted, absent)
+	}
+}
+
+func TestSetRevivesATombstone(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	s := loaded(t, ns, nil)
+	k := state.Key("ConfigMap", "", "app")
+	s.Tombstone(k, hashOf("old"), time.Unix(1795000000, 0))
+	flush(t, s)
+	s.Set(k, hashOf("new"))
+	if e, _ := s.Get(k); e != (state.Entry{Hash: hashOf("new")}) {
+		t.Fatalf("after Set, Get = %+v, want live with the new hash", e)
+	}
+	flush(t, s)
+	if v := stored(t, ns)[k]; v != hashOf("new") {
+		t.Fatalf("stored %q, want the bare new hash", v)
+	}
+	if n := len(loaded(t, ns, nil).Tombstones()); n != 0 {
+		t.Fatalf("reloaded state has %d tombstones, want none", n)
+	}
+}
+
+func TestTombstoneMissingKeepsAnExistingTombstonesSince(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	s := loaded(t, ns, nil)
+	old, gone, live := state.Key("ConfigMap", "", "old"), state.Key("ConfigMap", "", "gone"), state.Key("ConfigMap", "", "live")
+	t1, t2 := time.Unix(1795000000, 0), time.Unix(1795000600, 0)
+	s.Set(old, hashOf("old"))
+	s.Tombstone(old, "", t1)
+	s.Set(gone, hashOf("gone"))
+	s.Set(state.KeyOf(gone, "k"), hashOf("k"))
+	s.Set(live, hashOf("live"))
+	if n := s.TombstoneMissing(func(config string) bool { return config == live }, t2); n != 1 {
+		t.Fatalf("TombstoneMissing = %d, want 1: only %s was live until now", n, gone)
+	}
+	flush(t, s)
+
+	again := loaded(t, ns, nil)
+	for k, want := range map[string]state.Entry{
+		old:                    {Hash: hashOf("old"), Deleted: true, Since: t1},
+		gone:                   {Hash: hashOf("gone"), Deleted: true, Since: t2},
+		state.KeyOf(gone, "k"): {Hash: hashOf("k")},
+		live:                   {Hash: hashOf("live")},
+	} {
+		got, ok := again.Get(k)
+		if !ok || got.Hash != want.Hash || got.Deleted != want.Deleted || !got.Since.Equal(want.Since) {
+			t.Errorf("%s = %+v, %v; want %+v", k, got, ok, want)
+		}
+	}
+}
+
+func TestTombstoneKeepsSinceAndAKnownHash(t *testing.T) {
+	s := state.New(nil, "", "reloader-state", slog.New(slog.DiscardHandler))
+	k := state.Key("Secret", "", "db")
+	t1, t2 := time.Unix(1795000000, 0), time.Unix(1795000600, 0)
+	steps := []struct {
+		name string
+		do   func()
+		want state.Entry
+	}{
+		{"absent config", func() { s.Tombstone(k, "", t1) }, state.Entry{Deleted: true, Since: t1}},
+		{"hash learnt later", func() { s.Tombstone(k, hashOf("a"), t2) }, state.Entry{Hash: hashOf("a"), Deleted: true, Since: t1}},
+		{"no hash keeps it", func() { s.Tombstone(k, "", t2) }, state.Entry{Hash: hashOf("a"), Deleted: true, Since: t1}},
+		{"revived", func() { s.Set(k, hashOf("b")) }, state.Entry{Hash: hashOf("b")}},
+		{"deleted again", func() { s.Tombstone(k, "", t2) }, state.Entry{Hash: hashOf("b"), Deleted: true, Since: t2}},
+		{"delete then tombstone clears the hash", func() { s.Delete(k); s.Tombstone(k, "", t1) }, state.Entry{Deleted: true, Since: t1}},
+	}
+	for _, st := range steps {
+		st.do()
+		got, _ := s.Get(k)
+		if got.Hash != st.want.Hash || got.Deleted != st.want.Deleted || !got.Since.Equal(st.want.Since) {
+			t.Fatalf("%s: Get = %+v, want %+v", st.name, got, st.want)
+		}
+	}
+}
+
+func TestValuesThatWouldNotLoadBackAreRefused(t *testing.T) {
+	config := state.Key("ConfigMap", "", "app")
+	dataKey := state.KeyOf(config, "x")
+	at := time.Unix(1795000000, 0)
+	tests := []struct {
+		name string
+		do   func(*state.Store)
+		key  string
+	}{
+		{"a tombstone value set as a hash", func(s *state.Store) { s.Set(config, "deleted@1795000000:") }, config},
+		{"an upper-case hash", func(s *state.Store) { s.Set(config, strings.ToUpper(hashOf("a"))) }, config},
+		{"a data-key tombstone", func(s *state.Store) { s.Tombstone(dataKey, "", at) }, dataKey},
+		{"a tombstone with a bad hash", func(s *state.Store) { s.Tombstone(config, "nope", at) }, config},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var log bytes.Buffer
+			s := state.New(nil, "", "reloader-state", textLog(&log))
+			tt.do(s)
+			if e, ok := s.Get(tt.key); ok {
+				t.Fatalf("recorded %+v", e)
+			}
+			if !strings.Contains(log.String(), "refusing to record") || !strings.Contains(log.String(), "key="+tt.key) {
+				t.Fatalf("no log line naming the refused key:\n%s", log.String())
+			}
+		})
+	}
+}
+
+func TestTombstoneMissingTombstonesAConfigWithOnlyDataKeyEntriesLeft(t *testing.T) {
+	s := state.New(nil, "", "reloader-state", slog.New(slog.DiscardHandler))
+	config := state.Key("ConfigMap", "", "app")
+	s.Set(state.KeyOf(config, "x"), hashOf("x"))
+	at := time.Unix(1795000000, 0)
+	if n := s.TombstoneMissing(func(string) bool { return false }, at); n != 1 {
+		t.Fatalf("TombstoneMissing = %d, want 1", n)
+	}
+	if e, _ := s.Get(config); !e.Deleted || e.Hash != "" || !e.Since.Equal(at) {
+		t.Fatalf("config entry = %+v, want a tombstone without a hash since %v", e, at)
+	}
+	s.Delete(config)
+	if _, ok := s.Get(state.KeyOf(config, "x")); ok {
+		t.Fatal("pruning the tombstone left its data-key entry")
+	}
+}
+
+func TestCorruptTombstoneIsDroppedOnLoad(t *testing.T) {
+	ctx := context.Background()
+	ns := cluster.NewNamespace(t)
+	good := "deleted@1795000000:" + hashOf("g")
+	corrupt := map[string]string{
+		"v1.ConfigMap_bad-time":      "deleted@soon:" + hashOf("t"),
+		"v1.ConfigMap_bad-hash":      "deleted@1795000000:zz",
+		"v1.ConfigMap_no-colon":      "deleted@1795000000",
+		"v1.ConfigMap_prefix":        "removed@1795000000:",
+		"v1.ConfigMap_app__data-key": "deleted@1795000000:",
+	}
+	data := map[string]string{"v1.ConfigMap_good": good}
+	for k, v := range corrupt {
+		data[k] = v
+	}
+	_, err := cluster.Client().CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "reloader-state"}, Data: data}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	s := loaded(t, ns, &log)
+	for k := range corrupt {
+		if e, ok := s.Get(k); ok {
+			t.Errorf("corrupt %s loaded as %+v", k, e)
+		}
+		if !strings.Contains(log.String(), "key="+k) {
+			t.Errorf("no log line names corrupt %s", k)
+		}
+	}
+	if e, ok := s.Get("v1.ConfigMap_good"); !ok || !e.Deleted {
+		t.Errorf("good tombstone = %+v, %v", e, ok)
+	}
+	flush(t, s)
+	if got := stored(t, ns); len(got) != 1 || got["v1.ConfigMap_good"] != good {
+		t.Fatalf("after flush the state holds %v, want only the good tombstone", got)
+	}
+}
