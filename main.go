@@ -26,7 +26,10 @@ import (
 	clientmetrics "k8s.io/client-go/tools/metrics"
 	"k8s.io/klog/v2"
 
+	"github.com/reloader/reloader/internal/kube"
+	"github.com/reloader/reloader/internal/leader"
 	"github.com/reloader/reloader/metrics"
+	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader"
 )
 
@@ -116,8 +119,8 @@ func (c *CLI) Validate() error {
 	return nil
 }
 
-func (c *CLI) annotations() reloader.Annotations {
-	a := reloader.DefaultAnnotations()
+func (c *CLI) annotations() policy.Annotations {
+	a := policy.DefaultAnnotations()
 	a.Auto, a.ConfigMapAuto, a.SecretAuto = c.AutoAnnotation, c.ConfigmapAutoAnnotation, c.SecretAutoAnnotation
 	a.Search, a.Match = c.AutoSearchAnnotation, c.SearchMatchAnnotation
 	a.ConfigMap, a.Secret = c.ConfigmapAnnotation, c.SecretAnnotation
@@ -217,7 +220,7 @@ func run(cli CLI) error {
 	clientmetrics.Register(m.ClientGo())
 	cfg.QPS, cfg.Burst = cli.KubeAPIQPS, cli.KubeAPIBurst
 	cfg.Wrap(m.InstrumentTransport)
-	clients, err := reloader.NewClients(cfg)
+	clients, err := kube.New(cfg)
 	if err != nil {
 		return fmt.Errorf("build Kubernetes clients: %w", err)
 	}
@@ -227,17 +230,17 @@ func run(cli CLI) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	var e *election
+	var e *leader.Election
 	ready := ctrl.Ready
 	if cli.LeaderElect {
 		ns := cli.LeaderElectionNamespace
 		if ns == "" {
 			ns = stateNS
 		}
-		e = &election{leases: clients.Leases(ns), name: cli.LeaderElectionID, id: newIdentity(), lease: cli.LeaderElectionLease,
-			renew: cli.LeaderElectionRenewDeadline, retry: cli.LeaderElectionRetryPeriod, log: log.With("lease_namespace", ns), metrics: m}
+		e = &leader.Election{Leases: clients.Leases(ns), Name: cli.LeaderElectionID, ID: leader.NewIdentity(), Lease: cli.LeaderElectionLease,
+			Renew: cli.LeaderElectionRenewDeadline, Retry: cli.LeaderElectionRetryPeriod, Log: log.With("lease_namespace", ns), Metrics: m}
 		// A standby is ready: it is healthy and waiting; a leader once its caches synced.
-		ready = func() bool { return !e.leading.Load() || ctrl.Ready() }
+		ready = func() bool { return !e.Leading() || ctrl.Ready() }
 	}
 	srv, err := serve(cli.Port, cli.EnablePprof, m, ready, log)
 	if err != nil {
@@ -246,7 +249,7 @@ func run(cli CLI) error {
 	defer srv.Close()
 	log.Info("starting", "version", version, "namespace", cli.Namespace, "state", stateNS+"/"+cli.Configmap)
 	if e != nil {
-		return e.run(ctx, ctrl.Run)
+		return e.Run(ctx, ctrl.Run)
 	}
 	m.Leader.Set(1)
 	return ctrl.Run(ctx)

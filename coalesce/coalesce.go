@@ -1,5 +1,5 @@
 // Package coalesce owns the trailing debounce that turns a burst of changes into one action per
-// key. It knows timers and nothing about Kubernetes: a key is an opaque string.
+// key. It knows timers and nothing about Kubernetes: a key is any comparable value.
 //
 // Each Add opens or extends a window for its key. The window closes period after the last Add,
 // but never later than maxWait after the first, so a key that changes forever still fires.
@@ -31,14 +31,14 @@ func (RealClock) Now() time.Time { return time.Now() }
 func (RealClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
 
 // Coalescer debounces keys and calls fire once per closed window.
-type Coalescer struct {
+type Coalescer[K comparable] struct {
 	period  time.Duration
 	maxWait time.Duration
 	clock   Clock
-	fire    func(key string)
+	fire    func(key K)
 
 	mu      sync.Mutex
-	windows map[string]*window
+	windows map[K]*window
 }
 
 type window struct {
@@ -48,19 +48,19 @@ type window struct {
 
 // New returns a Coalescer. A zero period fires on every Add. A maxWait below period is raised to
 // period.
-func New(period, maxWait time.Duration, clock Clock, fire func(key string)) *Coalescer {
-	return &Coalescer{
+func New[K comparable](period, maxWait time.Duration, clock Clock, fire func(key K)) *Coalescer[K] {
+	return &Coalescer[K]{
 		period:  period,
 		maxWait: max(maxWait, period),
 		clock:   clock,
 		fire:    fire,
-		windows: map[string]*window{},
+		windows: map[K]*window{},
 	}
 }
 
 // Add records a change for key. It reports whether the change joined an open window, that is,
 // whether an action was saved.
-func (c *Coalescer) Add(key string) (joined bool) {
+func (c *Coalescer[K]) Add(key K) (joined bool) {
 	if c.period == 0 {
 		c.fire(key)
 		return false
@@ -82,7 +82,7 @@ func (c *Coalescer) Add(key string) (joined bool) {
 
 // close fires key if w is still its open window; a stopped timer whose callback already started
 // finds a newer window or none and does nothing.
-func (c *Coalescer) close(key string, w *window) {
+func (c *Coalescer[K]) close(key K, w *window) {
 	c.mu.Lock()
 	if c.windows[key] != w {
 		c.mu.Unlock()
@@ -94,14 +94,14 @@ func (c *Coalescer) close(key string, w *window) {
 }
 
 // Flush closes every open window now, firing each key once. It is for shutdown.
-func (c *Coalescer) Flush() {
+func (c *Coalescer[K]) Flush() {
 	c.mu.Lock()
-	keys := make([]string, 0, len(c.windows))
+	keys := make([]K, 0, len(c.windows))
 	for k, w := range c.windows {
 		w.timer.Stop()
 		keys = append(keys, k)
 	}
-	c.windows = map[string]*window{}
+	c.windows = map[K]*window{}
 	c.mu.Unlock()
 	for _, k := range keys {
 		c.fire(k)
@@ -109,8 +109,16 @@ func (c *Coalescer) Flush() {
 }
 
 // Pending returns the number of open windows.
-func (c *Coalescer) Pending() int {
+func (c *Coalescer[K]) Pending() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.windows)
+}
+
+// Open reports whether key has an open window.
+func (c *Coalescer[K]) Open(key K) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.windows[key]
+	return ok
 }

@@ -100,3 +100,15 @@ func stakaterSum(pairs []string) string {
 	sum := sha1.Sum([]byte(strings.Join(pairs, ";")))
 	return hex.EncodeToString(sum[:])
 }
+
+// KeyValue is what the state records for one key a workload reads: the hex of its KeySum when
+// the config has the key, else Subset of just that key, which marks it absent. Recording absence
+// too means a workload reading an optional key that does not exist is not taken for changed when
+// another key changes.
+func KeyValue(sums []KeySum, key string) string {
+	i := sort.Search(len(sums), func(i int) bool { return sums[i].Key >= key })
+	if i < len(sums) && sums[i].Key == key {
+		return hex.EncodeToString(sums[i].Sum[:])
+	}
+	return Subset(nil, []string{key})
+}

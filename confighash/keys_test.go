@@ -52,3 +52,17 @@ func TestStakaterHashMatchesItsDocumentedForm(t *testing.T) {
 		})
 	}
 }
+
+func TestKeyValueTellsAbsentFromPresentKeys(t *testing.T) {
+	sums := ConfigMapKeys(&corev1.ConfigMap{Data: map[string]string{"a": "1"}})
+	present, absent := KeyValue(sums, "a"), KeyValue(sums, "b")
+	if present == absent || len(present) != 40 || len(absent) != 40 {
+		t.Fatalf("present %q, absent %q: want two distinct 40-hex values", present, absent)
+	}
+	if again := KeyValue(ConfigMapKeys(&corev1.ConfigMap{Data: map[string]string{"a": "2"}}), "b"); again != absent {
+		t.Fatalf("an absent key's value changed with another key: %q → %q", absent, again)
+	}
+	if changed := KeyValue(ConfigMapKeys(&corev1.ConfigMap{Data: map[string]string{"a": "2"}}), "a"); changed == present {
+		t.Fatal("a changed key kept its value")
+	}
+}

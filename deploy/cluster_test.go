@@ -18,8 +18,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/reloader/reloader/confighash"
+	"github.com/reloader/reloader/internal/kube"
 	"github.com/reloader/reloader/internal/testcluster"
 	"github.com/reloader/reloader/metrics"
+	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader"
 	"github.com/reloader/reloader/state"
 )
@@ -107,7 +109,7 @@ func TestClusterManifestsReload(t *testing.T) {
 	mustCreate("app Deployment", err)
 
 	log := &testcluster.LogBuffer{}
-	clients, err := reloader.NewClients(cfg)
+	clients, err := kube.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +117,7 @@ func TestClusterManifestsReload(t *testing.T) {
 		StateNamespace: ns, StateName: stateCM.Name,
 		NamespaceSelector: labels.SelectorFromSet(labels.Set{"reloader-test": "watched"}),
 		CoalescePeriod:    100 * time.Millisecond, CoalesceMaxWait: 500 * time.Millisecond, ShutdownGrace: 5 * time.Second,
-		Annotations: reloader.DefaultAnnotations(),
+		Annotations: policy.DefaultAnnotations(),
 		Log:         slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Metrics:     metrics.New("test"),
 	})

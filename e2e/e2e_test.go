@@ -293,9 +293,11 @@ func TestMetricsAfterAReload(t *testing.T) {
 	waitFor(t, 10*time.Second, "first hashes recorded", func() (bool, error) { return stateRecorded(t, ns), nil })
 	waitReloaded(t, ns, update(t, ns, "1"))
 	var body string
-	waitFor(t, 10*time.Second, "state gauges sampled", func() (bool, error) {
+	// The metrics of a reload are recorded just after its patch, which the test may see first.
+	waitFor(t, 10*time.Second, "state gauges sampled and the reload counted", func() (bool, error) {
 		body = p.metrics(t)
-		return strings.Contains(body, `reloader_state_entries{configmap="reloader-state"}`), nil
+		return strings.Contains(body, `reloader_state_entries{configmap="reloader-state"}`) &&
+			strings.Contains(body, `reloader_reload_latency_seconds_count{kind="Deployment"}`), nil
 	})
 	for _, want := range []string{
 		`reloader_reloads_total{kind="Deployment",result="success"} 1`,

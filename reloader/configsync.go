@@ -1,289 +1,197 @@
 package reloader
 
 import (
-	"encoding/hex"
-	"fmt"
-	"regexp"
-	"strings"
+	"context"
 	"time"
 
-	"k8s.io/client-go/tools/cache"
-
 	"github.com/reloader/reloader/confighash"
+	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/state"
 )
 
-// pendingConfig is a config change not yet written to state: the new hash ("" for a deleted
-// config), its per-key sums, when it was first seen, and the dependents still to be patched.
-type pendingConfig struct {
-	hash     string
-	keys     []confighash.KeySum
-	observed time.Time
-	waiting  map[string]struct{}
-}
-
-// dependent is a workload a config change reloads; keys, if set, are the only keys it reads.
+// dependent is a workload that reloads on a config, with what the rule says of it.
 type dependent struct {
-	workload string
-	keys     []string
+	workload key
+	judgement
 }
 
-// syncConfig compares a config with its state entry and opens reloads for the dependents the
-// change concerns.
-func (c *Controller) syncConfig(key string, ref configRef, ns string, inf cache.SharedIndexInformer) error {
-	initial := c.takeInitial(key)
-	if !c.namespaceAllowed(ns) {
+// syncConfig opens a window for every dependent that does not hold the config's current content
+// and, once none is left, records that content as fully rolled out.
+func (c *Controller) syncConfig(k key) error {
+	fresh, _ := c.changes.take(k)
+	if !c.namespaceAllowed(k.namespace) {
 		return nil
 	}
-	skey := c.stateKey(ref, ns)
-	obj, exists, err := inf.GetIndexer().GetByKey(ns + "/" + ref.Name)
-	if err != nil {
-		return fmt.Errorf("get %s from cache: %w", key, err)
-	}
-	if !exists {
-		return c.configGone(key, ref, ns, skey)
-	}
-	rec := obj.(*configRecord)
-	if rec.Annotations[c.opts.Annotations.Ignore] == "true" {
-		// Still recorded, so that removing the annotation later does not replay the changes
-		// made while it was set.
-		c.cancelPending(key)
-		c.record(skey, rec.Hash, rec.Keys, nil)
-		return nil
-	}
-	deps, err := c.dependents(key, ref, ns, rec)
-	if err != nil {
-		return err
-	}
-	stored, known := c.state.Get(skey)
-	var reload []dependent
-	switch {
-	case !known && c.opts.ReloadOnCreate && !initial:
-		reload = deps
-	case !known:
-		reload = c.stakaterLagging(deps, ref, rec)
-	case stored != rec.Hash:
-		reload = c.concerned(deps, skey, rec)
-	}
-	if len(reload) == 0 {
-		c.cancelPending(key)
-		c.record(skey, rec.Hash, rec.Keys, deps)
-		return nil
-	}
-	if !c.openPending(key, rec.Hash, rec.Keys, reload) {
-		return nil
-	}
-	c.metrics.Changes.WithLabelValues(ref.Kind).Inc()
-	c.log.Info("config changed", "kind", ref.Kind, "namespace", ns, "name", ref.Name, "hash", short(rec.Hash), "dependents", len(reload))
-	c.addToWindows(reload)
-	return nil
-}
-
-// configGone handles a deleted config: its state goes, after its dependents drop its value when
-// --reload-on-delete asks for that.
-func (c *Controller) configGone(key string, ref configRef, ns, skey string) error {
-	if _, known := c.state.Get(skey); !known || !c.opts.ReloadOnDelete {
-		c.cancelPending(key)
-		c.state.Delete(skey)
-		return nil
-	}
-	deps, err := c.dependents(key, ref, ns, nil)
-	if err != nil {
-		return err
-	}
-	if len(deps) == 0 {
-		c.cancelPending(key)
-		c.state.Delete(skey)
-		return nil
-	}
-	if !c.openPending(key, "", nil, deps) {
-		return nil
-	}
-	c.log.Info("config deleted", "kind", ref.Kind, "namespace", ns, "name", ref.Name, "dependents", len(deps))
-	c.addToWindows(deps)
-	return nil
-}
-
-func (c *Controller) addToWindows(deps []dependent) {
+	rec := c.lookup(k)
+	deps := c.dependents(k, rec)
+	var due []key
 	for _, d := range deps {
-		if c.coalescer.Add(d.workload) {
+		if d.reload {
+			due = append(due, d.workload)
+		}
+	}
+	if len(due) > 0 {
+		if fresh {
+			c.metrics.Changes.WithLabelValues(k.kind).Inc()
+			c.log.Info("config changed", "kind", k.kind, "namespace", k.namespace, "name", k.name,
+				"hash", short(rec.hash()), "dependents", len(due))
+		}
+		c.openWindows(due, fresh)
+		return nil
+	}
+	c.changes.forget(k)
+	if rec != nil {
+		c.record(k, rec, deps)
+		return nil
+	}
+	c.settleAbsent(k, len(deps) > 0 || c.referenced(k))
+	return nil
+}
+
+// openWindows adds the workloads to their coalescing windows. A fresh change extends an open
+// window (the trailing debounce); a re-check only opens windows that are not open yet, so that
+// the progress of other dependents does not hold one back.
+func (c *Controller) openWindows(due []key, fresh bool) {
+	for _, w := range due {
+		if !fresh && c.coalescer.Open(w) {
+			continue
+		}
+		if c.coalescer.Add(w) && fresh {
 			c.metrics.Coalesced.Inc()
 		}
 	}
 }
 
-func short(hash string) string { return hash[:min(len(hash), 8)] }
-
-// dependents returns the workloads a change of the config reloads, from the index. rec is nil
-// for a deleted config, whose match annotation is no longer known.
-func (c *Controller) dependents(key string, ref configRef, ns string, rec *configRecord) ([]dependent, error) {
-	matched := rec != nil && rec.Annotations[c.opts.Annotations.Match] == "true"
+// dependents judges every workload that reloads on the config.
+func (c *Controller) dependents(k key, rec *configRecord) []dependent {
 	var out []dependent
-	for _, k := range c.kinds {
-		objs, err := k.informer.GetIndexer().ByIndex(byConfigIndex, key)
-		if err != nil {
-			return nil, fmt.Errorf("look up %ss using %s: %w", k.name, key, err)
-		}
+	for _, kind := range c.kinds {
+		objs, _ := kind.informer.GetIndexer().ByIndex(byConfigIndex, k.String()) // the index exists
 		for _, o := range objs {
-			meta, tmpl := k.template(o)
-			if tmpl == nil {
+			w, ok := c.view(kind, o)
+			if !ok {
 				continue
 			}
-			pol := c.opts.Annotations.policyOf(meta.GetAnnotations(), tmpl.Annotations)
-			if ok, keys := pol.triggers(ref, usesOf(&tmpl.Spec)[ref], matched); ok {
-				out = append(out, dependent{workload: k.name + "/" + ns + "/" + meta.GetName(), keys: keys})
+			if j, triggers := c.judge(w, policy.ConfigRef{Kind: k.kind, Name: k.name}, rec); triggers {
+				out = append(out, dependent{workload: w.key, judgement: j})
 			}
-		}
-	}
-	return out, nil
-}
-
-// concerned keeps the dependents a content change concerns: all that read the whole config, and
-// those reading single keys whose stored per-key hash differs. A key without a stored hash counts
-// as changed, so a reload is never lost.
-func (c *Controller) concerned(deps []dependent, skey string, rec *configRecord) []dependent {
-	var out []dependent
-	for _, d := range deps {
-		if d.keys == nil || c.keysChanged(skey, rec.Keys, d.keys) {
-			out = append(out, d)
 		}
 	}
 	return out
 }
 
-func (c *Controller) keysChanged(skey string, sums []confighash.KeySum, keys []string) bool {
-	for _, k := range keys {
-		stored, ok := c.state.Get(state.KeyOf(skey, k))
-		if !ok || stored != keySum(sums, k) {
+// referenced reports whether any workload's index names the config, triggering or not.
+func (c *Controller) referenced(k key) bool {
+	for _, kind := range c.kinds {
+		if objs, _ := kind.informer.GetIndexer().ByIndex(byConfigIndex, k.String()); len(objs) > 0 {
 			return true
 		}
 	}
 	return false
 }
 
-// keySum is the hex sum of one key, or "" if the config lacks it.
-func keySum(sums []confighash.KeySum, key string) string {
-	for _, s := range sums {
-		if s.Key == key {
-			return hex.EncodeToString(s.Sum[:])
-		}
-	}
-	return ""
-}
-
-// record writes a config's hash and the per-key hashes its single-key dependents need.
-func (c *Controller) record(skey, hash string, sums []confighash.KeySum, deps []dependent) {
-	c.state.Set(skey, hash)
+// record writes a config's content as fully rolled out, with the per-key values its key-level
+// dependents need.
+func (c *Controller) record(k key, rec *configRecord, deps []dependent) {
+	skey := c.stateKey(k)
+	c.state.Set(skey, rec.Hash)
 	for _, d := range deps {
-		for _, k := range d.keys {
-			if v := keySum(sums, k); v != "" {
-				c.state.Set(state.KeyOf(skey, k), v)
-			} else {
-				c.state.DeleteEntry(state.KeyOf(skey, k))
-			}
+		for _, dk := range d.keys {
+			c.state.Set(state.KeyOf(skey, dk), confighash.KeyValue(rec.Keys, dk))
 		}
 	}
 }
 
-var notEnvChar = regexp.MustCompile(`[^A-Za-z0-9]`)
-
-// stakaterVar is the env var stakater Reloader keeps a config's hash in.
-func stakaterVar(r configRef) string {
-	return "STAKATER_" + strings.ToUpper(notEnvChar.ReplaceAllString(r.Name, "_")) + "_" + strings.ToUpper(r.Kind)
-}
-
-// stakaterLagging returns, for a config the state does not know yet, the dependents whose
-// stakater Reloader variable holds a hash other than the config's current one: stakater missed
-// that change, so it is still to be rolled out. A dependent without the variable, or with the
-// current hash, needs nothing, which is what lets users switch from stakater without a restart
-// wave.
-func (c *Controller) stakaterLagging(deps []dependent, ref configRef, rec *configRecord) []dependent {
-	var out []dependent
-	for _, d := range deps {
-		if v, ok := c.workloadEnv(d.workload, stakaterVar(ref)); ok && v != rec.Stakater {
-			out = append(out, d)
-		}
-	}
-	return out
-}
-
-// workloadEnv looks a variable up in any container of a cached workload.
-func (c *Controller) workloadEnv(workload, name string) (string, bool) {
-	kind, ns, n, err := splitKey(workload)
-	if err != nil {
-		return "", false
-	}
-	obj, exists, err := c.kinds[kind].informer.GetIndexer().GetByKey(ns + "/" + n)
-	if err != nil || !exists {
-		return "", false
-	}
-	_, tmpl := c.kinds[kind].template(obj)
-	for _, ctr := range allContainers(&tmpl.Spec) {
-		for _, e := range ctr.Env {
-			if e.Name == name {
-				return e.Value, true
-			}
-		}
-	}
-	return "", false
-}
-
-// openPending records a change of a config to hash, waiting on deps. It reports false when the
-// same change is already pending, so a repeated event opens no second window.
-func (c *Controller) openPending(key, hash string, sums []confighash.KeySum, deps []dependent) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if p, ok := c.pending[key]; ok && p.hash == hash {
-		return false
-	}
-	p := &pendingConfig{hash: hash, keys: sums, observed: c.opts.Clock.Now(), waiting: map[string]struct{}{}}
-	for _, d := range deps {
-		p.waiting[d.workload] = struct{}{}
-	}
-	c.pending[key] = p
-	return true
-}
-
-func (c *Controller) cancelPending(key string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.pending, key)
-}
-
-// completeIfDone writes a config's new state once no dependent waits on it.
-func (c *Controller) completeIfDone(key string) {
-	c.mu.Lock()
-	p, ok := c.pending[key]
-	if !ok || len(p.waiting) > 0 {
-		c.mu.Unlock()
+// settleAbsent keeps a tombstone for a config that does not exist: its last content, so that a
+// recreation is judged against it, or none. It is pruned once nothing references the config for
+// the retention period.
+func (c *Controller) settleAbsent(k key, referenced bool) {
+	skey := c.stateKey(k)
+	e, known := c.state.Get(skey)
+	now := c.opts.Clock.Now()
+	switch {
+	case known && !e.Deleted:
+		c.state.Tombstone(skey, e.Hash, now)
+		c.log.Info("config deleted", "kind", k.kind, "namespace", k.namespace, "name", k.name)
+	case !known && referenced && c.opts.ReloadOnCreate:
+		// Absent but referenced: its appearance will be a creation.
+		c.state.Tombstone(skey, "", now)
+		return
+	case !known:
 		return
 	}
-	delete(c.pending, key)
-	c.mu.Unlock()
-	kind, ns, name, err := splitKey(key)
-	if err != nil {
-		return
-	}
-	ref := configRef{Kind: kind, Name: name}
-	skey := c.stateKey(ref, ns)
-	if p.hash == "" {
+	e, _ = c.state.Get(skey)
+	if referenced && c.opts.ReloadOnDelete && e.Hash != "" {
+		// The deletion reached every dependent: they run without the config now.
 		c.state.Delete(skey)
+		c.state.Tombstone(skey, "", e.Since)
 		return
 	}
-	// The dependents only name the keys whose per-key state to write; an index error leaves
-	// those out, which costs at worst one extra reload later.
-	deps, _ := c.dependents(key, ref, ns, c.lookup(ref, ns))
-	c.record(skey, p.hash, p.keys, deps)
+	if referenced {
+		return
+	}
+	if age := now.Sub(e.Since); age < c.opts.TombstoneRetention {
+		c.queue.AddAfter(k, c.opts.TombstoneRetention-age)
+		return
+	}
+	c.state.Delete(skey)
 }
 
-func (c *Controller) lookup(ref configRef, ns string) *configRecord {
-	inf, ok := c.configs[ref.Kind]
-	if !ok {
-		return nil
+// stateKey is the state entry of a config; the namespace is part of it only when the reloader
+// watches all namespaces.
+func (c *Controller) stateKey(k key) string {
+	ns := k.namespace
+	if c.opts.Namespace != "" {
+		ns = ""
 	}
-	obj, exists, err := inf.GetIndexer().GetByKey(ns + "/" + ref.Name)
-	if err != nil || !exists {
-		return nil
-	}
-	return obj.(*configRecord)
+	return state.Key(k.kind, ns, k.name)
 }
+
+// tombstoneMissing runs once the caches have synced: the entries of configs deleted while the
+// reloader was down become tombstones, and every tombstone is queued to be settled.
+func (c *Controller) tombstoneMissing() {
+	live := map[string]bool{}
+	for kind, inf := range c.configs {
+		for _, obj := range inf.GetStore().List() {
+			r := obj.(*configRecord)
+			live[c.stateKey(key{kind, r.Namespace, r.Name})] = true
+		}
+	}
+	if n := c.state.TombstoneMissing(func(k string) bool { return live[k] }, c.opts.Clock.Now()); n > 0 {
+		c.log.Info("configs deleted while the reloader was down", "entries", n)
+	}
+	c.queueTombstones()
+}
+
+// queueTombstones queues the config of every tombstone, to settle or prune it.
+func (c *Controller) queueTombstones() {
+	for skey := range c.state.Tombstones() {
+		kind, ns, name, ok := state.ParseKey(skey)
+		if !ok {
+			continue
+		}
+		if ns == "" {
+			ns = c.opts.Namespace
+		}
+		if _, watched := c.configs[kind]; watched {
+			c.queue.Add(key{kind, ns, name})
+		}
+	}
+}
+
+// sweepTombstones re-queues the tombstones now and then, so those whose last reference went
+// are pruned after the retention period.
+func (c *Controller) sweepTombstones(ctx context.Context) {
+	t := time.NewTicker(min(c.opts.TombstoneRetention, time.Hour))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			c.queueTombstones()
+		}
+	}
+}
+
+func short(hash string) string { return hash[:min(len(hash), 8)] }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,8 +15,10 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/reloader/reloader/confighash"
+	"github.com/reloader/reloader/internal/kube"
 	"github.com/reloader/reloader/internal/testcluster"
 	"github.com/reloader/reloader/metrics"
+	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader"
 )
 
@@ -52,14 +55,14 @@ func startControllerAs(t *testing.T, cfg *rest.Config, ns string, o controllerOp
 	opts := reloader.Options{
 		Namespace: ns, StateNamespace: ns, StateName: "reloader-state",
 		CoalescePeriod: o.period, CoalesceMaxWait: 5 * o.period, ShutdownGrace: o.grace,
-		Annotations: reloader.DefaultAnnotations(),
+		Annotations: policy.DefaultAnnotations(),
 		Log:         slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Metrics:     metrics.New("test"),
 	}
 	if o.tweak != nil {
 		o.tweak(&opts)
 	}
-	clients, err := reloader.NewClients(cfg)
+	clients, err := kube.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,6 +73,7 @@ func startControllerAs(t *testing.T, cfg *rest.Config, ns string, o controllerOp
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{ctrl: ctrl, cancel: cancel, done: make(chan error, 1), log: log}
 	go func() { r.done <- ctrl.Run(ctx) }()
+	started.Store(r, true)
 	waitFor(t, 30*time.Second, "controller ready", func() (bool, error) { return ctrl.Ready(), nil })
 	t.Cleanup(func() {
 		r.stop(t)
@@ -83,6 +87,7 @@ func startControllerAs(t *testing.T, cfg *rest.Config, ns string, o controllerOp
 // stop ends the controller and waits for it; calling it twice is harmless.
 func (r *running) stop(t *testing.T) {
 	t.Helper()
+	started.Delete(r)
 	r.cancel()
 	if err, ok := <-r.done; ok {
 		close(r.done)
@@ -216,8 +221,31 @@ func waitEnv(t *testing.T, ns, name, v, want string) {
 	})
 }
 
-// settle gives the controller time to do anything it wrongly would.
-func settle() { time.Sleep(2 * time.Second) }
+// started holds the running controllers, for settle.
+var started sync.Map // *running → true
+
+// settle waits until every running controller has settled.
+func settle() {
+	started.Range(func(r, _ any) bool {
+		r.(*running).settle()
+		return true
+	})
+}
+
+// settle waits until the controller has been idle for 300 ms in a row (long enough for a watch
+// event on this machine to arrive), so that whatever it would do, it has done.
+func (r *running) settle() {
+	deadline := time.Now().Add(20 * time.Second)
+	quietSince := time.Now()
+	for time.Now().Before(deadline) {
+		if !r.ctrl.Idle() {
+			quietSince = time.Now()
+		} else if time.Since(quietSince) >= 300*time.Millisecond {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
 
 func named(kind, names string) map[string]string {
 	return map[string]string{kind + ".reloader.stakater.com/reload": names}

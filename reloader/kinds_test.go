@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/reloader/reloader/confighash"
+	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader"
 )
 
@@ -189,7 +190,7 @@ func TestAnnotationsStrategy(t *testing.T) {
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
 	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
-	r := startController(t, ns, controllerOpts{grace: 5 * time.Second, tweak: func(o *reloader.Options) { o.Strategy = reloader.StrategyAnnotations }})
+	r := startController(t, ns, controllerOpts{grace: 5 * time.Second, tweak: func(o *reloader.Options) { o.Strategy = policy.StrategyAnnotations }})
 	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
 	var from map[string]any
 	waitFor(t, 10*time.Second, "last-reloaded-from", func() (bool, error) {
@@ -206,7 +207,7 @@ func TestAnnotationsStrategy(t *testing.T) {
 	// Restarting with the state rolled back must not reload again: the annotation holds the hash.
 	r.stop(t)
 	setStateEntry(t, ns, "v1.ConfigMap_app-config", confighash.ConfigMap(&corev1.ConfigMap{Data: map[string]string{"v": "0"}}))
-	startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { o.Strategy = reloader.StrategyAnnotations }})
+	startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { o.Strategy = policy.StrategyAnnotations }})
 	waitFor(t, 10*time.Second, "state caught up", func() (bool, error) { return stateEntry(t, ns, "v1.ConfigMap_app-config") == hash, nil })
 	if g := getDeployment(t, ns, "web").Generation; g != d.Generation {
 		t.Fatalf("reloaded twice (generation %d→%d)", d.Generation, g)
@@ -214,7 +215,7 @@ func TestAnnotationsStrategy(t *testing.T) {
 }
 
 func TestReloadOnDelete(t *testing.T) {
-	for _, strategy := range []string{reloader.StrategyEnvVars, reloader.StrategyAnnotations} {
+	for _, strategy := range []string{policy.StrategyEnvVars, policy.StrategyAnnotations} {
 		t.Run(strategy, func(t *testing.T) {
 			ns := cluster.NewNamespace(t)
 			createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
@@ -232,13 +233,16 @@ func TestReloadOnDelete(t *testing.T) {
 				d := getDeployment(t, ns, "web")
 				_, set := env(d, "app", cmVar)
 				marked := strings.Contains(d.Spec.Template.Annotations["reloader/config-hashes"], `"configmap/app-config":"deleted"`)
-				if strategy == reloader.StrategyEnvVars {
+				if strategy == policy.StrategyEnvVars {
 					return d.Generation == 3 && !set, nil
 				}
 				return d.Generation == 3 && marked, nil
 			})
-			waitFor(t, 10*time.Second, "the state entry removed", func() (bool, error) {
-				return stateEntry(t, ns, "v1.ConfigMap_app-config") == "", nil
+			// Once the deletion reached every dependent, the tombstone holds no content: a
+			// recreation is a creation.
+			waitFor(t, 10*time.Second, "a tombstone without content", func() (bool, error) {
+				v := stateEntry(t, ns, "v1.ConfigMap_app-config")
+				return strings.HasPrefix(v, "deleted@") && strings.HasSuffix(v, ":"), nil
 			})
 		})
 	}

@@ -8,12 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/reloader/reloader/confighash"
-)
-
-// Config kinds, as they appear in state keys, queue keys and Events.
-const (
-	kindConfigMap = "ConfigMap"
-	kindSecret    = "Secret"
+	"github.com/reloader/reloader/policy"
 )
 
 // configRecord is what the informer cache keeps of a ConfigMap or Secret: its identity, the few
@@ -43,11 +38,11 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 func (c *Controller) transform(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.ConfigMap:
-		r := c.newRecord(kindConfigMap, &o.ObjectMeta, confighash.ConfigMap(o))
+		r := c.newRecord(policy.KindConfigMap, &o.ObjectMeta, confighash.ConfigMap(o))
 		r.Keys, r.Stakater = confighash.ConfigMapKeys(o), confighash.StakaterConfigMap(o)
 		return r, nil
 	case *corev1.Secret:
-		r := c.newRecord(kindSecret, &o.ObjectMeta, confighash.Secret(o))
+		r := c.newRecord(policy.KindSecret, &o.ObjectMeta, confighash.Secret(o))
 		r.Keys, r.Stakater = confighash.SecretKeys(o), confighash.StakaterSecret(o)
 		return r, nil
 	case *appsv1.Deployment:
@@ -93,7 +88,7 @@ func (c *Controller) newRecord(kind string, m *metav1.ObjectMeta, hash string) *
 		},
 		Hash: hash,
 	}
-	for _, k := range c.opts.Annotations.onConfig() {
+	for _, k := range c.opts.Annotations.OnConfig() {
 		if v, ok := m.Annotations[k]; ok {
 			if r.Annotations == nil {
 				r.Annotations = map[string]string{}
@@ -102,4 +97,12 @@ func (c *Controller) newRecord(kind string, m *metav1.ObjectMeta, hash string) *
 		}
 	}
 	return r
+}
+
+// hash is the record's content hash; a nil record (a config that does not exist) has none.
+func (r *configRecord) hash() string {
+	if r == nil {
+		return ""
+	}
+	return r.Hash
 }

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/reloader/reloader/internal/kube"
 )
 
 // Workload type names, as --ignored-workload-types takes them.
@@ -35,8 +37,8 @@ type workloadKind struct {
 	informer cache.SharedIndexInformer
 	// template returns the object's metadata and pod template (nil if it has none).
 	template func(obj any) (metav1.Object, *corev1.PodTemplateSpec)
-	// patch applies an RFC 6902 JSON patch.
-	patch func(ctx context.Context, namespace, name string, body []byte) error
+	// patch applies an RFC 6902 JSON patch and returns the object as written.
+	patch func(ctx context.Context, namespace, name string, body []byte) (any, error)
 	// onDelete reports whether a template change restarts no pods (updateStrategy OnDelete).
 	onDelete func(obj any) bool
 	// canRestartAt: the kind honours spec.restartAt (Argo Rollouts).
@@ -45,7 +47,7 @@ type workloadKind struct {
 
 // typedClient is the List, Watch and Patch of a gentype client.
 type typedClient[T any, L runtime.Object] interface {
-	lister[L]
+	kube.Lister[L]
 	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error)
 }
 
@@ -53,14 +55,17 @@ func typedKind[T metav1.Object, L runtime.Object](name string, example T, tmpl f
 	client func(ns string) typedClient[T, L], ns string, transform cache.TransformFunc) *workloadKind {
 	return &workloadKind{
 		name:     name,
-		informer: newInformer[L](client(ns), any(example).(runtime.Object), noTweak, transform),
+		informer: kube.NewInformer[L](client(ns), any(example).(runtime.Object), kube.NoTweak, transform),
 		template: func(o any) (metav1.Object, *corev1.PodTemplateSpec) {
 			t := o.(T)
 			return t, tmpl(t)
 		},
-		patch: func(ctx context.Context, ns, n string, body []byte) error {
-			_, err := client(ns).Patch(ctx, n, types.JSONPatchType, body, metav1.PatchOptions{})
-			return err
+		patch: func(ctx context.Context, ns, n string, body []byte) (any, error) {
+			out, err := client(ns).Patch(ctx, n, types.JSONPatchType, body, metav1.PatchOptions{})
+			if err != nil {
+				return nil, err
+			}
+			return out, nil
 		},
 		onDelete: func(any) bool { return false },
 	}
@@ -68,17 +73,17 @@ func typedKind[T metav1.Object, L runtime.Object](name string, example T, tmpl f
 
 // kindConstructors builds each workload kind on demand, so an ignored kind never gets an
 // informer (which would list and watch it, and need RBAC for it).
-func kindConstructors(c *Clients, ns string, transform cache.TransformFunc) map[string]func() *workloadKind {
+func kindConstructors(c *kube.Clients, ns string, transform cache.TransformFunc) map[string]func() *workloadKind {
 	return map[string]func() *workloadKind{
 		TypeDeployments: func() *workloadKind {
 			return typedKind("Deployment", &appsv1.Deployment{},
 				func(d *appsv1.Deployment) *corev1.PodTemplateSpec { return &d.Spec.Template },
-				func(ns string) typedClient[*appsv1.Deployment, *appsv1.DeploymentList] { return c.deployments(ns) }, ns, transform)
+				func(ns string) typedClient[*appsv1.Deployment, *appsv1.DeploymentList] { return c.Deployments(ns) }, ns, transform)
 		},
 		TypeStatefulSets: func() *workloadKind {
 			k := typedKind("StatefulSet", &appsv1.StatefulSet{},
 				func(s *appsv1.StatefulSet) *corev1.PodTemplateSpec { return &s.Spec.Template },
-				func(ns string) typedClient[*appsv1.StatefulSet, *appsv1.StatefulSetList] { return c.statefulSets(ns) }, ns, transform)
+				func(ns string) typedClient[*appsv1.StatefulSet, *appsv1.StatefulSetList] { return c.StatefulSets(ns) }, ns, transform)
 			k.onDelete = func(o any) bool {
 				return o.(*appsv1.StatefulSet).Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType
 			}
@@ -87,7 +92,7 @@ func kindConstructors(c *Clients, ns string, transform cache.TransformFunc) map[
 		TypeDaemonSets: func() *workloadKind {
 			k := typedKind("DaemonSet", &appsv1.DaemonSet{},
 				func(d *appsv1.DaemonSet) *corev1.PodTemplateSpec { return &d.Spec.Template },
-				func(ns string) typedClient[*appsv1.DaemonSet, *appsv1.DaemonSetList] { return c.daemonSets(ns) }, ns, transform)
+				func(ns string) typedClient[*appsv1.DaemonSet, *appsv1.DaemonSetList] { return c.DaemonSets(ns) }, ns, transform)
 			k.onDelete = func(o any) bool {
 				return o.(*appsv1.DaemonSet).Spec.UpdateStrategy.Type == appsv1.OnDeleteDaemonSetStrategyType
 			}
@@ -102,11 +107,14 @@ func dynamicKind(name string, gvr schema.GroupVersionResource, client dynamic.In
 	resource := client.Resource(gvr)
 	return &workloadKind{
 		name:     name,
-		informer: newInformer[*unstructured.UnstructuredList](resource.Namespace(ns), &unstructured.Unstructured{}, noTweak, transform),
+		informer: kube.NewInformer[*unstructured.UnstructuredList](resource.Namespace(ns), &unstructured.Unstructured{}, kube.NoTweak, transform),
 		template: unstructuredTemplate,
-		patch: func(ctx context.Context, ns, n string, body []byte) error {
-			_, err := resource.Namespace(ns).Patch(ctx, n, types.JSONPatchType, body, metav1.PatchOptions{})
-			return err
+		patch: func(ctx context.Context, ns, n string, body []byte) (any, error) {
+			out, err := resource.Namespace(ns).Patch(ctx, n, types.JSONPatchType, body, metav1.PatchOptions{})
+			if err != nil {
+				return nil, err
+			}
+			return out, nil
 		},
 		onDelete:     func(any) bool { return false },
 		canRestartAt: gvr == rolloutsGVR,
@@ -128,7 +136,7 @@ func unstructuredTemplate(o any) (metav1.Object, *corev1.PodTemplateSpec) {
 }
 
 // selectKinds builds the enabled workload kinds, keyed by Kind.
-func selectKinds(opts Options, c *Clients, transform cache.TransformFunc) map[string]*workloadKind {
+func selectKinds(opts Options, c *kube.Clients, transform cache.TransformFunc) map[string]*workloadKind {
 	constructors := kindConstructors(c, opts.Namespace, transform)
 	if opts.ArgoRollouts {
 		constructors[TypeRollouts] = func() *workloadKind {

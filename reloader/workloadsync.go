@@ -5,190 +5,176 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
+	"net/http"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"github.com/reloader/reloader/confighash"
 	"github.com/reloader/reloader/metrics"
+	"github.com/reloader/reloader/policy"
 )
 
-// batch is what one workload sync must apply: the pending change of each config it waits on.
-type batch map[string]pendingConfig
+// errStale: the patch was computed from a version of the workload that is no longer current
+// (the cache has not yet seen our own last write, or someone else wrote). It is retried soon,
+// from the newer version.
+var errStale = errors.New("the workload changed since it was read")
 
-func (c *Controller) batchFor(workload string) batch {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	b := batch{}
-	for key, p := range c.pending {
-		if _, ok := p.waiting[workload]; ok {
-			b[key] = pendingConfig{hash: p.hash, keys: p.keys, observed: p.observed}
-		}
-	}
-	return b
+// retryLater is an error that should be retried only after a while: a refused patch is not
+// going to be accepted the next millisecond.
+type retryLater struct {
+	err   error
+	after time.Duration
 }
 
-// syncWorkload applies every pending config change of one workload in a single patch.
-func (c *Controller) syncWorkload(ctx context.Context, key string, k *workloadKind, ns, name string) error {
-	b := c.batchFor(key)
-	obj, exists, err := k.informer.GetIndexer().GetByKey(ns + "/" + name)
-	if err != nil {
-		return fmt.Errorf("get %s from cache: %w", key, err)
-	}
-	if !exists || len(b) == 0 {
-		c.finish(key, b)
-		return nil
-	}
-	meta, tmpl := k.template(obj)
-	if tmpl == nil {
-		c.finish(key, b)
-		return nil
-	}
-	if c.cacheBehind(key, meta.GetResourceVersion()) {
-		return errCacheBehind
-	}
-	changes, oldest := c.changesFor(meta, tmpl, b)
-	ops, err := c.ops(k, meta, tmpl, changes)
-	if err != nil {
+func (e retryLater) Error() string { return e.err.Error() }
+func (e retryLater) Unwrap() error { return e.err }
+
+// refusedRetry is how long a refused or reverted patch waits before it is tried again.
+const refusedRetry = 30 * time.Second
+
+// syncWorkload patches, in one patch, every config marker of the workload that differs from
+// what the rule wants.
+func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key) error {
+	obj, exists, err := kind.informer.GetIndexer().GetByKey(k.namespace + "/" + k.name)
+	if err != nil || !exists {
 		return err
 	}
-	if len(ops) == 0 {
-		c.metrics.CountReload(k.name, metrics.ResultAlreadyCurrent, ns)
-		c.finish(key, b)
+	w, ok := c.view(kind, obj)
+	if !ok {
 		return nil
 	}
+	changes := c.dueChanges(w)
+	if len(changes) == 0 {
+		return nil
+	}
+	ops, err := w.target.Ops(w.meta, w.tmpl, changes, c.opts.Clock.Now())
+	if err != nil || len(ops) == 0 {
+		return err
+	}
+	return c.patch(ctx, w, changes, ops)
+}
+
+// dueChanges are the changes the rule asks of the workload, in the order of its candidates.
+func (c *Controller) dueChanges(w workloadView) []policy.Change {
+	var changes []policy.Change
+	for _, r := range w.policy.Candidates(w.uses) {
+		if _, watched := c.configs[r.Kind]; !watched {
+			continue
+		}
+		if j, triggers := c.judge(w, r, c.lookup(configKey(r, w.key.namespace))); triggers && j.reload {
+			changes = append(changes, j.change)
+		}
+	}
+	return changes
+}
+
+func (c *Controller) patch(ctx context.Context, w workloadView, changes []policy.Change, ops []policy.JSONOp) error {
 	body, err := json.Marshal(ops)
 	if err != nil {
-		return fmt.Errorf("encode patch of %s: %w", key, err)
+		return fmt.Errorf("encode patch of %s: %w", w.key, err)
 	}
-	if err := k.patch(ctx, ns, name, body); err != nil {
-		c.metrics.CountReload(k.name, metrics.ResultFailure, ns)
-		c.recorder.Eventf(obj.(runtime.Object), corev1.EventTypeWarning, "ReloadFailed", "Reload for %s failed: %v", describe(changes), err)
-		return fmt.Errorf("patch %s %s/%s: %w", k.name, ns, name, err)
+	// Read before the patch: its own update event may come back, and let the state advance and
+	// forget the change, before the call returns.
+	since, known := c.changes.oldest(w.key.namespace, changes)
+	out, err := w.kind.patch(ctx, w.key.namespace, w.key.name, body)
+	if isStale(err) {
+		return errStale
 	}
-	c.rememberPatch(key, meta.GetResourceVersion())
-	c.reloaded(k, obj, changes, oldest)
-	c.finish(key, b)
+	what := describe(changes)
+	if err != nil {
+		return c.failed(w, "ReloadFailed", fmt.Sprintf("Reload for %s failed: %v", what, err), err)
+	}
+	if c.reverted(w, out, changes) {
+		err := fmt.Errorf("patch of %s %s/%s was accepted, but the template does not hold the new values: an admission webhook or policy may be reverting it", w.kind.name, w.key.namespace, w.key.name)
+		return c.failed(w, "ReloadReverted", fmt.Sprintf("Reload for %s was reverted by the API server; it is retried every %s", what, refusedRetry), err)
+	}
+	c.reports.clear(string(w.meta.GetUID()), "ReloadFailed", "ReloadReverted")
+	if known {
+		c.metrics.ObserveReload(w.kind.name, w.key.namespace, since)
+	} else {
+		c.metrics.CountReload(w.kind.name, metrics.ResultSuccess, w.key.namespace)
+	}
+	c.reloaded(w, what)
 	return nil
 }
 
-// errCacheBehind asks for a retry: the cached workload does not show our own last patch yet.
-var errCacheBehind = errors.New("the cache has not yet seen the last patch")
-
-// rememberPatch notes the version a patch was computed from. Until the cache holds a newer
-// version of the workload, its template predates our own write: deciding from it could add a
-// variable twice or miss one to remove.
-func (c *Controller) rememberPatch(workload, fromVersion string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.patchedFrom[workload] = fromVersion
-}
-
-func (c *Controller) cacheBehind(workload, cachedVersion string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	from, ok := c.patchedFrom[workload]
-	if ok && from != cachedVersion {
-		delete(c.patchedFrom, workload)
+// isStale reports a failed test op of our patch (the resourceVersion, or an env entry's name).
+// The API server answers a JSON patch that does not apply with a bare 422 whose detail it drops,
+// unlike a validation error, which names its causes. Any such patch is recomputed from a fresher
+// cache, which is right for both.
+func isStale(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
 		return false
 	}
-	return ok
+	s := status.Status()
+	return s.Code == http.StatusUnprocessableEntity && (s.Details == nil || len(s.Details.Causes) == 0) &&
+		strings.HasPrefix(s.Message, "the server rejected our request due to an error in our request")
 }
 
-// changesFor turns the batch into the values this workload should hold: the config hash, or a
-// hash of just the keys it reads, or "" for a deleted config. Configs it no longer depends on
-// are left out.
-func (c *Controller) changesFor(meta metav1.Object, tmpl *corev1.PodTemplateSpec, b batch) ([]change, time.Time) {
-	pol := c.opts.Annotations.policyOf(meta.GetAnnotations(), tmpl.Annotations)
-	uses := usesOf(&tmpl.Spec)
-	oldest := c.opts.Clock.Now()
-	var changes []change
-	for _, key := range slices.Sorted(maps.Keys(b)) {
-		p := b[key]
-		kind, ns, name, _ := splitKey(key)
-		ref := configRef{Kind: kind, Name: name}
-		rec := c.lookup(ref, ns)
-		matched := rec == nil || rec.Annotations[c.opts.Annotations.Match] == "true"
-		ok, keys := pol.triggers(ref, uses[ref], matched)
-		if !ok {
-			continue
+// failed reports a failure once per workload and reason, counts it, and picks when to retry:
+// soon for a transient error, after refusedRetry for a refusal.
+func (c *Controller) failed(w workloadView, reason, message string, err error) error {
+	c.metrics.CountReload(w.kind.name, metrics.ResultFailure, w.key.namespace)
+	c.reports.warn(w.obj, string(w.meta.GetUID()), reason, message)
+	err = fmt.Errorf("patch %s: %w", w.key, err)
+	if reason == "ReloadReverted" || refused(err) {
+		return retryLater{err: err, after: refusedRetry}
+	}
+	return err
+}
+
+// refused reports an answer that will not change by itself: forbidden, invalid, denied by
+// admission, or over quota.
+func refused(err error) bool {
+	return apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) ||
+		apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err)
+}
+
+// reverted reports whether the object the patch returned still lacks a change: an admission
+// webhook may have undone it.
+func (c *Controller) reverted(w workloadView, out any, changes []policy.Change) bool {
+	if out == nil {
+		return false
+	}
+	after, ok := c.view(w.kind, out)
+	if !ok {
+		return false
+	}
+	for _, ch := range changes {
+		m := after.target.Marker(after.meta.GetAnnotations(), after.tmpl, ch.Ref, ch.Value)
+		if m == policy.Stale || ch.Value != "" && m != policy.Current {
+			return true
 		}
-		value := p.hash
-		if keys != nil && value != "" {
-			value = confighash.Subset(p.keys, keys)
-		}
-		changes = append(changes, change{ref: ref, value: value})
-		oldest = minTime(oldest, p.observed)
 	}
-	return changes, oldest
+	return false
 }
 
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
-}
-
-// ops picks the strategy: Argo's restartAt when the Rollout asks for it, else env vars or
-// annotations.
-func (c *Controller) ops(k *workloadKind, meta metav1.Object, tmpl *corev1.PodTemplateSpec, changes []change) ([]jsonOp, error) {
-	if len(changes) == 0 {
-		return nil, nil
-	}
-	now := c.opts.Clock.Now()
-	switch {
-	case k.canRestartAt && meta.GetAnnotations()[c.opts.Annotations.RolloutStrategy] == "restart":
-		return restartOps(meta, changes, now), nil
-	case c.opts.Strategy == StrategyAnnotations:
-		return annotationOps(meta.GetNamespace(), tmpl, changes, now)
-	}
-	return envOps(tmpl, changes), nil
-}
-
-// reloaded records a successful patch: metrics, the audit Event, and a log line. A workload
+// reloaded records a successful patch: the audit Event and a log line. A workload
 // whose update strategy is OnDelete restarts nothing on a template change; that is said, not
 // hidden.
-func (c *Controller) reloaded(k *workloadKind, obj any, changes []change, oldest time.Time) {
-	meta, _ := k.template(obj)
-	c.metrics.ObserveReload(k.name, meta.GetNamespace(), oldest)
-	c.recorder.Eventf(obj.(runtime.Object), corev1.EventTypeNormal, "Reloaded", "Reloaded for %s", describe(changes))
-	c.log.Info("reloaded workload", "kind", k.name, "namespace", meta.GetNamespace(), "name", meta.GetName(), "configs", describe(changes))
-	if k.onDelete(obj) {
-		c.metrics.OnDeleteSkipped.WithLabelValues(k.name).Inc()
-		c.recorder.Event(obj.(runtime.Object), corev1.EventTypeWarning, "ReloadNeedsPodDeletion",
+func (c *Controller) reloaded(w workloadView, what string) {
+	c.reports.event(w.obj, corev1.EventTypeNormal, "Reloaded", "Reloaded for "+what)
+	c.log.Info("reloaded workload", "kind", w.kind.name, "namespace", w.key.namespace, "name", w.key.name, "configs", what)
+	if w.kind.onDelete(w.obj) {
+		c.metrics.OnDeleteSkipped.WithLabelValues(w.kind.name).Inc()
+		c.reports.event(w.obj, corev1.EventTypeWarning, "ReloadNeedsPodDeletion",
 			"The pod template was updated, but the OnDelete update strategy restarts no pod: delete the pods to load the new config")
-		c.log.Warn("template updated but OnDelete strategy restarts no pod", "kind", k.name, "namespace", meta.GetNamespace(), "name", meta.GetName())
+		c.log.Warn("template updated but OnDelete strategy restarts no pod", "kind", w.kind.name, "namespace", w.key.namespace, "name", w.key.name)
 	}
 }
 
 // describe names the configs of a reload with their short hashes, in a stable order.
-func describe(changes []change) string {
+func describe(changes []policy.Change) string {
 	parts := make([]string, 0, len(changes))
 	for _, ch := range changes {
-		v := short(ch.value)
+		v := short(ch.Value)
 		if v == "" {
-			v = deletedMarker
+			v = policy.DeletedMarker
 		}
-		parts = append(parts, fmt.Sprintf("%s/%s (%s)", ch.ref.Kind, ch.ref.Name, v))
+		parts = append(parts, fmt.Sprintf("%s/%s (%s)", ch.Ref.Kind, ch.Ref.Name, v))
 	}
 	return strings.Join(parts, ", ")
-}
-
-// finish marks the workload done for every config in the batch whose pending change is still the
-// one applied, and writes the state of configs with no dependent left waiting.
-func (c *Controller) finish(workload string, b batch) {
-	for key, applied := range b {
-		c.mu.Lock()
-		if p, ok := c.pending[key]; ok && p.hash == applied.hash {
-			delete(p.waiting, workload)
-		}
-		c.mu.Unlock()
-		c.completeIfDone(key)
-	}
 }

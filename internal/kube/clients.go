@@ -1,4 +1,6 @@
-package reloader
+// Package kube owns the reloader's access to the API server: typed clients over a scheme of only
+// the types it uses, informer construction, and the Event sink.
+package kube
 
 import (
 	"context"
@@ -32,8 +34,8 @@ type Clients struct {
 	Dynamic dynamic.Interface
 }
 
-// NewClients builds the clients from a rest.Config.
-func NewClients(cfg *rest.Config) (*Clients, error) {
+// New builds the clients from a rest.Config.
+func New(cfg *rest.Config) (*Clients, error) {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, coordinationv1.AddToScheme} {
 		if err := add(s); err != nil {
@@ -75,36 +77,40 @@ func (c *Clients) ConfigMaps(ns string) *gentype.ClientWithList[*corev1.ConfigMa
 		func() *corev1.ConfigMap { return &corev1.ConfigMap{} }, func() *corev1.ConfigMapList { return &corev1.ConfigMapList{} }, gentype.PrefersProtobuf[*corev1.ConfigMap]())
 }
 
-func (c *Clients) secrets(ns string) *gentype.ClientWithList[*corev1.Secret, *corev1.SecretList] {
+// Secrets returns the Secret client of a namespace.
+func (c *Clients) Secrets(ns string) *gentype.ClientWithList[*corev1.Secret, *corev1.SecretList] {
 	return gentype.NewClientWithList("secrets", c.core, c.codec, ns,
 		func() *corev1.Secret { return &corev1.Secret{} }, func() *corev1.SecretList { return &corev1.SecretList{} }, gentype.PrefersProtobuf[*corev1.Secret]())
 }
 
-func (c *Clients) namespaces() *gentype.ClientWithList[*corev1.Namespace, *corev1.NamespaceList] {
+// Namespaces returns the Namespace client.
+func (c *Clients) Namespaces() *gentype.ClientWithList[*corev1.Namespace, *corev1.NamespaceList] {
 	return gentype.NewClientWithList("namespaces", c.core, c.codec, "",
 		func() *corev1.Namespace { return &corev1.Namespace{} }, func() *corev1.NamespaceList { return &corev1.NamespaceList{} }, gentype.PrefersProtobuf[*corev1.Namespace]())
 }
 
-func (c *Clients) events(ns string) *gentype.Client[*corev1.Event] {
+// Events returns the Event client of a namespace.
+func (c *Clients) Events(ns string) *gentype.Client[*corev1.Event] {
 	return gentype.NewClient("events", c.core, c.codec, ns, func() *corev1.Event { return &corev1.Event{} },
 		gentype.PrefersProtobuf[*corev1.Event]())
 }
 
-// stateConfigMaps serves the state store: a state write's response is the whole shard (up to
+// StateConfigMaps serves the state store: a state write's response is the whole shard (up to
 // 800 KB), which it never reads, so the patch skips decoding it.
-type stateConfigMaps struct {
+type StateConfigMaps struct {
 	*gentype.ClientWithList[*corev1.ConfigMap, *corev1.ConfigMapList]
 	rest  rest.Interface
 	codec runtime.ParameterCodec
 	ns    string
 }
 
-func (c *Clients) stateConfigMaps(ns string) stateConfigMaps {
-	return stateConfigMaps{ClientWithList: c.ConfigMaps(ns), rest: c.core, codec: c.codec, ns: ns}
+// StateConfigMaps returns the client the state store writes through.
+func (c *Clients) StateConfigMaps(ns string) StateConfigMaps {
+	return StateConfigMaps{ClientWithList: c.ConfigMaps(ns), rest: c.core, codec: c.codec, ns: ns}
 }
 
 // Patch applies the patch and returns no object.
-func (s stateConfigMaps) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, _ ...string) (*corev1.ConfigMap, error) {
+func (s StateConfigMaps) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, _ ...string) (*corev1.ConfigMap, error) {
 	return nil, s.rest.Patch(pt).Namespace(s.ns).Resource("configmaps").Name(name).
 		VersionedParams(&opts, s.codec).Body(data).Do(ctx).Error()
 }
@@ -115,30 +121,33 @@ func (c *Clients) Leases(ns string) *gentype.Client[*coordinationv1.Lease] {
 		gentype.PrefersProtobuf[*coordinationv1.Lease]())
 }
 
-func (c *Clients) deployments(ns string) *gentype.ClientWithList[*appsv1.Deployment, *appsv1.DeploymentList] {
+// Deployments returns the Deployment client of a namespace.
+func (c *Clients) Deployments(ns string) *gentype.ClientWithList[*appsv1.Deployment, *appsv1.DeploymentList] {
 	return gentype.NewClientWithList("deployments", c.apps, c.codec, ns,
 		func() *appsv1.Deployment { return &appsv1.Deployment{} }, func() *appsv1.DeploymentList { return &appsv1.DeploymentList{} }, gentype.PrefersProtobuf[*appsv1.Deployment]())
 }
 
-func (c *Clients) statefulSets(ns string) *gentype.ClientWithList[*appsv1.StatefulSet, *appsv1.StatefulSetList] {
+// StatefulSets returns the StatefulSet client of a namespace.
+func (c *Clients) StatefulSets(ns string) *gentype.ClientWithList[*appsv1.StatefulSet, *appsv1.StatefulSetList] {
 	return gentype.NewClientWithList("statefulsets", c.apps, c.codec, ns,
 		func() *appsv1.StatefulSet { return &appsv1.StatefulSet{} }, func() *appsv1.StatefulSetList { return &appsv1.StatefulSetList{} }, gentype.PrefersProtobuf[*appsv1.StatefulSet]())
 }
 
-func (c *Clients) daemonSets(ns string) *gentype.ClientWithList[*appsv1.DaemonSet, *appsv1.DaemonSetList] {
+// DaemonSets returns the DaemonSet client of a namespace.
+func (c *Clients) DaemonSets(ns string) *gentype.ClientWithList[*appsv1.DaemonSet, *appsv1.DaemonSetList] {
 	return gentype.NewClientWithList("daemonsets", c.apps, c.codec, ns,
 		func() *appsv1.DaemonSet { return &appsv1.DaemonSet{} }, func() *appsv1.DaemonSetList { return &appsv1.DaemonSetList{} }, gentype.PrefersProtobuf[*appsv1.DaemonSet]())
 }
 
-// lister is the List and Watch of a typed client.
-type lister[L runtime.Object] interface {
+// Lister is the List and Watch of a typed client.
+type Lister[L runtime.Object] interface {
 	List(ctx context.Context, opts metav1.ListOptions) (L, error)
 	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
 }
 
-// newInformer builds a shared informer over a typed client, with tweak applied to every list
+// NewInformer builds a shared informer over a typed client, with tweak applied to every list
 // and watch, and transform stripping objects before they are cached.
-func newInformer[L runtime.Object](client lister[L], example runtime.Object, tweak func(*metav1.ListOptions), transform cache.TransformFunc) cache.SharedIndexInformer {
+func NewInformer[L runtime.Object](client Lister[L], example runtime.Object, tweak func(*metav1.ListOptions), transform cache.TransformFunc) cache.SharedIndexInformer {
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			tweak(&o)
@@ -154,21 +163,22 @@ func newInformer[L runtime.Object](client lister[L], example runtime.Object, twe
 	return inf
 }
 
-func noTweak(*metav1.ListOptions) {}
+// NoTweak leaves list options as they are.
+func NoTweak(*metav1.ListOptions) {}
 
-// eventSink records Events through the reloader's own client.
-type eventSink struct {
-	client func(ns string) *gentype.Client[*corev1.Event]
+// EventSink records Events through the reloader's own client.
+type EventSink struct {
+	Client func(ns string) *gentype.Client[*corev1.Event]
 }
 
-func (s eventSink) Create(e *corev1.Event) (*corev1.Event, error) {
-	return s.client(e.Namespace).Create(context.Background(), e, metav1.CreateOptions{})
+func (s EventSink) Create(e *corev1.Event) (*corev1.Event, error) {
+	return s.Client(e.Namespace).Create(context.Background(), e, metav1.CreateOptions{})
 }
 
-func (s eventSink) Update(e *corev1.Event) (*corev1.Event, error) {
-	return s.client(e.Namespace).Update(context.Background(), e, metav1.UpdateOptions{})
+func (s EventSink) Update(e *corev1.Event) (*corev1.Event, error) {
+	return s.Client(e.Namespace).Update(context.Background(), e, metav1.UpdateOptions{})
 }
 
-func (s eventSink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
-	return s.client(e.Namespace).Patch(context.Background(), e.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
+func (s EventSink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
+	return s.Client(e.Namespace).Patch(context.Background(), e.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
 }

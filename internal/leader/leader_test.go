@@ -1,4 +1,4 @@
-package main
+package leader
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 )
 
 // memLeases is an in-memory Lease store with resourceVersion checks, enough to test the
-// election's rules; the e2e tests run it against the API server.
+// Election's rules; the e2e tests run it against the API server.
 type memLeases struct {
 	lease *coordinationv1.Lease
 	rv    int
@@ -50,9 +50,9 @@ func (m *memLeases) store(l *coordinationv1.Lease) *coordinationv1.Lease {
 	return m.lease.DeepCopy()
 }
 
-func candidate(store *memLeases, id string) *election {
-	return &election{leases: store, name: "reloader", id: id, lease: 300 * time.Millisecond, renew: 200 * time.Millisecond,
-		retry: 50 * time.Millisecond, log: slog.New(slog.NewTextHandler(io.Discard, nil)), metrics: metrics.New("test")}
+func candidate(store *memLeases, id string) *Election {
+	return &Election{Leases: store, Name: "reloader", ID: id, Lease: 300 * time.Millisecond, Renew: 200 * time.Millisecond,
+		Retry: 50 * time.Millisecond, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: metrics.New("test")}
 }
 
 func TestLeaseRules(t *testing.T) {
@@ -61,7 +61,7 @@ func TestLeaseRules(t *testing.T) {
 	a, b := candidate(store, "a"), candidate(store, "b")
 	steps := []struct {
 		name  string
-		who   *election
+		who   *Election
 		wait  time.Duration
 		holds bool
 	}{

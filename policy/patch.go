@@ -1,4 +1,4 @@
-package reloader
+package policy
 
 import (
 	"encoding/json"
@@ -24,19 +24,19 @@ const (
 	hashesAnnotation = "reloader/config-hashes"
 	// lastReloadedFrom is stakater Reloader's pod-template annotation for its annotations strategy.
 	lastReloadedFrom = "reloader.stakater.com/last-reloaded-from"
-	// deletedMarker is the value applied for a config that was deleted (--reload-on-delete).
-	deletedMarker = "deleted"
+	// DeletedMarker is the value applied for a config that was deleted (--reload-on-delete).
+	DeletedMarker = "deleted"
 )
 
-// change is one config's new value for a workload: its hash, a subset hash for a workload that
+// Change is one config's new value for a workload: its hash, a subset hash for a workload that
 // reads single keys, or "" when the config was deleted.
-type change struct {
-	ref   configRef
-	value string
+type Change struct {
+	Ref   ConfigRef
+	Value string
 }
 
-// jsonOp is one RFC 6902 operation.
-type jsonOp struct {
+// JSONOp is one RFC 6902 operation.
+type JSONOp struct {
 	Op    string `json:"op"`
 	Path  string `json:"path"`
 	Value any    `json:"value,omitempty"`
@@ -51,20 +51,20 @@ func pointer(parts ...string) string {
 	return b.String()
 }
 
-// envVarName is the variable that carries a config's hash in the pod template, in Collaborne's
+// EnvVarName is the variable that carries a config's hash in the pod template, in Collaborne's
 // form _RELOADER_-<configmap|secret>-<name>. Config names are DNS subdomains ([a-z0-9.-]), all
 // valid in an env var name, so the name is used verbatim and distinct configs never share a
 // variable: app-config and app.config stay apart.
-func envVarName(r configRef) string {
+func EnvVarName(r ConfigRef) string {
 	return "_RELOADER_-" + strings.ToLower(r.Kind) + "-" + r.Name
 }
 
 // targetContainers are the indexes of the containers that read r, or of the first container if
 // none does.
-func targetContainers(spec *corev1.PodSpec, r configRef) []int {
+func targetContainers(spec *corev1.PodSpec, r ConfigRef) []int {
 	var idx []int
 	for i := range spec.Containers {
-		if containerUses(spec, &spec.Containers[i], r) {
+		if ContainerUses(spec, &spec.Containers[i], r) {
 			idx = append(idx, i)
 		}
 	}
@@ -74,15 +74,15 @@ func targetContainers(spec *corev1.PodSpec, r configRef) []int {
 	return idx
 }
 
-// envOps sets (or, for a deleted config, removes) each config's variable on its target
+// EnvOps sets (or, for a deleted config, removes) each config's variable on its target
 // containers. It returns no ops when the template already holds every value.
-func envOps(tmpl *corev1.PodTemplateSpec, changes []change) []jsonOp {
+func EnvOps(tmpl *corev1.PodTemplateSpec, changes []Change) []JSONOp {
 	spec := &tmpl.Spec
-	var ops []jsonOp
+	var ops []JSONOp
 	for ci := range spec.Containers {
-		var wanted []change
+		var wanted []Change
 		for _, ch := range changes {
-			if slices.Contains(targetContainers(spec, ch.ref), ci) {
+			if slices.Contains(targetContainers(spec, ch.Ref), ci) {
 				wanted = append(wanted, ch)
 			}
 		}
@@ -91,27 +91,27 @@ func envOps(tmpl *corev1.PodTemplateSpec, changes []change) []jsonOp {
 	return ops
 }
 
-func containerEnvOps(c corev1.Container, ci int, wanted []change) []jsonOp {
+func containerEnvOps(c corev1.Container, ci int, wanted []Change) []JSONOp {
 	base := pointer("spec", "template", "spec", "containers", fmt.Sprint(ci))
-	var sets, removes []jsonOp
+	var sets, removes []JSONOp
 	hasEnv := c.Env != nil
 	for _, ch := range wanted {
-		name := envVarName(ch.ref)
+		name := EnvVarName(ch.Ref)
 		j := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == name })
 		at := base + pointer("env", fmt.Sprint(j))
 		// An index is only right for the template we read: each op on one re-checks its name.
-		guard := jsonOp{Op: "test", Path: at + "/name", Value: name}
+		guard := JSONOp{Op: "test", Path: at + "/name", Value: name}
 		switch {
-		case ch.value == "" && j >= 0:
-			removes = append(removes, guard, jsonOp{Op: "remove", Path: at})
-		case ch.value == "" || j >= 0 && c.Env[j].Value == ch.value && c.Env[j].ValueFrom == nil:
+		case ch.Value == "" && j >= 0:
+			removes = append(removes, guard, JSONOp{Op: "remove", Path: at})
+		case ch.Value == "" || j >= 0 && c.Env[j].Value == ch.Value && c.Env[j].ValueFrom == nil:
 		case j >= 0:
-			sets = append(sets, guard, jsonOp{Op: "replace", Path: at, Value: corev1.EnvVar{Name: name, Value: ch.value}})
+			sets = append(sets, guard, JSONOp{Op: "replace", Path: at, Value: corev1.EnvVar{Name: name, Value: ch.Value}})
 		case !hasEnv:
-			sets = append(sets, jsonOp{Op: "add", Path: base + "/env", Value: []corev1.EnvVar{{Name: name, Value: ch.value}}})
+			sets = append(sets, JSONOp{Op: "add", Path: base + "/env", Value: []corev1.EnvVar{{Name: name, Value: ch.Value}}})
 			hasEnv = true
 		default:
-			sets = append(sets, jsonOp{Op: "add", Path: base + "/env/-", Value: corev1.EnvVar{Name: name, Value: ch.value}})
+			sets = append(sets, JSONOp{Op: "add", Path: base + "/env/-", Value: corev1.EnvVar{Name: name, Value: ch.Value}})
 		}
 	}
 	if len(sets)+len(removes) == 0 {
@@ -119,52 +119,52 @@ func containerEnvOps(c corev1.Container, ci int, wanted []change) []jsonOp {
 	}
 	// Removals go last and from the highest index down, so earlier indexes stay valid; each
 	// keeps its guard in front of it.
-	slices.SortStableFunc(removes, func(a, b jsonOp) int { return envIndex(b) - envIndex(a) })
-	guard := jsonOp{Op: "test", Path: base + "/name", Value: c.Name}
-	return append(append([]jsonOp{guard}, sets...), removes...)
+	slices.SortStableFunc(removes, func(a, b JSONOp) int { return envIndex(b) - envIndex(a) })
+	guard := JSONOp{Op: "test", Path: base + "/name", Value: c.Name}
+	return append(append([]JSONOp{guard}, sets...), removes...)
 }
 
 // envIndex is the env index an op addresses (its guard shares it).
-func envIndex(op jsonOp) int {
+func envIndex(op JSONOp) int {
 	rest := op.Path[strings.LastIndex(op.Path, "/env/")+len("/env/"):]
 	var i int
 	fmt.Sscan(strings.TrimSuffix(rest, "/name"), &i)
 	return i
 }
 
-// appliedHashes reads hashesAnnotation.
-func appliedHashes(annotations map[string]string) map[string]string {
+// AppliedHashes reads hashesAnnotation.
+func AppliedHashes(annotations map[string]string) map[string]string {
 	m := map[string]string{}
 	_ = json.Unmarshal([]byte(annotations[hashesAnnotation]), &m) // a mangled value counts as empty
 	return m
 }
 
-func hashKey(r configRef) string { return strings.ToLower(r.Kind) + "/" + r.Name }
+func hashKey(r ConfigRef) string { return strings.ToLower(r.Kind) + "/" + r.Name }
 
 // withChanges returns the applied-hashes map updated by changes, and whether it differs.
-func withChanges(applied map[string]string, changes []change) (map[string]string, bool) {
+func withChanges(applied map[string]string, changes []Change) (map[string]string, bool) {
 	next := maps.Clone(applied)
 	for _, ch := range changes {
-		v := ch.value
+		v := ch.Value
 		if v == "" {
-			v = deletedMarker
+			v = DeletedMarker
 		}
-		next[hashKey(ch.ref)] = v
+		next[hashKey(ch.Ref)] = v
 	}
 	return next, !maps.Equal(applied, next)
 }
 
-// annotationOps implements the annotations strategy: the pod template gets stakater's
+// AnnotationOps implements the annotations strategy: the pod template gets stakater's
 // last-reloaded-from annotation and the per-config hashes.
-func annotationOps(ns string, tmpl *corev1.PodTemplateSpec, changes []change, now time.Time) ([]jsonOp, error) {
-	next, differs := withChanges(appliedHashes(tmpl.Annotations), changes)
+func AnnotationOps(ns string, tmpl *corev1.PodTemplateSpec, changes []Change, now time.Time) ([]JSONOp, error) {
+	next, differs := withChanges(AppliedHashes(tmpl.Annotations), changes)
 	if !differs {
 		return nil, nil
 	}
 	last := changes[len(changes)-1]
 	from, err := json.Marshal(map[string]any{
-		"type": strings.ToUpper(last.ref.Kind), "name": last.ref.Name, "namespace": ns,
-		"hash": next[hashKey(last.ref)], "containerRefs": containerNames(&tmpl.Spec, last.ref), "observedAt": now.Unix(),
+		"type": strings.ToUpper(last.Ref.Kind), "name": last.Ref.Name, "namespace": ns,
+		"hash": next[hashKey(last.Ref)], "containerRefs": containerNames(&tmpl.Spec, last.Ref), "observedAt": now.Unix(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", lastReloadedFrom, err)
@@ -174,29 +174,29 @@ func annotationOps(ns string, tmpl *corev1.PodTemplateSpec, changes []change, no
 	}), nil
 }
 
-// restartOps implements Argo Rollouts' restart strategy: spec.restartAt makes the Rollout
+// RestartOps implements Argo Rollouts' restart strategy: spec.restartAt makes the Rollout
 // replace its pods without a template change; the hashes go on the Rollout itself.
-func restartOps(meta metav1.Object, changes []change, now time.Time) []jsonOp {
-	next, differs := withChanges(appliedHashes(meta.GetAnnotations()), changes)
+func RestartOps(meta metav1.Object, changes []Change, now time.Time) []JSONOp {
+	next, differs := withChanges(AppliedHashes(meta.GetAnnotations()), changes)
 	if !differs {
 		return nil
 	}
 	ops := setAnnotations([]string{"metadata"}, meta.GetAnnotations(), map[string]string{hashesAnnotation: mustJSON(next)})
-	return append(ops, jsonOp{Op: "add", Path: "/spec/restartAt", Value: now.UTC().Format(time.RFC3339)})
+	return append(ops, JSONOp{Op: "add", Path: "/spec/restartAt", Value: now.UTC().Format(time.RFC3339)})
 }
 
-func setAnnotations(at []string, current, set map[string]string) []jsonOp {
+func setAnnotations(at []string, current, set map[string]string) []JSONOp {
 	if current == nil {
-		return []jsonOp{{Op: "add", Path: pointer(append(at, "annotations")...), Value: set}}
+		return []JSONOp{{Op: "add", Path: pointer(append(at, "annotations")...), Value: set}}
 	}
-	var ops []jsonOp
+	var ops []JSONOp
 	for _, k := range slices.Sorted(maps.Keys(set)) {
-		ops = append(ops, jsonOp{Op: "add", Path: pointer(append(at, "annotations", k)...), Value: set[k]})
+		ops = append(ops, JSONOp{Op: "add", Path: pointer(append(at, "annotations", k)...), Value: set[k]})
 	}
 	return ops
 }
 
-func containerNames(spec *corev1.PodSpec, r configRef) []string {
+func containerNames(spec *corev1.PodSpec, r ConfigRef) []string {
 	var names []string
 	for _, i := range targetContainers(spec, r) {
 		names = append(names, spec.Containers[i].Name)

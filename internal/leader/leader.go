@@ -1,4 +1,6 @@
-package main
+// Package leader owns leader election over a coordination.k8s.io Lease, so that of several
+// reloader replicas only one acts.
+package leader
 
 import (
 	"context"
@@ -17,16 +19,16 @@ import (
 	"github.com/reloader/reloader/metrics"
 )
 
-// leaseClient is what the election needs of a Lease client for its namespace.
-type leaseClient interface {
+// LeaseClient is what the Election needs of a Lease client for its namespace.
+type LeaseClient interface {
 	Get(ctx context.Context, name string, opts metav1.GetOptions) (*coordinationv1.Lease, error)
 	Create(ctx context.Context, l *coordinationv1.Lease, opts metav1.CreateOptions) (*coordinationv1.Lease, error)
 	Update(ctx context.Context, l *coordinationv1.Lease, opts metav1.UpdateOptions) (*coordinationv1.Lease, error)
 }
 
-// election runs the controller only while this replica holds a coordination.k8s.io Lease.
+// Election runs the controller only while this replica holds a coordination.k8s.io Lease.
 //
-// It follows client-go's leader election (which the reloader does not link, as its lock package
+// It follows client-go's leader Election (which the reloader does not link, as its lock package
 // pulls every API group into the binary): a held Lease counts as expired only when its record
 // has not changed for a Lease duration by this replica's own clock, so clocks need not agree;
 // writes carry the resourceVersion, so two candidates cannot both win. The leader gives up when
@@ -36,15 +38,15 @@ type leaseClient interface {
 // On SIGTERM the controller is stopped first (flushing pending reloads while the Lease is still
 // held) and the Lease is released after. A Lease lost while running ends the process at once,
 // without a flush, so a new leader never acts beside an old one.
-type election struct {
-	leases  leaseClient
-	name    string
-	lease   time.Duration
-	renew   time.Duration
-	retry   time.Duration
-	log     *slog.Logger
-	metrics *metrics.Metrics
-	id      string
+type Election struct {
+	Leases  LeaseClient
+	Name    string        // the Lease's name
+	ID      string        // this replica's identity, NewIdentity
+	Lease   time.Duration // how long a Lease not renewed stays held
+	Renew   time.Duration // a leader that cannot renew within this gives up
+	Retry   time.Duration // how often candidates try and leaders renew
+	Log     *slog.Logger
+	Metrics *metrics.Metrics
 	leading atomic.Bool
 
 	// The last record seen, and when (local clock) it was first seen.
@@ -53,26 +55,27 @@ type election struct {
 	seenAt     time.Time
 }
 
-func newIdentity() string {
+// NewIdentity names this replica in the Lease: its host name and a random suffix.
+func NewIdentity() string {
 	host, _ := os.Hostname()
 	b := make([]byte, 4)
 	_, _ = cryptorand.Read(b)
 	return host + "_" + hex.EncodeToString(b)
 }
 
-// run blocks until ctx ends (and, if leading, work has returned), or exits the process when the
+// Run blocks until ctx ends (and, if leading, work has returned), or exits the process when the
 // Lease is lost.
-func (e *election) run(ctx context.Context, work func(context.Context) error) error {
-	e.log.Info("waiting to become leader", "lease", e.name, "identity", e.id)
+func (e *Election) Run(ctx context.Context, work func(context.Context) error) error {
+	e.Log.Info("waiting to become leader", "lease", e.Name, "identity", e.ID)
 	if !e.acquire(ctx) {
 		return nil // stopped while standing by: nothing to flush
 	}
 	e.leading.Store(true)
-	e.metrics.Leader.Set(1)
-	e.log.Info("became leader", "lease", e.name, "identity", e.id)
+	e.Metrics.Leader.Set(1)
+	e.Log.Info("became leader", "lease", e.Name, "identity", e.ID)
 	result := make(chan error, 1)
 	go func() { result <- work(ctx) }()
-	ticker := time.NewTicker(e.retry)
+	ticker := time.NewTicker(e.Retry)
 	defer ticker.Stop()
 	renewed := time.Now()
 	for {
@@ -83,56 +86,56 @@ func (e *election) run(ctx context.Context, work func(context.Context) error) er
 		case <-ticker.C:
 			if e.try(ctx) {
 				renewed = time.Now()
-			} else if time.Since(renewed) > e.renew {
-				e.log.Error("lost the leader Lease; exiting without flushing so the new leader acts alone", "lease", e.name)
+			} else if time.Since(renewed) > e.Renew {
+				e.Log.Error("lost the leader Lease; exiting without flushing so the new leader acts alone", "lease", e.Name)
 				os.Exit(1)
 			}
 		}
 	}
 }
 
-func (e *election) acquire(ctx context.Context) bool {
+func (e *Election) acquire(ctx context.Context) bool {
 	for {
 		if e.try(ctx) {
 			return true
 		}
-		jitter := time.Duration(rand.Int64N(int64(e.retry) / 5))
+		jitter := time.Duration(rand.Int64N(int64(e.Retry) / 5))
 		select {
 		case <-ctx.Done():
 			return false
-		case <-time.After(e.retry + jitter):
+		case <-time.After(e.Retry + jitter):
 		}
 	}
 }
 
 // try acquires or renews the Lease once, and reports whether this replica holds it.
-func (e *election) try(ctx context.Context) bool {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.retry)
+func (e *Election) try(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.Retry)
 	defer cancel()
 	now := time.Now()
-	l, err := e.leases.Get(ctx, e.name, metav1.GetOptions{})
+	l, err := e.Leases.Get(ctx, e.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: e.name}}
+		l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: e.Name}}
 		e.claim(l, now)
-		_, err = e.leases.Create(ctx, l, metav1.CreateOptions{})
+		_, err = e.Leases.Create(ctx, l, metav1.CreateOptions{})
 		return e.settled("create", err, now)
 	}
 	if err != nil {
-		e.log.Warn("read leader Lease", "lease", e.name, "err", err)
+		e.Log.Warn("read leader Lease", "lease", e.Name, "err", err)
 		return false
 	}
 	e.observe(l, now)
 	holder := ptrValue(l.Spec.HolderIdentity)
-	if holder != "" && holder != e.id && now.Before(e.seenAt.Add(e.lease)) {
+	if holder != "" && holder != e.ID && now.Before(e.seenAt.Add(e.Lease)) {
 		return false
 	}
 	e.claim(l, now)
-	_, err = e.leases.Update(ctx, l, metav1.UpdateOptions{})
+	_, err = e.Leases.Update(ctx, l, metav1.UpdateOptions{})
 	return e.settled("update", err, now)
 }
 
 // observe notes when the record last changed, by this replica's clock.
-func (e *election) observe(l *coordinationv1.Lease, now time.Time) {
+func (e *Election) observe(l *coordinationv1.Lease, now time.Time) {
 	holder, renew := ptrValue(l.Spec.HolderIdentity), time.Time{}
 	if l.Spec.RenewTime != nil {
 		renew = l.Spec.RenewTime.Time
@@ -143,46 +146,46 @@ func (e *election) observe(l *coordinationv1.Lease, now time.Time) {
 }
 
 // claim makes the Lease ours, counting a transition when it came from someone else.
-func (e *election) claim(l *coordinationv1.Lease, now time.Time) {
+func (e *Election) claim(l *coordinationv1.Lease, now time.Time) {
 	s := &l.Spec
-	if ptrValue(s.HolderIdentity) != e.id {
+	if ptrValue(s.HolderIdentity) != e.ID {
 		s.AcquireTime = &metav1.MicroTime{Time: now}
 		s.LeaseTransitions = ptr(ptrValue(s.LeaseTransitions) + 1)
 	}
-	s.HolderIdentity = ptr(e.id)
-	s.LeaseDurationSeconds = ptr(int32(e.lease / time.Second))
+	s.HolderIdentity = ptr(e.ID)
+	s.LeaseDurationSeconds = ptr(int32(e.Lease / time.Second))
 	s.RenewTime = &metav1.MicroTime{Time: now}
 }
 
-func (e *election) settled(verb string, err error, now time.Time) bool {
+func (e *Election) settled(verb string, err error, now time.Time) bool {
 	if err != nil {
 		if !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
-			e.log.Warn(verb+" leader Lease", "lease", e.name, "err", err)
+			e.Log.Warn(verb+" leader Lease", "lease", e.Name, "err", err)
 		}
 		return false
 	}
-	e.seenHolder, e.seenAt = e.id, now
+	e.seenHolder, e.seenAt = e.ID, now
 	return true
 }
 
 // release hands the Lease over at once, so a standby need not wait for it to expire.
-func (e *election) release() {
-	ctx, cancel := context.WithTimeout(context.Background(), e.retry)
+func (e *Election) release() {
+	ctx, cancel := context.WithTimeout(context.Background(), e.Retry)
 	defer cancel()
-	l, err := e.leases.Get(ctx, e.name, metav1.GetOptions{})
-	if err != nil || ptrValue(l.Spec.HolderIdentity) != e.id {
+	l, err := e.Leases.Get(ctx, e.Name, metav1.GetOptions{})
+	if err != nil || ptrValue(l.Spec.HolderIdentity) != e.ID {
 		return
 	}
 	l.Spec.HolderIdentity = nil
 	l.Spec.LeaseDurationSeconds = ptr(int32(1))
 	l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
-	if _, err := e.leases.Update(ctx, l, metav1.UpdateOptions{}); err != nil {
-		e.log.Warn("release leader Lease", "lease", e.name, "err", err)
+	if _, err := e.Leases.Update(ctx, l, metav1.UpdateOptions{}); err != nil {
+		e.Log.Warn("release leader Lease", "lease", e.Name, "err", err)
 		return
 	}
 	e.leading.Store(false)
-	e.metrics.Leader.Set(0)
-	e.log.Info("released the leader Lease", "lease", e.name)
+	e.Metrics.Leader.Set(0)
+	e.Log.Info("released the leader Lease", "lease", e.Name)
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -194,3 +197,6 @@ func ptrValue[T any](p *T) T {
 	}
 	return *p
 }
+
+// Leading reports whether this replica holds the Lease and acts.
+func (e *Election) Leading() bool { return e.leading.Load() }

@@ -1,4 +1,4 @@
-package reloader
+package policy
 
 import (
 	"encoding/json"
@@ -11,9 +11,9 @@ import (
 )
 
 // applyOps applies envOps to a Deployment-shaped document, as the API server would.
-func applyOps(t *testing.T, tmpl corev1.PodTemplateSpec, changes []change) (corev1.PodTemplateSpec, int) {
+func applyOps(t *testing.T, tmpl corev1.PodTemplateSpec, changes []Change) (corev1.PodTemplateSpec, int) {
 	t.Helper()
-	ops := envOps(&tmpl, changes)
+	ops := EnvOps(&tmpl, changes)
 	doc, _ := json.Marshal(map[string]any{"spec": map[string]any{"template": tmpl}})
 	if len(ops) == 0 {
 		return tmpl, 0
@@ -45,29 +45,29 @@ func names(env []corev1.EnvVar) []string {
 }
 
 func TestEnvOpsResultingEnv(t *testing.T) {
-	cm := func(n string) configRef { return configRef{Kind: kindConfigMap, Name: n} }
+	cm := func(n string) ConfigRef { return ConfigRef{Kind: KindConfigMap, Name: n} }
 	many := []corev1.EnvVar{{Name: "USER", Value: "u"}}
-	var manyChanges []change
+	var manyChanges []Change
 	for i := range 12 {
-		many = append(many, corev1.EnvVar{Name: envVarName(cm(fmt.Sprint("c", i))), Value: "old"})
-		manyChanges = append(manyChanges, change{ref: cm(fmt.Sprint("c", i))})
+		many = append(many, corev1.EnvVar{Name: EnvVarName(cm(fmt.Sprint("c", i))), Value: "old"})
+		manyChanges = append(manyChanges, Change{Ref: cm(fmt.Sprint("c", i))})
 	}
 	tests := []struct {
 		name    string
 		env     []corev1.EnvVar
-		changes []change
+		changes []Change
 		want    []string
 		noOps   bool
 	}{
-		{"adds the env list when there is none", nil, []change{{cm("a"), "h1"}}, []string{"_RELOADER_-configmap-a=h1"}, false},
-		{"appends and keeps user vars", []corev1.EnvVar{{Name: "USER", Value: "u"}}, []change{{cm("a"), "h1"}, {cm("b"), "h2"}},
+		{"adds the env list when there is none", nil, []Change{{cm("a"), "h1"}}, []string{"_RELOADER_-configmap-a=h1"}, false},
+		{"appends and keeps user vars", []corev1.EnvVar{{Name: "USER", Value: "u"}}, []Change{{cm("a"), "h1"}, {cm("b"), "h2"}},
 			[]string{"USER=u", "_RELOADER_-configmap-a=h1", "_RELOADER_-configmap-b=h2"}, false},
-		{"replaces in place", []corev1.EnvVar{{Name: "_RELOADER_-configmap-a", Value: "old"}, {Name: "USER", Value: "u"}}, []change{{cm("a"), "new"}},
+		{"replaces in place", []corev1.EnvVar{{Name: "_RELOADER_-configmap-a", Value: "old"}, {Name: "USER", Value: "u"}}, []Change{{cm("a"), "new"}},
 			[]string{"_RELOADER_-configmap-a=new", "USER=u"}, false},
-		{"current value means no ops", []corev1.EnvVar{{Name: "_RELOADER_-configmap-a", Value: "h1"}}, []change{{cm("a"), "h1"}},
+		{"current value means no ops", []corev1.EnvVar{{Name: "_RELOADER_-configmap-a", Value: "h1"}}, []Change{{cm("a"), "h1"}},
 			[]string{"_RELOADER_-configmap-a=h1"}, true},
 		{"removes deleted configs, even past index 9", many, manyChanges, []string{"USER=u"}, false},
-		{"removing an absent var is no op", []corev1.EnvVar{{Name: "USER", Value: "u"}}, []change{{cm("a"), ""}}, []string{"USER=u"}, true},
+		{"removing an absent var is no op", []corev1.EnvVar{{Name: "USER", Value: "u"}}, []Change{{cm("a"), ""}}, []string{"USER=u"}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -86,7 +86,7 @@ func TestEnvOpsResultingEnv(t *testing.T) {
 func TestEnvOpsGuardAgainstAReorderedEnv(t *testing.T) {
 	read := corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app",
 		Env: []corev1.EnvVar{{Name: "_RELOADER_-configmap-a", Value: "old"}, {Name: "USER", Value: "u"}}}}}}
-	ops := envOps(&read, []change{{configRef{kindConfigMap, "a"}, "new"}})
+	ops := EnvOps(&read, []Change{{ConfigRef{KindConfigMap, "a"}, "new"}})
 	// Meanwhile someone reordered the variables: the patch must fail, not overwrite USER.
 	now := map[string]any{"spec": map[string]any{"template": corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app",
 		Env: []corev1.EnvVar{{Name: "USER", Value: "u"}, {Name: "_RELOADER_-configmap-a", Value: "old"}}}}}}}}

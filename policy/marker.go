@@ -1,0 +1,124 @@
+package policy
+
+import (
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Target says where a workload carries its markers: the value, per config, of the content it was
+// last reloaded for.
+type Target struct {
+	Strategy string // StrategyEnvVars or StrategyAnnotations
+	// RestartAt: an Argo Rollout that asks for spec.restartAt keeps the hashes on its own metadata.
+	RestartAt bool
+}
+
+// MarkerState is what a workload carries for one config, against the value it should carry.
+type MarkerState int
+
+const (
+	// NoMarker: nothing for this config, because it was never reloaded for it or because
+	// kubectl apply or helm upgrade stripped it. The state decides.
+	NoMarker MarkerState = iota
+	// Current: every copy of the marker holds the desired value.
+	Current
+	// Stale: some copy holds another value.
+	Stale
+)
+
+// Marker reads what the workload carries for r against desired, the value for the config's
+// current content ("" when the config does not exist).
+func (t Target) Marker(meta map[string]string, tmpl *corev1.PodTemplateSpec, r ConfigRef, desired string) MarkerState {
+	if t.RestartAt || t.Strategy == StrategyAnnotations {
+		hashes := AppliedHashes(tmpl.Annotations)
+		if t.RestartAt {
+			hashes = AppliedHashes(meta)
+		}
+		v, ok := hashes[hashKey(r)]
+		switch {
+		case !ok:
+			return NoMarker
+		case v == desired || desired == "" && v == DeletedMarker:
+			return Current
+		}
+		return Stale
+	}
+	return envMarker(tmpl, EnvVarName(r), desired)
+}
+
+func envMarker(tmpl *corev1.PodTemplateSpec, name, desired string) MarkerState {
+	state := NoMarker
+	for _, c := range tmpl.Spec.Containers {
+		for _, e := range c.Env {
+			if e.Name != name {
+				continue
+			}
+			if desired == "" || e.Value != desired || e.ValueFrom != nil {
+				return Stale
+			}
+			state = Current
+		}
+	}
+	return state
+}
+
+// Ops returns the patch that gives the workload every change, or nil when it already holds
+// them. Its first op tests the resourceVersion the patch was computed from: a patch built from a
+// cache that has not yet seen our own last write, or anyone else's, fails instead of adding a
+// variable twice or undoing another writer.
+func (t Target) Ops(meta metav1.Object, tmpl *corev1.PodTemplateSpec, changes []Change, now time.Time) ([]JSONOp, error) {
+	if len(changes) == 0 {
+		return nil, nil
+	}
+	var ops []JSONOp
+	var err error
+	switch {
+	case t.RestartAt:
+		ops = RestartOps(meta, changes, now)
+	case t.Strategy == StrategyAnnotations:
+		ops, err = AnnotationOps(meta.GetNamespace(), tmpl, changes, now)
+	default:
+		ops = EnvOps(tmpl, changes)
+	}
+	if err != nil || len(ops) == 0 {
+		return nil, err
+	}
+	guard := JSONOp{Op: "test", Path: "/metadata/resourceVersion", Value: meta.GetResourceVersion()}
+	return append([]JSONOp{guard}, ops...), nil
+}
+
+// StakaterVar is the variable stakater Reloader keeps a config's hash in: STAKATER_, the name
+// upper-cased with every run of other characters turned into one '_' (none at the start), then
+// _CONFIGMAP or _SECRET. So "app--config" gives STAKATER_APP_CONFIG_CONFIGMAP.
+func StakaterVar(r ConfigRef) string {
+	var b strings.Builder
+	b.WriteString("STAKATER_")
+	valid := false
+	for _, ch := range []byte(strings.ToUpper(r.Name)) {
+		if 'A' <= ch && ch <= 'Z' || '0' <= ch && ch <= '9' {
+			b.WriteByte(ch)
+			valid = true
+			continue
+		}
+		if valid {
+			b.WriteByte('_')
+		}
+		valid = false
+	}
+	return b.String() + "_" + strings.ToUpper(r.Kind)
+}
+
+// EnvValue returns the value of variable name in the first container that sets it.
+func EnvValue(tmpl *corev1.PodTemplateSpec, name string) (string, bool) {
+	for _, c := range AllContainers(&tmpl.Spec) {
+		for _, e := range c.Env {
+			if e.Name == name {
+				return e.Value, true
+			}
+		}
+	}
+	return "", false
+}

@@ -1,0 +1,302 @@
+package reloader_test
+
+// Regression tests for Engine v2: each sequence below lost a reload, or caused one without a
+// change, on the engine that compared a config with its last completed state entry instead of
+// each workload with what it runs.
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/reloader/reloader/confighash"
+	"github.com/reloader/reloader/reloader"
+)
+
+// refusePatches makes the API server refuse every update of Deployment name in ns, through a
+// ValidatingAdmissionPolicy, until the returned function lifts it. It returns once the refusal
+// is in force.
+func refusePatches(t *testing.T, ns, name string) (lift func()) {
+	t.Helper()
+	ctx := context.Background()
+	adm := cluster.Client().AdmissionregistrationV1()
+	policyName := "refuse-" + ns + "-" + name
+	fail := admissionv1.Fail
+	_, err := adm.ValidatingAdmissionPolicies().Create(ctx, &admissionv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: policyName},
+		Spec: admissionv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: &fail,
+			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionv1.RuleWithOperations{Operations: []admissionv1.OperationType{admissionv1.Update},
+					Rule: admissionv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments"}}},
+			}}},
+			Validations: []admissionv1.Validation{{
+				Expression: fmt.Sprintf("object.metadata.namespace != %q || object.metadata.name != %q", ns, name),
+				Message:    "refused by the test's admission policy",
+			}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = adm.ValidatingAdmissionPolicyBindings().Create(ctx, &admissionv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: policyName},
+		Spec:       admissionv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: policyName, ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe := []byte(`{"metadata":{"annotations":{"probe":"x"}}}`)
+	waitFor(t, 30*time.Second, "the admission policy in force", func() (bool, error) {
+		_, err := cluster.Client().AppsV1().Deployments(ns).Patch(ctx, name, types.MergePatchType, probe, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil, nil
+	})
+	lift = func() {
+		_ = adm.ValidatingAdmissionPolicyBindings().Delete(ctx, policyName, metav1.DeleteOptions{})
+		_ = adm.ValidatingAdmissionPolicies().Delete(ctx, policyName, metav1.DeleteOptions{})
+		waitFor(t, 30*time.Second, "the admission policy lifted", func() (bool, error) {
+			_, err := cluster.Client().AppsV1().Deployments(ns).Patch(ctx, name, types.MergePatchType, probe, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+			return err == nil, nil
+		})
+	}
+	t.Cleanup(lift)
+	return lift
+}
+
+// Finding 1: a revert after a partial rollout, with one dependent's patches refused.
+func TestRevertAfterPartialRolloutReturnsEveryWorkloadToTheCurrentContent(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	createDeployment(t, ns, "w1", 0, named("configmap", "app-config"), nil)
+	createDeployment(t, ns, "w2", 0, named("configmap", "app-config"), nil)
+	r := startController(t, ns, controllerOpts{})
+	settle()
+	before := generations(t, ns)
+	lift := refusePatches(t, ns, "w2")
+
+	hashB := updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
+	waitEnv(t, ns, "w1", cmVar, hashB)
+	hashA := updateConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	waitEnv(t, ns, "w1", cmVar, hashA) // the old engine left w1 on B forever
+	lift()
+	hashC := updateConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
+	waitEnv(t, ns, "w1", cmVar, hashC)
+	waitEnv(t, ns, "w2", cmVar, hashC) // the refused one reloads once allowed
+	settle()
+	want := map[string]int64{"w1": 3, "w2": 1}
+	if moved := changed(before, generations(t, ns)); fmt.Sprint(moved) != fmt.Sprint(want) {
+		t.Fatalf("template changes %v, want %v", moved, want)
+	}
+	if n := countEvents(t, ns, "w2", "ReloadFailed"); n != 1 {
+		t.Fatalf("%d ReloadFailed Events on w2, want exactly 1 for a refusal that persisted: %v\n%s", n, eventMessages(t, ns, "w2"), r.log.String())
+	}
+}
+
+// Finding 2: kubectl replace --force, or a GitOps replace: the config is deleted and created
+// again with new content.
+func TestDeleteAndRecreateWithNewContentReloadsOnce(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
+	startController(t, ns, controllerOpts{})
+	settle()
+	before := getDeployment(t, ns, "web").Generation
+
+	replaceConfigMap(t, ns, "app-config", map[string]string{"v": "A"}) // same content: nothing to do
+	settle()
+	hash := replaceConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
+	waitEnv(t, ns, "web", cmVar, hash)
+	settle()
+	if got := getDeployment(t, ns, "web").Generation - before; got != 1 {
+		t.Fatalf("template changed %d times, want 1 (only the new content reloads)", got)
+	}
+}
+
+// replaceConfigMap deletes the ConfigMap and creates it again with data; it returns the hash.
+func replaceConfigMap(t *testing.T, ns, name string, data map[string]string) string {
+	t.Helper()
+	if err := cluster.Client().CoreV1().ConfigMaps(ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createConfigMap(t, ns, name, data)
+	return confighash.ConfigMap(&corev1.ConfigMap{Data: data})
+}
+
+// Finding 3: --reload-on-delete, with the deletion made while the reloader was down.
+func TestDeletionWhileDownRemovesTheVariable(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
+	onDelete := func(o *reloader.Options) { o.ReloadOnDelete = true }
+	first := startController(t, ns, controllerOpts{tweak: onDelete})
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
+	waitEnv(t, ns, "web", cmVar, hash)
+	first.stop(t)
+
+	if err := cluster.Client().CoreV1().ConfigMaps(ns).Delete(context.Background(), "app-config", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	startController(t, ns, controllerOpts{tweak: onDelete})
+	waitFor(t, 30*time.Second, "the variable removed", func() (bool, error) {
+		_, ok := env(getDeployment(t, ns, "web"), "app", cmVar)
+		return !ok, nil
+	})
+}
+
+// Finding 4: --reload-on-create fired for configs that merely lacked a state entry.
+func TestReloadOnCreateFiresOnlyForConfigsThatDidNotExist(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	createDeployment(t, ns, "web", 0, named("configmap", "app-config, later"), nil)
+	onCreate := func(o *reloader.Options) { o.ReloadOnCreate = true }
+	first := startController(t, ns, controllerOpts{tweak: onCreate})
+	settle()
+	first.stop(t)
+	setStateEntry(t, ns, "v1.ConfigMap_app-config", "corrupt")
+	before := getDeployment(t, ns, "web").Generation
+
+	startController(t, ns, controllerOpts{tweak: onCreate})
+	waitFor(t, 10*time.Second, "the corrupt entry re-recorded", func() (bool, error) {
+		return stateEntry(t, ns, "v1.ConfigMap_app-config") == confighash.ConfigMap(&corev1.ConfigMap{Data: map[string]string{"v": "A"}}), nil
+	})
+	settle()
+	if g := getDeployment(t, ns, "web").Generation; g != before {
+		t.Fatalf("a corrupt state entry restarted the workload (generation %d→%d)", before, g)
+	}
+	// Positive control: a config the workload names, which did not exist, appears.
+	createConfigMap(t, ns, "later", map[string]string{"v": "1"})
+	waitFor(t, 10*time.Second, "web reloaded for the new config", func() (bool, error) {
+		return getDeployment(t, ns, "web").Generation == before+1, nil
+	})
+	settle()
+	if g := getDeployment(t, ns, "web").Generation; g != before+1 {
+		t.Fatalf("generation %d→%d, want one reload for the creation", before, g)
+	}
+}
+
+// Finding 5: a workload reading an absent optional key reloaded when any other key changed.
+func TestAbsentOptionalKeyDoesNotReloadOnOtherKeys(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"a": "1", "b": "1"})
+	optional := true
+	keyRef := func(name, key string) corev1.EnvVar {
+		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"}, Key: key, Optional: &optional}}}
+	}
+	createDeployment(t, ns, "web", 0, map[string]string{"reloader.stakater.com/auto": "true"}, func(s *corev1.PodSpec) {
+		s.Containers[0].Env = append(s.Containers[0].Env, keyRef("A", "a"), keyRef("MISSING", "missing"))
+	})
+	startController(t, ns, controllerOpts{})
+	settle()
+	before := getDeployment(t, ns, "web").Generation
+
+	updateConfigMap(t, ns, "app-config", map[string]string{"a": "1", "b": "2"})
+	settle()
+	if g := getDeployment(t, ns, "web").Generation; g != before {
+		t.Fatalf("a change of key b, which web does not read, reloaded it (generation %d→%d)", before, g)
+	}
+	// Positive control: a key it reads.
+	updateConfigMap(t, ns, "app-config", map[string]string{"a": "2", "b": "2"})
+	waitFor(t, 10*time.Second, "web reloaded for key a", func() (bool, error) {
+		return getDeployment(t, ns, "web").Generation == before+1, nil
+	})
+}
+
+// Finding 6: stakater's variable name for a config name with a run of symbols.
+func TestStakaterChangeIsCaughtUpForNamesWithRunsOfSymbols(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app--config", map[string]string{"v": "new"})
+	createDeployment(t, ns, "web", 0, named("configmap", "app--config"), func(s *corev1.PodSpec) {
+		old := confighash.StakaterConfigMap(&corev1.ConfigMap{Data: map[string]string{"v": "old"}})
+		s.Containers[0].Env = append(s.Containers[0].Env, corev1.EnvVar{Name: "STAKATER_APP_CONFIG_CONFIGMAP", Value: old})
+	})
+	before := getDeployment(t, ns, "web").Generation
+	startController(t, ns, controllerOpts{})
+	waitEnv(t, ns, "web", "_RELOADER_-configmap-app--config", confighash.ConfigMap(&corev1.ConfigMap{Data: map[string]string{"v": "new"}}))
+	settle()
+	if got := getDeployment(t, ns, "web").Generation - before; got != 1 {
+		t.Fatalf("template changed %d times, want 1", got)
+	}
+}
+
+// A marker stripped by a re-apply while the config is unchanged restarts nothing; one put back
+// at an old value by a re-apply of an old manifest is corrected, once.
+func TestReappliedOldMarkerIsCorrectedOnce(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
+	startController(t, ns, controllerOpts{})
+	hashB := updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
+	waitEnv(t, ns, "web", cmVar, hashB)
+	settle()
+	d := getDeployment(t, ns, "web")
+	for i, e := range d.Spec.Template.Spec.Containers[0].Env {
+		if e.Name == cmVar {
+			d.Spec.Template.Spec.Containers[0].Env[i].Value = "0000000000000000000000000000000000000000"
+		}
+	}
+	d, err := cluster.Client().AppsV1().Deployments(ns).Update(context.Background(), d, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitEnv(t, ns, "web", cmVar, hashB)
+	settle()
+	if got := getDeployment(t, ns, "web").Generation - d.Generation; got != 1 {
+		t.Fatalf("template changed %d times after the old marker was applied, want 1", got)
+	}
+}
+
+func countEvents(t *testing.T, ns, object, reason string) int {
+	t.Helper()
+	list, err := cluster.Client().CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range list.Items {
+		if e.InvolvedObject.Name == object && e.Reason == reason {
+			n += int(max(e.Count, 1))
+		}
+	}
+	return n
+}
+
+func eventMessages(t *testing.T, ns, object string) []string {
+	t.Helper()
+	list, err := cluster.Client().CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range list.Items {
+		if e.InvolvedObject.Name == object {
+			out = append(out, fmt.Sprintf("%s x%d: %s", e.Reason, e.Count, e.Message))
+		}
+	}
+	return out
+}
+
+// The API server drops the detail of a JSON patch that does not apply; the reloader must still
+// tell "computed from a stale version" (recompute soon) from a refusal (say so, retry later).
+func TestStalePatchIsToldFromAValidationError(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createDeployment(t, ns, "web", 0, nil, nil)
+	deployments := cluster.Client().AppsV1().Deployments(ns)
+	stale := []byte(`[{"op":"test","path":"/metadata/resourceVersion","value":"1"},{"op":"add","path":"/metadata/labels","value":{"x":"y"}}]`)
+	_, err := deployments.Patch(context.Background(), "web", types.JSONPatchType, stale, metav1.PatchOptions{})
+	if err == nil || !reloader.IsStale(err) {
+		t.Fatalf("a failed resourceVersion test gave %v; want an error recognised as stale", err)
+	}
+	invalid := []byte(`[{"op":"replace","path":"/spec/replicas","value":-1}]`)
+	_, err = deployments.Patch(context.Background(), "web", types.JSONPatchType, invalid, metav1.PatchOptions{})
+	if err == nil || reloader.IsStale(err) {
+		t.Fatalf("an invalid patch gave %v; want an error not taken for stale", err)
+	}
+}

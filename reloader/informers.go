@@ -1,0 +1,218 @@
+package reloader
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/reloader/reloader/internal/kube"
+	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/state"
+)
+
+// byConfigIndex indexes each workload under the key (kind/namespace/name) of every config whose
+// change may reload it.
+const byConfigIndex = "byConfig"
+
+// buildInformers creates only the informers the options need: configs stripped by the transform
+// and filtered by the label selector, and the enabled workload kinds; and wires their events.
+func (c *Controller) buildInformers() error {
+	ns := c.opts.Namespace
+	bySelector := func(o *metav1.ListOptions) { o.LabelSelector = c.opts.ResourceLabelSelector }
+	notState := c.excludeState()
+	c.configs = map[string]cache.SharedIndexInformer{}
+	if !c.opts.IgnoreConfigMaps {
+		c.configs[policy.KindConfigMap] = kube.NewInformer[*corev1.ConfigMapList](c.clients.ConfigMaps(ns), &corev1.ConfigMap{},
+			func(o *metav1.ListOptions) { bySelector(o); o.FieldSelector = notState }, c.transform)
+	}
+	if !c.opts.IgnoreSecrets {
+		c.configs[policy.KindSecret] = kube.NewInformer[*corev1.SecretList](c.clients.Secrets(ns), &corev1.Secret{}, bySelector, c.transform)
+	}
+	c.kinds = selectKinds(c.opts, c.clients, c.transform)
+	all := map[string]cache.SharedIndexInformer{}
+	for kind, inf := range c.configs {
+		all[kind+"s"] = inf
+		if err := c.watchConfigs(kind, inf); err != nil {
+			return err
+		}
+	}
+	for _, k := range c.kinds {
+		all[k.name+"s"] = k.informer
+		if err := c.watchWorkloads(k); err != nil {
+			return err
+		}
+	}
+	if c.opts.NamespaceSelector != nil {
+		if err := c.watchNamespaces(); err != nil {
+			return err
+		}
+		all["Namespaces"] = c.namespaces
+	}
+	for what, inf := range all {
+		_ = inf.SetWatchErrorHandlerWithContext(c.watchError(what)) // fails only once started
+		c.informers = append(c.informers, inf)
+		c.hasSynced = append(c.hasSynced, inf.HasSynced)
+	}
+	return nil
+}
+
+// excludeState is a field selector that keeps the state shards out of the ConfigMap watch: each
+// state write would otherwise come back as an event carrying the whole shard. Field selectors
+// cannot name a namespace and a name together, so in all-namespaces mode ConfigMaps with these
+// names are not tracked in any namespace.
+func (c *Controller) excludeState() string {
+	if c.opts.Namespace != "" && c.opts.Namespace != c.opts.StateNamespace {
+		return ""
+	}
+	parts := make([]string, state.MaxShards)
+	for i := range parts {
+		parts[i] = "metadata.name!=" + c.state.ShardName(i)
+	}
+	return strings.Join(parts, ",")
+}
+
+// watchError makes a refused list or watch say which permission is missing, through slog,
+// instead of retrying silently while the caches never sync.
+func (c *Controller) watchError(what string) cache.WatchErrorHandlerWithContext {
+	return func(ctx context.Context, r *cache.Reflector, err error) {
+		if apierrors.IsForbidden(err) {
+			c.log.Error("the reloader may not list and watch "+what+"; grant list and watch on them in its Role or ClusterRole (it retries until then)", "err", err)
+			return
+		}
+		cache.DefaultWatchErrorHandler(ctx, r, err)
+	}
+}
+
+// watchConfigs queues a config on every event. A content change, creation or deletion seen
+// while running is also logged as a change: it opens (or extends) its dependents' windows.
+func (c *Controller) watchConfigs(kind string, inf cache.SharedIndexInformer) error {
+	_, err := inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initial bool) {
+			k := c.objectKey(kind, obj)
+			if !initial {
+				c.changes.observe(k, c.opts.Clock.Now())
+			}
+			c.queue.Add(k)
+		},
+		UpdateFunc: func(old, obj any) {
+			k := c.objectKey(kind, obj)
+			if old.(*configRecord).Hash != obj.(*configRecord).Hash {
+				c.changes.observe(k, c.opts.Clock.Now())
+			}
+			c.queue.Add(k)
+		},
+		DeleteFunc: func(obj any) {
+			k := c.objectKey(kind, obj)
+			c.changes.observe(k, c.opts.Clock.Now())
+			c.queue.Add(k)
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("watch %ss: %w", kind, err)
+	}
+	return nil
+}
+
+// watchWorkloads indexes workloads by the configs they reload on. A new workload, or one whose
+// spec or annotations changed (our own patch included), is synced, and its configs too, so that
+// their state advances once it holds their content.
+func (c *Controller) watchWorkloads(k *workloadKind) error {
+	if err := k.informer.AddIndexers(cache.Indexers{byConfigIndex: c.indexByConfig(k)}); err != nil {
+		return fmt.Errorf("index %ss: %w", k.name, err)
+	}
+	_, err := k.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { c.workloadChanged(k, obj, true) },
+		UpdateFunc: func(old, obj any) {
+			o, n := old.(metav1.Object), obj.(metav1.Object)
+			if o.GetGeneration() != n.GetGeneration() || !maps.Equal(o.GetAnnotations(), n.GetAnnotations()) {
+				c.workloadChanged(k, obj, false)
+			}
+		},
+		DeleteFunc: func(obj any) { c.workloadGone(k, obj) },
+	})
+	if err != nil {
+		return fmt.Errorf("watch %ss: %w", k.name, err)
+	}
+	return nil
+}
+
+func (c *Controller) workloadChanged(k *workloadKind, obj any, added bool) {
+	c.checkAnnotations(k, obj)
+	meta, _ := k.template(obj)
+	w := key{k.name, meta.GetNamespace(), meta.GetName()}
+	if added {
+		c.queue.Add(w)
+	} else {
+		c.coalescer.Add(w)
+	}
+	c.queueConfigsOf(k, obj)
+}
+
+// workloadGone forgets a deleted workload; its configs are synced, since it no longer holds
+// back their state.
+func (c *Controller) workloadGone(k *workloadKind, obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	if meta, _ := k.template(obj); meta != nil {
+		c.reports.forget(string(meta.GetUID()))
+		c.queueConfigsOf(k, obj)
+	}
+}
+
+func (c *Controller) queueConfigsOf(k *workloadKind, obj any) {
+	keys, _ := c.indexByConfig(k)(obj)
+	for _, s := range keys {
+		kind, rest, _ := strings.Cut(s, "/")
+		ns, name, _ := strings.Cut(rest, "/")
+		if _, watched := c.configs[kind]; watched {
+			c.queue.Add(key{kind, ns, name})
+		}
+	}
+}
+
+func (c *Controller) objectKey(kind string, obj any) key {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	m := obj.(metav1.Object)
+	return key{kind, m.GetNamespace(), m.GetName()}
+}
+
+// indexByConfig indexes a workload under the key of every config whose change may reload it.
+func (c *Controller) indexByConfig(k *workloadKind) cache.IndexFunc {
+	return func(obj any) ([]string, error) {
+		meta, tmpl := k.template(obj)
+		if tmpl == nil {
+			return nil, nil
+		}
+		pol := c.opts.Annotations.Of(meta.GetAnnotations(), tmpl.Annotations)
+		refs := pol.Candidates(policy.UsesOf(&tmpl.Spec))
+		keys := make([]string, len(refs))
+		for i, r := range refs {
+			keys[i] = configKey(r, meta.GetNamespace()).String()
+		}
+		return keys, nil
+	}
+}
+
+func configKey(r policy.ConfigRef, ns string) key { return key{r.Kind, ns, r.Name} }
+
+// lookup returns the cached record of a config, or nil if it does not exist (or is not watched).
+func (c *Controller) lookup(k key) *configRecord {
+	inf, ok := c.configs[k.kind]
+	if !ok {
+		return nil
+	}
+	obj, exists, err := inf.GetIndexer().GetByKey(k.namespace + "/" + k.name)
+	if err != nil || !exists {
+		return nil
+	}
+	return obj.(*configRecord)
+}

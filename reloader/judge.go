@@ -1,0 +1,110 @@
+package reloader
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/reloader/reloader/confighash"
+	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/state"
+)
+
+// workloadView is a cached workload read once: its metadata, template, annotations policy and
+// the configs its pod spec uses.
+type workloadView struct {
+	key    key
+	kind   *workloadKind
+	obj    any
+	meta   metav1.Object
+	tmpl   *corev1.PodTemplateSpec
+	policy policy.Policy
+	uses   map[policy.ConfigRef]policy.Use
+	target policy.Target
+}
+
+func (c *Controller) view(kind *workloadKind, obj any) (workloadView, bool) {
+	meta, tmpl := kind.template(obj)
+	if tmpl == nil || !c.namespaceAllowed(meta.GetNamespace()) {
+		return workloadView{}, false
+	}
+	return workloadView{
+		key:    key{kind.name, meta.GetNamespace(), meta.GetName()},
+		kind:   kind,
+		obj:    obj,
+		meta:   meta,
+		tmpl:   tmpl,
+		policy: c.opts.Annotations.Of(meta.GetAnnotations(), tmpl.Annotations),
+		uses:   policy.UsesOf(&tmpl.Spec),
+		target: policy.Target{
+			Strategy:  c.opts.Strategy,
+			RestartAt: kind.canRestartAt && meta.GetAnnotations()[c.opts.Annotations.RolloutStrategy] == "restart",
+		},
+	}, true
+}
+
+// judgement is what the rule says of one workload and one config: the value its marker should
+// hold, the keys it reads (nil: all), and whether it must be reloaded.
+type judgement struct {
+	change policy.Change
+	keys   []string
+	reload bool
+}
+
+// judge applies the rule to workload w and config r (rec nil: it does not exist). triggers is
+// false when the workload does not reload on r at all.
+func (c *Controller) judge(w workloadView, r policy.ConfigRef, rec *configRecord) (j judgement, triggers bool) {
+	if rec != nil && rec.Annotations[c.opts.Annotations.Ignore] == "true" {
+		return j, false
+	}
+	matched := rec != nil && rec.Annotations[c.opts.Annotations.Match] == "true"
+	ok, keys := w.policy.Triggers(r, w.uses[r], matched)
+	if !ok {
+		return j, false
+	}
+	desired := ""
+	if rec != nil {
+		desired = rec.Hash
+		if keys != nil {
+			desired = confighash.Subset(rec.Keys, keys)
+		}
+	}
+	f := policy.Facts{
+		Exists:         rec != nil,
+		Hash:           desired,
+		Marker:         w.target.Marker(w.meta.GetAnnotations(), w.tmpl, r, desired),
+		ReloadOnCreate: c.opts.ReloadOnCreate,
+		ReloadOnDelete: c.opts.ReloadOnDelete,
+	}
+	if f.Exists && f.Marker == policy.NoMarker {
+		c.stateFacts(&f, w, r, rec, keys)
+	}
+	return judgement{change: policy.Change{Ref: r, Value: desired}, keys: keys, reload: policy.Reload(f)}, true
+}
+
+// stateFacts fills in what the state says, for a workload without a marker.
+func (c *Controller) stateFacts(f *policy.Facts, w workloadView, r policy.ConfigRef, rec *configRecord, keys []string) {
+	skey := c.stateKey(configKey(r, w.key.namespace))
+	e, known := c.state.Get(skey)
+	f.Hash = rec.Hash
+	f.State = policy.Recorded{Known: known, Deleted: e.Deleted, Hash: e.Hash}
+	f.KeyLevel = keys != nil
+	if f.KeyLevel && known && e.Hash != rec.Hash {
+		f.KeysSame = c.keysSame(skey, rec, keys)
+	}
+	if !known {
+		v, ok := policy.EnvValue(w.tmpl, policy.StakaterVar(r))
+		f.StakaterStale = ok && v != rec.Stakater
+	}
+}
+
+// keysSame reports whether every key still has the per-key value the state recorded; a key
+// never recorded counts as changed, so no reload is lost.
+func (c *Controller) keysSame(skey string, rec *configRecord, keys []string) bool {
+	for _, k := range keys {
+		e, ok := c.state.Get(state.KeyOf(skey, k))
+		if !ok || e.Hash != confighash.KeyValue(rec.Keys, k) {
+			return false
+		}
+	}
+	return true
+}

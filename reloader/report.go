@@ -1,0 +1,66 @@
+package reloader
+
+import (
+	"log/slog"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/record"
+)
+
+// reporter emits Events on workloads. A Warning is sent once per workload, reason and message,
+// until it is cleared, so a problem that persists is said once, not at every retry.
+type reporter struct {
+	recorder record.EventRecorder
+	log      *slog.Logger
+
+	mu   sync.Mutex
+	said map[string]map[string]string // workload UID → reason → message
+}
+
+func newReporter(recorder record.EventRecorder, log *slog.Logger) *reporter {
+	return &reporter{recorder: recorder, log: log, said: map[string]map[string]string{}}
+}
+
+// event records an Event on obj.
+func (r *reporter) event(obj any, typ, reason, message string) {
+	if o, ok := obj.(runtime.Object); ok {
+		r.recorder.Event(o, typ, reason, message)
+	}
+}
+
+// warn records a Warning unless the same one was already said for this workload; it reports
+// whether it did.
+func (r *reporter) warn(obj any, uid, reason, message string) bool {
+	r.mu.Lock()
+	if r.said[uid] == nil {
+		r.said[uid] = map[string]string{}
+	}
+	seen := r.said[uid][reason] == message
+	r.said[uid][reason] = message
+	r.mu.Unlock()
+	if !seen {
+		r.event(obj, corev1.EventTypeWarning, reason, message)
+	}
+	return !seen
+}
+
+// clear forgets the given reasons for a workload, so they are said again if they recur.
+func (r *reporter) clear(uid string, reasons ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, reason := range reasons {
+		delete(r.said[uid], reason)
+	}
+	if len(r.said[uid]) == 0 {
+		delete(r.said, uid)
+	}
+}
+
+// forget drops everything said about a deleted workload.
+func (r *reporter) forget(uid string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.said, uid)
+}
