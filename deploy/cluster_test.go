@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/reloader/reloader/confighash"
 	"github.com/reloader/reloader/internal/kube"
@@ -31,6 +33,142 @@ func poll(t *testing.T, what string, cond func(ctx context.Context) (bool, error
 	if err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, cond); err != nil {
 		t.Fatalf("waiting for %s: %v", what, err)
 	}
+}
+
+// controller is a reloader run in-process by startController.
+type controller struct {
+	log  *testcluster.LogBuffer
+	stop func() // ends the controller and waits for it; later calls do nothing
+}
+
+// startController runs the controller authenticated by cfg with opts, completed with a 100 ms
+// coalescing period, a 5 s shutdown grace, the default annotations, a debug log and metrics of
+// its own, and waits until it is ready. It stops when the test ends, which prints its log if the
+// test failed.
+func startController(t *testing.T, cfg *rest.Config, opts reloader.Options) *controller {
+	t.Helper()
+	log := &testcluster.LogBuffer{}
+	opts.CoalescePeriod, opts.CoalesceMaxWait, opts.ShutdownGrace = 100*time.Millisecond, 500*time.Millisecond, 5*time.Second
+	opts.Annotations = policy.DefaultAnnotations()
+	opts.Log = slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	opts.Metrics = metrics.New("test")
+	clients, err := kube.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrl, err := reloader.New(clients, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ctrl.Run(ctx) }()
+	c := &controller{log: log, stop: sync.OnceFunc(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("controller Run: %v", err)
+		}
+	})}
+	t.Cleanup(func() {
+		c.stop()
+		if t.Failed() {
+			t.Logf("controller log:\n%s", log.String())
+		}
+	})
+	poll(t, "controller ready", func(context.Context) (bool, error) { return ctrl.Ready(), nil })
+	return c
+}
+
+// stopRefusedNothing stops the controller and fails the test if the API server refused it
+// anything.
+func (c *controller) stopRefusedNothing(t *testing.T) {
+	t.Helper()
+	c.stop()
+	if strings.Contains(strings.ToLower(c.log.String()), "forbidden") {
+		t.Errorf("the controller was refused something:\n%s", c.log.String())
+	}
+}
+
+func createConfigMap(t *testing.T, ns, name string, data map[string]string) {
+	t.Helper()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: data}
+	if _, err := cluster.Client().CoreV1().ConfigMaps(ns).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create ConfigMap %s: %v", name, err)
+	}
+}
+
+// createDeployment creates a Deployment of one replica of one container "app".
+func createDeployment(t *testing.T, ns, name string, annotations map[string]string) {
+	t.Helper()
+	replicas := int32(1)
+	labels := map[string]string{"app": name}
+	_, err := cluster.Client().AppsV1().Deployments(ns).Create(context.Background(), &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "fake"}}},
+			},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create Deployment %s: %v", name, err)
+	}
+}
+
+// createApp creates ConfigMap app-config and Deployment app, which reloads on it, in ns.
+func createApp(t *testing.T, ns string) {
+	t.Helper()
+	createConfigMap(t, ns, "app-config", map[string]string{"k": "v1"})
+	createDeployment(t, ns, "app", map[string]string{"configmap.reloader.stakater.com/reload": "app-config"})
+}
+
+// checkReload waits until the state ConfigMap stateNS/stateName holds a hash under key (that of
+// createApp's ConfigMap in appNS), changes that ConfigMap, and waits until the Deployment app
+// carries the new hash, has a Reloaded Event, and the state holds the new hash.
+func checkReload(t *testing.T, appNS, stateNS, stateName, key string) {
+	t.Helper()
+	ctx := context.Background()
+	admin := cluster.Client()
+	stateValue := func(ctx context.Context) string {
+		got, err := admin.CoreV1().ConfigMaps(stateNS).Get(ctx, stateName, metav1.GetOptions{})
+		if err != nil {
+			return ""
+		}
+		return got.Data[key]
+	}
+	poll(t, "the first hash in the state", func(ctx context.Context) (bool, error) { return stateValue(ctx) != "", nil })
+
+	cms := admin.CoreV1().ConfigMaps(appNS)
+	cm, err := cms.Get(ctx, "app-config", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data = map[string]string{"k": "v2"}
+	if cm, err = cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	hash := confighash.ConfigMap(cm)
+	poll(t, "the Deployment to be reloaded", func(ctx context.Context) (bool, error) {
+		d, err := admin.AppsV1().Deployments(appNS).Get(ctx, "app", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+			if e.Name == "_RELOADER_-configmap-app-config" {
+				return e.Value == hash, nil
+			}
+		}
+		return false, nil
+	})
+	poll(t, "a Reloaded Event in the app's namespace", func(ctx context.Context) (bool, error) {
+		evs, err := admin.CoreV1().Events(appNS).List(ctx, metav1.ListOptions{
+			FieldSelector: "involvedObject.kind=Deployment,involvedObject.name=app,reason=Reloaded"})
+		return err == nil && len(evs.Items) > 0, err
+	})
+	poll(t, "the new hash in the state", func(ctx context.Context) (bool, error) { return stateValue(ctx) == hash, nil })
 }
 
 // TestClusterManifestsReload installs deploy/cluster's ServiceAccount, state ConfigMap,
@@ -90,103 +228,18 @@ func TestClusterManifestsReload(t *testing.T) {
 	_, err = admin.CoreV1().Namespaces().Patch(ctx, appNS, types.MergePatchType,
 		[]byte(`{"metadata":{"labels":{"reloader-test":"watched"}}}`), metav1.PatchOptions{})
 	mustCreate("namespace label", err)
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app-config"}, Data: map[string]string{"k": "v1"}}
-	cm, err = admin.CoreV1().ConfigMaps(appNS).Create(ctx, cm, metav1.CreateOptions{})
-	mustCreate("app ConfigMap", err)
-	replicas := int32(1)
-	app := map[string]string{"app": "app"}
-	_, err = admin.AppsV1().Deployments(appNS).Create(ctx, &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "app", Annotations: map[string]string{"configmap.reloader.stakater.com/reload": "app-config"}},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: &replicas,
-			Selector: &metav1.LabelSelector{MatchLabels: app},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: app},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "fake"}}},
-			},
-		},
-	}, metav1.CreateOptions{})
-	mustCreate("app Deployment", err)
+	createApp(t, appNS)
 
-	log := &testcluster.LogBuffer{}
-	clients, err := kube.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctrl, err := reloader.New(clients, reloader.Options{
+	r := startController(t, cfg, reloader.Options{
 		StateNamespace: ns, StateName: stateCM.Name,
 		NamespaceSelector: labels.SelectorFromSet(labels.Set{"reloader-test": "watched"}),
-		CoalescePeriod:    100 * time.Millisecond, CoalesceMaxWait: 500 * time.Millisecond, ShutdownGrace: 5 * time.Second,
-		Annotations: policy.DefaultAnnotations(),
-		Log:         slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Metrics:     metrics.New("test"),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- ctrl.Run(runCtx) }()
-	stopped := false
-	stopController := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("controller Run: %v", err)
-		}
-	}
-	t.Cleanup(func() {
-		stopController()
-		if t.Failed() {
-			t.Logf("controller log:\n%s", log.String())
-		}
-	})
-	poll(t, "controller ready", func(context.Context) (bool, error) { return ctrl.Ready(), nil })
-
-	key := state.Key("ConfigMap", appNS, "app-config")
-	stateValue := func(ctx context.Context) string {
-		got, err := admin.CoreV1().ConfigMaps(ns).Get(ctx, stateCM.Name, metav1.GetOptions{})
-		if err != nil {
-			return ""
-		}
-		return got.Data[key]
-	}
-	poll(t, "the first hash in the state", func(ctx context.Context) (bool, error) { return stateValue(ctx) != "", nil })
-
-	cm.Data = map[string]string{"k": "v2"}
-	cm, err = admin.CoreV1().ConfigMaps(appNS).Update(ctx, cm, metav1.UpdateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hash := confighash.ConfigMap(cm)
-	poll(t, "the Deployment to be reloaded", func(ctx context.Context) (bool, error) {
-		d, err := admin.AppsV1().Deployments(appNS).Get(ctx, "app", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		for _, e := range d.Spec.Template.Spec.Containers[0].Env {
-			if e.Name == "_RELOADER_-configmap-app-config" {
-				return e.Value == hash, nil
-			}
-		}
-		return false, nil
-	})
-	poll(t, "a Reloaded Event in the app's namespace", func(ctx context.Context) (bool, error) {
-		evs, err := admin.CoreV1().Events(appNS).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=app,reason=Reloaded"})
-		return err == nil && len(evs.Items) > 0, err
-	})
-	poll(t, "the new hash in the state", func(ctx context.Context) (bool, error) { return stateValue(ctx) == hash, nil })
-	stopController()
-	if strings.Contains(strings.ToLower(log.String()), "forbidden") {
-		t.Errorf("the controller was refused something:\n%s", log.String())
-	}
+	checkReload(t, appNS, ns, stateCM.Name, state.Key("ConfigMap", appNS, "app-config"))
+	r.stopRefusedNothing(t)
 
 	// Reads are cluster-wide; writes are not.
 	patch := []byte(`{"metadata":{"labels":{"rbac-test":"x"}}}`)
-	for what, call := range map[string]func() error{
+	wantForbidden(t, map[string]func() error{
 		"patch an app ConfigMap": func() error {
 			_, err := client.CoreV1().ConfigMaps(appNS).Patch(ctx, "app-config", types.MergePatchType, patch, metav1.PatchOptions{})
 			return err
@@ -214,7 +267,13 @@ func TestClusterManifestsReload(t *testing.T) {
 			_, err := client.CoreV1().Namespaces().Patch(ctx, appNS, types.MergePatchType, patch, metav1.PatchOptions{})
 			return err
 		},
-	} {
+	})
+}
+
+// wantForbidden makes each call and fails the test for each one the API server does not refuse.
+func wantForbidden(t *testing.T, calls map[string]func() error) {
+	t.Helper()
+	for what, call := range calls {
 		if err := call(); !apierrors.IsForbidden(err) {
 			t.Errorf("%s: want Forbidden, got %v", what, err)
 		}

@@ -1,11 +1,7 @@
-package reloader_test
+package deploy_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"errors"
-	"io"
 	"os"
 	"reflect"
 	"sync/atomic"
@@ -17,21 +13,17 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
-	"github.com/reloader/reloader/confighash"
+	"github.com/reloader/reloader/reloader"
 	"github.com/reloader/reloader/state"
 )
 
-const namespaceManifest = "../deploy/namespace/reloader.yaml"
+const namespaceManifest = "namespace/reloader.yaml"
 
 // wantNamespaceRole is the exact rule list of deploy/namespace's Role. Widening the Role (a
 // verb, a resource, a group, a dropped resourceNames) fails TestRBACRoleIsExact; change this
@@ -48,76 +40,33 @@ var wantNamespaceRole = []rbacv1.PolicyRule{
 	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "update"}, ResourceNames: []string{"reloader"}},
 }
 
-// namespaceManifestObjects is deploy/namespace/reloader.yaml, decoded strictly.
-type namespaceManifestObjects struct {
-	serviceAccount *corev1.ServiceAccount
-	state          *corev1.ConfigMap
-	role           *rbacv1.Role
-	binding        *rbacv1.RoleBinding
-}
-
-func readNamespaceManifest(t *testing.T) namespaceManifestObjects {
+// readNamespaceManifest is deploy/namespace/reloader.yaml, decoded strictly.
+func readNamespaceManifest(t *testing.T) []manifest {
 	t.Helper()
 	data, err := os.ReadFile(namespaceManifest)
 	if err != nil {
 		t.Fatal(err)
 	}
-	decoder := serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
-	var objs []runtime.Object
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if js, err := utilyaml.ToJSON(doc); err != nil || string(bytes.TrimSpace(js)) == "null" {
-			continue
-		}
-		obj, _, err := decoder.Decode(doc, nil, nil)
-		if err != nil {
-			t.Fatalf("%s: %v", namespaceManifest, err)
-		}
-		objs = append(objs, obj)
-	}
-	var m namespaceManifestObjects
-	for _, o := range objs {
-		switch o := o.(type) {
-		case *corev1.ServiceAccount:
-			m.serviceAccount = o
-		case *corev1.ConfigMap:
-			m.state = o
-		case *rbacv1.Role:
-			m.role = o
-		case *rbacv1.RoleBinding:
-			m.binding = o
-		}
-	}
-	if m.serviceAccount == nil || m.state == nil || m.role == nil || m.binding == nil {
-		t.Fatalf("%s: want a ServiceAccount, a ConfigMap, a Role and a RoleBinding", namespaceManifest)
-	}
-	return m
+	return decodeManifests(t, namespaceManifest, data)
 }
 
 // TestRBACRoleIsExact pins deploy/namespace's Role and RoleBinding.
 func TestRBACRoleIsExact(t *testing.T) {
-	m := readNamespaceManifest(t)
-	if !reflect.DeepEqual(m.role.Rules, wantNamespaceRole) {
-		t.Errorf("Role rules changed:\n got %+v\nwant %+v", m.role.Rules, wantNamespaceRole)
+	ms := readNamespaceManifest(t)
+	sa, role, binding := one[*corev1.ServiceAccount](t, ms), one[*rbacv1.Role](t, ms), one[*rbacv1.RoleBinding](t, ms)
+	if !reflect.DeepEqual(role.Rules, wantNamespaceRole) {
+		t.Errorf("Role rules changed:\n got %+v\nwant %+v", role.Rules, wantNamespaceRole)
 	}
-	wantRef := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: m.role.Name}
-	wantSubjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: m.serviceAccount.Name}}
-	if m.binding.RoleRef != wantRef || !reflect.DeepEqual(m.binding.Subjects, wantSubjects) {
+	wantRef := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name}
+	wantSubjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name}}
+	if binding.RoleRef != wantRef || !reflect.DeepEqual(binding.Subjects, wantSubjects) {
 		t.Errorf("RoleBinding must bind only ServiceAccount %s to Role %s, got %+v %+v",
-			m.serviceAccount.Name, m.role.Name, m.binding.RoleRef, m.binding.Subjects)
+			sa.Name, role.Name, binding.RoleRef, binding.Subjects)
 	}
 	// The Role names the shards the state package uses.
-	st := state.New(nil, "", m.state.Name, nil)
-	for i := range state.MaxShards {
-		if got := wantNamespaceRole[1].ResourceNames[i]; got != st.ShardName(i) {
-			t.Errorf("shard %d is %s, the Role names %s", i, st.ShardName(i), got)
+	for i, shard := range stateShards(one[*corev1.ConfigMap](t, ms).Name) {
+		if got := wantNamespaceRole[1].ResourceNames[i]; got != shard {
+			t.Errorf("shard %d is %s, the Role names %s", i, shard, got)
 		}
 	}
 }
@@ -128,27 +77,22 @@ func TestRBACRoleIsExact(t *testing.T) {
 func installNamespaceManifest(t *testing.T, ns string) *rest.Config {
 	t.Helper()
 	ctx := context.Background()
-	m := readNamespaceManifest(t)
-	admin := cluster.Client()
-	if _, err := admin.CoreV1().ServiceAccounts(ns).Create(ctx, m.serviceAccount, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	ms := readNamespaceManifest(t)
+	for _, m := range ms {
+		switch m.obj.(type) {
+		case *corev1.ServiceAccount, *corev1.ConfigMap, *rbacv1.Role, *rbacv1.RoleBinding:
+			if err := create(ctx, m, ns, false); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
-	if _, err := admin.CoreV1().ConfigMaps(ns).Create(ctx, m.state, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := admin.RbacV1().Roles(ns).Create(ctx, m.role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := admin.RbacV1().RoleBindings(ns).Create(ctx, m.binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := cluster.ServiceAccountConfig(ctx, ns, m.serviceAccount.Name)
+	cfg, err := cluster.ServiceAccountConfig(ctx, ns, one[*corev1.ServiceAccount](t, ms).Name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	client := kubernetes.NewForConfigOrDie(cfg)
 	// The authorizer sees new bindings through an informer: wait until the last rule applies.
-	waitFor(t, 10*time.Second, "the Role to take effect", func() (bool, error) {
+	poll(t, "the Role to take effect", func(ctx context.Context) (bool, error) {
 		_, err := client.CoordinationV1().Leases(ns).Get(ctx, "reloader", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
@@ -166,41 +110,10 @@ func TestRBACNamespaceManifest(t *testing.T) {
 	sa := kubernetes.NewForConfigOrDie(saConfig)
 
 	t.Run("reload", func(t *testing.T) {
-		createConfigMap(t, ns, "app-config", map[string]string{"k": "v1"})
-		createDeployment(t, ns, "app", 1, named("configmap", "app-config"), nil)
-		r := startControllerAs(t, saConfig, ns, controllerOpts{period: 100 * time.Millisecond, grace: 5 * time.Second})
-
-		key := state.Key("ConfigMap", "", "app-config")
-		waitFor(t, 30*time.Second, "the first hash in the state", func() (bool, error) {
-			return stateEntry(t, ns, key) != "", nil
-		})
-		cms := cluster.Client().CoreV1().ConfigMaps(ns)
-		cm, err := cms.Get(ctx, "app-config", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cm.Data = map[string]string{"k": "v2"}
-		if cm, err = cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		hash := confighash.ConfigMap(cm)
-
-		waitEnv(t, ns, "app", "_RELOADER_-configmap-app-config", hash)
-		waitFor(t, 30*time.Second, "a Reloaded Event", func() (bool, error) {
-			evs, err := cluster.Client().CoreV1().Events(ns).List(ctx, metav1.ListOptions{
-				FieldSelector: "involvedObject.kind=Deployment,involvedObject.name=app,reason=Reloaded"})
-			return err == nil && len(evs.Items) > 0, err
-		})
-		waitFor(t, 30*time.Second, "the new hash in the state", func() (bool, error) {
-			return stateEntry(t, ns, key) == hash, nil
-		})
-		r.stop(t)
-		for _, bad := range []string{"forbidden", "Forbidden"} {
-			if bytes.Contains([]byte(r.log.String()), []byte(bad)) {
-				t.Errorf("the controller was refused something:\n%s", r.log.String())
-				break
-			}
-		}
+		createApp(t, ns)
+		r := startController(t, saConfig, reloader.Options{Namespace: ns, StateNamespace: ns, StateName: "reloader-state"})
+		checkReload(t, ns, ns, "reloader-state", state.Key("ConfigMap", "", "app-config"))
+		r.stopRefusedNothing(t)
 	})
 
 	t.Run("leader election", func(t *testing.T) {
@@ -238,11 +151,14 @@ func TestRBACNamespaceManifest(t *testing.T) {
 	})
 
 	t.Run("forbidden", func(t *testing.T) {
-		createDeployment(t, other, "elsewhere", 1, nil, nil)
+		createDeployment(t, other, "elsewhere", nil)
 		createConfigMap(t, ns, "not-state", map[string]string{"k": "v"})
-		createSecret(t, ns, "some-secret", map[string]string{"k": "v"})
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "some-secret"}, StringData: map[string]string{"k": "v"}}
+		if _, err := cluster.Client().CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 		patch := []byte(`{"metadata":{"labels":{"rbac-test":"x"}}}`)
-		for what, call := range map[string]func() error{
+		wantForbidden(t, map[string]func() error{
 			"list configmaps in another namespace": func() error {
 				_, err := sa.CoreV1().ConfigMaps(other).List(ctx, metav1.ListOptions{})
 				return err
@@ -305,10 +221,6 @@ func TestRBACNamespaceManifest(t *testing.T) {
 				_, err := sa.CoordinationV1().Leases(ns).Update(ctx, l, metav1.UpdateOptions{})
 				return err
 			},
-		} {
-			if err := call(); !apierrors.IsForbidden(err) {
-				t.Errorf("%s: want Forbidden, got %v", what, err)
-			}
-		}
+		})
 	})
 }
