@@ -8,5 +8,5 @@
 //
 // The tests decode every manifest strictly, create it on the local test API server with a
 // server-side dry run, render the chart with the pinned helm binary (tools/helm), and run the
-// controller as the cluster manifests' ServiceAccount.
+// controller as the namespace and cluster manifests' ServiceAccounts, with exactly their Roles.
 package deploy

@@ -13,9 +13,8 @@ import (
 
 // Reload results.
 const (
-	ResultSuccess        = "success"
-	ResultFailure        = "failure"
-	ResultAlreadyCurrent = "skipped-already-current"
+	ResultSuccess = "success"
+	ResultFailure = "failure"
 )
 
 // Metrics holds every collector the reloader updates.

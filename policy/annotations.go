@@ -172,3 +172,12 @@ func (p Policy) Named() []ConfigRef {
 	slices.SortFunc(refs, func(x, y ConfigRef) int { return strings.Compare(x.Kind+"/"+x.Name, y.Kind+"/"+y.Name) })
 	return refs
 }
+
+// OnWorkload lists the annotations read from workloads: a change of any other annotation (the
+// Deployment controller's revision, say) changes nothing the reloader decides.
+func (a Annotations) OnWorkload() []string {
+	keys := []string{a.Auto, a.ConfigMapAuto, a.SecretAuto, a.Search, a.ConfigMap, a.Secret,
+		a.ConfigMapExclude, a.SecretExclude, a.RolloutStrategy, hashesAnnotation}
+	keys = append(keys, a.AlternativeConfigMap...)
+	return append(keys, a.AlternativeSecret...)
+}

@@ -62,12 +62,11 @@ func renamed(f func(*policy.Annotations)) func(*reloader.Options) {
 }
 
 var (
-	cmA      = config{kind: "ConfigMap", name: "a"}
-	cmB      = config{kind: "ConfigMap", name: "b"}
-	secretS  = config{kind: "Secret", name: "s"}
-	matched  = config{kind: "ConfigMap", name: "a", annotations: map[string]string{"reloader.stakater.com/match": "true"}}
-	ignored  = config{kind: "ConfigMap", name: "a", annotations: map[string]string{"reloader.stakater.com/ignore": "true"}}
-	custMatc = config{kind: "ConfigMap", name: "a", annotations: map[string]string{"example.com/match": "true"}}
+	cmA     = config{kind: "ConfigMap", name: "a"}
+	cmB     = config{kind: "ConfigMap", name: "b"}
+	secretS = config{kind: "Secret", name: "s"}
+	matched = config{kind: "ConfigMap", name: "a", annotations: map[string]string{"reloader.stakater.com/match": "true"}}
+	ignored = config{kind: "ConfigMap", name: "a", annotations: map[string]string{"reloader.stakater.com/ignore": "true"}}
 )
 
 // TestAnnotations runs a few rows of each mode end to end; policy's table tests cover every

@@ -31,12 +31,12 @@ func (l *changeLog) observe(k key, now time.Time) {
 }
 
 // take reports whether a change of k arrived since the last take, and clears that.
-func (l *changeLog) take(k key) (fresh bool, since time.Time) {
+func (l *changeLog) take(k key) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	fresh = l.fresh[k]
+	fresh := l.fresh[k]
 	delete(l.fresh, k)
-	return fresh, l.since[k]
+	return fresh
 }
 
 // forget drops k once its content is fully rolled out, unless a change arrived during the sync

@@ -18,8 +18,9 @@ type dependent struct {
 // syncConfig opens a window for every dependent that does not hold the config's current content
 // and, once none is left, records that content as fully rolled out.
 func (c *Controller) syncConfig(k key) error {
-	fresh, _ := c.changes.take(k)
+	fresh := c.changes.take(k)
 	if !c.namespaceAllowed(k.namespace) {
+		c.changes.forget(k)
 		return nil
 	}
 	rec := c.lookup(k)
@@ -147,14 +148,26 @@ func (c *Controller) stateKey(k key) string {
 	return state.Key(k.kind, ns, k.name)
 }
 
-// tombstoneMissing runs once the caches have synced: the entries of configs deleted while the
-// reloader was down become tombstones, and every tombstone is queued to be settled.
-func (c *Controller) tombstoneMissing() {
+// startupPass runs once the caches have synced. A config whose content the state holds needs
+// nothing: each dependent's own sync catches a stale marker. One never seen that nobody reads is
+// recorded here; every other is queued. Not queueing every config keeps the queue's maps, which
+// never shrink, small. Entries of configs deleted while the reloader was down become tombstones.
+func (c *Controller) startupPass() {
 	live := map[string]bool{}
 	for kind, inf := range c.configs {
 		for _, obj := range inf.GetStore().List() {
 			r := obj.(*configRecord)
-			live[c.stateKey(key{kind, r.Namespace, r.Name})] = true
+			k := key{kind, r.Namespace, r.Name}
+			skey := c.stateKey(k)
+			live[skey] = true
+			e, known := c.state.Get(skey)
+			switch {
+			case known && !e.Deleted && e.Hash == r.Hash:
+			case !known && !c.referenced(k) && c.namespaceAllowed(k.namespace):
+				c.state.Set(skey, r.Hash)
+			default:
+				c.queue.Add(k)
+			}
 		}
 	}
 	if n := c.state.TombstoneMissing(func(k string) bool { return live[k] }, c.opts.Clock.Now()); n > 0 {

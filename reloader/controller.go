@@ -170,7 +170,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		c.log.Info("stopped before the caches synced")
 		return nil
 	}
-	c.tombstoneMissing()
+	c.startupPass()
 	c.log.Info("caches synced; reloading", "namespace", c.opts.Namespace, "coalesce_period", c.opts.CoalescePeriod,
 		"strategy", c.opts.Strategy, "kinds", len(c.kinds))
 

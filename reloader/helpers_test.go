@@ -250,3 +250,13 @@ func (r *running) settle() {
 func named(kind, names string) map[string]string {
 	return map[string]string{kind + ".reloader.stakater.com/reload": names}
 }
+
+// wantReloads settles, then fails unless Deployment name's template changed exactly n times
+// since generation before.
+func wantReloads(t *testing.T, ns, name string, before, n int64) {
+	t.Helper()
+	settle()
+	if got := getDeployment(t, ns, name).Generation - before; got != n {
+		t.Fatalf("%s: template changed %d times, want %d", name, got, n)
+	}
+}

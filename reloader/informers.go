@@ -3,7 +3,6 @@ package reloader
 import (
 	"context"
 	"fmt"
-	"maps"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -94,10 +93,11 @@ func (c *Controller) watchError(what string) cache.WatchErrorHandlerWithContext 
 func (c *Controller) watchConfigs(kind string, inf cache.SharedIndexInformer) error {
 	_, err := inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
-			k := c.objectKey(kind, obj)
-			if !initial {
-				c.changes.observe(k, c.opts.Clock.Now())
+			if initial {
+				return // the start-up pass decides, once the caches have synced
 			}
+			k := c.objectKey(kind, obj)
+			c.changes.observe(k, c.opts.Clock.Now())
 			c.queue.Add(k)
 		},
 		UpdateFunc: func(old, obj any) {
@@ -126,11 +126,10 @@ func (c *Controller) watchWorkloads(k *workloadKind) error {
 	if err := k.informer.AddIndexers(cache.Indexers{byConfigIndex: c.indexByConfig(k)}); err != nil {
 		return fmt.Errorf("index %ss: %w", k.name, err)
 	}
-	_, err := k.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { c.workloadChanged(k, obj, true) },
+	_, err := k.informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initial bool) { c.workloadChanged(k, obj, initial) },
 		UpdateFunc: func(old, obj any) {
-			o, n := old.(metav1.Object), obj.(metav1.Object)
-			if o.GetGeneration() != n.GetGeneration() || !maps.Equal(o.GetAnnotations(), n.GetAnnotations()) {
+			if c.decisive(old.(metav1.Object), obj.(metav1.Object)) {
 				c.workloadChanged(k, obj, false)
 			}
 		},
@@ -142,16 +141,43 @@ func (c *Controller) watchWorkloads(k *workloadKind) error {
 	return nil
 }
 
-func (c *Controller) workloadChanged(k *workloadKind, obj any, added bool) {
-	c.checkAnnotations(k, obj)
-	meta, _ := k.template(obj)
-	w := key{k.name, meta.GetNamespace(), meta.GetName()}
-	if added {
-		c.queue.Add(w)
-	} else {
-		c.coalescer.Add(w)
+// decisive reports an update that may change a decision: the spec (its generation) or an
+// annotation the reloader reads. Status updates during a rollout are not.
+func (c *Controller) decisive(old, obj metav1.Object) bool {
+	if old.GetGeneration() != obj.GetGeneration() {
+		return true
 	}
-	c.queueConfigsOf(k, obj)
+	o, n := old.GetAnnotations(), obj.GetAnnotations()
+	for _, a := range c.opts.Annotations.OnWorkload() {
+		if o[a] != n[a] {
+			return true
+		}
+	}
+	return false
+}
+
+// workloadChanged syncs the workload, unless a window is open for it (its sync will come), and
+// queues its configs. At start-up, the start-up pass queues the configs that need it; only
+// those read by single keys are queued here, so their per-key state exists before a change,
+// and with --reload-on-create all, so that an absent one gets its tombstone.
+func (c *Controller) workloadChanged(k *workloadKind, obj any, initial bool) {
+	c.checkAnnotations(k, obj)
+	meta, tmpl := k.template(obj)
+	if w := (key{k.name, meta.GetNamespace(), meta.GetName()}); !c.coalescer.Open(w) {
+		c.queue.Add(w)
+	}
+	if !initial || c.opts.ReloadOnCreate {
+		c.queueConfigsOf(k, obj)
+		return
+	}
+	if tmpl == nil {
+		return
+	}
+	for r, u := range policy.UsesOf(&tmpl.Spec) {
+		if _, watched := c.configs[r.Kind]; watched && len(u.Keys) > 0 {
+			c.queue.Add(configKey(r, meta.GetNamespace()))
+		}
+	}
 }
 
 // workloadGone forgets a deleted workload; its configs are synced, since it no longer holds

@@ -147,6 +147,8 @@ func TestRestartWithoutChangesRestartsNothing(t *testing.T) {
 	if moved := changed(before, generations(t, ns)); len(moved) != 0 {
 		t.Fatalf("first start and restart without config changes restarted %v", moved)
 	}
+	// Positive control: the restarted controller does reload on a change.
+	waitEnv(t, ns, "app-0", "_RELOADER_-configmap-cfg-0", updateConfigMap(t, ns, "cfg-0", map[string]string{"v": "1"}))
 }
 
 func TestChangesWhileDownRestartOnlyTheirDependentsOnce(t *testing.T) {
@@ -257,6 +259,12 @@ func TestStrippedEnvVarCausesNoRestart(t *testing.T) {
 	got := getDeployment(t, ns, "web")
 	if _, set := env(got, "app", cmVar); set || got.Generation != d.Generation {
 		t.Fatalf("the reloader restored its variable (generation %d→%d) although the config did not change", d.Generation, got.Generation)
+	}
+	// Positive control: the stripped workload still reloads on the next change, once.
+	waitEnv(t, ns, "web", cmVar, updateConfigMap(t, ns, "app-config", map[string]string{"v": "2"}))
+	settle()
+	if g := getDeployment(t, ns, "web").Generation; g != d.Generation+1 {
+		t.Fatalf("generation %d→%d after the next change, want one reload", d.Generation, g)
 	}
 }
 

@@ -112,38 +112,53 @@ func runSeed(t *testing.T, manifest string, tests []seedChange) {
 	}
 }
 
-// filterCase: one config changes under a filter flag; does its dependent reload?
+// filterCase: one config changes under a filter flag; does its dependent reload? A row where
+// nothing may happen also changes a control config that the filter keeps, after its own, and
+// waits for the control's dependent to reload first.
 func TestFiltersKeepConfigsOut(t *testing.T) {
+	labelled := config{kind: "ConfigMap", name: "ctl", labels: map[string]string{"reload": "yes"}}
 	tests := []struct {
-		name   string
-		tweak  func(o *reloader.Options, ns string)
-		config config
-		reload bool
+		name    string
+		tweak   func(o *reloader.Options, ns string)
+		config  config
+		reload  bool
+		control *config
 	}{
-		{"--resources-to-ignore=secrets skips secrets", func(o *reloader.Options, _ string) { o.IgnoreSecrets = true }, secretS, false},
-		{"--resources-to-ignore=secrets keeps configmaps", func(o *reloader.Options, _ string) { o.IgnoreSecrets = true }, cmA, true},
-		{"--resources-to-ignore=configmaps skips configmaps", func(o *reloader.Options, _ string) { o.IgnoreConfigMaps = true }, cmA, false},
-		{"--resource-label-selector skips unlabelled configs", func(o *reloader.Options, _ string) { o.ResourceLabelSelector = "reload=yes" }, cmA, false},
+		{"--resources-to-ignore=secrets skips secrets", func(o *reloader.Options, _ string) { o.IgnoreSecrets = true }, secretS, false, &config{kind: "ConfigMap", name: "ctl"}},
+		{"--resources-to-ignore=secrets keeps configmaps", func(o *reloader.Options, _ string) { o.IgnoreSecrets = true }, cmA, true, nil},
+		{"--resources-to-ignore=configmaps skips configmaps", func(o *reloader.Options, _ string) { o.IgnoreConfigMaps = true }, cmA, false, &config{kind: "Secret", name: "ctl"}},
+		{"--resource-label-selector skips unlabelled configs", func(o *reloader.Options, _ string) { o.ResourceLabelSelector = "reload=yes" }, cmA, false, &labelled},
 		{"--resource-label-selector keeps labelled configs", func(o *reloader.Options, _ string) { o.ResourceLabelSelector = "reload=yes" },
-			config{kind: "ConfigMap", name: "a", labels: map[string]string{"reload": "yes"}}, true},
-		{"--namespaces-to-ignore", func(o *reloader.Options, ns string) { o.NamespacesToIgnore = []string{ns} }, cmA, false},
+			config{kind: "ConfigMap", name: "a", labels: map[string]string{"reload": "yes"}}, true, nil},
+		// The only namespace watched is ignored: no control can fire; the state shows nothing tracked.
+		{"--namespaces-to-ignore", func(o *reloader.Options, ns string) { o.NamespacesToIgnore = []string{ns} }, cmA, false, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ns := cluster.NewNamespace(t)
 			createConfig(t, ns, tt.config)
 			createDeployment(t, ns, "web", 0, named(strings.ToLower(tt.config.kind), tt.config.name), nil)
-			startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { tt.tweak(o, ns) }})
-			settle() // the first start records what it tracks
-			before := getDeployment(t, ns, "web").Generation
+			if tt.control != nil {
+				createConfig(t, ns, *tt.control)
+				createDeployment(t, ns, "control", 0, named(strings.ToLower(tt.control.kind), tt.control.name), nil)
+			}
+			r := startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { tt.tweak(o, ns) }})
+			r.settle() // the first start records what it tracks
+			before := generations(t, ns)
 			changeConfig(t, ns, tt.config.kind, tt.config.name)
 			if tt.reload {
-				waitFor(t, 10*time.Second, "the reload", func() (bool, error) { return getDeployment(t, ns, "web").Generation > before, nil })
+				waitFor(t, 10*time.Second, "the reload", func() (bool, error) { return getDeployment(t, ns, "web").Generation > before["web"], nil })
 				return
 			}
-			settle()
-			if g := getDeployment(t, ns, "web").Generation; g != before {
-				t.Fatalf("a filtered-out config reloaded its dependent (generation %d→%d)", before, g)
+			if tt.control != nil {
+				changeConfig(t, ns, tt.control.kind, tt.control.name)
+				waitFor(t, 10*time.Second, "the control to reload", func() (bool, error) {
+					return getDeployment(t, ns, "control").Generation > before["control"], nil
+				})
+			}
+			r.settle()
+			if g := getDeployment(t, ns, "web").Generation; g != before["web"] {
+				t.Fatalf("a filtered-out config reloaded its dependent (generation %d→%d)", before["web"], g)
 			}
 			if v := stateEntry(t, ns, "v1."+tt.config.kind+"_"+tt.config.name); v != "" {
 				t.Fatalf("a filtered-out config is tracked in state: %s", v)

@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/gentype"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/reloader/reloader/state"
 )
 
 // Clients are typed clients over a scheme of only the types the reloader uses. client-go's
@@ -95,24 +97,9 @@ func (c *Clients) Events(ns string) *gentype.Client[*corev1.Event] {
 		gentype.PrefersProtobuf[*corev1.Event]())
 }
 
-// StateConfigMaps serves the state store: a state write's response is the whole shard (up to
-// 800 KB), which it never reads, so the patch skips decoding it.
-type StateConfigMaps struct {
-	*gentype.ClientWithList[*corev1.ConfigMap, *corev1.ConfigMapList]
-	rest  rest.Interface
-	codec runtime.ParameterCodec
-	ns    string
-}
-
-// StateConfigMaps returns the client the state store writes through.
-func (c *Clients) StateConfigMaps(ns string) StateConfigMaps {
-	return StateConfigMaps{ClientWithList: c.ConfigMaps(ns), rest: c.core, codec: c.codec, ns: ns}
-}
-
-// Patch applies the patch and returns no object.
-func (s StateConfigMaps) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, _ ...string) (*corev1.ConfigMap, error) {
-	return nil, s.rest.Patch(pt).Namespace(s.ns).Resource("configmaps").Name(name).
-		VersionedParams(&opts, s.codec).Body(data).Do(ctx).Error()
+// StateConfigMaps returns the client the state store reads and writes its shards through.
+func (c *Clients) StateConfigMaps(ns string) state.Client {
+	return state.NewClient(c.ConfigMaps(ns), c.core, c.codec, ns)
 }
 
 // Leases returns the Lease client of a namespace, for leader election.
