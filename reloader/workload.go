@@ -71,16 +71,25 @@ func typedKind[T metav1.Object, L runtime.Object](name string, example T, tmpl f
 	}
 }
 
-// kindConstructors builds each workload kind on demand, so an ignored kind never gets an
-// informer (which would list and watch it, and need RBAC for it).
-func kindConstructors(c *kube.Clients, ns string, transform cache.TransformFunc) map[string]func() *workloadKind {
-	return map[string]func() *workloadKind{
-		TypeDeployments: func() *workloadKind {
+// kindEntry is one workload kind the reloader can restart: its --ignored-workload-types name,
+// whether the options enable it, and how to build it. Kinds are built on demand, so a kind that
+// is off never gets an informer (which would list and watch it, and need RBAC for it).
+type kindEntry struct {
+	typ     string
+	enabled func(Options) bool
+	build   func() *workloadKind
+}
+
+// kindTable lists every workload kind; adding a kind is adding an entry.
+func kindTable(c *kube.Clients, ns string, transform cache.TransformFunc) []kindEntry {
+	always := func(Options) bool { return true }
+	return []kindEntry{
+		{TypeDeployments, always, func() *workloadKind {
 			return typedKind("Deployment", &appsv1.Deployment{},
 				func(d *appsv1.Deployment) *corev1.PodTemplateSpec { return &d.Spec.Template },
 				func(ns string) typedClient[*appsv1.Deployment, *appsv1.DeploymentList] { return c.Deployments(ns) }, ns, transform)
-		},
-		TypeStatefulSets: func() *workloadKind {
+		}},
+		{TypeStatefulSets, always, func() *workloadKind {
 			k := typedKind("StatefulSet", &appsv1.StatefulSet{},
 				func(s *appsv1.StatefulSet) *corev1.PodTemplateSpec { return &s.Spec.Template },
 				func(ns string) typedClient[*appsv1.StatefulSet, *appsv1.StatefulSetList] { return c.StatefulSets(ns) }, ns, transform)
@@ -88,8 +97,8 @@ func kindConstructors(c *kube.Clients, ns string, transform cache.TransformFunc)
 				return o.(*appsv1.StatefulSet).Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType
 			}
 			return k
-		},
-		TypeDaemonSets: func() *workloadKind {
+		}},
+		{TypeDaemonSets, always, func() *workloadKind {
 			k := typedKind("DaemonSet", &appsv1.DaemonSet{},
 				func(d *appsv1.DaemonSet) *corev1.PodTemplateSpec { return &d.Spec.Template },
 				func(ns string) typedClient[*appsv1.DaemonSet, *appsv1.DaemonSetList] { return c.DaemonSets(ns) }, ns, transform)
@@ -97,7 +106,13 @@ func kindConstructors(c *kube.Clients, ns string, transform cache.TransformFunc)
 				return o.(*appsv1.DaemonSet).Spec.UpdateStrategy.Type == appsv1.OnDeleteDaemonSetStrategyType
 			}
 			return k
-		},
+		}},
+		{TypeRollouts, func(o Options) bool { return o.ArgoRollouts }, func() *workloadKind {
+			return dynamicKind("Rollout", rolloutsGVR, c.Dynamic, ns, transform)
+		}},
+		{TypeDeploymentConfigs, func(o Options) bool { return o.OpenShift }, func() *workloadKind {
+			return dynamicKind("DeploymentConfig", deploymentConfigsGVR, c.Dynamic, ns, transform)
+		}},
 	}
 }
 
@@ -137,21 +152,10 @@ func unstructuredTemplate(o any) (metav1.Object, *corev1.PodTemplateSpec) {
 
 // selectKinds builds the enabled workload kinds, keyed by Kind.
 func selectKinds(opts Options, c *kube.Clients, transform cache.TransformFunc) map[string]*workloadKind {
-	constructors := kindConstructors(c, opts.Namespace, transform)
-	if opts.ArgoRollouts {
-		constructors[TypeRollouts] = func() *workloadKind {
-			return dynamicKind("Rollout", rolloutsGVR, c.Dynamic, opts.Namespace, transform)
-		}
-	}
-	if opts.OpenShift {
-		constructors[TypeDeploymentConfigs] = func() *workloadKind {
-			return dynamicKind("DeploymentConfig", deploymentConfigsGVR, c.Dynamic, opts.Namespace, transform)
-		}
-	}
 	kinds := map[string]*workloadKind{}
-	for typ, build := range constructors {
-		if !slices.Contains(opts.IgnoredWorkloadTypes, typ) {
-			k := build()
+	for _, e := range kindTable(c, opts.Namespace, transform) {
+		if e.enabled(opts) && !slices.Contains(opts.IgnoredWorkloadTypes, e.typ) {
+			k := e.build()
 			kinds[k.name] = k
 		}
 	}
