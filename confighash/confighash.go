@@ -17,10 +17,8 @@
 package confighash
 
 import (
-	"crypto/sha1"
 	"encoding/binary"
 	"encoding/hex"
-	"hash"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,8 +31,12 @@ const (
 
 // ConfigMap returns the content hash of cm.
 func ConfigMap(cm *corev1.ConfigMap) string {
-	h := sha1.New()
-	writeStrings(h, tagData, cm.Data)
+	h := newHasher()
+	for _, k := range sortedKeys(cm.Data) {
+		h.entry(tagData, k)
+		h.length(len(cm.Data[k]))
+		h.writeString(cm.Data[k])
+	}
 	writeBytes(h, tagBinary, cm.BinaryData)
 	return hex.EncodeToString(h.Sum(nil))
 }
@@ -42,32 +44,30 @@ func ConfigMap(cm *corev1.ConfigMap) string {
 // Secret returns the content hash of s. The API server folds stringData into data, so data is
 // the whole content.
 func Secret(s *corev1.Secret) string {
-	h := sha1.New()
+	h := newHasher()
 	writeBytes(h, tagBinary, s.Data)
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-func writeStrings(h hash.Hash, tag byte, m map[string]string) {
+func writeBytes(h *hasher, tag byte, m map[string][]byte) {
 	for _, k := range sortedKeys(m) {
-		writeEntry(h, tag, k, []byte(m[k]))
+		h.entry(tag, k)
+		h.length(len(m[k]))
+		h.Write(m[k])
 	}
 }
 
-func writeBytes(h hash.Hash, tag byte, m map[string][]byte) {
-	for _, k := range sortedKeys(m) {
-		writeEntry(h, tag, k, m[k])
-	}
+// entry writes an entry's tag and length-prefixed key; its value's length and bytes follow.
+func (h *hasher) entry(tag byte, key string) {
+	h.buf[0] = tag
+	binary.BigEndian.PutUint64(h.buf[1:9], uint64(len(key)))
+	h.Write(h.buf[:9])
+	h.writeString(key)
 }
 
-func writeEntry(h hash.Hash, tag byte, key string, value []byte) {
-	var buf [1 + 8]byte
-	buf[0] = tag
-	binary.BigEndian.PutUint64(buf[1:], uint64(len(key)))
-	h.Write(buf[:])
-	h.Write([]byte(key))
-	binary.BigEndian.PutUint64(buf[1:], uint64(len(value)))
-	h.Write(buf[1:])
-	h.Write(value)
+func (h *hasher) length(n int) {
+	binary.BigEndian.PutUint64(h.buf[:8], uint64(n))
+	h.Write(h.buf[:8])
 }
 
 func sortedKeys[V any](m map[string]V) []string {

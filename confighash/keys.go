@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"sort"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -19,12 +18,17 @@ type KeySum struct {
 
 // ConfigMapKeys returns the per-key sums of cm, sorted by key.
 func ConfigMapKeys(cm *corev1.ConfigMap) []KeySum {
+	h := newHasher()
 	out := make([]KeySum, 0, len(cm.Data)+len(cm.BinaryData))
 	for k, v := range cm.Data {
-		out = append(out, keySum(tagData, k, []byte(v)))
+		h.Reset()
+		h.entry(tagData, k)
+		h.length(len(v))
+		h.writeString(v)
+		out = append(out, h.keySum(k))
 	}
 	for k, v := range cm.BinaryData {
-		out = append(out, keySum(tagBinary, k, v))
+		out = append(out, h.bytesSum(tagBinary, k, v))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out
@@ -32,17 +36,24 @@ func ConfigMapKeys(cm *corev1.ConfigMap) []KeySum {
 
 // SecretKeys returns the per-key sums of s, sorted by key.
 func SecretKeys(s *corev1.Secret) []KeySum {
+	h := newHasher()
 	out := make([]KeySum, 0, len(s.Data))
 	for k, v := range s.Data {
-		out = append(out, keySum(tagBinary, k, v))
+		out = append(out, h.bytesSum(tagBinary, k, v))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out
 }
 
-func keySum(tag byte, key string, value []byte) KeySum {
-	h := sha1.New()
-	writeEntry(h, tag, key, value)
+func (h *hasher) bytesSum(tag byte, key string, value []byte) KeySum {
+	h.Reset()
+	h.entry(tag, key)
+	h.length(len(value))
+	h.Write(value)
+	return h.keySum(key)
+}
+
+func (h *hasher) keySum(key string) KeySum {
 	ks := KeySum{Key: key}
 	h.Sum(ks.Sum[:0])
 	return ks
@@ -76,29 +87,66 @@ func Subset(sums []KeySum, keys []string) string {
 // the hex SHA1 of the sorted "key=value" strings joined by ";", binaryData values base64-encoded.
 // The reloader reads it only to take over from stakater without a restart wave.
 func StakaterConfigMap(cm *corev1.ConfigMap) string {
-	pairs := make([]string, 0, len(cm.Data)+len(cm.BinaryData))
-	for k, v := range cm.Data {
-		pairs = append(pairs, k+"="+v)
+	h := newHasher()
+	keys := make([]string, 0, len(cm.Data)+len(cm.BinaryData))
+	for k := range cm.Data {
+		keys = append(keys, k)
 	}
-	for k, v := range cm.BinaryData {
-		pairs = append(pairs, k+"="+base64.StdEncoding.EncodeToString(v))
+	for k := range cm.BinaryData {
+		keys = append(keys, k)
 	}
-	return stakaterSum(pairs)
+	for i, k := range stakaterOrder(keys) {
+		h.pairKey(i, k)
+		if v, ok := cm.Data[k]; ok {
+			h.writeString(v)
+			continue
+		}
+		enc := base64.NewEncoder(base64.StdEncoding, h.Hash)
+		enc.Write(cm.BinaryData[k])
+		enc.Close()
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // StakaterSecret is stakater Reloader's hash of s: as for a ConfigMap, with decoded data values.
 func StakaterSecret(s *corev1.Secret) string {
-	pairs := make([]string, 0, len(s.Data))
-	for k, v := range s.Data {
-		pairs = append(pairs, k+"="+string(v))
+	h := newHasher()
+	keys := make([]string, 0, len(s.Data))
+	for k := range s.Data {
+		keys = append(keys, k)
 	}
-	return stakaterSum(pairs)
+	for i, k := range stakaterOrder(keys) {
+		h.pairKey(i, k)
+		h.Write(s.Data[k])
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
-func stakaterSum(pairs []string) string {
-	sort.Strings(pairs)
-	sum := sha1.Sum([]byte(strings.Join(pairs, ";")))
-	return hex.EncodeToString(sum[:])
+// pairKey writes the separator before pair i and its "key=".
+func (h *hasher) pairKey(i int, key string) {
+	if i > 0 {
+		h.writeString(";")
+	}
+	h.writeString(key)
+	h.writeString("=")
+}
+
+// stakaterOrder sorts keys as stakater sorts its "key=value" strings. Keys are unique and hold no
+// '=' (the API server allows only [-._a-zA-Z0-9]), so that order is the order of "key=": a key
+// that is a prefix of another compares '=' with the other's next byte.
+func stakaterOrder(keys []string) []string {
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		n := min(len(a), len(b))
+		if a[:n] != b[:n] {
+			return a[:n] < b[:n]
+		}
+		if len(a) < len(b) {
+			return '=' < b[n]
+		}
+		return len(a) > len(b) && a[n] < '='
+	})
+	return keys
 }
 
 // KeyValue is what the state records for one key a workload reads: the hex of its KeySum when
