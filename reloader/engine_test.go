@@ -391,3 +391,36 @@ func setConfigMapAnnotation(t *testing.T, ns, name, key, value string) {
 		t.Fatal(err)
 	}
 }
+
+// A config that flaps A→B→A within one window ends where it started: nothing to restart.
+func TestFlapWithinAWindowRestartsNothing(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
+	r := startController(t, ns, controllerOpts{period: 2 * time.Second})
+	r.settle()
+	before := getDeployment(t, ns, "web").Generation
+
+	updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
+	updateConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	wantReloads(t, ns, "web", before, 0)
+	// Positive control: a change that stays reloads once.
+	waitEnv(t, ns, "web", cmVar, updateConfigMap(t, ns, "app-config", map[string]string{"v": "C"}))
+	wantReloads(t, ns, "web", before, 1)
+}
+
+// A GitOps replace while the reloader is down, without --reload-on-create: caught up on start.
+func TestReplaceWhileDownReloadsOnceOnStart(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
+	first := startController(t, ns, controllerOpts{})
+	first.settle()
+	first.stop(t)
+	before := getDeployment(t, ns, "web").Generation
+
+	hash := replaceConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
+	startController(t, ns, controllerOpts{})
+	waitEnv(t, ns, "web", cmVar, hash)
+	wantReloads(t, ns, "web", before, 1)
+}
