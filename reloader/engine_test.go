@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -423,4 +424,28 @@ func TestReplaceWhileDownReloadsOnceOnStart(t *testing.T) {
 	startController(t, ns, controllerOpts{})
 	waitEnv(t, ns, "web", cmVar, hash)
 	wantReloads(t, ns, "web", before, 1)
+}
+
+// A deleted config's tombstone outlives it by the retention period, and longer while a workload
+// still references it.
+func TestTombstonesArePrunedAfterRetentionOnceUnreferenced(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "lonely", map[string]string{"v": "A"})
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
+	r := startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { o.TombstoneRetention = 2 * time.Second }})
+	r.settle()
+	for _, name := range []string{"lonely", "app-config"} {
+		if err := cluster.Client().CoreV1().ConfigMaps(ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tombstone := func(name string) bool { return strings.HasPrefix(stateEntry(t, ns, "v1.ConfigMap_"+name), "deleted@") }
+	waitFor(t, 10*time.Second, "both tombstones", func() (bool, error) { return tombstone("lonely") && tombstone("app-config"), nil })
+	waitFor(t, 10*time.Second, "the unreferenced tombstone pruned", func() (bool, error) {
+		return stateEntry(t, ns, "v1.ConfigMap_lonely") == "", nil
+	})
+	if !tombstone("app-config") {
+		t.Fatalf("the tombstone of a config web still names was pruned: %q", stateEntry(t, ns, "v1.ConfigMap_app-config"))
+	}
 }
