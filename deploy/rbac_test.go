@@ -4,9 +4,7 @@ import (
 	"context"
 	"os"
 	"reflect"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,8 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/reloader/reloader/reloader"
 	"github.com/reloader/reloader/state"
@@ -117,36 +113,22 @@ func TestRBACNamespaceManifest(t *testing.T) {
 	})
 
 	t.Run("leader election", func(t *testing.T) {
-		// The Lease calls of client-go's leader election, which --leader-elect uses.
-		lock := &resourcelock.LeaseLock{
-			LeaseMeta:  metav1.ObjectMeta{Namespace: ns, Name: "reloader"},
-			Client:     sa.CoordinationV1(),
-			LockConfig: resourcelock.ResourceLockConfig{Identity: "rbac-test"},
+		// The Lease calls of --leader-elect (internal/leader): create the Lease, read it, and
+		// update it to renew or release it. Direct calls, so the check does not depend on an
+		// elector's timing.
+		leases := sa.CoordinationV1().Leases(ns)
+		holder, released := "rbac-test", ""
+		l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "reloader"}, Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder}}
+		if _, err := leases.Create(ctx, l, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create the Lease: %v", err)
 		}
-		lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		var led atomic.Bool
-		elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-			Lock: lock, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: time.Second,
-			ReleaseOnCancel: true, Name: "rbac-test",
-			Callbacks: leaderelection.LeaderCallbacks{
-				OnStartedLeading: func(context.Context) { led.Store(true); cancel() },
-				OnStoppedLeading: func() {},
-			},
-		})
+		l, err := leases.Get(ctx, "reloader", metav1.GetOptions{})
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("get the Lease: %v", err)
 		}
-		elector.Run(lctx) // returns after the release on cancel
-		if !led.Load() {
-			t.Fatal("never became leader with the Role's Lease permissions")
-		}
-		l, err := cluster.Client().CoordinationV1().Leases(ns).Get(ctx, "reloader", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != "" {
-			t.Errorf("the Lease was not released (an update): holder %v", l.Spec.HolderIdentity)
+		l.Spec.HolderIdentity = &released
+		if _, err := leases.Update(ctx, l, metav1.UpdateOptions{}); err != nil {
+			t.Fatalf("release the Lease (an update): %v", err)
 		}
 	})
 
