@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	httppprof "net/http/pprof"
@@ -172,6 +173,10 @@ func (p *Period) Decode(ctx *kong.DecodeContext) error {
 func parsePeriod(s string) (time.Duration, error) {
 	d, err := time.ParseDuration(s)
 	if ms, errInt := strconv.ParseInt(s, 10, 64); errInt == nil {
+		// Checked before multiplying: a product past int64 would wrap into a tiny or negative period.
+		if ms > math.MaxInt64/int64(time.Millisecond) || ms < math.MinInt64/int64(time.Millisecond) {
+			return 0, fmt.Errorf("%s milliseconds is longer than a duration can be (about 292 years)", s)
+		}
 		d, err = time.Duration(ms)*time.Millisecond, nil
 	}
 	if err != nil {

@@ -324,6 +324,7 @@ func TestBadFlagsFailWithOneLineNamingTheFlag(t *testing.T) {
 	tests := []struct{ args, flag string }{
 		{"--coalesce-period=abc", "--coalesce-period"},
 		{"--coalesce-period=-5s", "--coalesce-period"},
+		{"--coalesce-period=9223372036854776", "--coalesce-period"}, // milliseconds past a duration: wrapped to 192µs before
 		{"--port=70000", "--port"},
 		{"--reload-strategy=rolling", "--reload-strategy"},
 		{"--namespace-selector=a=(", "--namespace-selector"},
