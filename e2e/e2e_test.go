@@ -71,8 +71,16 @@ func freePort(t *testing.T) int {
 // start runs the binary against the cluster in namespace ns and waits until /readyz answers 200.
 func start(t *testing.T, ns string, args ...string) *proc {
 	t.Helper()
+	p := launch(t, ns, cluster.Kubeconfig, args...)
+	p.waitReady(t)
+	return p
+}
+
+// launch runs the binary with kubeconfig in namespace ns, without waiting for it.
+func launch(t *testing.T, ns, kubeconfig string, args ...string) *proc {
+	t.Helper()
 	p := &proc{port: freePort(t), stderr: &testcluster.LogBuffer{}, exited: make(chan error, 1)}
-	all := append([]string{"--kubeconfig", cluster.Kubeconfig, "--namespace", ns, "--port", fmt.Sprint(p.port)}, args...)
+	all := append([]string{"--kubeconfig", kubeconfig, "--namespace", ns, "--port", fmt.Sprint(p.port)}, args...)
 	p.cmd = exec.Command(binary, all...)
 	p.cmd.Stderr, p.cmd.Stdout = p.stderr, p.stderr
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -86,12 +94,15 @@ func start(t *testing.T, ns string, args ...string) *proc {
 			t.Logf("reloader %v output:\n%s", args, p.stderr.String())
 		}
 	})
+	return p
+}
+
+// waitReady waits until /readyz answers 200, failing if the process exits first.
+func (p *proc) waitReady(t *testing.T) {
+	t.Helper()
 	waitFor(t, 30*time.Second, "reloader ready", func() (bool, error) {
-		select {
-		case err := <-p.exited:
-			p.exited <- err
+		if err, exited := p.wait(0); exited {
 			return false, fmt.Errorf("reloader exited early (%v):\n%s", err, p.stderr.String())
-		default:
 		}
 		resp, err := http.Get(p.url("/readyz"))
 		if err != nil {
@@ -100,7 +111,6 @@ func start(t *testing.T, ns string, args ...string) *proc {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, nil
 	})
-	return p
 }
 
 func (p *proc) url(path string) string { return fmt.Sprintf("http://127.0.0.1:%d%s", p.port, path) }

@@ -150,9 +150,9 @@ func retryLimiter() workqueue.TypedRateLimiter[key] {
 // Run loads the state, syncs the caches, tombstones the configs deleted while it was down, and
 // processes the queue until ctx ends; then it flushes pending reloads within the shutdown grace.
 func (c *Controller) Run(ctx context.Context) error {
-	first, err := c.state.Load(ctx)
-	if err != nil {
-		return err
+	first, ok := c.loadState(ctx)
+	if !ok {
+		return nil // stopped before the API server answered
 	}
 	if first {
 		c.log.Info("no state found: recording the current hash of every config; only workloads whose marker differs are reloaded")
@@ -202,6 +202,32 @@ func (c *Controller) Run(ctx context.Context) error {
 	flushCtx, cancel := context.WithTimeout(context.Background(), c.opts.ShutdownGrace)
 	defer cancel()
 	return c.state.Flush(flushCtx)
+}
+
+// loadState reads the state, retrying until the API server answers, so that a reloader started
+// while the API is unreachable (or before its Role is applied) waits, unready, instead of
+// exiting. Each distinct error is logged once; retries back off up to 5 s.
+func (c *Controller) loadState(ctx context.Context) (first, ok bool) {
+	backoff, said := 200*time.Millisecond, ""
+	for {
+		first, err := c.state.Load(ctx)
+		if err == nil {
+			if said != "" {
+				c.log.Info("state loaded; the API server answers again")
+			}
+			return first, true
+		}
+		if msg := err.Error(); msg != said {
+			c.log.Error("cannot load the state; retrying until the API server answers (not ready meanwhile)", "err", err)
+			said = msg
+		}
+		select {
+		case <-ctx.Done():
+			return false, false
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
 }
 
 // releaseStartupMemory returns the start-up spike to the OS once the initial sync has been

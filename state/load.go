@@ -15,6 +15,7 @@ import (
 func (s *Store) Load(ctx context.Context) (first bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.forgetAll() // a Load retried after a failure starts over, or it would count entries twice
 	for i := range MaxShards {
 		cm, err := s.client.Get(ctx, s.ShardName(i), metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
@@ -69,4 +70,11 @@ func (s *Store) loadShard(i int, data map[string]string) {
 func (s *Store) drop(key string, i int) {
 	s.noteGone(key, i)
 	s.markDirty(key)
+}
+
+// forgetAll empties the in-memory copy before a Load.
+func (s *Store) forgetAll() {
+	s.entries, s.children = map[string]entry{}, map[string]map[string]bool{}
+	s.dirty, s.gone, s.unsaved = map[string]struct{}{}, map[string]shardSet{}, map[string]struct{}{}
+	s.bytes, s.exists = [MaxShards]int{}, [MaxShards]bool{}
 }

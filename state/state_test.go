@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -348,5 +349,50 @@ func TestDeletingAConfigDeletesItsDataKeyEntries(t *testing.T) {
 		if _, got := again.Get(k); got != want {
 			t.Errorf("after deleting %s, entry %s present = %v, want %v", app, k, got, want)
 		}
+	}
+}
+
+// failOnce is a ConfigMapClient whose first Get of one shard fails, as an API server that stops
+// answering halfway through a Load.
+type failOnce struct {
+	state.ConfigMapClient
+	shard  string
+	failed bool
+}
+
+func (f *failOnce) Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.ConfigMap, error) {
+	if name == f.shard && !f.failed {
+		f.failed = true
+		return nil, errors.New("connection refused")
+	}
+	return f.ConfigMapClient.Get(ctx, name, opts)
+}
+
+func TestALoadRetriedAfterAFailureCountsNothingTwice(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	ctx := context.Background()
+	first := newStore(cluster.Client(), ns, nil)
+	if _, err := first.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	first.Set(state.Key("ConfigMap", "", "a"), strings.Repeat("a", 40))
+	if err := first.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	client := &failOnce{ConfigMapClient: cluster.Client().CoreV1().ConfigMaps(ns), shard: "reloader-state-1"}
+	var log bytes.Buffer
+	retried := state.New(client, ns, "reloader-state", textLog(&log))
+	if _, err := retried.Load(ctx); err == nil {
+		t.Fatal("the failing Load reported no error")
+	}
+	if _, err := retried.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := retried.Stats(), first.Stats(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("after a retried Load the shards count %v, want %v", got, want)
+	}
+	if strings.Contains(log.String(), "stored twice") || !retried.Clean() {
+		t.Fatalf("the retried Load took its own entries for duplicates:\n%s", log.String())
 	}
 }

@@ -1,0 +1,105 @@
+package e2e
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// gate is a TCP proxy to the API server that, while closed, drops every connection: the API
+// server as seen from a reloader cut off from it.
+type gate struct {
+	ln   net.Listener
+	open atomic.Bool
+}
+
+func newGate(t *testing.T, target string) *gate {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &gate{ln: ln}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			if !g.open.Load() {
+				c.Close()
+				continue
+			}
+			go forward(c, target)
+		}
+	}()
+	return g
+}
+
+func forward(c net.Conn, target string) {
+	defer c.Close()
+	up, err := net.Dial("tcp", target)
+	if err != nil {
+		return
+	}
+	defer up.Close()
+	go func() { _, _ = io.Copy(up, c) }()
+	_, _ = io.Copy(c, up)
+}
+
+// kubeconfigThrough writes a copy of the cluster's kubeconfig that reaches the API server
+// through the gate.
+func kubeconfigThrough(t *testing.T, g *gate) string {
+	t.Helper()
+	data, err := os.ReadFile(cluster.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := strings.TrimPrefix(cluster.Config.Host, "https://")
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, []byte(strings.ReplaceAll(string(data), host, g.ln.Addr().String())), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestStartedWhileTheAPIIsUnreachableWaitsUnreadyThenReloads(t *testing.T) {
+	ns := setup(t)
+	g := newGate(t, strings.TrimPrefix(cluster.Config.Host, "https://"))
+	p := launch(t, ns, kubeconfigThrough(t, g), "--coalesce-period", "0")
+
+	waitFor(t, 20*time.Second, "the retry logged", func() (bool, error) {
+		return strings.Contains(p.stderr.String(), "retrying until the API server answers"), nil
+	})
+	if _, exited := p.wait(0); exited {
+		t.Fatalf("the reloader exited while the API was unreachable:\n%s", p.stderr.String())
+	}
+	if code := status(t, p.url("/readyz")); code == http.StatusOK {
+		t.Fatal("/readyz answered 200 while the API was unreachable")
+	}
+	if code := status(t, p.url("/healthz")); code != http.StatusOK {
+		t.Fatalf("/healthz answered %d while waiting; the process is alive and should say so", code)
+	}
+
+	g.open.Store(true)
+	p.waitReady(t)
+	waitFor(t, 10*time.Second, "first hashes recorded", func() (bool, error) { return stateRecorded(t, ns), nil })
+	waitReloaded(t, ns, update(t, ns, "1"))
+}
+
+func status(t *testing.T, url string) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
