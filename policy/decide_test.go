@@ -81,6 +81,12 @@ func TestMarker(t *testing.T) {
 		{"annotations: stale", ann, nil, withHashes("old"), "h", Stale},
 		{"annotations: deleted and marked so", ann, nil, withHashes(DeletedMarker), "", Current},
 		{"restartAt: hashes on the Rollout itself", Target{RestartAt: true}, map[string]string{"reloader/config-hashes": `{"configmap/x":"h"}`}, tmpl(ctr()), "h", Current},
+		// After a switch of --reload-strategy the other place may hold the current content.
+		{"env: variable stale, the annotation current", env, nil, func() *corev1.PodTemplateSpec { t := withHashes("h"); t.Spec.Containers[0] = ctr("old"); return t }(), "h", Current},
+		{"annotations: annotation stale, the variable current", ann, nil, func() *corev1.PodTemplateSpec { t := withHashes("old"); t.Spec.Containers[0] = ctr("h"); return t }(), "h", Current},
+		{"annotations: both stale", ann, nil, func() *corev1.PodTemplateSpec { t := withHashes("old"); t.Spec.Containers[0] = ctr("old"); return t }(), "h", Stale},
+		{"restartAt: the template's variable current", Target{RestartAt: true}, map[string]string{"reloader/config-hashes": `{"configmap/x":"old"}`}, tmpl(ctr("h")), "h", Current},
+		{"env: config deleted, only the annotation left", env, nil, withHashes("h"), "", NoMarker},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -31,22 +31,48 @@ const (
 
 // Marker reads what the workload carries for r against desired, the value for the config's
 // current content ("" when the config does not exist).
+//
+// For an existing config every place a marker can be is read, whatever the strategy: the env var,
+// the pod template's hashes annotation and, for an Argo restart, the Rollout's own. The workload
+// runs the current content if any of them holds it, so switching --reload-strategy, or a Rollout's
+// rollout-strategy annotation, restarts nothing by itself. A deletion is judged where the
+// strategy marks it.
 func (t Target) Marker(meta map[string]string, tmpl *corev1.PodTemplateSpec, r ConfigRef, desired string) MarkerState {
-	if t.RestartAt || t.Strategy == StrategyAnnotations {
-		hashes := AppliedHashes(tmpl.Annotations)
+	if desired == "" {
 		if t.RestartAt {
-			hashes = AppliedHashes(meta)
+			return hashMarker(meta, r, desired)
 		}
-		v, ok := hashes[hashKey(r)]
-		switch {
-		case !ok:
-			return NoMarker
-		case v == desired || desired == "" && v == DeletedMarker:
+		if t.Strategy == StrategyAnnotations {
+			return hashMarker(tmpl.Annotations, r, desired)
+		}
+		return envMarker(tmpl, EnvVarName(r), desired)
+	}
+	state := NoMarker
+	for _, m := range []MarkerState{envMarker(tmpl, EnvVarName(r), desired), hashMarker(tmpl.Annotations, r, desired), hashMarker(meta, r, desired)} {
+		if m == Current {
 			return Current
 		}
-		return Stale
+		if m == Stale {
+			state = Stale
+		}
 	}
-	return envMarker(tmpl, EnvVarName(r), desired)
+	return state
+}
+
+// hashMarker reads r's entry in a hashes annotation (stakater's annotations strategy, Argo
+// restarts); a deleted config's entry is DeletedMarker.
+func hashMarker(annotations map[string]string, r ConfigRef, desired string) MarkerState {
+	if annotations[hashesAnnotation] == "" {
+		return NoMarker // the common case, without decoding
+	}
+	v, ok := AppliedHashes(annotations)[hashKey(r)]
+	switch {
+	case !ok:
+		return NoMarker
+	case v == desired || desired == "" && v == DeletedMarker:
+		return Current
+	}
+	return Stale
 }
 
 func envMarker(tmpl *corev1.PodTemplateSpec, name, desired string) MarkerState {

@@ -84,6 +84,10 @@ type Controller struct {
 	log     *slog.Logger
 	metrics *metrics.Metrics
 
+	// decisiveAnnotations are the workload annotations the reloader reads (policy.OnWorkload),
+	// listed once: every workload update event checks them.
+	decisiveAnnotations []string
+
 	informers  []cache.SharedIndexInformer
 	hasSynced  []cache.InformerSynced
 	configs    map[string]cache.SharedIndexInformer // by config kind
@@ -127,7 +131,9 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(retryLimiter(),
 			workqueue.TypedRateLimitingQueueConfig[key]{Name: "reloader", MetricsProvider: opts.Metrics.WorkqueueProvider()}),
 		changes: newChangeLog(),
-		events:  record.NewBroadcaster(),
+
+		decisiveAnnotations: opts.Annotations.OnWorkload(),
+		events:              record.NewBroadcaster(),
 	}
 	c.state.OnWrite = c.observeStateWrite
 	c.reports = newReporter(c.events.NewRecorder(clients.Scheme, corev1.EventSource{Component: "reloader"}), opts.Log)

@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/reloader/reloader/confighash"
+	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader"
 )
 
@@ -448,4 +449,39 @@ func TestTombstonesArePrunedAfterRetentionOnceUnreferenced(t *testing.T) {
 	if !tombstone("app-config") {
 		t.Fatalf("the tombstone of a config web still names was pruned: %q", stateEntry(t, ns, "v1.ConfigMap_app-config"))
 	}
+}
+
+// Switching --reload-strategy back and forth restarts nothing by itself: a workload whose env var
+// is stale but whose annotation holds the current content (or the other way round) runs the
+// current content.
+func TestSwitchingStrategiesRestartsNothing(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
+	strategy := func(s string) controllerOpts {
+		return controllerOpts{tweak: func(o *reloader.Options) { o.Strategy = s }}
+	}
+	envs := startController(t, ns, strategy(policy.StrategyEnvVars))
+	waitEnv(t, ns, "web", cmVar, updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"}))
+	envs.settle()
+	envs.stop(t)
+
+	annotations := startController(t, ns, strategy(policy.StrategyAnnotations))
+	hashC := updateConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
+	waitFor(t, 10*time.Second, "the annotation marker", func() (bool, error) {
+		return strings.Contains(getDeployment(t, ns, "web").Spec.Template.Annotations["reloader/config-hashes"], hashC), nil
+	})
+	annotations.settle()
+	annotations.stop(t)
+	before := getDeployment(t, ns, "web").Generation
+
+	back := startController(t, ns, strategy(policy.StrategyEnvVars))
+	waitFor(t, 10*time.Second, "the state holding C", func() (bool, error) {
+		return stateEntry(t, ns, "v1.ConfigMap_app-config") == hashC, nil
+	})
+	back.settle()
+	wantReloads(t, ns, "web", before, 0) // the stale env var is no change: the pods run C
+	// Positive control: the next change reloads once.
+	waitEnv(t, ns, "web", cmVar, updateConfigMap(t, ns, "app-config", map[string]string{"v": "D"}))
+	wantReloads(t, ns, "web", before, 1)
 }

@@ -148,7 +148,7 @@ func (c *Controller) decisive(old, obj metav1.Object) bool {
 		return true
 	}
 	o, n := old.GetAnnotations(), obj.GetAnnotations()
-	for _, a := range c.opts.Annotations.OnWorkload() {
+	for _, a := range c.decisiveAnnotations {
 		if o[a] != n[a] {
 			return true
 		}
