@@ -485,3 +485,25 @@ func TestSwitchingStrategiesRestartsNothing(t *testing.T) {
 	waitEnv(t, ns, "web", cmVar, updateConfigMap(t, ns, "app-config", map[string]string{"v": "D"}))
 	wantReloads(t, ns, "web", before, 1)
 }
+
+// Two replicas acting at once (leader election off by mistake) still reload each workload once
+// per change: the second patch, computed from the same version, fails its resourceVersion test
+// or finds the marker current.
+func TestTwoControllersAtOnceReloadOnce(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	population(t, ns, 5)
+	a := startController(t, ns, controllerOpts{})
+	b := startController(t, ns, controllerOpts{})
+	a.settle()
+	b.settle()
+	before := generations(t, ns)
+	for i := range 5 {
+		waitEnv(t, ns, fmt.Sprintf("app-%d", i), fmt.Sprintf("_RELOADER_-configmap-cfg-%d", i),
+			updateConfigMap(t, ns, fmt.Sprintf("cfg-%d", i), map[string]string{"v": "1"}))
+	}
+	settle()
+	want := map[string]int64{"app-0": 1, "app-1": 1, "app-2": 1, "app-3": 1, "app-4": 1}
+	if moved := changed(before, generations(t, ns)); fmt.Sprint(moved) != fmt.Sprint(want) {
+		t.Fatalf("template changes %v, want %v", moved, want)
+	}
+}
