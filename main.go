@@ -229,6 +229,7 @@ func run(cli CLI) error {
 	if err != nil {
 		return fmt.Errorf("build Kubernetes clients: %w", err)
 	}
+	clients.Link = &kube.Link{Log: log}
 	ctrl, err := reloader.New(clients, cli.options(stateNS, log, m))
 	if err != nil {
 		return err
@@ -236,7 +237,7 @@ func run(cli CLI) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	var e *leader.Election
-	ready := ctrl.Ready
+	synced := ctrl.Ready
 	if cli.LeaderElect {
 		ns := cli.LeaderElectionNamespace
 		if ns == "" {
@@ -245,7 +246,16 @@ func run(cli CLI) error {
 		e = &leader.Election{Leases: clients.Leases(ns), Name: cli.LeaderElectionID, ID: leader.NewIdentity(), Lease: cli.LeaderElectionLease,
 			Renew: cli.LeaderElectionRenewDeadline, Retry: cli.LeaderElectionRetryPeriod, Log: log.With("lease_namespace", ns), Metrics: m}
 		// A standby is ready: it is healthy and waiting; a leader once its caches synced.
-		ready = func() bool { return !e.Leading() || ctrl.Ready() }
+		synced = func() bool { return !e.Leading() || ctrl.Ready() }
+	}
+	ready := func() error {
+		if !clients.Link.Up() {
+			return errors.New("API server unreachable")
+		}
+		if !synced() {
+			return errors.New("caches not synced")
+		}
+		return nil
 	}
 	srv, err := serve(cli.Port, cli.EnablePprof, m, ready, log)
 	if err != nil {
@@ -305,7 +315,7 @@ func stateNamespace(cli CLI) (string, error) {
 	return "", errors.New("--state-namespace: required when --namespace is empty and the reloader runs outside a cluster")
 }
 
-func serve(port int, pprof bool, m *metrics.Metrics, ready func() bool, log *slog.Logger) (*http.Server, error) {
+func serve(port int, pprof bool, m *metrics.Metrics, ready func() error, log *slog.Logger) (*http.Server, error) {
 	mux := http.NewServeMux()
 	if pprof {
 		mux.HandleFunc("/debug/pprof/", httppprof.Index)
@@ -314,8 +324,8 @@ func serve(port int, pprof bool, m *metrics.Metrics, ready func() bool, log *slo
 	mux.Handle("/metrics", m.Handler())
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !ready() {
-			http.Error(w, "caches not synced", http.StatusServiceUnavailable)
+		if err := ready(); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ok")

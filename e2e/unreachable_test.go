@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,8 +16,20 @@ import (
 // gate is a TCP proxy to the API server that, while closed, drops every connection: the API
 // server as seen from a reloader cut off from it.
 type gate struct {
-	ln   net.Listener
-	open atomic.Bool
+	ln    net.Listener
+	open  atomic.Bool
+	mu    sync.Mutex
+	conns map[net.Conn]bool // open client connections, cut when the gate closes
+}
+
+// close cuts every connection through the gate and refuses new ones until it opens again.
+func (g *gate) close() {
+	g.open.Store(false)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for c := range g.conns {
+		c.Close()
+	}
 }
 
 func newGate(t *testing.T, target string) *gate {
@@ -25,7 +38,7 @@ func newGate(t *testing.T, target string) *gate {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &gate{ln: ln}
+	g := &gate{ln: ln, conns: map[net.Conn]bool{}}
 	t.Cleanup(func() { ln.Close() })
 	go func() {
 		for {
@@ -37,7 +50,15 @@ func newGate(t *testing.T, target string) *gate {
 				c.Close()
 				continue
 			}
-			go forward(c, target)
+			g.mu.Lock()
+			g.conns[c] = true
+			g.mu.Unlock()
+			go func() {
+				forward(c, target)
+				g.mu.Lock()
+				delete(g.conns, c)
+				g.mu.Unlock()
+			}()
 		}
 	}()
 	return g

@@ -96,6 +96,7 @@ type Controller struct {
 
 	state     *state.Store
 	queue     workqueue.TypedRateLimitingInterface[key]
+	refusals  workqueue.TypedRateLimiter[key] // spaces the retries of a refused patch
 	coalescer *coalesce.Coalescer[key]
 	changes   *changeLog
 	events    record.EventBroadcaster
@@ -130,6 +131,7 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 		state:   state.New(clients.StateConfigMaps(opts.StateNamespace), opts.StateNamespace, opts.StateName, opts.Log),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(retryLimiter(),
 			workqueue.TypedRateLimitingQueueConfig[key]{Name: "reloader", MetricsProvider: opts.Metrics.WorkqueueProvider()}),
+		refusals: workqueue.NewTypedItemExponentialFailureRateLimiter[key](refusedRetryMin, refusedRetryMax),
 		changes: newChangeLog(),
 
 		decisiveAnnotations: opts.Annotations.OnWorkload(),
@@ -293,13 +295,15 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	switch {
 	case err == nil:
 		c.queue.Forget(k)
+		c.refusals.Forget(k)
 	case errors.Is(err, errStale):
 		c.log.Debug("the cache is behind the workload; retrying", "key", k.String())
 		c.queue.AddRateLimited(k)
 	case errors.As(err, &later):
-		c.log.Error("sync failed; will retry", "key", k.String(), "err", err, "retry_in", later.after)
+		after := c.refusals.When(k)
+		c.log.Error("sync failed; will retry", "key", k.String(), "err", err, "retry_in", after.String())
 		c.queue.Forget(k)
-		c.queue.AddAfter(k, later.after)
+		c.queue.AddAfter(k, after)
 	default:
 		c.log.Error("sync failed; will retry", "key", k.String(), "err", err, "retries", c.queue.NumRequeues(k))
 		c.queue.AddRateLimited(k)

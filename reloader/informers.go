@@ -27,11 +27,11 @@ func (c *Controller) buildInformers() error {
 	notState := c.excludeState()
 	c.configs = map[string]cache.SharedIndexInformer{}
 	if !c.opts.IgnoreConfigMaps {
-		c.configs[policy.KindConfigMap] = kube.NewInformer[*corev1.ConfigMapList](c.clients.ConfigMaps(ns), &corev1.ConfigMap{},
+		c.configs[policy.KindConfigMap] = kube.NewInformer[*corev1.ConfigMapList](c.clients.Link, c.clients.ConfigMaps(ns), &corev1.ConfigMap{},
 			func(o *metav1.ListOptions) { bySelector(o); o.FieldSelector = notState }, c.transform)
 	}
 	if !c.opts.IgnoreSecrets {
-		c.configs[policy.KindSecret] = kube.NewInformer[*corev1.SecretList](c.clients.Secrets(ns), &corev1.Secret{}, bySelector, c.transform)
+		c.configs[policy.KindSecret] = kube.NewInformer[*corev1.SecretList](c.clients.Link, c.clients.Secrets(ns), &corev1.Secret{}, bySelector, c.transform)
 	}
 	c.kinds = selectKinds(c.opts, c.clients, c.transform)
 	all := map[string]cache.SharedIndexInformer{}

@@ -52,10 +52,10 @@ type typedClient[T any, L runtime.Object] interface {
 }
 
 func typedKind[T metav1.Object, L runtime.Object](name string, example T, tmpl func(T) *corev1.PodTemplateSpec,
-	client func(ns string) typedClient[T, L], ns string, transform cache.TransformFunc) *workloadKind {
+	client func(ns string) typedClient[T, L], ns string, link *kube.Link, transform cache.TransformFunc) *workloadKind {
 	return &workloadKind{
 		name:     name,
-		informer: kube.NewInformer[L](client(ns), any(example).(runtime.Object), kube.NoTweak, transform),
+		informer: kube.NewInformer[L](link, client(ns), any(example).(runtime.Object), kube.NoTweak, transform),
 		template: func(o any) (metav1.Object, *corev1.PodTemplateSpec) {
 			t := o.(T)
 			return t, tmpl(t)
@@ -87,12 +87,12 @@ func kindTable(c *kube.Clients, ns string, transform cache.TransformFunc) []kind
 		{TypeDeployments, always, func() *workloadKind {
 			return typedKind("Deployment", &appsv1.Deployment{},
 				func(d *appsv1.Deployment) *corev1.PodTemplateSpec { return &d.Spec.Template },
-				func(ns string) typedClient[*appsv1.Deployment, *appsv1.DeploymentList] { return c.Deployments(ns) }, ns, transform)
+				func(ns string) typedClient[*appsv1.Deployment, *appsv1.DeploymentList] { return c.Deployments(ns) }, ns, c.Link, transform)
 		}},
 		{TypeStatefulSets, always, func() *workloadKind {
 			k := typedKind("StatefulSet", &appsv1.StatefulSet{},
 				func(s *appsv1.StatefulSet) *corev1.PodTemplateSpec { return &s.Spec.Template },
-				func(ns string) typedClient[*appsv1.StatefulSet, *appsv1.StatefulSetList] { return c.StatefulSets(ns) }, ns, transform)
+				func(ns string) typedClient[*appsv1.StatefulSet, *appsv1.StatefulSetList] { return c.StatefulSets(ns) }, ns, c.Link, transform)
 			k.onDelete = func(o any) bool {
 				return o.(*appsv1.StatefulSet).Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType
 			}
@@ -101,28 +101,28 @@ func kindTable(c *kube.Clients, ns string, transform cache.TransformFunc) []kind
 		{TypeDaemonSets, always, func() *workloadKind {
 			k := typedKind("DaemonSet", &appsv1.DaemonSet{},
 				func(d *appsv1.DaemonSet) *corev1.PodTemplateSpec { return &d.Spec.Template },
-				func(ns string) typedClient[*appsv1.DaemonSet, *appsv1.DaemonSetList] { return c.DaemonSets(ns) }, ns, transform)
+				func(ns string) typedClient[*appsv1.DaemonSet, *appsv1.DaemonSetList] { return c.DaemonSets(ns) }, ns, c.Link, transform)
 			k.onDelete = func(o any) bool {
 				return o.(*appsv1.DaemonSet).Spec.UpdateStrategy.Type == appsv1.OnDeleteDaemonSetStrategyType
 			}
 			return k
 		}},
 		{TypeRollouts, func(o Options) bool { return o.ArgoRollouts }, func() *workloadKind {
-			return dynamicKind("Rollout", rolloutsGVR, c.Dynamic, ns, transform)
+			return dynamicKind("Rollout", rolloutsGVR, c.Dynamic, ns, c.Link, transform)
 		}},
 		{TypeDeploymentConfigs, func(o Options) bool { return o.OpenShift }, func() *workloadKind {
-			return dynamicKind("DeploymentConfig", deploymentConfigsGVR, c.Dynamic, ns, transform)
+			return dynamicKind("DeploymentConfig", deploymentConfigsGVR, c.Dynamic, ns, c.Link, transform)
 		}},
 	}
 }
 
 // dynamicKind serves a custom resource whose pod template is at spec.template, through the
 // dynamic client, so the reloader takes no dependency on its Go types.
-func dynamicKind(name string, gvr schema.GroupVersionResource, client dynamic.Interface, ns string, transform cache.TransformFunc) *workloadKind {
+func dynamicKind(name string, gvr schema.GroupVersionResource, client dynamic.Interface, ns string, link *kube.Link, transform cache.TransformFunc) *workloadKind {
 	resource := client.Resource(gvr)
 	return &workloadKind{
 		name:     name,
-		informer: kube.NewInformer[*unstructured.UnstructuredList](resource.Namespace(ns), &unstructured.Unstructured{}, kube.NoTweak, transform),
+		informer: kube.NewInformer[*unstructured.UnstructuredList](link, resource.Namespace(ns), &unstructured.Unstructured{}, kube.NoTweak, transform),
 		template: unstructuredTemplate,
 		patch: func(ctx context.Context, ns, n string, body []byte) (any, error) {
 			out, err := resource.Namespace(ns).Patch(ctx, n, types.JSONPatchType, body, metav1.PatchOptions{})

@@ -23,16 +23,18 @@ var errStale = errors.New("the workload changed since it was read")
 
 // retryLater is an error that should be retried only after a while: a refused patch is not
 // going to be accepted the next millisecond.
-type retryLater struct {
-	err   error
-	after time.Duration
-}
+type retryLater struct{ err error }
 
 func (e retryLater) Error() string { return e.err.Error() }
 func (e retryLater) Unwrap() error { return e.err }
 
-// refusedRetry is how long a refused or reverted patch waits before it is tried again.
-const refusedRetry = 30 * time.Second
+// A refused or reverted patch is tried again after refusedRetryMin, doubling up to
+// refusedRetryMax: a policy lifted is noticed within seconds, one that stays costs a request
+// every half minute.
+const (
+	refusedRetryMin = 2 * time.Second
+	refusedRetryMax = 30 * time.Second
+)
 
 // syncWorkload patches, in one patch, every config marker of the workload that differs from
 // what the rule wants.
@@ -88,7 +90,7 @@ func (c *Controller) patch(ctx context.Context, w workloadView, changes []policy
 	}
 	if c.reverted(w, out, changes) {
 		err := fmt.Errorf("patch of %s %s/%s was accepted, but the template does not hold the new values: an admission webhook or policy may be reverting it", w.kind.name, w.key.namespace, w.key.name)
-		return c.failed(w, "ReloadReverted", fmt.Sprintf("Reload for %s was reverted by the API server; it is retried every %s", what, refusedRetry), err)
+		return c.failed(w, "ReloadReverted", fmt.Sprintf("Reload for %s was reverted by the API server; it is retried at least every %s", what, refusedRetryMax), err)
 	}
 	c.reports.clear(string(w.meta.GetUID()), "ReloadFailed", "ReloadReverted")
 	if known {
@@ -115,13 +117,13 @@ func isStale(err error) bool {
 }
 
 // failed reports a failure once per workload and reason, counts it, and picks when to retry:
-// soon for a transient error, after refusedRetry for a refusal.
+// soon for a transient error, later for a refusal.
 func (c *Controller) failed(w workloadView, reason, message string, err error) error {
 	c.metrics.CountReload(w.kind.name, metrics.ResultFailure, w.key.namespace)
 	c.reports.warn(w.obj, string(w.meta.GetUID()), reason, message)
 	err = fmt.Errorf("patch %s: %w", w.key, err)
 	if reason == "ReloadReverted" || refused(err) {
-		return retryLater{err: err, after: refusedRetry}
+		return retryLater{err: err}
 	}
 	return err
 }

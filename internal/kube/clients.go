@@ -34,6 +34,8 @@ type Clients struct {
 	codec  runtime.ParameterCodec
 	// Dynamic serves the custom resources (Argo Rollouts, OpenShift DeploymentConfigs).
 	Dynamic dynamic.Interface
+	// Link follows whether the informers reach the API server; nil: no tracking, no retry.
+	Link *Link
 }
 
 // New builds the clients from a rest.Config.
@@ -133,16 +135,17 @@ type Lister[L runtime.Object] interface {
 }
 
 // NewInformer builds a shared informer over a typed client, with tweak applied to every list
-// and watch, and transform stripping objects before they are cached.
-func NewInformer[L runtime.Object](client Lister[L], example runtime.Object, tweak func(*metav1.ListOptions), transform cache.TransformFunc) cache.SharedIndexInformer {
+// and watch, and transform stripping objects before they are cached. Its calls go through link,
+// which holds them through an outage.
+func NewInformer[L runtime.Object](link *Link, client Lister[L], example runtime.Object, tweak func(*metav1.ListOptions), transform cache.TransformFunc) cache.SharedIndexInformer {
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			tweak(&o)
-			return client.List(ctx, o)
+			return retry(ctx, link, "list", func() (L, error) { return client.List(ctx, o) })
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			tweak(&o)
-			return client.Watch(ctx, o)
+			return retry(ctx, link, "watch", func() (watch.Interface, error) { return client.Watch(ctx, o) })
 		},
 	}
 	inf := cache.NewSharedIndexInformerWithOptions(lw, example, cache.SharedIndexInformerOptions{Indexers: cache.Indexers{}})

@@ -66,6 +66,7 @@ type Cluster struct {
 
 	client    kubernetes.Interface
 	processes []*process // in start order
+	apiserver int        // its index in processes
 	removeDir bool
 	log       io.Writer
 
@@ -177,6 +178,7 @@ func (c *Cluster) startAPIServer(ctx context.Context, bins Binaries, certs pki, 
 	if err != nil {
 		return fmt.Errorf("start kube-apiserver: %w", err)
 	}
+	c.apiserver = len(c.processes)
 	p, err := c.run("kube-apiserver", bins.KubeAPIServer,
 		"--etcd-servers", etcdURL,
 		"--bind-address", loopback,
@@ -268,6 +270,29 @@ func (c *Cluster) ServiceAccountConfig(ctx context.Context, namespace, name stri
 	cfg := rest.AnonymousClientConfig(c.Config)
 	cfg.BearerToken = resp.Status.Token
 	return cfg, nil
+}
+
+// RestartAPIServer stops kube-apiserver (SIGKILL if kill, else SIGTERM with the usual grace),
+// keeps it down for down, starts it again on the same port and waits until it is ready: the
+// fault a client sees when the API server is upgraded or crashes. Not safe to call concurrently.
+func (c *Cluster) RestartAPIServer(ctx context.Context, down time.Duration, kill bool) error {
+	old := c.processes[c.apiserver]
+	grace := stopGrace
+	if kill {
+		grace = 0
+	}
+	old.stop(grace)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(down):
+	}
+	p, err := startProcess(old.name, old.binary, c.Dir, old.args...)
+	if err != nil {
+		return err
+	}
+	c.processes[c.apiserver] = p
+	return p.waitFor(ctx, "/readyz to return 200 after a restart", apiserverTimeout, c.readyz)
 }
 
 // Stop ends every component (SIGTERM, then SIGKILL after a grace period) and

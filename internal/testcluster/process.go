@@ -23,6 +23,8 @@ const (
 // to <dir>/<name>.log.
 type process struct {
 	name    string
+	binary  string
+	args    []string
 	logPath string
 	cmd     *exec.Cmd
 	done    chan struct{} // closed when the process has exited
@@ -47,7 +49,7 @@ func startProcess(name, binary, dir string, args ...string) (*process, error) {
 		logFile.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &process{name: name, logPath: logPath, cmd: cmd, done: make(chan struct{})}
+	p := &process{name: name, binary: binary, args: args, logPath: logPath, cmd: cmd, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		logFile.Close()

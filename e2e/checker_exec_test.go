@@ -1,0 +1,535 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// world runs one sequence: its namespace, the reloader replicas, the faults in force and the
+// recorder.
+type world struct {
+	t    *testing.T
+	ctx  context.Context
+	ns   string
+	seq  sequence
+	gate *gate
+	kube string // the kubeconfig through the gate
+	rec  *recorder
+	rnd  *rand.Rand
+
+	procs  []*proc
+	mu     sync.Mutex
+	lifts  map[string]func() // refusals in force, by workload
+	faults map[string]int    // injected, by kind
+	reopen *time.Timer
+	cutAt  time.Time // when the outage in force began
+}
+
+func newWorld(t *testing.T, ctx context.Context, seq sequence) *world {
+	w := &world{t: t, ctx: ctx, ns: cluster.NewNamespace(t), seq: seq, rec: newRecorder(),
+		rnd: rand.New(rand.NewPCG(seq.Seed, 7)), lifts: map[string]func(){}, faults: map[string]int{}}
+	w.gate = newGate(t, strings.TrimPrefix(cluster.Config.Host, "https://"))
+	w.gate.open.Store(true)
+	w.kube = kubeconfigThrough(t, w.gate)
+	return w
+}
+
+// retry runs op until it succeeds, the object is gone (errNotThere), or a minute passes: the
+// checker's own writes ride through the faults it injects.
+func (w *world) retry(what string, op func() error) error {
+	var last error
+	err := wait.PollUntilContextTimeout(w.ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		last = op()
+		switch {
+		case last == nil:
+			return true, nil
+		case apierrors.IsNotFound(last) || apierrors.IsAlreadyExists(last) || errors.Is(last, errNotThere):
+			return true, nil
+		case apierrors.IsInvalid(last) || apierrors.IsForbidden(last):
+			return true, nil // refused by a policy the checker put in force: the action is skipped
+		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w (last: %v)", what, err, last)
+	}
+	return nil
+}
+
+var errNotThere = errors.New("not there")
+
+func (w *world) setup() {
+	ctx := w.ctx
+	for _, c := range configNames {
+		w.must(w.writeConfig(c, content{"a": "0", "b": "0"}, true))
+	}
+	list, err := cluster.Client().AppsV1().Deployments(w.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if err := w.rec.watch(ctx, w.ns, list.ResourceVersion); err != nil {
+		w.t.Fatal(err)
+	}
+	for range w.seq.Replicas {
+		w.procs = append(w.procs, w.launch())
+	}
+	for _, p := range w.procs {
+		p.waitReady(w.t)
+	}
+}
+
+func (w *world) must(err error) {
+	if err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+func (w *world) launch() *proc {
+	args := []string{"--coalesce-period", w.seq.Coalesce.String()}
+	if w.seq.Replicas > 1 {
+		args = append(args, electionFlags[2:]...)
+	}
+	return launch(w.t, w.ns, w.kube, args...)
+}
+
+// writeConfig creates (create) or replaces the data of config name, and records the write.
+func (w *world) writeConfig(name string, data content, create bool) error {
+	ctx, core := w.ctx, cluster.Client().CoreV1()
+	var obj metav1.Object
+	var err error
+	if isSecret(name) {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string][]byte{}}
+		for k, v := range data {
+			s.Data[k] = []byte(v)
+		}
+		if create {
+			obj, err = core.Secrets(w.ns).Create(ctx, s, metav1.CreateOptions{})
+		} else {
+			var cur *corev1.Secret
+			if cur, err = core.Secrets(w.ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
+				cur.Data = s.Data
+				obj, err = core.Secrets(w.ns).Update(ctx, cur, metav1.UpdateOptions{})
+			}
+		}
+	} else {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{}, BinaryData: map[string][]byte{}}
+		for k, v := range data {
+			if k == "bin" {
+				cm.BinaryData[k] = []byte(v)
+			} else {
+				cm.Data[k] = v
+			}
+		}
+		if create {
+			obj, err = core.ConfigMaps(w.ns).Create(ctx, cm, metav1.CreateOptions{})
+		} else {
+			var cur *corev1.ConfigMap
+			if cur, err = core.ConfigMaps(w.ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
+				cur.Data, cur.BinaryData = cm.Data, cm.BinaryData
+				obj, err = core.ConfigMaps(w.ns).Update(ctx, cur, metav1.UpdateOptions{})
+			}
+		}
+	}
+	if err == nil {
+		w.rec.config(name, configEvent{rv: rvOf(obj), at: time.Now(), exists: true, data: data})
+	}
+	return err
+}
+
+// current returns the content the checker last wrote to config name.
+func (w *world) current(name string) (content, bool) {
+	w.rec.mu.Lock()
+	defer w.rec.mu.Unlock()
+	es := w.rec.configs[name]
+	if len(es) == 0 || !es[len(es)-1].exists {
+		return nil, false
+	}
+	out := content{}
+	for k, v := range es[len(es)-1].data {
+		out[k] = v
+	}
+	return out, true
+}
+
+func (w *world) do(a action) error {
+	switch a.Op {
+	case "update", "binary":
+		return w.retry(a.String(), func() error {
+			data, ok := w.current(a.Target)
+			if !ok {
+				return errNotThere
+			}
+			data[a.Key] = a.Value
+			return w.writeConfig(a.Target, data, false)
+		})
+	case "delete":
+		return w.retry(a.String(), func() error { return w.deleteConfig(a.Target) })
+	case "recreate":
+		data := content{"a": a.Value, "b": a.Value}
+		return w.retry(a.String(), func() error { return w.writeConfig(a.Target, data, true) })
+	case "ignore":
+		return w.retry(a.String(), func() error { return w.ignore(a.Target, a.Value) })
+	case "create-workload":
+		return w.retry(a.String(), func() error { return w.createWorkload(a) })
+	case "delete-workload":
+		return w.retry(a.String(), func() error { return w.deleteWorkload(a.Target) })
+	case "strip":
+		return w.retry(a.String(), func() error { return w.updateWorkload(a.Target, stripMarkers) })
+	case "annotate":
+		return w.retry(a.String(), func() error {
+			return w.updateWorkload(a.Target, func(d *appsv1.Deployment) string { return setMode(d, a.Mode) })
+		})
+	case "sigterm", "kill":
+		w.restartReloader(a.Op == "kill")
+	case "apiserver-restart":
+		w.faults[a.Op]++
+		from := time.Now()
+		if err := cluster.RestartAPIServer(w.ctx, a.Dur, w.rnd.IntN(2) == 0); err != nil {
+			return fmt.Errorf("restart the API server: %w", err)
+		}
+		w.rec.blindFrom(from, time.Now())
+	case "outage":
+		w.outage(a.Dur)
+	case "refuse":
+		w.refuse(a.Target, a.Dur)
+	case "state-delete":
+		w.faults[a.Op]++
+		return w.retry(a.String(), func() error {
+			return cluster.Client().CoreV1().ConfigMaps(w.ns).Delete(w.ctx, "reloader-state", metav1.DeleteOptions{})
+		})
+	case "state-corrupt":
+		w.faults[a.Op]++
+		kind := "ConfigMap"
+		if isSecret(a.Target) {
+			kind = "Secret"
+		}
+		patch := fmt.Sprintf(`{"data":{"v1.%s_%s":"not a hash"}}`, kind, a.Target)
+		return w.retry(a.String(), func() error {
+			_, err := cluster.Client().CoreV1().ConfigMaps(w.ns).Patch(w.ctx, "reloader-state", types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+			return err
+		})
+	default:
+		return fmt.Errorf("unknown action %q", a.Op)
+	}
+	return nil
+}
+
+func (w *world) deleteConfig(name string) error {
+	core := cluster.Client().CoreV1()
+	var err error
+	if isSecret(name) {
+		err = core.Secrets(w.ns).Delete(w.ctx, name, metav1.DeleteOptions{})
+	} else {
+		err = core.ConfigMaps(w.ns).Delete(w.ctx, name, metav1.DeleteOptions{})
+	}
+	if err == nil {
+		w.rec.config(name, configEvent{at: time.Now()})
+	}
+	return err
+}
+
+func (w *world) ignore(name, value string) error {
+	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{"reloader.stakater.com/ignore":%q}}}`, value))
+	core := cluster.Client().CoreV1()
+	at := time.Now()
+	var err error
+	if isSecret(name) {
+		_, err = core.Secrets(w.ns).Patch(w.ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	} else {
+		_, err = core.ConfigMaps(w.ns).Patch(w.ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	}
+	if err == nil {
+		w.rec.mu.Lock()
+		w.rec.ignored[name] = append(w.rec.ignored[name], modeEvent{at: at, mode: value})
+		w.rec.mu.Unlock()
+	}
+	return err
+}
+
+// template is the pod template a chart would render for refs: what create-workload writes and
+// what a helm upgrade restores, markers stripped.
+func template(name string, refs []ref) corev1.PodTemplateSpec {
+	c := corev1.Container{Name: "app", Image: "fake"}
+	for _, r := range refs {
+		switch {
+		case r.Whole && isSecret(r.Config):
+			c.EnvFrom = append(c.EnvFrom, corev1.EnvFromSource{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: r.Config}}})
+		case r.Whole:
+			c.EnvFrom = append(c.EnvFrom, corev1.EnvFromSource{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: r.Config}}})
+		case isSecret(r.Config):
+			c.Env = append(c.Env, corev1.EnvVar{Name: "A_" + strings.ReplaceAll(r.Config, "-", "_"), ValueFrom: &corev1.EnvVarSource{
+				SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: r.Config}, Key: "a"}}})
+		default:
+			c.Env = append(c.Env, corev1.EnvVar{Name: "A_" + strings.ReplaceAll(r.Config, "-", "_"), ValueFrom: &corev1.EnvVarSource{
+				ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: r.Config}, Key: "a"}}})
+		}
+	}
+	return corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}}, Spec: corev1.PodSpec{Containers: []corev1.Container{c}}}
+}
+
+var modeAnnotations = []string{"reloader.stakater.com/auto", "configmap.reloader.stakater.com/reload", "secret.reloader.stakater.com/reload",
+	"configmaps.exclude.reloader.stakater.com/reload", "secrets.exclude.reloader.stakater.com/reload"}
+
+// setMode sets the workload annotations of mode m, for the configs its template reads.
+func setMode(d *appsv1.Deployment, m string) string {
+	if d.Annotations == nil {
+		d.Annotations = map[string]string{}
+	}
+	for _, k := range modeAnnotations {
+		delete(d.Annotations, k)
+	}
+	refs := refsOf(d)
+	var cms, secrets []string
+	for _, r := range refs {
+		if isSecret(r.Config) {
+			secrets = append(secrets, r.Config)
+		} else {
+			cms = append(cms, r.Config)
+		}
+	}
+	switch m {
+	case modeAuto:
+		d.Annotations[modeAnnotations[0]] = "true"
+	case modeNamed:
+		if len(cms) > 0 {
+			d.Annotations[modeAnnotations[1]] = strings.Join(cms, ",")
+		}
+		if len(secrets) > 0 {
+			d.Annotations[modeAnnotations[2]] = strings.Join(secrets, ",")
+		}
+	case modeExclude:
+		d.Annotations[modeAnnotations[0]] = "true"
+		first := refs[0].Config
+		if isSecret(first) {
+			d.Annotations[modeAnnotations[4]] = first
+		} else {
+			d.Annotations[modeAnnotations[3]] = first
+		}
+	}
+	return m
+}
+
+// refsOf reads back the refs a workload was created with (kept in an annotation of the checker).
+func refsOf(d *appsv1.Deployment) []ref {
+	var out []ref
+	for _, s := range strings.Split(d.Annotations["checker/refs"], " ") {
+		name, key, _ := strings.Cut(s, ".")
+		out = append(out, ref{Config: name, Whole: key == ""})
+	}
+	return out
+}
+
+func (w *world) createWorkload(a action) error {
+	names := make([]string, len(a.Refs))
+	for i, r := range a.Refs {
+		names[i] = r.String()
+	}
+	zero := int32(0)
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: a.Target, Annotations: map[string]string{"checker/refs": strings.Join(names, " ")}},
+		Spec: appsv1.DeploymentSpec{Replicas: &zero, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": a.Target}},
+			Template: template(a.Target, a.Refs)},
+	}
+	setMode(d, a.Mode)
+	at := time.Now()
+	out, err := cluster.Client().AppsV1().Deployments(w.ns).Create(w.ctx, d, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	w.rec.mu.Lock()
+	defer w.rec.mu.Unlock()
+	w.rec.workloads[out.UID] = &workloadLife{name: a.Target, uid: out.UID, refs: a.Refs, createdRV: rvOf(out), createdAt: at,
+		modes: []modeEvent{{at: at, mode: a.Mode}}, template: out.DeepCopy()}
+	return nil
+}
+
+func (w *world) live(name string) *workloadLife {
+	w.rec.mu.Lock()
+	defer w.rec.mu.Unlock()
+	for _, l := range w.rec.workloads {
+		if l.name == name && l.deletedAt.IsZero() {
+			return l
+		}
+	}
+	return nil
+}
+
+func (w *world) deleteWorkload(name string) error {
+	l := w.live(name)
+	if l == nil {
+		return errNotThere
+	}
+	at := time.Now()
+	err := cluster.Client().AppsV1().Deployments(w.ns).Delete(w.ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &l.uid}})
+	if err == nil || apierrors.IsNotFound(err) {
+		w.rec.mu.Lock()
+		l.deletedAt = at
+		w.rec.mu.Unlock()
+	}
+	return err
+}
+
+// updateWorkload applies edit to the live workload name; edit returns the annotation mode it set,
+// or "" if it set none.
+func (w *world) updateWorkload(name string, edit func(*appsv1.Deployment) string) error {
+	l := w.live(name)
+	if l == nil {
+		return errNotThere
+	}
+	deployments := cluster.Client().AppsV1().Deployments(w.ns)
+	d, err := deployments.Get(w.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if d.UID != l.uid {
+		return errNotThere
+	}
+	at := time.Now()
+	m := edit(d)
+	out, err := deployments.Update(w.ctx, d, metav1.UpdateOptions{})
+	if err != nil {
+		return err
+	}
+	w.rec.ownWrite(rvOf(out))
+	if m != "" {
+		w.rec.mu.Lock()
+		l.modes = append(l.modes, modeEvent{at: at, mode: m})
+		w.rec.mu.Unlock()
+	}
+	return nil
+}
+
+// stripMarkers is a helm upgrade: the template goes back to the chart's, without the
+// reloader's variables or annotations.
+func stripMarkers(d *appsv1.Deployment) string {
+	d.Spec.Template = template(d.Name, refsOf(d))
+	return ""
+}
+
+func (w *world) restartReloader(kill bool) {
+	i := w.rnd.IntN(len(w.procs))
+	if kill {
+		w.faults["kill -9"]++
+		w.procs[i].kill()
+	} else {
+		w.faults["sigterm"]++
+		_ = w.procs[i].cmd.Process.Signal(syscall.SIGTERM)
+		w.procs[i].wait(30 * time.Second)
+	}
+	time.Sleep(time.Duration(w.rnd.IntN(1500)) * time.Millisecond)
+	w.procs[i] = w.launch()
+}
+
+// outage cuts the reloaders off the API server for d, in the background.
+func (w *world) outage(d time.Duration) {
+	w.faults["outage"]++
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.reopen != nil {
+		w.reopen.Stop()
+	}
+	from := time.Now()
+	w.cutAt = from
+	w.gate.close()
+	w.reopen = time.AfterFunc(d, func() {
+		w.gate.open.Store(true)
+		w.rec.blindFrom(from, time.Now())
+	})
+}
+
+// refuse makes the API server refuse template changes of workload name for d, in the background,
+// through a ValidatingAdmissionPolicy.
+func (w *world) refuse(name string, d time.Duration) {
+	w.faults["refusal"]++
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.lifts[name] != nil {
+		return
+	}
+	ctx := w.ctx
+	adm := cluster.Client().AdmissionregistrationV1()
+	policyName := "refuse-" + w.ns + "-" + name
+	fail := admissionv1.Fail
+	_, err := adm.ValidatingAdmissionPolicies().Create(ctx, &admissionv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: policyName},
+		Spec: admissionv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: &fail,
+			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionv1.RuleWithOperations{Operations: []admissionv1.OperationType{admissionv1.Update},
+					Rule: admissionv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments"}}},
+			}}},
+			Validations: []admissionv1.Validation{{
+				Expression: fmt.Sprintf("object.metadata.namespace != %q || object.metadata.name != %q || object.spec.template == oldObject.spec.template", w.ns, name),
+				Message:    "refused by the checker's admission policy",
+			}},
+		},
+	}, metav1.CreateOptions{})
+	if err == nil {
+		_, err = adm.ValidatingAdmissionPolicyBindings().Create(ctx, &admissionv1.ValidatingAdmissionPolicyBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: policyName},
+			Spec:       admissionv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: policyName, ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny}},
+		}, metav1.CreateOptions{})
+	}
+	if err != nil {
+		w.t.Logf("refusal of %s not put in force: %v", name, err)
+	}
+	var once sync.Once
+	lift := func() {
+		once.Do(func() {
+			bg := context.Background()
+			_ = adm.ValidatingAdmissionPolicyBindings().Delete(bg, policyName, metav1.DeleteOptions{})
+			_ = adm.ValidatingAdmissionPolicies().Delete(bg, policyName, metav1.DeleteOptions{})
+		})
+	}
+	w.lifts[name] = lift
+	w.t.Cleanup(lift)
+	time.AfterFunc(d, func() {
+		lift()
+		w.mu.Lock()
+		delete(w.lifts, name)
+		w.mu.Unlock()
+	})
+}
+
+// heal ends every fault in force: the gate opens, refusals are lifted, and every replica runs.
+func (w *world) heal() {
+	w.mu.Lock()
+	if w.reopen != nil && w.reopen.Stop() {
+		w.gate.open.Store(true)
+		w.rec.blindFrom(w.cutAt, time.Now())
+	}
+	for name, lift := range w.lifts {
+		lift()
+		delete(w.lifts, name)
+	}
+	w.mu.Unlock()
+	for i, p := range w.procs {
+		if _, exited := p.wait(0); exited {
+			w.t.Logf("replica %d had exited; restarting it:\n%s", i, tail(p.stderr.String(), 20))
+			w.procs[i] = w.launch()
+		}
+	}
+	for _, p := range w.procs {
+		p.waitReady(w.t)
+	}
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}

@@ -1,0 +1,293 @@
+package e2e
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+)
+
+// The randomized checker (issue 10 §1): a seed gives a sequence of actions on a small world of
+// configs and Deployments, run against the real binary on the real API server with faults mixed
+// in; an oracle judges the outcome once everything is quiet. This file generates sequences; it
+// knows no cluster.
+
+// ref is a config a workload reads: whole (envFrom) or only key "a" (a keyRef).
+type ref struct {
+	Config string // a config name: cm-N or sec-N
+	Whole  bool
+}
+
+func (r ref) String() string {
+	if r.Whole {
+		return r.Config
+	}
+	return r.Config + ".a"
+}
+
+func isSecret(config string) bool { return strings.HasPrefix(config, "sec-") }
+
+// Annotation modes of a workload.
+const (
+	modeNone    = "none"    // reloads on nothing
+	modeAuto    = "auto"    // reloader.stakater.com/auto
+	modeNamed   = "named"   // the stakater reload annotations name every config it reads
+	modeExclude = "exclude" // auto, but the first config it reads is excluded
+)
+
+// action is one step of a sequence. Which fields matter depends on Op.
+type action struct {
+	Op     string
+	Target string        // a config or workload name
+	Key    string        // update: the key written
+	Value  string        // update: the value; recreate: the content seed
+	Mode   string        // create-workload, annotate: the annotation mode
+	Refs   []ref         // create-workload
+	Pause  time.Duration // the wait after this action
+	Dur    time.Duration // faults: how long they last
+}
+
+func (a action) String() string {
+	var b strings.Builder
+	b.WriteString(a.Op)
+	if a.Target != "" {
+		b.WriteString(" " + a.Target)
+	}
+	switch a.Op {
+	case "update", "binary":
+		fmt.Fprintf(&b, " %s=%s", a.Key, a.Value)
+	case "recreate":
+		fmt.Fprintf(&b, " content=%s", a.Value)
+	case "create-workload":
+		fmt.Fprintf(&b, " mode=%s reads=%v", a.Mode, a.Refs)
+	case "annotate":
+		fmt.Fprintf(&b, " mode=%s", a.Mode)
+	}
+	if a.Dur > 0 {
+		fmt.Fprintf(&b, " for=%s", a.Dur)
+	}
+	fmt.Fprintf(&b, " then=%s", a.Pause)
+	return b.String()
+}
+
+// sequence is what a seed generates: reloader settings and the actions.
+type sequence struct {
+	Seed     uint64
+	Coalesce time.Duration
+	Replicas int // 2: both run with --leader-elect
+	Actions  []action
+}
+
+func (s sequence) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "seed %d: coalesce %s, %d replica(s), %d actions\n", s.Seed, s.Coalesce, s.Replicas, len(s.Actions))
+	for i, a := range s.Actions {
+		fmt.Fprintf(&b, "  %2d. %s\n", i+1, a)
+	}
+	return b.String()
+}
+
+var (
+	configNames   = []string{"cm-0", "cm-1", "cm-2", "sec-0"}
+	workloadNames = []string{"w-0", "w-1", "w-2", "w-3", "w-4"}
+	values        = []string{"1", "2", "3"}
+)
+
+// generator tracks what exists so that actions mostly make sense; the executor still tolerates
+// actions that do not (a minimized sequence may drop the create an update relied on).
+type generator struct {
+	rnd       *rand.Rand
+	configs   map[string]bool // exists
+	workloads map[string]bool
+	faults    bool
+}
+
+// generate makes the sequence of seed: n actions, faults included when faults is set.
+func generate(seed uint64, n int, faults bool) sequence {
+	g := &generator{rnd: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), configs: map[string]bool{}, workloads: map[string]bool{}, faults: faults}
+	for _, c := range configNames {
+		g.configs[c] = true // the world starts with every config, content "0"
+	}
+	s := sequence{Seed: seed, Coalesce: pick(g.rnd, []time.Duration{0, 300 * time.Millisecond, time.Second}), Replicas: 1}
+	if faults && g.rnd.IntN(3) == 0 {
+		s.Replicas = 2
+	}
+	for range 3 + g.rnd.IntN(2) { // a few workloads from the start
+		s.Actions = append(s.Actions, g.createWorkload())
+	}
+	for len(s.Actions) < n {
+		s.Actions = append(s.Actions, g.next())
+	}
+	return s
+}
+
+func pick[T any](r *rand.Rand, xs []T) T { return xs[r.IntN(len(xs))] }
+
+type weighted struct {
+	weight int
+	make   func() action
+}
+
+func (g *generator) next() action {
+	choices := []weighted{
+		{25, g.update},
+		{3, g.binary},
+		{6, g.deleteConfig},
+		{8, g.recreateConfig},
+		{2, g.ignore},
+		{4, g.createWorkload},
+		{2, g.deleteWorkload},
+		{4, g.strip},
+		{3, g.annotate},
+	}
+	if g.faults {
+		choices = append(choices,
+			weighted{3, func() action { return action{Op: "sigterm"} }},
+			weighted{3, func() action { return action{Op: "kill"} }},
+			weighted{2, func() action {
+				return action{Op: "apiserver-restart", Dur: time.Duration(g.rnd.IntN(3000)) * time.Millisecond}
+			}},
+			weighted{2, func() action { return action{Op: "outage", Dur: time.Duration(1+g.rnd.IntN(8)) * time.Second} }},
+			weighted{3, g.refuse},
+			weighted{1, func() action { return action{Op: "state-delete"} }},
+			weighted{1, func() action { return action{Op: "state-corrupt", Target: pick(g.rnd, configNames)} }},
+		)
+	}
+	total := 0
+	for _, c := range choices {
+		total += c.weight
+	}
+	n := g.rnd.IntN(total)
+	var a action
+	for _, c := range choices {
+		if n < c.weight {
+			a = c.make()
+			break
+		}
+		n -= c.weight
+	}
+	// Mostly short pauses, so changes fall inside one another's windows; now and then a long one.
+	a.Pause = time.Duration(g.rnd.IntN(400)) * time.Millisecond
+	if g.rnd.IntN(8) == 0 {
+		a.Pause = time.Duration(1000+g.rnd.IntN(2000)) * time.Millisecond
+	}
+	return a
+}
+
+func (g *generator) existing(m map[string]bool, names []string) (string, bool) {
+	var live []string
+	for _, n := range names {
+		if m[n] {
+			live = append(live, n)
+		}
+	}
+	if len(live) == 0 {
+		return "", false
+	}
+	return pick(g.rnd, live), true
+}
+
+func (g *generator) update() action {
+	c, ok := g.existing(g.configs, configNames)
+	if !ok {
+		return g.recreateConfig()
+	}
+	// Values come from a small set, so reverts to an earlier content happen often.
+	return action{Op: "update", Target: c, Key: pick(g.rnd, []string{"a", "a", "b"}), Value: pick(g.rnd, values)}
+}
+
+func (g *generator) binary() action {
+	c, ok := g.existing(g.configs, configNames[:3]) // ConfigMaps only
+	if !ok {
+		return g.update()
+	}
+	return action{Op: "binary", Target: c, Key: "bin", Value: pick(g.rnd, []string{"x", "y"})}
+}
+
+func (g *generator) deleteConfig() action {
+	c, ok := g.existing(g.configs, configNames)
+	if !ok {
+		return g.recreateConfig()
+	}
+	g.configs[c] = false
+	return action{Op: "delete", Target: c}
+}
+
+func (g *generator) recreateConfig() action {
+	var gone []string
+	for _, c := range configNames {
+		if !g.configs[c] {
+			gone = append(gone, c)
+		}
+	}
+	if len(gone) == 0 {
+		return g.deleteConfig()
+	}
+	c := pick(g.rnd, gone)
+	g.configs[c] = true
+	// Content "0" is the world's initial content, so "0" often recreates the same content.
+	return action{Op: "recreate", Target: c, Value: pick(g.rnd, []string{"0", "0", "1", "2"})}
+}
+
+func (g *generator) ignore() action {
+	return action{Op: "ignore", Target: pick(g.rnd, configNames), Value: pick(g.rnd, []string{"true", "false"})}
+}
+
+func (g *generator) createWorkload() action {
+	var free []string
+	for _, w := range workloadNames {
+		if !g.workloads[w] {
+			free = append(free, w)
+		}
+	}
+	if len(free) == 0 {
+		return g.deleteWorkload()
+	}
+	w := pick(g.rnd, free)
+	g.workloads[w] = true
+	names := slices.Clone(configNames)
+	g.rnd.Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
+	var refs []ref
+	for _, c := range names[:2+g.rnd.IntN(2)] {
+		refs = append(refs, ref{Config: c, Whole: g.rnd.IntN(3) != 0})
+	}
+	return action{Op: "create-workload", Target: w, Mode: g.mode(), Refs: refs}
+}
+
+func (g *generator) mode() string {
+	return pick(g.rnd, []string{modeNone, modeAuto, modeAuto, modeAuto, modeNamed, modeNamed, modeExclude})
+}
+
+func (g *generator) deleteWorkload() action {
+	w, ok := g.existing(g.workloads, workloadNames)
+	if !ok {
+		return g.createWorkload()
+	}
+	g.workloads[w] = false
+	return action{Op: "delete-workload", Target: w}
+}
+
+func (g *generator) strip() action {
+	w, ok := g.existing(g.workloads, workloadNames)
+	if !ok {
+		return g.createWorkload()
+	}
+	return action{Op: "strip", Target: w}
+}
+
+func (g *generator) annotate() action {
+	w, ok := g.existing(g.workloads, workloadNames)
+	if !ok {
+		return g.createWorkload()
+	}
+	return action{Op: "annotate", Target: w, Mode: g.mode()}
+}
+
+func (g *generator) refuse() action {
+	w, ok := g.existing(g.workloads, workloadNames)
+	if !ok {
+		return g.createWorkload()
+	}
+	return action{Op: "refuse", Target: w, Dur: time.Duration(1+g.rnd.IntN(6)) * time.Second}
+}

@@ -1,0 +1,372 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+)
+
+// raceMargin is how close in time a workload's creation or annotation change and a change of a
+// config it reads may be before the oracle cannot tell what the reloader should do: its watches
+// of the two resources are independent and may deliver the two events in either order.
+const raceMargin = 2 * time.Second
+
+// content is a config's data at one point: data and binaryData, by key.
+type content map[string]string
+
+// whole is the content as one comparable string.
+func (c content) whole() string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(c)) {
+		fmt.Fprintf(&b, "%q=%q;", k, c[k])
+	}
+	return b.String()
+}
+
+// configEvent is one write of a config by the checker.
+type configEvent struct {
+	rv     int64
+	at     time.Time
+	exists bool
+	data   content
+}
+
+// change is a change of what a workload reads of a config: the content (or one key) differs from
+// the last content that existed before it.
+type change struct {
+	rv int64
+	at time.Time
+}
+
+// workloadLife is one Deployment, from its creation to its deletion.
+type workloadLife struct {
+	name      string
+	uid       types.UID
+	refs      []ref
+	createdRV int64
+	createdAt time.Time
+	deletedAt time.Time          // zero while it lives
+	modes     []modeEvent        // annotation modes, oldest first
+	template  *appsv1.Deployment // the last object seen with a new template
+	restarts  []int64            // resourceVersions at which its template changed
+}
+
+type modeEvent struct {
+	at   time.Time
+	mode string
+}
+
+func (w *workloadLife) mode() string { return w.modes[len(w.modes)-1].mode }
+
+// recorder keeps the history the oracle judges: the checker's own writes, and every template
+// change the API server reports through a watch that resumes across faults.
+type recorder struct {
+	mu        sync.Mutex
+	configs   map[string][]configEvent
+	ignored   map[string][]modeEvent // "true"/"false" per config
+	workloads map[types.UID]*workloadLife
+	own       map[int64]bool // resourceVersions the checker wrote to Deployments
+	blind     [][2]time.Time // outages and API server restarts
+	changedAt time.Time      // when a template last changed
+}
+
+func (r *recorder) lastRestart() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.changedAt
+}
+
+func newRecorder() *recorder {
+	return &recorder{configs: map[string][]configEvent{}, ignored: map[string][]modeEvent{},
+		workloads: map[types.UID]*workloadLife{}, own: map[int64]bool{}}
+}
+
+func rvOf(o metav1.Object) int64 {
+	n, _ := strconv.ParseInt(o.GetResourceVersion(), 10, 64)
+	return n
+}
+
+func (r *recorder) config(name string, e configEvent) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.configs[name] = append(r.configs[name], e)
+}
+
+func (r *recorder) ownWrite(rv int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.own[rv] = true
+}
+
+func (r *recorder) blindFrom(from, to time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.blind = append(r.blind, [2]time.Time{from, to})
+}
+
+// watch follows the namespace's Deployments from resourceVersion rv until ctx ends.
+func (r *recorder) watch(ctx context.Context, ns, rv string) error {
+	deployments := cluster.Client().AppsV1().Deployments(ns)
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, rv, &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return deployments.Watch(ctx, o)
+		},
+	})
+	if err != nil {
+		return err
+	}
+	go func() {
+		defer w.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev, ok := <-w.ResultChan():
+				if !ok {
+					return
+				}
+				if d, ok := ev.Object.(*appsv1.Deployment); ok && ev.Type == watch.Modified {
+					r.seen(d)
+				}
+			}
+		}
+	}()
+	return nil
+}
+
+func (r *recorder) seen(d *appsv1.Deployment) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w := r.workloads[d.UID]
+	if w == nil || equality.Semantic.DeepEqual(w.template.Spec.Template, d.Spec.Template) {
+		return
+	}
+	w.template = d.DeepCopy()
+	w.restarts = append(w.restarts, rvOf(d))
+	r.changedAt = time.Now()
+}
+
+// changes lists the changes of what a reader of config name sees: the whole content, or only
+// key "a".
+func (r *recorder) changes(name string, whole bool) []change {
+	var out []change
+	last, seen := "", false
+	for _, e := range r.configs[name] {
+		if !e.exists {
+			continue // a deletion is no change (no --reload-on-delete); the content before it stays the reference
+		}
+		v := e.data["a"]
+		if whole {
+			v = e.data.whole()
+		}
+		if seen && v != last {
+			out = append(out, change{rv: e.rv, at: e.at})
+		}
+		last, seen = v, true
+	}
+	return out
+}
+
+func (r *recorder) exists(name string) bool {
+	es := r.configs[name]
+	return len(es) > 0 && es[len(es)-1].exists
+}
+
+func (r *recorder) isIgnored(name string) bool {
+	es := r.ignored[name]
+	return len(es) > 0 && es[len(es)-1].mode == "true"
+}
+
+// close reports whether two moments are too close for the reloader to see them in order: within
+// raceMargin, or both inside one outage (plus raceMargin after it), when the reloader's watches
+// catch up in no particular order.
+func (r *recorder) close(a, b time.Time) bool {
+	if a.Sub(b).Abs() < raceMargin {
+		return true
+	}
+	for _, w := range r.blind {
+		in := func(t time.Time) bool { return !t.Before(w[0].Add(-raceMargin)) && t.Before(w[1].Add(raceMargin)) }
+		if in(a) && in(b) {
+			return true
+		}
+	}
+	return false
+}
+
+// triggers reports whether a workload in mode m reloads on config c, and whether on its whole
+// content, as stakater's annotations define.
+func triggers(m string, refs []ref, c string) (ok, whole bool) {
+	var reads, wholeRef bool
+	for _, rf := range refs {
+		if rf.Config == c {
+			reads, wholeRef = true, wholeRef || rf.Whole
+		}
+	}
+	switch {
+	case !reads || m == modeNone:
+		return false, false
+	case m == modeNamed:
+		return true, true
+	case m == modeExclude && refs[0].Config == c:
+		return false, false
+	}
+	return true, wholeRef
+}
+
+// summary says how much the oracle had to judge: restarts by the reloader and by the checker,
+// and how many (workload, config) pairs the lost-change check held to a change.
+func (r *recorder) summary() string {
+	r.mu.Lock()
+	var byReloader, byChecker int
+	for _, w := range r.workloads {
+		for _, rv := range w.restarts {
+			if r.own[rv] {
+				byChecker++
+			} else {
+				byReloader++
+			}
+		}
+	}
+	r.mu.Unlock()
+	return fmt.Sprintf("%d workloads, %d restarts by the reloader, %d by the checker, %d (workload, config) pairs held to a change",
+		len(r.workloads), byReloader, byChecker, r.judged())
+}
+
+// judged counts the pairs lost() holds to a change.
+func (r *recorder) judged() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, w := range r.workloads {
+		for _, c := range configNames {
+			ok, whole := triggers(w.mode(), w.refs, c)
+			if !ok || !w.deletedAt.IsZero() || !r.exists(c) || r.isIgnored(c) {
+				continue
+			}
+			if chs := r.changes(c, whole); len(chs) > 0 && w.createdRV < chs[len(chs)-1].rv && !r.unordered(w, c, chs[len(chs)-1].at) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// violation is a broken promise, in words.
+type violation string
+
+// lost lists, for each live workload and config it reloads on now, a last change of that config
+// the workload has not restarted since. Pairs whose annotations, ignore flag or creation were
+// too close to that change to be ordered are skipped (see close).
+func (r *recorder) lost() []violation {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []violation
+	for _, w := range r.workloads {
+		if !w.deletedAt.IsZero() {
+			continue
+		}
+		for _, c := range configNames {
+			ok, whole := triggers(w.mode(), w.refs, c)
+			if !ok || !r.exists(c) || r.isIgnored(c) {
+				continue
+			}
+			chs := r.changes(c, whole)
+			if len(chs) == 0 {
+				continue
+			}
+			last := chs[len(chs)-1]
+			if w.createdRV > last.rv || r.unordered(w, c, last.at) {
+				continue
+			}
+			if !slices.ContainsFunc(w.restarts, func(rv int64) bool { return rv > last.rv }) {
+				out = append(out, violation(fmt.Sprintf("lost: %s (mode %s, reads %v) never restarted after %s changed at rv %d", w.name, w.mode(), w.refs, c, last.rv)))
+			}
+		}
+	}
+	return out
+}
+
+// unordered reports whether anything deciding if w reloads on c happened too close to at.
+func (r *recorder) unordered(w *workloadLife, c string, at time.Time) bool {
+	if r.close(w.createdAt, at) {
+		return true
+	}
+	for _, m := range w.modes[1:] {
+		if r.close(m.at, at) || m.at.After(at) {
+			return true
+		}
+	}
+	for _, e := range r.ignored[c] {
+		if r.close(e.at, at) || e.at.After(at) {
+			return true
+		}
+	}
+	return false
+}
+
+// excess lists workloads the reloader restarted more often than the changes of what they reload
+// on during their life: a double restart, or one without a change. A change counts when the
+// workload reloaded on it at the time, or when a creation, annotation or ignore change was too
+// close to it to tell.
+func (r *recorder) excess() []violation {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []violation
+	for _, w := range r.workloads {
+		var byReloader []int64
+		for _, rv := range w.restarts {
+			if !r.own[rv] {
+				byReloader = append(byReloader, rv)
+			}
+		}
+		bound := 0
+		for _, c := range configNames {
+			for _, ch := range r.changes(c, true) {
+				if r.counts(w, c, ch) {
+					bound++
+				}
+			}
+		}
+		if len(byReloader) > bound {
+			out = append(out, violation(fmt.Sprintf("excess: %s (reads %v, modes %v) restarted %d times by the reloader (at rv %v) for %d changes of what it reloads on",
+				w.name, w.refs, w.modeNames(), len(byReloader), byReloader, bound)))
+		}
+	}
+	return out
+}
+
+// counts reports whether change ch of config c may restart w.
+func (r *recorder) counts(w *workloadLife, c string, ch change) bool {
+	if ch.rv < w.createdRV && !r.close(ch.at, w.createdAt) || !w.deletedAt.IsZero() && ch.at.After(w.deletedAt) {
+		return false
+	}
+	if r.unordered(w, c, ch.at) {
+		return true // unordered also counts any later mode or ignore change: generous, never wrong
+	}
+	ok, whole := triggers(w.mode(), w.refs, c)
+	if !ok || r.isIgnored(c) {
+		return false
+	}
+	return whole || slices.ContainsFunc(r.changes(c, false), func(k change) bool { return k.rv == ch.rv })
+}
+
+func (w *workloadLife) modeNames() []string {
+	out := make([]string, len(w.modes))
+	for i, m := range w.modes {
+		out[i] = m.mode
+	}
+	return out
+}

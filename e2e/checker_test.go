@@ -1,0 +1,134 @@
+package e2e
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+var (
+	checkerSeeds   = flag.String("checker.seeds", "", "comma-separated seeds for TestRandomSequences instead of its fixed set")
+	checkerActions = flag.Int("checker.actions", 40, "actions per random sequence")
+	soakFor        = flag.Duration("soak", 0, "TestSoak: run random sequences for this long (make soak DURATION=30m)")
+)
+
+// fixedSeeds are the sequences `make test` runs. A seed that once found a bug joins this list,
+// so the bug stays found.
+var fixedSeeds = []uint64{1, 2, 3}
+
+// outcome is what one sequence did and found.
+type outcome struct {
+	actions    int
+	faults     map[string]int
+	violations []violation
+}
+
+func TestRandomSequencesKeepEveryPromise(t *testing.T) {
+	seeds := fixedSeeds
+	if *checkerSeeds != "" {
+		seeds = nil
+		for _, s := range strings.Split(*checkerSeeds, ",") {
+			n, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
+			if err != nil {
+				t.Fatalf("-checker.seeds: %v", err)
+			}
+			seeds = append(seeds, n)
+		}
+	}
+	for _, seed := range seeds {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			seq := generate(seed, *checkerActions, true)
+			if o := runSequence(t, seq); len(o.violations) > 0 {
+				t.Errorf("%d violation(s):\n  %s\n%s", len(o.violations), joinViolations(o.violations), seq)
+			}
+		})
+	}
+}
+
+// TestSoak runs random sequences until -soak has passed and prints what it ran and found.
+func TestSoak(t *testing.T) {
+	if *soakFor == 0 {
+		t.Skip("runs only with -soak, e.g. make soak DURATION=30m")
+	}
+	deadline := time.Now().Add(*soakFor)
+	var sequences, actions, violations int
+	faults := map[string]int{}
+	for seed := uint64(time.Now().UnixNano()); time.Now().Before(deadline); seed++ {
+		seq := generate(seed, *checkerActions, true)
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			o := runSequence(t, seq)
+			sequences++
+			actions += o.actions
+			for k, n := range o.faults {
+				faults[k] += n
+			}
+			violations += len(o.violations)
+			if len(o.violations) > 0 {
+				t.Errorf("%d violation(s):\n  %s\n%s", len(o.violations), joinViolations(o.violations), seq)
+			}
+		})
+	}
+	var fs []string
+	for _, k := range slices.Sorted(maps.Keys(faults)) {
+		fs = append(fs, fmt.Sprintf("%s %d", k, faults[k]))
+	}
+	t.Logf("soak for %s: %d sequences, %d actions, faults injected: %s; %d violations",
+		*soakFor, sequences, actions, strings.Join(fs, ", "), violations)
+}
+
+func joinViolations(vs []violation) string {
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		s[i] = string(v)
+	}
+	return strings.Join(s, "\n  ")
+}
+
+// runSequence runs seq in a new namespace, waits for quiet and judges.
+func runSequence(t *testing.T, seq sequence) outcome {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	w := newWorld(t, ctx, seq)
+	w.setup()
+	for i, a := range seq.Actions {
+		if err := w.do(a); err != nil {
+			t.Fatalf("action %d (%s): %v\n%s", i+1, a, err, seq)
+		}
+		time.Sleep(a.Pause)
+	}
+	w.heal()
+	o := outcome{actions: len(seq.Actions), faults: w.faults}
+	o.violations = w.settle()
+	t.Logf("seed %d: %s; faults %v", seq.Seed, w.rec.summary(), w.faults)
+	if len(o.violations) > 0 {
+		for i, p := range w.procs {
+			t.Logf("replica %d log (tail):\n%s", i, tail(p.stderr.String(), 60))
+		}
+	}
+	return o
+}
+
+// settle waits until every change has reached its workloads and nothing has restarted for a
+// quiet period, then judges. A lost change has until the deadline to arrive (a refused patch is
+// retried every 30 s at most); an excess restart is judged after the quiet period.
+func (w *world) settle() []violation {
+	quiet := w.seq.Coalesce + 3*time.Second
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		lost := w.rec.lost()
+		if len(lost) == 0 && time.Since(w.rec.lastRestart()) > quiet {
+			break
+		}
+		if time.Now().After(deadline) {
+			return append(lost, w.rec.excess()...)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return w.rec.excess()
+}
