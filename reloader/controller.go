@@ -132,7 +132,7 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(retryLimiter(),
 			workqueue.TypedRateLimitingQueueConfig[key]{Name: "reloader", MetricsProvider: opts.Metrics.WorkqueueProvider()}),
 		refusals: workqueue.NewTypedItemExponentialFailureRateLimiter[key](refusedRetryMin, refusedRetryMax),
-		changes: newChangeLog(),
+		changes:  newChangeLog(),
 
 		decisiveAnnotations: opts.Annotations.OnWorkload(),
 		events:              record.NewBroadcaster(),
