@@ -91,7 +91,7 @@ func (c *CLI) Validate() error {
 	if c.Port < 0 || c.Port > 65535 {
 		return fmt.Errorf("--port: must be between 0 and 65535, got %d", c.Port)
 	}
-	if c.KubeAPIQPS <= 0 || c.KubeAPIBurst <= 0 {
+	if !(c.KubeAPIQPS > 0) || c.KubeAPIBurst <= 0 { // not "<= 0": NaN is not positive either
 		return fmt.Errorf("--kube-api-qps and --kube-api-burst: must be positive, got %v and %d", c.KubeAPIQPS, c.KubeAPIBurst)
 	}
 	if c.ShutdownGrace < 0 {
@@ -133,7 +133,10 @@ func (c *CLI) annotations() policy.Annotations {
 func (c *CLI) options(stateNS string, log *slog.Logger, m *metrics.Metrics) reloader.Options {
 	period, maxWait := time.Duration(c.CoalescePeriod), time.Duration(c.CoalesceMaxWait)
 	if maxWait == 0 {
-		maxWait = 5 * period
+		maxWait = math.MaxInt64 // five times a period past 58 years would wrap around
+		if period <= maxWait/5 {
+			maxWait = 5 * period
+		}
 	}
 	var nsSelector labels.Selector
 	if c.NamespaceSelector != "" {

@@ -137,10 +137,13 @@ func envIndex(op JSONOp) int {
 	return i
 }
 
-// AppliedHashes reads hashesAnnotation.
+// AppliedHashes reads hashesAnnotation. A mangled value counts as empty, and so does "null",
+// which would otherwise decode to a nil map that the next reload writes into.
 func AppliedHashes(annotations map[string]string) map[string]string {
-	m := map[string]string{}
-	_ = json.Unmarshal([]byte(annotations[hashesAnnotation]), &m) // a mangled value counts as empty
+	var m map[string]string
+	if err := json.Unmarshal([]byte(annotations[hashesAnnotation]), &m); err != nil || m == nil {
+		return map[string]string{}
+	}
 	return m
 }
 
