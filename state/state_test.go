@@ -44,6 +44,9 @@ func hashOf(s string) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// keyedOf is a keyed hash, in the form a Secret's entries hold (package confighash).
+func keyedOf(s string) string { return "hmac-2b39b88d-" + hashOf(s) }
+
 // newStore logs to log, or to stderr when log is nil.
 func newStore(client kubernetes.Interface, ns string, log *bytes.Buffer) *state.Store {
 	var w io.Writer = os.Stderr
