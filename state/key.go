@@ -76,10 +76,21 @@ func mayHold(key, hash string) error {
 	if err := confighash.ParseValue(hash); err != nil {
 		return err
 	}
-	if _, keyed := confighash.KeyIDOf(hash); keyed && !strings.HasPrefix(key, secretPrefix) {
+	if _, keyed := confighash.KeyIDOf(hash); keyed && KindOf(key) != "Secret" {
 		return errors.New("only a Secret's entries hold keyed hashes")
 	}
 	return nil
+}
+
+// KindOf returns the kind of config ("ConfigMap", "Secret") an entry key belongs to, data-key
+// entries included; "" for a key that is not ours.
+func KindOf(key string) string {
+	for _, p := range ownPrefixes {
+		if strings.HasPrefix(key, p) {
+			return strings.TrimSuffix(strings.TrimPrefix(p, "v1."), "_")
+		}
+	}
+	return ""
 }
 
 // isOwn reports whether key is one of our entries rather than someone else's.

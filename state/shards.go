@@ -1,10 +1,6 @@
 package state
 
-import (
-	"strings"
-
-	"github.com/reloader/reloader/confighash"
-)
+import "github.com/reloader/reloader/confighash"
 
 // Placement: which shard holds which entry, and how full each shard is. The caller holds s.mu.
 
@@ -17,7 +13,7 @@ const tombstoneOverhead = len(tombstonePrefix) + len("253402300799") + len(":")
 // A ConfigMap's entries reserve what they did before keyed hashes, so an upgrade moves nothing.
 func maxValue(key string) int {
 	n := confighash.PlainLen
-	if strings.HasPrefix(key, secretPrefix) {
+	if KindOf(key) == "Secret" {
 		n = confighash.KeyedLen
 	}
 	if isConfigKey(key) {
