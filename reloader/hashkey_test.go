@@ -49,9 +49,14 @@ func hashKeyIn(t *testing.T, ns string) confighash.Key {
 	return k
 }
 
-// keyedHash is the value the reloader in ns writes for Secret s.
+// keyedHash is the value the reloader in ns writes for Secret s. A reloader that ignores
+// Secrets makes no key and writes nothing for them: then it is a value nothing holds.
 func keyedHash(t *testing.T, ns string, s *corev1.Secret) string {
 	t.Helper()
+	_, err := cluster.Client().CoreV1().Secrets(ns).Get(context.Background(), reloader.DefaultHashKeySecret, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return "(no hash key in " + ns + ")"
+	}
 	return hashKeyIn(t, ns).Secret(s)
 }
 
@@ -495,5 +500,17 @@ func TestReplicasStartingTogetherShareOneKey(t *testing.T) {
 	}
 	if made != 1 {
 		t.Errorf("%d replicas say they made the key, want 1", made)
+	}
+}
+
+// TestNoHashKeyWithoutSecrets: a reloader that ignores Secrets hashes none, so it needs no key
+// and no permission on Secrets beyond what it had.
+func TestNoHashKeyWithoutSecrets(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { o.IgnoreSecrets = true }})
+	settle()
+	_, err := cluster.Client().CoreV1().Secrets(ns).Get(context.Background(), reloader.DefaultHashKeySecret, metav1.GetOptions{})
+	if !apierrors.IsNotFound(err) {
+		t.Fatalf("with Secrets ignored, the hash key Secret: %v; want it not made", err)
 	}
 }
