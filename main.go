@@ -22,6 +22,7 @@ import (
 
 	"github.com/alecthomas/kong"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientmetrics "k8s.io/client-go/tools/metrics"
@@ -42,6 +43,7 @@ type CLI struct {
 	Namespace                   string        `help:"Namespace to watch. Empty watches all namespaces (needs the ClusterRole of deploy/cluster)."`
 	Configmap                   string        `default:"reloader-state" help:"Name of the state ConfigMap. Further shards are named <name>-1, <name>-2, ..."`
 	StateNamespace              string        `help:"Namespace of the state ConfigMap. Default: --namespace, else the reloader's own namespace."`
+	HashKeySecret               string        `default:"reloader-hash-key" help:"Secret, in the state namespace, holding the key of the hashes of Secret content; created with a random key when missing."`
 	Port                        int           `default:"8080" help:"Port for /metrics, /healthz and /readyz (0 picks a free port)."`
 	CoalescePeriod              Period        `default:"5s" help:"Debounce window: changes this close together cause one restart per workload. A bare integer is milliseconds (10000), or a Go duration (10s). 0 acts at once."`
 	CoalesceMaxWait             Period        `default:"0" help:"Longest a window may stay open while changes keep coming. 0 means 5 x --coalesce-period."`
@@ -114,6 +116,9 @@ func (c *CLI) Validate() error {
 			return fmt.Errorf("%s: %w", flag, err)
 		}
 	}
+	if errs := validation.IsDNS1123Subdomain(c.HashKeySecret); len(errs) > 0 {
+		return fmt.Errorf("--hash-key-secret: %q is not a Secret name: %s", c.HashKeySecret, strings.Join(errs, "; "))
+	}
 	if c.NamespaceSelector != "" && c.Namespace != "" {
 		return errors.New("--namespace-selector: only applies when --namespace is empty (all-namespaces mode)")
 	}
@@ -147,7 +152,7 @@ func (c *CLI) options(stateNS string, log *slog.Logger, m *metrics.Metrics) relo
 		Namespace: c.Namespace, NamespaceSelector: nsSelector, NamespacesToIgnore: c.NamespacesToIgnore,
 		ResourceLabelSelector: c.ResourceLabelSelector,
 		IgnoreConfigMaps:      ignore == "configmaps", IgnoreSecrets: ignore == "secrets",
-		StateNamespace: stateNS, StateName: c.Configmap,
+		StateNamespace: stateNS, StateName: c.Configmap, HashKey: reloader.HashKey{Secret: c.HashKeySecret},
 		CoalescePeriod: period, CoalesceMaxWait: maxWait, ShutdownGrace: c.ShutdownGrace,
 		Strategy: c.ReloadStrategy, ReloadOnCreate: c.ReloadOnCreate, ReloadOnDelete: c.ReloadOnDelete,
 		ArgoRollouts: c.IsArgoRollouts, OpenShift: c.IsOpenshift, IgnoredWorkloadTypes: c.IgnoredWorkloadTypes,

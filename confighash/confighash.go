@@ -14,6 +14,10 @@
 // Every field is length-prefixed, so no two different contents share a stream: {a:"1", b:"2"} and
 // {a:"1;b=2"} differ, as do a key moved between data and binaryData. Metadata never counts.
 // An empty object hashes to the SHA1 of the empty stream.
+//
+// A ConfigMap's hashes are plain SHA1. A Secret's are HMAC-SHA1 of the same streams under a
+// per-installation Key, and written "hmac-<key id>-<40 hex>" (keyed.go): a plain hash of Secret
+// content would let anyone who may read ConfigMaps or Deployments confirm a guessed value.
 package confighash
 
 import (
@@ -41,8 +45,10 @@ func ConfigMap(cm *corev1.ConfigMap) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// Secret returns the content hash of s. The API server folds stringData into data, so data is
-// the whole content.
+// Secret returns the plain content hash of s: what versions before keyed hashes recorded and
+// wrote for a Secret. It is kept in memory only, to judge those values without restarts; see
+// Key.Secret for the value that is written. The API server folds stringData into data, so data
+// is the whole content.
 func Secret(s *corev1.Secret) string {
 	h := newHasher()
 	writeBytes(h, tagBinary, s.Data)

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
+	"hash"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -34,9 +35,12 @@ func ConfigMapKeys(cm *corev1.ConfigMap) []KeySum {
 	return out
 }
 
-// SecretKeys returns the per-key sums of s, sorted by key.
-func SecretKeys(s *corev1.Secret) []KeySum {
-	h := newHasher()
+// SecretKeys returns the plain per-key sums of s, sorted by key: what versions before keyed
+// hashes recorded. They are kept in memory only, to judge those values without restarts; see
+// Key.SecretKeys for the sums that are written.
+func SecretKeys(s *corev1.Secret) []KeySum { return secretKeys(newHasher(), s) }
+
+func secretKeys(h *hasher, s *corev1.Secret) []KeySum {
 	out := make([]KeySum, 0, len(s.Data))
 	for k, v := range s.Data {
 		out = append(out, h.bytesSum(tagBinary, k, v))
@@ -64,14 +68,17 @@ func (h *hasher) keySum(key string) KeySum {
 // KeySum when present, or 'a', its 8-byte big-endian length and the key when absent. Changes to
 // other keys leave it unchanged.
 func Subset(sums []KeySum, keys []string) string {
+	return hex.EncodeToString(subset(sha1.New(), sums, keys))
+}
+
+// subset writes the stream that Subset describes into h and returns its sum.
+func subset(h hash.Hash, sums []KeySum, keys []string) []byte {
 	wanted := append([]string(nil), keys...)
 	sort.Strings(wanted)
-	h := sha1.New()
 	for _, k := range wanted {
-		i := sort.Search(len(sums), func(i int) bool { return sums[i].Key >= k })
-		if i < len(sums) && sums[i].Key == k {
+		if sum, ok := find(sums, k); ok {
 			h.Write([]byte{'p'})
-			h.Write(sums[i].Sum[:])
+			h.Write(sum[:])
 			continue
 		}
 		var buf [1 + 8]byte
@@ -80,7 +87,16 @@ func Subset(sums []KeySum, keys []string) string {
 		h.Write(buf[:])
 		h.Write([]byte(k))
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	return h.Sum(nil)
+}
+
+// find returns the sum of key in sums, which are sorted by key.
+func find(sums []KeySum, key string) ([sha1.Size]byte, bool) {
+	i := sort.Search(len(sums), func(i int) bool { return sums[i].Key >= key })
+	if i < len(sums) && sums[i].Key == key {
+		return sums[i].Sum, true
+	}
+	return [sha1.Size]byte{}, false
 }
 
 // StakaterConfigMap is stakater Reloader's hash of cm, which it stores in STAKATER_<NAME>_CONFIGMAP:
@@ -154,9 +170,8 @@ func stakaterOrder(keys []string) []string {
 // too means a workload reading an optional key that does not exist is not taken for changed when
 // another key changes.
 func KeyValue(sums []KeySum, key string) string {
-	i := sort.Search(len(sums), func(i int) bool { return sums[i].Key >= key })
-	if i < len(sums) && sums[i].Key == key {
-		return hex.EncodeToString(sums[i].Sum[:])
+	if sum, ok := find(sums, key); ok {
+		return hex.EncodeToString(sum[:])
 	}
 	return Subset(nil, []string{key})
 }

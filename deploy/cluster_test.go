@@ -236,12 +236,17 @@ func TestClusterManifestsReload(t *testing.T) {
 	})
 	checkReload(t, appNS, ns, stateCM.Name, state.Key("ConfigMap", appNS, "app-config"))
 	r.stopRefusedNothing(t)
+	checkHashKeySecret(t, ns)
 
 	// Reads are cluster-wide; writes are not.
 	patch := []byte(`{"metadata":{"labels":{"rbac-test":"x"}}}`)
 	wantForbidden(t, map[string]func() error{
 		"patch an app ConfigMap": func() error {
 			_, err := client.CoreV1().ConfigMaps(appNS).Patch(ctx, "app-config", types.MergePatchType, patch, metav1.PatchOptions{})
+			return err
+		},
+		"create a Secret outside its namespace": func() error {
+			_, err := client.CoreV1().Secrets(appNS).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: reloader.DefaultHashKeySecret}}, metav1.CreateOptions{})
 			return err
 		},
 		"create a ConfigMap outside its namespace": func() error {

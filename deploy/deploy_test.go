@@ -264,7 +264,7 @@ func decodeCRDs(t *testing.T, data []byte) []*unstructured.Unstructured {
 // knownFlags are the reloader's flags, present and announced. A manifest passing anything
 // else has a typo.
 var knownFlags = map[string]bool{
-	"namespace": true, "configmap": true, "state-namespace": true, "port": true,
+	"namespace": true, "configmap": true, "state-namespace": true, "hash-key-secret": true, "port": true,
 	"coalesce-period": true, "coalesce-max-wait": true, "shutdown-grace": true, "kubeconfig": true,
 	"reload-strategy": true, "log-format": true, "log-level": true, "kube-api-qps": true,
 	"kube-api-burst": true, "enable-pprof": true, "leader-elect": true, "leader-election-id": true,
@@ -451,7 +451,7 @@ func TestPlainManifests(t *testing.T) {
 }
 
 // TestClusterManifestRules pins the cluster manifests' permissions: reads everywhere, writes
-// only to the state shards and the Lease in the reloader's namespace. Argo Rollouts and
+// only to the state shards, the hash key Secret and the Lease in the reloader's namespace. Argo Rollouts and
 // OpenShift are only in the chart.
 func TestClusterManifestRules(t *testing.T) {
 	ms := readManifestDir(t, "cluster")
@@ -465,6 +465,7 @@ func TestClusterManifestRules(t *testing.T) {
 	samePermissions(t, "Role", role.Rules, []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"patch"}, ResourceNames: stateShards("reloader-state")},
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "update"}, ResourceNames: []string{"reloader"}},
 	})

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/reloader/reloader/confighash"
 	"github.com/reloader/reloader/reloader"
 	"github.com/reloader/reloader/state"
 )
@@ -30,6 +31,8 @@ var wantNamespaceRole = []rbacv1.PolicyRule{
 		ResourceNames: []string{"reloader-state", "reloader-state-1", "reloader-state-2", "reloader-state-3",
 			"reloader-state-4", "reloader-state-5", "reloader-state-6", "reloader-state-7"}},
 	{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
+	// The hash key Secret, made on the first start; create cannot be limited by name.
+	{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
 	{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets", "daemonsets"}, Verbs: []string{"get", "list", "watch", "patch"}},
 	{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
@@ -110,6 +113,8 @@ func TestRBACNamespaceManifest(t *testing.T) {
 		r := startController(t, saConfig, reloader.Options{Namespace: ns, StateNamespace: ns, StateName: "reloader-state"})
 		checkReload(t, ns, ns, "reloader-state", state.Key("ConfigMap", "", "app-config"))
 		r.stopRefusedNothing(t)
+		// It made the key of its Secret hashes, as that ServiceAccount.
+		checkHashKeySecret(t, ns)
 	})
 
 	t.Run("leader election", func(t *testing.T) {
@@ -188,6 +193,21 @@ func TestRBACNamespaceManifest(t *testing.T) {
 				_, err := sa.CoreV1().Secrets(ns).Patch(ctx, "some-secret", types.MergePatchType, patch, metav1.PatchOptions{})
 				return err
 			},
+			"delete the hash key secret": func() error {
+				return sa.CoreV1().Secrets(ns).Delete(ctx, reloader.DefaultHashKeySecret, metav1.DeleteOptions{})
+			},
+			"update the hash key secret": func() error {
+				s, err := sa.CoreV1().Secrets(ns).Get(ctx, reloader.DefaultHashKeySecret, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				_, err = sa.CoreV1().Secrets(ns).Update(ctx, s, metav1.UpdateOptions{})
+				return err
+			},
+			"create a secret in another namespace": func() error {
+				_, err := sa.CoreV1().Secrets(other).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: reloader.DefaultHashKeySecret}}, metav1.CreateOptions{})
+				return err
+			},
 			"delete a deployment": func() error {
 				return sa.AppsV1().Deployments(ns).Delete(ctx, "app", metav1.DeleteOptions{})
 			},
@@ -205,4 +225,17 @@ func TestRBACNamespaceManifest(t *testing.T) {
 			},
 		})
 	})
+}
+
+// checkHashKeySecret checks that the reloader made the key of its Secret hashes in ns: an
+// immutable Secret holding a key of confighash.MinKeyLen bytes.
+func checkHashKeySecret(t *testing.T, ns string) {
+	t.Helper()
+	s, err := cluster.Client().CoreV1().Secrets(ns).Get(context.Background(), reloader.DefaultHashKeySecret, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the hash key Secret: %v", err)
+	}
+	if _, err := reloader.HashKeyOf(s); err != nil || len(s.Data[reloader.HashKeyField]) != confighash.MinKeyLen || s.Immutable == nil || !*s.Immutable {
+		t.Fatalf("the hash key Secret holds %d bytes (immutable %v): %v", len(s.Data[reloader.HashKeyField]), s.Immutable, err)
+	}
 }

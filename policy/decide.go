@@ -1,5 +1,51 @@
 package policy
 
+import "github.com/reloader/reloader/confighash"
+
+// Content is what a marker or a state value is compared with: the value for a config's current
+// content and, for a Secret, the plain value that versions before keyed hashes wrote for the
+// same content. That one is kept in memory only, so that what those versions left in workloads
+// and in the state is judged as before: an upgrade restarts nothing that did not change.
+type Content struct {
+	Value  string // a ConfigMap's plain hash or a Secret's keyed one
+	Legacy string // a Secret's plain hash; "" for a ConfigMap
+}
+
+// Match is how a recorded value (a marker, a state entry) relates to a config's current content.
+type Match int
+
+const (
+	// Differs: the value of other content.
+	Differs Match = iota
+	// Same: the value of this content, keyed under the current key or as the legacy plain value.
+	Same
+	// OtherKey: a keyed value made under a key the reloader no longer has (the key Secret was
+	// deleted or replaced). It cannot be compared with anything.
+	OtherKey
+)
+
+// Match tells how v relates to the content c.
+func (c Content) Match(v string) Match {
+	switch {
+	case v == c.Value || c.Legacy != "" && v == c.Legacy:
+		return Same
+	case underOtherKey(v, c.Value):
+		return OtherKey
+	}
+	return Differs
+}
+
+// underOtherKey reports whether v is keyed, under another key than current (which may be plain:
+// a ConfigMap's value, whose markers the reloader never keys).
+func underOtherKey(v, current string) bool {
+	id, keyed := confighash.KeyIDOf(v)
+	if !keyed {
+		return false
+	}
+	now, _ := confighash.KeyIDOf(current)
+	return id != now
+}
+
 // Recorded is a config's entry in the reloader-state: the last content hash fully rolled out to
 // its dependents, or a tombstone of a config that did not exist.
 type Recorded struct {
@@ -10,8 +56,10 @@ type Recorded struct {
 
 // Facts are what the reloader knows of one workload and one config it reloads on.
 type Facts struct {
-	Exists bool        // the config exists now
-	Hash   string      // its content hash, when it exists
+	Exists bool   // the config exists now
+	Hash   string // its content hash, when it exists
+	// Legacy is a Secret's plain content hash, as versions before keyed hashes recorded it.
+	Legacy string
 	Marker MarkerState // what the workload carries, against the value for the current content
 	State  Recorded
 	// KeyLevel: the workload reads only some keys; KeysSame: each of them still has the
@@ -30,7 +78,10 @@ type Facts struct {
 // reloaded if the content differs from that. A config the state has never seen restarts nothing
 // (first start, a corrupt entry, a namespace newly in scope), except to catch up a change that
 // stakater Reloader missed; a tombstone without content marks a config that did not exist, whose
-// appearance reloads only with --reload-on-create.
+// appearance reloads only with --reload-on-create. A state value made under a hash key the
+// reloader no longer has cannot be compared, and restarts nothing either: a lost or rotated key
+// must not restart every Secret dependent, at the cost of missing a change made while the
+// reloader was down and the key was lost.
 func Reload(f Facts) bool {
 	if !f.Exists {
 		return f.ReloadOnDelete && f.Marker == Stale
@@ -46,7 +97,7 @@ func Reload(f Facts) bool {
 		return f.StakaterStale
 	case f.State.Deleted && f.State.Hash == "":
 		return f.ReloadOnCreate
-	case f.State.Hash == f.Hash:
+	case Content{Value: f.Hash, Legacy: f.Legacy}.Match(f.State.Hash) != Differs:
 		return false
 	case f.KeyLevel:
 		return !f.KeysSame

@@ -6,6 +6,49 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
+// Values of two contents a and b: a Secret's keyed hashes under the current key (id 2b39b88d)
+// and under another, and their plain legacy hashes.
+const (
+	plainA    = "3f7a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a"
+	plainB    = "a5f6e7d8c9b0a1f2e3d4c5b6a7f8e9d0c1b2a3f7"
+	keyedA    = "hmac-2b39b88d-0000000000000000000000000000000000000001"
+	keyedB    = "hmac-2b39b88d-0000000000000000000000000000000000000002"
+	otherKeyA = "hmac-77777777-0000000000000000000000000000000000000001"
+	otherKeyB = "hmac-77777777-0000000000000000000000000000000000000002"
+)
+
+func TestContentMatch(t *testing.T) {
+	secret := Content{Value: keyedA, Legacy: plainA}
+	configMap := Content{Value: plainA}
+	tests := []struct {
+		name string
+		c    Content
+		v    string
+		want Match
+	}{
+		{"secret: this content under the current key", secret, keyedA, Same},
+		{"secret: other content under the current key", secret, keyedB, Differs},
+		{"secret: this content as an earlier version wrote it", secret, plainA, Same},
+		{"secret: other content as an earlier version wrote it", secret, plainB, Differs},
+		{"secret: a value under another key, whatever its content", secret, otherKeyA, OtherKey},
+		{"secret: another key's value of other content", secret, otherKeyB, OtherKey},
+		{"secret: garbage", secret, "old", Differs},
+		{"secret: malformed keyed value", secret, "hmac-7777-0000000000000000000000000000000000000001", Differs},
+		{"secret: empty", secret, "", Differs},
+		{"configmap: this content", configMap, plainA, Same},
+		{"configmap: other content", configMap, plainB, Differs},
+		{"configmap: a keyed value was never ours to compare", configMap, keyedA, OtherKey},
+		{"configmap: the deleted marker", configMap, DeletedMarker, Differs},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.c.Match(tt.v); got != tt.want {
+				t.Fatalf("Match(%q) = %v, want %v", tt.v, got, tt.want)
+			}
+		})
+	}
+}
+
 func TestReloadRule(t *testing.T) {
 	const a, b = "aaaa", "bbbb"
 	live := func(h string) Recorded { return Recorded{Known: true, Hash: h} }
@@ -31,6 +74,15 @@ func TestReloadRule(t *testing.T) {
 		{"deleted, without --reload-on-delete", Facts{Marker: Stale, State: live(a)}, false},
 		{"deleted, with --reload-on-delete, marker still there", Facts{Marker: Stale, State: live(a), ReloadOnDelete: true}, true},
 		{"deleted, with --reload-on-delete, marker gone", Facts{Marker: NoMarker, State: live(a), ReloadOnDelete: true}, false},
+		// Secrets: the state may hold what an earlier version wrote, or a value under a lost key.
+		{"no marker, state holds the legacy plain hash of this content (upgrade)", Facts{Exists: true, Hash: keyedA, Legacy: plainA, State: live(plainA)}, false},
+		{"no marker, state holds the legacy plain hash of other content (changed during the upgrade)", Facts{Exists: true, Hash: keyedA, Legacy: plainA, State: live(plainB)}, true},
+		{"no marker, state holds this content under the current key", Facts{Exists: true, Hash: keyedA, Legacy: plainA, State: live(keyedA)}, false},
+		{"no marker, state holds other content under the current key", Facts{Exists: true, Hash: keyedA, Legacy: plainA, State: live(keyedB)}, true},
+		{"no marker, state holds a value under a lost key: cannot tell, no restart", Facts{Exists: true, Hash: keyedA, Legacy: plainA, State: live(otherKeyB)}, false},
+		{"recreated, tombstone under a lost key", Facts{Exists: true, Hash: keyedA, Legacy: plainA, State: tomb(otherKeyB)}, false},
+		{"recreated, tombstone holds the legacy hash of other content", Facts{Exists: true, Hash: keyedA, Legacy: plainA, State: tomb(plainB)}, true},
+		{"no marker, key-level, state under a lost key", Facts{Exists: true, Hash: keyedA, Legacy: plainA, State: live(otherKeyB), KeyLevel: true}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -92,6 +144,61 @@ func TestMarker(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := tt.target.Marker(tt.meta, tt.tmpl, r, tt.desired); got != tt.want {
 				t.Fatalf("Marker = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestMarkerUnderKeys: a Secret's marker may be keyed under the current key, keyed under a key
+// the reloader no longer has (judged through the state, as a stripped one is), or plain, as
+// versions before keyed hashes wrote it (judged against the plain hash of the current content).
+func TestMarkerUnderKeys(t *testing.T) {
+	r := ConfigRef{KindSecret, "db"}
+	name := EnvVarName(r)
+	tmpl := func(vs ...string) *corev1.PodTemplateSpec {
+		t := &corev1.PodTemplateSpec{}
+		for _, v := range vs {
+			t.Spec.Containers = append(t.Spec.Containers, corev1.Container{Name: "c", Env: []corev1.EnvVar{{Name: name, Value: v}}})
+		}
+		return t
+	}
+	hashes := func(v string) *corev1.PodTemplateSpec {
+		t := tmpl("")
+		t.Spec.Containers[0].Env = nil
+		t.Annotations = map[string]string{"reloader/config-hashes": `{"secret/db":"` + v + `"}`}
+		return t
+	}
+	env := Target{Strategy: StrategyEnvVars}
+	ann := Target{Strategy: StrategyAnnotations}
+	want := Content{Value: keyedA, Legacy: plainA}
+	tests := []struct {
+		name   string
+		target Target
+		tmpl   *corev1.PodTemplateSpec
+		want   Content
+		got    MarkerState
+	}{
+		{"env: current key, this content", env, tmpl(keyedA), want, Current},
+		{"env: current key, other content", env, tmpl(keyedB), want, Stale},
+		{"env: another key: no marker, the state decides", env, tmpl(otherKeyA), want, NoMarker},
+		{"env: another key, even of other content", env, tmpl(otherKeyB), want, NoMarker},
+		{"env: legacy plain hash of this content (upgrade)", env, tmpl(plainA), want, Current},
+		{"env: legacy plain hash of other content (changed during the upgrade)", env, tmpl(plainB), want, Stale},
+		{"env: one container under another key, one current", env, tmpl(otherKeyA, keyedA), want, Current},
+		{"env: one container under another key, one stale", env, tmpl(otherKeyA, keyedB), want, Stale},
+		{"env: a plain marker is not legacy without a legacy value", env, tmpl(plainA), Content{Value: keyedA}, Stale},
+		{"env: deleted config, marker under another key still to remove", env, tmpl(otherKeyA), Content{}, Stale},
+		{"annotations: another key", ann, hashes(otherKeyA), want, NoMarker},
+		{"annotations: legacy of this content", ann, hashes(plainA), want, Current},
+		{"annotations: legacy of other content", ann, hashes(plainB), want, Stale},
+		{"annotations: current key", ann, hashes(keyedA), want, Current},
+		{"annotations: deleted config, marked so", ann, hashes(DeletedMarker), Content{}, Current},
+		{"annotations: deleted config, marker under another key", ann, hashes(otherKeyA), Content{}, Stale},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.target.MarkerOf(nil, tt.tmpl, r, tt.want); got != tt.got {
+				t.Fatalf("MarkerOf = %v, want %v", got, tt.got)
 			}
 		})
 	}

@@ -30,25 +30,33 @@ const (
 )
 
 // Marker reads what the workload carries for r against desired, the value for the config's
-// current content ("" when the config does not exist).
+// current content ("" when the config does not exist). It is MarkerOf without a legacy value.
+func (t Target) Marker(meta map[string]string, tmpl *corev1.PodTemplateSpec, r ConfigRef, desired string) MarkerState {
+	return t.MarkerOf(meta, tmpl, r, Content{Value: desired})
+}
+
+// MarkerOf reads what the workload carries for r against want, the config's current content
+// (want.Value "" when the config does not exist).
 //
 // For an existing config every place a marker can be is read, whatever the strategy: the env var,
 // the pod template's hashes annotation and, for an Argo restart, the Rollout's own. The workload
 // runs the current content if any of them holds it, so switching --reload-strategy, or a Rollout's
-// rollout-strategy annotation, restarts nothing by itself. A deletion is judged where the
-// strategy marks it.
-func (t Target) Marker(meta map[string]string, tmpl *corev1.PodTemplateSpec, r ConfigRef, desired string) MarkerState {
-	if desired == "" {
+// rollout-strategy annotation, restarts nothing by itself. A copy made under a hash key the
+// reloader no longer has says nothing, as if it were not there: the state decides, as for a
+// stripped marker, so that a lost or rotated key restarts nothing. A deletion is judged where
+// the strategy marks it.
+func (t Target) MarkerOf(meta map[string]string, tmpl *corev1.PodTemplateSpec, r ConfigRef, want Content) MarkerState {
+	if want.Value == "" {
 		if t.RestartAt {
-			return hashMarker(meta, r, desired)
+			return hashMarker(meta, r, want)
 		}
 		if t.Strategy == StrategyAnnotations {
-			return hashMarker(tmpl.Annotations, r, desired)
+			return hashMarker(tmpl.Annotations, r, want)
 		}
-		return envMarker(tmpl, EnvVarName(r), desired)
+		return envMarker(tmpl, EnvVarName(r), want)
 	}
 	state := NoMarker
-	for _, m := range []MarkerState{envMarker(tmpl, EnvVarName(r), desired), hashMarker(tmpl.Annotations, r, desired), hashMarker(meta, r, desired)} {
+	for _, m := range []MarkerState{envMarker(tmpl, EnvVarName(r), want), hashMarker(tmpl.Annotations, r, want), hashMarker(meta, r, want)} {
 		if m == Current {
 			return Current
 		}
@@ -59,9 +67,24 @@ func (t Target) Marker(meta map[string]string, tmpl *corev1.PodTemplateSpec, r C
 	return state
 }
 
+// copyOf is what one copy of a marker, holding v, says against want. For a deleted config
+// (want.Value "") any value is stale: with --reload-on-delete it is to be removed.
+func copyOf(v string, want Content) MarkerState {
+	if want.Value == "" {
+		return Stale
+	}
+	switch want.Match(v) {
+	case Same:
+		return Current
+	case OtherKey:
+		return NoMarker
+	}
+	return Stale
+}
+
 // hashMarker reads r's entry in a hashes annotation (stakater's annotations strategy, Argo
 // restarts); a deleted config's entry is DeletedMarker.
-func hashMarker(annotations map[string]string, r ConfigRef, desired string) MarkerState {
+func hashMarker(annotations map[string]string, r ConfigRef, want Content) MarkerState {
 	if annotations[hashesAnnotation] == "" {
 		return NoMarker // the common case, without decoding
 	}
@@ -69,23 +92,27 @@ func hashMarker(annotations map[string]string, r ConfigRef, desired string) Mark
 	switch {
 	case !ok:
 		return NoMarker
-	case v == desired || desired == "" && v == DeletedMarker:
+	case want.Value == "" && v == DeletedMarker:
 		return Current
 	}
-	return Stale
+	return copyOf(v, want)
 }
 
-func envMarker(tmpl *corev1.PodTemplateSpec, name, desired string) MarkerState {
+// envMarker reads r's variable in every container: one that is behind makes the marker stale.
+func envMarker(tmpl *corev1.PodTemplateSpec, name string, want Content) MarkerState {
 	state := NoMarker
 	for _, c := range tmpl.Spec.Containers {
 		for _, e := range c.Env {
 			if e.Name != name {
 				continue
 			}
-			if desired == "" || e.Value != desired || e.ValueFrom != nil {
+			m := copyOf(e.Value, want)
+			if m == Stale || e.ValueFrom != nil {
 				return Stale
 			}
-			state = Current
+			if m == Current {
+				state = Current
+			}
 		}
 	}
 	return state

@@ -92,13 +92,14 @@ func (c *Controller) referenced(k key) bool {
 }
 
 // record writes a config's content as fully rolled out, with the per-key values its key-level
-// dependents need.
+// dependents need. A Secret's values are keyed, so this also re-records, under the current key,
+// what an earlier version wrote plain or what was made under a lost key.
 func (c *Controller) record(k key, rec *configRecord, deps []dependent) {
 	skey := c.stateKey(k)
 	c.state.Set(skey, rec.Hash)
 	for _, d := range deps {
 		for _, dk := range d.keys {
-			c.state.Set(state.KeyOf(skey, dk), confighash.KeyValue(rec.Keys, dk))
+			c.state.Set(state.KeyOf(skey, dk), c.keyContent(rec, dk).Value)
 		}
 	}
 }
@@ -153,6 +154,7 @@ func (c *Controller) stateKey(k key) string {
 // recorded here; every other is queued. Not queueing every config keeps the queue's maps, which
 // never shrink, small. Entries of configs deleted while the reloader was down become tombstones.
 func (c *Controller) startupPass() {
+	c.reportStateHashes()
 	live := map[string]bool{}
 	for kind, inf := range c.configs {
 		for _, obj := range inf.GetStore().List() {
@@ -207,4 +209,9 @@ func (c *Controller) sweepTombstones(ctx context.Context) {
 	}
 }
 
-func short(hash string) string { return hash[:min(len(hash), 8)] }
+// short abbreviates a hash for logs and Events: its first 8 hex digits, of the HMAC for a keyed
+// value.
+func short(hash string) string {
+	sum := confighash.SumOf(hash)
+	return sum[:min(len(sum), 8)]
+}

@@ -48,6 +48,9 @@ type Options struct {
 	// StateNamespace and StateName locate the state ConfigMaps.
 	StateNamespace string
 	StateName      string
+	// HashKey names the Secret, in StateNamespace, holding the key of Secret hashes; Run loads
+	// it, or creates it, before anything is hashed (hashkey.go).
+	HashKey HashKey
 	// CoalescePeriod is the debounce window; zero acts at once. CoalesceMaxWait caps a window.
 	CoalescePeriod  time.Duration
 	CoalesceMaxWait time.Duration
@@ -161,6 +164,9 @@ func (c *Controller) Run(ctx context.Context) error {
 	first, ok := c.loadState(ctx)
 	if !ok {
 		return nil // stopped before the API server answered
+	}
+	if !c.loadHashKey(ctx) {
+		return nil // stopped before the hash key was read
 	}
 	if first {
 		c.log.Info("no state found: recording the current hash of every config; only workloads whose marker differs are reloaded")

@@ -148,7 +148,7 @@ func updateSecret(t *testing.T, ns, name string, data map[string]string) string 
 	if s, err = secrets.Update(context.Background(), s, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	return confighash.Secret(s)
+	return keyedHash(t, ns, s)
 }
 
 // createDeployment creates a Deployment with one container "app"; mutate adjusts its pod spec.

@@ -4,7 +4,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/reloader/reloader/confighash"
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/state"
 )
@@ -61,34 +60,33 @@ func (c *Controller) judge(w workloadView, r policy.ConfigRef, rec *configRecord
 	if !ok {
 		return j, false
 	}
-	desired := ""
+	var want policy.Content // what the marker should hold; nothing for a config that does not exist
 	if rec != nil {
-		desired = rec.Hash
-		if keys != nil {
-			desired = confighash.Subset(rec.Keys, keys)
-		}
+		want = c.content(rec, keys)
 	}
 	f := policy.Facts{
 		Exists:         rec != nil,
-		Hash:           desired,
-		Marker:         w.target.Marker(w.meta.GetAnnotations(), w.tmpl, r, desired),
+		Hash:           want.Value,
+		Legacy:         want.Legacy,
+		Marker:         w.target.MarkerOf(w.meta.GetAnnotations(), w.tmpl, r, want),
 		ReloadOnCreate: c.opts.ReloadOnCreate,
 		ReloadOnDelete: c.opts.ReloadOnDelete,
 	}
 	if f.Exists && f.Marker == policy.NoMarker {
 		c.stateFacts(&f, w, r, rec, keys)
 	}
-	return judgement{change: policy.Change{Ref: r, Value: desired}, keys: keys, reload: policy.Reload(f)}, true
+	return judgement{change: policy.Change{Ref: r, Value: want.Value}, keys: keys, reload: policy.Reload(f)}, true
 }
 
 // stateFacts fills in what the state says, for a workload without a marker.
 func (c *Controller) stateFacts(f *policy.Facts, w workloadView, r policy.ConfigRef, rec *configRecord, keys []string) {
 	skey := c.stateKey(configKey(r, w.key.namespace))
 	e, known := c.state.Get(skey)
-	f.Hash = rec.Hash
+	whole := c.content(rec, nil)
+	f.Hash, f.Legacy = whole.Value, whole.Legacy
 	f.State = policy.Recorded{Known: known, Deleted: e.Deleted, Hash: e.Hash}
 	f.KeyLevel = keys != nil
-	if f.KeyLevel && known && e.Hash != rec.Hash {
+	if f.KeyLevel && known && whole.Match(e.Hash) == policy.Differs {
 		f.KeysSame = c.keysSame(skey, rec, keys)
 	}
 	if !known {
@@ -97,12 +95,13 @@ func (c *Controller) stateFacts(f *policy.Facts, w workloadView, r policy.Config
 	}
 }
 
-// keysSame reports whether every key still has the per-key value the state recorded; a key
-// never recorded counts as changed, so no reload is lost.
+// keysSame reports whether every key still has the per-key value the state recorded (or one it
+// cannot compare, made under a lost hash key); a key never recorded counts as changed, so no
+// reload is lost.
 func (c *Controller) keysSame(skey string, rec *configRecord, keys []string) bool {
 	for _, k := range keys {
 		e, ok := c.state.Get(state.KeyOf(skey, k))
-		if !ok || e.Hash != confighash.KeyValue(rec.Keys, k) {
+		if !ok || c.keyContent(rec, k).Match(e.Hash) == policy.Differs {
 			return false
 		}
 	}

@@ -18,15 +18,28 @@ import (
 type configRecord struct {
 	metav1.TypeMeta
 	metav1.ObjectMeta
-	Hash     string              // content hash (confighash)
-	Keys     []confighash.KeySum // per-key sums, for workloads that read single keys
-	Stakater string              // stakater Reloader's hash, to take over without restarts
+	Hash     string              // content hash (confighash): plain for a ConfigMap, keyed for a Secret
+	Keys     []confighash.KeySum // per-key sums, for workloads that read single keys; keyed for a Secret
+	Stakater string              // stakater Reloader's hash, to take over without restarts; never written
+	// Legacy holds a Secret's plain hashes, as versions before keyed hashes wrote them into the
+	// state and workloads; nil for a ConfigMap. They are kept in memory only, so that those
+	// values are compared as before and an upgrade restarts nothing that did not change.
+	Legacy *legacyHashes
+}
+
+// legacyHashes are a Secret's plain content hash and per-key sums.
+type legacyHashes struct {
+	Hash string
+	Keys []confighash.KeySum
 }
 
 func (r *configRecord) DeepCopyObject() runtime.Object {
 	c := *r
 	r.ObjectMeta.DeepCopyInto(&c.ObjectMeta)
 	c.Keys = append([]confighash.KeySum(nil), r.Keys...)
+	if r.Legacy != nil {
+		c.Legacy = &legacyHashes{Hash: r.Legacy.Hash, Keys: append([]confighash.KeySum(nil), r.Legacy.Keys...)}
+	}
 	return &c
 }
 
@@ -42,8 +55,12 @@ func (c *Controller) transform(obj any) (any, error) {
 		r.Keys, r.Stakater = confighash.ConfigMapKeys(o), confighash.StakaterConfigMap(o)
 		return r, nil
 	case *corev1.Secret:
-		r := c.newRecord(policy.KindSecret, &o.ObjectMeta, confighash.Secret(o))
-		r.Keys, r.Stakater = confighash.SecretKeys(o), confighash.StakaterSecret(o)
+		// Every hash of a Secret that is written is keyed (hashkey.go); stakater's and the
+		// legacy plain ones are only compared with what others wrote.
+		key := c.opts.HashKey.key
+		r := c.newRecord(policy.KindSecret, &o.ObjectMeta, key.Secret(o))
+		r.Keys, r.Stakater = key.SecretKeys(o), confighash.StakaterSecret(o)
+		r.Legacy = &legacyHashes{Hash: confighash.Secret(o), Keys: confighash.SecretKeys(o)}
 		return r, nil
 	case *appsv1.Deployment:
 		o.Status = appsv1.DeploymentStatus{}

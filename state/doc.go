@@ -8,11 +8,13 @@
 // replaced by "v1.<Kind>__<sha1 of namespace/name>", which no name can produce. A workload that
 // reads only some data keys of a config has one more entry per key, "<config entry>__<data key>".
 //
-// A live entry's value is the config's content hash, 40 lower-case hex digits. A config entry
-// may instead be a tombstone, "deleted@<unix seconds>:<last content hash, or nothing>": the
-// config did not exist when recorded, so that its reappearance reads as a recreation rather
-// than as a config never seen. Data-key entries are never tombstones. A value of any other form
-// is corrupt: it is dropped and logged, and its config counts as new.
+// A live entry's value is the config's content hash: 40 lower-case hex digits for a ConfigMap
+// (and for a Secret as versions before keyed hashes wrote it), "hmac-<key id>-<40 hex>" for a
+// Secret (package confighash), which no ConfigMap entry may hold. A config entry may instead be
+// a tombstone, "deleted@<unix seconds>:<last content hash, or nothing>": the config did not
+// exist when recorded, so that its reappearance reads as a recreation rather than as a config
+// never seen. Data-key entries are never tombstones. A value of any other form is corrupt: it is
+// dropped and logged, and its config counts as new.
 //
 // One ConfigMap holds at most 1 MiB, so entries spread over shards: <name>, <name>-1, ... up to
 // MaxShards, each filled to ShardBudget. A new entry goes to the first shard with room and never

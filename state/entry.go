@@ -6,11 +6,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/reloader/reloader/confighash"
 )
 
 // Entry is what the state holds for one key.
 type Entry struct {
-	Hash    string    // a content hash (40 hex); "" only in a tombstone of a config never seen with content
+	Hash    string    // a content hash (IsHash); "" only in a tombstone of a config never seen with content
 	Deleted bool      // a tombstone: the config did not exist when recorded
 	Since   time.Time // tombstones only: when the absence was first recorded (second precision)
 }
@@ -51,7 +53,7 @@ func decodeEntry(v string) (Entry, error) {
 		return Entry{}, err
 	}
 	if hash != "" && !IsHash(hash) {
-		return Entry{}, errors.New("tombstone hash is not 40 lower-case hex digits")
+		return Entry{}, fmt.Errorf("tombstone hash: %w", confighash.ParseValue(hash))
 	}
 	return Entry{Hash: hash, Deleted: true, Since: since}, nil
 }

@@ -4,9 +4,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/reloader/reloader/confighash"
 )
 
-const testHash = "3f7a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a"
+const (
+	testHash  = "3f7a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a"
+	testKeyed = "hmac-2b39b88d-" + testHash
+)
 
 func TestEntryValues(t *testing.T) {
 	since := time.Unix(1795000000, 0).UTC()
@@ -18,6 +23,8 @@ func TestEntryValues(t *testing.T) {
 		{"deleted@1795000000:" + testHash, Entry{Hash: testHash, Deleted: true, Since: since}},
 		{"deleted@1795000000:", Entry{Deleted: true, Since: since}},
 		{"deleted@0:", Entry{Deleted: true, Since: time.Unix(0, 0).UTC()}},
+		{testKeyed, Entry{Hash: testKeyed}},
+		{"deleted@1795000000:" + testKeyed, Entry{Hash: testKeyed, Deleted: true, Since: since}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.value, func(t *testing.T) {
@@ -51,6 +58,16 @@ func TestCorruptValuesDoNotDecode(t *testing.T) {
 		"deleted@1795000000:not-a-hash",
 		"deleted@1795000000:" + testHash + ":",
 		"removed@1795000000:",
+		"hmac-2b39b88d-",
+		"hmac-" + testHash,
+		"hmac-2b39b88d-" + testHash + "0",
+		"hmac-2B39B88D-" + testHash,
+		"hmac-2b39b88d_" + testHash,
+		"HMAC-2b39b88d-" + testHash,
+		"hmac-2b39b88d-" + strings.ToUpper(testHash),
+		"deleted@1795000000:hmac-2b39b88d-",
+		"deleted@1795000000:" + testKeyed + "0",
+		testKeyed + ":",
 	} {
 		if e, err := decodeEntry(v); err == nil {
 			t.Errorf("decodeEntry(%q) = %+v, want an error", v, e)
@@ -60,13 +77,52 @@ func TestCorruptValuesDoNotDecode(t *testing.T) {
 
 func TestTombstoneTimesAreWholeSecondsThatDecode(t *testing.T) {
 	for _, at := range []time.Time{{}, time.Unix(-1, 0), time.Unix(1795000000, 999999999), time.Date(20000, 1, 1, 0, 0, 0, 0, time.UTC)} {
-		v := encodeEntry(Entry{Hash: testHash, Deleted: true, Since: sinceOf(at)})
-		if _, err := decodeEntry(v); err != nil {
-			t.Errorf("tombstone recorded at %v encodes as %q, which does not decode: %v", at, v, err)
+		for key, hash := range map[string]string{"v1.ConfigMap_x": testHash, "v1.Secret_x": testKeyed} {
+			v := encodeEntry(Entry{Hash: hash, Deleted: true, Since: sinceOf(at)})
+			if _, err := decodeEntry(v); err != nil {
+				t.Errorf("tombstone recorded at %v encodes as %q, which does not decode: %v", at, v, err)
+			}
+			if len(v) > maxValue(key) {
+				t.Errorf("tombstone of %s recorded at %v encodes as %q, longer than the %d bytes reserved", key, at, v, maxValue(key))
+			}
 		}
-		if len(v) > tombstoneReserve {
-			t.Errorf("tombstone recorded at %v encodes as %q, longer than the %d bytes reserved", at, v, tombstoneReserve)
-		}
+	}
+}
+
+// TestOnlySecretEntriesHoldKeyedHashes: a keyed hash is longer than a plain one, and only a
+// Secret's entries reserve room for it.
+func TestOnlySecretEntriesHoldKeyedHashes(t *testing.T) {
+	tests := []struct {
+		key, hash string
+		ok        bool
+	}{
+		{"v1.ConfigMap_app", testHash, true},
+		{"v1.ConfigMap_app__k", testHash, true},
+		{"v1.Secret_db", testHash, true}, // as versions before keyed hashes wrote it
+		{"v1.Secret_db", testKeyed, true},
+		{"v1.Secret_db__password", testKeyed, true},
+		{"v1.Secret_ns_db", testKeyed, true},
+		{"v1.ConfigMap_app", testKeyed, false},
+		{"v1.ConfigMap_app__k", testKeyed, false},
+		{"v1.ConfigMap_v1.Secret_x", testKeyed, false},
+		{"v1.Secret_db", "hmac-2b39b88d-", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.key+"="+tt.hash, func(t *testing.T) {
+			if err := mayHold(tt.key, tt.hash); (err == nil) != tt.ok {
+				t.Fatalf("mayHold = %v, want ok=%v", err, tt.ok)
+			}
+			if tt.ok && len(tt.hash) > maxValue(tt.key) {
+				t.Fatalf("%q is longer than the %d bytes reserved for %s", tt.hash, maxValue(tt.key), tt.key)
+			}
+		})
+	}
+	// A ConfigMap's entries reserve what they did before keyed hashes: an upgrade moves nothing.
+	if got := reserved("v1.ConfigMap_app"); got != len("v1.ConfigMap_app")+len("deleted@253402300799:")+40 {
+		t.Errorf("a ConfigMap entry reserves %d bytes", got)
+	}
+	if got := reserved("v1.ConfigMap_app__k"); got != len("v1.ConfigMap_app__k")+40 {
+		t.Errorf("a ConfigMap data-key entry reserves %d bytes", got)
 	}
 }
 
@@ -78,6 +134,8 @@ func FuzzDecodeEntry(f *testing.F) {
 	f.Add("deleted@1795000000:")
 	f.Add("deleted@0123:")
 	f.Add("removed@1:")
+	f.Add(testKeyed)
+	f.Add("deleted@1795000000:" + testKeyed)
 	f.Fuzz(func(t *testing.T, v string) {
 		e, err := decodeEntry(v)
 		if err != nil {
@@ -89,8 +147,15 @@ func FuzzDecodeEntry(f *testing.F) {
 		if e.Hash != "" && !IsHash(e.Hash) || !e.Deleted && (e.Hash == "" || !e.Since.IsZero()) {
 			t.Fatalf("decodeEntry(%q) = %+v, not an entry the store would hold", v, e)
 		}
-		if len(v) > tombstoneReserve {
-			t.Fatalf("%q is longer than the %d bytes a shard reserves for a config entry's value", v, tombstoneReserve)
+		key := "v1.ConfigMap_x" // the entry that may hold the value and reserves the least for it
+		if _, keyed := confighash.KeyIDOf(e.Hash); keyed {
+			key = "v1.Secret_x"
+		}
+		if err := mayHold(key, e.Hash); e.Hash != "" && err != nil {
+			t.Fatalf("decodeEntry(%q) = %+v, which %s may not hold: %v", v, e, key, err)
+		}
+		if len(v) > maxValue(key) {
+			t.Fatalf("%q is longer than the %d bytes a shard reserves for the value of %s", v, maxValue(key), key)
 		}
 	})
 }

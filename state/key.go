@@ -3,14 +3,17 @@ package state
 import (
 	"crypto/sha1"
 	"encoding/hex"
+	"errors"
 	"strings"
+
+	"github.com/reloader/reloader/confighash"
 )
 
 // maxKeyLen is the longest key a ConfigMap accepts.
 const maxKeyLen = 253
 
 // ownPrefixes start the keys of our entries; other keys in the ConfigMaps belong to someone else.
-var ownPrefixes = [...]string{"v1.ConfigMap_", "v1.Secret_"}
+var ownPrefixes = [...]string{"v1.ConfigMap_", secretPrefix}
 
 // Key returns the entry key of a config. namespace is empty in single-namespace mode.
 func Key(kind, namespace, name string) string {
@@ -59,17 +62,35 @@ func ConfigOf(key string) string {
 	return key
 }
 
-// IsHash reports whether v has the form of a content hash: 40 lower-case hex digits.
-func IsHash(v string) bool {
-	if len(v) != 40 {
-		return false
+// IsHash reports whether v has the form of a content hash: a plain one, 40 lower-case hex
+// digits, or a keyed one, "hmac-<key id>-<40 hex>" (package confighash), which only a Secret's
+// entries hold.
+func IsHash(v string) bool { return confighash.ParseValue(v) == nil }
+
+// secretPrefix starts the keys of a Secret's entries, the only ones that may hold a keyed hash.
+const secretPrefix = "v1.Secret_"
+
+// mayHold reports whether the entry of key may hold hash: a keyed hash only under a Secret, so
+// that the room reserved for other entries (a plain hash) is never outgrown.
+func mayHold(key, hash string) error {
+	if err := confighash.ParseValue(hash); err != nil {
+		return err
 	}
-	for _, c := range v {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
+	if _, keyed := confighash.KeyIDOf(hash); keyed && KindOf(key) != "Secret" {
+		return errors.New("only a Secret's entries hold keyed hashes")
+	}
+	return nil
+}
+
+// KindOf returns the kind of config ("ConfigMap", "Secret") an entry key belongs to, data-key
+// entries included; "" for a key that is not ours.
+func KindOf(key string) string {
+	for _, p := range ownPrefixes {
+		if strings.HasPrefix(key, p) {
+			return strings.TrimSuffix(strings.TrimPrefix(p, "v1."), "_")
 		}
 	}
-	return true
+	return ""
 }
 
 // isOwn reports whether key is one of our entries rather than someone else's.

@@ -45,8 +45,12 @@ func (s *Store) loadShard(i int, data map[string]string) {
 			continue
 		}
 		e, err := decodeEntry(v)
-		if err == nil && e.Deleted && !isConfigKey(k) {
+		switch {
+		case err != nil:
+		case e.Deleted && !isConfigKey(k):
 			err = errors.New("a data-key entry cannot be a tombstone")
+		case e.Hash != "":
+			err = mayHold(k, e.Hash)
 		}
 		if err != nil {
 			s.log.Warn("state entry is corrupt; its config will be treated as new and re-recorded without a restart",

@@ -1,20 +1,30 @@
 package state
 
+import "github.com/reloader/reloader/confighash"
+
 // Placement: which shard holds which entry, and how full each shard is. The caller holds s.mu.
 
-// tombstoneReserve is the longest value a config entry can take: a tombstone with a hash whose
-// time has as many digits as maxUnix.
-const tombstoneReserve = len(tombstonePrefix) + len("253402300799") + len(":") + 40
+// tombstoneOverhead is what a tombstone adds to its hash: the prefix, a time with as many digits
+// as maxUnix, and ':'.
+const tombstoneOverhead = len(tombstonePrefix) + len("253402300799") + len(":")
+
+// maxValue is the longest value the entry of key can take. Only config entries can become
+// tombstones, and only a Secret's entries hold keyed hashes (mayHold); the others a plain hash.
+// A ConfigMap's entries reserve what they did before keyed hashes, so an upgrade moves nothing.
+func maxValue(key string) int {
+	n := confighash.PlainLen
+	if KindOf(key) == "Secret" {
+		n = confighash.KeyedLen
+	}
+	if isConfigKey(key) {
+		n += tombstoneOverhead
+	}
+	return n
+}
 
 // reserved is how many bytes key takes of its shard's budget: the most its value can ever take,
-// so that an entry never outgrows its shard and never has to move. Only config entries can become
-// tombstones; any other entry holds a hash at most.
-func reserved(key string) int {
-	if isConfigKey(key) {
-		return len(key) + tombstoneReserve
-	}
-	return len(key) + 40
-}
+// so that an entry never outgrows its shard and never has to move.
+func reserved(key string) int { return len(key) + maxValue(key) }
 
 // put stores e under key: in its shard if it has one, else in a shard with room, else in memory
 // only.

@@ -44,6 +44,9 @@ func hashOf(s string) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// keyedOf is a keyed hash, in the form a Secret's entries hold (package confighash).
+func keyedOf(s string) string { return "hmac-2b39b88d-" + hashOf(s) }
+
 // newStore logs to log, or to stderr when log is nil.
 func newStore(client kubernetes.Interface, ns string, log *bytes.Buffer) *state.Store {
 	var w io.Writer = os.Stderr
@@ -71,10 +74,20 @@ func TestKeyEncoding(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := state.Key(tt.kind, tt.ns, tt.cname); got != tt.want {
+			got := state.Key(tt.kind, tt.ns, tt.cname)
+			if got != tt.want {
 				t.Fatalf("Key = %q, want %q", got, tt.want)
 			}
+			if kind := state.KindOf(got); kind != tt.kind {
+				t.Fatalf("KindOf(%q) = %q, want %q", got, kind, tt.kind)
+			}
+			if kind := state.KindOf(state.KeyOf(got, "k")); kind != tt.kind {
+				t.Fatalf("KindOf of a data-key entry of %q = %q, want %q", got, kind, tt.kind)
+			}
 		})
+	}
+	if kind := state.KindOf("someone-else"); kind != "" {
+		t.Fatalf("KindOf of a key that is not ours = %q", kind)
 	}
 }
 

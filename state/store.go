@@ -111,10 +111,11 @@ func (s *Store) Get(key string) (Entry, bool) {
 }
 
 // Set records hash as the content of key, reviving a tombstone; it is written by the next flush.
-// A value that is not a content hash is refused and logged: it would not load back.
+// A value that is not a content hash, or a keyed hash under a ConfigMap, is refused and logged:
+// it would not load back.
 func (s *Store) Set(key, hash string) {
-	if !IsHash(hash) {
-		s.log.Error("refusing to record a state value that is not a content hash", "key", key)
+	if err := mayHold(key, hash); err != nil {
+		s.log.Error("refusing to record a state value that is not a content hash", "key", key, "reason", err.Error())
 		return
 	}
 	s.mu.Lock()
@@ -126,7 +127,7 @@ func (s *Store) Set(key, hash string) {
 // children untouched. A config already tombstoned keeps its Since; hash "" keeps a known hash.
 // A data-key entry or a hash of the wrong form is refused and logged: it would not load back.
 func (s *Store) Tombstone(config, hash string, at time.Time) {
-	if !isConfigKey(config) || hash != "" && !IsHash(hash) {
+	if !isConfigKey(config) || hash != "" && mayHold(config, hash) != nil {
 		s.log.Error("refusing to record a tombstone that is not a config entry with a content hash or none",
 			"key", config)
 		return
@@ -171,6 +172,20 @@ func (s *Store) TombstoneMissing(live func(config string) bool, at time.Time) in
 		s.tombstone(k, "", at)
 	}
 	return len(missing)
+}
+
+// Count returns how many entries match; match is called with the store locked and must not use
+// it.
+func (s *Store) Count(match func(key string, e Entry) bool) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for k, e := range s.entries {
+		if match(k, e.Entry) {
+			n++
+		}
+	}
+	return n
 }
 
 // Tombstones returns a snapshot of every tombstoned config entry (key → Entry).

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -166,6 +167,10 @@ func TestValuesThatWouldNotLoadBackAreRefused(t *testing.T) {
 		{"an upper-case hash", func(s *state.Store) { s.Set(config, strings.ToUpper(hashOf("a"))) }, config},
 		{"a data-key tombstone", func(s *state.Store) { s.Tombstone(dataKey, "", at) }, dataKey},
 		{"a tombstone with a bad hash", func(s *state.Store) { s.Tombstone(config, "nope", at) }, config},
+		{"a keyed hash under a ConfigMap", func(s *state.Store) { s.Set(config, keyedOf("a")) }, config},
+		{"a keyed hash under a ConfigMap's data key", func(s *state.Store) { s.Set(dataKey, keyedOf("a")) }, dataKey},
+		{"a tombstone with a keyed hash under a ConfigMap", func(s *state.Store) { s.Tombstone(config, keyedOf("a"), at) }, config},
+		{"a malformed keyed hash under a Secret", func(s *state.Store) { s.Set("v1.Secret_db", "hmac-0000-"+hashOf("a")) }, "v1.Secret_db"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -209,8 +214,14 @@ func TestCorruptTombstoneIsDroppedOnLoad(t *testing.T) {
 		"v1.ConfigMap_no-colon":      "deleted@1795000000",
 		"v1.ConfigMap_prefix":        "removed@1795000000:",
 		"v1.ConfigMap_app__data-key": "deleted@1795000000:",
+		"v1.ConfigMap_keyed":         keyedOf("k"),
+		"v1.ConfigMap_keyed-tomb":    "deleted@1795000000:" + keyedOf("k"),
+		"v1.Secret_bad-keyed":        "hmac-" + hashOf("b"),
 	}
-	data := map[string]string{"v1.ConfigMap_good": good}
+	// A Secret's entries hold keyed hashes, live or in a tombstone.
+	data := map[string]string{"v1.ConfigMap_good": good, "v1.Secret_keyed": keyedOf("s"),
+		"v1.Secret_keyed__pw": keyedOf("p"), "v1.Secret_keyed-tomb": "deleted@1795000000:" + keyedOf("t")}
+	want := maps.Clone(data)
 	for k, v := range corrupt {
 		data[k] = v
 	}
@@ -233,7 +244,7 @@ func TestCorruptTombstoneIsDroppedOnLoad(t *testing.T) {
 		t.Errorf("good tombstone = %+v, %v", e, ok)
 	}
 	flush(t, s)
-	if got := stored(t, ns); len(got) != 1 || got["v1.ConfigMap_good"] != good {
-		t.Fatalf("after flush the state holds %v, want only the good tombstone", got)
+	if got := stored(t, ns); !maps.Equal(got, want) {
+		t.Fatalf("after flush the state holds %v, want only the good entries %v", got, want)
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/reloader/reloader/confighash"
 	"github.com/reloader/reloader/internal/testcluster"
+	"github.com/reloader/reloader/reloader"
 )
 
 // bulkQPS and bulkBurst let the bench create tens of thousands of objects quickly.
@@ -113,14 +114,23 @@ func patchConfigMap(ctx context.Context, client kubernetes.Interface, ns, name s
 	return confighash.ConfigMap(cm), nil
 }
 
-// patchSecret sets the "version" key of a Secret and returns its new content hash.
+// patchSecret sets the "version" key of a Secret and returns its new content hash, keyed as the
+// reloader watching ns writes it (the key is read first, so as not to delay the change's time).
 func patchSecret(ctx context.Context, client kubernetes.Interface, ns, name string, version int64) (string, error) {
+	keySecret, err := client.CoreV1().Secrets(ns).Get(ctx, reloader.DefaultHashKeySecret, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("read the reloader's hash key in %s: %w", ns, err)
+	}
+	key, err := reloader.HashKeyOf(keySecret)
+	if err != nil {
+		return "", err
+	}
 	body := fmt.Sprintf(`{"stringData":{"version":%q}}`, strconv.FormatInt(version, 10))
 	s, err := client.CoreV1().Secrets(ns).Patch(ctx, name, types.MergePatchType, []byte(body), metav1.PatchOptions{})
 	if err != nil {
 		return "", fmt.Errorf("update Secret %s/%s: %w", ns, name, err)
 	}
-	return confighash.Secret(s), nil
+	return key.Secret(s), nil
 }
 
 // deploymentState is what the restart checks compare: the generation and the reloader's env vars.

@@ -80,7 +80,10 @@ watchGlobally, the ClusterRole.
   verbs: [create, patch]
 {{- end -}}
 
-{{/* Rules in the release namespace only: the state shards and the leader-election Lease. */}}
+{{/*
+Rules in the release namespace only: the state shards, the hash key Secret and the
+leader-election Lease.
+*/}}
 {{- define "reloader.ownRules" -}}
 - apiGroups: [""]
   resources: [configmaps]
@@ -88,6 +91,10 @@ watchGlobally, the ClusterRole.
   verbs: [patch]
 - apiGroups: [""]
   resources: [configmaps]
+  verbs: [create]
+{{- /* The hash key Secret, made on the first start; create cannot be limited by name. */}}
+- apiGroups: [""]
+  resources: [secrets]
   verbs: [create]
 {{- if .Values.leaderElection.enabled }}
 - apiGroups: [coordination.k8s.io]

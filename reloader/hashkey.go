@@ -1,0 +1,202 @@
+package reloader
+
+// The key of Secret hashes.
+//
+// Hashes of Secret content are keyed (package confighash), so that reading the state ConfigMap
+// or a Deployment does not let anyone confirm a guessed Secret value. The key lives in a Secret
+// that only the reloader needs, in the state namespace. Run reads it before anything is hashed;
+// when it is missing, Run makes one of 32 random bytes and creates the Secret, immutable. Two
+// replicas racing to create it both end up with the one that was stored.
+//
+// The key is read once, at start: a key Secret deleted or replaced while the reloader runs is
+// used (or a new key made) from the next start. A new key restarts nothing, because every keyed
+// value names its key: markers and state entries under another key are judged as unknown
+// (policy.OtherKey).
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/reloader/reloader/confighash"
+	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/state"
+)
+
+const (
+	// DefaultHashKeySecret is the name of the Secret holding the key, unless --hash-key-secret
+	// says otherwise.
+	DefaultHashKeySecret = "reloader-hash-key"
+	// HashKeyField is the data key of that Secret that holds the key's bytes.
+	HashKeyField = "key"
+)
+
+// HashKey is where the key of Secret hashes lives and, once Run has loaded it, the key.
+type HashKey struct {
+	// Secret names the Secret, in the state namespace, that holds the key; empty means
+	// DefaultHashKeySecret. It is created when missing.
+	Secret string
+	key    confighash.Key
+}
+
+func (h HashKey) secretName() string { return cmp.Or(h.Secret, DefaultHashKeySecret) }
+
+// HashKeyOf returns the key that a hash key Secret holds.
+func HashKeyOf(s *corev1.Secret) (confighash.Key, error) {
+	k, err := confighash.NewKey(s.Data[HashKeyField])
+	if err != nil {
+		return confighash.Key{}, fmt.Errorf("hash key Secret %s/%s, data %q: %w; delete the Secret to have a new key made",
+			s.Namespace, s.Name, HashKeyField, err)
+	}
+	return k, nil
+}
+
+// secretGetCreator is the Get and Create of client-go's typed Secret client.
+type secretGetCreator interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.Secret, error)
+	Create(ctx context.Context, s *corev1.Secret, opts metav1.CreateOptions) (*corev1.Secret, error)
+}
+
+// readOrCreateHashKey returns the key in Secret name of namespace, creating the Secret with a
+// new random key when it is missing; created reports that it did.
+func readOrCreateHashKey(ctx context.Context, secrets secretGetCreator, namespace, name string) (key confighash.Key, created bool, err error) {
+	s, err := secrets.Get(ctx, name, metav1.GetOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return confighash.Key{}, false, explainSecret("get", namespace, name, err)
+	}
+	if err != nil {
+		s, err = secrets.Create(ctx, newHashKeySecret(name), metav1.CreateOptions{})
+		switch {
+		case err == nil:
+			created = true
+		case apierrors.IsAlreadyExists(err):
+			// Another replica created it between our read and our create: use its key.
+			if s, err = secrets.Get(ctx, name, metav1.GetOptions{}); err != nil {
+				return confighash.Key{}, false, explainSecret("get", namespace, name, err)
+			}
+		default:
+			return confighash.Key{}, false, explainSecret("create", namespace, name, err)
+		}
+	}
+	key, err = HashKeyOf(s)
+	return key, created, err
+}
+
+// newHashKeySecret is a new key Secret: MinKeyLen random bytes, immutable so that it is never
+// edited in place by mistake (a new key is made by deleting it).
+func newHashKeySecret(name string) *corev1.Secret {
+	secret := make([]byte, confighash.MinKeyLen)
+	_, _ = rand.Read(secret) // crypto/rand.Read never fails: it crashes the program instead
+	immutable := true
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   name,
+			Labels: map[string]string{"app.kubernetes.io/name": "reloader", "app.kubernetes.io/managed-by": "reloader"},
+			Annotations: map[string]string{"reloader/description": "Key of the reloader's hashes of Secret content. " +
+				"Deleting it restarts nothing; the reloader makes a new key at its next start."},
+		},
+		Type:      corev1.SecretTypeOpaque,
+		Immutable: &immutable,
+		Data:      map[string][]byte{HashKeyField: secret},
+	}
+}
+
+// explainSecret wraps a failed call on the key Secret; a refusal names the permission to grant.
+func explainSecret(verb, namespace, name string, err error) error {
+	if apierrors.IsForbidden(err) {
+		return fmt.Errorf("%s hash key Secret %s/%s: the reloader lacks permission %q on secrets in namespace %q; grant it in the Role: %w",
+			verb, namespace, name, verb, namespace, err)
+	}
+	return fmt.Errorf("%s hash key Secret %s/%s: %w", verb, namespace, name, err)
+}
+
+// loadHashKey reads (or creates) the key before anything is hashed, retrying until the API
+// server answers, as loadState does: each distinct error is logged once, retries back off up to
+// 5 s, and the reloader stays unready meanwhile. It reports false if ctx ended first. A reloader
+// that watches no Secrets needs no key.
+func (c *Controller) loadHashKey(ctx context.Context) bool {
+	if c.opts.IgnoreSecrets {
+		return true
+	}
+	ns, name := c.opts.StateNamespace, c.opts.HashKey.secretName()
+	secrets := c.clients.Secrets(ns)
+	backoff, said := 200*time.Millisecond, ""
+	for {
+		key, created, err := readOrCreateHashKey(ctx, secrets, ns, name)
+		if err == nil {
+			c.opts.HashKey.key = key
+			msg := "hash key of Secret hashes loaded"
+			if created {
+				msg = "made a new hash key for Secret hashes; hashes made under an earlier key restart nothing"
+			}
+			c.log.Info(msg, "secret", ns+"/"+name, "key_id", key.ID())
+			return true
+		}
+		if m := err.Error(); m != said {
+			c.log.Error("cannot load the hash key; retrying until it can (not ready meanwhile)", "err", err)
+			said = m
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// content is what a dependent reading keys of rec (nil: all of it) should carry: a ConfigMap's
+// plain hash, or a Secret's keyed hash with the plain one earlier versions wrote.
+func (c *Controller) content(rec *configRecord, keys []string) policy.Content {
+	key := c.opts.HashKey.key
+	switch {
+	case rec.Legacy == nil && keys == nil:
+		return policy.Content{Value: rec.Hash}
+	case rec.Legacy == nil:
+		return policy.Content{Value: confighash.Subset(rec.Keys, keys)}
+	case keys == nil:
+		return policy.Content{Value: rec.Hash, Legacy: rec.Legacy.Hash}
+	}
+	return policy.Content{Value: key.Subset(rec.Keys, keys), Legacy: confighash.Subset(rec.Legacy.Keys, keys)}
+}
+
+// keyContent is what the state records for one data key of rec that a dependent reads.
+func (c *Controller) keyContent(rec *configRecord, dataKey string) policy.Content {
+	if rec.Legacy == nil {
+		return policy.Content{Value: confighash.KeyValue(rec.Keys, dataKey)}
+	}
+	return policy.Content{Value: c.opts.HashKey.key.KeyValue(rec.Keys, dataKey),
+		Legacy: confighash.KeyValue(rec.Legacy.Keys, dataKey)}
+}
+
+// reportStateHashes says once, at start, how many state entries hold Secret hashes that the
+// current key did not make. Each is re-recorded under the current key when its config is synced.
+func (c *Controller) reportStateHashes() {
+	if c.opts.IgnoreSecrets {
+		return
+	}
+	id := c.opts.HashKey.key.ID()
+	other := c.state.Count(func(_ string, e state.Entry) bool {
+		kid, keyed := confighash.KeyIDOf(e.Hash)
+		return keyed && kid != id
+	})
+	if other > 0 {
+		c.log.Warn("state entries were made under another hash key (its Secret was deleted or replaced): "+
+			"they are taken as current, restart nothing and are re-recorded under this key; "+
+			"a Secret change made while the reloader was down and the key was lost is not caught up",
+			"entries", other, "key_id", id)
+	}
+	legacy := c.state.Count(func(k string, e state.Entry) bool {
+		return state.KindOf(k) == policy.KindSecret && confighash.IsPlain(e.Hash)
+	})
+	if legacy > 0 {
+		c.log.Info("state holds unkeyed Secret hashes written by an earlier version: each is compared as before and re-recorded keyed",
+			"entries", legacy, "key_id", id)
+	}
+}
