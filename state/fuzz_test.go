@@ -42,8 +42,8 @@ func FuzzEntryRoundTrip(f *testing.F) {
 		if err != nil || got != e {
 			t.Fatalf("decodeEntry(encodeEntry(%+v)) = %+v, %v (value %q)", e, got, err, v)
 		}
-		if len(v) > tombstoneReserve {
-			t.Fatalf("%+v encodes as %q, longer than the %d bytes reserved", e, v, tombstoneReserve)
+		if reserve := maxValue(Key("ConfigMap", "ns", "name")); len(v) > reserve {
+			t.Fatalf("%+v encodes as %q, longer than the %d bytes reserved", e, v, reserve)
 		}
 	})
 }
@@ -95,9 +95,6 @@ func FuzzStateKeys(f *testing.F) {
 		}
 		data := KeyOf(config, dataKey)
 		if errs := validation.IsConfigMapKey(data); len(errs) > 0 {
-			if knownDataKeyOverflow(config, data) {
-				t.Skipf("known bug, reported: KeyOf(%q, %q) is %d bytes, over a ConfigMap key's 253", config, dataKey, len(data))
-			}
 			t.Fatalf("KeyOf(%q, %q) = %q, which a ConfigMap refuses: %v", config, dataKey, data, errs)
 		}
 		if ConfigOf(data) != config || isConfigKey(data) || !isOwn(data) {
@@ -110,14 +107,6 @@ func FuzzStateKeys(f *testing.F) {
 			t.Fatalf("data keys %q and %q of %q share the entry key %q", dataKey, dataKey2, config, data)
 		}
 	})
-}
-
-// knownDataKeyOverflow: KeyOf replaces an over-long data-key entry by "<config>__-<sha1>", which is
-// itself over 253 bytes when the config key is over 210: the API server then refuses the whole
-// shard patch. Found by FuzzStateKeys (testdata/fuzz/FuzzStateKeys); state/key.go is not ours
-// to change here. Delete this, and its use, once KeyOf is fixed.
-func knownDataKeyOverflow(config, data string) bool {
-	return len(config)+len("__-")+40 > maxKeyLen && strings.HasPrefix(data, config+"__-")
 }
 
 // fakeShards serves the state ConfigMaps from memory, applying merge patches to data as the API

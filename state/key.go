@@ -12,6 +12,10 @@ import (
 // maxKeyLen is the longest key a ConfigMap accepts.
 const maxKeyLen = 253
 
+// maxConfigKeyLen is the longest config entry key kept verbatim: a data-key entry built on it,
+// even in its hashed form "<config>__-<sha1>", still fits maxKeyLen.
+const maxConfigKeyLen = maxKeyLen - len("__-") - 2*sha1.Size
+
 // ownPrefixes start the keys of our entries; other keys in the ConfigMaps belong to someone else.
 var ownPrefixes = [...]string{"v1.ConfigMap_", secretPrefix}
 
@@ -22,7 +26,7 @@ func Key(kind, namespace, name string) string {
 	if namespace != "" {
 		k = prefix + namespace + "_" + name
 	}
-	if len(k) <= maxKeyLen {
+	if len(k) <= maxConfigKeyLen {
 		return k
 	}
 	sum := sha1.Sum([]byte(namespace + "/" + name))
