@@ -518,14 +518,25 @@ func (w *world) heal() {
 		delete(w.lifts, name)
 	}
 	w.mu.Unlock()
-	for i, p := range w.procs {
-		if _, exited := p.wait(0); exited {
-			w.t.Logf("replica %d had exited; restarting it:\n%s", i, tail(p.stderr.String(), 20))
-			w.procs[i] = w.launch()
+	// A leader cut off past its renew deadline exits by design; as Kubernetes would, start it
+	// again. It may exit once more while the Lease settles, so try a few rounds.
+	for round := 0; ; round++ {
+		for i, p := range w.procs {
+			if _, exited := p.wait(0); exited {
+				w.t.Logf("replica %d had exited; restarting it:\n%s", i, tail(p.stderr.String(), 5))
+				w.procs[i] = w.launch()
+			}
 		}
-	}
-	for _, p := range w.procs {
-		p.waitReady(w.t)
+		allReady := true
+		for _, p := range w.procs {
+			allReady = allReady && p.ready(30*time.Second)
+		}
+		if allReady {
+			return
+		}
+		if round == 3 {
+			w.t.Fatal("the reloader replicas did not all become ready after the faults were healed")
+		}
 	}
 }
 

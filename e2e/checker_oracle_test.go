@@ -81,6 +81,7 @@ type recorder struct {
 	own       map[int64]bool // resourceVersions the checker wrote to Deployments
 	blind     [][2]time.Time // outages and API server restarts
 	changedAt time.Time      // when a template last changed
+	gaps      int            // watch gaps caught up by a list: restarts there may be undercounted
 }
 
 func (r *recorder) lastRestart() time.Time {
@@ -117,34 +118,59 @@ func (r *recorder) blindFrom(from, to time.Time) {
 	r.blind = append(r.blind, [2]time.Time{from, to})
 }
 
-// watch follows the namespace's Deployments from resourceVersion rv until ctx ends.
+// watch follows the namespace's Deployments from resourceVersion rv until ctx ends. client-go's
+// RetryWatcher resumes across broken connections; if the API server can no longer serve from
+// the last version seen (410 Gone), a list catches up and the gap is counted.
 func (r *recorder) watch(ctx context.Context, ns, rv string) error {
 	deployments := cluster.Client().AppsV1().Deployments(ns)
-	w, err := watchtools.NewRetryWatcherWithContext(ctx, rv, &cache.ListWatch{
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return deployments.Watch(ctx, o)
-		},
-	})
-	if err != nil {
-		return err
-	}
+	lw := &cache.ListWatch{WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		return deployments.Watch(ctx, o)
+	}}
 	go func() {
-		defer w.Stop()
-		for {
-			select {
-			case <-ctx.Done():
+		for ctx.Err() == nil {
+			w, err := watchtools.NewRetryWatcherWithContext(ctx, rv, lw)
+			if err != nil {
 				return
-			case ev, ok := <-w.ResultChan():
-				if !ok {
-					return
+			}
+			rv = r.follow(ctx, w, rv)
+			w.Stop()
+			if list, err := deployments.List(ctx, metav1.ListOptions{}); err == nil && rv == "" {
+				r.mu.Lock()
+				r.gaps++
+				r.mu.Unlock()
+				for i := range list.Items {
+					r.seen(&list.Items[i])
 				}
-				if d, ok := ev.Object.(*appsv1.Deployment); ok && ev.Type == watch.Modified {
+				rv = list.ResourceVersion
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}()
+	return nil
+}
+
+// follow records the watch's events until it ends, and returns the last version seen, or "" when
+// the watch ended on an error.
+func (r *recorder) follow(ctx context.Context, w watch.Interface, rv string) string {
+	for {
+		select {
+		case <-ctx.Done():
+			return rv
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return rv
+			}
+			if ev.Type == watch.Error {
+				return ""
+			}
+			if d, ok := ev.Object.(*appsv1.Deployment); ok {
+				rv = d.ResourceVersion
+				if ev.Type == watch.Modified {
 					r.seen(d)
 				}
 			}
 		}
-	}()
-	return nil
+	}
 }
 
 func (r *recorder) seen(d *appsv1.Deployment) {
@@ -241,8 +267,8 @@ func (r *recorder) summary() string {
 		}
 	}
 	r.mu.Unlock()
-	return fmt.Sprintf("%d workloads, %d restarts by the reloader, %d by the checker, %d (workload, config) pairs held to a change",
-		len(r.workloads), byReloader, byChecker, r.judged())
+	return fmt.Sprintf("%d workloads, %d restarts by the reloader, %d by the checker, %d (workload, config) pairs held to a change, %d watch gaps",
+		len(r.workloads), byReloader, byChecker, r.judged(), r.gaps)
 }
 
 // judged counts the pairs lost() holds to a change.

@@ -119,6 +119,23 @@ func (p *proc) waitReady(t *testing.T) {
 	})
 }
 
+// ready waits up to timeout for /readyz to answer 200, and reports false if it did not or the
+// process exited.
+func (p *proc) ready(timeout time.Duration) bool {
+	for end := time.Now().Add(timeout); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if _, exited := p.wait(0); exited {
+			return false
+		}
+		if resp, err := http.Get(p.url("/readyz")); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func (p *proc) url(path string) string { return fmt.Sprintf("http://127.0.0.1:%d%s", p.port, path) }
 
 // kill is kill -9: no flush, no Lease release.
