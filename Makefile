@@ -5,7 +5,7 @@ BIN     := bin/reloader
 # The same flags as the Dockerfile, so the binary tested here is the one shipped.
 BUILD_FLAGS := -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
 
-.PHONY: all build tools test check run demo bench clean
+.PHONY: all build tools test check run demo bench soak clean
 
 all: build
 
@@ -34,6 +34,16 @@ demo: tools build
 # bench-results/<timestamp>.jsonl; e.g. BENCH_FLAGS="-scenarios latency,burst".
 bench: tools build
 	$(GO) run ./internal/bench -reloader $(BIN) $(BENCH_FLAGS)
+
+# Runs random sequences of edits and faults on a local control plane for DURATION, prints each
+# sequence's outcome and the totals (sequences, actions, faults, violations), and keeps the whole
+# log in soak-results/ (RELIABILITY.md).
+DURATION ?= 10m
+soak: tools
+	@mkdir -p soak-results
+	@log=soak-results/$$(date -u +%Y%m%dT%H%M%SZ).log; echo "full log: $$log"; \
+	$(GO) test -count=1 -timeout 0 -run '^TestSoak$$' -v ./e2e -args -soak=$(DURATION) > $$log 2>&1; rc=$$?; \
+	grep -E '^\s+checker_test.go:[0-9]+: (seed|soak)|^\s+(lost|excess):|^\s+[0-9]+\. |^(ok|FAIL)' $$log; exit $$rc
 
 clean:
 	rm -rf bin

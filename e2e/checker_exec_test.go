@@ -354,7 +354,23 @@ func (w *world) createWorkload(a action) error {
 	w.rec.mu.Lock()
 	defer w.rec.mu.Unlock()
 	w.rec.workloads[out.UID] = &workloadLife{name: a.Target, uid: out.UID, refs: a.Refs, createdRV: rvOf(out), createdAt: at,
-		modes: []modeEvent{{at: at, mode: a.Mode}}, template: out.DeepCopy()}
+		modes: []modeEvent{{at: at, mode: a.Mode}}, template: out.DeepCopy(), generation: out.Generation}
+	return nil
+}
+
+// generations reads the generation of every live workload, for the oracle's count.
+func (w *world) generations() error {
+	list, err := cluster.Client().AppsV1().Deployments(w.ns).List(w.ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	w.rec.mu.Lock()
+	defer w.rec.mu.Unlock()
+	for _, d := range list.Items {
+		if l := w.rec.workloads[d.UID]; l != nil {
+			l.generation = d.Generation
+		}
+	}
 	return nil
 }
 
@@ -374,11 +390,17 @@ func (w *world) deleteWorkload(name string) error {
 	if l == nil {
 		return errNotThere
 	}
+	deployments := cluster.Client().AppsV1().Deployments(w.ns)
+	d, err := deployments.Get(w.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
 	at := time.Now()
-	err := cluster.Client().AppsV1().Deployments(w.ns).Delete(w.ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &l.uid}})
-	if err == nil || apierrors.IsNotFound(err) {
+	// The precondition makes the generation read the last one: a reload in between fails it.
+	err = deployments.Delete(w.ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &l.uid, ResourceVersion: &d.ResourceVersion}})
+	if err == nil {
 		w.rec.mu.Lock()
-		l.deletedAt = at
+		l.deletedAt, l.generation = at, d.Generation
 		w.rec.mu.Unlock()
 	}
 	return err
@@ -399,17 +421,20 @@ func (w *world) updateWorkload(name string, edit func(*appsv1.Deployment) string
 	if d.UID != l.uid {
 		return errNotThere
 	}
-	at := time.Now()
+	at, before := time.Now(), d.Generation
 	m := edit(d)
 	out, err := deployments.Update(w.ctx, d, metav1.UpdateOptions{})
 	if err != nil {
 		return err
 	}
 	w.rec.ownWrite(rvOf(out))
+	w.rec.mu.Lock()
+	defer w.rec.mu.Unlock()
 	if m != "" {
-		w.rec.mu.Lock()
 		l.modes = append(l.modes, modeEvent{at: at, mode: m})
-		w.rec.mu.Unlock()
+	}
+	if out.Generation != before { // the update was based on d, so only it moved the generation
+		l.ownChanges++
 	}
 	return nil
 }
@@ -489,11 +514,14 @@ func (w *world) refuse(name string, d time.Duration) {
 		w.t.Logf("refusal of %s not put in force: %v", name, err)
 	}
 	var once sync.Once
+	// Lifting retries: the API server may be restarting when the refusal ends.
 	lift := func() {
 		once.Do(func() {
-			bg := context.Background()
-			_ = adm.ValidatingAdmissionPolicyBindings().Delete(bg, policyName, metav1.DeleteOptions{})
-			_ = adm.ValidatingAdmissionPolicies().Delete(bg, policyName, metav1.DeleteOptions{})
+			gone := func(err error) bool { return err == nil || apierrors.IsNotFound(err) }
+			_ = wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+				return gone(adm.ValidatingAdmissionPolicyBindings().Delete(ctx, policyName, metav1.DeleteOptions{})) &&
+					gone(adm.ValidatingAdmissionPolicies().Delete(ctx, policyName, metav1.DeleteOptions{})), nil
+			})
 		})
 	}
 	w.lifts[name] = lift
@@ -536,6 +564,15 @@ func (w *world) heal() {
 		}
 		if round == 3 {
 			w.t.Fatal("the reloader replicas did not all become ready after the faults were healed")
+		}
+	}
+}
+
+// finalRound changes every config that exists to a content no action writes.
+func (w *world) finalRound() {
+	for _, c := range configNames {
+		if err := w.do(action{Op: "update", Target: c, Key: "a", Value: "final"}); err != nil {
+			w.t.Fatal(err)
 		}
 	}
 }

@@ -106,6 +106,14 @@ func runSequence(t *testing.T, seq sequence) outcome {
 	o := outcome{actions: len(seq.Actions), faults: w.faults}
 	o.violations = w.settle()
 	t.Logf("seed %d: %s; faults %v", seq.Seed, w.rec.summary(), w.faults)
+	if len(o.violations) == 0 {
+		// The positive control: one more change of every config, which every workload that
+		// reloads on it must now take, once.
+		time.Sleep(raceMargin)
+		w.finalRound()
+		o.violations = w.settle()
+		t.Logf("seed %d after a final change of every config: %s", seq.Seed, w.rec.summary())
+	}
 	if len(o.violations) > 0 {
 		for i, p := range w.procs {
 			t.Logf("replica %d log (tail):\n%s", i, tail(p.stderr.String(), 60))
@@ -122,13 +130,13 @@ func (w *world) settle() []violation {
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		lost := w.rec.lost()
-		if len(lost) == 0 && time.Since(w.rec.lastRestart()) > quiet {
-			break
-		}
-		if time.Now().After(deadline) {
+		done := len(lost) == 0 && time.Since(w.rec.lastRestart()) > quiet
+		if done || time.Now().After(deadline) {
+			if err := w.generations(); err != nil {
+				w.t.Fatal(err)
+			}
 			return append(lost, w.rec.excess()...)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	return w.rec.excess()
 }
