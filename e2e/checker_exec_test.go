@@ -568,11 +568,23 @@ func (w *world) heal() {
 	}
 }
 
-// finalRound changes every config that exists to a content no action writes.
+// finalRound lifts every ignore, then gives every config a content no action writes, recreating
+// the deleted ones: every workload that reads a config and reloads on it must take it.
 func (w *world) finalRound() {
 	for _, c := range configNames {
-		if err := w.do(action{Op: "update", Target: c, Key: "a", Value: "final"}); err != nil {
-			w.t.Fatal(err)
+		w.rec.mu.Lock()
+		ignored := w.rec.isIgnored(c)
+		w.rec.mu.Unlock()
+		if ignored {
+			w.must(w.do(action{Op: "ignore", Target: c, Value: "false"}))
+		}
+	}
+	time.Sleep(raceMargin)
+	for _, c := range configNames {
+		if _, ok := w.current(c); ok {
+			w.must(w.do(action{Op: "update", Target: c, Key: "a", Value: "final"}))
+		} else {
+			w.must(w.do(action{Op: "recreate", Target: c, Value: "final"}))
 		}
 	}
 }

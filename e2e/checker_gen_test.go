@@ -59,6 +59,8 @@ func (a action) String() string {
 		fmt.Fprintf(&b, " %s=%s", a.Key, a.Value)
 	case "recreate":
 		fmt.Fprintf(&b, " content=%s", a.Value)
+	case "ignore":
+		fmt.Fprintf(&b, "=%s", a.Value)
 	case "create-workload":
 		fmt.Fprintf(&b, " mode=%s reads=%v", a.Mode, a.Refs)
 	case "annotate":

@@ -109,7 +109,6 @@ func runSequence(t *testing.T, seq sequence) outcome {
 	if len(o.violations) == 0 {
 		// The positive control: one more change of every config, which every workload that
 		// reloads on it must now take, once.
-		time.Sleep(raceMargin)
 		w.finalRound()
 		o.violations = w.settle()
 		t.Logf("seed %d after a final change of every config: %s", seq.Seed, w.rec.summary())
