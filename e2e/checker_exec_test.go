@@ -104,6 +104,7 @@ func (w *world) launch() *proc {
 	if w.seq.Replicas > 1 {
 		args = append(args, electionFlags[2:]...)
 	}
+	w.rec.started()
 	return launch(w.t, w.ns, w.kube, args...)
 }
 
@@ -209,11 +210,13 @@ func (w *world) do(a action) error {
 		w.refuse(a.Target, a.Dur)
 	case "state-delete":
 		w.faults[a.Op]++
+		w.rec.forget(configNames...)
 		return w.retry(a.String(), func() error {
 			return cluster.Client().CoreV1().ConfigMaps(w.ns).Delete(w.ctx, "reloader-state", metav1.DeleteOptions{})
 		})
 	case "state-corrupt":
 		w.faults[a.Op]++
+		w.rec.forget(a.Target)
 		kind := "ConfigMap"
 		if isSecret(a.Target) {
 			kind = "Secret"

@@ -83,10 +83,12 @@ type recorder struct {
 	configs   map[string][]configEvent
 	ignored   map[string][]modeEvent // "true"/"false" per config
 	workloads map[types.UID]*workloadLife
-	own       map[int64]bool // resourceVersions the checker wrote to Deployments
-	blind     [][2]time.Time // outages and API server restarts
-	changedAt time.Time      // when a template last changed
-	gaps      int            // watch gaps caught up by a list: restarts there may be undercounted
+	own       map[int64]bool         // resourceVersions the checker wrote to Deployments
+	blind     [][2]time.Time         // outages and API server restarts
+	changedAt time.Time              // when a template last changed
+	gaps      int                    // watch gaps caught up by a list: restarts there may be undercounted
+	amnesia   map[string][]time.Time // when the state lost each config's entry
+	starts    []time.Time            // when reloader processes started
 }
 
 func (r *recorder) lastRestart() time.Time {
@@ -97,7 +99,7 @@ func (r *recorder) lastRestart() time.Time {
 
 func newRecorder() *recorder {
 	return &recorder{configs: map[string][]configEvent{}, ignored: map[string][]modeEvent{},
-		workloads: map[types.UID]*workloadLife{}, own: map[int64]bool{}}
+		workloads: map[types.UID]*workloadLife{}, own: map[int64]bool{}, amnesia: map[string][]time.Time{}}
 }
 
 func rvOf(o metav1.Object) int64 {
@@ -109,6 +111,21 @@ func (r *recorder) config(name string, e configEvent) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.configs[name] = append(r.configs[name], e)
+}
+
+// forget notes that the state lost the entries of configs.
+func (r *recorder) forget(configs ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range configs {
+		r.amnesia[c] = append(r.amnesia[c], time.Now())
+	}
+}
+
+func (r *recorder) started() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.starts = append(r.starts, time.Now())
 }
 
 func (r *recorder) ownWrite(rv int64) {
@@ -278,11 +295,7 @@ func (r *recorder) judged() int {
 	n := 0
 	for _, w := range r.workloads {
 		for _, c := range configNames {
-			ok, whole := triggers(w.mode(), w.refs, c)
-			if !ok || !w.deletedAt.IsZero() || !r.exists(c) || r.isIgnored(c) {
-				continue
-			}
-			if chs := r.changes(c, whole); len(chs) > 0 && w.createdRV < chs[len(chs)-1].rv && !r.unordered(w, c, chs[len(chs)-1].at) {
+			if _, ok := r.held(w, c); ok {
 				n++
 			}
 		}
@@ -301,28 +314,46 @@ func (r *recorder) lost() []violation {
 	defer r.mu.Unlock()
 	var out []violation
 	for _, w := range r.workloads {
-		if !w.deletedAt.IsZero() {
-			continue
-		}
 		for _, c := range configNames {
-			ok, whole := triggers(w.mode(), w.refs, c)
-			if !ok || !r.exists(c) || r.isIgnored(c) {
-				continue
-			}
-			chs := r.changes(c, whole)
-			if len(chs) == 0 {
-				continue
-			}
-			last := chs[len(chs)-1]
-			if w.createdRV > last.rv || r.unordered(w, c, last.at) {
-				continue
-			}
-			if !slices.ContainsFunc(w.restarts, func(rv int64) bool { return rv > last.rv }) {
+			last, ok := r.held(w, c)
+			if ok && !slices.ContainsFunc(w.restarts, func(rv int64) bool { return rv > last.rv }) {
 				out = append(out, violation(fmt.Sprintf("lost: %s (mode %s, reads %v) never restarted after %s changed at rv %d", w.name, w.mode(), w.refs, c, last.rv)))
 			}
 		}
 	}
 	return out
+}
+
+// held returns the change of config c that live workload w must have restarted for, if any.
+// The caller holds r.mu.
+func (r *recorder) held(w *workloadLife, c string) (change, bool) {
+	ok, whole := triggers(w.mode(), w.refs, c)
+	if !w.deletedAt.IsZero() || !ok || !r.exists(c) || r.isIgnored(c) {
+		return change{}, false
+	}
+	chs := r.changes(c, whole)
+	if len(chs) == 0 {
+		return change{}, false
+	}
+	last := chs[len(chs)-1]
+	if w.createdRV > last.rv || r.unordered(w, c, last.at) || r.forgotten(c, last.at) {
+		return change{}, false
+	}
+	return last, true
+}
+
+// forgotten reports whether a reloader may have started without knowing the content c had
+// before its change at at: the state lost c's entry (the ConfigMap deleted, or the entry
+// corrupted) before at, and a reloader process started after the loss. For a workload without a
+// marker such a change is indistinguishable from a first start, which restarts nothing (README,
+// "The rule"). The final round, made after the state is whole again, is judged in full.
+func (r *recorder) forgotten(c string, at time.Time) bool {
+	for _, f := range r.amnesia[c] {
+		if f.Before(at) && slices.ContainsFunc(r.starts, func(s time.Time) bool { return s.After(f) }) {
+			return true
+		}
+	}
+	return false
 }
 
 // unordered reports whether anything deciding if w reloads on c happened too close to at.
