@@ -563,6 +563,9 @@ func (w *world) heal() {
 			allReady = allReady && p.ready(30*time.Second)
 		}
 		if allReady {
+			w.rec.mu.Lock()
+			w.rec.healed = time.Now()
+			w.rec.mu.Unlock()
 			return
 		}
 		if round == 3 {

@@ -89,6 +89,7 @@ type recorder struct {
 	gaps      int                    // watch gaps caught up by a list: restarts there may be undercounted
 	amnesia   map[string][]time.Time // when the state lost each config's entry
 	starts    []time.Time            // when reloader processes started
+	healed    time.Time              // when every fault was over and every replica ready
 }
 
 func (r *recorder) lastRestart() time.Time {
@@ -344,10 +345,14 @@ func (r *recorder) held(w *workloadLife, c string) (change, bool) {
 
 // forgotten reports whether a reloader may have started without knowing the content c had
 // before its change at at: the state lost c's entry (the ConfigMap deleted, or the entry
-// corrupted) before at, and a reloader process started after the loss. For a workload without a
-// marker such a change is indistinguishable from a first start, which restarts nothing (README,
-// "The rule"). The final round, made after the state is whole again, is judged in full.
+// corrupted) before at, and a reloader process started after the loss, possibly loading the
+// state only after the change. For a workload without a marker such a change is
+// indistinguishable from a first start, which restarts nothing (README, "How it works"). The
+// final round, made once every replica is ready again, is judged in full.
 func (r *recorder) forgotten(c string, at time.Time) bool {
+	if !r.healed.IsZero() && at.After(r.healed) {
+		return false
+	}
 	for _, f := range r.amnesia[c] {
 		if f.Before(at) && slices.ContainsFunc(r.starts, func(s time.Time) bool { return s.After(f) }) {
 			return true

@@ -16,6 +16,7 @@ var (
 	checkerSeeds   = flag.String("checker.seeds", "", "comma-separated seeds for TestRandomSequences instead of its fixed set")
 	checkerActions = flag.Int("checker.actions", 40, "actions per random sequence")
 	soakFor        = flag.Duration("soak", 0, "TestSoak: run random sequences for this long (make soak DURATION=30m)")
+	minimizeTries  = flag.Int("checker.minimize", 0, "on a violation, rerun up to this many shorter sequences to print a minimal one")
 )
 
 // fixedSeeds are the sequences `make test` runs. A seed that once found a bug joins this list,
@@ -46,6 +47,9 @@ func TestRandomSequencesKeepEveryPromise(t *testing.T) {
 			seq := generate(seed, *checkerActions, true)
 			if o := runSequence(t, seq); len(o.violations) > 0 {
 				t.Errorf("%d violation(s):\n  %s\n%s", len(o.violations), joinViolations(o.violations), seq)
+				if *minimizeTries > 0 {
+					t.Errorf("minimal sequence found:\n%s", minimize(t, seq, *minimizeTries))
+				}
 			}
 		})
 	}
@@ -80,6 +84,28 @@ func TestSoak(t *testing.T) {
 	}
 	t.Logf("soak for %s: %d sequences, %d actions, faults injected: %s; %d violations",
 		*soakFor, sequences, actions, strings.Join(fs, ", "), violations)
+}
+
+// minimize drops ever smaller runs of actions from seq while the rest still breaks a promise,
+// within tries reruns. Timing varies between runs, so the result is a sequence that failed
+// once, not one that always fails.
+func minimize(t *testing.T, seq sequence, tries int) sequence {
+	best := seq
+	for chunk := len(best.Actions) / 2; chunk >= 1 && tries > 0; chunk /= 2 {
+		for i := 0; i < len(best.Actions) && tries > 0; {
+			cand := best
+			cand.Actions = append(slices.Clone(best.Actions[:i]), best.Actions[min(i+chunk, len(best.Actions)):]...)
+			tries--
+			var failed bool
+			t.Run(fmt.Sprintf("without-%d-%d", i+1, i+chunk), func(t *testing.T) { failed = len(runSequence(t, cand).violations) > 0 })
+			if failed {
+				best = cand
+			} else {
+				i += chunk
+			}
+		}
+	}
+	return best
 }
 
 func joinViolations(vs []violation) string {
