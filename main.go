@@ -233,11 +233,13 @@ func run(cli CLI) error {
 	clientmetrics.Register(m.ClientGo())
 	cfg.QPS, cfg.Burst = cli.KubeAPIQPS, cli.KubeAPIBurst
 	cfg.Wrap(m.InstrumentTransport)
+	link := &kube.Link{Log: log}
+	cfg.Wrap(link.Wrap)
 	clients, err := kube.New(cfg)
 	if err != nil {
 		return fmt.Errorf("build Kubernetes clients: %w", err)
 	}
-	clients.Link = &kube.Link{Log: log}
+	clients.Link = link
 	ctrl, err := reloader.New(clients, cli.options(stateNS, log, m))
 	if err != nil {
 		return err

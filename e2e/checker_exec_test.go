@@ -562,7 +562,8 @@ func (w *world) heal() {
 		for _, p := range w.procs {
 			allReady = allReady && p.ready(30*time.Second)
 		}
-		if allReady {
+		// A standby is ready too; the state is loaded only once one of them leads.
+		if allReady && w.leading(30*time.Second) {
 			w.rec.mu.Lock()
 			w.rec.healed = time.Now()
 			w.rec.mu.Unlock()
@@ -572,6 +573,19 @@ func (w *world) heal() {
 			w.t.Fatal("the reloader replicas did not all become ready after the faults were healed")
 		}
 	}
+}
+
+// leading waits up to timeout for a replica that leads and is ready: its state is loaded and
+// its caches synced.
+func (w *world) leading(timeout time.Duration) bool {
+	for end := time.Now().Add(timeout); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		for _, p := range w.procs {
+			if p.scrape("reloader_leader") == "1" && p.ready(0) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // finalRound lifts every ignore, then gives every config a content no action writes, recreating

@@ -120,9 +120,9 @@ func (p *proc) waitReady(t *testing.T) {
 }
 
 // ready waits up to timeout for /readyz to answer 200, and reports false if it did not or the
-// process exited.
+// process exited. A zero timeout asks once.
 func (p *proc) ready(timeout time.Duration) bool {
-	for end := time.Now().Add(timeout); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+	for end := time.Now().Add(timeout); ; time.Sleep(50 * time.Millisecond) {
 		if _, exited := p.wait(0); exited {
 			return false
 		}
@@ -132,8 +132,26 @@ func (p *proc) ready(timeout time.Duration) bool {
 				return true
 			}
 		}
+		if time.Now().After(end) {
+			return false
+		}
 	}
-	return false
+}
+
+// scrape returns the value of an unlabelled metric, or "" if it cannot be read.
+func (p *proc) scrape(name string) string {
+	resp, err := http.Get(p.url("/metrics"))
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 func (p *proc) url(path string) string { return fmt.Sprintf("http://127.0.0.1:%d%s", p.port, path) }

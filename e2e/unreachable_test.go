@@ -14,15 +14,30 @@ import (
 )
 
 // gate is a TCP proxy to the API server that, while closed, drops every connection: the API
-// server as seen from a reloader cut off from it.
+// server as seen from a reloader cut off from it. Closed hard, it stops listening, so that
+// connections are refused, as from an API server that is down.
 type gate struct {
-	ln    net.Listener
-	open  atomic.Bool
-	mu    sync.Mutex
-	conns map[net.Conn]bool // open client connections, cut when the gate closes
+	target string
+	addr   string
+	open   atomic.Bool
+	mu     sync.Mutex
+	ln     net.Listener      // nil while closed hard
+	conns  map[net.Conn]bool // open client connections, cut when the gate closes
 }
 
-// close cuts every connection through the gate and refuses new ones until it opens again.
+func newGate(t *testing.T, target string) *gate {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &gate{target: target, addr: ln.Addr().String(), ln: ln, conns: map[net.Conn]bool{}}
+	t.Cleanup(g.closeHard)
+	go g.serve(ln)
+	return g
+}
+
+// close cuts every connection through the gate and drops new ones until it opens again.
 func (g *gate) close() {
 	g.open.Store(false)
 	g.mu.Lock()
@@ -32,36 +47,53 @@ func (g *gate) close() {
 	}
 }
 
-func newGate(t *testing.T, target string) *gate {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+// closeHard closes the gate and stops listening: new connections are refused.
+func (g *gate) closeHard() {
+	g.close()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.ln != nil {
+		g.ln.Close()
+		g.ln = nil
 	}
-	g := &gate{ln: ln, conns: map[net.Conn]bool{}}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			if !g.open.Load() {
-				c.Close()
-				continue
-			}
-			g.mu.Lock()
-			g.conns[c] = true
-			g.mu.Unlock()
-			go func() {
-				forward(c, target)
-				g.mu.Lock()
-				delete(g.conns, c)
-				g.mu.Unlock()
-			}()
+}
+
+// reopen listens again on the same address, after closeHard, and opens the gate.
+func (g *gate) reopen(t *testing.T) {
+	t.Helper()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.ln == nil {
+		ln, err := net.Listen("tcp", g.addr)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}()
-	return g
+		g.ln = ln
+		go g.serve(ln)
+	}
+	g.open.Store(true)
+}
+
+func (g *gate) serve(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		if !g.open.Load() {
+			c.Close()
+			continue
+		}
+		g.mu.Lock()
+		g.conns[c] = true
+		g.mu.Unlock()
+		go func() {
+			forward(c, g.target)
+			g.mu.Lock()
+			delete(g.conns, c)
+			g.mu.Unlock()
+		}()
+	}
 }
 
 func forward(c net.Conn, target string) {
@@ -85,7 +117,7 @@ func kubeconfigThrough(t *testing.T, g *gate) string {
 	}
 	host := strings.TrimPrefix(cluster.Config.Host, "https://")
 	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(path, []byte(strings.ReplaceAll(string(data), host, g.ln.Addr().String())), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(strings.ReplaceAll(string(data), host, g.addr)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path

@@ -3,10 +3,12 @@ package kube
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -14,8 +16,9 @@ import (
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 )
 
-// Link is the reloader's view of its connection to the API server, learned from the informers'
-// own list and watch calls, so knowing it costs no request.
+// Link is the reloader's view of its connection to the API server, learned from the requests it
+// makes anyway (Wrap), so knowing it costs no request: a transport error or a 5xx answer means
+// unreachable, any other answer reachable.
 //
 // It also holds those calls through an outage: a list or watch that fails because the API
 // server is unreachable or overloaded is retried here, every MaxDelay at most, instead of being
@@ -30,22 +33,41 @@ type Link struct {
 	since atomic.Int64 // unix nanoseconds of the first failure of the current outage
 }
 
-// Up reports whether the last list or watch attempt reached the API server.
+// Up reports whether the last request reached the API server.
 func (l *Link) Up() bool { return l == nil || !l.down.Load() }
 
+// Wrap observes every request of a client built from a rest.Config with cfg.Wrap(link.Wrap).
+// It sees each attempt, where client-go's own retries of a GET (up to 10, a second apart) would
+// hide a failure from the caller for ten seconds.
+func (l *Link) Wrap(rt http.RoundTripper) http.RoundTripper { return observer{l, rt} }
+
+type observer struct {
+	link *Link
+	next http.RoundTripper
+}
+
+func (o observer) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := o.next.RoundTrip(req)
+	switch {
+	case err != nil && req.Context().Err() == nil:
+		o.link.failed(req.Method+" "+req.URL.Path, err)
+	case err == nil && resp.StatusCode >= 500:
+		o.link.failed(req.Method+" "+req.URL.Path, fmt.Errorf("HTTP %d", resp.StatusCode))
+	case err == nil:
+		o.link.recovered(req.Method + " " + req.URL.Path)
+	}
+	return resp, err
+}
+
 // retry runs call until it succeeds, fails with an error that is not about reaching the API
-// server, or ctx ends.
+// server, or ctx ends. Whether the link is up is told by the transport (Wrap).
 func retry[T any](ctx context.Context, l *Link, what string, call func() (T, error)) (T, error) {
 	delay := 100 * time.Millisecond
 	for {
 		v, err := call()
 		if l == nil || err == nil || !unreachable(err) {
-			if err == nil && l != nil {
-				l.recovered(what)
-			}
 			return v, err
 		}
-		l.failed(what, err)
 		wait := delay/2 + rand.N(delay/2+1)
 		select {
 		case <-ctx.Done():
