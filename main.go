@@ -57,9 +57,9 @@ type CLI struct {
 	LeaderElect                 bool          `help:"Run as one of several replicas: only the holder of a coordination.k8s.io Lease acts."`
 	LeaderElectionID            string        `default:"reloader" help:"Name of the leader election Lease."`
 	LeaderElectionNamespace     string        `help:"Namespace of the Lease. Default: the state namespace."`
-	LeaderElectionLease         time.Duration `default:"15s" help:"How long a Lease lasts without renewal; a failover takes at most this long."`
-	LeaderElectionRenewDeadline time.Duration `default:"10s" help:"How long the leader keeps retrying to renew before giving up."`
-	LeaderElectionRetryPeriod   time.Duration `default:"2s" help:"How often candidates try to acquire or renew the Lease."`
+	LeaderElectionLease         time.Duration `default:"15s" help:"How long a Lease lasts without renewal (whole seconds); standbys take over this long after the last renewal they saw."`
+	LeaderElectionRenewDeadline time.Duration `default:"10s" help:"The leader acts only this long after the start of its last successful renewal; at least 1s less than --leader-election-lease."`
+	LeaderElectionRetryPeriod   time.Duration `default:"2s" help:"How often candidates try to acquire and the leader renews; at most a third of --leader-election-renew-deadline."`
 	MetricsByNamespace          bool          `help:"Add a namespace label to the reload metrics (more series: opt-in)."`
 	EnablePprof                 bool          `help:"Serve Go profiles at /debug/pprof/ on --port. Off by default: profiles expose internals."`
 
@@ -99,9 +99,10 @@ func (c *CLI) Validate() error {
 	if c.ShutdownGrace < 0 {
 		return fmt.Errorf("--shutdown-grace: must not be negative, got %s", c.ShutdownGrace)
 	}
-	if c.LeaderElect && !(c.LeaderElectionLease > c.LeaderElectionRenewDeadline && c.LeaderElectionRenewDeadline > c.LeaderElectionRetryPeriod && c.LeaderElectionRetryPeriod > 0) {
-		return fmt.Errorf("--leader-election-lease (%s) must exceed --leader-election-renew-deadline (%s), which must exceed --leader-election-retry-period (%s)",
-			c.LeaderElectionLease, c.LeaderElectionRenewDeadline, c.LeaderElectionRetryPeriod)
+	if c.LeaderElect {
+		if err := c.validateLeaderElection(); err != nil {
+			return err
+		}
 	}
 	for _, t := range c.IgnoredWorkloadTypes {
 		if !slices.Contains(workloadTypes, t) {
@@ -132,6 +133,33 @@ func (c *CLI) annotations() policy.Annotations {
 	a.ConfigMap, a.Secret = c.ConfigmapAnnotation, c.SecretAnnotation
 	a.AlternativeConfigMap, a.AlternativeSecret = c.AlternativeConfigmapAnnotation, c.AlternativeSecretAnnotation
 	return a
+}
+
+// validateLeaderElection rejects timings that leave no safety margin (see leader.Election for
+// the argument): the leader acts until the renew deadline R after the start of its last renew,
+// and a standby takes over no sooner than the Lease duration D after it.
+func (c *CLI) validateLeaderElection() error {
+	lease, renew, retry := c.LeaderElectionLease, c.LeaderElectionRenewDeadline, c.LeaderElectionRetryPeriod
+	// The Lease stores D as whole seconds (an int32): 1500ms would be declared as 1s, and
+	// standbys, which judge by the declared duration, would take over 500ms early.
+	if lease < time.Second || lease%time.Second != 0 || lease/time.Second > math.MaxInt32 {
+		return fmt.Errorf("--leader-election-lease: must be a whole number of seconds, at least 1s (the Lease stores it as leaseDurationSeconds), got %s", lease)
+	}
+	if retry <= 0 {
+		return fmt.Errorf("--leader-election-retry-period: must be positive, got %s", retry)
+	}
+	// A renew may take up to the retry period before it times out, and the next starts a retry
+	// period after the last success: R >= 3 × retry leaves two full attempts, so one slow or
+	// lost request does not end the leadership.
+	if renew < 3*retry {
+		return fmt.Errorf("--leader-election-renew-deadline (%s) must be at least 3 × --leader-election-retry-period (%s), so the leader gets two full renew attempts before it gives up",
+			renew, retry)
+	}
+	if lease-renew < leader.MinMargin {
+		return fmt.Errorf("--leader-election-lease (%s) must exceed --leader-election-renew-deadline (%s) by at least %s: a leader stops at its renew deadline, and standbys may take over at the Lease duration; the margin covers a write still in flight and clock rates",
+			lease, renew, leader.MinMargin)
+	}
+	return nil
 }
 
 // options turns the flags into controller options; Validate has checked every value.
@@ -235,6 +263,17 @@ func run(cli CLI) error {
 	cfg.Wrap(m.InstrumentTransport)
 	link := &kube.Link{Log: log}
 	cfg.Wrap(link.Wrap)
+	var e *leader.Election
+	leaseNS := cli.LeaderElectionNamespace
+	if leaseNS == "" {
+		leaseNS = stateNS
+	}
+	if cli.LeaderElect {
+		e = &leader.Election{Name: cli.LeaderElectionID, ID: leader.NewIdentity(), Lease: cli.LeaderElectionLease,
+			Renew: cli.LeaderElectionRenewDeadline, Retry: cli.LeaderElectionRetryPeriod, Log: log.With("lease_namespace", leaseNS), Metrics: m}
+		// Outermost, so a write refused while this replica may not act is neither sent nor counted.
+		cfg.Wrap(e.Guard)
+	}
 	clients, err := kube.New(cfg)
 	if err != nil {
 		return fmt.Errorf("build Kubernetes clients: %w", err)
@@ -246,15 +285,9 @@ func run(cli CLI) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	var e *leader.Election
 	synced := ctrl.Ready
-	if cli.LeaderElect {
-		ns := cli.LeaderElectionNamespace
-		if ns == "" {
-			ns = stateNS
-		}
-		e = &leader.Election{Leases: clients.Leases(ns), Name: cli.LeaderElectionID, ID: leader.NewIdentity(), Lease: cli.LeaderElectionLease,
-			Renew: cli.LeaderElectionRenewDeadline, Retry: cli.LeaderElectionRetryPeriod, Log: log.With("lease_namespace", ns), Metrics: m}
+	if e != nil {
+		e.Leases = clients.Leases(leaseNS)
 		// A standby is ready: it is healthy and waiting; a leader once its caches synced.
 		synced = func() bool { return !e.Leading() || ctrl.Ready() }
 	}

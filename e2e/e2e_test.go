@@ -45,7 +45,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "build the reloader binary: %v\n%s", err, out)
 		os.Exit(1)
 	}
-	code := testcluster.Main(m, testcluster.Options{Log: os.Stderr}, &cluster)
+	code := testcluster.Main(m, testcluster.Options{Log: os.Stderr, Audit: true}, &cluster)
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -58,6 +58,7 @@ func buildBinary(path string) ([]byte, error) {
 
 // proc is one running reloader process.
 type proc struct {
+	name   string // argv[0]
 	cmd    *exec.Cmd
 	port   int
 	stderr *testcluster.LogBuffer
@@ -85,9 +86,17 @@ func start(t *testing.T, ns string, args ...string) *proc {
 // launch runs the binary with kubeconfig in namespace ns, without waiting for it.
 func launch(t *testing.T, ns, kubeconfig string, args ...string) *proc {
 	t.Helper()
-	p := &proc{port: freePort(t), stderr: &testcluster.LogBuffer{}, exited: make(chan error, 1)}
+	return launchAs(t, "reloader", ns, kubeconfig, args...)
+}
+
+// launchAs is launch with the process named name (argv[0]). client-go puts that name in the
+// User-Agent, so the API server's audit log and managedFields tell replicas apart.
+func launchAs(t *testing.T, name, ns, kubeconfig string, args ...string) *proc {
+	t.Helper()
+	p := &proc{name: name, port: freePort(t), stderr: &testcluster.LogBuffer{}, exited: make(chan error, 1)}
 	all := append([]string{"--kubeconfig", kubeconfig, "--namespace", ns, "--port", fmt.Sprint(p.port)}, args...)
 	p.cmd = exec.Command(binary, all...)
+	p.cmd.Args[0] = name
 	p.cmd.Stderr, p.cmd.Stdout = p.stderr, p.stderr
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := p.cmd.Start(); err != nil {
@@ -97,7 +106,7 @@ func launch(t *testing.T, ns, kubeconfig string, args ...string) *proc {
 	t.Cleanup(func() {
 		p.kill()
 		if t.Failed() {
-			t.Logf("reloader %v output:\n%s", args, p.stderr.String())
+			t.Logf("%s %v output:\n%s", name, args, p.stderr.String())
 		}
 	})
 	return p
@@ -174,6 +183,13 @@ func (p *proc) terminate(t *testing.T) error {
 }
 
 func (p *proc) wait(d time.Duration) (error, bool) {
+	// Checked first: a select with both cases ready picks either, so wait(0) could miss an exit.
+	select {
+	case err := <-p.exited:
+		p.exited <- err
+		return err, true
+	default:
+	}
 	select {
 	case err := <-p.exited:
 		p.exited <- err
@@ -381,10 +397,13 @@ func TestBadFlagsFailWithOneLineNamingTheFlag(t *testing.T) {
 		{"--namespace-selector=a=(", "--namespace-selector"},
 		{"--ignored-workload-types=pods", "--ignored-workload-types"},
 		{"--resources-to-ignore=pods", "--resources-to-ignore"},
+		{"--leader-elect --leader-election-lease=1500ms", "--leader-election-lease"}, // stored as 1s
+		{"--leader-elect --leader-election-lease=4s --leader-election-renew-deadline=3500ms", "--leader-election-renew-deadline"},
+		{"--leader-elect --leader-election-retry-period=5s", "--leader-election-retry-period"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.args, func(t *testing.T) {
-			out, err := exec.Command(binary, tt.args).CombinedOutput()
+			out, err := exec.Command(binary, strings.Fields(tt.args)...).CombinedOutput()
 			if err == nil {
 				t.Fatalf("%s was accepted", tt.args)
 			}

@@ -3,15 +3,23 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"regexp"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-var electionFlags = []string{"--coalesce-period", "0", "--leader-elect",
+// leaseFlags are the leader election timings of these tests: a Lease duration D of 4s, a renew
+// deadline R of 3s (the leader acts until 3s after the start of its last renew; standbys take
+// over no sooner than 4s after it) and a 500ms retry period, R/6.
+var leaseFlags = []string{"--leader-elect",
 	"--leader-election-lease", "4s", "--leader-election-renew-deadline", "3s", "--leader-election-retry-period", "500ms"}
+
+var electionFlags = slices.Concat([]string{"--coalesce-period", "0"}, leaseFlags)
 
 func holder(t *testing.T, ns string) string {
 	t.Helper()
@@ -75,5 +83,233 @@ func TestLeaderElectionOneActsThenHandsOver(t *testing.T) {
 	}
 	if h := holder(t, ns); h != "" {
 		t.Fatalf("the Lease is still held by %q after a graceful stop; it should be released", h)
+	}
+}
+
+// replicaSet launches replicas named reloader-1, reloader-2, ... with the same flags; the
+// names are their User-Agents in the audit log.
+type replicaSet struct {
+	t     *testing.T
+	ns    string
+	flags []string
+	all   []*proc
+}
+
+func (r *replicaSet) add() *proc {
+	r.t.Helper()
+	p := launchAs(r.t, fmt.Sprintf("reloader-%d", len(r.all)+1), r.ns, cluster.Kubeconfig, r.flags...)
+	p.waitReady(r.t)
+	r.all = append(r.all, p)
+	return p
+}
+
+// leading returns the running replica, other than the frozen one, that logged becoming
+// leader, or an error if two did.
+func (r *replicaSet) leading(frozen *proc) (*proc, error) {
+	var found *proc
+	for _, p := range r.all {
+		if _, exited := p.wait(0); exited || p == frozen || !strings.Contains(p.stderr.String(), "became leader") {
+			continue
+		}
+		if found != nil {
+			return nil, fmt.Errorf("both %s and %s are running as leader", found.name, p.name)
+		}
+		found = p
+	}
+	return found, nil
+}
+
+func (r *replicaSet) waitLeader(timeout time.Duration, frozen *proc) *proc {
+	r.t.Helper()
+	var p *proc
+	waitFor(r.t, timeout, "a replica to lead", func() (bool, error) {
+		var err error
+		p, err = r.leading(frozen)
+		return p != nil, err
+	})
+	return p
+}
+
+var identityRE = regexp.MustCompile(`identity=(\S+)`)
+
+// identity is the replica's identity in the Lease, from its first log line about it.
+func identity(t *testing.T, p *proc) string {
+	t.Helper()
+	m := identityRE.FindStringSubmatch(p.stderr.String())
+	if m == nil {
+		t.Fatalf("%s logged no identity:\n%s", p.name, p.stderr.String())
+	}
+	return m[1]
+}
+
+// The Lease is deleted five times while config changes go on. Each time the leader must stop at
+// once and the next one may act only after the Lease duration, so that by the API server's audit
+// log no replica writes after another acquired the Lease; and every change is reloaded once.
+func TestLeaderElectionLeaseDeletedRepeatedlyNeverTwoAct(t *testing.T) {
+	const deletions = 5
+	ns := setup(t)
+	r := &replicaSet{t: t, ns: ns, flags: electionFlags}
+	r.add()
+	r.add()
+	defer checkNoTwoActed(t, ns, deletions+1) // also when a step fails: the audit says why
+	lead := r.waitLeader(20*time.Second, nil)
+	waitFor(t, 10*time.Second, "first hashes recorded", func() (bool, error) { return stateRecorded(t, ns), nil })
+	before := deployment(t, ns).Generation
+	changes := 0
+	reload := func() {
+		changes++
+		waitReloaded(t, ns, update(t, ns, fmt.Sprint(changes)))
+	}
+	reload()
+	reload()
+	leases := cluster.Client().CoordinationV1().Leases(ns)
+	for i := range deletions {
+		old, oldID := lead, identity(t, lead)
+		if err := leases.Delete(context.Background(), "reloader", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		deleted := time.Now()
+		// Watched aside, as config changes go on meanwhile: when the old leader exits, when the
+		// Lease names another replica again, and when that one acts.
+		exitedAt, claimedAt, actedAt := make(chan time.Duration, 1), make(chan time.Duration, 1), make(chan time.Duration, 1)
+		peers := slices.Clone(r.all)
+		go func() {
+			exited, claimed := false, false
+			for time.Since(deleted) < 30*time.Second {
+				if _, gone := old.wait(0); gone && !exited {
+					exited = true
+					exitedAt <- time.Since(deleted)
+				}
+				if h := holder(t, ns); !claimed && h != "" && h != oldID {
+					claimed = true
+					claimedAt <- time.Since(deleted)
+				}
+				for _, p := range peers {
+					if _, gone := p.wait(0); !gone && p != old && strings.Contains(p.stderr.String(), "became leader") {
+						actedAt <- time.Since(deleted)
+						peers = nil
+					}
+				}
+				if exited && claimed && peers == nil {
+					return
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}()
+		// Changes made while the Lease is gone: the old leader reloads them until it notices,
+		// the next one once it has waited out the Lease duration.
+		for reloadsAfter := 0; ; {
+			reload()
+			next, err := r.leading(old)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, gone := old.wait(0); gone && next != nil {
+				if reloadsAfter++; reloadsAfter == 2 {
+					lead = next
+					break
+				}
+			}
+			if time.Since(deleted) > 30*time.Second {
+				t.Fatalf("deletion %d: no new leader within 30s", i+1)
+			}
+		}
+		var exited, claimed, acted time.Duration
+		for _, c := range []struct {
+			what string
+			ch   chan time.Duration
+			into *time.Duration
+		}{{"the old leader to exit", exitedAt, &exited}, {"the Lease to be claimed", claimedAt, &claimed}, {"a new leader", actedAt, &acted}} {
+			select {
+			case *c.into = <-c.ch:
+			case <-time.After(30 * time.Second):
+				t.Fatalf("deletion %d: waited 30s for %s", i+1, c.what)
+			}
+		}
+		t.Logf("deletion %d: %s exited after %s; the Lease was claimed after %s; %s acted after %s", i+1, old.name,
+			exited.Round(10*time.Millisecond), claimed.Round(10*time.Millisecond), lead.name, acted.Round(10*time.Millisecond))
+		// It read the Lease missing, or already claimed by a standby, at its next renew.
+		if !strings.Contains(old.stderr.String(), "the leader Lease is gone or names another holder") {
+			t.Fatalf("deletion %d: %s did not stop for the missing Lease:\n%s", i+1, old.name, old.stderr.String())
+		}
+		// At its next renew, a retry period (500ms) later at most, plus slack for a busy machine;
+		// its renew deadline (3s after its last renew) would come later.
+		if exited > 1500*time.Millisecond {
+			t.Errorf("deletion %d: the old leader exited %s after the deletion, not at its next renew", i+1, exited)
+		}
+		r.add() // two replicas again
+	}
+	reload()
+	time.Sleep(2 * time.Second) // a duplicate reload would land by now; the last reload above did
+	if got := deployment(t, ns).Generation - before; got != int64(changes) {
+		t.Fatalf("%d template changes for %d config changes across %d deletions, want one each", got, changes, deletions)
+	}
+}
+
+// A leader frozen (SIGSTOP) with a reload pending, past its renew deadline, until the standby
+// has taken the Lease over, must not send that patch when it resumes (SIGCONT): it exits. On
+// resume its worker races its elector: in some rounds the worker tries first and the write is
+// refused inside the process ("write not sent"), in others the elector exits first. Three
+// rounds, so that the refusal is likely exercised at least once.
+func TestLeaderElectionFrozenLeaderDoesNotActOnResume(t *testing.T) {
+	const rounds = 3
+	ns := setup(t)
+	// A coalescing window that closes while the leader is stopped: on resume the reload is due at
+	// once.
+	r := &replicaSet{t: t, ns: ns, flags: slices.Concat([]string{"--coalesce-period", "2s"}, leaseFlags)}
+	r.add()
+	r.add()
+	defer checkNoTwoActed(t, ns, rounds+1)
+	lead := r.waitLeader(20*time.Second, nil)
+	waitFor(t, 10*time.Second, "first hashes recorded", func() (bool, error) { return stateRecorded(t, ns), nil })
+	before := deployment(t, ns).Generation
+	changes := 1
+	waitReloaded(t, ns, update(t, ns, "1"))
+	refusals := 0
+	for round := 1; round <= rounds; round++ {
+		var standby *proc
+		for _, p := range r.all {
+			if _, gone := p.wait(0); !gone && p != lead {
+				standby = p
+			}
+		}
+		seen := strings.Count(lead.stderr.String(), "config changed")
+		changes++
+		hash := update(t, ns, fmt.Sprint(changes))
+		waitFor(t, 5*time.Second, "the leader to see the change", func() (bool, error) {
+			return strings.Count(lead.stderr.String(), "config changed") > seen, nil
+		})
+		if err := lead.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		frozen := time.Now()
+		if g := deployment(t, ns).Generation; g != before+int64(changes)-1 {
+			t.Fatalf("round %d: the leader reloaded before it was stopped: nothing is pending", round)
+		}
+		standbyID := identity(t, standby)
+		waitFor(t, 15*time.Second, "the standby to take over", func() (bool, error) { return holder(t, ns) == standbyID, nil })
+		tookOver := time.Since(frozen)
+		if err := lead.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+		resumed := time.Now()
+		if _, exited := lead.wait(5 * time.Second); !exited {
+			_ = lead.cmd.Process.Signal(syscall.SIGCONT)
+			t.Fatalf("round %d: %s still runs 5s after it resumed past its deadline", round, lead.name)
+		}
+		refused := strings.Contains(lead.stderr.String(), "write not sent")
+		if refused {
+			refusals++
+		}
+		t.Logf("round %d: %s took over %s after %s was frozen; %s exited %s after it resumed (a write refused: %t)", round,
+			standby.name, tookOver.Round(10*time.Millisecond), lead.name, lead.name, time.Since(resumed).Round(time.Millisecond), refused)
+		waitReloaded(t, ns, hash)
+		r.add()
+		lead = standby
+	}
+	t.Logf("writes refused on resume in %d of %d rounds", refusals, rounds)
+	time.Sleep(3 * time.Second) // past a coalescing window: a duplicate reload would land by now
+	if got := deployment(t, ns).Generation - before; got != int64(changes) {
+		t.Fatalf("%d template changes for %d config changes across %d freezes, want one each", got, changes, rounds)
 	}
 }

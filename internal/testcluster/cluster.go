@@ -51,6 +51,10 @@ type Options struct {
 	// Log receives progress lines (nil = discard). Component stdout/stderr
 	// always go to <Dir>/<component>.log.
 	Log io.Writer
+	// Audit makes kube-apiserver log every write request (create, update,
+	// patch, delete; metadata only, one JSON event per line) to
+	// Cluster.AuditLog: who wrote what, when, as the server saw it.
+	Audit bool
 }
 
 // Cluster is a running local control plane.
@@ -63,12 +67,15 @@ type Cluster struct {
 	Kubeconfig string
 	// Dir holds certificates, etcd data and one <component>.log per process.
 	Dir string
+	// AuditLog is the audit log's path when Options.Audit is set.
+	AuditLog string
 
 	client    kubernetes.Interface
 	processes []*process // in start order
 	apiserver int        // its index in processes
 	removeDir bool
 	log       io.Writer
+	audit     bool
 
 	stopOnce sync.Once
 	stopErr  error
@@ -94,7 +101,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 }
 
 func newCluster(opts Options) (*Cluster, error) {
-	c := &Cluster{Dir: opts.Dir, log: opts.Log}
+	c := &Cluster{Dir: opts.Dir, log: opts.Log, audit: opts.Audit}
 	if c.log == nil {
 		c.log = io.Discard
 	}
@@ -178,8 +185,7 @@ func (c *Cluster) startAPIServer(ctx context.Context, bins Binaries, certs pki, 
 	if err != nil {
 		return fmt.Errorf("start kube-apiserver: %w", err)
 	}
-	c.apiserver = len(c.processes)
-	p, err := c.run("kube-apiserver", bins.KubeAPIServer,
+	args := []string{
 		"--etcd-servers", etcdURL,
 		"--bind-address", loopback,
 		"--advertise-address", loopback,
@@ -197,7 +203,17 @@ func (c *Cluster) startAPIServer(ctx context.Context, bins Binaries, certs pki, 
 		"--service-account-signing-key-file", certs.ServiceAccountKey,
 		"--allow-privileged",
 		"--profiling=false",
-	)
+	}
+	if c.audit {
+		policy := filepath.Join(c.Dir, "audit-policy.yaml")
+		if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+			return fmt.Errorf("start kube-apiserver: write audit policy: %w", err)
+		}
+		c.AuditLog = filepath.Join(c.Dir, "audit.log")
+		args = append(args, "--audit-policy-file", policy, "--audit-log-path", c.AuditLog)
+	}
+	c.apiserver = len(c.processes)
+	p, err := c.run("kube-apiserver", bins.KubeAPIServer, args...)
 	if err != nil {
 		return err
 	}
@@ -339,6 +355,16 @@ func (c *Cluster) run(name, binary string, args ...string) (*process, error) {
 func (c *Cluster) logf(format string, args ...any) {
 	fmt.Fprintf(c.log, "testcluster: "+format+"\n", args...)
 }
+
+// auditPolicy logs the metadata of write requests once, when the response is complete.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived", "ResponseStarted"]
+rules:
+- level: Metadata
+  verbs: ["create", "update", "patch", "delete"]
+- level: None
+`
 
 // writeTokenFile writes a static token file with one fresh admin token in
 // group system:masters and returns the token and the file's path.
