@@ -551,7 +551,8 @@ func (w *world) heal() {
 	w.mu.Unlock()
 	// A leader cut off past its renew deadline exits by design; as Kubernetes would, start it
 	// again. It may exit once more while the Lease settles, so try a few rounds.
-	for round := 0; ; round++ {
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
 		for i, p := range w.procs {
 			if _, exited := p.wait(0); exited {
 				w.t.Logf("replica %d had exited; restarting it:\n%s", i, tail(p.stderr.String(), 5))
@@ -560,18 +561,22 @@ func (w *world) heal() {
 		}
 		allReady := true
 		for _, p := range w.procs {
-			allReady = allReady && p.ready(30*time.Second)
+			allReady = allReady && p.ready(10*time.Second)
 		}
 		// A standby is ready too; the state is loaded only once one of them leads.
-		if allReady && w.leading(30*time.Second) {
+		if allReady && w.leading(10*time.Second) {
 			w.rec.mu.Lock()
 			w.rec.healed = time.Now()
 			w.rec.mu.Unlock()
 			return
 		}
-		if round == 3 {
-			w.t.Fatal("the reloader replicas did not all become ready after the faults were healed")
+		if time.Now().After(deadline) {
+			for i, p := range w.procs {
+				w.t.Logf("replica %d:\n%s", i, tail(p.stderr.String(), 30))
+			}
+			w.t.Fatal("the reloader replicas did not all become ready, one leading, within 2 minutes of the faults' end")
 		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 
