@@ -23,7 +23,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/reloader/reloader/confighash"
+	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader"
 )
@@ -93,6 +96,13 @@ func TestRevertAfterPartialRolloutReturnsEveryWorkloadToTheCurrentContent(t *tes
 	waitEnv(t, ns, "w1", cmVar, hashB)
 	hashA := updateConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
 	waitEnv(t, ns, "w1", cmVar, hashA) // the old engine left w1 on B forever
+	refusedFor := time.Now()
+	time.Sleep(5 * time.Second) // the refusal persists while retries go on
+	var failed dto.Metric
+	if err := r.metrics.Reloads.WithLabelValues("Deployment", metrics.ResultFailure).Write(&failed); err != nil {
+		t.Fatal(err)
+	}
+	failures := failed.GetCounter().GetValue()
 	lift()
 	hashC := updateConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
 	waitEnv(t, ns, "w1", cmVar, hashC)
@@ -101,6 +111,10 @@ func TestRevertAfterPartialRolloutReturnsEveryWorkloadToTheCurrentContent(t *tes
 	want := map[string]int64{"w1": 3, "w2": 1}
 	if moved := changed(before, generations(t, ns)); fmt.Sprint(moved) != fmt.Sprint(want) {
 		t.Fatalf("template changes %v, want %v", moved, want)
+	}
+	// Retried from 2 s, doubling: a handful of attempts in the refusal's seconds, not a storm.
+	if failures < 1 || failures > 6 {
+		t.Fatalf("reloader_reloads_total{result=failure} is %v after %s of refusal; want at least 1 and a capped retry", failures, time.Since(refusedFor).Round(time.Second))
 	}
 	if n := countEvents(t, ns, "w2", "ReloadFailed"); n != 1 {
 		t.Fatalf("%d ReloadFailed Events on w2, want exactly 1 for a refusal that persisted: %v\n%s", n, eventMessages(t, ns, "w2"), r.log.String())

@@ -30,10 +30,11 @@ func TestMain(m *testing.M) {
 
 // running is a controller started in-process for one test.
 type running struct {
-	ctrl   *reloader.Controller
-	cancel context.CancelFunc
-	done   chan error
-	log    *testcluster.LogBuffer
+	ctrl    *reloader.Controller
+	cancel  context.CancelFunc
+	done    chan error
+	log     *testcluster.LogBuffer
+	metrics *metrics.Metrics
 }
 
 type controllerOpts struct {
@@ -71,7 +72,7 @@ func startControllerAs(t *testing.T, cfg *rest.Config, ns string, o controllerOp
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{ctrl: ctrl, cancel: cancel, done: make(chan error, 1), log: log}
+	r := &running{ctrl: ctrl, cancel: cancel, done: make(chan error, 1), log: log, metrics: opts.Metrics}
 	go func() { r.done <- ctrl.Run(ctx) }()
 	started.Store(r, true)
 	waitFor(t, 30*time.Second, "controller ready", func() (bool, error) { return ctrl.Ready(), nil })
