@@ -141,11 +141,11 @@ func NewInformer[L runtime.Object](link *Link, client Lister[L], example runtime
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			tweak(&o)
-			return retry(ctx, link, "list", func() (L, error) { return client.List(ctx, o) })
+			return retry(ctx, link, func() (L, error) { return client.List(ctx, o) })
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			tweak(&o)
-			return retry(ctx, link, "watch", func() (watch.Interface, error) { return client.Watch(ctx, o) })
+			return retry(ctx, link, func() (watch.Interface, error) { return client.Watch(ctx, o) })
 		},
 	}
 	inf := cache.NewSharedIndexInformerWithOptions(lw, example, cache.SharedIndexInformerOptions{Indexers: cache.Indexers{}})

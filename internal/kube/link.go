@@ -61,7 +61,7 @@ func (o observer) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // retry runs call until it succeeds, fails with an error that is not about reaching the API
 // server, or ctx ends. Whether the link is up is told by the transport (Wrap).
-func retry[T any](ctx context.Context, l *Link, what string, call func() (T, error)) (T, error) {
+func retry[T any](ctx context.Context, l *Link, call func() (T, error)) (T, error) {
 	delay := 100 * time.Millisecond
 	for {
 		v, err := call()
