@@ -242,6 +242,12 @@ func (w *world) deleteConfig(name string) error {
 	}
 	if err == nil {
 		w.rec.config(name, configEvent{at: time.Now()})
+		// The ignore annotation goes with the object: a recreated config is not ignored.
+		w.rec.mu.Lock()
+		if w.rec.isIgnored(name) {
+			w.rec.ignored[name] = append(w.rec.ignored[name], modeEvent{at: time.Now(), mode: "false"})
+		}
+		w.rec.mu.Unlock()
 	}
 	return err
 }

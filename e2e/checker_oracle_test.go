@@ -211,9 +211,19 @@ func (r *recorder) seen(d *appsv1.Deployment) {
 // changes lists the changes of what a reader of config name sees: the whole content, or only
 // key "a".
 func (r *recorder) changes(name string, whole bool) []change {
+	return r.changesSince(name, whole, time.Time{})
+}
+
+// changesSince is changes for a workload created at from: if the config did not exist then, the
+// first content it gets after is what the workload first sees, not a change.
+func (r *recorder) changesSince(name string, whole bool, from time.Time) []change {
 	var out []change
-	last, seen := "", false
+	last, seen, exists, reset := "", false, false, !from.IsZero()
 	for _, e := range r.configs[name] {
+		if reset && e.at.After(from) {
+			seen, reset = seen && exists, false
+		}
+		exists = e.exists
 		if !e.exists {
 			continue // a deletion is no change (no --reload-on-delete); the content before it stays the reference
 		}
@@ -332,7 +342,7 @@ func (r *recorder) held(w *workloadLife, c string) (change, bool) {
 	if !w.deletedAt.IsZero() || !ok || !r.exists(c) || r.isIgnored(c) {
 		return change{}, false
 	}
-	chs := r.changes(c, whole)
+	chs := r.changesSince(c, whole, w.createdAt)
 	if len(chs) == 0 {
 		return change{}, false
 	}
