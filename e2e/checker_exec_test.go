@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -241,7 +242,13 @@ func (w *world) deleteConfig(name string) error {
 		err = core.ConfigMaps(w.ns).Delete(w.ctx, name, metav1.DeleteOptions{})
 	}
 	if err == nil {
-		w.rec.config(name, configEvent{at: time.Now()})
+		// A deletion returns no resourceVersion; a list's is at or after it, and before any
+		// later write.
+		var rv int64
+		if list, err := core.ConfigMaps(w.ns).List(w.ctx, metav1.ListOptions{Limit: 1}); err == nil {
+			rv, _ = strconv.ParseInt(list.ResourceVersion, 10, 64)
+		}
+		w.rec.config(name, configEvent{rv: rv, at: time.Now()})
 		// The ignore annotation goes with the object: a recreated config is not ignored.
 		w.rec.mu.Lock()
 		if w.rec.isIgnored(name) {

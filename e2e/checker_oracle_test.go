@@ -326,17 +326,50 @@ func (r *recorder) lost() []violation {
 	var out []violation
 	for _, w := range r.workloads {
 		for _, c := range configNames {
-			last, ok := r.held(w, c)
-			if ok && !slices.ContainsFunc(w.restarts, func(rv int64) bool { return rv > last.rv }) {
-				out = append(out, violation(fmt.Sprintf("lost: %s (mode %s, reads %v) never restarted after %s changed at rv %d", w.name, w.mode(), w.refs, c, last.rv)))
+			if last, ok := r.held(w, c); ok && r.stale(w, c) {
+				out = append(out, violation(fmt.Sprintf("lost: %s (mode %s, reads %v) runs an old content of %s, changed at rv %d", w.name, w.mode(), w.refs, c, last.rv)))
 			}
 		}
 	}
 	return out
 }
 
-// held returns the change of config c that live workload w must have restarted for, if any.
-// The caller holds r.mu.
+// stale reports whether what w reads of c differs from what its pods read when they last
+// started: at its last template change, or its creation; pods started while the config was
+// absent wait for it and read the first content it gets. A workload that never took a content
+// (its window closed after the config went back, or was deleted) and runs the current one is
+// not stale. The caller holds r.mu.
+func (r *recorder) stale(w *workloadLife, c string) bool {
+	_, whole := triggers(w.mode(), w.refs, c)
+	started := w.createdRV
+	for _, rv := range w.restarts {
+		started = max(started, rv)
+	}
+	var then, now string
+	absent, waiting := true, false
+	for _, e := range r.configs[c] {
+		v := e.data["a"]
+		if whole {
+			v = e.data.whole()
+		}
+		switch {
+		case e.rv <= started:
+			absent = !e.exists
+			if e.exists {
+				then = v
+			}
+		case absent && e.exists && !waiting:
+			then, waiting = v, true
+		}
+		if e.exists {
+			now = v
+		}
+	}
+	return then != now
+}
+
+// held returns the last change of config c that live workload w must have taken, if any. The
+// caller holds r.mu.
 func (r *recorder) held(w *workloadLife, c string) (change, bool) {
 	ok, whole := triggers(w.mode(), w.refs, c)
 	if !w.deletedAt.IsZero() || !ok || !r.exists(c) || r.isIgnored(c) {
