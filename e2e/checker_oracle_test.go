@@ -249,10 +249,10 @@ func (r *recorder) isIgnored(name string) bool {
 	return len(es) > 0 && es[len(es)-1].mode == "true"
 }
 
-// close reports whether two moments are too close for the reloader to see them in order: within
+// near reports whether two moments are too close for the reloader to see them in order: within
 // raceMargin, or both inside one outage (plus raceMargin after it), when the reloader's watches
 // catch up in no particular order.
-func (r *recorder) close(a, b time.Time) bool {
+func (r *recorder) near(a, b time.Time) bool {
 	if a.Sub(b).Abs() < raceMargin {
 		return true
 	}
@@ -317,9 +317,10 @@ func (r *recorder) judged() int {
 // violation is a broken promise, in words.
 type violation string
 
-// lost lists, for each live workload and config it reloads on now, a last change of that config
-// the workload has not restarted since. Pairs whose annotations, ignore flag or creation were
-// too close to that change to be ordered are skipped (see close).
+// lost lists, for each live workload and config it reloads on now, a workload that runs another
+// content than the config's current one (stale) although it should have taken its last change
+// (held). Pairs whose annotations, ignore flag or creation were too close to that change to be
+// ordered are skipped (see near).
 func (r *recorder) lost() []violation {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -406,16 +407,16 @@ func (r *recorder) forgotten(c string, at time.Time) bool {
 
 // unordered reports whether anything deciding if w reloads on c happened too close to at.
 func (r *recorder) unordered(w *workloadLife, c string, at time.Time) bool {
-	if r.close(w.createdAt, at) {
+	if r.near(w.createdAt, at) {
 		return true
 	}
 	for _, m := range w.modes[1:] {
-		if r.close(m.at, at) || m.at.After(at) {
+		if r.near(m.at, at) || m.at.After(at) {
 			return true
 		}
 	}
 	for _, e := range r.ignored[c] {
-		if r.close(e.at, at) || e.at.After(at) {
+		if r.near(e.at, at) || e.at.After(at) {
 			return true
 		}
 	}
@@ -456,7 +457,7 @@ func (r *recorder) excess() []violation {
 
 // counts reports whether change ch of config c may restart w.
 func (r *recorder) counts(w *workloadLife, c string, ch change) bool {
-	if ch.rv < w.createdRV && !r.close(ch.at, w.createdAt) || !w.deletedAt.IsZero() && ch.at.After(w.deletedAt) {
+	if ch.rv < w.createdRV && !r.near(ch.at, w.createdAt) || !w.deletedAt.IsZero() && ch.at.After(w.deletedAt) {
 		return false
 	}
 	if r.unordered(w, c, ch.at) {
