@@ -92,6 +92,25 @@ func (w *world) setup() {
 	for _, p := range w.procs {
 		p.waitReady(w.t)
 	}
+	// A standby is ready at once; the first leader acts a Lease duration later.
+	if !w.leading(30 * time.Second) {
+		w.t.Fatal("no replica leads 30 s after the start")
+	}
+}
+
+// noteUnknown records, before config name changes, whether the state ConfigMap holds an entry
+// for it. If not (the state lost it, or never got to write it because the leader that recorded
+// it could not reach the API server before it had to exit), the change is one the state cannot
+// know about (see recorder.forgotten).
+func (w *world) noteUnknown(name string) {
+	kind := "ConfigMap"
+	if isSecret(name) {
+		kind = "Secret"
+	}
+	cm, err := cluster.Client().CoreV1().ConfigMaps(w.ns).Get(w.ctx, "reloader-state", metav1.GetOptions{})
+	if err != nil || cm.Data["v1."+kind+"_"+name] == "" {
+		w.rec.forget(name)
+	}
 }
 
 func (w *world) must(err error) {
@@ -171,6 +190,7 @@ func (w *world) current(name string) (content, bool) {
 func (w *world) do(a action) error {
 	switch a.Op {
 	case "update", "binary":
+		w.noteUnknown(a.Target)
 		return w.retry(a.String(), func() error {
 			data, ok := w.current(a.Target)
 			if !ok {
@@ -182,6 +202,7 @@ func (w *world) do(a action) error {
 	case "delete":
 		return w.retry(a.String(), func() error { return w.deleteConfig(a.Target) })
 	case "recreate":
+		w.noteUnknown(a.Target)
 		data := content{"a": a.Value, "b": a.Value}
 		return w.retry(a.String(), func() error { return w.writeConfig(a.Target, data, true) })
 	case "ignore":

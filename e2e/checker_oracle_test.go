@@ -389,8 +389,8 @@ func (r *recorder) held(w *workloadLife, c string) (change, bool) {
 
 // forgotten reports whether a reloader may have started without knowing the content c had
 // before its change at at: the state lost c's entry (the ConfigMap deleted, or the entry
-// corrupted) before at, and a reloader process started after the loss, possibly loading the
-// state only after the change. For a workload without a marker such a change is
+// corrupted), or did not hold one yet, before at, and a reloader process started after that,
+// possibly loading the state only after the change. For a workload without a marker such a change is
 // indistinguishable from a first start, which restarts nothing (README, "How it works"). The
 // final round, made once every replica is ready again, is judged in full.
 func (r *recorder) forgotten(c string, at time.Time) bool {
