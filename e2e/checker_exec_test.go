@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -523,30 +522,10 @@ func (w *world) refuse(name string, d time.Duration) {
 	if w.lifts[name] != nil {
 		return
 	}
-	ctx := w.ctx
-	adm := cluster.Client().AdmissionregistrationV1()
 	policyName := "refuse-" + w.ns + "-" + name
-	fail := admissionv1.Fail
-	_, err := adm.ValidatingAdmissionPolicies().Create(ctx, &admissionv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: policyName},
-		Spec: admissionv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: &fail,
-			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionv1.RuleWithOperations{Operations: []admissionv1.OperationType{admissionv1.Update},
-					Rule: admissionv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments"}}},
-			}}},
-			Validations: []admissionv1.Validation{{
-				Expression: fmt.Sprintf("object.metadata.namespace != %q || object.metadata.name != %q || object.spec.template == oldObject.spec.template", w.ns, name),
-				Message:    "refused by the checker's admission policy",
-			}},
-		},
-	}, metav1.CreateOptions{})
-	if err == nil {
-		_, err = adm.ValidatingAdmissionPolicyBindings().Create(ctx, &admissionv1.ValidatingAdmissionPolicyBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: policyName},
-			Spec:       admissionv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: policyName, ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny}},
-		}, metav1.CreateOptions{})
-	}
+	remove, err := cluster.DenyDeploymentUpdates(w.ctx, policyName,
+		fmt.Sprintf("object.metadata.namespace != %q || object.metadata.name != %q || object.spec.template == oldObject.spec.template", w.ns, name),
+		"refused by the checker's admission policy")
 	if err != nil {
 		w.t.Logf("refusal of %s not put in force: %v", name, err)
 	}
@@ -554,10 +533,8 @@ func (w *world) refuse(name string, d time.Duration) {
 	// Lifting retries: the API server may be restarting when the refusal ends.
 	lift := func() {
 		once.Do(func() {
-			gone := func(err error) bool { return err == nil || apierrors.IsNotFound(err) }
 			_ = wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-				return gone(adm.ValidatingAdmissionPolicyBindings().Delete(ctx, policyName, metav1.DeleteOptions{})) &&
-					gone(adm.ValidatingAdmissionPolicies().Delete(ctx, policyName, metav1.DeleteOptions{})), nil
+				return remove(ctx) == nil, nil
 			})
 		})
 	}

@@ -37,30 +37,9 @@ import (
 func refusePatches(t *testing.T, ns, name string) (lift func()) {
 	t.Helper()
 	ctx := context.Background()
-	adm := cluster.Client().AdmissionregistrationV1()
 	policyName := "refuse-" + ns + "-" + name
-	fail := admissionv1.Fail
-	_, err := adm.ValidatingAdmissionPolicies().Create(ctx, &admissionv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: policyName},
-		Spec: admissionv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: &fail,
-			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionv1.RuleWithOperations{Operations: []admissionv1.OperationType{admissionv1.Update},
-					Rule: admissionv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments"}}},
-			}}},
-			Validations: []admissionv1.Validation{{
-				Expression: fmt.Sprintf("object.metadata.namespace != %q || object.metadata.name != %q", ns, name),
-				Message:    "refused by the test's admission policy",
-			}},
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = adm.ValidatingAdmissionPolicyBindings().Create(ctx, &admissionv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: policyName},
-		Spec:       admissionv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: policyName, ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny}},
-	}, metav1.CreateOptions{})
+	remove, err := cluster.DenyDeploymentUpdates(ctx, policyName,
+		fmt.Sprintf("object.metadata.namespace != %q || object.metadata.name != %q", ns, name), "refused by the test's admission policy")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,8 +49,7 @@ func refusePatches(t *testing.T, ns, name string) (lift func()) {
 		return err != nil, nil
 	})
 	lift = func() {
-		_ = adm.ValidatingAdmissionPolicyBindings().Delete(ctx, policyName, metav1.DeleteOptions{})
-		_ = adm.ValidatingAdmissionPolicies().Delete(ctx, policyName, metav1.DeleteOptions{})
+		_ = remove(ctx)
 		waitFor(t, 30*time.Second, "the admission policy lifted", func() (bool, error) {
 			_, err := cluster.Client().AppsV1().Deployments(ns).Patch(ctx, name, types.MergePatchType, probe, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
 			return err == nil, nil

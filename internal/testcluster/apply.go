@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -99,4 +101,44 @@ func create(ctx context.Context, dyn dynamic.Interface, mapper meta.RESTMapper, 
 		return nil, fmt.Errorf("create %s %s: %w", gvk.Kind, obj.GetName(), err)
 	}
 	return out, nil
+}
+
+// DenyDeploymentUpdates puts in force a ValidatingAdmissionPolicy, named name, that refuses
+// every update of a Deployment for which the CEL expression allowed is false, with message. It
+// returns once the objects are created (the API server applies them shortly after); lift
+// removes them, and treats objects already gone as removed.
+func (c *Cluster) DenyDeploymentUpdates(ctx context.Context, name, allowed, message string) (lift func(context.Context) error, err error) {
+	adm := c.client.AdmissionregistrationV1()
+	fail := admissionv1.Fail
+	_, err = adm.ValidatingAdmissionPolicies().Create(ctx, &admissionv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: &fail,
+			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionv1.RuleWithOperations{Operations: []admissionv1.OperationType{admissionv1.Update},
+					Rule: admissionv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments"}}},
+			}}},
+			Validations: []admissionv1.Validation{{Expression: allowed, Message: message}},
+		},
+	}, metav1.CreateOptions{})
+	if err == nil {
+		_, err = adm.ValidatingAdmissionPolicyBindings().Create(ctx, &admissionv1.ValidatingAdmissionPolicyBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec:       admissionv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: name, ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny}},
+		}, metav1.CreateOptions{})
+	}
+	lift = func(ctx context.Context) error {
+		gone := func(err error) error {
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return err
+		}
+		return errors.Join(gone(adm.ValidatingAdmissionPolicyBindings().Delete(ctx, name, metav1.DeleteOptions{})),
+			gone(adm.ValidatingAdmissionPolicies().Delete(ctx, name, metav1.DeleteOptions{})))
+	}
+	if err != nil {
+		return lift, fmt.Errorf("put admission policy %s in force: %w", name, err)
+	}
+	return lift, nil
 }
