@@ -102,6 +102,7 @@ type Controller struct {
 	refusals  workqueue.TypedRateLimiter[key] // spaces the retries of a refused patch
 	coalescer *coalesce.Coalescer[key]
 	changes   *changeLog
+	strips    *strips
 	events    record.EventBroadcaster
 	reports   *reporter
 
@@ -136,6 +137,7 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 			workqueue.TypedRateLimitingQueueConfig[key]{Name: "reloader", MetricsProvider: opts.Metrics.WorkqueueProvider()}),
 		refusals: workqueue.NewTypedItemExponentialFailureRateLimiter[key](refusedRetryMin, refusedRetryMax),
 		changes:  newChangeLog(),
+		strips:   newStrips(),
 
 		decisiveAnnotations: opts.Annotations.OnWorkload(),
 		events:              record.NewBroadcaster(),

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 
 	dto "github.com/prometheus/client_model/go"
 
@@ -497,5 +499,76 @@ func TestTwoControllersAtOnceReloadOnce(t *testing.T) {
 	want := map[string]int64{"app-0": 1, "app-1": 1, "app-2": 1, "app-3": 1, "app-4": 1}
 	if moved := changed(before, generations(t, ns)); fmt.Sprint(moved) != fmt.Sprint(want) {
 		t.Fatalf("template changes %v, want %v", moved, want)
+	}
+}
+
+// stripMarker removes the reloader's variable from Deployment name's template, as a helm
+// upgrade or kubectl apply of the manifest without it does; it returns the new generation.
+func stripMarker(t *testing.T, ns, name string) int64 {
+	t.Helper()
+	var gen int64
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error { // the rollout updates its status
+		d := getDeployment(t, ns, name)
+		c := &d.Spec.Template.Spec.Containers[0]
+		c.Env = slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == cmVar })
+		d, err := cluster.Client().AppsV1().Deployments(ns).Update(context.Background(), d, metav1.UpdateOptions{})
+		if err == nil {
+			gen = d.Generation
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gen
+}
+
+// Soak seed 1795446428096566055: a helm-style strip of a workload that already runs the new
+// content, while another dependent's refusal holds the state back. The strip restarted its
+// pods with that content; the state alone would restart them again.
+func TestStripWhileTheStateIsBehindRestartsNothingMore(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	createDeployment(t, ns, "w1", 0, named("configmap", "app-config"), nil)
+	createDeployment(t, ns, "w2", 0, named("configmap", "app-config"), nil)
+	startController(t, ns, controllerOpts{})
+	settle()
+	lift := refusePatches(t, ns, "w2")
+
+	hashB := updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
+	waitEnv(t, ns, "w1", cmVar, hashB)
+	stripped := stripMarker(t, ns, "w1")
+	wantReloads(t, ns, "w1", stripped, 0)
+
+	// Positive control: a change after the strip reloads it, once.
+	hashC := updateConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
+	waitEnv(t, ns, "w1", cmVar, hashC)
+	wantReloads(t, ns, "w1", stripped, 1)
+	lift()
+	waitEnv(t, ns, "w2", cmVar, hashC)
+}
+
+// The same strip, then a revert to the content the state still holds: the stripped workload
+// runs B, so the revert to A must reach it, though the state says A was rolled out.
+func TestRevertAfterAStripWhileTheStateIsBehindReloadsTheStrippedWorkload(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	createDeployment(t, ns, "w1", 0, named("configmap", "app-config"), nil)
+	createDeployment(t, ns, "w2", 0, named("configmap", "app-config"), nil)
+	startController(t, ns, controllerOpts{})
+	settle()
+	lift := refusePatches(t, ns, "w2")
+
+	hashB := updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
+	waitEnv(t, ns, "w1", cmVar, hashB)
+	stripped := stripMarker(t, ns, "w1")
+	settle()
+	hashA := updateConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	waitEnv(t, ns, "w1", cmVar, hashA)
+	wantReloads(t, ns, "w1", stripped, 1)
+	lift()
+	settle()
+	if v, ok := env(getDeployment(t, ns, "w2"), "app", cmVar); ok {
+		t.Fatalf("w2 carries %s=%s; it never left A and needs no reload", cmVar, v)
 	}
 }

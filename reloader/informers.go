@@ -97,18 +97,21 @@ func (c *Controller) watchConfigs(kind string, inf cache.SharedIndexInformer) er
 				return // the start-up pass decides, once the caches have synced
 			}
 			k := c.objectKey(kind, obj)
+			c.strips.configChanged(k)
 			c.changes.observe(k, c.opts.Clock.Now())
 			c.queue.Add(k)
 		},
 		UpdateFunc: func(old, obj any) {
 			k := c.objectKey(kind, obj)
 			if old.(*configRecord).Hash != obj.(*configRecord).Hash {
+				c.strips.configChanged(k)
 				c.changes.observe(k, c.opts.Clock.Now())
 			}
 			c.queue.Add(k)
 		},
 		DeleteFunc: func(obj any) {
 			k := c.objectKey(kind, obj)
+			c.strips.configChanged(k)
 			c.changes.observe(k, c.opts.Clock.Now())
 			c.queue.Add(k)
 		},
@@ -129,7 +132,11 @@ func (c *Controller) watchWorkloads(k *workloadKind) error {
 	_, err := k.informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) { c.workloadChanged(k, obj, initial) },
 		UpdateFunc: func(old, obj any) {
-			if c.decisive(old.(metav1.Object), obj.(metav1.Object)) {
+			o, n := old.(metav1.Object), obj.(metav1.Object)
+			if o.GetGeneration() != n.GetGeneration() {
+				c.noteStrips(k, old, obj)
+			}
+			if c.decisive(o, n) {
 				c.workloadChanged(k, obj, false)
 			}
 		},
@@ -188,6 +195,7 @@ func (c *Controller) workloadGone(k *workloadKind, obj any) {
 	}
 	if meta, _ := k.template(obj); meta != nil {
 		c.reports.forget(string(meta.GetUID()))
+		c.strips.workloadGone(key{k.name, meta.GetNamespace(), meta.GetName()})
 		c.queueConfigsOf(k, obj)
 	}
 }

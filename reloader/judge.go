@@ -55,14 +55,9 @@ func (c *Controller) judge(w workloadView, r policy.ConfigRef, rec *configRecord
 	if rec != nil && rec.Annotations[c.opts.Annotations.Ignore] == "true" {
 		return j, false
 	}
-	matched := rec != nil && rec.Annotations[c.opts.Annotations.Match] == "true"
-	ok, keys := w.policy.Triggers(r, w.uses[r], matched)
+	want, keys, ok := c.wanted(w, r, rec)
 	if !ok {
 		return j, false
-	}
-	var want policy.Content // what the marker should hold; nothing for a config that does not exist
-	if rec != nil {
-		want = c.content(rec, keys)
 	}
 	f := policy.Facts{
 		Exists:         rec != nil,
@@ -73,9 +68,26 @@ func (c *Controller) judge(w workloadView, r policy.ConfigRef, rec *configRecord
 		ReloadOnDelete: c.opts.ReloadOnDelete,
 	}
 	if f.Exists && f.Marker == policy.NoMarker {
+		f.Marker = c.strips.marker(w.key, r, want.Value)
+	}
+	if f.Exists && f.Marker == policy.NoMarker {
 		c.stateFacts(&f, w, r, rec, keys)
 	}
 	return judgement{change: policy.Change{Ref: r, Value: want.Value}, keys: keys, reload: policy.Reload(f)}, true
+}
+
+// wanted is what workload w's marker for config r should hold (nothing for a config that does
+// not exist) and the keys it reads (nil: all); triggers is false when w does not reload on r.
+func (c *Controller) wanted(w workloadView, r policy.ConfigRef, rec *configRecord) (want policy.Content, keys []string, triggers bool) {
+	matched := rec != nil && rec.Annotations[c.opts.Annotations.Match] == "true"
+	ok, keys := w.policy.Triggers(r, w.uses[r], matched)
+	if !ok {
+		return want, nil, false
+	}
+	if rec != nil {
+		want = c.content(rec, keys)
+	}
+	return want, keys, true
 }
 
 // stateFacts fills in what the state says, for a workload without a marker.

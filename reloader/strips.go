@@ -1,0 +1,122 @@
+package reloader
+
+import (
+	"strconv"
+	"sync"
+
+	"github.com/reloader/reloader/policy"
+)
+
+// strips remembers, per workload and config, what a workload runs after someone else's template
+// change (a helm upgrade or kubectl apply that drops our marker) removed a marker that held the
+// config's current content. That change rolled the workload's pods, and they read that content,
+// so the workload runs it without carrying a marker. The state cannot tell: it advances only when
+// every dependent holds the content, and until then it would restart the workload a second time
+// for content it already runs, or, after a revert to what the state holds, not at all.
+//
+// An entry is only taken for content written before the strip (by resourceVersion). Once the
+// config changes again, pods of that rollout may have read either content, so the entry no
+// longer vouches for any: the workload is reloaded, as it would be for a stale marker. Entries
+// live in memory only: after a restart the state decides, as before.
+type strips struct {
+	mu sync.Mutex
+	m  map[key]map[policy.ConfigRef]stripped
+}
+
+// stripped is what a workload stripped of its marker for a config runs: the content value, or
+// unknown once the config changed after the strip.
+type stripped struct {
+	value string
+	known bool
+}
+
+func newStrips() *strips { return &strips{m: map[key]map[policy.ConfigRef]stripped{}} }
+
+// noteStrips compares a workload's template before and after a change of it: a marker that
+// reappeared ends what was remembered; one that was stripped while current is remembered.
+func (c *Controller) noteStrips(k *workloadKind, old, obj any) {
+	ov, ok := c.view(k, old)
+	nv, ok2 := c.view(k, obj)
+	if !ok || !ok2 || nv.target.RestartAt {
+		return // a Rollout's restartAt markers live on its metadata: dropping them restarts nothing
+	}
+	for _, r := range nv.policy.Candidates(nv.uses) {
+		rec := c.lookup(configKey(r, nv.key.namespace))
+		if rec == nil {
+			continue
+		}
+		want, _, triggers := c.wanted(nv, r, rec)
+		if !triggers {
+			continue
+		}
+		before := ov.target.MarkerOf(ov.meta.GetAnnotations(), ov.tmpl, r, want)
+		after := nv.target.MarkerOf(nv.meta.GetAnnotations(), nv.tmpl, r, want)
+		switch {
+		case after != policy.NoMarker:
+			c.strips.forget(nv.key, r)
+		case before == policy.Current && writtenBefore(rec.ResourceVersion, nv.meta.GetResourceVersion()):
+			c.strips.remember(nv.key, r, want.Value)
+		case before != policy.NoMarker:
+			c.strips.forget(nv.key, r) // stripped while behind: the state decides
+		}
+	}
+}
+
+// writtenBefore reports whether resourceVersion a is older than b. Resource versions are etcd
+// revisions, ordered across objects; anything that is not a number is not trusted.
+func writtenBefore(a, b string) bool {
+	x, errA := strconv.ParseUint(a, 10, 64)
+	y, errB := strconv.ParseUint(b, 10, 64)
+	return errA == nil && errB == nil && x < y
+}
+
+func (s *strips) remember(w key, r policy.ConfigRef, value string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m[w] == nil {
+		s.m[w] = map[policy.ConfigRef]stripped{}
+	}
+	s.m[w][r] = stripped{value: value, known: true}
+}
+
+// marker is what workload w, without a marker for r, carries in effect against value, the one
+// it should hold: NoMarker when nothing is remembered (the state decides).
+func (s *strips) marker(w key, r policy.ConfigRef, value string) policy.MarkerState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.m[w][r]
+	switch {
+	case !ok:
+		return policy.NoMarker
+	case e.known && e.value == value:
+		return policy.Current
+	}
+	return policy.Stale
+}
+
+// configChanged makes what was remembered of config c, in every workload, unknown.
+func (s *strips) configChanged(c key) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := policy.ConfigRef{Kind: c.kind, Name: c.name}
+	for w, refs := range s.m {
+		if _, ok := refs[r]; ok && w.namespace == c.namespace {
+			refs[r] = stripped{}
+		}
+	}
+}
+
+func (s *strips) forget(w key, r policy.ConfigRef) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m[w], r)
+	if len(s.m[w]) == 0 {
+		delete(s.m, w)
+	}
+}
+
+func (s *strips) workloadGone(w key) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m, w)
+}
