@@ -41,7 +41,7 @@ type world struct {
 }
 
 func newWorld(t *testing.T, ctx context.Context, seq sequence) *world {
-	w := &world{t: t, ctx: ctx, ns: cluster.NewNamespace(t), seq: seq, rec: newRecorder(),
+	w := &world{t: t, ctx: ctx, ns: cluster.NewNamespace(t), seq: seq, rec: newRecorder(seq.OnCreate, seq.OnDelete),
 		rnd: rand.New(rand.NewPCG(seq.Seed, 7)), lifts: map[string]func(){}, faults: map[string]int{}}
 	w.gate = newGate(t, strings.TrimPrefix(cluster.Config.Host, "https://"))
 	w.gate.open.Store(true)
@@ -97,7 +97,7 @@ func (w *world) setup() {
 	}
 }
 
-// noteUnknown records, before config name changes, whether the state ConfigMap holds an entry
+// noteUnknown records, before config name changes, whether the state ConfigMap holds content
 // for it. If not (the state lost it, or never got to write it because the leader that recorded
 // it could not reach the API server before it had to exit), the change is one the state cannot
 // know about (see recorder.forgotten).
@@ -107,7 +107,13 @@ func (w *world) noteUnknown(name string) {
 		kind = "Secret"
 	}
 	cm, err := cluster.Client().CoreV1().ConfigMaps(w.ns).Get(w.ctx, "reloader-state", metav1.GetOptions{})
-	if err != nil || cm.Data["v1."+kind+"_"+name] == "" {
+	if err != nil {
+		w.rec.forget(name)
+		return
+	}
+	// A tombstone without a hash ("deleted@<unix>:") holds no content either: the config's
+	// deletion was rolled out, and a recreation made while no reloader leads is a first content.
+	if e := cm.Data["v1."+kind+"_"+name]; e == "" || strings.HasPrefix(e, "deleted@") && strings.HasSuffix(e, ":") {
 		w.rec.forget(name)
 	}
 }
@@ -122,6 +128,12 @@ func (w *world) launch() *proc {
 	args := []string{"--coalesce-period", w.seq.Coalesce.String()}
 	if w.seq.Replicas > 1 {
 		args = append(args, electionFlags[2:]...)
+	}
+	if w.seq.OnCreate {
+		args = append(args, "--reload-on-create")
+	}
+	if w.seq.OnDelete {
+		args = append(args, "--reload-on-delete")
 	}
 	w.rec.started()
 	return launch(w.t, w.ns, w.kube, args...)
@@ -203,6 +215,9 @@ func (w *world) do(a action) error {
 	case "recreate":
 		w.noteUnknown(a.Target)
 		data := content{"a": a.Value, "b": a.Value}
+		if a.Only != "" {
+			data = content{a.Only: a.Value}
+		}
 		return w.retry(a.String(), func() error { return w.writeConfig(a.Target, data, true) })
 	case "ignore":
 		return w.retry(a.String(), func() error { return w.ignore(a.Target, a.Value) })
@@ -309,13 +324,20 @@ func template(name string, refs []ref) corev1.PodTemplateSpec {
 			c.EnvFrom = append(c.EnvFrom, corev1.EnvFromSource{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: r.Config}}})
 		case isSecret(r.Config):
 			c.Env = append(c.Env, corev1.EnvVar{Name: "A_" + strings.ReplaceAll(r.Config, "-", "_"), ValueFrom: &corev1.EnvVarSource{
-				SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: r.Config}, Key: "a"}}})
+				SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: r.Config}, Key: "a", Optional: optional(r)}}})
 		default:
 			c.Env = append(c.Env, corev1.EnvVar{Name: "A_" + strings.ReplaceAll(r.Config, "-", "_"), ValueFrom: &corev1.EnvVarSource{
-				ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: r.Config}, Key: "a"}}})
+				ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: r.Config}, Key: "a", Optional: optional(r)}}})
 		}
 	}
 	return corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}}, Spec: corev1.PodSpec{Containers: []corev1.Container{c}}}
+}
+
+func optional(r ref) *bool {
+	if !r.Optional {
+		return nil
+	}
+	return &r.Optional
 }
 
 var modeAnnotations = []string{"reloader.stakater.com/auto", "configmap.reloader.stakater.com/reload", "secret.reloader.stakater.com/reload",
@@ -576,9 +598,6 @@ func (w *world) heal() {
 		}
 		// A standby is ready too; the state is loaded only once one of them leads.
 		if allReady && w.leading(10*time.Second) {
-			w.rec.mu.Lock()
-			w.rec.healed = time.Now()
-			w.rec.mu.Unlock()
 			return
 		}
 		if time.Now().After(deadline) {

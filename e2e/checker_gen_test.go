@@ -13,15 +13,20 @@ import (
 // in; an oracle judges the outcome once everything is quiet. This file generates sequences; it
 // knows no cluster.
 
-// ref is a config a workload reads: whole (envFrom) or only key "a" (a keyRef).
+// ref is a config a workload reads: whole (envFrom) or only key "a" (a keyRef, which may be
+// optional: the pod starts without the key).
 type ref struct {
-	Config string // a config name: cm-N or sec-N
-	Whole  bool
+	Config   string // a config name: cm-N or sec-N
+	Whole    bool
+	Optional bool
 }
 
 func (r ref) String() string {
-	if r.Whole {
+	switch {
+	case r.Whole:
 		return r.Config
+	case r.Optional:
+		return r.Config + ".a?"
 	}
 	return r.Config + ".a"
 }
@@ -42,6 +47,7 @@ type action struct {
 	Target string        // a config or workload name
 	Key    string        // update: the key written
 	Value  string        // update: the value; recreate: the content seed
+	Only   string        // recreate: write only this key ("": both a and b)
 	Mode   string        // create-workload, annotate: the annotation mode
 	Refs   []ref         // create-workload
 	Pause  time.Duration // the wait after this action
@@ -59,6 +65,9 @@ func (a action) String() string {
 		fmt.Fprintf(&b, " %s=%s", a.Key, a.Value)
 	case "recreate":
 		fmt.Fprintf(&b, " content=%s", a.Value)
+		if a.Only != "" {
+			fmt.Fprintf(&b, " only=%s", a.Only)
+		}
 	case "ignore":
 		fmt.Fprintf(&b, "=%s", a.Value)
 	case "create-workload":
@@ -78,12 +87,15 @@ type sequence struct {
 	Seed     uint64
 	Coalesce time.Duration
 	Replicas int // 2: both run with --leader-elect
-	Actions  []action
+	// OnCreate and OnDelete run the reloader with --reload-on-create and --reload-on-delete.
+	OnCreate, OnDelete bool
+	Actions            []action
 }
 
 func (s sequence) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "seed %d: coalesce %s, %d replica(s), %d actions\n", s.Seed, s.Coalesce, s.Replicas, len(s.Actions))
+	fmt.Fprintf(&b, "seed %d: coalesce %s, %d replica(s), reload-on-create %t, reload-on-delete %t, %d actions\n",
+		s.Seed, s.Coalesce, s.Replicas, s.OnCreate, s.OnDelete, len(s.Actions))
 	for i, a := range s.Actions {
 		fmt.Fprintf(&b, "  %2d. %s\n", i+1, a)
 	}
@@ -91,7 +103,8 @@ func (s sequence) String() string {
 }
 
 var (
-	configNames   = []string{"cm-0", "cm-1", "cm-2", "sec-0"}
+	// cm--2 has a run of symbols, which stakater's variable names fold into one '_'.
+	configNames   = []string{"cm-0", "cm-1", "cm--2", "sec-0"}
 	workloadNames = []string{"w-0", "w-1", "w-2", "w-3", "w-4"}
 	values        = []string{"1", "2", "3"}
 )
@@ -99,7 +112,10 @@ var (
 // generator tracks what exists so that actions mostly make sense; the executor still tolerates
 // actions that do not (a minimized sequence may drop the create an update relied on).
 type generator struct {
-	rnd       *rand.Rand
+	rnd *rand.Rand
+	// more draws what later versions of the checker added (flags, optional keys, partial
+	// contents) from a stream of its own, so that a seed still gives the actions it gave before.
+	more      *rand.Rand
 	configs   map[string]bool // exists
 	workloads map[string]bool
 	faults    bool
@@ -107,7 +123,8 @@ type generator struct {
 
 // generate makes the sequence of seed: n actions, faults included when faults is set.
 func generate(seed uint64, n int, faults bool) sequence {
-	g := &generator{rnd: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), configs: map[string]bool{}, workloads: map[string]bool{}, faults: faults}
+	g := &generator{rnd: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), more: rand.New(rand.NewPCG(seed^0x5851f42d4c957f2d, seed)),
+		configs: map[string]bool{}, workloads: map[string]bool{}, faults: faults}
 	for _, c := range configNames {
 		g.configs[c] = true // the world starts with every config, content "0"
 	}
@@ -115,6 +132,7 @@ func generate(seed uint64, n int, faults bool) sequence {
 	if faults && g.rnd.IntN(3) == 0 {
 		s.Replicas = 2
 	}
+	s.OnCreate, s.OnDelete = g.more.IntN(3) == 0, g.more.IntN(3) == 0
 	for range 3 + g.rnd.IntN(2) { // a few workloads from the start
 		s.Actions = append(s.Actions, g.createWorkload())
 	}
@@ -229,7 +247,11 @@ func (g *generator) recreateConfig() action {
 	c := pick(g.rnd, gone)
 	g.configs[c] = true
 	// Content "0" is the world's initial content, so "0" often recreates the same content.
-	return action{Op: "recreate", Target: c, Value: pick(g.rnd, []string{"0", "0", "1", "2"})}
+	a := action{Op: "recreate", Target: c, Value: pick(g.rnd, []string{"0", "0", "1", "2"})}
+	if g.more.IntN(4) == 0 {
+		a.Only = "b" // key "a" absent: key-level readers of it, optional or not, see no change
+	}
+	return a
 }
 
 func (g *generator) ignore() action {
@@ -252,7 +274,9 @@ func (g *generator) createWorkload() action {
 	g.rnd.Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
 	var refs []ref
 	for _, c := range names[:2+g.rnd.IntN(2)] {
-		refs = append(refs, ref{Config: c, Whole: g.rnd.IntN(3) != 0})
+		r := ref{Config: c, Whole: g.rnd.IntN(3) != 0}
+		r.Optional = !r.Whole && g.more.IntN(2) == 0
+		refs = append(refs, r)
 	}
 	return action{Op: "create-workload", Target: w, Mode: g.mode(), Refs: refs}
 }

@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
+
+	"github.com/reloader/reloader/policy"
 )
 
 // raceMargin is how close in time a workload's creation or annotation change and a change of a
@@ -89,7 +91,10 @@ type recorder struct {
 	gaps      int                    // watch gaps caught up by a list: restarts there may be undercounted
 	amnesia   map[string][]time.Time // when the state lost each config's entry
 	starts    []time.Time            // when reloader processes started
-	healed    time.Time              // when every fault was over and every replica ready
+	// onCreate and onDelete: the reloader runs with --reload-on-create, --reload-on-delete. With
+	// the latter a deletion is a change, to absent, that workloads must restart for. With either,
+	// a deletion and a creation count as changes that may restart a workload (excess).
+	onCreate, onDelete bool
 }
 
 func (r *recorder) lastRestart() time.Time {
@@ -98,9 +103,24 @@ func (r *recorder) lastRestart() time.Time {
 	return r.changedAt
 }
 
-func newRecorder() *recorder {
+func newRecorder(onCreate, onDelete bool) *recorder {
 	return &recorder{configs: map[string][]configEvent{}, ignored: map[string][]modeEvent{},
-		workloads: map[types.UID]*workloadLife{}, own: map[int64]bool{}, amnesia: map[string][]time.Time{}}
+		workloads: map[types.UID]*workloadLife{}, own: map[int64]bool{}, amnesia: map[string][]time.Time{},
+		onCreate: onCreate, onDelete: onDelete}
+}
+
+// absent is what a workload reads of a deleted config, with --reload-on-delete.
+const absent = "\x00absent"
+
+// read is what a reader of e sees: the whole content, or only key "a".
+func (e configEvent) read(whole bool) string {
+	switch {
+	case !e.exists:
+		return absent
+	case whole:
+		return e.data.whole()
+	}
+	return e.data["a"]
 }
 
 func rvOf(o metav1.Object) int64 {
@@ -224,13 +244,10 @@ func (r *recorder) changesSince(name string, whole bool, from time.Time) []chang
 			seen, reset = seen && exists, false
 		}
 		exists = e.exists
-		if !e.exists {
-			continue // a deletion is no change (no --reload-on-delete); the content before it stays the reference
+		if !e.exists && !r.onDelete && !r.onCreate {
+			continue // a deletion is no change; the content before it stays the reference
 		}
-		v := e.data["a"]
-		if whole {
-			v = e.data.whole()
-		}
+		v := e.read(whole)
 		if seen && v != last {
 			out = append(out, change{rv: e.rv, at: e.at})
 		}
@@ -347,23 +364,26 @@ func (r *recorder) stale(w *workloadLife, c string) bool {
 		started = max(started, rv)
 	}
 	var then, now string
-	absent, waiting := true, false
+	missing, waiting := true, false
 	for _, e := range r.configs[c] {
-		v := e.data["a"]
-		if whole {
-			v = e.data.whole()
-		}
+		v := e.read(whole)
 		switch {
 		case e.rv <= started:
-			absent = !e.exists
+			missing = !e.exists
 			if e.exists {
 				then = v
 			}
-		case absent && e.exists && !waiting:
+		case missing && e.exists && !waiting:
 			then, waiting = v, true
 		}
 		if e.exists {
 			now = v
+		}
+	}
+	if r.onDelete && !r.exists(c) { // the deletion is what the workload should run
+		now = absent
+		if missing && !waiting {
+			then = absent
 		}
 	}
 	return then != now
@@ -373,7 +393,7 @@ func (r *recorder) stale(w *workloadLife, c string) bool {
 // caller holds r.mu.
 func (r *recorder) held(w *workloadLife, c string) (change, bool) {
 	ok, whole := triggers(w.mode(), w.refs, c)
-	if !w.deletedAt.IsZero() || !ok || !r.exists(c) || r.isIgnored(c) {
+	if !w.deletedAt.IsZero() || !ok || !r.exists(c) && !(r.onDelete && carries(w, c)) || r.isIgnored(c) {
 		return change{}, false
 	}
 	chs := r.changesSince(c, whole, w.createdAt)
@@ -387,14 +407,29 @@ func (r *recorder) held(w *workloadLife, c string) (change, bool) {
 	return last, true
 }
 
-// forgotten reports whether a reloader may have started without knowing the content c had
-// before its change at at: the state lost c's entry (the ConfigMap deleted, or the entry
-// corrupted), or did not hold one yet, before at, and a reloader process started after that,
-// possibly loading the state only after the change. For a workload without a marker such a change is
-// indistinguishable from a first start, which restarts nothing (README, "How it works"). The
-// final round, made once every replica is ready again, is judged in full.
+// carries reports whether w's template holds the reloader's variable for config c. Deleting a
+// config reloads (with --reload-on-delete) only the workloads that carry it: the variable's
+// removal is the restart. One that never took a content of the config carries none, and its
+// variable cannot be removed; stakater Reloader behaves the same. The caller holds r.mu.
+func carries(w *workloadLife, c string) bool {
+	kind := policy.KindConfigMap
+	if isSecret(c) {
+		kind = policy.KindSecret
+	}
+	_, ok := policy.EnvValue(&w.template.Spec.Template, policy.EnvVarName(policy.ConfigRef{Kind: kind, Name: c}))
+	return ok
+}
+
+// forgotten reports whether the reloader that judged c's change at at may not have known the
+// content c had before it: the state held no content for c just before the change (noteUnknown),
+// and it had lost c's entry (the ConfigMap deleted, the entry corrupted, a tombstone without a
+// hash) or never held one before a reloader process started, which then began from what it
+// found. For a workload without a marker such a change is indistinguishable from a first start,
+// or a first content, which restarts nothing (README, "How it works"). The final round is
+// judged the same way: a config that was absent when the state was lost has no content in it.
 func (r *recorder) forgotten(c string, at time.Time) bool {
-	if !r.healed.IsZero() && at.After(r.healed) {
+	unknown := slices.ContainsFunc(r.amnesia[c], func(f time.Time) bool { return !f.After(at) && at.Sub(f) < raceMargin })
+	if !unknown {
 		return false
 	}
 	for _, f := range r.amnesia[c] {
