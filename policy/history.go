@@ -131,6 +131,8 @@ type Restore struct {
 	// Annotations are the pod-template annotations of the annotations strategy before the
 	// reload; a key mapped to nil was absent.
 	Annotations map[string]*string `json:"a,omitempty"`
+	// Applied are the values the reload wrote, "<Kind>/<name>" → value: what a rollback holds.
+	Applied map[string]string `json:"h"`
 }
 
 // RestoreOf records what the reload of changes replaces in tmpl. An Argo restart (spec.restartAt)
@@ -139,7 +141,10 @@ func (t Target) RestoreOf(tmpl *corev1.PodTemplateSpec, changes []Change) (Resto
 	if t.RestartAt {
 		return Restore{}, false
 	}
-	r := Restore{Strategy: t.Strategy, Values: map[string]string{}}
+	r := Restore{Strategy: t.Strategy, Values: map[string]string{}, Applied: map[string]string{}}
+	for _, ch := range changes {
+		r.Applied[ch.Ref.Kind+"/"+ch.Ref.Name] = ch.Value
+	}
 	if t.Strategy == StrategyAnnotations {
 		r.Annotations = map[string]*string{}
 		for _, k := range []string{hashesAnnotation, lastReloadedFrom} {

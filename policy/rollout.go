@@ -2,6 +2,10 @@ package policy
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -181,4 +185,50 @@ func replicas(p *int32) int32 {
 		return 1
 	}
 	return *p
+}
+
+// TrackAnnotation "true" follows a workload's reloads to the end of their rollouts ("false" opts
+// out of --track-rollouts).
+const TrackAnnotation = "reloader/track-rollout"
+
+// Follow says whether a workload's reloads are followed, undone when they fail, and for how long
+// a rollout may run.
+type Follow struct {
+	Track, Rollback bool
+	Timeout         time.Duration
+}
+
+// FollowOf reads the safe-reload annotations, from the workload's metadata and then its pod
+// template's, over the defaults the flags give. Rollback implies tracking. A malformed value
+// keeps the default and is returned as a problem.
+func FollowOf(meta, tmpl map[string]string, def Follow) (Follow, []string) {
+	f, problems := def, []string(nil)
+	get := func(k string) (string, bool) {
+		if v, ok := meta[k]; ok {
+			return v, true
+		}
+		v, ok := tmpl[k]
+		return v, ok
+	}
+	for k, into := range map[string]*bool{TrackAnnotation: &f.Track, RollbackAnnotation: &f.Rollback} {
+		if v, ok := get(k); ok {
+			b, err := strconv.ParseBool(strings.TrimSpace(v))
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("%s: %q is not true or false", k, v))
+				continue
+			}
+			*into = b
+		}
+	}
+	if v, ok := get(TimeoutAnnotation); ok {
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		if err != nil || d <= 0 {
+			problems = append(problems, fmt.Sprintf("%s: %q is not a positive duration such as 10m", TimeoutAnnotation, v))
+		} else {
+			f.Timeout = d
+		}
+	}
+	f.Track = f.Track || f.Rollback
+	slices.Sort(problems)
+	return f, problems
 }
