@@ -72,12 +72,12 @@ type Options struct {
 	// Follow is the default of the safe-reload annotations (--track-rollouts, --rollback,
 	// --rollout-timeout): whether reloads are followed to the end of their rollouts, and undone
 	// when those fail (track.go).
-	Follow policy.Follow
-	Annotations          policy.Annotations
-	Workers              int
-	Clock                coalesce.Clock
-	Log                  *slog.Logger
-	Metrics              *metrics.Metrics
+	Follow      policy.Follow
+	Annotations policy.Annotations
+	Workers     int
+	Clock       coalesce.Clock
+	Log         *slog.Logger
+	Metrics     *metrics.Metrics
 }
 
 // DefaultRolloutTimeout is how long a followed rollout may run before it counts as timed out,
