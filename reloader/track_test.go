@@ -1,0 +1,257 @@
+package reloader_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/reloader/reloader/confighash"
+	"github.com/reloader/reloader/internal/testcluster"
+	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader"
+)
+
+var (
+	goodConfig   = map[string]string{"app.json": `{"ok": true}`}
+	brokenConfig = map[string]string{"app.json": `{"ok": false}`}
+	fixedConfig  = map[string]string{"app.json": `{"ok": true, "fixed": true}`}
+	appVar       = policy.EnvVarName(policy.ConfigRef{Kind: policy.KindConfigMap, Name: "app"})
+)
+
+// hashOfData is the marker value the reloader writes for a ConfigMap holding data.
+func hashOfData(data map[string]string) string { return confighash.ConfigMap(&corev1.ConfigMap{Data: data}) }
+
+// followedDeployment creates Deployment web (2 replicas, progress deadline 3 s) that reads
+// ConfigMap app and whose pods never become Ready on brokenConfig; it waits for its first
+// rollout.
+func followedDeployment(t *testing.T, ns string, annotations map[string]string) {
+	t.Helper()
+	createConfigMap(t, ns, "app", goodConfig)
+	createDeploymentFrom(t, ns, "web", func(d *appsv1.Deployment) {
+		d.Annotations = annotations
+		d.Spec.Replicas = new(int32(2))
+		d.Spec.ProgressDeadlineSeconds = new(int32(3))
+		c := &d.Spec.Template.Spec.Containers[0]
+		c.EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app"}}}}
+		c.Env = append(c.Env, corev1.EnvVar{Name: testcluster.NotReadyWhen, Value: hashOfData(brokenConfig)})
+	})
+	waitFor(t, 30*time.Second, "first rollout", func() (bool, error) {
+		p, _ := policy.RolloutProgress(getDeployment(t, ns, "web"))
+		return p == policy.Done, nil
+	})
+}
+
+func newestEntry(t *testing.T, ns string) (policy.Entry, bool) {
+	h := policy.ParseHistory(getDeployment(t, ns, "web").Annotations[policy.HistoryAnnotation])
+	if len(h) == 0 {
+		return policy.Entry{}, false
+	}
+	return h[0], true
+}
+
+func waitOutcome(t *testing.T, ns, outcome string) policy.Entry {
+	t.Helper()
+	var e policy.Entry
+	waitFor(t, 60*time.Second, "history outcome "+outcome, func() (bool, error) {
+		var ok bool
+		e, ok = newestEntry(t, ns)
+		return ok && e.Outcome == outcome, nil
+	})
+	return e
+}
+
+func eventReasons(t *testing.T, ns string) string {
+	t.Helper()
+	list, err := cluster.Client().CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reasons []string
+	for _, e := range list.Items {
+		if e.InvolvedObject.Kind == "Deployment" {
+			reasons = append(reasons, e.Reason)
+		}
+	}
+	return strings.Join(reasons, ",")
+}
+
+func waitEvent(t *testing.T, ns, reason string) {
+	t.Helper()
+	waitFor(t, 10*time.Second, "Event "+reason, func() (bool, error) {
+		return strings.Contains(eventReasons(t, ns), reason), nil
+	})
+}
+
+func outcomes(r *running, outcome string) float64 {
+	return testutil.ToFloat64(r.metrics.Rollouts.Outcomes.WithLabelValues("Deployment", outcome))
+}
+
+func TestAHealthyReloadReportsSucceededWithinASecondOfTheRolloutCompleting(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	followedDeployment(t, ns, map[string]string{"configmap.reloader.stakater.com/reload": "app", policy.TrackAnnotation: "true"})
+	r := startController(t, ns, controllerOpts{})
+	w, err := cluster.Client().AppsV1().Deployments(ns).Watch(context.Background(), metav1.ListOptions{FieldSelector: "metadata.name=web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+
+	updateConfigMap(t, ns, "app", fixedConfig)
+	var completed, reported time.Time
+	deadline := time.After(60 * time.Second)
+	for reported.IsZero() {
+		select {
+		case ev := <-w.ResultChan():
+			if ev.Type != watch.Modified {
+				continue
+			}
+			d := ev.Object.(*appsv1.Deployment)
+			e := policy.ParseHistory(d.Annotations[policy.HistoryAnnotation])
+			if p, _ := policy.RolloutProgress(d); p == policy.Done && completed.IsZero() && len(e) > 0 {
+				completed = time.Now()
+			}
+			if len(e) > 0 && e[0].Outcome == policy.OutcomeSucceeded {
+				reported = time.Now()
+			}
+		case <-deadline:
+			t.Fatalf("no succeeded outcome; history %q", getDeployment(t, ns, "web").Annotations[policy.HistoryAnnotation])
+		}
+	}
+	if lag := reported.Sub(completed); lag > time.Second {
+		t.Errorf("succeeded reported %s after the rollout completed, want within 1s", lag)
+	}
+	t.Logf("succeeded reported %s after the rollout completed", reported.Sub(completed).Round(time.Millisecond))
+	e, _ := newestEntry(t, ns)
+	if want := "ConfigMap/app@" + hashOfData(fixedConfig)[:8]; len(e.Configs) != 1 || e.Configs[0] != want {
+		t.Errorf("history names %v, want %s", e.Configs, want)
+	}
+	waitEvent(t, ns, "RolloutSucceeded")
+	if n := outcomes(r, policy.OutcomeSucceeded); n != 1 {
+		t.Errorf("reloader_rollouts_total{outcome=succeeded} = %v, want 1", n)
+	}
+	if _, ok := getDeployment(t, ns, "web").Annotations[policy.RestoreAnnotation]; ok {
+		t.Error("a reload without rollback left a restore record")
+	}
+}
+
+func TestABrokenReloadReportsFailedAtTheProgressDeadlineAndStays(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	followedDeployment(t, ns, map[string]string{"configmap.reloader.stakater.com/reload": "app", policy.TrackAnnotation: "true"})
+	r := startController(t, ns, controllerOpts{})
+	updateConfigMap(t, ns, "app", brokenConfig)
+	e := waitOutcome(t, ns, policy.OutcomeFailed)
+	if e.RolledBack {
+		t.Error("rolled back without rollback on")
+	}
+	waitEvent(t, ns, "RolloutFailed")
+	if n := outcomes(r, policy.OutcomeFailed); n != 1 {
+		t.Errorf("reloader_rollouts_total{outcome=failed} = %v, want 1", n)
+	}
+	wantReloads(t, ns, "web", getDeployment(t, ns, "web").Generation, 0)
+	if got, _ := env(getDeployment(t, ns, "web"), "app", appVar); got != hashOfData(brokenConfig) {
+		t.Errorf("without rollback the template holds %q, want the broken content's hash", got)
+	}
+}
+
+// rollbackScenario reloads web onto brokenConfig and waits until the rollback has restored the
+// previous ReplicaSet to full availability. between runs after the reload's patch, before its
+// rollout fails.
+func rollbackScenario(t *testing.T, ns string, between func()) {
+	t.Helper()
+	updateConfigMap(t, ns, "app", brokenConfig)
+	waitEnv(t, ns, "web", appVar, hashOfData(brokenConfig))
+	between()
+	e := waitOutcome(t, ns, policy.OutcomeFailed)
+	if !e.RolledBack {
+		t.Fatalf("failed rollout not rolled back: %+v", e)
+	}
+	// The Deployment was created before the reloader ran: the template it restores has no marker.
+	waitFor(t, 10*time.Second, "the marker removed again", func() (bool, error) {
+		_, set := env(getDeployment(t, ns, "web"), "app", appVar)
+		return !set, nil
+	})
+	waitFor(t, 30*time.Second, "previous ReplicaSet fully available, broken one scaled to zero", func() (bool, error) {
+		sets, err := cluster.Client().AppsV1().ReplicaSets(ns).List(context.Background(), metav1.ListOptions{LabelSelector: labels.Set{"app": "web"}.String()})
+		if err != nil {
+			return false, err
+		}
+		good, broken := false, false
+		for _, rs := range sets.Items {
+			v := ""
+			for _, ev := range rs.Spec.Template.Spec.Containers[0].Env {
+				if ev.Name == appVar {
+					v = ev.Value
+				}
+			}
+			switch v {
+			case "":
+				good = rs.Status.AvailableReplicas == 2 && *rs.Spec.Replicas == 2
+			case hashOfData(brokenConfig):
+				broken = *rs.Spec.Replicas == 0
+			}
+		}
+		return good && broken && len(sets.Items) == 2, nil
+	})
+}
+
+func TestRollbackRestoresThePreviousReplicaSetAndHoldsTheBrokenContent(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	followedDeployment(t, ns, map[string]string{"configmap.reloader.stakater.com/reload": "app", policy.RollbackAnnotation: "true"})
+	r := startController(t, ns, controllerOpts{})
+	rollbackScenario(t, ns, func() {})
+	waitEvent(t, ns, "RolledBack")
+	if n := testutil.ToFloat64(r.metrics.Rollouts.Rollbacks.WithLabelValues("Deployment", "success")); n != 1 {
+		t.Errorf("reloader_rollbacks_total{result=success} = %v, want 1", n)
+	}
+	wantHeld(t, ns)
+
+	// Held: the broken content does not reload web again, though web runs other content.
+	wantReloads(t, ns, "web", getDeployment(t, ns, "web").Generation, 0)
+	// Positive control: another content lifts the hold and reloads.
+	updateConfigMap(t, ns, "app", fixedConfig)
+	waitOutcome(t, ns, policy.OutcomeSucceeded)
+	if got, _ := env(getDeployment(t, ns, "web"), "app", appVar); got != hashOfData(fixedConfig) {
+		t.Errorf("after the hold was lifted web runs %q", got)
+	}
+	settle()
+	state, _ := cluster.Client().CoreV1().ConfigMaps(ns).Get(context.Background(), "reloader-state", metav1.GetOptions{})
+	for k := range state.Data {
+		if strings.HasPrefix(k, "hold.") {
+			t.Errorf("hold %s outlived a reload to another content", k)
+		}
+	}
+}
+
+// wantHeld fails unless the state ConfigMap holds web's hold on the broken content.
+func wantHeld(t *testing.T, ns string) {
+	t.Helper()
+	waitFor(t, 10*time.Second, "hold written to the state", func() (bool, error) {
+		cm, err := cluster.Client().CoreV1().ConfigMaps(ns).Get(context.Background(), "reloader-state", metav1.GetOptions{})
+		return err == nil && cm.Data["hold.ConfigMap.Deployment_web_app"] == hashOfData(brokenConfig), err
+	})
+}
+
+func TestARollbackLostToACrashIsDoneByTheNextStartAndNotReloadedAgain(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	followedDeployment(t, ns, map[string]string{"configmap.reloader.stakater.com/reload": "app"})
+	rollback := func(o *reloader.Options) { o.Follow.Rollback = true } // the flag, not the annotation
+	first := startController(t, ns, controllerOpts{tweak: rollback})
+	rollbackScenario(t, ns, func() {
+		first.stop(t) // grace 0: abandons everything, as kill -9 would
+		waitFor(t, 30*time.Second, "the rollout to fail while no reloader runs", func() (bool, error) {
+			p, _ := policy.RolloutProgress(getDeployment(t, ns, "web"))
+			return p == policy.Stuck, nil
+		})
+		startController(t, ns, controllerOpts{tweak: rollback})
+	})
+	wantHeld(t, ns)
+	wantReloads(t, ns, "web", getDeployment(t, ns, "web").Generation, 0)
+}
