@@ -27,7 +27,9 @@ var (
 )
 
 // hashOfData is the marker value the reloader writes for a ConfigMap holding data.
-func hashOfData(data map[string]string) string { return confighash.ConfigMap(&corev1.ConfigMap{Data: data}) }
+func hashOfData(data map[string]string) string {
+	return confighash.ConfigMap(&corev1.ConfigMap{Data: data})
+}
 
 // followedDeployment creates Deployment web (2 replicas, progress deadline 3 s) that reads
 // ConfigMap app and whose pods never become Ready on brokenConfig; it waits for its first
