@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"time"
+
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -93,6 +95,33 @@ func TestRolloutProgressReadsEachKindsStatus(t *testing.T) {
 	for _, c := range cases {
 		if got, _ := RolloutProgress(c.obj); got != c.want {
 			t.Errorf("%s: got %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+func TestFollowOfReadsTheAnnotationsOverTheFlags(t *testing.T) {
+	def := Follow{Timeout: 15 * time.Minute}
+	cases := []struct {
+		name       string
+		meta, tmpl map[string]string
+		def        Follow
+		want       Follow
+		problems   int
+	}{
+		{"nothing set", nil, nil, def, def, 0},
+		{"flag on", nil, nil, Follow{Track: true, Timeout: time.Minute}, Follow{Track: true, Timeout: time.Minute}, 0},
+		{"rollback implies tracking", map[string]string{RollbackAnnotation: "true"}, nil, def, Follow{Track: true, Rollback: true, Timeout: 15 * time.Minute}, 0},
+		{"annotation opts out of the flag", map[string]string{RollbackAnnotation: "false", TrackAnnotation: "false"}, nil,
+			Follow{Track: true, Rollback: true, Timeout: time.Minute}, Follow{Timeout: time.Minute}, 0},
+		{"pod template annotation", nil, map[string]string{TrackAnnotation: "true", TimeoutAnnotation: "90s"}, def, Follow{Track: true, Timeout: 90 * time.Second}, 0},
+		{"metadata wins over template", map[string]string{TimeoutAnnotation: "2m"}, map[string]string{TimeoutAnnotation: "90s"}, def, Follow{Timeout: 2 * time.Minute}, 0},
+		{"malformed values keep the defaults", map[string]string{TrackAnnotation: "yes please", TimeoutAnnotation: "-1s"}, nil, def, def, 2},
+		{"a bare number is no duration", map[string]string{TimeoutAnnotation: "600"}, nil, def, def, 1},
+	}
+	for _, c := range cases {
+		got, problems := FollowOf(c.meta, c.tmpl, c.def)
+		if got != c.want || len(problems) != c.problems {
+			t.Errorf("%s: got %+v %q, want %+v with %d problems", c.name, got, problems, c.want, c.problems)
 		}
 	}
 }

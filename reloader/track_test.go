@@ -257,3 +257,78 @@ func TestARollbackLostToACrashIsDoneByTheNextStartAndNotReloadedAgain(t *testing
 	wantHeld(t, ns)
 	wantReloads(t, ns, "web", getDeployment(t, ns, "web").Generation, 0)
 }
+
+func TestANewerReloadSupersedesOneStillRolling(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	followedDeployment(t, ns, map[string]string{"configmap.reloader.stakater.com/reload": "app", policy.TrackAnnotation: "true"})
+	d := getDeployment(t, ns, "web")
+	d.Spec.ProgressDeadlineSeconds = new(int32(600)) // the broken rollout stays progressing
+	if _, err := cluster.Client().AppsV1().Deployments(ns).Update(context.Background(), d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r := startController(t, ns, controllerOpts{})
+	updateConfigMap(t, ns, "app", brokenConfig)
+	waitOutcome(t, ns, policy.OutcomeProgressing)
+	updateConfigMap(t, ns, "app", fixedConfig)
+	waitOutcome(t, ns, policy.OutcomeSucceeded)
+	h := policy.ParseHistory(getDeployment(t, ns, "web").Annotations[policy.HistoryAnnotation])
+	if len(h) != 2 || h[1].Outcome != policy.OutcomeSuperseded || !strings.HasSuffix(h[1].Configs[0], hashOfData(brokenConfig)[:8]) {
+		t.Fatalf("history %+v, want the broken reload superseded", h)
+	}
+	waitEvent(t, ns, "RolloutSuperseded")
+	if n := outcomes(r, policy.OutcomeSuperseded); n != 1 {
+		t.Errorf("reloader_rollouts_total{outcome=superseded} = %v, want 1", n)
+	}
+}
+
+func TestADaemonSetRolloutPastItsTimeoutIsTimedOutAndRolledBack(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app", goodConfig)
+	labels := map[string]string{"app": "agent"}
+	ds := &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "agent", Annotations: map[string]string{"configmap.reloader.stakater.com/reload": "app",
+			policy.RollbackAnnotation: "true", policy.TimeoutAnnotation: "3s"}},
+		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "fake",
+					Env: []corev1.EnvVar{{Name: testcluster.NotReadyWhen, Value: hashOfData(brokenConfig)}}}}}}},
+	}
+	dss := cluster.Client().AppsV1().DaemonSets(ns)
+	if _, err := dss.Create(context.Background(), ds, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	get := func() *appsv1.DaemonSet {
+		d, err := dss.Get(context.Background(), "agent", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	waitFor(t, 30*time.Second, "first rollout", func() (bool, error) {
+		d := get()
+		p, _ := policy.RolloutProgress(d)
+		return p == policy.Done && d.Status.NumberAvailable == 1, nil
+	})
+	r := startController(t, ns, controllerOpts{})
+	updateConfigMap(t, ns, "app", brokenConfig)
+	var e policy.Entry
+	waitFor(t, 30*time.Second, "timed out and rolled back", func() (bool, error) {
+		h := policy.ParseHistory(get().Annotations[policy.HistoryAnnotation])
+		if len(h) > 0 {
+			e = h[0]
+		}
+		return e.Outcome == policy.OutcomeTimedOut && e.RolledBack, nil
+	})
+	waitFor(t, 30*time.Second, "the previous pod template running and available again", func() (bool, error) {
+		d := get()
+		p, _ := policy.RolloutProgress(d)
+		return p == policy.Done && d.Status.NumberAvailable == 1, nil
+	})
+	if n := testutil.ToFloat64(r.metrics.Rollouts.Outcomes.WithLabelValues("DaemonSet", policy.OutcomeTimedOut)); n != 1 {
+		t.Errorf("reloader_rollouts_total{kind=DaemonSet,outcome=timed-out} = %v, want 1", n)
+	}
+	settle()
+	if g := get().Generation; g != 3 {
+		t.Errorf("DaemonSet generation %d, want 3 (created, reloaded, rolled back)", g)
+	}
+}
