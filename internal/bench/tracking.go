@@ -25,11 +25,16 @@ func (l *lab) trackingPop() population {
 }
 
 // tracking measures rollout tracking (--track-rollouts) with every Deployment followed at once.
+// First a reloader without tracking reloads every Deployment once, for the RSS to compare with.
 // The bench's control plane runs no controller manager, so no rollout progresses by itself: after
-// one reload each, all of them stay in progress for the tracking window, in which the reloader
-// must send no request at all. Then the bench writes each Deployment's status as the deployment
-// controller would on completion, and counts the requests per finished rollout (its outcome).
+// one more reload each, with tracking, all of them stay in progress for the tracking window, in
+// which the reloader must send no request at all. Then the bench writes each Deployment's status
+// as the deployment controller would on completion, and counts the requests per finished rollout
+// (its outcome).
 func (l *lab) tracking(ctx context.Context, e *env, r *result) error {
+	if err := l.untracked(ctx, e, r); err != nil {
+		return err
+	}
 	p, err := l.startReloader(e, scTracking, 0, "--track-rollouts")
 	if err != nil {
 		return err
@@ -79,6 +84,38 @@ func (l *lab) tracking(ctx context.Context, e *env, r *result) error {
 		}
 	}
 	r.add(info("outcomes succeeded", done.metrics.sum("reloader_rollouts_total", map[string]string{"outcome": "succeeded"}), unitCount))
+	if _, err := l.trackingSample(ctx, p, r, fmt.Sprintf("%d rollouts succeeded", e.pop.Deployments)); err != nil {
+		return err
+	}
+	return l.stopGracefully(p, r)
+}
+
+// untracked reloads every Deployment once with a reloader that does not follow rollouts, and
+// records its RSS afterwards.
+func (l *lab) untracked(ctx context.Context, e *env, r *result) error {
+	p, err := l.startReloader(e, scTracking+"-off", 0)
+	if err != nil {
+		return err
+	}
+	defer p.stop()
+	if _, err := l.ready(ctx, p); err != nil {
+		return err
+	}
+	if err := sleep(ctx, l.cfg.settle); err != nil {
+		return err
+	}
+	if _, err := l.trackingSample(ctx, p, r, "tracking off, before any reload"); err != nil {
+		return err
+	}
+	if err := l.reloadAll(ctx, e, r); err != nil {
+		return err
+	}
+	if err := sleep(ctx, 2*time.Second); err != nil {
+		return err
+	}
+	if _, err := l.trackingSample(ctx, p, r, fmt.Sprintf("tracking off, %d reloads done", e.pop.Deployments)); err != nil {
+		return err
+	}
 	return l.stopGracefully(p, r)
 }
 
