@@ -11,7 +11,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/reloader/reloader/confighash"
 	"github.com/reloader/reloader/internal/testcluster"
@@ -331,4 +333,61 @@ func TestADaemonSetRolloutPastItsTimeoutIsTimedOutAndRolledBack(t *testing.T) {
 	if g := get().Generation; g != 3 {
 		t.Errorf("DaemonSet generation %d, want 3 (created, reloaded, rolled back)", g)
 	}
+}
+
+// setCustomStatus writes a custom workload's status as its controller would. The test CRDs have
+// no status subresource, so the write bumps the generation: the observed generation written is
+// the one the write makes.
+func setCustomStatus(t *testing.T, gvr schema.GroupVersionResource, ns, name string, status map[string]any) {
+	t.Helper()
+	res := dynamic.NewForConfigOrDie(cluster.Config).Resource(gvr).Namespace(ns)
+	u, err := res.Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	status["observedGeneration"] = u.GetGeneration() + 1
+	u.Object["status"] = status
+	if _, err := res.Update(context.Background(), u, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func customHistory(t *testing.T, gvr schema.GroupVersionResource, ns, name string) []policy.Entry {
+	_, u := templateEnv(t, gvr, ns, name, cmVar)
+	return policy.ParseHistory(u.GetAnnotations()[policy.HistoryAnnotation])
+}
+
+func TestArgoRolloutsAndDeploymentConfigsAreFollowedByTheirStatus(t *testing.T) {
+	ensureCRDs(t)
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	ann := named("configmap", "app-config")
+	ann[policy.RollbackAnnotation] = "true"
+	createCustom(t, rolloutsGVR, "Rollout", ns, "rollout", ann)
+	createCustom(t, deploymentConfigsGVR, "DeploymentConfig", ns, "dc", ann)
+	startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { o.ArgoRollouts, o.OpenShift = true, true }})
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+	for _, w := range []struct {
+		gvr  schema.GroupVersionResource
+		name string
+	}{{rolloutsGVR, "rollout"}, {deploymentConfigsGVR, "dc"}} {
+		waitFor(t, 10*time.Second, w.name+" reloaded and followed", func() (bool, error) {
+			v, _ := templateEnv(t, w.gvr, ns, w.name, cmVar)
+			h := customHistory(t, w.gvr, ns, w.name)
+			return v == hash && len(h) == 1 && h[0].Outcome == policy.OutcomeProgressing, nil
+		})
+	}
+
+	setCustomStatus(t, rolloutsGVR, ns, "rollout", map[string]any{"phase": "Degraded", "message": "ProgressDeadlineExceeded"})
+	setCustomStatus(t, deploymentConfigsGVR, ns, "dc", map[string]any{"conditions": []any{
+		map[string]any{"type": "Progressing", "status": "True", "reason": "NewReplicationControllerAvailable"}}})
+	waitFor(t, 10*time.Second, "the degraded Rollout rolled back", func() (bool, error) {
+		v, _ := templateEnv(t, rolloutsGVR, ns, "rollout", cmVar)
+		h := customHistory(t, rolloutsGVR, ns, "rollout")
+		return v == "" && h[0].Outcome == policy.OutcomeFailed && h[0].RolledBack, nil
+	})
+	waitFor(t, 10*time.Second, "the DeploymentConfig succeeded", func() (bool, error) {
+		v, _ := templateEnv(t, deploymentConfigsGVR, ns, "dc", cmVar)
+		return v == hash && customHistory(t, deploymentConfigsGVR, ns, "dc")[0].Outcome == policy.OutcomeSucceeded, nil
+	})
 }
