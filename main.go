@@ -87,7 +87,7 @@ type CLI struct {
 	// Safe reloads (README "Safe reloads"); the reloader/* workload annotations override these.
 	TrackRollouts  bool          `help:"Follow every reload to the end of its rollout: outcome in reloader/history, an Event, the log and reloader_rollouts_total."`
 	Rollback       bool          `help:"Undo a reload whose rollout fails or times out, and hold that config content for the workload until it changes (implies --track-rollouts)."`
-	RolloutTimeout time.Duration `default:"15m" help:"How long a followed rollout may run before it counts as timed out."`
+	RolloutTimeout time.Duration `default:"15m" help:"How long a followed rollout may run before it counts as timed out (0: the default)."`
 }
 
 var workloadTypes = []string{reloader.TypeDeployments, reloader.TypeStatefulSets, reloader.TypeDaemonSets,
@@ -101,8 +101,8 @@ func (c *CLI) Validate() error {
 	if !(c.KubeAPIQPS > 0) || c.KubeAPIBurst <= 0 { // not "<= 0": NaN is not positive either
 		return fmt.Errorf("--kube-api-qps and --kube-api-burst: must be positive, got %v and %d", c.KubeAPIQPS, c.KubeAPIBurst)
 	}
-	if c.RolloutTimeout <= 0 {
-		return fmt.Errorf("--rollout-timeout: must be positive, got %s", c.RolloutTimeout)
+	if c.RolloutTimeout < 0 {
+		return fmt.Errorf("--rollout-timeout: must not be negative, got %s", c.RolloutTimeout)
 	}
 	if c.ShutdownGrace < 0 {
 		return fmt.Errorf("--shutdown-grace: must not be negative, got %s", c.ShutdownGrace)
