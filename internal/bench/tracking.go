@@ -53,7 +53,7 @@ func (l *lab) tracking(ctx context.Context, e *env, r *result) error {
 	if err := l.reloadAll(ctx, e, r); err != nil {
 		return err
 	}
-	if err := sleep(ctx, 2*time.Second); err != nil { // the last patches' own events
+	if err := l.quiet(ctx, p); err != nil { // the reloads' Events and state writes drain first
 		return err
 	}
 	tracked, err := l.trackingSample(ctx, p, r, fmt.Sprintf("%d rollouts followed", e.pop.Deployments))
@@ -117,6 +117,29 @@ func (l *lab) untracked(ctx context.Context, e *env, r *result) error {
 		return err
 	}
 	return l.stopGracefully(p, r)
+}
+
+// quiet waits until the reloader has sent no request but watches for 3 s in a row: the Events of
+// a thousand reloads leave at the client's rate limit, seconds after the reloads.
+func (l *lab) quiet(ctx context.Context, p *reloaderProc) error {
+	prev, err := l.snapshot(ctx, p)
+	if err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); {
+		if err := sleep(ctx, 3*time.Second); err != nil {
+			return err
+		}
+		cur, err := l.snapshot(ctx, p)
+		if err != nil {
+			return err
+		}
+		if requests(prev, cur, notWatch) == 0 {
+			return nil
+		}
+		prev = cur
+	}
+	return fmt.Errorf("the reloader kept sending requests for 2 minutes after the reloads")
 }
 
 // trackingSample is a snapshot with its RSS recorded under label.
