@@ -1,6 +1,6 @@
 // Package state owns the reloader-state ConfigMaps: what the reloader last recorded of every
 // tracked ConfigMap and Secret, modelled on Collaborne's kubernetes-reloader. It knows the
-// ConfigMap format and nothing about workloads.
+// ConfigMap format and nothing about workloads but the names a hold carries.
 //
 // An entry's key is "v1.<Kind>_<name>" when the reloader watches one namespace, and
 // "v1.<Kind>_<namespace>_<name>" when it watches all of them. Namespace and object names never
