@@ -391,3 +391,20 @@ func TestArgoRolloutsAndDeploymentConfigsAreFollowedByTheirStatus(t *testing.T) 
 		return v == hash && customHistory(t, deploymentConfigsGVR, ns, "dc")[0].Outcome == policy.OutcomeSucceeded, nil
 	})
 }
+
+func TestAMalformedSafeReloadAnnotationIsReportedOnceAndTheDefaultApplies(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	followedDeployment(t, ns, map[string]string{"configmap.reloader.stakater.com/reload": "app",
+		policy.TrackAnnotation: "true", policy.TimeoutAnnotation: "soon"})
+	startController(t, ns, controllerOpts{})
+	updateConfigMap(t, ns, "app", fixedConfig)
+	waitOutcome(t, ns, policy.OutcomeSucceeded)
+	waitEvent(t, ns, "InvalidSafeReloadAnnotation")
+	list, err := cluster.Client().CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "reason=InvalidSafeReloadAnnotation"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 1 || list.Items[0].Count != 1 || !strings.Contains(list.Items[0].Message, `"soon"`) {
+		t.Errorf("want one Event naming the value once, got %+v", list.Items)
+	}
+}
