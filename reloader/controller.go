@@ -69,15 +69,16 @@ type Options struct {
 	ArgoRollouts, OpenShift bool
 	// IgnoredWorkloadTypes turns kinds off: deployments, statefulsets, daemonsets, ...
 	IgnoredWorkloadTypes []string
+	Annotations          policy.Annotations
+	Workers              int
+	Clock                coalesce.Clock
+	Log                  *slog.Logger
+	Metrics              *metrics.Metrics
+
 	// Follow is the default of the safe-reload annotations (--track-rollouts, --rollback,
 	// --rollout-timeout): whether reloads are followed to the end of their rollouts, and undone
 	// when those fail (track.go).
-	Follow      policy.Follow
-	Annotations policy.Annotations
-	Workers     int
-	Clock       coalesce.Clock
-	Log         *slog.Logger
-	Metrics     *metrics.Metrics
+	Follow policy.Follow
 }
 
 // DefaultRolloutTimeout is how long a followed rollout may run before it counts as timed out,
