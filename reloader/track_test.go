@@ -408,3 +408,42 @@ func TestAMalformedSafeReloadAnnotationIsReportedOnceAndTheDefaultApplies(t *tes
 		t.Errorf("want one Event naming the value once, got %+v", list.Items)
 	}
 }
+
+func TestAStatefulSetRolloutWithAPartitionSucceedsOnceTheOrdinalsAboveItAreUpdated(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app", goodConfig)
+	labels := map[string]string{"app": "db"}
+	sts := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "db", Annotations: map[string]string{"configmap.reloader.stakater.com/reload": "app",
+			policy.TrackAnnotation: "true"}},
+		Spec: appsv1.StatefulSetSpec{Replicas: new(int32(3)), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			UpdateStrategy: appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: new(int32(2))}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "fake"}}}}},
+	}
+	client := cluster.Client().AppsV1().StatefulSets(ns)
+	if _, err := client.Create(context.Background(), sts, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	get := func() *appsv1.StatefulSet {
+		s, err := client.Get(context.Background(), "db", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	waitFor(t, 60*time.Second, "three ready replicas", func() (bool, error) { return get().Status.ReadyReplicas == 3, nil })
+	startController(t, ns, controllerOpts{})
+	updateConfigMap(t, ns, "app", fixedConfig)
+	var h []policy.Entry
+	waitFor(t, 60*time.Second, "succeeded", func() (bool, error) {
+		h = policy.ParseHistory(get().Annotations[policy.HistoryAnnotation])
+		return len(h) > 0 && h[0].Outcome == policy.OutcomeSucceeded, nil
+	})
+	s := get()
+	if s.Status.UpdatedReplicas != 1 || s.Status.CurrentRevision == s.Status.UpdateRevision {
+		t.Errorf("succeeded with %d replicas updated and revisions %s/%s; want only the ordinal above the partition updated",
+			s.Status.UpdatedReplicas, s.Status.CurrentRevision, s.Status.UpdateRevision)
+	}
+}

@@ -87,7 +87,7 @@ func mayHold(key, hash string) error {
 }
 
 // KindOf returns the kind of config ("ConfigMap", "Secret") an entry key belongs to, data-key
-// entries included; "" for a key that is not ours.
+// entries and holds included; "" for a key that is not ours.
 func KindOf(key string) string {
 	if isHold(key) {
 		return holdKind(key)
