@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/reloader/reloader/confighash"
 	"github.com/reloader/reloader/internal/testcluster"
@@ -44,9 +45,13 @@ func TestKillNineBetweenAFailedRolloutAndItsRollbackRollsBackOnceAndHoldsTheCont
 		t.Fatal(err)
 	}
 	replicas, deadline := int32(2), int32(3)
+	one, zero := intstr.FromInt32(1), intstr.FromInt32(0)
 	d := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Annotations: map[string]string{"configmap.reloader.stakater.com/reload": "app-config"}},
 		Spec: appsv1.DeploymentSpec{Replicas: &replicas, ProgressDeadlineSeconds: &deadline,
+			// One old pod goes before a new one is available, so the rollback scales it back.
+			Strategy: appsv1.DeploymentStrategy{RollingUpdate: &appsv1.RollingUpdateDeployment{
+				MaxUnavailable: &one, MaxSurge: &zero}},
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "fake",
@@ -83,6 +88,9 @@ func TestKillNineBetweenAFailedRolloutAndItsRollbackRollsBackOnceAndHoldsTheCont
 	}
 	waitFor(t, 20*time.Second, "the reload onto the broken content", func() (bool, error) { return marker() == brokenHash, nil })
 	first.kill()
+	waitFor(t, 30*time.Second, "the failing rollout to take an old pod down", func() (bool, error) {
+		return get().Status.AvailableReplicas < 2, nil
+	})
 	waitFor(t, 30*time.Second, "the rollout to fail while no reloader runs", func() (bool, error) { return progress() == policy.Stuck, nil })
 	if h := get().Annotations[policy.HistoryAnnotation]; !strings.Contains(h, "progressing") {
 		t.Fatalf("history before the restart: %q, want a progressing reload", h)

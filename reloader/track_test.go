@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 
@@ -33,7 +34,8 @@ func hashOfData(data map[string]string) string {
 	return confighash.ConfigMap(&corev1.ConfigMap{Data: data})
 }
 
-// followedDeployment creates Deployment web (2 replicas, progress deadline 3 s) that reads
+// followedDeployment creates Deployment web (2 replicas, progress deadline 3 s, one pod
+// unavailable at a time) that reads
 // ConfigMap app and whose pods never become Ready on brokenConfig; it waits for its first
 // rollout.
 func followedDeployment(t *testing.T, ns string, annotations map[string]string) {
@@ -43,6 +45,9 @@ func followedDeployment(t *testing.T, ns string, annotations map[string]string) 
 		d.Annotations = annotations
 		d.Spec.Replicas = new(int32(2))
 		d.Spec.ProgressDeadlineSeconds = new(int32(3))
+		// One old pod goes before a new one is available: a rollback really scales the previous
+		// ReplicaSet back up.
+		d.Spec.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{MaxUnavailable: ptr(intstr.FromInt32(1)), MaxSurge: ptr(intstr.FromInt32(0))}
 		c := &d.Spec.Template.Spec.Containers[0]
 		c.EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app"}}}}
 		c.Env = append(c.Env, corev1.EnvVar{Name: testcluster.NotReadyWhen, Value: hashOfData(brokenConfig)})
@@ -172,6 +177,9 @@ func rollbackScenario(t *testing.T, ns string, between func()) {
 	t.Helper()
 	updateConfigMap(t, ns, "app", brokenConfig)
 	waitEnv(t, ns, "web", appVar, hashOfData(brokenConfig))
+	waitFor(t, 30*time.Second, "the failing rollout to take an old pod down", func() (bool, error) {
+		return getDeployment(t, ns, "web").Status.AvailableReplicas < 2, nil // well before its 3 s deadline
+	})
 	between()
 	e := waitOutcome(t, ns, policy.OutcomeFailed)
 	if !e.RolledBack {
