@@ -43,9 +43,6 @@ func (c *Controller) follow(w workloadView) policy.Follow {
 // returns the entry the reload supersedes, if one was still progressing.
 func (c *Controller) trackOps(w workloadView, changes []policy.Change, ops []policy.JSONOp) ([]policy.JSONOp, *policy.Entry) {
 	f := c.follow(w)
-	if !f.Track || w.kind.onDelete(w.obj) {
-		return ops, nil
-	}
 	ann := w.meta.GetAnnotations()
 	history := policy.ParseHistory(ann[policy.HistoryAnnotation])
 	var superseded *policy.Entry
@@ -53,13 +50,20 @@ func (c *Controller) trackOps(w workloadView, changes []policy.Change, ops []pol
 		history[0].Outcome = policy.OutcomeSuperseded
 		superseded = &history[0]
 	}
-	entry := policy.Entry{At: c.opts.Clock.Now(), Outcome: policy.OutcomeProgressing, Generation: w.meta.GetGeneration() + 1}
-	for _, ch := range changes {
-		entry.Configs = append(entry.Configs, fmt.Sprintf("%s/%s@%s", ch.Ref.Kind, ch.Ref.Name, shortOrDeleted(ch.Value)))
+	follow := f.Track && !w.kind.onDelete(w.obj)
+	if !follow && superseded == nil {
+		return ops, nil
 	}
-	text := policy.FormatHistory(append([]policy.Entry{entry}, history...))
+	if follow { // else tracking was turned off meanwhile: the rollout still followed is superseded
+		entry := policy.Entry{At: c.opts.Clock.Now(), Outcome: policy.OutcomeProgressing, Generation: w.meta.GetGeneration() + 1}
+		for _, ch := range changes {
+			entry.Configs = append(entry.Configs, fmt.Sprintf("%s/%s@%s", ch.Ref.Kind, ch.Ref.Name, shortOrDeleted(ch.Value)))
+		}
+		history = append([]policy.Entry{entry}, history...)
+	}
+	text := policy.FormatHistory(history)
 	set := map[string]*string{policy.HistoryAnnotation: &text, policy.RestoreAnnotation: nil}
-	if r, ok := w.target.RestoreOf(w.tmpl, changes); ok && f.Rollback {
+	if r, ok := w.target.RestoreOf(w.tmpl, changes); ok && follow && f.Rollback {
 		v := r.Encode()
 		set[policy.RestoreAnnotation] = &v
 	}
