@@ -114,6 +114,12 @@ func FormatHistory(entries []Entry) string {
 	return b.String()
 }
 
+// HistoryTest is a JSON patch op that fails unless the history annotation still holds v: an
+// outcome is written over the history it was judged from, or not at all.
+func HistoryTest(v string) JSONOp {
+	return JSONOp{Op: "test", Path: pointer("metadata", "annotations", HistoryAnnotation), Value: v}
+}
+
 // Pending returns the newest entry if its rollout is still being followed.
 func Pending(annotations map[string]string) (Entry, bool) {
 	h := ParseHistory(annotations[HistoryAnnotation])

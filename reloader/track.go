@@ -55,11 +55,7 @@ func (c *Controller) trackOps(w workloadView, changes []policy.Change, ops []pol
 		return ops, nil
 	}
 	if follow { // else tracking was turned off meanwhile: the rollout still followed is superseded
-		entry := policy.Entry{At: c.opts.Clock.Now(), Outcome: policy.OutcomeProgressing, Generation: w.meta.GetGeneration() + 1}
-		for _, ch := range changes {
-			entry.Configs = append(entry.Configs, fmt.Sprintf("%s/%s@%s", ch.Ref.Kind, ch.Ref.Name, shortOrDeleted(ch.Value)))
-		}
-		history = append([]policy.Entry{entry}, history...)
+		history = append([]policy.Entry{c.progressing(w, changes)}, history...)
 	}
 	text := policy.FormatHistory(history)
 	set := map[string]*string{policy.HistoryAnnotation: &text, policy.RestoreAnnotation: nil}
@@ -69,6 +65,16 @@ func (c *Controller) trackOps(w workloadView, changes []policy.Change, ops []pol
 	}
 	exists := ann != nil || createsAnnotations(ops)
 	return append(ops, policy.MetaAnnotationOps(ann, exists, set)...), superseded
+}
+
+// progressing is the history entry of a reload about to be patched: the generation its template
+// change makes, and each config with its short hash.
+func (c *Controller) progressing(w workloadView, changes []policy.Change) policy.Entry {
+	e := policy.Entry{At: c.opts.Clock.Now(), Outcome: policy.OutcomeProgressing, Generation: w.meta.GetGeneration() + 1}
+	for _, ch := range changes {
+		e.Configs = append(e.Configs, fmt.Sprintf("%s/%s@%s", ch.Ref.Kind, ch.Ref.Name, shortOrDeleted(ch.Value)))
+	}
+	return e
 }
 
 // createsAnnotations reports whether a patch creates the metadata annotations map.
@@ -153,10 +159,10 @@ func (c *Controller) finish(ctx context.Context, w workloadView, f policy.Follow
 	ann := w.meta.GetAnnotations()
 	history := policy.ParseHistory(ann[policy.HistoryAnnotation])
 	history[0].Outcome = outcome
-	ops := []policy.JSONOp{{Op: "test", Path: "/metadata/annotations/reloader~1history", Value: ann[policy.HistoryAnnotation]}}
+	ops := []policy.JSONOp{policy.HistoryTest(ann[policy.HistoryAnnotation])}
 	rollback := false
 	if outcome != policy.OutcomeSucceeded && f.Rollback {
-		restore, ok, err := c.restoreOf(ctx, w)
+		restore, ok, err := c.holdAndRestore(ctx, w)
 		if err != nil {
 			return err
 		}
@@ -186,9 +192,9 @@ func (c *Controller) finish(ctx context.Context, w workloadView, f policy.Follow
 	return nil
 }
 
-// restoreOf reads what the reload replaced and holds the content it applied, durably, before the
-// rollback is sent. A workload without a readable restore record is not rolled back.
-func (c *Controller) restoreOf(ctx context.Context, w workloadView) (policy.Restore, bool, error) {
+// holdAndRestore holds the content the reload applied, durably, and returns what it replaced, for
+// the rollback to send. A workload without a readable restore record is not rolled back.
+func (c *Controller) holdAndRestore(ctx context.Context, w workloadView) (policy.Restore, bool, error) {
 	raw, ok := w.meta.GetAnnotations()[policy.RestoreAnnotation]
 	if !ok {
 		return policy.Restore{}, false, nil
