@@ -83,6 +83,11 @@ type CLI struct {
 	ResourcesToIgnore     string   `help:"configmaps or secrets: do not watch that kind of config."`
 	ReloadOnCreate        bool     `help:"Reload dependents when a config they reference is created."`
 	ReloadOnDelete        bool     `help:"Reload dependents when a config they reference is deleted (env-vars: the variable is removed)."`
+
+	// Safe reloads (README "Safe reloads"); the reloader/* workload annotations override these.
+	TrackRollouts  bool          `help:"Follow every reload to the end of its rollout: outcome in reloader/history, an Event, the log and reloader_rollouts_total."`
+	Rollback       bool          `help:"Undo a reload whose rollout fails or times out, and hold that config content for the workload until it changes (implies --track-rollouts)."`
+	RolloutTimeout time.Duration `default:"15m" help:"How long a followed rollout may run before it counts as timed out (0: the default)."`
 }
 
 var workloadTypes = []string{reloader.TypeDeployments, reloader.TypeStatefulSets, reloader.TypeDaemonSets,
@@ -95,6 +100,9 @@ func (c *CLI) Validate() error {
 	}
 	if !(c.KubeAPIQPS > 0) || c.KubeAPIBurst <= 0 { // not "<= 0": NaN is not positive either
 		return fmt.Errorf("--kube-api-qps and --kube-api-burst: must be positive, got %v and %d", c.KubeAPIQPS, c.KubeAPIBurst)
+	}
+	if c.RolloutTimeout < 0 {
+		return fmt.Errorf("--rollout-timeout: must not be negative, got %s", c.RolloutTimeout)
 	}
 	if c.ShutdownGrace < 0 {
 		return fmt.Errorf("--shutdown-grace: must not be negative, got %s", c.ShutdownGrace)
@@ -185,6 +193,7 @@ func (c *CLI) options(stateNS string, log *slog.Logger, m *metrics.Metrics) relo
 		Strategy: c.ReloadStrategy, ReloadOnCreate: c.ReloadOnCreate, ReloadOnDelete: c.ReloadOnDelete,
 		ArgoRollouts: c.IsArgoRollouts, OpenShift: c.IsOpenshift, IgnoredWorkloadTypes: c.IgnoredWorkloadTypes,
 		Annotations: c.annotations(), Log: log, Metrics: m,
+		Follow: policy.Follow{Track: c.TrackRollouts || c.Rollback, Rollback: c.Rollback, Timeout: c.RolloutTimeout},
 	}
 }
 

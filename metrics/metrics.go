@@ -32,6 +32,7 @@ type Metrics struct {
 	Leader          prometheus.Gauge
 	OnDeleteSkipped *prometheus.CounterVec // kind: template changed but OnDelete strategy restarts nothing
 	APIRequests     *prometheus.CounterVec // verb, resource: requests this process sent to the API server
+	Rollouts        *Rollouts              // rollout outcomes and rollbacks (safe reloads)
 
 	byNamespace bool
 
@@ -109,6 +110,7 @@ func New(version string, opts ...Option) *Metrics {
 		m.StateWrites, m.Leader, m.OnDeleteSkipped, m.APIRequests, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	r.MustRegister(newQueueCollectors(m)...)
+	m.Rollouts = newRollouts(r)
 	return m
 }
 

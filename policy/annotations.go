@@ -1,6 +1,7 @@
 // Package policy owns the reloader's pure decisions: which configs a pod spec references and how,
 // which annotations make a config change reload a workload, what marker a workload carries for a
-// config, whether it must be reloaded, and the JSON patch that does it. It takes no client, no
+// config, whether it must be reloaded, and the JSON patch that does it; for safe reloads, how far
+// a rollout has got, the history annotation and what a rollback restores. It takes no client, no
 // cache and no clock: every function here is a table test away from proof.
 package policy
 

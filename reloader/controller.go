@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -73,7 +74,17 @@ type Options struct {
 	Clock                coalesce.Clock
 	Log                  *slog.Logger
 	Metrics              *metrics.Metrics
+
+	// Follow is the default of the safe-reload annotations (--track-rollouts, --rollback,
+	// --rollout-timeout): whether reloads are followed to the end of their rollouts, and undone
+	// when those fail (track.go).
+	Follow policy.Follow
 }
+
+// DefaultRolloutTimeout is how long a followed rollout may run before it counts as timed out,
+// unless a flag or annotation says otherwise: longer than a Deployment's default progress
+// deadline (10 minutes), so that for Deployments the deadline decides.
+const DefaultRolloutTimeout = 15 * time.Minute
 
 // key names a queued object: a config (ConfigMap, Secret) or a workload (Deployment, ...).
 type key struct{ kind, namespace, name string }
@@ -123,6 +134,9 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 	}
 	if opts.Strategy == "" {
 		opts.Strategy = policy.StrategyEnvVars
+	}
+	if opts.Follow.Timeout <= 0 {
+		opts.Follow.Timeout = DefaultRolloutTimeout
 	}
 	if opts.TombstoneRetention <= 0 {
 		opts.TombstoneRetention = 24 * time.Hour
@@ -325,6 +339,9 @@ func (c *Controller) sync(ctx context.Context, k key) error {
 	}
 	if kind, ok := c.kinds[k.kind]; ok {
 		return c.syncWorkload(ctx, kind, k)
+	}
+	if kind, ok := c.kinds[strings.TrimPrefix(k.kind, rolloutPrefix)]; ok {
+		return c.syncRollout(ctx, kind, k)
 	}
 	return fmt.Errorf("queue key %s: unknown kind", k)
 }

@@ -130,7 +130,10 @@ func (c *Controller) watchWorkloads(k *workloadKind) error {
 		return fmt.Errorf("index %ss: %w", k.name, err)
 	}
 	_, err := k.informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc: func(obj any, initial bool) { c.workloadChanged(k, obj, initial) },
+		AddFunc: func(obj any, initial bool) {
+			c.workloadChanged(k, obj, initial)
+			c.followRollout(k, obj)
+		},
 		UpdateFunc: func(old, obj any) {
 			o, n := old.(metav1.Object), obj.(metav1.Object)
 			if o.GetGeneration() != n.GetGeneration() {
@@ -139,6 +142,7 @@ func (c *Controller) watchWorkloads(k *workloadKind) error {
 			if c.decisive(o, n) {
 				c.workloadChanged(k, obj, false)
 			}
+			c.followRollout(k, obj) // status updates too: they end a rollout
 		},
 		DeleteFunc: func(obj any) { c.workloadGone(k, obj) },
 	})
@@ -196,6 +200,7 @@ func (c *Controller) workloadGone(k *workloadKind, obj any) {
 	if meta, _ := k.template(obj); meta != nil {
 		c.reports.forget(string(meta.GetUID()))
 		c.strips.workloadGone(key{k.name, meta.GetNamespace(), meta.GetName()})
+		c.liftHolds(k, obj)
 		c.queueConfigsOf(k, obj)
 	}
 }

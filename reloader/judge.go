@@ -73,7 +73,8 @@ func (c *Controller) judge(w workloadView, r policy.ConfigRef, rec *configRecord
 	if f.Exists && f.Marker == policy.NoMarker {
 		c.stateFacts(&f, w, r, rec, keys)
 	}
-	return judgement{change: policy.Change{Ref: r, Value: want.Value}, keys: keys, reload: policy.Reload(f)}, true
+	reload := policy.Reload(f) && !(want.Value != "" && c.held(w.key, r, want.Value)) // rolled back: track.go
+	return judgement{change: policy.Change{Ref: r, Value: want.Value}, keys: keys, reload: reload}, true
 }
 
 // wanted is what workload w's marker for config r should hold (nothing for a config that does

@@ -63,16 +63,21 @@ func (c *Controller) transform(obj any) (any, error) {
 		r.Legacy = &legacyHashes{Hash: confighash.Secret(o), Keys: confighash.SecretKeys(o)}
 		return r, nil
 	case *appsv1.Deployment:
-		o.Status = appsv1.DeploymentStatus{}
+		o.Status = rolloutStatus(o.Status)
 		stripTemplate(&o.Spec.Template)
 	case *appsv1.StatefulSet:
-		o.Status, o.Spec.VolumeClaimTemplates = appsv1.StatefulSetStatus{}, nil
+		s := o.Status
+		o.Status, o.Spec.VolumeClaimTemplates = appsv1.StatefulSetStatus{ObservedGeneration: s.ObservedGeneration,
+			ReadyReplicas: s.ReadyReplicas, UpdatedReplicas: s.UpdatedReplicas,
+			CurrentRevision: s.CurrentRevision, UpdateRevision: s.UpdateRevision}, nil
 		stripTemplate(&o.Spec.Template)
 	case *appsv1.DaemonSet:
-		o.Status = appsv1.DaemonSetStatus{}
+		s := o.Status
+		o.Status = appsv1.DaemonSetStatus{ObservedGeneration: s.ObservedGeneration, DesiredNumberScheduled: s.DesiredNumberScheduled,
+			UpdatedNumberScheduled: s.UpdatedNumberScheduled, NumberAvailable: s.NumberAvailable}
 		stripTemplate(&o.Spec.Template)
 	case *unstructured.Unstructured:
-		unstructured.RemoveNestedField(o.Object, "status")
+		keepRolloutStatus(o)
 	}
 	if m, ok := obj.(metav1.Object); ok { // workloads and namespaces
 		m.SetManagedFields(nil)
@@ -122,4 +127,43 @@ func (r *configRecord) hash() string {
 		return ""
 	}
 	return r.Hash
+}
+
+// rolloutStatus keeps of a Deployment's status what policy.RolloutProgress reads: the counts and
+// the Progressing condition's type, status and reason (not its message or times).
+func rolloutStatus(s appsv1.DeploymentStatus) appsv1.DeploymentStatus {
+	out := appsv1.DeploymentStatus{ObservedGeneration: s.ObservedGeneration, Replicas: s.Replicas,
+		UpdatedReplicas: s.UpdatedReplicas, AvailableReplicas: s.AvailableReplicas}
+	for _, c := range s.Conditions {
+		if c.Type == appsv1.DeploymentProgressing {
+			out.Conditions = []appsv1.DeploymentCondition{{Type: c.Type, Status: c.Status, Reason: c.Reason}}
+		}
+	}
+	return out
+}
+
+// keepRolloutStatus keeps of an Argo Rollout's or DeploymentConfig's status what
+// policy.RolloutProgress reads: observedGeneration, phase, message and the conditions' types and
+// reasons.
+func keepRolloutStatus(u *unstructured.Unstructured) {
+	status, ok := u.Object["status"].(map[string]any)
+	if !ok {
+		return
+	}
+	kept := map[string]any{}
+	for _, f := range []string{"observedGeneration", "phase", "message"} {
+		if v, ok := status[f]; ok {
+			kept[f] = v
+		}
+	}
+	if conds, ok := status["conditions"].([]any); ok {
+		var slim []any
+		for _, c := range conds {
+			if m, ok := c.(map[string]any); ok {
+				slim = append(slim, map[string]any{"type": m["type"], "status": m["status"], "reason": m["reason"]})
+			}
+		}
+		kept["conditions"] = slim
+	}
+	u.Object["status"] = kept
 }

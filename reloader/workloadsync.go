@@ -73,6 +73,7 @@ func (c *Controller) dueChanges(w workloadView) []policy.Change {
 }
 
 func (c *Controller) patch(ctx context.Context, w workloadView, changes []policy.Change, ops []policy.JSONOp) error {
+	ops, superseded := c.trackOps(w, changes, ops)
 	body, err := json.Marshal(ops)
 	if err != nil {
 		return fmt.Errorf("encode patch of %s: %w", w.key, err)
@@ -99,6 +100,7 @@ func (c *Controller) patch(ctx context.Context, w workloadView, changes []policy
 		c.metrics.CountReload(w.kind.name, metrics.ResultSuccess, w.key.namespace)
 	}
 	c.reloaded(w, what)
+	c.reloadFollowed(w, changes, superseded)
 	return nil
 }
 

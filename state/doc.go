@@ -1,6 +1,6 @@
 // Package state owns the reloader-state ConfigMaps: what the reloader last recorded of every
 // tracked ConfigMap and Secret, modelled on Collaborne's kubernetes-reloader. It knows the
-// ConfigMap format and nothing about workloads.
+// ConfigMap format and nothing about workloads but the names a hold carries.
 //
 // An entry's key is "v1.<Kind>_<name>" when the reloader watches one namespace, and
 // "v1.<Kind>_<namespace>_<name>" when it watches all of them. Namespace and object names never
@@ -15,6 +15,10 @@
 // exist when recorded, so that its reappearance reads as a recreation rather than as a config
 // never seen. Data-key entries are never tombstones. A value of any other form is corrupt: it is
 // dropped and logged, and its config counts as new.
+//
+// A hold, "hold.<config kind>.<workload kind>_[<namespace>_]<workload>_<config>" (hold.go),
+// holds the content hash of a config that one workload must not be reloaded for again: its
+// rollout failed and was rolled back.
 //
 // One ConfigMap holds at most 1 MiB, so entries spread over shards: <name>, <name>-1, ... up to
 // MaxShards, each filled to ShardBudget. A new entry goes to the first shard with room and never

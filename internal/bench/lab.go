@@ -64,6 +64,12 @@ func (l *lab) runAll(ctx context.Context) {
 			l.scenario(ctx, memoryName(pop), pop, func(ctx context.Context, r *result) error { return l.memory(ctx, e, r) })
 		})
 	}
+	if l.cfg.wants(scTracking) {
+		pop := l.trackingPop()
+		l.withPopulation(ctx, pop, []string{scTracking}, func(e *env) {
+			l.scenario(ctx, scTracking, pop, func(ctx context.Context, r *result) error { return l.tracking(ctx, e, r) })
+		})
+	}
 	if l.cfg.wants(scGrowth) {
 		for _, n := range l.cfg.growth {
 			pop := l.cfg.pop.scaled(n)
@@ -197,8 +203,8 @@ func (l *lab) failAll(err error, names ...string) {
 
 // startReloader runs the reloader on env's namespace; names of its log and profiles start
 // with name.
-func (l *lab) startReloader(e *env, name string, coalesce time.Duration) (*reloaderProc, error) {
-	p, err := startReloader(l.cfg.reloader, l.dir, name, e.cluster.Kubeconfig, e.ns, coalesce)
+func (l *lab) startReloader(e *env, name string, coalesce time.Duration, extra ...string) (*reloaderProc, error) {
+	p, err := startReloader(l.cfg.reloader, l.dir, name, e.cluster.Kubeconfig, e.ns, coalesce, extra...)
 	if err != nil {
 		return nil, err
 	}

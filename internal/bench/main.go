@@ -33,9 +33,10 @@ const (
 	scRestarts    = "restarts"
 	scBurst       = "burst"
 	scGrowth      = "growth"
+	scTracking    = "tracking"
 )
 
-var allScenarios = []string{scMemory, scLatency, scRestarts, scBurst, scMemoryLarge, scGrowth}
+var allScenarios = []string{scMemory, scLatency, scRestarts, scBurst, scMemoryLarge, scGrowth, scTracking}
 
 // config is the command line.
 type config struct {

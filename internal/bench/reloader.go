@@ -45,7 +45,7 @@ func reloaderArgs(kubeconfig, ns string, port int, coalesce time.Duration) []str
 }
 
 // startReloader runs bin with its log in dir/<name>.log. The kernel kills it if the bench dies.
-func startReloader(bin, dir, name, kubeconfig, ns string, coalesce time.Duration) (*reloaderProc, error) {
+func startReloader(bin, dir, name, kubeconfig, ns string, coalesce time.Duration, extra ...string) (*reloaderProc, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -55,7 +55,7 @@ func startReloader(bin, dir, name, kubeconfig, ns string, coalesce time.Duration
 	if err != nil {
 		return nil, fmt.Errorf("create reloader log: %w", err)
 	}
-	cmd := exec.Command(bin, reloaderArgs(kubeconfig, ns, port, coalesce)...)
+	cmd := exec.Command(bin, append(reloaderArgs(kubeconfig, ns, port, coalesce), extra...)...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

@@ -9,7 +9,9 @@
 //
 // With Options.Pods the cluster also runs the controller manager, the
 // scheduler and kwok with one fake Ready node, so Deployments really roll out
-// pods without a kubelet or container runtime.
+// pods without a kubelet or container runtime. A pod whose container sets
+// NotReadyWhen to the value of another of its variables runs but never becomes
+// Ready, so a rollout onto a "broken" config really fails (notready.go).
 //
 // Tests usually share one cluster per package through TestMain:
 //

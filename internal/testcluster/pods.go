@@ -43,9 +43,14 @@ func (c *Cluster) startPodComponents(ctx context.Context, bins Binaries, certs p
 	); err != nil {
 		return err
 	}
+	notReady, err := writeNotReadyStage(c.Dir)
+	if err != nil {
+		return fmt.Errorf("write kwok stage: %w", err)
+	}
 	kwok, err := c.run("kwok", bins.Kwok,
 		"--kubeconfig", c.Kubeconfig,
 		"--config", bins.KwokStages,
+		"--config", notReady,
 		"--manage-all-nodes=true",
 	)
 	if err != nil {

@@ -1,0 +1,240 @@
+package policy
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Workload annotations of safe reloads, under the reloader's own prefix.
+const (
+	// HistoryAnnotation holds the workload's last reloads, newest first, one per line.
+	HistoryAnnotation = "reloader/history"
+	// RollbackAnnotation "true" undoes a reload whose rollout fails or times out ("false" opts
+	// out of --rollback).
+	RollbackAnnotation = "reloader/rollback"
+	// TimeoutAnnotation is how long a rollout may take before it counts as timed out.
+	TimeoutAnnotation = "reloader/rollout-timeout"
+	// RestoreAnnotation holds, while a reload with rollback on is followed, the marker values the
+	// reload replaced: what a rollback puts back.
+	RestoreAnnotation = "reloader/restore"
+)
+
+// Outcomes of a reload's rollout.
+const (
+	OutcomeProgressing = "progressing"
+	OutcomeSucceeded   = "succeeded"
+	OutcomeFailed      = "failed"
+	OutcomeTimedOut    = "timed-out"
+	OutcomeSuperseded  = "superseded"
+)
+
+// History bounds: the annotation keeps the last MaxHistory reloads, names at most
+// maxHistoryConfigs configs per reload, and never exceeds maxHistoryBytes.
+const (
+	MaxHistory        = 5
+	maxHistoryConfigs = 4
+	maxHistoryBytes   = 2048
+	rolledBackSuffix  = "+rolled-back"
+)
+
+// Entry is one reload of a workload's history.
+type Entry struct {
+	At         time.Time
+	Outcome    string
+	RolledBack bool
+	// Generation is the workload generation the reload's patch produced: its rollout is done
+	// when the controller has observed it.
+	Generation int64
+	// Configs are "<Kind>/<name>@<hash prefix>"; past maxHistoryConfigs, "+<n>" counts the rest.
+	Configs []string
+}
+
+// String is the entry's line: "<RFC 3339 time> <outcome>[+rolled-back] g<generation> <configs>".
+func (r Entry) String() string {
+	outcome := r.Outcome
+	if r.RolledBack {
+		outcome += rolledBackSuffix
+	}
+	configs := r.Configs
+	if len(configs) > maxHistoryConfigs {
+		configs = append(configs[:maxHistoryConfigs:maxHistoryConfigs], "+"+strconv.Itoa(len(r.Configs)-maxHistoryConfigs))
+	}
+	return fmt.Sprintf("%s %s g%d %s", r.At.UTC().Format(time.RFC3339), outcome, r.Generation, strings.Join(configs, ","))
+}
+
+// ParseHistory reads the annotation; lines it cannot read (edited by hand) are skipped.
+func ParseHistory(v string) []Entry {
+	var out []Entry
+	for line := range strings.SplitSeq(v, "\n") {
+		if r, ok := parseReload(line); ok {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func parseReload(line string) (Entry, bool) {
+	f := strings.Fields(line)
+	if len(f) != 4 || !strings.HasPrefix(f[2], "g") {
+		return Entry{}, false
+	}
+	at, err := time.Parse(time.RFC3339, f[0])
+	if err != nil {
+		return Entry{}, false
+	}
+	gen, err := strconv.ParseInt(f[2][1:], 10, 64)
+	if err != nil {
+		return Entry{}, false
+	}
+	outcome, rolledBack := strings.CutSuffix(f[1], rolledBackSuffix)
+	return Entry{At: at, Outcome: outcome, RolledBack: rolledBack, Generation: gen, Configs: strings.Split(f[3], ",")}, true
+}
+
+// FormatHistory writes entries, newest first, keeping the newest MaxHistory that fit in
+// maxHistoryBytes.
+func FormatHistory(entries []Entry) string {
+	var b strings.Builder
+	for i, r := range entries[:min(len(entries), MaxHistory)] {
+		line := r.String()
+		if i > 0 && b.Len()+1+len(line) > maxHistoryBytes {
+			break
+		}
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(line[:min(len(line), maxHistoryBytes)])
+	}
+	return b.String()
+}
+
+// HistoryTest is a JSON patch op that fails unless the history annotation still holds v: an
+// outcome is written over the history it was judged from, or not at all.
+func HistoryTest(v string) JSONOp {
+	return JSONOp{Op: "test", Path: pointer("metadata", "annotations", HistoryAnnotation), Value: v}
+}
+
+// Pending returns the newest entry if its rollout is still being followed.
+func Pending(annotations map[string]string) (Entry, bool) {
+	h := ParseHistory(annotations[HistoryAnnotation])
+	if len(h) == 0 || h[0].Outcome != OutcomeProgressing {
+		return Entry{}, false
+	}
+	return h[0], true
+}
+
+// Restore is what a reload replaced, per config: the marker value before it ("" when there was
+// none), in the place the strategy keeps it.
+type Restore struct {
+	Strategy string            `json:"s"`
+	Values   map[string]string `json:"v"` // env-vars: "<Kind>/<name>" → previous value
+	// Annotations are the pod-template annotations of the annotations strategy before the
+	// reload; a key mapped to nil was absent.
+	Annotations map[string]*string `json:"a,omitempty"`
+	// Applied are the values the reload wrote, "<Kind>/<name>" → value: what a rollback holds.
+	Applied map[string]string `json:"h"`
+}
+
+// RestoreOf records what the reload of changes replaces in tmpl. An Argo restart (spec.restartAt)
+// replaces no template, so it has nothing to restore.
+func (t Target) RestoreOf(tmpl *corev1.PodTemplateSpec, changes []Change) (Restore, bool) {
+	if t.RestartAt {
+		return Restore{}, false
+	}
+	r := Restore{Strategy: t.Strategy, Values: map[string]string{}, Applied: map[string]string{}}
+	for _, ch := range changes {
+		r.Applied[ch.Ref.Kind+"/"+ch.Ref.Name] = ch.Value
+	}
+	if t.Strategy == StrategyAnnotations {
+		r.Annotations = map[string]*string{}
+		for _, k := range []string{hashesAnnotation, lastReloadedFrom} {
+			if v, ok := tmpl.Annotations[k]; ok {
+				r.Annotations[k] = &v
+			} else {
+				r.Annotations[k] = nil
+			}
+		}
+		return r, true
+	}
+	for _, ch := range changes {
+		v, _ := EnvValue(tmpl, EnvVarName(ch.Ref))
+		r.Values[ch.Ref.Kind+"/"+ch.Ref.Name] = v
+	}
+	return r, true
+}
+
+// Encode is the Restore as RestoreAnnotation holds it.
+func (r Restore) Encode() string {
+	b, _ := json.Marshal(r) // strings and maps of strings always encode
+	return string(b)
+}
+
+// ParseRestore reads RestoreAnnotation.
+func ParseRestore(v string) (Restore, error) {
+	var r Restore
+	if err := json.Unmarshal([]byte(v), &r); err != nil {
+		return Restore{}, fmt.Errorf("read %s: %w", RestoreAnnotation, err)
+	}
+	return r, nil
+}
+
+// Ops puts the template back as the reload found it: the same template the previous ReplicaSet
+// (or revision) was made from, so its controller scales that one back up.
+func (r Restore) Ops(tmpl *corev1.PodTemplateSpec) []JSONOp {
+	if r.Strategy == StrategyAnnotations {
+		var ops []JSONOp
+		at := []string{"spec", "template", "metadata", "annotations"}
+		for _, k := range slices.Sorted(maps.Keys(r.Annotations)) {
+			v := r.Annotations[k]
+			_, has := tmpl.Annotations[k]
+			switch {
+			case v != nil:
+				ops = append(ops, JSONOp{Op: "add", Path: pointer(append(at, k)...), Value: *v})
+			case has:
+				ops = append(ops, JSONOp{Op: "remove", Path: pointer(append(at, k)...)})
+			}
+		}
+		return ops
+	}
+	var changes []Change
+	for _, ref := range slices.Sorted(maps.Keys(r.Values)) {
+		v := r.Values[ref]
+		kind, name, _ := strings.Cut(ref, "/")
+		changes = append(changes, Change{Ref: ConfigRef{Kind: kind, Name: name}, Value: v})
+	}
+	return EnvOps(tmpl, changes)
+}
+
+// MetaAnnotationOps sets (value non-nil) or removes (nil) metadata annotations. exists says whether
+// the object has an annotations map, or an earlier op of the same patch creates one.
+func MetaAnnotationOps(current map[string]string, exists bool, set map[string]*string) []JSONOp {
+	if !exists {
+		m := map[string]string{}
+		for k, v := range set {
+			if v != nil {
+				m[k] = *v
+			}
+		}
+		if len(m) == 0 {
+			return nil
+		}
+		return []JSONOp{{Op: "add", Path: "/metadata/annotations", Value: m}}
+	}
+	var ops []JSONOp
+	for _, k := range slices.Sorted(maps.Keys(set)) {
+		v := set[k]
+		p := pointer("metadata", "annotations", k)
+		if v != nil {
+			ops = append(ops, JSONOp{Op: "add", Path: p, Value: *v})
+		} else if _, has := current[k]; has {
+			ops = append(ops, JSONOp{Op: "remove", Path: p})
+		}
+	}
+	return ops
+}

@@ -1,0 +1,112 @@
+package policy
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+func TestHistoryRoundTripsAndStaysBounded(t *testing.T) {
+	at := time.Date(2026, 11, 23, 16, 0, 0, 0, time.UTC)
+	var entries []Entry
+	for i := range 8 {
+		entries = append(entries, Entry{At: at.Add(time.Duration(i) * time.Minute), Outcome: OutcomeFailed, RolledBack: i%2 == 0,
+			Generation: int64(10 + i), Configs: []string{"ConfigMap/app@1a2b3c4d"}})
+	}
+	got := ParseHistory(FormatHistory(entries))
+	if len(got) != MaxHistory {
+		t.Fatalf("kept %d entries, want %d", len(got), MaxHistory)
+	}
+	for i, e := range got {
+		if e.Generation != entries[i].Generation || e.RolledBack != entries[i].RolledBack || !e.At.Equal(entries[i].At) ||
+			e.Outcome != OutcomeFailed || e.Configs[0] != "ConfigMap/app@1a2b3c4d" {
+			t.Errorf("entry %d: got %+v, want %+v", i, e, entries[i])
+		}
+	}
+
+	long := Entry{At: at, Outcome: OutcomeSucceeded, Generation: 1}
+	for i := range 50 {
+		long.Configs = append(long.Configs, fmt.Sprintf("ConfigMap/%s@%08d", strings.Repeat("n", 200), i))
+	}
+	v := FormatHistory([]Entry{long, long, long, long, long})
+	if len(v) > maxHistoryBytes {
+		t.Errorf("history of huge entries is %d bytes, want at most %d", len(v), maxHistoryBytes)
+	}
+	if !strings.Contains(v, "+46") {
+		t.Errorf("history does not count the configs left out: %q", v)
+	}
+}
+
+func TestParseHistorySkipsLinesItCannotRead(t *testing.T) {
+	h := ParseHistory("garbage\n2026-11-23T16:00:00Z succeeded g4 ConfigMap/a@12345678\n2026 x y z")
+	if len(h) != 1 || h[0].Generation != 4 || h[0].Outcome != OutcomeSucceeded {
+		t.Fatalf("got %+v", h)
+	}
+	if _, ok := Pending(map[string]string{HistoryAnnotation: "2026-11-23T16:00:00Z progressing g4 ConfigMap/a@12345678"}); !ok {
+		t.Error("a progressing newest entry is not pending")
+	}
+	if _, ok := Pending(map[string]string{HistoryAnnotation: h[0].String()}); ok {
+		t.Error("a succeeded newest entry is pending")
+	}
+}
+
+func TestRestorePutsTheReplacedEnvValuesBack(t *testing.T) {
+	ref := ConfigRef{Kind: KindConfigMap, Name: "app"}
+	other := ConfigRef{Kind: KindConfigMap, Name: "new"}
+	before := &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c",
+		Env: []corev1.EnvVar{{Name: "X", Value: "1"}, {Name: EnvVarName(ref), Value: "old"}}}}}}
+	target := Target{Strategy: StrategyEnvVars}
+	r, ok := target.RestoreOf(before, []Change{{Ref: ref, Value: "new"}, {Ref: other, Value: "h"}})
+	if !ok {
+		t.Fatal("nothing to restore")
+	}
+	r, err := ParseRestore(r.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := before.DeepCopy()
+	after.Spec.Containers[0].Env[1].Value = "new"
+	after.Spec.Containers[0].Env = append(after.Spec.Containers[0].Env, corev1.EnvVar{Name: EnvVarName(other), Value: "h"})
+	b, _ := json.Marshal(r.Ops(after))
+	want := `[{"op":"test","path":"/spec/template/spec/containers/0/name","value":"c"},` +
+		`{"op":"test","path":"/spec/template/spec/containers/0/env/1/name","value":"_RELOADER_-configmap-app"},` +
+		`{"op":"replace","path":"/spec/template/spec/containers/0/env/1","value":{"name":"_RELOADER_-configmap-app","value":"old"}},` +
+		`{"op":"test","path":"/spec/template/spec/containers/0/env/2/name","value":"_RELOADER_-configmap-new"},` +
+		`{"op":"remove","path":"/spec/template/spec/containers/0/env/2"}]`
+	if string(b) != want {
+		t.Errorf("restore ops\n got %s\nwant %s", b, want)
+	}
+	if _, ok := (Target{RestartAt: true}).RestoreOf(before, nil); ok {
+		t.Error("an Argo restart has a template to restore")
+	}
+}
+
+func TestRestorePutsTheReplacedAnnotationsBack(t *testing.T) {
+	before := &corev1.PodTemplateSpec{}
+	before.Annotations = map[string]string{hashesAnnotation: `{"configmap/app":"old"}`}
+	r, _ := Target{Strategy: StrategyAnnotations}.RestoreOf(before, nil)
+	after := before.DeepCopy()
+	after.Annotations = map[string]string{hashesAnnotation: `{"configmap/app":"new"}`, lastReloadedFrom: "{}"}
+	b, _ := json.Marshal(r.Ops(after))
+	want := `[{"op":"remove","path":"/spec/template/metadata/annotations/reloader.stakater.com~1last-reloaded-from"},` +
+		`{"op":"add","path":"/spec/template/metadata/annotations/reloader~1config-hashes","value":"{\"configmap/app\":\"old\"}"}]`
+	if string(b) != want {
+		t.Errorf("restore ops\n got %s\nwant %s", b, want)
+	}
+}
+
+func TestMetaAnnotationOpsCreateTheMapOnlyWhenMissing(t *testing.T) {
+	v := "x"
+	b, _ := json.Marshal(MetaAnnotationOps(nil, false, map[string]*string{HistoryAnnotation: &v, RestoreAnnotation: nil}))
+	if string(b) != `[{"op":"add","path":"/metadata/annotations","value":{"reloader/history":"x"}}]` {
+		t.Errorf("no map: %s", b)
+	}
+	b, _ = json.Marshal(MetaAnnotationOps(map[string]string{RestoreAnnotation: "{}"}, true, map[string]*string{HistoryAnnotation: &v, RestoreAnnotation: nil}))
+	if string(b) != `[{"op":"add","path":"/metadata/annotations/reloader~1history","value":"x"},{"op":"remove","path":"/metadata/annotations/reloader~1restore"}]` {
+		t.Errorf("map: %s", b)
+	}
+}

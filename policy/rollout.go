@@ -1,0 +1,234 @@
+package policy
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Progress is how far a workload's rollout has got, read from its status alone.
+type Progress int
+
+const (
+	// Rolling: the controller has not yet observed the latest spec, or pods are still being
+	// replaced.
+	Rolling Progress = iota
+	// Done: every pod the rollout should replace runs the latest template and is available.
+	Done
+	// Stuck: the workload's own controller declared the rollout failed (a progress deadline).
+	Stuck
+	// Untracked: the kind cannot say (an OnDelete update strategy restarts nothing).
+	Untracked
+)
+
+// Conditions and reasons the workload controllers set.
+const (
+	progressing            = "Progressing"
+	reasonDeadline         = "ProgressDeadlineExceeded"
+	reasonNewRSAvailable   = "NewReplicaSetAvailable"
+	reasonNewRCAvailable   = "NewReplicationControllerAvailable"
+	reasonRolloutCancelled = "RolloutCancelled"
+	argoPhaseHealthy       = "Healthy"
+	argoPhaseDegraded      = "Degraded"
+	notObserved            = -1
+)
+
+// RolloutProgress reads the rollout of a Deployment, StatefulSet, DaemonSet, Argo Rollout or
+// DeploymentConfig (unstructured) from its status, with a reason for a failure.
+func RolloutProgress(obj any) (Progress, string) {
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		return deploymentProgress(o)
+	case *appsv1.StatefulSet:
+		return statefulSetProgress(o)
+	case *appsv1.DaemonSet:
+		return daemonSetProgress(o)
+	case *unstructured.Unstructured:
+		if o.GetKind() == "Rollout" {
+			return argoProgress(o)
+		}
+		return deploymentConfigProgress(o)
+	}
+	return Untracked, ""
+}
+
+// deploymentProgress follows the Progressing condition, as kubectl rollout status does with the
+// replica counts: a deadline exceeded is a failure; the new ReplicaSet available is success.
+func deploymentProgress(d *appsv1.Deployment) (Progress, string) {
+	s := d.Status
+	if s.ObservedGeneration < d.Generation {
+		return Rolling, ""
+	}
+	for _, c := range s.Conditions {
+		if c.Type == appsv1.DeploymentProgressing && c.Reason == reasonDeadline {
+			return Stuck, "progress deadline exceeded"
+		}
+	}
+	want := replicas(d.Spec.Replicas)
+	if s.UpdatedReplicas < want || s.Replicas > s.UpdatedReplicas || s.AvailableReplicas < s.UpdatedReplicas {
+		return Rolling, ""
+	}
+	for _, c := range s.Conditions {
+		if c.Type == appsv1.DeploymentProgressing && (c.Status != corev1.ConditionTrue || c.Reason != reasonNewRSAvailable) {
+			return Rolling, ""
+		}
+	}
+	return Done, ""
+}
+
+// statefulSetProgress: the update revision has replaced the current one, or, with a partition,
+// every ordinal at or above it runs the update revision; and those pods are ready.
+func statefulSetProgress(s *appsv1.StatefulSet) (Progress, string) {
+	if s.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType {
+		return Untracked, ""
+	}
+	st := s.Status
+	if st.ObservedGeneration < s.Generation {
+		return Rolling, ""
+	}
+	want := replicas(s.Spec.Replicas)
+	if ru := s.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil && *ru.Partition > 0 {
+		if st.UpdatedReplicas < want-min(*ru.Partition, want) || st.ReadyReplicas < want {
+			return Rolling, ""
+		}
+		return Done, ""
+	}
+	if st.UpdateRevision != st.CurrentRevision || st.UpdatedReplicas < want || st.ReadyReplicas < want {
+		return Rolling, ""
+	}
+	return Done, ""
+}
+
+// daemonSetProgress: every scheduled pod is updated and available.
+func daemonSetProgress(d *appsv1.DaemonSet) (Progress, string) {
+	if d.Spec.UpdateStrategy.Type == appsv1.OnDeleteDaemonSetStrategyType {
+		return Untracked, ""
+	}
+	s := d.Status
+	if s.ObservedGeneration < d.Generation || s.UpdatedNumberScheduled < s.DesiredNumberScheduled ||
+		s.NumberAvailable < s.DesiredNumberScheduled {
+		return Rolling, ""
+	}
+	return Done, ""
+}
+
+// argoProgress reads an Argo Rollout's phase, once its controller has observed the spec (it
+// writes observedGeneration as a string or a number, depending on its version).
+func argoProgress(u *unstructured.Unstructured) (Progress, string) {
+	if observedGeneration(u) < u.GetGeneration() {
+		return Rolling, ""
+	}
+	phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
+	switch phase {
+	case argoPhaseHealthy:
+		return Done, ""
+	case argoPhaseDegraded:
+		msg, _, _ := unstructured.NestedString(u.Object, "status", "message")
+		return Stuck, "rollout degraded: " + msg
+	}
+	return Rolling, ""
+}
+
+// deploymentConfigProgress reads a DeploymentConfig's Progressing condition, which its
+// controller sets from the phase of the latest deployment (replication controller).
+func deploymentConfigProgress(u *unstructured.Unstructured) (Progress, string) {
+	if observedGeneration(u) < u.GetGeneration() {
+		return Rolling, ""
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if !ok || m["type"] != progressing {
+			continue
+		}
+		switch m["reason"] {
+		case reasonNewRCAvailable:
+			return Done, ""
+		case reasonDeadline:
+			return Stuck, "progress deadline exceeded"
+		case reasonRolloutCancelled:
+			return Stuck, "rollout cancelled"
+		}
+	}
+	return Rolling, ""
+}
+
+// observedGeneration reads status.observedGeneration as a number or a decimal string; absent or
+// unreadable is notObserved, below any generation.
+func observedGeneration(u *unstructured.Unstructured) int64 {
+	v, found, _ := unstructured.NestedFieldNoCopy(u.Object, "status", "observedGeneration")
+	if !found {
+		return notObserved
+	}
+	switch g := v.(type) {
+	case int64:
+		return g
+	case float64:
+		return int64(g)
+	case string:
+		var n int64
+		if _, err := fmt.Sscan(g, &n); err == nil {
+			return n
+		}
+	}
+	return notObserved
+}
+
+func replicas(p *int32) int32 {
+	if p == nil {
+		return 1
+	}
+	return *p
+}
+
+// TrackAnnotation "true" follows a workload's reloads to the end of their rollouts ("false" opts
+// out of --track-rollouts).
+const TrackAnnotation = "reloader/track-rollout"
+
+// Follow says whether a workload's reloads are followed, undone when they fail, and for how long
+// a rollout may run.
+type Follow struct {
+	Track, Rollback bool
+	Timeout         time.Duration
+}
+
+// FollowOf reads the safe-reload annotations, from the workload's metadata and then its pod
+// template's, over the defaults the flags give. Rollback implies tracking. A malformed value
+// keeps the default and is returned as a problem.
+func FollowOf(meta, tmpl map[string]string, def Follow) (Follow, []string) {
+	f, problems := def, []string(nil)
+	get := func(k string) (string, bool) {
+		if v, ok := meta[k]; ok {
+			return v, true
+		}
+		v, ok := tmpl[k]
+		return v, ok
+	}
+	for k, into := range map[string]*bool{TrackAnnotation: &f.Track, RollbackAnnotation: &f.Rollback} {
+		if v, ok := get(k); ok {
+			b, err := strconv.ParseBool(strings.TrimSpace(v))
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("%s: %q is not true or false", k, v))
+				continue
+			}
+			*into = b
+		}
+	}
+	if v, ok := get(TimeoutAnnotation); ok {
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		if err != nil || d <= 0 {
+			problems = append(problems, fmt.Sprintf("%s: %q is not a positive duration such as 10m", TimeoutAnnotation, v))
+		} else {
+			f.Timeout = d
+		}
+	}
+	f.Track = f.Track || f.Rollback
+	slices.Sort(problems)
+	return f, problems
+}

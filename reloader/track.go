@@ -1,0 +1,274 @@
+package reloader
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/reloader/reloader/metrics"
+	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/state"
+)
+
+// Rollout tracking. A followed reload writes, in the same patch, a "progressing" entry at the head
+// of the workload's reloader/history annotation (and, with rollback on, what it replaced in
+// reloader/restore). That annotation is the only record: every event of a workload whose newest
+// entry is progressing queues its rollout key, whose sync reads the cached status and, once the
+// rollout is done, failed or past its timeout, writes the outcome in one patch guarded by the
+// history it read. So a restart, or a failover, resumes following from the cache alone, and no
+// request is made per followed workload until its outcome is written.
+
+// rolloutPrefix starts the kind of a queue key that follows a workload's rollout.
+const rolloutPrefix = "rollout:"
+
+func rolloutKey(w key) key { return key{rolloutPrefix + w.kind, w.namespace, w.name} }
+
+// follow reads how the workload's reloads are followed; a malformed annotation is said once.
+func (c *Controller) follow(w workloadView) policy.Follow {
+	f, problems := policy.FollowOf(w.meta.GetAnnotations(), w.tmpl.Annotations, c.opts.Follow)
+	uid := string(w.meta.GetUID())
+	if len(problems) == 0 {
+		c.reports.clear(uid, "InvalidSafeReloadAnnotation")
+	} else if c.reports.warn(w.obj, uid, "InvalidSafeReloadAnnotation", strings.Join(problems, "; ")+"; the default applies") {
+		c.log.Warn("invalid safe-reload annotation", "kind", w.kind.name, "namespace", w.key.namespace, "name", w.key.name,
+			"problems", strings.Join(problems, "; "))
+	}
+	return f
+}
+
+// trackOps adds to a reload's patch its history entry and, with rollback on, what it replaces. It
+// returns the entry the reload supersedes, if one was still progressing.
+func (c *Controller) trackOps(w workloadView, changes []policy.Change, ops []policy.JSONOp) ([]policy.JSONOp, *policy.Entry) {
+	f := c.follow(w)
+	ann := w.meta.GetAnnotations()
+	history := policy.ParseHistory(ann[policy.HistoryAnnotation])
+	var superseded *policy.Entry
+	if len(history) > 0 && history[0].Outcome == policy.OutcomeProgressing {
+		history[0].Outcome = policy.OutcomeSuperseded
+		superseded = &history[0]
+	}
+	follow := f.Track && !w.kind.onDelete(w.obj)
+	if !follow && superseded == nil {
+		return ops, nil
+	}
+	if follow { // else tracking was turned off meanwhile: the rollout still followed is superseded
+		history = append([]policy.Entry{c.progressing(w, changes)}, history...)
+	}
+	text := policy.FormatHistory(history)
+	set := map[string]*string{policy.HistoryAnnotation: &text, policy.RestoreAnnotation: nil}
+	if r, ok := w.target.RestoreOf(w.tmpl, changes); ok && follow && f.Rollback {
+		v := r.Encode()
+		set[policy.RestoreAnnotation] = &v
+	}
+	exists := ann != nil || createsAnnotations(ops)
+	return append(ops, policy.MetaAnnotationOps(ann, exists, set)...), superseded
+}
+
+// progressing is the history entry of a reload about to be patched: the generation its template
+// change makes, and each config with its short hash.
+func (c *Controller) progressing(w workloadView, changes []policy.Change) policy.Entry {
+	e := policy.Entry{At: c.opts.Clock.Now(), Outcome: policy.OutcomeProgressing, Generation: w.meta.GetGeneration() + 1}
+	for _, ch := range changes {
+		e.Configs = append(e.Configs, fmt.Sprintf("%s/%s@%s", ch.Ref.Kind, ch.Ref.Name, shortOrDeleted(ch.Value)))
+	}
+	return e
+}
+
+// createsAnnotations reports whether a patch creates the metadata annotations map.
+func createsAnnotations(ops []policy.JSONOp) bool {
+	for _, op := range ops {
+		if op.Path == "/metadata/annotations" {
+			return true
+		}
+	}
+	return false
+}
+
+func shortOrDeleted(v string) string {
+	if s := short(v); s != "" {
+		return s
+	}
+	return policy.DeletedMarker
+}
+
+// reloadFollowed completes a reload's patch: a superseded rollout is reported, and the holds of
+// the configs reloaded are lifted, since the workload now runs their newer content.
+func (c *Controller) reloadFollowed(w workloadView, changes []policy.Change, superseded *policy.Entry) {
+	for _, ch := range changes {
+		hk := c.holdKey(w.key, ch.Ref)
+		if _, ok := c.state.Held(hk); ok {
+			c.state.DeleteEntry(hk)
+		}
+	}
+	if superseded != nil {
+		c.reportOutcome(w, *superseded, policy.OutcomeSuperseded, "a newer reload replaced it", false)
+	}
+}
+
+// followRollout queues the rollout key of a workload whose newest reload is being followed.
+func (c *Controller) followRollout(k *workloadKind, obj any) {
+	meta, _ := k.template(obj)
+	if meta == nil {
+		return
+	}
+	if _, ok := policy.Pending(meta.GetAnnotations()); ok {
+		c.queue.Add(rolloutKey(key{k.name, meta.GetNamespace(), meta.GetName()}))
+	}
+}
+
+// syncRollout judges a followed rollout from the cached status and writes its outcome once it has
+// one; until then it comes back at the timeout, or earlier with the workload's next event.
+func (c *Controller) syncRollout(ctx context.Context, kind *workloadKind, k key) error {
+	obj, exists, err := kind.informer.GetIndexer().GetByKey(k.namespace + "/" + k.name)
+	if err != nil || !exists {
+		return err
+	}
+	w, ok := c.view(kind, obj)
+	if !ok {
+		return nil
+	}
+	entry, pending := policy.Pending(w.meta.GetAnnotations())
+	if !pending {
+		return nil
+	}
+	f := c.follow(w)
+	switch progress, why := policy.RolloutProgress(obj); progress {
+	case policy.Done:
+		return c.finish(ctx, w, f, entry, policy.OutcomeSucceeded, "")
+	case policy.Stuck:
+		return c.finish(ctx, w, f, entry, policy.OutcomeFailed, why)
+	case policy.Rolling:
+		now, deadline := c.opts.Clock.Now(), entry.At.Add(f.Timeout)
+		if now.Before(deadline) {
+			c.queue.AddAfter(k, deadline.Sub(now))
+			return nil
+		}
+		return c.finish(ctx, w, f, entry, policy.OutcomeTimedOut, fmt.Sprintf("not done within %s", f.Timeout))
+	}
+	return nil
+}
+
+// finish writes a rollout's outcome into the history, guarded by the history it read. A failed or
+// timed-out rollout with rollback on is undone in the same patch, after its holds are written to
+// the state: a crash in between finds the reload still progressing and the hold in place, and
+// does both again.
+func (c *Controller) finish(ctx context.Context, w workloadView, f policy.Follow, entry policy.Entry, outcome, why string) error {
+	ann := w.meta.GetAnnotations()
+	history := policy.ParseHistory(ann[policy.HistoryAnnotation])
+	history[0].Outcome = outcome
+	ops := []policy.JSONOp{policy.HistoryTest(ann[policy.HistoryAnnotation])}
+	rollback := false
+	if outcome != policy.OutcomeSucceeded && f.Rollback {
+		restore, ok, err := c.holdAndRestore(ctx, w)
+		if err != nil {
+			return err
+		}
+		if ok {
+			ops = append(ops, restore.Ops(w.tmpl)...)
+			history[0].RolledBack, rollback = true, true
+		}
+	}
+	text := policy.FormatHistory(history)
+	ops = append(ops, policy.MetaAnnotationOps(ann, true, map[string]*string{policy.HistoryAnnotation: &text, policy.RestoreAnnotation: nil})...)
+	body, err := json.Marshal(ops)
+	if err != nil {
+		return fmt.Errorf("encode the rollout outcome of %s: %w", w.key, err)
+	}
+	_, err = w.kind.patch(ctx, w.key.namespace, w.key.name, body)
+	if isStale(err) {
+		return errStale
+	}
+	if err != nil {
+		if rollback {
+			c.metrics.Rollouts.Rollbacks.WithLabelValues(w.kind.name, metrics.ResultFailure).Inc()
+			c.reports.warn(w.obj, string(w.meta.GetUID()), "RollbackFailed", fmt.Sprintf("Rolling back the reload for %s failed: %v", configsOf(entry), err))
+		}
+		return fmt.Errorf("record the rollout outcome of %s: %w", w.key, err)
+	}
+	c.reportOutcome(w, entry, outcome, why, rollback)
+	return nil
+}
+
+// holdAndRestore holds the content the reload applied, durably, and returns what it replaced, for
+// the rollback to send. A workload without a readable restore record is not rolled back.
+func (c *Controller) holdAndRestore(ctx context.Context, w workloadView) (policy.Restore, bool, error) {
+	raw, ok := w.meta.GetAnnotations()[policy.RestoreAnnotation]
+	if !ok {
+		return policy.Restore{}, false, nil
+	}
+	restore, err := policy.ParseRestore(raw)
+	if err != nil {
+		c.reports.warn(w.obj, string(w.meta.GetUID()), "RollbackFailed", "Cannot roll back: "+err.Error())
+		return policy.Restore{}, false, nil
+	}
+	for ref, v := range restore.Applied {
+		kind, name, _ := strings.Cut(ref, "/")
+		if v != "" {
+			c.state.Hold(c.holdKey(w.key, policy.ConfigRef{Kind: kind, Name: name}), v)
+		}
+	}
+	if err := c.state.Flush(ctx); err != nil {
+		return policy.Restore{}, false, fmt.Errorf("record the hold of %s before rolling it back: %w", w.key, err)
+	}
+	return restore, true, nil
+}
+
+// reportOutcome tells the outcome through the metrics, an Event on the workload and the log.
+func (c *Controller) reportOutcome(w workloadView, entry policy.Entry, outcome, why string, rolledBack bool) {
+	m := c.metrics.Rollouts
+	m.Outcomes.WithLabelValues(w.kind.name, outcome).Inc()
+	m.Duration.WithLabelValues(w.kind.name, outcome).Observe(c.opts.Clock.Now().Sub(entry.At).Seconds())
+	what := configsOf(entry)
+	log := c.log.With("kind", w.kind.name, "namespace", w.key.namespace, "name", w.key.name, "configs", what, "outcome", outcome)
+	switch outcome {
+	case policy.OutcomeSucceeded:
+		c.reports.event(w.obj, corev1.EventTypeNormal, "RolloutSucceeded", "Rollout of the reload for "+what+" succeeded")
+		log.Info("rollout succeeded")
+	case policy.OutcomeSuperseded:
+		c.reports.event(w.obj, corev1.EventTypeNormal, "RolloutSuperseded", "Rollout of the reload for "+what+" was superseded by a newer reload")
+		log.Info("rollout superseded")
+	default:
+		reason := map[string]string{policy.OutcomeFailed: "RolloutFailed", policy.OutcomeTimedOut: "RolloutTimedOut"}[outcome]
+		c.reports.event(w.obj, corev1.EventTypeWarning, reason, fmt.Sprintf("Rollout of the reload for %s %s: %s", what, outcome, why))
+		log.Warn("rollout "+outcome, "why", why)
+	}
+	if rolledBack {
+		m.Rollbacks.WithLabelValues(w.kind.name, metrics.ResultSuccess).Inc()
+		c.reports.clear(string(w.meta.GetUID()), "RollbackFailed")
+		c.reports.event(w.obj, corev1.EventTypeWarning, "RolledBack", "Restored the pod template from before the reload for "+what+
+			"; this content is held: it reloads this workload again only once it changes")
+		log.Warn("rolled back; the config content is held until it changes")
+	}
+}
+
+func configsOf(e policy.Entry) string { return strings.Join(e.Configs, ", ") }
+
+// holdKey is the state key of a hold on workload w for config r.
+func (c *Controller) holdKey(w key, r policy.ConfigRef) string {
+	ns := w.namespace
+	if c.opts.Namespace != "" {
+		ns = ""
+	}
+	return state.HoldKey(w.kind, ns, w.name, r.Kind, r.Name)
+}
+
+// held reports whether workload w must not be reloaded for value of config r: that reload was
+// rolled back.
+func (c *Controller) held(w key, r policy.ConfigRef, value string) bool {
+	v, ok := c.state.Held(c.holdKey(w, r))
+	return ok && v == value
+}
+
+// liftHolds forgets the holds of a deleted workload.
+func (c *Controller) liftHolds(k *workloadKind, obj any) {
+	meta, _ := k.template(obj)
+	keys, _ := c.indexByConfig(k)(obj)
+	for _, s := range keys {
+		kind, rest, _ := strings.Cut(s, "/")
+		_, name, _ := strings.Cut(rest, "/")
+		c.state.DeleteEntry(c.holdKey(key{k.name, meta.GetNamespace(), meta.GetName()}, policy.ConfigRef{Kind: kind, Name: name}))
+	}
+}

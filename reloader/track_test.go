@@ -1,0 +1,457 @@
+package reloader_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/reloader/reloader/confighash"
+	"github.com/reloader/reloader/internal/testcluster"
+	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader"
+)
+
+var (
+	goodConfig   = map[string]string{"app.json": `{"ok": true}`}
+	brokenConfig = map[string]string{"app.json": `{"ok": false}`}
+	fixedConfig  = map[string]string{"app.json": `{"ok": true, "fixed": true}`}
+	appVar       = policy.EnvVarName(policy.ConfigRef{Kind: policy.KindConfigMap, Name: "app"})
+)
+
+// hashOfData is the marker value the reloader writes for a ConfigMap holding data.
+func hashOfData(data map[string]string) string {
+	return confighash.ConfigMap(&corev1.ConfigMap{Data: data})
+}
+
+// followedDeployment creates Deployment web (2 replicas, progress deadline 3 s, one pod
+// unavailable at a time) that reads
+// ConfigMap app and whose pods never become Ready on brokenConfig; it waits for its first
+// rollout.
+func followedDeployment(t *testing.T, ns string, annotations map[string]string) {
+	t.Helper()
+	createConfigMap(t, ns, "app", goodConfig)
+	createDeploymentFrom(t, ns, "web", func(d *appsv1.Deployment) {
+		d.Annotations = annotations
+		d.Spec.Replicas = new(int32(2))
+		d.Spec.ProgressDeadlineSeconds = new(int32(3))
+		// One old pod goes before a new one is available: a rollback really scales the previous
+		// ReplicaSet back up.
+		d.Spec.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{MaxUnavailable: ptr(intstr.FromInt32(1)), MaxSurge: ptr(intstr.FromInt32(0))}
+		c := &d.Spec.Template.Spec.Containers[0]
+		c.EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app"}}}}
+		c.Env = append(c.Env, corev1.EnvVar{Name: testcluster.NotReadyWhen, Value: hashOfData(brokenConfig)})
+	})
+	waitFor(t, 30*time.Second, "first rollout", func() (bool, error) {
+		p, _ := policy.RolloutProgress(getDeployment(t, ns, "web"))
+		return p == policy.Done, nil
+	})
+}
+
+func newestEntry(t *testing.T, ns string) (policy.Entry, bool) {
+	h := policy.ParseHistory(getDeployment(t, ns, "web").Annotations[policy.HistoryAnnotation])
+	if len(h) == 0 {
+		return policy.Entry{}, false
+	}
+	return h[0], true
+}
+
+func waitOutcome(t *testing.T, ns, outcome string) policy.Entry {
+	t.Helper()
+	var e policy.Entry
+	waitFor(t, 60*time.Second, "history outcome "+outcome, func() (bool, error) {
+		var ok bool
+		e, ok = newestEntry(t, ns)
+		return ok && e.Outcome == outcome, nil
+	})
+	return e
+}
+
+func eventReasons(t *testing.T, ns string) string {
+	t.Helper()
+	list, err := cluster.Client().CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reasons []string
+	for _, e := range list.Items {
+		if e.InvolvedObject.Kind == "Deployment" {
+			reasons = append(reasons, e.Reason)
+		}
+	}
+	return strings.Join(reasons, ",")
+}
+
+func waitEvent(t *testing.T, ns, reason string) {
+	t.Helper()
+	waitFor(t, 10*time.Second, "Event "+reason, func() (bool, error) {
+		return strings.Contains(eventReasons(t, ns), reason), nil
+	})
+}
+
+func outcomes(r *running, outcome string) float64 {
+	return testutil.ToFloat64(r.metrics.Rollouts.Outcomes.WithLabelValues("Deployment", outcome))
+}
+
+func TestAHealthyReloadReportsSucceededWithinASecondOfTheRolloutCompleting(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	followedDeployment(t, ns, map[string]string{"configmap.reloader.stakater.com/reload": "app", policy.TrackAnnotation: "true"})
+	r := startController(t, ns, controllerOpts{})
+	w, err := cluster.Client().AppsV1().Deployments(ns).Watch(context.Background(), metav1.ListOptions{FieldSelector: "metadata.name=web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+
+	updateConfigMap(t, ns, "app", fixedConfig)
+	var completed, reported time.Time
+	deadline := time.After(60 * time.Second)
+	for reported.IsZero() {
+		select {
+		case ev := <-w.ResultChan():
+			if ev.Type != watch.Modified {
+				continue
+			}
+			d := ev.Object.(*appsv1.Deployment)
+			e := policy.ParseHistory(d.Annotations[policy.HistoryAnnotation])
+			if p, _ := policy.RolloutProgress(d); p == policy.Done && completed.IsZero() && len(e) > 0 {
+				completed = time.Now()
+			}
+			if len(e) > 0 && e[0].Outcome == policy.OutcomeSucceeded {
+				reported = time.Now()
+			}
+		case <-deadline:
+			t.Fatalf("no succeeded outcome; history %q", getDeployment(t, ns, "web").Annotations[policy.HistoryAnnotation])
+		}
+	}
+	if lag := reported.Sub(completed); lag > time.Second {
+		t.Errorf("succeeded reported %s after the rollout completed, want within 1s", lag)
+	}
+	t.Logf("succeeded reported %s after the rollout completed", reported.Sub(completed).Round(time.Millisecond))
+	e, _ := newestEntry(t, ns)
+	if want := "ConfigMap/app@" + hashOfData(fixedConfig)[:8]; len(e.Configs) != 1 || e.Configs[0] != want {
+		t.Errorf("history names %v, want %s", e.Configs, want)
+	}
+	waitEvent(t, ns, "RolloutSucceeded")
+	if n := outcomes(r, policy.OutcomeSucceeded); n != 1 {
+		t.Errorf("reloader_rollouts_total{outcome=succeeded} = %v, want 1", n)
+	}
+	if _, ok := getDeployment(t, ns, "web").Annotations[policy.RestoreAnnotation]; ok {
+		t.Error("a reload without rollback left a restore record")
+	}
+}
+
+func TestABrokenReloadReportsFailedAtTheProgressDeadlineAndStays(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	followedDeployment(t, ns, map[string]string{"configmap.reloader.stakater.com/reload": "app", policy.TrackAnnotation: "true"})
+	r := startController(t, ns, controllerOpts{})
+	updateConfigMap(t, ns, "app", brokenConfig)
+	e := waitOutcome(t, ns, policy.OutcomeFailed)
+	if e.RolledBack {
+		t.Error("rolled back without rollback on")
+	}
+	waitEvent(t, ns, "RolloutFailed")
+	if n := outcomes(r, policy.OutcomeFailed); n != 1 {
+		t.Errorf("reloader_rollouts_total{outcome=failed} = %v, want 1", n)
+	}
+	wantReloads(t, ns, "web", getDeployment(t, ns, "web").Generation, 0)
+	if got, _ := env(getDeployment(t, ns, "web"), "app", appVar); got != hashOfData(brokenConfig) {
+		t.Errorf("without rollback the template holds %q, want the broken content's hash", got)
+	}
+}
+
+// rollbackScenario reloads web onto brokenConfig and waits until the rollback has restored the
+// previous ReplicaSet to full availability. between runs after the reload's patch, before its
+// rollout fails.
+func rollbackScenario(t *testing.T, ns string, between func()) {
+	t.Helper()
+	updateConfigMap(t, ns, "app", brokenConfig)
+	waitEnv(t, ns, "web", appVar, hashOfData(brokenConfig))
+	waitFor(t, 30*time.Second, "the failing rollout to take an old pod down", func() (bool, error) {
+		return getDeployment(t, ns, "web").Status.AvailableReplicas < 2, nil // well before its 3 s deadline
+	})
+	between()
+	e := waitOutcome(t, ns, policy.OutcomeFailed)
+	if !e.RolledBack {
+		t.Fatalf("failed rollout not rolled back: %+v", e)
+	}
+	// The Deployment was created before the reloader ran: the template it restores has no marker.
+	waitFor(t, 10*time.Second, "the marker removed again", func() (bool, error) {
+		_, set := env(getDeployment(t, ns, "web"), "app", appVar)
+		return !set, nil
+	})
+	waitFor(t, 30*time.Second, "previous ReplicaSet fully available, broken one scaled to zero", func() (bool, error) {
+		sets, err := cluster.Client().AppsV1().ReplicaSets(ns).List(context.Background(), metav1.ListOptions{LabelSelector: labels.Set{"app": "web"}.String()})
+		if err != nil {
+			return false, err
+		}
+		good, broken := false, false
+		for _, rs := range sets.Items {
+			v := ""
+			for _, ev := range rs.Spec.Template.Spec.Containers[0].Env {
+				if ev.Name == appVar {
+					v = ev.Value
+				}
+			}
+			switch v {
+			case "":
+				good = rs.Status.AvailableReplicas == 2 && *rs.Spec.Replicas == 2
+			case hashOfData(brokenConfig):
+				broken = *rs.Spec.Replicas == 0
+			}
+		}
+		return good && broken && len(sets.Items) == 2, nil
+	})
+}
+
+func TestRollbackRestoresThePreviousReplicaSetAndHoldsTheBrokenContent(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	followedDeployment(t, ns, map[string]string{"configmap.reloader.stakater.com/reload": "app", policy.RollbackAnnotation: "true"})
+	r := startController(t, ns, controllerOpts{})
+	rollbackScenario(t, ns, func() {})
+	waitEvent(t, ns, "RolledBack")
+	if n := testutil.ToFloat64(r.metrics.Rollouts.Rollbacks.WithLabelValues("Deployment", "success")); n != 1 {
+		t.Errorf("reloader_rollbacks_total{result=success} = %v, want 1", n)
+	}
+	wantHeld(t, ns)
+
+	// Held: the broken content does not reload web again, though web runs other content.
+	wantReloads(t, ns, "web", getDeployment(t, ns, "web").Generation, 0)
+	// Positive control: another content lifts the hold and reloads.
+	updateConfigMap(t, ns, "app", fixedConfig)
+	waitOutcome(t, ns, policy.OutcomeSucceeded)
+	if got, _ := env(getDeployment(t, ns, "web"), "app", appVar); got != hashOfData(fixedConfig) {
+		t.Errorf("after the hold was lifted web runs %q", got)
+	}
+	settle()
+	state, _ := cluster.Client().CoreV1().ConfigMaps(ns).Get(context.Background(), "reloader-state", metav1.GetOptions{})
+	for k := range state.Data {
+		if strings.HasPrefix(k, "hold.") {
+			t.Errorf("hold %s outlived a reload to another content", k)
+		}
+	}
+}
+
+// wantHeld fails unless the state ConfigMap holds web's hold on the broken content.
+func wantHeld(t *testing.T, ns string) {
+	t.Helper()
+	waitFor(t, 10*time.Second, "hold written to the state", func() (bool, error) {
+		cm, err := cluster.Client().CoreV1().ConfigMaps(ns).Get(context.Background(), "reloader-state", metav1.GetOptions{})
+		return err == nil && cm.Data["hold.ConfigMap.Deployment_web_app"] == hashOfData(brokenConfig), err
+	})
+}
+
+func TestARollbackLostToACrashIsDoneByTheNextStartAndNotReloadedAgain(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	followedDeployment(t, ns, map[string]string{"configmap.reloader.stakater.com/reload": "app"})
+	rollback := func(o *reloader.Options) { o.Follow.Rollback = true } // the flag, not the annotation
+	first := startController(t, ns, controllerOpts{tweak: rollback})
+	rollbackScenario(t, ns, func() {
+		first.stop(t) // grace 0: abandons everything, as kill -9 would
+		waitFor(t, 30*time.Second, "the rollout to fail while no reloader runs", func() (bool, error) {
+			p, _ := policy.RolloutProgress(getDeployment(t, ns, "web"))
+			return p == policy.Stuck, nil
+		})
+		startController(t, ns, controllerOpts{tweak: rollback})
+	})
+	wantHeld(t, ns)
+	wantReloads(t, ns, "web", getDeployment(t, ns, "web").Generation, 0)
+}
+
+func TestANewerReloadSupersedesOneStillRolling(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	followedDeployment(t, ns, map[string]string{"configmap.reloader.stakater.com/reload": "app", policy.TrackAnnotation: "true"})
+	d := getDeployment(t, ns, "web")
+	d.Spec.ProgressDeadlineSeconds = new(int32(600)) // the broken rollout stays progressing
+	if _, err := cluster.Client().AppsV1().Deployments(ns).Update(context.Background(), d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r := startController(t, ns, controllerOpts{})
+	updateConfigMap(t, ns, "app", brokenConfig)
+	waitOutcome(t, ns, policy.OutcomeProgressing)
+	updateConfigMap(t, ns, "app", fixedConfig)
+	waitOutcome(t, ns, policy.OutcomeSucceeded)
+	h := policy.ParseHistory(getDeployment(t, ns, "web").Annotations[policy.HistoryAnnotation])
+	if len(h) != 2 || h[1].Outcome != policy.OutcomeSuperseded || !strings.HasSuffix(h[1].Configs[0], hashOfData(brokenConfig)[:8]) {
+		t.Fatalf("history %+v, want the broken reload superseded", h)
+	}
+	waitEvent(t, ns, "RolloutSuperseded")
+	if n := outcomes(r, policy.OutcomeSuperseded); n != 1 {
+		t.Errorf("reloader_rollouts_total{outcome=superseded} = %v, want 1", n)
+	}
+}
+
+func TestADaemonSetRolloutPastItsTimeoutIsTimedOutAndRolledBack(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app", goodConfig)
+	labels := map[string]string{"app": "agent"}
+	ds := &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "agent", Annotations: map[string]string{"configmap.reloader.stakater.com/reload": "app",
+			policy.RollbackAnnotation: "true", policy.TimeoutAnnotation: "3s"}},
+		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "fake",
+					Env: []corev1.EnvVar{{Name: testcluster.NotReadyWhen, Value: hashOfData(brokenConfig)}}}}}}},
+	}
+	dss := cluster.Client().AppsV1().DaemonSets(ns)
+	if _, err := dss.Create(context.Background(), ds, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	get := func() *appsv1.DaemonSet {
+		d, err := dss.Get(context.Background(), "agent", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	waitFor(t, 30*time.Second, "first rollout", func() (bool, error) {
+		d := get()
+		p, _ := policy.RolloutProgress(d)
+		return p == policy.Done && d.Status.NumberAvailable == 1, nil
+	})
+	r := startController(t, ns, controllerOpts{})
+	updateConfigMap(t, ns, "app", brokenConfig)
+	var e policy.Entry
+	waitFor(t, 30*time.Second, "timed out and rolled back", func() (bool, error) {
+		h := policy.ParseHistory(get().Annotations[policy.HistoryAnnotation])
+		if len(h) > 0 {
+			e = h[0]
+		}
+		return e.Outcome == policy.OutcomeTimedOut && e.RolledBack, nil
+	})
+	waitFor(t, 30*time.Second, "the previous pod template running and available again", func() (bool, error) {
+		d := get()
+		p, _ := policy.RolloutProgress(d)
+		return p == policy.Done && d.Status.NumberAvailable == 1, nil
+	})
+	if n := testutil.ToFloat64(r.metrics.Rollouts.Outcomes.WithLabelValues("DaemonSet", policy.OutcomeTimedOut)); n != 1 {
+		t.Errorf("reloader_rollouts_total{kind=DaemonSet,outcome=timed-out} = %v, want 1", n)
+	}
+	settle()
+	if g := get().Generation; g != 3 {
+		t.Errorf("DaemonSet generation %d, want 3 (created, reloaded, rolled back)", g)
+	}
+}
+
+// setCustomStatus writes a custom workload's status as its controller would. The test CRDs have
+// no status subresource, so the write bumps the generation: the observed generation written is
+// the one the write makes.
+func setCustomStatus(t *testing.T, gvr schema.GroupVersionResource, ns, name string, status map[string]any) {
+	t.Helper()
+	res := dynamic.NewForConfigOrDie(cluster.Config).Resource(gvr).Namespace(ns)
+	u, err := res.Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	status["observedGeneration"] = u.GetGeneration() + 1
+	u.Object["status"] = status
+	if _, err := res.Update(context.Background(), u, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func customHistory(t *testing.T, gvr schema.GroupVersionResource, ns, name string) []policy.Entry {
+	_, u := templateEnv(t, gvr, ns, name, cmVar)
+	return policy.ParseHistory(u.GetAnnotations()[policy.HistoryAnnotation])
+}
+
+func TestArgoRolloutsAndDeploymentConfigsAreFollowedByTheirStatus(t *testing.T) {
+	ensureCRDs(t)
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	ann := named("configmap", "app-config")
+	ann[policy.RollbackAnnotation] = "true"
+	createCustom(t, rolloutsGVR, "Rollout", ns, "rollout", ann)
+	createCustom(t, deploymentConfigsGVR, "DeploymentConfig", ns, "dc", ann)
+	startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { o.ArgoRollouts, o.OpenShift = true, true }})
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+	for _, w := range []struct {
+		gvr  schema.GroupVersionResource
+		name string
+	}{{rolloutsGVR, "rollout"}, {deploymentConfigsGVR, "dc"}} {
+		waitFor(t, 10*time.Second, w.name+" reloaded and followed", func() (bool, error) {
+			v, _ := templateEnv(t, w.gvr, ns, w.name, cmVar)
+			h := customHistory(t, w.gvr, ns, w.name)
+			return v == hash && len(h) == 1 && h[0].Outcome == policy.OutcomeProgressing, nil
+		})
+	}
+
+	setCustomStatus(t, rolloutsGVR, ns, "rollout", map[string]any{"phase": "Degraded", "message": "ProgressDeadlineExceeded"})
+	setCustomStatus(t, deploymentConfigsGVR, ns, "dc", map[string]any{"conditions": []any{
+		map[string]any{"type": "Progressing", "status": "True", "reason": "NewReplicationControllerAvailable"}}})
+	waitFor(t, 10*time.Second, "the degraded Rollout rolled back", func() (bool, error) {
+		v, _ := templateEnv(t, rolloutsGVR, ns, "rollout", cmVar)
+		h := customHistory(t, rolloutsGVR, ns, "rollout")
+		return v == "" && h[0].Outcome == policy.OutcomeFailed && h[0].RolledBack, nil
+	})
+	waitFor(t, 10*time.Second, "the DeploymentConfig succeeded", func() (bool, error) {
+		v, _ := templateEnv(t, deploymentConfigsGVR, ns, "dc", cmVar)
+		return v == hash && customHistory(t, deploymentConfigsGVR, ns, "dc")[0].Outcome == policy.OutcomeSucceeded, nil
+	})
+}
+
+func TestAMalformedSafeReloadAnnotationIsReportedOnceAndTheDefaultApplies(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	followedDeployment(t, ns, map[string]string{"configmap.reloader.stakater.com/reload": "app",
+		policy.TrackAnnotation: "true", policy.TimeoutAnnotation: "soon"})
+	startController(t, ns, controllerOpts{})
+	updateConfigMap(t, ns, "app", fixedConfig)
+	waitOutcome(t, ns, policy.OutcomeSucceeded)
+	waitEvent(t, ns, "InvalidSafeReloadAnnotation")
+	list, err := cluster.Client().CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "reason=InvalidSafeReloadAnnotation"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 1 || list.Items[0].Count != 1 || !strings.Contains(list.Items[0].Message, `"soon"`) {
+		t.Errorf("want one Event naming the value once, got %+v", list.Items)
+	}
+}
+
+func TestAStatefulSetRolloutWithAPartitionSucceedsOnceTheOrdinalsAboveItAreUpdated(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app", goodConfig)
+	labels := map[string]string{"app": "db"}
+	sts := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "db", Annotations: map[string]string{"configmap.reloader.stakater.com/reload": "app",
+			policy.TrackAnnotation: "true"}},
+		Spec: appsv1.StatefulSetSpec{Replicas: new(int32(3)), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			UpdateStrategy: appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: new(int32(2))}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "fake"}}}}},
+	}
+	client := cluster.Client().AppsV1().StatefulSets(ns)
+	if _, err := client.Create(context.Background(), sts, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	get := func() *appsv1.StatefulSet {
+		s, err := client.Get(context.Background(), "db", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	waitFor(t, 60*time.Second, "three ready replicas", func() (bool, error) { return get().Status.ReadyReplicas == 3, nil })
+	startController(t, ns, controllerOpts{})
+	updateConfigMap(t, ns, "app", fixedConfig)
+	var h []policy.Entry
+	waitFor(t, 60*time.Second, "succeeded", func() (bool, error) {
+		h = policy.ParseHistory(get().Annotations[policy.HistoryAnnotation])
+		return len(h) > 0 && h[0].Outcome == policy.OutcomeSucceeded, nil
+	})
+	s := get()
+	if s.Status.UpdatedReplicas != 1 || s.Status.CurrentRevision == s.Status.UpdateRevision {
+		t.Errorf("succeeded with %d replicas updated and revisions %s/%s; want only the ordinal above the partition updated",
+			s.Status.UpdatedReplicas, s.Status.CurrentRevision, s.Status.UpdateRevision)
+	}
+}
