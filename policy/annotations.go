@@ -25,6 +25,8 @@ type Annotations struct {
 	SecretExclude    string // on a workload: Secrets auto and search leave out
 	Ignore           string // on a config: never trigger
 	RolloutStrategy  string // on an Argo Rollout: "restart" sets spec.restartAt
+	PausePeriod      string // on a workload: hold reloads for this long, then roll out once (defer.go)
+	PausedAt         string // on a workload, written by the reloader: when the pause period began
 	// Extra keys with the ConfigMap / Secret semantics (Collaborne's --alternative-*-annotation).
 	AlternativeConfigMap []string
 	AlternativeSecret    []string
@@ -44,6 +46,8 @@ func DefaultAnnotations() Annotations {
 		SecretExclude:    "secrets.exclude.reloader.stakater.com/reload",
 		Ignore:           "reloader.stakater.com/ignore",
 		RolloutStrategy:  "reloader.stakater.com/rollout-strategy",
+		PausePeriod:      "deployment.reloader.stakater.com/pause-period",
+		PausedAt:         "deployment.reloader.stakater.com/paused-at",
 	}
 }
 
