@@ -24,6 +24,12 @@ func (c *Controller) syncConfig(k key) error {
 		return nil
 	}
 	rec := c.lookup(k)
+	if rec != nil && rec.Invalid != "" {
+		c.invalid(k, rec, fresh) // validate.go
+		c.changes.forget(k)
+		return nil
+	}
+	c.validContent(rec)
 	deps := c.dependents(k, rec)
 	var due []key
 	for _, d := range deps {

@@ -69,6 +69,8 @@ type Options struct {
 	// IgnoredWorkloadTypes turns kinds off: deployments, statefulsets, daemonsets, ...
 	IgnoredWorkloadTypes []string
 	Annotations          policy.Annotations
+	// Gate holds the flag defaults of maintenance windows and the minimum interval (defer.go).
+	Gate policy.GateDefaults
 	Workers              int
 	Clock                coalesce.Clock
 	Log                  *slog.Logger
@@ -104,6 +106,7 @@ type Controller struct {
 	changes   *changeLog
 	events    record.EventBroadcaster
 	reports   *reporter
+	deferrals *deferrals // reloads held by their gate (defer.go)
 
 	ready atomic.Bool
 	busy  atomic.Int32 // workers inside a sync
@@ -137,12 +140,13 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 		refusals: workqueue.NewTypedItemExponentialFailureRateLimiter[key](refusedRetryMin, refusedRetryMax),
 		changes:  newChangeLog(),
 
-		decisiveAnnotations: opts.Annotations.OnWorkload(),
+		decisiveAnnotations: append(opts.Annotations.OnWorkload(), opts.Annotations.GateAnnotations()...),
 		events:              record.NewBroadcaster(),
 	}
 	c.state.OnWrite = c.observeStateWrite
 	c.reports = newReporter(c.events.NewRecorder(clients.Scheme, corev1.EventSource{Component: "reloader"}), opts.Log)
 	c.coalescer = coalesce.New(opts.CoalescePeriod, opts.CoalesceMaxWait, opts.Clock, c.queue.Add)
+	c.deferrals = newDeferrals(opts.Clock, c.queue.Add)
 	if err := c.buildInformers(); err != nil {
 		return nil, err
 	}
@@ -185,6 +189,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		return nil
 	}
 	c.startupPass()
+	c.forgetPendingOfGone()
 	c.log.Info("caches synced; reloading", "namespace", c.opts.Namespace, "coalesce_period", c.opts.CoalescePeriod,
 		"strategy", c.opts.Strategy, "kinds", len(c.kinds))
 
@@ -207,6 +212,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.checkAllWorkloads()
 
 	<-ctx.Done()
+	c.deferrals.stopAll()
 	c.shutdown(&workers, stopWork)
 	stopState()
 	<-stateDone

@@ -1,0 +1,229 @@
+package reloader
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/reloader/reloader/coalesce"
+	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/state"
+)
+
+// A due reload passes a gate (policy.Gate: maintenance windows, minimum interval, pause period)
+// before its patch. A closed gate is a time: the workload is queued again then, on the injected
+// clock, and its sync patches with whatever content is current at that moment, so everything
+// that arrived meanwhile is coalesced into one reload. The gate's inputs are durable (the clock,
+// the workload's annotations), and the state records that the reload is pending, so a restart
+// keeps the gate, and neither repeats the Event nor loses the reload.
+
+// deferrals holds one timer per workload whose reload waits.
+type deferrals struct {
+	clock coalesce.Clock
+	fire  func(key)
+
+	mu   sync.Mutex
+	held map[key]heldReload
+}
+
+type heldReload struct {
+	until  time.Time // zero: until the workload's annotations change
+	reason string
+	timer  coalesce.Timer
+}
+
+func newDeferrals(clock coalesce.Clock, fire func(key)) *deferrals {
+	return &deferrals{clock: clock, fire: fire, held: map[key]heldReload{}}
+}
+
+// hold (re)arms k's timer for until; it reports whether k was not held before.
+func (d *deferrals) hold(k key, until time.Time, reason string) (fresh bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	h, ok := d.held[k]
+	if ok && h.until.Equal(until) && h.reason == reason {
+		return false
+	}
+	if ok && h.timer != nil {
+		h.timer.Stop()
+	}
+	h = heldReload{until: until, reason: reason}
+	if !until.IsZero() {
+		h.timer = d.clock.AfterFunc(until.Sub(d.clock.Now()), func() { d.fire(k) })
+	}
+	d.held[k] = h
+	return !ok
+}
+
+// release forgets k's hold, if any.
+func (d *deferrals) release(k key) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if h, ok := d.held[k]; ok && h.timer != nil {
+		h.timer.Stop()
+	}
+	delete(d.held, k)
+}
+
+// byReason counts the holds per reason, every reason present.
+func (d *deferrals) byReason() map[string]int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := map[string]int{policy.ReasonWindow: 0, policy.ReasonMinInterval: 0, policy.ReasonPause: 0, policy.ReasonInvalid: 0}
+	for _, h := range d.held {
+		out[h.reason]++
+	}
+	return out
+}
+
+// stopAll stops every timer, at shutdown.
+func (d *deferrals) stopAll() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, h := range d.held {
+		if h.timer != nil {
+			h.timer.Stop()
+		}
+	}
+}
+
+// gateOf reads the workload's gate.
+func (c *Controller) gateOf(w workloadView) policy.Gate {
+	return c.opts.Annotations.GateOf(w.meta.GetAnnotations(), c.opts.Gate)
+}
+
+// pendingKey is the state entry of a workload's held reload; the namespace is part of it only
+// when the reloader watches all namespaces.
+func (c *Controller) pendingKey(k key) string {
+	ns := k.namespace
+	if c.opts.Namespace != "" {
+		ns = ""
+	}
+	return state.PendingKey(k.kind, ns, k.name)
+}
+
+// gated applies the gate to a due reload. It returns true when the reload must not happen now:
+// it is then held (or a pause period begins), and err is that of the pause's patch.
+func (c *Controller) gated(ctx context.Context, w workloadView, g policy.Gate, changes []policy.Change) (bool, error) {
+	now := c.opts.Clock.Now()
+	v := g.Decide(now)
+	switch v.Action {
+	case policy.ReloadNow:
+		return false, nil
+	case policy.StartPause:
+		ops := append([]policy.JSONOp{rvGuard(w)}, c.opts.Annotations.StartPauseOps(w.meta.GetAnnotations(), now)...)
+		if err := c.patchMeta(ctx, w, ops, "start the pause period of"); err != nil {
+			return true, err
+		}
+	}
+	c.holdReload(w, changes, g, v)
+	return true, nil
+}
+
+// holdReload records a held reload: its timer, the pending entry in the state, the gauge, and
+// an Event the first time it is held (not again after a restart: the state says it was told).
+func (c *Controller) holdReload(w workloadView, changes []policy.Change, g policy.Gate, v policy.Verdict) {
+	fresh := c.deferrals.hold(w.key, v.Until, v.Reason)
+	c.reportDeferred()
+	pk := c.pendingKey(w.key)
+	_, told := c.state.Get(pk)
+	if !told {
+		c.state.SetPending(pk, c.opts.Clock.Now())
+	}
+	what := describe(changes)
+	if v.Reason == policy.ReasonInvalid {
+		c.reports.warn(w.obj, string(w.meta.GetUID()), "ReloadScheduleInvalid",
+			fmt.Sprintf("Reload for %s is held until the schedule is fixed: %s", what, strings.Join(g.Problems, "; ")))
+		return
+	}
+	if !fresh || told {
+		return
+	}
+	until := v.Until.UTC().Format(time.RFC3339)
+	c.reports.event(w.obj, corev1.EventTypeNormal, "ReloadDeferred",
+		fmt.Sprintf("Reload for %s deferred until %s: %s", what, until, v.Explain(g)))
+	c.log.Info("reload deferred", "kind", w.kind.name, "namespace", w.key.namespace, "name", w.key.name,
+		"configs", what, "until", until, "reason", v.Reason)
+}
+
+// releaseHold forgets a workload's held reload: it happened, or is no longer due.
+func (c *Controller) releaseHold(w workloadView) {
+	c.deferrals.release(w.key)
+	c.state.DeleteEntry(c.pendingKey(w.key))
+	c.reports.clear(string(w.meta.GetUID()), "ReloadScheduleInvalid")
+	c.reportDeferred()
+}
+
+// settleGate is the sync of a workload with no reload due: a hold is dropped, and a pause period
+// that has run out is ended (one that has not is woken at its end).
+func (c *Controller) settleGate(ctx context.Context, w workloadView) error {
+	c.releaseHold(w)
+	g := c.gateOf(w)
+	if g.PausedAt.IsZero() {
+		return nil
+	}
+	if end := g.PausedAt.Add(g.PausePeriod); !g.PauseExpired(c.opts.Clock.Now()) {
+		c.deferrals.hold(w.key, end, policy.ReasonPause)
+		return nil
+	}
+	ops := append([]policy.JSONOp{rvGuard(w)}, c.opts.Annotations.EndPauseOps(w.meta.GetAnnotations())...)
+	return c.patchMeta(ctx, w, ops, "end the pause period of")
+}
+
+// gateOps are the metadata ops that go with a reload. An Argo restart's ops have just created
+// the annotations map if there was none.
+func (c *Controller) gateOps(w workloadView, g policy.Gate) []policy.JSONOp {
+	meta := w.meta.GetAnnotations()
+	if meta == nil && w.target.RestartAt {
+		meta = map[string]string{}
+	}
+	return c.opts.Annotations.GateOps(meta, g, c.opts.Clock.Now())
+}
+
+// patchMeta applies a patch of the workload's metadata only (no rollout).
+func (c *Controller) patchMeta(ctx context.Context, w workloadView, ops []policy.JSONOp, doing string) error {
+	body, err := json.Marshal(ops)
+	if err != nil {
+		return fmt.Errorf("encode patch of %s: %w", w.key, err)
+	}
+	_, err = w.kind.patch(ctx, w.key.namespace, w.key.name, body)
+	if isStale(err) {
+		return errStale
+	}
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", doing, w.key, err)
+	}
+	return nil
+}
+
+// rvGuard makes a patch apply only to the version of the workload it was computed from.
+func rvGuard(w workloadView) policy.JSONOp {
+	return policy.JSONOp{Op: "test", Path: "/metadata/resourceVersion", Value: w.meta.GetResourceVersion()}
+}
+
+func (c *Controller) reportDeferred() {
+	for reason, n := range c.deferrals.byReason() {
+		c.metrics.Deferred.WithLabelValues(reason).Set(float64(n))
+	}
+}
+
+// forgetPendingOfGone drops, at start, the pending entries of workloads that no longer exist.
+func (c *Controller) forgetPendingOfGone() {
+	live := map[string]bool{}
+	for _, kind := range c.kinds {
+		for _, obj := range kind.informer.GetStore().List() {
+			meta, _ := kind.template(obj)
+			live[c.pendingKey(key{kind.name, meta.GetNamespace(), meta.GetName()})] = true
+		}
+	}
+	for pk := range c.state.PendingKeys() {
+		if !live[pk] {
+			c.state.DeleteEntry(pk)
+		}
+	}
+}
