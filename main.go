@@ -83,6 +83,25 @@ type CLI struct {
 	ResourcesToIgnore     string   `help:"configmaps or secrets: do not watch that kind of config."`
 	ReloadOnCreate        bool     `help:"Reload dependents when a config they reference is created."`
 	ReloadOnDelete        bool     `help:"Reload dependents when a config they reference is deleted (env-vars: the variable is removed)."`
+
+	// Safe reloads: when a due reload may happen (README "Windows, flap protection, validation, pause").
+	ReloadWindow                  string        `help:"Maintenance windows of every workload, e.g. 'Sat 02:00-04:00 Europe/Berlin' (grammar in the README); the reloader/window annotation overrides it. Empty: any time."`
+	MinReloadInterval             time.Duration `help:"Least time between two reloads of a workload; the reloader/min-interval annotation overrides it. 0: none."`
+	PauseDeploymentAnnotation     string        `default:"deployment.reloader.stakater.com/pause-period" help:"Workload annotation: after a change, hold reloads for this long (a Go duration), then roll out once (stakater's pause period)."`
+	PauseDeploymentTimeAnnotation string        `default:"deployment.reloader.stakater.com/paused-at" help:"Workload annotation the reloader writes with the start of a pause period (RFC 3339)."`
+}
+
+// validateGate checks the defaults of the reload gate.
+func (c *CLI) validateGate() error {
+	if c.ReloadWindow != "" {
+		if _, err := policy.ParseWindows(c.ReloadWindow); err != nil {
+			return fmt.Errorf("--reload-window: %w", err)
+		}
+	}
+	if c.MinReloadInterval < 0 {
+		return fmt.Errorf("--min-reload-interval: must not be negative, got %s", c.MinReloadInterval)
+	}
+	return nil
 }
 
 var workloadTypes = []string{reloader.TypeDeployments, reloader.TypeStatefulSets, reloader.TypeDaemonSets,
@@ -123,7 +142,7 @@ func (c *CLI) Validate() error {
 	if c.NamespaceSelector != "" && c.Namespace != "" {
 		return errors.New("--namespace-selector: only applies when --namespace is empty (all-namespaces mode)")
 	}
-	return nil
+	return c.validateGate()
 }
 
 func (c *CLI) annotations() policy.Annotations {
@@ -132,6 +151,7 @@ func (c *CLI) annotations() policy.Annotations {
 	a.Search, a.Match = c.AutoSearchAnnotation, c.SearchMatchAnnotation
 	a.ConfigMap, a.Secret = c.ConfigmapAnnotation, c.SecretAnnotation
 	a.AlternativeConfigMap, a.AlternativeSecret = c.AlternativeConfigmapAnnotation, c.AlternativeSecretAnnotation
+	a.PausePeriod, a.PausedAt = c.PauseDeploymentAnnotation, c.PauseDeploymentTimeAnnotation
 	return a
 }
 
@@ -185,6 +205,7 @@ func (c *CLI) options(stateNS string, log *slog.Logger, m *metrics.Metrics) relo
 		Strategy: c.ReloadStrategy, ReloadOnCreate: c.ReloadOnCreate, ReloadOnDelete: c.ReloadOnDelete,
 		ArgoRollouts: c.IsArgoRollouts, OpenShift: c.IsOpenshift, IgnoredWorkloadTypes: c.IgnoredWorkloadTypes,
 		Annotations: c.annotations(), Log: log, Metrics: m,
+		Gate: policy.GateDefaults{Window: c.ReloadWindow, MinInterval: c.MinReloadInterval},
 	}
 }
 

@@ -70,11 +70,11 @@ type Options struct {
 	IgnoredWorkloadTypes []string
 	Annotations          policy.Annotations
 	// Gate holds the flag defaults of maintenance windows and the minimum interval (defer.go).
-	Gate policy.GateDefaults
-	Workers              int
-	Clock                coalesce.Clock
-	Log                  *slog.Logger
-	Metrics              *metrics.Metrics
+	Gate    policy.GateDefaults
+	Workers int
+	Clock   coalesce.Clock
+	Log     *slog.Logger
+	Metrics *metrics.Metrics
 }
 
 // key names a queued object: a config (ConfigMap, Secret) or a workload (Deployment, ...).
