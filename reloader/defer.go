@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/reloader/reloader/coalesce"
@@ -172,7 +173,18 @@ func (c *Controller) settleGate(ctx context.Context, w workloadView) error {
 		return nil
 	}
 	ops := append([]policy.JSONOp{rvGuard(w)}, c.opts.Annotations.EndPauseOps(w.meta.GetAnnotations())...)
-	return c.patchMeta(ctx, w, ops, "end the pause period of")
+	return c.patchMeta(ctx, w, append(ops, c.resumeStakater(w)...), "end the pause period of")
+}
+
+// resumeStakater unpauses a Deployment that stakater paused (spec.paused with the paused-at
+// annotation) when its pause ends, as stakater's own timer would have had it not been lost with
+// stakater's process. A Deployment paused by someone else carries no paused-at and is left alone.
+func (c *Controller) resumeStakater(w workloadView) []policy.JSONOp {
+	d, ok := w.obj.(*appsv1.Deployment)
+	if !ok || !d.Spec.Paused || d.Annotations[c.opts.Annotations.PausedAt] == "" {
+		return nil
+	}
+	return []policy.JSONOp{{Op: "replace", Path: "/spec/paused", Value: false}}
 }
 
 // gateOps are the metadata ops that go with a reload. An Argo restart's ops have just created
@@ -182,7 +194,7 @@ func (c *Controller) gateOps(w workloadView, g policy.Gate) []policy.JSONOp {
 	if meta == nil && w.target.RestartAt {
 		meta = map[string]string{}
 	}
-	return c.opts.Annotations.GateOps(meta, g, c.opts.Clock.Now())
+	return append(c.opts.Annotations.GateOps(meta, g, c.opts.Clock.Now()), c.resumeStakater(w)...)
 }
 
 // patchMeta applies a patch of the workload's metadata only (no rollout).

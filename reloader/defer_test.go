@@ -343,3 +343,31 @@ func templateChanges(t *testing.T, ns, name string) (count func() int) {
 		return len(changes)
 	}
 }
+
+// stakater pauses a Deployment with spec.paused and resumes it from a timer in its own process;
+// one it paused just before the switch is resumed when its pause ends.
+func TestDeploymentPausedByStakaterIsResumedWhenItsPauseEnds(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	pausedAt := time.Now().UTC().Add(-3 * time.Second).Format(time.RFC3339)
+	stakater := map[string]string{"deployment.reloader.stakater.com/pause-period": "8s", "deployment.reloader.stakater.com/paused-at": pausedAt}
+	createDeploymentFrom(t, ns, "web", func(d *appsv1.Deployment) {
+		d.Annotations, d.Spec.Paused = withAnnotations(named("configmap", "app-config"), stakater), true
+	})
+	// The control: paused by someone else (no paused-at) stays paused.
+	createDeploymentFrom(t, ns, "manual", func(d *appsv1.Deployment) {
+		d.Annotations, d.Spec.Paused = named("configmap", "app-config"), true
+	})
+	startController(t, ns, controllerOpts{period: 100 * time.Millisecond})
+	settle()
+	if !getDeployment(t, ns, "web").Spec.Paused {
+		t.Fatal("resumed before the pause ended")
+	}
+	waitFor(t, 15*time.Second, "web resumed", func() (bool, error) {
+		d := getDeployment(t, ns, "web")
+		return !d.Spec.Paused && d.Annotations["deployment.reloader.stakater.com/paused-at"] == "", nil
+	})
+	if !getDeployment(t, ns, "manual").Spec.Paused {
+		t.Fatal("a Deployment paused by someone else was resumed")
+	}
+}
