@@ -31,6 +31,7 @@ func (c *Controller) syncConfig(k key) error {
 	}
 	c.validContent(rec)
 	deps := c.dependents(k, rec)
+	c.wakeHeld(deps) // defer.go
 	var due []key
 	for _, d := range deps {
 		if d.reload {

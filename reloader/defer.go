@@ -82,6 +82,14 @@ func (d *deferrals) byReason() map[string]int {
 	return out
 }
 
+// isHeld reports whether k's reload is held.
+func (d *deferrals) isHeld(k key) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, ok := d.held[k]
+	return ok
+}
+
 // stopAll stops every timer, at shutdown.
 func (d *deferrals) stopAll() {
 	d.mu.Lock()
@@ -89,6 +97,16 @@ func (d *deferrals) stopAll() {
 	for _, h := range d.held {
 		if h.timer != nil {
 			h.timer.Stop()
+		}
+	}
+}
+
+// wakeHeld syncs the held dependents that no longer need this config's reload (it was
+// reverted), so that their hold and pending entry go now rather than when the gate opens.
+func (c *Controller) wakeHeld(deps []dependent) {
+	for _, d := range deps {
+		if !d.reload && c.deferrals.isHeld(d.workload) {
+			c.queue.Add(d.workload)
 		}
 	}
 }

@@ -371,3 +371,23 @@ func TestDeploymentPausedByStakaterIsResumedWhenItsPauseEnds(t *testing.T) {
 		t.Fatal("a Deployment paused by someone else was resumed")
 	}
 }
+
+func TestRevertWhileHeldDropsThePendingReload(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	spec, _ := windowFrom(time.Hour, time.Hour)
+	createDeployment(t, ns, "web", 0, withAnnotations(named("configmap", "app-config"), map[string]string{policy.WindowAnnotation: spec}), nil)
+	r := startController(t, ns, controllerOpts{period: 100 * time.Millisecond})
+	settle()
+	changes := templateChanges(t, ns, "web")
+	updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+	waitFor(t, 10*time.Second, "pending entry", func() (bool, error) { return stateEntry(t, ns, pendingWeb) != "", nil })
+	updateConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	waitFor(t, 10*time.Second, "pending entry removed", func() (bool, error) { return stateEntry(t, ns, pendingWeb) == "", nil })
+	if got := value(t, r.metrics.Deferred.WithLabelValues(policy.ReasonWindow)); got != 0 {
+		t.Errorf("reloader_reloads_deferred{reason=window} = %v after the revert, want 0", got)
+	}
+	if n := changes(); n != 0 {
+		t.Fatalf("template changed %d times, want 0", n)
+	}
+}
