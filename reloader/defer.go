@@ -61,14 +61,16 @@ func (d *deferrals) hold(k key, until time.Time, reason string) (fresh bool) {
 	return !ok
 }
 
-// release forgets k's hold, if any.
-func (d *deferrals) release(k key) {
+// release forgets k's hold, if any, and reports whether there was one.
+func (d *deferrals) release(k key) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if h, ok := d.held[k]; ok && h.timer != nil {
+	h, ok := d.held[k]
+	if ok && h.timer != nil {
 		h.timer.Stop()
 	}
 	delete(d.held, k)
+	return ok
 }
 
 // byReason counts the holds per reason, every reason present.
@@ -154,12 +156,13 @@ func (c *Controller) holdReload(w workloadView, changes []policy.Change, g polic
 	if !told {
 		c.state.SetPending(pk, c.opts.Clock.Now())
 	}
-	what := describe(changes)
 	if v.Reason == policy.ReasonInvalid {
+		// Said once per problem, not per change: the message names no content.
 		c.reports.warn(w.obj, string(w.meta.GetUID()), "ReloadScheduleInvalid",
-			fmt.Sprintf("Reload for %s is held until the schedule is fixed: %s", what, strings.Join(g.Problems, "; ")))
+			"Reloads are held until the schedule is fixed: "+strings.Join(g.Problems, "; "))
 		return
 	}
+	what := describe(changes)
 	if !fresh || told {
 		return
 	}
@@ -172,22 +175,32 @@ func (c *Controller) holdReload(w workloadView, changes []policy.Change, g polic
 
 // releaseHold forgets a workload's held reload: it happened, or is no longer due.
 func (c *Controller) releaseHold(w workloadView) {
-	c.deferrals.release(w.key)
 	c.state.DeleteEntry(c.pendingKey(w.key))
-	c.reports.clear(string(w.meta.GetUID()), "ReloadScheduleInvalid")
-	c.reportDeferred()
+	if c.deferrals.release(w.key) {
+		c.reports.clear(string(w.meta.GetUID()), "ReloadScheduleInvalid")
+		c.reportDeferred()
+	}
+}
+
+// forgetHold drops the hold of a deleted workload.
+func (c *Controller) forgetHold(k key) {
+	c.state.DeleteEntry(c.pendingKey(k))
+	if c.deferrals.release(k) {
+		c.reportDeferred()
+	}
 }
 
 // settleGate is the sync of a workload with no reload due: a hold is dropped, and a pause period
 // that has run out is ended (one that has not is woken at its end).
 func (c *Controller) settleGate(ctx context.Context, w workloadView) error {
 	c.releaseHold(w)
-	g := c.gateOf(w)
-	if g.PausedAt.IsZero() {
+	if _, paused := w.meta.GetAnnotations()[c.opts.Annotations.PausedAt]; !paused {
 		return nil
 	}
-	if end := g.PausedAt.Add(g.PausePeriod); !g.PauseExpired(c.opts.Clock.Now()) {
-		c.deferrals.hold(w.key, end, policy.ReasonPause)
+	// A paused-at that does not parse ends at once: it holds nothing.
+	g := c.gateOf(w)
+	if !g.PausedAt.IsZero() && !g.PauseExpired(c.opts.Clock.Now()) {
+		c.deferrals.hold(w.key, g.PausedAt.Add(g.PausePeriod), policy.ReasonPause)
 		return nil
 	}
 	ops := append([]policy.JSONOp{rvGuard(w)}, c.opts.Annotations.EndPauseOps(w.meta.GetAnnotations())...)

@@ -188,9 +188,7 @@ func (c *Controller) workloadGone(k *workloadKind, obj any) {
 	}
 	if meta, _ := k.template(obj); meta != nil {
 		c.reports.forget(string(meta.GetUID()))
-		c.deferrals.release(key{k.name, meta.GetNamespace(), meta.GetName()})
-		c.state.DeleteEntry(c.pendingKey(key{k.name, meta.GetNamespace(), meta.GetName()}))
-		c.reportDeferred()
+		c.forgetHold(key{k.name, meta.GetNamespace(), meta.GetName()}) // defer.go
 		c.queueConfigsOf(k, obj)
 	}
 }
