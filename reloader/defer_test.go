@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/reloader/reloader/internal/clocktest"
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader"
 )
@@ -389,5 +390,39 @@ func TestRevertWhileHeldDropsThePendingReload(t *testing.T) {
 	}
 	if n := changes(); n != 0 {
 		t.Fatalf("template changed %d times, want 0", n)
+	}
+}
+
+// The gate runs on the injected clock: a week-scale window is tested without waiting for it.
+func TestHeldReloadRunsWhenTheInjectedClockReachesTheWindow(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	createDeployment(t, ns, "web", 0, withAnnotations(named("configmap", "app-config"),
+		map[string]string{policy.WindowAnnotation: "Sat 02:00-04:00 Europe/Berlin"}), nil)
+	friday := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
+	clock := clocktest.New(friday)
+	startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { o.Clock = clock }})
+	settle()
+	changes := templateChanges(t, ns, "web")
+
+	updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "2"})
+	waitFor(t, 10*time.Second, "the ReloadDeferred event", func() (bool, error) {
+		return countEvents(t, ns, "web", "ReloadDeferred") > 0, nil
+	})
+	if msgs := strings.Join(eventMessages(t, ns, "web"), "\n"); !strings.Contains(msgs, "deferred until 2026-11-21T01:00:00Z") {
+		t.Fatalf("the event does not name the window's opening (Sat 02:00 in Berlin is 01:00 UTC):\n%s", msgs)
+	}
+	waitFor(t, 5*time.Second, "the pending entry, at the injected time", func() (bool, error) {
+		return stateEntry(t, ns, pendingWeb) == fmt.Sprintf("pending@%d", friday.Unix()), nil
+	})
+	clock.Advance(12*time.Hour + 59*time.Minute) // Saturday 00:59 UTC: one minute early
+	if n := changes(); n != 0 {
+		t.Fatalf("reloaded %d times before the window opened", n)
+	}
+	clock.Advance(time.Minute)
+	waitEnv(t, ns, "web", cmVar, hash)
+	if n := changes(); n != 1 {
+		t.Fatalf("template changed %d times, want 1", n)
 	}
 }
