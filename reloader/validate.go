@@ -49,7 +49,14 @@ func validate(annotations map[string]string, value func(string) ([]byte, bool)) 
 // invalid handles a config sync of a record that failed validation: one Warning per content,
 // counted once; nothing reloads and the state stays. validContent clears it, so that the same
 // invalid content arriving again is said again.
+//
+// A config the state has never seen is recorded as it is, invalid or not, as the first start
+// records every config: that is the content its dependents are taken to run, so the next valid
+// change differs from it and reloads.
 func (c *Controller) invalid(k key, rec *configRecord, fresh bool) {
+	if _, known := c.state.Get(c.stateKey(k)); !known {
+		c.state.Set(c.stateKey(k), rec.Hash)
+	}
 	msg := "Content " + short(rec.Hash) + " not rolled out: " + rec.Invalid + "; the last valid content stays in effect"
 	if c.reports.warn(rec, string(rec.UID), "InvalidConfig", msg) && fresh {
 		c.metrics.InvalidChanges.WithLabelValues(k.kind).Inc()
