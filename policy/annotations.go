@@ -1,7 +1,8 @@
 // Package policy owns the reloader's pure decisions: which configs a pod spec references and how,
 // which annotations make a config change reload a workload, what marker a workload carries for a
-// config, whether it must be reloaded, and the JSON patch that does it. It takes no client, no
-// cache and no clock: every function here is a table test away from proof.
+// config, whether it must be reloaded, when it may be (defer.go), whether a config's declared keys
+// parse (validate.go), and the JSON patch that does it. It takes no client, no cache and no
+// clock (the time is an argument): every function here is a table test away from proof.
 package policy
 
 import (
