@@ -36,10 +36,21 @@ type Gate struct {
 	Problems []string
 }
 
-// GateOf reads the gate of a workload from its metadata annotations.
-func (a Annotations) GateOf(meta map[string]string, d GateDefaults) Gate {
+// GateOf reads the gate of a workload from its annotations: the schedule from its metadata,
+// falling back to its pod template's, as every reload annotation; the times the reloader wrote
+// from its metadata only.
+func (a Annotations) GateOf(meta, tmpl map[string]string, d GateDefaults) Gate {
 	g := Gate{WindowText: d.Window, MinInterval: d.MinInterval}
-	if v, ok := meta[WindowAnnotation]; ok {
+	schedule := map[string]string{}
+	for _, k := range a.GateAnnotations() {
+		if v, ok := tmpl[k]; ok {
+			schedule[k] = v
+		}
+		if v, ok := meta[k]; ok {
+			schedule[k] = v
+		}
+	}
+	if v, ok := schedule[WindowAnnotation]; ok {
 		g.WindowText = v
 	}
 	if g.WindowText != "" {
@@ -49,9 +60,9 @@ func (a Annotations) GateOf(meta map[string]string, d GateDefaults) Gate {
 		}
 		g.Window = ws
 	}
-	g.MinInterval = g.duration(meta, MinIntervalAnnotation, g.MinInterval)
+	g.MinInterval = g.duration(schedule, MinIntervalAnnotation, g.MinInterval)
 	if a.PausePeriod != "" {
-		g.PausePeriod = g.duration(meta, a.PausePeriod, 0)
+		g.PausePeriod = g.duration(schedule, a.PausePeriod, 0)
 	}
 	// A time that does not parse is no time: the interval or pause starts over from now, which
 	// never reloads sooner than asked.

@@ -54,7 +54,7 @@ func TestGateDecide(t *testing.T) {
 		{"paused-at that does not parse restarts the pause", map[string]string{a.PausePeriod: "30s", pausedAt: "yesterday"}, policy.GateDefaults{},
 			policy.StartPause, now.Add(30 * time.Second), policy.ReasonPause},
 	} {
-		v := a.GateOf(tc.meta, tc.def).Decide(now)
+		v := a.GateOf(tc.meta, nil, tc.def).Decide(now)
 		if v.Action != tc.want || !v.Until.Equal(tc.until) || v.Reason != tc.reason {
 			t.Errorf("%s: got %+v, want action %d until %s reason %q", tc.name, v, tc.want, tc.until, tc.reason)
 		}
@@ -78,7 +78,7 @@ func TestGateOps(t *testing.T) {
 		{"end of a pause", map[string]string{a.PausedAt: "2026-11-23T11:00:00Z"}, policy.GateDefaults{},
 			`[{"op":"remove","path":"/metadata/annotations/deployment.reloader.stakater.com~1paused-at"}]`},
 	} {
-		ops := a.GateOps(tc.meta, a.GateOf(tc.meta, tc.def), now)
+		ops := a.GateOps(tc.meta, a.GateOf(tc.meta, nil, tc.def), now)
 		got, _ := json.Marshal(ops)
 		if string(got) != tc.want {
 			t.Errorf("%s: got %s, want %s", tc.name, got, tc.want)
@@ -87,5 +87,23 @@ func TestGateOps(t *testing.T) {
 	got, _ := json.Marshal(a.StartPauseOps(nil, now))
 	if want := `[{"op":"add","path":"/metadata/annotations","value":{"deployment.reloader.stakater.com/paused-at":"2026-11-23T12:00:00Z"}}]`; string(got) != want {
 		t.Errorf("start pause: got %s, want %s", got, want)
+	}
+}
+
+func TestGateReadsTheScheduleFromThePodTemplateToo(t *testing.T) {
+	a := policy.DefaultAnnotations()
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	tmpl := map[string]string{policy.WindowAnnotation: "13:00-14:00", policy.MinIntervalAnnotation: "1h"}
+	if v := a.GateOf(nil, tmpl, policy.GateDefaults{}).Decide(now); v.Reason != policy.ReasonWindow {
+		t.Errorf("template window ignored: %+v", v)
+	}
+	meta := map[string]string{policy.WindowAnnotation: "00:00-24:00"}
+	if g := a.GateOf(meta, tmpl, policy.GateDefaults{}); g.Decide(now).Action != policy.ReloadNow || g.MinInterval != time.Hour {
+		t.Errorf("metadata must win over the template, and the rest still apply: %+v", g)
+	}
+	// What the reloader writes is read from the metadata only.
+	tmpl[policy.LastReloadAnnotation] = now.Format(time.RFC3339Nano)
+	if g := a.GateOf(nil, tmpl, policy.GateDefaults{}); !g.LastReload.IsZero() {
+		t.Errorf("last-reload read from the template: %+v", g)
 	}
 }

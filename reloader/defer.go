@@ -115,7 +115,7 @@ func (c *Controller) wakeHeld(deps []dependent) {
 
 // gateOf reads the workload's gate.
 func (c *Controller) gateOf(w workloadView) policy.Gate {
-	return c.opts.Annotations.GateOf(w.meta.GetAnnotations(), c.opts.Gate)
+	return c.opts.Annotations.GateOf(w.meta.GetAnnotations(), w.tmpl.Annotations, c.opts.Gate)
 }
 
 // pendingKey is the state entry of a workload's held reload; the namespace is part of it only
