@@ -378,12 +378,15 @@ func TestRevertWhileHeldDropsThePendingReload(t *testing.T) {
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
 	spec, _ := windowFrom(time.Hour, time.Hour)
 	createDeployment(t, ns, "web", 0, withAnnotations(named("configmap", "app-config"), map[string]string{policy.WindowAnnotation: spec}), nil)
+	createDeployment(t, ns, "free", 0, named("configmap", "app-config"), nil)
 	r := startController(t, ns, controllerOpts{period: 100 * time.Millisecond})
 	settle()
 	changes := templateChanges(t, ns, "web")
-	updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+	waitEnv(t, ns, "free", cmVar, hash) // the control: the change is seen
 	waitFor(t, 10*time.Second, "pending entry", func() (bool, error) { return stateEntry(t, ns, pendingWeb) != "", nil })
-	updateConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	hash = updateConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	waitEnv(t, ns, "free", cmVar, hash) // and so is the revert
 	waitFor(t, 10*time.Second, "pending entry removed", func() (bool, error) { return stateEntry(t, ns, pendingWeb) == "", nil })
 	if got := value(t, r.metrics.Deferred.WithLabelValues(policy.ReasonWindow)); got != 0 {
 		t.Errorf("reloader_reloads_deferred{reason=window} = %v after the revert, want 0", got)
