@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
@@ -427,5 +428,54 @@ func TestHeldReloadRunsWhenTheInjectedClockReachesTheWindow(t *testing.T) {
 	waitEnv(t, ns, "web", cmVar, hash)
 	if n := changes(); n != 1 {
 		t.Fatalf("template changed %d times, want 1", n)
+	}
+}
+
+func TestPausePeriodHoldsEveryKindThenRollsOutOnce(t *testing.T) {
+	ensureCRDs(t)
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	ann := withAnnotations(named("configmap", "app-config"), map[string]string{"deployment.reloader.stakater.com/pause-period": "5s"})
+	createDeployment(t, ns, "deploy", 0, ann, nil)
+	createStatefulSetNamed(t, ns, "sts", ann)
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "ds", Annotations: ann},
+		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "ds"}}, Template: podTemplate("ds")}}
+	if _, err := cluster.Client().AppsV1().DaemonSets(ns).Create(context.Background(), ds, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createCustom(t, rolloutsGVR, "Rollout", ns, "rollout", ann)
+	createCustom(t, deploymentConfigsGVR, "DeploymentConfig", ns, "dc", ann)
+	startController(t, ns, controllerOpts{period: 100 * time.Millisecond, tweak: func(o *reloader.Options) { o.ArgoRollouts, o.OpenShift = true, true }})
+	settle()
+	kinds := []struct {
+		gvr  schema.GroupVersionResource
+		name string
+	}{
+		{appsv1.SchemeGroupVersion.WithResource("deployments"), "deploy"},
+		{appsv1.SchemeGroupVersion.WithResource("statefulsets"), "sts"},
+		{appsv1.SchemeGroupVersion.WithResource("daemonsets"), "ds"},
+		{rolloutsGVR, "rollout"},
+		{deploymentConfigsGVR, "dc"},
+	}
+	updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+	changed := time.Now()
+	for _, w := range kinds {
+		waitFor(t, 4*time.Second, w.name+" paused", func() (bool, error) {
+			v, u := templateEnv(t, w.gvr, ns, w.name, cmVar)
+			if v != "" {
+				return false, fmt.Errorf("%s reloaded inside its pause", w.name)
+			}
+			return u.GetAnnotations()["deployment.reloader.stakater.com/paused-at"] != "", nil
+		})
+	}
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "2"})
+	for _, w := range kinds {
+		waitFor(t, 15*time.Second, w.name+" reloaded once the pause ended", func() (bool, error) {
+			v, u := templateEnv(t, w.gvr, ns, w.name, cmVar)
+			return v == hash && u.GetAnnotations()["deployment.reloader.stakater.com/paused-at"] == "", nil
+		})
+	}
+	if gap := time.Since(changed); gap < 4*time.Second {
+		t.Fatalf("every kind reloaded within %s of the change, inside the 5 s pause", gap)
 	}
 }
