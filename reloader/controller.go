@@ -69,12 +69,13 @@ type Options struct {
 	// IgnoredWorkloadTypes turns kinds off: deployments, statefulsets, daemonsets, ...
 	IgnoredWorkloadTypes []string
 	Annotations          policy.Annotations
+	Workers              int
+	Clock                coalesce.Clock
+	Log                  *slog.Logger
+	Metrics              *metrics.Metrics
+
 	// Gate holds the flag defaults of maintenance windows and the minimum interval (defer.go).
-	Gate    policy.GateDefaults
-	Workers int
-	Clock   coalesce.Clock
-	Log     *slog.Logger
-	Metrics *metrics.Metrics
+	Gate policy.GateDefaults
 }
 
 // key names a queued object: a config (ConfigMap, Secret) or a workload (Deployment, ...).

@@ -16,6 +16,10 @@
 // never seen. Data-key entries are never tombstones. A value of any other form is corrupt: it is
 // dropped and logged, and its config counts as new.
 //
+// A workload whose reload is due but held (a maintenance window, a minimum interval) has an
+// entry "pending.<Kind>_[<namespace>_]<name>" = "pending@<unix seconds>" (pending.go); it names a
+// workload, not a config, and is never a tombstone.
+//
 // One ConfigMap holds at most 1 MiB, so entries spread over shards: <name>, <name>-1, ... up to
 // MaxShards, each filled to ShardBudget. A new entry goes to the first shard with room and never
 // moves: it counts against the budget at the size of the longest value it could take, so it can

@@ -27,8 +27,8 @@ const tombstonePrefix = "deleted@"
 // tombstone time far from the limits of time.Time and int64 arithmetic.
 const maxUnix = 253402300799
 
-// encodeEntry returns the value that stores e: the bare hash, or
-// "deleted@<unix seconds>:<hash or nothing>".
+// encodeEntry returns the value that stores e: the bare hash,
+// "deleted@<unix seconds>:<hash or nothing>", or "pending@<unix seconds>".
 func encodeEntry(e Entry) string {
 	if e.Pending {
 		return encodePending(e.Since)
