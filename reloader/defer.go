@@ -158,8 +158,11 @@ func (c *Controller) holdReload(w workloadView, changes []policy.Change, g polic
 	}
 	if v.Reason == policy.ReasonInvalid {
 		// Said once per problem, not per change: the message names no content.
-		c.reports.warn(w.obj, string(w.meta.GetUID()), "ReloadScheduleInvalid",
-			"Reloads are held until the schedule is fixed: "+strings.Join(g.Problems, "; "))
+		problems := strings.Join(g.Problems, "; ")
+		if c.reports.warn(w.obj, string(w.meta.GetUID()), "ReloadScheduleInvalid", "Reloads are held until the schedule is fixed: "+problems) {
+			c.log.Warn("reloads held: the reload schedule does not parse", "kind", w.kind.name, "namespace", w.key.namespace,
+				"name", w.key.name, "problem", problems)
+		}
 		return
 	}
 	what := describe(changes)
