@@ -88,6 +88,24 @@ type CLI struct {
 	TrackRollouts  bool          `help:"Follow every reload to the end of its rollout: outcome in reloader/history, an Event, the log and reloader_rollouts_total."`
 	Rollback       bool          `help:"Undo a reload whose rollout fails or times out, and hold that config content for the workload until it changes (implies --track-rollouts)."`
 	RolloutTimeout time.Duration `default:"15m" help:"How long a followed rollout may run before it counts as timed out (0: the default)."`
+	// Safe reloads: when a due reload may happen (README "Windows, flap protection, validation, pause").
+	ReloadWindow                  string        `help:"Maintenance windows of every workload, e.g. 'Sat 02:00-04:00 Europe/Berlin' (grammar in the README); the reloader/window annotation overrides it. Empty: any time."`
+	MinReloadInterval             time.Duration `help:"Least time between two reloads of a workload; the reloader/min-interval annotation overrides it. 0: none."`
+	PauseDeploymentAnnotation     string        `default:"deployment.reloader.stakater.com/pause-period" help:"Workload annotation: after a change, hold reloads for this long (a Go duration), then roll out once (stakater's pause period)."`
+	PauseDeploymentTimeAnnotation string        `default:"deployment.reloader.stakater.com/paused-at" help:"Workload annotation the reloader writes with the start of a pause period (RFC 3339)."`
+}
+
+// validateGate checks the defaults of the reload gate.
+func (c *CLI) validateGate() error {
+	if c.ReloadWindow != "" {
+		if _, err := policy.ParseWindows(c.ReloadWindow); err != nil {
+			return fmt.Errorf("--reload-window: %w", err)
+		}
+	}
+	if c.MinReloadInterval < 0 {
+		return fmt.Errorf("--min-reload-interval: must not be negative, got %s", c.MinReloadInterval)
+	}
+	return nil
 }
 
 var workloadTypes = []string{reloader.TypeDeployments, reloader.TypeStatefulSets, reloader.TypeDaemonSets,
@@ -131,7 +149,7 @@ func (c *CLI) Validate() error {
 	if c.NamespaceSelector != "" && c.Namespace != "" {
 		return errors.New("--namespace-selector: only applies when --namespace is empty (all-namespaces mode)")
 	}
-	return nil
+	return c.validateGate()
 }
 
 func (c *CLI) annotations() policy.Annotations {
@@ -140,6 +158,7 @@ func (c *CLI) annotations() policy.Annotations {
 	a.Search, a.Match = c.AutoSearchAnnotation, c.SearchMatchAnnotation
 	a.ConfigMap, a.Secret = c.ConfigmapAnnotation, c.SecretAnnotation
 	a.AlternativeConfigMap, a.AlternativeSecret = c.AlternativeConfigmapAnnotation, c.AlternativeSecretAnnotation
+	a.PausePeriod, a.PausedAt = c.PauseDeploymentAnnotation, c.PauseDeploymentTimeAnnotation
 	return a
 }
 
@@ -194,6 +213,7 @@ func (c *CLI) options(stateNS string, log *slog.Logger, m *metrics.Metrics) relo
 		ArgoRollouts: c.IsArgoRollouts, OpenShift: c.IsOpenshift, IgnoredWorkloadTypes: c.IgnoredWorkloadTypes,
 		Annotations: c.annotations(), Log: log, Metrics: m,
 		Follow: policy.Follow{Track: c.TrackRollouts || c.Rollback, Rollback: c.Rollback, Timeout: c.RolloutTimeout},
+		Gate:   policy.GateDefaults{Window: c.ReloadWindow, MinInterval: c.MinReloadInterval},
 	}
 }
 

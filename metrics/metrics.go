@@ -34,6 +34,10 @@ type Metrics struct {
 	APIRequests     *prometheus.CounterVec // verb, resource: requests this process sent to the API server
 	Rollouts        *Rollouts              // rollout outcomes and rollbacks (safe reloads)
 
+	// Safe reloads (deferral.go).
+	Deferred       *prometheus.GaugeVec   // reason: workloads whose due reload is held
+	InvalidChanges *prometheus.CounterVec // kind: changes not rolled out because a declared key does not parse
+
 	byNamespace bool
 
 	QueueDepth, QueueUnfinished, QueueLongest prometheus.Gauge
@@ -101,6 +105,8 @@ func New(version string, opts ...Option) *Metrics {
 			Name: "reloader_api_requests_total", Help: "Requests sent to the Kubernetes API server, by verb (get, list, watch, create, update, patch, delete) and resource.",
 		}, []string{"verb", "resource"}),
 	}
+	m.Deferred, m.InvalidChanges = newDeferred(), newInvalidChanges()
+	r.MustRegister(m.Deferred, m.InvalidChanges)
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "reloader_build_info", Help: "Always 1; the version label names the build.",
 		ConstLabels: prometheus.Labels{"version": version},

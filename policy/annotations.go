@@ -1,8 +1,9 @@
 // Package policy owns the reloader's pure decisions: which configs a pod spec references and how,
 // which annotations make a config change reload a workload, what marker a workload carries for a
-// config, whether it must be reloaded, and the JSON patch that does it; for safe reloads, how far
-// a rollout has got, the history annotation and what a rollback restores. It takes no client, no
-// cache and no clock: every function here is a table test away from proof.
+// config, whether it must be reloaded, when it may be (defer.go), whether a config's declared keys
+// parse (validate.go), and the JSON patch that does it; for safe reloads, how far a rollout has
+// got, the history annotation and what a rollback restores. It takes no client, no cache and no
+// clock (the time is an argument): every function here is a table test away from proof.
 package policy
 
 import (
@@ -26,6 +27,8 @@ type Annotations struct {
 	SecretExclude    string // on a workload: Secrets auto and search leave out
 	Ignore           string // on a config: never trigger
 	RolloutStrategy  string // on an Argo Rollout: "restart" sets spec.restartAt
+	PausePeriod      string // on a workload: hold reloads for this long, then roll out once (defer.go)
+	PausedAt         string // on a workload, written by the reloader: when the pause period began
 	// Extra keys with the ConfigMap / Secret semantics (Collaborne's --alternative-*-annotation).
 	AlternativeConfigMap []string
 	AlternativeSecret    []string
@@ -45,6 +48,8 @@ func DefaultAnnotations() Annotations {
 		SecretExclude:    "secrets.exclude.reloader.stakater.com/reload",
 		Ignore:           "reloader.stakater.com/ignore",
 		RolloutStrategy:  "reloader.stakater.com/rollout-strategy",
+		PausePeriod:      "deployment.reloader.stakater.com/pause-period",
+		PausedAt:         "deployment.reloader.stakater.com/paused-at",
 	}
 }
 

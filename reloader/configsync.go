@@ -24,7 +24,14 @@ func (c *Controller) syncConfig(k key) error {
 		return nil
 	}
 	rec := c.lookup(k)
+	if rec != nil && rec.Invalid != "" {
+		c.invalid(k, rec, fresh) // validate.go
+		c.changes.forget(k)
+		return nil
+	}
+	c.validContent(rec)
 	deps := c.dependents(k, rec)
+	c.wakeHeld(deps) // defer.go
 	var due []key
 	for _, d := range deps {
 		if d.reload {

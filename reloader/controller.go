@@ -79,6 +79,8 @@ type Options struct {
 	// --rollout-timeout): whether reloads are followed to the end of their rollouts, and undone
 	// when those fail (track.go).
 	Follow policy.Follow
+	// Gate holds the flag defaults of maintenance windows and the minimum interval (defer.go).
+	Gate policy.GateDefaults
 }
 
 // DefaultRolloutTimeout is how long a followed rollout may run before it counts as timed out,
@@ -116,6 +118,7 @@ type Controller struct {
 	strips    *strips
 	events    record.EventBroadcaster
 	reports   *reporter
+	deferrals *deferrals // reloads held by their gate (defer.go)
 
 	ready atomic.Bool
 	busy  atomic.Int32 // workers inside a sync
@@ -153,12 +156,13 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 		changes:  newChangeLog(),
 		strips:   newStrips(),
 
-		decisiveAnnotations: opts.Annotations.OnWorkload(),
+		decisiveAnnotations: append(opts.Annotations.OnWorkload(), opts.Annotations.GateAnnotations()...),
 		events:              record.NewBroadcaster(),
 	}
 	c.state.OnWrite = c.observeStateWrite
 	c.reports = newReporter(c.events.NewRecorder(clients.Scheme, corev1.EventSource{Component: "reloader"}), opts.Log)
 	c.coalescer = coalesce.New(opts.CoalescePeriod, opts.CoalesceMaxWait, opts.Clock, c.queue.Add)
+	c.deferrals = newDeferrals(opts.Clock, c.queue.Add)
 	if err := c.buildInformers(); err != nil {
 		return nil, err
 	}
@@ -201,6 +205,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		return nil
 	}
 	c.startupPass()
+	c.forgetPendingOfGone()
 	c.log.Info("caches synced; reloading", "namespace", c.opts.Namespace, "coalesce_period", c.opts.CoalescePeriod,
 		"strategy", c.opts.Strategy, "kinds", len(c.kinds))
 
@@ -223,6 +228,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.checkAllWorkloads()
 
 	<-ctx.Done()
+	c.deferrals.stopAll()
 	c.shutdown(&workers, stopWork)
 	stopState()
 	<-stateDone

@@ -201,6 +201,7 @@ func (c *Controller) workloadGone(k *workloadKind, obj any) {
 		c.reports.forget(string(meta.GetUID()))
 		c.strips.workloadGone(key{k.name, meta.GetNamespace(), meta.GetName()})
 		c.liftHolds(k, obj)
+		c.forgetHold(key{k.name, meta.GetNamespace(), meta.GetName()}) // defer.go
 		c.queueConfigsOf(k, obj)
 	}
 }

@@ -52,7 +52,7 @@ type judgement struct {
 // judge applies the rule to workload w and config r (rec nil: it does not exist). triggers is
 // false when the workload does not reload on r at all.
 func (c *Controller) judge(w workloadView, r policy.ConfigRef, rec *configRecord) (j judgement, triggers bool) {
-	if rec != nil && rec.Annotations[c.opts.Annotations.Ignore] == "true" {
+	if rec != nil && (rec.Annotations[c.opts.Annotations.Ignore] == "true" || rec.Invalid != "") {
 		return j, false
 	}
 	want, keys, ok := c.wanted(w, r, rec)

@@ -25,6 +25,9 @@ type configRecord struct {
 	// state and workloads; nil for a ConfigMap. They are kept in memory only, so that those
 	// values are compared as before and an upgrade restarts nothing that did not change.
 	Legacy *legacyHashes
+	// Invalid says which key declared by reloader/validate does not parse, and where (never the
+	// value); "" when the content is valid or nothing is declared (validate.go).
+	Invalid string
 }
 
 // legacyHashes are a Secret's plain content hash and per-key sums.
@@ -53,6 +56,7 @@ func (c *Controller) transform(obj any) (any, error) {
 	case *corev1.ConfigMap:
 		r := c.newRecord(policy.KindConfigMap, &o.ObjectMeta, confighash.ConfigMap(o))
 		r.Keys, r.Stakater = confighash.ConfigMapKeys(o), confighash.StakaterConfigMap(o)
+		r.Invalid = validateConfigMap(o)
 		return r, nil
 	case *corev1.Secret:
 		// Every hash of a Secret that is written is keyed (hashkey.go); stakater's and the
@@ -61,6 +65,7 @@ func (c *Controller) transform(obj any) (any, error) {
 		r := c.newRecord(policy.KindSecret, &o.ObjectMeta, key.Secret(o))
 		r.Keys, r.Stakater = key.SecretKeys(o), confighash.StakaterSecret(o)
 		r.Legacy = &legacyHashes{Hash: confighash.Secret(o), Keys: confighash.SecretKeys(o)}
+		r.Invalid = validateSecret(o)
 		return r, nil
 	case *appsv1.Deployment:
 		o.Status = rolloutStatus(o.Status)

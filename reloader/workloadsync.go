@@ -49,12 +49,18 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 	}
 	changes := c.dueChanges(w)
 	if len(changes) == 0 {
-		return nil
+		return c.settleGate(ctx, w) // defer.go
+	}
+	// Safe reloads (defer.go): a closed gate holds the reload until it opens.
+	g := c.gateOf(w)
+	if held, err := c.gated(ctx, w, g, changes); held {
+		return err
 	}
 	ops, err := w.target.Ops(w.meta, w.tmpl, changes, c.opts.Clock.Now())
 	if err != nil || len(ops) == 0 {
 		return err
 	}
+	ops = append(ops, c.gateOps(w, g)...)
 	return c.patch(ctx, w, changes, ops)
 }
 
@@ -94,6 +100,7 @@ func (c *Controller) patch(ctx context.Context, w workloadView, changes []policy
 		return c.failed(w, "ReloadReverted", fmt.Sprintf("Reload for %s was reverted by the API server; it is retried at least every %s", what, refusedRetryMax), err)
 	}
 	c.reports.clear(string(w.meta.GetUID()), "ReloadFailed", "ReloadReverted")
+	c.releaseHold(w)
 	if known {
 		c.metrics.ObserveReload(w.kind.name, w.key.namespace, since)
 	} else {

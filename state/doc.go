@@ -19,6 +19,9 @@
 // A hold, "hold.<config kind>.<workload kind>_[<namespace>_]<workload>_<config>" (hold.go),
 // holds the content hash of a config that one workload must not be reloaded for again: its
 // rollout failed and was rolled back.
+// A workload whose reload is due but held (a maintenance window, a minimum interval) has an
+// entry "pending.<Kind>_[<namespace>_]<name>" = "pending@<unix seconds>" (pending.go); it names a
+// workload, not a config, and is never a tombstone.
 //
 // One ConfigMap holds at most 1 MiB, so entries spread over shards: <name>, <name>-1, ... up to
 // MaxShards, each filled to ShardBudget. A new entry goes to the first shard with room and never

@@ -102,6 +102,9 @@ func KindOf(key string) string {
 
 // isOwn reports whether key is one of our entries rather than someone else's.
 func isOwn(key string) bool {
+	if isPendingKey(key) {
+		return true
+	}
 	for _, p := range ownPrefixes {
 		if strings.HasPrefix(key, p) {
 			return true
@@ -113,5 +116,5 @@ func isOwn(key string) bool {
 // isConfigKey reports whether key is one of our config entries, the only kind that may be a
 // tombstone.
 func isConfigKey(key string) bool {
-	return isOwn(key) && !isHold(key) && ConfigOf(key) == key
+	return isOwn(key) && !isHold(key) && !isPendingKey(key) && ConfigOf(key) == key
 }

@@ -47,6 +47,8 @@ func (s *Store) loadShard(i int, data map[string]string) {
 		e, err := decodeEntry(v)
 		switch {
 		case err != nil:
+		case e.Pending != isPendingKey(k):
+			err = errors.New("only a pending entry holds pending@<time>, and it holds nothing else")
 		case e.Deleted && !isConfigKey(k):
 			err = errors.New("a data-key entry cannot be a tombstone")
 		case e.Hash != "":

@@ -12,6 +12,9 @@ const tombstoneOverhead = len(tombstonePrefix) + len("253402300799") + len(":")
 // tombstones, and only a Secret's entries hold keyed hashes (mayHold); the others a plain hash.
 // A ConfigMap's entries reserve what they did before keyed hashes, so an upgrade moves nothing.
 func maxValue(key string) int {
+	if isPendingKey(key) {
+		return pendingLen
+	}
 	n := confighash.PlainLen
 	if KindOf(key) == "Secret" {
 		n = confighash.KeyedLen

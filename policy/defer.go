@@ -1,0 +1,202 @@
+package policy
+
+import (
+	"fmt"
+	"time"
+)
+
+// Workload annotations that decide when a due reload may happen. Each is read from the
+// workload's own metadata; the last one is written by the reloader.
+const (
+	// WindowAnnotation holds maintenance windows (ParseWindows): a reload waits for one to open.
+	WindowAnnotation = "reloader/window"
+	// MinIntervalAnnotation is the least time between two reloads (a Go duration, 10s).
+	MinIntervalAnnotation = "reloader/min-interval"
+	// LastReloadAnnotation is when the reloader last reloaded the workload (RFC 3339, nanoseconds),
+	// written only while a minimum interval applies: it is what makes the interval survive a
+	// restart.
+	LastReloadAnnotation = "reloader/last-reload"
+)
+
+// GateDefaults are the cluster-wide values of the gate (flags); an annotation overrides each.
+type GateDefaults struct {
+	Window      string        // "" for none; checked by the caller at start
+	MinInterval time.Duration // 0 for none
+}
+
+// Gate is what a workload's annotations say about when it may next be reloaded.
+type Gate struct {
+	Window      Windows // nil: always open
+	WindowText  string
+	MinInterval time.Duration
+	LastReload  time.Time // zero: never, as far as the workload says
+	PausePeriod time.Duration
+	PausedAt    time.Time // zero: no pause running
+	// Problems are annotation values that do not parse; while there are any, reloads are held.
+	Problems []string
+}
+
+// GateOf reads the gate of a workload from its annotations: the schedule from its metadata,
+// falling back to its pod template's, as every reload annotation; the times the reloader wrote
+// from its metadata only.
+func (a Annotations) GateOf(meta, tmpl map[string]string, d GateDefaults) Gate {
+	g := Gate{WindowText: d.Window, MinInterval: d.MinInterval}
+	schedule := map[string]string{}
+	for _, k := range a.GateAnnotations() {
+		if v, ok := tmpl[k]; ok {
+			schedule[k] = v
+		}
+		if v, ok := meta[k]; ok {
+			schedule[k] = v
+		}
+	}
+	if v, ok := schedule[WindowAnnotation]; ok {
+		g.WindowText = v
+	}
+	if g.WindowText != "" {
+		ws, err := ParseWindows(g.WindowText)
+		if err != nil {
+			g.Problems = append(g.Problems, fmt.Sprintf("annotation %s: %v", WindowAnnotation, err))
+		}
+		g.Window = ws
+	}
+	g.MinInterval = g.duration(schedule, MinIntervalAnnotation, g.MinInterval)
+	if a.PausePeriod != "" {
+		g.PausePeriod = g.duration(schedule, a.PausePeriod, 0)
+	}
+	// A time that does not parse is no time: the interval or pause starts over from now, which
+	// never reloads sooner than asked.
+	if v := meta[LastReloadAnnotation]; v != "" && g.MinInterval > 0 {
+		g.LastReload, _ = time.Parse(time.RFC3339Nano, v)
+	}
+	if v := meta[a.PausedAt]; v != "" && a.PausedAt != "" {
+		g.PausedAt, _ = time.Parse(time.RFC3339, v)
+	}
+	return g
+}
+
+func (g *Gate) duration(meta map[string]string, key string, def time.Duration) time.Duration {
+	v, ok := meta[key]
+	if !ok {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		g.Problems = append(g.Problems, fmt.Sprintf("annotation %s=%q is not a duration such as 30s or 5m", key, v))
+		return def
+	}
+	return d
+}
+
+// Action is what to do with a due reload.
+type Action int
+
+const (
+	// ReloadNow: the gate is open.
+	ReloadNow Action = iota
+	// Hold: wait until Verdict.Until (zero: until the annotations change).
+	Hold
+	// StartPause: record the start of the pause period on the workload and hold until Until.
+	StartPause
+)
+
+// Reasons a reload is held, as metric label values.
+const (
+	ReasonWindow      = "window"
+	ReasonMinInterval = "min-interval"
+	ReasonPause       = "pause-period"
+	ReasonInvalid     = "invalid-schedule"
+)
+
+// Verdict is the gate's answer for a due reload at one instant.
+type Verdict struct {
+	Action Action
+	Until  time.Time
+	Reason string
+}
+
+// Decide says whether a reload due now may happen. A schedule that does not parse holds the
+// reload until it is fixed: a window is a promise not to restart outside it, and a typo must not
+// break it. The pause period runs first (stakater's semantics: changes during it are batched
+// into one rollout at its end), then the minimum interval since the last reload, then the next
+// open window.
+func (g Gate) Decide(now time.Time) Verdict {
+	if len(g.Problems) > 0 {
+		return Verdict{Action: Hold, Reason: ReasonInvalid}
+	}
+	if g.PausePeriod > 0 {
+		if g.PausedAt.IsZero() {
+			return Verdict{Action: StartPause, Until: now.Add(g.PausePeriod), Reason: ReasonPause}
+		}
+		if end := g.PausedAt.Add(g.PausePeriod); now.Before(end) {
+			return Verdict{Action: Hold, Until: end, Reason: ReasonPause}
+		}
+	}
+	at, reason := now, ""
+	if g.MinInterval > 0 && !g.LastReload.IsZero() {
+		if next := g.LastReload.Add(g.MinInterval); next.After(at) {
+			at, reason = next, ReasonMinInterval
+		}
+	}
+	if g.Window != nil {
+		if open := g.Window.NextOpen(at); open.After(at) {
+			at, reason = open, ReasonWindow
+		}
+	}
+	if at.After(now) {
+		return Verdict{Action: Hold, Until: at, Reason: reason}
+	}
+	return Verdict{Action: ReloadNow}
+}
+
+// PauseExpired reports a pause period that has run out (or whose length is gone): the
+// reloader ends it, with a reload if one is due, else alone.
+func (g Gate) PauseExpired(now time.Time) bool {
+	return !g.PausedAt.IsZero() && !now.Before(g.PausedAt.Add(g.PausePeriod))
+}
+
+// Explain says, for an Event, why a reload waits.
+func (v Verdict) Explain(g Gate) string {
+	switch v.Reason {
+	case ReasonWindow:
+		return fmt.Sprintf("outside the maintenance window %q", g.WindowText)
+	case ReasonMinInterval:
+		return fmt.Sprintf("the minimum interval between reloads is %s", g.MinInterval)
+	case ReasonPause:
+		return fmt.Sprintf("the pause period is %s", g.PausePeriod)
+	}
+	return "the reload schedule is invalid"
+}
+
+// GateOps are the metadata ops that go with a reload: the time of this reload while a minimum
+// interval applies, and the end of a pause period. They follow the ops of Target.Ops, whose
+// first op tests the resourceVersion they were computed from.
+func (a Annotations) GateOps(meta map[string]string, g Gate, now time.Time) []JSONOp {
+	var ops []JSONOp
+	if g.MinInterval > 0 {
+		ops = append(ops, setAnnotations([]string{"metadata"}, meta, map[string]string{
+			LastReloadAnnotation: now.UTC().Format(time.RFC3339Nano)})...)
+		if meta == nil {
+			meta = map[string]string{} // the op above created the map
+		}
+	}
+	return append(ops, a.EndPauseOps(meta)...)
+}
+
+// EndPauseOps remove the pause-start annotation, if the workload carries it.
+func (a Annotations) EndPauseOps(meta map[string]string) []JSONOp {
+	if _, ok := meta[a.PausedAt]; !ok || a.PausedAt == "" {
+		return nil
+	}
+	return []JSONOp{{Op: "remove", Path: pointer("metadata", "annotations", a.PausedAt)}}
+}
+
+// StartPauseOps record the start of a pause period, as stakater writes it (RFC 3339).
+func (a Annotations) StartPauseOps(meta map[string]string, now time.Time) []JSONOp {
+	return setAnnotations([]string{"metadata"}, meta, map[string]string{a.PausedAt: now.UTC().Format(time.RFC3339)})
+}
+
+// GateAnnotations are the workload annotations whose change may change when a reload happens.
+func (a Annotations) GateAnnotations() []string {
+	return []string{WindowAnnotation, MinIntervalAnnotation, a.PausePeriod}
+}

@@ -1,0 +1,481 @@
+package reloader_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/reloader/reloader/internal/clocktest"
+	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader"
+)
+
+// windowFrom returns a window of the given length that opens `in` from now, in UTC, to the
+// second: the grammar's HH:MM:SS form exists so that tests need not wait for a minute to turn.
+func windowFrom(in, length time.Duration) (spec string, opens time.Time) {
+	opens = time.Now().UTC().Add(in).Truncate(time.Second)
+	return fmt.Sprintf("%s-%s UTC", opens.Format("15:04:05"), opens.Add(length).Format("15:04:05")), opens
+}
+
+func withAnnotations(base map[string]string, more map[string]string) map[string]string {
+	out := maps.Clone(base)
+	maps.Copy(out, more)
+	return out
+}
+
+const pendingWeb = "pending.Deployment_web"
+
+func TestReloadOutsideTheWindowWaitsForItAndHappensOnceAcrossARestart(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	spec, opens := windowFrom(12*time.Second, time.Hour)
+	createDeployment(t, ns, "web", 0, withAnnotations(named("configmap", "app-config"), map[string]string{policy.WindowAnnotation: spec}), nil)
+	// Positive control: a workload without a window reloads at once.
+	createDeployment(t, ns, "free", 0, named("configmap", "app-config"), nil)
+	first := startController(t, ns, controllerOpts{period: 100 * time.Millisecond})
+	settle()
+	changes := templateChanges(t, ns, "web")
+
+	hash1 := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+	waitEnv(t, ns, "free", cmVar, hash1)
+	waitFor(t, 10*time.Second, "pending entry in the state", func() (bool, error) {
+		return strings.HasPrefix(stateEntry(t, ns, pendingWeb), "pending@"), nil
+	})
+	if got := value(t, first.metrics.Deferred.WithLabelValues(policy.ReasonWindow)); got != 1 {
+		t.Errorf("reloader_reloads_deferred{reason=window} = %v, want 1", got)
+	}
+	waitFor(t, 10*time.Second, "ReloadDeferred event", func() (bool, error) {
+		return countEvents(t, ns, "web", "ReloadDeferred") == 1, nil
+	})
+	first.stop(t) // a restart while the reload is pending
+
+	hash2 := updateConfigMap(t, ns, "app-config", map[string]string{"v": "2"})
+	startController(t, ns, controllerOpts{period: 100 * time.Millisecond})
+	if n := changes(); n != 0 || time.Now().After(opens) {
+		t.Fatalf("reloaded %d times before the window opened at %s", n, opens)
+	}
+	waitEnv(t, ns, "web", cmVar, hash2)
+	if now := time.Now(); now.Before(opens) {
+		t.Fatalf("reloaded at %s, before the window opened at %s", now, opens)
+	}
+	if n := changes(); n != 1 {
+		t.Fatalf("template changed %d times, want 1", n)
+	}
+	if n := countEvents(t, ns, "web", "ReloadDeferred"); n != 1 {
+		t.Errorf("%d ReloadDeferred events, want 1 (a restart does not repeat it): %v", n, eventMessages(t, ns, "web"))
+	}
+	waitFor(t, 5*time.Second, "pending entry removed", func() (bool, error) { return stateEntry(t, ns, pendingWeb) == "", nil })
+	waitFor(t, 5*time.Second, "state advanced", func() (bool, error) {
+		return stateEntry(t, ns, "v1.ConfigMap_app-config") == hash2, nil
+	})
+}
+
+func TestInvalidWindowHoldsTheReloadWithOneWarningUntilFixed(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	createDeployment(t, ns, "web", 0, withAnnotations(named("configmap", "app-config"), map[string]string{policy.WindowAnnotation: "Someday 02:00-04:00"}), nil)
+	createDeployment(t, ns, "free", 0, named("configmap", "app-config"), nil)
+	startController(t, ns, controllerOpts{period: 100 * time.Millisecond})
+	settle()
+	changes := templateChanges(t, ns, "web")
+	updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "2"})
+	waitEnv(t, ns, "free", cmVar, hash) // the positive control
+	if n := changes(); n != 0 {
+		t.Fatalf("reloaded %d times despite a window that does not parse", n)
+	}
+	if n := countEvents(t, ns, "web", "ReloadScheduleInvalid"); n != 1 {
+		t.Fatalf("%d ReloadScheduleInvalid warnings, want 1: %v", n, eventMessages(t, ns, "web"))
+	}
+	patchAnnotation(t, ns, "web", policy.WindowAnnotation, "00:00-24:00")
+	waitEnv(t, ns, "web", cmVar, hash)
+	if n := changes(); n != 1 {
+		t.Fatalf("template changed %d times once fixed, want 1", n)
+	}
+}
+
+// patchAnnotation sets (or, with value "", removes) one metadata annotation of Deployment name.
+func patchAnnotation(t *testing.T, ns, name, key, value string) {
+	t.Helper()
+	v := fmt.Sprintf("%q", value)
+	if value == "" {
+		v = "null"
+	}
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%s}}}`, key, v)
+	if _, err := cluster.Client().AppsV1().Deployments(ns).Patch(context.Background(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// flap changes the ConfigMap every interval for the duration and returns its last hash.
+func flap(t *testing.T, ns, name string, every, total time.Duration) string {
+	t.Helper()
+	var hash string
+	for i, deadline := 1, time.Now().Add(total); time.Now().Before(deadline); i++ {
+		hash = updateConfigMap(t, ns, name, map[string]string{"v": fmt.Sprint(i)})
+		time.Sleep(every)
+	}
+	return hash
+}
+
+func TestFlappingConfigReloadsAtMostOncePerMinimumIntervalAndEndsOnItsLastContent(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	createDeployment(t, ns, "web", 0, withAnnotations(named("configmap", "app-config"), map[string]string{policy.MinIntervalAnnotation: "10s"}), nil)
+	createDeployment(t, ns, "free", 0, named("configmap", "app-config"), nil)
+	// A 1 s coalescing period (capped at 5 s) as a deployment would have one: the first reload
+	// comes at the cap, so the fourth is due well after the flap ends.
+	startController(t, ns, controllerOpts{period: time.Second})
+	settle()
+	changes, freeBefore := templateChanges(t, ns, "web"), getDeployment(t, ns, "free").Generation
+	last := flap(t, ns, "app-config", 200*time.Millisecond, 30*time.Second)
+	waitEnv(t, ns, "web", cmVar, last)
+	got := changes()
+	if got < 2 || got > 4 {
+		t.Fatalf("a 30 s flap reloaded the workload %d times; want 2 to 4 with a 10 s minimum interval", got)
+	}
+	// The positive control: without an interval the coalescing cap alone lets one through every 5 s.
+	if free := getDeployment(t, ns, "free").Generation - freeBefore; free <= int64(got) {
+		t.Fatalf("the control reloaded only %d times: the flap did not flap", free)
+	}
+	t.Logf("reloads: %d with a 10 s interval, %d without", got, getDeployment(t, ns, "free").Generation-freeBefore)
+}
+
+func TestMinimumIntervalHoldsAcrossARestart(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
+	interval := func(o *reloader.Options) { o.Gate.MinInterval = 8 * time.Second } // the flag
+	first := startController(t, ns, controllerOpts{tweak: interval})
+	settle()
+	changes := templateChanges(t, ns, "web")
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+	waitEnv(t, ns, "web", cmVar, hash)
+	reloadedAt := time.Now()
+	if getDeployment(t, ns, "web").Annotations[policy.LastReloadAnnotation] == "" {
+		t.Fatal("no last-reload annotation written")
+	}
+	first.stop(t)
+
+	hash = updateConfigMap(t, ns, "app-config", map[string]string{"v": "2"})
+	startController(t, ns, controllerOpts{tweak: interval})
+	waitEnv(t, ns, "web", cmVar, hash)
+	if gap := time.Since(reloadedAt); gap < 7*time.Second { // the annotation is written just before reloadedAt
+		t.Fatalf("second reload %s after the first, want at least the 8 s interval", gap)
+	}
+	if n := changes(); n != 2 {
+		t.Fatalf("template changed %d times, want 2", n)
+	}
+}
+
+func TestInvalidJSONKeyIsNotRolledOutAndTheNextValidChangeIs(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "app-config", Annotations: map[string]string{policy.ValidateAnnotation: "config.json=json,app.yaml=yaml"}},
+		Data:       map[string]string{"config.json": `{"level":"info"}`, "app.yaml": "a: 1\n"},
+	}
+	if _, err := cluster.Client().CoreV1().ConfigMaps(ns).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
+	r := startController(t, ns, controllerOpts{period: 100 * time.Millisecond})
+	settle()
+	good := stateEntry(t, ns, "v1.ConfigMap_app-config")
+	changes := templateChanges(t, ns, "web")
+
+	const leaked = "TOPSECRETVALUE"
+	updateConfigMap(t, ns, "app-config", map[string]string{"config.json": `{"level": ` + leaked + `}`, "app.yaml": "a: 1\n"})
+	waitFor(t, 10*time.Second, "InvalidConfig warning", func() (bool, error) {
+		return countEvents(t, ns, "app-config", "InvalidConfig") == 1, nil
+	})
+	settle()
+	msgs := strings.Join(eventMessages(t, ns, "app-config"), "\n")
+	if !strings.Contains(msgs, `key "config.json" is not valid JSON`) || strings.Contains(msgs, leaked) || strings.Contains(r.log.String(), leaked) {
+		t.Fatalf("the warning must name the key and not the value: %s", msgs)
+	}
+	if n := changes(); n != 0 {
+		t.Fatalf("invalid content rolled out (%d template changes)", n)
+	}
+	if got := stateEntry(t, ns, "v1.ConfigMap_app-config"); got != good {
+		t.Fatalf("state moved to %s, want the last good %s", got, good)
+	}
+	if got := value(t, r.metrics.InvalidChanges.WithLabelValues("ConfigMap")); got != 1 {
+		t.Errorf("reloader_invalid_config_changes_total = %v, want 1", got)
+	}
+
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"config.json": `{"level":"debug"}`, "app.yaml": "a: 2\n"})
+	waitEnv(t, ns, "web", cmVar, hash)
+	if n := changes(); n != 1 {
+		t.Fatalf("template changed %d times, want 1", n)
+	}
+}
+
+func TestPausePeriodWithStakatersAnnotationsBatchesChangesIntoOneRollout(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	pause := map[string]string{"deployment.reloader.stakater.com/pause-period": "6s"}
+	createDeployment(t, ns, "web", 0, withAnnotations(named("configmap", "app-config"), pause), nil)
+	createStatefulSetNamed(t, ns, "db", withAnnotations(named("configmap", "app-config"), pause))
+	first := startController(t, ns, controllerOpts{period: 100 * time.Millisecond})
+	settle()
+	changes, dbBefore := templateChanges(t, ns, "web"), getStatefulSet(t, ns, "db").Generation
+
+	updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+	start := time.Now()
+	waitFor(t, 5*time.Second, "paused-at written", func() (bool, error) {
+		return getDeployment(t, ns, "web").Annotations["deployment.reloader.stakater.com/paused-at"] != "" &&
+			getStatefulSet(t, ns, "db").Annotations["deployment.reloader.stakater.com/paused-at"] != "", nil
+	})
+	first.stop(t) // the pause survives a restart: its start is on the workload
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "2"})
+	startController(t, ns, controllerOpts{period: 100 * time.Millisecond})
+	waitEnv(t, ns, "web", cmVar, hash)
+	if gap := time.Since(start); gap < 5*time.Second {
+		t.Fatalf("rolled out %s after the change, inside the 6 s pause", gap)
+	}
+	waitFor(t, 10*time.Second, "StatefulSet reloaded", func() (bool, error) {
+		v, _ := envOf(getStatefulSet(t, ns, "db").Spec.Template, cmVar)
+		return v == hash, nil
+	})
+	if n := changes(); n != 1 {
+		t.Fatalf("template changed %d times, want 1", n)
+	}
+	if d := getDeployment(t, ns, "web"); d.Annotations["deployment.reloader.stakater.com/paused-at"] != "" {
+		t.Fatalf("paused-at left behind: %v", d.Annotations)
+	}
+	if got := getStatefulSet(t, ns, "db").Generation - dbBefore; got != 1 {
+		t.Fatalf("StatefulSet template changed %d times, want 1", got)
+	}
+}
+
+func createStatefulSetNamed(t *testing.T, ns, name string, annotations map[string]string) {
+	t.Helper()
+	replicas := int32(0)
+	s := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas: &replicas, ServiceName: name,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template: podTemplate(name),
+		},
+	}
+	if _, err := cluster.Client().AppsV1().StatefulSets(ns).Create(context.Background(), s, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func getStatefulSet(t *testing.T, ns, name string) *appsv1.StatefulSet {
+	t.Helper()
+	s, err := cluster.Client().AppsV1().StatefulSets(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func envOf(tmpl corev1.PodTemplateSpec, name string) (string, bool) {
+	for _, c := range tmpl.Spec.Containers {
+		for _, e := range c.Env {
+			if e.Name == name {
+				return e.Value, true
+			}
+		}
+	}
+	return "", false
+}
+
+// value reads a gauge or counter.
+func value(t *testing.T, m prometheus.Metric) float64 {
+	t.Helper()
+	var d dto.Metric
+	if err := m.Write(&d); err != nil {
+		t.Fatal(err)
+	}
+	if d.Gauge != nil {
+		return d.Gauge.GetValue()
+	}
+	return d.Counter.GetValue()
+}
+
+// templateChanges counts, from now on, the updates of Deployment name that change its pod
+// template: a Deployment's generation also moves when only its annotations change, and the gate
+// writes annotations.
+func templateChanges(t *testing.T, ns, name string) (count func() int) {
+	t.Helper()
+	d := getDeployment(t, ns, name)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	w, err := cluster.Client().AppsV1().Deployments(ns).Watch(ctx, metav1.ListOptions{
+		FieldSelector: "metadata.name=" + name, ResourceVersion: d.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	changes := make(chan struct{}, 1000)
+	go func() {
+		defer w.Stop()
+		last := d.Spec.Template
+		for ev := range w.ResultChan() {
+			if ev.Type != watch.Modified {
+				continue
+			}
+			next := ev.Object.(*appsv1.Deployment).Spec.Template
+			if !equality.Semantic.DeepEqual(last, next) {
+				changes <- struct{}{}
+			}
+			last = next
+		}
+	}()
+	return func() int {
+		settle()
+		time.Sleep(300 * time.Millisecond) // the watch event of the last change is on its way
+		return len(changes)
+	}
+}
+
+// stakater pauses a Deployment with spec.paused and resumes it from a timer in its own process;
+// one it paused just before the switch is resumed when its pause ends.
+func TestDeploymentPausedByStakaterIsResumedWhenItsPauseEnds(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	pausedAt := time.Now().UTC().Add(-3 * time.Second).Format(time.RFC3339)
+	stakater := map[string]string{"deployment.reloader.stakater.com/pause-period": "8s", "deployment.reloader.stakater.com/paused-at": pausedAt}
+	createDeploymentFrom(t, ns, "web", func(d *appsv1.Deployment) {
+		d.Annotations, d.Spec.Paused = withAnnotations(named("configmap", "app-config"), stakater), true
+	})
+	// The control: paused by someone else (no paused-at) stays paused.
+	createDeploymentFrom(t, ns, "manual", func(d *appsv1.Deployment) {
+		d.Annotations, d.Spec.Paused = named("configmap", "app-config"), true
+	})
+	startController(t, ns, controllerOpts{period: 100 * time.Millisecond})
+	settle()
+	if !getDeployment(t, ns, "web").Spec.Paused {
+		t.Fatal("resumed before the pause ended")
+	}
+	waitFor(t, 15*time.Second, "web resumed", func() (bool, error) {
+		d := getDeployment(t, ns, "web")
+		return !d.Spec.Paused && d.Annotations["deployment.reloader.stakater.com/paused-at"] == "", nil
+	})
+	if !getDeployment(t, ns, "manual").Spec.Paused {
+		t.Fatal("a Deployment paused by someone else was resumed")
+	}
+}
+
+func TestRevertWhileHeldDropsThePendingReload(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	spec, _ := windowFrom(time.Hour, time.Hour)
+	createDeployment(t, ns, "web", 0, withAnnotations(named("configmap", "app-config"), map[string]string{policy.WindowAnnotation: spec}), nil)
+	createDeployment(t, ns, "free", 0, named("configmap", "app-config"), nil)
+	r := startController(t, ns, controllerOpts{period: 100 * time.Millisecond})
+	settle()
+	changes := templateChanges(t, ns, "web")
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+	waitEnv(t, ns, "free", cmVar, hash) // the control: the change is seen
+	waitFor(t, 10*time.Second, "pending entry", func() (bool, error) { return stateEntry(t, ns, pendingWeb) != "", nil })
+	hash = updateConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	waitEnv(t, ns, "free", cmVar, hash) // and so is the revert
+	waitFor(t, 10*time.Second, "pending entry removed", func() (bool, error) { return stateEntry(t, ns, pendingWeb) == "", nil })
+	if got := value(t, r.metrics.Deferred.WithLabelValues(policy.ReasonWindow)); got != 0 {
+		t.Errorf("reloader_reloads_deferred{reason=window} = %v after the revert, want 0", got)
+	}
+	if n := changes(); n != 0 {
+		t.Fatalf("template changed %d times, want 0", n)
+	}
+}
+
+// The gate runs on the injected clock: a week-scale window is tested without waiting for it.
+func TestHeldReloadRunsWhenTheInjectedClockReachesTheWindow(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	createDeployment(t, ns, "web", 0, withAnnotations(named("configmap", "app-config"),
+		map[string]string{policy.WindowAnnotation: "Sat 02:00-04:00 Europe/Berlin"}), nil)
+	friday := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
+	clock := clocktest.New(friday)
+	startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { o.Clock = clock }})
+	settle()
+	changes := templateChanges(t, ns, "web")
+
+	updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "2"})
+	waitFor(t, 10*time.Second, "the ReloadDeferred event", func() (bool, error) {
+		return countEvents(t, ns, "web", "ReloadDeferred") > 0, nil
+	})
+	if msgs := strings.Join(eventMessages(t, ns, "web"), "\n"); !strings.Contains(msgs, "deferred until 2026-11-21T01:00:00Z") {
+		t.Fatalf("the event does not name the window's opening (Sat 02:00 in Berlin is 01:00 UTC):\n%s", msgs)
+	}
+	waitFor(t, 5*time.Second, "the pending entry, at the injected time", func() (bool, error) {
+		return stateEntry(t, ns, pendingWeb) == fmt.Sprintf("pending@%d", friday.Unix()), nil
+	})
+	clock.Advance(12*time.Hour + 59*time.Minute) // Saturday 00:59 UTC: one minute early
+	if n := changes(); n != 0 {
+		t.Fatalf("reloaded %d times before the window opened", n)
+	}
+	clock.Advance(time.Minute)
+	waitEnv(t, ns, "web", cmVar, hash)
+	if n := changes(); n != 1 {
+		t.Fatalf("template changed %d times, want 1", n)
+	}
+}
+
+func TestPausePeriodHoldsEveryKindThenRollsOutOnce(t *testing.T) {
+	ensureCRDs(t)
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	ann := withAnnotations(named("configmap", "app-config"), map[string]string{"deployment.reloader.stakater.com/pause-period": "5s"})
+	createDeployment(t, ns, "deploy", 0, ann, nil)
+	createStatefulSetNamed(t, ns, "sts", ann)
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "ds", Annotations: ann},
+		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "ds"}}, Template: podTemplate("ds")}}
+	if _, err := cluster.Client().AppsV1().DaemonSets(ns).Create(context.Background(), ds, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createCustom(t, rolloutsGVR, "Rollout", ns, "rollout", ann)
+	createCustom(t, deploymentConfigsGVR, "DeploymentConfig", ns, "dc", ann)
+	startController(t, ns, controllerOpts{period: 100 * time.Millisecond, tweak: func(o *reloader.Options) { o.ArgoRollouts, o.OpenShift = true, true }})
+	settle()
+	kinds := []struct {
+		gvr  schema.GroupVersionResource
+		name string
+	}{
+		{appsv1.SchemeGroupVersion.WithResource("deployments"), "deploy"},
+		{appsv1.SchemeGroupVersion.WithResource("statefulsets"), "sts"},
+		{appsv1.SchemeGroupVersion.WithResource("daemonsets"), "ds"},
+		{rolloutsGVR, "rollout"},
+		{deploymentConfigsGVR, "dc"},
+	}
+	updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+	changed := time.Now()
+	for _, w := range kinds {
+		waitFor(t, 4*time.Second, w.name+" paused", func() (bool, error) {
+			v, u := templateEnv(t, w.gvr, ns, w.name, cmVar)
+			if v != "" {
+				return false, fmt.Errorf("%s reloaded inside its pause", w.name)
+			}
+			return u.GetAnnotations()["deployment.reloader.stakater.com/paused-at"] != "", nil
+		})
+	}
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "2"})
+	for _, w := range kinds {
+		waitFor(t, 15*time.Second, w.name+" reloaded once the pause ended", func() (bool, error) {
+			v, u := templateEnv(t, w.gvr, ns, w.name, cmVar)
+			return v == hash && u.GetAnnotations()["deployment.reloader.stakater.com/paused-at"] == "", nil
+		})
+	}
+	if gap := time.Since(changed); gap < 4*time.Second {
+		t.Fatalf("every kind reloaded within %s of the change, inside the 5 s pause", gap)
+	}
+}
