@@ -94,8 +94,8 @@ func TestChartRenders(t *testing.T) {
 		{"defaults", nil, func(t *testing.T, ns string, ms []manifest) {
 			wantKinds(t, ms, "Deployment", "Role", "RoleBinding", "Service", "ServiceAccount")
 			flags := args(t, one[*appsv1.Deployment](t, ms))
-			if flags["namespace"] != "$(KUBERNETES_NAMESPACE)" {
-				t.Errorf("watchGlobally=false must pass --namespace=$(KUBERNETES_NAMESPACE), got %v", flags)
+			if flags["namespace"] != "$(POD_NAMESPACE)" {
+				t.Errorf("watchGlobally=false must pass --namespace=$(POD_NAMESPACE), got %v", flags)
 			}
 			if hasFlag(flags, "leader-elect") || hasLeaseRule(one[*rbacv1.Role](t, ms).Rules) {
 				t.Error("leader election is off by default: no --leader-elect and no Lease permissions")
