@@ -321,6 +321,9 @@ func run(cli CLI) error {
 	var e *leader.Election
 	leaseNS := cli.leaseNamespace(stateNSs)
 	if cli.LeaderElect || cli.EnableHA {
+		if leaseNS == "" {
+			return errors.New("--leader-election-namespace: required with several --namespaces outside a cluster ($POD_NAMESPACE unset)")
+		}
 		e = &leader.Election{Name: cli.LeaderElectionID, ID: leader.NewIdentity(), Lease: cli.LeaderElectionLease,
 			Renew: cli.LeaderElectionRenewDeadline, Retry: cli.LeaderElectionRetryPeriod, Log: log.With("lease_namespace", leaseNS), Metrics: m}
 		// Outermost, so a write refused while this replica may not act is neither sent nor counted.

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -158,5 +160,159 @@ func TestCollaborneManifestAndRoleVerbatim(t *testing.T) {
 	}
 	if n := strings.Count(log, "reloaded workload"); n != 4 {
 		t.Errorf("%d reloads logged, want 4", n)
+	}
+}
+
+// generation is the current generation of Deployment web in ns.
+func generation(t *testing.T, ns string) int64 { return deployment(t, ns).Generation }
+
+// $KUBERNETES_NAMESPACE scopes the reloader to that namespace, as it scopes stakater's; an
+// explicit --namespace wins over it.
+func TestKubernetesNamespaceScopesLikeStakater(t *testing.T) {
+	mine, other := setup(t), setup(t)
+	env := map[string]string{"KUBERNETES_NAMESPACE": mine}
+	p := launchContainer(t, corev1.Container{Args: []string{"--port=9090", "--coalesce-period=0"}}, env, cluster.Kubeconfig)
+	p.waitReady(t)
+	waitFor(t, 10*time.Second, "first hashes recorded", func() (bool, error) { return stateRecorded(t, mine), nil })
+	otherBefore := generation(t, other)
+	update(t, other, "1") // not watched
+	waitReloaded(t, mine, update(t, mine, "1"))
+	time.Sleep(time.Second) // a watched change was handled; one in other would have been too
+	if g := generation(t, other); g != otherBefore {
+		t.Fatalf("a namespace outside $KUBERNETES_NAMESPACE was reloaded")
+	}
+	if stateRecorded(t, other) {
+		t.Fatal("a state was written in a namespace outside $KUBERNETES_NAMESPACE")
+	}
+	p.kill()
+
+	// --namespace wins over the variable.
+	p = launchContainer(t, corev1.Container{Args: []string{"--port=9090", "--coalesce-period=0", "--namespace=" + other}}, env, cluster.Kubeconfig)
+	p.waitReady(t)
+	waitFor(t, 10*time.Second, "hashes recorded in --namespace", func() (bool, error) { return stateRecorded(t, other), nil })
+	mineBefore := generation(t, mine)
+	update(t, mine, "2")
+	waitReloaded(t, other, update(t, other, "2"))
+	time.Sleep(time.Second)
+	if g := generation(t, mine); g != mineBefore {
+		t.Fatal("$KUBERNETES_NAMESPACE won over --namespace")
+	}
+}
+
+// roleFrom returns the Role of deploy/namespace, as YAML.
+func roleFrom(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile("../deploy/namespace/reloader.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for doc := range strings.SplitSeq(string(data), "\n---") {
+		if strings.Contains(doc, "\nkind: Role\n") {
+			return doc
+		}
+	}
+	t.Fatal("no Role in deploy/namespace/reloader.yaml")
+	return ""
+}
+
+// --namespaces a,b watches exactly those namespaces, as a ServiceAccount of a third namespace
+// bound to deploy/namespace's Role in each: no ClusterRole. Each namespace keeps its own state.
+func TestNamespacesFlagWatchesExactlyThoseWithARoleInEach(t *testing.T) {
+	ctx := context.Background()
+	home, a, b, c := cluster.NewNamespace(t), setup(t), setup(t), setup(t)
+	if _, err := cluster.Client().CoreV1().ServiceAccounts(home).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "reloader"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	role := roleFrom(t)
+	for _, ns := range []string{a, b} {
+		objs, err := cluster.Apply(ctx, ns, []byte(role))
+		if err != nil {
+			t.Fatal(err)
+		}
+		binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "reloader"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: objs[0].GetName()},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "reloader", Namespace: home}}}
+		if _, err := cluster.Client().RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, err := cluster.ServiceAccountConfig(ctx, home, "reloader")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa := kubernetes.NewForConfigOrDie(cfg)
+	waitFor(t, 20*time.Second, "the Roles to take effect", func() (bool, error) {
+		_, errA := sa.AppsV1().Deployments(a).List(ctx, metav1.ListOptions{})
+		_, errB := sa.AppsV1().Deployments(b).List(ctx, metav1.ListOptions{})
+		return errA == nil && errB == nil, nil
+	})
+	if _, err := sa.CoreV1().ConfigMaps(c).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("the ServiceAccount may read namespace c (%v): the test would prove nothing", err)
+	}
+	p := launchContainer(t, corev1.Container{Args: []string{"--port=9090", "--coalesce-period=0", "--namespaces=" + a + "," + b}}, nil, saKubeconfig(t, cfg))
+	p.waitReady(t)
+	for _, ns := range []string{a, b} {
+		waitFor(t, 10*time.Second, "hashes recorded in "+ns, func() (bool, error) { return stateRecorded(t, ns), nil })
+	}
+	cBefore := generation(t, c)
+	update(t, c, "1")
+	waitReloaded(t, a, update(t, a, "1"))
+	waitReloaded(t, b, update(t, b, "1"))
+	if g := generation(t, c); g != cBefore {
+		t.Fatal("a namespace outside --namespaces was reloaded")
+	}
+	log := p.stderr.String()
+	if strings.Contains(log, "level=ERROR") {
+		t.Fatalf("errors logged:\n%s", log)
+	}
+	if err := p.terminate(t); err != nil {
+		t.Fatalf("SIGTERM: %v", err)
+	}
+}
+
+// The arguments and environment stakater's Helm chart gives its container run this binary
+// unchanged, with stakater's meaning.
+func TestStakaterChartArgumentsRunUnchanged(t *testing.T) {
+	ns := setup(t)
+	pprofPort := freePort(t)
+	args := []string{"--port=9090", "--log-format=json", "--log-level=warning", `--namespace-selector="team:a"`,
+		"--is-Argo-Rollouts=false", "--reload-on-create=true", "--reload-on-delete=true", "--sync-after-restart=true",
+		"--reload-strategy=default", "--enable-ha=true", "--auto-reload-all=true", "--enable-pprof", fmt.Sprintf("--pprof-addr=127.0.0.1:%d", pprofPort),
+		// Our own flags, to take the Lease within seconds instead of the default 15 s.
+		"--leader-election-lease=4s", "--leader-election-renew-deadline=3s", "--leader-election-retry-period=500ms"}
+	env := map[string]string{"KUBERNETES_NAMESPACE": ns, "POD_NAME": "reloader-0", "POD_NAMESPACE": ns}
+	p := launchContainer(t, corev1.Container{Args: args}, env, cluster.Kubeconfig)
+	p.waitReady(t)
+	waitFor(t, 20*time.Second, "the Lease taken (--enable-ha)", func() (bool, error) {
+		return strings.Contains(p.metrics(t), "reloader_leader 1"), nil
+	})
+	waitFor(t, 10*time.Second, "first hashes recorded", func() (bool, error) { return stateRecorded(t, ns), nil })
+	waitReloaded(t, ns, update(t, ns, "1"))
+	// Profiles on --pprof-addr, not on --port; stakater's liveness path answers.
+	for url, want := range map[string]int{
+		fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/", pprofPort): http.StatusOK,
+		p.url("/debug/pprof/"): http.StatusNotFound,
+		p.url("/live"):         http.StatusOK,
+	} {
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET %s: %d, want %d", url, resp.StatusCode, want)
+		}
+	}
+	log := p.stderr.String()
+	for line := range strings.Lines(log) {
+		if !strings.HasPrefix(line, `{"time"`) {
+			t.Errorf("not a JSON line (--log-format=json): %s", line)
+		}
+		if strings.Contains(line, `"level":"INFO"`) || strings.Contains(line, `"level":"ERROR"`) {
+			t.Errorf("--log-level=warning logged: %s", line)
+		}
+	}
+	if !strings.Contains(log, "they are ignored") {
+		t.Errorf("--namespace-selector under $KUBERNETES_NAMESPACE was not said to be ignored:\n%s", log)
 	}
 }
