@@ -316,3 +316,23 @@ func TestStakaterChartArgumentsRunUnchanged(t *testing.T) {
 		t.Errorf("--namespace-selector under $KUBERNETES_NAMESPACE was not said to be ignored:\n%s", log)
 	}
 }
+
+// A stakater flag asking for what the reloader does not do stops it with one line saying so and
+// why, not "unknown flag"; --version prints the version.
+func TestStakaterFlagsTheReloaderCannotHonourSaySo(t *testing.T) {
+	for _, tt := range []struct{ args, want string }{
+		{"--enable-csi-integration=true", "--enable-csi-integration: not supported: the reloader does not watch the Secrets Store CSI driver's SecretProviderClassPodStatus"},
+		{"--log-level=verbose", "--log-level"},
+		{"--is-Argo-Rollouts=maybe", "--is-Argo-Rollouts"},
+	} {
+		out, err := exec.Command(binary, strings.Fields(tt.args)...).CombinedOutput()
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		if err == nil || len(lines) != 1 || !strings.Contains(lines[0], tt.want) || strings.Contains(lines[0], "unknown flag") {
+			t.Errorf("%s: %v, want one line saying %q:\n%s", tt.args, err, tt.want, out)
+		}
+	}
+	out, err := exec.Command(binary, "--version").CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) == "" || strings.Contains(string(out), "\n\n") {
+		t.Errorf("--version: %v, %q", err, out)
+	}
+}
