@@ -272,7 +272,7 @@ var knownFlags = map[string]bool{
 	"namespace-selector": true, "resource-label-selector": true, "namespaces-to-ignore": true,
 	"ignored-workload-types": true, "resources-to-ignore": true, "reload-on-create": true,
 	"reload-on-delete": true, "alternative-configmap-annotation": true,
-	"alternative-secret-annotation": true,
+	"alternative-secret-annotation": true, "namespaces": true,
 }
 
 // args returns the reloader container's flags as name → value ("" for a bare boolean flag).
