@@ -298,15 +298,9 @@ func run(cli CLI) error {
 	if err != nil {
 		return err
 	}
-	namespaces, fromEnv := cli.scope(os.Getenv)
-	if fromEnv {
-		cli.dropAllNamespacesFlags(log)
-	}
-	stateNSs := make([]string, len(namespaces))
-	for i, ns := range namespaces {
-		if stateNSs[i], err = stateNamespace(cli, ns); err != nil {
-			return err
-		}
+	namespaces, stateNSs, err := cli.resolveScope(log)
+	if err != nil {
+		return err
 	}
 	var opts []metrics.Option
 	if cli.MetricsByNamespace {
@@ -334,13 +328,9 @@ func run(cli CLI) error {
 		return fmt.Errorf("build Kubernetes clients: %w", err)
 	}
 	clients.Link = link
-	var ctrls fleet
-	for i, ns := range namespaces {
-		ctrl, err := reloader.New(clients, cli.options(ns, stateNSs[i], log, m))
-		if err != nil {
-			return err
-		}
-		ctrls = append(ctrls, ctrl)
+	ctrls, err := cli.newFleet(clients, namespaces, stateNSs, log, m)
+	if err != nil {
+		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -359,17 +349,11 @@ func run(cli CLI) error {
 		}
 		return nil
 	}
-	srv, err := serve(cli.Port, cli.EnablePprof && cli.PprofAddr == "", m, ready, log)
+	stopServing, err := cli.serveHTTP(m, ready, log)
 	if err != nil {
 		return err
 	}
-	defer srv.Close()
-	if cli.EnablePprof && cli.PprofAddr != "" {
-		if srv, err = servePprof(cli.PprofAddr, log); err != nil {
-			return err
-		}
-		defer srv.Close()
-	}
+	defer stopServing()
 	if cli.SyncAfterRestart {
 		log.Info("--sync-after-restart is always on here: each start compares every workload with its configs' current content and reloads, once, those that differ")
 	}
@@ -379,6 +363,52 @@ func run(cli CLI) error {
 	}
 	m.Leader.Set(1)
 	return ctrls.Run(ctx)
+}
+
+// resolveScope returns the namespaces to watch and, for each, the namespace of its state.
+func (c *CLI) resolveScope(log *slog.Logger) (namespaces, stateNSs []string, err error) {
+	namespaces, fromEnv := c.scope(os.Getenv)
+	if fromEnv {
+		c.dropAllNamespacesFlags(log)
+	}
+	stateNSs = make([]string, len(namespaces))
+	for i, ns := range namespaces {
+		if stateNSs[i], err = stateNamespace(*c, ns); err != nil {
+			return nil, nil, err
+		}
+	}
+	return namespaces, stateNSs, nil
+}
+
+// newFleet builds one controller per namespace.
+func (c *CLI) newFleet(clients *kube.Clients, namespaces, stateNSs []string, log *slog.Logger, m *metrics.Metrics) (fleet, error) {
+	f := make(fleet, len(namespaces))
+	for i, ns := range namespaces {
+		ctrl, err := reloader.New(clients, c.options(ns, stateNSs[i], log, m))
+		if err != nil {
+			return nil, err
+		}
+		f[i] = ctrl
+	}
+	return f, nil
+}
+
+// serveHTTP serves metrics and health on --port, and profiles there or on --pprof-addr; the
+// function returned stops both.
+func (c *CLI) serveHTTP(m *metrics.Metrics, ready func() error, log *slog.Logger) (stop func(), err error) {
+	srv, err := serve(c.Port, c.EnablePprof && c.PprofAddr == "", m, ready, log)
+	if err != nil {
+		return nil, err
+	}
+	if !c.EnablePprof || c.PprofAddr == "" {
+		return func() { srv.Close() }, nil
+	}
+	profiles, err := servePprof(c.PprofAddr, log)
+	if err != nil {
+		srv.Close()
+		return nil, err
+	}
+	return func() { srv.Close(); profiles.Close() }, nil
 }
 
 // dropAllNamespacesFlags does what stakater does when $KUBERNETES_NAMESPACE scopes it to one
