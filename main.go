@@ -157,9 +157,13 @@ func (c *CLI) validateStakater() error {
 	if c.Namespace != "" && len(c.Namespaces) > 0 {
 		return errors.New("--namespace and --namespaces: give one or the other")
 	}
-	for _, ns := range c.Namespaces {
+	for i, ns := range c.Namespaces {
 		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
 			return fmt.Errorf("--namespaces: %q is not a namespace name: %s", ns, strings.Join(errs, "; "))
+		}
+		if slices.Contains(c.Namespaces[:i], ns) {
+			// Two controllers on one namespace would each reload its workloads.
+			return fmt.Errorf("--namespaces: %q is listed twice", ns)
 		}
 	}
 	if len(c.Namespaces) > 1 && c.StateNamespace != "" {

@@ -217,6 +217,7 @@ func TestStakaterValuesRefusedWithTheFlagNamed(t *testing.T) {
 		{"--log-format=xml", "--log-format"},
 		{"--is-Argo-Rollouts=yes", "--is-Argo-Rollouts"},
 		{"--namespaces=Not_A_Namespace", "--namespaces"},
+		{"--namespaces=a,b,a", "--namespaces"},
 	} {
 		_, _, err := parseArgs(t, tt.arg)
 		if err == nil || !strings.Contains(err.Error(), tt.flag) {
