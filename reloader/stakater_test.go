@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader"
 )
 
 // TestStakaterAnnotationValues: values stakater users write, with stakater's meaning.
@@ -64,7 +65,7 @@ func TestReloadAnnotationPatternReloadsOnMatchingConfigs(t *testing.T) {
 
 	// A config created later that matches, then changed: one reload.
 	createConfigMap(t, ns, "app-late", map[string]string{"v": "0"})
-	settle()
+	wantReloads(t, ns, "web", gen, 1) // its creation is not a change
 	hash = updateConfigMap(t, ns, "app-late", map[string]string{"v": "1"})
 	waitEnv(t, ns, "web", "_RELOADER_-configmap-app-late", hash)
 	wantReloads(t, ns, "web", gen, 2)
@@ -149,4 +150,24 @@ func TestMatchAndKindOnAWorkloadAreExplained(t *testing.T) {
 	if !strings.Contains(all, "it goes on a ConfigMap or Secret") || !strings.Contains(all, `reloader.stakater.com/kind="configmap" means nothing`) {
 		t.Fatalf("the warning does not say what match and kind mean: %q", msgs)
 	}
+}
+
+// With --reload-on-create, a plain name's creation reloads; a pattern has no name to wait for,
+// so the creation of a config only a pattern matches does not (README), and its first change does.
+func TestPatternMatchedCreationWithReloadOnCreate(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createDeployment(t, ns, "plain", 0, named("configmap", "app-one"), nil)
+	createDeployment(t, ns, "pattern", 0, named("configmap", "pat-.*"), nil)
+	startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { o.ReloadOnCreate = true }})
+	settle()
+	plain, pattern := getDeployment(t, ns, "plain").Generation, getDeployment(t, ns, "pattern").Generation
+	createConfigMap(t, ns, "pat-one", map[string]string{"v": "0"})
+	createConfigMap(t, ns, "app-one", map[string]string{"v": "0"})
+	waitFor(t, 10*time.Second, "the plain name's creation to reload", func() (bool, error) {
+		return getDeployment(t, ns, "plain").Generation > plain, nil
+	})
+	wantReloads(t, ns, "pattern", pattern, 0)
+	hash := updateConfigMap(t, ns, "pat-one", map[string]string{"v": "1"})
+	waitEnv(t, ns, "pattern", "_RELOADER_-configmap-pat-one", hash)
+	wantReloads(t, ns, "pattern", pattern, 1)
 }
