@@ -171,3 +171,65 @@ func TestPatternMatchedCreationWithReloadOnCreate(t *testing.T) {
 	waitEnv(t, ns, "pattern", "_RELOADER_-configmap-pat-one", hash)
 	wantReloads(t, ns, "pattern", pattern, 1)
 }
+
+// A pattern workload under edits: a delete-and-recreate with the same content restarts nothing,
+// one with new content restarts once, a revert restarts once more, and a pattern edited to
+// another one stops matching the old configs.
+func TestReloadAnnotationPatternUnderEditsAndReplacements(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-one", map[string]string{"v": "0"})
+	createConfigMap(t, ns, "other-one", map[string]string{"v": "0"})
+	createDeployment(t, ns, "web", 0, named("configmap", "app-.*"), nil)
+	r := startController(t, ns, controllerOpts{})
+	first := updateConfigMap(t, ns, "app-one", map[string]string{"v": "1"})
+	waitEnv(t, ns, "web", "_RELOADER_-configmap-app-one", first)
+	r.settle()
+	gen := getDeployment(t, ns, "web").Generation
+
+	replaceConfigMap(t, ns, "app-one", map[string]string{"v": "1"})
+	wantReloads(t, ns, "web", gen, 0)
+	second := replaceConfigMap(t, ns, "app-one", map[string]string{"v": "2"})
+	waitEnv(t, ns, "web", "_RELOADER_-configmap-app-one", second)
+	wantReloads(t, ns, "web", gen, 1)
+	updateConfigMap(t, ns, "app-one", map[string]string{"v": "1"}) // revert
+	waitEnv(t, ns, "web", "_RELOADER_-configmap-app-one", first)
+	wantReloads(t, ns, "web", gen, 2)
+
+	d := getDeployment(t, ns, "web")
+	d.Annotations["configmap.reloader.stakater.com/reload"] = "other-.*"
+	if _, err := cluster.Client().AppsV1().Deployments(ns).Update(context.Background(), d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	settle()
+	gen = getDeployment(t, ns, "web").Generation
+	updateConfigMap(t, ns, "app-one", map[string]string{"v": "3"})
+	// Positive control, changed after: the new pattern's config reloads.
+	hash := updateConfigMap(t, ns, "other-one", map[string]string{"v": "1"})
+	waitEnv(t, ns, "web", "_RELOADER_-configmap-other-one", hash)
+	wantReloads(t, ns, "web", gen, 1)
+	if v, _ := env(getDeployment(t, ns, "web"), "app", "_RELOADER_-configmap-app-one"); v != first {
+		t.Fatalf("app-one's marker moved to %s after the pattern stopped matching it", v)
+	}
+}
+
+// --auto-reload-all: a workload that opts out while running stops reloading; another keeps on.
+func TestAutoReloadAllOptOutWhileRunning(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "a", map[string]string{"v": "0"})
+	createDeployment(t, ns, "quiet", 0, nil, envFromCM("a"))
+	createDeployment(t, ns, "loud", 0, nil, envFromCM("a"))
+	startController(t, ns, controllerOpts{tweak: renamed(func(a *policy.Annotations) { a.ReloadAll = true })})
+	hash := updateConfigMap(t, ns, "a", map[string]string{"v": "1"})
+	waitEnv(t, ns, "quiet", "_RELOADER_-configmap-a", hash)
+	waitEnv(t, ns, "loud", "_RELOADER_-configmap-a", hash)
+	d := getDeployment(t, ns, "quiet")
+	d.Annotations = map[string]string{"reloader.stakater.com/auto": "false"}
+	if _, err := cluster.Client().AppsV1().Deployments(ns).Update(context.Background(), d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	settle()
+	gen := getDeployment(t, ns, "quiet").Generation
+	hash = updateConfigMap(t, ns, "a", map[string]string{"v": "2"})
+	waitEnv(t, ns, "loud", "_RELOADER_-configmap-a", hash)
+	wantReloads(t, ns, "quiet", gen, 0)
+}
