@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -334,5 +335,77 @@ func TestStakaterFlagsTheReloaderCannotHonourSaySo(t *testing.T) {
 	out, err := exec.Command(binary, "--version").CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) == "" || strings.Contains(string(out), "\n\n") {
 		t.Errorf("--version: %v, %q", err, out)
+	}
+}
+
+// Events allowed at start and refused later (the Role edited while the reloader runs): the
+// refusal is said once, reloads go on, and no ERROR is logged for the refused Events (client-go
+// would log each as an ERROR of about a kilobyte).
+func TestEventsRefusedWhileRunningAreSaidOnce(t *testing.T) {
+	ctx := context.Background()
+	ns := setup(t)
+	if _, err := cluster.Client().CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "reloader"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	objs, err := cluster.Apply(ctx, ns, []byte(roleFrom(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	roleName := objs[0].GetName()
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "reloader"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: roleName},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "reloader", Namespace: ns}}}
+	if _, err := cluster.Client().RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := cluster.ServiceAccountConfig(ctx, ns, "reloader")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa := kubernetes.NewForConfigOrDie(cfg)
+	mayCreateEvents := func() bool {
+		_, err := sa.CoreV1().Events(ns).Create(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-"}, InvolvedObject: corev1.ObjectReference{Namespace: ns}},
+			metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err == nil
+	}
+	waitFor(t, 20*time.Second, "the Role to take effect", func() (bool, error) { return mayCreateEvents(), nil })
+	p := launchContainer(t, corev1.Container{Args: []string{"--port=9090", "--coalesce-period=0", "--namespace=" + ns}}, nil, saKubeconfig(t, cfg))
+	p.waitReady(t)
+	waitReloaded(t, ns, update(t, ns, "1"))
+	waitFor(t, 10*time.Second, "the Reloaded Event (a control: Events work at first)", func() (bool, error) {
+		list, err := cluster.Client().CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=Reloaded"})
+		return err == nil && len(list.Items) > 0, err
+	})
+
+	role, err := cluster.Client().RbacV1().Roles(ns).Get(ctx, roleName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []rbacv1.PolicyRule
+	for _, r := range role.Rules {
+		if !slices.Contains(r.Resources, "events") {
+			kept = append(kept, r)
+		}
+	}
+	role.Rules = kept
+	if _, err := cluster.Client().RbacV1().Roles(ns).Update(ctx, role, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "Events to be refused", func() (bool, error) { return !mayCreateEvents(), nil })
+	for i := 2; i <= 4; i++ {
+		waitReloaded(t, ns, update(t, ns, fmt.Sprint(i)))
+	}
+	waitFor(t, 10*time.Second, "the refusal said", func() (bool, error) {
+		return strings.Contains(p.stderr.String(), "Events are refused"), nil
+	})
+	time.Sleep(time.Second) // the last refused Event would be logged by now
+	log := p.stderr.String()
+	if n := strings.Count(log, "Events are refused"); n != 1 {
+		t.Errorf("the refusal said %d times, want once", n)
+	}
+	for line := range strings.Lines(log) {
+		if strings.Contains(line, "level=ERROR") {
+			t.Errorf("an ERROR line: %s", line)
+		}
 	}
 }
