@@ -14,15 +14,19 @@ import (
 
 // probePermissions asks once, at start, for the optional permissions (Collaborne's Role, seed
 // 002, grants none of them) and says once what the reloader does without each. It reports
-// whether Events may be created: if not, none is sent.
+// whether Events may be sent. Watching all namespaces, a refusal cluster-wide may still leave
+// some namespaces granted by a Role, so Events are sent and a refused one is dropped quietly.
 func (c *Controller) probePermissions(ctx context.Context) (events bool) {
 	events = true
+	noEvents := "no Events are recorded (Reloaded, ReloadFailed, InvalidAnnotation ...): this log is the only trail; grant create and patch on events for kubectl describe to show them"
+	if c.opts.Namespace == "" {
+		noEvents = "Events are recorded only in namespaces whose Role grants them; the first refused one is said once, and the refused ones are dropped"
+	}
 	for _, p := range []struct {
 		kube.Permission
 		without string
 	}{
-		{kube.Permission{Verb: "create", Resource: "events", Namespace: c.opts.Namespace},
-			"no Events are recorded (Reloaded, ReloadFailed, InvalidAnnotation ...): this log is the only trail; grant create and patch on events for kubectl describe to show them"},
+		{kube.Permission{Verb: "create", Resource: "events", Namespace: c.opts.Namespace}, noEvents},
 		{kube.Permission{Verb: "create", Resource: "configmaps", Namespace: c.opts.StateNamespace},
 			"a state ConfigMap that is missing (deleted, or a new shard past 800 KB) cannot be created: writing it fails, is logged and retried until the permission is granted or the ConfigMap is created"},
 	} {
@@ -33,7 +37,7 @@ func (c *Controller) probePermissions(ctx context.Context) (events bool) {
 		}
 		if !ok {
 			c.log.Warn("the reloader lacks a permission; it works without it", "permission", p.String(), "without_it", p.without)
-			events = events && p.Resource != "events"
+			events = events && (p.Resource != "events" || c.opts.Namespace == "")
 		}
 	}
 	return events
