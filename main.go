@@ -137,8 +137,8 @@ func (c *CLI) Validate() error {
 	if errs := validation.IsDNS1123Subdomain(c.HashKeySecret); len(errs) > 0 {
 		return fmt.Errorf("--hash-key-secret: %q is not a Secret name: %s", c.HashKeySecret, strings.Join(errs, "; "))
 	}
-	if c.NamespaceSelector != "" && (c.Namespace != "" || len(c.Namespaces) > 0) {
-		return errors.New("--namespace-selector: only applies when --namespace and --namespaces are empty (all-namespaces mode)")
+	if c.NamespaceSelector != "" && c.Namespace != "" {
+		return errors.New("--namespace-selector: only applies when --namespace is empty (all-namespaces mode)")
 	}
 	return nil
 }
@@ -371,8 +371,8 @@ func run(cli CLI) error {
 
 // resolveScope returns the namespaces to watch and, for each, the namespace of its state.
 func (c *CLI) resolveScope(log *slog.Logger) (namespaces, stateNSs []string, err error) {
-	namespaces, fromEnv := c.scope(os.Getenv)
-	if fromEnv {
+	namespaces, stakaterScoped := c.scope(os.Getenv)
+	if stakaterScoped {
 		c.dropAllNamespacesFlags(log)
 	}
 	stateNSs = make([]string, len(namespaces))
@@ -415,11 +415,11 @@ func (c *CLI) serveHTTP(m *metrics.Metrics, ready func() error, log *slog.Logger
 	return func() { srv.Close(); profiles.Close() }, nil
 }
 
-// dropAllNamespacesFlags does what stakater does when $KUBERNETES_NAMESPACE scopes it to one
-// namespace: the flags that narrow all-namespaces mode are ignored, and that is said.
+// dropAllNamespacesFlags does what stakater does when --namespaces or $KUBERNETES_NAMESPACE
+// scope it: the flags that narrow all-namespaces mode are ignored, and that is said.
 func (c *CLI) dropAllNamespacesFlags(log *slog.Logger) {
 	if c.NamespaceSelector != "" || len(c.NamespacesToIgnore) > 0 {
-		log.Warn("--namespace-selector and --namespaces-to-ignore only apply to all namespaces; $KUBERNETES_NAMESPACE scopes the reloader to one, so they are ignored")
+		log.Warn("--namespace-selector and --namespaces-to-ignore only apply to all namespaces; --namespaces or $KUBERNETES_NAMESPACE scope the reloader, so they are ignored")
 	}
 	c.NamespaceSelector, c.NamespacesToIgnore = "", nil
 }

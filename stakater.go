@@ -112,12 +112,13 @@ func stakaterBool(flag, v string) (bool, error) {
 
 // scope is the set of namespaces to watch, by stakater's precedence with ours first: --namespaces,
 // then --namespace, then $KUBERNETES_NAMESPACE; none of them watches all namespaces ("").
-// fromEnv reports the last case: stakater then ignores --namespace-selector and
-// --namespaces-to-ignore, which only apply to all namespaces.
-func (c *CLI) scope(getenv func(string) string) (namespaces []string, fromEnv bool) {
+// stakaterScoped reports a scope set the stakater way (--namespaces or the variable): stakater
+// then ignores --namespace-selector and --namespaces-to-ignore, which only apply to all
+// namespaces. (With our --namespace, Validate refuses them instead.)
+func (c *CLI) scope(getenv func(string) string) (namespaces []string, stakaterScoped bool) {
 	switch {
 	case len(c.Namespaces) > 0:
-		return c.Namespaces, false
+		return c.Namespaces, true
 	case c.Namespace != "":
 		return []string{c.Namespace}, false
 	case getenv("KUBERNETES_NAMESPACE") != "":

@@ -194,19 +194,19 @@ func TestNamespaceScopePrecedence(t *testing.T) {
 		}
 	}
 	for _, tt := range []struct {
-		cli     CLI
-		env     string
-		want    string
-		fromEnv bool
+		cli      CLI
+		env      string
+		want     string
+		stakater bool // scoped the stakater way: the all-namespaces flags are dropped
 	}{
 		{CLI{}, "", "", false},
 		{CLI{}, "apps", "apps", true},
 		{CLI{Namespace: "mine"}, "apps", "mine", false},
-		{CLI{Namespaces: []string{"a", "b"}}, "apps", "a,b", false},
+		{CLI{Namespaces: []string{"a", "b"}}, "apps", "a,b", true},
 	} {
-		got, fromEnv := tt.cli.scope(env(tt.env))
-		if strings.Join(got, ",") != tt.want || fromEnv != tt.fromEnv {
-			t.Errorf("%+v with $KUBERNETES_NAMESPACE=%q: %v (from env %v), want %q (%v)", tt.cli.Namespaces, tt.env, got, fromEnv, tt.want, tt.fromEnv)
+		got, stakater := tt.cli.scope(env(tt.env))
+		if strings.Join(got, ",") != tt.want || stakater != tt.stakater {
+			t.Errorf("%+v with $KUBERNETES_NAMESPACE=%q: %v (stakater-scoped %v), want %q (%v)", tt.cli.Namespaces, tt.env, got, stakater, tt.want, tt.stakater)
 		}
 	}
 }

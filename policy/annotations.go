@@ -84,7 +84,7 @@ type Policy struct {
 	named, excluded map[ConfigRef]bool
 	// patterns are the names in reload annotations that are regular expressions, by kind.
 	patterns map[string][]*regexp.Regexp
-	// problems are malformed annotation values, reported as Events.
+	// Problems are malformed or misplaced annotation values, reported as Events.
 	Problems []string
 }
 
