@@ -28,7 +28,7 @@ func TestGateAndPauseFlags(t *testing.T) {
 	if a.PausePeriod != "example.com/pause" || a.PausedAt != "example.com/paused" {
 		t.Errorf("pause annotations %q, %q", a.PausePeriod, a.PausedAt)
 	}
-	o := cli.options("ns", nil, nil)
+	o := cli.options("ns", "ns", nil, nil)
 	if o.Gate.Window != "Mon-Fri 22:00-06:00 Europe/Berlin; Sat,Sun 00:00-24:00" || o.Gate.MinInterval != 30*time.Second {
 		t.Errorf("gate options %+v", o.Gate)
 	}

@@ -40,7 +40,7 @@ var version = "dev"
 
 // CLI is the whole command-line configuration.
 type CLI struct {
-	Namespace                   string        `help:"Namespace to watch. Empty watches all namespaces (needs the ClusterRole of deploy/cluster)."`
+	Namespace                   string        `help:"Namespace to watch. Empty: $KUBERNETES_NAMESPACE, else all namespaces (needs the ClusterRole of deploy/cluster)."`
 	Configmap                   string        `default:"reloader-state" help:"Name of the state ConfigMap. Further shards are named <name>-1, <name>-2, ..."`
 	StateNamespace              string        `help:"Namespace of the state ConfigMap. Default: --namespace, else the reloader's own namespace."`
 	HashKeySecret               string        `default:"reloader-hash-key" help:"Secret, in the state namespace, holding the key of the hashes of Secret content; created with a random key when missing."`
@@ -49,9 +49,9 @@ type CLI struct {
 	CoalesceMaxWait             Period        `default:"0" help:"Longest a window may stay open while changes keep coming. 0 means 5 x --coalesce-period."`
 	ShutdownGrace               time.Duration `default:"10s" help:"On SIGTERM, how long to spend flushing pending reloads before exiting."`
 	Kubeconfig                  string        `help:"Path of a kubeconfig file. Default: $KUBECONFIG, else the in-cluster ServiceAccount."`
-	ReloadStrategy              string        `default:"env-vars" enum:"env-vars,annotations" help:"How a workload is restarted: env-vars sets _RELOADER_-<kind>-<name> in the pod template; annotations sets the pod-template annotation reloader.stakater.com/last-reloaded-from."`
-	LogFormat                   string        `default:"text" enum:"text,json" help:"Log format: text or json."`
-	LogLevel                    string        `default:"info" enum:"debug,info,warn,error" help:"Least severe level logged: debug, info, warn or error."`
+	ReloadStrategy              string        `default:"env-vars" enum:"env-vars,annotations,default" help:"How a workload is restarted: env-vars (or stakater's default) sets _RELOADER_-<kind>-<name> in the pod template; annotations sets the pod-template annotation reloader.stakater.com/last-reloaded-from."`
+	LogFormat                   string        `default:"text" help:"Log format: text (or empty) or json."`
+	LogLevel                    string        `default:"info" help:"Least severe level logged: trace, debug, info, warn (or warning), error, fatal or panic."`
 	KubeAPIQPS                  float32       `name:"kube-api-qps" default:"50" help:"Sustained requests per second to the API server (client-go defaults to 5)."`
 	KubeAPIBurst                int           `name:"kube-api-burst" default:"100" help:"Request burst allowed above --kube-api-qps."`
 	LeaderElect                 bool          `help:"Run as one of several replicas: only the holder of a coordination.k8s.io Lease acts."`
@@ -78,8 +78,8 @@ type CLI struct {
 	IsOpenshift           bool     `help:"Also reload OpenShift DeploymentConfigs (apps.openshift.io/v1)."`
 	IgnoredWorkloadTypes  []string `help:"Workload types to leave alone: deployments, statefulsets, daemonsets, rollouts, deploymentconfigs (jobs and cronjobs are always left alone)."`
 	NamespacesToIgnore    []string `help:"Namespaces whose configs and workloads are ignored."`
-	NamespaceSelector     string   `help:"Label selector: only namespaces matching it are watched (all-namespaces mode; needs list/watch on namespaces)."`
-	ResourceLabelSelector string   `help:"Label selector pushed into the list/watch of ConfigMaps and Secrets: others are never cached nor tracked."`
+	NamespaceSelector     Selector `help:"Label selector: only namespaces matching it are watched (all-namespaces mode; needs list/watch on namespaces). stakater's key:value and key:* forms are accepted; the flag may repeat."`
+	ResourceLabelSelector Selector `help:"Label selector pushed into the list/watch of ConfigMaps and Secrets: others are never cached nor tracked. stakater's key:value and key:* forms are accepted; the flag may repeat."`
 	ResourcesToIgnore     string   `help:"configmaps or secrets: do not watch that kind of config."`
 	ReloadOnCreate        bool     `help:"Reload dependents when a config they reference is created."`
 	ReloadOnDelete        bool     `help:"Reload dependents when a config they reference is deleted (env-vars: the variable is removed)."`
@@ -93,6 +93,16 @@ type CLI struct {
 	MinReloadInterval             time.Duration `help:"Least time between two reloads of a workload; the reloader/min-interval annotation overrides it. 0: none."`
 	PauseDeploymentAnnotation     string        `default:"deployment.reloader.stakater.com/pause-period" help:"Workload annotation: after a change, hold reloads for this long (a Go duration), then roll out once (stakater's pause period)."`
 	PauseDeploymentTimeAnnotation string        `default:"deployment.reloader.stakater.com/paused-at" help:"Workload annotation the reloader writes with the start of a pause period (RFC 3339)."`
+	// stakater Reloader's own flags, with its meaning (stakater.go).
+	AutoReloadAll          bool             `help:"Every workload reloads on every config it references, unless it opts out with --auto-annotation (or the typed one) set to false."`
+	IgnoreAnnotation       string           `default:"reloader.stakater.com/ignore" help:"Config annotation: \"true\" means its changes reload nothing."`
+	Namespaces             []string         `help:"Watch exactly these namespaces (comma-separated), each keeping its own state as --namespace does; a Role in each is enough."`
+	EnableHA               bool             `name:"enable-ha" help:"stakater's name for --leader-elect."`
+	IsArgoRolloutsStakater string           `name:"is-Argo-Rollouts" help:"stakater's spelling of --is-argo-rollouts: true or false."`
+	SyncAfterRestart       bool             `help:"Accepted for stakater compatibility; always on here: every start compares each workload with its configs' current content."`
+	PprofAddr              string           `help:"With --enable-pprof, serve /debug/pprof/ on this address (stakater's :6060, say) instead of on --port."`
+	EnableCSIIntegration   bool             `name:"enable-csi-integration" help:"Not supported: the reloader stops with a message saying why."`
+	Version                kong.VersionFlag `help:"Print the version and exit."`
 }
 
 // validateGate checks the defaults of the reload gate.
@@ -122,10 +132,16 @@ func (c *CLI) Validate() error {
 	if c.RolloutTimeout < 0 {
 		return fmt.Errorf("--rollout-timeout: must not be negative, got %s", c.RolloutTimeout)
 	}
+	if c.EnableCSIIntegration {
+		return errCSI
+	}
+	if err := c.validateStakater(); err != nil {
+		return err
+	}
 	if c.ShutdownGrace < 0 {
 		return fmt.Errorf("--shutdown-grace: must not be negative, got %s", c.ShutdownGrace)
 	}
-	if c.LeaderElect {
+	if c.LeaderElect || c.EnableHA {
 		if err := c.validateLeaderElection(); err != nil {
 			return err
 		}
@@ -138,8 +154,8 @@ func (c *CLI) Validate() error {
 	if r := strings.ToLower(c.ResourcesToIgnore); r != "" && r != "configmaps" && r != "secrets" {
 		return fmt.Errorf("--resources-to-ignore: must be configmaps or secrets, got %q", c.ResourcesToIgnore)
 	}
-	for flag, sel := range map[string]string{"--namespace-selector": c.NamespaceSelector, "--resource-label-selector": c.ResourceLabelSelector} {
-		if _, err := labels.Parse(sel); err != nil {
+	for flag, sel := range map[string]Selector{"--namespace-selector": c.NamespaceSelector, "--resource-label-selector": c.ResourceLabelSelector} {
+		if _, err := labels.Parse(string(sel)); err != nil {
 			return fmt.Errorf("%s: %w", flag, err)
 		}
 	}
@@ -152,13 +168,43 @@ func (c *CLI) Validate() error {
 	return c.validateGate()
 }
 
+// validateStakater checks the flags and values that come from stakater Reloader.
+func (c *CLI) validateStakater() error {
+	if _, err := parseLogLevel(c.LogLevel); err != nil {
+		return err
+	}
+	if f := c.LogFormat; f != "" && f != "text" && f != "json" {
+		return fmt.Errorf("--log-format: must be text (or empty) or json, got %q", f)
+	}
+	if _, err := stakaterBool("is-Argo-Rollouts", c.IsArgoRolloutsStakater); err != nil {
+		return err
+	}
+	if c.Namespace != "" && len(c.Namespaces) > 0 {
+		return errors.New("--namespace and --namespaces: give one or the other")
+	}
+	for i, ns := range c.Namespaces {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return fmt.Errorf("--namespaces: %q is not a namespace name: %s", ns, strings.Join(errs, "; "))
+		}
+		if slices.Contains(c.Namespaces[:i], ns) {
+			// Two controllers on one namespace would each reload its workloads.
+			return fmt.Errorf("--namespaces: %q is listed twice", ns)
+		}
+	}
+	if len(c.Namespaces) > 1 && c.StateNamespace != "" {
+		return errors.New("--state-namespace: not with several --namespaces: each namespace keeps its own state")
+	}
+	return nil
+}
+
 func (c *CLI) annotations() policy.Annotations {
 	a := policy.DefaultAnnotations()
 	a.Auto, a.ConfigMapAuto, a.SecretAuto = c.AutoAnnotation, c.ConfigmapAutoAnnotation, c.SecretAutoAnnotation
-	a.Search, a.Match = c.AutoSearchAnnotation, c.SearchMatchAnnotation
+	a.Search, a.Match, a.Ignore = c.AutoSearchAnnotation, c.SearchMatchAnnotation, c.IgnoreAnnotation
 	a.ConfigMap, a.Secret = c.ConfigmapAnnotation, c.SecretAnnotation
 	a.AlternativeConfigMap, a.AlternativeSecret = c.AlternativeConfigmapAnnotation, c.AlternativeSecretAnnotation
 	a.PausePeriod, a.PausedAt = c.PauseDeploymentAnnotation, c.PauseDeploymentTimeAnnotation
+	a.ReloadAll = c.AutoReloadAll
 	return a
 }
 
@@ -190,7 +236,7 @@ func (c *CLI) validateLeaderElection() error {
 }
 
 // options turns the flags into controller options; Validate has checked every value.
-func (c *CLI) options(stateNS string, log *slog.Logger, m *metrics.Metrics) reloader.Options {
+func (c *CLI) options(ns, stateNS string, log *slog.Logger, m *metrics.Metrics) reloader.Options {
 	period, maxWait := time.Duration(c.CoalescePeriod), time.Duration(c.CoalesceMaxWait)
 	if maxWait == 0 {
 		maxWait = math.MaxInt64 // five times a period past 58 years would wrap around
@@ -200,17 +246,22 @@ func (c *CLI) options(stateNS string, log *slog.Logger, m *metrics.Metrics) relo
 	}
 	var nsSelector labels.Selector
 	if c.NamespaceSelector != "" {
-		nsSelector, _ = labels.Parse(c.NamespaceSelector)
+		nsSelector, _ = labels.Parse(string(c.NamespaceSelector))
 	}
 	ignore := strings.ToLower(c.ResourcesToIgnore)
+	strategy := c.ReloadStrategy
+	if strategy == "default" { // stakater's chart value for env-vars
+		strategy = policy.StrategyEnvVars
+	}
+	argo, _ := stakaterBool("is-Argo-Rollouts", c.IsArgoRolloutsStakater) // Validate has checked it
 	return reloader.Options{
-		Namespace: c.Namespace, NamespaceSelector: nsSelector, NamespacesToIgnore: c.NamespacesToIgnore,
-		ResourceLabelSelector: c.ResourceLabelSelector,
+		Namespace: ns, NamespaceSelector: nsSelector, NamespacesToIgnore: c.NamespacesToIgnore,
+		ResourceLabelSelector: string(c.ResourceLabelSelector),
 		IgnoreConfigMaps:      ignore == "configmaps", IgnoreSecrets: ignore == "secrets",
 		StateNamespace: stateNS, StateName: c.Configmap, HashKey: reloader.HashKey{Secret: c.HashKeySecret},
 		CoalescePeriod: period, CoalesceMaxWait: maxWait, ShutdownGrace: c.ShutdownGrace,
-		Strategy: c.ReloadStrategy, ReloadOnCreate: c.ReloadOnCreate, ReloadOnDelete: c.ReloadOnDelete,
-		ArgoRollouts: c.IsArgoRollouts, OpenShift: c.IsOpenshift, IgnoredWorkloadTypes: c.IgnoredWorkloadTypes,
+		Strategy: strategy, ReloadOnCreate: c.ReloadOnCreate, ReloadOnDelete: c.ReloadOnDelete,
+		ArgoRollouts: c.IsArgoRollouts || argo, OpenShift: c.IsOpenshift, IgnoredWorkloadTypes: c.IgnoredWorkloadTypes,
 		Annotations: c.annotations(), Log: log, Metrics: m,
 		Follow: policy.Follow{Track: c.TrackRollouts || c.Rollback, Rollback: c.Rollback, Timeout: c.RolloutTimeout},
 		Gate:   policy.GateDefaults{Window: c.ReloadWindow, MinInterval: c.MinReloadInterval},
@@ -264,7 +315,8 @@ func main() {
 	var cli CLI
 	kong.Parse(&cli,
 		kong.Name("reloader"),
-		kong.Description("Restarts workloads when the ConfigMaps and Secrets they use change."))
+		kong.Description("Restarts workloads when the ConfigMaps and Secrets they use change."),
+		kong.Vars{"version": version})
 	if err := run(cli); err != nil {
 		fmt.Fprintln(os.Stderr, "reloader: error:", err)
 		os.Exit(1)
@@ -278,7 +330,7 @@ func run(cli CLI) error {
 	if err != nil {
 		return err
 	}
-	stateNS, err := stateNamespace(cli)
+	namespaces, stateNSs, err := cli.resolveScope(log)
 	if err != nil {
 		return err
 	}
@@ -293,11 +345,11 @@ func run(cli CLI) error {
 	link := &kube.Link{Log: log}
 	cfg.Wrap(link.Wrap)
 	var e *leader.Election
-	leaseNS := cli.LeaderElectionNamespace
-	if leaseNS == "" {
-		leaseNS = stateNS
-	}
-	if cli.LeaderElect {
+	leaseNS := cli.leaseNamespace(stateNSs)
+	if cli.LeaderElect || cli.EnableHA {
+		if leaseNS == "" {
+			return errors.New("--leader-election-namespace: required with several --namespaces outside a cluster ($POD_NAMESPACE unset)")
+		}
 		e = &leader.Election{Name: cli.LeaderElectionID, ID: leader.NewIdentity(), Lease: cli.LeaderElectionLease,
 			Renew: cli.LeaderElectionRenewDeadline, Retry: cli.LeaderElectionRetryPeriod, Log: log.With("lease_namespace", leaseNS), Metrics: m}
 		// Outermost, so a write refused while this replica may not act is neither sent nor counted.
@@ -308,17 +360,17 @@ func run(cli CLI) error {
 		return fmt.Errorf("build Kubernetes clients: %w", err)
 	}
 	clients.Link = link
-	ctrl, err := reloader.New(clients, cli.options(stateNS, log, m))
+	ctrls, err := cli.newFleet(clients, namespaces, stateNSs, log, m)
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	synced := ctrl.Ready
+	synced := ctrls.Ready
 	if e != nil {
 		e.Leases = clients.Leases(leaseNS)
 		// A standby is ready: it is healthy and waiting; a leader once its caches synced.
-		synced = func() bool { return !e.Leading() || ctrl.Ready() }
+		synced = func() bool { return !e.Leading() || ctrls.Ready() }
 	}
 	ready := func() error {
 		if !clients.Link.Up() {
@@ -329,22 +381,91 @@ func run(cli CLI) error {
 		}
 		return nil
 	}
-	srv, err := serve(cli.Port, cli.EnablePprof, m, ready, log)
+	stopServing, err := cli.serveHTTP(m, ready, log)
 	if err != nil {
 		return err
 	}
-	defer srv.Close()
-	log.Info("starting", "version", version, "namespace", cli.Namespace, "state", stateNS+"/"+cli.Configmap)
+	defer stopServing()
+	if cli.SyncAfterRestart {
+		log.Info("--sync-after-restart is always on here: each start compares every workload with its configs' current content and reloads, once, those that differ")
+	}
+	log.Info("starting", "version", version, "namespaces", strings.Join(namespaces, ","), "state", strings.Join(stateNSs, ",")+"/"+cli.Configmap)
 	if e != nil {
-		return e.Run(ctx, ctrl.Run)
+		return e.Run(ctx, ctrls.Run)
 	}
 	m.Leader.Set(1)
-	return ctrl.Run(ctx)
+	return ctrls.Run(ctx)
+}
+
+// resolveScope returns the namespaces to watch and, for each, the namespace of its state.
+func (c *CLI) resolveScope(log *slog.Logger) (namespaces, stateNSs []string, err error) {
+	namespaces, stakaterScoped := c.scope(os.Getenv)
+	if stakaterScoped {
+		c.dropAllNamespacesFlags(log)
+	}
+	stateNSs = make([]string, len(namespaces))
+	for i, ns := range namespaces {
+		if stateNSs[i], err = stateNamespace(*c, ns); err != nil {
+			return nil, nil, err
+		}
+	}
+	return namespaces, stateNSs, nil
+}
+
+// newFleet builds one controller per namespace.
+func (c *CLI) newFleet(clients *kube.Clients, namespaces, stateNSs []string, log *slog.Logger, m *metrics.Metrics) (fleet, error) {
+	f := make(fleet, len(namespaces))
+	for i, ns := range namespaces {
+		ctrl, err := reloader.New(clients, c.options(ns, stateNSs[i], log, m))
+		if err != nil {
+			return nil, err
+		}
+		f[i] = ctrl
+	}
+	return f, nil
+}
+
+// serveHTTP serves metrics and health on --port, and profiles there or on --pprof-addr; the
+// function returned stops both.
+func (c *CLI) serveHTTP(m *metrics.Metrics, ready func() error, log *slog.Logger) (stop func(), err error) {
+	srv, err := serve(c.Port, c.EnablePprof && c.PprofAddr == "", m, ready, log)
+	if err != nil {
+		return nil, err
+	}
+	if !c.EnablePprof || c.PprofAddr == "" {
+		return func() { srv.Close() }, nil
+	}
+	profiles, err := servePprof(c.PprofAddr, log)
+	if err != nil {
+		srv.Close()
+		return nil, err
+	}
+	return func() { srv.Close(); profiles.Close() }, nil
+}
+
+// dropAllNamespacesFlags does what stakater does when --namespaces or $KUBERNETES_NAMESPACE
+// scope it: the flags that narrow all-namespaces mode are ignored, and that is said.
+func (c *CLI) dropAllNamespacesFlags(log *slog.Logger) {
+	if c.NamespaceSelector != "" || len(c.NamespacesToIgnore) > 0 {
+		log.Warn("--namespace-selector and --namespaces-to-ignore only apply to all namespaces; --namespaces or $KUBERNETES_NAMESPACE scope the reloader, so they are ignored")
+	}
+	c.NamespaceSelector, c.NamespacesToIgnore = "", nil
+}
+
+// leaseNamespace: --leader-election-namespace, else the state's namespace, else (several
+// namespaces, several states) the reloader's own.
+func (c *CLI) leaseNamespace(stateNSs []string) string {
+	switch {
+	case c.LeaderElectionNamespace != "":
+		return c.LeaderElectionNamespace
+	case len(stateNSs) == 1:
+		return stateNSs[0]
+	}
+	return podNamespace()
 }
 
 func newLogger(format, level string) *slog.Logger {
-	var lvl slog.Level
-	_ = lvl.UnmarshalText([]byte(level)) // kong's enum already admits only valid levels
+	lvl, _ := parseLogLevel(level) // Validate has checked it
 	opts := &slog.HandlerOptions{Level: lvl}
 	if format == "json" {
 		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
@@ -373,12 +494,12 @@ func restConfig(path string) (*rest.Config, error) {
 
 const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
-func stateNamespace(cli CLI) (string, error) {
+func stateNamespace(cli CLI, ns string) (string, error) {
 	if cli.StateNamespace != "" {
 		return cli.StateNamespace, nil
 	}
-	if cli.Namespace != "" {
-		return cli.Namespace, nil
+	if ns != "" {
+		return ns, nil
 	}
 	b, err := os.ReadFile(serviceAccountNamespace)
 	if ns := strings.TrimSpace(string(b)); err == nil && ns != "" {
@@ -390,11 +511,11 @@ func stateNamespace(cli CLI) (string, error) {
 func serve(port int, pprof bool, m *metrics.Metrics, ready func() error, log *slog.Logger) (*http.Server, error) {
 	mux := http.NewServeMux()
 	if pprof {
-		mux.HandleFunc("/debug/pprof/", httppprof.Index)
-		mux.HandleFunc("/debug/pprof/profile", httppprof.Profile)
+		profiles(mux)
 	}
 	mux.Handle("/metrics", m.Handler())
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/live", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") }) // stakater's probe path
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if err := ready(); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
@@ -402,16 +523,42 @@ func serve(port int, pprof bool, m *metrics.Metrics, ready func() error, log *sl
 		}
 		fmt.Fprintln(w, "ok")
 	})
-	ln, err := net.Listen("tcp", fmt.Sprintf(":%d", port))
+	srv, err := listen(fmt.Sprintf(":%d", port), mux, log)
 	if err != nil {
-		return nil, fmt.Errorf("--port: listen on %d: %w", port, err)
+		return nil, fmt.Errorf("--port: %w", err)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	log.Info("serving metrics and health", "addr", srv.Addr)
+	return srv, nil
+}
+
+// servePprof serves the profiles alone on --pprof-addr, as stakater does.
+func servePprof(addr string, log *slog.Logger) (*http.Server, error) {
+	mux := http.NewServeMux()
+	profiles(mux)
+	srv, err := listen(addr, mux, log)
+	if err != nil {
+		return nil, fmt.Errorf("--pprof-addr: %w", err)
+	}
+	log.Info("serving profiles", "addr", srv.Addr)
+	return srv, nil
+}
+
+func profiles(mux *http.ServeMux) {
+	mux.HandleFunc("/debug/pprof/", httppprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", httppprof.Profile)
+}
+
+// listen serves h on addr in the background; the server's Addr is the address bound.
+func listen(addr string, h http.Handler, log *slog.Logger) (*http.Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	srv := &http.Server{Addr: ln.Addr().String(), Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("http server stopped", "err", err)
+			log.Error("http server stopped", "addr", srv.Addr, "err", err)
 		}
 	}()
-	log.Info("serving metrics and health", "addr", ln.Addr().String())
 	return srv, nil
 }

@@ -42,7 +42,7 @@ func FuzzCoalesceWindowFlags(f *testing.F) {
 		if err != nil {
 			return
 		}
-		o := (&CLI{CoalescePeriod: Period(p), CoalesceMaxWait: Period(m)}).options("ns", nil, nil)
+		o := (&CLI{CoalescePeriod: Period(p), CoalesceMaxWait: Period(m)}).options("ns", "ns", nil, nil)
 		want := m
 		switch {
 		case m != 0:

@@ -272,7 +272,7 @@ var knownFlags = map[string]bool{
 	"namespace-selector": true, "resource-label-selector": true, "namespaces-to-ignore": true,
 	"ignored-workload-types": true, "resources-to-ignore": true, "reload-on-create": true,
 	"reload-on-delete": true, "alternative-configmap-annotation": true,
-	"alternative-secret-annotation": true,
+	"alternative-secret-annotation": true, "namespaces": true,
 }
 
 // args returns the reloader container's flags as name → value ("" for a bare boolean flag).
@@ -351,16 +351,21 @@ func checkDeployment(t *testing.T, d *appsv1.Deployment, sa string) {
 	}
 	if flags["state-namespace"] != "" || flags["namespace"] != "" {
 		for _, v := range []string{flags["state-namespace"], flags["namespace"]} {
-			if v != "" && v != "$(KUBERNETES_NAMESPACE)" {
+			if v != "" && v != "$(POD_NAMESPACE)" {
 				fail("namespaces come from the downward API, got %q", v)
 			}
 		}
 		if !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
-			return e.Name == "KUBERNETES_NAMESPACE" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil &&
+			return e.Name == "POD_NAMESPACE" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil &&
 				e.ValueFrom.FieldRef.FieldPath == "metadata.namespace"
 		}) {
-			fail("KUBERNETES_NAMESPACE must come from metadata.namespace")
+			fail("POD_NAMESPACE must come from metadata.namespace")
 		}
+	}
+	// $KUBERNETES_NAMESPACE scopes the reloader to one namespace, as it scopes stakater's: set in
+	// an all-namespaces manifest, it would silently watch only its own.
+	if slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "KUBERNETES_NAMESPACE" }) {
+		fail("KUBERNETES_NAMESPACE must not be set: it scopes the reloader to one namespace")
 	}
 	if (d.Spec.Replicas == nil || *d.Spec.Replicas > 1) && !hasFlag(flags, "leader-elect") {
 		fail("more than one replica without --leader-elect")
@@ -436,8 +441,8 @@ func TestPlainManifests(t *testing.T) {
 			d := one[*appsv1.Deployment](t, ms)
 			checkDeployment(t, d, one[*corev1.ServiceAccount](t, ms).Name)
 			flags := args(t, d)
-			if tc.dir == "namespace" && flags["namespace"] != "$(KUBERNETES_NAMESPACE)" {
-				t.Errorf("namespace mode must pass --namespace=$(KUBERNETES_NAMESPACE), got %v", flags)
+			if tc.dir == "namespace" && flags["namespace"] != "$(POD_NAMESPACE)" {
+				t.Errorf("namespace mode must pass --namespace=$(POD_NAMESPACE), got %v", flags)
 			}
 			if tc.dir == "cluster" && hasFlag(flags, "namespace") {
 				t.Errorf("cluster mode must not pass --namespace, got %v", flags)

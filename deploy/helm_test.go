@@ -94,8 +94,8 @@ func TestChartRenders(t *testing.T) {
 		{"defaults", nil, func(t *testing.T, ns string, ms []manifest) {
 			wantKinds(t, ms, "Deployment", "Role", "RoleBinding", "Service", "ServiceAccount")
 			flags := args(t, one[*appsv1.Deployment](t, ms))
-			if flags["namespace"] != "$(KUBERNETES_NAMESPACE)" {
-				t.Errorf("watchGlobally=false must pass --namespace=$(KUBERNETES_NAMESPACE), got %v", flags)
+			if flags["namespace"] != "$(POD_NAMESPACE)" {
+				t.Errorf("watchGlobally=false must pass --namespace=$(POD_NAMESPACE), got %v", flags)
 			}
 			if hasFlag(flags, "leader-elect") || hasLeaseRule(one[*rbacv1.Role](t, ms).Rules) {
 				t.Error("leader election is off by default: no --leader-elect and no Lease permissions")
@@ -287,5 +287,59 @@ func checkPrometheusRule(t *testing.T, prs []*unstructured.Unstructured) {
 		if !slices.Contains(alerts, want) {
 			t.Errorf("PrometheusRule lacks alert %s (has %v)", want, alerts)
 		}
+	}
+}
+
+// TestChartNamespacesList: namespaces=[a, b] passes --namespaces and grants, in each, exactly
+// what deploy/namespace's Role grants apart from the Lease; the Lease rules stay in the release
+// namespace, and nothing is cluster-wide.
+func TestChartNamespacesList(t *testing.T) {
+	home, a, b := cluster.NewNamespace(t), cluster.NewNamespace(t), cluster.NewNamespace(t)
+	out, err := render(t, home, "namespaces={"+a+","+b+"}", "leaderElection.enabled=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := decodeManifests(t, "helm template namespaces", out)
+	wantKinds(t, ms, "Deployment", "Role", "RoleBinding", "Service", "ServiceAccount")
+	flags := args(t, one[*appsv1.Deployment](t, ms))
+	if flags["namespaces"] != a+","+b || hasFlag(flags, "namespace") || hasFlag(flags, "state-namespace") {
+		t.Errorf("want --namespaces=%s,%s without --namespace or --state-namespace, got %v", a, b, flags)
+	}
+	var plainWatch, plainLease []rbacv1.PolicyRule
+	for _, r := range one[*rbacv1.Role](t, readManifestDir(t, "namespace")).Rules {
+		if slices.Contains(r.Resources, "leases") {
+			plainLease = append(plainLease, r)
+		} else {
+			plainWatch = append(plainWatch, r)
+		}
+	}
+	roles := map[string]int{}
+	for _, m := range ms {
+		switch o := m.obj.(type) {
+		case *rbacv1.Role:
+			roles[o.Namespace]++
+			want := plainWatch
+			if o.Namespace == home {
+				want = plainLease
+			}
+			samePermissions(t, "chart Role in "+o.Namespace, o.Rules, want)
+		case *rbacv1.RoleBinding:
+			if len(o.Subjects) != 1 || o.Subjects[0].Name != fullname || o.Subjects[0].Namespace != home {
+				t.Errorf("RoleBinding in %s must bind ServiceAccount %s/%s, got %+v", o.Namespace, home, fullname, o.Subjects)
+			}
+		}
+		ns := home
+		if o, ok := m.obj.(interface{ GetNamespace() string }); ok && o.GetNamespace() != "" {
+			ns = o.GetNamespace()
+		}
+		if err := create(context.Background(), m, ns, true); err != nil {
+			t.Error(err)
+		}
+	}
+	if roles[a] != 1 || roles[b] != 1 || roles[home] != 1 {
+		t.Errorf("Roles per namespace %v, want one in each of %s, %s and %s", roles, a, b, home)
+	}
+	if _, err := render(t, home, "namespaces={"+a+"}", "watchGlobally=true"); err == nil || !strings.Contains(err.Error(), "needs watchGlobally=false") {
+		t.Errorf("namespaces with watchGlobally rendered: %v", err)
 	}
 }

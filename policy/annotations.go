@@ -9,8 +9,12 @@ package policy
 import (
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Annotations names the annotation keys the reloader reads. The defaults are stakater Reloader's;
@@ -32,7 +36,14 @@ type Annotations struct {
 	// Extra keys with the ConfigMap / Secret semantics (Collaborne's --alternative-*-annotation).
 	AlternativeConfigMap []string
 	AlternativeSecret    []string
+	// ReloadAll is stakater's --auto-reload-all: a workload that sets neither Auto nor the typed
+	// auto annotation of a config's kind reloads on every config of that kind it references.
+	ReloadAll bool
 }
+
+// KindAnnotation is not an annotation of stakater Reloader's, though manifests carry it (seed
+// 004): it is read only to say that it means nothing.
+const KindAnnotation = "reloader.stakater.com/kind"
 
 // DefaultAnnotations returns stakater Reloader's annotation keys.
 func DefaultAnnotations() Annotations {
@@ -74,14 +85,18 @@ type Use struct {
 // Policy is what a workload's annotations say about reloading.
 type Policy struct {
 	auto, configMapAuto, secretAuto, search bool
-	named, excluded                         map[ConfigRef]bool
-	// problems are malformed annotation values, reported as Events.
+	// autoUnset, by kind: neither Auto nor the typed auto annotation has a value (ReloadAll).
+	autoUnset       map[string]bool
+	named, excluded map[ConfigRef]bool
+	// patterns are the names in reload annotations that are regular expressions, by kind.
+	patterns map[string][]*regexp.Regexp
+	// Problems are malformed or misplaced annotation values, reported as Events.
 	Problems []string
 }
 
 // Of reads a workload's reload annotations, falling back to its pod template's.
 func (a Annotations) Of(meta, tmpl map[string]string) Policy {
-	p := Policy{named: map[ConfigRef]bool{}, excluded: map[ConfigRef]bool{}}
+	p := Policy{named: map[ConfigRef]bool{}, excluded: map[ConfigRef]bool{}, patterns: map[string][]*regexp.Regexp{}}
 	get := func(key string) (string, bool) {
 		if v, ok := meta[key]; ok {
 			return v, true
@@ -92,50 +107,110 @@ func (a Annotations) Of(meta, tmpl map[string]string) Policy {
 	p.auto = p.flag(get, a.Auto)
 	p.configMapAuto = p.flag(get, a.ConfigMapAuto)
 	p.secretAuto = p.flag(get, a.SecretAuto)
-	p.search = p.flag(get, a.Search)
+	p.search = p.searchFlag(get, a.Search)
+	if a.ReloadAll {
+		set := func(key string) bool { v, _ := get(key); return v != "" }
+		p.autoUnset = map[string]bool{
+			KindConfigMap: !set(a.Auto) && !set(a.ConfigMapAuto),
+			KindSecret:    !set(a.Auto) && !set(a.SecretAuto),
+		}
+	}
 	for _, key := range append([]string{a.ConfigMap}, a.AlternativeConfigMap...) {
-		p.names(get, key, KindConfigMap, p.named)
+		p.names(get, key, KindConfigMap, p.named, true)
 	}
 	for _, key := range append([]string{a.Secret}, a.AlternativeSecret...) {
-		p.names(get, key, KindSecret, p.named)
+		p.names(get, key, KindSecret, p.named, true)
 	}
-	p.names(get, a.ConfigMapExclude, KindConfigMap, p.excluded)
-	p.names(get, a.SecretExclude, KindSecret, p.excluded)
+	p.names(get, a.ConfigMapExclude, KindConfigMap, p.excluded, false)
+	p.names(get, a.SecretExclude, KindSecret, p.excluded, false)
+	p.misplaced(get, a)
 	return p
 }
 
+// flag reads a boolean as stakater reads its auto annotations (strconv.ParseBool: "true",
+// "True", "1" are true).
 func (p *Policy) flag(get func(string) (string, bool), key string) bool {
 	v, ok := get(key)
 	if !ok {
 		return false
 	}
-	switch v {
-	case "true":
-		return true
-	case "false":
-		return false
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		p.Problems = append(p.Problems, fmt.Sprintf("annotation %s=%q is neither \"true\" nor \"false\"; treated as \"false\"", key, v))
 	}
-	p.Problems = append(p.Problems, fmt.Sprintf("annotation %s=%q is neither \"true\" nor \"false\"; treated as \"false\"", key, v))
+	return b
+}
+
+// searchFlag reads the search annotation, which stakater compares with "true" exactly: "True" is
+// false there, and here too, but said.
+func (p *Policy) searchFlag(get func(string) (string, bool), key string) bool {
+	v, ok := get(key)
+	if b := p.flag(get, key); !ok || !b || v == "true" {
+		return v == "true"
+	}
+	p.Problems = append(p.Problems, fmt.Sprintf("annotation %s=%q: search is on only for the exact value \"true\", as in stakater Reloader; treated as \"false\"", key, v))
 	return false
 }
 
-func (p *Policy) names(get func(string) (string, bool), key, kind string, into map[ConfigRef]bool) {
+// names reads a comma-separated list of config names. In a reload annotation (patterns), an item
+// that is not a valid name is a regular expression, anchored as stakater anchors it: "^" + item +
+// "$", so "app-.*" matches every name starting with "app-" (and "a|b" reads as "^a|b$").
+func (p *Policy) names(get func(string) (string, bool), key, kind string, into map[ConfigRef]bool, patterns bool) {
 	v, ok := get(key)
 	if !ok {
 		return
 	}
 	for i, n := range strings.Split(v, ",") {
-		if n = strings.TrimSpace(n); n == "" {
+		n = strings.TrimSpace(n)
+		switch {
+		case n == "":
 			p.Problems = append(p.Problems, fmt.Sprintf("annotation %s=%q has an empty name at position %d; it is skipped", key, v, i+1))
-			continue
+		case !patterns || len(validation.IsDNS1123Subdomain(n)) == 0:
+			into[ConfigRef{Kind: kind, Name: n}] = true
+		default:
+			re, err := regexp.Compile("^" + n + "$")
+			if err != nil {
+				p.Problems = append(p.Problems, fmt.Sprintf("annotation %s: %q is neither a %s name nor a valid regular expression (%v); it is skipped", key, n, kind, err))
+				continue
+			}
+			p.patterns[kind] = append(p.patterns[kind], re)
 		}
-		into[ConfigRef{Kind: kind, Name: n}] = true
+	}
+}
+
+// misplaced reports annotations that mean nothing where they are (seed 004): match belongs on a
+// config, and stakater has no kind annotation.
+func (p *Policy) misplaced(get func(string) (string, bool), a Annotations) {
+	if v, ok := get(a.Match); ok {
+		p.Problems = append(p.Problems, fmt.Sprintf("annotation %s=%q means nothing on a workload: it goes on a ConfigMap or Secret, with the value \"true\", to make that config trigger the workloads that set %s=\"true\"", a.Match, v, a.Search))
+	}
+	if v, ok := get(KindAnnotation); ok {
+		p.Problems = append(p.Problems, fmt.Sprintf("annotation %s=%q means nothing: neither stakater Reloader nor this reloader reads it; to reload on ConfigMaps only, use %s, or on Secrets only, %s", KindAnnotation, v, a.ConfigMapAuto, a.SecretAuto))
 	}
 }
 
 // autoFor reports whether auto-discovery covers configs of this kind.
 func (p Policy) autoFor(kind string) bool {
-	return p.auto || kind == KindConfigMap && p.configMapAuto || kind == KindSecret && p.secretAuto
+	return p.auto || kind == KindConfigMap && p.configMapAuto || kind == KindSecret && p.secretAuto || p.autoUnset[kind]
+}
+
+// NamedBy reports whether a reload annotation names config r, by name or by pattern.
+func (p Policy) NamedBy(r ConfigRef) bool {
+	if p.named[r] {
+		return true
+	}
+	for _, re := range p.patterns[r.Kind] {
+		if re.MatchString(r.Name) {
+			return true
+		}
+	}
+	return false
+}
+
+// PatternKinds lists the kinds of config that a pattern in a reload annotation may match, sorted:
+// such configs cannot be listed in advance, so the index holds the workload under its namespace.
+func (p Policy) PatternKinds() []string {
+	return slices.Sorted(maps.Keys(p.patterns))
 }
 
 // Candidates are every config a change of which may reload the workload; the index holds them.
@@ -159,7 +234,7 @@ func (p Policy) Candidates(uses map[ConfigRef]Use) []ConfigRef {
 // Auto wins over search, as stakater documents: with auto on, match is not required.
 func (p Policy) Triggers(r ConfigRef, u Use, matched bool) (ok bool, keys []string) {
 	switch {
-	case p.named[r]:
+	case p.NamedBy(r):
 		return true, nil
 	case p.excluded[r] || !u.Whole && len(u.Keys) == 0:
 		return false, nil
@@ -172,7 +247,7 @@ func (p Policy) Triggers(r ConfigRef, u Use, matched bool) (ok bool, keys []stri
 	return false, nil
 }
 
-// Named returns the configs the reload annotations name, sorted.
+// Named returns the configs the reload annotations name (not those they match by pattern), sorted.
 func (p Policy) Named() []ConfigRef {
 	refs := slices.Collect(maps.Keys(p.named))
 	slices.SortFunc(refs, func(x, y ConfigRef) int { return strings.Compare(x.Kind+"/"+x.Name, y.Kind+"/"+y.Name) })
@@ -183,7 +258,7 @@ func (p Policy) Named() []ConfigRef {
 // Deployment controller's revision, say) changes nothing the reloader decides.
 func (a Annotations) OnWorkload() []string {
 	keys := []string{a.Auto, a.ConfigMapAuto, a.SecretAuto, a.Search, a.ConfigMap, a.Secret,
-		a.ConfigMapExclude, a.SecretExclude, a.RolloutStrategy, hashesAnnotation}
+		a.ConfigMapExclude, a.SecretExclude, a.RolloutStrategy, hashesAnnotation, a.Match, KindAnnotation}
 	keys = append(keys, a.AlternativeConfigMap...)
 	return append(keys, a.AlternativeSecret...)
 }

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,10 +17,11 @@ import (
 // The seed corpora are in testdata/fuzz/<FuzzName>/; `go test` runs each of them as a test.
 
 // FuzzAnnotationValues: any value of the boolean and list annotations parses without panicking,
-// wherever it is set (the workload, its pod template, an alternative key); a boolean is true only
-// for exactly "true" ("True", "1" and "yes" are reported as malformed and read as false); every
-// non-empty, space-trimmed name of a list is named literally (a '*' or a regex is a name, not a
-// pattern) for its kind only, and each empty name is reported. A value on the workload hides
+// wherever it is set (the workload, its pod template, an alternative key); a boolean reads as
+// strconv.ParseBool reads it, as stakater's does ("True" and "1" are true, "yes" is reported as
+// malformed and read as false); every non-empty, space-trimmed item of a list that is a valid
+// name is named literally for its kind only, any other item is a pattern (anchored "^item$") or,
+// if it does not compile, reported; each empty name is reported. A value on the workload hides
 // the pod template's.
 func FuzzAnnotationValues(f *testing.F) {
 	a := DefaultAnnotations()
@@ -27,11 +29,12 @@ func FuzzAnnotationValues(f *testing.F) {
 	f.Fuzz(func(t *testing.T, v string) {
 		onWorkload := map[string]string{a.Auto: v, a.ConfigMap: v, a.AlternativeSecret[0]: v}
 		p := a.Of(onWorkload, map[string]string{a.Auto: "true", a.ConfigMap: "hidden"})
-		if p.auto != (v == "true") {
+		b, err := strconv.ParseBool(v)
+		if p.auto != (err == nil && b) {
 			t.Fatalf("auto=%q parsed as %v", v, p.auto)
 		}
 		wantProblems := 0
-		if v != "true" && v != "false" {
+		if err != nil {
 			wantProblems++
 		}
 		named := map[ConfigRef]bool{}
@@ -40,11 +43,22 @@ func FuzzAnnotationValues(f *testing.F) {
 		}
 		want := map[ConfigRef]bool{}
 		for _, n := range strings.Split(v, ",") {
-			if n = strings.TrimSpace(n); n == "" {
+			n = strings.TrimSpace(n)
+			switch {
+			case n == "":
 				wantProblems += 2 // once under the ConfigMap key, once under the alternative Secret key
-				continue
+			case len(validation.IsDNS1123Subdomain(n)) == 0:
+				want[ConfigRef{KindConfigMap, n}], want[ConfigRef{KindSecret, n}] = true, true
+			default:
+				re, err := regexp.Compile("^" + n + "$")
+				if err != nil {
+					wantProblems += 2
+					continue
+				}
+				if probe := "probe-name"; re.MatchString(probe) && !p.NamedBy(ConfigRef{KindSecret, probe}) {
+					t.Fatalf("pattern %q matches %q, but NamedBy says no", n, probe)
+				}
 			}
-			want[ConfigRef{KindConfigMap, n}], want[ConfigRef{KindSecret, n}] = true, true
 		}
 		if !maps.Equal(named, want) {
 			t.Fatalf("value %q names %v, want %v", v, p.Named(), want)

@@ -2,6 +2,7 @@ package reloader
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/reloader/reloader/confighash"
@@ -74,8 +75,7 @@ func (c *Controller) openWindows(due []key, fresh bool) {
 func (c *Controller) dependents(k key, rec *configRecord) []dependent {
 	var out []dependent
 	for _, kind := range c.kinds {
-		objs, _ := kind.informer.GetIndexer().ByIndex(byConfigIndex, k.String()) // the index exists
-		for _, o := range objs {
+		for _, o := range c.indexed(kind, k) {
 			w, ok := c.view(kind, o)
 			if !ok {
 				continue
@@ -88,11 +88,35 @@ func (c *Controller) dependents(k key, rec *configRecord) []dependent {
 	return out
 }
 
-// referenced reports whether any workload's index names the config, triggering or not.
+// indexed returns the workloads of a kind that the index holds under the config: those naming or
+// using it, and those whose reload annotations hold a pattern for its kind and namespace (each
+// once).
+func (c *Controller) indexed(kind *workloadKind, k key) []any {
+	idx := kind.informer.GetIndexer()
+	objs, _ := idx.ByIndex(byConfigIndex, k.String()) // the index exists
+	patterned, _ := idx.ByIndex(byConfigIndex, patternKey(k.kind, k.namespace).String())
+	for _, o := range patterned {
+		if !slices.Contains(objs, o) {
+			objs = append(objs, o)
+		}
+	}
+	return objs
+}
+
+// referenced reports whether any workload's index names the config, triggering or not, or one of
+// its patterns matches it.
 func (c *Controller) referenced(k key) bool {
+	r := policy.ConfigRef{Kind: k.kind, Name: k.name}
 	for _, kind := range c.kinds {
-		if objs, _ := kind.informer.GetIndexer().ByIndex(byConfigIndex, k.String()); len(objs) > 0 {
+		idx := kind.informer.GetIndexer()
+		if objs, _ := idx.ByIndex(byConfigIndex, k.String()); len(objs) > 0 {
 			return true
+		}
+		patterned, _ := idx.ByIndex(byConfigIndex, patternKey(k.kind, k.namespace).String())
+		for _, o := range patterned {
+			if meta, tmpl := kind.template(o); tmpl != nil && c.opts.Annotations.Of(meta.GetAnnotations(), tmpl.Annotations).NamedBy(r) {
+				return true
+			}
 		}
 	}
 	return false

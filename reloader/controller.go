@@ -191,7 +191,9 @@ func (c *Controller) Run(ctx context.Context) error {
 	if first {
 		c.log.Info("no state found: recording the current hash of every config; only workloads whose marker differs are reloaded")
 	}
-	c.events.StartRecordingToSink(kube.EventSink{Client: c.clients.Events})
+	if c.probePermissions(ctx) {
+		c.events.StartRecordingToSink(&quietSink{sink: kube.EventSink{Client: c.clients.Events}, log: c.log})
+	}
 	defer c.events.Shutdown()
 	// The informers outlive ctx until the shutdown flush is over: the workloads' update events
 	// after the last patches are what lets the state advance.

@@ -17,6 +17,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"time"
 
@@ -57,6 +58,10 @@ func HashKeyOf(s *corev1.Secret) (confighash.Key, error) {
 	return k, nil
 }
 
+// errKeyNotCreated: the key Secret is missing and the reloader may not create it (Collaborne's
+// Role, seed 002, grants no create on secrets).
+var errKeyNotCreated = errors.New("the hash key Secret is missing and may not be created")
+
 // secretGetCreator is the Get and Create of client-go's typed Secret client.
 type secretGetCreator interface {
 	Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.Secret, error)
@@ -80,6 +85,8 @@ func readOrCreateHashKey(ctx context.Context, secrets secretGetCreator, namespac
 			if s, err = secrets.Get(ctx, name, metav1.GetOptions{}); err != nil {
 				return confighash.Key{}, false, explainSecret("get", namespace, name, err)
 			}
+		case apierrors.IsForbidden(err):
+			return confighash.Key{}, false, fmt.Errorf("%w: %w", errKeyNotCreated, explainSecret("create", namespace, name, err))
 		default:
 			return confighash.Key{}, false, explainSecret("create", namespace, name, err)
 		}
@@ -136,6 +143,16 @@ func (c *Controller) loadHashKey(ctx context.Context) bool {
 				msg = "made a new hash key for Secret hashes; hashes made under an earlier key restart nothing"
 			}
 			c.log.Info(msg, "secret", ns+"/"+name, "key_id", key.ID())
+			return true
+		}
+		if errors.Is(err, errKeyNotCreated) {
+			// A key for this run only is a lost key at every start: it restarts nothing (see
+			// README, Secret hash keys), at the cost of Secret changes made while down.
+			c.opts.HashKey.key, _ = HashKeyOf(newHashKeySecret(name))
+			c.log.Warn("the reloader may not create its hash key Secret: Secret hashes use a key held in memory for this run; "+
+				"restarts restart nothing, but a Secret change made while the reloader is down is not caught up; "+
+				"grant create on secrets, or create the Secret yourself (data key \"key\", at least 32 random bytes)",
+				"secret", ns+"/"+name, "key_id", c.opts.HashKey.key.ID())
 			return true
 		}
 		if m := err.Error(); m != said {

@@ -37,6 +37,10 @@ func (c *Controller) buildInformers() error {
 	all := map[string]cache.SharedIndexInformer{}
 	for kind, inf := range c.configs {
 		all[kind+"s"] = inf
+		// Patterns in reload annotations match configs by name within a namespace.
+		if err := inf.AddIndexers(cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}); err != nil {
+			return fmt.Errorf("index %ss: %w", kind, err)
+		}
 		if err := c.watchConfigs(kind, inf); err != nil {
 			return err
 		}
@@ -211,8 +215,14 @@ func (c *Controller) queueConfigsOf(k *workloadKind, obj any) {
 	for _, s := range keys {
 		kind, rest, _ := strings.Cut(s, "/")
 		ns, name, _ := strings.Cut(rest, "/")
-		if _, watched := c.configs[kind]; watched {
+		if _, watched := c.configs[kind]; watched && name != "" {
 			c.queue.Add(key{kind, ns, name})
+		}
+	}
+	if meta, tmpl := k.template(obj); tmpl != nil {
+		pol := c.opts.Annotations.Of(meta.GetAnnotations(), tmpl.Annotations)
+		for _, r := range c.matchedByPattern(pol, meta.GetNamespace()) {
+			c.queue.Add(configKey(r, meta.GetNamespace()))
 		}
 	}
 }
@@ -234,15 +244,41 @@ func (c *Controller) indexByConfig(k *workloadKind) cache.IndexFunc {
 		}
 		pol := c.opts.Annotations.Of(meta.GetAnnotations(), tmpl.Annotations)
 		refs := pol.Candidates(policy.UsesOf(&tmpl.Spec))
-		keys := make([]string, len(refs))
-		for i, r := range refs {
-			keys[i] = configKey(r, meta.GetNamespace()).String()
+		keys := make([]string, 0, len(refs))
+		for _, r := range refs {
+			keys = append(keys, configKey(r, meta.GetNamespace()).String())
+		}
+		for _, kind := range pol.PatternKinds() {
+			keys = append(keys, patternKey(kind, meta.GetNamespace()).String())
 		}
 		return keys, nil
 	}
 }
 
 func configKey(r policy.ConfigRef, ns string) key { return key{r.Kind, ns, r.Name} }
+
+// patternKey indexes the workloads whose reload annotations hold a pattern for configs of this
+// kind in this namespace: no config has an empty name.
+func patternKey(kind, ns string) key { return key{kind, ns, ""} }
+
+// matchedByPattern lists the existing configs in namespace ns that the policy's patterns match.
+func (c *Controller) matchedByPattern(pol policy.Policy, ns string) []policy.ConfigRef {
+	var out []policy.ConfigRef
+	for _, kind := range pol.PatternKinds() {
+		inf, watched := c.configs[kind]
+		if !watched {
+			continue
+		}
+		objs, _ := inf.GetIndexer().ByIndex(cache.NamespaceIndex, ns)
+		for _, o := range objs {
+			r := policy.ConfigRef{Kind: kind, Name: o.(*configRecord).Name}
+			if pol.NamedBy(r) {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
 
 // lookup returns the cached record of a config, or nil if it does not exist (or is not watched).
 func (c *Controller) lookup(k key) *configRecord {

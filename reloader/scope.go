@@ -31,10 +31,8 @@ func (c *Controller) namespaceAllowed(ns string) bool {
 // watchNamespaces follows namespace labels for --namespace-selector.
 func (c *Controller) watchNamespaces() error {
 	c.namespaces = kube.NewInformer[*corev1.NamespaceList](c.clients.Link, c.clients.Namespaces(), &corev1.Namespace{}, kube.NoTweak, c.transform)
-	// Only a namespace entering the selection needs its objects by namespace.
-	for _, inf := range c.configs {
-		_ = inf.AddIndexers(cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	}
+	// Only a namespace entering the selection needs its workloads by namespace; the configs
+	// always have that index (buildInformers).
 	for _, k := range c.kinds {
 		_ = k.informer.AddIndexers(cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	}
@@ -76,19 +74,27 @@ func (c *Controller) checkAnnotations(k *workloadKind, obj any) {
 	if tmpl == nil || !c.namespaceAllowed(meta.GetNamespace()) {
 		return
 	}
-	pol := c.opts.Annotations.Of(meta.GetAnnotations(), tmpl.Annotations)
-	problems := pol.Problems
-	if c.ready.Load() { // before the caches sync, every config would look missing
-		problems = append(problems, c.missingNamed(pol, meta.GetNamespace())...)
+	if !c.ready.Load() {
+		return // every config would look missing; checkAllWorkloads runs once the caches synced
 	}
+	pol := c.opts.Annotations.Of(meta.GetAnnotations(), tmpl.Annotations)
+	missing := c.missingNamed(pol, meta.GetNamespace())
 	uid := string(meta.GetUID())
+	problems := append(slices.Clip(pol.Problems), missing...)
 	if len(problems) == 0 {
 		c.reports.clear(uid, "InvalidAnnotation")
 		return
 	}
-	text := strings.Join(problems, "; ")
-	if c.reports.warn(obj, uid, "InvalidAnnotation", text) {
-		c.log.Warn("malformed reload annotation", "kind", k.name, "namespace", meta.GetNamespace(), "name", meta.GetName(), "problems", text)
+	if !c.reports.warn(obj, uid, "InvalidAnnotation", strings.Join(problems, "; ")) {
+		return
+	}
+	// Each log line says what is wrong: a malformed value, or a name that exists nowhere.
+	log := c.log.With("kind", k.name, "namespace", meta.GetNamespace(), "name", meta.GetName())
+	if len(pol.Problems) > 0 {
+		log.Warn("malformed reload annotation", "problems", strings.Join(pol.Problems, "; "))
+	}
+	if len(missing) > 0 {
+		log.Warn("a config named in a reload annotation does not exist", "problems", strings.Join(missing, "; "))
 	}
 }
 

@@ -67,7 +67,12 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 // dueChanges are the changes the rule asks of the workload, in the order of its candidates.
 func (c *Controller) dueChanges(w workloadView) []policy.Change {
 	var changes []policy.Change
-	for _, r := range w.policy.Candidates(w.uses) {
+	seen := map[policy.ConfigRef]bool{}
+	for _, r := range append(w.policy.Candidates(w.uses), c.matchedByPattern(w.policy, w.key.namespace)...) {
+		if seen[r] {
+			continue
+		}
+		seen[r] = true
 		if _, watched := c.configs[r.Kind]; !watched {
 			continue
 		}

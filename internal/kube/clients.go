@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,6 +32,7 @@ type Clients struct {
 	core   rest.Interface
 	apps   rest.Interface
 	coord  rest.Interface
+	authz  rest.Interface // SelfSubjectAccessReviews: the start-up permission probe
 	codec  runtime.ParameterCodec
 	// Dynamic serves the custom resources (Argo Rollouts, OpenShift DeploymentConfigs).
 	Dynamic dynamic.Interface
@@ -41,7 +43,8 @@ type Clients struct {
 // New builds the clients from a rest.Config.
 func New(cfg *rest.Config) (*Clients, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, coordinationv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, coordinationv1.AddToScheme,
+		authorizationv1.AddToScheme} {
 		if err := add(s); err != nil {
 			return nil, fmt.Errorf("build scheme: %w", err)
 		}
@@ -58,6 +61,7 @@ func New(cfg *rest.Config) (*Clients, error) {
 		{&c.core, corev1.SchemeGroupVersion, "/api"},
 		{&c.apps, appsv1.SchemeGroupVersion, "/apis"},
 		{&c.coord, coordinationv1.SchemeGroupVersion, "/apis"},
+		{&c.authz, authorizationv1.SchemeGroupVersion, "/apis"},
 	} {
 		gc := rest.CopyConfig(cfg)
 		gc.GroupVersion, gc.APIPath = &g.gv, g.apiPath
@@ -171,4 +175,32 @@ func (s EventSink) Update(e *corev1.Event) (*corev1.Event, error) {
 
 func (s EventSink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
 	return s.Client(e.Namespace).Patch(context.Background(), e.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
+}
+
+// Permission is one thing the reloader may need to do: a verb on a resource in a namespace
+// ("" for all namespaces).
+type Permission struct {
+	Verb, Group, Resource, Namespace string
+}
+
+func (p Permission) String() string {
+	where := "in all namespaces"
+	if p.Namespace != "" {
+		where = fmt.Sprintf("in namespace %q", p.Namespace)
+	}
+	return fmt.Sprintf("%q on %s %s", p.Verb, p.Resource, where)
+}
+
+// Allowed asks the authorizer, through a SelfSubjectAccessReview, whether the reloader may do p.
+// The review creates nothing and runs no admission webhook, and every authenticated user may ask
+// (the system:basic-user ClusterRole), so it needs no permission of its own.
+func (c *Clients) Allowed(ctx context.Context, p Permission) (bool, error) {
+	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: p.Namespace, Verb: p.Verb, Group: p.Group, Resource: p.Resource},
+	}}
+	out := &authorizationv1.SelfSubjectAccessReview{}
+	if err := c.authz.Post().Resource("selfsubjectaccessreviews").Body(review).Do(ctx).Into(out); err != nil {
+		return false, fmt.Errorf("ask whether the reloader may %s: %w", p, err)
+	}
+	return out.Status.Allowed, nil
 }

@@ -85,6 +85,14 @@ Rules in the release namespace only: the state shards, the hash key Secret and t
 leader-election Lease.
 */}}
 {{- define "reloader.ownRules" -}}
+{{ include "reloader.stateRules" . }}
+{{- if .Values.leaderElection.enabled }}
+{{ include "reloader.leaseRules" . }}
+{{- end }}
+{{- end -}}
+
+{{/* The state shards and the hash key Secret, in the namespace that keeps the state. */}}
+{{- define "reloader.stateRules" -}}
 - apiGroups: [""]
   resources: [configmaps]
   resourceNames: {{ include "reloader.stateShards" . }}
@@ -96,7 +104,10 @@ leader-election Lease.
 - apiGroups: [""]
   resources: [secrets]
   verbs: [create]
-{{- if .Values.leaderElection.enabled }}
+{{- end -}}
+
+{{/* The leader-election Lease, in the release namespace. */}}
+{{- define "reloader.leaseRules" -}}
 - apiGroups: [coordination.k8s.io]
   resources: [leases]
   verbs: [create]
@@ -104,7 +115,6 @@ leader-election Lease.
   resources: [leases]
   resourceNames: [{{ .Values.leaderElection.id | quote }}]
   verbs: [get, update]
-{{- end }}
 {{- end -}}
 
 {{/* Label matchers that select this release's series in alert expressions. */}}
@@ -116,6 +126,9 @@ job="{{ include "reloader.fullname" . }}",namespace="{{ .Release.Namespace }}"
 {{- define "reloader.validate" -}}
 {{- if and (gt (int .Values.replicaCount) 1) (not .Values.leaderElection.enabled) -}}
 {{- fail (printf "replicaCount=%d needs leaderElection.enabled=true: without leader election every replica restarts workloads and writes the state" (int .Values.replicaCount)) -}}
+{{- end -}}
+{{- if and .Values.namespaces .Values.watchGlobally -}}
+{{- fail "namespaces lists the namespaces to watch: it needs watchGlobally=false" -}}
 {{- end -}}
 {{- if and (or .Values.namespaceSelector .Values.namespacesToIgnore) (not .Values.watchGlobally) -}}
 {{- fail "namespaceSelector and namespacesToIgnore need watchGlobally=true: a namespace-scoped reloader watches only its own namespace" -}}
