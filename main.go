@@ -254,7 +254,8 @@ func run(cli CLI) error {
 		return err
 	}
 	var opts []metrics.Option
-	if cli.MetricsByNamespace {
+	// stakater's switch for its by-namespace counter (metrics/stakater.go) means the same here.
+	if cli.MetricsByNamespace || os.Getenv("METRICS_COUNT_BY_NAMESPACE") == "enabled" {
 		opts = append(opts, metrics.ByNamespace())
 	}
 	m := metrics.New(version, opts...)

@@ -32,6 +32,7 @@ type Metrics struct {
 	Leader          prometheus.Gauge
 	OnDeleteSkipped *prometheus.CounterVec // kind: template changed but OnDelete strategy restarts nothing
 	APIRequests     *prometheus.CounterVec // verb, resource: requests this process sent to the API server
+	Stakater        *Stakater              // stakater Reloader's names for the same events (stakater.go)
 
 	byNamespace bool
 
@@ -64,6 +65,7 @@ func New(version string, opts ...Option) *Metrics {
 	*m = Metrics{
 		Registry:    r,
 		byNamespace: m.byNamespace,
+		Stakater:    newStakater(),
 		Reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "reloader_reloads_total", Help: "Workload reloads by workload kind and result (and namespace with --metrics-by-namespace).",
 		}, ns("kind", "result")),
@@ -109,6 +111,7 @@ func New(version string, opts ...Option) *Metrics {
 		m.StateWrites, m.Leader, m.OnDeleteSkipped, m.APIRequests, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	r.MustRegister(newQueueCollectors(m)...)
+	r.MustRegister(m.Stakater.collectors(m.byNamespace)...)
 	return m
 }
 
@@ -119,13 +122,16 @@ func (m *Metrics) Handler() http.Handler {
 
 // ObserveReload records one patched workload and how long after the change it happened.
 func (m *Metrics) ObserveReload(kind, namespace string, since time.Time) {
-	m.CountReload(kind, ResultSuccess, namespace)
-	m.Latency.WithLabelValues(m.labels(namespace, kind)...).Observe(time.Since(since).Seconds())
+	latency := time.Since(since)
+	m.Reloads.WithLabelValues(m.labels(namespace, kind, ResultSuccess)...).Inc()
+	m.Latency.WithLabelValues(m.labels(namespace, kind)...).Observe(latency.Seconds())
+	m.Stakater.reload(kind, ResultSuccess, namespace, latency)
 }
 
 // CountReload records a reload attempt's result.
 func (m *Metrics) CountReload(kind, result, namespace string) {
 	m.Reloads.WithLabelValues(m.labels(namespace, kind, result)...).Inc()
+	m.Stakater.reload(kind, result, namespace, -1)
 }
 
 func (m *Metrics) labels(namespace string, values ...string) []string {

@@ -306,11 +306,13 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		c.log.Debug("the cache is behind the workload; retrying", "key", k.String())
 		c.queue.AddRateLimited(k)
 	case errors.As(err, &later):
+		c.metrics.Stakater.SyncFailed()
 		after := c.refusals.When(k)
 		c.log.Error("sync failed; will retry", "key", k.String(), "err", err, "retry_in", after.String())
 		c.queue.Forget(k)
 		c.queue.AddAfter(k, after)
 	default:
+		c.metrics.Stakater.SyncFailed()
 		c.log.Error("sync failed; will retry", "key", k.String(), "err", err, "retries", c.queue.NumRequeues(k))
 		c.queue.AddRateLimited(k)
 	}
