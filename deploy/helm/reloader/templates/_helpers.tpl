@@ -107,9 +107,11 @@ leader-election Lease.
 {{- end }}
 {{- end -}}
 
-{{/* Label matchers that select this release's series in alert expressions. */}}
+{{/* Label matchers that select this release's series in alert expressions. The namespace
+only, by default: the job label is whatever the scrape configuration names it (the
+ServiceMonitor's Service, or kubernetes-pods for a scrape by the prometheus.io annotations). */}}
 {{- define "reloader.alertSelector" -}}
-job="{{ include "reloader.fullname" . }}",namespace="{{ .Release.Namespace }}"
+{{- .Values.prometheusRule.selector | default (printf "namespace=%q" .Release.Namespace) -}}
 {{- end -}}
 
 {{/* Rendering fails on combinations that would not work. */}}
