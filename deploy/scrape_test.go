@@ -93,11 +93,11 @@ func checkSelectsEveryScrape(t *testing.T, what, expr, ns string, own bool) {
 func TestSelectorMatching(t *testing.T) {
 	target := map[string]string{"job": "kubernetes-pods", "namespace": "a"}
 	for expr, want := range map[string]bool{
-		`x{namespace="a",result="failure"}`: true,
+		`x{namespace="a",result="failure"}`:  true,
 		`x{job="rl-reloader",namespace="a"}`: false,
-		`x{namespace=~"a|b",job=~".*"}`:     true,
-		`x{namespace=~"b.*"}`:               false,
-		`x{pod!="",namespace!="b"}`:         false, // no pod label here
+		`x{namespace=~"a|b",job=~".*"}`:      true,
+		`x{namespace=~"b.*"}`:                false,
+		`x{pod!="",namespace!="b"}`:          false, // no pod label here
 	} {
 		if got := selectsTarget(selectors(expr)["x"], target) == nil; got != want {
 			t.Errorf("%s selects %v: %v, want %v", expr, target, got, want)
