@@ -83,6 +83,9 @@ type CLI struct {
 	ResourcesToIgnore     string   `help:"configmaps or secrets: do not watch that kind of config."`
 	ReloadOnCreate        bool     `help:"Reload dependents when a config they reference is created."`
 	ReloadOnDelete        bool     `help:"Reload dependents when a config they reference is deleted (env-vars: the variable is removed)."`
+
+	// stakater's --webhook-url (alerts.go).
+	WebhookURL string `name:"webhook-url" help:"Instead of reloading workloads, POST {\"webhook\":\"update successful\"} to this URL on each config change, as stakater Reloader does."`
 }
 
 var workloadTypes = []string{reloader.TypeDeployments, reloader.TypeStatefulSets, reloader.TypeDaemonSets,
@@ -280,7 +283,11 @@ func run(cli CLI) error {
 		return fmt.Errorf("build Kubernetes clients: %w", err)
 	}
 	clients.Link = link
-	ctrl, err := reloader.New(clients, cli.options(stateNS, log, m))
+	ropts := cli.options(stateNS, log, m)
+	if err := notify(cli, &ropts, log, m); err != nil {
+		return err
+	}
+	ctrl, err := reloader.New(clients, ropts)
 	if err != nil {
 		return err
 	}

@@ -33,6 +33,7 @@ type Metrics struct {
 	OnDeleteSkipped *prometheus.CounterVec // kind: template changed but OnDelete strategy restarts nothing
 	APIRequests     *prometheus.CounterVec // verb, resource: requests this process sent to the API server
 	Stakater        *Stakater              // stakater Reloader's names for the same events (stakater.go)
+	Alerts          *prometheus.CounterVec // result: sent, failed, dropped (package alert)
 
 	byNamespace bool
 
@@ -66,6 +67,9 @@ func New(version string, opts ...Option) *Metrics {
 		Registry:    r,
 		byNamespace: m.byNamespace,
 		Stakater:    newStakater(),
+		Alerts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "reloader_alerts_total", Help: "Reload alerts (ALERT_ON_RELOAD) by result: sent, failed (an error answer or no answer within the timeout), dropped (the queue was full).",
+		}, []string{"result"}),
 		Reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "reloader_reloads_total", Help: "Workload reloads by workload kind and result (and namespace with --metrics-by-namespace).",
 		}, ns("kind", "result")),
@@ -108,7 +112,7 @@ func New(version string, opts ...Option) *Metrics {
 	})
 	build.Set(1)
 	r.MustRegister(m.Reloads, m.Coalesced, m.Pending, m.Latency, m.Changes, m.StateEntries, m.StateBytes,
-		m.StateWrites, m.Leader, m.OnDeleteSkipped, m.APIRequests, build,
+		m.StateWrites, m.Leader, m.OnDeleteSkipped, m.APIRequests, m.Alerts, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	r.MustRegister(newQueueCollectors(m)...)
 	r.MustRegister(m.Stakater.collectors(m.byNamespace)...)

@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/reloader/reloader/alert"
 	"github.com/reloader/reloader/coalesce"
 	"github.com/reloader/reloader/internal/kube"
 	"github.com/reloader/reloader/metrics"
@@ -73,6 +74,12 @@ type Options struct {
 	Clock                coalesce.Clock
 	Log                  *slog.Logger
 	Metrics              *metrics.Metrics
+
+	// Alerts, when set, gets a message after each reload (ALERT_ON_RELOAD); Run delivers them.
+	Alerts *alert.Sender
+	// Webhook, when its URL is set (--webhook-url), is called on each config change instead of
+	// reloading: no workload is watched (webhook.go).
+	Webhook alert.Webhook
 }
 
 // key names a queued object: a config (ConfigMap, Secret) or a workload (Deployment, ...).
@@ -201,6 +208,9 @@ func (c *Controller) Run(ctx context.Context) error {
 		})
 	}
 	go c.reportGauges(workCtx)
+	if c.opts.Alerts != nil {
+		go c.opts.Alerts.Run(workCtx)
+	}
 	go c.sweepTombstones(workCtx)
 	go c.releaseStartupMemory(workCtx)
 	c.ready.Store(true)
@@ -320,7 +330,9 @@ func (c *Controller) processNext(ctx context.Context) bool {
 }
 
 func (c *Controller) sync(ctx context.Context, k key) error {
-	if _, ok := c.configs[k.kind]; ok {
+	if _, ok := c.configs[k.kind]; ok && c.opts.Webhook.URL != "" {
+		return c.syncConfigWebhook(ctx, k)
+	} else if ok {
 		return c.syncConfig(k)
 	}
 	if kind, ok := c.kinds[k.kind]; ok {

@@ -99,6 +99,7 @@ func (c *Controller) patch(ctx context.Context, w workloadView, changes []policy
 		c.metrics.CountReload(w.kind.name, metrics.ResultSuccess, w.key.namespace)
 	}
 	c.reloaded(w, what)
+	c.alertReload(w, changes)
 	return nil
 }
 
