@@ -21,6 +21,9 @@ type configRecord struct {
 	Hash     string              // content hash (confighash): plain for a ConfigMap, keyed for a Secret
 	Keys     []confighash.KeySum // per-key sums, for workloads that read single keys; keyed for a Secret
 	Stakater string              // stakater Reloader's hash, to take over without restarts; never written
+	// Collaborne is Collaborne kubernetes-reloader's hash, to take over its state entries and
+	// variables without restarts (collaborne.go); never written.
+	Collaborne string
 	// Legacy holds a Secret's plain hashes, as versions before keyed hashes wrote them into the
 	// state and workloads; nil for a ConfigMap. They are kept in memory only, so that those
 	// values are compared as before and an upgrade restarts nothing that did not change.
@@ -53,6 +56,7 @@ func (c *Controller) transform(obj any) (any, error) {
 	case *corev1.ConfigMap:
 		r := c.newRecord(policy.KindConfigMap, &o.ObjectMeta, confighash.ConfigMap(o))
 		r.Keys, r.Stakater = confighash.ConfigMapKeys(o), confighash.StakaterConfigMap(o)
+		r.Collaborne = confighash.CollaborneConfigMap(o)
 		return r, nil
 	case *corev1.Secret:
 		// Every hash of a Secret that is written is keyed (hashkey.go); stakater's and the
@@ -60,6 +64,7 @@ func (c *Controller) transform(obj any) (any, error) {
 		key := c.opts.HashKey.key
 		r := c.newRecord(policy.KindSecret, &o.ObjectMeta, key.Secret(o))
 		r.Keys, r.Stakater = key.SecretKeys(o), confighash.StakaterSecret(o)
+		r.Collaborne = confighash.CollaborneSecret(o)
 		r.Legacy = &legacyHashes{Hash: confighash.Secret(o), Keys: confighash.SecretKeys(o)}
 		return r, nil
 	case *appsv1.Deployment:
