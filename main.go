@@ -76,7 +76,7 @@ type CLI struct {
 
 	IsArgoRollouts        bool     `help:"Also reload Argo Rollouts (argoproj.io/v1alpha1)."`
 	IsOpenshift           bool     `help:"Also reload OpenShift DeploymentConfigs (apps.openshift.io/v1)."`
-	IgnoredWorkloadTypes  []string `help:"Workload types to leave alone: deployments, statefulsets, daemonsets, rollouts, deploymentconfigs (jobs and cronjobs are always left alone)."`
+	IgnoredWorkloadTypes  []string `help:"Workload types to leave alone: deployments, statefulsets, daemonsets, cronjobs, jobs, rollouts, deploymentconfigs."`
 	NamespacesToIgnore    []string `help:"Namespaces whose configs and workloads are ignored."`
 	NamespaceSelector     string   `help:"Label selector: only namespaces matching it are watched (all-namespaces mode; needs list/watch on namespaces)."`
 	ResourceLabelSelector string   `help:"Label selector pushed into the list/watch of ConfigMaps and Secrets: others are never cached nor tracked."`

@@ -2,6 +2,7 @@ package reloader
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -76,6 +77,10 @@ func (c *Controller) transform(obj any) (any, error) {
 	case *appsv1.DaemonSet:
 		o.Status = appsv1.DaemonSetStatus{}
 		stripTemplate(&o.Spec.Template)
+	case *batchv1.CronJob:
+		o.Status = batchv1.CronJobStatus{}
+	case *batchv1.Job:
+		o.Status = batchv1.JobStatus{} // the template is kept whole: a reload creates a Job from it
 	case *unstructured.Unstructured:
 		unstructured.RemoveNestedField(o.Object, "status")
 	}

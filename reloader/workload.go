@@ -43,6 +43,9 @@ type workloadKind struct {
 	onDelete func(obj any) bool
 	// canRestartAt: the kind honours spec.restartAt (Argo Rollouts).
 	canRestartAt bool
+	// resume, when set, finishes a reload that a patch recorded but did not complete (a
+	// CronJob's Job to create, jobs.go); every sync of the workload calls it first.
+	resume func(ctx context.Context, obj any) error
 }
 
 // typedClient is the List, Watch and Patch of a gentype client.
@@ -107,6 +110,8 @@ func kindTable(c *kube.Clients, ns string, transform cache.TransformFunc) []kind
 			}
 			return k
 		}},
+		{TypeCronJobs, always, func() *workloadKind { return cronJobKind(c, ns, c.Link, transform) }},
+		{TypeJobs, always, func() *workloadKind { return jobKind(c, ns, c.Link, transform) }},
 		{TypeRollouts, func(o Options) bool { return o.ArgoRollouts }, func() *workloadKind {
 			return dynamicKind("Rollout", rolloutsGVR, c.Dynamic, ns, c.Link, transform)
 		}},
