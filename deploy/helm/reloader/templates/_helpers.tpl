@@ -65,6 +65,12 @@ watchGlobally, the ClusterRole.
 - apiGroups: [apps]
   resources: [deployments, statefulsets, daemonsets]
   verbs: [get, list, watch, patch]
+- apiGroups: [batch]
+  resources: [cronjobs]
+  verbs: [get, list, watch, patch]
+- apiGroups: [batch]
+  resources: [jobs]
+  verbs: [get, list, watch, create, delete]
 {{- if .Values.isArgoRollouts }}
 - apiGroups: [argoproj.io]
   resources: [rollouts]
