@@ -184,6 +184,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	// after the last patches are what lets the state advance.
 	watchCtx, stopWatching := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWatching()
+	c.dropForbiddenKinds(ctx)
 	for _, inf := range c.informers {
 		go inf.RunWithContext(watchCtx)
 	}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
@@ -63,6 +64,10 @@ func cronJobKind(c *kube.Clients, ns string, link *kube.Link, transform cache.Tr
 		// back to resume, which retries.
 		_ = k.resume(ctx, out)
 		return out, nil
+	}
+	k.probe = func(ctx context.Context) error {
+		_, err := c.CronJobs(ns).List(ctx, metav1.ListOptions{Limit: 1})
+		return err
 	}
 	k.resume = func(ctx context.Context, obj any) error {
 		cj := obj.(*batchv1.CronJob)
@@ -132,6 +137,10 @@ func jobKind(c *kube.Clients, ns string, link *kube.Link, transform cache.Transf
 	k := typedKind("Job", &batchv1.Job{},
 		func(j *batchv1.Job) *corev1.PodTemplateSpec { return &j.Spec.Template },
 		func(ns string) typedClient[*batchv1.Job, *batchv1.JobList] { return c.Jobs(ns) }, ns, link, transform)
+	k.probe = func(ctx context.Context) error {
+		_, err := c.Jobs(ns).List(ctx, metav1.ListOptions{Limit: 1})
+		return err
+	}
 	k.patch = func(ctx context.Context, ns, name string, body []byte) (any, error) {
 		obj, ok, err := k.informer.GetIndexer().GetByKey(ns + "/" + name)
 		if err != nil || !ok {
@@ -195,4 +204,25 @@ func recreatedJob(old *batchv1.Job, body []byte) (*batchv1.Job, error) {
 		job.Spec.Selector = nil
 	}
 	return job, nil
+}
+
+// dropForbiddenKinds turns off, before the informers start, each kind with a probe that the
+// reloader may not list: a Role written before CronJob and Job reloads existed (or stakater's
+// chart with them ignored) would otherwise keep every cache from syncing, and so every reload
+// from happening. It is said once, with what to grant.
+func (c *Controller) dropForbiddenKinds(ctx context.Context) {
+	for name, k := range c.kinds {
+		if k.probe == nil {
+			continue
+		}
+		if err := k.probe(ctx); !apierrors.IsForbidden(err) {
+			continue
+		}
+		c.log.Warn("the reloader may not list "+name+"s: their reloads are off; grant get, list and watch on them (and what reloading them needs, see README.md), or pass --ignored-workload-types to say so",
+			"kind", name)
+		delete(c.kinds, name)
+		i := slices.Index(c.informers, k.informer)
+		c.informers = slices.Delete(c.informers, i, i+1)
+		c.hasSynced = slices.Delete(c.hasSynced, i, i+1)
+	}
 }

@@ -2,13 +2,16 @@ package reloader_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/reloader/reloader/reloader"
 )
@@ -210,5 +213,49 @@ func TestIgnoredJobsAndCronJobsAreLeftAlone(t *testing.T) {
 	}
 	if j := getJob(t, ns, "migrate"); j.UID != job.UID {
 		t.Fatal("ignored Job was recreated")
+	}
+}
+
+// Under a Role written before CronJob and Job reloads (no batch rules), the reloader still
+// syncs and reloads a Deployment (the positive control), and says once that those kinds are off.
+func TestWithoutBatchPermissionsCronJobsAndJobsAreOffAndTheRestWorks(t *testing.T) {
+	ctx := context.Background()
+	ns := cluster.NewNamespace(t)
+	admin := cluster.Client()
+	if _, err := admin.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "old-role"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "old-role"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets"}, Verbs: []string{"get", "list", "watch", "create", "patch"}},
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets", "daemonsets"}, Verbs: []string{"get", "list", "watch", "patch"}},
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+	}}
+	if _, err := admin.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "old-role"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "old-role"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "old-role", Namespace: ns}}}
+	if _, err := admin.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := cluster.ServiceAccountConfig(ctx, ns, "old-role")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa := kubernetes.NewForConfigOrDie(cfg)
+	waitFor(t, 30*time.Second, "the Role in force", func() (bool, error) {
+		_, err := sa.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+		return err == nil, nil
+	})
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
+	r := startControllerAs(t, cfg, ns, controllerOpts{})
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
+	waitEnv(t, ns, "web", cmVar, hash)
+	for _, kind := range []string{"CronJobs", "Jobs"} {
+		if n := strings.Count(r.log.String(), "the reloader may not list "+kind); n != 1 {
+			t.Errorf("said %d times that %s are off, want once:\n%s", n, kind, r.log.String())
+		}
 	}
 }

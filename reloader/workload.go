@@ -46,6 +46,9 @@ type workloadKind struct {
 	// resume, when set, finishes a reload that a patch recorded but did not complete (a
 	// CronJob's Job to create, jobs.go); every sync of the workload calls it first.
 	resume func(ctx context.Context, obj any) error
+	// probe, when set, lists the kind once at start: a kind the reloader may not list is turned
+	// off instead of keeping the caches from syncing (jobs.go).
+	probe func(ctx context.Context) error
 }
 
 // typedClient is the List, Watch and Patch of a gentype client.
