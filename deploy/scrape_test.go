@@ -3,6 +3,7 @@ package deploy_test
 import (
 	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -105,5 +106,22 @@ func TestSelectorMatching(t *testing.T) {
 	}
 	if n := len(selectors(`sum(rate(a{x="1"}[5m])) / b{y=~"2"}`)); n != 2 {
 		t.Errorf("found %d selectors, want 2", n)
+	}
+}
+
+// prometheusRule.selector replaces the namespace matcher in every alert.
+func TestChartAlertSelectorOverride(t *testing.T) {
+	out, err := render(t, "team-a", "prometheusRule.enabled=true", `prometheusRule.selector=namespace="team-a"\,pod=~"rl-reloader-.*"`)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	exprs := regexp.MustCompile(`(?m)^\s+expr: (.*)$`).FindAllStringSubmatch(string(out), -1)
+	if len(exprs) == 0 {
+		t.Fatalf("no alert expressions rendered:\n%s", out)
+	}
+	for _, e := range exprs {
+		if !strings.Contains(e[1], `namespace="team-a",pod=~"rl-reloader-.*"`) {
+			t.Errorf("alert expression without the selector: %s", e[1])
+		}
 	}
 }
