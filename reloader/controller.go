@@ -185,6 +185,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	watchCtx, stopWatching := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWatching()
 	c.dropForbiddenKinds(ctx)
+	c.resumeJobRecreations(ctx)
 	for _, inf := range c.informers {
 		go inf.RunWithContext(watchCtx)
 	}

@@ -36,6 +36,7 @@ func (c *Controller) buildInformers() error {
 	c.kinds = map[string]*workloadKind{}
 	if c.opts.Webhook.URL == "" { // --webhook-url reloads nothing, so it watches no workload
 		c.kinds = selectKinds(c.opts, c.clients, c.transform)
+		c.wireJobs()
 	}
 	all := map[string]cache.SharedIndexInformer{}
 	for kind, inf := range c.configs {

@@ -131,8 +131,8 @@ func jobFromCronJob(cj *batchv1.CronJob, name string) *batchv1.Job {
 	}
 }
 
-// jobKind reloads a Job by deleting it and creating it again under the same name, with the
-// markers in its template (a Job's template cannot be changed in place).
+// jobKind serves Jobs; their reload, which needs the state ConfigMap, is wired by the
+// controller (wireJobs).
 func jobKind(c *kube.Clients, ns string, link *kube.Link, transform cache.TransformFunc) *workloadKind {
 	k := typedKind("Job", &batchv1.Job{},
 		func(j *batchv1.Job) *corev1.PodTemplateSpec { return &j.Spec.Template },
@@ -140,6 +140,16 @@ func jobKind(c *kube.Clients, ns string, link *kube.Link, transform cache.Transf
 	k.probe = func(ctx context.Context) error {
 		_, err := c.Jobs(ns).List(ctx, metav1.ListOptions{Limit: 1})
 		return err
+	}
+	return k
+}
+
+// wireJobs makes a Job's reload a recreation: deleted, and created again under the same name
+// with the markers in its template (a Job's template cannot be changed in place).
+func (c *Controller) wireJobs() {
+	k := c.kinds["Job"]
+	if k == nil {
+		return
 	}
 	k.patch = func(ctx context.Context, ns, name string, body []byte) (any, error) {
 		obj, ok, err := k.informer.GetIndexer().GetByKey(ns + "/" + name)
@@ -151,24 +161,118 @@ func jobKind(c *kube.Clients, ns string, link *kube.Link, transform cache.Transf
 		if err != nil {
 			return nil, err
 		}
-		// Only the version the patch was computed from is deleted: a Job changed or recreated
-		// by someone else meanwhile is left alone, and judged again.
-		background := metav1.DeletePropagationBackground
-		err = c.Jobs(ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &background,
-			Preconditions: &metav1.Preconditions{UID: &old.UID, ResourceVersion: &old.ResourceVersion}})
-		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			return nil, errStale
-		}
-		if err != nil {
-			return nil, err
-		}
-		out, err := c.Jobs(ns).Create(ctx, job, metav1.CreateOptions{FieldManager: "reloader"})
-		if err != nil {
-			return nil, fmt.Errorf("create Job %s/%s again after deleting it: %w", ns, name, err)
-		}
-		return out, nil
+		return c.recreateJob(ctx, old, job)
 	}
-	return k
+}
+
+// jobRecreationPrefix starts the key, in the first state ConfigMap, under which a Job's
+// recreation is written down before the Job is deleted and removed once it exists again. Between
+// the two requests no Job exists, so a reloader stopped there would otherwise lose it. The state
+// package leaves keys with other prefixes alone.
+const jobRecreationPrefix = "reloader.job-recreation_"
+
+// jobRecreation is what is written down: the Job to delete, and the Job to create.
+type jobRecreation struct {
+	OldUID types.UID    `json:"oldUID"`
+	Job    *batchv1.Job `json:"job"`
+}
+
+// recreateJob deletes old, only in the version the decision was made on, and creates job in
+// its place, once, even across a restart in between (finishJobRecreation).
+func (c *Controller) recreateJob(ctx context.Context, old, job *batchv1.Job) (*batchv1.Job, error) {
+	r := jobRecreation{OldUID: old.UID, Job: job}
+	key := jobRecreationPrefix + job.Namespace + "_" + job.Name
+	if err := c.noteJobRecreation(ctx, key, &r); err != nil {
+		return nil, err
+	}
+	background := metav1.DeletePropagationBackground
+	err := c.clients.Jobs(old.Namespace).Delete(ctx, old.Name, metav1.DeleteOptions{PropagationPolicy: &background,
+		Preconditions: &metav1.Preconditions{UID: &old.UID, ResourceVersion: &old.ResourceVersion}})
+	if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+		err = fmt.Errorf("delete Job %s/%s to create it again: %w", old.Namespace, old.Name, err)
+	}
+	out, finished := c.finishJobRecreation(ctx, key, r)
+	switch {
+	case finished != nil:
+		return nil, finished
+	case out == nil && err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err):
+		return nil, err
+	case out == nil:
+		return nil, errStale // changed or recreated by someone else: judged again
+	}
+	return out, nil
+}
+
+// finishJobRecreation brings a written-down recreation to its end, from whatever point it
+// stopped: the old Job still there means it was not deleted (nothing to do, out nil); gone, the
+// Job is created (an existing one of that name, created before a stop, is kept). The note is then
+// removed. A Job still being deleted (it has finalizers) is an error: retried later.
+func (c *Controller) finishJobRecreation(ctx context.Context, key string, r jobRecreation) (out *batchv1.Job, err error) {
+	jobs := c.clients.Jobs(r.Job.Namespace)
+	cur, err := jobs.Get(ctx, r.Job.Name, metav1.GetOptions{})
+	switch {
+	case err != nil && !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("read Job %s/%s to finish its recreation: %w", r.Job.Namespace, r.Job.Name, err)
+	case err == nil && cur.UID == r.OldUID && cur.DeletionTimestamp != nil:
+		return nil, fmt.Errorf("Job %s/%s is still being deleted; it is created again once gone", r.Job.Namespace, r.Job.Name)
+	case err == nil && cur.UID != r.OldUID:
+		out = cur // created already
+	case err != nil:
+		if out, err = jobs.Create(ctx, r.Job, metav1.CreateOptions{FieldManager: "reloader"}); apierrors.IsAlreadyExists(err) {
+			return c.finishJobRecreation(ctx, key, r) // created meanwhile: read what exists
+		} else if err != nil {
+			return nil, fmt.Errorf("create Job %s/%s again after deleting it: %w", r.Job.Namespace, r.Job.Name, err)
+		}
+	}
+	return out, c.noteJobRecreation(ctx, key, nil)
+}
+
+// noteJobRecreation writes r under key in the first state ConfigMap, or removes it (r nil),
+// with a merge patch of that key alone.
+func (c *Controller) noteJobRecreation(ctx context.Context, key string, r *jobRecreation) error {
+	var value any
+	if r != nil {
+		b, err := json.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("encode the recreation of Job %s/%s: %w", r.Job.Namespace, r.Job.Name, err)
+		}
+		value = string(b)
+	}
+	patch, _ := json.Marshal(map[string]any{"data": map[string]any{key: value}}) // strings and nil encode
+	_, err := c.clients.ConfigMaps(c.opts.StateNamespace).Patch(ctx, c.state.ShardName(0), types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		return fmt.Errorf("write down a Job recreation in %s/%s: %w", c.opts.StateNamespace, c.state.ShardName(0), err)
+	}
+	return nil
+}
+
+// resumeJobRecreations finishes, at start, the Job recreations a stopped reloader left written
+// down. One that cannot be finished now is logged and left for the next start.
+func (c *Controller) resumeJobRecreations(ctx context.Context) {
+	if c.kinds["Job"] == nil {
+		return
+	}
+	cm, err := c.clients.ConfigMaps(c.opts.StateNamespace).Get(ctx, c.state.ShardName(0), metav1.GetOptions{})
+	if err != nil {
+		c.log.Error("cannot read the Job recreations left unfinished; they are finished at the next start", "err", err)
+		return
+	}
+	for key, v := range cm.Data {
+		if !strings.HasPrefix(key, jobRecreationPrefix) {
+			continue
+		}
+		var r jobRecreation
+		if err := json.Unmarshal([]byte(v), &r); err != nil || r.Job == nil {
+			c.log.Error("a Job recreation written down is unreadable; removing it", "key", key)
+			_ = c.noteJobRecreation(ctx, key, nil)
+			continue
+		}
+		if out, err := c.finishJobRecreation(ctx, key, r); err != nil {
+			c.log.Error("cannot finish a Job recreation left unfinished", "key", key, "err", err)
+		} else if out != nil {
+			c.log.Info("created a Job again whose recreation a stopped reloader left unfinished", "namespace", r.Job.Namespace, "name", r.Job.Name)
+		}
+	}
 }
 
 // jobLabels are set by the API server from a Job's UID and name; a new Job gets its own.

@@ -2,6 +2,7 @@ package reloader_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -185,6 +186,9 @@ func TestAJobReloadRecreatesItOnce(t *testing.T) {
 		t.Fatalf("recreated Job marker %q, want %q", got, hash)
 	}
 	settle()
+	if notes := jobRecreationNotes(t, ns); len(notes) != 0 {
+		t.Fatalf("the recreation is still written down: %v", notes)
+	}
 	first.stop(t)
 	startController(t, ns, controllerOpts{})
 	settle()
@@ -257,5 +261,79 @@ func TestWithoutBatchPermissionsCronJobsAndJobsAreOffAndTheRestWorks(t *testing.
 		if n := strings.Count(r.log.String(), "the reloader may not list "+kind); n != 1 {
 			t.Errorf("said %d times that %s are off, want once:\n%s", n, kind, r.log.String())
 		}
+	}
+}
+
+// jobRecreationNotes returns the Job recreations written down in the state ConfigMap.
+func jobRecreationNotes(t *testing.T, ns string) map[string]string {
+	t.Helper()
+	cm, err := cluster.Client().CoreV1().ConfigMaps(ns).Get(context.Background(), "reloader-state", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for k, v := range cm.Data {
+		if strings.HasPrefix(k, "reloader.job-recreation_") {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// A reloader stopped after deleting a Job and before creating it again (simulated: the
+// recreation written down as the reloader writes it, then the Job deleted) creates it at its
+// next start, once: a second start finds it created and creates nothing. A recreation written
+// down whose delete never happened deletes nothing and creates nothing.
+func TestAJobRecreationInterruptedAfterTheDeleteIsFinishedOnceAtTheNextStart(t *testing.T) {
+	ctx := context.Background()
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	first := startController(t, ns, controllerOpts{})
+	settle()
+	first.stop(t)
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
+
+	// "gone": deleted, its recreation written down. "kept": written down, never deleted.
+	gone := createJob(t, ns, "gone", named("configmap", "app-config"))
+	kept := createJob(t, ns, "kept", map[string]string{"reloader.stakater.com/auto": "false"})
+	note := func(j *batchv1.Job, env string) {
+		next := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: j.Name, Namespace: ns, Annotations: j.Annotations},
+			Spec: batchv1.JobSpec{Template: podTemplate(j.Name)}}
+		next.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
+		next.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: cmVar, Value: env}}
+		b, err := json.Marshal(map[string]any{"oldUID": j.UID, "job": next})
+		if err != nil {
+			t.Fatal(err)
+		}
+		patch, _ := json.Marshal(map[string]any{"data": map[string]string{"reloader.job-recreation_" + ns + "_" + j.Name: string(b)}})
+		if _, err := cluster.Client().CoreV1().ConfigMaps(ns).Patch(ctx, "reloader-state", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	note(gone, hash)
+	note(kept, "never")
+	background := metav1.DeletePropagationBackground
+	if err := cluster.Client().BatchV1().Jobs(ns).Delete(ctx, "gone", metav1.DeleteOptions{PropagationPolicy: &background}); err != nil {
+		t.Fatal(err)
+	}
+
+	second := startController(t, ns, controllerOpts{})
+	settle()
+	created := getJob(t, ns, "gone")
+	if created.UID == gone.UID || jobEnv(created, cmVar) != hash {
+		t.Fatalf("Job gone: UID %s (was %s), marker %q; want it created again with %q", created.UID, gone.UID, jobEnv(created, cmVar), hash)
+	}
+	if j := getJob(t, ns, "kept"); j.UID != kept.UID {
+		t.Fatal("a recreation whose delete never happened recreated the Job")
+	}
+	if notes := jobRecreationNotes(t, ns); len(notes) != 0 {
+		t.Fatalf("recreations still written down after the start: %v", notes)
+	}
+	second.stop(t)
+	note(gone, hash) // the stop fell after the create, before the note was removed
+	startController(t, ns, controllerOpts{})
+	settle()
+	if j := getJob(t, ns, "gone"); j.UID != created.UID {
+		t.Fatalf("Job gone created twice (UID %s → %s)", created.UID, j.UID)
 	}
 }
