@@ -145,6 +145,15 @@ func TestChartRenders(t *testing.T) {
 				t.Error("on OpenShift the SCC assigns the user: runAsUser and runAsGroup must be left out")
 			}
 		}},
+		{"alerts through extraEnv", []string{"extraEnv[0].name=ALERT_SINK", "extraEnv[0].value=slack",
+			"extraEnv[1].name=ALERT_WEBHOOK_URL", "extraEnv[1].valueFrom.secretKeyRef.name=reloader-alerts", "extraEnv[1].valueFrom.secretKeyRef.key=url"},
+			func(t *testing.T, ns string, ms []manifest) {
+				env := one[*appsv1.Deployment](t, ms).Spec.Template.Spec.Containers[0].Env
+				if len(env) != 3 || env[0].Name != "KUBERNETES_NAMESPACE" || env[1].Name != "ALERT_SINK" || env[1].Value != "slack" ||
+					env[2].ValueFrom == nil || env[2].ValueFrom.SecretKeyRef == nil || env[2].ValueFrom.SecretKeyRef.Key != "url" {
+					t.Errorf("container env %+v, want KUBERNETES_NAMESPACE then extraEnv verbatim", env)
+				}
+			}},
 		{"monitoring", []string{"serviceMonitor.enabled=true", "prometheusRule.enabled=true"}, func(t *testing.T, ns string, ms []manifest) {
 			wantKinds(t, ms, "Deployment", "PrometheusRule", "Role", "RoleBinding", "Service", "ServiceAccount", "ServiceMonitor")
 			checkServiceMonitor(t, one[*corev1.Service](t, ms), byKind(ms, "ServiceMonitor"))
