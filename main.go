@@ -89,7 +89,7 @@ type CLI struct {
 }
 
 var workloadTypes = []string{reloader.TypeDeployments, reloader.TypeStatefulSets, reloader.TypeDaemonSets,
-	reloader.TypeRollouts, reloader.TypeDeploymentConfigs, "jobs", "cronjobs"}
+	reloader.TypeRollouts, reloader.TypeDeploymentConfigs, reloader.TypeJobs, reloader.TypeCronJobs}
 
 // Validate rejects values kong's types cannot: each message names its flag.
 func (c *CLI) Validate() error {
