@@ -76,7 +76,7 @@ type CLI struct {
 
 	IsArgoRollouts        bool     `help:"Also reload Argo Rollouts (argoproj.io/v1alpha1)."`
 	IsOpenshift           bool     `help:"Also reload OpenShift DeploymentConfigs (apps.openshift.io/v1)."`
-	IgnoredWorkloadTypes  []string `help:"Workload types to leave alone: deployments, statefulsets, daemonsets, rollouts, deploymentconfigs (jobs and cronjobs are always left alone)."`
+	IgnoredWorkloadTypes  []string `help:"Workload types to leave alone: deployments, statefulsets, daemonsets, cronjobs, jobs, rollouts, deploymentconfigs."`
 	NamespacesToIgnore    []string `help:"Namespaces whose configs and workloads are ignored."`
 	NamespaceSelector     Selector `help:"Label selector: only namespaces matching it are watched (all-namespaces mode; needs list/watch on namespaces). stakater's key:value and key:* forms are accepted; the flag may repeat."`
 	ResourceLabelSelector Selector `help:"Label selector pushed into the list/watch of ConfigMaps and Secrets: others are never cached nor tracked. stakater's key:value and key:* forms are accepted; the flag may repeat."`
@@ -103,6 +103,8 @@ type CLI struct {
 	PprofAddr              string           `help:"With --enable-pprof, serve /debug/pprof/ on this address (stakater's :6060, say) instead of on --port."`
 	EnableCSIIntegration   bool             `name:"enable-csi-integration" help:"Not supported: the reloader stops with a message saying why."`
 	Version                kong.VersionFlag `help:"Print the version and exit."`
+	// stakater's --webhook-url (alerts.go).
+	WebhookURL string `name:"webhook-url" help:"Instead of reloading workloads, POST {\"webhook\":\"update successful\"} to this URL on each config change, as stakater Reloader does."`
 }
 
 // validateGate checks the defaults of the reload gate.
@@ -119,7 +121,7 @@ func (c *CLI) validateGate() error {
 }
 
 var workloadTypes = []string{reloader.TypeDeployments, reloader.TypeStatefulSets, reloader.TypeDaemonSets,
-	reloader.TypeRollouts, reloader.TypeDeploymentConfigs, "jobs", "cronjobs"}
+	reloader.TypeRollouts, reloader.TypeDeploymentConfigs, reloader.TypeJobs, reloader.TypeCronJobs}
 
 // Validate rejects values kong's types cannot: each message names its flag.
 func (c *CLI) Validate() error {
@@ -335,7 +337,8 @@ func run(cli CLI) error {
 		return err
 	}
 	var opts []metrics.Option
-	if cli.MetricsByNamespace {
+	// stakater's switch for its by-namespace counter (metrics/stakater.go) means the same here.
+	if cli.MetricsByNamespace || os.Getenv("METRICS_COUNT_BY_NAMESPACE") == "enabled" {
 		opts = append(opts, metrics.ByNamespace())
 	}
 	m := metrics.New(version, opts...)
@@ -414,9 +417,15 @@ func (c *CLI) resolveScope(log *slog.Logger) (namespaces, stateNSs []string, err
 
 // newFleet builds one controller per namespace.
 func (c *CLI) newFleet(clients *kube.Clients, namespaces, stateNSs []string, log *slog.Logger, m *metrics.Metrics) (fleet, error) {
+	var shared reloader.Options // one alert queue and webhook for every namespace
+	if err := notify(*c, &shared, log, m); err != nil {
+		return nil, err
+	}
 	f := make(fleet, len(namespaces))
 	for i, ns := range namespaces {
-		ctrl, err := reloader.New(clients, c.options(ns, stateNSs[i], log, m))
+		o := c.options(ns, stateNSs[i], log, m)
+		o.Alerts, o.Webhook = shared.Alerts, shared.Webhook
+		ctrl, err := reloader.New(clients, o)
 		if err != nil {
 			return nil, err
 		}

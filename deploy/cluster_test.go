@@ -229,12 +229,14 @@ func TestClusterManifestsReload(t *testing.T) {
 		[]byte(`{"metadata":{"labels":{"reloader-test":"watched"}}}`), metav1.PatchOptions{})
 	mustCreate("namespace label", err)
 	createApp(t, appNS)
+	jobUID := createBatchApp(t, appNS)
 
 	r := startController(t, cfg, reloader.Options{
 		StateNamespace: ns, StateName: stateCM.Name,
 		NamespaceSelector: labels.SelectorFromSet(labels.Set{"reloader-test": "watched"}),
 	})
 	checkReload(t, appNS, ns, stateCM.Name, state.Key("ConfigMap", appNS, "app-config"))
+	checkBatchReloaded(t, appNS, jobUID)
 	r.stopRefusedNothing(t)
 	checkHashKeySecret(t, ns)
 

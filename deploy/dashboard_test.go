@@ -204,6 +204,7 @@ func TestGrafanaDashboard(t *testing.T) {
 				t.Errorf("panel %q needs targets and the ${datasource} data source", p.Title)
 			}
 			for _, target := range p.Targets {
+				checkDashboardSelects(t, p.Title, target.Expr)
 				for _, name := range metricNames(target.Expr) {
 					queried[name] = true
 					if err := known.check(name); err != nil {
@@ -229,6 +230,24 @@ func TestGrafanaDashboard(t *testing.T) {
 		"reloader_api_requests_total", "reloader_leader", "process_resident_memory_bytes"} {
 		if !queried[want] {
 			t.Errorf("no panel queries %s", want)
+		}
+	}
+}
+
+// checkDashboardSelects fails unless a panel's query selects the reloader's series however it is
+// scraped, with the variables at All (their allValue, .*) and at the values their
+// label_values queries list for that scrape.
+func checkDashboardSelects(t *testing.T, panel, expr string) {
+	t.Helper()
+	const ns = "team-a"
+	all := strings.NewReplacer("$namespace", ".*", "$job", ".*").Replace(expr)
+	checkSelectsEveryScrape(t, "panel "+panel+" (All)", all, ns, false)
+	for how, target := range scrapes(ns) {
+		listed := strings.NewReplacer("$namespace", target["namespace"], "$job", target["job"]).Replace(expr)
+		for metric, ms := range selectors(listed) {
+			if err := selectsTarget(ms, target); err != nil {
+				t.Errorf("panel %s: %s scraped by %s is not selected with the variables at its values: %v", panel, metric, how, err)
+			}
 		}
 	}
 }

@@ -455,8 +455,9 @@ func TestPlainManifests(t *testing.T) {
 	}
 }
 
-// TestClusterManifestRules pins the cluster manifests' permissions: reads everywhere, writes
-// only to the state shards, the hash key Secret and the Lease in the reloader's namespace. Argo Rollouts and
+// TestClusterManifestRules pins the cluster manifests' permissions: reads, restarts (Jobs:
+// create and delete) and Events everywhere, writes only to the state shards, the hash key
+// Secret and the Lease in the reloader's namespace. Argo Rollouts and
 // OpenShift are only in the chart.
 func TestClusterManifestRules(t *testing.T) {
 	ms := readManifestDir(t, "cluster")
@@ -464,6 +465,8 @@ func TestClusterManifestRules(t *testing.T) {
 	samePermissions(t, "ClusterRole", cr.Rules, []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets", "namespaces"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets", "daemonsets"}, Verbs: []string{"get", "list", "watch", "patch"}},
+		{APIGroups: []string{"batch"}, Resources: []string{"cronjobs"}, Verbs: []string{"get", "list", "watch", "patch"}},
+		{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"get", "list", "watch", "create", "delete"}},
 		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 	})
 	role := one[*rbacv1.Role](t, ms)

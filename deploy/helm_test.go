@@ -145,10 +145,19 @@ func TestChartRenders(t *testing.T) {
 				t.Error("on OpenShift the SCC assigns the user: runAsUser and runAsGroup must be left out")
 			}
 		}},
+		{"alerts through extraEnv", []string{"extraEnv[0].name=ALERT_SINK", "extraEnv[0].value=slack",
+			"extraEnv[1].name=ALERT_WEBHOOK_URL", "extraEnv[1].valueFrom.secretKeyRef.name=reloader-alerts", "extraEnv[1].valueFrom.secretKeyRef.key=url"},
+			func(t *testing.T, ns string, ms []manifest) {
+				env := one[*appsv1.Deployment](t, ms).Spec.Template.Spec.Containers[0].Env
+				if len(env) != 3 || env[0].Name != "KUBERNETES_NAMESPACE" || env[1].Name != "ALERT_SINK" || env[1].Value != "slack" ||
+					env[2].ValueFrom == nil || env[2].ValueFrom.SecretKeyRef == nil || env[2].ValueFrom.SecretKeyRef.Key != "url" {
+					t.Errorf("container env %+v, want KUBERNETES_NAMESPACE then extraEnv verbatim", env)
+				}
+			}},
 		{"monitoring", []string{"serviceMonitor.enabled=true", "prometheusRule.enabled=true"}, func(t *testing.T, ns string, ms []manifest) {
 			wantKinds(t, ms, "Deployment", "PrometheusRule", "Role", "RoleBinding", "Service", "ServiceAccount", "ServiceMonitor")
 			checkServiceMonitor(t, one[*corev1.Service](t, ms), byKind(ms, "ServiceMonitor"))
-			checkPrometheusRule(t, byKind(ms, "PrometheusRule"))
+			checkPrometheusRule(t, ns, byKind(ms, "PrometheusRule"))
 		}},
 	}
 	for _, tc := range cases {
@@ -252,7 +261,7 @@ func checkServiceMonitor(t *testing.T, svc *corev1.Service, sms []*unstructured.
 
 // checkPrometheusRule checks each alert's shape and that its expression queries only metrics
 // the reloader serves (see dashboard_test.go).
-func checkPrometheusRule(t *testing.T, prs []*unstructured.Unstructured) {
+func checkPrometheusRule(t *testing.T, ns string, prs []*unstructured.Unstructured) {
 	t.Helper()
 	if len(prs) != 1 {
 		t.Fatalf("want one PrometheusRule, got %d", len(prs))
@@ -271,9 +280,7 @@ func checkPrometheusRule(t *testing.T, prs []*unstructured.Unstructured) {
 			if alert == "" || expr == "" || summary == "" || !slices.Contains([]string{"warning", "critical"}, severity) {
 				t.Errorf("rule %v needs alert, expr, a warning or critical severity and a summary", r)
 			}
-			if !strings.Contains(expr, fmt.Sprintf(`job=%q`, fullname)) {
-				t.Errorf("alert %s: expression must select this release's job %q: %s", alert, fullname, expr)
-			}
+			checkSelectsEveryScrape(t, "alert "+alert, expr, ns, true)
 			for _, name := range metricNames(expr) {
 				if err := known.check(name); err != nil {
 					t.Errorf("alert %s: %v", alert, err)

@@ -34,6 +34,9 @@ var wantNamespaceRole = []rbacv1.PolicyRule{
 	// The hash key Secret, made on the first start; create cannot be limited by name.
 	{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
 	{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets", "daemonsets"}, Verbs: []string{"get", "list", "watch", "patch"}},
+	// A CronJob's reload patches it and creates a Job; a Job's reload deletes and creates it.
+	{APIGroups: []string{"batch"}, Resources: []string{"cronjobs"}, Verbs: []string{"get", "list", "watch", "patch"}},
+	{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"get", "list", "watch", "create", "delete"}},
 	{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
 	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "update"}, ResourceNames: []string{"reloader"}},
@@ -110,8 +113,10 @@ func TestRBACNamespaceManifest(t *testing.T) {
 
 	t.Run("reload", func(t *testing.T) {
 		createApp(t, ns)
+		jobUID := createBatchApp(t, ns)
 		r := startController(t, saConfig, reloader.Options{Namespace: ns, StateNamespace: ns, StateName: "reloader-state"})
 		checkReload(t, ns, ns, "reloader-state", state.Key("ConfigMap", "", "app-config"))
+		checkBatchReloaded(t, ns, jobUID)
 		r.stopRefusedNothing(t)
 		// It made the key of its Secret hashes, as that ServiceAccount.
 		checkHashKeySecret(t, ns)
@@ -210,6 +215,9 @@ func TestRBACNamespaceManifest(t *testing.T) {
 			},
 			"delete a deployment": func() error {
 				return sa.AppsV1().Deployments(ns).Delete(ctx, "app", metav1.DeleteOptions{})
+			},
+			"delete a cronjob": func() error {
+				return sa.BatchV1().CronJobs(ns).Delete(ctx, "app-cron", metav1.DeleteOptions{})
 			},
 			"list pods": func() error {
 				_, err := sa.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})

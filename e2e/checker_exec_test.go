@@ -135,8 +135,26 @@ func (w *world) launch() *proc {
 	if w.seq.OnDelete {
 		args = append(args, "--reload-on-delete")
 	}
-	w.rec.started()
-	return launch(w.t, w.ns, w.kube, args...)
+	p := launch(w.t, w.ns, w.kube, args...)
+	go w.noteStart(p)
+	return p
+}
+
+// noteStart records when process p begins from the state it found: once it leads and is ready
+// (its state loaded, its caches synced). Its launch time would be too early: a process started
+// during an outage loads the state only once the API server answers, possibly after the state
+// lost an entry (recorder.forgotten).
+func (w *world) noteStart(p *proc) {
+	for w.ctx.Err() == nil {
+		if _, exited := p.wait(0); exited {
+			return
+		}
+		if p.scrape("reloader_leader") == "1" && p.ready(0) {
+			w.rec.started()
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // writeConfig creates (create) or replaces the data of config name, and records the write.

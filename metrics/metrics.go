@@ -37,6 +37,8 @@ type Metrics struct {
 	// Safe reloads (deferral.go).
 	Deferred       *prometheus.GaugeVec   // reason: workloads whose due reload is held
 	InvalidChanges *prometheus.CounterVec // kind: changes not rolled out because a declared key does not parse
+	Stakater        *Stakater              // stakater Reloader's names for the same events (stakater.go)
+	Alerts          *prometheus.CounterVec // result: sent, failed, dropped (package alert)
 
 	byNamespace bool
 
@@ -69,6 +71,10 @@ func New(version string, opts ...Option) *Metrics {
 	*m = Metrics{
 		Registry:    r,
 		byNamespace: m.byNamespace,
+		Stakater:    newStakater(),
+		Alerts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "reloader_alerts_total", Help: "Reload alerts (ALERT_ON_RELOAD) by result: sent, failed (an error answer or no answer within the timeout), dropped (the queue was full).",
+		}, []string{"result"}),
 		Reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "reloader_reloads_total", Help: "Workload reloads by workload kind and result (and namespace with --metrics-by-namespace).",
 		}, ns("kind", "result")),
@@ -113,10 +119,11 @@ func New(version string, opts ...Option) *Metrics {
 	})
 	build.Set(1)
 	r.MustRegister(m.Reloads, m.Coalesced, m.Pending, m.Latency, m.Changes, m.StateEntries, m.StateBytes,
-		m.StateWrites, m.Leader, m.OnDeleteSkipped, m.APIRequests, build,
+		m.StateWrites, m.Leader, m.OnDeleteSkipped, m.APIRequests, m.Alerts, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	r.MustRegister(newQueueCollectors(m)...)
 	m.Rollouts = newRollouts(r)
+	r.MustRegister(m.Stakater.collectors(m.byNamespace)...)
 	return m
 }
 
@@ -127,13 +134,16 @@ func (m *Metrics) Handler() http.Handler {
 
 // ObserveReload records one patched workload and how long after the change it happened.
 func (m *Metrics) ObserveReload(kind, namespace string, since time.Time) {
-	m.CountReload(kind, ResultSuccess, namespace)
-	m.Latency.WithLabelValues(m.labels(namespace, kind)...).Observe(time.Since(since).Seconds())
+	latency := time.Since(since)
+	m.Reloads.WithLabelValues(m.labels(namespace, kind, ResultSuccess)...).Inc()
+	m.Latency.WithLabelValues(m.labels(namespace, kind)...).Observe(latency.Seconds())
+	m.Stakater.reload(kind, ResultSuccess, namespace, latency)
 }
 
 // CountReload records a reload attempt's result.
 func (m *Metrics) CountReload(kind, result, namespace string) {
 	m.Reloads.WithLabelValues(m.labels(namespace, kind, result)...).Inc()
+	m.Stakater.reload(kind, result, namespace, -1)
 }
 
 func (m *Metrics) labels(namespace string, values ...string) []string {

@@ -17,7 +17,7 @@ func (p workqueueProvider) NewAddsMetric(string) workqueue.CounterMetric {
 	return p.m.QueueAdds
 }
 func (p workqueueProvider) NewLatencyMetric(string) workqueue.HistogramMetric {
-	return p.m.QueueLatency
+	return queueLatency{ours: p.m.QueueLatency, theirs: p.m.Stakater.QueueLatency}
 }
 func (p workqueueProvider) NewWorkDurationMetric(string) workqueue.HistogramMetric {
 	return p.m.QueueWorkDuration

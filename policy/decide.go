@@ -9,6 +9,9 @@ import "github.com/reloader/reloader/confighash"
 type Content struct {
 	Value  string // a ConfigMap's plain hash or a Secret's keyed one
 	Legacy string // a Secret's plain hash; "" for a ConfigMap
+	// Collaborne is Collaborne kubernetes-reloader's hash of the whole content, kept in memory
+	// only: a state entry it wrote for this content is current (collaborne.go).
+	Collaborne string
 }
 
 // Match is how a recorded value (a marker, a state entry) relates to a config's current content.
@@ -27,7 +30,7 @@ const (
 // Match tells how v relates to the content c.
 func (c Content) Match(v string) Match {
 	switch {
-	case v == c.Value || c.Legacy != "" && v == c.Legacy:
+	case v == c.Value || c.Legacy != "" && v == c.Legacy || c.Collaborne != "" && v == c.Collaborne:
 		return Same
 	case underOtherKey(v, c.Value):
 		return OtherKey
@@ -68,6 +71,9 @@ type Facts struct {
 	// StakaterStale: the workload carries stakater Reloader's variable with another hash.
 	StakaterStale                  bool
 	ReloadOnCreate, ReloadOnDelete bool
+
+	// Collaborne is Collaborne kubernetes-reloader's hash of the content, as it recorded it.
+	Collaborne string
 }
 
 // Reload is the one rule of the reloader: does the workload need a reload for this config?
@@ -97,7 +103,7 @@ func Reload(f Facts) bool {
 		return f.StakaterStale
 	case f.State.Deleted && f.State.Hash == "":
 		return f.ReloadOnCreate
-	case Content{Value: f.Hash, Legacy: f.Legacy}.Match(f.State.Hash) != Differs:
+	case Content{Value: f.Hash, Legacy: f.Legacy, Collaborne: f.Collaborne}.Match(f.State.Hash) != Differs:
 		return false
 	case f.KeyLevel:
 		return !f.KeysSame

@@ -82,6 +82,14 @@ func targetContainers(spec *corev1.PodSpec, r ConfigRef) []int {
 // EnvOps sets (or, for a deleted config, removes) each config's variable on its target
 // containers. It returns no ops when the template already holds every value.
 func EnvOps(tmpl *corev1.PodTemplateSpec, changes []Change) []JSONOp {
+	if len(envOps(tmpl, changes, false)) == 0 {
+		return nil
+	}
+	// A reload restarts the pods anyway: it also drops Collaborne's variables (collaborne.go).
+	return envOps(tmpl, changes, true)
+}
+
+func envOps(tmpl *corev1.PodTemplateSpec, changes []Change, dropCollaborne bool) []JSONOp {
 	spec := &tmpl.Spec
 	var ops []JSONOp
 	for ci := range spec.Containers {
@@ -91,14 +99,19 @@ func EnvOps(tmpl *corev1.PodTemplateSpec, changes []Change) []JSONOp {
 				wanted = append(wanted, ch)
 			}
 		}
-		ops = append(ops, containerEnvOps(spec.Containers[ci], ci, wanted)...)
+		ops = append(ops, containerEnvOps(spec.Containers[ci], ci, wanted, dropCollaborne)...)
 	}
 	return ops
 }
 
-func containerEnvOps(c corev1.Container, ci int, wanted []Change) []JSONOp {
+// containerEnvOps gives container c, at index ci, the variables of the changes it is wanted
+// for, and with dropCollaborne removes Collaborne's variables from it.
+func containerEnvOps(c corev1.Container, ci int, wanted []Change, dropCollaborne bool) []JSONOp {
 	base := pointer("spec", "template", "spec", "containers", fmt.Sprint(ci))
 	var sets, removes []JSONOp
+	if dropCollaborne {
+		removes = collaborneRemovals(c, base)
+	}
 	hasEnv := c.Env != nil
 	for _, ch := range wanted {
 		name := EnvVarName(ch.Ref)

@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/reloader/reloader/alert"
 	"github.com/reloader/reloader/coalesce"
 	"github.com/reloader/reloader/internal/kube"
 	"github.com/reloader/reloader/metrics"
@@ -81,6 +82,11 @@ type Options struct {
 	Follow policy.Follow
 	// Gate holds the flag defaults of maintenance windows and the minimum interval (defer.go).
 	Gate policy.GateDefaults
+	// Alerts, when set, gets a message after each reload (ALERT_ON_RELOAD); Run delivers them.
+	Alerts *alert.Sender
+	// Webhook, when its URL is set (--webhook-url), is called on each config change instead of
+	// reloading: no workload is watched (webhook.go).
+	Webhook alert.Webhook
 }
 
 // DefaultRolloutTimeout is how long a followed rollout may run before it counts as timed out,
@@ -199,6 +205,8 @@ func (c *Controller) Run(ctx context.Context) error {
 	// after the last patches are what lets the state advance.
 	watchCtx, stopWatching := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWatching()
+	c.dropForbiddenKinds(ctx)
+	c.resumeJobRecreations(ctx)
 	for _, inf := range c.informers {
 		go inf.RunWithContext(watchCtx)
 	}
@@ -224,6 +232,9 @@ func (c *Controller) Run(ctx context.Context) error {
 		})
 	}
 	go c.reportGauges(workCtx)
+	if c.opts.Alerts != nil {
+		go c.opts.Alerts.Run(workCtx)
+	}
 	go c.sweepTombstones(workCtx)
 	go c.releaseStartupMemory(workCtx)
 	c.ready.Store(true)
@@ -330,11 +341,13 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		c.log.Debug("the cache is behind the workload; retrying", "key", k.String())
 		c.queue.AddRateLimited(k)
 	case errors.As(err, &later):
+		c.metrics.Stakater.SyncFailed()
 		after := c.refusals.When(k)
 		c.log.Error("sync failed; will retry", "key", k.String(), "err", err, "retry_in", after.String())
 		c.queue.Forget(k)
 		c.queue.AddAfter(k, after)
 	default:
+		c.metrics.Stakater.SyncFailed()
 		c.log.Error("sync failed; will retry", "key", k.String(), "err", err, "retries", c.queue.NumRequeues(k))
 		c.queue.AddRateLimited(k)
 	}
@@ -342,7 +355,9 @@ func (c *Controller) processNext(ctx context.Context) bool {
 }
 
 func (c *Controller) sync(ctx context.Context, k key) error {
-	if _, ok := c.configs[k.kind]; ok {
+	if _, ok := c.configs[k.kind]; ok && c.opts.Webhook.URL != "" {
+		return c.syncConfigWebhook(ctx, k)
+	} else if ok {
 		return c.syncConfig(k)
 	}
 	if kind, ok := c.kinds[k.kind]; ok {

@@ -169,16 +169,17 @@ func (c *Controller) loadHashKey(ctx context.Context) bool {
 }
 
 // content is what a dependent reading keys of rec (nil: all of it) should carry: a ConfigMap's
-// plain hash, or a Secret's keyed hash with the plain one earlier versions wrote.
+// plain hash, or a Secret's keyed hash with the plain one earlier versions wrote; for the whole
+// content, also Collaborne's hash, so that its state entries are taken over (collaborne.go).
 func (c *Controller) content(rec *configRecord, keys []string) policy.Content {
 	key := c.opts.HashKey.key
 	switch {
 	case rec.Legacy == nil && keys == nil:
-		return policy.Content{Value: rec.Hash}
+		return policy.Content{Value: rec.Hash, Collaborne: rec.Collaborne}
 	case rec.Legacy == nil:
 		return policy.Content{Value: confighash.Subset(rec.Keys, keys)}
 	case keys == nil:
-		return policy.Content{Value: rec.Hash, Legacy: rec.Legacy.Hash}
+		return policy.Content{Value: rec.Hash, Legacy: rec.Legacy.Hash, Collaborne: rec.Collaborne}
 	}
 	return policy.Content{Value: key.Subset(rec.Keys, keys), Legacy: confighash.Subset(rec.Legacy.Keys, keys)}
 }

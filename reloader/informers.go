@@ -33,7 +33,11 @@ func (c *Controller) buildInformers() error {
 	if !c.opts.IgnoreSecrets {
 		c.configs[policy.KindSecret] = kube.NewInformer[*corev1.SecretList](c.clients.Link, c.clients.Secrets(ns), &corev1.Secret{}, bySelector, c.transform)
 	}
-	c.kinds = selectKinds(c.opts, c.clients, c.transform)
+	c.kinds = map[string]*workloadKind{}
+	if c.opts.Webhook.URL == "" { // --webhook-url reloads nothing, so it watches no workload
+		c.kinds = selectKinds(c.opts, c.clients, c.transform)
+		c.wireJobs()
+	}
 	all := map[string]cache.SharedIndexInformer{}
 	for kind, inf := range c.configs {
 		all[kind+"s"] = inf

@@ -67,6 +67,9 @@ func (c *Controller) judge(w workloadView, r policy.ConfigRef, rec *configRecord
 		ReloadOnCreate: c.opts.ReloadOnCreate,
 		ReloadOnDelete: c.opts.ReloadOnDelete,
 	}
+	if f.Exists && f.Marker == policy.NoMarker && keys == nil {
+		f.Marker = policy.CollaborneMarker(w.tmpl, r, rec.Collaborne)
+	}
 	if f.Exists && f.Marker == policy.NoMarker {
 		f.Marker = c.strips.marker(w.key, r, want.Value)
 	}
@@ -96,7 +99,7 @@ func (c *Controller) stateFacts(f *policy.Facts, w workloadView, r policy.Config
 	skey := c.stateKey(configKey(r, w.key.namespace))
 	e, known := c.state.Get(skey)
 	whole := c.content(rec, nil)
-	f.Hash, f.Legacy = whole.Value, whole.Legacy
+	f.Hash, f.Legacy, f.Collaborne = whole.Value, whole.Legacy, whole.Collaborne
 	f.State = policy.Recorded{Known: known, Deleted: e.Deleted, Hash: e.Hash}
 	f.KeyLevel = keys != nil
 	if f.KeyLevel && known && whole.Match(e.Hash) == policy.Differs {

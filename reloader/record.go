@@ -2,6 +2,7 @@ package reloader
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -21,6 +22,9 @@ type configRecord struct {
 	Hash     string              // content hash (confighash): plain for a ConfigMap, keyed for a Secret
 	Keys     []confighash.KeySum // per-key sums, for workloads that read single keys; keyed for a Secret
 	Stakater string              // stakater Reloader's hash, to take over without restarts; never written
+	// Collaborne is Collaborne kubernetes-reloader's hash, to take over its state entries and
+	// variables without restarts (collaborne.go); never written.
+	Collaborne string
 	// Legacy holds a Secret's plain hashes, as versions before keyed hashes wrote them into the
 	// state and workloads; nil for a ConfigMap. They are kept in memory only, so that those
 	// values are compared as before and an upgrade restarts nothing that did not change.
@@ -57,6 +61,7 @@ func (c *Controller) transform(obj any) (any, error) {
 		r := c.newRecord(policy.KindConfigMap, &o.ObjectMeta, confighash.ConfigMap(o))
 		r.Keys, r.Stakater = confighash.ConfigMapKeys(o), confighash.StakaterConfigMap(o)
 		r.Invalid = validateConfigMap(o)
+		r.Collaborne = confighash.CollaborneConfigMap(o)
 		return r, nil
 	case *corev1.Secret:
 		// Every hash of a Secret that is written is keyed (hashkey.go); stakater's and the
@@ -64,6 +69,7 @@ func (c *Controller) transform(obj any) (any, error) {
 		key := c.opts.HashKey.key
 		r := c.newRecord(policy.KindSecret, &o.ObjectMeta, key.Secret(o))
 		r.Keys, r.Stakater = key.SecretKeys(o), confighash.StakaterSecret(o)
+		r.Collaborne = confighash.CollaborneSecret(o)
 		r.Legacy = &legacyHashes{Hash: confighash.Secret(o), Keys: confighash.SecretKeys(o)}
 		r.Invalid = validateSecret(o)
 		return r, nil
@@ -81,6 +87,10 @@ func (c *Controller) transform(obj any) (any, error) {
 		o.Status = appsv1.DaemonSetStatus{ObservedGeneration: s.ObservedGeneration, DesiredNumberScheduled: s.DesiredNumberScheduled,
 			UpdatedNumberScheduled: s.UpdatedNumberScheduled, NumberAvailable: s.NumberAvailable}
 		stripTemplate(&o.Spec.Template)
+	case *batchv1.CronJob:
+		o.Status = batchv1.CronJobStatus{}
+	case *batchv1.Job:
+		o.Status = batchv1.JobStatus{} // the template is kept whole: a reload creates a Job from it
 	case *unstructured.Unstructured:
 		keepRolloutStatus(o)
 	}

@@ -43,6 +43,12 @@ type workloadKind struct {
 	onDelete func(obj any) bool
 	// canRestartAt: the kind honours spec.restartAt (Argo Rollouts).
 	canRestartAt bool
+	// resume, when set, finishes a reload that a patch recorded but did not complete (a
+	// CronJob's Job to create, jobs.go); every sync of the workload calls it first.
+	resume func(ctx context.Context, obj any) error
+	// probe, when set, lists the kind once at start: a kind the reloader may not list is turned
+	// off instead of keeping the caches from syncing (jobs.go).
+	probe func(ctx context.Context) error
 }
 
 // typedClient is the List, Watch and Patch of a gentype client.
@@ -107,6 +113,8 @@ func kindTable(c *kube.Clients, ns string, transform cache.TransformFunc) []kind
 			}
 			return k
 		}},
+		{TypeCronJobs, always, func() *workloadKind { return cronJobKind(c, ns, c.Link, transform) }},
+		{TypeJobs, always, func() *workloadKind { return jobKind(c, ns, c.Link, transform) }},
 		{TypeRollouts, func(o Options) bool { return o.ArgoRollouts }, func() *workloadKind {
 			return dynamicKind("Rollout", rolloutsGVR, c.Dynamic, ns, c.Link, transform)
 		}},

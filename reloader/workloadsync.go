@@ -43,6 +43,11 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 	if err != nil || !exists {
 		return err
 	}
+	if kind.resume != nil {
+		if err := kind.resume(ctx, obj); err != nil {
+			return err
+		}
+	}
 	w, ok := c.view(kind, obj)
 	if !ok {
 		return nil
@@ -93,7 +98,7 @@ func (c *Controller) patch(ctx context.Context, w workloadView, changes []policy
 	// forget the change, before the call returns.
 	since, known := c.changes.oldest(w.key.namespace, changes)
 	out, err := w.kind.patch(ctx, w.key.namespace, w.key.name, body)
-	if isStale(err) {
+	if isStale(err) || errors.Is(err, errStale) {
 		return errStale
 	}
 	what := describe(changes)
@@ -113,6 +118,7 @@ func (c *Controller) patch(ctx context.Context, w workloadView, changes []policy
 	}
 	c.reloaded(w, what)
 	c.reloadFollowed(w, changes, superseded)
+	c.alertReload(w, changes)
 	return nil
 }
 

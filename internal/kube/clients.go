@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,6 +32,7 @@ type Clients struct {
 	Scheme *runtime.Scheme
 	core   rest.Interface
 	apps   rest.Interface
+	batch  rest.Interface
 	coord  rest.Interface
 	authz  rest.Interface // SelfSubjectAccessReviews: the start-up permission probe
 	codec  runtime.ParameterCodec
@@ -43,7 +45,7 @@ type Clients struct {
 // New builds the clients from a rest.Config.
 func New(cfg *rest.Config) (*Clients, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, coordinationv1.AddToScheme,
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme, coordinationv1.AddToScheme,
 		authorizationv1.AddToScheme} {
 		if err := add(s); err != nil {
 			return nil, fmt.Errorf("build scheme: %w", err)
@@ -60,6 +62,7 @@ func New(cfg *rest.Config) (*Clients, error) {
 	}{
 		{&c.core, corev1.SchemeGroupVersion, "/api"},
 		{&c.apps, appsv1.SchemeGroupVersion, "/apis"},
+		{&c.batch, batchv1.SchemeGroupVersion, "/apis"},
 		{&c.coord, coordinationv1.SchemeGroupVersion, "/apis"},
 		{&c.authz, authorizationv1.SchemeGroupVersion, "/apis"},
 	} {
@@ -130,6 +133,18 @@ func (c *Clients) StatefulSets(ns string) *gentype.ClientWithList[*appsv1.Statef
 func (c *Clients) DaemonSets(ns string) *gentype.ClientWithList[*appsv1.DaemonSet, *appsv1.DaemonSetList] {
 	return gentype.NewClientWithList("daemonsets", c.apps, c.codec, ns,
 		func() *appsv1.DaemonSet { return &appsv1.DaemonSet{} }, func() *appsv1.DaemonSetList { return &appsv1.DaemonSetList{} }, gentype.PrefersProtobuf[*appsv1.DaemonSet]())
+}
+
+// CronJobs returns the CronJob client of a namespace.
+func (c *Clients) CronJobs(ns string) *gentype.ClientWithList[*batchv1.CronJob, *batchv1.CronJobList] {
+	return gentype.NewClientWithList("cronjobs", c.batch, c.codec, ns,
+		func() *batchv1.CronJob { return &batchv1.CronJob{} }, func() *batchv1.CronJobList { return &batchv1.CronJobList{} }, gentype.PrefersProtobuf[*batchv1.CronJob]())
+}
+
+// Jobs returns the Job client of a namespace.
+func (c *Clients) Jobs(ns string) *gentype.ClientWithList[*batchv1.Job, *batchv1.JobList] {
+	return gentype.NewClientWithList("jobs", c.batch, c.codec, ns,
+		func() *batchv1.Job { return &batchv1.Job{} }, func() *batchv1.JobList { return &batchv1.JobList{} }, gentype.PrefersProtobuf[*batchv1.Job]())
 }
 
 // Lister is the List and Watch of a typed client.

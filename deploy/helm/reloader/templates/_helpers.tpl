@@ -65,6 +65,12 @@ watchGlobally, the ClusterRole.
 - apiGroups: [apps]
   resources: [deployments, statefulsets, daemonsets]
   verbs: [get, list, watch, patch]
+- apiGroups: [batch]
+  resources: [cronjobs]
+  verbs: [get, list, watch, patch]
+- apiGroups: [batch]
+  resources: [jobs]
+  verbs: [get, list, watch, create, delete]
 {{- if .Values.isArgoRollouts }}
 - apiGroups: [argoproj.io]
   resources: [rollouts]
@@ -117,9 +123,11 @@ leader-election Lease.
   verbs: [get, update]
 {{- end -}}
 
-{{/* Label matchers that select this release's series in alert expressions. */}}
+{{/* Label matchers that select this release's series in alert expressions. The namespace
+only, by default: the job label is whatever the scrape configuration names it (the
+ServiceMonitor's Service, or kubernetes-pods for a scrape by the prometheus.io annotations). */}}
 {{- define "reloader.alertSelector" -}}
-job="{{ include "reloader.fullname" . }}",namespace="{{ .Release.Namespace }}"
+{{- .Values.prometheusRule.selector | default (printf "namespace=%q" .Release.Namespace) -}}
 {{- end -}}
 
 {{/* Rendering fails on combinations that would not work. */}}

@@ -1,0 +1,332 @@
+package reloader
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/reloader/reloader/internal/kube"
+	"github.com/reloader/reloader/policy"
+)
+
+// CronJobs and Jobs are reloaded with stakater Reloader's semantics: a CronJob runs a new Job
+// from its template now, a Job is deleted and created again. Both take --ignored-workload-types.
+const (
+	TypeCronJobs = "cronjobs"
+	TypeJobs     = "jobs"
+)
+
+// pendingJobAnnotation, on a CronJob, names the Job its last reload is to run. It is set by the
+// same patch that writes the markers, so a reload is recorded atomically, and cleared once the
+// Job exists: a reloader stopped in between creates the Job on its next start, and a Job
+// already created is not created twice (its name is fixed).
+const pendingJobAnnotation = "reloader/pending-job"
+
+// jobTemplatePath is where a CronJob's pod template is; policy's patches address a pod template
+// at /spec/template, as in every other kind.
+const jobTemplatePath = "/spec/jobTemplate/spec/template"
+
+// cronJobKind reloads a CronJob: one patch writes the markers into its job template and names
+// the Job to run; resume then creates that Job.
+func cronJobKind(c *kube.Clients, ns string, link *kube.Link, transform cache.TransformFunc) *workloadKind {
+	k := typedKind("CronJob", &batchv1.CronJob{},
+		func(cj *batchv1.CronJob) *corev1.PodTemplateSpec { return &cj.Spec.JobTemplate.Spec.Template },
+		func(ns string) typedClient[*batchv1.CronJob, *batchv1.CronJobList] { return c.CronJobs(ns) }, ns, link, transform)
+	k.patch = func(ctx context.Context, ns, name string, body []byte) (any, error) {
+		obj, ok, err := k.informer.GetIndexer().GetByKey(ns + "/" + name)
+		if err != nil || !ok {
+			return nil, errStale
+		}
+		cj := obj.(*batchv1.CronJob)
+		body, err = cronJobPatch(cj, body)
+		if err != nil {
+			return nil, err
+		}
+		out, err := c.CronJobs(ns).Patch(ctx, name, types.JSONPatchType, body, metav1.PatchOptions{})
+		if err != nil {
+			return nil, err
+		}
+		// The Job is created at once; if this fails, the CronJob's own update event brings it
+		// back to resume, which retries.
+		_ = k.resume(ctx, out)
+		return out, nil
+	}
+	k.probe = func(ctx context.Context) error {
+		_, err := c.CronJobs(ns).List(ctx, metav1.ListOptions{Limit: 1})
+		return err
+	}
+	k.resume = func(ctx context.Context, obj any) error {
+		cj := obj.(*batchv1.CronJob)
+		name := cj.Annotations[pendingJobAnnotation]
+		if name == "" {
+			return nil
+		}
+		_, err := c.Jobs(cj.Namespace).Create(ctx, jobFromCronJob(cj, name), metav1.CreateOptions{FieldManager: "reloader"})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create Job %s/%s for CronJob %s: %w", cj.Namespace, name, cj.Name, err)
+		}
+		at := "/metadata/annotations/" + strings.ReplaceAll(pendingJobAnnotation, "/", "~1")
+		clear, _ := json.Marshal([]policy.JSONOp{{Op: "test", Path: at, Value: name}, {Op: "remove", Path: at}})
+		_, err = c.CronJobs(cj.Namespace).Patch(ctx, cj.Name, types.JSONPatchType, clear, metav1.PatchOptions{})
+		if isStale(err) || apierrors.IsNotFound(err) {
+			return nil // already cleared, or the CronJob is gone
+		}
+		if err != nil {
+			return fmt.Errorf("clear %s on CronJob %s/%s: %w", pendingJobAnnotation, cj.Namespace, cj.Name, err)
+		}
+		return nil
+	}
+	return k
+}
+
+// cronJobPatch moves policy's ops to the job template and adds the name of the Job to run.
+// The name is fixed by the CronJob's UID and the resourceVersion the patch tests, so each
+// reload has its own.
+func cronJobPatch(cj *batchv1.CronJob, body []byte) ([]byte, error) {
+	var ops []policy.JSONOp
+	if err := json.Unmarshal(body, &ops); err != nil {
+		return nil, fmt.Errorf("decode patch of CronJob %s/%s: %w", cj.Namespace, cj.Name, err)
+	}
+	for i := range ops {
+		if rest, ok := strings.CutPrefix(ops[i].Path, "/spec/template"); ok {
+			ops[i].Path = jobTemplatePath + rest
+		}
+	}
+	sum := sha1.Sum([]byte(string(cj.UID) + "/" + cj.ResourceVersion))
+	job := cj.Name[:min(len(cj.Name), 48)] + "-reload-" + hex.EncodeToString(sum[:])[:7]
+	if cj.Annotations == nil {
+		ops = append(ops, policy.JSONOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{pendingJobAnnotation: job}})
+	} else {
+		ops = append(ops, policy.JSONOp{Op: "add", Path: "/metadata/annotations/" + strings.ReplaceAll(pendingJobAnnotation, "/", "~1"), Value: job})
+	}
+	return json.Marshal(ops)
+}
+
+// jobFromCronJob is the Job a CronJob runs when instantiated by hand, as kubectl create job
+// --from=cronjob does and stakater Reloader does: the job template, owned by the CronJob, marked
+// cronjob.kubernetes.io/instantiate: manual.
+func jobFromCronJob(cj *batchv1.CronJob, name string) *batchv1.Job {
+	annotations := map[string]string{"cronjob.kubernetes.io/instantiate": "manual"}
+	maps.Copy(annotations, cj.Spec.JobTemplate.Annotations)
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: cj.Namespace, Annotations: annotations, Labels: cj.Spec.JobTemplate.Labels,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(cj, batchv1.SchemeGroupVersion.WithKind("CronJob"))},
+		},
+		Spec: *cj.Spec.JobTemplate.Spec.DeepCopy(),
+	}
+}
+
+// jobKind serves Jobs; their reload, which needs the state ConfigMap, is wired by the
+// controller (wireJobs).
+func jobKind(c *kube.Clients, ns string, link *kube.Link, transform cache.TransformFunc) *workloadKind {
+	k := typedKind("Job", &batchv1.Job{},
+		func(j *batchv1.Job) *corev1.PodTemplateSpec { return &j.Spec.Template },
+		func(ns string) typedClient[*batchv1.Job, *batchv1.JobList] { return c.Jobs(ns) }, ns, link, transform)
+	k.probe = func(ctx context.Context) error {
+		_, err := c.Jobs(ns).List(ctx, metav1.ListOptions{Limit: 1})
+		return err
+	}
+	return k
+}
+
+// wireJobs makes a Job's reload a recreation: deleted, and created again under the same name
+// with the markers in its template (a Job's template cannot be changed in place).
+func (c *Controller) wireJobs() {
+	k := c.kinds["Job"]
+	if k == nil {
+		return
+	}
+	k.patch = func(ctx context.Context, ns, name string, body []byte) (any, error) {
+		obj, ok, err := k.informer.GetIndexer().GetByKey(ns + "/" + name)
+		if err != nil || !ok {
+			return nil, errStale
+		}
+		old := obj.(*batchv1.Job)
+		job, err := recreatedJob(old, body)
+		if err != nil {
+			return nil, err
+		}
+		return c.recreateJob(ctx, old, job)
+	}
+}
+
+// jobRecreationPrefix starts the key, in the first state ConfigMap, under which a Job's
+// recreation is written down before the Job is deleted and removed once it exists again. Between
+// the two requests no Job exists, so a reloader stopped there would otherwise lose it. The state
+// package leaves keys with other prefixes alone.
+const jobRecreationPrefix = "reloader.job-recreation_"
+
+// jobRecreation is what is written down: the Job to delete, and the Job to create.
+type jobRecreation struct {
+	OldUID types.UID    `json:"oldUID"`
+	Job    *batchv1.Job `json:"job"`
+}
+
+// recreateJob deletes old, only in the version the decision was made on, and creates job in
+// its place, once, even across a restart in between (finishJobRecreation).
+func (c *Controller) recreateJob(ctx context.Context, old, job *batchv1.Job) (*batchv1.Job, error) {
+	r := jobRecreation{OldUID: old.UID, Job: job}
+	key := jobRecreationPrefix + job.Namespace + "_" + job.Name
+	if err := c.noteJobRecreation(ctx, key, &r); err != nil {
+		return nil, err
+	}
+	background := metav1.DeletePropagationBackground
+	err := c.clients.Jobs(old.Namespace).Delete(ctx, old.Name, metav1.DeleteOptions{PropagationPolicy: &background,
+		Preconditions: &metav1.Preconditions{UID: &old.UID, ResourceVersion: &old.ResourceVersion}})
+	if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+		err = fmt.Errorf("delete Job %s/%s to create it again: %w", old.Namespace, old.Name, err)
+	}
+	out, finished := c.finishJobRecreation(ctx, key, r)
+	switch {
+	case finished != nil:
+		return nil, finished
+	case out == nil && err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err):
+		return nil, err
+	case out == nil:
+		return nil, errStale // changed or recreated by someone else: judged again
+	}
+	return out, nil
+}
+
+// finishJobRecreation brings a written-down recreation to its end, from whatever point it
+// stopped: the old Job still there means it was not deleted (nothing to do, out nil); gone, the
+// Job is created (an existing one of that name, created before a stop, is kept). The note is then
+// removed. A Job still being deleted (it has finalizers) is an error: retried later.
+func (c *Controller) finishJobRecreation(ctx context.Context, key string, r jobRecreation) (out *batchv1.Job, err error) {
+	jobs := c.clients.Jobs(r.Job.Namespace)
+	cur, err := jobs.Get(ctx, r.Job.Name, metav1.GetOptions{})
+	switch {
+	case err != nil && !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("read Job %s/%s to finish its recreation: %w", r.Job.Namespace, r.Job.Name, err)
+	case err == nil && cur.UID == r.OldUID && cur.DeletionTimestamp != nil:
+		return nil, fmt.Errorf("Job %s/%s is still being deleted; it is created again once gone", r.Job.Namespace, r.Job.Name)
+	case err == nil && cur.UID != r.OldUID:
+		out = cur // created already
+	case err != nil:
+		if out, err = jobs.Create(ctx, r.Job, metav1.CreateOptions{FieldManager: "reloader"}); apierrors.IsAlreadyExists(err) {
+			return c.finishJobRecreation(ctx, key, r) // created meanwhile: read what exists
+		} else if err != nil {
+			return nil, fmt.Errorf("create Job %s/%s again after deleting it: %w", r.Job.Namespace, r.Job.Name, err)
+		}
+	}
+	return out, c.noteJobRecreation(ctx, key, nil)
+}
+
+// noteJobRecreation writes r under key in the first state ConfigMap, or removes it (r nil),
+// with a merge patch of that key alone.
+func (c *Controller) noteJobRecreation(ctx context.Context, key string, r *jobRecreation) error {
+	var value any
+	if r != nil {
+		b, err := json.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("encode the recreation of Job %s/%s: %w", r.Job.Namespace, r.Job.Name, err)
+		}
+		value = string(b)
+	}
+	patch, _ := json.Marshal(map[string]any{"data": map[string]any{key: value}}) // strings and nil encode
+	_, err := c.clients.ConfigMaps(c.opts.StateNamespace).Patch(ctx, c.state.ShardName(0), types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		return fmt.Errorf("write down a Job recreation in %s/%s: %w", c.opts.StateNamespace, c.state.ShardName(0), err)
+	}
+	return nil
+}
+
+// resumeJobRecreations finishes, at start, the Job recreations a stopped reloader left written
+// down. One that cannot be finished now is logged and left for the next start.
+func (c *Controller) resumeJobRecreations(ctx context.Context) {
+	if c.kinds["Job"] == nil {
+		return
+	}
+	cm, err := c.clients.ConfigMaps(c.opts.StateNamespace).Get(ctx, c.state.ShardName(0), metav1.GetOptions{})
+	if err != nil {
+		c.log.Error("cannot read the Job recreations left unfinished; they are finished at the next start", "err", err)
+		return
+	}
+	for key, v := range cm.Data {
+		if !strings.HasPrefix(key, jobRecreationPrefix) {
+			continue
+		}
+		var r jobRecreation
+		if err := json.Unmarshal([]byte(v), &r); err != nil || r.Job == nil {
+			c.log.Error("a Job recreation written down is unreadable; removing it", "key", key)
+			_ = c.noteJobRecreation(ctx, key, nil)
+			continue
+		}
+		if out, err := c.finishJobRecreation(ctx, key, r); err != nil {
+			c.log.Error("cannot finish a Job recreation left unfinished", "key", key, "err", err)
+		} else if out != nil {
+			c.log.Info("created a Job again whose recreation a stopped reloader left unfinished", "namespace", r.Job.Namespace, "name", r.Job.Name)
+		}
+	}
+}
+
+// jobLabels are set by the API server from a Job's UID and name; a new Job gets its own.
+var jobLabels = []string{"controller-uid", "job-name", batchv1.ControllerUidLabel, batchv1.JobNameLabel}
+
+// recreatedJob applies the patch to a copy of old and strips what the API server assigns, as
+// stakater Reloader does: identity, status, the generated selector and the labels derived from
+// the UID.
+func recreatedJob(old *batchv1.Job, body []byte) (*batchv1.Job, error) {
+	p, err := jsonpatch.DecodePatch(body)
+	if err != nil {
+		return nil, fmt.Errorf("decode patch of Job %s/%s: %w", old.Namespace, old.Name, err)
+	}
+	doc, err := json.Marshal(old)
+	if err != nil {
+		return nil, fmt.Errorf("encode Job %s/%s: %w", old.Namespace, old.Name, err)
+	}
+	if doc, err = p.Apply(doc); err != nil {
+		return nil, errors.Join(errStale, fmt.Errorf("apply patch to Job %s/%s: %w", old.Namespace, old.Name, err))
+	}
+	job := &batchv1.Job{}
+	if err := json.Unmarshal(doc, job); err != nil {
+		return nil, fmt.Errorf("decode patched Job %s/%s: %w", old.Namespace, old.Name, err)
+	}
+	job.ObjectMeta = metav1.ObjectMeta{Name: old.Name, Namespace: old.Namespace, Labels: job.Labels,
+		Annotations: job.Annotations, OwnerReferences: job.OwnerReferences, Finalizers: job.Finalizers}
+	job.Status = batchv1.JobStatus{}
+	for _, l := range jobLabels {
+		delete(job.Labels, l)
+		delete(job.Spec.Template.Labels, l)
+	}
+	if job.Spec.ManualSelector == nil || !*job.Spec.ManualSelector {
+		job.Spec.Selector = nil
+	}
+	return job, nil
+}
+
+// dropForbiddenKinds turns off, before the informers start, each kind with a probe that the
+// reloader may not list: a Role written before CronJob and Job reloads existed (or stakater's
+// chart with them ignored) would otherwise keep every cache from syncing, and so every reload
+// from happening. It is said once, with what to grant.
+func (c *Controller) dropForbiddenKinds(ctx context.Context) {
+	for name, k := range c.kinds {
+		if k.probe == nil {
+			continue
+		}
+		if err := k.probe(ctx); !apierrors.IsForbidden(err) {
+			continue
+		}
+		c.log.Warn("the reloader may not list "+name+"s: their reloads are off; grant get, list and watch on them (and what reloading them needs, see README.md), or pass --ignored-workload-types to say so",
+			"kind", name)
+		delete(c.kinds, name)
+		i := slices.Index(c.informers, k.informer)
+		c.informers = slices.Delete(c.informers, i, i+1)
+		c.hasSynced = slices.Delete(c.hasSynced, i, i+1)
+	}
+}

@@ -1,0 +1,339 @@
+package reloader_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/reloader/reloader/reloader"
+)
+
+// createCronJob creates a CronJob that the CronJob controller never runs during a test (once a
+// year), whose job template reads app-config; annotations go on the CronJob.
+func createCronJob(t *testing.T, ns, name string, annotations map[string]string) *batchv1.CronJob {
+	t.Helper()
+	tmpl := podTemplate(name)
+	tmpl.Spec.RestartPolicy = corev1.RestartPolicyNever
+	cj := &batchv1.CronJob{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations},
+		Spec: batchv1.CronJobSpec{Schedule: "0 0 1 1 *", JobTemplate: batchv1.JobTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"from": name}},
+			Spec:       batchv1.JobSpec{Template: tmpl},
+		}},
+	}
+	cj, err := cluster.Client().BatchV1().CronJobs(ns).Create(context.Background(), cj, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cj
+}
+
+func createJob(t *testing.T, ns, name string, annotations map[string]string) *batchv1.Job {
+	t.Helper()
+	tmpl := podTemplate(name)
+	tmpl.Spec.RestartPolicy = corev1.RestartPolicyNever
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations}, Spec: batchv1.JobSpec{Template: tmpl}}
+	job, err := cluster.Client().BatchV1().Jobs(ns).Create(context.Background(), job, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return job
+}
+
+// jobsOf lists the Jobs in ns whose controller is the CronJob uid.
+func jobsOf(t *testing.T, ns string, uid types.UID) []batchv1.Job {
+	t.Helper()
+	list, err := cluster.Client().BatchV1().Jobs(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []batchv1.Job
+	for _, j := range list.Items {
+		if ref := metav1.GetControllerOf(&j); ref != nil && ref.UID == uid {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+func jobEnv(j *batchv1.Job, name string) string {
+	for _, e := range j.Spec.Template.Spec.Containers[0].Env {
+		if e.Name == name {
+			return e.Value
+		}
+	}
+	return ""
+}
+
+func getJob(t *testing.T, ns, name string) *batchv1.Job {
+	t.Helper()
+	j, err := cluster.Client().BatchV1().Jobs(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+// A CronJob's reload runs one Job now, from its template with the new marker, marked as
+// instantiated by hand and owned by the CronJob, as stakater does. A restart of the reloader
+// runs nothing more; a second change runs a second Job.
+func TestACronJobReloadRunsOneJobFromItsTemplate(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	cj := createCronJob(t, ns, "nightly", named("configmap", "app-config"))
+	first := startController(t, ns, controllerOpts{})
+	settle()
+	if jobs := jobsOf(t, ns, cj.UID); len(jobs) != 0 {
+		t.Fatalf("%d Jobs before any change, want 0", len(jobs))
+	}
+
+	hashB := updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
+	waitFor(t, 30*time.Second, "a Job from the CronJob", func() (bool, error) { return len(jobsOf(t, ns, cj.UID)) > 0, nil })
+	settle()
+	jobs := jobsOf(t, ns, cj.UID)
+	if len(jobs) != 1 {
+		t.Fatalf("%d Jobs after one change, want 1", len(jobs))
+	}
+	j := jobs[0]
+	if got := jobEnv(&j, cmVar); got != hashB || j.Annotations["cronjob.kubernetes.io/instantiate"] != "manual" || j.Labels["from"] != "nightly" {
+		t.Fatalf("Job %s: marker %q (want %q), annotations %v, labels %v", j.Name, got, hashB, j.Annotations, j.Labels)
+	}
+	after, err := cluster.Client().BatchV1().CronJobs(ns).Get(context.Background(), "nightly", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, pending := after.Annotations["reloader/pending-job"]; pending {
+		t.Fatalf("the CronJob still names a pending Job: %v", after.Annotations)
+	}
+
+	first.stop(t)
+	startController(t, ns, controllerOpts{})
+	settle()
+	if n := len(jobsOf(t, ns, cj.UID)); n != 1 {
+		t.Fatalf("%d Jobs after a restart with nothing changed, want 1", n)
+	}
+	updateConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
+	waitFor(t, 30*time.Second, "a second Job", func() (bool, error) { return len(jobsOf(t, ns, cj.UID)) == 2, nil })
+	settle()
+	if n := len(jobsOf(t, ns, cj.UID)); n != 2 {
+		t.Fatalf("%d Jobs after two changes, want 2", n)
+	}
+}
+
+// A reloader stopped between recording a CronJob's reload and creating its Job (simulated by
+// writing the annotation that patch leaves) creates the Job on its next start, once, even when
+// started twice over it.
+func TestACronJobReloadInterruptedBeforeItsJobRunsItOnceAtTheNextStart(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	cj := createCronJob(t, ns, "nightly", named("configmap", "app-config"))
+	patch := `{"metadata":{"annotations":{"reloader/pending-job":"nightly-reload-abc1234"}}}`
+	if _, err := cluster.Client().BatchV1().CronJobs(ns).Patch(context.Background(), "nightly", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	startController(t, ns, controllerOpts{})
+	waitFor(t, 30*time.Second, "the pending Job", func() (bool, error) { return len(jobsOf(t, ns, cj.UID)) == 1, nil })
+	settle()
+	if jobs := jobsOf(t, ns, cj.UID); len(jobs) != 1 || jobs[0].Name != "nightly-reload-abc1234" {
+		t.Fatalf("Jobs %v, want exactly nightly-reload-abc1234", jobs)
+	}
+	// The Job exists but the annotation came back (the stop fell after the create): no second.
+	if _, err := cluster.Client().BatchV1().CronJobs(ns).Patch(context.Background(), "nightly", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	startController(t, ns, controllerOpts{})
+	waitFor(t, 30*time.Second, "the annotation cleared", func() (bool, error) {
+		c, err := cluster.Client().BatchV1().CronJobs(ns).Get(context.Background(), "nightly", metav1.GetOptions{})
+		return err == nil && c.Annotations["reloader/pending-job"] == "", err
+	})
+	if n := len(jobsOf(t, ns, cj.UID)); n != 1 {
+		t.Fatalf("%d Jobs, want 1", n)
+	}
+}
+
+// A Job's reload deletes it and creates it again, under the same name, with the new marker. A
+// restart of the reloader recreates nothing: the new Job carries the current marker.
+func TestAJobReloadRecreatesItOnce(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	old := createJob(t, ns, "migrate", named("configmap", "app-config"))
+	first := startController(t, ns, controllerOpts{})
+	settle()
+	if j := getJob(t, ns, "migrate"); j.UID != old.UID {
+		t.Fatal("the Job was recreated without a change")
+	}
+
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
+	var recreated *batchv1.Job
+	waitFor(t, 30*time.Second, "the Job recreated", func() (bool, error) {
+		j, err := cluster.Client().BatchV1().Jobs(ns).Get(context.Background(), "migrate", metav1.GetOptions{})
+		if err != nil || j.UID == old.UID {
+			return false, nil
+		}
+		recreated = j
+		return true, nil
+	})
+	if got := jobEnv(recreated, cmVar); got != hash {
+		t.Fatalf("recreated Job marker %q, want %q", got, hash)
+	}
+	settle()
+	if notes := jobRecreationNotes(t, ns); len(notes) != 0 {
+		t.Fatalf("the recreation is still written down: %v", notes)
+	}
+	first.stop(t)
+	startController(t, ns, controllerOpts{})
+	settle()
+	if j := getJob(t, ns, "migrate"); j.UID != recreated.UID {
+		t.Fatalf("a restart recreated the Job again (UID %s → %s)", recreated.UID, j.UID)
+	}
+}
+
+// --ignored-workload-types=jobs,cronjobs leaves them alone, while a Deployment on the same
+// config reloads (the positive control).
+func TestIgnoredJobsAndCronJobsAreLeftAlone(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	cj := createCronJob(t, ns, "nightly", named("configmap", "app-config"))
+	job := createJob(t, ns, "migrate", named("configmap", "app-config"))
+	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
+	startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) {
+		o.IgnoredWorkloadTypes = []string{reloader.TypeJobs, reloader.TypeCronJobs}
+	}})
+	settle()
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
+	waitEnv(t, ns, "web", cmVar, hash)
+	settle()
+	if n := len(jobsOf(t, ns, cj.UID)); n != 0 {
+		t.Fatalf("ignored CronJob ran %d Jobs", n)
+	}
+	if j := getJob(t, ns, "migrate"); j.UID != job.UID {
+		t.Fatal("ignored Job was recreated")
+	}
+}
+
+// Under a Role written before CronJob and Job reloads (no batch rules), the reloader still
+// syncs and reloads a Deployment (the positive control), and says once that those kinds are off.
+func TestWithoutBatchPermissionsCronJobsAndJobsAreOffAndTheRestWorks(t *testing.T) {
+	ctx := context.Background()
+	ns := cluster.NewNamespace(t)
+	admin := cluster.Client()
+	if _, err := admin.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "old-role"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "old-role"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets"}, Verbs: []string{"get", "list", "watch", "create", "patch"}},
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets", "daemonsets"}, Verbs: []string{"get", "list", "watch", "patch"}},
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+	}}
+	if _, err := admin.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "old-role"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "old-role"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "old-role", Namespace: ns}}}
+	if _, err := admin.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := cluster.ServiceAccountConfig(ctx, ns, "old-role")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa := kubernetes.NewForConfigOrDie(cfg)
+	waitFor(t, 30*time.Second, "the Role in force", func() (bool, error) {
+		_, err := sa.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+		return err == nil, nil
+	})
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
+	r := startControllerAs(t, cfg, ns, controllerOpts{})
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
+	waitEnv(t, ns, "web", cmVar, hash)
+	for _, kind := range []string{"CronJobs", "Jobs"} {
+		if n := strings.Count(r.log.String(), "the reloader may not list "+kind); n != 1 {
+			t.Errorf("said %d times that %s are off, want once:\n%s", n, kind, r.log.String())
+		}
+	}
+}
+
+// jobRecreationNotes returns the Job recreations written down in the state ConfigMap.
+func jobRecreationNotes(t *testing.T, ns string) map[string]string {
+	t.Helper()
+	cm, err := cluster.Client().CoreV1().ConfigMaps(ns).Get(context.Background(), "reloader-state", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for k, v := range cm.Data {
+		if strings.HasPrefix(k, "reloader.job-recreation_") {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// A reloader stopped after deleting a Job and before creating it again (simulated: the
+// recreation written down as the reloader writes it, then the Job deleted) creates it at its
+// next start, once: a second start finds it created and creates nothing. A recreation written
+// down whose delete never happened deletes nothing and creates nothing.
+func TestAJobRecreationInterruptedAfterTheDeleteIsFinishedOnceAtTheNextStart(t *testing.T) {
+	ctx := context.Background()
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	first := startController(t, ns, controllerOpts{})
+	settle()
+	first.stop(t)
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
+
+	// "gone": deleted, its recreation written down. "kept": written down, never deleted.
+	gone := createJob(t, ns, "gone", named("configmap", "app-config"))
+	kept := createJob(t, ns, "kept", map[string]string{"reloader.stakater.com/auto": "false"})
+	note := func(j *batchv1.Job, env string) {
+		next := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: j.Name, Namespace: ns, Annotations: j.Annotations},
+			Spec: batchv1.JobSpec{Template: podTemplate(j.Name)}}
+		next.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
+		next.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: cmVar, Value: env}}
+		b, err := json.Marshal(map[string]any{"oldUID": j.UID, "job": next})
+		if err != nil {
+			t.Fatal(err)
+		}
+		patch, _ := json.Marshal(map[string]any{"data": map[string]string{"reloader.job-recreation_" + ns + "_" + j.Name: string(b)}})
+		if _, err := cluster.Client().CoreV1().ConfigMaps(ns).Patch(ctx, "reloader-state", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	note(gone, hash)
+	note(kept, "never")
+	background := metav1.DeletePropagationBackground
+	if err := cluster.Client().BatchV1().Jobs(ns).Delete(ctx, "gone", metav1.DeleteOptions{PropagationPolicy: &background}); err != nil {
+		t.Fatal(err)
+	}
+
+	second := startController(t, ns, controllerOpts{})
+	settle()
+	created := getJob(t, ns, "gone")
+	if created.UID == gone.UID || jobEnv(created, cmVar) != hash {
+		t.Fatalf("Job gone: UID %s (was %s), marker %q; want it created again with %q", created.UID, gone.UID, jobEnv(created, cmVar), hash)
+	}
+	if j := getJob(t, ns, "kept"); j.UID != kept.UID {
+		t.Fatal("a recreation whose delete never happened recreated the Job")
+	}
+	if notes := jobRecreationNotes(t, ns); len(notes) != 0 {
+		t.Fatalf("recreations still written down after the start: %v", notes)
+	}
+	second.stop(t)
+	note(gone, hash) // the stop fell after the create, before the note was removed
+	startController(t, ns, controllerOpts{})
+	settle()
+	if j := getJob(t, ns, "gone"); j.UID != created.UID {
+		t.Fatalf("Job gone created twice (UID %s → %s)", created.UID, j.UID)
+	}
+}
