@@ -62,4 +62,3 @@ func TestInvalidReloadWindowFlagFailsWithOneLine(t *testing.T) {
 		t.Fatalf("want one line naming the flag and the problem, got:\n%s", out)
 	}
 }
-

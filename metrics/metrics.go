@@ -37,8 +37,8 @@ type Metrics struct {
 	// Safe reloads (deferral.go).
 	Deferred       *prometheus.GaugeVec   // reason: workloads whose due reload is held
 	InvalidChanges *prometheus.CounterVec // kind: changes not rolled out because a declared key does not parse
-	Stakater        *Stakater              // stakater Reloader's names for the same events (stakater.go)
-	Alerts          *prometheus.CounterVec // result: sent, failed, dropped (package alert)
+	Stakater       *Stakater              // stakater Reloader's names for the same events (stakater.go)
+	Alerts         *prometheus.CounterVec // result: sent, failed, dropped (package alert)
 
 	byNamespace bool
 
