@@ -19,6 +19,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -27,6 +28,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes/scheme"
 
+	"github.com/reloader/reloader/internal/release"
 	"github.com/reloader/reloader/internal/testcluster"
 	"github.com/reloader/reloader/state"
 )
@@ -100,21 +102,22 @@ func decodeManifests(t *testing.T, source string, data []byte) []manifest {
 	return out
 }
 
+// readManifestDir returns the objects `kubectl apply -k dir` applies: the kustomize base in
+// dir, rendered with the kustomize library.
 func readManifestDir(t *testing.T, dir string) []manifest {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no YAML files in %s (%v)", dir, err)
+	return renderBase(t, dir, "")
+}
+
+// renderBase renders the kustomize base in dir as an overlay setting namespace would (none
+// when empty).
+func renderBase(t *testing.T, dir, namespace string) []manifest {
+	t.Helper()
+	data, err := release.Kustomize(dir, namespace, "")
+	if err != nil {
+		t.Fatal(err)
 	}
-	var out []manifest
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, decodeManifests(t, f, data)...)
-	}
-	return out
+	return decodeManifests(t, "kustomize "+dir, data)
 }
 
 // kinds returns the sorted, de-duplicated kinds of ms.
@@ -413,28 +416,29 @@ func samePermissions(t *testing.T, what string, got, want []rbacv1.PolicyRule) {
 	}
 }
 
-// TestPlainManifests decodes deploy/namespace and deploy/cluster strictly and creates every
-// object on the API server with a server-side dry run into a fresh namespace.
+// TestPlainManifests renders deploy/namespace and deploy/cluster with kustomize, decodes them
+// strictly and creates every object on the API server with a server-side dry run: the
+// namespace base into a fresh namespace given as kubectl -n would, the cluster base through an
+// overlay that moves it to a fresh namespace, which must carry the ClusterRoleBinding's subject
+// with it.
 func TestPlainManifests(t *testing.T) {
 	for _, tc := range []struct {
 		dir   string
 		kinds []string
 	}{
-		{"namespace", []string{"ConfigMap", "Deployment", "Role", "RoleBinding", "ServiceAccount"}},
-		{"cluster", []string{"ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "Role", "RoleBinding", "ServiceAccount"}},
+		{"namespace", []string{"ConfigMap", "Deployment", "Role", "RoleBinding", "Service", "ServiceAccount"}},
+		{"cluster", []string{"ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "Namespace", "Role", "RoleBinding", "Service", "ServiceAccount"}},
 	} {
 		t.Run(tc.dir, func(t *testing.T) {
 			ms := readManifestDir(t, tc.dir)
 			if got := kinds(ms); !slices.Equal(got, tc.kinds) {
 				t.Errorf("kinds %v, want %v", got, tc.kinds)
 			}
-			for _, m := range ms {
-				if o, ok := m.obj.(metav1.Object); ok && o.GetNamespace() != "" {
-					t.Errorf("%s: sets namespace %q; the manifests are applied with kubectl -n", m, o.GetNamespace())
-				}
-			}
+			want := map[string]string{"namespace": "", "cluster": "reloader"}[tc.dir]
+			checkNamespaces(t, ms, want)
 			d := one[*appsv1.Deployment](t, ms)
 			checkDeployment(t, d, one[*corev1.ServiceAccount](t, ms).Name)
+			checkMetricsService(t, one[*corev1.Service](t, ms), d)
 			flags := args(t, d)
 			if tc.dir == "namespace" && flags["namespace"] != "$(KUBERNETES_NAMESPACE)" {
 				t.Errorf("namespace mode must pass --namespace=$(KUBERNETES_NAMESPACE), got %v", flags)
@@ -445,8 +449,54 @@ func TestPlainManifests(t *testing.T) {
 			if cm := one[*corev1.ConfigMap](t, ms); cm.Name != flags["configmap"] {
 				t.Errorf("state ConfigMap %q, but --configmap=%s", cm.Name, flags["configmap"])
 			}
-			createAll(t, ms, cluster.NewNamespace(t), true)
+			ns := cluster.NewNamespace(t)
+			if tc.dir == "namespace" {
+				createAll(t, ms, ns, true)
+				return
+			}
+			moved := renderBase(t, tc.dir, ns)
+			checkNamespaces(t, moved, ns)
+			// The Namespace exists already (NewNamespace made it), as kubectl apply would find it.
+			createAll(t, slices.DeleteFunc(moved, func(m manifest) bool { return m.gvk.Kind == "Namespace" }), ns, true)
 		})
+	}
+}
+
+// checkNamespaces checks that every namespaced object, the Namespace object and every
+// ServiceAccount subject of a binding are in ns ("": the objects set none, for kubectl -n).
+func checkNamespaces(t *testing.T, ms []manifest, ns string) {
+	t.Helper()
+	for _, m := range ms {
+		switch o := m.obj.(type) {
+		case *corev1.Namespace:
+			if o.Name != ns {
+				t.Errorf("%s: Namespace %q, want %q", m, o.Name, ns)
+			}
+		case *rbacv1.ClusterRoleBinding:
+			for _, s := range o.Subjects {
+				if s.Kind == "ServiceAccount" && s.Namespace != ns {
+					t.Errorf("%s: subject %s in namespace %q, want %q", m, s.Name, s.Namespace, ns)
+				}
+			}
+		case *rbacv1.ClusterRole:
+		case metav1.Object:
+			if o.GetNamespace() != ns {
+				t.Errorf("%s: namespace %q, want %q", m, o.GetNamespace(), ns)
+			}
+		}
+	}
+}
+
+// checkMetricsService: the Service reaches the reloader's pods on their metrics port.
+func checkMetricsService(t *testing.T, svc *corev1.Service, d *appsv1.Deployment) {
+	t.Helper()
+	sel := labels.SelectorFromSet(svc.Spec.Selector)
+	if len(svc.Spec.Selector) == 0 || !sel.Matches(labels.Set(d.Spec.Template.Labels)) {
+		t.Errorf("Service %s selector %v does not select the Deployment's pods %v", svc.Name, svc.Spec.Selector, d.Spec.Template.Labels)
+	}
+	port := args(t, d)["port"]
+	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].TargetPort.String() != "http" || fmt.Sprint(svc.Spec.Ports[0].Port) != port {
+		t.Errorf("Service %s must expose port %s to the pods' http port, got %+v", svc.Name, port, svc.Spec.Ports)
 	}
 }
 
@@ -477,7 +527,7 @@ func TestClusterManifestRules(t *testing.T) {
 	}
 	rb := one[*rbacv1.RoleBinding](t, ms)
 	if rb.RoleRef.Kind != "Role" || rb.RoleRef.Name != role.Name ||
-		len(rb.Subjects) != 1 || rb.Subjects[0].Kind != "ServiceAccount" || rb.Subjects[0].Name != sa || rb.Subjects[0].Namespace != "" {
+		len(rb.Subjects) != 1 || rb.Subjects[0].Kind != "ServiceAccount" || rb.Subjects[0].Name != sa || rb.Subjects[0].Namespace != "reloader" {
 		t.Errorf("RoleBinding must bind Role %s to ServiceAccount %s of its own namespace only, got %+v %+v", role.Name, sa, rb.RoleRef, rb.Subjects)
 	}
 }
