@@ -127,6 +127,7 @@ func checkImages(t *testing.T, out string, created time.Time) {
 		t.Run(platform, func(t *testing.T) {
 			img := l.image(t, m.Digest)
 			checkImageConfig(t, img.config, m.Platform.Architecture, created)
+			checkDockerfile(t, img.config)
 			files := img.files(t, l)
 			checkImageFiles(t, files)
 			if platform == runtime.GOOS+"/"+runtime.GOARCH {
@@ -160,6 +161,36 @@ func checkImageConfig(t *testing.T, cfg imageConfig, arch string, created time.T
 		if c.Labels[k] != v {
 			t.Errorf("label %s=%q, want %q", k, c.Labels[k], v)
 		}
+	}
+}
+
+// checkDockerfile: the Dockerfile's final stage sets the user, working directory, port and
+// entrypoint the image has.
+func checkDockerfile(t *testing.T, cfg imageConfig) {
+	data, err := os.ReadFile(filepath.Join(repoRoot(t), "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stages := strings.Split(string(data), "\nFROM ")
+	final := stages[len(stages)-1]
+	var ports []string
+	for p := range cfg.Config.ExposedPorts {
+		ports = append(ports, strings.TrimSuffix(p, "/tcp"))
+	}
+	want := []string{
+		"scratch\n",
+		"\nUSER " + cfg.Config.User + "\n",
+		"\nWORKDIR " + cfg.Config.WorkingDir + "\n",
+		"\nEXPOSE " + strings.Join(ports, " ") + "\n",
+		"\nENTRYPOINT [\"" + strings.Join(cfg.Config.Entrypoint, `", "`) + "\"]",
+	}
+	for _, w := range want {
+		if !strings.Contains(final, w) {
+			t.Errorf("the Dockerfile's final stage lacks %q, which the image has", strings.TrimSpace(w))
+		}
+	}
+	if !strings.Contains(strings.Join(stages[:len(stages)-1], ""), "go run . -base-tar") {
+		t.Error("the Dockerfile does not take its base files from tools/image (-base-tar)")
 	}
 }
 
@@ -351,6 +382,8 @@ type imageConfig struct {
 	Config       struct {
 		Entrypoint, Cmd []string
 		User            string
+		WorkingDir      string
+		ExposedPorts    map[string]struct{}
 		Labels          map[string]string
 	} `json:"config"`
 }
