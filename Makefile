@@ -45,6 +45,18 @@ soak: tools
 	$(GO) test -count=1 -timeout 0 -run '^TestSoak$$' -v ./e2e -args -soak=$(DURATION) > $$log 2>&1; rc=$$?; \
 	grep -E '^\s+checker_test.go:[0-9]+: (seed|soak)|^\s+(lost|excess):|^\s+[0-9]+\. |^(ok|FAIL)' $$log; exit $$rc
 
+# The integration suites on each Kubernetes minor version pinned under tools/ (tools/kube, and
+# tools/kube-vX.Y for the others; README.md, "Kubernetes versions"). Each version's control plane
+# is built on its first run, which takes a long while.
+KUBE_VERSIONS   ?= 1.35 1.36 1.37
+MATRIX_PACKAGES ?= ./reloader/ ./deploy/
+test-matrix: build
+	@for v in $(KUBE_VERSIONS); do \
+		echo "== Kubernetes $$v"; \
+		RELOADER_KUBE_VERSION=$$v $(GO) run ./internal/testcluster/cmd/testbin >/dev/null || exit 1; \
+		RELOADER_KUBE_VERSION=$$v $(GO) test -count=1 -timeout 30m $(MATRIX_PACKAGES) || exit 1; \
+	done
+
 # Images and releases need no container engine (README.md, "Images and releases"). The commit
 # time is stamped into them, so the same commit gives the same image digests.
 REVISION          ?= $(shell git rev-parse HEAD 2>/dev/null)

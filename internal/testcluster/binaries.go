@@ -333,16 +333,24 @@ func toolsDirAbove(dir string) (string, bool) {
 	}
 }
 
-// kubeModule returns the tools/ module pinning the Kubernetes binaries: kube-vMAJOR.MINOR for
-// $RELOADER_KUBE_VERSION=MAJOR.MINOR (make test-matrix), else kube.
+// kubeModule returns the tools/ module pinning the Kubernetes binaries for
+// $RELOADER_KUBE_VERSION=MAJOR.MINOR (make test-matrix): tools/kube when it
+// pins that minor version, else tools/kube-vMAJOR.MINOR. Unset, it is tools/kube.
 func kubeModule(tools string) (string, error) {
-	v := os.Getenv(envKubeVersion)
+	v := strings.TrimPrefix(os.Getenv(envKubeVersion), "v")
 	if v == "" {
 		return defaultKube, nil
 	}
-	module := "kube-v" + strings.TrimPrefix(v, "v")
+	gomod, err := os.ReadFile(filepath.Join(tools, defaultKube, "go.mod"))
+	if err != nil {
+		return "", fmt.Errorf("read the pinned Kubernetes version: %w", err)
+	}
+	if strings.Contains(string(gomod), "\nrequire k8s.io/kubernetes v"+v+".") {
+		return defaultKube, nil
+	}
+	module := "kube-v" + v
 	if !exists(filepath.Join(tools, module, "go.mod")) {
-		return "", fmt.Errorf("%s=%s: no module %s; the versions pinned are the tools/kube-v* directories", envKubeVersion, v, filepath.Join(tools, module))
+		return "", fmt.Errorf("%s=%s: neither tools/%s nor tools/%s pins it", envKubeVersion, v, defaultKube, module)
 	}
 	return module, nil
 }

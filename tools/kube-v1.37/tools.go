@@ -1,6 +1,6 @@
 //go:build tools
 
-// Package kube only pins the control-plane commands for the local test cluster.
+// Package kube only pins the Kubernetes 1.37 control-plane commands for make test-matrix.
 package kube
 
 import (
