@@ -13,6 +13,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,6 +57,7 @@ func TestReleaseWritesEveryArtifactAtItsVersion(t *testing.T) {
 	t.Run("manifests", func(t *testing.T) { checkManifests(t, out) })
 	t.Run("chart", func(t *testing.T) { checkChart(ctx, t, out) })
 	t.Run("SBOMs", func(t *testing.T) { checkSBOMs(t, out) })
+	t.Run("crane push", func(t *testing.T) { checkCranePush(ctx, t, out) })
 }
 
 // TestReleaseRefusesAVersionThatIsNotSemver: the chart's version is the release's without the
@@ -115,8 +117,9 @@ func checkChecksums(t *testing.T, out string) {
 
 func checkImages(t *testing.T, out string, created time.Time) {
 	l := openLayout(t, filepath.Join(out, "oci"))
-	if got := l.index.Manifests; len(got) != 1 || got[0].Annotations["org.opencontainers.image.ref.name"] != version {
-		t.Fatalf("layout index.json must name one index by %s, got %+v", version, got)
+	ref := release.ImageRepository + ":" + version
+	if got := l.index.Manifests; len(got) != 1 || got[0].Annotations["org.opencontainers.image.ref.name"] != ref {
+		t.Fatalf("layout index.json must name one index %s, got %+v", ref, got)
 	}
 	var idx ociIndex
 	l.blobJSON(t, l.index.Manifests[0].Digest, &idx)
@@ -359,6 +362,74 @@ func checkSBOMs(t *testing.T, out string) {
 		if slices.Contains(names, "sigs.k8s.io/kustomize/api") {
 			t.Errorf("%s: SBOM lists kustomize, which only the release tooling uses", p)
 		}
+	}
+}
+
+// checkCranePush pushes the OCI layout with the pinned crane into crane's in-memory registry
+// on the loopback, reads each platform's config back, and validates the docker tarballs.
+func checkCranePush(ctx context.Context, t *testing.T, out string) {
+	crane := filepath.Join(t.TempDir(), "crane")
+	build := exec.CommandContext(ctx, "go", "build", "-o", crane, "github.com/google/go-containerregistry/cmd/crane")
+	build.Dir, build.Env = filepath.Join(repoRoot(t), "tools", "image"), append(os.Environ(), "GOWORK=off")
+	if msg, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build crane: %v\n%s", err, msg)
+	}
+	addr := freeLoopbackAddr(t)
+	serve := exec.CommandContext(ctx, crane, "registry", "serve", "--address", addr)
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { serve.Process.Kill(); serve.Wait() })
+	waitListening(t, addr)
+	ref := addr + "/reloader:" + version
+	runCrane(ctx, t, crane, "push", filepath.Join(out, "oci"), ref)
+	for _, p := range platforms {
+		var cfg imageConfig
+		if err := json.Unmarshal(runCrane(ctx, t, crane, "config", "--platform", p, ref), &cfg); err != nil {
+			t.Fatal(err)
+		}
+		if cfg.OS+"/"+cfg.Architecture != p || cfg.Config.User != "65532:65532" {
+			t.Errorf("pushed index, %s: config for %s/%s user %q", p, cfg.OS, cfg.Architecture, cfg.Config.User)
+		}
+		runCrane(ctx, t, crane, "validate", "--tarball", filepath.Join(out, "reloader-"+version+"-"+strings.ReplaceAll(p, "/", "-")+".tar"))
+	}
+}
+
+func runCrane(ctx context.Context, t *testing.T, crane string, args ...string) []byte {
+	t.Helper()
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, crane, args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("crane %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return out
+}
+
+func freeLoopbackAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func waitListening(t *testing.T, addr string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("crane registry on %s: %v", addr, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -47,12 +47,12 @@ func build(opts options) error {
 			Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: arch}},
 		})
 	}
-	return writeLayout(filepath.Join(opts.out, "oci"), index, opts.version)
+	return writeLayout(filepath.Join(opts.out, "oci"), index, tag.String())
 }
 
-// writeLayout replaces dir with an OCI layout whose index.json names index by version, so
-// `podman pull oci:DIR:VERSION` and `crane push --index DIR` find it.
-func writeLayout(dir string, index v1.ImageIndex, version string) error {
+// writeLayout replaces dir with an OCI layout whose index.json holds only index, named by the
+// full reference ref (what podman load and containerd's import name the image after).
+func writeLayout(dir string, index v1.ImageIndex, ref string) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("clear %s: %w", dir, err)
 	}
@@ -60,8 +60,11 @@ func writeLayout(dir string, index v1.ImageIndex, version string) error {
 	if err != nil {
 		return fmt.Errorf("create OCI layout %s: %w", dir, err)
 	}
-	ref := layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": version})
-	if err := p.AppendIndex(index, ref); err != nil {
+	names := layout.WithAnnotations(map[string]string{
+		"org.opencontainers.image.ref.name": ref,
+		"io.containerd.image.name":          ref,
+	})
+	if err := p.AppendIndex(index, names); err != nil {
 		return fmt.Errorf("write OCI layout %s: %w", dir, err)
 	}
 	return nil
@@ -101,6 +104,9 @@ func platformImage(opts options, platform string) (v1.Image, error) {
 	cfg = cfg.DeepCopy()
 	cfg.OS, cfg.Architecture = "linux", strings.TrimPrefix(platform, "linux/")
 	cfg.Created = v1.Time{Time: opts.created}
+	for i := range cfg.History {
+		cfg.History[i].Created = cfg.Created
+	}
 	cfg.Config = imageConfig(opts)
 	img, err = mutate.ConfigFile(img, cfg)
 	if err != nil {
