@@ -52,8 +52,9 @@ KUBE_VERSIONS   ?= 1.35 1.36 1.37
 MATRIX_PACKAGES ?= ./reloader/ ./deploy/
 test-matrix: build
 	@for v in $(KUBE_VERSIONS); do \
-		echo "== Kubernetes $$v"; \
-		RELOADER_KUBE_VERSION=$$v $(GO) run ./internal/testcluster/cmd/testbin >/dev/null || exit 1; \
+		dirs=$$(RELOADER_KUBE_VERSION=$$v $(GO) run ./internal/testcluster/cmd/testbin) || exit 1; \
+		bins=$$(echo "$$dirs" | head -1); \
+		echo "== Kubernetes $$v: $$($(GO) version -m $$bins/kube-apiserver | grep -w 'mod.*k8s.io/kubernetes')"; \
 		RELOADER_KUBE_VERSION=$$v $(GO) test -count=1 -timeout 30m $(MATRIX_PACKAGES) || exit 1; \
 	done
 
