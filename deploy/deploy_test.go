@@ -19,7 +19,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -28,7 +27,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes/scheme"
 
-	"github.com/reloader/reloader/internal/release"
 	"github.com/reloader/reloader/internal/testcluster"
 	"github.com/reloader/reloader/state"
 )
@@ -107,17 +105,6 @@ func decodeManifests(t *testing.T, source string, data []byte) []manifest {
 func readManifestDir(t *testing.T, dir string) []manifest {
 	t.Helper()
 	return renderBase(t, dir, "")
-}
-
-// renderBase renders the kustomize base in dir as an overlay setting namespace would (none
-// when empty).
-func renderBase(t *testing.T, dir, namespace string) []manifest {
-	t.Helper()
-	data, err := release.Kustomize(dir, namespace, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return decodeManifests(t, "kustomize "+dir, data)
 }
 
 // kinds returns the sorted, de-duplicated kinds of ms.
@@ -438,7 +425,6 @@ func TestPlainManifests(t *testing.T) {
 			checkNamespaces(t, ms, want)
 			d := one[*appsv1.Deployment](t, ms)
 			checkDeployment(t, d, one[*corev1.ServiceAccount](t, ms).Name)
-			checkMetricsService(t, one[*corev1.Service](t, ms), d)
 			flags := args(t, d)
 			if tc.dir == "namespace" && flags["namespace"] != "$(KUBERNETES_NAMESPACE)" {
 				t.Errorf("namespace mode must pass --namespace=$(KUBERNETES_NAMESPACE), got %v", flags)
@@ -449,6 +435,7 @@ func TestPlainManifests(t *testing.T) {
 			if cm := one[*corev1.ConfigMap](t, ms); cm.Name != flags["configmap"] {
 				t.Errorf("state ConfigMap %q, but --configmap=%s", cm.Name, flags["configmap"])
 			}
+			checkMetricsService(t, one[*corev1.Service](t, ms), d)
 			ns := cluster.NewNamespace(t)
 			if tc.dir == "namespace" {
 				createAll(t, ms, ns, true)
@@ -459,44 +446,6 @@ func TestPlainManifests(t *testing.T) {
 			// The Namespace exists already (NewNamespace made it), as kubectl apply would find it.
 			createAll(t, slices.DeleteFunc(moved, func(m manifest) bool { return m.gvk.Kind == "Namespace" }), ns, true)
 		})
-	}
-}
-
-// checkNamespaces checks that every namespaced object, the Namespace object and every
-// ServiceAccount subject of a binding are in ns ("": the objects set none, for kubectl -n).
-func checkNamespaces(t *testing.T, ms []manifest, ns string) {
-	t.Helper()
-	for _, m := range ms {
-		switch o := m.obj.(type) {
-		case *corev1.Namespace:
-			if o.Name != ns {
-				t.Errorf("%s: Namespace %q, want %q", m, o.Name, ns)
-			}
-		case *rbacv1.ClusterRoleBinding:
-			for _, s := range o.Subjects {
-				if s.Kind == "ServiceAccount" && s.Namespace != ns {
-					t.Errorf("%s: subject %s in namespace %q, want %q", m, s.Name, s.Namespace, ns)
-				}
-			}
-		case *rbacv1.ClusterRole:
-		case metav1.Object:
-			if o.GetNamespace() != ns {
-				t.Errorf("%s: namespace %q, want %q", m, o.GetNamespace(), ns)
-			}
-		}
-	}
-}
-
-// checkMetricsService: the Service reaches the reloader's pods on their metrics port.
-func checkMetricsService(t *testing.T, svc *corev1.Service, d *appsv1.Deployment) {
-	t.Helper()
-	sel := labels.SelectorFromSet(svc.Spec.Selector)
-	if len(svc.Spec.Selector) == 0 || !sel.Matches(labels.Set(d.Spec.Template.Labels)) {
-		t.Errorf("Service %s selector %v does not select the Deployment's pods %v", svc.Name, svc.Spec.Selector, d.Spec.Template.Labels)
-	}
-	port := args(t, d)["port"]
-	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].TargetPort.String() != "http" || fmt.Sprint(svc.Spec.Ports[0].Port) != port {
-		t.Errorf("Service %s must expose port %s to the pods' http port, got %+v", svc.Name, port, svc.Spec.Ports)
 	}
 }
 
