@@ -5,7 +5,7 @@ BIN     := bin/reloader
 # The same flags as the Dockerfile, so the binary tested here is the one shipped.
 BUILD_FLAGS := -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
 
-.PHONY: all build tools test check run demo bench soak clean
+.PHONY: all build tools test check run demo bench soak clean image release test-matrix
 
 all: build
 
@@ -45,5 +45,33 @@ soak: tools
 	$(GO) test -count=1 -timeout 0 -run '^TestSoak$$' -v ./e2e -args -soak=$(DURATION) > $$log 2>&1; rc=$$?; \
 	grep -E '^\s+checker_test.go:[0-9]+: (seed|soak)|^\s+(lost|excess):|^\s+[0-9]+\. |^(ok|FAIL)' $$log; exit $$rc
 
+# The integration suites on each Kubernetes minor version pinned under tools/ (tools/kube, and
+# tools/kube-vX.Y for the others; README.md, "Kubernetes versions"). Each version's control plane
+# is built on its first run, which takes a long while.
+KUBE_VERSIONS   ?= 1.35 1.36 1.37
+MATRIX_PACKAGES ?= ./reloader/ ./deploy/
+test-matrix: build
+	@for v in $(KUBE_VERSIONS); do \
+		dirs=$$(RELOADER_KUBE_VERSION=$$v $(GO) run ./internal/testcluster/cmd/testbin) || exit 1; \
+		bins=$$(echo "$$dirs" | head -1); \
+		echo "== Kubernetes $$v: $$($(GO) version -m $$bins/kube-apiserver | grep -w 'mod.*k8s.io/kubernetes')"; \
+		RELOADER_KUBE_VERSION=$$v $(GO) test -count=1 -timeout 30m $(MATRIX_PACKAGES) || exit 1; \
+	done
+
+# Images and releases need no container engine (README.md, "Images and releases"). The commit
+# time is stamped into them, so the same commit gives the same image digests.
+REVISION          ?= $(shell git rev-parse HEAD 2>/dev/null)
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
+export SOURCE_DATE_EPOCH
+
+# bin/image/: an OCI layout (oci/) of linux/amd64 and linux/arm64, and a docker-save tarball each.
+image:
+	$(GO) run ./internal/release/cmd/release --images-only --version $(VERSION) --revision "$(REVISION)" --out bin/image
+
+# dist/: binaries, images, rendered manifests, the chart, SBOMs and SHA256SUMS (RELEASING.md).
+release:
+	@case "$(VERSION)" in v[0-9]*.[0-9]*.[0-9]*) ;; *) echo "usage: make release VERSION=vX.Y.Z"; exit 1;; esac
+	$(GO) run ./internal/release/cmd/release --version $(VERSION) --revision "$(REVISION)" --out dist
+
 clean:
-	rm -rf bin
+	rm -rf bin dist

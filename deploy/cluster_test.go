@@ -174,24 +174,23 @@ func checkReload(t *testing.T, appNS, stateNS, stateName, key string) {
 // TestClusterManifestsReload installs deploy/cluster's ServiceAccount, state ConfigMap,
 // ClusterRole, ClusterRoleBinding, Role and RoleBinding for real, runs the controller
 // in-process in all-namespaces mode (with a namespace selector, which needs the namespaces
-// rule) as that ServiceAccount, and reloads a Deployment in another namespace. The
-// ClusterRoleBinding's subject namespace is the one thing changed: the test cannot use
-// "reloader", as the manifest's header tells users to do the same.
+// rule) as that ServiceAccount, and reloads a Deployment in another namespace. The base is
+// rendered as an overlay moving it to a fresh namespace would, which also moves the
+// ClusterRoleBinding's subject.
 func TestClusterManifestsReload(t *testing.T) {
 	ctx := context.Background()
 	admin := cluster.Client()
-	ms := readManifestDir(t, "cluster")
 	ns := cluster.NewNamespace(t)
 	appNS := cluster.NewNamespace(t)
+	ms := renderBase(t, "cluster", ns)
 
 	sa := one[*corev1.ServiceAccount](t, ms)
 	stateCM := one[*corev1.ConfigMap](t, ms)
 	cr := one[*rbacv1.ClusterRole](t, ms)
-	crb := one[*rbacv1.ClusterRoleBinding](t, ms).DeepCopy()
-	if len(crb.Subjects) != 1 || crb.Subjects[0].Namespace != "reloader" {
-		t.Fatalf("ClusterRoleBinding subjects %+v, want the ServiceAccount in namespace reloader", crb.Subjects)
+	crb := one[*rbacv1.ClusterRoleBinding](t, ms)
+	if len(crb.Subjects) != 1 || crb.Subjects[0].Namespace != ns {
+		t.Fatalf("ClusterRoleBinding subjects %+v, want the ServiceAccount in namespace %s", crb.Subjects, ns)
 	}
-	crb.Subjects[0].Namespace = ns
 	mustCreate := func(what string, err error) {
 		t.Helper()
 		if err != nil {

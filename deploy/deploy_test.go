@@ -100,21 +100,11 @@ func decodeManifests(t *testing.T, source string, data []byte) []manifest {
 	return out
 }
 
+// readManifestDir returns the objects `kubectl apply -k dir` applies: the kustomize base in
+// dir, rendered with the kustomize library.
 func readManifestDir(t *testing.T, dir string) []manifest {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no YAML files in %s (%v)", dir, err)
-	}
-	var out []manifest
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, decodeManifests(t, f, data)...)
-	}
-	return out
+	return renderBase(t, dir, "")
 }
 
 // kinds returns the sorted, de-duplicated kinds of ms.
@@ -418,26 +408,26 @@ func samePermissions(t *testing.T, what string, got, want []rbacv1.PolicyRule) {
 	}
 }
 
-// TestPlainManifests decodes deploy/namespace and deploy/cluster strictly and creates every
-// object on the API server with a server-side dry run into a fresh namespace.
+// TestPlainManifests renders deploy/namespace and deploy/cluster with kustomize, decodes them
+// strictly and creates every object on the API server with a server-side dry run: the
+// namespace base into a fresh namespace given as kubectl -n would, the cluster base through an
+// overlay that moves it to a fresh namespace, which must carry the ClusterRoleBinding's subject
+// with it.
 func TestPlainManifests(t *testing.T) {
 	for _, tc := range []struct {
 		dir   string
 		kinds []string
 	}{
-		{"namespace", []string{"ConfigMap", "Deployment", "Role", "RoleBinding", "ServiceAccount"}},
-		{"cluster", []string{"ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "Role", "RoleBinding", "ServiceAccount"}},
+		{"namespace", []string{"ConfigMap", "Deployment", "Role", "RoleBinding", "Service", "ServiceAccount"}},
+		{"cluster", []string{"ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "Namespace", "Role", "RoleBinding", "Service", "ServiceAccount"}},
 	} {
 		t.Run(tc.dir, func(t *testing.T) {
 			ms := readManifestDir(t, tc.dir)
 			if got := kinds(ms); !slices.Equal(got, tc.kinds) {
 				t.Errorf("kinds %v, want %v", got, tc.kinds)
 			}
-			for _, m := range ms {
-				if o, ok := m.obj.(metav1.Object); ok && o.GetNamespace() != "" {
-					t.Errorf("%s: sets namespace %q; the manifests are applied with kubectl -n", m, o.GetNamespace())
-				}
-			}
+			want := map[string]string{"namespace": "", "cluster": "reloader"}[tc.dir]
+			checkNamespaces(t, ms, want)
 			d := one[*appsv1.Deployment](t, ms)
 			checkDeployment(t, d, one[*corev1.ServiceAccount](t, ms).Name)
 			flags := args(t, d)
@@ -450,7 +440,16 @@ func TestPlainManifests(t *testing.T) {
 			if cm := one[*corev1.ConfigMap](t, ms); cm.Name != flags["configmap"] {
 				t.Errorf("state ConfigMap %q, but --configmap=%s", cm.Name, flags["configmap"])
 			}
-			createAll(t, ms, cluster.NewNamespace(t), true)
+			checkMetricsService(t, one[*corev1.Service](t, ms), d)
+			ns := cluster.NewNamespace(t)
+			if tc.dir == "namespace" {
+				createAll(t, ms, ns, true)
+				return
+			}
+			moved := renderBase(t, tc.dir, ns)
+			checkNamespaces(t, moved, ns)
+			// The Namespace exists already (NewNamespace made it), as kubectl apply would find it.
+			createAll(t, slices.DeleteFunc(moved, func(m manifest) bool { return m.gvk.Kind == "Namespace" }), ns, true)
 		})
 	}
 }
@@ -485,7 +484,7 @@ func TestClusterManifestRules(t *testing.T) {
 	}
 	rb := one[*rbacv1.RoleBinding](t, ms)
 	if rb.RoleRef.Kind != "Role" || rb.RoleRef.Name != role.Name ||
-		len(rb.Subjects) != 1 || rb.Subjects[0].Kind != "ServiceAccount" || rb.Subjects[0].Name != sa || rb.Subjects[0].Namespace != "" {
+		len(rb.Subjects) != 1 || rb.Subjects[0].Kind != "ServiceAccount" || rb.Subjects[0].Name != sa || rb.Subjects[0].Namespace != "reloader" {
 		t.Errorf("RoleBinding must bind Role %s to ServiceAccount %s of its own namespace only, got %+v %+v", role.Name, sa, rb.RoleRef, rb.Subjects)
 	}
 }

@@ -1,12 +1,13 @@
 // Package deploy holds no code: it is the home of the reloader's deployment artifacts and of the
 // tests that check them against a real API server.
 //
-//   - namespace/: plain manifests for a reloader that watches only its own namespace.
-//   - cluster/: plain manifests for a reloader that watches every namespace.
+//   - namespace/: a kustomize base for a reloader that watches only its own namespace.
+//   - cluster/: a kustomize base for a reloader that watches every namespace, in the namespace
+//     "reloader" unless an overlay moves it.
 //   - helm/reloader/: a Helm chart covering both, plus ServiceMonitor and PrometheusRule.
 //   - grafana/: a dashboard over the metrics documented in README.md.
 //
-// The tests decode every manifest strictly, create it on the local test API server with a
+// The tests render the bases with the kustomize library, decode every manifest strictly, create it on the local test API server with a
 // server-side dry run, render the chart with the pinned helm binary (tools/helm), and run the
 // controller as the namespace and cluster manifests' ServiceAccounts, with exactly their Roles.
 package deploy

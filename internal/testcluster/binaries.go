@@ -23,7 +23,10 @@ import (
 // the kwok stage configuration.
 type Binaries struct {
 	// Dir is the cache directory the binaries are built into.
-	Dir                   string
+	Dir string
+	// KubeModule is the directory under tools/ that pins the Kubernetes binaries: kube, or
+	// kube-vMAJOR.MINOR when $RELOADER_KUBE_VERSION asks for another minor version.
+	KubeModule            string
 	Etcd                  string
 	KubeAPIServer         string
 	KubeControllerManager string
@@ -46,6 +49,8 @@ const (
 	envTestbinDir    = "RELOADER_TESTBIN_DIR"
 	envToolsDir      = "RELOADER_TOOLS_DIR"
 	envAssets        = "KUBEBUILDER_ASSETS"
+	envKubeVersion   = "RELOADER_KUBE_VERSION"
+	defaultKube      = "kube"
 	kwokModule       = "sigs.k8s.io/kwok"
 	kwokStagesFile   = "kwok-stages.yaml"
 	lockFile         = ".lock"
@@ -75,9 +80,9 @@ const (
 func (b *Binaries) binaries() []binary {
 	return []binary{
 		{"etcd", "etcd", "go.etcd.io/etcd/server/v3", &b.Etcd},
-		{"kube-apiserver", "kube", "k8s.io/kubernetes/cmd/kube-apiserver", &b.KubeAPIServer},
-		{"kube-controller-manager", "kube", "k8s.io/kubernetes/cmd/kube-controller-manager", &b.KubeControllerManager},
-		{"kube-scheduler", "kube", "k8s.io/kubernetes/cmd/kube-scheduler", &b.KubeScheduler},
+		{"kube-apiserver", b.KubeModule, "k8s.io/kubernetes/cmd/kube-apiserver", &b.KubeAPIServer},
+		{"kube-controller-manager", b.KubeModule, "k8s.io/kubernetes/cmd/kube-controller-manager", &b.KubeControllerManager},
+		{"kube-scheduler", b.KubeModule, "k8s.io/kubernetes/cmd/kube-scheduler", &b.KubeScheduler},
 		{"kwok", "kwok", "sigs.k8s.io/kwok/cmd/kwok", &b.Kwok},
 	}
 }
@@ -95,11 +100,15 @@ func EnsureBinaries(ctx context.Context, log io.Writer) (Binaries, error) {
 	if err != nil {
 		return Binaries{}, err
 	}
-	dir, err := cacheDir(tools)
+	kube, err := kubeModule(tools)
 	if err != nil {
 		return Binaries{}, err
 	}
-	b := resolveBinaries(dir)
+	dir, err := cacheDir(tools, kube)
+	if err != nil {
+		return Binaries{}, err
+	}
+	b := resolveBinaries(dir, kube)
 	if b.complete() {
 		return b, nil
 	}
@@ -162,8 +171,8 @@ func EnsureHelm(ctx context.Context, log io.Writer) (string, error) {
 
 // resolveBinaries picks each binary from KUBEBUILDER_ASSETS when it is there
 // and from the cache directory otherwise.
-func resolveBinaries(dir string) Binaries {
-	b := Binaries{Dir: dir, KwokStages: filepath.Join(dir, kwokStagesFile)}
+func resolveBinaries(dir, kube string) Binaries {
+	b := Binaries{Dir: dir, KubeModule: kube, KwokStages: filepath.Join(dir, kwokStagesFile)}
 	assets := os.Getenv(envAssets)
 	for _, bin := range b.binaries() {
 		*bin.path = filepath.Join(dir, bin.name)
@@ -324,13 +333,35 @@ func toolsDirAbove(dir string) (string, bool) {
 	}
 }
 
+// kubeModule returns the tools/ module pinning the Kubernetes binaries for
+// $RELOADER_KUBE_VERSION=MAJOR.MINOR (make test-matrix): tools/kube when it
+// pins that minor version, else tools/kube-vMAJOR.MINOR. Unset, it is tools/kube.
+func kubeModule(tools string) (string, error) {
+	v := strings.TrimPrefix(os.Getenv(envKubeVersion), "v")
+	if v == "" {
+		return defaultKube, nil
+	}
+	gomod, err := os.ReadFile(filepath.Join(tools, defaultKube, "go.mod"))
+	if err != nil {
+		return "", fmt.Errorf("read the pinned Kubernetes version: %w", err)
+	}
+	if strings.Contains(string(gomod), "\nrequire k8s.io/kubernetes v"+v+".") {
+		return defaultKube, nil
+	}
+	module := "kube-v" + v
+	if !exists(filepath.Join(tools, module, "go.mod")) {
+		return "", fmt.Errorf("%s=%s: neither tools/%s nor tools/%s pins it", envKubeVersion, v, defaultKube, module)
+	}
+	return module, nil
+}
+
 // cacheDir returns $RELOADER_TESTBIN_DIR, or a user cache directory keyed by
-// the hash of the control-plane tool modules' go.mod and go.sum files.
-func cacheDir(tools string) (string, error) {
+// the hash of the go.mod and go.sum files of etcd, kwok and the kube module.
+func cacheDir(tools, kube string) (string, error) {
 	if dir := os.Getenv(envTestbinDir); dir != "" {
 		return filepath.Abs(dir)
 	}
-	sum, err := toolsHash(tools, func(module string) bool { return module != helmModule })
+	sum, err := toolsHash(tools, func(module string) bool { return module == "etcd" || module == "kwok" || module == kube })
 	if err != nil {
 		return "", err
 	}

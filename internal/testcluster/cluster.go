@@ -189,6 +189,9 @@ func (c *Cluster) startAPIServer(ctx context.Context, bins Binaries, certs pki, 
 		"--etcd-servers", etcdURL,
 		"--bind-address", loopback,
 		"--advertise-address", loopback,
+		// Nothing reaches this API server through the kubernetes Service, and from 1.37 on the
+		// endpoint reconciler refuses a loopback advertise address.
+		"--endpoint-reconciler-type", "none",
 		"--secure-port", strconv.Itoa(ports[0]),
 		"--cert-dir", filepath.Join(c.Dir, "pki"),
 		"--tls-cert-file", certs.ServingCert,
