@@ -263,6 +263,11 @@ var knownFlags = map[string]bool{
 	"ignored-workload-types": true, "resources-to-ignore": true, "reload-on-create": true,
 	"reload-on-delete": true, "alternative-configmap-annotation": true,
 	"alternative-secret-annotation": true, "namespaces": true,
+	"auto-reload-all": true, "sync-after-restart": true, "pprof-addr": true, "webhook-url": true,
+	"configmap-annotation": true, "secret-annotation": true, "auto-annotation": true,
+	"configmap-auto-annotation": true, "secret-auto-annotation": true, "auto-search-annotation": true,
+	"search-match-annotation": true, "ignore-annotation": true, "pause-deployment-annotation": true,
+	"pause-deployment-time-annotation": true,
 }
 
 // args returns the reloader container's flags as name → value ("" for a bare boolean flag).

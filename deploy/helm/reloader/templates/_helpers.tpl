@@ -20,9 +20,13 @@ contains the chart name, else <release>-<chart>.
 {{- end -}}
 {{- end -}}
 
+{{/* Labels that select the pods; stakater's reloader.matchLabels adds to them. */}}
 {{- define "reloader.selectorLabels" -}}
 app.kubernetes.io/name: {{ include "reloader.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
+{{- with (.Values.reloader | default dict).matchLabels }}
+{{ toYaml . }}
+{{- end }}
 {{- end -}}
 
 {{- define "reloader.labels" -}}
@@ -33,11 +37,73 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
 
 {{- define "reloader.serviceAccountName" -}}
-{{- if .Values.serviceAccount.create -}}
-{{- default (include "reloader.fullname" .) .Values.serviceAccount.name -}}
+{{- $sa := (include "reloader.settings" . | fromJson).serviceAccount -}}
+{{- if $sa.create -}}
+{{- default (include "reloader.fullname" .) $sa.name -}}
 {{- else -}}
-{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name -}}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" $sa.name -}}
 {{- end -}}
+{{- end -}}
+
+{{/* imagePullSecrets and global.imagePullSecrets, as {name: ...} entries (stakater's chart
+takes bare names too). YAML list. */}}
+{{- define "reloader.imagePullSecrets" -}}
+{{- $out := list -}}
+{{- range concat .Values.imagePullSecrets ((.Values.global | default dict).imagePullSecrets | default list) -}}
+{{- $out = append $out (kindIs "string" . | ternary (dict "name" .) .) -}}
+{{- end -}}
+{{- toYaml $out -}}
+{{- end -}}
+
+{{/* The reloader's arguments. YAML list. */}}
+{{- define "reloader.args" -}}
+{{- $s := include "reloader.settings" . | fromJson -}}
+{{- if $s.namespaces }}
+- --namespaces={{ join "," $s.namespaces }}
+{{- else }}
+{{- if not $s.watchGlobally }}
+- --namespace=$(POD_NAMESPACE)
+{{- end }}
+- --state-namespace=$(POD_NAMESPACE)
+{{- end }}
+- --configmap={{ .Values.stateConfigMap }}
+- --hash-key-secret={{ .Values.hashKeySecret }}
+- --port={{ .Values.port }}
+- --coalesce-period={{ .Values.coalescePeriod }}
+{{- with .Values.coalesceMaxWait }}
+- --coalesce-max-wait={{ . }}
+{{- end }}
+- --shutdown-grace={{ .Values.shutdownGrace }}
+- --reload-strategy={{ $s.reloadStrategy }}
+- --log-format={{ $s.logFormat }}
+- --log-level={{ $s.logLevel }}
+{{- if $s.leaderElect }}
+- --leader-elect
+- --leader-election-id={{ .Values.leaderElection.id }}
+{{- end }}
+{{- range $flag, $key := dict "is-argo-rollouts" "isArgoRollouts" "is-openshift" "isOpenshift" "auto-reload-all" "autoReloadAll"
+  "reload-on-create" "reloadOnCreate" "reload-on-delete" "reloadOnDelete" "sync-after-restart" "syncAfterRestart"
+  "metrics-by-namespace" "enableMetricsByNamespace" }}
+{{- if index $s $key }}
+- --{{ $flag }}
+{{- end }}
+{{- end }}
+{{- if $s.enablePprof }}
+- --enable-pprof
+- --pprof-addr={{ $s.pprofAddr }}
+{{- end }}
+{{- range $flag, $key := dict "namespace-selector" "namespaceSelector" "namespaces-to-ignore" "namespacesToIgnore"
+  "resource-label-selector" "resourceLabelSelector" "resources-to-ignore" "resourcesToIgnore" "webhook-url" "webhookUrl" }}
+{{- with index $s $key }}
+- {{ printf "--%s=%s" $flag . | quote }}
+{{- end }}
+{{- end }}
+{{- with $s.ignoredWorkloadTypes }}
+- --ignored-workload-types={{ join "," . }}
+{{- end }}
+{{- range concat $s.annotationFlags .Values.extraArgs }}
+- {{ . | quote }}
+{{- end }}
 {{- end -}}
 
 {{/* The state ConfigMap and its shards: <name>, <name>-1 ... <name>-7 (state.MaxShards = 8). */}}
@@ -54,10 +120,11 @@ Rules for reading configs and restarting workloads; they go into the Role or, wi
 watchGlobally, the ClusterRole.
 */}}
 {{- define "reloader.watchRules" -}}
+{{- $s := include "reloader.settings" . | fromJson -}}
 - apiGroups: [""]
   resources: [configmaps, secrets]
   verbs: [get, list, watch]
-{{- if .Values.watchGlobally }}
+{{- if $s.watchGlobally }}
 - apiGroups: [""]
   resources: [namespaces]
   verbs: [get, list, watch]
@@ -71,12 +138,12 @@ watchGlobally, the ClusterRole.
 - apiGroups: [batch]
   resources: [jobs]
   verbs: [get, list, watch, create, delete]
-{{- if .Values.isArgoRollouts }}
+{{- if $s.isArgoRollouts }}
 - apiGroups: [argoproj.io]
   resources: [rollouts]
   verbs: [get, list, watch, patch]
 {{- end }}
-{{- if .Values.isOpenshift }}
+{{- if $s.isOpenshift }}
 - apiGroups: [apps.openshift.io]
   resources: [deploymentconfigs]
   verbs: [get, list, watch, patch]
@@ -92,7 +159,7 @@ leader-election Lease.
 */}}
 {{- define "reloader.ownRules" -}}
 {{ include "reloader.stateRules" . }}
-{{- if .Values.leaderElection.enabled }}
+{{- if (include "reloader.settings" . | fromJson).leaderElect }}
 {{ include "reloader.leaseRules" . }}
 {{- end }}
 {{- end -}}
@@ -132,19 +199,20 @@ ServiceMonitor's Service, or kubernetes-pods for a scrape by the prometheus.io a
 
 {{/* Rendering fails on combinations that would not work. */}}
 {{- define "reloader.validate" -}}
-{{- if and (gt (int .Values.replicaCount) 1) (not .Values.leaderElection.enabled) -}}
-{{- fail (printf "replicaCount=%d needs leaderElection.enabled=true: without leader election every replica restarts workloads and writes the state" (int .Values.replicaCount)) -}}
+{{- $s := include "reloader.settings" . | fromJson -}}
+{{- if and (gt (int $s.replicas) 1) (not $s.leaderElect) -}}
+{{- fail (printf "replicaCount=%d needs leaderElection.enabled=true: without leader election every replica restarts workloads and writes the state" (int $s.replicas)) -}}
 {{- end -}}
-{{- if and .Values.namespaces .Values.watchGlobally -}}
+{{- if and $s.namespaces $s.watchGlobally -}}
 {{- fail "namespaces lists the namespaces to watch: it needs watchGlobally=false" -}}
 {{- end -}}
-{{- if and (or .Values.namespaceSelector .Values.namespacesToIgnore) (not .Values.watchGlobally) -}}
-{{- fail "namespaceSelector and namespacesToIgnore need watchGlobally=true: a namespace-scoped reloader watches only its own namespace" -}}
+{{- if and (or $s.namespaceSelector $s.namespacesToIgnore) (not $s.watchGlobally) -}}
+{{- fail "namespaceSelector and namespacesToIgnore need watchGlobally=true: a namespace-scoped reloader watches only its own namespace (stakater: reloader.namespaceSelector, reloader.ignoreNamespaces)" -}}
 {{- end -}}
-{{- if not (has .Values.reloadStrategy (list "env-vars" "annotations")) -}}
-{{- fail (printf "reloadStrategy must be env-vars or annotations, got %q" .Values.reloadStrategy) -}}
+{{- if not (has $s.reloadStrategy (list "env-vars" "annotations")) -}}
+{{- fail (printf "reloadStrategy must be env-vars or annotations, got %q" $s.reloadStrategy) -}}
 {{- end -}}
-{{- if not (has .Values.logFormat (list "text" "json")) -}}
-{{- fail (printf "logFormat must be text or json, got %q" .Values.logFormat) -}}
+{{- if not (has $s.logFormat (list "text" "json")) -}}
+{{- fail (printf "logFormat must be text or json, got %q" $s.logFormat) -}}
 {{- end -}}
 {{- end -}}
