@@ -187,7 +187,7 @@ func TestChartRejects(t *testing.T) {
 	}{
 		{[]string{"replicaCount=2"}, "replicaCount=2 needs leaderElection.enabled=true"},
 		{[]string{"namespaceSelector=team=a"}, "namespaceSelector and namespacesToIgnore need watchGlobally=true"},
-		{[]string{"reloadStrategy=rolling"}, `reloadStrategy must be env-vars or annotations, got "rolling"`},
+		{[]string{"reloadStrategy=rolling"}, `at '/reloadStrategy': value must be one of`},
 	} {
 		out, err := render(t, "default", tc.set...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

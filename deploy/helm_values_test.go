@@ -316,7 +316,7 @@ func TestChartOperatorValues(t *testing.T) {
 		"global.imageRegistry=registry.example.com/mirror", "image.digest=sha256:"+strings.Repeat("a", 64),
 		"readinessProbe.failureThreshold=7", "priorityClassName=platform",
 		"topologySpreadConstraints[0].maxSkew=1", "topologySpreadConstraints[0].topologyKey=kubernetes.io/hostname",
-		"topologySpreadConstraints[0].whenUnsatisfiable=ScheduleAnyway",
+		"topologySpreadConstraints[0].whenUnsatisfiable=ScheduleAnyway", "topologySpreadConstraints[0].labelSelector.matchLabels.app\\.kubernetes\\.io/instance=rl",
 		"leaderElection.enabled=true", "replicaCount=2", "podDisruptionBudget.enabled=true", "podDisruptionBudget.minAvailable=1",
 		"networkPolicy.enabled=true", "networkPolicy.from[0].namespaceSelector.matchLabels.kubernetes\\.io/metadata\\.name=monitoring",
 		"serviceMonitor.enabled=true", "serviceMonitor.namespace="+monitoring,

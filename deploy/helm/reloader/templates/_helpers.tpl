@@ -209,10 +209,5 @@ ServiceMonitor's Service, or kubernetes-pods for a scrape by the prometheus.io a
 {{- if and (or $s.namespaceSelector $s.namespacesToIgnore) (not $s.watchGlobally) -}}
 {{- fail "namespaceSelector and namespacesToIgnore need watchGlobally=true: a namespace-scoped reloader watches only its own namespace (stakater: reloader.namespaceSelector, reloader.ignoreNamespaces)" -}}
 {{- end -}}
-{{- if not (has $s.reloadStrategy (list "env-vars" "annotations")) -}}
-{{- fail (printf "reloadStrategy must be env-vars or annotations, got %q" $s.reloadStrategy) -}}
-{{- end -}}
-{{- if not (has $s.logFormat (list "text" "json")) -}}
-{{- fail (printf "logFormat must be text or json, got %q" $s.logFormat) -}}
-{{- end -}}
+{{- /* values.schema.json checks each value alone (reloadStrategy, logFormat, ...). */ -}}
 {{- end -}}
