@@ -335,18 +335,36 @@ func TestChartNamespacesList(t *testing.T) {
 				t.Errorf("RoleBinding in %s must bind ServiceAccount %s/%s, got %+v", o.Namespace, home, fullname, o.Subjects)
 			}
 		}
-		ns := home
-		if o, ok := m.obj.(interface{ GetNamespace() string }); ok && o.GetNamespace() != "" {
-			ns = o.GetNamespace()
-		}
-		if err := create(context.Background(), m, ns, true); err != nil {
-			t.Error(err)
-		}
 	}
+	createEach(t, ms, home)
 	if roles[a] != 1 || roles[b] != 1 || roles[home] != 1 {
 		t.Errorf("Roles per namespace %v, want one in each of %s, %s and %s", roles, a, b, home)
 	}
 	if _, err := render(t, home, "namespaces={"+a+"}", "watchGlobally=true"); err == nil || !strings.Contains(err.Error(), "needs watchGlobally=false") {
 		t.Errorf("namespaces with watchGlobally rendered: %v", err)
 	}
+	checkReleaseNamespaceListed(t, home, a)
+}
+
+// checkReleaseNamespaceListed: with the release namespace among namespaces, its one Role grants
+// what deploy/namespace's Role grants, Lease included.
+func checkReleaseNamespaceListed(t *testing.T, home, other string) {
+	t.Helper()
+	out, err := render(t, home, "namespaces={"+home+","+other+"}", "leaderElection.enabled=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := decodeManifests(t, "helm template namespaces with the release namespace", out)
+	plain := one[*rbacv1.Role](t, readManifestDir(t, "namespace")).Rules
+	homeRoles := 0
+	for _, r := range only[*rbacv1.Role](ms) {
+		if r.Namespace == home {
+			homeRoles++
+			samePermissions(t, "chart Role in the release namespace", r.Rules, plain)
+		}
+	}
+	if homeRoles != 1 {
+		t.Errorf("want one Role in the release namespace %s, got %d", home, homeRoles)
+	}
+	createEach(t, ms, home)
 }

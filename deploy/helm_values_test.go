@@ -55,6 +55,9 @@ func createEach(t *testing.T, ms []manifest, home string) {
 // objects.
 func TestChartStakaterValues(t *testing.T) {
 	registerMonitoringCRDs(t)
+	if out, err := helm(t, "lint", "--strict", chartDir, "--values", stakaterValues); err != nil {
+		t.Errorf("%v\n%s", err, out)
+	}
 	ns := cluster.NewNamespace(t)
 	out, err := renderWith(t, ns, stakaterValues)
 	if err != nil {

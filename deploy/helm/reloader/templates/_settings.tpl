@@ -56,6 +56,9 @@ value left out takes its layout's default. Returned as JSON (named templates ret
 {{- $_ = set $s "webhookUrl" ($r.webhookUrl | default "") -}}
 {{- $_ = set $s "annotationFlags" (include "reloader.annotationFlags" $r | fromJsonArray) -}}
 {{- include "reloader.podSettings" (dict "s" $s "v" $v "d" $d) -}}
+{{- if $r.readOnlyRootFileSystem -}}
+{{- $_ = set $s "securityContext" (merge (dict "readOnlyRootFilesystem" true) $s.securityContext) -}}
+{{- end -}}
 {{- include "reloader.objectSettings" (dict "s" $s "v" $v "r" $r) -}}
 {{- $_ = set $s "image" (include "reloader.image" .) -}}
 {{- $_ = set $s "env" (include "reloader.env" . | fromJsonArray) -}}
