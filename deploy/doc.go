@@ -4,7 +4,9 @@
 //   - namespace/: a kustomize base for a reloader that watches only its own namespace.
 //   - cluster/: a kustomize base for a reloader that watches every namespace, in the namespace
 //     "reloader" unless an overlay moves it.
-//   - helm/reloader/: a Helm chart covering both, plus ServiceMonitor and PrometheusRule.
+//   - helm/reloader/: a Helm chart covering both, plus PodMonitor, ServiceMonitor,
+//     PrometheusRule, PodDisruptionBudget and NetworkPolicy. It reads its own values and those
+//     of stakater Reloader's chart; helm/testdata/ holds a stakater user's values file.
 //   - grafana/: a dashboard over the metrics documented in README.md.
 //
 // The tests render the bases with the kustomize library, decode every manifest strictly, create it on the local test API server with a

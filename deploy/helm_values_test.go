@@ -300,6 +300,7 @@ func TestChartRejectsStakaterValuesItCannotHonour(t *testing.T) {
 		{[]string{"image.repository=ghcr.io/stakater/reloader"}, "is stakater Reloader's image"},
 		{[]string{"reloader.watchGlobally=false", "reloader.ignoreNamespaces=kube-system"}, "need watchGlobally=true"},
 		{[]string{"reloader.reloadStrategy=rolling"}, "reloadStrategy"},
+		{[]string{"reloader.namespaces={team-a}"}, "reloader.namespaces needs reloader.watchGlobally=false"},
 	} {
 		out, err := render(t, "default", tc.set...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -204,7 +204,7 @@ ServiceMonitor's Service, or kubernetes-pods for a scrape by the prometheus.io a
 {{- fail (printf "replicaCount=%d needs leaderElection.enabled=true: without leader election every replica restarts workloads and writes the state" (int $s.replicas)) -}}
 {{- end -}}
 {{- if and $s.namespaces $s.watchGlobally -}}
-{{- fail "namespaces lists the namespaces to watch: it needs watchGlobally=false" -}}
+{{- fail "namespaces lists the namespaces to watch: it needs watchGlobally=false (stakater: reloader.namespaces needs reloader.watchGlobally=false)" -}}
 {{- end -}}
 {{- if and (or $s.namespaceSelector $s.namespacesToIgnore) (not $s.watchGlobally) -}}
 {{- fail "namespaceSelector and namespacesToIgnore need watchGlobally=true: a namespace-scoped reloader watches only its own namespace (stakater: reloader.namespaceSelector, reloader.ignoreNamespaces)" -}}
