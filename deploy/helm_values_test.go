@@ -127,7 +127,7 @@ func TestChartStakaterValues(t *testing.T) {
 	if pdb := one[*policyv1.PodDisruptionBudget](t, ms); pdb.Spec.MaxUnavailable == nil || pdb.Spec.MaxUnavailable.IntValue() != 1 {
 		t.Errorf("podDisruptionBudget.maxUnavailable: got %+v", pdb.Spec)
 	}
-	checkNetworkPolicy(t, one[*networkingv1.NetworkPolicy](t, ms), d, "monitoring")
+	checkNetworkPolicy(t, one[*networkingv1.NetworkPolicy](t, ms), d, "monitoring", 0)
 	pm := byKind(ms, "PodMonitor")[0]
 	ep, _, _ := unstructured.NestedSlice(pm.Object, "spec", "podMetricsEndpoints")
 	if pm.GetLabels()["release"] != "kube-prometheus-stack" || len(ep) != 1 ||
@@ -168,8 +168,8 @@ func checkStakaterEnv(t *testing.T, env []corev1.EnvVar, secret *corev1.Secret) 
 }
 
 // checkNetworkPolicy: the policy selects the reloader's pods, admits only port http from the
-// namespace given, and lets out only the API server's ports.
-func checkNetworkPolicy(t *testing.T, np *networkingv1.NetworkPolicy, d *appsv1.Deployment, from string) {
+// namespace given, and lets out the API server's ports and extraEgress more rules.
+func checkNetworkPolicy(t *testing.T, np *networkingv1.NetworkPolicy, d *appsv1.Deployment, from string, extraEgress int) {
 	t.Helper()
 	for k, v := range np.Spec.PodSelector.MatchLabels {
 		if d.Spec.Template.Labels[k] != v {
@@ -184,12 +184,15 @@ func checkNetworkPolicy(t *testing.T, np *networkingv1.NetworkPolicy, d *appsv1.
 		in[0].From[0].NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"] != from {
 		t.Errorf("ingress: want port http from namespace %s, got %+v", from, in)
 	}
+	if len(out) != 1+extraEgress {
+		t.Fatalf("egress: want the API server rule and %d more, got %+v", extraEgress, out)
+	}
 	var ports []string
 	for _, p := range out[0].Ports {
 		ports = append(ports, p.Port.String())
 	}
-	if len(out) != 1 || !slices.Equal(ports, []string{"443", "6443"}) {
-		t.Errorf("egress: want the API server's ports 443 and 6443 only, got %+v", out)
+	if !slices.Equal(ports, []string{"443", "6443"}) {
+		t.Errorf("egress: want the API server's ports 443 and 6443 first, got %+v", out[0])
 	}
 }
 
@@ -322,7 +325,8 @@ func TestChartOperatorValues(t *testing.T) {
 		"topologySpreadConstraints[0].maxSkew=1", "topologySpreadConstraints[0].topologyKey=kubernetes.io/hostname",
 		"topologySpreadConstraints[0].whenUnsatisfiable=ScheduleAnyway", "topologySpreadConstraints[0].labelSelector.matchLabels.app\\.kubernetes\\.io/instance=rl",
 		"leaderElection.enabled=true", "replicaCount=2", "podDisruptionBudget.enabled=true", "podDisruptionBudget.minAvailable=1",
-		"networkPolicy.enabled=true", "networkPolicy.from[0].namespaceSelector.matchLabels.kubernetes\\.io/metadata\\.name=monitoring",
+		"networkPolicy.enabled=true", "networkPolicy.extraEgress[0].ports[0].port=53", "networkPolicy.extraEgress[0].ports[0].protocol=UDP",
+		"networkPolicy.from[0].namespaceSelector.matchLabels.kubernetes\\.io/metadata\\.name=monitoring",
 		"serviceMonitor.enabled=true", "serviceMonitor.namespace="+monitoring,
 		"serviceMonitor.relabelings[0].targetLabel=cluster", "serviceMonitor.relabelings[0].replacement=prod",
 		"podMonitor.enabled=true", "podMonitor.namespace="+monitoring)
@@ -346,7 +350,7 @@ func TestChartOperatorValues(t *testing.T) {
 		!reflect.DeepEqual(pdb.Spec.Selector.MatchLabels, d.Spec.Selector.MatchLabels) {
 		t.Errorf("PodDisruptionBudget: want minAvailable 1 over the Deployment's pods, got %+v", pdb.Spec)
 	}
-	checkNetworkPolicy(t, one[*networkingv1.NetworkPolicy](t, ms), d, "monitoring")
+	checkNetworkPolicy(t, one[*networkingv1.NetworkPolicy](t, ms), d, "monitoring", 1)
 	for _, kind := range []string{"ServiceMonitor", "PodMonitor"} {
 		m := byKind(ms, kind)
 		if len(m) != 1 || m[0].GetNamespace() != monitoring {
