@@ -1,7 +1,8 @@
 {{/*
 The chart reads two layouts of values: its own (top-level keys) and stakater Reloader's chart's
 (everything under reloader:, plus global.* and image.*). "reloader.settings" folds both into one
-dict with this chart's names, and every template reads that dict, never .Values directly.
+dict with this chart's names; templates read what both layouts can set from that dict, and only
+this chart's own settings (port, stateConfigMap, prometheusRule, ...) from .Values.
 A stakater value that is given wins over this chart's own key for the same thing; each
 value left out takes its layout's default. Returned as JSON (named templates return strings):
   $s := include "reloader.settings" . | fromJson
