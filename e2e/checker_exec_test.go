@@ -102,20 +102,27 @@ func (w *world) setup() {
 // it could not reach the API server before it had to exit), the change is one the state cannot
 // know about (see recorder.forgotten).
 func (w *world) noteUnknown(name string) {
+	e, err := w.stateEntry(name)
+	// A tombstone without a hash ("deleted@<unix>:") holds no content either: the config's
+	// deletion was rolled out, and a recreation made while no reloader leads is a first content.
+	unknown := err != nil || e == "" || strings.HasPrefix(e, "deleted@") && strings.HasSuffix(e, ":")
+	if unknown {
+		w.rec.forget(name)
+	}
+	w.rec.unknownBefore(name, unknown)
+}
+
+// stateEntry reads config name's entry in the state ConfigMap.
+func (w *world) stateEntry(name string) (string, error) {
 	kind := "ConfigMap"
 	if isSecret(name) {
 		kind = "Secret"
 	}
 	cm, err := cluster.Client().CoreV1().ConfigMaps(w.ns).Get(w.ctx, "reloader-state", metav1.GetOptions{})
 	if err != nil {
-		w.rec.forget(name)
-		return
+		return "", err
 	}
-	// A tombstone without a hash ("deleted@<unix>:") holds no content either: the config's
-	// deletion was rolled out, and a recreation made while no reloader leads is a first content.
-	if e := cm.Data["v1."+kind+"_"+name]; e == "" || strings.HasPrefix(e, "deleted@") && strings.HasSuffix(e, ":") {
-		w.rec.forget(name)
-	}
+	return cm.Data["v1."+kind+"_"+name], nil
 }
 
 func (w *world) must(err error) {
@@ -653,13 +660,34 @@ func (w *world) finalRound() {
 		}
 	}
 	time.Sleep(raceMargin)
+	var recreated []string
 	for _, c := range configNames {
 		if _, ok := w.current(c); ok {
 			w.must(w.do(action{Op: "update", Target: c, Key: "a", Value: "final"}))
 		} else {
 			w.must(w.do(action{Op: "recreate", Target: c, Value: "final"}))
+			recreated = append(recreated, c)
 		}
 	}
+	// A recreation after the state lost the config is a first content, which reloads nothing
+	// (recorder.forgotten); once the state holds it, one more change must reach every reader,
+	// so that the positive control never passes for want of a change to judge.
+	for _, c := range recreated {
+		if !w.waitRecorded(c, 10*time.Second) {
+			w.t.Errorf("the state holds no content for %s 10 s after its recreation, with every replica ready and one leading", c)
+		}
+		w.must(w.do(action{Op: "update", Target: c, Key: "a", Value: "final-2"}))
+	}
+}
+
+// waitRecorded waits up to timeout for the state ConfigMap to hold content for config name.
+func (w *world) waitRecorded(name string, timeout time.Duration) bool {
+	for end := time.Now().Add(timeout); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if e, err := w.stateEntry(name); err == nil && e != "" && !strings.HasPrefix(e, "deleted@") {
+			return true
+		}
+	}
+	return false
 }
 
 func tail(s string, n int) string {

@@ -44,13 +44,16 @@ type configEvent struct {
 	at     time.Time
 	exists bool
 	data   content
+	// unknown: the state held no content for the config just before this write (noteUnknown).
+	unknown bool
 }
 
 // change is a change of what a workload reads of a config: the content (or one key) differs from
 // the last content that existed before it.
 type change struct {
-	rv int64
-	at time.Time
+	rv      int64
+	at      time.Time
+	unknown bool // the state held no content for the config just before it
 }
 
 // workloadLife is one Deployment, from its creation to its deletion.
@@ -90,7 +93,9 @@ type recorder struct {
 	changedAt time.Time              // when a template last changed
 	gaps      int                    // watch gaps caught up by a list: restarts there may be undercounted
 	amnesia   map[string][]time.Time // when the state lost each config's entry
-	starts    []time.Time            // when reloader processes started
+	// unknownNext: configs whose next write finds no content for them in the state.
+	unknownNext map[string]bool
+	starts      []time.Time // when reloader processes started
 	// onCreate and onDelete: the reloader runs with --reload-on-create, --reload-on-delete. With
 	// the latter a deletion is a change, to absent, that workloads must restart for. With either,
 	// a deletion and a creation count as changes that may restart a workload (excess).
@@ -105,7 +110,7 @@ func (r *recorder) lastRestart() time.Time {
 
 func newRecorder(onCreate, onDelete bool) *recorder {
 	return &recorder{configs: map[string][]configEvent{}, ignored: map[string][]modeEvent{},
-		workloads: map[types.UID]*workloadLife{}, own: map[int64]bool{}, amnesia: map[string][]time.Time{},
+		workloads: map[types.UID]*workloadLife{}, own: map[int64]bool{}, amnesia: map[string][]time.Time{}, unknownNext: map[string]bool{},
 		onCreate: onCreate, onDelete: onDelete}
 }
 
@@ -131,7 +136,17 @@ func rvOf(o metav1.Object) int64 {
 func (r *recorder) config(name string, e configEvent) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	e.unknown = r.unknownNext[name]
+	delete(r.unknownNext, name)
 	r.configs[name] = append(r.configs[name], e)
+}
+
+// unknownBefore notes whether the state holds no content for config name, just before the
+// checker's next write of it.
+func (r *recorder) unknownBefore(name string, unknown bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.unknownNext[name] = unknown
 }
 
 // forget notes that the state lost the entries of configs.
@@ -249,7 +264,7 @@ func (r *recorder) changesSince(name string, whole bool, from time.Time) []chang
 		}
 		v := e.read(whole)
 		if seen && v != last {
-			out = append(out, change{rv: e.rv, at: e.at})
+			out = append(out, change{rv: e.rv, at: e.at, unknown: e.unknown})
 		}
 		last, seen = v, true
 	}
@@ -401,7 +416,7 @@ func (r *recorder) held(w *workloadLife, c string) (change, bool) {
 		return change{}, false
 	}
 	last := chs[len(chs)-1]
-	if w.createdRV > last.rv || r.unordered(w, c, last.at) || r.forgotten(c, last.at) {
+	if w.createdRV > last.rv || r.unordered(w, c, last.at) || r.forgotten(c, last) {
 		return change{}, false
 	}
 	return last, true
@@ -427,13 +442,12 @@ func carries(w *workloadLife, c string) bool {
 // found. For a workload without a marker such a change is indistinguishable from a first start,
 // or a first content, which restarts nothing (README, "How it works"). The final round is
 // judged the same way: a config that was absent when the state was lost has no content in it.
-func (r *recorder) forgotten(c string, at time.Time) bool {
-	unknown := slices.ContainsFunc(r.amnesia[c], func(f time.Time) bool { return !f.After(at) && at.Sub(f) < raceMargin })
-	if !unknown {
+func (r *recorder) forgotten(c string, ch change) bool {
+	if !ch.unknown {
 		return false
 	}
 	for _, f := range r.amnesia[c] {
-		if f.Before(at) && slices.ContainsFunc(r.starts, func(s time.Time) bool { return s.After(f) }) {
+		if f.Before(ch.at) && slices.ContainsFunc(r.starts, func(s time.Time) bool { return s.After(f) }) {
 			return true
 		}
 	}
