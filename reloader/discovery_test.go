@@ -137,11 +137,7 @@ func TestMalformedAnnotationIsReportedOnce(t *testing.T) {
 	createDeployment(t, ns, "fine", 0, named("configmap", "a"), nil)
 	r := startController(t, ns, controllerOpts{})
 	// Touch the broken workload: the same problems must not be reported again.
-	d := getDeployment(t, ns, "broken")
-	d.Labels = map[string]string{"touched": "yes"}
-	if _, err := cluster.Client().AppsV1().Deployments(ns).Update(context.Background(), d, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	updateDeployment(t, ns, "broken", func(d *appsv1.Deployment) { d.Labels = map[string]string{"touched": "yes"} })
 	// The broken workload blocks nobody: the fine one still reloads.
 	hash := updateConfigMap(t, ns, "a", map[string]string{"v": "1"})
 	waitEnv(t, ns, "fine", "_RELOADER_-configmap-a", hash)

@@ -23,7 +23,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
 
 	dto "github.com/prometheus/client_model/go"
 
@@ -223,16 +222,13 @@ func TestReappliedOldMarkerIsCorrectedOnce(t *testing.T) {
 	hashB := updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
 	waitEnv(t, ns, "web", cmVar, hashB)
 	settle()
-	d := getDeployment(t, ns, "web")
-	for i, e := range d.Spec.Template.Spec.Containers[0].Env {
-		if e.Name == cmVar {
-			d.Spec.Template.Spec.Containers[0].Env[i].Value = "0000000000000000000000000000000000000000"
+	d := updateDeployment(t, ns, "web", func(d *appsv1.Deployment) {
+		for i, e := range d.Spec.Template.Spec.Containers[0].Env {
+			if e.Name == cmVar {
+				d.Spec.Template.Spec.Containers[0].Env[i].Value = "0000000000000000000000000000000000000000"
+			}
 		}
-	}
-	d, err := cluster.Client().AppsV1().Deployments(ns).Update(context.Background(), d, metav1.UpdateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	waitEnv(t, ns, "web", cmVar, hashB)
 	wantReloads(t, ns, "web", d.Generation, 1)
 }
@@ -506,21 +502,10 @@ func TestTwoControllersAtOnceReloadOnce(t *testing.T) {
 // upgrade or kubectl apply of the manifest without it does; it returns the new generation.
 func stripMarker(t *testing.T, ns, name string) int64 {
 	t.Helper()
-	var gen int64
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error { // the rollout updates its status
-		d := getDeployment(t, ns, name)
+	return updateDeployment(t, ns, name, func(d *appsv1.Deployment) {
 		c := &d.Spec.Template.Spec.Containers[0]
 		c.Env = slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == cmVar })
-		d, err := cluster.Client().AppsV1().Deployments(ns).Update(context.Background(), d, metav1.UpdateOptions{})
-		if err == nil {
-			gen = d.Generation
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return gen
+	}).Generation
 }
 
 // Soak seed 1795446428096566055: a helm-style strip of a workload that already runs the new

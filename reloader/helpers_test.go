@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/reloader/reloader/confighash"
 	"github.com/reloader/reloader/internal/kube"
@@ -260,4 +261,21 @@ func wantReloads(t *testing.T, ns, name string, before, n int64) {
 	if got := getDeployment(t, ns, name).Generation - before; got != n {
 		t.Fatalf("%s: template changed %d times, want %d", name, got, n)
 	}
+}
+
+// updateDeployment applies mutate to Deployment name and writes it, again on a conflict (the
+// deployment controller updates the status during a rollout); it returns what was written.
+func updateDeployment(t *testing.T, ns, name string, mutate func(*appsv1.Deployment)) *appsv1.Deployment {
+	t.Helper()
+	var d *appsv1.Deployment
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() (err error) {
+		d = getDeployment(t, ns, name)
+		mutate(d)
+		d, err = cluster.Client().AppsV1().Deployments(ns).Update(context.Background(), d, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

@@ -1,13 +1,11 @@
 package reloader_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/reloader/reloader/internal/testcluster"
 )
@@ -27,11 +25,7 @@ func TestARolloutToABrokenValueFailsAtItsProgressDeadline(t *testing.T) {
 		got := getDeployment(t, ns, "web")
 		return got.Status.ObservedGeneration == got.Generation && got.Status.AvailableReplicas == 2 && got.Status.UpdatedReplicas == 2, nil
 	})
-	d = getDeployment(t, ns, d.Name)
-	d.Spec.Template.Spec.Containers[0].Env[2].Value = "broken"
-	if _, err := cluster.Client().AppsV1().Deployments(ns).Update(context.Background(), d, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	d = updateDeployment(t, ns, d.Name, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Env[2].Value = "broken" })
 	waitFor(t, 30*time.Second, "ProgressDeadlineExceeded", func() (bool, error) {
 		for _, c := range getDeployment(t, ns, "web").Status.Conditions {
 			if c.Type == appsv1.DeploymentProgressing && c.Reason == "ProgressDeadlineExceeded" {

@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/reloader/reloader/confighash"
 	"github.com/reloader/reloader/state"
@@ -245,16 +244,9 @@ func TestStrippedEnvVarCausesNoRestart(t *testing.T) {
 	waitEnv(t, ns, "web", cmVar, hash)
 
 	// The user's `kubectl apply` of the original manifest drops our variable.
-	var d *appsv1.Deployment
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() (err error) {
-		d = getDeployment(t, ns, "web")
+	d := updateDeployment(t, ns, "web", func(d *appsv1.Deployment) {
 		d.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "USER_VAR", Value: "kept"}}
-		d, err = cluster.Client().AppsV1().Deployments(ns).Update(context.Background(), d, metav1.UpdateOptions{})
-		return err
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	settle()
 	got := getDeployment(t, ns, "web")
 	if _, set := env(got, "app", cmVar); set || got.Generation != d.Generation {

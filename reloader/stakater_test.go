@@ -195,11 +195,7 @@ func TestReloadAnnotationPatternUnderEditsAndReplacements(t *testing.T) {
 	waitEnv(t, ns, "web", "_RELOADER_-configmap-app-one", first)
 	wantReloads(t, ns, "web", gen, 2)
 
-	d := getDeployment(t, ns, "web")
-	d.Annotations["configmap.reloader.stakater.com/reload"] = "other-.*"
-	if _, err := cluster.Client().AppsV1().Deployments(ns).Update(context.Background(), d, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	updateDeployment(t, ns, "web", func(d *appsv1.Deployment) { d.Annotations["configmap.reloader.stakater.com/reload"] = "other-.*" })
 	settle()
 	gen = getDeployment(t, ns, "web").Generation
 	updateConfigMap(t, ns, "app-one", map[string]string{"v": "3"})
@@ -222,11 +218,9 @@ func TestAutoReloadAllOptOutWhileRunning(t *testing.T) {
 	hash := updateConfigMap(t, ns, "a", map[string]string{"v": "1"})
 	waitEnv(t, ns, "quiet", "_RELOADER_-configmap-a", hash)
 	waitEnv(t, ns, "loud", "_RELOADER_-configmap-a", hash)
-	d := getDeployment(t, ns, "quiet")
-	d.Annotations = map[string]string{"reloader.stakater.com/auto": "false"}
-	if _, err := cluster.Client().AppsV1().Deployments(ns).Update(context.Background(), d, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	updateDeployment(t, ns, "quiet", func(d *appsv1.Deployment) {
+		d.Annotations = map[string]string{"reloader.stakater.com/auto": "false"}
+	})
 	settle()
 	gen := getDeployment(t, ns, "quiet").Generation
 	hash = updateConfigMap(t, ns, "a", map[string]string{"v": "2"})

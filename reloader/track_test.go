@@ -271,11 +271,9 @@ func TestARollbackLostToACrashIsDoneByTheNextStartAndNotReloadedAgain(t *testing
 func TestANewerReloadSupersedesOneStillRolling(t *testing.T) {
 	ns := cluster.NewNamespace(t)
 	followedDeployment(t, ns, map[string]string{"configmap.reloader.stakater.com/reload": "app", policy.TrackAnnotation: "true"})
-	d := getDeployment(t, ns, "web")
-	d.Spec.ProgressDeadlineSeconds = new(int32(600)) // the broken rollout stays progressing
-	if _, err := cluster.Client().AppsV1().Deployments(ns).Update(context.Background(), d, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	updateDeployment(t, ns, "web", func(d *appsv1.Deployment) {
+		d.Spec.ProgressDeadlineSeconds = new(int32(600)) // the broken rollout stays progressing
+	})
 	r := startController(t, ns, controllerOpts{})
 	updateConfigMap(t, ns, "app", brokenConfig)
 	waitOutcome(t, ns, policy.OutcomeProgressing)
