@@ -98,18 +98,20 @@ func (w *world) setup() {
 }
 
 // noteUnknown records, before config name changes, whether the state ConfigMap holds content
-// for it. If not (the state lost it, or never got to write it because the leader that recorded
-// it could not reach the API server before it had to exit), the change is one the state cannot
-// know about (see recorder.forgotten).
+// for it. If not, the change is one the state may not know about (see recorder.forgotten), but
+// only a loss the reloader did not cause itself can excuse it: the state ConfigMap gone (a
+// state-delete fault, or never written because the leader that recorded it could not reach the
+// API server before it had to exit), or a tombstone without a hash ("deleted@<unix>:": the
+// config's deletion was rolled out, and a recreation made while no reloader leads is a first
+// content). An entry the reloader dropped by itself counts as lost only after a state fault
+// (state-delete, state-corrupt), which records its own loss.
 func (w *world) noteUnknown(name string) {
 	e, err := w.stateEntry(name)
-	// A tombstone without a hash ("deleted@<unix>:") holds no content either: the config's
-	// deletion was rolled out, and a recreation made while no reloader leads is a first content.
-	unknown := err != nil || e == "" || strings.HasPrefix(e, "deleted@") && strings.HasSuffix(e, ":")
-	if unknown {
+	gone := apierrors.IsNotFound(err) || strings.HasPrefix(e, "deleted@") && strings.HasSuffix(e, ":")
+	if gone {
 		w.rec.forget(name)
 	}
-	w.rec.unknownBefore(name, unknown)
+	w.rec.unknownBefore(name, gone || err == nil && e == "")
 }
 
 // stateEntry reads config name's entry in the state ConfigMap.
@@ -649,8 +651,8 @@ func (w *world) leading(timeout time.Duration) bool {
 }
 
 // finalRound lifts every ignore, then gives every config a content no action writes, recreating
-// the deleted ones: every workload that reads a config and reloads on it must take it.
-func (w *world) finalRound() {
+// the deleted ones, which it returns.
+func (w *world) finalRound() (recreated []string) {
 	for _, c := range configNames {
 		w.rec.mu.Lock()
 		ignored := w.rec.isIgnored(c)
@@ -660,7 +662,6 @@ func (w *world) finalRound() {
 		}
 	}
 	time.Sleep(raceMargin)
-	var recreated []string
 	for _, c := range configNames {
 		if _, ok := w.current(c); ok {
 			w.must(w.do(action{Op: "update", Target: c, Key: "a", Value: "final"}))
@@ -669,9 +670,15 @@ func (w *world) finalRound() {
 			recreated = append(recreated, c)
 		}
 	}
-	// A recreation after the state lost the config is a first content, which reloads nothing
-	// (recorder.forgotten); once the state holds it, one more change must reach every reader,
-	// so that the positive control never passes for want of a change to judge.
+	return recreated
+}
+
+// changeAgain changes each recreated config once more, once the state holds it. A recreation
+// after the state lost the config is a first content, which reloads nothing
+// (recorder.forgotten); this change must reach every reader, so that the positive control never
+// passes for want of a change to judge. It runs after the final round was judged, so that it
+// cannot hide a recreation the reloader missed.
+func (w *world) changeAgain(recreated []string) {
 	for _, c := range recreated {
 		if !w.waitRecorded(c, 10*time.Second) {
 			w.t.Errorf("the state holds no content for %s 10 s after its recreation, with every replica ready and one leading", c)
