@@ -53,7 +53,7 @@ func (c *Controller) syncConfig(k key) error {
 		c.record(k, rec, deps)
 		return nil
 	}
-	c.settleAbsent(k, len(deps) > 0 || c.referenced(k))
+	c.settleAbsent(k, len(deps) > 0 || c.referenced(k), slices.ContainsFunc(deps, func(d dependent) bool { return d.untouched }))
 	return nil
 }
 
@@ -138,7 +138,7 @@ func (c *Controller) record(k key, rec *configRecord, deps []dependent) {
 // settleAbsent keeps a tombstone for a config that does not exist: its last content, so that a
 // recreation is judged against it, or none. It is pruned once nothing references the config for
 // the retention period.
-func (c *Controller) settleAbsent(k key, referenced bool) {
+func (c *Controller) settleAbsent(k key, referenced, untouched bool) {
 	skey := c.stateKey(k)
 	e, known := c.state.Get(skey)
 	now := c.opts.Clock.Now()
@@ -154,8 +154,10 @@ func (c *Controller) settleAbsent(k key, referenced bool) {
 		return
 	}
 	e, _ = c.state.Get(skey)
-	if referenced && c.opts.ReloadOnDelete && e.Hash != "" {
-		// The deletion reached every dependent: they run without the config now.
+	if referenced && c.opts.ReloadOnDelete && e.Hash != "" && !untouched {
+		// The deletion reached every dependent: they run without the config now. One that
+		// carried no marker was not restarted and still runs the content: the tombstone keeps
+		// it, so that a recreation with other content reloads that one.
 		c.state.Delete(skey)
 		c.state.Tombstone(skey, "", e.Since)
 		return

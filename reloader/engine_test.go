@@ -557,3 +557,29 @@ func TestRevertAfterAStripWhileTheStateIsBehindReloadsTheStrippedWorkload(t *tes
 		t.Fatalf("w2 carries %s=%s; it never left A and needs no reload", cmVar, v)
 	}
 }
+
+// Soak seed 1795454986798299507: with --reload-on-delete, a dependent without a marker (it never
+// took a content of the config) is not restarted by the deletion, since there is no variable to
+// remove. The deletion must not be recorded as reaching it: a recreation with other content
+// reloads it.
+func TestDeletionThatCouldNotReachAnUnmarkedWorkloadDoesNotHideTheRecreation(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	createDeployment(t, ns, "marked", 0, named("configmap", "app-config"), nil)
+	startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { o.ReloadOnDelete = true }})
+	hashB := updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
+	waitEnv(t, ns, "marked", cmVar, hashB)
+	createDeployment(t, ns, "unmarked", 0, named("configmap", "app-config"), nil) // runs B, no marker
+	settle()
+	if err := cluster.Client().CoreV1().ConfigMaps(ns).Delete(context.Background(), "app-config", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the variable removed from the marked workload", func() (bool, error) {
+		_, set := env(getDeployment(t, ns, "marked"), "app", cmVar)
+		return !set, nil
+	})
+	settle()
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
+	hashC := confighash.ConfigMap(&corev1.ConfigMap{Data: map[string]string{"v": "C"}})
+	waitEnv(t, ns, "unmarked", cmVar, hashC)
+}

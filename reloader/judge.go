@@ -47,6 +47,9 @@ type judgement struct {
 	change policy.Change
 	keys   []string
 	reload bool
+	// untouched: the config does not exist and the workload carries no marker of it, so a
+	// deletion cannot reach it (with env-vars, removing the variable is the restart).
+	untouched bool
 }
 
 // judge applies the rule to workload w and config r (rec nil: it does not exist). triggers is
@@ -77,7 +80,8 @@ func (c *Controller) judge(w workloadView, r policy.ConfigRef, rec *configRecord
 		c.stateFacts(&f, w, r, rec, keys)
 	}
 	reload := policy.Reload(f) && !(want.Value != "" && c.held(w.key, r, want.Value)) // rolled back: track.go
-	return judgement{change: policy.Change{Ref: r, Value: want.Value}, keys: keys, reload: reload}, true
+	return judgement{change: policy.Change{Ref: r, Value: want.Value}, keys: keys, reload: reload,
+		untouched: !f.Exists && f.Marker == policy.NoMarker}, true
 }
 
 // wanted is what workload w's marker for config r should hold (nothing for a config that does

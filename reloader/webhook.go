@@ -35,7 +35,7 @@ func (c *Controller) syncConfigWebhook(ctx context.Context, k key) error {
 	}
 	c.changes.forget(k)
 	if rec == nil {
-		c.settleAbsent(k, false)
+		c.settleAbsent(k, false, false)
 		return nil
 	}
 	c.state.Set(skey, rec.Hash)
