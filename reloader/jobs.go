@@ -214,7 +214,7 @@ func (c *Controller) finishJobRecreation(ctx context.Context, key string, r jobR
 	case err != nil && !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("read Job %s/%s to finish its recreation: %w", r.Job.Namespace, r.Job.Name, err)
 	case err == nil && cur.UID == r.OldUID && cur.DeletionTimestamp != nil:
-		return nil, fmt.Errorf("Job %s/%s is still being deleted; it is created again once gone", r.Job.Namespace, r.Job.Name)
+		return nil, fmt.Errorf("job %s/%s is still being deleted; it is created again once gone", r.Job.Namespace, r.Job.Name)
 	case err == nil && cur.UID != r.OldUID:
 		out = cur // created already
 	case err != nil:

@@ -25,7 +25,7 @@ func TestARolloutToABrokenValueFailsAtItsProgressDeadline(t *testing.T) {
 		got := getDeployment(t, ns, "web")
 		return got.Status.ObservedGeneration == got.Generation && got.Status.AvailableReplicas == 2 && got.Status.UpdatedReplicas == 2, nil
 	})
-	d = updateDeployment(t, ns, d.Name, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Env[2].Value = "broken" })
+	updateDeployment(t, ns, d.Name, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Env[2].Value = "broken" })
 	waitFor(t, 30*time.Second, "ProgressDeadlineExceeded", func() (bool, error) {
 		for _, c := range getDeployment(t, ns, "web").Status.Conditions {
 			if c.Type == appsv1.DeploymentProgressing && c.Reason == "ProgressDeadlineExceeded" {
