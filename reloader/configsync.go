@@ -32,6 +32,7 @@ func (c *Controller) syncConfig(k key) error {
 	}
 	c.validContent(rec)
 	deps := c.dependents(k, rec)
+	c.noteUnreached(k, rec, deps, fresh)
 	c.wakeHeld(deps) // defer.go
 	var due []key
 	for _, d := range deps {
@@ -53,8 +54,25 @@ func (c *Controller) syncConfig(k key) error {
 		c.record(k, rec, deps)
 		return nil
 	}
-	c.settleAbsent(k, len(deps) > 0 || c.referenced(k), slices.ContainsFunc(deps, func(d dependent) bool { return d.untouched }))
+	_, unreached := c.unreached.Load(k)
+	c.settleAbsent(k, len(deps) > 0 || c.referenced(k), unreached)
 	return nil
+}
+
+// noteUnreached remembers, when a deletion is first seen, whether a dependent carried no marker
+// of the config: the deletion cannot restart it (with env-vars, removing the variable is the
+// restart), so it still runs the content. Judged then, not later: once the deletion has reached
+// a dependent, it carries no marker either. In memory only; after a restart the deletion counts
+// as reaching every dependent, as before.
+func (c *Controller) noteUnreached(k key, rec *configRecord, deps []dependent, fresh bool) {
+	switch {
+	case rec != nil:
+		c.unreached.Delete(k)
+	case fresh && slices.ContainsFunc(deps, func(d dependent) bool { return d.untouched }):
+		c.unreached.Store(k, struct{}{})
+	case fresh:
+		c.unreached.Delete(k)
+	}
 }
 
 // openWindows adds the workloads to their coalescing windows. A fresh change extends an open
