@@ -56,9 +56,24 @@ func TestPercentile(t *testing.T) {
 	}
 }
 
-func TestScaled(t *testing.T) {
-	p := population{ConfigMaps: 5000, Secrets: 2000, Deployments: 1000, ConfigMapKiB: 10, SecretKiB: 2}.scaled(20000)
-	if p.Secrets != 8000 || p.Deployments != 4000 || p.validate() != nil {
-		t.Errorf("scaled = %+v", p)
+func TestClusterWideHasTenThousandWorkloadsAtFiftyThousandConfigs(t *testing.T) {
+	p := population{ConfigMapKiB: 10, SecretKiB: 2}.clusterWide(50000, 50)
+	if p.ConfigMaps != 40000 || p.Secrets != 10000 || p.Deployments != 10000 || p.validate() != nil {
+		t.Errorf("clusterWide = %+v", p)
+	}
+	// A Deployment's ConfigMaps and Secret live in its namespace; unused ConfigMaps spread too.
+	for _, i := range []int{0, 49, 50, 9999} {
+		ns := p.namespaceOf("bench", i)
+		for _, k := range []int{2 * i, 2*i + 1} {
+			if got := p.namespaceOf("bench", p.configMapSlot(k)); got != ns {
+				t.Errorf("ConfigMap %d in %s, its Deployment %d in %s", k, got, i, ns)
+			}
+		}
+	}
+	if got := p.namespaceOf("bench", p.configMapSlot(39999)); got != "bench-49" {
+		t.Errorf("unused ConfigMap 39999 in %s", got)
+	}
+	if len(p.namespaces("bench")) != 50 || p.watched("bench") != "" {
+		t.Errorf("namespaces %v, watched %q", p.namespaces("bench"), p.watched("bench"))
 	}
 }

@@ -64,9 +64,10 @@ type config struct {
 	killTrials   int
 	maxKillDelay time.Duration
 
-	growth         []int
-	growthSamples  int
-	growthInterval time.Duration
+	growth           []int
+	growthNamespaces int
+	growthSamples    int
+	growthInterval   time.Duration
 }
 
 func parseFlags() (config, error) {
@@ -95,7 +96,8 @@ func parseFlags() (config, error) {
 	flag.DurationVar(&c.burstPeriod, "burst-coalesce", 5*time.Second, "--coalesce-period of the reloader in the burst scenario")
 	flag.IntVar(&c.killTrials, "kill-trials", 5, "kill -9 trials in the restarts scenario")
 	flag.DurationVar(&c.maxKillDelay, "max-kill-delay", 200*time.Millisecond, "kill -9 lands at a random delay up to this after an update")
-	flag.StringVar(&growth, "growth", "1000,5000,20000", "ConfigMap counts of the growth scenario; Secrets and Deployments scale in the default ratio")
+	flag.StringVar(&growth, "growth", "5000,20000,50000", "config counts of the growth scenario, cluster-wide: 4/5 ConfigMaps, 1/5 Secrets, and a Deployment per 5 configs")
+	flag.IntVar(&c.growthNamespaces, "growth-namespaces", 50, "namespaces the growth population is spread over")
 	flag.IntVar(&c.growthSamples, "growth-samples", 20, "latency samples per growth size")
 	flag.DurationVar(&c.growthInterval, "growth-interval", 500*time.Millisecond, "time between two growth latency updates")
 	flag.Parse()
