@@ -4,8 +4,15 @@ import (
 	"reflect"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/reference"
 
+	"github.com/reloader/reloader/confighash"
 	"github.com/reloader/reloader/policy"
 )
 
@@ -29,5 +36,35 @@ func TestTheCacheKeepsWhatRolloutTrackingReadsOfACustomWorkloadsStatus(t *testin
 	}
 	if after, whyAfter := policy.RolloutProgress(u); after != before || whyAfter != why {
 		t.Errorf("progress read from the kept status %v %q, from the whole %v %q", after, whyAfter, before, why)
+	}
+}
+
+func TestAConfigRecordWithoutObjectMetaStillNamesItsConfigToTheCacheAndToEvents(t *testing.T) {
+	c := &Controller{opts: Options{Annotations: policy.DefaultAnnotations()}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "team", UID: "u-1", ResourceVersion: "42",
+		Annotations: map[string]string{c.opts.Annotations.Ignore: "true", "unrelated": "x"}}, Data: map[string]string{"a": "1"}}
+	obj, err := c.transform(cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key, err := cache.MetaNamespaceKeyFunc(obj); err != nil || key != "team/app" {
+		t.Errorf("cache key %q, %v", key, err)
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil || m.GetResourceVersion() != "42" || m.GetUID() != "u-1" || len(m.GetAnnotations()) != 1 {
+		t.Errorf("accessor %+v, %v: want resourceVersion 42, uid u-1 and only the ignore annotation", m, err)
+	}
+	ref, err := reference.GetReference(runtime.NewScheme(), obj.(runtime.Object))
+	if err != nil || ref.Kind != "ConfigMap" || ref.APIVersion != "v1" || ref.Namespace != "team" || ref.Name != "app" || ref.UID != "u-1" {
+		t.Errorf("event reference %+v, %v", ref, err)
+	}
+	copied := obj.(*configRecord).DeepCopyObject().(*configRecord)
+	copied.Annotations["unrelated"] = "changed"
+	if _, shared := obj.(*configRecord).Annotations["unrelated"]; shared {
+		t.Error("a deep copy shares its annotations with the original")
+	}
+	rec := obj.(*configRecord)
+	if rec.Stakater.String() != confighash.StakaterConfigMap(cm) || rec.Collaborne.String() != confighash.CollaborneConfigMap(cm) {
+		t.Errorf("stakater %s, collaborne %s: not the hashes they were made from", rec.Stakater, rec.Collaborne)
 	}
 }
