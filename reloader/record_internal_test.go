@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -66,5 +67,44 @@ func TestAConfigRecordWithoutObjectMetaStillNamesItsConfigToTheCacheAndToEvents(
 	rec := obj.(*configRecord)
 	if rec.Stakater.String() != confighash.StakaterConfigMap(cm) || rec.Collaborne.String() != confighash.CollaborneConfigMap(cm) {
 		t.Errorf("stakater %s, collaborne %s: not the hashes they were made from", rec.Stakater, rec.Collaborne)
+	}
+}
+
+func TestTheCacheKeepsOfAWorkloadWhatReferencesConfigsAndDropsTheRest(t *testing.T) {
+	c := &Controller{}
+	mount := func(n string) corev1.VolumeMount { return corev1.VolumeMount{Name: n, MountPath: "/etc/" + n} }
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "app", Labels: map[string]string{"app": "x"}, Annotations: map[string]string{"a": "b"}},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "x"}, Annotations: map[string]string{"t": "1"}},
+				Spec: corev1.PodSpec{SchedulerName: "default-scheduler", SecurityContext: &corev1.PodSecurityContext{},
+					Containers: []corev1.Container{{Name: "app", Image: "app:1", VolumeMounts: []corev1.VolumeMount{mount("cfg"), mount("scratch"), mount("creds")},
+						EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "env"}}}}}},
+					Volumes: []corev1.Volume{
+						{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "files"},
+							Items: []corev1.KeyToPath{{Key: "a.yaml", Path: "a.yaml"}}}}},
+						{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+						{Name: "creds", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+							{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "token"}}}}}}},
+					}}}},
+	}
+	before := policy.UsesOf(&d.DeepCopy().Spec.Template.Spec)
+	obj, _ := c.transform(d)
+	got := obj.(*appsv1.Deployment)
+	spec := &got.Spec.Template.Spec
+	if after := policy.UsesOf(spec); len(before) != 3 || !reflect.DeepEqual(after, before) {
+		t.Errorf("uses after the transform %v, before %v (want the same 3)", after, before)
+	}
+	for _, r := range []policy.ConfigRef{{Kind: policy.KindConfigMap, Name: "files"}, {Kind: policy.KindSecret, Name: "token"}} {
+		if !policy.ContainerUses(spec, &spec.Containers[0], r) {
+			t.Errorf("the container no longer reads %v through its mounts", r)
+		}
+	}
+	if len(spec.Volumes) != 2 || spec.SecurityContext != nil || spec.SchedulerName != "" || spec.Containers[0].Image != "" ||
+		spec.Containers[0].VolumeMounts[0].MountPath != "" || got.Spec.Selector != nil || got.Labels != nil || got.Spec.Template.Labels != nil {
+		t.Errorf("kept more than the references: %+v", got)
+	}
+	if got.Annotations["a"] != "b" || got.Spec.Template.Annotations["t"] != "1" {
+		t.Errorf("annotations lost: %v, %v", got.Annotations, got.Spec.Template.Annotations)
 	}
 }
