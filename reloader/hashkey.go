@@ -175,11 +175,11 @@ func (c *Controller) content(rec *configRecord, keys []string) policy.Content {
 	key := c.opts.HashKey.key
 	switch {
 	case rec.Legacy == nil && keys == nil:
-		return policy.Content{Value: rec.Hash, Collaborne: rec.Collaborne}
+		return policy.Content{Value: rec.Hash, Collaborne: rec.Collaborne.String()}
 	case rec.Legacy == nil:
 		return policy.Content{Value: confighash.Subset(rec.Keys, keys)}
 	case keys == nil:
-		return policy.Content{Value: rec.Hash, Legacy: rec.Legacy.Hash, Collaborne: rec.Collaborne}
+		return policy.Content{Value: rec.Hash, Legacy: rec.Legacy.Hash.String(), Collaborne: rec.Collaborne.String()}
 	}
 	return policy.Content{Value: key.Subset(rec.Keys, keys), Legacy: confighash.Subset(rec.Legacy.Keys, keys)}
 }

@@ -126,19 +126,19 @@ func TestContent(t *testing.T) {
 	c := &Controller{opts: Options{HashKey: HashKey{key: key}}}
 	cm := &corev1.ConfigMap{Data: map[string]string{"a": "1", "b": "2"}}
 	s := &corev1.Secret{Data: map[string][]byte{"a": []byte("1"), "b": []byte("2")}}
-	cmRec := &configRecord{Hash: confighash.ConfigMap(cm), Keys: confighash.ConfigMapKeys(cm)}
-	sRec := &configRecord{Hash: key.Secret(s), Keys: key.SecretKeys(s),
-		Legacy: &legacyHashes{Hash: confighash.Secret(s), Keys: confighash.SecretKeys(s)}}
+	cmObj, _ := c.transform(cm)
+	sObj, _ := c.transform(s)
+	cmRec, sRec := cmObj.(*configRecord), sObj.(*configRecord)
 	plainSums := confighash.SecretKeys(s)
 	tests := []struct {
 		name string
 		got  policy.Content
 		want policy.Content
 	}{
-		{"configmap whole", c.content(cmRec, nil), policy.Content{Value: confighash.ConfigMap(cm)}},
+		{"configmap whole", c.content(cmRec, nil), policy.Content{Value: confighash.ConfigMap(cm), Collaborne: confighash.CollaborneConfigMap(cm)}},
 		{"configmap subset", c.content(cmRec, []string{"a"}), policy.Content{Value: confighash.Subset(confighash.ConfigMapKeys(cm), []string{"a"})}},
 		{"configmap data key", c.keyContent(cmRec, "a"), policy.Content{Value: confighash.KeyValue(confighash.ConfigMapKeys(cm), "a")}},
-		{"secret whole", c.content(sRec, nil), policy.Content{Value: key.Secret(s), Legacy: confighash.Secret(s)}},
+		{"secret whole", c.content(sRec, nil), policy.Content{Value: key.Secret(s), Legacy: confighash.Secret(s), Collaborne: confighash.CollaborneSecret(s)}},
 		{"secret subset", c.content(sRec, []string{"a"}),
 			policy.Content{Value: key.Subset(key.SecretKeys(s), []string{"a"}), Legacy: confighash.Subset(plainSums, []string{"a"})}},
 		{"secret data key", c.keyContent(sRec, "a"),

@@ -235,6 +235,9 @@ func (c *Controller) objectKey(kind string, obj any) key {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
+	if r, ok := obj.(*configRecord); ok {
+		return key{kind, r.Namespace, r.Name}
+	}
 	m := obj.(metav1.Object)
 	return key{kind, m.GetNamespace(), m.GetName()}
 }

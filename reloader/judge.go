@@ -71,7 +71,7 @@ func (c *Controller) judge(w workloadView, r policy.ConfigRef, rec *configRecord
 		ReloadOnDelete: c.opts.ReloadOnDelete,
 	}
 	if f.Exists && f.Marker == policy.NoMarker && keys == nil {
-		f.Marker = policy.CollaborneMarker(w.tmpl, r, rec.Collaborne)
+		f.Marker = policy.CollaborneMarker(w.tmpl, r, rec.Collaborne.String())
 	}
 	if f.Exists && f.Marker == policy.NoMarker {
 		f.Marker = c.strips.marker(w.key, r, want.Value)
@@ -111,7 +111,7 @@ func (c *Controller) stateFacts(f *policy.Facts, w workloadView, r policy.Config
 	}
 	if !known {
 		v, ok := policy.EnvValue(w.tmpl, policy.StakaterVar(r))
-		f.StakaterStale = ok && v != rec.Stakater
+		f.StakaterStale = ok && v != rec.Stakater.String()
 	}
 }
 

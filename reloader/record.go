@@ -1,12 +1,18 @@
 package reloader
 
 import (
+	"crypto/sha1"
+	"encoding/hex"
+	"maps"
+
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/reloader/reloader/confighash"
 	"github.com/reloader/reloader/policy"
@@ -15,16 +21,21 @@ import (
 // configRecord is what the informer cache keeps of a ConfigMap or Secret: its identity, the few
 // annotations the reloader reads, and hashes of its content. The contents themselves are dropped
 // on arrival, so memory grows with the number of configs and keys, not with their size, and no
-// Secret value is ever held.
+// Secret value is ever held. It holds no metav1.ObjectMeta (232 bytes, most of them fields a
+// config record never fills): meta.Accessor reaches its identity through GetObjectMeta.
 type configRecord struct {
-	metav1.TypeMeta
-	metav1.ObjectMeta
-	Hash     string              // content hash (confighash): plain for a ConfigMap, keyed for a Secret
-	Keys     []confighash.KeySum // per-key sums, for workloads that read single keys; keyed for a Secret
-	Stakater string              // stakater Reloader's hash, to take over without restarts; never written
+	kind            recordKind
+	Name            string
+	Namespace       string
+	UID             types.UID
+	ResourceVersion string // the informer tells a resync from an update by it
+	Annotations     map[string]string
+	Hash            string              // content hash (confighash): plain for a ConfigMap, keyed for a Secret
+	Keys            []confighash.KeySum // per-key sums, for workloads that read single keys; keyed for a Secret
+	Stakater        hexSum              // stakater Reloader's hash, to take over without restarts; never written
 	// Collaborne is Collaborne kubernetes-reloader's hash, to take over its state entries and
 	// variables without restarts (collaborne.go); never written.
-	Collaborne string
+	Collaborne hexSum
 	// Legacy holds a Secret's plain hashes, as versions before keyed hashes wrote them into the
 	// state and workloads; nil for a ConfigMap. They are kept in memory only, so that those
 	// values are compared as before and an upgrade restarts nothing that did not change.
@@ -36,13 +47,45 @@ type configRecord struct {
 
 // legacyHashes are a Secret's plain content hash and per-key sums.
 type legacyHashes struct {
-	Hash string
+	Hash hexSum
 	Keys []confighash.KeySum
+}
+
+// hexSum is a SHA1 written elsewhere as 40 hex characters (stakater's and Collaborne's hashes,
+// a Secret's plain hash), kept as its 20 bytes: the string would take a 48-byte allocation and its 16-byte header.
+type hexSum [sha1.Size]byte
+
+// sumOfHex reads a hex SHA1 as the confighash functions return it.
+func sumOfHex(s string) hexSum {
+	var h hexSum
+	_, _ = hex.Decode(h[:], []byte(s)) // 40 hex characters: confighash writes them
+	return h
+}
+
+func (h hexSum) String() string { return hex.EncodeToString(h[:]) }
+
+// recordKind is a record's kind (policy.KindConfigMap or KindSecret), which it reports as its
+// GroupVersionKind: Events name the config through it.
+type recordKind string
+
+func (k recordKind) SetGroupVersionKind(schema.GroupVersionKind) {}
+
+func (k recordKind) GroupVersionKind() schema.GroupVersionKind {
+	return schema.GroupVersionKind{Version: "v1", Kind: string(k)}
+}
+
+func (r *configRecord) GetObjectKind() schema.ObjectKind { return r.kind }
+
+// GetObjectMeta is the record's identity for meta.Accessor (cache keys, indexes, Events): a
+// copy, made only when asked.
+func (r *configRecord) GetObjectMeta() metav1.Object {
+	return &metav1.ObjectMeta{Name: r.Name, Namespace: r.Namespace, UID: r.UID, ResourceVersion: r.ResourceVersion,
+		Annotations: r.Annotations}
 }
 
 func (r *configRecord) DeepCopyObject() runtime.Object {
 	c := *r
-	r.ObjectMeta.DeepCopyInto(&c.ObjectMeta)
+	c.Annotations = maps.Clone(r.Annotations)
 	c.Keys = append([]confighash.KeySum(nil), r.Keys...)
 	if r.Legacy != nil {
 		c.Legacy = &legacyHashes{Hash: r.Legacy.Hash, Keys: append([]confighash.KeySum(nil), r.Legacy.Keys...)}
@@ -59,33 +102,36 @@ func (c *Controller) transform(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.ConfigMap:
 		r := c.newRecord(policy.KindConfigMap, &o.ObjectMeta, confighash.ConfigMap(o))
-		r.Keys, r.Stakater = confighash.ConfigMapKeys(o), confighash.StakaterConfigMap(o)
+		r.Keys, r.Stakater = confighash.ConfigMapKeys(o), sumOfHex(confighash.StakaterConfigMap(o))
 		r.Invalid = validateConfigMap(o)
-		r.Collaborne = confighash.CollaborneConfigMap(o)
+		r.Collaborne = sumOfHex(confighash.CollaborneConfigMap(o))
 		return r, nil
 	case *corev1.Secret:
 		// Every hash of a Secret that is written is keyed (hashkey.go); stakater's and the
 		// legacy plain ones are only compared with what others wrote.
 		key := c.opts.HashKey.key
 		r := c.newRecord(policy.KindSecret, &o.ObjectMeta, key.Secret(o))
-		r.Keys, r.Stakater = key.SecretKeys(o), confighash.StakaterSecret(o)
-		r.Collaborne = confighash.CollaborneSecret(o)
-		r.Legacy = &legacyHashes{Hash: confighash.Secret(o), Keys: confighash.SecretKeys(o)}
+		r.Keys, r.Stakater = key.SecretKeys(o), sumOfHex(confighash.StakaterSecret(o))
+		r.Collaborne = sumOfHex(confighash.CollaborneSecret(o))
+		r.Legacy = &legacyHashes{Hash: sumOfHex(confighash.Secret(o)), Keys: confighash.SecretKeys(o)}
 		r.Invalid = validateSecret(o)
 		return r, nil
 	case *appsv1.Deployment:
 		o.Status = rolloutStatus(o.Status)
+		o.Labels, o.Spec.Selector, o.Spec.Strategy = nil, nil, appsv1.DeploymentStrategy{}
 		stripTemplate(&o.Spec.Template)
 	case *appsv1.StatefulSet:
 		s := o.Status
 		o.Status, o.Spec.VolumeClaimTemplates = appsv1.StatefulSetStatus{ObservedGeneration: s.ObservedGeneration,
 			ReadyReplicas: s.ReadyReplicas, UpdatedReplicas: s.UpdatedReplicas,
 			CurrentRevision: s.CurrentRevision, UpdateRevision: s.UpdateRevision}, nil
+		o.Labels, o.Spec.Selector = nil, nil
 		stripTemplate(&o.Spec.Template)
 	case *appsv1.DaemonSet:
 		s := o.Status
 		o.Status = appsv1.DaemonSetStatus{ObservedGeneration: s.ObservedGeneration, DesiredNumberScheduled: s.DesiredNumberScheduled,
 			UpdatedNumberScheduled: s.UpdatedNumberScheduled, NumberAvailable: s.NumberAvailable}
+		o.Labels, o.Spec.Selector = nil, nil
 		stripTemplate(&o.Spec.Template)
 	case *batchv1.CronJob:
 		o.Status = batchv1.CronJobStatus{}
@@ -105,26 +151,47 @@ func (c *Controller) transform(obj any) (any, error) {
 }
 
 // stripTemplate drops what the reloader never reads of a cached pod template: of each container
-// it keeps the name and what references configs (env, envFrom, volume mounts). Patches are
-// computed from these fields only, and guarded by the names they address.
+// it keeps the name and what references configs (env, envFrom, the names of volume mounts), of
+// the pod spec the containers and the volumes that are configs, and no labels. Patches are
+// computed from these fields only, and guarded by the names they address. Deployments,
+// StatefulSets and DaemonSets are the most numerous objects cached after the configs: with one
+// workload per five configs, each byte kept of a workload costs a fifth of a byte per config.
 func stripTemplate(t *corev1.PodTemplateSpec) {
 	for _, cs := range [][]corev1.Container{t.Spec.Containers, t.Spec.InitContainers} {
 		for i, c := range cs {
-			cs[i] = corev1.Container{Name: c.Name, Env: c.Env, EnvFrom: c.EnvFrom, VolumeMounts: c.VolumeMounts}
+			cs[i] = corev1.Container{Name: c.Name, Env: c.Env, EnvFrom: c.EnvFrom, VolumeMounts: mountNames(c.VolumeMounts)}
 		}
 	}
-	t.Spec.EphemeralContainers = nil
-	t.Spec.Affinity, t.Spec.Tolerations, t.Spec.NodeSelector = nil, nil, nil
+	t.Spec = corev1.PodSpec{Containers: t.Spec.Containers, InitContainers: t.Spec.InitContainers, Volumes: configVolumes(t.Spec.Volumes)}
+	t.Labels = nil
+}
+
+// mountNames keeps the volume name of each mount: policy.ContainerUses matches mounts to volumes
+// by it.
+func mountNames(ms []corev1.VolumeMount) []corev1.VolumeMount {
+	for i, m := range ms {
+		ms[i] = corev1.VolumeMount{Name: m.Name}
+	}
+	return ms
+}
+
+// configVolumes keeps the volumes that are ConfigMaps, Secrets or projections of them, with only
+// their config sources.
+func configVolumes(vs []corev1.Volume) []corev1.Volume {
+	var out []corev1.Volume
+	for _, v := range vs {
+		src := corev1.VolumeSource{ConfigMap: v.ConfigMap, Secret: v.Secret, Projected: v.Projected}
+		if src.ConfigMap == nil && src.Secret == nil && src.Projected == nil {
+			continue
+		}
+		out = append(out, corev1.Volume{Name: v.Name, VolumeSource: src})
+	}
+	return out
 }
 
 func (c *Controller) newRecord(kind string, m *metav1.ObjectMeta, hash string) *configRecord {
-	r := &configRecord{
-		TypeMeta: metav1.TypeMeta{Kind: kind, APIVersion: "v1"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
-		},
-		Hash: hash,
-	}
+	r := &configRecord{kind: recordKind(kind), Name: m.Name, Namespace: m.Namespace, UID: m.UID,
+		ResourceVersion: m.ResourceVersion, Hash: c.sharedHash(key{kind, m.Namespace, m.Name}, hash)}
 	for _, k := range c.opts.Annotations.OnConfig() {
 		if v, ok := m.Annotations[k]; ok {
 			if r.Annotations == nil {
@@ -134,6 +201,20 @@ func (c *Controller) newRecord(kind string, m *metav1.ObjectMeta, hash string) *
 		}
 	}
 	return r
+}
+
+// sharedHash returns the state's copy of hash when the state holds the same content for the
+// config: most configs are unchanged since the state was written, and the two would otherwise
+// each keep 48 bytes of the same string. Controllers built without a state (unit tests) keep
+// their own.
+func (c *Controller) sharedHash(k key, hash string) string {
+	if c.state == nil {
+		return hash
+	}
+	if e, ok := c.state.Get(c.stateKey(k)); ok && !e.Deleted && e.Hash == hash {
+		return e.Hash
+	}
+	return hash
 }
 
 // hash is the record's content hash; a nil record (a config that does not exist) has none.

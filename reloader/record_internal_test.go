@@ -4,8 +4,16 @@ import (
 	"reflect"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/reference"
 
+	"github.com/reloader/reloader/confighash"
 	"github.com/reloader/reloader/policy"
 )
 
@@ -29,5 +37,74 @@ func TestTheCacheKeepsWhatRolloutTrackingReadsOfACustomWorkloadsStatus(t *testin
 	}
 	if after, whyAfter := policy.RolloutProgress(u); after != before || whyAfter != why {
 		t.Errorf("progress read from the kept status %v %q, from the whole %v %q", after, whyAfter, before, why)
+	}
+}
+
+func TestAConfigRecordWithoutObjectMetaStillNamesItsConfigToTheCacheAndToEvents(t *testing.T) {
+	c := &Controller{opts: Options{Annotations: policy.DefaultAnnotations()}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "team", UID: "u-1", ResourceVersion: "42",
+		Annotations: map[string]string{c.opts.Annotations.Ignore: "true", "unrelated": "x"}}, Data: map[string]string{"a": "1"}}
+	obj, err := c.transform(cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key, err := cache.MetaNamespaceKeyFunc(obj); err != nil || key != "team/app" {
+		t.Errorf("cache key %q, %v", key, err)
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil || m.GetResourceVersion() != "42" || m.GetUID() != "u-1" || len(m.GetAnnotations()) != 1 {
+		t.Errorf("accessor %+v, %v: want resourceVersion 42, uid u-1 and only the ignore annotation", m, err)
+	}
+	ref, err := reference.GetReference(runtime.NewScheme(), obj.(runtime.Object))
+	if err != nil || ref.Kind != "ConfigMap" || ref.APIVersion != "v1" || ref.Namespace != "team" || ref.Name != "app" || ref.UID != "u-1" {
+		t.Errorf("event reference %+v, %v", ref, err)
+	}
+	copied := obj.(*configRecord).DeepCopyObject().(*configRecord)
+	copied.Annotations["unrelated"] = "changed"
+	if _, shared := obj.(*configRecord).Annotations["unrelated"]; shared {
+		t.Error("a deep copy shares its annotations with the original")
+	}
+	rec := obj.(*configRecord)
+	if rec.Stakater.String() != confighash.StakaterConfigMap(cm) || rec.Collaborne.String() != confighash.CollaborneConfigMap(cm) {
+		t.Errorf("stakater %s, collaborne %s: not the hashes they were made from", rec.Stakater, rec.Collaborne)
+	}
+}
+
+func TestTheCacheKeepsOfAWorkloadWhatReferencesConfigsAndDropsTheRest(t *testing.T) {
+	c := &Controller{}
+	mount := func(n string) corev1.VolumeMount { return corev1.VolumeMount{Name: n, MountPath: "/etc/" + n} }
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "app", Labels: map[string]string{"app": "x"}, Annotations: map[string]string{"a": "b"}},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "x"}, Annotations: map[string]string{"t": "1"}},
+				Spec: corev1.PodSpec{SchedulerName: "default-scheduler", SecurityContext: &corev1.PodSecurityContext{},
+					Containers: []corev1.Container{{Name: "app", Image: "app:1", VolumeMounts: []corev1.VolumeMount{mount("cfg"), mount("scratch"), mount("creds")},
+						EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "env"}}}}}},
+					Volumes: []corev1.Volume{
+						{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "files"},
+							Items: []corev1.KeyToPath{{Key: "a.yaml", Path: "a.yaml"}}}}},
+						{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+						{Name: "creds", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+							{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "token"}}}}}}},
+					}}}},
+	}
+	before := policy.UsesOf(&d.DeepCopy().Spec.Template.Spec)
+	obj, _ := c.transform(d)
+	got := obj.(*appsv1.Deployment)
+	spec := &got.Spec.Template.Spec
+	if after := policy.UsesOf(spec); len(before) != 3 || !reflect.DeepEqual(after, before) {
+		t.Errorf("uses after the transform %v, before %v (want the same 3)", after, before)
+	}
+	for _, r := range []policy.ConfigRef{{Kind: policy.KindConfigMap, Name: "files"}, {Kind: policy.KindSecret, Name: "token"}} {
+		if !policy.ContainerUses(spec, &spec.Containers[0], r) {
+			t.Errorf("the container no longer reads %v through its mounts", r)
+		}
+	}
+	if len(spec.Volumes) != 2 || spec.SecurityContext != nil || spec.SchedulerName != "" || spec.Containers[0].Image != "" ||
+		spec.Containers[0].VolumeMounts[0].MountPath != "" || got.Spec.Selector != nil || got.Labels != nil || got.Spec.Template.Labels != nil {
+		t.Errorf("kept more than the references: %+v", got)
+	}
+	if got.Annotations["a"] != "b" || got.Spec.Template.Annotations["t"] != "1" {
+		t.Errorf("annotations lost: %v, %v", got.Annotations, got.Spec.Template.Annotations)
 	}
 }

@@ -1,6 +1,11 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
+	"image/png"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -56,9 +61,61 @@ func TestPercentile(t *testing.T) {
 	}
 }
 
-func TestScaled(t *testing.T) {
-	p := population{ConfigMaps: 5000, Secrets: 2000, Deployments: 1000, ConfigMapKiB: 10, SecretKiB: 2}.scaled(20000)
-	if p.Secrets != 8000 || p.Deployments != 4000 || p.validate() != nil {
-		t.Errorf("scaled = %+v", p)
+func TestClusterWideHasTenThousandWorkloadsAtFiftyThousandConfigs(t *testing.T) {
+	p := population{ConfigMapKiB: 10, SecretKiB: 2}.clusterWide(50000, 50)
+	if p.ConfigMaps != 40000 || p.Secrets != 10000 || p.Deployments != 10000 || p.validate() != nil {
+		t.Errorf("clusterWide = %+v", p)
+	}
+	// A Deployment's ConfigMaps and Secret live in its namespace; unused ConfigMaps spread too.
+	for _, i := range []int{0, 49, 50, 9999} {
+		ns := p.namespaceOf("bench", i)
+		for _, k := range []int{2 * i, 2*i + 1} {
+			if got := p.namespaceOf("bench", p.configMapSlot(k)); got != ns {
+				t.Errorf("ConfigMap %d in %s, its Deployment %d in %s", k, got, i, ns)
+			}
+		}
+	}
+	if got := p.namespaceOf("bench", p.configMapSlot(39999)); got != "bench-49" {
+		t.Errorf("unused ConfigMap 39999 in %s", got)
+	}
+	if len(p.namespaces("bench")) != 50 || p.watched("bench") != "" {
+		t.Errorf("namespaces %v, watched %q", p.namespaces("bench"), p.watched("bench"))
+	}
+}
+
+func TestGrowthPlotReadsBackResultsAndWritesAPNG(t *testing.T) {
+	dir := t.TempDir()
+	var lines []byte
+	for _, n := range []int{20000, 5000} {
+		r := &result{Scenario: fmt.Sprintf("%s-%d", scGrowth, n), Params: population{}.clusterWide(n, 50),
+			Checks: []check{info("RSS settled", float64(n)/1000, unitMiB), info("latency p99", 5, unitMs)}}
+		b, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(append(lines, b...), '\n')
+	}
+	in, out := filepath.Join(dir, "r.jsonl"), filepath.Join(dir, "growth.png")
+	if err := os.WriteFile(in, lines, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	results, err := readResults([]string{in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := growthRows(results)
+	if err != nil || len(rows) != 2 || rows[0].configs != 5000 || rows[1].values["RSS settled"] != 20 {
+		t.Fatalf("rows = %+v, %v", rows, err)
+	}
+	if err := plotFrom([]string{in}, out); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := png.Decode(f); err != nil {
+		t.Errorf("growth.png: %v", err)
 	}
 }

@@ -51,21 +51,24 @@ func bulkClient(c *testcluster.Cluster) (kubernetes.Interface, error) {
 	return client, nil
 }
 
-// newEnv creates namespace ns, fills it with pop and starts watching its Deployments.
+// newEnv creates the namespaces of pop named after ns, fills them and starts watching their
+// Deployments.
 func newEnv(ctx context.Context, c *testcluster.Cluster, ns string, pop population, workers int) (*env, error) {
 	client, err := bulkClient(c)
 	if err != nil {
 		return nil, err
 	}
-	if err := createNamespace(ctx, client, ns); err != nil {
-		return nil, err
+	for _, n := range pop.namespaces(ns) {
+		if err := createNamespace(ctx, client, n); err != nil {
+			return nil, err
+		}
 	}
 	begin := time.Now()
 	if err := pop.create(ctx, client, ns, workers); err != nil {
 		return nil, fmt.Errorf("create population in %s: %w", ns, err)
 	}
 	e := &env{cluster: c, client: client, ns: ns, pop: pop, setup: time.Since(begin)}
-	if e.tracker, err = startTracker(ctx, client, ns); err != nil {
+	if e.tracker, err = startTracker(ctx, client, pop.watched(ns)); err != nil {
 		return nil, err
 	}
 	return e, nil
@@ -97,7 +100,7 @@ func (e *env) pickConfigMap() int {
 
 // updateConfigMap changes ConfigMap k's content and returns what its dependent should show.
 func (e *env) updateConfigMap(ctx context.Context, k int) (reload, error) {
-	hash, err := patchConfigMap(ctx, e.client, e.ns, configMapName(k), e.version.Add(1))
+	hash, err := patchConfigMap(ctx, e.client, e.pop.namespaceOf(e.ns, e.pop.configMapSlot(k)), configMapName(k), e.version.Add(1))
 	if err != nil {
 		return reload{}, err
 	}

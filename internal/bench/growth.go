@@ -5,9 +5,10 @@ import (
 	"fmt"
 )
 
-// growthPoint measures settled memory and reload latency at one population size.
+// growthPoint measures settled memory, reload latency and API requests per change at one
+// population size.
 func (l *lab) growthPoint(ctx context.Context, e *env, r *result) error {
-	name := fmt.Sprintf("%s-%d", scGrowth, e.pop.ConfigMaps)
+	name := fmt.Sprintf("%s-%d", scGrowth, e.pop.ConfigMaps+e.pop.Secrets)
 	p, err := l.startReloader(e, name, 0)
 	if err != nil {
 		return err
@@ -19,7 +20,7 @@ func (l *lab) growthPoint(ctx context.Context, e *env, r *result) error {
 	}
 	r.add(info("RSS settled", mib(settled.RSS), unitMiB), info("VmHWM at settle", mib(settled.HWM), unitMiB))
 	l.logf("%s: %d updates, %s apart", name, l.cfg.growthSamples, l.cfg.growthInterval)
-	cpu0, err := p.cpu()
+	before, err := l.snapshot(ctx, p)
 	if err != nil {
 		return err
 	}
@@ -27,12 +28,15 @@ func (l *lab) growthPoint(ctx context.Context, e *env, r *result) error {
 	if err != nil {
 		return err
 	}
-	cpu1, err := p.cpu()
+	if err := sleep(ctx, drainWait); err != nil {
+		return err
+	}
+	after, err := l.snapshot(ctx, p)
 	if err != nil {
 		return err
 	}
 	r.add(lt.checks()...)
-	r.add(info("reloader CPU time / changes", 1000*(cpu1-cpu0)/float64(l.cfg.growthSamples), unitMs))
+	l.apiCost(r, before, after, l.cfg.growthSamples)
 	r.detail("latency_ms", lt.millis())
 	r.detail("setup_seconds", round1(e.setup.Seconds()))
 	return l.stopGracefully(p, r)

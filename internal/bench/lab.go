@@ -72,7 +72,7 @@ func (l *lab) runAll(ctx context.Context) {
 	}
 	if l.cfg.wants(scGrowth) {
 		for _, n := range l.cfg.growth {
-			pop := l.cfg.pop.scaled(n)
+			pop := l.cfg.pop.clusterWide(n, l.cfg.growthNamespaces)
 			name := fmt.Sprintf("%s-%d", scGrowth, n)
 			l.withPopulation(ctx, pop, []string{name}, func(e *env) {
 				l.scenario(ctx, name, pop, func(ctx context.Context, r *result) error { return l.growthPoint(ctx, e, r) })
@@ -204,7 +204,7 @@ func (l *lab) failAll(err error, names ...string) {
 // startReloader runs the reloader on env's namespace; names of its log and profiles start
 // with name.
 func (l *lab) startReloader(e *env, name string, coalesce time.Duration, extra ...string) (*reloaderProc, error) {
-	p, err := startReloader(l.cfg.reloader, l.dir, name, e.cluster.Kubeconfig, e.ns, coalesce, extra...)
+	p, err := startReloader(l.cfg.reloader, l.dir, name, e.cluster.Kubeconfig, e.pop.watched(e.ns), coalesce, extra...)
 	if err != nil {
 		return nil, err
 	}

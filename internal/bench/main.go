@@ -64,14 +64,18 @@ type config struct {
 	killTrials   int
 	maxKillDelay time.Duration
 
-	growth         []int
+	growth           []int
+	growthNamespaces int
+	// plotFrom, when set, only draws the growth plot of these .jsonl files into plotOut.
+	plotFrom       []string
+	plotOut        string
 	growthSamples  int
 	growthInterval time.Duration
 }
 
 func parseFlags() (config, error) {
 	var c config
-	var scenarios, growth string
+	var scenarios, growth, plotFrom string
 	flag.StringVar(&c.reloader, "reloader", "bin/reloader", "reloader binary to measure")
 	flag.StringVar(&c.out, "out", "bench-results", "directory for the .jsonl results, logs and profiles")
 	flag.StringVar(&c.goTool, "go", "go", "go command, for `go tool pprof` summaries")
@@ -95,10 +99,16 @@ func parseFlags() (config, error) {
 	flag.DurationVar(&c.burstPeriod, "burst-coalesce", 5*time.Second, "--coalesce-period of the reloader in the burst scenario")
 	flag.IntVar(&c.killTrials, "kill-trials", 5, "kill -9 trials in the restarts scenario")
 	flag.DurationVar(&c.maxKillDelay, "max-kill-delay", 200*time.Millisecond, "kill -9 lands at a random delay up to this after an update")
-	flag.StringVar(&growth, "growth", "1000,5000,20000", "ConfigMap counts of the growth scenario; Secrets and Deployments scale in the default ratio")
+	flag.StringVar(&growth, "growth", "5000,20000,50000", "config counts of the growth scenario, cluster-wide: 4/5 ConfigMaps, 1/5 Secrets, and a Deployment per 5 configs")
+	flag.IntVar(&c.growthNamespaces, "growth-namespaces", 50, "namespaces the growth population is spread over")
 	flag.IntVar(&c.growthSamples, "growth-samples", 20, "latency samples per growth size")
 	flag.DurationVar(&c.growthInterval, "growth-interval", 500*time.Millisecond, "time between two growth latency updates")
+	flag.StringVar(&plotFrom, "plot-from", "", "comma-separated .jsonl results: only draw their growth plot into -plot-out, run nothing")
+	flag.StringVar(&c.plotOut, "plot-out", "growth.png", "PNG the -plot-from growth plot is written to")
 	flag.Parse()
+	if plotFrom != "" {
+		c.plotFrom = strings.Split(plotFrom, ",")
+	}
 	var err error
 	if c.scenarios, err = parseScenarios(scenarios); err != nil {
 		return c, err
@@ -154,6 +164,13 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)
 	}
+	if len(cfg.plotFrom) > 0 {
+		if err := plotFrom(cfg.plotFrom, cfg.plotOut); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, cfg); err != nil {
@@ -178,10 +195,38 @@ func run(ctx context.Context, cfg config) error {
 	l.logf("results go to %s, logs and profiles to %s", l.jsonlPath, l.dir)
 	l.runAll(ctx)
 	l.printReport(os.Stdout)
+	l.plotGrowth()
 	if n := l.failed(); n > 0 {
 		return fmt.Errorf("%d scenario(s) could not run; see the errors above", n)
 	}
 	return nil
+}
+
+// plotFrom draws the growth plot of earlier results.
+func plotFrom(paths []string, out string) error {
+	results, err := readResults(paths)
+	if err != nil {
+		return err
+	}
+	rows, err := growthRows(results)
+	if err != nil {
+		return err
+	}
+	return writeGrowthPlot(rows, out)
+}
+
+// plotGrowth draws this run's growth results, if it has any, into its results directory.
+func (l *lab) plotGrowth() {
+	rows, err := growthRows(l.results)
+	if err != nil || len(rows) == 0 {
+		return
+	}
+	path := filepath.Join(l.dir, "growth.png")
+	if err := writeGrowthPlot(rows, path); err != nil {
+		l.logf("growth plot: %v", err)
+		return
+	}
+	fmt.Printf("growth plot: %s\n", path)
 }
 
 // snapshotBinary copies the reloader binary to a temporary directory, so that a rebuild of

@@ -29,6 +29,9 @@ type population struct {
 	Deployments  int `json:"deployments"`
 	ConfigMapKiB int `json:"configmap_kib"`
 	SecretKiB    int `json:"secret_kib"`
+	// Namespaces spreads the population over this many namespaces, <base>-00 and so on, and the
+	// reloader then watches all namespaces; 0 keeps it in the one namespace <base>.
+	Namespaces int `json:"namespaces,omitempty"`
 }
 
 func (p population) validate() error {
@@ -45,18 +48,62 @@ func (p population) validate() error {
 	return nil
 }
 
-// scaled returns the population with n ConfigMaps and Secrets and Deployments in p's ratio.
-func (p population) scaled(n int) population {
+// clusterWide returns the population of the growth scenario at n configs over namespaces:
+// four fifths ConfigMaps, one fifth Secrets, and one Deployment per five configs (50,000
+// configs, 10,000 workloads), each Deployment using two ConfigMaps and one Secret.
+func (p population) clusterWide(n, namespaces int) population {
 	q := p
-	q.ConfigMaps = n
-	q.Secrets = max(1, n*p.Secrets/p.ConfigMaps)
-	q.Deployments = max(1, n*p.Deployments/p.ConfigMaps)
+	q.Deployments = max(1, n/5)
+	q.Secrets = q.Deployments
+	q.ConfigMaps = max(2*q.Deployments, n-q.Secrets)
+	q.Namespaces = namespaces
 	return q
 }
 
 func (p population) String() string {
-	return fmt.Sprintf("%d ConfigMaps of %d KiB, %d Secrets of %d KiB, %d Deployments",
+	s := fmt.Sprintf("%d ConfigMaps of %d KiB, %d Secrets of %d KiB, %d Deployments",
 		p.ConfigMaps, p.ConfigMapKiB, p.Secrets, p.SecretKiB, p.Deployments)
+	if p.Namespaces > 0 {
+		s += fmt.Sprintf(" over %d namespaces", p.Namespaces)
+	}
+	return s
+}
+
+// namespaces lists the namespaces the population lives in.
+func (p population) namespaces(base string) []string {
+	if p.Namespaces == 0 {
+		return []string{base}
+	}
+	out := make([]string, p.Namespaces)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s-%02d", base, i)
+	}
+	return out
+}
+
+// namespaceOf returns the namespace of the object in slot i: a Deployment's index, which its
+// ConfigMaps and Secret share, or the index of a config no Deployment uses.
+func (p population) namespaceOf(base string, slot int) string {
+	if p.Namespaces == 0 {
+		return base
+	}
+	return fmt.Sprintf("%s-%02d", base, slot%p.Namespaces)
+}
+
+// configMapSlot is the slot of ConfigMap k: that of its Deployment, if it has one.
+func (p population) configMapSlot(k int) int {
+	if k < 2*p.Deployments {
+		return k / 2
+	}
+	return k
+}
+
+// watched is the namespace a reloader and tracker watch: "" (all) for a spread population.
+func (p population) watched(base string) string {
+	if p.Namespaces > 0 {
+		return ""
+	}
+	return base
 }
 
 func configMapName(k int) string  { return fmt.Sprintf("cm-%05d", k) }
@@ -125,11 +172,12 @@ func newDeployment(name string, configMaps, secrets []string) *appsv1.Deployment
 	}
 }
 
-// create makes every object of p in namespace ns, workers requests at a time.
-func (p population) create(ctx context.Context, client kubernetes.Interface, ns string, workers int) error {
+// create makes every object of p in the namespaces named after base, workers requests at a
+// time. The namespaces must exist.
+func (p population) create(ctx context.Context, client kubernetes.Interface, base string, workers int) error {
 	cmBody, secretBody := filler(p.ConfigMapKiB<<10), []byte(filler(p.SecretKiB<<10))
-	cms, secrets, deps := client.CoreV1().ConfigMaps(ns), client.CoreV1().Secrets(ns), client.AppsV1().Deployments(ns)
 	err := forEach(ctx, p.ConfigMaps, workers, func(ctx context.Context, k int) error {
+		cms := client.CoreV1().ConfigMaps(p.namespaceOf(base, p.configMapSlot(k)))
 		_, err := cms.Create(ctx, newConfigMap(configMapName(k), cmBody), metav1.CreateOptions{})
 		return wrap(err, "create ConfigMap %s", configMapName(k))
 	})
@@ -137,6 +185,7 @@ func (p population) create(ctx context.Context, client kubernetes.Interface, ns 
 		return err
 	}
 	err = forEach(ctx, p.Secrets, workers, func(ctx context.Context, k int) error {
+		secrets := client.CoreV1().Secrets(p.namespaceOf(base, k))
 		_, err := secrets.Create(ctx, newSecret(secretName(k), secretBody), metav1.CreateOptions{})
 		return wrap(err, "create Secret %s", secretName(k))
 	})
@@ -145,7 +194,7 @@ func (p population) create(ctx context.Context, client kubernetes.Interface, ns 
 	}
 	return forEach(ctx, p.Deployments, workers, func(ctx context.Context, i int) error {
 		d := newDeployment(deploymentName(i), []string{configMapName(2 * i), configMapName(2*i + 1)}, []string{secretName(i)})
-		_, err := deps.Create(ctx, d, metav1.CreateOptions{})
+		_, err := client.AppsV1().Deployments(p.namespaceOf(base, i)).Create(ctx, d, metav1.CreateOptions{})
 		return wrap(err, "create Deployment %s", d.Name)
 	})
 }

@@ -36,12 +36,17 @@ type reloaderProc struct {
 	http    *http.Client
 }
 
-// reloaderArgs are what every run gets besides --coalesce-period.
+// reloaderArgs are what every run gets besides --coalesce-period. An empty ns watches all
+// namespaces, with the state in "default".
 func reloaderArgs(kubeconfig, ns string, port int, coalesce time.Duration) []string {
-	return []string{
-		"--kubeconfig", kubeconfig, "--namespace", ns, "--port", fmt.Sprint(port),
-		"--coalesce-period", coalesce.String(), "--enable-pprof", "--log-format", "json", "--log-level", "warn",
+	scope := []string{"--namespace", ns}
+	if ns == "" {
+		scope = []string{"--state-namespace", "default"}
 	}
+	return append(scope,
+		"--kubeconfig", kubeconfig, "--port", fmt.Sprint(port),
+		"--coalesce-period", coalesce.String(), "--enable-pprof", "--log-format", "json", "--log-level", "warn",
+	)
 }
 
 // startReloader runs bin with its log in dir/<name>.log. The kernel kills it if the bench dies.

@@ -135,16 +135,16 @@ func (l *lab) printGrowth(w io.Writer) {
 	if len(rows) == 0 {
 		return
 	}
-	cols := []string{"time to /readyz", "CPU to /readyz", "RSS settled", "VmHWM at settle", "heap in use settled", "latency p50", "latency p99", "reloads missed", "reloader CPU time / changes"}
+	cols := []string{"time to /readyz", "CPU to /readyz", "RSS settled", "VmHWM at settle", "heap in use settled", "latency p50", "latency p99", "reloads missed", "API requests per change (excl. list/watch)", "reloader CPU time / changes"}
 	fmt.Fprintf(w, "\ngrowth (%d latency samples per size)\n\n", l.cfg.growthSamples)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "ConfigMaps\tSecrets\tDeployments\t%s\t\n", strings.Join(cols, "\t"))
+	fmt.Fprintf(tw, "ConfigMaps\tSecrets\tDeployments\tnamespaces\t%s\t\n", strings.Join(cols, "\t"))
 	for _, r := range rows {
 		pop, ok := r.Params.(population)
 		if !ok {
 			continue
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%d\t", pop.ConfigMaps, pop.Secrets, pop.Deployments)
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t", pop.ConfigMaps, pop.Secrets, pop.Deployments, pop.Namespaces)
 		for _, col := range cols {
 			fmt.Fprintf(tw, "%s\t", r.value(col))
 		}
