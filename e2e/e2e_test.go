@@ -97,18 +97,7 @@ func launchAs(t *testing.T, name, ns, kubeconfig string, args ...string) *proc {
 	all := append([]string{"--kubeconfig", kubeconfig, "--namespace", ns, "--port", fmt.Sprint(p.port)}, args...)
 	p.cmd = exec.Command(binary, all...)
 	p.cmd.Args[0] = name
-	p.cmd.Stderr, p.cmd.Stdout = p.stderr, p.stderr
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.exited <- p.cmd.Wait() }()
-	t.Cleanup(func() {
-		p.kill()
-		if t.Failed() {
-			t.Logf("%s %v output:\n%s", name, args, p.stderr.String())
-		}
-	})
+	p.start(t)
 	return p
 }
 
@@ -413,4 +402,22 @@ func TestBadFlagsFailWithOneLineNamingTheFlag(t *testing.T) {
 			}
 		})
 	}
+}
+
+// start starts p.cmd with its output in p.stderr, killed with the test (and with the test
+// process), its output logged if the test failed.
+func (p *proc) start(t *testing.T) {
+	t.Helper()
+	p.cmd.Stderr, p.cmd.Stdout = p.stderr, p.stderr
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.exited <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		p.kill()
+		if t.Failed() {
+			t.Logf("%s %v output:\n%s", p.name, p.cmd.Args[1:], p.stderr.String())
+		}
+	})
 }

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -62,18 +61,7 @@ func launchContainer(t *testing.T, c corev1.Container, env map[string]string, ku
 	for k, v := range env {
 		p.cmd.Env = append(p.cmd.Env, k+"="+v)
 	}
-	p.cmd.Stderr, p.cmd.Stdout = p.stderr, p.stderr
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.exited <- p.cmd.Wait() }()
-	t.Cleanup(func() {
-		p.kill()
-		if t.Failed() {
-			t.Logf("reloader %v output:\n%s", args, p.stderr.String())
-		}
-	})
+	p.start(t)
 	return p
 }
 

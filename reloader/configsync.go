@@ -188,6 +188,7 @@ func (c *Controller) settleAbsent(k key, referenced, untouched bool) {
 		return
 	}
 	c.state.Delete(skey)
+	c.unreached.Delete(k)
 }
 
 // stateKey is the state entry of a config; the namespace is part of it only when the reloader

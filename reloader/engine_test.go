@@ -508,21 +508,30 @@ func stripMarker(t *testing.T, ns, name string) int64 {
 	}).Generation
 }
 
-// Soak seed 1795446428096566055: a helm-style strip of a workload that already runs the new
-// content, while another dependent's refusal holds the state back. The strip restarted its
-// pods with that content; the state alone would restart them again.
-func TestStripWhileTheStateIsBehindRestartsNothingMore(t *testing.T) {
-	ns := cluster.NewNamespace(t)
+// stripWhileTheStateIsBehind reloads w1 from A to B while w2's patches are refused, so the
+// state still holds A, then strips w1's marker; it returns the namespace, the function that
+// lifts the refusal, and w1's generation after the strip.
+func stripWhileTheStateIsBehind(t *testing.T) (ns string, lift func(), stripped int64) {
+	t.Helper()
+	ns = cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
 	createDeployment(t, ns, "w1", 0, named("configmap", "app-config"), nil)
 	createDeployment(t, ns, "w2", 0, named("configmap", "app-config"), nil)
 	startController(t, ns, controllerOpts{})
 	settle()
-	lift := refusePatches(t, ns, "w2")
+	lift = refusePatches(t, ns, "w2")
 
 	hashB := updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
 	waitEnv(t, ns, "w1", cmVar, hashB)
-	stripped := stripMarker(t, ns, "w1")
+	stripped = stripMarker(t, ns, "w1")
+	return ns, lift, stripped
+}
+
+// Soak seed 1795446428096566055: a helm-style strip of a workload that already runs the new
+// content, while another dependent's refusal holds the state back. The strip restarted its
+// pods with that content; the state alone would restart them again.
+func TestStripWhileTheStateIsBehindRestartsNothingMore(t *testing.T) {
+	ns, lift, stripped := stripWhileTheStateIsBehind(t)
 	wantReloads(t, ns, "w1", stripped, 0)
 
 	// Positive control: a change after the strip reloads it, once.
@@ -536,17 +545,7 @@ func TestStripWhileTheStateIsBehindRestartsNothingMore(t *testing.T) {
 // The same strip, then a revert to the content the state still holds: the stripped workload
 // runs B, so the revert to A must reach it, though the state says A was rolled out.
 func TestRevertAfterAStripWhileTheStateIsBehindReloadsTheStrippedWorkload(t *testing.T) {
-	ns := cluster.NewNamespace(t)
-	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
-	createDeployment(t, ns, "w1", 0, named("configmap", "app-config"), nil)
-	createDeployment(t, ns, "w2", 0, named("configmap", "app-config"), nil)
-	startController(t, ns, controllerOpts{})
-	settle()
-	lift := refusePatches(t, ns, "w2")
-
-	hashB := updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
-	waitEnv(t, ns, "w1", cmVar, hashB)
-	stripped := stripMarker(t, ns, "w1")
+	ns, lift, stripped := stripWhileTheStateIsBehind(t)
 	settle()
 	hashA := updateConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
 	waitEnv(t, ns, "w1", cmVar, hashA)
