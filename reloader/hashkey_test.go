@@ -270,8 +270,8 @@ func markers(t *testing.T, ns string) map[string]string {
 	return out
 }
 
-// stateValues returns the state's entries of ours.
-func stateValues(t *testing.T, ns string) map[string]string {
+// stateValues returns the entries of the state ConfigMap whose keys start with prefix.
+func stateValues(t *testing.T, ns, prefix string) map[string]string {
 	t.Helper()
 	cm, err := cluster.Client().CoreV1().ConfigMaps(ns).Get(context.Background(), "reloader-state", metav1.GetOptions{})
 	if err != nil {
@@ -279,7 +279,7 @@ func stateValues(t *testing.T, ns string) map[string]string {
 	}
 	out := map[string]string{}
 	for k, v := range cm.Data {
-		if strings.HasPrefix(k, "v1.") {
+		if strings.HasPrefix(k, prefix) {
 			out[k] = v
 		}
 	}
@@ -290,7 +290,7 @@ func stateValues(t *testing.T, ns string) map[string]string {
 func wantSecretEntriesKeyedUnder(t *testing.T, ns, id string) {
 	t.Helper()
 	waitFor(t, 30*time.Second, "every Secret entry keyed under "+id, func() (bool, error) {
-		for k, v := range stateValues(t, ns) {
+		for k, v := range stateValues(t, ns, "v1.") {
 			if strings.HasPrefix(k, "v1.Secret_") && !strings.Contains(v, "hmac-"+id+"-") {
 				return false, nil
 			}

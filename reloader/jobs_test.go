@@ -186,7 +186,7 @@ func TestAJobReloadRecreatesItOnce(t *testing.T) {
 		t.Fatalf("recreated Job marker %q, want %q", got, hash)
 	}
 	settle()
-	if notes := jobRecreationNotes(t, ns); len(notes) != 0 {
+	if notes := stateValues(t, ns, "reloader.job-recreation_"); len(notes) != 0 {
 		t.Fatalf("the recreation is still written down: %v", notes)
 	}
 	first.stop(t)
@@ -264,22 +264,6 @@ func TestWithoutBatchPermissionsCronJobsAndJobsAreOffAndTheRestWorks(t *testing.
 	}
 }
 
-// jobRecreationNotes returns the Job recreations written down in the state ConfigMap.
-func jobRecreationNotes(t *testing.T, ns string) map[string]string {
-	t.Helper()
-	cm, err := cluster.Client().CoreV1().ConfigMaps(ns).Get(context.Background(), "reloader-state", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for k, v := range cm.Data {
-		if strings.HasPrefix(k, "reloader.job-recreation_") {
-			out[k] = v
-		}
-	}
-	return out
-}
-
 // A reloader stopped after deleting a Job and before creating it again (simulated: the
 // recreation written down as the reloader writes it, then the Job deleted) creates it at its
 // next start, once: a second start finds it created and creates nothing. A recreation written
@@ -326,7 +310,7 @@ func TestAJobRecreationInterruptedAfterTheDeleteIsFinishedOnceAtTheNextStart(t *
 	if j := getJob(t, ns, "kept"); j.UID != kept.UID {
 		t.Fatal("a recreation whose delete never happened recreated the Job")
 	}
-	if notes := jobRecreationNotes(t, ns); len(notes) != 0 {
+	if notes := stateValues(t, ns, "reloader.job-recreation_"); len(notes) != 0 {
 		t.Fatalf("recreations still written down after the start: %v", notes)
 	}
 	second.stop(t)

@@ -79,7 +79,8 @@ func (c *Controller) judge(w workloadView, r policy.ConfigRef, rec *configRecord
 	if f.Exists && f.Marker == policy.NoMarker {
 		c.stateFacts(&f, w, r, rec, keys)
 	}
-	reload := policy.Reload(f) && !(want.Value != "" && c.held(w.key, r, want.Value)) // rolled back: track.go
+	held := want.Value != "" && c.held(w.key, r, want.Value) // rolled back: track.go; evaluated always, as it ends stale holds
+	reload := policy.Reload(f) && !held
 	return judgement{change: policy.Change{Ref: r, Value: want.Value}, keys: keys, reload: reload,
 		untouched: !f.Exists && f.Marker == policy.NoMarker}, true
 }

@@ -242,6 +242,29 @@ func TestRollbackRestoresThePreviousReplicaSetAndHoldsTheBrokenContent(t *testin
 	}
 }
 
+// A revert to the content the rolled-back workload runs reloads nothing, but it is a change:
+// the broken content applied again afterwards is reloaded (and rolled back) again, not held.
+func TestARevertEndsAHoldSoTheBrokenContentAppliedAgainReloads(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	followedDeployment(t, ns, map[string]string{"configmap.reloader.stakater.com/reload": "app", policy.RollbackAnnotation: "true"})
+	startController(t, ns, controllerOpts{})
+	updateConfigMap(t, ns, "app", fixedConfig) // web carries a marker of fixed: the rollback restores it
+	waitOutcome(t, ns, policy.OutcomeSucceeded)
+	updateConfigMap(t, ns, "app", brokenConfig)
+	waitEnv(t, ns, "web", appVar, hashOfData(brokenConfig))
+	waitEnv(t, ns, "web", appVar, hashOfData(fixedConfig)) // rolled back
+	wantHeld(t, ns)
+	gen := getDeployment(t, ns, "web").Generation
+	updateConfigMap(t, ns, "app", fixedConfig) // what web runs since the rollback
+	wantReloads(t, ns, "web", gen, 0)
+	waitFor(t, 10*time.Second, "the hold lifted by the revert", func() (bool, error) {
+		_, held := stateValues(t, ns, "hold.")["hold.ConfigMap.Deployment_web_app"]
+		return !held, nil
+	})
+	updateConfigMap(t, ns, "app", brokenConfig)
+	waitEnv(t, ns, "web", appVar, hashOfData(brokenConfig))
+}
+
 // wantHeld fails unless the state ConfigMap holds web's hold on the broken content.
 func wantHeld(t *testing.T, ns string) {
 	t.Helper()

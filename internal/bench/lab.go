@@ -203,6 +203,24 @@ func (l *lab) failAll(err error, names ...string) {
 
 // startReloader runs the reloader on env's namespace; names of its log and profiles start
 // with name.
+// startSettled starts a reloader, waits until it is ready and then for the settle period, so
+// that its start-up work is over before a scenario measures; on an error it is stopped.
+func (l *lab) startSettled(ctx context.Context, e *env, name string, coalesce time.Duration, extra ...string) (*reloaderProc, error) {
+	p, err := l.startReloader(e, name, coalesce, extra...)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := l.ready(ctx, p); err != nil {
+		p.stop()
+		return nil, err
+	}
+	if err := sleep(ctx, l.cfg.settle); err != nil {
+		p.stop()
+		return nil, err
+	}
+	return p, nil
+}
+
 func (l *lab) startReloader(e *env, name string, coalesce time.Duration, extra ...string) (*reloaderProc, error) {
 	p, err := startReloader(l.cfg.reloader, l.dir, name, e.cluster.Kubeconfig, e.pop.watched(e.ns), coalesce, extra...)
 	if err != nil {

@@ -97,17 +97,11 @@ func (l *lab) latencyParams(e *env) map[string]any {
 // latency measures reload latency with --coalesce-period=0 and, from the reloader's request
 // counter, the API requests it sends per config change.
 func (l *lab) latency(ctx context.Context, e *env, r *result) error {
-	p, err := l.startReloader(e, scLatency, 0)
+	p, err := l.startSettled(ctx, e, scLatency, 0)
 	if err != nil {
 		return err
 	}
 	defer p.stop()
-	if _, err := l.ready(ctx, p); err != nil {
-		return err
-	}
-	if err := sleep(ctx, l.cfg.settle); err != nil {
-		return err
-	}
 	before, err := l.snapshot(ctx, p)
 	if err != nil {
 		return err

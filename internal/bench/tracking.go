@@ -35,17 +35,11 @@ func (l *lab) tracking(ctx context.Context, e *env, r *result) error {
 	if err := l.untracked(ctx, e, r); err != nil {
 		return err
 	}
-	p, err := l.startReloader(e, scTracking, 0, "--track-rollouts")
+	p, err := l.startSettled(ctx, e, scTracking, 0, "--track-rollouts")
 	if err != nil {
 		return err
 	}
 	defer p.stop()
-	if _, err := l.ready(ctx, p); err != nil {
-		return err
-	}
-	if err := sleep(ctx, l.cfg.settle); err != nil {
-		return err
-	}
 	start, err := l.trackingSample(ctx, p, r, "before any reload")
 	if err != nil {
 		return err
@@ -93,17 +87,11 @@ func (l *lab) tracking(ctx context.Context, e *env, r *result) error {
 // untracked reloads every Deployment once with a reloader that does not follow rollouts, and
 // records its RSS afterwards.
 func (l *lab) untracked(ctx context.Context, e *env, r *result) error {
-	p, err := l.startReloader(e, scTracking+"-off", 0)
+	p, err := l.startSettled(ctx, e, scTracking+"-off", 0)
 	if err != nil {
 		return err
 	}
 	defer p.stop()
-	if _, err := l.ready(ctx, p); err != nil {
-		return err
-	}
-	if err := sleep(ctx, l.cfg.settle); err != nil {
-		return err
-	}
 	if _, err := l.trackingSample(ctx, p, r, "tracking off, before any reload"); err != nil {
 		return err
 	}
