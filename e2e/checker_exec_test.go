@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +20,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/reloader/reloader/confighash"
 )
 
 // world runs one sequence: its namespace, the reloader replicas, the faults in force and the
@@ -37,12 +41,18 @@ type world struct {
 	lifts  map[string]func() // refusals in force, by workload
 	faults map[string]int    // injected, by kind
 	reopen *time.Timer
-	cutAt  time.Time // when the outage in force began
+	cutAt  time.Time        // when the outage in force began
+	downs  map[int]downtime // replicas stopped by a down action, by index in procs
+}
+
+// downtime is a replica stopped for a while: it starts again at the first action after until.
+type downtime struct {
+	from, until time.Time
 }
 
 func newWorld(t *testing.T, ctx context.Context, seq sequence) *world {
 	w := &world{t: t, ctx: ctx, ns: cluster.NewNamespace(t), seq: seq, rec: newRecorder(seq.OnCreate, seq.OnDelete),
-		rnd: rand.New(rand.NewPCG(seq.Seed, 7)), lifts: map[string]func(){}, faults: map[string]int{}}
+		rnd: rand.New(rand.NewPCG(seq.Seed, 7)), lifts: map[string]func(){}, faults: map[string]int{}, downs: map[int]downtime{}}
 	w.gate = newGate(t, strings.TrimPrefix(cluster.Config.Host, "https://"))
 	w.gate.open.Store(true)
 	w.kube = kubeconfigThrough(t, w.gate)
@@ -73,7 +83,9 @@ func (w *world) retry(what string, op func() error) error {
 
 var errNotThere = errors.New("not there")
 
-func (w *world) setup() {
+// setup makes the world and starts the reloader. For a switch from stakater (sequence.Migrate)
+// the sequence's first workloads are created before, and it returns how many actions it ran.
+func (w *world) setup() (ran int) {
 	ctx := w.ctx
 	for _, c := range configNames {
 		w.must(w.writeConfig(c, content{"a": "0", "b": "0"}, true))
@@ -85,6 +97,10 @@ func (w *world) setup() {
 	if err := w.rec.watch(ctx, w.ns, list.ResourceVersion); err != nil {
 		w.t.Fatal(err)
 	}
+	for w.seq.Migrate && ran < len(w.seq.Actions) && w.seq.Actions[ran].Op == "create-workload" {
+		w.must(w.do(w.seq.Actions[ran]))
+		ran++
+	}
 	for range w.seq.Replicas {
 		w.procs = append(w.procs, w.launch())
 	}
@@ -95,6 +111,7 @@ func (w *world) setup() {
 	if !w.leading(30 * time.Second) {
 		w.t.Fatal("no replica leads 30 s after the start")
 	}
+	return ran
 }
 
 // noteUnknown records, before config name changes, whether the state ConfigMap holds content
@@ -210,6 +227,18 @@ func (w *world) writeConfig(name string, data content, create bool) error {
 	return err
 }
 
+// previous returns the content config name had before its last write, if it exists now and
+// existed then with another content: what a revert of its last change writes.
+func (w *world) previous(name string) (content, bool) {
+	w.rec.mu.Lock()
+	defer w.rec.mu.Unlock()
+	es := w.rec.configs[name]
+	if len(es) < 2 || !es[len(es)-1].exists || !es[len(es)-2].exists || es[len(es)-2].data.whole() == es[len(es)-1].data.whole() {
+		return nil, false
+	}
+	return maps.Clone(es[len(es)-2].data), true
+}
+
 // current returns the content the checker last wrote to config name.
 func (w *world) current(name string) (content, bool) {
 	w.rec.mu.Lock()
@@ -237,6 +266,17 @@ func (w *world) do(a action) error {
 			data[a.Key] = a.Value
 			return w.writeConfig(a.Target, data, false)
 		})
+	case "revert":
+		w.noteUnknown(a.Target)
+		return w.retry(a.String(), func() error {
+			data, ok := w.previous(a.Target)
+			if !ok {
+				return errNotThere
+			}
+			return w.writeConfig(a.Target, data, false)
+		})
+	case "down":
+		w.down(a.Dur)
 	case "delete":
 		return w.retry(a.String(), func() error { return w.deleteConfig(a.Target) })
 	case "recreate":
@@ -431,6 +471,7 @@ func (w *world) createWorkload(a action) error {
 			Template: template(a.Target, a.Refs)},
 	}
 	setMode(d, a.Mode)
+	lagged := stakaterVars(&d.Spec.Template, a)
 	at := time.Now()
 	out, err := cluster.Client().AppsV1().Deployments(w.ns).Create(w.ctx, d, metav1.CreateOptions{})
 	if err != nil {
@@ -439,8 +480,55 @@ func (w *world) createWorkload(a action) error {
 	w.rec.mu.Lock()
 	defer w.rec.mu.Unlock()
 	w.rec.workloads[out.UID] = &workloadLife{name: a.Target, uid: out.UID, refs: a.Refs, createdRV: rvOf(out), createdAt: at,
-		modes: []modeEvent{{at: at, mode: a.Mode}}, template: out.DeepCopy(), generation: out.Generation}
+		modes: []modeEvent{{at: at, mode: a.Mode}}, template: out.DeepCopy(), generation: out.Generation, lagged: lagged}
 	return nil
+}
+
+// lagContent is what a workload switched from stakater Reloader runs of a config whose variable
+// lags: stakater reloaded it for this content, and missed the change to the world's first one.
+var lagContent = content{"a": "s", "b": "s"}
+
+// stakaterVars gives the pod template stakater Reloader's variables as a.Lag and a.Cur ask, and
+// returns the configs whose variable lags.
+func stakaterVars(tmpl *corev1.PodTemplateSpec, a action) map[string]bool {
+	lagged := map[string]bool{}
+	set := func(c string, data content) {
+		tmpl.Spec.Containers[0].Env = append(tmpl.Spec.Containers[0].Env, corev1.EnvVar{Name: stakaterName(c), Value: stakaterHash(c, data)})
+	}
+	for _, c := range a.Lag {
+		set(c, lagContent)
+		lagged[c] = true
+	}
+	for _, c := range a.Cur {
+		set(c, content{"a": "0", "b": "0"})
+	}
+	return lagged
+}
+
+// stakaterName is the variable stakater Reloader keeps config c's hash in, written here from its
+// convention rather than taken from the reloader's code, so that the checker judges that code:
+// STAKATER_, the name in upper case with each run of characters other than letters and digits
+// as one '_', then _CONFIGMAP or _SECRET.
+func stakaterName(c string) string {
+	kind := "_CONFIGMAP"
+	if isSecret(c) {
+		kind = "_SECRET"
+	}
+	runs := regexp.MustCompile(`[^A-Z0-9]+`)
+	return "STAKATER_" + runs.ReplaceAllString(strings.ToUpper(c), "_") + kind
+}
+
+// stakaterHash is stakater Reloader's hash of config c with data (confighash's, which the
+// confighash tests compare with stakater's).
+func stakaterHash(c string, data content) string {
+	if isSecret(c) {
+		s := &corev1.Secret{Data: map[string][]byte{}}
+		for k, v := range data {
+			s.Data[k] = []byte(v)
+		}
+		return confighash.StakaterSecret(s)
+	}
+	return confighash.StakaterConfigMap(&corev1.ConfigMap{Data: data})
 }
 
 // generations reads the generation of every live workload, for the oracle's count.
@@ -542,6 +630,43 @@ func (w *world) restartReloader(kill bool) {
 		w.procs[i].wait(30 * time.Second)
 	}
 	time.Sleep(time.Duration(w.rnd.IntN(1500)) * time.Millisecond)
+	w.up(i)
+}
+
+// down stops one replica (SIGTERM or kill -9) for d: the actions made meanwhile reach it at its
+// next start, all at once. It starts again at the first action after d (wake).
+func (w *world) down(d time.Duration) {
+	i := w.rnd.IntN(len(w.procs))
+	if _, stopped := w.downs[i]; stopped {
+		return
+	}
+	w.faults["down"]++
+	if w.rnd.IntN(2) == 0 {
+		w.procs[i].kill()
+	} else {
+		_ = w.procs[i].cmd.Process.Signal(syscall.SIGTERM)
+		w.procs[i].wait(30 * time.Second)
+	}
+	now := time.Now()
+	w.downs[i] = downtime{from: now, until: now.Add(d)}
+}
+
+// wake starts the replicas whose downtime has passed, or all of them with all set.
+func (w *world) wake(all bool) {
+	for i, d := range w.downs {
+		if all || time.Now().After(d.until) {
+			w.up(i)
+		}
+	}
+}
+
+// up starts replica i again. A downtime it ends counts as a blind spell: the replica catches up
+// with what happened meanwhile in no particular order, as after an outage.
+func (w *world) up(i int) {
+	if d, ok := w.downs[i]; ok {
+		delete(w.downs, i)
+		w.rec.blindFrom(d.from, time.Now())
+	}
 	w.procs[i] = w.launch()
 }
 
@@ -609,6 +734,7 @@ func (w *world) heal() {
 		delete(w.lifts, name)
 	}
 	w.mu.Unlock()
+	w.wake(true)
 	// A leader cut off past its renew deadline exits by design; as Kubernetes would, start it
 	// again. It may exit once more while the Lease settles, so try a few rounds.
 	deadline := time.Now().Add(2 * time.Minute)
@@ -653,6 +779,7 @@ func (w *world) leading(timeout time.Duration) bool {
 // finalRound lifts every ignore, then gives every config a content no action writes, recreating
 // the deleted ones, which it returns.
 func (w *world) finalRound() (recreated []string) {
+	w.rec.setStep("the final round")
 	for _, c := range configNames {
 		w.rec.mu.Lock()
 		ignored := w.rec.isIgnored(c)
@@ -679,6 +806,7 @@ func (w *world) finalRound() (recreated []string) {
 // passes for want of a change to judge. It runs after the final round was judged, so that it
 // cannot hide a recreation the reloader missed.
 func (w *world) changeAgain(recreated []string) {
+	w.rec.setStep("the change after the final round")
 	for _, c := range recreated {
 		if !w.waitRecorded(c, 10*time.Second) {
 			w.t.Errorf("the state holds no content for %s 10 s after its recreation, with every replica ready and one leading", c)

@@ -52,6 +52,10 @@ type action struct {
 	Refs   []ref         // create-workload
 	Pause  time.Duration // the wait after this action
 	Dur    time.Duration // faults: how long they last
+	// create-workload before the first start (sequence.Migrate): configs the workload carries
+	// stakater Reloader's variable for, with the hash of an older content (Lag: stakater missed
+	// the config's last change) or of the current one (Cur).
+	Lag, Cur []string
 }
 
 func (a action) String() string {
@@ -72,6 +76,9 @@ func (a action) String() string {
 		fmt.Fprintf(&b, "=%s", a.Value)
 	case "create-workload":
 		fmt.Fprintf(&b, " mode=%s reads=%v", a.Mode, a.Refs)
+		if len(a.Lag)+len(a.Cur) > 0 {
+			fmt.Fprintf(&b, " stakater-lags=%v stakater-current=%v", a.Lag, a.Cur)
+		}
 	case "annotate":
 		fmt.Fprintf(&b, " mode=%s", a.Mode)
 	}
@@ -89,13 +96,16 @@ type sequence struct {
 	Replicas int // 2: both run with --leader-elect
 	// OnCreate and OnDelete run the reloader with --reload-on-create and --reload-on-delete.
 	OnCreate, OnDelete bool
-	Actions            []action
+	// Migrate: the first workloads exist before the reloader's first start, some carrying
+	// stakater Reloader's variables (a switch from stakater); the first start is judged alone.
+	Migrate bool
+	Actions []action
 }
 
 func (s sequence) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "seed %d: coalesce %s, %d replica(s), reload-on-create %t, reload-on-delete %t, %d actions\n",
-		s.Seed, s.Coalesce, s.Replicas, s.OnCreate, s.OnDelete, len(s.Actions))
+	fmt.Fprintf(&b, "seed %d: coalesce %s, %d replica(s), reload-on-create %t, reload-on-delete %t, switch from stakater %t, %d actions\n",
+		s.Seed, s.Coalesce, s.Replicas, s.OnCreate, s.OnDelete, s.Migrate, len(s.Actions))
 	for i, a := range s.Actions {
 		fmt.Fprintf(&b, "  %2d. %s\n", i+1, a)
 	}
@@ -132,14 +142,56 @@ func generate(seed uint64, n int, faults bool) sequence {
 	if faults && g.rnd.IntN(3) == 0 {
 		s.Replicas = 2
 	}
-	s.OnCreate, s.OnDelete = g.more.IntN(3) == 0, g.more.IntN(3) == 0
+	s.OnCreate, s.OnDelete, s.Migrate = g.more.IntN(3) == 0, g.more.IntN(3) == 0, g.more.IntN(3) == 0
 	for range 3 + g.rnd.IntN(2) { // a few workloads from the start
-		s.Actions = append(s.Actions, g.createWorkload())
+		a := g.createWorkload()
+		if s.Migrate {
+			g.stakaterVars(&a)
+		}
+		s.Actions = append(s.Actions, a)
 	}
-	for len(s.Actions) < n {
+	for main := len(s.Actions); main < n; main++ {
 		s.Actions = append(s.Actions, g.next())
+		if faults {
+			s.Actions = append(s.Actions, g.extras()...)
+		}
 	}
 	return s
+}
+
+// stakaterVars gives a workload created before the first start stakater Reloader's variable for
+// the configs it reads: one of an older content, which the first start must roll out, and for
+// some others of the current content. One lag only, so that a restart for one config does not
+// hide a missed one (the restart rolls out every config the workload reads).
+func (g *generator) stakaterVars(a *action) {
+	lag := g.more.IntN(len(a.Refs))
+	for i, r := range a.Refs {
+		switch {
+		case i == lag:
+			a.Lag = append(a.Lag, r.Config)
+		case g.more.IntN(2) == 0:
+			a.Cur = append(a.Cur, r.Config)
+		}
+	}
+}
+
+// extras are actions later versions of the checker added, drawn from the second stream only, so
+// that a seed keeps the actions it gave before among them: a replica down for a while (changes
+// made meanwhile reach it at its start), an explicit revert of a config's last change, a refusal
+// of one workload's patches, a corrupt state entry followed by a restart.
+func (g *generator) extras() []action {
+	pause := func() time.Duration { return time.Duration(g.more.IntN(400)) * time.Millisecond }
+	switch g.more.IntN(20) {
+	case 0, 1:
+		return []action{{Op: "down", Dur: time.Duration(2000+g.more.IntN(4000)) * time.Millisecond, Pause: pause()}}
+	case 2, 3, 4:
+		return []action{{Op: "revert", Target: pick(g.more, configNames), Pause: pause()}}
+	case 5:
+		return []action{{Op: "refuse", Target: pick(g.more, workloadNames), Dur: time.Duration(2+g.more.IntN(6)) * time.Second, Pause: pause()}}
+	case 6:
+		return []action{{Op: "state-corrupt", Target: pick(g.more, configNames), Pause: pause()}, {Op: "sigterm", Pause: pause()}}
+	}
+	return nil
 }
 
 func pick[T any](r *rand.Rand, xs []T) T { return xs[r.IntN(len(xs))] }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -46,6 +47,7 @@ type configEvent struct {
 	data   content
 	// unknown: the state held no content for the config just before this write (noteUnknown).
 	unknown bool
+	by      string // the action that wrote it, for the report
 }
 
 // change is a change of what a workload reads of a config: the content (or one key) differs from
@@ -53,7 +55,8 @@ type configEvent struct {
 type change struct {
 	rv      int64
 	at      time.Time
-	unknown bool // the state held no content for the config just before it
+	unknown bool   // the state held no content for the config just before it
+	by      string // the action that made it
 }
 
 // workloadLife is one Deployment, from its creation to its deletion.
@@ -67,6 +70,12 @@ type workloadLife struct {
 	modes     []modeEvent        // annotation modes, oldest first
 	template  *appsv1.Deployment // the last object seen with a new template
 	restarts  []int64            // resourceVersions at which its template changed
+	// touched: for each of restarts, the configs whose reloader variable it set, changed or
+	// removed: the configs the restart was for.
+	touched []map[string]bool
+	// lagged: configs it carried stakater Reloader's variable for, with an older content's hash,
+	// at its creation (a switch from stakater): it runs lagContent of them until restarted.
+	lagged map[string]bool
 	// Template changes counted exactly, by metadata.generation, which only spec changes move
 	// (the checker's own writes change the spec only by stripping markers): the watch above
 	// may have gaps across an API server restart.
@@ -96,6 +105,7 @@ type recorder struct {
 	// unknownNext: configs whose next write finds no content for them in the state.
 	unknownNext map[string]bool
 	starts      []time.Time // when reloader processes started
+	step        string      // the action being done, for configEvent.by
 	// onCreate and onDelete: the reloader runs with --reload-on-create, --reload-on-delete. With
 	// the latter a deletion is a change, to absent, that workloads must restart for. With either,
 	// a deletion and a creation count as changes that may restart a workload (excess).
@@ -136,7 +146,7 @@ func rvOf(o metav1.Object) int64 {
 func (r *recorder) config(name string, e configEvent) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e.unknown = r.unknownNext[name]
+	e.unknown, e.by = r.unknownNext[name], r.step
 	delete(r.unknownNext, name)
 	r.configs[name] = append(r.configs[name], e)
 }
@@ -156,6 +166,12 @@ func (r *recorder) forget(configs ...string) {
 	for _, c := range configs {
 		r.amnesia[c] = append(r.amnesia[c], time.Now())
 	}
+}
+
+func (r *recorder) setStep(s string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.step = s
 }
 
 func (r *recorder) started() {
@@ -238,9 +254,31 @@ func (r *recorder) seen(d *appsv1.Deployment) {
 	if w == nil || equality.Semantic.DeepEqual(w.template.Spec.Template, d.Spec.Template) {
 		return
 	}
+	w.touched = append(w.touched, touchedConfigs(&w.template.Spec.Template, &d.Spec.Template))
 	w.template = d.DeepCopy()
 	w.restarts = append(w.restarts, rvOf(d))
 	r.changedAt = time.Now()
+}
+
+// touchedConfigs lists the configs whose reloader variable differs between two pod templates.
+func touchedConfigs(before, after *corev1.PodTemplateSpec) map[string]bool {
+	out := map[string]bool{}
+	for _, c := range configNames {
+		name := policy.EnvVarName(configRef(c))
+		v0, ok0 := policy.EnvValue(before, name)
+		v1, ok1 := policy.EnvValue(after, name)
+		if ok0 != ok1 || v0 != v1 {
+			out[c] = true
+		}
+	}
+	return out
+}
+
+func configRef(c string) policy.ConfigRef {
+	if isSecret(c) {
+		return policy.ConfigRef{Kind: policy.KindSecret, Name: c}
+	}
+	return policy.ConfigRef{Kind: policy.KindConfigMap, Name: c}
 }
 
 // changes lists the changes of what a reader of config name sees: the whole content, or only
@@ -264,7 +302,7 @@ func (r *recorder) changesSince(name string, whole bool, from time.Time) []chang
 		}
 		v := e.read(whole)
 		if seen && v != last {
-			out = append(out, change{rv: e.rv, at: e.at, unknown: e.unknown})
+			out = append(out, change{rv: e.rv, at: e.at, unknown: e.unknown, by: e.by})
 		}
 		last, seen = v, true
 	}
@@ -360,7 +398,7 @@ func (r *recorder) lost() []violation {
 	for _, w := range r.workloads {
 		for _, c := range configNames {
 			if last, ok := r.held(w, c); ok && r.stale(w, c) {
-				out = append(out, violation(fmt.Sprintf("lost: %s (mode %s, reads %v) runs an old content of %s, changed at rv %d", w.name, w.mode(), w.refs, c, last.rv)))
+				out = append(out, violation(fmt.Sprintf("lost: %s (mode %s, reads %v) runs an old content of %s, changed at rv %d by %s", w.name, w.mode(), w.refs, c, last.rv, last.by)))
 			}
 		}
 	}
@@ -401,6 +439,9 @@ func (r *recorder) stale(w *workloadLife, c string) bool {
 			then = absent
 		}
 	}
+	if w.lagged[c] && len(w.restarts) == 0 {
+		then = configEvent{exists: true, data: lagContent}.read(whole)
+	}
 	return then != now
 }
 
@@ -412,6 +453,10 @@ func (r *recorder) held(w *workloadLife, c string) (change, bool) {
 		return change{}, false
 	}
 	chs := r.changesSince(c, whole, w.createdAt)
+	if len(chs) == 0 && w.lagged[c] && len(w.modes) == 1 {
+		// Switched from stakater, which missed a change: the first start rolls it out.
+		return change{rv: w.createdRV, at: w.createdAt, by: "the switch from stakater"}, true
+	}
 	if len(chs) == 0 {
 		return change{}, false
 	}
@@ -427,11 +472,7 @@ func (r *recorder) held(w *workloadLife, c string) (change, bool) {
 // removal is the restart. One that never took a content of the config carries none, and its
 // variable cannot be removed; stakater Reloader behaves the same. The caller holds r.mu.
 func carries(w *workloadLife, c string) bool {
-	kind := policy.KindConfigMap
-	if isSecret(c) {
-		kind = policy.KindSecret
-	}
-	_, ok := policy.EnvValue(&w.template.Spec.Template, policy.EnvVarName(policy.ConfigRef{Kind: kind, Name: c}))
+	_, ok := policy.EnvValue(&w.template.Spec.Template, policy.EnvVarName(configRef(c)))
 	return ok
 }
 
@@ -475,25 +516,37 @@ func (r *recorder) unordered(w *workloadLife, c string, at time.Time) bool {
 // excess lists workloads the reloader restarted more often than the changes of what they reload
 // on during their life: a double restart, or one without a change. A change counts when the
 // workload reloaded on it at the time, or when a creation, annotation or ignore change was too
-// close to it to tell.
+// close to it to tell. It judges the total, counted exactly by generation, and each config:
+// the restarts that set, changed or removed its variable, seen through the watch (which may
+// merge restarts across a gap, never split one), against the changes of that config alone, so
+// that restarts coalesced for one config do not leave room for a spurious one for another.
 func (r *recorder) excess() []violation {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []violation
 	for _, w := range r.workloads {
 		var watched []int64
-		for _, rv := range w.restarts {
+		perConfig := map[string]int{}
+		for i, rv := range w.restarts {
 			if !r.own[rv] {
 				watched = append(watched, rv)
+				for c := range w.touched[i] {
+					perConfig[c]++
+				}
 			}
 		}
 		byReloader := int(w.generation) - 1 - w.ownChanges
 		bound := 0
 		for _, c := range configNames {
-			for _, ch := range r.changes(c, true) {
-				if r.counts(w, c, ch) {
-					bound++
+			n := r.bound(w, c)
+			bound += n
+			if perConfig[c] > n {
+				var by []string
+				for _, ch := range r.changes(c, true) {
+					by = append(by, ch.by)
 				}
+				out = append(out, violation(fmt.Sprintf("excess: %s (reads %v, modes %v) restarted %d times for %s by the reloader for %d changes of it (changes of it by %v)",
+					w.name, w.refs, w.modeNames(), perConfig[c], c, n, by)))
 			}
 		}
 		if byReloader > bound {
@@ -502,6 +555,20 @@ func (r *recorder) excess() []violation {
 		}
 	}
 	return out
+}
+
+// bound is how many restarts of w changes of config c allow. The caller holds r.mu.
+func (r *recorder) bound(w *workloadLife, c string) int {
+	n := 0
+	if w.lagged[c] {
+		n++ // the switch from stakater
+	}
+	for _, ch := range r.changes(c, true) {
+		if r.counts(w, c, ch) {
+			n++
+		}
+	}
+	return n
 }
 
 // counts reports whether change ch of config c may restart w.

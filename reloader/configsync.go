@@ -54,25 +54,28 @@ func (c *Controller) syncConfig(k key) error {
 		c.record(k, rec, deps)
 		return nil
 	}
-	_, unreached := c.unreached.Load(k)
-	c.settleAbsent(k, len(deps) > 0 || c.referenced(k), unreached)
+	unreached, _ := c.unreached.Load(k)
+	c.settleAbsent(k, len(deps) > 0 || c.referenced(k), unreached == true)
 	return nil
 }
 
-// noteUnreached remembers, when a deletion is first seen, whether a dependent carried no marker
-// of the config: the deletion cannot restart it (with env-vars, removing the variable is the
-// restart), so it still runs the content. Judged then, not later: once the deletion has reached
-// a dependent, it carries no marker either. In memory only; after a restart the deletion counts
-// as reaching every dependent, as before.
+// noteUnreached remembers, when this process first sees a deletion (live, or at its start for a
+// config deleted before), whether a dependent carried no marker of the config: the deletion
+// cannot restart it (with env-vars, removing the variable is the restart), so it still runs the
+// content. Judged then, not later: once the deletion has reached a dependent, it carries no
+// marker either. In memory only: a process that starts after the deletion reached some
+// dependents counts those as unreached too, so the tombstone keeps the content, and a
+// recreation with other content restarts them once more; dropping it instead would lose the
+// recreation for the dependents the deletion could never reach.
 func (c *Controller) noteUnreached(k key, rec *configRecord, deps []dependent, fresh bool) {
-	switch {
-	case rec != nil:
+	if rec != nil {
 		c.unreached.Delete(k)
-	case fresh && slices.ContainsFunc(deps, func(d dependent) bool { return d.untouched }):
-		c.unreached.Store(k, struct{}{})
-	case fresh:
-		c.unreached.Delete(k)
+		return
 	}
+	if _, judged := c.unreached.Load(k); judged && !fresh {
+		return
+	}
+	c.unreached.Store(k, slices.ContainsFunc(deps, func(d dependent) bool { return d.untouched }))
 }
 
 // openWindows adds the workloads to their coalescing windows. A fresh change extends an open

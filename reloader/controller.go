@@ -122,7 +122,7 @@ type Controller struct {
 	coalescer *coalesce.Coalescer[key]
 	changes   *changeLog
 	strips    *strips
-	unreached sync.Map // config key → struct{}: a deletion could not reach a dependent (configsync.go)
+	unreached sync.Map // config key → bool: whether a deletion could not reach a dependent (configsync.go)
 	events    record.EventBroadcaster
 	reports   *reporter
 	deferrals *deferrals // reloads held by their gate (defer.go)

@@ -511,27 +511,27 @@ func stripMarker(t *testing.T, ns, name string) int64 {
 // stripWhileTheStateIsBehind reloads w1 from A to B while w2's patches are refused, so the
 // state still holds A, then strips w1's marker; it returns the namespace, the function that
 // lifts the refusal, and w1's generation after the strip.
-func stripWhileTheStateIsBehind(t *testing.T) (ns string, lift func(), stripped int64) {
+func stripWhileTheStateIsBehind(t *testing.T) (ns string, lift func(), stripped int64, ctrl *running) {
 	t.Helper()
 	ns = cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
 	createDeployment(t, ns, "w1", 0, named("configmap", "app-config"), nil)
 	createDeployment(t, ns, "w2", 0, named("configmap", "app-config"), nil)
-	startController(t, ns, controllerOpts{})
+	ctrl = startController(t, ns, controllerOpts{})
 	settle()
 	lift = refusePatches(t, ns, "w2")
 
 	hashB := updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
 	waitEnv(t, ns, "w1", cmVar, hashB)
 	stripped = stripMarker(t, ns, "w1")
-	return ns, lift, stripped
+	return ns, lift, stripped, ctrl
 }
 
 // Soak seed 1795446428096566055: a helm-style strip of a workload that already runs the new
 // content, while another dependent's refusal holds the state back. The strip restarted its
 // pods with that content; the state alone would restart them again.
 func TestStripWhileTheStateIsBehindRestartsNothingMore(t *testing.T) {
-	ns, lift, stripped := stripWhileTheStateIsBehind(t)
+	ns, lift, stripped, _ := stripWhileTheStateIsBehind(t)
 	wantReloads(t, ns, "w1", stripped, 0)
 
 	// Positive control: a change after the strip reloads it, once.
@@ -542,10 +542,28 @@ func TestStripWhileTheStateIsBehindRestartsNothingMore(t *testing.T) {
 	waitEnv(t, ns, "w2", cmVar, hashC)
 }
 
+// Found by the randomized checker once it counted restarts per config (seed 4): the memory of
+// the strip did not survive a restart, so a reloader started while the state was still behind
+// restarted the stripped workload for the content it ran, and would have missed a revert.
+func TestStripWhileTheStateIsBehindIsRememberedAcrossARestart(t *testing.T) {
+	ns, lift, stripped, first := stripWhileTheStateIsBehind(t)
+	settle()
+	first.stop(t)
+	startController(t, ns, controllerOpts{})
+	settle()
+	wantReloads(t, ns, "w1", stripped, 0)
+
+	// Positive control: a revert to the content the state holds reaches it, once.
+	hashA := updateConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	waitEnv(t, ns, "w1", cmVar, hashA)
+	wantReloads(t, ns, "w1", stripped, 1)
+	lift()
+}
+
 // The same strip, then a revert to the content the state still holds: the stripped workload
 // runs B, so the revert to A must reach it, though the state says A was rolled out.
 func TestRevertAfterAStripWhileTheStateIsBehindReloadsTheStrippedWorkload(t *testing.T) {
-	ns, lift, stripped := stripWhileTheStateIsBehind(t)
+	ns, lift, stripped, _ := stripWhileTheStateIsBehind(t)
 	settle()
 	hashA := updateConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
 	waitEnv(t, ns, "w1", cmVar, hashA)
@@ -577,6 +595,35 @@ func TestDeletionThatCouldNotReachAnUnmarkedWorkloadDoesNotHideTheRecreation(t *
 		_, set := env(getDeployment(t, ns, "marked"), "app", cmVar)
 		return !set, nil
 	})
+	settle()
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
+	hashC := confighash.ConfigMap(&corev1.ConfigMap{Data: map[string]string{"v": "C"}})
+	waitEnv(t, ns, "unmarked", cmVar, hashC)
+}
+
+// Found by the soak (seed 1795459093681678810): the process that saw the deletion kept the
+// content for the unmarked workload, and the next one, started before the recreation, judged
+// the deletion as reaching every dependent and dropped it.
+func TestDeletionThatCouldNotReachAnUnmarkedWorkloadDoesNotHideTheRecreationAcrossARestart(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	createDeployment(t, ns, "marked", 0, named("configmap", "app-config"), nil)
+	onDelete := controllerOpts{tweak: func(o *reloader.Options) { o.ReloadOnDelete = true }}
+	first := startController(t, ns, onDelete)
+	hashB := updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
+	waitEnv(t, ns, "marked", cmVar, hashB)
+	createDeployment(t, ns, "unmarked", 0, named("configmap", "app-config"), nil) // runs B, no marker
+	settle()
+	if err := cluster.Client().CoreV1().ConfigMaps(ns).Delete(context.Background(), "app-config", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the variable removed from the marked workload", func() (bool, error) {
+		_, set := env(getDeployment(t, ns, "marked"), "app", cmVar)
+		return !set, nil
+	})
+	settle()
+	first.stop(t)
+	startController(t, ns, onDelete)
 	settle()
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
 	hashC := confighash.ConfigMap(&corev1.ConfigMap{Data: map[string]string{"v": "C"}})

@@ -74,7 +74,7 @@ func (c *Controller) judge(w workloadView, r policy.ConfigRef, rec *configRecord
 		f.Marker = policy.CollaborneMarker(w.tmpl, r, rec.Collaborne.String())
 	}
 	if f.Exists && f.Marker == policy.NoMarker {
-		f.Marker = c.strips.marker(w.key, r, want.Value)
+		f.Marker = c.stripMarker(w.key, r, want.Value)
 	}
 	if f.Exists && f.Marker == policy.NoMarker {
 		c.stateFacts(&f, w, r, rec, keys)

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/state"
 )
 
 // strips remembers, per workload and config, what a workload runs after someone else's template
@@ -16,8 +17,11 @@ import (
 //
 // An entry is only taken for content written before the strip (by resourceVersion). Once the
 // config changes again, pods of that rollout may have read either content, so the entry no
-// longer vouches for any: the workload is reloaded, as it would be for a stale marker. Entries
-// live in memory only: after a restart the state decides, as before.
+// longer vouches for any: the workload is reloaded, as it would be for a stale marker. Each
+// entry is also written to the state (a strip entry, package state), so that a restart keeps
+// it: without it, a reloader started while the config's entry is behind would restart the
+// stripped workload again. After a restart only the content is known, not whether the config
+// changed since: the entry vouches for the workload while the config holds that content.
 type strips struct {
 	mu sync.Mutex
 	m  map[key]map[policy.ConfigRef]stripped
@@ -53,13 +57,43 @@ func (c *Controller) noteStrips(k *workloadKind, old, obj any) {
 		after := nv.target.MarkerOf(nv.meta.GetAnnotations(), nv.tmpl, r, want)
 		switch {
 		case after != policy.NoMarker:
-			c.strips.forget(nv.key, r)
+			c.forgetStrip(nv.key, r)
 		case before == policy.Current && writtenBefore(rec.ResourceVersion, nv.meta.GetResourceVersion()):
 			c.strips.remember(nv.key, r, want.Value)
+			c.state.Strip(c.stripKey(nv.key, r), want.Value)
 		case before != policy.NoMarker:
-			c.strips.forget(nv.key, r) // stripped while behind: the state decides
+			c.forgetStrip(nv.key, r) // stripped while behind: the state decides
 		}
 	}
+}
+
+// stripMarker is what workload w, without a marker for r, carries in effect against value: what
+// it was remembered to run since a strip, in memory or, after a restart, in the state; NoMarker
+// when nothing is (the state's config entry decides).
+func (c *Controller) stripMarker(w key, r policy.ConfigRef, value string) policy.MarkerState {
+	if m, ok := c.strips.marker(w, r, value); ok {
+		return m
+	}
+	switch v, ok := c.state.Stripped(c.stripKey(w, r)); {
+	case !ok:
+		return policy.NoMarker
+	case v == value:
+		return policy.Current
+	}
+	return policy.Stale
+}
+
+func (c *Controller) forgetStrip(w key, r policy.ConfigRef) {
+	c.strips.forget(w, r)
+	c.state.DeleteEntry(c.stripKey(w, r))
+}
+
+func (c *Controller) stripKey(w key, r policy.ConfigRef) string {
+	ns := w.namespace
+	if c.opts.Namespace != "" {
+		ns = ""
+	}
+	return state.StripKey(w.kind, ns, w.name, r.Kind, r.Name)
 }
 
 // writtenBefore reports whether resourceVersion a is older than b. Resource versions are etcd
@@ -80,18 +114,18 @@ func (s *strips) remember(w key, r policy.ConfigRef, value string) {
 }
 
 // marker is what workload w, without a marker for r, carries in effect against value, the one
-// it should hold: NoMarker when nothing is remembered (the state decides).
-func (s *strips) marker(w key, r policy.ConfigRef, value string) policy.MarkerState {
+// it should hold, if anything is remembered.
+func (s *strips) marker(w key, r policy.ConfigRef, value string) (policy.MarkerState, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.m[w][r]
 	switch {
 	case !ok:
-		return policy.NoMarker
+		return policy.NoMarker, false
 	case e.known && e.value == value:
-		return policy.Current
+		return policy.Current, true
 	}
-	return policy.Stale
+	return policy.Stale, true
 }
 
 // configChanged makes what was remembered of config c, in every workload, unknown.

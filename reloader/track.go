@@ -268,13 +268,15 @@ func (c *Controller) held(w key, r policy.ConfigRef, value string) bool {
 	return ok && v == value
 }
 
-// liftHolds forgets the holds of a deleted workload.
+// liftHolds forgets the holds and strips of a deleted workload.
 func (c *Controller) liftHolds(k *workloadKind, obj any) {
 	meta, _ := k.template(obj)
 	keys, _ := c.indexByConfig(k)(obj)
 	for _, s := range keys {
 		kind, rest, _ := strings.Cut(s, "/")
 		_, name, _ := strings.Cut(rest, "/")
-		c.state.DeleteEntry(c.holdKey(key{k.name, meta.GetNamespace(), meta.GetName()}, policy.ConfigRef{Kind: kind, Name: name}))
+		w, r := key{k.name, meta.GetNamespace(), meta.GetName()}, policy.ConfigRef{Kind: kind, Name: name}
+		c.state.DeleteEntry(c.holdKey(w, r))
+		c.state.DeleteEntry(c.stripKey(w, r))
 	}
 }

@@ -1,6 +1,6 @@
 // Package state owns the reloader-state ConfigMaps: what the reloader last recorded of every
 // tracked ConfigMap and Secret, modelled on Collaborne's kubernetes-reloader. It knows the
-// ConfigMap format and nothing about workloads but the names a hold carries.
+// ConfigMap format and nothing about workloads but the names a hold or a strip carries.
 //
 // An entry's key is "v1.<Kind>_<name>" when the reloader watches one namespace, and
 // "v1.<Kind>_<namespace>_<name>" when it watches all of them. Namespace and object names never
@@ -18,7 +18,9 @@
 //
 // A hold, "hold.<config kind>.<workload kind>_[<namespace>_]<workload>_<config>" (hold.go),
 // holds the content hash of a config that one workload must not be reloaded for again: its
-// rollout failed and was rolled back.
+// rollout failed and was rolled back. A strip, "strip.<config kind>.<workload kind>_..." in the
+// same form, holds the content hash a workload runs after someone else's template change removed
+// its marker for the config.
 // A workload whose reload is due but held (a maintenance window, a minimum interval) has an
 // entry "pending.<Kind>_[<namespace>_]<name>" = "pending@<unix seconds>" (pending.go); it names a
 // workload, not a config, and is never a tombstone.

@@ -17,7 +17,7 @@ const maxKeyLen = 253
 const maxConfigKeyLen = maxKeyLen - len("__-") - 2*sha1.Size
 
 // ownPrefixes start the keys of our entries; other keys in the ConfigMaps belong to someone else.
-var ownPrefixes = [...]string{"v1.ConfigMap_", secretPrefix, holdPrefix}
+var ownPrefixes = [...]string{"v1.ConfigMap_", secretPrefix, holdPrefix, stripPrefix}
 
 // Key returns the entry key of a config. namespace is empty in single-namespace mode.
 func Key(kind, namespace, name string) string {
@@ -89,8 +89,8 @@ func mayHold(key, hash string) error {
 // KindOf returns the kind of config ("ConfigMap", "Secret") an entry key belongs to, data-key
 // entries and holds included; "" for a key that is not ours.
 func KindOf(key string) string {
-	if isHold(key) {
-		return holdKind(key)
+	if isWorkloadEntry(key) {
+		return workloadEntryKind(key)
 	}
 	for _, p := range ownPrefixes {
 		if strings.HasPrefix(key, p) {
@@ -116,5 +116,5 @@ func isOwn(key string) bool {
 // isConfigKey reports whether key is one of our config entries, the only kind that may be a
 // tombstone.
 func isConfigKey(key string) bool {
-	return isOwn(key) && !isHold(key) && !isPendingKey(key) && ConfigOf(key) == key
+	return isOwn(key) && !isWorkloadEntry(key) && !isPendingKey(key) && ConfigOf(key) == key
 }
