@@ -406,10 +406,12 @@ func (r *recorder) lost() []violation {
 }
 
 // stale reports whether what w reads of c differs from what its pods read when they last
-// started: at its last template change, or its creation; pods started while the config was
-// absent wait for it and read the first content it gets. A workload that never took a content
-// (its window closed after the config went back, or was deleted) and runs the current one is
-// not stale. The caller holds r.mu.
+// started: at its last template change, or its creation. Pods started while the config was
+// absent wait for it and start when the kubelet next tries, some time after it reappears: they
+// are taken to read what it holds raceMargin after its reappearance (a content replaced sooner
+// than that may or may not have been read, and no reloader can know which). A workload that
+// never took a content (its window closed after the config went back, or was deleted) and runs
+// the current one is not stale. The caller holds r.mu.
 func (r *recorder) stale(w *workloadLife, c string) bool {
 	_, whole := triggers(w.mode(), w.refs, c)
 	started := w.createdRV
@@ -417,6 +419,7 @@ func (r *recorder) stale(w *workloadLife, c string) bool {
 		started = max(started, rv)
 	}
 	var then, now string
+	var waitUntil time.Time
 	missing, waiting := true, false
 	for _, e := range r.configs[c] {
 		v := e.read(whole)
@@ -427,7 +430,9 @@ func (r *recorder) stale(w *workloadLife, c string) bool {
 				then = v
 			}
 		case missing && e.exists && !waiting:
-			then, waiting = v, true
+			then, waiting, waitUntil = v, true, e.at.Add(raceMargin)
+		case waiting && e.exists && e.at.Before(waitUntil):
+			then = v
 		}
 		if e.exists {
 			now = v
