@@ -20,11 +20,13 @@ var (
 )
 
 // fixedSeeds are the sequences `make test` runs. A seed that once found a bug joins this list,
-// so the bug stays found: 1795443720630834299 found, in the first 30-minute soak, that the
-// checker kept a deleted config's ignore annotation; 1795446428096566055, in the third, a
-// workload restarted twice after a helm-style strip while the state was behind (RELIABILITY.md
-// says what seeds 1 and 2 find on older builds).
-var fixedSeeds = []uint64{1, 2, 1795443720630834299, 1795446428096566055}
+// so the bug stays found: 1795446428096566055 found, in the third 30-minute soak, a workload
+// restarted twice after a helm-style strip while the state was behind; 4, once restarts were
+// counted per config, the same after a restart (the strip's memory is now in the state);
+// 1795459093681678810, in the fifth soak, a recreation lost after a restart had dropped the
+// content kept for an unmarked dependent. Seed 2 begins with a switch from stakater, which the
+// build before Engine v2 fails (RELIABILITY.md says what the seeds find on older builds).
+var fixedSeeds = []uint64{2, 4, 1795446428096566055, 1795459093681678810}
 
 // outcome is what one sequence did and found.
 type outcome struct {
