@@ -57,6 +57,9 @@ type change struct {
 	at      time.Time
 	unknown bool   // the state held no content for the config just before it
 	by      string // the action that made it
+	// deleted: a deletion, whose rv was read by a list just after it, so a reload it caused may
+	// have a lower one; it is ordered by time instead.
+	deleted bool
 }
 
 // workloadLife is one Deployment, from its creation to its deletion.
@@ -72,7 +75,8 @@ type workloadLife struct {
 	restarts  []int64            // resourceVersions at which its template changed
 	// touched: for each of restarts, the configs whose reloader variable it set, changed or
 	// removed: the configs the restart was for.
-	touched []map[string]bool
+	touched   []map[string]bool
+	restartAt []time.Time // when the watch reported each of restarts
 	// lagged: configs it carried stakater Reloader's variable for, with an older content's hash,
 	// at its creation (a switch from stakater): it runs lagContent of them until restarted.
 	lagged map[string]bool
@@ -255,6 +259,7 @@ func (r *recorder) seen(d *appsv1.Deployment) {
 		return
 	}
 	w.touched = append(w.touched, touchedConfigs(&w.template.Spec.Template, &d.Spec.Template))
+	w.restartAt = append(w.restartAt, time.Now())
 	w.template = d.DeepCopy()
 	w.restarts = append(w.restarts, rvOf(d))
 	r.changedAt = time.Now()
@@ -302,7 +307,7 @@ func (r *recorder) changesSince(name string, whole bool, from time.Time) []chang
 		}
 		v := e.read(whole)
 		if seen && v != last {
-			out = append(out, change{rv: e.rv, at: e.at, unknown: e.unknown, by: e.by})
+			out = append(out, change{rv: e.rv, at: e.at, unknown: e.unknown, by: e.by, deleted: !e.exists})
 		}
 		last, seen = v, true
 	}
@@ -554,12 +559,50 @@ func (r *recorder) excess() []violation {
 					w.name, w.refs, w.modeNames(), perConfig[c], c, n, by)))
 			}
 		}
+		for _, c := range configNames {
+			if rv, early := r.early(w, c); early {
+				out = append(out, violation(fmt.Sprintf("excess: %s (reads %v, modes %v) restarted for %s at rv %d with no change of it left to take since its restarts before",
+					w.name, w.refs, w.modeNames(), c, rv)))
+			}
+		}
 		if byReloader > bound {
 			out = append(out, violation(fmt.Sprintf("excess: %s (reads %v, modes %v) restarted %d times by the reloader (seen at rv %v) for %d changes of what it reloads on",
 				w.name, w.refs, w.modeNames(), byReloader, watched, bound)))
 		}
 	}
 	return out
+}
+
+// early returns a restart of w for config c that came before enough changes of c: the k-th
+// such restart needs k changes of c made before it, so that changes coming later cannot make
+// up for a restart without one (the count of bound alone lets them). The caller holds r.mu.
+func (r *recorder) early(w *workloadLife, c string) (int64, bool) {
+	var chs []change
+	for _, ch := range r.changes(c, true) {
+		if r.counts(w, c, ch) {
+			chs = append(chs, ch)
+		}
+	}
+	k := 0
+	for i, rv := range w.restarts {
+		if r.own[rv] || !w.touched[i][c] {
+			continue
+		}
+		k++
+		n := 0
+		if w.lagged[c] {
+			n++
+		}
+		for _, ch := range chs {
+			if ch.rv < rv || ch.deleted && ch.at.Before(w.restartAt[i]) {
+				n++
+			}
+		}
+		if n < k {
+			return rv, true
+		}
+	}
+	return 0, false
 }
 
 // bound is how many restarts of w changes of config c allow. The caller holds r.mu.

@@ -560,6 +560,29 @@ func TestStripWhileTheStateIsBehindIsRememberedAcrossARestart(t *testing.T) {
 	lift()
 }
 
+// Soak seed 1795461574958468038: a workload created while another dependent's refusal holds
+// the state back runs the new content from its start; the state alone would restart it for it.
+func TestWorkloadCreatedWhileTheStateIsBehindIsNotRestartedForWhatItRuns(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	createDeployment(t, ns, "w1", 0, named("configmap", "app-config"), nil)
+	createDeployment(t, ns, "w2", 0, named("configmap", "app-config"), nil)
+	startController(t, ns, controllerOpts{})
+	settle()
+	lift := refusePatches(t, ns, "w2")
+	hashB := updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
+	waitEnv(t, ns, "w1", cmVar, hashB)
+	createDeployment(t, ns, "w3", 0, named("configmap", "app-config"), nil) // runs B
+	wantReloads(t, ns, "w3", 1, 0)
+
+	// Positive control: a change after its creation reloads it, once.
+	hashC := updateConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
+	waitEnv(t, ns, "w3", cmVar, hashC)
+	wantReloads(t, ns, "w3", 1, 1)
+	lift()
+	waitEnv(t, ns, "w2", cmVar, hashC)
+}
+
 // The same strip, then a revert to the content the state still holds: the stripped workload
 // runs B, so the revert to A must reach it, though the state says A was rolled out.
 func TestRevertAfterAStripWhileTheStateIsBehindReloadsTheStrippedWorkload(t *testing.T) {

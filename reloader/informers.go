@@ -139,6 +139,9 @@ func (c *Controller) watchWorkloads(k *workloadKind) error {
 	}
 	_, err := k.informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
+			if !initial {
+				c.noteCreated(k, obj)
+			}
 			c.workloadChanged(k, obj, initial)
 			c.followRollout(k, obj)
 		},

@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"sync"
 
+	appsv1 "k8s.io/api/apps/v1"
+
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/state"
 )
@@ -59,11 +61,59 @@ func (c *Controller) noteStrips(k *workloadKind, old, obj any) {
 		case after != policy.NoMarker:
 			c.forgetStrip(nv.key, r)
 		case before == policy.Current && writtenBefore(rec.ResourceVersion, nv.meta.GetResourceVersion()):
-			c.strips.remember(nv.key, r, want.Value)
-			c.state.Strip(c.stripKey(nv.key, r), want.Value)
+			c.rememberStrip(nv.key, r, rec, want.Value)
 		case before != policy.NoMarker:
 			c.forgetStrip(nv.key, r) // stripped while behind: the state decides
 		}
+	}
+}
+
+// noteCreated remembers, for a workload just created while the reloader runs, that it runs the
+// content each config it reloads on held before its creation: its pods started after it and
+// read that content, though it carries no marker. Without this, while another dependent holds
+// the config's state back, the state would restart the new workload for content it already
+// runs. Only a workload seen as created (generation 1, no status yet: not one found by a
+// relist, whose resourceVersion may be later than its creation) is trusted.
+func (c *Controller) noteCreated(k *workloadKind, obj any) {
+	v, ok := c.view(k, obj)
+	if !ok || v.target.RestartAt || !justCreated(obj) {
+		return
+	}
+	for _, r := range v.policy.Candidates(v.uses) {
+		rec := c.lookup(configKey(r, v.key.namespace))
+		if rec == nil || !writtenBefore(rec.ResourceVersion, v.meta.GetResourceVersion()) {
+			continue
+		}
+		want, _, triggers := c.wanted(v, r, rec)
+		if triggers && v.target.MarkerOf(v.meta.GetAnnotations(), v.tmpl, r, want) == policy.NoMarker {
+			c.rememberStrip(v.key, r, rec, want.Value)
+		}
+	}
+}
+
+// justCreated reports whether a Deployment, StatefulSet or DaemonSet is as its creator made it:
+// generation 1 and no status written by its controller yet.
+func justCreated(obj any) bool {
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		return o.Generation == 1 && o.Status.ObservedGeneration == 0
+	case *appsv1.StatefulSet:
+		return o.Generation == 1 && o.Status.ObservedGeneration == 0
+	case *appsv1.DaemonSet:
+		return o.Generation == 1 && o.Status.ObservedGeneration == 0
+	}
+	return false
+}
+
+// rememberStrip remembers that workload w runs value of config r without a marker. Only where
+// the state's entry for the config is behind its content is it also written to the state: where
+// the entry holds the content, it says the same, and a strip entry per workload would only
+// take room.
+func (c *Controller) rememberStrip(w key, r policy.ConfigRef, rec *configRecord, value string) {
+	c.strips.remember(w, r, value)
+	e, known := c.state.Get(c.stateKey(configKey(r, w.namespace)))
+	if !known || e.Deleted || c.content(rec, nil).Match(e.Hash) == policy.Differs {
+		c.state.Strip(c.stripKey(w, r), value)
 	}
 }
 
