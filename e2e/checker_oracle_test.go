@@ -402,7 +402,7 @@ func (r *recorder) lost() []violation {
 	var out []violation
 	for _, w := range r.workloads {
 		for _, c := range configNames {
-			if last, ok := r.held(w, c); ok && r.stale(w, c) {
+			if last, ok := r.held(w, c); ok && r.stale(w, c) && !r.baseline(w, c) {
 				out = append(out, violation(fmt.Sprintf("lost: %s (mode %s, reads %v) runs an old content of %s, changed at rv %d by %s", w.name, w.mode(), w.refs, c, last.rv, last.by)))
 			}
 		}
@@ -475,6 +475,51 @@ func (r *recorder) held(w *workloadLife, c string) (change, bool) {
 		return change{}, false
 	}
 	return last, true
+}
+
+// baseline reports whether w, which carried no marker of c, runs another content than the one a
+// reloader took as its baseline after the state lost c's entry, and c holds that content again:
+// for a workload without a marker the state decides, and it says the workload runs the
+// baseline (README, "How it works"; RELIABILITY.md). Only a workload the reloader has not
+// restarted for c since its creation or the checker's last template change counts: one it
+// restarted carries a marker, which decides instead. The caller holds r.mu.
+func (r *recorder) baseline(w *workloadLife, c string) bool {
+	since := w.createdAt
+	for i, rv := range w.restarts {
+		if r.own[rv] {
+			since = w.restartAt[i]
+		}
+	}
+	for i, rv := range w.restarts {
+		if !r.own[rv] && w.touched[i][c] && w.restartAt[i].After(since) {
+			return false
+		}
+	}
+	_, whole := triggers(w.mode(), w.refs, c)
+	es := r.configs[c]
+	if len(es) == 0 || !es[len(es)-1].exists {
+		return false
+	}
+	now := es[len(es)-1].read(whole)
+	for _, f := range r.amnesia[c] {
+		for _, st := range r.starts {
+			if st.Before(f) {
+				continue
+			}
+			var at string
+			for _, e := range es {
+				if e.at.After(st) {
+					break
+				}
+				at = e.read(whole)
+			}
+			if at == now {
+				return true
+			}
+			break // the first start after this loss made the baseline
+		}
+	}
+	return false
 }
 
 // carries reports whether w's template holds the reloader's variable for config c. Deleting a
@@ -573,6 +618,28 @@ func (r *recorder) excess() []violation {
 	return out
 }
 
+// extra is the restarts of w for c allowed beyond the changes of c: one for a stakater variable
+// that lagged (the switch from stakater), and one for a workload created during an outage or
+// while no reloader ran: the reloader sees it at once with the changes it missed, and without a
+// marker, while another dependent holds the state back, cannot tell whether it was created
+// before or after a change. The caller holds r.mu.
+func (r *recorder) extra(w *workloadLife, c string) int {
+	n := 0
+	if w.lagged[c] {
+		n++
+	}
+	if r.blindAt(w.createdAt) {
+		n++
+	}
+	return n
+}
+
+// blindAt reports whether t falls in an outage, an API server restart or a replica's downtime,
+// or within raceMargin after one.
+func (r *recorder) blindAt(t time.Time) bool {
+	return slices.ContainsFunc(r.blind, func(b [2]time.Time) bool { return !t.Before(b[0]) && t.Before(b[1].Add(raceMargin)) })
+}
+
 // early returns a restart of w for config c that came before enough changes of c: the k-th
 // such restart needs k changes of c made before it, so that changes coming later cannot make
 // up for a restart without one (the count of bound alone lets them). The caller holds r.mu.
@@ -589,10 +656,7 @@ func (r *recorder) early(w *workloadLife, c string) (int64, bool) {
 			continue
 		}
 		k++
-		n := 0
-		if w.lagged[c] {
-			n++
-		}
+		n := r.extra(w, c)
 		for _, ch := range chs {
 			if ch.rv < rv || ch.deleted && ch.at.Before(w.restartAt[i]) {
 				n++
@@ -607,10 +671,7 @@ func (r *recorder) early(w *workloadLife, c string) (int64, bool) {
 
 // bound is how many restarts of w changes of config c allow. The caller holds r.mu.
 func (r *recorder) bound(w *workloadLife, c string) int {
-	n := 0
-	if w.lagged[c] {
-		n++ // the switch from stakater
-	}
+	n := r.extra(w, c)
 	for _, ch := range r.changes(c, true) {
 		if r.counts(w, c, ch) {
 			n++
