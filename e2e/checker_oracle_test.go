@@ -571,44 +571,31 @@ func (r *recorder) unordered(w *workloadLife, c string, at time.Time) bool {
 // excess lists workloads the reloader restarted more often than the changes of what they reload
 // on during their life: a double restart, or one without a change. A change counts when the
 // workload reloaded on it at the time, or when a creation, annotation or ignore change was too
-// close to it to tell. It judges the total, counted exactly by generation, and each config:
-// the restarts that set, changed or removed its variable, seen through the watch (which may
-// merge restarts across a gap, never split one), against the changes of that config alone, so
-// that restarts coalesced for one config do not leave room for a spurious one for another.
+// close to it to tell. It judges the total, counted exactly by generation, and each restart
+// seen through the watch (which may merge restarts across a gap, never split one): it must
+// carry a change of one of the configs whose variable it set, changed or removed, made before
+// it and not carried by an earlier restart. A restart for one config may set another's
+// variable too (the reloader gives a workload every marker it lacks when it restarts it
+// anyway), so a restart is not held to each config it touched.
 func (r *recorder) excess() []violation {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []violation
 	for _, w := range r.workloads {
 		var watched []int64
-		perConfig := map[string]int{}
-		for i, rv := range w.restarts {
+		for _, rv := range w.restarts {
 			if !r.own[rv] {
 				watched = append(watched, rv)
-				for c := range w.touched[i] {
-					perConfig[c]++
-				}
 			}
+		}
+		if rv, touched, bad := r.unjustified(w); bad {
+			out = append(out, violation(fmt.Sprintf("excess: %s (reads %v, modes %v) restarted at rv %d for %v with no change of them left to take since its restarts before; %s",
+				w.name, w.refs, w.modeNames(), rv, touched, r.history(w))))
 		}
 		byReloader := int(w.generation) - 1 - w.ownChanges
 		bound := 0
 		for _, c := range configNames {
-			n := r.bound(w, c)
-			bound += n
-			if perConfig[c] > n {
-				var by []string
-				for _, ch := range r.changes(c, true) {
-					by = append(by, ch.by)
-				}
-				out = append(out, violation(fmt.Sprintf("excess: %s (reads %v, modes %v) restarted %d times for %s by the reloader for %d changes of it (changes of it by %v)",
-					w.name, w.refs, w.modeNames(), perConfig[c], c, n, by)))
-			}
-		}
-		for _, c := range configNames {
-			if rv, early := r.early(w, c); early {
-				out = append(out, violation(fmt.Sprintf("excess: %s (reads %v, modes %v) restarted for %s at rv %d with no change of it left to take since its restarts before",
-					w.name, w.refs, w.modeNames(), c, rv)))
-			}
+			bound += r.bound(w, c)
 		}
 		if byReloader > bound {
 			out = append(out, violation(fmt.Sprintf("excess: %s (reads %v, modes %v) restarted %d times by the reloader (seen at rv %v) for %d changes of what it reloads on",
@@ -618,9 +605,67 @@ func (r *recorder) excess() []violation {
 	return out
 }
 
+// history lists, for a report, the reloader's restarts of w with the configs each touched, and
+// the changes that count for w. The caller holds r.mu.
+func (r *recorder) history(w *workloadLife) string {
+	var b strings.Builder
+	b.WriteString("restarts:")
+	for i, rv := range w.restarts {
+		if !r.own[rv] {
+			fmt.Fprintf(&b, " %d%v", rv, slices.Sorted(maps.Keys(w.touched[i])))
+		}
+	}
+	b.WriteString("; changes:")
+	for _, c := range configNames {
+		for _, ch := range r.changes(c, true) {
+			if r.counts(w, c, ch) {
+				fmt.Fprintf(&b, " %s@%d(%s)", c, ch.rv, ch.by)
+			}
+		}
+	}
+	return b.String()
+}
+
+// unjustified returns a restart of w by the reloader that carried no change: each restart takes
+// the earliest change not yet taken, made before it, of each config whose variable it touched,
+// and needs one. The caller holds r.mu.
+func (r *recorder) unjustified(w *workloadLife) (int64, []string, bool) {
+	pending := map[string][]change{}
+	for _, c := range configNames {
+		for range r.extra(w, c) {
+			pending[c] = append(pending[c], change{rv: w.createdRV, at: w.createdAt})
+		}
+		for _, ch := range r.changes(c, true) {
+			if r.counts(w, c, ch) {
+				pending[c] = append(pending[c], ch)
+			}
+		}
+	}
+	for i, rv := range w.restarts {
+		if r.own[rv] || len(w.touched[i]) == 0 {
+			continue
+		}
+		carried := false
+		var touched []string
+		for _, c := range configNames {
+			if !w.touched[i][c] {
+				continue
+			}
+			touched = append(touched, c)
+			if p := pending[c]; len(p) > 0 && (p[0].rv < rv || p[0].deleted && p[0].at.Before(w.restartAt[i])) {
+				pending[c], carried = p[1:], true
+			}
+		}
+		if !carried {
+			return rv, touched, true
+		}
+	}
+	return 0, nil, false
+}
+
 // extra is the restarts of w for c allowed beyond the changes of c: one for a stakater variable
 // that lagged (the switch from stakater), and one for a workload created during an outage or
-// while no reloader ran: the reloader sees it at once with the changes it missed, and without a
+// while no reloader ran: the reloader sees it at once with the changes it missed and, without a
 // marker, while another dependent holds the state back, cannot tell whether it was created
 // before or after a change. The caller holds r.mu.
 func (r *recorder) extra(w *workloadLife, c string) int {
@@ -638,35 +683,6 @@ func (r *recorder) extra(w *workloadLife, c string) int {
 // or within raceMargin after one.
 func (r *recorder) blindAt(t time.Time) bool {
 	return slices.ContainsFunc(r.blind, func(b [2]time.Time) bool { return !t.Before(b[0]) && t.Before(b[1].Add(raceMargin)) })
-}
-
-// early returns a restart of w for config c that came before enough changes of c: the k-th
-// such restart needs k changes of c made before it, so that changes coming later cannot make
-// up for a restart without one (the count of bound alone lets them). The caller holds r.mu.
-func (r *recorder) early(w *workloadLife, c string) (int64, bool) {
-	var chs []change
-	for _, ch := range r.changes(c, true) {
-		if r.counts(w, c, ch) {
-			chs = append(chs, ch)
-		}
-	}
-	k := 0
-	for i, rv := range w.restarts {
-		if r.own[rv] || !w.touched[i][c] {
-			continue
-		}
-		k++
-		n := r.extra(w, c)
-		for _, ch := range chs {
-			if ch.rv < rv || ch.deleted && ch.at.Before(w.restartAt[i]) {
-				n++
-			}
-		}
-		if n < k {
-			return rv, true
-		}
-	}
-	return 0, false
 }
 
 // bound is how many restarts of w changes of config c allow. The caller holds r.mu.
