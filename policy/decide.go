@@ -12,6 +12,10 @@ type Content struct {
 	// Collaborne is Collaborne kubernetes-reloader's hash of the whole content, kept in memory
 	// only: a state entry it wrote for this content is current (collaborne.go).
 	Collaborne string
+	// Whole is, for a workload that reads only some keys, the hash of the whole current content:
+	// a marker holding it was written when the workload reloaded on the whole config (a reload
+	// annotation naming it), and says it runs every key of the current content.
+	Whole string
 }
 
 // Match is how a recorded value (a marker, a state entry) relates to a config's current content.
@@ -30,7 +34,7 @@ const (
 // Match tells how v relates to the content c.
 func (c Content) Match(v string) Match {
 	switch {
-	case v == c.Value || c.Legacy != "" && v == c.Legacy || c.Collaborne != "" && v == c.Collaborne:
+	case v == c.Value || c.Legacy != "" && v == c.Legacy || c.Collaborne != "" && v == c.Collaborne || c.Whole != "" && v == c.Whole:
 		return Same
 	case underOtherKey(v, c.Value):
 		return OtherKey

@@ -39,6 +39,8 @@ func TestContentMatch(t *testing.T) {
 		{"configmap: other content", configMap, plainB, Differs},
 		{"configmap: a keyed value was never ours to compare", configMap, keyedA, OtherKey},
 		{"configmap: the deleted marker", configMap, DeletedMarker, Differs},
+		{"keys: the whole current content's marker vouches for every key", Content{Value: plainA, Whole: plainB}, plainB, Same},
+		{"keys: another whole content's marker does not", Content{Value: plainA, Whole: plainB}, keyedA[len(keyedA)-40:], Differs},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

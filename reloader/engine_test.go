@@ -198,6 +198,33 @@ func TestAbsentOptionalKeyDoesNotReloadOnOtherKeys(t *testing.T) {
 	})
 }
 
+// Found by the randomized checker (seed 4): a workload reading one key, reloaded on the whole
+// config while a reload annotation named it, then switched to auto (which reloads on the key
+// only), was restarted for the key's hash although it ran the current content.
+func TestSwitchingFromANamedReloadToAutoRestartsNothing(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"a": "1", "b": "1"})
+	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), func(s *corev1.PodSpec) {
+		s.Containers[0].Env = append(s.Containers[0].Env, corev1.EnvVar{Name: "A", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"}, Key: "a"}}})
+	})
+	startController(t, ns, controllerOpts{})
+	settle()
+	whole := updateConfigMap(t, ns, "app-config", map[string]string{"a": "1", "b": "2"})
+	waitEnv(t, ns, "web", cmVar, whole) // named: the whole config
+	switched := updateDeployment(t, ns, "web", func(d *appsv1.Deployment) {
+		d.Annotations = map[string]string{"reloader.stakater.com/auto": "true"}
+	}).Generation
+	wantReloads(t, ns, "web", switched, 0)
+
+	// Positive control: a change of the key it reads reloads it, once.
+	updateConfigMap(t, ns, "app-config", map[string]string{"a": "2", "b": "2"})
+	waitFor(t, 10*time.Second, "web reloaded for key a", func() (bool, error) {
+		return getDeployment(t, ns, "web").Generation == switched+1, nil
+	})
+	wantReloads(t, ns, "web", switched, 1)
+}
+
 // Finding 6: stakater's variable name for a config name with a run of symbols.
 func TestStakaterChangeIsCaughtUpForNamesWithRunsOfSymbols(t *testing.T) {
 	ns := cluster.NewNamespace(t)

@@ -177,11 +177,11 @@ func (c *Controller) content(rec *configRecord, keys []string) policy.Content {
 	case rec.Legacy == nil && keys == nil:
 		return policy.Content{Value: rec.Hash, Collaborne: rec.Collaborne.String()}
 	case rec.Legacy == nil:
-		return policy.Content{Value: confighash.Subset(rec.Keys, keys)}
+		return policy.Content{Value: confighash.Subset(rec.Keys, keys), Whole: rec.Hash}
 	case keys == nil:
 		return policy.Content{Value: rec.Hash, Legacy: rec.Legacy.Hash.String(), Collaborne: rec.Collaborne.String()}
 	}
-	return policy.Content{Value: key.Subset(rec.Keys, keys), Legacy: confighash.Subset(rec.Legacy.Keys, keys)}
+	return policy.Content{Value: key.Subset(rec.Keys, keys), Legacy: confighash.Subset(rec.Legacy.Keys, keys), Whole: rec.Hash}
 }
 
 // keyContent is what the state records for one data key of rec that a dependent reads.
