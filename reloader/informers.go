@@ -105,21 +105,21 @@ func (c *Controller) watchConfigs(kind string, inf cache.SharedIndexInformer) er
 				return // the start-up pass decides, once the caches have synced
 			}
 			k := c.objectKey(kind, obj)
-			c.strips.configChanged(k)
+			c.strips.configChanged(k, nil)
 			c.changes.observe(k, c.opts.Clock.Now())
 			c.queue.Add(k)
 		},
 		UpdateFunc: func(old, obj any) {
 			k := c.objectKey(kind, obj)
-			if old.(*configRecord).Hash != obj.(*configRecord).Hash {
-				c.strips.configChanged(k)
+			if before, after := old.(*configRecord), obj.(*configRecord); before.Hash != after.Hash {
+				c.strips.configChanged(k, func(keys []string) bool { return c.content(before, keys).Value == c.content(after, keys).Value })
 				c.changes.observe(k, c.opts.Clock.Now())
 			}
 			c.queue.Add(k)
 		},
 		DeleteFunc: func(obj any) {
 			k := c.objectKey(kind, obj)
-			c.strips.configChanged(k)
+			c.strips.configChanged(k, nil)
 			c.changes.observe(k, c.opts.Clock.Now())
 			c.queue.Add(k)
 		},

@@ -30,10 +30,11 @@ type strips struct {
 }
 
 // stripped is what a workload stripped of its marker for a config runs: the content value, or
-// unknown once the config changed after the strip.
+// unknown once the config changed after the strip; keys are the data keys it reads (nil: all).
 type stripped struct {
 	value string
 	known bool
+	keys  []string
 }
 
 func newStrips() *strips { return &strips{m: map[key]map[policy.ConfigRef]stripped{}} }
@@ -51,7 +52,7 @@ func (c *Controller) noteStrips(k *workloadKind, old, obj any) {
 		if rec == nil {
 			continue
 		}
-		want, _, triggers := c.wanted(nv, r, rec)
+		want, keys, triggers := c.wanted(nv, r, rec)
 		if !triggers {
 			continue
 		}
@@ -61,7 +62,7 @@ func (c *Controller) noteStrips(k *workloadKind, old, obj any) {
 		case after != policy.NoMarker:
 			c.forgetStrip(nv.key, r)
 		case before == policy.Current && writtenBefore(rec.ResourceVersion, nv.meta.GetResourceVersion()):
-			c.rememberStrip(nv.key, r, rec, want.Value)
+			c.rememberStrip(nv.key, r, rec, want.Value, keys)
 		case before != policy.NoMarker:
 			c.forgetStrip(nv.key, r) // stripped while behind: the state decides
 		}
@@ -84,9 +85,9 @@ func (c *Controller) noteCreated(k *workloadKind, obj any) {
 		if rec == nil || !writtenBefore(rec.ResourceVersion, v.meta.GetResourceVersion()) {
 			continue
 		}
-		want, _, triggers := c.wanted(v, r, rec)
+		want, keys, triggers := c.wanted(v, r, rec)
 		if triggers && v.target.MarkerOf(v.meta.GetAnnotations(), v.tmpl, r, want) == policy.NoMarker {
-			c.rememberStrip(v.key, r, rec, want.Value)
+			c.rememberStrip(v.key, r, rec, want.Value, keys)
 		}
 	}
 }
@@ -109,8 +110,8 @@ func justCreated(obj any) bool {
 // the state's entry for the config is behind its content is it also written to the state: where
 // the entry holds the content, it says the same, and a strip entry per workload would only
 // take room.
-func (c *Controller) rememberStrip(w key, r policy.ConfigRef, rec *configRecord, value string) {
-	c.strips.remember(w, r, value)
+func (c *Controller) rememberStrip(w key, r policy.ConfigRef, rec *configRecord, value string, keys []string) {
+	c.strips.remember(w, r, value, keys)
 	e, known := c.state.Get(c.stateKey(configKey(r, w.namespace)))
 	if !known || e.Deleted || c.content(rec, nil).Match(e.Hash) == policy.Differs {
 		c.state.Strip(c.stripKey(w, r), value)
@@ -154,13 +155,13 @@ func writtenBefore(a, b string) bool {
 	return errA == nil && errB == nil && x < y
 }
 
-func (s *strips) remember(w key, r policy.ConfigRef, value string) {
+func (s *strips) remember(w key, r policy.ConfigRef, value string, keys []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.m[w] == nil {
 		s.m[w] = map[policy.ConfigRef]stripped{}
 	}
-	s.m[w][r] = stripped{value: value, known: true}
+	s.m[w][r] = stripped{value: value, known: true, keys: keys}
 }
 
 // marker is what workload w, without a marker for r, carries in effect against value, the one
@@ -178,15 +179,19 @@ func (s *strips) marker(w key, r policy.ConfigRef, value string) (policy.MarkerS
 	return policy.Stale, true
 }
 
-// configChanged makes what was remembered of config c, in every workload, unknown.
-func (s *strips) configChanged(c key) {
+// configChanged makes what was remembered of config c, in every workload, unknown, except for a
+// workload that reads only keys the change left alone (same reports that; nil: none is known
+// to be): whichever content its pods read, they read the same values.
+func (s *strips) configChanged(c key, same func(keys []string) bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := policy.ConfigRef{Kind: c.kind, Name: c.name}
 	for w, refs := range s.m {
-		if _, ok := refs[r]; ok && w.namespace == c.namespace {
-			refs[r] = stripped{}
+		e, ok := refs[r]
+		if !ok || w.namespace != c.namespace || e.known && e.keys != nil && same != nil && same(e.keys) {
+			continue
 		}
+		refs[r] = stripped{}
 	}
 }
 
