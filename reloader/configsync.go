@@ -223,7 +223,7 @@ func (c *Controller) startupPass() {
 			case !known && !c.referenced(k) && c.namespaceAllowed(k.namespace):
 				c.state.Set(skey, r.Hash)
 			default:
-				c.queue.Add(k)
+				c.backlog.add(k)
 			}
 		}
 	}

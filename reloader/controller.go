@@ -119,6 +119,7 @@ type Controller struct {
 	state     *state.Store
 	queue     workqueue.TypedRateLimitingInterface[key]
 	refusals  workqueue.TypedRateLimiter[key] // spaces the retries of a refused patch
+	backlog   *backlog                        // the start-up's keys, fed to queue a window at a time (backlog.go)
 	coalescer *coalesce.Coalescer[key]
 	changes   *changeLog
 	strips    *strips
@@ -167,6 +168,7 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 		events:              record.NewBroadcaster(),
 	}
 	c.state.OnWrite = c.observeStateWrite
+	c.backlog = newBacklog(c.queue)
 	c.reports = newReporter(c.events.NewRecorder(clients.Scheme, corev1.EventSource{Component: "reloader"}), opts.Log)
 	c.coalescer = coalesce.New(opts.CoalescePeriod, opts.CoalesceMaxWait, opts.Clock, c.queue.Add)
 	c.deferrals = newDeferrals(opts.Clock, c.queue.Add)
@@ -297,9 +299,9 @@ func (c *Controller) releaseStartupMemory(ctx context.Context) {
 func (c *Controller) shutdown(workers *sync.WaitGroup, stopWork context.CancelFunc) {
 	if c.opts.ShutdownGrace > 0 {
 		c.coalescer.Flush()
-		c.log.Info("shutting down: flushing pending reloads", "queued", c.queue.Len(), "grace", c.opts.ShutdownGrace)
+		c.log.Info("shutting down: flushing pending reloads", "queued", c.queued(), "grace", c.opts.ShutdownGrace)
 		if !c.drained(context.Background(), c.opts.ShutdownGrace) {
-			c.log.Warn("shutdown grace elapsed; remaining reloads are redone on the next start", "queued", c.queue.Len())
+			c.log.Warn("shutdown grace elapsed; remaining reloads are redone on the next start", "queued", c.queued())
 		}
 	}
 	c.queue.ShutDown()
@@ -314,7 +316,7 @@ func (c *Controller) drained(ctx context.Context, grace time.Duration) bool {
 	deadline := time.Now().Add(grace)
 	quietSince := time.Now()
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		if c.queue.Len() != 0 || c.busy.Load() != 0 {
+		if c.queued() != 0 || c.busy.Load() != 0 {
 			quietSince = time.Now()
 		} else if time.Since(quietSince) >= 200*time.Millisecond {
 			return true
@@ -331,6 +333,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	}
 	c.busy.Add(1)
 	defer c.busy.Add(-1)
+	defer c.backlog.refill() // after Done: the key has left the queue
 	defer c.queue.Done(k)
 	err := c.sync(ctx, k)
 	var later retryLater
@@ -387,7 +390,7 @@ func (c *Controller) reportGauges(ctx context.Context) {
 			c.metrics.StateEntries.WithLabelValues(s.Name).Set(float64(s.Entries))
 			c.metrics.StateBytes.WithLabelValues(s.Name).Set(float64(s.Bytes))
 		}
-		c.metrics.Pending.Set(float64(c.coalescer.Pending() + c.queue.Len()))
+		c.metrics.Pending.Set(float64(c.coalescer.Pending() + c.queued()))
 		select {
 		case <-ctx.Done():
 			return
@@ -401,5 +404,8 @@ func newBucket(qps float64, burst int) *rate.Limiter { return rate.NewLimiter(ra
 // Idle reports whether nothing is in flight: no open window, nothing queued, no sync running and
 // no state write pending. Tests and the benchmark wait on it instead of sleeping.
 func (c *Controller) Idle() bool {
-	return c.ready.Load() && c.coalescer.Pending() == 0 && c.queue.Len() == 0 && c.busy.Load() == 0 && c.state.Clean()
+	return c.ready.Load() && c.coalescer.Pending() == 0 && c.queued() == 0 && c.busy.Load() == 0 && c.state.Clean()
 }
+
+// queued counts the keys waiting: in the work queue and behind it in the start-up backlog.
+func (c *Controller) queued() int { return c.queue.Len() + c.backlog.len() }

@@ -181,15 +181,20 @@ func (c *Controller) decisive(old, obj metav1.Object) bool {
 // workloadChanged syncs the workload, unless a window is open for it (its sync will come), and
 // queues its configs. At start-up, the start-up pass queues the configs that need it; only
 // those read by single keys are queued here, so their per-key state exists before a change,
-// and with --reload-on-create all, so that an absent one gets its tombstone.
+// and with --reload-on-create all, so that an absent one gets its tombstone. The start-up's
+// keys wait in the backlog (backlog.go).
 func (c *Controller) workloadChanged(k *workloadKind, obj any, initial bool) {
 	c.checkAnnotations(k, obj)
 	meta, tmpl := k.template(obj)
+	add := c.queue.Add
+	if initial {
+		add = c.backlog.add
+	}
 	if w := (key{k.name, meta.GetNamespace(), meta.GetName()}); !c.coalescer.Open(w) {
-		c.queue.Add(w)
+		add(w)
 	}
 	if !initial || c.opts.ReloadOnCreate {
-		c.queueConfigsOf(k, obj)
+		c.queueConfigsOf(k, obj, add)
 		return
 	}
 	if tmpl == nil {
@@ -197,7 +202,7 @@ func (c *Controller) workloadChanged(k *workloadKind, obj any, initial bool) {
 	}
 	for r, u := range policy.UsesOf(&tmpl.Spec) {
 		if _, watched := c.configs[r.Kind]; watched && len(u.Keys) > 0 {
-			c.queue.Add(configKey(r, meta.GetNamespace()))
+			add(configKey(r, meta.GetNamespace()))
 		}
 	}
 }
@@ -213,23 +218,24 @@ func (c *Controller) workloadGone(k *workloadKind, obj any) {
 		c.strips.workloadGone(key{k.name, meta.GetNamespace(), meta.GetName()})
 		c.liftHolds(k, obj)
 		c.forgetHold(key{k.name, meta.GetNamespace(), meta.GetName()}) // defer.go
-		c.queueConfigsOf(k, obj)
+		c.queueConfigsOf(k, obj, c.queue.Add)
 	}
 }
 
-func (c *Controller) queueConfigsOf(k *workloadKind, obj any) {
+// queueConfigsOf passes to add the key of every watched config the workload may reload on.
+func (c *Controller) queueConfigsOf(k *workloadKind, obj any, add func(key)) {
 	keys, _ := c.indexByConfig(k)(obj)
 	for _, s := range keys {
 		kind, rest, _ := strings.Cut(s, "/")
 		ns, name, _ := strings.Cut(rest, "/")
 		if _, watched := c.configs[kind]; watched && name != "" {
-			c.queue.Add(key{kind, ns, name})
+			add(key{kind, ns, name})
 		}
 	}
 	if meta, tmpl := k.template(obj); tmpl != nil {
 		pol := c.opts.Annotations.Of(meta.GetAnnotations(), tmpl.Annotations)
 		for _, r := range c.matchedByPattern(pol, meta.GetNamespace()) {
-			c.queue.Add(configKey(r, meta.GetNamespace()))
+			add(configKey(r, meta.GetNamespace()))
 		}
 	}
 }

@@ -111,12 +111,12 @@ func (s *Store) takeDirty() [MaxShards]map[string]*string {
 	for k := range s.dirty {
 		e, ok := s.entries[k]
 		if ok && e.shard != memoryOnly {
-			v := encodeEntry(e.Entry)
-			add(e.shard, k, &v)
+			v := encodeEntry(e.public())
+			add(int(e.shard), k, &v)
 		}
 		for i, gone := range s.gone[k] {
 			// A shard never created holds nothing to remove.
-			if gone && s.exists[i] && !(ok && e.shard == i) {
+			if gone && s.exists[i] && !(ok && e.in(i)) {
 				add(i, k, nil)
 			}
 		}
@@ -170,8 +170,8 @@ func (s *Store) write(ctx context.Context, shard int, changes map[string]*string
 func (s *Store) create(ctx context.Context, i int) error {
 	data := map[string]string{}
 	for k, e := range s.entries {
-		if e.shard == i {
-			data[k] = encodeEntry(e.Entry)
+		if e.in(i) {
+			data[k] = encodeEntry(e.public())
 		}
 	}
 	cm := &corev1.ConfigMap{

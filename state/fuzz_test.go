@@ -205,7 +205,7 @@ func FuzzLoadCorruptState(f *testing.F) {
 		}
 		got := map[string]Entry{}
 		for k, e := range s.entries {
-			got[k] = e.Entry
+			got[k] = e.public()
 		}
 		if !maps.Equal(got, want) {
 			t.Fatalf("Load kept %v, want %v", got, want)

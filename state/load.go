@@ -62,11 +62,11 @@ func (s *Store) loadShard(i int, data map[string]string) {
 		}
 		if kept, dup := s.entries[k]; dup {
 			s.log.Warn("state entry is stored twice; keeping the copy in the lower shard",
-				"configmap", s.ShardName(i), "key", k, "kept_in", s.ShardName(kept.shard))
+				"configmap", s.ShardName(i), "key", k, "kept_in", s.ShardName(int(kept.shard)))
 			s.drop(k, i)
 			continue
 		}
-		s.entries[k] = entry{Entry: e, shard: i}
+		s.entries[k] = packEntry(e, i)
 		s.bytes[i] += reserved(k)
 		s.link(k, true)
 	}

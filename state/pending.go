@@ -78,8 +78,8 @@ func (s *Store) PendingKeys() map[string]time.Time {
 	defer s.mu.Unlock()
 	out := map[string]time.Time{}
 	for k, e := range s.entries {
-		if e.Pending {
-			out[k] = e.Since
+		if e.pending {
+			out[k] = e.public().Since
 		}
 	}
 	return out

@@ -33,14 +33,14 @@ func reserved(key string) int { return len(key) + maxValue(key) }
 // only.
 func (s *Store) put(key string, e Entry) {
 	old, had := s.entries[key]
-	if had && encodeEntry(old.Entry) == encodeEntry(e) {
+	if had && encodeEntry(old.public()) == encodeEntry(e) {
 		return
 	}
-	shard := old.shard
+	shard := int(old.shard)
 	if !had || shard == memoryOnly {
 		shard = s.place(key)
 	}
-	s.entries[key] = entry{Entry: e, shard: shard}
+	s.entries[key] = packEntry(e, shard)
 	s.setUnsaved(key, shard == memoryOnly)
 	s.link(key, true)
 	s.markDirty(key)
@@ -77,7 +77,7 @@ func (s *Store) unplace(key string, e entry) {
 		return
 	}
 	s.bytes[e.shard] -= reserved(key)
-	s.noteGone(key, e.shard)
+	s.noteGone(key, int(e.shard))
 	s.markDirty(key)
 }
 
@@ -93,7 +93,7 @@ func (s *Store) noteGone(key string, shard int) {
 func (s *Store) placeUnsaved() {
 	for k := range s.unsaved {
 		e := s.entries[k]
-		e.shard = s.place(k)
+		e.shard = int8(s.place(k))
 		if e.shard == memoryOnly {
 			continue
 		}

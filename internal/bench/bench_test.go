@@ -119,3 +119,23 @@ func TestGrowthPlotReadsBackResultsAndWritesAPNG(t *testing.T) {
 		t.Errorf("growth.png: %v", err)
 	}
 }
+
+func TestGCTraceKeepsTheLargestHeapBetweenCollectionsAndIgnoresOtherLines(t *testing.T) {
+	log := `{"level":"WARN","msg":"x"}
+gc 1 @0.012s 1%: 0.010+0.5+0.003 ms clock, 0.02+0.1/0.4/0.1+0.007 ms cpu, 3->4->1 MB, 4 MB goal, 0 MB stacks, 0 MB globals, 2 P
+gc 2 @1.500s 3%: 0.010+2.1+0.003 ms clock, 0.02+0.1/0.4/0.1+0.007 ms cpu, 41->43->22 MB, 42 MB goal, 0 MB stacks, 0 MB globals, 2 P
+gc 3 @4.250s 2%: 0.010+1.0+0.003 ms clock, 0.02+0.1/0.4/0.1+0.007 ms cpu, 30->30->25 MB, 44 MB goal, 0 MB stacks, 0 MB globals, 2 P (forced)
+`
+	path := filepath.Join(t.TempDir(), "reloader.log")
+	if err := os.WriteFile(path, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readGCTrace(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := gcTrace{GCs: 3, MaxHeapMB: 41, MaxLiveMB: 25, MaxGoalMB: 44, MaxHeapAtSec: 1.5}
+	if got != want {
+		t.Errorf("readGCTrace = %+v, want %+v", got, want)
+	}
+}

@@ -36,8 +36,22 @@ func (l *lab) growthPoint(ctx context.Context, e *env, r *result) error {
 		return err
 	}
 	r.add(lt.checks()...)
+	r.detail("background_during_latency", background(before, after))
 	l.apiCost(r, before, after, l.cfg.growthSamples)
 	r.detail("latency_ms", lt.millis())
 	r.detail("setup_seconds", round1(e.setup.Seconds()))
 	return l.stopGracefully(p, r)
+}
+
+// background tells whether the start-up work was over when the latency samples began: the
+// queue's depth then, and the keys queued and state writes made during the samples, which
+// the samples alone account for a few of each.
+func background(before, after snapshot) map[string]float64 {
+	return map[string]float64{
+		"queue_depth_at_start": before.metrics.get("reloader_workqueue_depth"),
+		"pending_at_start":     before.metrics.get("reloader_pending_reloads"),
+		"queue_adds_during":    after.metrics.get("reloader_workqueue_adds_total") - before.metrics.get("reloader_workqueue_adds_total"),
+		"state_writes_during":  after.metrics.sum("reloader_state_writes_total", nil) - before.metrics.sum("reloader_state_writes_total", nil),
+		"state_writes_before":  before.metrics.sum("reloader_state_writes_total", nil),
+	}
 }

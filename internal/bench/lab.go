@@ -222,7 +222,11 @@ func (l *lab) startSettled(ctx context.Context, e *env, name string, coalesce ti
 }
 
 func (l *lab) startReloader(e *env, name string, coalesce time.Duration, extra ...string) (*reloaderProc, error) {
-	p, err := startReloader(l.cfg.reloader, l.dir, name, e.cluster.Kubeconfig, e.pop.watched(e.ns), coalesce, extra...)
+	var environ []string
+	if l.cfg.startupProfile {
+		environ = []string{"GODEBUG=gctrace=1"} // read back by readGCTrace
+	}
+	p, err := startReloader(l.cfg.reloader, l.dir, name, e.cluster.Kubeconfig, e.pop.watched(e.ns), coalesce, environ, extra...)
 	if err != nil {
 		return nil, err
 	}

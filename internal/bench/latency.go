@@ -249,7 +249,7 @@ func logLevel(line []byte) string {
 			return "WARN"
 		}
 	}
-	if len(strings.TrimSpace(string(line))) == 0 {
+	if len(strings.TrimSpace(string(line))) == 0 || gcLine.Match(line) { // -startup-profile's GC trace
 		return ""
 	}
 	return "ERROR"

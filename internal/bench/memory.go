@@ -44,8 +44,14 @@ func (l *lab) memory(ctx context.Context, e *env, r *result) error {
 }
 
 // measureSettled waits for /readyz and the settle time, then records memory, CPU time, Go
-// runtime statistics and a heap profile.
+// runtime statistics and a heap profile; with -startup-profile also the profile of the start-up
+// peak.
 func (l *lab) measureSettled(ctx context.Context, p *reloaderProc, r *result, name string) (memStatus, error) {
+	var w *startupWatch
+	if l.cfg.startupProfile {
+		w = watchStartup(ctx, p)
+		defer w.halt()
+	}
 	ready, err := l.ready(ctx, p)
 	if err != nil {
 		return memStatus{}, err
@@ -58,6 +64,11 @@ func (l *lab) measureSettled(ctx context.Context, p *reloaderProc, r *result, na
 	r.add(info("time to /readyz", ready.Seconds(), unitSeconds), info("CPU to /readyz", cpu, unitSeconds))
 	if err := sleep(ctx, l.cfg.settle); err != nil {
 		return memStatus{}, err
+	}
+	if w != nil {
+		if err := w.finish(ctx, l, r, name); err != nil {
+			return memStatus{}, err
+		}
 	}
 	m, err := p.memory()
 	if err != nil {

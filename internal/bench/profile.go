@@ -23,7 +23,7 @@ func (l *lab) profile(ctx context.Context, p *reloaderProc, path, file string, p
 	if err := os.WriteFile(dst, body, 0o644); err != nil {
 		return "", nil, fmt.Errorf("save profile: %w", err)
 	}
-	top, err := l.pprofTop(ctx, dst, pprofArgs...)
+	top, err := l.pprofTop(ctx, dst, "", pprofArgs...)
 	if err != nil {
 		return dst, nil, err
 	}
@@ -41,16 +41,17 @@ func (l *lab) cpuProfile(ctx context.Context, p *reloaderProc, file string, seco
 	return l.profile(ctx, p, fmt.Sprintf("/debug/pprof/profile?seconds=%d", seconds), file)
 }
 
-// pprofTop runs `go tool pprof -top` on a saved profile. Profiles from Go carry their symbols,
-// so the stripped binary is not needed.
-func (l *lab) pprofTop(ctx context.Context, path string, args ...string) ([]string, error) {
+// pprofTop runs `go tool pprof -top` on a saved profile and saves the summary next to it, its
+// name ending in label.top.txt. Profiles from Go carry their symbols, so the stripped binary is
+// not needed.
+func (l *lab) pprofTop(ctx context.Context, path, label string, args ...string) ([]string, error) {
 	args = append([]string{"tool", "pprof", "-top", "-nodecount=" + fmt.Sprint(topLines), "-symbolize=none"}, args...)
 	cmd := exec.CommandContext(ctx, l.cfg.goTool, append(args, path)...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w: %s", cmd, err, out)
 	}
-	txt := strings.TrimSuffix(path, ".pb.gz") + ".top.txt"
+	txt := strings.TrimSuffix(path, ".pb.gz") + label + ".top.txt"
 	if err := os.WriteFile(txt, out, 0o644); err != nil {
 		return nil, fmt.Errorf("save profile summary: %w", err)
 	}

@@ -49,8 +49,9 @@ func reloaderArgs(kubeconfig, ns string, port int, coalesce time.Duration) []str
 	)
 }
 
-// startReloader runs bin with its log in dir/<name>.log. The kernel kills it if the bench dies.
-func startReloader(bin, dir, name, kubeconfig, ns string, coalesce time.Duration, extra ...string) (*reloaderProc, error) {
+// startReloader runs bin with its log in dir/<name>.log, with environ added to the bench's
+// environment. The kernel kills it if the bench dies.
+func startReloader(bin, dir, name, kubeconfig, ns string, coalesce time.Duration, environ []string, extra ...string) (*reloaderProc, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -62,6 +63,9 @@ func startReloader(bin, dir, name, kubeconfig, ns string, coalesce time.Duration
 	}
 	cmd := exec.Command(bin, append(reloaderArgs(kubeconfig, ns, port, coalesce), extra...)...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if len(environ) > 0 {
+		cmd.Env = append(os.Environ(), environ...)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
