@@ -621,6 +621,7 @@ func stripMarkers(d *appsv1.Deployment) string {
 
 func (w *world) restartReloader(kill bool) {
 	i := w.rnd.IntN(len(w.procs))
+	w.rec.stopped()
 	if kill {
 		w.faults["kill -9"]++
 		w.procs[i].kill()
@@ -641,6 +642,7 @@ func (w *world) down(d time.Duration) {
 		return
 	}
 	w.faults["down"]++
+	w.rec.stopped()
 	if w.rnd.IntN(2) == 0 {
 		w.procs[i].kill()
 	} else {

@@ -109,7 +109,10 @@ type recorder struct {
 	// unknownNext: configs whose next write finds no content for them in the state.
 	unknownNext map[string]bool
 	starts      []time.Time // when reloader processes started
-	step        string      // the action being done, for configEvent.by
+	// leaderless: since when a replica was stopped with no start since; the span until the
+	// next leader is ready counts as blind, as an outage does.
+	leaderless time.Time
+	step       string // the action being done, for configEvent.by
 	// onCreate and onDelete: the reloader runs with --reload-on-create, --reload-on-delete. With
 	// the latter a deletion is a change, to absent, that workloads must restart for. With either,
 	// a deletion and a creation count as changes that may restart a workload (excess).
@@ -178,9 +181,22 @@ func (r *recorder) setStep(s string) {
 	r.step = s
 }
 
+// stopped notes that a replica was stopped (SIGTERM, kill -9, a downtime).
+func (r *recorder) stopped() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.leaderless.IsZero() {
+		r.leaderless = time.Now()
+	}
+}
+
 func (r *recorder) started() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if !r.leaderless.IsZero() {
+		r.blind = append(r.blind, [2]time.Time{r.leaderless, time.Now()})
+		r.leaderless = time.Time{}
+	}
 	r.starts = append(r.starts, time.Now())
 }
 
@@ -679,8 +695,8 @@ func (r *recorder) extra(w *workloadLife, c string) int {
 	return n
 }
 
-// blindAt reports whether t falls in an outage, an API server restart or a replica's downtime,
-// or within raceMargin after one.
+// blindAt reports whether t falls in an outage, an API server restart, a replica's downtime or
+// a span with no leader after a replica was stopped, or within raceMargin after one.
 func (r *recorder) blindAt(t time.Time) bool {
 	return slices.ContainsFunc(r.blind, func(b [2]time.Time) bool { return !t.Before(b[0]) && t.Before(b[1].Add(raceMargin)) })
 }
