@@ -136,11 +136,11 @@ func TestContent(t *testing.T) {
 		want policy.Content
 	}{
 		{"configmap whole", c.content(cmRec, nil), policy.Content{Value: confighash.ConfigMap(cm), Collaborne: confighash.CollaborneConfigMap(cm)}},
-		{"configmap subset", c.content(cmRec, []string{"a"}), policy.Content{Value: confighash.Subset(confighash.ConfigMapKeys(cm), []string{"a"})}},
+		{"configmap subset", c.content(cmRec, []string{"a"}), policy.Content{Value: confighash.Subset(confighash.ConfigMapKeys(cm), []string{"a"}), Whole: confighash.ConfigMap(cm)}},
 		{"configmap data key", c.keyContent(cmRec, "a"), policy.Content{Value: confighash.KeyValue(confighash.ConfigMapKeys(cm), "a")}},
 		{"secret whole", c.content(sRec, nil), policy.Content{Value: key.Secret(s), Legacy: confighash.Secret(s), Collaborne: confighash.CollaborneSecret(s)}},
 		{"secret subset", c.content(sRec, []string{"a"}),
-			policy.Content{Value: key.Subset(key.SecretKeys(s), []string{"a"}), Legacy: confighash.Subset(plainSums, []string{"a"})}},
+			policy.Content{Value: key.Subset(key.SecretKeys(s), []string{"a"}), Legacy: confighash.Subset(plainSums, []string{"a"}), Whole: key.Secret(s)}},
 		{"secret data key", c.keyContent(sRec, "a"),
 			policy.Content{Value: key.KeyValue(key.SecretKeys(s), "a"), Legacy: confighash.KeyValue(plainSums, "a")}},
 		{"secret absent data key", c.keyContent(sRec, "z"),

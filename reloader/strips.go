@@ -106,16 +106,18 @@ func justCreated(obj any) bool {
 	return false
 }
 
-// rememberStrip remembers that workload w runs value of config r without a marker. Only where
-// the state's entry for the config is behind its content is it also written to the state: where
-// the entry holds the content, it says the same, and a strip entry per workload would only
-// take room.
+// rememberStrip remembers, in memory and in the state, that workload w runs value of config r
+// without a marker, where the state's entry for the config is behind its content. Where the
+// entry holds the content it says the same, and later changes are best judged by it (one made
+// while the config was ignored, for one, restarts nothing once the ignore is lifted).
 func (c *Controller) rememberStrip(w key, r policy.ConfigRef, rec *configRecord, value string, keys []string) {
-	c.strips.remember(w, r, value, keys)
 	e, known := c.state.Get(c.stateKey(configKey(r, w.namespace)))
-	if !known || e.Deleted || c.content(rec, nil).Match(e.Hash) == policy.Differs {
-		c.state.Strip(c.stripKey(w, r), value)
+	if known && !e.Deleted && c.content(rec, nil).Match(e.Hash) != policy.Differs {
+		c.forgetStrip(w, r)
+		return
 	}
+	c.strips.remember(w, r, value, keys)
+	c.state.Strip(c.stripKey(w, r), value)
 }
 
 // stripMarker is what workload w, without a marker for r, carries in effect against value: what
