@@ -133,12 +133,16 @@ func population(t *testing.T, ns string, n int) {
 	}
 }
 
+// The population is larger than the backlog's window (128 keys at a time), so the first start's
+// work ends only if the backlog hands the queue every window.
 func TestRestartWithoutChangesRestartsNothing(t *testing.T) {
 	ns := cluster.NewNamespace(t)
-	population(t, ns, 50)
+	const n = 150
+	population(t, ns, n)
 	before := generations(t, ns)
 
 	first := startController(t, ns, controllerOpts{grace: 5 * time.Second})
+	waitFor(t, 30*time.Second, "the first start's work done", func() (bool, error) { return first.ctrl.Idle(), nil })
 	settle()
 	first.stop(t)
 	startController(t, ns, controllerOpts{grace: 5 * time.Second})
@@ -146,8 +150,9 @@ func TestRestartWithoutChangesRestartsNothing(t *testing.T) {
 	if moved := changed(before, generations(t, ns)); len(moved) != 0 {
 		t.Fatalf("first start and restart without config changes restarted %v", moved)
 	}
-	// Positive control: the restarted controller does reload on a change.
-	waitEnv(t, ns, "app-0", "_RELOADER_-configmap-cfg-0", updateConfigMap(t, ns, "cfg-0", map[string]string{"v": "1"}))
+	// Positive control: the restarted controller does reload on a change, of the last config too.
+	last := fmt.Sprintf("cfg-%d", n-1)
+	waitEnv(t, ns, fmt.Sprintf("app-%d", n-1), "_RELOADER_-configmap-"+last, updateConfigMap(t, ns, last, map[string]string{"v": "1"}))
 }
 
 func TestChangesWhileDownRestartOnlyTheirDependentsOnce(t *testing.T) {
