@@ -310,7 +310,7 @@ func (w *world) do(a action) error {
 	case "outage":
 		w.outage(a.Dur)
 	case "refuse":
-		w.refuse(a.Target, a.Dur)
+		w.refuse(a.Target, a.Dur, a.InForce)
 	case "state-delete":
 		w.faults[a.Op]++
 		w.rec.forget(configNames...)
@@ -514,9 +514,11 @@ func stakaterName(c string) string {
 	if isSecret(c) {
 		kind = "_SECRET"
 	}
-	runs := regexp.MustCompile(`[^A-Z0-9]+`)
-	return "STAKATER_" + runs.ReplaceAllString(strings.ToUpper(c), "_") + kind
+	return "STAKATER_" + symbolRuns.ReplaceAllString(strings.ToUpper(c), "_") + kind
 }
+
+// symbolRuns are what stakater's variable names fold into one '_'.
+var symbolRuns = regexp.MustCompile(`[^A-Z0-9]+`)
 
 // stakaterHash is stakater Reloader's hash of config c with data (confighash's, which the
 // confighash tests compare with stakater's).
@@ -691,11 +693,11 @@ func (w *world) outage(d time.Duration) {
 
 // refuse makes the API server refuse template changes of workload name for d, in the background,
 // through a ValidatingAdmissionPolicy.
-func (w *world) refuse(name string, d time.Duration) {
+func (w *world) refuse(name string, d time.Duration, inForce bool) {
 	w.faults["refusal"]++
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if w.lifts[name] != nil {
+		w.mu.Unlock()
 		return
 	}
 	policyName := "refuse-" + w.ns + "-" + name
@@ -715,13 +717,30 @@ func (w *world) refuse(name string, d time.Duration) {
 		})
 	}
 	w.lifts[name] = lift
+	w.mu.Unlock()
 	w.t.Cleanup(lift)
+	if inForce && err == nil {
+		w.waitRefused(name)
+	}
 	time.AfterFunc(d, func() {
 		lift()
 		w.mu.Lock()
 		delete(w.lifts, name)
 		w.mu.Unlock()
 	})
+}
+
+// waitRefused waits, up to 10 s, until the API server applies the refusal of name's template
+// changes: it applies a new policy some time after its creation.
+func (w *world) waitRefused(name string) {
+	probe := []byte(`{"spec":{"template":{"metadata":{"annotations":{"checker/probe":"x"}}}}}`)
+	err := wait.PollUntilContextTimeout(w.ctx, 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := cluster.Client().AppsV1().Deployments(w.ns).Patch(ctx, name, types.MergePatchType, probe, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+		return apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		w.t.Logf("refusal of %s not seen in force: %v", name, err)
+	}
 }
 
 // heal ends every fault in force: the gate opens, refusals are lifted, and every replica runs.

@@ -13,7 +13,7 @@ import (
 )
 
 var (
-	checkerSeeds   = flag.String("checker.seeds", "", "comma-separated seeds for TestRandomSequences instead of its fixed set")
+	checkerSeeds   = flag.String("checker.seeds", "", "comma-separated seeds for TestRandomSequences instead of its fixed set; seed@gen for an older generator")
 	checkerActions = flag.Int("checker.actions", 40, "actions per random sequence")
 	soakFor        = flag.Duration("soak", 0, "TestSoak: run random sequences for this long (make soak DURATION=30m)")
 	minimizeTries  = flag.Int("checker.minimize", 0, "on a violation, rerun up to this many shorter sequences to print a minimal one")
@@ -25,8 +25,36 @@ var (
 // the fifth, a recreation lost after a restart had dropped the content kept for an unmarked
 // dependent; 1795463652687504867, in the sixth, that the checker held a restart to each config
 // it touched. Seed 2 begins with a switch from stakater, which the build before Engine v2 fails
-// (RELIABILITY.md says what the seeds find on older builds).
-var fixedSeeds = []uint64{2, 1795446428096566055, 1795459093681678810, 1795463652687504867}
+// (RELIABILITY.md says what the seeds find on older builds). They keep the generator version
+// they were found with, so that they keep their actions.
+var fixedSeeds = []seedGen{{2, 1}, {1795446428096566055, 1}, {1795459093681678810, 1}, {1795463652687504867, 1}}
+
+// seedGen is a seed and the generator version that gives its actions.
+type seedGen struct {
+	seed uint64
+	gen  int
+}
+
+// parseSeeds reads -checker.seeds: "7,8@1" is seed 7 under the latest generator and seed 8
+// under version 1.
+func parseSeeds(s string) ([]seedGen, error) {
+	var out []seedGen
+	for _, f := range strings.Split(s, ",") {
+		seed, gen, found := strings.Cut(strings.TrimSpace(f), "@")
+		sg := seedGen{gen: latestGen}
+		var err error
+		if sg.seed, err = strconv.ParseUint(seed, 10, 64); err != nil {
+			return nil, fmt.Errorf("seed %q: %w", f, err)
+		}
+		if found {
+			if sg.gen, err = strconv.Atoi(gen); err != nil || sg.gen < 1 || sg.gen > latestGen {
+				return nil, fmt.Errorf("seed %q: the generator version is 1 to %d", f, latestGen)
+			}
+		}
+		out = append(out, sg)
+	}
+	return out, nil
+}
 
 // outcome is what one sequence did and found.
 type outcome struct {
@@ -38,18 +66,14 @@ type outcome struct {
 func TestRandomSequencesKeepEveryPromise(t *testing.T) {
 	seeds := fixedSeeds
 	if *checkerSeeds != "" {
-		seeds = nil
-		for _, s := range strings.Split(*checkerSeeds, ",") {
-			n, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
-			if err != nil {
-				t.Fatalf("-checker.seeds: %v", err)
-			}
-			seeds = append(seeds, n)
+		var err error
+		if seeds, err = parseSeeds(*checkerSeeds); err != nil {
+			t.Fatalf("-checker.seeds: %v", err)
 		}
 	}
-	for _, seed := range seeds {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			seq := generate(seed, *checkerActions, true)
+	for _, sg := range seeds {
+		t.Run(fmt.Sprintf("%d@%d", sg.seed, sg.gen), func(t *testing.T) {
+			seq := generate(sg.seed, sg.gen, *checkerActions, true)
 			if o := runSequence(t, seq); len(o.violations) > 0 {
 				t.Errorf("%d violation(s):\n  %s\n%s", len(o.violations), joinViolations(o.violations), seq)
 				if *minimizeTries > 0 {
@@ -69,7 +93,7 @@ func TestSoak(t *testing.T) {
 	var sequences, actions, violations int
 	faults := map[string]int{}
 	for seed := uint64(time.Now().UnixNano()); time.Now().Before(deadline); seed++ {
-		seq := generate(seed, *checkerActions, true)
+		seq := generate(seed, latestGen, *checkerActions, true)
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			o := runSequence(t, seq)
 			sequences++
