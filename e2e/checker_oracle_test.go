@@ -58,7 +58,7 @@ type change struct {
 	unknown bool   // the state held no content for the config just before it
 	by      string // the action that made it
 	// deleted: a deletion, whose rv was read by a list just after it, so a reload it caused may
-	// have a lower one; it is ordered by time instead.
+	// have the same or a lower one; it is ordered by time too.
 	deleted bool
 }
 
@@ -668,7 +668,9 @@ func (r *recorder) unjustified(w *workloadLife) (int64, []string, bool) {
 				continue
 			}
 			touched = append(touched, c)
-			if p := pending[c]; len(p) > 0 && (p[0].rv < rv || p[0].deleted && p[0].at.Before(w.restartAt[i])) {
+			// A deletion's rv is read by a list after it, so it may equal the rv of the
+			// restart that rolled the deletion out (soak seed 1795470267112178618).
+			if p := pending[c]; len(p) > 0 && (p[0].rv < rv || p[0].deleted && (p[0].rv <= rv || p[0].at.Before(w.restartAt[i]))) {
 				pending[c], carried = p[1:], true
 			}
 		}
