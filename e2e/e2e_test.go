@@ -264,6 +264,12 @@ func waitReloaded(t *testing.T, ns, hash string) {
 	waitFor(t, 20*time.Second, "the reload", func() (bool, error) { return envVar(deployment(t, ns)) == hash, nil })
 }
 
+// stateHolds reports whether the state records hash as app-config's rolled-out content.
+func stateHolds(t *testing.T, ns, hash string) bool {
+	cm, err := cluster.Client().CoreV1().ConfigMaps(ns).Get(context.Background(), "reloader-state", metav1.GetOptions{})
+	return err == nil && cm.Data["v1.ConfigMap_app-config"] == hash
+}
+
 func stateRecorded(t *testing.T, ns string) bool {
 	cm, err := cluster.Client().CoreV1().ConfigMaps(ns).Get(context.Background(), "reloader-state", metav1.GetOptions{})
 	return err == nil && cm.Data["v1.ConfigMap_app-config"] != ""

@@ -264,7 +264,8 @@ func TestLeaderElectionFrozenLeaderDoesNotActOnResume(t *testing.T) {
 	waitFor(t, 10*time.Second, "first hashes recorded", func() (bool, error) { return stateRecorded(t, ns), nil })
 	before := deployment(t, ns).Generation
 	changes := 1
-	waitReloaded(t, ns, update(t, ns, "1"))
+	last := update(t, ns, "1")
+	waitReloaded(t, ns, last)
 	refusals := 0
 	for round := 1; round <= rounds; round++ {
 		var standby *proc
@@ -273,6 +274,12 @@ func TestLeaderElectionFrozenLeaderDoesNotActOnResume(t *testing.T) {
 				standby = p
 			}
 		}
+		// The leader writes the state 50 ms after a reload. A freeze in the instant between the
+		// Guard's check and that write leaving the process sends it on resume: the limit the
+		// README states, which no in-process check closes. So freeze only once it has landed,
+		// with no write in flight (CI run of 2026-11-23: a state patch received 26 ms after the
+		// takeover).
+		waitFor(t, 5*time.Second, "the state to record the last reload", func() (bool, error) { return stateHolds(t, ns, last), nil })
 		seen := strings.Count(lead.stderr.String(), "config changed")
 		changes++
 		hash := update(t, ns, fmt.Sprint(changes))
@@ -304,6 +311,7 @@ func TestLeaderElectionFrozenLeaderDoesNotActOnResume(t *testing.T) {
 		t.Logf("round %d: %s took over %s after %s was frozen; %s exited %s after it resumed (a write refused: %t)", round,
 			standby.name, tookOver.Round(10*time.Millisecond), lead.name, lead.name, time.Since(resumed).Round(time.Millisecond), refused)
 		waitReloaded(t, ns, hash)
+		last = hash
 		r.add()
 		lead = standby
 	}
