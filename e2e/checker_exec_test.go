@@ -43,6 +43,10 @@ type world struct {
 	reopen *time.Timer
 	cutAt  time.Time        // when the outage in force began
 	downs  map[int]downtime // replicas stopped by a down action, by index in procs
+	// stopping holds the replicas the checker stopped: an exit of any other one that led is a
+	// leader lost on its own (its renew deadline passed in an outage), which opens a span with
+	// no leader as a stop does.
+	stopping map[*proc]bool
 }
 
 // downtime is a replica stopped for a while: it starts again at the first action after until.
@@ -52,7 +56,8 @@ type downtime struct {
 
 func newWorld(t *testing.T, ctx context.Context, seq sequence) *world {
 	w := &world{t: t, ctx: ctx, ns: cluster.NewNamespace(t), seq: seq, rec: newRecorder(seq.OnCreate, seq.OnDelete),
-		rnd: rand.New(rand.NewPCG(seq.Seed, 7)), lifts: map[string]func(){}, faults: map[string]int{}, downs: map[int]downtime{}}
+		rnd: rand.New(rand.NewPCG(seq.Seed, 7)), lifts: map[string]func(){}, faults: map[string]int{}, downs: map[int]downtime{},
+		stopping: map[*proc]bool{}}
 	w.gate = newGate(t, strings.TrimPrefix(cluster.Config.Host, "https://"))
 	w.gate.open.Store(true)
 	w.kube = kubeconfigThrough(t, w.gate)
@@ -162,25 +167,42 @@ func (w *world) launch() *proc {
 		args = append(args, "--reload-on-delete")
 	}
 	p := launch(w.t, w.ns, w.kube, args...)
-	go w.noteStart(p)
+	go w.watch(p)
 	return p
 }
 
-// noteStart records when process p begins from the state it found: once it leads and is ready
-// (its state loaded, its caches synced). Its launch time would be too early: a process started
+// watch records when process p begins from the state it found: once it leads and is ready (its
+// state loaded, its caches synced). Its launch time would be too early: a process started
 // during an outage loads the state only once the API server answers, possibly after the state
-// lost an entry (recorder.forgotten).
-func (w *world) noteStart(p *proc) {
+// lost an entry (recorder.forgotten). It also records a leader that exits on its own as a stop
+// (soak seed 1795476458054184883: a leader past its renew deadline in an outage, and a
+// workload created before the next one led).
+func (w *world) watch(p *proc) {
+	led := false
 	for w.ctx.Err() == nil {
 		if _, exited := p.wait(0); exited {
+			w.mu.Lock()
+			own := w.stopping[p]
+			w.mu.Unlock()
+			if led && !own {
+				w.rec.stopped()
+			}
 			return
 		}
-		if p.scrape("reloader_leader") == "1" && p.ready(0) {
+		if !led && p.scrape("reloader_leader") == "1" && p.ready(0) {
 			w.rec.started()
-			return
+			led = true
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// stop notes that the checker stops replica i, before it does.
+func (w *world) stop(i int) {
+	w.mu.Lock()
+	w.stopping[w.procs[i]] = true
+	w.mu.Unlock()
+	w.rec.stopped()
 }
 
 // writeConfig creates (create) or replaces the data of config name, and records the write.
@@ -623,7 +645,7 @@ func stripMarkers(d *appsv1.Deployment) string {
 
 func (w *world) restartReloader(kill bool) {
 	i := w.rnd.IntN(len(w.procs))
-	w.rec.stopped()
+	w.stop(i)
 	if kill {
 		w.faults["kill -9"]++
 		w.procs[i].kill()
@@ -644,7 +666,7 @@ func (w *world) down(d time.Duration) {
 		return
 	}
 	w.faults["down"]++
-	w.rec.stopped()
+	w.stop(i)
 	if w.rnd.IntN(2) == 0 {
 		w.procs[i].kill()
 	} else {

@@ -181,7 +181,8 @@ func (r *recorder) setStep(s string) {
 	r.step = s
 }
 
-// stopped notes that a replica was stopped (SIGTERM, kill -9, a downtime).
+// stopped notes that a replica was stopped (SIGTERM, kill -9, a downtime), or that a leader exited
+// on its own.
 func (r *recorder) stopped() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -698,7 +699,8 @@ func (r *recorder) extra(w *workloadLife, c string) int {
 }
 
 // blindAt reports whether t falls in an outage, an API server restart, a replica's downtime or
-// a span with no leader after a replica was stopped, or within raceMargin after one.
+// a span with no leader after a replica was stopped or a leader exited, or within raceMargin after
+// one.
 func (r *recorder) blindAt(t time.Time) bool {
 	return slices.ContainsFunc(r.blind, func(b [2]time.Time) bool { return !t.Before(b[0]) && t.Before(b[1].Add(raceMargin)) })
 }
