@@ -264,16 +264,16 @@ func waitReloaded(t *testing.T, ns, hash string) {
 	waitFor(t, 20*time.Second, "the reload", func() (bool, error) { return envVar(deployment(t, ns)) == hash, nil })
 }
 
-// stateHolds reports whether the state records hash as app-config's rolled-out content.
-func stateHolds(t *testing.T, ns, hash string) bool {
+// stateEntry is app-config's entry in the state, "" if there is none yet.
+func stateEntry(ns string) string {
 	cm, err := cluster.Client().CoreV1().ConfigMaps(ns).Get(context.Background(), "reloader-state", metav1.GetOptions{})
-	return err == nil && cm.Data["v1.ConfigMap_app-config"] == hash
+	if err != nil {
+		return ""
+	}
+	return cm.Data["v1.ConfigMap_app-config"]
 }
 
-func stateRecorded(t *testing.T, ns string) bool {
-	cm, err := cluster.Client().CoreV1().ConfigMaps(ns).Get(context.Background(), "reloader-state", metav1.GetOptions{})
-	return err == nil && cm.Data["v1.ConfigMap_app-config"] != ""
-}
+func stateRecorded(t *testing.T, ns string) bool { return stateEntry(ns) != "" }
 
 func TestKillNineInsideTheWindowThenRestartReloadsOnce(t *testing.T) {
 	ns := setup(t)

@@ -279,7 +279,7 @@ func TestLeaderElectionFrozenLeaderDoesNotActOnResume(t *testing.T) {
 		// README states, which no in-process check closes. So freeze only once it has landed,
 		// with no write in flight (CI run of 2026-11-23: a state patch received 26 ms after the
 		// takeover).
-		waitFor(t, 5*time.Second, "the state to record the last reload", func() (bool, error) { return stateHolds(t, ns, last), nil })
+		waitFor(t, 5*time.Second, "the state to record the last reload", func() (bool, error) { return stateEntry(ns) == last, nil })
 		seen := strings.Count(lead.stderr.String(), "config changed")
 		changes++
 		hash := update(t, ns, fmt.Sprint(changes))
