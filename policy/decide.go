@@ -16,6 +16,11 @@ type Content struct {
 	// a marker holding it was written when the workload reloaded on the whole config (a reload
 	// annotation naming it), and says it runs every key of the current content.
 	Whole string
+	// Part is the reverse: for a workload reloaded on the whole config whose pod reads only some
+	// keys, the value of those keys' current content (PartLegacy: a Secret's, as earlier versions
+	// wrote it). A marker holding it was written while the workload reloaded on those keys only
+	// (auto): it says the workload runs them, and nothing of the other keys (Partial).
+	Part, PartLegacy string
 }
 
 // Match is how a recorded value (a marker, a state entry) relates to a config's current content.
@@ -29,6 +34,11 @@ const (
 	// OtherKey: a keyed value made under a key the reloader no longer has (the key Secret was
 	// deleted or replaced). It cannot be compared with anything.
 	OtherKey
+	// Partial: the value of the current content of the keys the pod reads (Content.Part). It
+	// cannot vouch for the whole content, nor say it differs, so the state decides: taking it as
+	// other content restarted a workload switched from auto to a named reload for nothing, and
+	// taking it as this content would hide a later change of another key.
+	Partial
 )
 
 // Match tells how v relates to the content c.
@@ -36,6 +46,8 @@ func (c Content) Match(v string) Match {
 	switch {
 	case v == c.Value || c.Legacy != "" && v == c.Legacy || c.Collaborne != "" && v == c.Collaborne || c.Whole != "" && v == c.Whole:
 		return Same
+	case c.Part != "" && (v == c.Part || c.PartLegacy != "" && v == c.PartLegacy):
+		return Partial
 	case underOtherKey(v, c.Value):
 		return OtherKey
 	}

@@ -41,6 +41,12 @@ func TestContentMatch(t *testing.T) {
 		{"configmap: the deleted marker", configMap, DeletedMarker, Differs},
 		{"keys: the whole current content's marker vouches for every key", Content{Value: plainA, Whole: plainB}, plainB, Same},
 		{"keys: another whole content's marker does not", Content{Value: plainA, Whole: plainB}, keyedA[len(keyedA)-40:], Differs},
+		{"whole: the current value of the keys the pod reads says nothing of the others", Content{Value: plainB, Part: plainA}, plainA, Partial},
+		{"whole: a Secret's keys, keyed", Content{Value: keyedB, Legacy: plainB, Part: keyedA, PartLegacy: plainA}, keyedA, Partial},
+		{"whole: a Secret's keys, as an earlier version wrote them", Content{Value: keyedB, Legacy: plainB, Part: keyedA, PartLegacy: plainA}, plainA, Partial},
+		{"whole: the whole current content wins over a part equal to it", Content{Value: plainA, Part: plainA}, plainA, Same},
+		{"whole: an older value of the keys is other content", Content{Value: plainB, Part: plainA}, keyedA[len(keyedA)-40:], Differs},
+		{"whole: without a part, no value is partial", Content{Value: plainB}, "", Differs},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -190,6 +196,10 @@ func TestMarkerUnderKeys(t *testing.T) {
 		{"env: one container under another key, one stale", env, tmpl(otherKeyA, keyedB), want, Stale},
 		{"env: a plain marker is not legacy without a legacy value", env, tmpl(plainA), Content{Value: keyedA}, Stale},
 		{"env: deleted config, marker under another key still to remove", env, tmpl(otherKeyA), Content{}, Stale},
+		{"env: the keys the pod reads, reloaded on the whole: the state decides", env, tmpl(keyedA), Content{Value: keyedB, Part: keyedA}, NoMarker},
+		{"env: one container holds the keys, one the whole content", env, tmpl(keyedA, keyedB), Content{Value: keyedB, Part: keyedA}, Current},
+		{"env: one container holds the keys, one an older whole content", env, tmpl(keyedA, keyedB[:14]+"0000000000000000000000000000000000000009"), Content{Value: keyedB, Part: keyedA}, Stale},
+		{"annotations: the keys the pod reads: the state decides", ann, hashes(keyedA), Content{Value: keyedB, Part: keyedA}, NoMarker},
 		{"annotations: another key", ann, hashes(otherKeyA), want, NoMarker},
 		{"annotations: legacy of this content", ann, hashes(plainA), want, Current},
 		{"annotations: legacy of other content", ann, hashes(plainB), want, Stale},

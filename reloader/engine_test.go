@@ -225,6 +225,42 @@ func TestSwitchingFromANamedReloadToAutoRestartsNothing(t *testing.T) {
 	wantReloads(t, ns, "web", switched, 1)
 }
 
+// The reverse switch (the tenth soak, seed 1795476458054184899@2): a workload that reads one key
+// of a Secret, reloaded on that key under auto, then annotated to reload on the whole Secret,
+// runs its current content: its marker holds only the key's value, so the state decides.
+func TestSwitchingFromAutoToANamedReloadRestartsNothing(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	const secretVar = "_RELOADER_-secret-db"
+	createSecret(t, ns, "db", map[string]string{"a": "1", "b": "1"})
+	createDeployment(t, ns, "web", 0, map[string]string{"reloader.stakater.com/auto": "true"}, func(s *corev1.PodSpec) {
+		s.Containers[0].Env = append(s.Containers[0].Env, corev1.EnvVar{Name: "A", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "db"}, Key: "a"}}})
+	})
+	startController(t, ns, controllerOpts{})
+	settle()
+	before := getDeployment(t, ns, "web").Generation
+	updateSecret(t, ns, "db", map[string]string{"a": "2", "b": "1"})
+	waitFor(t, 10*time.Second, "web reloaded on key a", func() (bool, error) {
+		return getDeployment(t, ns, "web").Generation == before+1, nil
+	})
+	whole := updateSecret(t, ns, "db", map[string]string{"a": "2", "b": "2"}) // a key web does not read
+	waitFor(t, 10*time.Second, "the state to record the whole Secret", func() (bool, error) {
+		return stateEntry(t, ns, "v1.Secret_db") == whole, nil
+	})
+	wantReloads(t, ns, "web", before, 1)
+	if v, _ := env(getDeployment(t, ns, "web"), "app", secretVar); v == "" || v == whole {
+		t.Fatalf("web's marker is %q: want the value of key a alone, for this test to mean anything", v)
+	}
+
+	switched := updateDeployment(t, ns, "web", func(d *appsv1.Deployment) { d.Annotations = named("secret", "db") }).Generation
+	wantReloads(t, ns, "web", switched, 0)
+
+	// Positive control: under the named reload, a change of the key it does not read reloads it, once.
+	whole = updateSecret(t, ns, "db", map[string]string{"a": "2", "b": "3"})
+	waitEnv(t, ns, "web", secretVar, whole)
+	wantReloads(t, ns, "web", switched, 1)
+}
+
 // Finding 6: stakater's variable name for a config name with a run of symbols.
 func TestStakaterChangeIsCaughtUpForNamesWithRunsOfSymbols(t *testing.T) {
 	ns := cluster.NewNamespace(t)

@@ -96,6 +96,12 @@ func (c *Controller) wanted(w workloadView, r policy.ConfigRef, rec *configRecor
 	if rec != nil {
 		want = c.content(rec, keys)
 	}
+	if u := w.uses[r]; rec != nil && keys == nil && !u.Whole && len(u.Keys) > 0 {
+		// Reloaded on the whole config, but its pod reads some keys: a marker of those keys was
+		// written under auto and leaves the rest to the state (policy.Partial).
+		part := c.content(rec, u.Keys)
+		want.Part, want.PartLegacy = part.Value, part.Legacy
+	}
 	return want, keys, true
 }
 
