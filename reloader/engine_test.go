@@ -5,10 +5,12 @@ package reloader_test
 // each workload with what it runs.
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -23,6 +25,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 
 	dto "github.com/prometheus/client_model/go"
 
@@ -559,6 +562,96 @@ func TestTwoControllersAtOnceReloadOnce(t *testing.T) {
 	if moved := changed(before, generations(t, ns)); fmt.Sprint(moved) != fmt.Sprint(want) {
 		t.Fatalf("template changes %v, want %v", moved, want)
 	}
+}
+
+// Two replicas acting at once, the second's ConfigMap watch behind its Deployment watch (the
+// cause of a rare failure of TestTwoControllersAtOnceReloadOnce): it sees the first replica's
+// reload before the new content, and must not put the old content back.
+func TestAReplicaWhoseConfigCacheLagsDoesNotUndoAnotherReplicasReload(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
+	startController(t, ns, controllerOpts{})
+	slow := startControllerAs(t, laggingWatch(cluster.Config, "configmaps", time.Second), ns, controllerOpts{})
+	settle()
+	before := getDeployment(t, ns, "web").Generation
+	writes := func() float64 {
+		v, _ := scrape(t, slow, "reloader_state_writes_total", map[string]string{"result": "success"})
+		return v
+	}
+	written := writes()
+
+	hashB := updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
+	waitEnv(t, ns, "web", cmVar, hashB)
+	// Once it sees B, with web holding it, the lagging replica records B in the state.
+	waitFor(t, 30*time.Second, "the lagging replica to see B", func() (bool, error) { return writes() > written, nil })
+	wantReloads(t, ns, "web", before, 1)
+	if got, _ := env(getDeployment(t, ns, "web"), "app", cmVar); got != hashB {
+		t.Fatalf("web runs %q, want B's %q", got, hashB)
+	}
+}
+
+// laggingWatch is cfg with every watch of resource delivering its events delay late.
+func laggingWatch(cfg *rest.Config, resource string, delay time.Duration) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(req *http.Request) (*http.Response, error) {
+			resp, err := rt.RoundTrip(req)
+			if err == nil && req.URL.Query().Get("watch") == "true" && strings.HasSuffix(req.URL.Path, "/"+resource) {
+				resp.Body = lateBody(resp.Body, delay)
+			}
+			return resp, err
+		})
+	})
+	return c
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// lateBody hands on each chunk of body delay after it arrived: a watch a constant time behind.
+func lateBody(body io.ReadCloser, delay time.Duration) io.ReadCloser {
+	type chunk struct {
+		data []byte
+		at   time.Time
+		err  error
+	}
+	chunks := make(chan chunk, 1024)
+	go func() { // read as the server sends
+		defer close(chunks)
+		for {
+			buf := make([]byte, 32<<10)
+			n, err := body.Read(buf)
+			chunks <- chunk{buf[:n], time.Now().Add(delay), err}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	r, w := io.Pipe()
+	go func() { // hand on late
+		for c := range chunks {
+			time.Sleep(time.Until(c.at))
+			if _, err := w.Write(c.data); err != nil || c.err != nil {
+				w.CloseWithError(cmp.Or(c.err, err))
+				return
+			}
+		}
+	}()
+	return struct {
+		io.Reader
+		io.Closer
+	}{r, closers{r, body}}
+}
+
+type closers []io.Closer
+
+func (cs closers) Close() error {
+	for _, c := range cs {
+		c.Close()
+	}
+	return nil
 }
 
 // stripMarker removes the reloader's variable from Deployment name's template, as a helm

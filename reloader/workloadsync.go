@@ -61,6 +61,9 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 	if held, err := c.gated(ctx, w, g, changes); held {
 		return err
 	}
+	if err := c.confirmConfigs(ctx, w, changes); err != nil {
+		return err // lag.go
+	}
 	ops, err := w.target.Ops(w.meta, w.tmpl, changes, c.opts.Clock.Now())
 	if err != nil || len(ops) == 0 {
 		return err

@@ -1,0 +1,79 @@
+package reloader
+
+// A config cache behind the workload cache.
+//
+// The informers of configs and of workloads are separate watches: either may lag the other. A
+// workload written after the version of a config this process holds, whose marker holds content
+// this process has never recorded, may carry another writer's reload to content newer than the
+// cache's: a second replica acting at once (leader election off by mistake), or a leader's
+// last patch seen by its successor. Patching it "back" to the cached content would restart the
+// workload twice. Before such a patch, the config is read live; when it is newer than the
+// cache, the patch waits for the informer (errStale, retried soon), which then judges it again.
+//
+// The read is rare: it needs a stale marker that is not the content the state records, on a
+// workload written after the config. A marker an old manifest put back passes the same check,
+// once, and is corrected.
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/reloader/reloader/policy"
+)
+
+// confirmConfigs returns errStale when a change of w may come from a config cache behind w.
+func (c *Controller) confirmConfigs(ctx context.Context, w workloadView, changes []policy.Change) error {
+	for _, ch := range changes {
+		rec := c.lookup(configKey(ch.Ref, w.key.namespace))
+		if rec == nil || !c.markerUnseen(w, ch, rec) {
+			continue
+		}
+		rv, err := c.liveVersion(ctx, ch.Ref, w.key.namespace)
+		switch {
+		case apierrors.IsForbidden(err):
+			return nil // no get permission (a hand-made Role): judge by the cache, as before
+		case err != nil:
+			return fmt.Errorf("read %s %s/%s to confirm the cache before patching %s: %w", ch.Ref.Kind, w.key.namespace, ch.Ref.Name, w.key, err)
+		case rv != rec.ResourceVersion:
+			return errStale
+		}
+	}
+	return nil
+}
+
+// markerUnseen reports whether w, written after the cached version of the config, carries a
+// marker for it that is neither the wanted content nor the content the state records.
+func (c *Controller) markerUnseen(w workloadView, ch policy.Change, rec *configRecord) bool {
+	if !writtenBefore(rec.ResourceVersion, w.meta.GetResourceVersion()) {
+		return false
+	}
+	meta := w.meta.GetAnnotations()
+	if w.target.MarkerOf(meta, w.tmpl, ch.Ref, policy.Content{Value: ch.Value}) != policy.Stale {
+		return false // no marker: the state asked for the change
+	}
+	e, known := c.state.Get(c.stateKey(configKey(ch.Ref, w.key.namespace)))
+	return !known || e.Hash == "" || w.target.MarkerOf(meta, w.tmpl, ch.Ref, policy.Content{Value: e.Hash}) != policy.Current
+}
+
+// liveVersion reads the config's resourceVersion from the API server ("" when it is gone).
+func (c *Controller) liveVersion(ctx context.Context, r policy.ConfigRef, ns string) (string, error) {
+	var (
+		m   metav1.Object
+		err error
+	)
+	if r.Kind == policy.KindSecret {
+		m, err = c.clients.Secrets(ns).Get(ctx, r.Name, metav1.GetOptions{})
+	} else {
+		m, err = c.clients.ConfigMaps(ns).Get(ctx, r.Name, metav1.GetOptions{})
+	}
+	if apierrors.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return m.GetResourceVersion(), nil
+}
