@@ -1,6 +1,10 @@
 package policy
 
-import "github.com/reloader/reloader/confighash"
+import (
+	"slices"
+
+	"github.com/reloader/reloader/confighash"
+)
 
 // Content is what a marker or a state value is compared with: the value for a config's current
 // content and, for a Secret, the plain value that versions before keyed hashes wrote for the
@@ -16,11 +20,15 @@ type Content struct {
 	// a marker holding it was written when the workload reloaded on the whole config (a reload
 	// annotation naming it), and says it runs every key of the current content.
 	Whole string
-	// Part is the reverse: for a workload reloaded on the whole config whose pod reads only some
-	// keys, the value of those keys' current content (PartLegacy: a Secret's, as earlier versions
-	// wrote it). A marker holding it was written while the workload reloaded on those keys only
-	// (auto): it says the workload runs them, and nothing of the other keys (Partial).
-	Part, PartLegacy string
+	// Undecided are values a marker may hold that say too little to judge the workload by, so
+	// the state decides, as for a workload without a marker (Match: Undecided):
+	//   - for a workload reloaded on the whole config whose pod reads only some keys, the
+	//     current value of those keys, written while it reloaded on them alone (auto): it says
+	//     nothing of the other keys;
+	//   - for one reloaded on some keys, the whole content the state records as rolled out,
+	//     written while a reload annotation named the config: the state's per-key entries,
+	//     which describe that content, say whether those keys changed since.
+	Undecided []string
 }
 
 // Match is how a recorded value (a marker, a state entry) relates to a config's current content.
@@ -34,11 +42,10 @@ const (
 	// OtherKey: a keyed value made under a key the reloader no longer has (the key Secret was
 	// deleted or replaced). It cannot be compared with anything.
 	OtherKey
-	// Partial: the value of the current content of the keys the pod reads (Content.Part). It
-	// cannot vouch for the whole content, nor say it differs, so the state decides: taking it as
-	// other content restarted a workload switched from auto to a named reload for nothing, and
-	// taking it as this content would hide a later change of another key.
-	Partial
+	// Undecided: one of Content.Undecided. Taking it as other content would restart a workload
+	// whose reload annotations switched, for nothing; taking it as this content would hide a
+	// change the marker cannot speak for.
+	Undecided
 )
 
 // Match tells how v relates to the content c.
@@ -46,8 +53,8 @@ func (c Content) Match(v string) Match {
 	switch {
 	case v == c.Value || c.Legacy != "" && v == c.Legacy || c.Collaborne != "" && v == c.Collaborne || c.Whole != "" && v == c.Whole:
 		return Same
-	case c.Part != "" && (v == c.Part || c.PartLegacy != "" && v == c.PartLegacy):
-		return Partial
+	case v != "" && slices.Contains(c.Undecided, v):
+		return Undecided
 	case underOtherKey(v, c.Value):
 		return OtherKey
 	}

@@ -43,9 +43,9 @@ func (t Target) Marker(meta map[string]string, tmpl *corev1.PodTemplateSpec, r C
 // runs the current content if any of them holds it, so switching --reload-strategy, or a Rollout's
 // rollout-strategy annotation, restarts nothing by itself. A copy made under a hash key the
 // reloader no longer has says nothing, as if it were not there: the state decides, as for a
-// stripped marker, so that a lost or rotated key restarts nothing. So does a copy holding only
-// the keys the pod reads, for a workload now reloaded on the whole config (Partial). A deletion
-// is judged where the strategy marks it.
+// stripped marker, so that a lost or rotated key restarts nothing. So does a copy that says too
+// little (Undecided): one written before the workload's reload annotations switched between
+// the whole config and some keys. A deletion is judged where the strategy marks it.
 func (t Target) MarkerOf(meta map[string]string, tmpl *corev1.PodTemplateSpec, r ConfigRef, want Content) MarkerState {
 	if want.Value == "" {
 		if t.RestartAt {
@@ -77,7 +77,7 @@ func copyOf(v string, want Content) MarkerState {
 	switch want.Match(v) {
 	case Same:
 		return Current
-	case OtherKey, Partial:
+	case OtherKey, Undecided:
 		return NoMarker
 	}
 	return Stale

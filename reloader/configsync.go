@@ -149,11 +149,16 @@ func (c *Controller) referenced(k key) bool {
 func (c *Controller) record(k key, rec *configRecord, deps []dependent) {
 	skey := c.stateKey(k)
 	c.state.Set(skey, rec.Hash)
+	read := map[string]bool{}
 	for _, d := range deps {
 		for _, dk := range d.keys {
+			read[state.KeyOf(skey, dk)] = true
 			c.state.Set(state.KeyOf(skey, dk), c.keyContent(rec, dk).Value)
 		}
 	}
+	// A per-key entry left from an earlier content would vouch for a key it no longer
+	// describes (policy.Content.Undecided relies on it): only this content's entries stay.
+	c.state.KeepDataKeys(skey, read)
 }
 
 // settleAbsent keeps a tombstone for a config that does not exist: its last content, so that a

@@ -219,9 +219,11 @@ func TestSwitchingFromANamedReloadToAutoRestartsNothing(t *testing.T) {
 		d.Annotations = map[string]string{"reloader.stakater.com/auto": "true"}
 	}).Generation
 	wantReloads(t, ns, "web", switched, 0)
+	updateConfigMap(t, ns, "app-config", map[string]string{"a": "1", "b": "3"}) // a key it does not read
+	wantReloads(t, ns, "web", switched, 0)
 
 	// Positive control: a change of the key it reads reloads it, once.
-	updateConfigMap(t, ns, "app-config", map[string]string{"a": "2", "b": "2"})
+	updateConfigMap(t, ns, "app-config", map[string]string{"a": "2", "b": "3"})
 	waitFor(t, 10*time.Second, "web reloaded for key a", func() (bool, error) {
 		return getDeployment(t, ns, "web").Generation == switched+1, nil
 	})
@@ -771,6 +773,110 @@ func TestStripWhileTheStateIsBehindSurvivesAChangeOfAnotherKey(t *testing.T) {
 	})
 	wantReloads(t, ns, "w1", stripped, 1)
 	lift()
+}
+
+// A per-key entry must describe the content its config's entry holds. Key a's entry, recorded
+// while w reads a under auto, goes stale while w reloads on the whole config (named) for a change
+// of a; it is recorded again once w reads a key-level again, so that a strip and a revert of a
+// still reach w (a stale entry would say a holds what w runs).
+func TestRevertOfAKeyAfterANamedReloadAndAStripReloadsTheKeyReader(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"a": "X", "b": "1"})
+	auto := map[string]string{"reloader.stakater.com/auto": "true"}
+	createDeployment(t, ns, "w", 0, auto, func(s *corev1.PodSpec) {
+		s.Containers[0].Env = append(s.Containers[0].Env, corev1.EnvVar{Name: "A", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"}, Key: "a"}}})
+	})
+	startController(t, ns, controllerOpts{})
+	const keyA = "v1.ConfigMap_app-config__a"
+	waitFor(t, 10*time.Second, "key a's entry", func() (bool, error) { return stateEntry(t, ns, keyA) != "", nil })
+	keyX := stateEntry(t, ns, keyA)
+	updateDeployment(t, ns, "w", func(d *appsv1.Deployment) { d.Annotations = named("configmap", "app-config") })
+	settle()
+	wholeY := updateConfigMap(t, ns, "app-config", map[string]string{"a": "Y", "b": "1"})
+	waitEnv(t, ns, "w", cmVar, wholeY)
+	waitFor(t, 10*time.Second, "the state to record Y", func() (bool, error) {
+		return stateEntry(t, ns, "v1.ConfigMap_app-config") == wholeY, nil
+	})
+	updateDeployment(t, ns, "w", func(d *appsv1.Deployment) { d.Annotations = auto })
+	waitFor(t, 10*time.Second, "key a's entry to record Y", func() (bool, error) {
+		return stateEntry(t, ns, keyA) != keyX, nil
+	})
+	stripped := stripMarker(t, ns, "w")
+	wantReloads(t, ns, "w", stripped, 0)
+
+	updateConfigMap(t, ns, "app-config", map[string]string{"a": "X", "b": "1"}) // w runs Y
+	waitFor(t, 10*time.Second, "w reloaded for the revert of a", func() (bool, error) {
+		return getDeployment(t, ns, "w").Generation == stripped+1, nil
+	})
+	wantReloads(t, ns, "w", stripped, 1)
+}
+
+// The same, with the switch back to auto and the revert of a made while the reloader is down:
+// w carries the whole content the state records, which leaves w to the state's per-key entries.
+// Key a's entry from before the named reload must be gone, or it would vouch for the revert.
+func TestRevertOfAKeyWhileDownAfterANamedReloadReloadsTheKeyReader(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"a": "X", "b": "1"})
+	auto := map[string]string{"reloader.stakater.com/auto": "true"}
+	createDeployment(t, ns, "w", 0, auto, func(s *corev1.PodSpec) {
+		s.Containers[0].Env = append(s.Containers[0].Env, corev1.EnvVar{Name: "A", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"}, Key: "a"}}})
+	})
+	first := startController(t, ns, controllerOpts{})
+	waitFor(t, 10*time.Second, "key a's entry", func() (bool, error) {
+		return stateEntry(t, ns, "v1.ConfigMap_app-config__a") != "", nil
+	})
+	updateDeployment(t, ns, "w", func(d *appsv1.Deployment) { d.Annotations = named("configmap", "app-config") })
+	settle()
+	wholeY := updateConfigMap(t, ns, "app-config", map[string]string{"a": "Y", "b": "1"})
+	waitEnv(t, ns, "w", cmVar, wholeY)
+	waitFor(t, 10*time.Second, "the state to record Y", func() (bool, error) {
+		return stateEntry(t, ns, "v1.ConfigMap_app-config") == wholeY, nil
+	})
+	first.stop(t)
+
+	switched := updateDeployment(t, ns, "w", func(d *appsv1.Deployment) { d.Annotations = auto }).Generation
+	updateConfigMap(t, ns, "app-config", map[string]string{"a": "X", "b": "1"}) // w runs Y
+	startController(t, ns, controllerOpts{})
+	waitFor(t, 10*time.Second, "w reloaded for the revert of a", func() (bool, error) {
+		return getDeployment(t, ns, "w").Generation == switched+1, nil
+	})
+	wantReloads(t, ns, "w", switched, 1)
+}
+
+// A limit the README states: a switch from a named reload to auto, then a change of a key the
+// workload does not read, both while the reloader is down, restart the workload once: the state
+// holds no per-key entry for its key. Once, not more; and a switch seen live restarts nothing.
+func TestSwitchToAutoAndAChangeOfAnotherKeyWhileDownRestartOnce(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"a": "1", "b": "1"})
+	createDeployment(t, ns, "w", 0, named("configmap", "app-config"), func(s *corev1.PodSpec) {
+		s.Containers[0].Env = append(s.Containers[0].Env, corev1.EnvVar{Name: "A", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"}, Key: "a"}}})
+	})
+	first := startController(t, ns, controllerOpts{})
+	settle()
+	whole := updateConfigMap(t, ns, "app-config", map[string]string{"a": "1", "b": "2"})
+	waitEnv(t, ns, "w", cmVar, whole)
+	waitFor(t, 10*time.Second, "the state to record it", func() (bool, error) {
+		return stateEntry(t, ns, "v1.ConfigMap_app-config") == whole, nil
+	})
+	first.stop(t)
+
+	switched := updateDeployment(t, ns, "w", func(d *appsv1.Deployment) {
+		d.Annotations = map[string]string{"reloader.stakater.com/auto": "true"}
+	}).Generation
+	updateConfigMap(t, ns, "app-config", map[string]string{"a": "1", "b": "3"})
+	startController(t, ns, controllerOpts{})
+	waitFor(t, 10*time.Second, "w restarted once", func() (bool, error) {
+		return getDeployment(t, ns, "w").Generation == switched+1, nil
+	})
+	wantReloads(t, ns, "w", switched, 1)
+
+	// Now its key's entry is recorded: a change of another key restarts nothing more.
+	updateConfigMap(t, ns, "app-config", map[string]string{"a": "1", "b": "4"})
+	wantReloads(t, ns, "w", switched, 1)
 }
 
 // The same strip, then a revert to the content the state still holds: the stripped workload

@@ -3,6 +3,7 @@ package reloader
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -148,7 +149,7 @@ func TestContent(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.got != tt.want {
+			if !reflect.DeepEqual(tt.got, tt.want) {
 				t.Fatalf("got %+v, want %+v", tt.got, tt.want)
 			}
 			if _, keyed := confighash.KeyIDOf(tt.got.Value); keyed != strings.HasPrefix(tt.name, "secret") {

@@ -96,13 +96,28 @@ func (c *Controller) wanted(w workloadView, r policy.ConfigRef, rec *configRecor
 	if rec != nil {
 		want = c.content(rec, keys)
 	}
-	if u := w.uses[r]; rec != nil && keys == nil && !u.Whole && len(u.Keys) > 0 {
-		// Reloaded on the whole config, but its pod reads some keys: a marker of those keys was
-		// written under auto and leaves the rest to the state (policy.Partial).
-		part := c.content(rec, u.Keys)
-		want.Part, want.PartLegacy = part.Value, part.Legacy
+	if rec != nil {
+		want.Undecided = c.undecided(rec, r, w.key.namespace, w.uses[r], keys)
 	}
 	return want, keys, true
+}
+
+// undecided are the values a marker of rec may hold that leave the judgement to the state
+// (policy.Content.Undecided), for a workload whose pod reads rec as u and reloads on keys of it
+// (nil: all of it).
+func (c *Controller) undecided(rec *configRecord, r policy.ConfigRef, ns string, u policy.Use, keys []string) []string {
+	if keys != nil {
+		e, known := c.state.Get(c.stateKey(configKey(r, ns)))
+		if !known || e.Deleted || e.Hash == "" {
+			return nil
+		}
+		return []string{e.Hash}
+	}
+	if u.Whole || len(u.Keys) == 0 {
+		return nil
+	}
+	part := c.content(rec, u.Keys)
+	return []string{part.Value, part.Legacy}
 }
 
 // stateFacts fills in what the state says, for a workload without a marker.

@@ -245,6 +245,18 @@ func (s *Store) Delete(config string) {
 	s.deleteLocked(config)
 }
 
+// KeepDataKeys removes config's data-key entries that are not in keep; the removals are written
+// by the next flush.
+func (s *Store) KeepDataKeys(config string, keep map[string]bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k := range s.children[config] {
+		if !keep[k] {
+			s.deleteLocked(k)
+		}
+	}
+}
+
 func (s *Store) deleteLocked(key string) {
 	e, ok := s.entries[key]
 	if !ok {
