@@ -632,6 +632,7 @@ func (w *world) updateWorkload(name string, edit func(*appsv1.Deployment) string
 	}
 	if out.Generation != before { // the update was based on d, so only it moved the generation
 		l.ownChanges++
+		l.strips = append(l.strips, change{rv: rvOf(out), at: at})
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -83,8 +84,9 @@ type workloadLife struct {
 	// Template changes counted exactly, by metadata.generation, which only spec changes move
 	// (the checker's own writes change the spec only by stripping markers): the watch above
 	// may have gaps across an API server restart.
-	generation int64 // the last generation seen: at the end, or just before deletion
-	ownChanges int   // template changes the checker made
+	generation int64    // the last generation seen: at the end, or just before deletion
+	ownChanges int      // template changes the checker made
+	strips     []change // the checker's template changes (helm-style strips), when and at which rv
 }
 
 type modeEvent struct {
@@ -649,14 +651,13 @@ func (r *recorder) history(w *workloadLife) string {
 func (r *recorder) unjustified(w *workloadLife) (int64, []string, bool) {
 	pending := map[string][]change{}
 	for _, c := range configNames {
-		for range r.extra(w, c) {
-			pending[c] = append(pending[c], change{rv: w.createdRV, at: w.createdAt})
-		}
+		pending[c] = r.excuses(w, c)
 		for _, ch := range r.changes(c, true) {
 			if r.counts(w, c, ch) {
 				pending[c] = append(pending[c], ch)
 			}
 		}
+		slices.SortStableFunc(pending[c], func(a, b change) int { return cmp.Compare(a.rv, b.rv) })
 	}
 	for i, rv := range w.restarts {
 		if r.own[rv] || len(w.touched[i]) == 0 {
@@ -682,20 +683,29 @@ func (r *recorder) unjustified(w *workloadLife) (int64, []string, bool) {
 	return 0, nil, false
 }
 
-// extra is the restarts of w for c allowed beyond the changes of c: one for a stakater variable
-// that lagged (the switch from stakater), and one for a workload created during an outage or
-// while no reloader ran: the reloader sees it at once with the changes it missed and, without a
-// marker, while another dependent holds the state back, cannot tell whether it was created
-// before or after a change. The caller holds r.mu.
-func (r *recorder) extra(w *workloadLife, c string) int {
-	n := 0
+// excuses are the restarts of w for c allowed beyond the changes of c, each as a change a
+// restart may take: one for a stakater variable that lagged (the switch from stakater); one for
+// a workload created during an outage or while no reloader ran: the reloader sees it at once
+// with the changes it missed and, without a marker, while the state is behind (another
+// dependent's refusal, or a reload whose patch landed but whose reply the leader lost before
+// it died), cannot tell whether it was created before or after a change; and one for each
+// strip made in such a span, for the same reason (soak seed 1795547694293124233@2): the
+// strip's own rollout gave its pods the content of that moment, which the reloader cannot
+// tell from an older one. The caller holds r.mu.
+func (r *recorder) excuses(w *workloadLife, c string) []change {
+	var out []change
 	if w.lagged[c] {
-		n++
+		out = append(out, change{rv: w.createdRV, at: w.createdAt, by: "the switch from stakater"})
 	}
 	if r.blindAt(w.createdAt) {
-		n++
+		out = append(out, change{rv: w.createdRV, at: w.createdAt, by: "a creation no reloader saw"})
 	}
-	return n
+	for _, s := range w.strips {
+		if r.blindAt(s.at) {
+			out = append(out, change{rv: s.rv, at: s.at, by: "a strip no reloader saw"})
+		}
+	}
+	return out
 }
 
 // blindAt reports whether t falls in an outage, an API server restart, a replica's downtime or
@@ -707,7 +717,7 @@ func (r *recorder) blindAt(t time.Time) bool {
 
 // bound is how many restarts of w changes of config c allow. The caller holds r.mu.
 func (r *recorder) bound(w *workloadLife, c string) int {
-	n := r.extra(w, c)
+	n := len(r.excuses(w, c))
 	for _, ch := range r.changes(c, true) {
 		if r.counts(w, c, ch) {
 			n++
