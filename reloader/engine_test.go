@@ -718,6 +718,33 @@ func TestStripWhileTheStateIsBehindIsRememberedAcrossARestart(t *testing.T) {
 	lift()
 }
 
+// The limit README states for a strip no reloader sees (soak seed 1795547694293124233@2, where
+// the state was behind because a leader died before it saw its own patch land): a reloader that
+// starts after the strip finds no marker and a state behind, cannot tell the strip's rollout
+// from an older one, and restarts the workload once, and only once.
+func TestStripWhileDownWhileTheStateIsBehindRestartsOnce(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	createDeployment(t, ns, "w1", 0, named("configmap", "app-config"), nil)
+	createDeployment(t, ns, "w2", 0, named("configmap", "app-config"), nil)
+	first := startController(t, ns, controllerOpts{})
+	settle()
+	lift := refusePatches(t, ns, "w2")
+	hashB := updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
+	waitEnv(t, ns, "w1", cmVar, hashB)
+	settle()
+	first.stop(t)
+
+	stripped := stripMarker(t, ns, "w1")
+	startController(t, ns, controllerOpts{})
+	waitEnv(t, ns, "w1", cmVar, hashB)
+	settle()
+	wantReloads(t, ns, "w1", stripped, 1)
+	lift()
+	waitEnv(t, ns, "w2", cmVar, hashB)
+	wantReloads(t, ns, "w1", stripped, 1)
+}
+
 // Soak seed 1795461574958468038: a workload created while another dependent's refusal holds
 // the state back runs the new content from its start; the state alone would restart it for it.
 func TestWorkloadCreatedWhileTheStateIsBehindIsNotRestartedForWhatItRuns(t *testing.T) {
