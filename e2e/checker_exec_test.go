@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/reloader/reloader/confighash"
 )
@@ -359,20 +360,21 @@ func (w *world) do(a action) error {
 
 func (w *world) deleteConfig(name string) error {
 	core := cluster.Client().CoreV1()
-	var err error
+	var (
+		before metav1.Object
+		err    error
+	)
 	if isSecret(name) {
-		err = core.Secrets(w.ns).Delete(w.ctx, name, metav1.DeleteOptions{})
+		if before, err = core.Secrets(w.ns).Get(w.ctx, name, metav1.GetOptions{}); err == nil {
+			err = core.Secrets(w.ns).Delete(w.ctx, name, metav1.DeleteOptions{})
+		}
 	} else {
-		err = core.ConfigMaps(w.ns).Delete(w.ctx, name, metav1.DeleteOptions{})
+		if before, err = core.ConfigMaps(w.ns).Get(w.ctx, name, metav1.GetOptions{}); err == nil {
+			err = core.ConfigMaps(w.ns).Delete(w.ctx, name, metav1.DeleteOptions{})
+		}
 	}
 	if err == nil {
-		// A deletion returns no resourceVersion; a list's is at or after it, and before any
-		// later write.
-		var rv int64
-		if list, err := core.ConfigMaps(w.ns).List(w.ctx, metav1.ListOptions{Limit: 1}); err == nil {
-			rv, _ = strconv.ParseInt(list.ResourceVersion, 10, 64)
-		}
-		w.rec.config(name, configEvent{rv: rv, at: time.Now()})
+		w.rec.config(name, configEvent{rv: w.deletionRV(name, before.GetResourceVersion()), at: time.Now()})
 		// The ignore annotation goes with the object: a recreated config is not ignored.
 		w.rec.mu.Lock()
 		if w.rec.isIgnored(name) {
@@ -381,6 +383,43 @@ func (w *world) deleteConfig(name string) error {
 		w.rec.mu.Unlock()
 	}
 	return err
+}
+
+// deletionRV is the resourceVersion of config name's deletion, from a watch of it that starts at
+// its version just before (from): a DELETE returns none, and a list after it may return a later
+// one, of writes the reloader made meanwhile, so a reload for the deletion looked older than it
+// (soak seed 1795549728323936787@2). If the watch fails (a fault), the list's is taken.
+func (w *world) deletionRV(name, from string) int64 {
+	core := cluster.Client().CoreV1()
+	ctx, cancel := context.WithTimeout(w.ctx, 5*time.Second)
+	defer cancel()
+	opts := metav1.ListOptions{FieldSelector: "metadata.name=" + name, ResourceVersion: from}
+	var (
+		events watch.Interface
+		err    error
+	)
+	if isSecret(name) {
+		events, err = core.Secrets(w.ns).Watch(ctx, opts)
+	} else {
+		events, err = core.ConfigMaps(w.ns).Watch(ctx, opts)
+	}
+	if err == nil {
+		defer events.Stop()
+		for ev := range events.ResultChan() {
+			if m, ok := ev.Object.(metav1.Object); ok && ev.Type == watch.Deleted {
+				return rvOf(m)
+			}
+			if ev.Type == watch.Error {
+				break
+			}
+		}
+	}
+	// A list's resourceVersion is at or after the deletion.
+	var rv int64
+	if list, err := core.ConfigMaps(w.ns).List(w.ctx, metav1.ListOptions{Limit: 1}); err == nil {
+		rv, _ = strconv.ParseInt(list.ResourceVersion, 10, 64)
+	}
+	return rv
 }
 
 func (w *world) ignore(name, value string) error {
