@@ -58,8 +58,9 @@ type change struct {
 	at      time.Time
 	unknown bool   // the state held no content for the config just before it
 	by      string // the action that made it
-	// deleted: a deletion, whose rv was read by a list just after it, so a reload it caused may
-	// have the same or a lower one; it is ordered by time too.
+	// deleted: a deletion, whose rv comes from its watch event or, when that watch failed, from
+	// a list just after it, so a reload it caused may have the same or a lower one; it is
+	// ordered by time too.
 	deleted bool
 }
 
@@ -670,8 +671,8 @@ func (r *recorder) unjustified(w *workloadLife) (int64, []string, bool) {
 				continue
 			}
 			touched = append(touched, c)
-			// A deletion's rv is read by a list after it, so it may equal the rv of the
-			// restart that rolled the deletion out (soak seed 1795470267112178618).
+			// A deletion's rv may come from a list after it (deletionRV), so it may equal the
+			// rv of the restart that rolled the deletion out (soak seed 1795470267112178618).
 			if p := pending[c]; len(p) > 0 && (p[0].rv < rv || p[0].deleted && (p[0].rv <= rv || p[0].at.Before(w.restartAt[i]))) {
 				pending[c], carried = p[1:], true
 			}
