@@ -666,10 +666,10 @@ func stripMarker(t *testing.T, ns, name string) int64 {
 	}).Generation
 }
 
-// stripWhileTheStateIsBehind reloads w1 from A to B while w2's patches are refused, so the
-// state still holds A, then strips w1's marker; it returns the namespace, the function that
-// lifts the refusal, and w1's generation after the strip.
-func stripWhileTheStateIsBehind(t *testing.T) (ns string, lift func(), stripped int64, ctrl *running) {
+// stateHeldBehind reloads w1 (of w1 and w2, both reading app-config by name) from A to B while
+// w2's patches are refused, so the state still holds A; it returns the namespace, the function
+// that lifts the refusal, B's hash and the running controller.
+func stateHeldBehind(t *testing.T) (ns string, lift func(), hashB string, ctrl *running) {
 	t.Helper()
 	ns = cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
@@ -678,11 +678,18 @@ func stripWhileTheStateIsBehind(t *testing.T) (ns string, lift func(), stripped 
 	ctrl = startController(t, ns, controllerOpts{})
 	settle()
 	lift = refusePatches(t, ns, "w2")
-
-	hashB := updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
+	hashB = updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
 	waitEnv(t, ns, "w1", cmVar, hashB)
-	stripped = stripMarker(t, ns, "w1")
-	return ns, lift, stripped, ctrl
+	return ns, lift, hashB, ctrl
+}
+
+// stripWhileTheStateIsBehind strips w1's marker once the state is held behind (stateHeldBehind);
+// it returns the namespace, the function that lifts the refusal, w1's generation after the strip
+// and the running controller.
+func stripWhileTheStateIsBehind(t *testing.T) (ns string, lift func(), stripped int64, ctrl *running) {
+	t.Helper()
+	ns, lift, _, ctrl = stateHeldBehind(t)
+	return ns, lift, stripMarker(t, ns, "w1"), ctrl
 }
 
 // Soak seed 1795446428096566055: a helm-style strip of a workload that already runs the new
@@ -723,21 +730,17 @@ func TestStripWhileTheStateIsBehindIsRememberedAcrossARestart(t *testing.T) {
 // starts after the strip finds no marker and a state behind, cannot tell the strip's rollout
 // from an older one, and restarts the workload once, and only once.
 func TestStripWhileDownWhileTheStateIsBehindRestartsOnce(t *testing.T) {
-	ns := cluster.NewNamespace(t)
-	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
-	createDeployment(t, ns, "w1", 0, named("configmap", "app-config"), nil)
-	createDeployment(t, ns, "w2", 0, named("configmap", "app-config"), nil)
-	first := startController(t, ns, controllerOpts{})
-	settle()
-	lift := refusePatches(t, ns, "w2")
-	hashB := updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
-	waitEnv(t, ns, "w1", cmVar, hashB)
+	ns, lift, hashB, first := stateHeldBehind(t)
 	settle()
 	first.stop(t)
 
 	stripped := stripMarker(t, ns, "w1")
-	startController(t, ns, controllerOpts{})
+	second := startController(t, ns, controllerOpts{})
 	waitEnv(t, ns, "w1", cmVar, hashB)
+	wantReloads(t, ns, "w1", stripped, 1)
+	// Only once: a third reloader, with the state still behind, finds the marker it wrote.
+	second.stop(t)
+	startController(t, ns, controllerOpts{})
 	settle()
 	wantReloads(t, ns, "w1", stripped, 1)
 	lift()
@@ -748,15 +751,7 @@ func TestStripWhileDownWhileTheStateIsBehindRestartsOnce(t *testing.T) {
 // Soak seed 1795461574958468038: a workload created while another dependent's refusal holds
 // the state back runs the new content from its start; the state alone would restart it for it.
 func TestWorkloadCreatedWhileTheStateIsBehindIsNotRestartedForWhatItRuns(t *testing.T) {
-	ns := cluster.NewNamespace(t)
-	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
-	createDeployment(t, ns, "w1", 0, named("configmap", "app-config"), nil)
-	createDeployment(t, ns, "w2", 0, named("configmap", "app-config"), nil)
-	startController(t, ns, controllerOpts{})
-	settle()
-	lift := refusePatches(t, ns, "w2")
-	hashB := updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
-	waitEnv(t, ns, "w1", cmVar, hashB)
+	ns, lift, _, _ := stateHeldBehind(t)
 	createDeployment(t, ns, "w3", 0, named("configmap", "app-config"), nil) // runs B
 	wantReloads(t, ns, "w3", 1, 0)
 
