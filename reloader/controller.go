@@ -219,6 +219,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	c.startupPass()
 	c.forgetPendingOfGone()
+	c.forgetEntriesOfGone()
 	c.log.Info("caches synced; reloading", "namespace", c.opts.Namespace, "coalesce_period", c.opts.CoalescePeriod,
 		"strategy", c.opts.Strategy, "kinds", len(c.kinds))
 

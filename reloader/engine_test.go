@@ -748,6 +748,41 @@ func TestStripWhileDownWhileTheStateIsBehindRestartsOnce(t *testing.T) {
 	wantReloads(t, ns, "w1", stripped, 1)
 }
 
+// The strip entries of a deleted workload leave the state, whether the deletion is seen live or
+// happens while no reloader runs; nothing else would remove them, and the state would grow with
+// every workload churned while it was behind.
+func TestStripsOfADeletedWorkloadLeaveTheState(t *testing.T) {
+	ns, lift, _, first := stateHeldBehind(t)
+	createDeployment(t, ns, "w3", 0, named("configmap", "app-config"), nil) // runs B: a strip
+	createDeployment(t, ns, "w4", 0, named("configmap", "app-config"), nil)
+	stripMarker(t, ns, "w1")
+	stripOf := func(w string) string { return stateEntry(t, ns, "strip.ConfigMap.Deployment_"+w+"_app-config") }
+	waitFor(t, 10*time.Second, "a strip entry of w1, w3 and w4", func() (bool, error) {
+		return stripOf("w1") != "" && stripOf("w3") != "" && stripOf("w4") != "", nil
+	})
+
+	deleteDeployment(t, ns, "w3")
+	waitFor(t, 10*time.Second, "w3's strip entry to go with it", func() (bool, error) { return stripOf("w3") == "", nil })
+
+	first.stop(t)
+	deleteDeployment(t, ns, "w1")
+	startController(t, ns, controllerOpts{})
+	waitFor(t, 10*time.Second, "w1's strip entry to go at the next start", func() (bool, error) { return stripOf("w1") == "", nil })
+	// A live workload's entry stays, and still vouches for what it runs.
+	if stripOf("w4") == "" {
+		t.Error("the strip entry of w4, which still exists, was removed")
+	}
+	wantReloads(t, ns, "w4", 1, 0)
+	lift()
+}
+
+func deleteDeployment(t *testing.T, ns, name string) {
+	t.Helper()
+	if err := cluster.Client().AppsV1().Deployments(ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Soak seed 1795461574958468038: a workload created while another dependent's refusal holds
 // the state back runs the new content from its start; the state alone would restart it for it.
 func TestWorkloadCreatedWhileTheStateIsBehindIsNotRestartedForWhatItRuns(t *testing.T) {

@@ -270,13 +270,43 @@ func (c *Controller) held(w key, r policy.ConfigRef, value string) bool {
 
 // liftHolds forgets the holds and strips of a deleted workload.
 func (c *Controller) liftHolds(k *workloadKind, obj any) {
+	for _, e := range c.workloadEntryKeys(k, obj) {
+		c.state.DeleteEntry(e)
+	}
+}
+
+// forgetEntriesOfGone forgets, at a start, the holds and strips of workloads deleted while no
+// reloader watched (a deletion seen live is liftHolds'): nothing else would ever remove them.
+func (c *Controller) forgetEntriesOfGone() {
+	live := map[string]bool{}
+	for _, kind := range c.kinds {
+		for _, obj := range kind.informer.GetStore().List() {
+			for _, e := range c.workloadEntryKeys(kind, obj) {
+				live[e] = true
+			}
+		}
+	}
+	for _, e := range c.state.WorkloadEntryKeys() {
+		if !live[e] {
+			c.state.DeleteEntry(e)
+		}
+	}
+}
+
+// workloadEntryKeys returns the keys a hold or a strip of the workload may have: one of each
+// per config it references.
+func (c *Controller) workloadEntryKeys(k *workloadKind, obj any) []string {
 	meta, _ := k.template(obj)
+	if meta == nil {
+		return nil
+	}
 	keys, _ := c.indexByConfig(k)(obj)
+	out := make([]string, 0, 2*len(keys))
 	for _, s := range keys {
 		kind, rest, _ := strings.Cut(s, "/")
 		_, name, _ := strings.Cut(rest, "/")
 		w, r := key{k.name, meta.GetNamespace(), meta.GetName()}, policy.ConfigRef{Kind: kind, Name: name}
-		c.state.DeleteEntry(c.holdKey(w, r))
-		c.state.DeleteEntry(c.stripKey(w, r))
+		out = append(out, c.holdKey(w, r), c.stripKey(w, r))
 	}
+	return out
 }

@@ -81,3 +81,16 @@ func (s *Store) Stripped(key string) (string, bool) {
 	e, ok := s.Get(key)
 	return e.Hash, ok && isStrip(key)
 }
+
+// WorkloadEntryKeys returns the key of every hold and strip.
+func (s *Store) WorkloadEntryKeys() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for k := range s.entries {
+		if isWorkloadEntry(k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
