@@ -294,18 +294,22 @@ func (c *Controller) forgetEntriesOfGone() {
 }
 
 // workloadEntryKeys returns the keys a hold or a strip of the workload may have: one of each
-// per config it references.
+// per config it references, names or matches by pattern, whatever its annotations say of the
+// config now (a switch back must find the entries).
 func (c *Controller) workloadEntryKeys(k *workloadKind, obj any) []string {
-	meta, _ := k.template(obj)
-	if meta == nil {
+	meta, tmpl := k.template(obj)
+	if tmpl == nil {
 		return nil
 	}
-	keys, _ := c.indexByConfig(k)(obj)
-	out := make([]string, 0, 2*len(keys))
-	for _, s := range keys {
-		kind, rest, _ := strings.Cut(s, "/")
-		_, name, _ := strings.Cut(rest, "/")
-		w, r := key{k.name, meta.GetNamespace(), meta.GetName()}, policy.ConfigRef{Kind: kind, Name: name}
+	pol := c.opts.Annotations.Of(meta.GetAnnotations(), tmpl.Annotations)
+	uses := policy.UsesOf(&tmpl.Spec)
+	refs := append(pol.Candidates(uses), c.matchedByPattern(pol, meta.GetNamespace())...)
+	for r := range uses {
+		refs = append(refs, r)
+	}
+	w := key{k.name, meta.GetNamespace(), meta.GetName()}
+	out := make([]string, 0, 2*len(refs))
+	for _, r := range refs {
 		out = append(out, c.holdKey(w, r), c.stripKey(w, r))
 	}
 	return out
