@@ -363,7 +363,11 @@ func run(cli CLI) error {
 		return fmt.Errorf("build Kubernetes clients: %w", err)
 	}
 	clients.Link = link
-	ctrls, err := cli.newFleet(clients, namespaces, stateNSs, log, m)
+	writer := "" // an unfenced state without leader election: no Guard would stop a retry
+	if e != nil {
+		writer = e.ID
+	}
+	ctrls, err := cli.newFleet(clients, namespaces, stateNSs, writer, log, m)
 	if err != nil {
 		return err
 	}
@@ -415,8 +419,8 @@ func (c *CLI) resolveScope(log *slog.Logger) (namespaces, stateNSs []string, err
 	return namespaces, stateNSs, nil
 }
 
-// newFleet builds one controller per namespace.
-func (c *CLI) newFleet(clients *kube.Clients, namespaces, stateNSs []string, log *slog.Logger, m *metrics.Metrics) (fleet, error) {
+// newFleet builds one controller per namespace; writer, if set, fences their state writes.
+func (c *CLI) newFleet(clients *kube.Clients, namespaces, stateNSs []string, writer string, log *slog.Logger, m *metrics.Metrics) (fleet, error) {
 	var shared reloader.Options // one alert queue and webhook for every namespace
 	if err := notify(*c, &shared, log, m); err != nil {
 		return nil, err
@@ -425,6 +429,7 @@ func (c *CLI) newFleet(clients *kube.Clients, namespaces, stateNSs []string, log
 	for i, ns := range namespaces {
 		o := c.options(ns, stateNSs[i], log, m)
 		o.Alerts, o.Webhook = shared.Alerts, shared.Webhook
+		o.StateWriter = writer
 		ctrl, err := reloader.New(clients, o)
 		if err != nil {
 			return nil, err

@@ -50,6 +50,10 @@ type Options struct {
 	// StateNamespace and StateName locate the state ConfigMaps.
 	StateNamespace string
 	StateName      string
+	// StateWriter, set under leader election, names this replica in the state and makes every
+	// state write conditional on the version it last saw (state.Store.Fence), so that a late
+	// write of a leader that was frozen cannot land after its successor's start.
+	StateWriter string
 	// HashKey names the Secret, in StateNamespace, holding the key of Secret hashes; Run loads
 	// it, or creates it, before anything is hashed (hashkey.go).
 	HashKey HashKey
@@ -168,6 +172,9 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 		events:              record.NewBroadcaster(),
 	}
 	c.state.OnWrite = c.observeStateWrite
+	if opts.StateWriter != "" {
+		c.state.Fence(opts.StateWriter)
+	}
 	c.backlog = newBacklog(c.queue)
 	c.reports = newReporter(c.events.NewRecorder(clients.Scheme, corev1.EventSource{Component: "reloader"}), opts.Log)
 	c.coalescer = coalesce.New(opts.CoalescePeriod, opts.CoalesceMaxWait, opts.Clock, c.queue.Add)

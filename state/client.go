@@ -1,7 +1,9 @@
 package state
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 
@@ -35,8 +37,9 @@ func NewClient(typed typedConfigMaps, core rest.Interface, codec runtime.Paramet
 	return Client{typedConfigMaps: typed, rest: core, codec: codec, ns: ns}
 }
 
-// Patch applies the patch and returns no object. An error answer is still decoded into an API
-// status error.
+// Patch applies the patch and returns a ConfigMap that holds only the resourceVersion of the
+// answer, which the store's next write is made conditional on. An error answer is still decoded
+// into an API status error.
 func (c Client) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, _ ...string) (*corev1.ConfigMap, error) {
 	body, err := c.rest.Patch(pt).Namespace(c.ns).Resource("configmaps").Name(name).
 		VersionedParams(&opts, c.codec).Body(data).Stream(ctx)
@@ -44,8 +47,51 @@ func (c Client) Patch(ctx context.Context, name string, pt types.PatchType, data
 		return nil, err
 	}
 	defer body.Close()
+	rv, err := resourceVersionOf(body)
+	if err != nil {
+		return nil, fmt.Errorf("read the answer to a state patch: %w", err)
+	}
 	if _, err := io.Copy(io.Discard, body); err != nil {
 		return nil, fmt.Errorf("read the answer to a state patch: %w", err)
 	}
-	return nil, nil
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{ResourceVersion: rv}}, nil
+}
+
+// resourceVersionOf reads a ConfigMap's JSON up to its metadata and returns its resourceVersion;
+// the API server writes metadata before data, so the data is never decoded. "" if there is none.
+func resourceVersionOf(r io.Reader) (string, error) {
+	dec := json.NewDecoder(r)
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return "", fmt.Errorf("not a JSON object: %v", err)
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return "", err
+		}
+		if t != "metadata" {
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return "", err
+			}
+			continue
+		}
+		var meta struct {
+			ResourceVersion string `json:"resourceVersion"`
+		}
+		err = dec.Decode(&meta)
+		return meta.ResourceVersion, err
+	}
+	return "", nil
+}
+
+// ResourceVersion reads ConfigMap name's metadata only, as PartialObjectMetadata, and returns its
+// resourceVersion: a shard's data is up to 800 KB.
+func (c Client) ResourceVersion(ctx context.Context, name string) (string, error) {
+	raw, err := c.rest.Get().Namespace(c.ns).Resource("configmaps").Name(name).
+		SetHeader("Accept", "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1").Do(ctx).Raw()
+	if err != nil {
+		return "", err
+	}
+	return resourceVersionOf(bytes.NewReader(raw))
 }

@@ -146,16 +146,12 @@ func (s *Store) requeue(shard int, changes map[string]*string) {
 }
 
 func (s *Store) write(ctx context.Context, shard int, changes map[string]*string) error {
-	body, err := json.Marshal(map[string]any{"data": changes})
-	if err != nil {
-		return fmt.Errorf("encode state patch: %w", err)
-	}
 	name := s.ShardName(shard)
 	s.mu.Lock()
 	known := s.exists[shard]
 	s.mu.Unlock()
 	if known {
-		_, err = s.client.Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{})
+		err := s.patchFenced(ctx, shard, changes)
 		if !apierrors.IsNotFound(err) {
 			return s.explain("patch", name, err)
 		}
@@ -179,13 +175,14 @@ func (s *Store) create(ctx context.Context, i int) error {
 			Labels: map[string]string{"app.kubernetes.io/managed-by": "reloader"}},
 		Data: data,
 	}
-	_, err := s.client.Create(ctx, cm, metav1.CreateOptions{})
+	out, err := s.client.Create(ctx, cm, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		// Someone created it between our read and our create: merge ours in.
 		return s.patchAll(ctx, i, data)
 	}
 	if err == nil {
 		s.exists[i] = true
+		s.version[i] = versionOf(out)
 		s.log.Info("created state ConfigMap", "configmap", cm.Name, "namespace", s.namespace, "entries", len(data))
 	}
 	return s.explain("create", cm.Name, err)
@@ -196,9 +193,10 @@ func (s *Store) patchAll(ctx context.Context, i int, data map[string]string) err
 	if err != nil {
 		return fmt.Errorf("encode state patch: %w", err)
 	}
-	_, err = s.client.Patch(ctx, s.ShardName(i), types.MergePatchType, body, metav1.PatchOptions{})
+	out, err := s.client.Patch(ctx, s.ShardName(i), types.MergePatchType, body, metav1.PatchOptions{})
 	if err == nil {
 		s.exists[i] = true
+		s.version[i] = versionOf(out)
 	}
 	return s.explain("patch", s.ShardName(i), err)
 }

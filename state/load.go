@@ -11,7 +11,8 @@ import (
 // Load reads every shard, creating the first if it is missing. It reports first=true when no
 // entry of ours exists anywhere, tombstones included: the controller has never run here. Corrupt
 // values are dropped and logged, so their configs count as new rather than changed; the next
-// flush removes them.
+// flush removes them. A fenced store (Fence) then claims every shard; a shard written meanwhile
+// fails the Load, to be retried.
 func (s *Store) Load(ctx context.Context) (first bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -30,7 +31,17 @@ func (s *Store) Load(ctx context.Context) (first bool, err error) {
 			return false, s.explain("get", s.ShardName(i), err)
 		}
 		s.exists[i] = true
+		s.version[i] = cm.ResourceVersion
 		s.loadShard(i, cm.Data)
+	}
+	if s.writer != "" {
+		for i := range MaxShards {
+			if s.exists[i] {
+				if err := s.claim(ctx, i); err != nil {
+					return false, err
+				}
+			}
+		}
 	}
 	return len(s.entries) == 0, nil
 }
@@ -82,5 +93,5 @@ func (s *Store) drop(key string, i int) {
 func (s *Store) forgetAll() {
 	s.entries, s.children = map[string]entry{}, map[string]map[string]bool{}
 	s.dirty, s.gone, s.unsaved = map[string]struct{}{}, map[string]shardSet{}, map[string]struct{}{}
-	s.bytes, s.exists = [MaxShards]int{}, [MaxShards]bool{}
+	s.bytes, s.exists, s.version = [MaxShards]int{}, [MaxShards]bool{}, [MaxShards]string{}
 }

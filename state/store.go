@@ -52,7 +52,11 @@ type Store struct {
 	children map[string]map[string]bool
 	bytes    [MaxShards]int  // keys and values held by each shard, ours and others'
 	exists   [MaxShards]bool // shards known to exist; a new one is created, not patched
-	dirty    map[string]struct{}
+	// version is each shard's resourceVersion as our last read or write of it left it; a write
+	// applies only to that version (fence.go). "" when unknown: the write is unconditional.
+	version [MaxShards]string
+	writer  string // the fenced store's name (Fence); "" writes unconditionally
+	dirty   map[string]struct{}
 	// gone lists, for dirty keys, the shards whose stored copy must be removed by the next flush:
 	// the key was deleted or moved away from there, or was found there corrupt or twice.
 	gone map[string]shardSet

@@ -1,0 +1,210 @@
+package state_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/reloader/reloader/state"
+)
+
+// frozenClient is the reloader's state client with a leader's two faults: a data write caught
+// in flight (the process frozen after its Guard let it through) and, once released, a Guard that
+// refuses every new write because the replica no longer leads.
+type frozenClient struct {
+	state.Client
+	mu      sync.Mutex
+	freeze  bool          // catch the next data write
+	caught  chan struct{} // closed when it is caught
+	release chan struct{} // closed to send it
+	deposed bool          // refuse writes after the caught one
+}
+
+var errDeposed = errors.New("write not sent: this replica does not lead")
+
+func newFrozenClient(ns string) *frozenClient {
+	c := cluster.Client()
+	return &frozenClient{
+		Client: state.NewClient(c.CoreV1().ConfigMaps(ns), c.CoreV1().RESTClient(), scheme.ParameterCodec, ns),
+		caught: make(chan struct{}), release: make(chan struct{}),
+	}
+}
+
+func (f *frozenClient) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub ...string) (*corev1.ConfigMap, error) {
+	f.mu.Lock()
+	catch := f.freeze && strings.Contains(string(data), `"data"`)
+	if catch {
+		f.freeze = false
+	}
+	deposed := f.deposed && !catch
+	f.mu.Unlock()
+	if deposed {
+		return nil, errDeposed
+	}
+	if catch {
+		close(f.caught)
+		<-f.release
+	}
+	return f.Client.Patch(ctx, name, pt, data, opts, sub...)
+}
+
+// lateWrite runs the frozen leader's story: the old store, fenced or not, flushes value v2 of
+// key while frozen; a new store loads (and, fenced, claims) the state; the old write is then
+// sent and the old store deposed. It returns what the state ConfigMap holds for key, and the
+// old store's flush error.
+func lateWrite(t *testing.T, fenced bool) (stored string, flushErr error) {
+	t.Helper()
+	ctx := context.Background()
+	ns := cluster.NewNamespace(t)
+	key := state.Key("ConfigMap", "", "app")
+	frozen := newFrozenClient(ns)
+	old := state.New(frozen, ns, "reloader-state", textLog(t.Output()))
+	if fenced {
+		old.Fence("old")
+	}
+	if _, err := old.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	old.Set(key, hashOf("v1"))
+	if err := old.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	frozen.mu.Lock()
+	frozen.freeze = true
+	frozen.mu.Unlock()
+	old.Set(key, hashOf("v2"))
+	done := make(chan error)
+	go func() { done <- old.Flush(ctx) }()
+	<-frozen.caught
+
+	successor := newStore(cluster.Client(), ns, nil)
+	if fenced {
+		successor.Fence("new")
+	}
+	if _, err := successor.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if e, _ := successor.Get(key); e.Hash != hashOf("v1") {
+		t.Fatalf("the successor loaded %q, want v1's hash", e.Hash)
+	}
+	frozen.mu.Lock()
+	frozen.deposed = true
+	frozen.mu.Unlock()
+	close(frozen.release)
+	flushErr = <-done
+	return stateEntry(t, ns, key), flushErr
+}
+
+// The hole a frozen leader left open: a state write it had in flight when frozen landed after its
+// successor had loaded the state, putting back content the successor did not hold. Fenced, the
+// successor's Load claims the state, and the late write is refused; its retry meets the Guard.
+func TestAFencedStoresLateWriteDoesNotLandAfterItsSuccessorLoaded(t *testing.T) {
+	stored, err := lateWrite(t, true)
+	if stored != hashOf("v1") {
+		t.Errorf("the state holds %q after the late write, want v1's hash: the write landed", stored)
+	}
+	if !errors.Is(err, errDeposed) {
+		t.Errorf("the old store's flush: %v, want its retry refused by the Guard", err)
+	}
+}
+
+// Positive control: the same story without fencing, as before it, lets the late write land.
+func TestAnUnfencedStoresLateWriteLands(t *testing.T) {
+	stored, err := lateWrite(t, false)
+	if err != nil || stored != hashOf("v2") {
+		t.Errorf("unfenced: state holds %q (v2 is %q), flush error %v; want the late write landed", stored, hashOf("v2"), err)
+	}
+}
+
+// Someone else's write of the shard (a person's edit here; a Job recreation's note or a write
+// of ours whose answer was lost do the same) costs a fenced store one more attempt, and their key
+// is kept.
+func TestAFencedStoreWritesAgainAfterSomeoneElsesEditAndKeepsTheirKey(t *testing.T) {
+	ctx := context.Background()
+	ns := cluster.NewNamespace(t)
+	c := cluster.Client()
+	s := state.New(state.NewClient(c.CoreV1().ConfigMaps(ns), c.CoreV1().RESTClient(), scheme.ParameterCodec, ns), ns, "reloader-state", textLog(t.Output()))
+	s.Fence("leader")
+	if _, err := s.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	setStateKey(t, ns, "someone-else", "kept")
+	key := state.Key("ConfigMap", "", "app")
+	s.Set(key, hashOf("v1"))
+	if err := s.Flush(ctx); err != nil {
+		t.Fatalf("flush after someone else's edit: %v", err)
+	}
+	if got := stateEntry(t, ns, key); got != hashOf("v1") {
+		t.Errorf("state holds %q for %s, want v1's hash", got, key)
+	}
+	if got := stateEntry(t, ns, "someone-else"); got != "kept" {
+		t.Errorf("someone else's key holds %q, want it kept", got)
+	}
+}
+
+// A write that lands between a fenced Load's read and its claim (a predecessor's late one) fails
+// the Load, and the Load retried reads it: memory never misses what the state holds.
+func TestAFencedLoadReadsAgainWhenTheStateIsWrittenWhileRead(t *testing.T) {
+	ctx := context.Background()
+	ns := cluster.NewNamespace(t)
+	first := newStore(cluster.Client(), ns, nil)
+	if _, err := first.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	key := state.Key("ConfigMap", "", "app")
+	racing := &writeAfterRead{ConfigMapClient: cluster.Client().CoreV1().ConfigMaps(ns), write: func() {
+		setStateKey(t, ns, key, hashOf("late"))
+	}}
+	s := state.New(racing, ns, "reloader-state", textLog(t.Output()))
+	s.Fence("new")
+	if _, err := s.Load(ctx); err == nil {
+		t.Fatal("a Load whose claim followed another write succeeded; want it refused")
+	}
+	if _, err := s.Load(ctx); err != nil {
+		t.Fatalf("the Load retried: %v", err)
+	}
+	if e, _ := s.Get(key); e.Hash != hashOf("late") {
+		t.Errorf("after the retried Load memory holds %q, want the late write's hash", e.Hash)
+	}
+}
+
+// writeAfterRead runs write once, after the first Get of the state's first shard.
+type writeAfterRead struct {
+	state.ConfigMapClient
+	once  sync.Once
+	write func()
+}
+
+func (w *writeAfterRead) Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.ConfigMap, error) {
+	cm, err := w.ConfigMapClient.Get(ctx, name, opts)
+	if name == "reloader-state" {
+		w.once.Do(w.write)
+	}
+	return cm, err
+}
+
+func stateEntry(t *testing.T, ns, key string) string {
+	t.Helper()
+	cm, err := cluster.Client().CoreV1().ConfigMaps(ns).Get(context.Background(), "reloader-state", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cm.Data[key]
+}
+
+func setStateKey(t *testing.T, ns, key, value string) {
+	t.Helper()
+	patch := `{"data":{"` + key + `":"` + value + `"}}`
+	_, err := cluster.Client().CoreV1().ConfigMaps(ns).Patch(context.Background(), "reloader-state", types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
