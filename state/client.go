@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 
@@ -61,8 +62,11 @@ func (c Client) Patch(ctx context.Context, name string, pt types.PatchType, data
 // the API server writes metadata before data, so the data is never decoded. "" if there is none.
 func resourceVersionOf(r io.Reader) (string, error) {
 	dec := json.NewDecoder(r)
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return "", fmt.Errorf("not a JSON object: %v", err)
+	switch t, err := dec.Token(); {
+	case err != nil:
+		return "", err
+	case t != json.Delim('{'):
+		return "", errors.New("not a JSON object")
 	}
 	for dec.More() {
 		t, err := dec.Token()
