@@ -755,10 +755,11 @@ func TestStripsOfADeletedWorkloadLeaveTheState(t *testing.T) {
 	ns, lift, _, first := stateHeldBehind(t)
 	createDeployment(t, ns, "w3", 0, named("configmap", "app-config"), nil) // runs B: a strip
 	createDeployment(t, ns, "w4", 0, named("configmap", "app-config"), nil)
+	createDeployment(t, ns, "w5", 0, named("configmap", "app-config"), envFromCM("app-config"))
 	stripMarker(t, ns, "w1")
 	stripOf := func(w string) string { return stateEntry(t, ns, "strip.ConfigMap.Deployment_"+w+"_app-config") }
-	waitFor(t, 10*time.Second, "a strip entry of w1, w3 and w4", func() (bool, error) {
-		return stripOf("w1") != "" && stripOf("w3") != "" && stripOf("w4") != "", nil
+	waitFor(t, 10*time.Second, "a strip entry of w1, w3, w4 and w5", func() (bool, error) {
+		return stripOf("w1") != "" && stripOf("w3") != "" && stripOf("w4") != "" && stripOf("w5") != "", nil
 	})
 
 	deleteDeployment(t, ns, "w3")
@@ -766,13 +767,23 @@ func TestStripsOfADeletedWorkloadLeaveTheState(t *testing.T) {
 
 	first.stop(t)
 	deleteDeployment(t, ns, "w1")
+	// w5 references the config and was created while the state was behind; while down, its
+	// annotation stops naming the config. Its entry must survive the start for the switch back.
+	updateDeployment(t, ns, "w5", func(d *appsv1.Deployment) { d.Annotations = named("configmap", "other") })
 	startController(t, ns, controllerOpts{})
 	waitFor(t, 10*time.Second, "w1's strip entry to go at the next start", func() (bool, error) { return stripOf("w1") == "", nil })
-	// A live workload's entry stays, and still vouches for what it runs.
-	if stripOf("w4") == "" {
-		t.Error("the strip entry of w4, which still exists, was removed")
+	// Live workloads' entries stay, and still vouch for what they run.
+	for _, w := range []string{"w4", "w5"} {
+		if stripOf(w) == "" {
+			t.Errorf("the strip entry of %s, which still exists, was removed", w)
+		}
 	}
+	updateDeployment(t, ns, "w5", func(d *appsv1.Deployment) { d.Annotations = named("configmap", "app-config") })
 	wantReloads(t, ns, "w4", 1, 0)
+	wantReloads(t, ns, "w5", 1, 2) // the two annotation changes: a Deployment's generation counts them
+	if v, ok := env(getDeployment(t, ns, "w5"), "app", cmVar); ok {
+		t.Errorf("w5 was restarted for the content it runs (marker %s)", v)
+	}
 	lift()
 }
 

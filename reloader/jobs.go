@@ -228,20 +228,19 @@ func (c *Controller) finishJobRecreation(ctx context.Context, key string, r jobR
 }
 
 // noteJobRecreation writes r under key in the first state ConfigMap, or removes it (r nil),
-// with a merge patch of that key alone.
+// through the store's fenced write of that key alone (state.Store.WriteOther).
 func (c *Controller) noteJobRecreation(ctx context.Context, key string, r *jobRecreation) error {
-	var value any
+	var value *string
 	if r != nil {
 		b, err := json.Marshal(r)
 		if err != nil {
 			return fmt.Errorf("encode the recreation of Job %s/%s: %w", r.Job.Namespace, r.Job.Name, err)
 		}
-		value = string(b)
+		v := string(b)
+		value = &v
 	}
-	patch, _ := json.Marshal(map[string]any{"data": map[string]any{key: value}}) // strings and nil encode
-	_, err := c.clients.ConfigMaps(c.opts.StateNamespace).Patch(ctx, c.state.ShardName(0), types.MergePatchType, patch, metav1.PatchOptions{})
-	if err != nil {
-		return fmt.Errorf("write down a Job recreation in %s/%s: %w", c.opts.StateNamespace, c.state.ShardName(0), err)
+	if err := c.state.WriteOther(ctx, key, value); err != nil {
+		return fmt.Errorf("write down a Job recreation: %w", err)
 	}
 	return nil
 }

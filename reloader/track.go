@@ -294,8 +294,10 @@ func (c *Controller) forgetEntriesOfGone() {
 }
 
 // workloadEntryKeys returns the keys a hold or a strip of the workload may have: one of each
-// per config it references, names or matches by pattern, whatever its annotations say of the
-// config now (a switch back must find the entries).
+// per config its pod spec references, whatever its annotations say of it now (a switch back
+// must find the entries), and per config its annotations name or match. A config only named
+// loses its entries when the annotation stops naming it while no reloader runs: a switch of
+// mode, which may restart once (README).
 func (c *Controller) workloadEntryKeys(k *workloadKind, obj any) []string {
 	meta, tmpl := k.template(obj)
 	if tmpl == nil {

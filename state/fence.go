@@ -24,10 +24,11 @@ import (
 //   - after a conflict the store reads the shard's version (metadata only, where the client can)
 //     and writes again: a new request, which the Guard refuses on a replica that no longer leads.
 //
-// A predecessor's write that lands before the claim was read by Load, so memory holds it. Other
-// conflicts (a Job recreation's note, a person's edit, a write of ours whose answer was lost)
-// only cost that second attempt: a merge patch of our changed entries, as before, which leaves
-// everyone else's keys alone. Unfenced stores write as before, unconditionally.
+// A predecessor's write that lands before the claim was read by Load, so memory holds it. The
+// controller's other writes to the first shard (WriteOther) go through the same fence. Other
+// conflicts (a person's edit, a write of ours whose answer was lost) only cost that second
+// attempt: a merge patch of our changed entries, as before, which leaves everyone else's keys
+// alone. Unfenced stores write as before, unconditionally.
 
 // writerAnnotation names, on each state ConfigMap, the fenced store that last claimed it.
 const writerAnnotation = "reloader/state-writer"

@@ -55,15 +55,31 @@ func (f *frozenClient) Patch(ctx context.Context, name string, pt types.PatchTyp
 	return f.Client.Patch(ctx, name, pt, data, opts, sub...)
 }
 
-// lateWrite runs the frozen leader's story: the old store, fenced or not, flushes value v2 of
-// key while frozen; a new store loads (and, fenced, claims) the state; the old write is then
-// sent and the old store deposed. It returns what the state ConfigMap holds for key, and the
-// old store's flush error.
-func lateWrite(t *testing.T, fenced bool) (stored string, flushErr error) {
+// write is one way a store puts value under a key of the first shard; it returns the key and
+// what the shard then stores under it.
+type write func(ctx context.Context, s *state.Store, value string) (key, want string, err error)
+
+// entryWrite is the store's own write: an entry, flushed.
+func entryWrite(ctx context.Context, s *state.Store, value string) (string, string, error) {
+	key := state.Key("ConfigMap", "", "app")
+	s.Set(key, hashOf(value))
+	return key, hashOf(value), s.Flush(ctx)
+}
+
+// otherWrite is the controller's note of a Job recreation, under a key that is not the store's.
+func otherWrite(ctx context.Context, s *state.Store, value string) (string, string, error) {
+	key := "reloader.job-recreation_ns_job"
+	return key, value, s.WriteOther(ctx, key, &value)
+}
+
+// lateWrite runs the frozen leader's story: the old store, fenced or not, writes v1, then writes
+// v2 and is frozen with that request in flight; a new store loads (and, fenced, claims) the state;
+// the old request is then sent and the old store deposed. It returns what the state ConfigMap
+// holds under the key and v1's and v2's values there, and the old store's error.
+func lateWrite(t *testing.T, fenced bool, put write) (got, v1, v2 string, err error) {
 	t.Helper()
 	ctx := context.Background()
 	ns := cluster.NewNamespace(t)
-	key := state.Key("ConfigMap", "", "app")
 	frozen := newFrozenClient(ns)
 	old := state.New(frozen, ns, "reloader-state", textLog(t.Output()))
 	if fenced {
@@ -72,17 +88,20 @@ func lateWrite(t *testing.T, fenced bool) (stored string, flushErr error) {
 	if _, err := old.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
-	old.Set(key, hashOf("v1"))
-	if err := old.Flush(ctx); err != nil {
+	key, v1, err := put(ctx, old, "v1")
+	if err != nil {
 		t.Fatal(err)
 	}
 
 	frozen.mu.Lock()
 	frozen.freeze = true
 	frozen.mu.Unlock()
-	old.Set(key, hashOf("v2"))
 	done := make(chan error)
-	go func() { done <- old.Flush(ctx) }()
+	go func() {
+		_, w, err := put(ctx, old, "v2")
+		v2 = w
+		done <- err
+	}()
 	<-frozen.caught
 
 	successor := newStore(cluster.Client(), ns, nil)
@@ -92,40 +111,46 @@ func lateWrite(t *testing.T, fenced bool) (stored string, flushErr error) {
 	if _, err := successor.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if e, _ := successor.Get(key); e.Hash != hashOf("v1") {
-		t.Fatalf("the successor loaded %q, want v1's hash", e.Hash)
-	}
 	frozen.mu.Lock()
 	frozen.deposed = true
 	frozen.mu.Unlock()
 	close(frozen.release)
-	flushErr = <-done
-	return stateEntry(t, ns, key), flushErr
+	err = <-done
+	return stored(t, ns)[key], v1, v2, err
 }
 
 // The hole a frozen leader left open: a state write it had in flight when frozen landed after its
 // successor had loaded the state, putting back content the successor did not hold. Fenced, the
 // successor's Load claims the state, and the late write is refused; its retry meets the Guard.
+// The same holds for the controller's note of a Job recreation.
 func TestAFencedStoresLateWriteDoesNotLandAfterItsSuccessorLoaded(t *testing.T) {
-	stored, err := lateWrite(t, true)
-	if stored != hashOf("v1") {
-		t.Errorf("the state holds %q after the late write, want v1's hash: the write landed", stored)
-	}
-	if !errors.Is(err, errDeposed) {
-		t.Errorf("the old store's flush: %v, want its retry refused by the Guard", err)
+	for name, put := range map[string]write{"entry": entryWrite, "Job recreation note": otherWrite} {
+		t.Run(name, func(t *testing.T) {
+			got, v1, _, err := lateWrite(t, true, put)
+			if got != v1 {
+				t.Errorf("the state holds %q after the late write, want v1's %q: the write landed", got, v1)
+			}
+			if !errors.Is(err, errDeposed) {
+				t.Errorf("the old store's write: %v, want its retry refused by the Guard", err)
+			}
+		})
 	}
 }
 
 // Positive control: the same story without fencing, as before it, lets the late write land.
 func TestAnUnfencedStoresLateWriteLands(t *testing.T) {
-	stored, err := lateWrite(t, false)
-	if err != nil || stored != hashOf("v2") {
-		t.Errorf("unfenced: state holds %q (v2 is %q), flush error %v; want the late write landed", stored, hashOf("v2"), err)
+	for name, put := range map[string]write{"entry": entryWrite, "Job recreation note": otherWrite} {
+		t.Run(name, func(t *testing.T) {
+			got, _, v2, err := lateWrite(t, false, put)
+			if err != nil || got != v2 {
+				t.Errorf("unfenced: state holds %q, want v2's %q; error %v: want the late write landed", got, v2, err)
+			}
+		})
 	}
 }
 
-// Someone else's write of the shard (a person's edit here; a Job recreation's note or a write
-// of ours whose answer was lost do the same) costs a fenced store one more attempt, and their key
+// Someone else's write of the shard (a person's edit here; a write of ours whose answer was lost
+// does the same) costs a fenced store one more attempt, and their key
 // is kept.
 func TestAFencedStoreWritesAgainAfterSomeoneElsesEditAndKeepsTheirKey(t *testing.T) {
 	ctx := context.Background()
@@ -142,10 +167,10 @@ func TestAFencedStoreWritesAgainAfterSomeoneElsesEditAndKeepsTheirKey(t *testing
 	if err := s.Flush(ctx); err != nil {
 		t.Fatalf("flush after someone else's edit: %v", err)
 	}
-	if got := stateEntry(t, ns, key); got != hashOf("v1") {
+	if got := stored(t, ns)[key]; got != hashOf("v1") {
 		t.Errorf("state holds %q for %s, want v1's hash", got, key)
 	}
-	if got := stateEntry(t, ns, "someone-else"); got != "kept" {
+	if got := stored(t, ns)["someone-else"]; got != "kept" {
 		t.Errorf("someone else's key holds %q, want it kept", got)
 	}
 }
@@ -155,10 +180,7 @@ func TestAFencedStoreWritesAgainAfterSomeoneElsesEditAndKeepsTheirKey(t *testing
 func TestAFencedLoadReadsAgainWhenTheStateIsWrittenWhileRead(t *testing.T) {
 	ctx := context.Background()
 	ns := cluster.NewNamespace(t)
-	first := newStore(cluster.Client(), ns, nil)
-	if _, err := first.Load(ctx); err != nil {
-		t.Fatal(err)
-	}
+	loaded(t, ns, nil) // creates the state
 	key := state.Key("ConfigMap", "", "app")
 	racing := &writeAfterRead{ConfigMapClient: cluster.Client().CoreV1().ConfigMaps(ns), write: func() {
 		setStateKey(t, ns, key, hashOf("late"))
@@ -189,15 +211,6 @@ func (w *writeAfterRead) Get(ctx context.Context, name string, opts metav1.GetOp
 		w.once.Do(w.write)
 	}
 	return cm, err
-}
-
-func stateEntry(t *testing.T, ns, key string) string {
-	t.Helper()
-	cm, err := cluster.Client().CoreV1().ConfigMaps(ns).Get(context.Background(), "reloader-state", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cm.Data[key]
 }
 
 func setStateKey(t *testing.T, ns, key, value string) {

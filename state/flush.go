@@ -212,3 +212,14 @@ func (s *Store) explain(verb, name string, err error) error {
 	}
 	return fmt.Errorf("%s state ConfigMap %s/%s: %w", verb, s.namespace, name, err)
 }
+
+// WriteOther writes value under key in the first shard at once, or removes the key (value nil),
+// for a key that is not one of the store's entries (the controller's note of a Job recreation).
+// It goes through the same fence as the store's own writes, so it neither lands late after a
+// successor's start nor makes the store's next write conflict.
+func (s *Store) WriteOther(ctx context.Context, key string, value *string) error {
+	if isOwn(key) {
+		return fmt.Errorf("write %q outside the store: it is one of the store's entries", key)
+	}
+	return s.explain("patch", s.ShardName(0), s.patchFenced(ctx, 0, map[string]*string{key: value}))
+}
