@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,13 +15,14 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/reloader/reloader/confighash"
 )
@@ -36,6 +38,7 @@ type world struct {
 	kube string // the kubeconfig through the gate
 	rec  *recorder
 	rnd  *rand.Rand
+	dyn  dynamic.Interface
 
 	procs  []*proc
 	mu     sync.Mutex
@@ -56,7 +59,11 @@ type downtime struct {
 }
 
 func newWorld(t *testing.T, ctx context.Context, seq sequence) *world {
-	w := &world{t: t, ctx: ctx, ns: cluster.NewNamespace(t), seq: seq, rec: newRecorder(seq.OnCreate, seq.OnDelete),
+	dyn, err := dynamicClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &world{t: t, ctx: ctx, ns: cluster.NewNamespace(t), seq: seq, rec: newRecorder(seq), dyn: dyn,
 		rnd: rand.New(rand.NewPCG(seq.Seed, 7)), lifts: map[string]func(){}, faults: map[string]int{}, downs: map[int]downtime{},
 		stopping: map[*proc]bool{}}
 	w.gate = newGate(t, strings.TrimPrefix(cluster.Config.Host, "https://"))
@@ -100,9 +107,7 @@ func (w *world) setup() (ran int) {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	if err := w.rec.watch(ctx, w.ns, list.ResourceVersion); err != nil {
-		w.t.Fatal(err)
-	}
+	w.rec.watch(ctx, w.ns, list.ResourceVersion, w.dyn)
 	for w.seq.Migrate && ran < len(w.seq.Actions) && w.seq.Actions[ran].Op == "create-workload" {
 		w.must(w.do(w.seq.Actions[ran]))
 		ran++
@@ -166,6 +171,15 @@ func (w *world) launch() *proc {
 	}
 	if w.seq.OnDelete {
 		args = append(args, "--reload-on-delete")
+	}
+	if w.seq.Strategy != "" {
+		args = append(args, "--reload-strategy", w.seq.Strategy)
+	}
+	switch w.seq.Window {
+	case "open":
+		args = append(args, "--reload-window", openWindow)
+	case "closed":
+		args = append(args, "--reload-window", closedWindow(time.Now()))
 	}
 	p := launch(w.t, w.ns, w.kube, args...)
 	go w.watch(p)
@@ -319,7 +333,21 @@ func (w *world) do(a action) error {
 		return w.retry(a.String(), func() error { return w.updateWorkload(a.Target, stripMarkers) })
 	case "annotate":
 		return w.retry(a.String(), func() error {
-			return w.updateWorkload(a.Target, func(d *appsv1.Deployment) string { return setMode(d, a.Mode) })
+			return w.updateWorkload(a.Target, func(o *wobj, onTemplate bool) edited {
+				ann := o.annotations(onTemplate)
+				setMode(ann, refsOf(o.u.GetAnnotations()), a.Mode)
+				o.setAnnotations(onTemplate, ann)
+				return edited{mode: a.Mode}
+			})
+		})
+	case "gate":
+		return w.retry(a.String(), func() error {
+			return w.updateWorkload(a.Target, func(o *wobj, onTemplate bool) edited {
+				ann := o.annotations(onTemplate)
+				setGate(ann, a.Gate, time.Now())
+				o.setAnnotations(onTemplate, ann)
+				return edited{gate: &a.Gate}
+			})
 		})
 	case "sigterm", "kill":
 		w.restartReloader(a.Op == "kill")
@@ -471,15 +499,11 @@ func optional(r ref) *bool {
 var modeAnnotations = []string{"reloader.stakater.com/auto", "configmap.reloader.stakater.com/reload", "secret.reloader.stakater.com/reload",
 	"configmaps.exclude.reloader.stakater.com/reload", "secrets.exclude.reloader.stakater.com/reload"}
 
-// setMode sets the workload annotations of mode m, for the configs its template reads.
-func setMode(d *appsv1.Deployment, m string) string {
-	if d.Annotations == nil {
-		d.Annotations = map[string]string{}
-	}
+// setMode sets, in ann, the annotations of mode m for the configs refs reads.
+func setMode(ann map[string]string, refs []ref, m string) {
 	for _, k := range modeAnnotations {
-		delete(d.Annotations, k)
+		delete(ann, k)
 	}
-	refs := refsOf(d)
 	var cms, secrets []string
 	for _, r := range refs {
 		if isSecret(r.Config) {
@@ -490,30 +514,40 @@ func setMode(d *appsv1.Deployment, m string) string {
 	}
 	switch m {
 	case modeAuto:
-		d.Annotations[modeAnnotations[0]] = "true"
+		ann[modeAnnotations[0]] = "true"
 	case modeNamed:
 		if len(cms) > 0 {
-			d.Annotations[modeAnnotations[1]] = strings.Join(cms, ",")
+			ann[modeAnnotations[1]] = strings.Join(cms, ",")
 		}
 		if len(secrets) > 0 {
-			d.Annotations[modeAnnotations[2]] = strings.Join(secrets, ",")
+			ann[modeAnnotations[2]] = strings.Join(secrets, ",")
 		}
 	case modeExclude:
-		d.Annotations[modeAnnotations[0]] = "true"
+		ann[modeAnnotations[0]] = "true"
 		first := refs[0].Config
 		if isSecret(first) {
-			d.Annotations[modeAnnotations[4]] = first
+			ann[modeAnnotations[4]] = first
 		} else {
-			d.Annotations[modeAnnotations[3]] = first
+			ann[modeAnnotations[3]] = first
 		}
 	}
-	return m
 }
 
-// refsOf reads back the refs a workload was created with (kept in an annotation of the checker).
-func refsOf(d *appsv1.Deployment) []ref {
+// setGate replaces, in ann, every gate annotation with g's.
+func setGate(ann map[string]string, g gateSpec, now time.Time) {
+	for _, k := range gateAnnotations {
+		delete(ann, k)
+	}
+	if g.Kind != "" {
+		ann[gateAnnotations[g.Kind]] = g.annotationValue(now)
+	}
+}
+
+// refsOf reads back the refs a workload was created with (kept in an annotation of the checker
+// on its metadata).
+func refsOf(meta map[string]string) []ref {
 	var out []ref
-	for _, s := range strings.Split(d.Annotations["checker/refs"], " ") {
+	for _, s := range strings.Split(meta["checker/refs"], " ") {
 		name, key, _ := strings.Cut(s, ".")
 		out = append(out, ref{Config: name, Whole: key == ""})
 	}
@@ -525,23 +559,35 @@ func (w *world) createWorkload(a action) error {
 	for i, r := range a.Refs {
 		names[i] = r.String()
 	}
-	zero := int32(0)
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: a.Target, Annotations: map[string]string{"checker/refs": strings.Join(names, " ")}},
-		Spec: appsv1.DeploymentSpec{Replicas: &zero, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": a.Target}},
-			Template: template(a.Target, a.Refs)},
+	kind := kindOrDefault(a.Kind)
+	meta := map[string]string{"checker/refs": strings.Join(names, " ")}
+	tmpl := podTemplate(kind, a.Target, a.Refs)
+	ann := meta
+	if a.OnTemplate {
+		tmpl.Annotations = map[string]string{}
+		ann = tmpl.Annotations
 	}
-	setMode(d, a.Mode)
-	lagged := stakaterVars(&d.Spec.Template, a)
+	setMode(ann, a.Refs, a.Mode)
 	at := time.Now()
-	out, err := cluster.Client().AppsV1().Deployments(w.ns).Create(w.ctx, d, metav1.CreateOptions{})
+	setGate(ann, a.Gate, at)
+	lagged := stakaterVars(&tmpl, a)
+	u, err := newWorkload(kind, a.Target, meta, tmpl)
+	if err != nil {
+		return err
+	}
+	out, err := w.workloads(kind).Create(w.ctx, u, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	o, err := decodeWorkload(kind, out)
 	if err != nil {
 		return err
 	}
 	w.rec.mu.Lock()
 	defer w.rec.mu.Unlock()
-	w.rec.workloads[out.UID] = &workloadLife{name: a.Target, uid: out.UID, refs: a.Refs, createdRV: rvOf(out), createdAt: at,
-		modes: []modeEvent{{at: at, mode: a.Mode}}, template: out.DeepCopy(), generation: out.Generation, lagged: lagged}
+	w.rec.workloads[out.GetUID()] = &workloadLife{name: a.Target, kind: kind, uid: out.GetUID(), refs: a.Refs, createdRV: rvOf(out), createdAt: at,
+		modes: []modeEvent{{at: at, mode: a.Mode}}, tmpl: o.tmpl, generation: out.GetGeneration(), lagged: lagged,
+		onTemplate: a.OnTemplate, gates: []gateEvent{{at: at, gate: a.Gate}}}
 	return nil
 }
 
@@ -594,18 +640,21 @@ func stakaterHash(c string, data content) string {
 	return confighash.StakaterConfigMap(&corev1.ConfigMap{Data: data})
 }
 
-// generations reads the generation of every live workload, for the oracle's count.
+// generations reads the generation of every live workload whose template changes in place, for
+// the oracle's count.
 func (w *world) generations() error {
-	list, err := cluster.Client().AppsV1().Deployments(w.ns).List(w.ctx, metav1.ListOptions{})
-	if err != nil {
-		return err
-	}
-	w.rec.mu.Lock()
-	defer w.rec.mu.Unlock()
-	for _, d := range list.Items {
-		if l := w.rec.workloads[d.UID]; l != nil {
-			l.generation = d.Generation
+	for _, kind := range templateKinds {
+		list, err := w.workloads(kind).List(w.ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
 		}
+		w.rec.mu.Lock()
+		for _, d := range list.Items {
+			if l := w.rec.workloads[d.GetUID()]; l != nil {
+				l.generation = d.GetGeneration()
+			}
+		}
+		w.rec.mu.Unlock()
 	}
 	return nil
 }
@@ -626,50 +675,70 @@ func (w *world) deleteWorkload(name string) error {
 	if l == nil {
 		return errNotThere
 	}
-	deployments := cluster.Client().AppsV1().Deployments(w.ns)
-	d, err := deployments.Get(w.ctx, name, metav1.GetOptions{})
+	w.rec.mu.Lock()
+	uid := l.uid
+	w.rec.mu.Unlock()
+	o, err := w.getWorkload(w.ctx, l.kind, name)
 	if err != nil {
 		return err
 	}
-	at := time.Now()
+	if o.u.GetUID() != uid {
+		return errNotThere
+	}
+	at, rv := time.Now(), o.u.GetResourceVersion()
+	background := metav1.DeletePropagationBackground
 	// The precondition makes the generation read the last one: a reload in between fails it.
-	err = deployments.Delete(w.ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &l.uid, ResourceVersion: &d.ResourceVersion}})
+	err = w.workloads(l.kind).Delete(w.ctx, name, metav1.DeleteOptions{PropagationPolicy: &background,
+		Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}})
 	if err == nil {
 		w.rec.mu.Lock()
-		l.deletedAt, l.generation = at, d.Generation
+		l.deletedAt, l.generation = at, o.u.GetGeneration()
 		w.rec.mu.Unlock()
 	}
 	return err
 }
 
-// updateWorkload applies edit to the live workload name; edit returns the annotation mode it set,
-// or "" if it set none.
-func (w *world) updateWorkload(name string, edit func(*appsv1.Deployment) string) error {
+// edited is what an edit of a workload set: an annotation mode, or a gate.
+type edited struct {
+	mode string
+	gate *gateSpec
+}
+
+// updateWorkload applies edit to the live workload name and records what it set.
+func (w *world) updateWorkload(name string, edit func(o *wobj, onTemplate bool) edited) error {
 	l := w.live(name)
 	if l == nil {
 		return errNotThere
 	}
-	deployments := cluster.Client().AppsV1().Deployments(w.ns)
-	d, err := deployments.Get(w.ctx, name, metav1.GetOptions{})
+	o, err := w.getWorkload(w.ctx, l.kind, name)
 	if err != nil {
 		return err
 	}
-	if d.UID != l.uid {
+	w.rec.mu.Lock()
+	uid := l.uid
+	w.rec.mu.Unlock()
+	if o.u.GetUID() != uid {
 		return errNotThere
 	}
-	at, before := time.Now(), d.Generation
-	m := edit(d)
-	out, err := deployments.Update(w.ctx, d, metav1.UpdateOptions{})
+	at, before := time.Now(), o.u.GetGeneration()
+	e := edit(o, l.onTemplate)
+	if err := o.store(); err != nil {
+		return err
+	}
+	out, err := w.workloads(l.kind).Update(w.ctx, o.u, metav1.UpdateOptions{})
 	if err != nil {
 		return err
 	}
 	w.rec.ownWrite(rvOf(out))
 	w.rec.mu.Lock()
 	defer w.rec.mu.Unlock()
-	if m != "" {
-		l.modes = append(l.modes, modeEvent{at: at, mode: m})
+	if e.mode != "" {
+		l.modes = append(l.modes, modeEvent{at: at, mode: e.mode})
 	}
-	if out.Generation != before { // the update was based on d, so only it moved the generation
+	if e.gate != nil {
+		l.gates = append(l.gates, gateEvent{at: at, gate: *e.gate})
+	}
+	if out.GetGeneration() != before { // the update was based on o, so only it moved the generation
 		l.ownChanges++
 		l.strips = append(l.strips, change{rv: rvOf(out), at: at})
 	}
@@ -677,10 +746,19 @@ func (w *world) updateWorkload(name string, edit func(*appsv1.Deployment) string
 }
 
 // stripMarkers is a helm upgrade: the template goes back to the chart's, without the
-// reloader's variables or annotations.
-func stripMarkers(d *appsv1.Deployment) string {
-	d.Spec.Template = template(d.Name, refsOf(d))
-	return ""
+// reloader's variables or annotations (the chart's own annotations stay).
+func stripMarkers(o *wobj, onTemplate bool) edited {
+	t := podTemplate(o.kind, o.u.GetName(), refsOf(o.u.GetAnnotations()))
+	if onTemplate {
+		t.Annotations = map[string]string{}
+		for _, k := range slices.Concat(modeAnnotations, slices.Collect(maps.Values(gateAnnotations))) {
+			if v, ok := o.tmpl.Annotations[k]; ok {
+				t.Annotations[k] = v
+			}
+		}
+	}
+	o.tmpl = t
+	return edited{}
 }
 
 func (w *world) restartReloader(kill bool) {
@@ -753,19 +831,28 @@ func (w *world) outage(d time.Duration) {
 	})
 }
 
-// refuse makes the API server refuse template changes of workload name for d, in the background,
-// through a ValidatingAdmissionPolicy.
+// refuse makes the API server refuse, for d and in the background, through a
+// ValidatingAdmissionPolicy, the reloads of workload name: changes of its template, or, for a
+// Job, its creation again.
 func (w *world) refuse(name string, d time.Duration, inForce bool) {
 	w.faults["refusal"]++
 	w.mu.Lock()
-	if w.lifts[name] != nil {
+	l := w.live(name)
+	if w.lifts[name] != nil || l == nil {
 		w.mu.Unlock()
 		return
 	}
 	policyName := "refuse-" + w.ns + "-" + name
-	remove, err := cluster.DenyDeploymentUpdates(w.ctx, policyName,
-		fmt.Sprintf("object.metadata.namespace != %q || object.metadata.name != %q || object.spec.template == oldObject.spec.template", w.ns, name),
-		"refused by the checker's admission policy")
+	rule := admissionv1.Rule{APIGroups: []string{wkinds[l.kind].gvr.Group}, APIVersions: []string{"v1"}, Resources: []string{wkinds[l.kind].gvr.Resource}}
+	other := fmt.Sprintf("object.metadata.namespace != %q || object.metadata.name != %q", w.ns, name)
+	op, allowed := admissionv1.Update, other+" || object.spec.template == oldObject.spec.template"
+	switch l.kind {
+	case kindCronJob:
+		allowed = other + " || object.spec.jobTemplate == oldObject.spec.jobTemplate"
+	case kindJob:
+		op, allowed = admissionv1.Create, other
+	}
+	remove, err := cluster.DenyWrites(w.ctx, policyName, rule, op, allowed, "refused by the checker's admission policy")
 	if err != nil {
 		w.t.Logf("refusal of %s not put in force: %v", name, err)
 	}
@@ -782,7 +869,7 @@ func (w *world) refuse(name string, d time.Duration, inForce bool) {
 	w.mu.Unlock()
 	w.t.Cleanup(lift)
 	if inForce && err == nil {
-		w.waitRefused(name)
+		w.waitRefused(l.kind, name)
 	}
 	time.AfterFunc(d, func() {
 		lift()
@@ -792,12 +879,22 @@ func (w *world) refuse(name string, d time.Duration, inForce bool) {
 	})
 }
 
-// waitRefused waits, up to 10 s, until the API server applies the refusal of name's template
-// changes: it applies a new policy some time after its creation.
-func (w *world) waitRefused(name string) {
+// waitRefused waits, up to 10 s, until the API server applies the refusal of name's reloads: it
+// applies a new policy some time after its creation.
+func (w *world) waitRefused(kind, name string) {
 	probe := []byte(`{"spec":{"template":{"metadata":{"annotations":{"checker/probe":"x"}}}}}`)
+	if kind == kindCronJob {
+		probe = []byte(`{"spec":{"jobTemplate":{"spec":{"template":{"metadata":{"annotations":{"checker/probe":"x"}}}}}}}`)
+	}
+	dry := []string{metav1.DryRunAll}
 	err := wait.PollUntilContextTimeout(w.ctx, 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := cluster.Client().AppsV1().Deployments(w.ns).Patch(ctx, name, types.MergePatchType, probe, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+		var err error
+		if kind == kindJob {
+			u, _ := newWorkload(kindJob, name, nil, podTemplate(kindJob, name, nil))
+			_, err = w.workloads(kind).Create(ctx, u, metav1.CreateOptions{DryRun: dry})
+		} else {
+			_, err = w.workloads(kind).Patch(ctx, name, types.MergePatchType, probe, metav1.PatchOptions{DryRun: dry})
+		}
 		return apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsNotFound(err), nil
 	})
 	if err != nil {
@@ -871,6 +968,7 @@ func (w *world) finalRound() (recreated []string) {
 			w.must(w.do(action{Op: "ignore", Target: c, Value: "false"}))
 		}
 	}
+	w.openGates()
 	time.Sleep(raceMargin)
 	for _, c := range configNames {
 		if _, ok := w.current(c); ok {
@@ -881,6 +979,27 @@ func (w *world) finalRound() (recreated []string) {
 		}
 	}
 	return recreated
+}
+
+// openGates gives every live workload whose gate holds its reloads one that does not: none, or
+// a window open all day where --reload-window is closed. Its held reloads then happen, once.
+func (w *world) openGates() {
+	w.rec.mu.Lock()
+	var held []string
+	for _, l := range w.rec.lives() {
+		if l.deletedAt.IsZero() && l.gate().holds(w.seq.Window) {
+			held = append(held, l.name)
+		}
+	}
+	w.rec.mu.Unlock()
+	open := action{Op: "gate"}
+	if w.seq.Window == "closed" {
+		open.Gate = gateSpec{Kind: "window", Value: "open"}
+	}
+	for _, name := range held {
+		open.Target = name
+		w.must(w.do(open))
+	}
 }
 
 // changeAgain changes each recreated config once more, once the state holds it. A recreation

@@ -58,6 +58,27 @@ type action struct {
 	// stakater Reloader's variable for, with the hash of an older content (Lag: stakater missed
 	// the config's last change) or of the current one (Cur).
 	Lag, Cur []string
+	// Gen 3. create-workload: the workload's kind ("" is a Deployment), whether its annotations
+	// sit on its pod template rather than its metadata, and its first gate (see gateSpec).
+	Kind       string
+	OnTemplate bool
+	// create-workload and gate: the gate annotation the workload carries.
+	Gate gateSpec
+}
+
+// gateSpec is one gate annotation of a workload (gen 3): Kind is pause (stakater's
+// pause-period), min (reloader/min-interval) or window (reloader/window), or "" for none.
+// Value is the annotation's value; for windows, "open" and "closed" stand for a window open
+// all day and one that opens hours from now, which the executor writes out.
+type gateSpec struct {
+	Kind, Value string
+}
+
+func (g gateSpec) String() string {
+	if g.Kind == "" {
+		return "none"
+	}
+	return fmt.Sprintf("%s=%q", g.Kind, g.Value)
 }
 
 func (a action) String() string {
@@ -81,6 +102,14 @@ func (a action) String() string {
 		if len(a.Lag)+len(a.Cur) > 0 {
 			fmt.Fprintf(&b, " stakater-lags=%v stakater-current=%v", a.Lag, a.Cur)
 		}
+		if a.Kind != "" {
+			fmt.Fprintf(&b, " kind=%s gate=%s", a.Kind, a.Gate)
+			if a.OnTemplate {
+				b.WriteString(" on-template")
+			}
+		}
+	case "gate":
+		fmt.Fprintf(&b, " %s", a.Gate)
 	case "annotate":
 		fmt.Fprintf(&b, " mode=%s", a.Mode)
 	}
@@ -105,15 +134,22 @@ type sequence struct {
 	// stakater Reloader's variables (a switch from stakater); the first start is judged alone.
 	Migrate bool
 	// Gen is the generator's version: a seed gives the same actions under the same Gen. Gen 1
-	// is the fifth session's; gen 2 adds the scenarios of a third stream (scenario).
-	Gen     int
-	Actions []action
+	// is the fifth session's; gen 2 adds the scenarios of a third stream (scenario); gen 3 the
+	// features of a fourth (features.go's kinds, gates, strategy).
+	Gen int
+	// Gen 3: the reload strategy (--reload-strategy), and --reload-window: "" (none), "open"
+	// or "closed" (a window hours from now), which workloads' own windows override.
+	Strategy, Window string
+	Actions          []action
 }
 
 func (s sequence) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "seed %d@%d: coalesce %s, %d replica(s), reload-on-create %t, reload-on-delete %t, switch from stakater %t, %d actions\n",
 		s.Seed, s.Gen, s.Coalesce, s.Replicas, s.OnCreate, s.OnDelete, s.Migrate, len(s.Actions))
+	if s.Gen >= 3 {
+		fmt.Fprintf(&b, "  strategy %s, reload-window %q\n", s.Strategy, s.Window)
+	}
 	for i, a := range s.Actions {
 		fmt.Fprintf(&b, "  %2d. %s\n", i+1, a)
 	}
@@ -145,17 +181,23 @@ type generator struct {
 	faults   bool
 	coalesce time.Duration
 	fresh    int // values written by scenarios, each new
+	// gen 3 draws the features added for issue 24 (kinds, gates, strategy) from a fourth
+	// stream, which older versions never see.
+	gen    int
+	fourth *rand.Rand
+	kinds  map[string]string // the kind of each live workload
 }
 
 // latestGen is the generator version new seeds run with.
-const latestGen = 2
+const latestGen = 3
 
 // generate makes the sequence of seed under generator version gen: n actions, faults included
 // when faults is set.
 func generate(seed uint64, gen, n int, faults bool) sequence {
 	g := &generator{rnd: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), more: rand.New(rand.NewPCG(seed^0x5851f42d4c957f2d, seed)),
 		third:   rand.New(rand.NewPCG(seed^0xda942042e4dd58b5, seed^0x2545f4914f6cdd1d)),
-		configs: map[string]bool{}, workloads: map[string]bool{}, refs: map[string][]ref{}, modes: map[string]string{}, ignored: map[string]bool{}, faults: faults}
+		configs: map[string]bool{}, workloads: map[string]bool{}, refs: map[string][]ref{}, modes: map[string]string{}, ignored: map[string]bool{}, faults: faults,
+		gen: gen, fourth: rand.New(rand.NewPCG(seed^0x94d049bb133111eb, seed^0xbf58476d1ce4e5b9)), kinds: map[string]string{}}
 	for _, c := range configNames {
 		g.configs[c] = true // the world starts with every config, content "0"
 	}
@@ -165,6 +207,9 @@ func generate(seed uint64, gen, n int, faults bool) sequence {
 		s.Replicas = 2
 	}
 	s.OnCreate, s.OnDelete, s.Migrate = g.more.IntN(3) == 0, g.more.IntN(3) == 0, g.more.IntN(3) == 0
+	if gen >= 3 {
+		s.Strategy, s.Window = g.settings()
+	}
 	for range 3 + g.rnd.IntN(2) { // a few workloads from the start
 		a := g.createWorkload()
 		if s.Migrate {
@@ -179,6 +224,12 @@ func generate(seed uint64, gen, n int, faults bool) sequence {
 		}
 		if gen >= 2 && g.third.IntN(10) == 0 {
 			s.Actions = append(s.Actions, g.scenario()...)
+		}
+		if gen >= 3 && g.fourth.IntN(6) == 0 {
+			s.Actions = append(s.Actions, g.gateAction())
+		}
+		if gen >= 3 && g.fourth.IntN(15) == 0 {
+			s.Actions = append(s.Actions, action{Op: "quiet"})
 		}
 	}
 	return s
@@ -357,12 +408,15 @@ func (g *generator) createWorkload() action {
 		refs = append(refs, r)
 	}
 	a := action{Op: "create-workload", Target: w, Mode: g.mode(), Refs: refs}
+	if g.gen >= 3 {
+		g.features(&a)
+	}
 	g.created(a)
 	return a
 }
 
 func (g *generator) created(a action) {
-	g.workloads[a.Target], g.refs[a.Target], g.modes[a.Target] = true, a.Refs, a.Mode
+	g.workloads[a.Target], g.refs[a.Target], g.modes[a.Target], g.kinds[a.Target] = true, a.Refs, a.Mode, a.Kind
 }
 
 func (g *generator) mode() string {

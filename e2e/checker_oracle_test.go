@@ -11,12 +11,13 @@ import (
 	"sync"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 
@@ -64,18 +65,20 @@ type change struct {
 	deleted bool
 }
 
-// workloadLife is one Deployment, from its creation to its deletion.
+// workloadLife is one workload, from its creation to its deletion. A Job created again by the
+// reloader keeps its life: its name is the workload.
 type workloadLife struct {
 	name      string
-	uid       types.UID
+	kind      string
+	uid       types.UID // a Job's: the current one
 	refs      []ref
 	createdRV int64
 	createdAt time.Time
-	deletedAt time.Time          // zero while it lives
-	modes     []modeEvent        // annotation modes, oldest first
-	template  *appsv1.Deployment // the last object seen with a new template
-	restarts  []int64            // resourceVersions at which its template changed
-	// touched: for each of restarts, the configs whose reloader variable it set, changed or
+	deletedAt time.Time             // zero while it lives
+	modes     []modeEvent           // annotation modes, oldest first
+	tmpl      corev1.PodTemplateSpec // the last template seen
+	restarts  []int64               // resourceVersions at which its template changed
+	// touched: for each of restarts, the configs whose reloader marker it set, changed or
 	// removed: the configs the restart was for.
 	touched   []map[string]bool
 	restartAt []time.Time // when the watch reported each of restarts
@@ -84,10 +87,30 @@ type workloadLife struct {
 	lagged map[string]bool
 	// Template changes counted exactly, by metadata.generation, which only spec changes move
 	// (the checker's own writes change the spec only by stripping markers): the watch above
-	// may have gaps across an API server restart.
+	// may have gaps across an API server restart. A Job's reloads are its new Jobs, counted by
+	// the watch of Jobs.
 	generation int64    // the last generation seen: at the end, or just before deletion
 	ownChanges int      // template changes the checker made
 	strips     []change // the checker's template changes (helm-style strips), when and at which rv
+	// Gen 3: a CronJob's runs (Jobs it controls, created after it), and the workload's gates,
+	// oldest first.
+	runs       []int64
+	onTemplate bool
+	gates      []gateEvent
+}
+
+// gateEvent is a gate annotation written at a moment.
+type gateEvent struct {
+	at   time.Time
+	gate gateSpec
+}
+
+// gate is the workload's gate now.
+func (w *workloadLife) gate() gateSpec {
+	if len(w.gates) == 0 {
+		return gateSpec{}
+	}
+	return w.gates[len(w.gates)-1].gate
 }
 
 type modeEvent struct {
@@ -120,6 +143,9 @@ type recorder struct {
 	// the latter a deletion is a change, to absent, that workloads must restart for. With either,
 	// a deletion and a creation count as changes that may restart a workload (excess).
 	onCreate, onDelete bool
+	// window is the reloader's --reload-window, as the generator names it ("", open, closed).
+	window   string
+	jobsSeen map[types.UID]bool
 }
 
 func (r *recorder) lastRestart() time.Time {
@@ -128,10 +154,10 @@ func (r *recorder) lastRestart() time.Time {
 	return r.changedAt
 }
 
-func newRecorder(onCreate, onDelete bool) *recorder {
+func newRecorder(seq sequence) *recorder {
 	return &recorder{configs: map[string][]configEvent{}, ignored: map[string][]modeEvent{},
 		workloads: map[types.UID]*workloadLife{}, own: map[int64]bool{}, amnesia: map[string][]time.Time{}, unknownNext: map[string]bool{},
-		onCreate: onCreate, onDelete: onDelete}
+		onCreate: seq.OnCreate, onDelete: seq.OnDelete, window: seq.Window, jobsSeen: map[types.UID]bool{}}
 }
 
 // absent is what a workload reads of a deleted config, with --reload-on-delete.
@@ -216,40 +242,42 @@ func (r *recorder) blindFrom(from, to time.Time) {
 	r.blind = append(r.blind, [2]time.Time{from, to})
 }
 
-// watch follows the namespace's Deployments from resourceVersion rv until ctx ends. client-go's
-// RetryWatcher resumes across broken connections; if the API server can no longer serve from
-// the last version seen (410 Gone), a list catches up and the gap is counted.
-func (r *recorder) watch(ctx context.Context, ns, rv string) error {
-	deployments := cluster.Client().AppsV1().Deployments(ns)
+// watch follows the namespace's workloads of every kind from resourceVersion rv until ctx ends.
+// client-go's RetryWatcher resumes across broken connections; if the API server can no longer
+// serve from the last version seen (410 Gone), a list catches up and the gap is counted.
+func (r *recorder) watch(ctx context.Context, ns, rv string, dyn dynamic.Interface) {
+	for kind, k := range wkinds {
+		go r.watchKind(ctx, kind, dyn.Resource(k.gvr).Namespace(ns), rv)
+	}
+}
+
+func (r *recorder) watchKind(ctx context.Context, kind string, client dynamic.ResourceInterface, rv string) {
 	lw := &cache.ListWatch{WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-		return deployments.Watch(ctx, o)
+		return client.Watch(ctx, o)
 	}}
-	go func() {
-		for ctx.Err() == nil {
-			w, err := watchtools.NewRetryWatcherWithContext(ctx, rv, lw)
-			if err != nil {
-				return
-			}
-			rv = r.follow(ctx, w, rv)
-			w.Stop()
-			if list, err := deployments.List(ctx, metav1.ListOptions{}); err == nil && rv == "" {
-				r.mu.Lock()
-				r.gaps++
-				r.mu.Unlock()
-				for i := range list.Items {
-					r.seen(&list.Items[i])
-				}
-				rv = list.ResourceVersion
-			}
-			time.Sleep(200 * time.Millisecond)
+	for ctx.Err() == nil {
+		w, err := watchtools.NewRetryWatcherWithContext(ctx, rv, lw)
+		if err != nil {
+			return
 		}
-	}()
-	return nil
+		rv = r.follow(ctx, kind, w, rv)
+		w.Stop()
+		if list, err := client.List(ctx, metav1.ListOptions{}); err == nil && rv == "" {
+			r.mu.Lock()
+			r.gaps++
+			r.mu.Unlock()
+			for i := range list.Items {
+				r.seen(kind, &list.Items[i])
+			}
+			rv = list.GetResourceVersion()
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // follow records the watch's events until it ends, and returns the last version seen, or "" when
 // the watch ended on an error.
-func (r *recorder) follow(ctx context.Context, w watch.Interface, rv string) string {
+func (r *recorder) follow(ctx context.Context, kind string, w watch.Interface, rv string) string {
 	for {
 		select {
 		case <-ctx.Done():
@@ -261,38 +289,74 @@ func (r *recorder) follow(ctx context.Context, w watch.Interface, rv string) str
 			if ev.Type == watch.Error {
 				return ""
 			}
-			if d, ok := ev.Object.(*appsv1.Deployment); ok {
-				rv = d.ResourceVersion
-				if ev.Type == watch.Modified {
-					r.seen(d)
+			if u, ok := ev.Object.(*unstructured.Unstructured); ok {
+				rv = u.GetResourceVersion()
+				if ev.Type == watch.Modified || ev.Type == watch.Added {
+					r.seen(kind, u)
 				}
 			}
 		}
 	}
 }
 
-func (r *recorder) seen(d *appsv1.Deployment) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	w := r.workloads[d.UID]
-	if w == nil || equality.Semantic.DeepEqual(w.template.Spec.Template, d.Spec.Template) {
+// seen records a workload's new template, and a Job's creation: a CronJob's run, or a Job
+// created again.
+func (r *recorder) seen(kind string, u *unstructured.Unstructured) {
+	o, err := decodeWorkload(kind, u)
+	if err != nil {
 		return
 	}
-	w.touched = append(w.touched, touchedConfigs(&w.template.Spec.Template, &d.Spec.Template))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if kind == kindJob {
+		if r.jobsSeen[u.GetUID()] {
+			return
+		}
+		r.jobsSeen[u.GetUID()] = true
+		r.jobCreated(o)
+		return
+	}
+	// A workload's own creation is no restart: its life starts with that template.
+	w := r.workloads[u.GetUID()]
+	if w == nil || equality.Semantic.DeepEqual(w.tmpl, o.tmpl) {
+		return
+	}
+	r.restarted(w, o, rvOf(u))
+}
+
+// restarted records a reload of w that gave it o's template. The caller holds r.mu.
+func (r *recorder) restarted(w *workloadLife, o *wobj, rv int64) {
+	w.touched = append(w.touched, touchedConfigs(&w.tmpl, &o.tmpl))
 	w.restartAt = append(w.restartAt, time.Now())
-	w.template = d.DeepCopy()
-	w.restarts = append(w.restarts, rvOf(d))
+	w.tmpl = *o.tmpl.DeepCopy()
+	w.restarts = append(w.restarts, rv)
 	r.changedAt = time.Now()
 }
 
-// touchedConfigs lists the configs whose reloader variable differs between two pod templates.
+// jobCreated records a new Job: a run of the CronJob that controls it, or a Job workload
+// created again by the reloader (a new UID under its name). The caller holds r.mu.
+func (r *recorder) jobCreated(o *wobj) {
+	if cj := r.workloads[o.controller()]; cj != nil && cj.kind == kindCronJob {
+		cj.runs = append(cj.runs, rvOf(o.u))
+		r.changedAt = time.Now()
+		return
+	}
+	for _, w := range r.workloads {
+		if w.kind == kindJob && w.name == o.u.GetName() && w.deletedAt.IsZero() && w.uid != o.u.GetUID() && w.createdRV < rvOf(o.u) {
+			r.workloads[o.u.GetUID()] = w
+			w.uid = o.u.GetUID()
+			r.restarted(w, o, rvOf(o.u))
+			return
+		}
+	}
+}
+
+// touchedConfigs lists the configs whose reloader marker differs between two pod templates.
 func touchedConfigs(before, after *corev1.PodTemplateSpec) map[string]bool {
 	out := map[string]bool{}
+	m0, m1 := markers(before), markers(after)
 	for _, c := range configNames {
-		name := policy.EnvVarName(configRef(c))
-		v0, ok0 := policy.EnvValue(before, name)
-		v1, ok1 := policy.EnvValue(after, name)
-		if ok0 != ok1 || v0 != v1 {
+		if m0[c] != m1[c] {
 			out[c] = true
 		}
 	}
@@ -385,8 +449,8 @@ func triggers(m string, refs []ref, c string) (ok, whole bool) {
 func (r *recorder) summary() string {
 	r.mu.Lock()
 	var byReloader, byChecker int
-	for _, w := range r.workloads {
-		byReloader += int(w.generation) - 1 - w.ownChanges
+	for _, w := range r.lives() {
+		byReloader += w.byReloader()
 		byChecker += w.ownChanges
 	}
 	r.mu.Unlock()
@@ -399,7 +463,7 @@ func (r *recorder) judged() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := 0
-	for _, w := range r.workloads {
+	for _, w := range r.lives() {
 		for _, c := range configNames {
 			if _, ok := r.held(w, c); ok {
 				n++
@@ -420,7 +484,10 @@ func (r *recorder) lost() []violation {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []violation
-	for _, w := range r.workloads {
+	for _, w := range r.lives() {
+		if w.gate().holds(r.window) {
+			continue // held until its gate opens, which the final round does
+		}
 		for _, c := range configNames {
 			if last, ok := r.held(w, c); ok && r.stale(w, c) && !r.baseline(w, c) {
 				out = append(out, violation(fmt.Sprintf("lost: %s (mode %s, reads %v) runs an old content of %s, changed at rv %d by %s", w.name, w.mode(), w.refs, c, last.rv, last.by)))
@@ -547,7 +614,7 @@ func (r *recorder) baseline(w *workloadLife, c string) bool {
 // removal is the restart. One that never took a content of the config carries none, and its
 // variable cannot be removed; stakater Reloader behaves the same. The caller holds r.mu.
 func carries(w *workloadLife, c string) bool {
-	_, ok := policy.EnvValue(&w.template.Spec.Template, policy.EnvVarName(configRef(c)))
+	_, ok := markers(&w.tmpl)[c]
 	return ok
 }
 
@@ -601,7 +668,8 @@ func (r *recorder) excess() []violation {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []violation
-	for _, w := range r.workloads {
+	for _, w := range r.lives() {
+		out = append(out, r.gated(w)...)
 		var watched []int64
 		for _, rv := range w.restarts {
 			if !r.own[rv] {
@@ -612,7 +680,7 @@ func (r *recorder) excess() []violation {
 			out = append(out, violation(fmt.Sprintf("excess: %s (reads %v, modes %v) restarted at rv %d for %v with no change of them left to take since its restarts before; %s",
 				w.name, w.refs, w.modeNames(), rv, touched, r.history(w))))
 		}
-		byReloader := int(w.generation) - 1 - w.ownChanges
+		byReloader := w.byReloader()
 		bound := 0
 		for _, c := range configNames {
 			bound += r.bound(w, c)
@@ -674,7 +742,7 @@ func (r *recorder) unjustified(w *workloadLife) (int64, []string, bool) {
 			// A deletion's rv may come from a list after it (deletionRV), so it may equal the
 			// rv of the restart that rolled the deletion out (soak seed 1795470267112178618).
 			if p := pending[c]; len(p) > 0 && (p[0].rv < rv || p[0].deleted && (p[0].rv <= rv || p[0].at.Before(w.restartAt[i]))) {
-				pending[c], carried = p[1:], true
+				pending[c], carried = paid(p[1:], rv, w.restartAt[i]), true
 			}
 		}
 		if !carried {
@@ -682,6 +750,17 @@ func (r *recorder) unjustified(w *workloadLife) (int64, []string, bool) {
 		}
 	}
 	return 0, nil, false
+}
+
+// paid drops from pending the changes a restart at rv and at rolled out besides the earliest: a
+// restart gives the pods the content of its moment, so a burst it coalesced leaves no credit
+// for a later restart. A change made within raceMargin before it may have come after the
+// reloader read the config, and keeps its credit.
+func paid(pending []change, rv int64, at time.Time) []change {
+	for len(pending) > 0 && pending[0].rv < rv && pending[0].at.Before(at.Add(-raceMargin)) {
+		pending = pending[1:]
+	}
+	return pending
 }
 
 // excuses are the restarts of w for c allowed beyond the changes of c, each as a change a
@@ -748,4 +827,75 @@ func (w *workloadLife) modeNames() []string {
 		out[i] = m.mode
 	}
 	return out
+}
+
+// lives lists each workload life once (a Job created again is under two UIDs). The caller holds
+// r.mu.
+func (r *recorder) lives() []*workloadLife {
+	var out []*workloadLife
+	seen := map[*workloadLife]bool{}
+	for _, w := range r.workloads {
+		if !seen[w] {
+			seen[w] = true
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// byReloader counts the reloads of w: template changes by generation, or a Job's new Jobs.
+func (w *workloadLife) byReloader() int {
+	if w.kind == kindJob {
+		return len(w.restarts)
+	}
+	return int(w.generation) - 1 - w.ownChanges
+}
+
+// gated lists what w's gates forbid that happened: a reload while a gate held it (a closed
+// window, a schedule that does not parse), two reloads closer than a minimum interval, and, for
+// a CronJob, a Job run by anything but a reload (a metadata write, a pause) or a reload that
+// ran none. A gate counts from raceMargin after it was written. The caller holds r.mu.
+func (r *recorder) gated(w *workloadLife) []violation {
+	var out []violation
+	for i, rv := range w.restarts {
+		if r.own[rv] {
+			continue
+		}
+		at := w.restartAt[i]
+		if g, ok := w.gateSince(at.Add(-raceMargin), at); ok && g.holds(r.window) {
+			out = append(out, violation(fmt.Sprintf("gated: %s %s reloaded at rv %d while its gate %s held every reload (reload-window %q)",
+				w.kind, w.name, rv, g, r.window)))
+		}
+		if i == 0 || r.own[w.restarts[i-1]] {
+			continue
+		}
+		prev := w.restartAt[i-1]
+		if g, ok := w.gateSince(prev.Add(-raceMargin), at); ok && g.minInterval() > 0 && at.Sub(prev) < g.minInterval()-500*time.Millisecond {
+			out = append(out, violation(fmt.Sprintf("gated: %s %s reloaded at rv %d and %d, %s apart, under %s",
+				w.kind, w.name, w.restarts[i-1], rv, at.Sub(prev).Round(time.Millisecond), g)))
+		}
+	}
+	if w.kind == kindCronJob {
+		reloads := w.byReloader()
+		if len(w.runs) > reloads || w.deletedAt.IsZero() && len(w.runs) < reloads {
+			out = append(out, violation(fmt.Sprintf("runs: CronJob %s ran %d Jobs (at rv %v) for %d reloads of its template",
+				w.name, len(w.runs), w.runs, reloads)))
+		}
+	}
+	return out
+}
+
+// gateSince returns the gate w had throughout [from, to], if no gate was written in between.
+func (w *workloadLife) gateSince(from, to time.Time) (gateSpec, bool) {
+	var g gateSpec
+	for _, e := range w.gates {
+		if e.at.After(to) {
+			break
+		}
+		if e.at.After(from) {
+			return g, false
+		}
+		g = e.gate
+	}
+	return g, true
 }

@@ -164,6 +164,17 @@ func runSequence(t *testing.T, seq sequence) outcome {
 		i += ran
 		w.wake(false)
 		w.rec.setStep(fmt.Sprintf("action %d (%s)", i+1, a.Op))
+		if a.Op == "quiet" {
+			// A quiet point (gen 3): every fault ends and what happened so far is judged, so
+			// that a loss a later change would heal is still found.
+			w.heal()
+			if vs := w.settle(); len(vs) > 0 {
+				t.Logf("seed %d at the quiet point of action %d: %s", seq.Seed, i+1, w.rec.summary())
+				w.logReplicas()
+				return outcome{actions: i + 1, faults: w.faults, violations: vs}
+			}
+			continue
+		}
 		if err := w.do(a); err != nil {
 			t.Fatalf("action %d (%s): %v\n%s", i+1, a, err, seq)
 		}
@@ -202,6 +213,9 @@ func (w *world) logReplicas() {
 // retried every 30 s at most); an excess restart is judged after the quiet period.
 func (w *world) settle() []violation {
 	quiet := w.seq.Coalesce + 3*time.Second
+	if w.seq.Gen >= 3 {
+		quiet += maxGate // a pause or minimum interval holds a reload this long
+	}
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		lost := w.rec.lost()

@@ -108,6 +108,13 @@ func create(ctx context.Context, dyn dynamic.Interface, mapper meta.RESTMapper, 
 // returns once the objects are created (the API server applies them shortly after); lift
 // removes them, and treats objects already gone as removed.
 func (c *Cluster) DenyDeploymentUpdates(ctx context.Context, name, allowed, message string) (lift func(context.Context) error, err error) {
+	return c.DenyWrites(ctx, name, admissionv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments"}},
+		admissionv1.Update, allowed, message)
+}
+
+// DenyWrites is DenyDeploymentUpdates for the resources of rule and the operation op (an update's
+// expression may use oldObject; a create's may not).
+func (c *Cluster) DenyWrites(ctx context.Context, name string, rule admissionv1.Rule, op admissionv1.OperationType, allowed, message string) (lift func(context.Context) error, err error) {
 	adm := c.client.AdmissionregistrationV1()
 	fail := admissionv1.Fail
 	_, err = adm.ValidatingAdmissionPolicies().Create(ctx, &admissionv1.ValidatingAdmissionPolicy{
@@ -115,8 +122,7 @@ func (c *Cluster) DenyDeploymentUpdates(ctx context.Context, name, allowed, mess
 		Spec: admissionv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy: &fail,
 			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionv1.RuleWithOperations{Operations: []admissionv1.OperationType{admissionv1.Update},
-					Rule: admissionv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments"}}},
+				RuleWithOperations: admissionv1.RuleWithOperations{Operations: []admissionv1.OperationType{op}, Rule: rule},
 			}}},
 			Validations: []admissionv1.Validation{{Expression: allowed, Message: message}},
 		},

@@ -1,0 +1,136 @@
+package e2e
+
+import (
+	"fmt"
+	"time"
+)
+
+// Generator version 3 (issue 24): the features beside the core engine, drawn from the fourth
+// stream so that older versions keep their actions. Workloads of every kind the reloader
+// restarts or runs, their annotations on the pod template as well as on metadata, gates
+// (stakater's pause period, a minimum interval, maintenance windows, with empty and malformed
+// values among them), the annotations strategy, and --reload-window.
+
+// Workload kinds, as the executor makes them.
+const (
+	kindDeployment  = "Deployment"
+	kindStatefulSet = "StatefulSet"
+	kindDaemonSet   = "DaemonSet"
+	kindCronJob     = "CronJob"
+	kindJob         = "Job"
+)
+
+// gateDurations are the pause periods and minimum intervals drawn: short, so that a sequence
+// waits for them in seconds.
+var gateDurations = []string{"1s", "2s", "3s"}
+
+// maxGate is the longest a valid gate of gateDurations holds a reload.
+const maxGate = 3 * time.Second
+
+// settings draws the reloader's flags of gen 3.
+func (g *generator) settings() (strategy, window string) {
+	strategy = pick(g.fourth, []string{"env-vars", "env-vars", "annotations"})
+	window = pick(g.fourth, []string{"", "", "", "", "", "", "open", "closed"})
+	return strategy, window
+}
+
+// features draws a new workload's kind, where its annotations sit, and its first gate.
+func (g *generator) features(a *action) {
+	a.Kind = pick(g.fourth, []string{kindDeployment, kindDeployment, kindStatefulSet, kindDaemonSet, kindCronJob, kindCronJob, kindJob, kindJob})
+	a.OnTemplate = g.fourth.IntN(3) == 0
+	if g.fourth.IntN(2) == 0 {
+		a.Gate = g.gate()
+	}
+}
+
+// gate draws a gate annotation: mostly valid, sometimes empty or malformed.
+func (g *generator) gate() gateSpec {
+	kind := pick(g.fourth, []string{"pause", "pause", "min", "min", "window"})
+	switch n := g.fourth.IntN(10); {
+	case n == 0:
+		return gateSpec{Kind: kind, Value: ""}
+	case n == 1:
+		return gateSpec{Kind: kind, Value: map[string]string{"pause": "soon", "min": "-5s", "window": "Mon"}[kind]}
+	case kind == "window":
+		return gateSpec{Kind: kind, Value: pick(g.fourth, []string{"open", "open", "closed"})}
+	default:
+		return gateSpec{Kind: kind, Value: pick(g.fourth, gateDurations)}
+	}
+}
+
+// gateAction sets a live workload's gate, or removes it.
+func (g *generator) gateAction() action {
+	w, ok := g.existing(g.workloads, workloadNames)
+	if !ok {
+		return g.createWorkload()
+	}
+	a := action{Op: "gate", Target: w, Pause: time.Duration(g.fourth.IntN(400)) * time.Millisecond}
+	if g.fourth.IntN(4) != 0 {
+		a.Gate = g.gate()
+	}
+	return a
+}
+
+// Gate annotations, as the reloader reads them by default.
+var gateAnnotations = map[string]string{
+	"pause":  "deployment.reloader.stakater.com/pause-period",
+	"min":    "reloader/min-interval",
+	"window": "reloader/window",
+}
+
+// openWindow is open all day, every day.
+const openWindow = "00:00-24:00"
+
+// closedWindow is a one-minute window twelve hours from now, in UTC: closed for the whole of a
+// sequence.
+func closedWindow(now time.Time) string {
+	t := now.UTC().Add(12 * time.Hour)
+	return fmt.Sprintf("%02d:%02d-%02d:%02d", t.Hour(), t.Minute(), t.Add(time.Minute).Hour(), t.Add(time.Minute).Minute())
+}
+
+// annotationValue is what the executor writes for a gate.
+func (g gateSpec) annotationValue(now time.Time) string {
+	if g.Kind != "window" {
+		return g.Value
+	}
+	switch g.Value {
+	case "open":
+		return openWindow
+	case "closed":
+		return closedWindow(now)
+	}
+	return g.Value
+}
+
+// holds reports whether the gate holds every reload for as long as it stays: a closed window,
+// or a value that does not parse (an empty one included), which holds reloads until it is fixed.
+// flagWindow is the sequence's --reload-window, which a workload without a window of its own
+// follows.
+func (g gateSpec) holds(flagWindow string) bool {
+	switch {
+	case g.Kind == "window":
+		return g.Value != "open"
+	case g.Kind == "":
+		return flagWindow == "closed"
+	case g.Value == "" || !isDuration(g.Value):
+		return true
+	}
+	return flagWindow == "closed"
+}
+
+// minInterval is the minimum interval the gate sets between two reloads, or 0.
+func (g gateSpec) minInterval() time.Duration {
+	if g.Kind != "min" {
+		return 0
+	}
+	d, err := time.ParseDuration(g.Value)
+	if err != nil || d < 0 {
+		return 0
+	}
+	return d
+}
+
+func isDuration(s string) bool {
+	d, err := time.ParseDuration(s)
+	return err == nil && d >= 0
+}

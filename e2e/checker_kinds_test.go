@@ -1,0 +1,191 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/reloader/reloader/policy"
+)
+
+// The checker's workloads of every kind, through the dynamic client: one way to create, read,
+// update and watch them, with the pod template at the kind's own path. A Deployment is what
+// generator versions 1 and 2 make.
+
+// wkind is where a kind lives in the API and where its pod template is.
+type wkind struct {
+	gvr      schema.GroupVersionResource
+	tmplPath []string
+}
+
+var wkinds = map[string]wkind{
+	kindDeployment:  {schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, []string{"spec", "template"}},
+	kindStatefulSet: {schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "statefulsets"}, []string{"spec", "template"}},
+	kindDaemonSet:   {schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "daemonsets"}, []string{"spec", "template"}},
+	kindCronJob:     {schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "cronjobs"}, []string{"spec", "jobTemplate", "spec", "template"}},
+	kindJob:         {schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}, []string{"spec", "template"}},
+}
+
+// kindOrDefault is a create-workload's kind: generator versions before 3 make Deployments.
+func kindOrDefault(k string) string {
+	if k == "" {
+		return kindDeployment
+	}
+	return k
+}
+
+// templateKinds are the kinds whose template changes in place; a Job's is immutable, and
+// its reload is a new Job under the same name.
+var templateKinds = []string{kindDeployment, kindStatefulSet, kindDaemonSet, kindCronJob}
+
+// wobj is a workload as the checker reads it: the object, and its pod template decoded.
+type wobj struct {
+	kind string
+	u    *unstructured.Unstructured
+	tmpl corev1.PodTemplateSpec
+}
+
+func decodeWorkload(kind string, u *unstructured.Unstructured) (*wobj, error) {
+	o := &wobj{kind: kind, u: u}
+	raw, found, err := unstructured.NestedMap(u.Object, wkinds[kind].tmplPath...)
+	if err != nil || !found {
+		return nil, fmt.Errorf("%s %s has no pod template: %v", kind, u.GetName(), err)
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &o.tmpl); err != nil {
+		return nil, fmt.Errorf("decode the pod template of %s %s: %w", kind, u.GetName(), err)
+	}
+	return o, nil
+}
+
+// store writes the (edited) pod template back into the object.
+func (o *wobj) store() error {
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&o.tmpl)
+	if err != nil {
+		return fmt.Errorf("encode the pod template of %s %s: %w", o.kind, o.u.GetName(), err)
+	}
+	return unstructured.SetNestedMap(o.u.Object, raw, wkinds[o.kind].tmplPath...)
+}
+
+// annotations are where the workload's reload annotations sit: its metadata's, or its pod
+// template's (onTemplate).
+func (o *wobj) annotations(onTemplate bool) map[string]string {
+	if onTemplate {
+		if o.tmpl.Annotations == nil {
+			o.tmpl.Annotations = map[string]string{}
+		}
+		return o.tmpl.Annotations
+	}
+	a := o.u.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	return a
+}
+
+// setAnnotations stores what annotations(onTemplate) returned, after an edit.
+func (o *wobj) setAnnotations(onTemplate bool, a map[string]string) {
+	if !onTemplate {
+		o.u.SetAnnotations(a)
+	}
+}
+
+func (o *wobj) controller() types.UID {
+	for _, r := range o.u.GetOwnerReferences() {
+		if r.Controller != nil && *r.Controller {
+			return r.UID
+		}
+	}
+	return ""
+}
+
+// newWorkload is the object create-workload makes: nothing runs for long or on a schedule (no
+// replicas, suspended CronJobs and Jobs), so a sequence costs the cluster little, yet every
+// reload is seen: a template change, a CronJob's run (a new Job), a Job created again.
+func newWorkload(kind, name string, meta map[string]string, tmpl corev1.PodTemplateSpec) (*unstructured.Unstructured, error) {
+	zero, yes := int32(0), true
+	om := metav1.ObjectMeta{Name: name, Annotations: meta}
+	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}
+	var obj runtime.Object
+	switch kind {
+	case kindDeployment:
+		obj = &appsv1.Deployment{ObjectMeta: om, Spec: appsv1.DeploymentSpec{Replicas: &zero, Selector: sel, Template: tmpl}}
+	case kindStatefulSet:
+		obj = &appsv1.StatefulSet{ObjectMeta: om, Spec: appsv1.StatefulSetSpec{Replicas: &zero, Selector: sel, ServiceName: name, Template: tmpl}}
+	case kindDaemonSet:
+		obj = &appsv1.DaemonSet{ObjectMeta: om, Spec: appsv1.DaemonSetSpec{Selector: sel, Template: tmpl}}
+	case kindCronJob:
+		obj = &batchv1.CronJob{ObjectMeta: om, Spec: batchv1.CronJobSpec{Schedule: "0 0 1 1 *", Suspend: &yes,
+			JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Suspend: &yes, Template: tmpl}}}}
+	case kindJob:
+		obj = &batchv1.Job{ObjectMeta: om, Spec: batchv1.JobSpec{Suspend: &yes, Template: tmpl}}
+	default:
+		return nil, fmt.Errorf("unknown workload kind %q", kind)
+	}
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s %s: %w", kind, name, err)
+	}
+	return &unstructured.Unstructured{Object: raw}, nil
+}
+
+// podTemplate is template() made valid for kind: a Job's pods must not restart in place.
+func podTemplate(kind, name string, refs []ref) corev1.PodTemplateSpec {
+	t := template(name, refs)
+	if kind == kindCronJob || kind == kindJob {
+		t.Spec.RestartPolicy = corev1.RestartPolicyNever
+	}
+	return t
+}
+
+// dynamicClient is the cluster's dynamic client, made once per world.
+func dynamicClient() (dynamic.Interface, error) {
+	return dynamic.NewForConfig(cluster.Config)
+}
+
+func (w *world) workloads(kind string) dynamic.ResourceInterface {
+	return w.dyn.Resource(wkinds[kind].gvr).Namespace(w.ns)
+}
+
+// getWorkload reads the live workload of kind and name.
+func (w *world) getWorkload(ctx context.Context, kind, name string) (*wobj, error) {
+	u, err := w.workloads(kind).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return decodeWorkload(kind, u)
+}
+
+// markers reads the reloader's marker of every config from a pod template, whichever strategy
+// wrote it: the env var, or the hashes annotation.
+func markers(t *corev1.PodTemplateSpec) map[string]string {
+	out := map[string]string{}
+	var hashes map[string]string
+	_ = json.Unmarshal([]byte(t.Annotations["reloader/config-hashes"]), &hashes)
+	for _, c := range configNames {
+		r := configRef(c)
+		if v, ok := policy.EnvValue(t, policy.EnvVarName(r)); ok {
+			out[c] = "env:" + v
+		}
+		if v, ok := hashes[lowerKind(r)+"/"+c]; ok {
+			out[c] += " ann:" + v
+		}
+	}
+	return out
+}
+
+func lowerKind(r policy.ConfigRef) string {
+	if r.Kind == policy.KindSecret {
+		return "secret"
+	}
+	return "configmap"
+}
