@@ -220,13 +220,23 @@ func (w *world) stop(i int) {
 	w.rec.stopped()
 }
 
+// configMeta is what config name is created with: its name, and for a config the sequence
+// validates, the annotation that says key a is JSON.
+func (w *world) configMeta(name string) metav1.ObjectMeta {
+	m := metav1.ObjectMeta{Name: name}
+	if slices.Contains(w.seq.Validated, name) {
+		m.Annotations = map[string]string{"reloader/validate": "a=json"}
+	}
+	return m
+}
+
 // writeConfig creates (create) or replaces the data of config name, and records the write.
 func (w *world) writeConfig(name string, data content, create bool) error {
 	ctx, core := w.ctx, cluster.Client().CoreV1()
 	var obj metav1.Object
 	var err error
 	if isSecret(name) {
-		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string][]byte{}}
+		s := &corev1.Secret{ObjectMeta: w.configMeta(name), Data: map[string][]byte{}}
 		for k, v := range data {
 			s.Data[k] = []byte(v)
 		}
@@ -240,7 +250,7 @@ func (w *world) writeConfig(name string, data content, create bool) error {
 			}
 		}
 	} else {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{}, BinaryData: map[string][]byte{}}
+		cm := &corev1.ConfigMap{ObjectMeta: w.configMeta(name), Data: map[string]string{}, BinaryData: map[string][]byte{}}
 		for k, v := range data {
 			if k == "bin" {
 				cm.BinaryData[k] = []byte(v)
@@ -972,9 +982,9 @@ func (w *world) finalRound() (recreated []string) {
 	time.Sleep(raceMargin)
 	for _, c := range configNames {
 		if _, ok := w.current(c); ok {
-			w.must(w.do(action{Op: "update", Target: c, Key: "a", Value: "final"}))
+			w.must(w.do(action{Op: "update", Target: c, Key: "a", Value: validJSON}))
 		} else {
-			w.must(w.do(action{Op: "recreate", Target: c, Value: "final"}))
+			w.must(w.do(action{Op: "recreate", Target: c, Value: validJSON}))
 			recreated = append(recreated, c)
 		}
 	}

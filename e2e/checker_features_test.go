@@ -27,11 +27,29 @@ var gateDurations = []string{"1s", "2s", "3s"}
 // maxGate is the longest a valid gate of gateDurations holds a reload.
 const maxGate = 3 * time.Second
 
-// settings draws the reloader's flags of gen 3.
-func (g *generator) settings() (strategy, window string) {
+// settings draws the reloader's flags of gen 3, and the configs that are validated.
+func (g *generator) settings() (strategy, window string, validated []string) {
 	strategy = pick(g.fourth, []string{"env-vars", "env-vars", "annotations"})
 	window = pick(g.fourth, []string{"", "", "", "", "", "", "open", "closed"})
-	return strategy, window
+	for _, c := range configNames {
+		if g.fourth.IntN(3) == 0 {
+			validated = append(validated, c)
+		}
+	}
+	return strategy, window, validated
+}
+
+// invalidJSON is a value of key a that a validated config refuses; validJSON one the final round
+// writes (every value of values is a JSON number too).
+const (
+	invalidJSON = "{"
+	validJSON   = `"final"`
+)
+
+// invalidUpdate writes a content a validated config refuses: its key a does not parse.
+func (g *generator) invalidUpdate() action {
+	return action{Op: "update", Target: pick(g.fourth, g.validated), Key: "a", Value: invalidJSON,
+		Pause: time.Duration(g.fourth.IntN(1500)) * time.Millisecond}
 }
 
 // features draws a new workload's kind, where its annotations sit, and its first gate.

@@ -140,7 +140,9 @@ type sequence struct {
 	// Gen 3: the reload strategy (--reload-strategy), and --reload-window: "" (none), "open"
 	// or "closed" (a window hours from now), which workloads' own windows override.
 	Strategy, Window string
-	Actions          []action
+	// Validated are the configs created with reloader/validate: a=json (gen 3).
+	Validated []string
+	Actions   []action
 }
 
 func (s sequence) String() string {
@@ -148,7 +150,7 @@ func (s sequence) String() string {
 	fmt.Fprintf(&b, "seed %d@%d: coalesce %s, %d replica(s), reload-on-create %t, reload-on-delete %t, switch from stakater %t, %d actions\n",
 		s.Seed, s.Gen, s.Coalesce, s.Replicas, s.OnCreate, s.OnDelete, s.Migrate, len(s.Actions))
 	if s.Gen >= 3 {
-		fmt.Fprintf(&b, "  strategy %s, reload-window %q\n", s.Strategy, s.Window)
+		fmt.Fprintf(&b, "  strategy %s, reload-window %q, validated %v\n", s.Strategy, s.Window, s.Validated)
 	}
 	for i, a := range s.Actions {
 		fmt.Fprintf(&b, "  %2d. %s\n", i+1, a)
@@ -186,6 +188,8 @@ type generator struct {
 	gen    int
 	fourth *rand.Rand
 	kinds  map[string]string // the kind of each live workload
+	// validated: the configs whose key a must be JSON.
+	validated []string
 }
 
 // latestGen is the generator version new seeds run with.
@@ -208,7 +212,8 @@ func generate(seed uint64, gen, n int, faults bool) sequence {
 	}
 	s.OnCreate, s.OnDelete, s.Migrate = g.more.IntN(3) == 0, g.more.IntN(3) == 0, g.more.IntN(3) == 0
 	if gen >= 3 {
-		s.Strategy, s.Window = g.settings()
+		s.Strategy, s.Window, s.Validated = g.settings()
+		g.validated = s.Validated
 	}
 	for range 3 + g.rnd.IntN(2) { // a few workloads from the start
 		a := g.createWorkload()
@@ -227,6 +232,9 @@ func generate(seed uint64, gen, n int, faults bool) sequence {
 		}
 		if gen >= 3 && g.fourth.IntN(6) == 0 {
 			s.Actions = append(s.Actions, g.gateAction())
+		}
+		if gen >= 3 && len(g.validated) > 0 && g.fourth.IntN(8) == 0 {
+			s.Actions = append(s.Actions, g.invalidUpdate())
 		}
 		if gen >= 3 && g.fourth.IntN(15) == 0 {
 			s.Actions = append(s.Actions, action{Op: "quiet"})

@@ -3,6 +3,7 @@ package e2e
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -50,6 +51,8 @@ type configEvent struct {
 	// unknown: the state held no content for the config just before this write (noteUnknown).
 	unknown bool
 	by      string // the action that wrote it, for the report
+	// invalid: the config is validated and its key a does not parse: no change to roll out.
+	invalid bool
 }
 
 // change is a change of what a workload reads of a config: the content (or one key) differs from
@@ -144,8 +147,9 @@ type recorder struct {
 	// a deletion and a creation count as changes that may restart a workload (excess).
 	onCreate, onDelete bool
 	// window is the reloader's --reload-window, as the generator names it ("", open, closed).
-	window   string
-	jobsSeen map[types.UID]bool
+	window    string
+	validated []string
+	jobsSeen  map[types.UID]bool
 }
 
 func (r *recorder) lastRestart() time.Time {
@@ -157,7 +161,7 @@ func (r *recorder) lastRestart() time.Time {
 func newRecorder(seq sequence) *recorder {
 	return &recorder{configs: map[string][]configEvent{}, ignored: map[string][]modeEvent{},
 		workloads: map[types.UID]*workloadLife{}, own: map[int64]bool{}, amnesia: map[string][]time.Time{}, unknownNext: map[string]bool{},
-		onCreate: seq.OnCreate, onDelete: seq.OnDelete, window: seq.Window, jobsSeen: map[types.UID]bool{}}
+		onCreate: seq.OnCreate, onDelete: seq.OnDelete, window: seq.Window, validated: seq.Validated, jobsSeen: map[types.UID]bool{}}
 }
 
 // absent is what a workload reads of a deleted config, with --reload-on-delete.
@@ -183,6 +187,9 @@ func (r *recorder) config(name string, e configEvent) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e.unknown, e.by = r.unknownNext[name], r.step
+	if a, ok := e.data["a"]; ok && e.exists && slices.Contains(r.validated, name) {
+		e.invalid = !json.Valid([]byte(a))
+	}
 	delete(r.unknownNext, name)
 	r.configs[name] = append(r.configs[name], e)
 }
@@ -386,6 +393,9 @@ func (r *recorder) changesSince(name string, whole bool, from time.Time) []chang
 			seen, reset = seen && exists, false
 		}
 		exists = e.exists
+		if e.invalid {
+			continue // not rolled out: the content before it stays the reference
+		}
 		if !e.exists && !r.onDelete && !r.onCreate {
 			continue // a deletion is no change; the content before it stays the reference
 		}
@@ -505,6 +515,9 @@ func (r *recorder) lost() []violation {
 // never took a content (its window closed after the config went back, or was deleted) and runs
 // the current one is not stale. The caller holds r.mu.
 func (r *recorder) stale(w *workloadLife, c string) bool {
+	if es := r.configs[c]; len(es) > 0 && es[len(es)-1].invalid {
+		return false // a content that does not validate is never rolled out
+	}
 	_, whole := triggers(w.mode(), w.refs, c)
 	started := w.createdRV
 	for _, rv := range w.restarts {
