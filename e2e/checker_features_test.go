@@ -65,9 +65,9 @@ func (g *generator) features(a *action) {
 func (g *generator) gate() gateSpec {
 	kind := pick(g.fourth, []string{"pause", "pause", "min", "min", "window"})
 	switch n := g.fourth.IntN(10); {
-	case n == 0:
+	case n <= 1:
 		return gateSpec{Kind: kind, Value: ""}
-	case n == 1:
+	case n == 2:
 		return gateSpec{Kind: kind, Value: map[string]string{"pause": "soon", "min": "-5s", "window": "Mon"}[kind]}
 	case kind == "window":
 		return gateSpec{Kind: kind, Value: pick(g.fourth, []string{"open", "open", "closed"})}

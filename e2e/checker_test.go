@@ -17,6 +17,7 @@ var (
 	checkerActions = flag.Int("checker.actions", 40, "actions per random sequence")
 	soakFor        = flag.Duration("soak", 0, "TestSoak: run random sequences for this long (make soak DURATION=30m)")
 	minimizeTries  = flag.Int("checker.minimize", 0, "on a violation, rerun up to this many shorter sequences to print a minimal one")
+	logTail        = flag.Int("checker.logtail", 60, "on a violation, print this many of each replica's last log lines")
 )
 
 // fixedSeeds are the sequences `make test` runs. A seed that once found a bug joins this list,
@@ -204,7 +205,7 @@ func runSequence(t *testing.T, seq sequence) outcome {
 
 func (w *world) logReplicas() {
 	for i, p := range w.procs {
-		w.t.Logf("replica %d log (tail):\n%s", i, tail(p.stderr.String(), 60))
+		w.t.Logf("replica %d log (tail):\n%s", i, tail(p.stderr.String(), *logTail))
 	}
 }
 
