@@ -372,6 +372,9 @@ func (w *world) do(a action) error {
 		w.outage(a.Dur)
 	case "refuse":
 		w.refuse(a.Target, a.Dur, a.InForce)
+	case "hashkey":
+		w.faults["hash key "+a.Value]++
+		return w.retry(a.String(), func() error { return w.replaceHashKey(a.Value == "replace") })
 	case "state-delete":
 		w.faults[a.Op]++
 		w.rec.forget(configNames...)
@@ -989,6 +992,29 @@ func (w *world) finalRound() (recreated []string) {
 		}
 	}
 	return recreated
+}
+
+// replaceHashKey deletes the Secret holding the key of Secret hashes and, with replace, creates
+// it with another key. Each running replica keeps the key it read at its start; the next start
+// reads the new one, or makes one.
+func (w *world) replaceHashKey(replace bool) error {
+	secrets := cluster.Client().CoreV1().Secrets(w.ns)
+	err := secrets.Delete(w.ctx, "reloader-hash-key", metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	w.rec.keyLost()
+	if !replace {
+		return nil
+	}
+	key := make([]byte, 32)
+	for i := range key {
+		key[i] = byte(w.rnd.IntN(256))
+	}
+	yes := true
+	_, err = secrets.Create(w.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "reloader-hash-key"}, Immutable: &yes,
+		Data: map[string][]byte{"key": key}}, metav1.CreateOptions{})
+	return err
 }
 
 // openGates gives every live workload whose gate holds its reloads one that does not: none, or

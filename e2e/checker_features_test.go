@@ -89,6 +89,16 @@ func (g *generator) gateAction() action {
 	return a
 }
 
+// hashKey deletes the key of Secret hashes, or replaces it with another, and half the time
+// restarts a replica, which reads the key only at its start.
+func (g *generator) hashKey() []action {
+	out := []action{{Op: "hashkey", Value: pick(g.fourth, []string{"delete", "replace"}), Pause: time.Duration(g.fourth.IntN(400)) * time.Millisecond}}
+	if g.fourth.IntN(2) == 0 {
+		out = append(out, action{Op: pick(g.fourth, []string{"sigterm", "kill"}), Pause: time.Duration(g.fourth.IntN(400)) * time.Millisecond})
+	}
+	return out
+}
+
 // Gate annotations, as the reloader reads them by default.
 var gateAnnotations = map[string]string{
 	"pause":  "deployment.reloader.stakater.com/pause-period",

@@ -239,6 +239,9 @@ func generate(seed uint64, gen, n int, faults bool) sequence {
 		if gen >= 3 && g.fourth.IntN(15) == 0 {
 			s.Actions = append(s.Actions, action{Op: "quiet"})
 		}
+		if gen >= 3 && faults && g.fourth.IntN(25) == 0 {
+			s.Actions = append(s.Actions, g.hashKey()...)
+		}
 	}
 	return s
 }

@@ -149,6 +149,7 @@ type recorder struct {
 	// window is the reloader's --reload-window, as the generator names it ("", open, closed).
 	window    string
 	validated []string
+	keyLosses []time.Time // when the key of Secret hashes was deleted or replaced
 	jobsSeen  map[types.UID]bool
 }
 
@@ -499,7 +500,7 @@ func (r *recorder) lost() []violation {
 			continue // held until its gate opens, which the final round does
 		}
 		for _, c := range configNames {
-			if last, ok := r.held(w, c); ok && r.stale(w, c) && !r.baseline(w, c) {
+			if last, ok := r.held(w, c); ok && r.stale(w, c) && !r.baseline(w, c) && !r.keyBaseline(w, c) {
 				out = append(out, violation(fmt.Sprintf("lost: %s (mode %s, reads %v) runs an old content of %s, changed at rv %d by %s", w.name, w.mode(), w.refs, c, last.rv, last.by)))
 			}
 		}
@@ -911,4 +912,42 @@ func (w *workloadLife) gateSince(from, to time.Time) (gateSpec, bool) {
 		g = e.gate
 	}
 	return g, true
+}
+
+// keyLost notes that the key of Secret hashes was deleted or replaced.
+func (r *recorder) keyLost() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.keyLosses = append(r.keyLosses, time.Now())
+}
+
+// keyBaseline reports whether w runs another content of Secret c than the one the first
+// reloader to start after a loss of the hash key found, and c holds that content again: state
+// entries and markers made under another key cannot be compared, so that start takes every
+// Secret as current (README, "Secret hash keys": a change made while the reloader was down and
+// its key was lost is not caught up). The caller holds r.mu.
+func (r *recorder) keyBaseline(w *workloadLife, c string) bool {
+	es := r.configs[c]
+	if !isSecret(c) || len(es) == 0 || !es[len(es)-1].exists {
+		return false
+	}
+	_, whole := triggers(w.mode(), w.refs, c)
+	now := es[len(es)-1].read(whole)
+	for _, f := range r.keyLosses {
+		i := slices.IndexFunc(r.starts, func(s time.Time) bool { return s.After(f) })
+		if i < 0 {
+			continue
+		}
+		var at string
+		for _, e := range es {
+			if e.at.After(r.starts[i]) {
+				break
+			}
+			at = e.read(whole)
+		}
+		if at == now {
+			return true
+		}
+	}
+	return false
 }
