@@ -77,10 +77,10 @@ type workloadLife struct {
 	refs      []ref
 	createdRV int64
 	createdAt time.Time
-	deletedAt time.Time             // zero while it lives
-	modes     []modeEvent           // annotation modes, oldest first
+	deletedAt time.Time              // zero while it lives
+	modes     []modeEvent            // annotation modes, oldest first
 	tmpl      corev1.PodTemplateSpec // the last template seen
-	restarts  []int64               // resourceVersions at which its template changed
+	restarts  []int64                // resourceVersions at which its template changed
 	// touched: for each of restarts, the configs whose reloader marker it set, changed or
 	// removed: the configs the restart was for.
 	touched   []map[string]bool
