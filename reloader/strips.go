@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/state"
@@ -92,8 +93,8 @@ func (c *Controller) noteCreated(k *workloadKind, obj any) {
 	}
 }
 
-// justCreated reports whether a Deployment, StatefulSet or DaemonSet is as its creator made it:
-// generation 1 and no status written by its controller yet.
+// justCreated reports whether a workload is as its creator made it: generation 1 and no status
+// written by its controller yet (a CronJob has not run, a Job has not started).
 func justCreated(obj any) bool {
 	switch o := obj.(type) {
 	case *appsv1.Deployment:
@@ -102,6 +103,10 @@ func justCreated(obj any) bool {
 		return o.Generation == 1 && o.Status.ObservedGeneration == 0
 	case *appsv1.DaemonSet:
 		return o.Generation == 1 && o.Status.ObservedGeneration == 0
+	case *batchv1.CronJob:
+		return o.Generation == 1 && o.Status.LastScheduleTime == nil && len(o.Status.Active) == 0
+	case *batchv1.Job:
+		return o.Generation == 1 && o.Status.StartTime == nil
 	}
 	return false
 }
