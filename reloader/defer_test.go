@@ -553,3 +553,55 @@ func emptyWindowHoldsUntilRemoved(t *testing.T, problem string, set, unset func(
 		t.Fatalf("template changed %d times in the window, want 1", n)
 	}
 }
+
+// A StatefulSet's generation does not move with its annotations, so the removal of an empty one
+// must itself wake the held reload: an empty minimum interval or pause period holds it with one
+// Warning, and removing the annotation rolls it out once.
+func TestEmptyIntervalOrPauseOnAStatefulSetHoldsTheReloadUntilRemovedThenReloadsOnce(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	keys := map[string]string{"interval": policy.MinIntervalAnnotation, "pause": "deployment.reloader.stakater.com/pause-period"}
+	for name, k := range keys {
+		createStatefulSetNamed(t, ns, name, withAnnotations(named("configmap", "app-config"), map[string]string{k: ""}))
+	}
+	createStatefulSetNamed(t, ns, "control", named("configmap", "app-config"))
+	startController(t, ns, controllerOpts{period: 100 * time.Millisecond})
+	settle()
+	before := map[string]int64{}
+	for name := range keys {
+		before[name] = getStatefulSet(t, ns, name).Generation
+	}
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+	waitFor(t, 30*time.Second, "the control reloaded", func() (bool, error) {
+		v, _ := envOf(getStatefulSet(t, ns, "control").Spec.Template, cmVar)
+		return v == hash, nil
+	})
+	for name, k := range keys {
+		waitFor(t, 10*time.Second, name+": the ReloadScheduleInvalid warning", func() (bool, error) {
+			return countEvents(t, ns, name, "ReloadScheduleInvalid") > 0, nil
+		})
+		settle()
+		if got := getStatefulSet(t, ns, name).Generation - before[name]; got != 0 {
+			t.Fatalf("%s: reloaded %d times with an empty %s", name, got, k)
+		}
+		if msgs := strings.Join(eventMessages(t, ns, name), "\n"); countEvents(t, ns, name, "ReloadScheduleInvalid") != 1 || !strings.Contains(msgs, k+" is empty") {
+			t.Fatalf("%s: want one warning saying %s is empty:\n%s", name, k, msgs)
+		}
+	}
+	for name, k := range keys {
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, k)
+		if _, err := cluster.Client().AppsV1().StatefulSets(ns).Patch(context.Background(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name := range keys {
+		waitFor(t, 30*time.Second, name+" reloaded once fixed", func() (bool, error) {
+			v, _ := envOf(getStatefulSet(t, ns, name).Spec.Template, cmVar)
+			return v == hash, nil
+		})
+		settle()
+		if got := getStatefulSet(t, ns, name).Generation - before[name]; got != 1 {
+			t.Fatalf("%s: template changed %d times, want 1", name, got)
+		}
+	}
+}
