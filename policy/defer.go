@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -41,28 +42,20 @@ type Gate struct {
 // from its metadata only.
 func (a Annotations) GateOf(meta, tmpl map[string]string, d GateDefaults) Gate {
 	g := Gate{WindowText: d.Window, MinInterval: d.MinInterval}
-	schedule := map[string]string{}
-	for _, k := range a.GateAnnotations() {
-		if v, ok := tmpl[k]; ok {
-			schedule[k] = v
-		}
-		if v, ok := meta[k]; ok {
-			schedule[k] = v
-		}
-	}
-	if v, ok := schedule[WindowAnnotation]; ok {
-		g.WindowText = v
+	from := "flag --reload-window"
+	if v, named, ok := g.scheduled(meta, tmpl, WindowAnnotation); ok {
+		g.WindowText, from = v, "annotation "+named
 	}
 	if g.WindowText != "" {
 		ws, err := ParseWindows(g.WindowText)
 		if err != nil {
-			g.Problems = append(g.Problems, fmt.Sprintf("annotation %s: %v", WindowAnnotation, err))
+			g.Problems = append(g.Problems, fmt.Sprintf("%s: %v", from, err))
 		}
 		g.Window = ws
 	}
-	g.MinInterval = g.duration(schedule, MinIntervalAnnotation, g.MinInterval)
+	g.MinInterval = g.duration(meta, tmpl, MinIntervalAnnotation, g.MinInterval)
 	if a.PausePeriod != "" {
-		g.PausePeriod = g.duration(schedule, a.PausePeriod, 0)
+		g.PausePeriod = g.duration(meta, tmpl, a.PausePeriod, 0)
 	}
 	// A time that does not parse is no time: the interval or pause starts over from now, which
 	// never reloads sooner than asked.
@@ -75,17 +68,42 @@ func (a Annotations) GateOf(meta, tmpl map[string]string, d GateDefaults) Gate {
 	return g
 }
 
-func (g *Gate) duration(meta map[string]string, key string, def time.Duration) time.Duration {
-	v, ok := meta[key]
+// scheduled returns the value of a schedule annotation, trimmed, from the metadata if it has the
+// key, else from the pod template, and the key as a problem names it. A present but empty (or
+// blank) value is a problem, not an absence: "" must not silently lift the flag's window or
+// interval, and on the metadata it hides the template's value as any metadata value does.
+func (g *Gate) scheduled(meta, tmpl map[string]string, key string) (v, named string, ok bool) {
+	named = key
+	if v, ok = meta[key]; !ok {
+		if v, ok = tmpl[key]; !ok {
+			return "", "", false
+		}
+		named = key + " on the pod template"
+	}
+	if v = strings.TrimSpace(v); v == "" {
+		g.Problems = append(g.Problems, fmt.Sprintf("annotation %s is empty; give it a value, or remove it to use the default", named))
+		return "", named, false
+	}
+	return v, named, true
+}
+
+// duration reads a schedule annotation holding a Go duration; 0 means none, a negative one is a
+// problem.
+func (g *Gate) duration(meta, tmpl map[string]string, key string, def time.Duration) time.Duration {
+	v, named, ok := g.scheduled(meta, tmpl, key)
 	if !ok {
 		return def
 	}
 	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 {
-		g.Problems = append(g.Problems, fmt.Sprintf("annotation %s=%q is not a duration such as 30s or 5m", key, v))
-		return def
+	switch {
+	case err != nil:
+		g.Problems = append(g.Problems, fmt.Sprintf("annotation %s=%q is not a duration such as 30s or 5m", named, v))
+	case d < 0:
+		g.Problems = append(g.Problems, fmt.Sprintf("annotation %s=%q is negative; 0 means none", named, v))
+	default:
+		return d
 	}
-	return d
+	return def
 }
 
 // Action is what to do with a due reload.

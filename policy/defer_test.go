@@ -2,6 +2,8 @@ package policy_test
 
 import (
 	"encoding/json"
+	"maps"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,4 +108,76 @@ func TestGateReadsTheScheduleFromThePodTemplateToo(t *testing.T) {
 	if g := a.GateOf(nil, tmpl, policy.GateDefaults{}); !g.LastReload.IsZero() {
 		t.Errorf("last-reload read from the template: %+v", g)
 	}
+}
+
+// Every schedule annotation value is either understood or held with a problem that names it: an
+// empty or blank value is malformed, never "none", wherever it is. 0 is how a duration says none.
+func TestGateScheduleValues(t *testing.T) {
+	a := policy.DefaultAnnotations()
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC) // a Monday
+	last := map[string]string{policy.LastReloadAnnotation: now.Add(-time.Second).Format(time.RFC3339Nano)}
+	flagWindow := policy.GateDefaults{Window: "Tue 00:00-01:00"}
+	flagInterval := policy.GateDefaults{MinInterval: time.Minute}
+	win, iv, pause := policy.WindowAnnotation, policy.MinIntervalAnnotation, a.PausePeriod
+	m := func(kv ...string) map[string]string {
+		out := map[string]string{}
+		for i := 0; i < len(kv); i += 2 {
+			out[kv[i]] = kv[i+1]
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name       string
+		meta, tmpl map[string]string
+		def        policy.GateDefaults
+		problem    string // "" for none; else a part of the only problem
+		reason     string // of the verdict, "" for ReloadNow
+	}{
+		{"no annotation: the flag's window", nil, nil, flagWindow, "", policy.ReasonWindow},
+		{"empty window does not lift the flag's", m(win, ""), nil, flagWindow, "annotation reloader/window is empty", policy.ReasonInvalid},
+		{"empty window without a flag", m(win, ""), nil, policy.GateDefaults{}, "annotation reloader/window is empty", policy.ReasonInvalid},
+		{"blank window", m(win, " \t "), nil, flagWindow, "annotation reloader/window is empty", policy.ReasonInvalid},
+		{"empty window on the template", nil, m(win, ""), flagWindow, "annotation reloader/window on the pod template is empty", policy.ReasonInvalid},
+		{"empty window on the metadata hides the template's", m(win, ""), m(win, "00:00-24:00"), flagWindow, "annotation reloader/window is empty", policy.ReasonInvalid},
+		{"the metadata's window hides an empty one on the template", m(win, "00:00-24:00"), m(win, ""), flagWindow, "", ""},
+		{"window without times", m(win, "Mon"), nil, policy.GateDefaults{}, "want [days] HH:MM-HH:MM [zone]", policy.ReasonInvalid},
+		{"window with an empty part", m(win, "00:00-24:00;"), nil, policy.GateDefaults{}, `window 2 "": empty`, policy.ReasonInvalid},
+		{"malformed window on the template", nil, m(win, "Mon"), policy.GateDefaults{}, "annotation reloader/window on the pod template: window 1", policy.ReasonInvalid},
+		{"window padded with blanks", m(win, " 00:00-24:00 "), nil, flagWindow, "", ""},
+		{"malformed flag window", nil, nil, policy.GateDefaults{Window: "Mon"}, "flag --reload-window: window 1", policy.ReasonInvalid},
+
+		{"no annotation: the flag's interval", last, nil, flagInterval, "", policy.ReasonMinInterval},
+		{"empty interval does not lift the flag's", withKV(last, iv, ""), nil, flagInterval, "annotation reloader/min-interval is empty", policy.ReasonInvalid},
+		{"blank interval", withKV(last, iv, "  "), nil, flagInterval, "annotation reloader/min-interval is empty", policy.ReasonInvalid},
+		{"empty interval on the template", last, m(iv, ""), flagInterval, "annotation reloader/min-interval on the pod template is empty", policy.ReasonInvalid},
+		{"negative interval", withKV(last, iv, "-5s"), nil, flagInterval, `annotation reloader/min-interval="-5s" is negative`, policy.ReasonInvalid},
+		{"interval without a unit", withKV(last, iv, "5"), nil, flagInterval, `annotation reloader/min-interval="5" is not a duration`, policy.ReasonInvalid},
+		{"interval 0 means none, over the flag's", withKV(last, iv, "0"), nil, flagInterval, "", ""},
+		{"interval padded with blanks", withKV(last, iv, " 1h "), nil, policy.GateDefaults{}, "", policy.ReasonMinInterval},
+
+		{"empty pause period", m(pause, ""), nil, policy.GateDefaults{}, "annotation deployment.reloader.stakater.com/pause-period is empty", policy.ReasonInvalid},
+		{"blank pause period", m(pause, " "), nil, policy.GateDefaults{}, "annotation deployment.reloader.stakater.com/pause-period is empty", policy.ReasonInvalid},
+		{"empty pause period on the template", nil, m(pause, ""), policy.GateDefaults{}, "pause-period on the pod template is empty", policy.ReasonInvalid},
+		{"pause period that is no duration", m(pause, "abc"), nil, policy.GateDefaults{}, `pause-period="abc" is not a duration`, policy.ReasonInvalid},
+		{"negative pause period", m(pause, "-1m"), nil, policy.GateDefaults{}, `pause-period="-1m" is negative`, policy.ReasonInvalid},
+		{"pause period 0 means none", m(pause, "0s"), nil, policy.GateDefaults{}, "", ""},
+		{"pause period on the template", nil, m(pause, "30s"), policy.GateDefaults{}, "", policy.ReasonPause},
+	} {
+		g := a.GateOf(tc.meta, tc.tmpl, tc.def)
+		switch {
+		case tc.problem == "" && len(g.Problems) > 0:
+			t.Errorf("%s: unexpected problems %q", tc.name, g.Problems)
+		case tc.problem != "" && (len(g.Problems) != 1 || !strings.Contains(g.Problems[0], tc.problem)):
+			t.Errorf("%s: problems %q, want one containing %q", tc.name, g.Problems, tc.problem)
+		}
+		if v := g.Decide(now); v.Reason != tc.reason {
+			t.Errorf("%s: verdict %+v, want reason %q", tc.name, v, tc.reason)
+		}
+	}
+}
+
+func withKV(base map[string]string, k, v string) map[string]string {
+	out := maps.Clone(base)
+	out[k] = v
+	return out
 }

@@ -165,6 +165,8 @@ func (c *Controller) holdReload(w workloadView, changes []policy.Change, g polic
 		}
 		return
 	}
+	// The schedule parses again: should it break later, that is news.
+	c.reports.clear(string(w.meta.GetUID()), "ReloadScheduleInvalid")
 	what := describe(changes)
 	if !fresh || told {
 		return

@@ -420,6 +420,14 @@ func TestHeldReloadRunsWhenTheInjectedClockReachesTheWindow(t *testing.T) {
 	waitFor(t, 5*time.Second, "the pending entry, at the injected time", func() (bool, error) {
 		return stateEntry(t, ns, pendingWeb) == fmt.Sprintf("pending@%d", friday.Unix()), nil
 	})
+	reloadsOnceWhenTheWindowOpens(t, clock, ns, hash, changes)
+}
+
+// reloadsOnceWhenTheWindowOpens moves the clock from Friday 12:00 UTC to one minute before the
+// window "Sat 02:00-04:00 Europe/Berlin" opens, where Deployment web must not have reloaded, then
+// to its opening, where it must reload once, to hash.
+func reloadsOnceWhenTheWindowOpens(t *testing.T, clock *clocktest.Clock, ns, hash string, changes func() int) {
+	t.Helper()
 	clock.Advance(12*time.Hour + 59*time.Minute) // Saturday 00:59 UTC: one minute early
 	if n := changes(); n != 0 {
 		t.Fatalf("reloaded %d times before the window opened", n)
@@ -477,5 +485,123 @@ func TestPausePeriodHoldsEveryKindThenRollsOutOnce(t *testing.T) {
 	}
 	if gap := time.Since(changed); gap < 4*time.Second {
 		t.Fatalf("every kind reloaded within %s of the change, inside the 5 s pause", gap)
+	}
+}
+
+// An empty reloader/window is a malformed window, not "no window": under --reload-window it holds
+// the reload with one Warning; removing it brings back the flag's window, in which the reload
+// happens once.
+func TestEmptyWindowAnnotationHoldsTheReloadUntilRemovedThenTheFlagsWindowApplies(t *testing.T) {
+	emptyWindowHoldsUntilRemoved(t, "annotation reloader/window is empty",
+		func(d *appsv1.Deployment) { d.Annotations[policy.WindowAnnotation] = "" },
+		func(d *appsv1.Deployment) { delete(d.Annotations, policy.WindowAnnotation) })
+}
+
+func TestEmptyWindowOnThePodTemplateHoldsTheReloadUntilRemovedThenTheFlagsWindowApplies(t *testing.T) {
+	emptyWindowHoldsUntilRemoved(t, "annotation reloader/window on the pod template is empty",
+		func(d *appsv1.Deployment) {
+			d.Spec.Template.Annotations = map[string]string{policy.WindowAnnotation: ""}
+		},
+		func(d *appsv1.Deployment) { delete(d.Spec.Template.Annotations, policy.WindowAnnotation) })
+}
+
+// emptyWindowHoldsUntilRemoved runs a Deployment that set (an empty window) adds to, under a
+// flag window on Saturdays and an injected clock on Friday, then fixes it with unset.
+func emptyWindowHoldsUntilRemoved(t *testing.T, problem string, set, unset func(*appsv1.Deployment)) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	createDeploymentFrom(t, ns, "web", func(d *appsv1.Deployment) {
+		d.Annotations = named("configmap", "app-config")
+		set(d)
+	})
+	// The control: a window open all day, which the annotation overrides the flag's with.
+	createDeployment(t, ns, "open", 0, withAnnotations(named("configmap", "app-config"), map[string]string{policy.WindowAnnotation: "00:00-24:00"}), nil)
+	friday := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
+	clock := clocktest.New(friday)
+	r := startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) {
+		o.Clock, o.Gate.Window = clock, "Sat 02:00-04:00 Europe/Berlin"
+	}})
+	settle()
+	changes := templateChanges(t, ns, "web")
+
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+	waitEnv(t, ns, "open", cmVar, hash)
+	if n := changes(); n != 0 {
+		t.Fatalf("reloaded %d times on a Friday: an empty window lifted --reload-window", n)
+	}
+	hash = updateConfigMap(t, ns, "app-config", map[string]string{"v": "2"})
+	waitEnv(t, ns, "open", cmVar, hash)
+	waitFor(t, 10*time.Second, "the ReloadScheduleInvalid warning", func() (bool, error) {
+		return countEvents(t, ns, "web", "ReloadScheduleInvalid") > 0, nil
+	})
+	if n := changes(); n != 0 {
+		t.Fatalf("reloaded %d times while the window is empty", n)
+	}
+	if n := countEvents(t, ns, "web", "ReloadScheduleInvalid"); n != 1 {
+		t.Fatalf("%d ReloadScheduleInvalid warnings after two changes, want 1: %v", n, eventMessages(t, ns, "web"))
+	}
+	if msgs := strings.Join(eventMessages(t, ns, "web"), "\n"); !strings.Contains(msgs, problem) {
+		t.Fatalf("the warning does not say %q:\n%s", problem, msgs)
+	}
+
+	updateDeployment(t, ns, "web", unset)
+	waitFor(t, 10*time.Second, "the reload held for the flag's window", func() (bool, error) {
+		return value(t, r.metrics.Deferred.WithLabelValues(policy.ReasonWindow)) == 1 &&
+			value(t, r.metrics.Deferred.WithLabelValues(policy.ReasonInvalid)) == 0, nil
+	})
+	// Counted from after the fix, which may itself change the template.
+	changes = templateChanges(t, ns, "web")
+	reloadsOnceWhenTheWindowOpens(t, clock, ns, hash, changes)
+}
+
+// A StatefulSet's generation does not move with its annotations, so the removal of an empty one
+// must itself wake the held reload: an empty minimum interval or pause period holds it with one
+// Warning, and removing the annotation rolls it out once.
+func TestEmptyIntervalOrPauseOnAStatefulSetHoldsTheReloadUntilRemovedThenReloadsOnce(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	keys := map[string]string{"interval": policy.MinIntervalAnnotation, "pause": "deployment.reloader.stakater.com/pause-period"}
+	for name, k := range keys {
+		createStatefulSetNamed(t, ns, name, withAnnotations(named("configmap", "app-config"), map[string]string{k: ""}))
+	}
+	createStatefulSetNamed(t, ns, "control", named("configmap", "app-config"))
+	startController(t, ns, controllerOpts{period: 100 * time.Millisecond})
+	settle()
+	before := map[string]int64{}
+	for name := range keys {
+		before[name] = getStatefulSet(t, ns, name).Generation
+	}
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+	waitFor(t, 30*time.Second, "the control reloaded", func() (bool, error) {
+		v, _ := envOf(getStatefulSet(t, ns, "control").Spec.Template, cmVar)
+		return v == hash, nil
+	})
+	for name, k := range keys {
+		waitFor(t, 10*time.Second, name+": the ReloadScheduleInvalid warning", func() (bool, error) {
+			return countEvents(t, ns, name, "ReloadScheduleInvalid") > 0, nil
+		})
+		settle()
+		if got := getStatefulSet(t, ns, name).Generation - before[name]; got != 0 {
+			t.Fatalf("%s: reloaded %d times with an empty %s", name, got, k)
+		}
+		if msgs := strings.Join(eventMessages(t, ns, name), "\n"); countEvents(t, ns, name, "ReloadScheduleInvalid") != 1 || !strings.Contains(msgs, k+" is empty") {
+			t.Fatalf("%s: want one warning saying %s is empty:\n%s", name, k, msgs)
+		}
+	}
+	for name, k := range keys {
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, k)
+		if _, err := cluster.Client().AppsV1().StatefulSets(ns).Patch(context.Background(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name := range keys {
+		waitFor(t, 30*time.Second, name+" reloaded once fixed", func() (bool, error) {
+			v, _ := envOf(getStatefulSet(t, ns, name).Spec.Template, cmVar)
+			return v == hash, nil
+		})
+		settle()
+		if got := getStatefulSet(t, ns, name).Generation - before[name]; got != 1 {
+			t.Fatalf("%s: template changed %d times, want 1", name, got)
+		}
 	}
 }

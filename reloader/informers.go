@@ -164,14 +164,17 @@ func (c *Controller) watchWorkloads(k *workloadKind) error {
 }
 
 // decisive reports an update that may change a decision: the spec (its generation) or an
-// annotation the reloader reads. Status updates during a rollout are not.
+// annotation the reloader reads, its presence included (an empty value is not an absent one).
+// Status updates during a rollout are not.
 func (c *Controller) decisive(old, obj metav1.Object) bool {
 	if old.GetGeneration() != obj.GetGeneration() {
 		return true
 	}
 	o, n := old.GetAnnotations(), obj.GetAnnotations()
 	for _, a := range c.decisiveAnnotations {
-		if o[a] != n[a] {
+		ov, had := o[a]
+		nv, has := n[a]
+		if ov != nv || had != has {
 			return true
 		}
 	}
