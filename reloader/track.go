@@ -233,9 +233,9 @@ func (c *Controller) syncRollout(ctx context.Context, kind *workloadKind, k key)
 }
 
 // finish writes a rollout's outcome into the history, guarded by the history it read. A failed or
-// timed-out rollout (not a superseded one) with rollback on is undone in the same patch, after its holds are written to
-// the state: a crash in between finds the reload still progressing and the hold in place, and
-// does both again.
+// timed-out rollout (not a superseded one) with rollback on is undone in the same patch, after
+// its holds are written to the state: a crash in between finds the reload still progressing and
+// the hold in place, and does both again.
 func (c *Controller) finish(ctx context.Context, w workloadView, f policy.Follow, entry policy.Entry, outcome, why string) error {
 	ann := w.meta.GetAnnotations()
 	history := policy.ParseHistory(ann[policy.HistoryAnnotation])
