@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -9,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -42,6 +45,8 @@ const (
 	maxHistoryConfigs = 4
 	maxHistoryBytes   = 2048
 	rolledBackSuffix  = "+rolled-back"
+	templatePrefix    = "t"
+	templateHashLen   = 12
 )
 
 // Entry is one reload of a workload's history.
@@ -52,11 +57,16 @@ type Entry struct {
 	// Generation is the workload generation the reload's patch produced: its rollout is done
 	// when the controller has observed it.
 	Generation int64
+	// Template is the short hash (TemplateHash) of the whole pod template the reload's patch
+	// made, kept while its rollout is followed: the rollout is the reload's only while the
+	// template is still that one. "" when unknown (a line written before it was recorded).
+	Template string
 	// Configs are "<Kind>/<name>@<hash prefix>"; past maxHistoryConfigs, "+<n>" counts the rest.
 	Configs []string
 }
 
-// String is the entry's line: "<RFC 3339 time> <outcome>[+rolled-back] g<generation> <configs>".
+// String is the entry's line:
+// "<RFC 3339 time> <outcome>[+rolled-back] g<generation> [t<template>] <configs>".
 func (r Entry) String() string {
 	outcome := r.Outcome
 	if r.RolledBack {
@@ -66,7 +76,11 @@ func (r Entry) String() string {
 	if len(configs) > maxHistoryConfigs {
 		configs = append(configs[:maxHistoryConfigs:maxHistoryConfigs], "+"+strconv.Itoa(len(r.Configs)-maxHistoryConfigs))
 	}
-	return fmt.Sprintf("%s %s g%d %s", r.At.UTC().Format(time.RFC3339), outcome, r.Generation, strings.Join(configs, ","))
+	gen := "g" + strconv.FormatInt(r.Generation, 10)
+	if r.Template != "" {
+		gen += " " + templatePrefix + r.Template
+	}
+	return fmt.Sprintf("%s %s %s %s", r.At.UTC().Format(time.RFC3339), outcome, gen, strings.Join(configs, ","))
 }
 
 // ParseHistory reads the annotation; lines it cannot read (edited by hand) are skipped.
@@ -82,6 +96,11 @@ func ParseHistory(v string) []Entry {
 
 func parseReload(line string) (Entry, bool) {
 	f := strings.Fields(line)
+	var tmpl string
+	if len(f) == 5 && strings.HasPrefix(f[3], templatePrefix) {
+		tmpl = f[3][len(templatePrefix):]
+		f = []string{f[0], f[1], f[2], f[4]}
+	}
 	if len(f) != 4 || !strings.HasPrefix(f[2], "g") {
 		return Entry{}, false
 	}
@@ -94,7 +113,52 @@ func parseReload(line string) (Entry, bool) {
 		return Entry{}, false
 	}
 	outcome, rolledBack := strings.CutSuffix(f[1], rolledBackSuffix)
-	return Entry{At: at, Outcome: outcome, RolledBack: rolledBack, Generation: gen, Configs: strings.Split(f[3], ",")}, true
+	return Entry{At: at, Outcome: outcome, RolledBack: rolledBack, Generation: gen, Template: tmpl, Configs: strings.Split(f[3], ",")}, true
+}
+
+// TemplateHash is a short hash of a whole pod template, as the API server returns it.
+func TemplateHash(tmpl *corev1.PodTemplateSpec) string {
+	b, _ := json.Marshal(tmpl) // a PodTemplateSpec always encodes
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])[:templateHashLen]
+}
+
+// TemplateAfter is the pod template a patch makes of tmpl: its ops that address the template
+// (at /spec/template, as every op of a reload does) applied to a copy; the others are ignored.
+func TemplateAfter(tmpl *corev1.PodTemplateSpec, ops []JSONOp) (*corev1.PodTemplateSpec, error) {
+	const at = "/spec/template"
+	var own []JSONOp
+	for _, op := range ops {
+		if op.Path == at || strings.HasPrefix(op.Path, at+"/") {
+			own = append(own, op)
+		}
+	}
+	var doc struct {
+		Spec struct {
+			Template *corev1.PodTemplateSpec `json:"template"`
+		} `json:"spec"`
+	}
+	doc.Spec.Template = tmpl
+	raw, err := json.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("encode the pod template: %w", err)
+	}
+	body, err := json.Marshal(own)
+	if err != nil {
+		return nil, fmt.Errorf("encode the template's ops: %w", err)
+	}
+	p, err := jsonpatch.DecodePatch(body)
+	if err != nil {
+		return nil, fmt.Errorf("decode the template's ops: %w", err)
+	}
+	if raw, err = p.Apply(raw); err != nil {
+		return nil, fmt.Errorf("apply the template's ops: %w", err)
+	}
+	doc.Spec.Template = nil
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return nil, fmt.Errorf("decode the patched pod template: %w", err)
+	}
+	return doc.Spec.Template, nil
 }
 
 // FormatHistory writes entries, newest first, keeping the newest MaxHistory that fit in

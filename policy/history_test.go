@@ -110,3 +110,42 @@ func TestMetaAnnotationOpsCreateTheMapOnlyWhenMissing(t *testing.T) {
 		t.Errorf("map: %s", b)
 	}
 }
+
+func TestAFollowedEntryKeepsItsTemplateAndOlderLinesStillRead(t *testing.T) {
+	at := time.Date(2026, 11, 23, 16, 0, 0, 0, time.UTC)
+	e := Entry{At: at, Outcome: OutcomeProgressing, Generation: 7, Template: "0123456789ab", Configs: []string{"ConfigMap/app@1a2b3c4d"}}
+	if want := "2026-11-23T16:00:00Z progressing g7 t0123456789ab ConfigMap/app@1a2b3c4d"; e.String() != want {
+		t.Errorf("line %q, want %q", e.String(), want)
+	}
+	got := ParseHistory(e.String() + "\n2026-11-23T15:00:00Z succeeded g5 ConfigMap/app@9e8f7a6b")
+	if len(got) != 2 || got[0].Template != e.Template || got[0].Generation != 7 || got[0].Configs[0] != e.Configs[0] ||
+		got[1].Template != "" || got[1].Generation != 5 || got[1].Configs[0] != "ConfigMap/app@9e8f7a6b" {
+		t.Fatalf("got %+v", got)
+	}
+}
+
+func TestTemplateAfterAppliesOnlyTheTemplateOpsAndTheHashSeesAnyChange(t *testing.T) {
+	tmpl := &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "app:1"}}}}
+	ref := ConfigRef{Kind: KindConfigMap, Name: "app"}
+	ops := append(EnvOps(tmpl, []Change{{Ref: ref, Value: "abc"}}),
+		JSONOp{Op: "test", Path: "/metadata/generation", Value: 3}, JSONOp{Op: "replace", Path: "/spec/paused", Value: false})
+	after, err := TemplateAfter(tmpl, ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := EnvValue(after, EnvVarName(ref)); v != "abc" || after.Spec.Containers[0].Image != "app:1" {
+		t.Fatalf("template after the ops: %+v", after)
+	}
+	if _, ok := EnvValue(tmpl, EnvVarName(ref)); ok {
+		t.Error("TemplateAfter changed the template it was given")
+	}
+	same := after.DeepCopy()
+	other := after.DeepCopy()
+	other.Spec.Containers[0].Image = "app:2"
+	if TemplateHash(same) != TemplateHash(after) || TemplateHash(other) == TemplateHash(after) || TemplateHash(tmpl) == TemplateHash(after) {
+		t.Error("the template hash does not tell templates apart, or tells equal ones apart")
+	}
+	if _, err := TemplateAfter(tmpl, []JSONOp{{Op: "test", Path: "/spec/template/spec/containers/0/name", Value: "x"}}); err == nil {
+		t.Error("a failing test op applied")
+	}
+}

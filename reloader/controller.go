@@ -131,6 +131,9 @@ type Controller struct {
 	events    record.EventBroadcaster
 	reports   *reporter
 	deferrals *deferrals // reloads held by their gate (defer.go)
+	// templatesRead: per followed workload, the last generation whose whole template was read to
+	// be still its reload's (track.go).
+	templatesRead sync.Map // key → templateRead
 
 	ready atomic.Bool
 	busy  atomic.Int32 // workers inside a sync

@@ -3,10 +3,12 @@ package reloader
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
@@ -41,7 +43,7 @@ func (c *Controller) follow(w workloadView) policy.Follow {
 
 // trackOps adds to a reload's patch its history entry and, with rollback on, what it replaces. It
 // returns the entry the reload supersedes, if one was still progressing.
-func (c *Controller) trackOps(w workloadView, changes []policy.Change, ops []policy.JSONOp) ([]policy.JSONOp, *policy.Entry) {
+func (c *Controller) trackOps(ctx context.Context, w workloadView, changes []policy.Change, ops []policy.JSONOp) ([]policy.JSONOp, *policy.Entry, error) {
 	f := c.follow(w)
 	ann := w.meta.GetAnnotations()
 	history := policy.ParseHistory(ann[policy.HistoryAnnotation])
@@ -52,10 +54,16 @@ func (c *Controller) trackOps(w workloadView, changes []policy.Change, ops []pol
 	}
 	follow := f.Track && !w.kind.onDelete(w.obj)
 	if !follow && superseded == nil {
-		return ops, nil
+		return ops, nil, nil
 	}
+	var guard []policy.JSONOp
 	if follow { // else tracking was turned off meanwhile: the rollout still followed is superseded
-		history = append([]policy.Entry{c.progressing(w, changes)}, history...)
+		e := c.progressing(w, changes)
+		var err error
+		if e.Template, guard, err = c.reloadTemplate(ctx, w, ops); err != nil {
+			return nil, nil, err
+		}
+		history = append([]policy.Entry{e}, history...)
 	}
 	text := policy.FormatHistory(history)
 	set := map[string]*string{policy.HistoryAnnotation: &text, policy.RestoreAnnotation: nil}
@@ -64,7 +72,71 @@ func (c *Controller) trackOps(w workloadView, changes []policy.Change, ops []pol
 		set[policy.RestoreAnnotation] = &v
 	}
 	exists := ann != nil || createsAnnotations(ops)
-	return append(ops, policy.MetaAnnotationOps(ann, exists, set)...), superseded
+	return append(append(ops, guard...), policy.MetaAnnotationOps(ann, exists, set)...), superseded, nil
+}
+
+// reloadTemplate returns the hash of the whole pod template a followed reload's ops make, read
+// from the API server (the cache strips templates), and a test that the patch applies to the spec
+// so read: the entry's generation and template are then exactly the ones the patch makes. A spec
+// changed since the cache was read is retried from the fresher cache. A kind whose rollout cannot
+// be judged (a CronJob, a Job) needs neither.
+func (c *Controller) reloadTemplate(ctx context.Context, w workloadView, ops []policy.JSONOp) (string, []policy.JSONOp, error) {
+	if p, _ := policy.RolloutProgress(w.obj); p == policy.Untracked {
+		return "", nil, nil
+	}
+	obj, err := w.kind.get(ctx, w.key.namespace, w.key.name)
+	if apierrors.IsNotFound(err) {
+		return "", nil, errStale
+	}
+	if err != nil {
+		return "", nil, fmt.Errorf("read the pod template of %s: %w", w.key, err)
+	}
+	meta, tmpl := w.kind.template(obj)
+	if tmpl == nil || meta.GetGeneration() != w.meta.GetGeneration() {
+		return "", nil, errStale
+	}
+	after, err := policy.TemplateAfter(tmpl, ops)
+	if err != nil {
+		return "", nil, errors.Join(errStale, fmt.Errorf("reload of %s: %w", w.key, err)) // the patch would not apply either
+	}
+	guard := policy.JSONOp{Op: "test", Path: "/metadata/generation", Value: meta.GetGeneration()}
+	return policy.TemplateHash(after), []policy.JSONOp{guard}, nil
+}
+
+// templateRead is a generation of a followed workload whose template was read to be still the one
+// of the reload at generation reload.
+type templateRead struct{ reload, read int64 }
+
+// templateReplaced reports whether someone else changed the pod template since the followed
+// reload made it: the generation moved on (a reload of ours would have written a newer entry)
+// and the template, read whole from the API server, is no longer the entry's. A change outside
+// the template (a scale, a pause) moves the generation too and is not a replacement; the
+// generation so read is remembered, so that status updates cost no read, only the next spec
+// change does. An entry without a template (written by an older version) is replaced by any
+// spec change.
+func (c *Controller) templateReplaced(ctx context.Context, w workloadView, entry policy.Entry) (bool, error) {
+	gen := w.meta.GetGeneration()
+	if gen <= entry.Generation {
+		return false, nil
+	}
+	if entry.Template == "" {
+		return true, nil
+	}
+	if v, ok := c.templatesRead.Load(w.key); ok && v.(templateRead) == (templateRead{entry.Generation, gen}) {
+		return false, nil
+	}
+	obj, err := w.kind.get(ctx, w.key.namespace, w.key.name)
+	if apierrors.IsNotFound(err) {
+		return false, nil // its deletion ends the follow
+	}
+	if err != nil {
+		return false, fmt.Errorf("read the pod template of %s: %w", w.key, err)
+	}
+	if _, tmpl := w.kind.template(obj); tmpl == nil || policy.TemplateHash(tmpl) != entry.Template {
+		return true, nil
+	}
+	c.templatesRead.Store(w.key, templateRead{entry.Generation, gen})
+	return false, nil
 }
 
 // progressing is the history entry of a reload about to be patched: the generation its template
@@ -135,6 +207,15 @@ func (c *Controller) syncRollout(ctx context.Context, kind *workloadKind, k key)
 		return nil
 	}
 	f := c.follow(w)
+	// Only the reload's own template is its rollout: once someone else replaced it, what rolls
+	// out, and how it ends, is theirs.
+	if replaced, err := c.templateReplaced(ctx, w, entry); err != nil || replaced {
+		if err != nil {
+			return err
+		}
+		return c.finish(ctx, w, f, entry, policy.OutcomeSuperseded, fmt.Sprintf(
+			"another actor changed the pod template (generation %d) before the rollout ended; nothing is rolled back or held", w.meta.GetGeneration()))
+	}
 	switch progress, why := policy.RolloutProgress(obj); progress {
 	case policy.Done:
 		return c.finish(ctx, w, f, entry, policy.OutcomeSucceeded, "")
@@ -152,16 +233,16 @@ func (c *Controller) syncRollout(ctx context.Context, kind *workloadKind, k key)
 }
 
 // finish writes a rollout's outcome into the history, guarded by the history it read. A failed or
-// timed-out rollout with rollback on is undone in the same patch, after its holds are written to
-// the state: a crash in between finds the reload still progressing and the hold in place, and
-// does both again.
+// timed-out rollout (not a superseded one) with rollback on is undone in the same patch, after
+// its holds are written to the state: a crash in between finds the reload still progressing and
+// the hold in place, and does both again.
 func (c *Controller) finish(ctx context.Context, w workloadView, f policy.Follow, entry policy.Entry, outcome, why string) error {
 	ann := w.meta.GetAnnotations()
 	history := policy.ParseHistory(ann[policy.HistoryAnnotation])
-	history[0].Outcome = outcome
+	history[0].Outcome, history[0].Template = outcome, ""
 	ops := []policy.JSONOp{policy.HistoryTest(ann[policy.HistoryAnnotation])}
 	rollback := false
-	if outcome != policy.OutcomeSucceeded && f.Rollback {
+	if (outcome == policy.OutcomeFailed || outcome == policy.OutcomeTimedOut) && f.Rollback {
 		restore, ok, err := c.holdAndRestore(ctx, w)
 		if err != nil {
 			return err
@@ -188,6 +269,7 @@ func (c *Controller) finish(ctx context.Context, w workloadView, f policy.Follow
 		}
 		return fmt.Errorf("record the rollout outcome of %s: %w", w.key, err)
 	}
+	c.templatesRead.Delete(w.key)
 	c.reportOutcome(w, entry, outcome, why, rollback)
 	return nil
 }
@@ -228,8 +310,8 @@ func (c *Controller) reportOutcome(w workloadView, entry policy.Entry, outcome, 
 		c.reports.event(w.obj, corev1.EventTypeNormal, "RolloutSucceeded", "Rollout of the reload for "+what+" succeeded")
 		log.Info("rollout succeeded")
 	case policy.OutcomeSuperseded:
-		c.reports.event(w.obj, corev1.EventTypeNormal, "RolloutSuperseded", "Rollout of the reload for "+what+" was superseded by a newer reload")
-		log.Info("rollout superseded")
+		c.reports.event(w.obj, corev1.EventTypeNormal, "RolloutSuperseded", "Rollout of the reload for "+what+" was superseded: "+why)
+		log.Info("rollout superseded", "why", why)
 	default:
 		reason := map[string]string{policy.OutcomeFailed: "RolloutFailed", policy.OutcomeTimedOut: "RolloutTimedOut"}[outcome]
 		c.reports.event(w.obj, corev1.EventTypeWarning, reason, fmt.Sprintf("Rollout of the reload for %s %s: %s", what, outcome, why))
@@ -270,6 +352,9 @@ func (c *Controller) held(w key, r policy.ConfigRef, value string) bool {
 
 // liftHolds forgets the holds and strips of a deleted workload.
 func (c *Controller) liftHolds(k *workloadKind, obj any) {
+	if meta, _ := k.template(obj); meta != nil {
+		c.templatesRead.Delete(key{k.name, meta.GetNamespace(), meta.GetName()})
+	}
 	for _, e := range c.workloadEntryKeys(k, obj) {
 		c.state.DeleteEntry(e)
 	}

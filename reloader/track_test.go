@@ -476,3 +476,122 @@ func TestAStatefulSetRolloutWithAPartitionSucceedsOnceTheOrdinalsAboveItAreUpdat
 			s.Status.UpdatedReplicas, s.Status.CurrentRevision, s.Status.UpdateRevision)
 	}
 }
+
+// brokenImage stands for kubectl set image to an image that never becomes Ready: the container
+// gets a variable holding the value that makes the test cluster keep its pods not Ready.
+const brokenImage = "web:broken"
+
+func setBrokenImage(d *appsv1.Deployment) {
+	c := &d.Spec.Template.Spec.Containers[0]
+	c.Image = brokenImage
+	c.Env = append(c.Env, corev1.EnvVar{Name: "BROKEN_IMAGE", Value: hashOfData(brokenConfig)})
+	d.Spec.ProgressDeadlineSeconds = new(int32(3))
+	d.Spec.MinReadySeconds = 0
+}
+
+// anotherActorsChangeScenario reloads web onto good content whose rollout cannot end by itself
+// (its new pods are Ready but not available for 10 minutes), then, while that rollout is
+// followed, another actor sets an image that never becomes Ready. With restart, the reloader is
+// killed before the other actor's change and started again once that rollout has failed, so it
+// resumes the follow from the history line alone. It returns the reload's history entry once its
+// outcome is written.
+func anotherActorsChangeScenario(t *testing.T, ns string, restart bool) policy.Entry {
+	t.Helper()
+	followedDeployment(t, ns, map[string]string{"configmap.reloader.stakater.com/reload": "app", policy.RollbackAnnotation: "true"})
+	updateDeployment(t, ns, "web", func(d *appsv1.Deployment) {
+		d.Spec.ProgressDeadlineSeconds, d.Spec.MinReadySeconds = new(int32(3600)), 600
+	})
+	r := startController(t, ns, controllerOpts{})
+	updateConfigMap(t, ns, "app", fixedConfig)
+	waitEnv(t, ns, "web", appVar, hashOfData(fixedConfig))
+	waitOutcome(t, ns, policy.OutcomeProgressing)
+	if restart {
+		r.stop(t) // grace 0, as kill -9 would
+	}
+	updateDeployment(t, ns, "web", setBrokenImage)
+	waitFor(t, 60*time.Second, "the other actor's rollout to fail", func() (bool, error) {
+		p, _ := policy.RolloutProgress(getDeployment(t, ns, "web"))
+		return p == policy.Stuck, nil
+	})
+	if restart {
+		startController(t, ns, controllerOpts{})
+	}
+	var e policy.Entry
+	waitFor(t, 60*time.Second, "the reload's outcome", func() (bool, error) {
+		var ok bool
+		e, ok = newestEntry(t, ns)
+		return ok && e.Outcome != policy.OutcomeProgressing, nil
+	})
+	settle()
+	return e
+}
+
+// wantSupersededByTheOtherActor fails unless the reload was judged superseded, nothing was rolled
+// back or held, and the other actor's template stands; then, as a positive control, once the
+// other actor repairs the image, a config change reloads web exactly once.
+func wantSupersededByTheOtherActor(t *testing.T, ns string, e policy.Entry) {
+	t.Helper()
+	if e.Outcome != policy.OutcomeSuperseded || e.RolledBack {
+		t.Errorf("our reload's outcome is %q (rolled back: %v), want superseded and not rolled back", e.Outcome, e.RolledBack)
+	}
+	d := getDeployment(t, ns, "web")
+	if d.Spec.Template.Spec.Containers[0].Image != brokenImage {
+		t.Errorf("the other actor's image was replaced: %q", d.Spec.Template.Spec.Containers[0].Image)
+	}
+	if got, _ := env(d, "app", appVar); got != hashOfData(fixedConfig) {
+		t.Errorf("web's marker is %q, want the reloaded content's hash (not rolled back)", got)
+	}
+	if _, ok := d.Annotations[policy.RestoreAnnotation]; ok {
+		t.Error("the restore record outlived the reload's outcome")
+	}
+	if holds := stateValues(t, ns, "hold."); len(holds) != 0 {
+		t.Errorf("holds %v, want none", holds)
+	}
+	if reasons := eventReasons(t, ns); strings.Contains(reasons, "RolledBack") || strings.Contains(reasons, "RolloutFailed") {
+		t.Errorf("Events %s blame the reload", reasons)
+	}
+	waitEvent(t, ns, "RolloutSuperseded")
+
+	updateDeployment(t, ns, "web", func(d *appsv1.Deployment) {
+		c := &d.Spec.Template.Spec.Containers[0]
+		c.Image, c.Env = "fake", c.Env[:len(c.Env)-1]
+	})
+	waitFor(t, 60*time.Second, "the other actor's repaired rollout", func() (bool, error) {
+		p, _ := policy.RolloutProgress(getDeployment(t, ns, "web"))
+		return p == policy.Done, nil
+	})
+	gen := getDeployment(t, ns, "web").Generation
+	other := map[string]string{"app.json": `{"ok": true, "v": 3}`}
+	updateConfigMap(t, ns, "app", other)
+	waitEnv(t, ns, "web", appVar, hashOfData(other))
+	waitOutcome(t, ns, policy.OutcomeSucceeded)
+	// One patch made the reload (a Deployment's generation also moves with its annotations, so
+	// the outcome's write moves it once more): the history has one line more, made at gen+1.
+	settle()
+	h := policy.ParseHistory(getDeployment(t, ns, "web").Annotations[policy.HistoryAnnotation])
+	if len(h) != 2 || h[0].Generation != gen+1 || h[0].Outcome != policy.OutcomeSucceeded || h[1].Outcome != policy.OutcomeSuperseded {
+		t.Errorf("history %+v, want one reload at generation %d after the superseded one", h, gen+1)
+	}
+}
+
+func TestAnotherActorsBrokenImageDuringOurRolloutIsNotRolledBackNorHeld(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	wantSupersededByTheOtherActor(t, ns, anotherActorsChangeScenario(t, ns, false))
+}
+
+func TestAnotherActorsBrokenImageWhileTheReloaderIsDownIsNotRolledBackAtItsStart(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	wantSupersededByTheOtherActor(t, ns, anotherActorsChangeScenario(t, ns, true))
+}
+
+// A change outside the pod template (here the revision history limit; a scale is another) moves
+// the generation without replacing the reload's template: its failure is still its own.
+func TestAFailedReloadIsRolledBackThoughTheSpecChangedOutsideItsTemplate(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	followedDeployment(t, ns, map[string]string{"configmap.reloader.stakater.com/reload": "app", policy.RollbackAnnotation: "true"})
+	startController(t, ns, controllerOpts{})
+	rollbackScenario(t, ns, func() {
+		updateDeployment(t, ns, "web", func(d *appsv1.Deployment) { d.Spec.RevisionHistoryLimit = new(int32(5)) })
+	})
+	wantHeld(t, ns)
+}

@@ -39,6 +39,8 @@ type workloadKind struct {
 	template func(obj any) (metav1.Object, *corev1.PodTemplateSpec)
 	// patch applies an RFC 6902 JSON patch and returns the object as written.
 	patch func(ctx context.Context, namespace, name string, body []byte) (any, error)
+	// get reads the object from the API server, whole: the cache keeps a stripped pod template.
+	get func(ctx context.Context, namespace, name string) (any, error)
 	// onDelete reports whether a template change restarts no pods (updateStrategy OnDelete).
 	onDelete func(obj any) bool
 	// canRestartAt: the kind honours spec.restartAt (Argo Rollouts).
@@ -55,6 +57,7 @@ type workloadKind struct {
 type typedClient[T any, L runtime.Object] interface {
 	kube.Lister[L]
 	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error)
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
 }
 
 func typedKind[T metav1.Object, L runtime.Object](name string, example T, tmpl func(T) *corev1.PodTemplateSpec,
@@ -68,6 +71,13 @@ func typedKind[T metav1.Object, L runtime.Object](name string, example T, tmpl f
 		},
 		patch: func(ctx context.Context, ns, n string, body []byte) (any, error) {
 			out, err := client(ns).Patch(ctx, n, types.JSONPatchType, body, metav1.PatchOptions{})
+			if err != nil {
+				return nil, err
+			}
+			return out, nil
+		},
+		get: func(ctx context.Context, ns, n string) (any, error) {
+			out, err := client(ns).Get(ctx, n, metav1.GetOptions{})
 			if err != nil {
 				return nil, err
 			}
@@ -134,6 +144,13 @@ func dynamicKind(name string, gvr schema.GroupVersionResource, client dynamic.In
 		template: unstructuredTemplate,
 		patch: func(ctx context.Context, ns, n string, body []byte) (any, error) {
 			out, err := resource.Namespace(ns).Patch(ctx, n, types.JSONPatchType, body, metav1.PatchOptions{})
+			if err != nil {
+				return nil, err
+			}
+			return out, nil
+		},
+		get: func(ctx context.Context, ns, n string) (any, error) {
+			out, err := resource.Namespace(ns).Get(ctx, n, metav1.GetOptions{})
 			if err != nil {
 				return nil, err
 			}

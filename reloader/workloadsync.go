@@ -92,7 +92,10 @@ func (c *Controller) dueChanges(w workloadView) []policy.Change {
 }
 
 func (c *Controller) patch(ctx context.Context, w workloadView, changes []policy.Change, ops []policy.JSONOp) error {
-	ops, superseded := c.trackOps(w, changes, ops)
+	ops, superseded, err := c.trackOps(ctx, w, changes, ops)
+	if err != nil {
+		return err
+	}
 	body, err := json.Marshal(ops)
 	if err != nil {
 		return fmt.Errorf("encode patch of %s: %w", w.key, err)
