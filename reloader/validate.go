@@ -66,12 +66,11 @@ func (c *Controller) invalid(k key, rec *configRecord, fresh bool) {
 		c.state.Set(c.stateKey(k), rec.Hash)
 	}
 	last, stranded := c.stranded(k)
-	msg := "Content " + short(rec.Hash) + " not rolled out: " + rec.Invalid
+	msg := "Content " + short(rec.Hash) + " not rolled out: " + rec.Invalid + "; no workload is restarted for it"
 	if len(stranded) > 0 {
-		msg += "; the last valid content, " + short(last.Hash) + ", was replaced before " + workloadNames(stranded) +
-			" reloaded for it, and is not rolled out either: a restart would now load content that does not validate"
+		msg += ". The last valid content, " + short(last.Hash) + ", was replaced before " + workloadNames(stranded) +
+			" reloaded for it and is not rolled out either: a restart would now load content that does not validate"
 	}
-	msg += ". Workloads keep the content they run"
 	if c.reports.warn(rec, string(rec.UID), "InvalidConfig", msg) && fresh {
 		c.metrics.InvalidChanges.WithLabelValues(k.kind).Inc()
 		c.log.Warn("config change not rolled out: it does not validate", "kind", k.kind, "namespace", k.namespace,

@@ -175,7 +175,7 @@ func TestInvalidContentInTheCoalescingPeriodSaysTheValidChangeBeforeItIsNotRolle
 	bad := setJSON(t, ns, `{"v":`)
 	msgs := invalidWarning(t, ns, 1)
 	want := "Content " + bad[:8] + " not rolled out: "
-	if !strings.Contains(msgs, want) || !strings.Contains(msgs, "the last valid content, "+valid[:8]+", was replaced before Deployment web reloaded for it") ||
+	if !strings.Contains(msgs, want) || !strings.Contains(msgs, "The last valid content, "+valid[:8]+", was replaced before Deployment web reloaded for it") ||
 		strings.Contains(msgs, "the last valid content stays in effect") {
 		t.Fatalf("the warning must say that %s was not rolled out and not claim it is in effect:\n%s", valid[:8], msgs)
 	}
@@ -237,7 +237,7 @@ func TestInvalidContentDropsTheHeldReloadOfTheValidChangeBeforeIt(t *testing.T) 
 	bad := setJSON(t, ns, `{"v":`)
 	msgs := invalidWarning(t, ns, 1)
 	if !strings.Contains(msgs, "Content "+bad[:8]+" not rolled out: ") ||
-		!strings.Contains(msgs, "the last valid content, "+valid[:8]+", was replaced before Deployment web reloaded for it") ||
+		!strings.Contains(msgs, "The last valid content, "+valid[:8]+", was replaced before Deployment web reloaded for it") ||
 		strings.Contains(msgs, "Deployment free") || strings.Contains(msgs, "the last valid content stays in effect") {
 		t.Fatalf("the warning must say that %s did not reach web (and only web), not that it is in effect:\n%s", valid[:8], msgs)
 	}
