@@ -22,6 +22,7 @@ func (c *Controller) syncConfig(k key) error {
 	fresh := c.changes.take(k)
 	if !c.namespaceAllowed(k.namespace) {
 		c.changes.forget(k)
+		c.underway.Delete(k)
 		return nil
 	}
 	rec := c.lookup(k)
@@ -41,6 +42,7 @@ func (c *Controller) syncConfig(k key) error {
 		}
 	}
 	if len(due) > 0 {
+		c.rollingOut(k, rec) // validate.go
 		if fresh {
 			c.metrics.Changes.WithLabelValues(k.kind).Inc()
 			c.log.Info("config changed", "kind", k.kind, "namespace", k.namespace, "name", k.name,
@@ -50,6 +52,7 @@ func (c *Controller) syncConfig(k key) error {
 		return nil
 	}
 	c.changes.forget(k)
+	c.underway.Delete(k)
 	if rec != nil {
 		c.record(k, rec, deps)
 		return nil

@@ -128,6 +128,7 @@ type Controller struct {
 	changes   *changeLog
 	strips    *strips
 	unreached sync.Map // config key → bool: whether a deletion could not reach a dependent (configsync.go)
+	underway  sync.Map // config key → *configRecord: its valid content while reloads for it are due (validate.go)
 	events    record.EventBroadcaster
 	reports   *reporter
 	deferrals *deferrals // reloads held by their gate (defer.go)

@@ -1,6 +1,9 @@
 package reloader
 
 import (
+	"fmt"
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/reloader/reloader/policy"
@@ -11,6 +14,11 @@ import (
 // content does not parse reloads nothing: the config sync says why once, in a Warning Event on
 // the config, and leaves the state at the last content fully rolled out, so the next valid
 // change reloads and a revert to that content reloads nothing.
+//
+// Pods read a config's current content when they start, so a valid content replaced by one
+// that does not parse before its reloads were done can no longer be rolled out: a restart would
+// load the invalid one. The Warning names it and the workloads it did not reach, and their held
+// reloads are dropped at once.
 
 // validateConfigMap describes the first declared key of cm that does not parse, or "".
 func validateConfigMap(cm *corev1.ConfigMap) string {
@@ -57,12 +65,64 @@ func (c *Controller) invalid(k key, rec *configRecord, fresh bool) {
 	if _, known := c.state.Get(c.stateKey(k)); !known {
 		c.state.Set(c.stateKey(k), rec.Hash)
 	}
-	msg := "Content " + short(rec.Hash) + " not rolled out: " + rec.Invalid + "; the last valid content stays in effect"
+	last, stranded := c.stranded(k)
+	msg := "Content " + short(rec.Hash) + " not rolled out: " + rec.Invalid + "; no workload is restarted for it"
+	if len(stranded) > 0 {
+		msg += ". The last valid content, " + short(last.Hash) + ", was replaced before " + workloadNames(stranded) +
+			" reloaded for it and is not rolled out either: a restart would now load content that does not validate"
+	}
 	if c.reports.warn(rec, string(rec.UID), "InvalidConfig", msg) && fresh {
 		c.metrics.InvalidChanges.WithLabelValues(k.kind).Inc()
 		c.log.Warn("config change not rolled out: it does not validate", "kind", k.kind, "namespace", k.namespace,
-			"name", k.name, "hash", short(rec.Hash), "problem", rec.Invalid)
+			"name", k.name, "hash", short(rec.Hash), "problem", rec.Invalid, "stranded", len(stranded))
 	}
+	for _, w := range stranded {
+		if c.deferrals.isHeld(w) {
+			c.queue.Add(w) // its sync finds nothing due and drops the hold (defer.go)
+		}
+	}
+}
+
+// rollingOut remembers the valid content of a config whose reloads are due (rec nil: the
+// config is deleted, and nothing is remembered), for invalid.
+func (c *Controller) rollingOut(k key, rec *configRecord) {
+	if rec == nil {
+		c.underway.Delete(k)
+		return
+	}
+	c.underway.Store(k, rec)
+}
+
+// stranded returns the last valid content of config k that was being rolled out, and the
+// workloads that had yet to reload for it, judged by the same rule as any change. Kept until a
+// valid content replaces it, so that every sync of the invalid content says the same.
+func (c *Controller) stranded(k key) (*configRecord, []key) {
+	v, ok := c.underway.Load(k)
+	if !ok {
+		return nil, nil
+	}
+	last := v.(*configRecord)
+	var out []key
+	for _, d := range c.dependents(k, last) {
+		if d.reload {
+			out = append(out, d.workload)
+		}
+	}
+	return last, out
+}
+
+// workloadNames names a few workloads of one namespace, and how many more there are.
+func workloadNames(ws []key) string {
+	const shown = 3
+	names := make([]string, 0, shown)
+	for _, w := range ws[:min(len(ws), shown)] {
+		names = append(names, w.kind+" "+w.name)
+	}
+	out := strings.Join(names, ", ")
+	if len(ws) > shown {
+		out += fmt.Sprintf(" and %d more", len(ws)-shown)
+	}
+	return out
 }
 
 func (c *Controller) validContent(rec *configRecord) {

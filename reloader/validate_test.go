@@ -9,7 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/reloader/reloader/internal/clocktest"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader"
 )
 
 // A Secret's invalid YAML is held back, and neither its Event, nor the log, nor any Event in the
@@ -123,4 +125,165 @@ func TestConfigFirstSeenInvalidReloadsOnItsNextValidChange(t *testing.T) {
 	if n := changes(); n != 1 {
 		t.Fatalf("template changed %d times, want 1", n)
 	}
+}
+
+// validatedConfig creates ConfigMap app-config whose config.json must be JSON.
+func validatedConfig(t *testing.T, ns, content string) {
+	t.Helper()
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "app-config", Annotations: map[string]string{policy.ValidateAnnotation: "config.json=json"}},
+		Data:       map[string]string{"config.json": content},
+	}
+	if _, err := cluster.Client().CoreV1().ConfigMaps(ns).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// setJSON writes content as app-config's config.json and returns the content hash.
+func setJSON(t *testing.T, ns, content string) string {
+	t.Helper()
+	return updateConfigMap(t, ns, "app-config", map[string]string{"config.json": content})
+}
+
+// invalidWarning waits for the n-th InvalidConfig warning on app-config and returns the messages.
+func invalidWarning(t *testing.T, ns string, n int) string {
+	t.Helper()
+	waitFor(t, 10*time.Second, "InvalidConfig warning", func() (bool, error) {
+		return countEvents(t, ns, "app-config", "InvalidConfig") == n, nil
+	})
+	return strings.Join(eventMessages(t, ns, "app-config"), "\n")
+}
+
+// A valid change, then content that does not validate inside the coalescing period: the valid
+// content cannot be rolled out any more (a restart would load the invalid one), and the Warning
+// says so, naming it and the workload it did not reach, instead of claiming that it stays in
+// effect. A fix back to that content then reloads once (the positive control).
+func TestInvalidContentInTheCoalescingPeriodSaysTheValidChangeBeforeItIsNotRolledOut(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	validatedConfig(t, ns, `{"v":0}`)
+	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
+	clock := clocktest.New(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC))
+	r := startController(t, ns, controllerOpts{period: time.Minute, tweak: func(o *reloader.Options) { o.Clock = clock }})
+	settle()
+	original := stateEntry(t, ns, "v1.ConfigMap_app-config")
+	changes := templateChanges(t, ns, "web")
+
+	valid := setJSON(t, ns, `{"v":1}`)
+	waitFor(t, 10*time.Second, "the valid change seen", func() (bool, error) {
+		return value(t, r.metrics.Changes.WithLabelValues("ConfigMap")) == 1, nil
+	})
+	bad := setJSON(t, ns, `{"v":`)
+	msgs := invalidWarning(t, ns, 1)
+	want := "Content " + bad[:8] + " not rolled out: "
+	if !strings.Contains(msgs, want) || !strings.Contains(msgs, "The last valid content, "+valid[:8]+", was replaced before Deployment web reloaded for it") ||
+		strings.Contains(msgs, "the last valid content stays in effect") {
+		t.Fatalf("the warning must say that %s was not rolled out and not claim it is in effect:\n%s", valid[:8], msgs)
+	}
+	clock.Advance(time.Minute) // the coalescing period ends
+	settle()
+	if n := changes(); n != 0 {
+		t.Fatalf("template changed %d times under content that does not validate", n)
+	}
+	if got := stateEntry(t, ns, "v1.ConfigMap_app-config"); got != original {
+		t.Fatalf("state moved to %s, want %s, the content the workload runs", got, original)
+	}
+
+	// The fix back to the valid content that never reached the workload reloads it once.
+	setJSON(t, ns, `{"v":1}`)
+	waitFor(t, 10*time.Second, "the fix seen", func() (bool, error) {
+		return value(t, r.metrics.Changes.WithLabelValues("ConfigMap")) == 2, nil
+	})
+	clock.Advance(time.Minute)
+	waitEnv(t, ns, "web", cmVar, valid)
+	wantReloadsSince(t, changes, 1)
+	waitFor(t, 10*time.Second, "state advanced", func() (bool, error) {
+		return stateEntry(t, ns, "v1.ConfigMap_app-config") == valid, nil
+	})
+}
+
+// wantReloadsSince settles, then fails unless changes counts n template changes.
+func wantReloadsSince(t *testing.T, changes func() int, n int) {
+	t.Helper()
+	settle()
+	if got := changes(); got != n {
+		t.Fatalf("template changed %d times, want %d", got, n)
+	}
+}
+
+// A valid change held by a maintenance window, then content that does not validate: the held
+// reload is dropped at once (no pending entry, no deferred gauge, no reload when the window
+// opens), the Warning names the valid content that was not rolled out, and, across a restart, a
+// revert to the content the workload runs reloads nothing while a later valid change inside
+// the window reloads once (the positive control).
+func TestInvalidContentDropsTheHeldReloadOfTheValidChangeBeforeIt(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	validatedConfig(t, ns, `{"v":0}`)
+	original := ""
+	createDeployment(t, ns, "web", 0, withAnnotations(named("configmap", "app-config"),
+		map[string]string{policy.WindowAnnotation: "Sat 02:00-04:00 Europe/Berlin"}), nil)
+	createDeployment(t, ns, "free", 0, named("configmap", "app-config"), nil)
+	clock := clocktest.New(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)) // Friday
+	opts := controllerOpts{tweak: func(o *reloader.Options) { o.Clock = clock }}
+	first := startController(t, ns, opts)
+	settle()
+	original = stateEntry(t, ns, "v1.ConfigMap_app-config")
+	changes := templateChanges(t, ns, "web")
+
+	valid := setJSON(t, ns, `{"v":1}`)
+	waitEnv(t, ns, "free", cmVar, valid)
+	waitFor(t, 10*time.Second, "the ReloadDeferred event", func() (bool, error) {
+		return countEvents(t, ns, "web", "ReloadDeferred") == 1, nil
+	})
+	bad := setJSON(t, ns, `{"v":`)
+	msgs := invalidWarning(t, ns, 1)
+	if !strings.Contains(msgs, "Content "+bad[:8]+" not rolled out: ") ||
+		!strings.Contains(msgs, "The last valid content, "+valid[:8]+", was replaced before Deployment web reloaded for it") ||
+		strings.Contains(msgs, "Deployment free") || strings.Contains(msgs, "the last valid content stays in effect") {
+		t.Fatalf("the warning must say that %s did not reach web (and only web), not that it is in effect:\n%s", valid[:8], msgs)
+	}
+	waitFor(t, 10*time.Second, "the held reload dropped", func() (bool, error) {
+		return stateEntry(t, ns, pendingWeb) == "" && value(t, first.metrics.Deferred.WithLabelValues(policy.ReasonWindow)) == 0, nil
+	})
+	first.stop(t)
+
+	startController(t, ns, opts)
+	setJSON(t, ns, `{"v":0}`) // web runs this; free runs the valid content and reloads
+	waitEnv(t, ns, "free", cmVar, original)
+	clock.Advance(13 * time.Hour) // Saturday 01:00 UTC: the window is open
+	waitFor(t, 10*time.Second, "state back at the original content", func() (bool, error) {
+		return stateEntry(t, ns, "v1.ConfigMap_app-config") == original, nil
+	})
+	wantReloadsSince(t, changes, 0)
+
+	later := setJSON(t, ns, `{"v":2}`)
+	waitEnv(t, ns, "web", cmVar, later)
+	wantReloadsSince(t, changes, 1)
+}
+
+// With a maintenance window, the fix back to the valid content that an invalid one replaced
+// before its reload waits for the window, then reloads once.
+func TestFixAfterInvalidContentWaitsForTheWindowAndReloadsOnce(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	validatedConfig(t, ns, `{"v":0}`)
+	createDeployment(t, ns, "web", 0, withAnnotations(named("configmap", "app-config"),
+		map[string]string{policy.WindowAnnotation: "Sat 02:00-04:00 Europe/Berlin"}), nil)
+	clock := clocktest.New(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)) // Friday
+	startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { o.Clock = clock }})
+	settle()
+	changes := templateChanges(t, ns, "web")
+
+	valid := setJSON(t, ns, `{"v":1}`)
+	waitFor(t, 10*time.Second, "the ReloadDeferred event", func() (bool, error) {
+		return countEvents(t, ns, "web", "ReloadDeferred") == 1, nil
+	})
+	setJSON(t, ns, `{"v":`)
+	invalidWarning(t, ns, 1)
+	setJSON(t, ns, `{"v":1}`)
+	waitFor(t, 10*time.Second, "the pending entry of the fix", func() (bool, error) {
+		return strings.HasPrefix(stateEntry(t, ns, pendingWeb), "pending@"), nil
+	})
+	wantReloadsSince(t, changes, 0)
+	clock.Advance(13 * time.Hour) // Saturday 01:00 UTC: the window opens
+	waitEnv(t, ns, "web", cmVar, valid)
+	wantReloadsSince(t, changes, 1)
 }
