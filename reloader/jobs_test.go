@@ -69,6 +69,15 @@ func createJobFrom(t *testing.T, ns, name string, mutate func(*batchv1.Job)) *ba
 	return job
 }
 
+// jobNow returns Job name, or an empty Job while it does not exist (being recreated).
+func jobNow(ns, name string) *batchv1.Job {
+	j, err := cluster.Client().BatchV1().Jobs(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		return &batchv1.Job{Spec: batchv1.JobSpec{Template: podTemplate(name)}}
+	}
+	return j
+}
+
 func getCronJob(t *testing.T, ns, name string) *batchv1.CronJob {
 	t.Helper()
 	cj, err := cluster.Client().BatchV1().CronJobs(ns).Get(context.Background(), name, metav1.GetOptions{})
@@ -459,13 +468,13 @@ func TestPausePeriodOnACronJobOrAJobRunsOnceWhenItEnds(t *testing.T) {
 	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
 	updateConfigMap(t, ns, "flip-config", map[string]string{"v": "B"})
 	waitFor(t, 10*time.Second, "the pauses of flip-cron and flip-job begun", func() (bool, error) {
-		return getCronJob(t, ns, "flip-cron").Annotations[pausedAt] != "" && getJob(t, ns, "flip-job").Annotations[pausedAt] != "", nil
+		return getCronJob(t, ns, "flip-cron").Annotations[pausedAt] != "" && jobNow(ns, "flip-job").Annotations[pausedAt] != "", nil
 	})
 	updateConfigMap(t, ns, "flip-config", map[string]string{"v": "A"})
 	waitFor(t, 30*time.Second, "every pause over", func() (bool, error) {
-		j := getJob(t, ns, "migrate")
+		j, flip := jobNow(ns, "migrate"), jobNow(ns, "flip-job")
 		return cronJobSettled(t, ns, "nightly", cmVar, hash) && jobEnv(j, cmVar) == hash && j.Annotations[pausedAt] == "" &&
-			getCronJob(t, ns, "flip-cron").Annotations[pausedAt] == "" && getJob(t, ns, "flip-job").Annotations[pausedAt] == "", nil
+			getCronJob(t, ns, "flip-cron").Annotations[pausedAt] == "" && flip.UID != "" && flip.Annotations[pausedAt] == "", nil
 	})
 	if jobs := jobsOf(t, ns, nightly.UID); len(jobs) != 1 || jobEnv(&jobs[0], cmVar) != hash {
 		t.Errorf("the CronJob ran %d Jobs for one change, want 1 with the marker %s", len(jobs), hash)
@@ -485,7 +494,7 @@ func TestPausePeriodOnACronJobOrAJobRunsOnceWhenItEnds(t *testing.T) {
 
 	hash = updateConfigMap(t, ns, "flip-config", map[string]string{"v": "C"})
 	waitFor(t, 30*time.Second, "flip-cron and flip-job reloaded", func() (bool, error) {
-		return cronJobSettled(t, ns, "flip-cron", flipVar, hash) && jobEnv(getJob(t, ns, "flip-job"), flipVar) == hash, nil
+		return cronJobSettled(t, ns, "flip-cron", flipVar, hash) && jobEnv(jobNow(ns, "flip-job"), flipVar) == hash, nil
 	})
 	if n := len(jobsOf(t, ns, flipCron.UID)); n != 1 {
 		t.Errorf("the CronJob ran %d Jobs for one change, want 1", n)
@@ -517,7 +526,7 @@ func TestJobsACronJobRanAreLeftAloneWhileItRunsOneJobPerChange(t *testing.T) {
 	for i, v := range []string{"B", "C"} {
 		hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": v})
 		waitFor(t, 30*time.Second, "the CronJob's Job and the Job recreated", func() (bool, error) {
-			return cronJobSettled(t, ns, "nightly", cmVar, hash) && jobEnv(getJob(t, ns, "migrate"), cmVar) == hash, nil
+			return cronJobSettled(t, ns, "nightly", cmVar, hash) && jobEnv(jobNow(ns, "migrate"), cmVar) == hash, nil
 		})
 		if n := created("migrate"); n != i+1 {
 			t.Fatalf("the Job of its own was created %d times after %d changes, want %d", n, i+1, i+1)
@@ -534,15 +543,17 @@ func TestJobsACronJobRanAreLeftAloneWhileItRunsOneJobPerChange(t *testing.T) {
 	}
 }
 
-// A minimum interval on a CronJob without annotations is recorded by its reload (the patch that
+// A minimum interval on a CronJob without metadata annotations is recorded by its reload (the patch that
 // creates the annotations map for the time of the reload also names the Job to run, and must
 // keep both), so a second change inside the interval waits for it, then runs one Job.
-func TestMinimumIntervalOnACronJobWithoutAnnotationsHoldsItsNextRun(t *testing.T) {
+func TestMinimumIntervalOnACronJobWithoutMetadataAnnotationsHoldsItsNextRun(t *testing.T) {
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
-	cj := createCronJobFrom(t, ns, "nightly", func(*batchv1.CronJob) {})
+	cj := createCronJobFrom(t, ns, "nightly", func(cj *batchv1.CronJob) {
+		cj.Spec.JobTemplate.Spec.Template.Annotations = named("configmap", "app-config") // none on its metadata
+	})
 	startController(t, ns, controllerOpts{period: 100 * time.Millisecond, tweak: func(o *reloader.Options) {
-		o.Gate.MinInterval = 5 * time.Second // the flag: the CronJob has no annotations at all
+		o.Gate.MinInterval = 5 * time.Second // the flag
 	}})
 	settle()
 	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
