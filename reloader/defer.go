@@ -233,13 +233,14 @@ func (c *Controller) gateOps(w workloadView, g policy.Gate) []policy.JSONOp {
 	return append(c.opts.Annotations.GateOps(meta, g, c.opts.Clock.Now()), c.resumeStakater(w)...)
 }
 
-// patchMeta applies a patch of the workload's metadata only (no rollout).
+// patchMeta applies a patch of the workload's metadata only, through the kind's writeMeta: it
+// restarts nothing, and runs or recreates no Job.
 func (c *Controller) patchMeta(ctx context.Context, w workloadView, ops []policy.JSONOp, doing string) error {
 	body, err := json.Marshal(ops)
 	if err != nil {
 		return fmt.Errorf("encode patch of %s: %w", w.key, err)
 	}
-	_, err = w.kind.patch(ctx, w.key.namespace, w.key.name, body)
+	_, err = w.kind.writeMeta(ctx, w.key.namespace, w.key.name, body)
 	if isStale(err) {
 		return errStale
 	}

@@ -108,7 +108,7 @@ func cronJobPatch(cj *batchv1.CronJob, body []byte) ([]byte, error) {
 	}
 	sum := sha1.Sum([]byte(string(cj.UID) + "/" + cj.ResourceVersion))
 	job := cj.Name[:min(len(cj.Name), 48)] + "-reload-" + hex.EncodeToString(sum[:])[:7]
-	if cj.Annotations == nil {
+	if cj.Annotations == nil && !createsAnnotations(ops) { // an op before may have created the map
 		ops = append(ops, policy.JSONOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{pendingJobAnnotation: job}})
 	} else {
 		ops = append(ops, policy.JSONOp{Op: "add", Path: "/metadata/annotations/" + strings.ReplaceAll(pendingJobAnnotation, "/", "~1"), Value: job})
@@ -135,13 +135,27 @@ func jobFromCronJob(cj *batchv1.CronJob, name string) *batchv1.Job {
 // controller (wireJobs).
 func jobKind(c *kube.Clients, ns string, link *kube.Link, transform cache.TransformFunc) *workloadKind {
 	k := typedKind("Job", &batchv1.Job{},
-		func(j *batchv1.Job) *corev1.PodTemplateSpec { return &j.Spec.Template },
+		func(j *batchv1.Job) *corev1.PodTemplateSpec {
+			if ranByCronJob(j) {
+				return nil
+			}
+			return &j.Spec.Template
+		},
 		func(ns string) typedClient[*batchv1.Job, *batchv1.JobList] { return c.Jobs(ns) }, ns, link, transform)
 	k.probe = func(ctx context.Context) error {
 		_, err := c.Jobs(ns).List(ctx, metav1.ListOptions{Limit: 1})
 		return err
 	}
 	return k
+}
+
+// ranByCronJob reports a Job that a CronJob controls (run on schedule, or by a reload). Such a
+// Job is no workload of its own: its CronJob is, and the CronJob's reload runs one Job for a
+// change. Recreating the Jobs it ran too, which carry its template's annotations, would run the
+// change again once per Job kept in its history. stakater Reloader does recreate them.
+func ranByCronJob(j *batchv1.Job) bool {
+	ref := metav1.GetControllerOf(j)
+	return ref != nil && ref.Kind == "CronJob" && strings.HasPrefix(ref.APIVersion, batchv1.GroupName+"/")
 }
 
 // wireJobs makes a Job's reload a recreation: deleted, and created again under the same name

@@ -3,7 +3,9 @@ package reloader_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,8 +14,10 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader"
 )
 
@@ -21,15 +25,23 @@ import (
 // year), whose job template reads app-config; annotations go on the CronJob.
 func createCronJob(t *testing.T, ns, name string, annotations map[string]string) *batchv1.CronJob {
 	t.Helper()
+	return createCronJobFrom(t, ns, name, func(cj *batchv1.CronJob) { cj.Annotations = annotations })
+}
+
+// createCronJobFrom creates the CronJob of createCronJob, without annotations; mutate adjusts it
+// before creation.
+func createCronJobFrom(t *testing.T, ns, name string, mutate func(*batchv1.CronJob)) *batchv1.CronJob {
+	t.Helper()
 	tmpl := podTemplate(name)
 	tmpl.Spec.RestartPolicy = corev1.RestartPolicyNever
 	cj := &batchv1.CronJob{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: batchv1.CronJobSpec{Schedule: "0 0 1 1 *", JobTemplate: batchv1.JobTemplateSpec{
 			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"from": name}},
 			Spec:       batchv1.JobSpec{Template: tmpl},
 		}},
 	}
+	mutate(cj)
 	cj, err := cluster.Client().BatchV1().CronJobs(ns).Create(context.Background(), cj, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -39,14 +51,75 @@ func createCronJob(t *testing.T, ns, name string, annotations map[string]string)
 
 func createJob(t *testing.T, ns, name string, annotations map[string]string) *batchv1.Job {
 	t.Helper()
+	return createJobFrom(t, ns, name, func(j *batchv1.Job) { j.Annotations = annotations })
+}
+
+// createJobFrom creates a Job of one container "app" that never restarts; mutate adjusts it
+// before creation.
+func createJobFrom(t *testing.T, ns, name string, mutate func(*batchv1.Job)) *batchv1.Job {
+	t.Helper()
 	tmpl := podTemplate(name)
 	tmpl.Spec.RestartPolicy = corev1.RestartPolicyNever
-	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations}, Spec: batchv1.JobSpec{Template: tmpl}}
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: batchv1.JobSpec{Template: tmpl}}
+	mutate(job)
 	job, err := cluster.Client().BatchV1().Jobs(ns).Create(context.Background(), job, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return job
+}
+
+// jobNow returns Job name, or an empty Job while it does not exist (being recreated).
+func jobNow(ns, name string) *batchv1.Job {
+	j, err := cluster.Client().BatchV1().Jobs(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		return &batchv1.Job{Spec: batchv1.JobSpec{Template: podTemplate(name)}}
+	}
+	return j
+}
+
+func getCronJob(t *testing.T, ns, name string) *batchv1.CronJob {
+	t.Helper()
+	cj, err := cluster.Client().BatchV1().CronJobs(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cj
+}
+
+// jobCreations counts, from now on, the Jobs created in ns under each name: a Job recreated
+// keeps its name, so only its creations tell how many times it was.
+func jobCreations(t *testing.T, ns string) (count func(name string) int) {
+	t.Helper()
+	list, err := cluster.Client().BatchV1().Jobs(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	w, err := cluster.Client().BatchV1().Jobs(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	created := map[string]int{}
+	go func() {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			if ev.Type == watch.Added {
+				mu.Lock()
+				created[ev.Object.(*batchv1.Job).Name]++
+				mu.Unlock()
+			}
+		}
+	}()
+	return func(name string) int {
+		settle()
+		time.Sleep(300 * time.Millisecond) // the watch event of the last creation is on its way
+		mu.Lock()
+		defer mu.Unlock()
+		return created[name]
+	}
 }
 
 // jobsOf lists the Jobs in ns whose controller is the CronJob uid.
@@ -319,5 +392,182 @@ func TestAJobRecreationInterruptedAfterTheDeleteIsFinishedOnceAtTheNextStart(t *
 	settle()
 	if j := getJob(t, ns, "gone"); j.UID != created.UID {
 		t.Fatalf("Job gone created twice (UID %s → %s)", created.UID, j.UID)
+	}
+}
+
+// pauseFor is the pause-period annotation, as stakater names it.
+func pauseFor(d string) map[string]string {
+	return map[string]string{policy.DefaultAnnotations().PausePeriod: d}
+}
+
+// pausedAt is the annotation that records, on a workload, when its pause began.
+var pausedAt = policy.DefaultAnnotations().PausedAt
+
+// cronJobSettled reports a CronJob whose job template holds the marker hash, with no pause
+// running and no Job left to run: a change and its pause are over.
+func cronJobSettled(t *testing.T, ns, name, env, hash string) bool {
+	t.Helper()
+	cj := getCronJob(t, ns, name)
+	v, _ := envOf(cj.Spec.JobTemplate.Spec.Template, env)
+	return v == hash && cj.Annotations[pausedAt] == "" && cj.Annotations["reloader/pending-job"] == ""
+}
+
+// A CronJob whose reload and pause-period annotations are on its pod template (read from there
+// when its metadata has none) runs one Job for a change, at the end of the pause, and none
+// more; a change after the pause runs exactly one more. Starting and ending the pause writes
+// the CronJob's metadata and runs nothing.
+func TestACronJobWithAPausePeriodOnItsPodTemplateRunsOneJobPerChange(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	cj := createCronJobFrom(t, ns, "nightly", func(cj *batchv1.CronJob) {
+		cj.Spec.JobTemplate.Spec.Template.Annotations = withAnnotations(named("configmap", "app-config"), pauseFor("3s"))
+	})
+	startController(t, ns, controllerOpts{period: 100 * time.Millisecond})
+	settle()
+
+	// wantRuns waits for the change and its pause to be over (or for a runaway past want Jobs),
+	// then for one more pause period, in which a pause started again would run another Job.
+	wantRuns := func(hash string, want int) {
+		t.Helper()
+		waitFor(t, 30*time.Second, "the CronJob's pause over with the marker "+hash, func() (bool, error) {
+			return cronJobSettled(t, ns, "nightly", cmVar, hash) || len(jobsOf(t, ns, cj.UID)) > want, nil
+		})
+		time.Sleep(3 * time.Second)
+		settle()
+		jobs := jobsOf(t, ns, cj.UID)
+		if len(jobs) != want {
+			t.Fatalf("%d Jobs run by the CronJob, want %d", len(jobs), want)
+		}
+		last := slices.MaxFunc(jobs, func(a, b batchv1.Job) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
+		if got := jobEnv(&last, cmVar); got != hash {
+			t.Fatalf("the last Job run has the marker %q, want %q", got, hash)
+		}
+	}
+	wantRuns(updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"}), 1)
+	wantRuns(updateConfigMap(t, ns, "app-config", map[string]string{"v": "C"}), 2) // the positive control
+}
+
+// With a pause period, a CronJob runs one Job, and a Job is recreated once, for a change: at the
+// end of the pause, not also at its start. A change reverted inside the pause runs and recreates
+// nothing; a later change of that config does, once (the positive control).
+func TestPausePeriodOnACronJobOrAJobRunsOnceWhenItEnds(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	createConfigMap(t, ns, "flip-config", map[string]string{"v": "A"})
+	const flipVar = "_RELOADER_-configmap-flip-config"
+	onApp := withAnnotations(named("configmap", "app-config"), pauseFor("3s"))
+	onFlip := withAnnotations(named("configmap", "flip-config"), pauseFor("3s"))
+	nightly := createCronJob(t, ns, "nightly", onApp)
+	createJob(t, ns, "migrate", onApp)
+	flipCron := createCronJob(t, ns, "flip-cron", onFlip)
+	createJob(t, ns, "flip-job", onFlip)
+	startController(t, ns, controllerOpts{period: 100 * time.Millisecond})
+	settle()
+	created := jobCreations(t, ns)
+
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
+	updateConfigMap(t, ns, "flip-config", map[string]string{"v": "B"})
+	waitFor(t, 10*time.Second, "the pauses of flip-cron and flip-job begun", func() (bool, error) {
+		return getCronJob(t, ns, "flip-cron").Annotations[pausedAt] != "" && jobNow(ns, "flip-job").Annotations[pausedAt] != "", nil
+	})
+	updateConfigMap(t, ns, "flip-config", map[string]string{"v": "A"})
+	waitFor(t, 30*time.Second, "every pause over", func() (bool, error) {
+		j, flip := jobNow(ns, "migrate"), jobNow(ns, "flip-job")
+		return cronJobSettled(t, ns, "nightly", cmVar, hash) && jobEnv(j, cmVar) == hash && j.Annotations[pausedAt] == "" &&
+			getCronJob(t, ns, "flip-cron").Annotations[pausedAt] == "" && flip.UID != "" && flip.Annotations[pausedAt] == "", nil
+	})
+	if jobs := jobsOf(t, ns, nightly.UID); len(jobs) != 1 || jobEnv(&jobs[0], cmVar) != hash {
+		t.Errorf("the CronJob ran %d Jobs for one change, want 1 with the marker %s", len(jobs), hash)
+	}
+	if n := created("migrate"); n != 1 {
+		t.Errorf("the Job was created %d times for one change, want 1", n)
+	}
+	if n := len(jobsOf(t, ns, flipCron.UID)); n != 0 {
+		t.Errorf("the CronJob ran %d Jobs for a change reverted inside its pause, want 0", n)
+	}
+	if n := created("flip-job"); n != 0 {
+		t.Errorf("the Job was created %d times for a change reverted inside its pause, want 0", n)
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	hash = updateConfigMap(t, ns, "flip-config", map[string]string{"v": "C"})
+	waitFor(t, 30*time.Second, "flip-cron and flip-job reloaded", func() (bool, error) {
+		return cronJobSettled(t, ns, "flip-cron", flipVar, hash) && jobEnv(jobNow(ns, "flip-job"), flipVar) == hash, nil
+	})
+	if n := len(jobsOf(t, ns, flipCron.UID)); n != 1 {
+		t.Errorf("the CronJob ran %d Jobs for one change, want 1", n)
+	}
+	if n := created("flip-job"); n != 1 {
+		t.Errorf("the Job was created %d times for one change, want 1", n)
+	}
+}
+
+// The Jobs a CronJob ran carry its template's annotations, but the CronJob is the workload: a
+// change runs one Job from it, and recreates none of those it ran (on schedule, or by the
+// reload before). A Job of its own reading the same config is recreated (the positive control).
+func TestJobsACronJobRanAreLeftAloneWhileItRunsOneJobPerChange(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	cj := createCronJobFrom(t, ns, "nightly", func(cj *batchv1.CronJob) {
+		cj.Spec.JobTemplate.Spec.Template.Annotations = named("configmap", "app-config")
+	})
+	// As the CronJob controller runs it on schedule: the job template, controlled by the CronJob.
+	scheduled := createJobFrom(t, ns, "nightly-29000000", func(j *batchv1.Job) {
+		j.Labels, j.Spec = cj.Spec.JobTemplate.Labels, *cj.Spec.JobTemplate.Spec.DeepCopy()
+		j.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(cj, batchv1.SchemeGroupVersion.WithKind("CronJob"))}
+	})
+	createJob(t, ns, "migrate", named("configmap", "app-config"))
+	startController(t, ns, controllerOpts{period: 100 * time.Millisecond})
+	settle()
+	created := jobCreations(t, ns)
+
+	for i, v := range []string{"B", "C"} {
+		hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": v})
+		waitFor(t, 30*time.Second, "the CronJob's Job and the Job recreated", func() (bool, error) {
+			return cronJobSettled(t, ns, "nightly", cmVar, hash) && jobEnv(jobNow(ns, "migrate"), cmVar) == hash, nil
+		})
+		if n := created("migrate"); n != i+1 {
+			t.Fatalf("the Job of its own was created %d times after %d changes, want %d", n, i+1, i+1)
+		}
+		jobs := jobsOf(t, ns, cj.UID)
+		if len(jobs) != i+2 {
+			t.Fatalf("%d Jobs owned by the CronJob after %d changes, want %d (the scheduled one and one per change)", len(jobs), i+1, i+2)
+		}
+		for _, j := range jobs {
+			if n := created(j.Name); j.Name != scheduled.Name && n != 1 || j.Name == scheduled.Name && n != 0 {
+				t.Fatalf("Job %s, run by the CronJob, was created %d times since the start (recreated by a change)", j.Name, n)
+			}
+		}
+	}
+}
+
+// A minimum interval on a CronJob without metadata annotations is recorded by its reload (the patch that
+// creates the annotations map for the time of the reload also names the Job to run, and must
+// keep both), so a second change inside the interval waits for it, then runs one Job.
+func TestMinimumIntervalOnACronJobWithoutMetadataAnnotationsHoldsItsNextRun(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	cj := createCronJobFrom(t, ns, "nightly", func(cj *batchv1.CronJob) {
+		cj.Spec.JobTemplate.Spec.Template.Annotations = named("configmap", "app-config") // none on its metadata
+	})
+	startController(t, ns, controllerOpts{period: 100 * time.Millisecond, tweak: func(o *reloader.Options) {
+		o.Gate.MinInterval = 5 * time.Second // the flag
+	}})
+	settle()
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
+	waitFor(t, 30*time.Second, "the first Job", func() (bool, error) { return cronJobSettled(t, ns, "nightly", cmVar, hash), nil })
+	if at := getCronJob(t, ns, "nightly").Annotations[policy.LastReloadAnnotation]; at == "" {
+		t.Fatalf("the CronJob's reload did not record its time: annotations %v", getCronJob(t, ns, "nightly").Annotations)
+	}
+	hash = updateConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
+	waitFor(t, 10*time.Second, "the second run held", func() (bool, error) {
+		return stateEntry(t, ns, "pending.CronJob_nightly") != "", nil
+	})
+	waitFor(t, 30*time.Second, "the second Job", func() (bool, error) { return cronJobSettled(t, ns, "nightly", cmVar, hash), nil })
+	settle()
+	if n := len(jobsOf(t, ns, cj.UID)); n != 2 {
+		t.Fatalf("%d Jobs for two changes, want 2", n)
 	}
 }

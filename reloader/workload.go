@@ -35,10 +35,15 @@ var (
 type workloadKind struct {
 	name     string // the Kind, as in queue keys and Events
 	informer cache.SharedIndexInformer
-	// template returns the object's metadata and pod template (nil if it has none).
+	// template returns the object's metadata and pod template (nil if it has none, or is not
+	// reloaded as its own: a Job a CronJob controls, jobs.go).
 	template func(obj any) (metav1.Object, *corev1.PodTemplateSpec)
-	// patch applies an RFC 6902 JSON patch and returns the object as written.
+	// patch applies a reload's RFC 6902 JSON patch and returns the object as written: a
+	// restart, or a run (a CronJob's Job, a Job recreated, jobs.go).
 	patch func(ctx context.Context, namespace, name string, body []byte) (any, error)
+	// writeMeta applies a JSON patch of the object alone (the gate's annotations): it never
+	// restarts or runs anything, whatever patch does for the kind.
+	writeMeta func(ctx context.Context, namespace, name string, body []byte) (any, error)
 	// get reads the object from the API server, whole: the cache keeps a stripped pod template.
 	get func(ctx context.Context, namespace, name string) (any, error)
 	// onDelete reports whether a template change restarts no pods (updateStrategy OnDelete).
@@ -62,6 +67,13 @@ type typedClient[T any, L runtime.Object] interface {
 
 func typedKind[T metav1.Object, L runtime.Object](name string, example T, tmpl func(T) *corev1.PodTemplateSpec,
 	client func(ns string) typedClient[T, L], ns string, link *kube.Link, transform cache.TransformFunc) *workloadKind {
+	write := func(ctx context.Context, ns, n string, body []byte) (any, error) {
+		out, err := client(ns).Patch(ctx, n, types.JSONPatchType, body, metav1.PatchOptions{})
+		if err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
 	return &workloadKind{
 		name:     name,
 		informer: kube.NewInformer[L](link, client(ns), any(example).(runtime.Object), kube.NoTweak, transform),
@@ -69,13 +81,8 @@ func typedKind[T metav1.Object, L runtime.Object](name string, example T, tmpl f
 			t := o.(T)
 			return t, tmpl(t)
 		},
-		patch: func(ctx context.Context, ns, n string, body []byte) (any, error) {
-			out, err := client(ns).Patch(ctx, n, types.JSONPatchType, body, metav1.PatchOptions{})
-			if err != nil {
-				return nil, err
-			}
-			return out, nil
-		},
+		patch:     write,
+		writeMeta: write,
 		get: func(ctx context.Context, ns, n string) (any, error) {
 			out, err := client(ns).Get(ctx, n, metav1.GetOptions{})
 			if err != nil {
@@ -138,17 +145,19 @@ func kindTable(c *kube.Clients, ns string, transform cache.TransformFunc) []kind
 // dynamic client, so the reloader takes no dependency on its Go types.
 func dynamicKind(name string, gvr schema.GroupVersionResource, client dynamic.Interface, ns string, link *kube.Link, transform cache.TransformFunc) *workloadKind {
 	resource := client.Resource(gvr)
+	write := func(ctx context.Context, ns, n string, body []byte) (any, error) {
+		out, err := resource.Namespace(ns).Patch(ctx, n, types.JSONPatchType, body, metav1.PatchOptions{})
+		if err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
 	return &workloadKind{
-		name:     name,
-		informer: kube.NewInformer[*unstructured.UnstructuredList](link, resource.Namespace(ns), &unstructured.Unstructured{}, kube.NoTweak, transform),
-		template: unstructuredTemplate,
-		patch: func(ctx context.Context, ns, n string, body []byte) (any, error) {
-			out, err := resource.Namespace(ns).Patch(ctx, n, types.JSONPatchType, body, metav1.PatchOptions{})
-			if err != nil {
-				return nil, err
-			}
-			return out, nil
-		},
+		name:      name,
+		informer:  kube.NewInformer[*unstructured.UnstructuredList](link, resource.Namespace(ns), &unstructured.Unstructured{}, kube.NoTweak, transform),
+		template:  unstructuredTemplate,
+		patch:     write,
+		writeMeta: write,
 		get: func(ctx context.Context, ns, n string) (any, error) {
 			out, err := resource.Namespace(ns).Get(ctx, n, metav1.GetOptions{})
 			if err != nil {
