@@ -175,6 +175,9 @@ func (w *world) launch() *proc {
 	if w.seq.Strategy != "" {
 		args = append(args, "--reload-strategy", w.seq.Strategy)
 	}
+	if w.seq.Rollback {
+		args = append(args, "--rollback", "--rollout-timeout", rolloutTimeout.String())
+	}
 	switch w.seq.Window {
 	case "open":
 		args = append(args, "--reload-window", openWindow)
@@ -348,6 +351,13 @@ func (w *world) do(a action) error {
 				setMode(ann, refsOf(o.u.GetAnnotations()), a.Mode)
 				o.setAnnotations(onTemplate, ann)
 				return edited{mode: a.Mode}
+			})
+		})
+	case "image":
+		return w.retry(a.String(), func() error {
+			return w.updateWorkload(a.Target, func(o *wobj, _ bool) edited {
+				o.tmpl.Spec.Containers[0].Image = a.Value
+				return edited{}
 			})
 		})
 	case "gate":
@@ -599,7 +609,7 @@ func (w *world) createWorkload(a action) error {
 	w.rec.mu.Lock()
 	defer w.rec.mu.Unlock()
 	w.rec.workloads[out.GetUID()] = &workloadLife{name: a.Target, kind: kind, uid: out.GetUID(), refs: a.Refs, createdRV: rvOf(out), createdAt: at,
-		modes: []modeEvent{{at: at, mode: a.Mode}}, tmpl: o.tmpl, generation: out.GetGeneration(), lagged: lagged,
+		modes: []modeEvent{{at: at, mode: a.Mode}}, tmpl: o.tmpl, marks0: markers(&o.tmpl), generation: out.GetGeneration(), lagged: lagged,
 		onTemplate: a.OnTemplate, gates: []gateEvent{{at: at, gate: a.Gate}}}
 	return nil
 }

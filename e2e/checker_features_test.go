@@ -99,6 +99,21 @@ func (g *generator) hashKey() []action {
 	return out
 }
 
+// image is another actor's rollout: a new image for a workload's container (a Job's template
+// cannot change, so it is refused and skipped there). During a followed reload's rollout, it
+// supersedes that reload: what rolls out is theirs, and nothing may be rolled back.
+func (g *generator) image() action {
+	w, ok := g.existing(g.workloads, workloadNames)
+	if !ok {
+		return g.createWorkload()
+	}
+	g.fresh++
+	return action{Op: "image", Target: w, Value: fmt.Sprintf("fake-%d", g.fresh), Pause: time.Duration(g.fourth.IntN(1500)) * time.Millisecond}
+}
+
+// rolloutTimeout is --rollout-timeout in sequences with rollback on.
+const rolloutTimeout = 3 * time.Second
+
 // Gate annotations, as the reloader reads them by default.
 var gateAnnotations = map[string]string{
 	"pause":  "deployment.reloader.stakater.com/pause-period",

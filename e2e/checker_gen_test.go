@@ -142,6 +142,10 @@ type sequence struct {
 	Strategy, Window string
 	// Validated are the configs created with reloader/validate: a=json (gen 3).
 	Validated []string
+	// Rollback runs the reloader with --rollback and a short --rollout-timeout (gen 3). The
+	// checker's cluster runs no controllers, so no rollout ever completes: every followed
+	// reload times out and is rolled back, and its content held.
+	Rollback bool
 	Actions   []action
 }
 
@@ -150,7 +154,7 @@ func (s sequence) String() string {
 	fmt.Fprintf(&b, "seed %d@%d: coalesce %s, %d replica(s), reload-on-create %t, reload-on-delete %t, switch from stakater %t, %d actions\n",
 		s.Seed, s.Gen, s.Coalesce, s.Replicas, s.OnCreate, s.OnDelete, s.Migrate, len(s.Actions))
 	if s.Gen >= 3 {
-		fmt.Fprintf(&b, "  strategy %s, reload-window %q, validated %v\n", s.Strategy, s.Window, s.Validated)
+		fmt.Fprintf(&b, "  strategy %s, reload-window %q, validated %v, rollback %t\n", s.Strategy, s.Window, s.Validated, s.Rollback)
 	}
 	for i, a := range s.Actions {
 		fmt.Fprintf(&b, "  %2d. %s\n", i+1, a)
@@ -213,6 +217,7 @@ func generate(seed uint64, gen, n int, faults bool) sequence {
 	s.OnCreate, s.OnDelete, s.Migrate = g.more.IntN(3) == 0, g.more.IntN(3) == 0, g.more.IntN(3) == 0
 	if gen >= 3 {
 		s.Strategy, s.Window, s.Validated = g.settings()
+		s.Rollback = g.fourth.IntN(4) == 0
 		g.validated = s.Validated
 	}
 	for range 3 + g.rnd.IntN(2) { // a few workloads from the start
@@ -241,6 +246,9 @@ func generate(seed uint64, gen, n int, faults bool) sequence {
 		}
 		if gen >= 3 && faults && g.fourth.IntN(25) == 0 {
 			s.Actions = append(s.Actions, g.hashKey()...)
+		}
+		if gen >= 3 && g.fourth.IntN(12) == 0 {
+			s.Actions = append(s.Actions, g.image())
 		}
 	}
 	return s

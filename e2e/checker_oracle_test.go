@@ -100,6 +100,9 @@ type workloadLife struct {
 	runs       []int64
 	onTemplate bool
 	gates      []gateEvent
+	// marks0 are the reloader's markers at its creation, marks after each of restarts.
+	marks0 map[string]string
+	marks  []map[string]string
 }
 
 // gateEvent is a gate annotation written at a moment.
@@ -148,6 +151,7 @@ type recorder struct {
 	onCreate, onDelete bool
 	// window is the reloader's --reload-window, as the generator names it ("", open, closed).
 	window    string
+	rollback  bool
 	validated []string
 	keyLosses []time.Time // when the key of Secret hashes was deleted or replaced
 	jobsSeen  map[types.UID]bool
@@ -162,7 +166,7 @@ func (r *recorder) lastRestart() time.Time {
 func newRecorder(seq sequence) *recorder {
 	return &recorder{configs: map[string][]configEvent{}, ignored: map[string][]modeEvent{},
 		workloads: map[types.UID]*workloadLife{}, own: map[int64]bool{}, amnesia: map[string][]time.Time{}, unknownNext: map[string]bool{},
-		onCreate: seq.OnCreate, onDelete: seq.OnDelete, window: seq.Window, validated: seq.Validated, jobsSeen: map[types.UID]bool{}}
+		onCreate: seq.OnCreate, onDelete: seq.OnDelete, window: seq.Window, rollback: seq.Rollback, validated: seq.Validated, jobsSeen: map[types.UID]bool{}}
 }
 
 // absent is what a workload reads of a deleted config, with --reload-on-delete.
@@ -335,6 +339,7 @@ func (r *recorder) seen(kind string, u *unstructured.Unstructured) {
 // restarted records a reload of w that gave it o's template. The caller holds r.mu.
 func (r *recorder) restarted(w *workloadLife, o *wobj, rv int64) {
 	w.touched = append(w.touched, touchedConfigs(&w.tmpl, &o.tmpl))
+	w.marks = append(w.marks, markers(&o.tmpl))
 	w.restartAt = append(w.restartAt, time.Now())
 	w.tmpl = *o.tmpl.DeepCopy()
 	w.restarts = append(w.restarts, rv)
@@ -500,7 +505,7 @@ func (r *recorder) lost() []violation {
 			continue // held until its gate opens, which the final round does
 		}
 		for _, c := range configNames {
-			if last, ok := r.held(w, c); ok && r.stale(w, c) && !r.baseline(w, c) && !r.keyBaseline(w, c) {
+			if last, ok := r.held(w, c); ok && r.stale(w, c) && !r.baseline(w, c) && !r.keyBaseline(w, c) && !r.heldByRollback(w, c) {
 				out = append(out, violation(fmt.Sprintf("lost: %s (mode %s, reads %v) runs an old content of %s, changed at rv %d by %s", w.name, w.mode(), w.refs, c, last.rv, last.by)))
 			}
 		}
@@ -521,8 +526,11 @@ func (r *recorder) stale(w *workloadLife, c string) bool {
 	}
 	_, whole := triggers(w.mode(), w.refs, c)
 	started := w.createdRV
-	for _, rv := range w.restarts {
-		started = max(started, rv)
+	paired := r.rollbacks(w)
+	for i, rv := range w.restarts {
+		if _, undone := paired.undone[i]; !undone && !paired.rollback[i] {
+			started = max(started, rv)
+		}
 	}
 	var then, now string
 	var waitUntil time.Time
@@ -695,7 +703,7 @@ func (r *recorder) excess() []violation {
 				w.name, w.refs, w.modeNames(), rv, touched, r.history(w))))
 		}
 		byReloader := w.byReloader()
-		bound := 0
+		bound := len(r.rollbacks(w).rollback)
 		for _, c := range configNames {
 			bound += r.bound(w, c)
 		}
@@ -742,8 +750,9 @@ func (r *recorder) unjustified(w *workloadLife) (int64, []string, bool) {
 		}
 		slices.SortStableFunc(pending[c], func(a, b change) int { return cmp.Compare(a.rv, b.rv) })
 	}
+	paired := r.rollbacks(w)
 	for i, rv := range w.restarts {
-		if r.own[rv] || len(w.touched[i]) == 0 {
+		if r.own[rv] || len(w.touched[i]) == 0 || paired.rollback[i] {
 			continue
 		}
 		carried := false
@@ -871,8 +880,9 @@ func (w *workloadLife) byReloader() int {
 // ran none. A gate counts from raceMargin after it was written. The caller holds r.mu.
 func (r *recorder) gated(w *workloadLife) []violation {
 	var out []violation
+	paired := r.rollbacks(w)
 	for i, rv := range w.restarts {
-		if r.own[rv] {
+		if r.own[rv] || paired.rollback[i] {
 			continue
 		}
 		at := w.restartAt[i]
@@ -880,13 +890,22 @@ func (r *recorder) gated(w *workloadLife) []violation {
 			out = append(out, violation(fmt.Sprintf("gated: %s %s reloaded at rv %d while its gate %s held every reload (reload-window %q)",
 				w.kind, w.name, rv, g, r.window)))
 		}
-		if i == 0 || r.own[w.restarts[i-1]] {
+		if i == 0 || r.own[w.restarts[i-1]] || paired.rollback[i-1] {
 			continue
 		}
 		prev := w.restartAt[i-1]
 		if g, ok := w.gateSince(prev.Add(-raceMargin), at); ok && g.minInterval() > 0 && at.Sub(prev) < g.minInterval()-500*time.Millisecond {
 			out = append(out, violation(fmt.Sprintf("gated: %s %s reloaded at rv %d and %d, %s apart, under %s",
 				w.kind, w.name, w.restarts[i-1], rv, at.Sub(prev).Round(time.Millisecond), g)))
+		}
+	}
+	for i := range paired.rollback {
+		j := paired.of[i]
+		for k := j + 1; k < i; k++ {
+			if r.own[w.restarts[k]] && w.restartAt[k].Before(w.restartAt[i].Add(-raceMargin)) {
+				out = append(out, violation(fmt.Sprintf("rollback: %s %s rolled back its reload at rv %d (rv %d) after another actor changed its template (rv %d): the failure was theirs",
+					w.kind, w.name, w.restarts[j], w.restarts[i], w.restarts[k])))
+			}
 		}
 	}
 	if w.kind == kindCronJob {
@@ -950,4 +969,71 @@ func (r *recorder) keyBaseline(w *workloadLife, c string) bool {
 		}
 	}
 	return false
+}
+
+// pairs are a workload's rollbacks: by the index of the restart that undid a reload, the index
+// of that reload (of); undone holds the reloads' indexes.
+type pairs struct {
+	rollback map[int]bool
+	of       map[int]int
+	undone   map[int]int
+}
+
+// rollbacks finds the restarts of w that undid the reloader's previous restart, in a sequence
+// run with --rollback: the same configs touched, each marker back to its value before that
+// restart, at least the rollout timeout later (no rollout completes in the checker's cluster,
+// so every followed reload times out). The caller holds r.mu.
+func (r *recorder) rollbacks(w *workloadLife) pairs {
+	p := pairs{rollback: map[int]bool{}, of: map[int]int{}, undone: map[int]int{}}
+	if !r.rollback {
+		return p
+	}
+	j := -1 // the reloader's last restart before i that is no rollback
+	for i, rv := range w.restarts {
+		if r.own[rv] {
+			continue
+		}
+		if j >= 0 && w.restartAt[i].Sub(w.restartAt[j]) >= rolloutTimeout-500*time.Millisecond && maps.Equal(w.touched[i], w.touched[j]) {
+			before := w.marks0
+			if j > 0 {
+				before = w.marks[j-1]
+			}
+			back := true
+			for c := range w.touched[i] {
+				back = back && w.marks[i][c] == before[c]
+			}
+			if back {
+				p.rollback[i], p.of[i], p.undone[j] = true, j, i
+				j = -1
+				continue
+			}
+		}
+		j = i
+	}
+	return p
+}
+
+// heldByRollback reports whether w's last reload for c was rolled back and c still holds the
+// content that reload rolled out: the reloader holds it, and w runs what it ran before
+// (README, "Safe reloads"). The caller holds r.mu.
+func (r *recorder) heldByRollback(w *workloadLife, c string) bool {
+	p := r.rollbacks(w)
+	last := -1
+	for i, rv := range w.restarts {
+		if !r.own[rv] && w.touched[i][c] {
+			last = i
+		}
+	}
+	if last < 0 || !p.rollback[last] {
+		return false
+	}
+	_, whole := triggers(w.mode(), w.refs, c)
+	var then, now string
+	for _, e := range r.configs[c] {
+		if e.rv < w.restarts[p.of[last]] {
+			then = e.read(whole)
+		}
+		now = e.read(whole)
+	}
+	return then == now
 }
