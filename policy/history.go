@@ -302,3 +302,11 @@ func MetaAnnotationOps(current map[string]string, exists bool, set map[string]*s
 	}
 	return ops
 }
+
+// Deadline is when the reload's rollout times out. The history keeps its time to the second,
+// so the reload happened within the second after At: the deadline counts from the end of that
+// second, never before the timeout has passed (the checker saw rollbacks 2.4 s after a reload
+// with a 3 s timeout).
+func (r Entry) Deadline(timeout time.Duration) time.Time {
+	return r.At.Truncate(time.Second).Add(time.Second + timeout)
+}

@@ -149,3 +149,25 @@ func TestTemplateAfterAppliesOnlyTheTemplateOpsAndTheHashSeesAnyChange(t *testin
 		t.Error("a failing test op applied")
 	}
 }
+
+func TestARolloutTimesOutNoSoonerThanItsTimeoutAfterTheReload(t *testing.T) {
+	const timeout = 3 * time.Second
+	for _, reload := range []time.Time{
+		time.Date(2026, 11, 25, 22, 36, 40, 0, time.UTC),
+		time.Date(2026, 11, 25, 22, 36, 40, 689_000_000, time.UTC),
+		time.Date(2026, 11, 25, 22, 36, 40, 999_999_999, time.UTC),
+	} {
+		line := Entry{At: reload, Outcome: OutcomeProgressing, Generation: 2, Configs: []string{"ConfigMap/app@1a2b3c4d"}}.String()
+		read, ok := parseReload(line)
+		if !ok {
+			t.Fatalf("history line %q does not read back", line)
+		}
+		deadline := read.Deadline(timeout)
+		if deadline.Before(reload.Add(timeout)) {
+			t.Errorf("reload at %s: deadline %s is before the timeout has passed", reload.Format(time.StampMilli), deadline.Format(time.StampMilli))
+		}
+		if deadline.After(reload.Add(timeout + time.Second)) {
+			t.Errorf("reload at %s: deadline %s is more than a second late", reload.Format(time.StampMilli), deadline.Format(time.StampMilli))
+		}
+	}
+}

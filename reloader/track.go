@@ -222,7 +222,7 @@ func (c *Controller) syncRollout(ctx context.Context, kind *workloadKind, k key)
 	case policy.Stuck:
 		return c.finish(ctx, w, f, entry, policy.OutcomeFailed, why)
 	case policy.Rolling:
-		now, deadline := c.opts.Clock.Now(), entry.At.Add(f.Timeout)
+		now, deadline := c.opts.Clock.Now(), entry.Deadline(f.Timeout)
 		if now.Before(deadline) {
 			c.queue.AddAfter(k, deadline.Sub(now))
 			return nil
