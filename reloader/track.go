@@ -343,8 +343,8 @@ func (c *Controller) holdKey(w key, r policy.ConfigRef) string {
 
 // held reports whether workload w must not be reloaded for value of config r: that reload was
 // rolled back. A hold ends as soon as the config is seen with other content, whether or not
-// that content reloads the workload (a revert to what it runs does not), so that the held
-// content applied again is a change like any other.
+// that content reloads the workload (a revert to what it runs does not, nor does content that
+// does not validate), so that the held content applied again is a change like any other.
 func (c *Controller) held(w key, r policy.ConfigRef, value string) bool {
 	k := c.holdKey(w, r)
 	v, ok := c.state.Held(k)

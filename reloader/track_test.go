@@ -267,6 +267,37 @@ func TestARevertEndsAHoldSoTheBrokenContentAppliedAgainReloads(t *testing.T) {
 	waitEnv(t, ns, "web", appVar, hashOfData(brokenConfig))
 }
 
+// Content that does not validate reloads nothing, but it is another content seen: it ends a
+// hold, so the rolled-back content applied again afterwards is a change the user made on
+// purpose, and reloads (it stayed held).
+func TestContentThatDoesNotValidateEndsAHoldSoTheBrokenContentAppliedAgainReloads(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	followedDeployment(t, ns, map[string]string{"configmap.reloader.stakater.com/reload": "app", policy.RollbackAnnotation: "true"})
+	setConfigMapAnnotation(t, ns, "app", policy.ValidateAnnotation, `"app.json=json"`)
+	startController(t, ns, controllerOpts{})
+	updateConfigMap(t, ns, "app", fixedConfig) // web carries a marker of fixed: the rollback restores it
+	waitOutcome(t, ns, policy.OutcomeSucceeded)
+	updateConfigMap(t, ns, "app", brokenConfig)
+	waitEnv(t, ns, "web", appVar, hashOfData(brokenConfig))
+	waitEnv(t, ns, "web", appVar, hashOfData(fixedConfig)) // rolled back
+	wantHeld(t, ns)
+	gen := getDeployment(t, ns, "web").Generation
+
+	updateConfigMap(t, ns, "app", map[string]string{"app.json": `{"ok": `})
+	waitFor(t, 10*time.Second, "the InvalidConfig warning", func() (bool, error) {
+		return countEvents(t, ns, "app", "InvalidConfig") == 1, nil
+	})
+	waitFor(t, 10*time.Second, "the hold lifted by the content that does not validate", func() (bool, error) {
+		_, held := stateValues(t, ns, "hold.")["hold.ConfigMap.Deployment_web_app"]
+		return !held, nil
+	})
+	wantReloads(t, ns, "web", gen, 0)
+
+	// Positive control: the broken content applied again reloads web.
+	updateConfigMap(t, ns, "app", brokenConfig)
+	waitEnv(t, ns, "web", appVar, hashOfData(brokenConfig))
+}
+
 // wantHeld fails unless the state ConfigMap holds web's hold on the broken content.
 func wantHeld(t *testing.T, ns string) {
 	t.Helper()
