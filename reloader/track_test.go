@@ -247,7 +247,20 @@ func TestRollbackRestoresThePreviousReplicaSetAndHoldsTheBrokenContent(t *testin
 // A revert to the content the rolled-back workload runs reloads nothing, but it is a change:
 // the broken content applied again afterwards is reloaded (and rolled back) again, not held.
 func TestARevertEndsAHoldSoTheBrokenContentAppliedAgainReloads(t *testing.T) {
-	ns := cluster.NewNamespace(t)
+	ns, gen := heldWhileRunningFixed(t)
+	updateConfigMap(t, ns, "app", fixedConfig) // what web runs since the rollback
+	wantReloads(t, ns, "web", gen, 0)
+	waitHoldLifted(t, ns, "the revert")
+	updateConfigMap(t, ns, "app", brokenConfig)
+	waitEnv(t, ns, "web", appVar, hashOfData(brokenConfig))
+}
+
+// heldWhileRunningFixed reloads web (rollback on) onto fixedConfig, then onto brokenConfig,
+// which is rolled back, so web carries the marker of fixedConfig and brokenConfig is held; it
+// returns the namespace and web's generation then.
+func heldWhileRunningFixed(t *testing.T) (ns string, gen int64) {
+	t.Helper()
+	ns = cluster.NewNamespace(t)
 	followedDeployment(t, ns, map[string]string{"configmap.reloader.stakater.com/reload": "app", policy.RollbackAnnotation: "true"})
 	startController(t, ns, controllerOpts{})
 	updateConfigMap(t, ns, "app", fixedConfig) // web carries a marker of fixed: the rollback restores it
@@ -256,41 +269,29 @@ func TestARevertEndsAHoldSoTheBrokenContentAppliedAgainReloads(t *testing.T) {
 	waitEnv(t, ns, "web", appVar, hashOfData(brokenConfig))
 	waitEnv(t, ns, "web", appVar, hashOfData(fixedConfig)) // rolled back
 	wantHeld(t, ns)
-	gen := getDeployment(t, ns, "web").Generation
-	updateConfigMap(t, ns, "app", fixedConfig) // what web runs since the rollback
-	wantReloads(t, ns, "web", gen, 0)
-	waitFor(t, 10*time.Second, "the hold lifted by the revert", func() (bool, error) {
+	return ns, getDeployment(t, ns, "web").Generation
+}
+
+// waitHoldLifted waits until web's hold on app is gone from the state ConfigMap.
+func waitHoldLifted(t *testing.T, ns, by string) {
+	t.Helper()
+	waitFor(t, 10*time.Second, "the hold lifted by "+by, func() (bool, error) {
 		_, held := stateValues(t, ns, "hold.")["hold.ConfigMap.Deployment_web_app"]
 		return !held, nil
 	})
-	updateConfigMap(t, ns, "app", brokenConfig)
-	waitEnv(t, ns, "web", appVar, hashOfData(brokenConfig))
 }
 
 // Content that does not validate reloads nothing, but it is another content seen: it ends a
 // hold, so the rolled-back content applied again afterwards is a change the user made on
 // purpose, and reloads (it stayed held).
 func TestContentThatDoesNotValidateEndsAHoldSoTheBrokenContentAppliedAgainReloads(t *testing.T) {
-	ns := cluster.NewNamespace(t)
-	followedDeployment(t, ns, map[string]string{"configmap.reloader.stakater.com/reload": "app", policy.RollbackAnnotation: "true"})
+	ns, gen := heldWhileRunningFixed(t)
 	setConfigMapAnnotation(t, ns, "app", policy.ValidateAnnotation, `"app.json=json"`)
-	startController(t, ns, controllerOpts{})
-	updateConfigMap(t, ns, "app", fixedConfig) // web carries a marker of fixed: the rollback restores it
-	waitOutcome(t, ns, policy.OutcomeSucceeded)
-	updateConfigMap(t, ns, "app", brokenConfig)
-	waitEnv(t, ns, "web", appVar, hashOfData(brokenConfig))
-	waitEnv(t, ns, "web", appVar, hashOfData(fixedConfig)) // rolled back
-	wantHeld(t, ns)
-	gen := getDeployment(t, ns, "web").Generation
-
 	updateConfigMap(t, ns, "app", map[string]string{"app.json": `{"ok": `})
 	waitFor(t, 10*time.Second, "the InvalidConfig warning", func() (bool, error) {
 		return countEvents(t, ns, "app", "InvalidConfig") == 1, nil
 	})
-	waitFor(t, 10*time.Second, "the hold lifted by the content that does not validate", func() (bool, error) {
-		_, held := stateValues(t, ns, "hold.")["hold.ConfigMap.Deployment_web_app"]
-		return !held, nil
-	})
+	waitHoldLifted(t, ns, "the content that does not validate")
 	wantReloads(t, ns, "web", gen, 0)
 
 	// Positive control: the broken content applied again reloads web.
