@@ -40,10 +40,17 @@ import (
 // is in force.
 func refusePatches(t *testing.T, ns, name string) (lift func()) {
 	t.Helper()
+	return refusePatchesUnless(t, ns, name, "false")
+}
+
+// refusePatchesUnless is refusePatches, but for the updates after which the CEL expression
+// unless holds of the Deployment.
+func refusePatchesUnless(t *testing.T, ns, name, unless string) (lift func()) {
+	t.Helper()
 	ctx := context.Background()
 	policyName := "refuse-" + ns + "-" + name
 	remove, err := cluster.DenyDeploymentUpdates(ctx, policyName,
-		fmt.Sprintf("object.metadata.namespace != %q || object.metadata.name != %q", ns, name), "refused by the test's admission policy")
+		fmt.Sprintf("object.metadata.namespace != %q || object.metadata.name != %q || %s", ns, name, unless), "refused by the test's admission policy")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -667,8 +674,9 @@ func stripMarker(t *testing.T, ns, name string) int64 {
 }
 
 // stateHeldBehind reloads w1 (of w1 and w2, both reading app-config by name) from A to B while
-// w2's patches are refused, so the state still holds A; it returns the namespace, the function
-// that lifts the refusal, B's hash and the running controller.
+// w2's patches are refused (all but one that stops its annotation naming app-config), so the
+// state still holds A; it returns the namespace, the function that lifts the refusal, B's hash
+// and the running controller.
 func stateHeldBehind(t *testing.T) (ns string, lift func(), hashB string, ctrl *running) {
 	t.Helper()
 	ns = cluster.NewNamespace(t)
@@ -677,7 +685,8 @@ func stateHeldBehind(t *testing.T) (ns string, lift func(), hashB string, ctrl *
 	createDeployment(t, ns, "w2", 0, named("configmap", "app-config"), nil)
 	ctrl = startController(t, ns, controllerOpts{})
 	settle()
-	lift = refusePatches(t, ns, "w2")
+	const a = "object.metadata.annotations"
+	lift = refusePatchesUnless(t, ns, "w2", fmt.Sprintf("!has(%[1]s) || !(%[2]q in %[1]s) || %[1]s[%[2]q] != 'app-config'", a, "configmap.reloader.stakater.com/reload"))
 	hashB = updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
 	waitEnv(t, ns, "w1", cmVar, hashB)
 	return ns, lift, hashB, ctrl
@@ -807,6 +816,36 @@ func TestWorkloadCreatedWhileTheStateIsBehindIsNotRestartedForWhatItRuns(t *test
 	wantReloads(t, ns, "w3", 1, 1)
 	lift()
 	waitEnv(t, ns, "w2", cmVar, hashC)
+}
+
+// Review: a workload that stops reloading on a config (its annotation now names another) was
+// the one holding the config's state back; its update queued only the configs it names now, so
+// the state stayed behind, and a workload found without a marker at a later start (a relist)
+// was restarted for the content it already ran.
+func TestADependentThatStopsDependingLetsTheStateAdvance(t *testing.T) {
+	ns, lift, hashB, first := stateHeldBehind(t)
+	hashA := confighash.ConfigMap(&corev1.ConfigMap{Data: map[string]string{"v": "A"}})
+	if got := stateEntry(t, ns, "v1.ConfigMap_app-config"); got != hashA {
+		t.Fatalf("state entry %q before the switch, want A's %q", got, hashA)
+	}
+	updateDeployment(t, ns, "w2", func(d *appsv1.Deployment) { d.Annotations = named("configmap", "other") })
+	waitFor(t, 10*time.Second, "the state entry of app-config to advance to B", func() (bool, error) {
+		return stateEntry(t, ns, "v1.ConfigMap_app-config") == hashB, nil
+	})
+
+	// What a user sees: a workload created while no reloader runs runs B, and is found without a
+	// marker by the next reloader's initial list.
+	settle()
+	first.stop(t)
+	createDeployment(t, ns, "w3", 0, named("configmap", "app-config"), nil)
+	startController(t, ns, controllerOpts{})
+	wantReloads(t, ns, "w3", 1, 0)
+
+	// Positive control: a change to C reloads it, once.
+	hashC := updateConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
+	waitEnv(t, ns, "w3", cmVar, hashC)
+	wantReloads(t, ns, "w3", 1, 1)
+	lift()
 }
 
 // Found by the randomized checker (seed 6): after a strip while the state was behind, a change

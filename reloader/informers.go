@@ -132,7 +132,7 @@ func (c *Controller) watchConfigs(kind string, inf cache.SharedIndexInformer) er
 
 // watchWorkloads indexes workloads by the configs they reload on. A new workload, or one whose
 // spec or annotations changed (our own patch included), is synced, and its configs too, so that
-// their state advances once it holds their content.
+// their state advances once it holds their content, or once it stops reloading on them.
 func (c *Controller) watchWorkloads(k *workloadKind) error {
 	if err := k.informer.AddIndexers(cache.Indexers{byConfigIndex: c.indexByConfig(k)}); err != nil {
 		return fmt.Errorf("index %ss: %w", k.name, err)
@@ -152,6 +152,9 @@ func (c *Controller) watchWorkloads(k *workloadKind) error {
 			}
 			if c.decisive(o, n) {
 				c.workloadChanged(k, obj, false)
+				// The configs it reloaded on before are synced too: one it no longer reloads on
+				// may have had its state held back by it alone.
+				c.queueConfigsOf(k, old, c.queue.Add)
 			}
 			c.followRollout(k, obj) // status updates too: they end a rollout
 		},

@@ -53,13 +53,19 @@ type judgement struct {
 }
 
 // judge applies the rule to workload w and config r (rec nil: it does not exist). triggers is
-// false when the workload does not reload on r at all.
+// false when the workload does not reload on r at all, nor on content that does not validate.
 func (c *Controller) judge(w workloadView, r policy.ConfigRef, rec *configRecord) (j judgement, triggers bool) {
-	if rec != nil && (rec.Annotations[c.opts.Annotations.Ignore] == "true" || rec.Invalid != "") {
+	if rec != nil && rec.Annotations[c.opts.Annotations.Ignore] == "true" {
 		return j, false
 	}
 	want, keys, ok := c.wanted(w, r, rec)
 	if !ok {
+		return j, false
+	}
+	// Rolled back (track.go): evaluated always, as it ends stale holds; content that does not
+	// validate reloads nothing, but it is another content seen.
+	held := want.Value != "" && c.held(w.key, r, want.Value)
+	if rec != nil && rec.Invalid != "" {
 		return j, false
 	}
 	f := policy.Facts{
@@ -79,7 +85,6 @@ func (c *Controller) judge(w workloadView, r policy.ConfigRef, rec *configRecord
 	if f.Exists && f.Marker == policy.NoMarker {
 		c.stateFacts(&f, w, r, rec, keys)
 	}
-	held := want.Value != "" && c.held(w.key, r, want.Value) // rolled back: track.go; evaluated always, as it ends stale holds
 	reload := policy.Reload(f) && !held
 	return judgement{change: policy.Change{Ref: r, Value: want.Value}, keys: keys, reload: reload,
 		untouched: !f.Exists && f.Marker == policy.NoMarker}, true

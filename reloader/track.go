@@ -52,7 +52,7 @@ func (c *Controller) trackOps(ctx context.Context, w workloadView, changes []pol
 		history[0].Outcome = policy.OutcomeSuperseded
 		superseded = &history[0]
 	}
-	follow := f.Track && !w.kind.onDelete(w.obj)
+	follow := f.Track && rolls(w.obj)
 	if !follow && superseded == nil {
 		return ops, nil, nil
 	}
@@ -78,12 +78,8 @@ func (c *Controller) trackOps(ctx context.Context, w workloadView, changes []pol
 // reloadTemplate returns the hash of the whole pod template a followed reload's ops make, read
 // from the API server (the cache strips templates), and a test that the patch applies to the spec
 // so read: the entry's generation and template are then exactly the ones the patch makes. A spec
-// changed since the cache was read is retried from the fresher cache. A kind whose rollout cannot
-// be judged (a CronJob, a Job) needs neither.
+// changed since the cache was read is retried from the fresher cache.
 func (c *Controller) reloadTemplate(ctx context.Context, w workloadView, ops []policy.JSONOp) (string, []policy.JSONOp, error) {
-	if p, _ := policy.RolloutProgress(w.obj); p == policy.Untracked {
-		return "", nil, nil
-	}
 	obj, err := w.kind.get(ctx, w.key.namespace, w.key.name)
 	if apierrors.IsNotFound(err) {
 		return "", nil, errStale
@@ -101,6 +97,14 @@ func (c *Controller) reloadTemplate(ctx context.Context, w workloadView, ops []p
 	}
 	guard := policy.JSONOp{Op: "test", Path: "/metadata/generation", Value: meta.GetGeneration()}
 	return policy.TemplateHash(after), []policy.JSONOp{guard}, nil
+}
+
+// rolls reports whether a reload of the workload starts a rollout its status tells the end of.
+// A CronJob's reload runs a Job and a Job's recreates it; under the OnDelete update strategy a
+// template change rolls nothing. Those reloads are not followed.
+func rolls(obj any) bool {
+	p, _ := policy.RolloutProgress(obj)
+	return p != policy.Untracked
 }
 
 // templateRead is a generation of a followed workload whose template was read to be still the one
@@ -339,8 +343,8 @@ func (c *Controller) holdKey(w key, r policy.ConfigRef) string {
 
 // held reports whether workload w must not be reloaded for value of config r: that reload was
 // rolled back. A hold ends as soon as the config is seen with other content, whether or not
-// that content reloads the workload (a revert to what it runs does not), so that the held
-// content applied again is a change like any other.
+// that content reloads the workload (a revert to what it runs does not, nor does content that
+// does not validate), so that the held content applied again is a change like any other.
 func (c *Controller) held(w key, r policy.ConfigRef, value string) bool {
 	k := c.holdKey(w, r)
 	v, ok := c.state.Held(k)

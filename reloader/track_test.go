@@ -2,6 +2,7 @@ package reloader_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/reloader/reloader/confighash"
 	"github.com/reloader/reloader/internal/testcluster"
@@ -245,7 +247,20 @@ func TestRollbackRestoresThePreviousReplicaSetAndHoldsTheBrokenContent(t *testin
 // A revert to the content the rolled-back workload runs reloads nothing, but it is a change:
 // the broken content applied again afterwards is reloaded (and rolled back) again, not held.
 func TestARevertEndsAHoldSoTheBrokenContentAppliedAgainReloads(t *testing.T) {
-	ns := cluster.NewNamespace(t)
+	ns, gen := heldWhileRunningFixed(t)
+	updateConfigMap(t, ns, "app", fixedConfig) // what web runs since the rollback
+	wantReloads(t, ns, "web", gen, 0)
+	waitHoldLifted(t, ns, "the revert")
+	updateConfigMap(t, ns, "app", brokenConfig)
+	waitEnv(t, ns, "web", appVar, hashOfData(brokenConfig))
+}
+
+// heldWhileRunningFixed reloads web (rollback on) onto fixedConfig, then onto brokenConfig,
+// which is rolled back, so web carries the marker of fixedConfig and brokenConfig is held; it
+// returns the namespace and web's generation then.
+func heldWhileRunningFixed(t *testing.T) (ns string, gen int64) {
+	t.Helper()
+	ns = cluster.NewNamespace(t)
 	followedDeployment(t, ns, map[string]string{"configmap.reloader.stakater.com/reload": "app", policy.RollbackAnnotation: "true"})
 	startController(t, ns, controllerOpts{})
 	updateConfigMap(t, ns, "app", fixedConfig) // web carries a marker of fixed: the rollback restores it
@@ -254,13 +269,32 @@ func TestARevertEndsAHoldSoTheBrokenContentAppliedAgainReloads(t *testing.T) {
 	waitEnv(t, ns, "web", appVar, hashOfData(brokenConfig))
 	waitEnv(t, ns, "web", appVar, hashOfData(fixedConfig)) // rolled back
 	wantHeld(t, ns)
-	gen := getDeployment(t, ns, "web").Generation
-	updateConfigMap(t, ns, "app", fixedConfig) // what web runs since the rollback
-	wantReloads(t, ns, "web", gen, 0)
-	waitFor(t, 10*time.Second, "the hold lifted by the revert", func() (bool, error) {
+	return ns, getDeployment(t, ns, "web").Generation
+}
+
+// waitHoldLifted waits until web's hold on app is gone from the state ConfigMap.
+func waitHoldLifted(t *testing.T, ns, by string) {
+	t.Helper()
+	waitFor(t, 10*time.Second, "the hold lifted by "+by, func() (bool, error) {
 		_, held := stateValues(t, ns, "hold.")["hold.ConfigMap.Deployment_web_app"]
 		return !held, nil
 	})
+}
+
+// Content that does not validate reloads nothing, but it is another content seen: it ends a
+// hold, so the rolled-back content applied again afterwards is a change the user made on
+// purpose, and reloads (it stayed held).
+func TestContentThatDoesNotValidateEndsAHoldSoTheBrokenContentAppliedAgainReloads(t *testing.T) {
+	ns, gen := heldWhileRunningFixed(t)
+	setConfigMapAnnotation(t, ns, "app", policy.ValidateAnnotation, `"app.json=json"`)
+	updateConfigMap(t, ns, "app", map[string]string{"app.json": `{"ok": `})
+	waitFor(t, 10*time.Second, "the InvalidConfig warning", func() (bool, error) {
+		return countEvents(t, ns, "app", "InvalidConfig") == 1, nil
+	})
+	waitHoldLifted(t, ns, "the content that does not validate")
+	wantReloads(t, ns, "web", gen, 0)
+
+	// Positive control: the broken content applied again reloads web.
 	updateConfigMap(t, ns, "app", brokenConfig)
 	waitEnv(t, ns, "web", appVar, hashOfData(brokenConfig))
 }
@@ -594,4 +628,80 @@ func TestAFailedReloadIsRolledBackThoughTheSpecChangedOutsideItsTemplate(t *test
 		updateDeployment(t, ns, "web", func(d *appsv1.Deployment) { d.Spec.RevisionHistoryLimit = new(int32(5)) })
 	})
 	wantHeld(t, ns)
+}
+
+// A CronJob's reload runs a Job and a Job's recreates it: there is no rollout of a template to
+// follow, so with tracking and rollback on they get no history line, no restore record and no
+// hold, as OnDelete workloads do. Later edits of their specs run and recreate nothing: their
+// progressing line was marked superseded through their reload patch, which ran a second Job and
+// recreated the Job again. The Deployment beside them, on the same config, is followed.
+func TestCronJobsAndJobsAreNotFollowedUnderTrackingAndRollback(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	followedDeployment(t, ns, named("configmap", "app"))
+	cj := createCronJob(t, ns, "nightly", named("configmap", "app"))
+	old := createJob(t, ns, "migrate", named("configmap", "app"))
+	r := startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { o.Follow.Track, o.Follow.Rollback = true, true }})
+	settle()
+
+	updateConfigMap(t, ns, "app", fixedConfig)
+	waitOutcome(t, ns, policy.OutcomeSucceeded) // the positive control: web is followed
+	waitFor(t, 30*time.Second, "a Job run and the Job recreated", func() (bool, error) {
+		return len(jobsOf(t, ns, cj.UID)) == 1 && getJob(t, ns, "migrate").UID != old.UID, nil
+	})
+	settle()
+	cronJobs := cluster.Client().BatchV1().CronJobs(ns)
+	cronJob, err := cronJobs.Get(context.Background(), "nightly", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recreated := getJob(t, ns, "migrate")
+	for what, ann := range map[string]map[string]string{"CronJob": cronJob.Annotations, "Job": recreated.Annotations} {
+		for _, a := range []string{policy.HistoryAnnotation, policy.RestoreAnnotation} {
+			if v, ok := ann[a]; ok {
+				t.Errorf("the %s carries %s: %q", what, a, v)
+			}
+		}
+	}
+	if holds := stateValues(t, ns, "hold."); len(holds) != 0 {
+		t.Errorf("holds in the state: %v", holds)
+	}
+
+	// Edits of their specs by someone else: nothing to judge, so no Job runs, none is recreated.
+	for i := range int64(2) {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			c, err := cronJobs.Get(context.Background(), "nightly", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			c.Spec.Schedule = fmt.Sprintf("0 %d 1 1 *", i+1)
+			_, err = cronJobs.Update(context.Background(), c, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			j := getJob(t, ns, "migrate")
+			j.Spec.ActiveDeadlineSeconds = new(int64(3600 + i))
+			_, err := cluster.Client().BatchV1().Jobs(ns).Update(context.Background(), j, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	settle()
+	if n := len(jobsOf(t, ns, cj.UID)); n != 1 {
+		t.Errorf("%d Jobs of the CronJob after one change, want 1", n)
+	}
+	if j := getJob(t, ns, "migrate"); j.UID != recreated.UID {
+		t.Error("an edit of the Job's spec recreated it")
+	}
+	for _, kind := range []string{"CronJob", "Job"} {
+		for _, o := range []string{policy.OutcomeSucceeded, policy.OutcomeSuperseded, policy.OutcomeFailed, policy.OutcomeTimedOut} {
+			if n := testutil.ToFloat64(r.metrics.Rollouts.Outcomes.WithLabelValues(kind, o)); n != 0 {
+				t.Errorf("reloader_rollouts_total{kind=%s,outcome=%s} = %v, want 0", kind, o, n)
+			}
+		}
+	}
 }

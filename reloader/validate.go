@@ -55,7 +55,8 @@ func validate(annotations map[string]string, value func(string) ([]byte, bool)) 
 }
 
 // invalid handles a config sync of a record that failed validation: one Warning per content,
-// counted once; nothing reloads and the state stays. validContent clears it, so that the same
+// counted once; nothing reloads and the state stays, but rollback holds on other content end,
+// as any content seen ends them (track.go held). validContent clears it, so that the same
 // invalid content arriving again is said again.
 //
 // A config the state has never seen is recorded as it is, invalid or not, as the first start
@@ -66,6 +67,7 @@ func (c *Controller) invalid(k key, rec *configRecord, fresh bool) {
 		c.state.Set(c.stateKey(k), rec.Hash)
 	}
 	last, stranded := c.stranded(k)
+	c.dependents(k, rec) // judged only for the holds it ends: after stranded, which judges last
 	msg := "Content " + short(rec.Hash) + " not rolled out: " + rec.Invalid + "; no workload is restarted for it"
 	if len(stranded) > 0 {
 		msg += ". The last valid content, " + short(last.Hash) + ", was replaced before " + workloadNames(stranded) +
