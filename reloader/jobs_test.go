@@ -639,6 +639,17 @@ func refuseARecreation(t *testing.T, ns string) (r *running, hash string, lift f
 	return r, hash, lift, created
 }
 
+// wantMigrateCreated waits for Job "migrate" to carry the marker hash, then fails unless it was
+// created want times (why says which).
+func wantMigrateCreated(t *testing.T, ns, hash string, within time.Duration, created func(string) int, want int, why string) {
+	t.Helper()
+	waitFor(t, within, "Job migrate with the marker "+hash, func() (bool, error) { return jobEnv(jobNow(ns, "migrate"), cmVar) == hash, nil })
+	settle()
+	if n := created("migrate"); n != want {
+		t.Fatalf(why, n)
+	}
+}
+
 // A Job deleted to be recreated whose create is refused is created by the running reloader once
 // the refusal lifts, with the new marker, without a restart; the failure is counted and said
 // once. A later change recreates it once more (the positive control).
@@ -649,14 +660,13 @@ func TestAJobWhoseCreateIsRefusedIsCreatedAgainOnceTheRefusalLifts(t *testing.T)
 		t.Fatalf("recreations written down while the create is refused: %v, want the one", notes)
 	}
 	lift()
-	waitFor(t, 45*time.Second, "the Job created again", func() (bool, error) { return jobEnv(jobNow(ns, "migrate"), cmVar) == hash, nil })
-	settle()
-	if n := created("migrate"); n != 1 {
-		t.Fatalf("the Job was created %d times for one change, want 1", n)
-	}
+	wantMigrateCreated(t, ns, hash, 45*time.Second, created, 1, "the Job was created %d times for one change, want 1")
 	if notes := stateValues(t, ns, "reloader.job-recreation_"); len(notes) != 0 {
 		t.Fatalf("the recreation is still written down: %v", notes)
 	}
+	waitFor(t, 10*time.Second, "the creation said on the Job", func() (bool, error) {
+		return strings.Contains(strings.Join(eventMessages(t, ns, "migrate"), "\n"), "Reloaded x1: Created again"), nil
+	})
 	if n := jobReloads(t, r, metrics.ResultFailure); n != 1 {
 		t.Errorf("reloader_reloads_total{kind=Job,result=failure} is %v, want 1: the refused create counted once", n)
 	}
@@ -666,11 +676,7 @@ func TestAJobWhoseCreateIsRefusedIsCreatedAgainOnceTheRefusalLifts(t *testing.T)
 	}
 
 	hash = updateConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
-	waitFor(t, 30*time.Second, "the Job recreated for the next change", func() (bool, error) { return jobEnv(jobNow(ns, "migrate"), cmVar) == hash, nil })
-	settle()
-	if n := created("migrate"); n != 2 {
-		t.Fatalf("the Job was created %d times for two changes, want 2", n)
-	}
+	wantMigrateCreated(t, ns, hash, 30*time.Second, created, 2, "the Job was created %d times for two changes, want 2")
 }
 
 // A config that changes again while a Job's create is refused is not lost: once the refusal
@@ -686,17 +692,9 @@ func TestAJobWhoseConfigChangesWhileItsCreateIsRefusedEndsWithTheNewestMarker(t 
 		t.Fatal("a Job was created while creations are refused")
 	}
 	lift()
-	waitFor(t, 45*time.Second, "the Job with the newest marker", func() (bool, error) { return jobEnv(jobNow(ns, "migrate"), cmVar) == hash, nil })
-	settle()
-	if n := created("migrate"); n != 2 {
-		t.Fatalf("the Job was created %d times, want 2: the one written down, and once for the later change", n)
-	}
+	wantMigrateCreated(t, ns, hash, 45*time.Second, created, 2, "the Job was created %d times, want 2: the one written down, and once for the later change")
 	hash = updateConfigMap(t, ns, "app-config", map[string]string{"v": "D"})
-	waitFor(t, 30*time.Second, "the Job recreated for the next change", func() (bool, error) { return jobEnv(jobNow(ns, "migrate"), cmVar) == hash, nil })
-	settle()
-	if n := created("migrate"); n != 3 {
-		t.Fatalf("the Job was created %d times after one more change, want 3", n)
-	}
+	wantMigrateCreated(t, ns, hash, 30*time.Second, created, 3, "the Job was created %d times after one more change, want 3")
 }
 
 // A reloader started while a Job's create is still refused starts (it does not wait on the
@@ -711,11 +709,7 @@ func TestAJobRecreationStillRefusedAtTheStartIsFinishedByTheRunningReloader(t *t
 		return strings.Contains(second.log.String(), "cannot finish a Job recreation left unfinished"), nil
 	})
 	lift()
-	waitFor(t, 45*time.Second, "the Job created again", func() (bool, error) { return jobEnv(jobNow(ns, "migrate"), cmVar) == hash, nil })
-	settle()
-	if n := created("migrate"); n != 1 {
-		t.Fatalf("the Job was created %d times for one change, want 1", n)
-	}
+	wantMigrateCreated(t, ns, hash, 45*time.Second, created, 1, "the Job was created %d times for one change, want 1")
 	if notes := stateValues(t, ns, "reloader.job-recreation_"); len(notes) != 0 {
 		t.Fatalf("the recreation is still written down: %v", notes)
 	}
