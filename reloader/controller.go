@@ -135,6 +135,8 @@ type Controller struct {
 	// templatesRead: per followed workload, the last generation whose whole template was read to
 	// be still its reload's (track.go).
 	templatesRead sync.Map // key → templateRead
+	// recreations: the Job recreations written down and not finished (jobs.go), by note key.
+	recreations sync.Map // string → jobRecreation
 
 	ready atomic.Bool
 	busy  atomic.Int32 // workers inside a sync

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/reloader/reloader/internal/kube"
+	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
 )
 
@@ -177,6 +178,7 @@ func (c *Controller) wireJobs() {
 		}
 		return c.recreateJob(ctx, old, job)
 	}
+	k.unfinished = c.finishFailedRecreation
 }
 
 // jobRecreationPrefix starts the key, in the first state ConfigMap, under which a Job's
@@ -195,7 +197,7 @@ type jobRecreation struct {
 // its place, once, even across a restart in between (finishJobRecreation).
 func (c *Controller) recreateJob(ctx context.Context, old, job *batchv1.Job) (*batchv1.Job, error) {
 	r := jobRecreation{OldUID: old.UID, Job: job}
-	key := jobRecreationPrefix + job.Namespace + "_" + job.Name
+	key := jobRecreationKey(job.Namespace, job.Name)
 	if err := c.noteJobRecreation(ctx, key, &r); err != nil {
 		return nil, err
 	}
@@ -205,7 +207,7 @@ func (c *Controller) recreateJob(ctx context.Context, old, job *batchv1.Job) (*b
 	if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
 		err = fmt.Errorf("delete Job %s/%s to create it again: %w", old.Namespace, old.Name, err)
 	}
-	out, finished := c.finishJobRecreation(ctx, key, r)
+	out, _, finished := c.finishJobRecreation(ctx, key, r)
 	switch {
 	case finished != nil:
 		return nil, finished
@@ -217,28 +219,71 @@ func (c *Controller) recreateJob(ctx context.Context, old, job *batchv1.Job) (*b
 	return out, nil
 }
 
+// jobRecreationKey is the key of Job ns/name's note; neither a namespace nor a Job name holds
+// an underscore.
+func jobRecreationKey(ns, name string) string { return jobRecreationPrefix + ns + "_" + name }
+
 // finishJobRecreation brings a written-down recreation to its end, from whatever point it
 // stopped: the old Job still there means it was not deleted (nothing to do, out nil); gone, the
-// Job is created (an existing one of that name, created before a stop, is kept). The note is then
-// removed. A Job still being deleted (it has finalizers) is an error: retried later.
-func (c *Controller) finishJobRecreation(ctx context.Context, key string, r jobRecreation) (out *batchv1.Job, err error) {
+// Job is created (created true; an existing one of that name, created before a stop, is kept).
+// The note is then removed. A Job still being deleted (it has finalizers) is an error: retried
+// later. So is a failed create; a namespace gone has nothing left to create.
+func (c *Controller) finishJobRecreation(ctx context.Context, key string, r jobRecreation) (out *batchv1.Job, created bool, err error) {
 	jobs := c.clients.Jobs(r.Job.Namespace)
 	cur, err := jobs.Get(ctx, r.Job.Name, metav1.GetOptions{})
 	switch {
 	case err != nil && !apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("read Job %s/%s to finish its recreation: %w", r.Job.Namespace, r.Job.Name, err)
+		return nil, false, fmt.Errorf("read Job %s/%s to finish its recreation: %w", r.Job.Namespace, r.Job.Name, err)
 	case err == nil && cur.UID == r.OldUID && cur.DeletionTimestamp != nil:
-		return nil, fmt.Errorf("job %s/%s is still being deleted; it is created again once gone", r.Job.Namespace, r.Job.Name)
+		return nil, false, fmt.Errorf("job %s/%s is still being deleted; it is created again once gone", r.Job.Namespace, r.Job.Name)
 	case err == nil && cur.UID != r.OldUID:
 		out = cur // created already
 	case err != nil:
-		if out, err = jobs.Create(ctx, r.Job, metav1.CreateOptions{FieldManager: "reloader"}); apierrors.IsAlreadyExists(err) {
+		out, err = jobs.Create(ctx, r.Job, metav1.CreateOptions{FieldManager: "reloader"})
+		switch {
+		case apierrors.IsAlreadyExists(err):
 			return c.finishJobRecreation(ctx, key, r) // created meanwhile: read what exists
-		} else if err != nil {
-			return nil, fmt.Errorf("create Job %s/%s again after deleting it: %w", r.Job.Namespace, r.Job.Name, err)
+		case apierrors.IsNotFound(err):
+			out = nil // its namespace is gone
+		case err != nil:
+			return nil, false, fmt.Errorf("create Job %s/%s again after deleting it: %w", r.Job.Namespace, r.Job.Name, err)
+		default:
+			created = true
 		}
 	}
-	return out, c.noteJobRecreation(ctx, key, nil)
+	return out, created, c.noteJobRecreation(ctx, key, nil)
+}
+
+// finishFailedRecreation finishes, first in each sync of Job ns/name, its recreation whose
+// create failed (refused by admission, over quota, the API unreachable), in this run or one
+// before (resumeJobRecreations): the Job is gone, so no event of its own would bring it back. A
+// refusal is retried as a refused patch is, up to every refusedRetryMax; the failure was
+// reported once, by the sync that deleted the Job, or at the start. The Job created is the one
+// written down: if a config changed since, its marker is old, and the sync of its creation
+// reloads it once more.
+func (c *Controller) finishFailedRecreation(ctx context.Context, ns, name string) error {
+	key := jobRecreationKey(ns, name)
+	v, ok := c.recreations.Load(key)
+	if !ok {
+		return nil
+	}
+	r := v.(jobRecreation)
+	out, created, err := c.finishJobRecreation(ctx, key, r)
+	if err != nil && refused(err) {
+		return retryLater{err: err}
+	} else if err != nil {
+		return err
+	}
+	c.reports.forget(string(r.OldUID))
+	if created {
+		c.metrics.CountReload("Job", metrics.ResultSuccess, ns)
+		c.reports.event(out, corev1.EventTypeNormal, "Reloaded", "Created again: its recreation's create had failed")
+		c.log.Info("created a Job again whose recreation's create had failed", "namespace", ns, "name", name)
+	}
+	if obj, ok, _ := c.kinds["Job"].informer.GetIndexer().GetByKey(ns + "/" + name); ok && out != nil && obj.(metav1.Object).GetUID() == r.OldUID {
+		return errStale // the cache has not seen the delete yet: judge the Job that exists now
+	}
+	return nil
 }
 
 // noteJobRecreation writes r under key in the first state ConfigMap, or removes it (r nil),
@@ -256,11 +301,17 @@ func (c *Controller) noteJobRecreation(ctx context.Context, key string, r *jobRe
 	if err := c.state.WriteOther(ctx, key, value); err != nil {
 		return fmt.Errorf("write down a Job recreation: %w", err)
 	}
+	if r != nil {
+		c.recreations.Store(key, *r)
+	} else {
+		c.recreations.Delete(key)
+	}
 	return nil
 }
 
 // resumeJobRecreations finishes, at start, the Job recreations a stopped reloader left written
-// down. One that cannot be finished now is logged and left for the next start.
+// down. One that cannot be finished now (its create still refused) is logged and left to the
+// syncs of its Job's key, queued here, which retry it (finishFailedRecreation).
 func (c *Controller) resumeJobRecreations(ctx context.Context) {
 	if c.kinds["Job"] == nil {
 		return
@@ -270,19 +321,22 @@ func (c *Controller) resumeJobRecreations(ctx context.Context) {
 		c.log.Error("cannot read the Job recreations left unfinished; they are finished at the next start", "err", err)
 		return
 	}
-	for key, v := range cm.Data {
-		if !strings.HasPrefix(key, jobRecreationPrefix) {
+	for note, v := range cm.Data {
+		if !strings.HasPrefix(note, jobRecreationPrefix) {
 			continue
 		}
 		var r jobRecreation
 		if err := json.Unmarshal([]byte(v), &r); err != nil || r.Job == nil {
-			c.log.Error("a Job recreation written down is unreadable; removing it", "key", key)
-			_ = c.noteJobRecreation(ctx, key, nil)
+			c.log.Error("a Job recreation written down is unreadable; removing it", "key", note)
+			_ = c.noteJobRecreation(ctx, note, nil)
 			continue
 		}
-		if out, err := c.finishJobRecreation(ctx, key, r); err != nil {
-			c.log.Error("cannot finish a Job recreation left unfinished", "key", key, "err", err)
-		} else if out != nil {
+		if _, created, err := c.finishJobRecreation(ctx, note, r); err != nil {
+			c.log.Error("cannot finish a Job recreation left unfinished; retrying", "key", note, "err", err)
+			c.metrics.CountReload("Job", metrics.ResultFailure, r.Job.Namespace)
+			c.recreations.Store(note, r)
+			c.queue.Add(key{"Job", r.Job.Namespace, r.Job.Name})
+		} else if created {
 			c.log.Info("created a Job again whose recreation a stopped reloader left unfinished", "namespace", r.Job.Namespace, "name", r.Job.Name)
 		}
 	}

@@ -3,20 +3,26 @@ package reloader_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader"
 )
@@ -569,5 +575,142 @@ func TestMinimumIntervalOnACronJobWithoutMetadataAnnotationsHoldsItsNextRun(t *t
 	settle()
 	if n := len(jobsOf(t, ns, cj.UID)); n != 2 {
 		t.Fatalf("%d Jobs for two changes, want 2", n)
+	}
+}
+
+// refuseJobCreations makes the API server refuse every Job created in ns, through a
+// ValidatingAdmissionPolicy, until the returned function lifts it. It returns once the refusal
+// is in force.
+func refuseJobCreations(t *testing.T, ns string) (lift func()) {
+	t.Helper()
+	ctx := context.Background()
+	remove, err := cluster.DenyWrites(ctx, "refuse-jobs-"+ns,
+		admissionv1.Rule{APIGroups: []string{"batch"}, APIVersions: []string{"v1"}, Resources: []string{"jobs"}}, admissionv1.Create,
+		fmt.Sprintf("object.metadata.namespace != %q", ns), "refused by the test's admission policy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe := func() error {
+		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "probe"}, Spec: batchv1.JobSpec{Template: podTemplate("probe")}}
+		job.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
+		_, err := cluster.Client().BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err
+	}
+	waitFor(t, 30*time.Second, "the refusal of Job creations in force", func() (bool, error) { return probe() != nil, nil })
+	lift = func() {
+		_ = remove(ctx)
+		waitFor(t, 30*time.Second, "the refusal of Job creations lifted", func() (bool, error) { return probe() == nil, nil })
+	}
+	t.Cleanup(lift)
+	return lift
+}
+
+// jobReloads is reloader_reloads_total{kind="Job",result=result}.
+func jobReloads(t *testing.T, r *running, result string) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := r.metrics.Reloads.WithLabelValues("Job", result).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}
+
+// jobGone reports that no Job ns/name exists.
+func jobGone(ns, name string) bool {
+	_, err := cluster.Client().BatchV1().Jobs(ns).Get(context.Background(), name, metav1.GetOptions{})
+	return apierrors.IsNotFound(err)
+}
+
+// refuseARecreation starts a reloader over Job "migrate" reading app-config, refuses Job
+// creations, and changes app-config: the Job is deleted and its create refused. It returns the
+// reloader, the new content's hash, the lift of the refusal and the count of creations.
+func refuseARecreation(t *testing.T, ns string) (r *running, hash string, lift func(), created func(string) int) {
+	t.Helper()
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	createJob(t, ns, "migrate", named("configmap", "app-config"))
+	r = startController(t, ns, controllerOpts{})
+	settle()
+	created = jobCreations(t, ns)
+	lift = refuseJobCreations(t, ns)
+	hash = updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
+	waitFor(t, 30*time.Second, "the Job deleted and its create refused", func() (bool, error) {
+		return jobGone(ns, "migrate") && jobReloads(t, r, metrics.ResultFailure) > 0, nil
+	})
+	return r, hash, lift, created
+}
+
+// wantMigrateCreated waits for Job "migrate" to carry the marker hash, then fails unless it was
+// created want times (why says which).
+func wantMigrateCreated(t *testing.T, ns, hash string, within time.Duration, created func(string) int, want int, why string) {
+	t.Helper()
+	waitFor(t, within, "Job migrate with the marker "+hash, func() (bool, error) { return jobEnv(jobNow(ns, "migrate"), cmVar) == hash, nil })
+	settle()
+	if n := created("migrate"); n != want {
+		t.Fatalf(why, n)
+	}
+}
+
+// A Job deleted to be recreated whose create is refused is created by the running reloader once
+// the refusal lifts, with the new marker, without a restart; the failure is counted and said
+// once. A later change recreates it once more (the positive control).
+func TestAJobWhoseCreateIsRefusedIsCreatedAgainOnceTheRefusalLifts(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	r, hash, lift, created := refuseARecreation(t, ns)
+	if notes := stateValues(t, ns, "reloader.job-recreation_"); len(notes) != 1 {
+		t.Fatalf("recreations written down while the create is refused: %v, want the one", notes)
+	}
+	lift()
+	wantMigrateCreated(t, ns, hash, 45*time.Second, created, 1, "the Job was created %d times for one change, want 1")
+	if notes := stateValues(t, ns, "reloader.job-recreation_"); len(notes) != 0 {
+		t.Fatalf("the recreation is still written down: %v", notes)
+	}
+	waitFor(t, 10*time.Second, "the creation said on the Job", func() (bool, error) {
+		return strings.Contains(strings.Join(eventMessages(t, ns, "migrate"), "\n"), "Reloaded x1: Created again"), nil
+	})
+	if n := jobReloads(t, r, metrics.ResultFailure); n != 1 {
+		t.Errorf("reloader_reloads_total{kind=Job,result=failure} is %v, want 1: the refused create counted once", n)
+	}
+	waitFor(t, 10*time.Second, "the refused create said", func() (bool, error) { return countEvents(t, ns, "migrate", "ReloadFailed") > 0, nil })
+	if n := countEvents(t, ns, "migrate", "ReloadFailed"); n != 1 {
+		t.Errorf("%d ReloadFailed Events for the refused create, want 1: %v", n, eventMessages(t, ns, "migrate"))
+	}
+
+	hash = updateConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
+	wantMigrateCreated(t, ns, hash, 30*time.Second, created, 2, "the Job was created %d times for two changes, want 2")
+}
+
+// A config that changes again while a Job's create is refused is not lost: once the refusal
+// lifts, the Job written down (with the marker of the first change) is created, then recreated
+// once for the second; no more (a third change recreates it exactly once more, the positive
+// control).
+func TestAJobWhoseConfigChangesWhileItsCreateIsRefusedEndsWithTheNewestMarker(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	_, _, lift, created := refuseARecreation(t, ns)
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
+	settle()
+	if !jobGone(ns, "migrate") {
+		t.Fatal("a Job was created while creations are refused")
+	}
+	lift()
+	wantMigrateCreated(t, ns, hash, 45*time.Second, created, 2, "the Job was created %d times, want 2: the one written down, and once for the later change")
+	hash = updateConfigMap(t, ns, "app-config", map[string]string{"v": "D"})
+	wantMigrateCreated(t, ns, hash, 30*time.Second, created, 3, "the Job was created %d times after one more change, want 3")
+}
+
+// A reloader started while a Job's create is still refused starts (it does not wait on the
+// create), says it cannot finish the recreation, and creates the Job once the refusal lifts,
+// without another restart.
+func TestAJobRecreationStillRefusedAtTheStartIsFinishedByTheRunningReloader(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	first, hash, lift, created := refuseARecreation(t, ns)
+	first.stop(t)
+	second := startController(t, ns, controllerOpts{})
+	waitFor(t, 30*time.Second, "the unfinished recreation said", func() (bool, error) {
+		return strings.Contains(second.log.String(), "cannot finish a Job recreation left unfinished"), nil
+	})
+	lift()
+	wantMigrateCreated(t, ns, hash, 45*time.Second, created, 1, "the Job was created %d times for one change, want 1")
+	if notes := stateValues(t, ns, "reloader.job-recreation_"); len(notes) != 0 {
+		t.Fatalf("the recreation is still written down: %v", notes)
 	}
 }

@@ -53,6 +53,9 @@ type workloadKind struct {
 	// resume, when set, finishes a reload that a patch recorded but did not complete (a
 	// CronJob's Job to create, jobs.go); every sync of the workload calls it first.
 	resume func(ctx context.Context, obj any) error
+	// unfinished, when set, finishes a reload that left no object behind to sync (a Job deleted
+	// whose create failed, jobs.go); every sync of the key calls it first, the object there or not.
+	unfinished func(ctx context.Context, namespace, name string) error
 	// probe, when set, lists the kind once at start: a kind the reloader may not list is turned
 	// off instead of keeping the caches from syncing (jobs.go).
 	probe func(ctx context.Context) error

@@ -39,6 +39,11 @@ const (
 // syncWorkload patches, in one patch, every config marker of the workload that differs from
 // what the rule wants.
 func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key) error {
+	if kind.unfinished != nil {
+		if err := kind.unfinished(ctx, k.namespace, k.name); err != nil {
+			return err
+		}
+	}
 	obj, exists, err := kind.informer.GetIndexer().GetByKey(k.namespace + "/" + k.name)
 	if err != nil || !exists {
 		return err
