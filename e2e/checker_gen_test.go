@@ -146,7 +146,7 @@ type sequence struct {
 	// checker's cluster runs no controllers, so no rollout ever completes: every followed
 	// reload times out and is rolled back, and its content held.
 	Rollback bool
-	Actions   []action
+	Actions  []action
 }
 
 func (s sequence) String() string {
