@@ -383,15 +383,18 @@ func configRef(c string) policy.ConfigRef {
 	return policy.ConfigRef{Kind: policy.KindConfigMap, Name: c}
 }
 
-// changes lists the changes of what a reader of config name sees: the whole content, or only
-// key "a".
+// changes lists the changes of what a reader of config name sees (the whole content, or only
+// key "a") that may restart a workload. A content that does not validate counts: no reload may
+// take it, but a restart for another config gives the pods it, and the next valid content is
+// then a change for them.
 func (r *recorder) changes(name string, whole bool) []change {
-	return r.changesSince(name, whole, time.Time{})
+	return r.changesSince(name, whole, time.Time{}, true)
 }
 
 // changesSince is changes for a workload created at from: if the config did not exist then, the
-// first content it gets after is what the workload first sees, not a change.
-func (r *recorder) changesSince(name string, whole bool, from time.Time) []change {
+// first content it gets after is what the workload first sees, not a change. Without invalidToo
+// a content that does not validate is no change (none is to be rolled out).
+func (r *recorder) changesSince(name string, whole bool, from time.Time, invalidToo bool) []change {
 	var out []change
 	last, seen, exists, reset := "", false, false, !from.IsZero()
 	for _, e := range r.configs[name] {
@@ -399,7 +402,7 @@ func (r *recorder) changesSince(name string, whole bool, from time.Time) []chang
 			seen, reset = seen && exists, false
 		}
 		exists = e.exists
-		if e.invalid {
+		if e.invalid && !invalidToo {
 			continue // not rolled out: the content before it stays the reference
 		}
 		if !e.exists && !r.onDelete && !r.onCreate {
@@ -571,7 +574,7 @@ func (r *recorder) held(w *workloadLife, c string) (change, bool) {
 	if !w.deletedAt.IsZero() || !ok || !r.exists(c) && !(r.onDelete && carries(w, c)) || r.isIgnored(c) {
 		return change{}, false
 	}
-	chs := r.changesSince(c, whole, w.createdAt)
+	chs := r.changesSince(c, whole, w.createdAt, false)
 	if len(chs) == 0 && w.lagged[c] && len(w.modes) == 1 {
 		// Switched from stakater, which missed a change: the first start rolls it out.
 		return change{rv: w.createdRV, at: w.createdAt, by: "the switch from stakater"}, true
@@ -908,6 +911,13 @@ func (r *recorder) gated(w *workloadLife) []violation {
 			}
 		}
 	}
+	for i, rv := range w.restarts {
+		for c := range w.touched[i] {
+			if !r.own[rv] && !paired.rollback[i] && r.invalidAt(c, w.restartAt[i]) {
+				out = append(out, violation(fmt.Sprintf("invalid: %s %s reloaded at rv %d for %s, whose content did not validate", w.kind, w.name, rv, c)))
+			}
+		}
+	}
 	if w.kind == kindCronJob {
 		reloads := w.byReloader()
 		if len(w.runs) > reloads || w.deletedAt.IsZero() && len(w.runs) < reloads {
@@ -1036,4 +1046,16 @@ func (r *recorder) heldByRollback(w *workloadLife, c string) bool {
 		now = e.read(whole)
 	}
 	return then == now
+}
+
+// invalidAt reports whether, at a moment, config c held content that does not validate, written
+// more than raceMargin before. The caller holds r.mu.
+func (r *recorder) invalidAt(c string, at time.Time) bool {
+	var last *configEvent
+	for i, e := range r.configs[c] {
+		if e.at.Before(at) {
+			last = &r.configs[c][i]
+		}
+	}
+	return last != nil && last.invalid && last.at.Before(at.Add(-raceMargin))
 }
