@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -109,6 +110,27 @@ func (g *generator) image() action {
 	}
 	g.fresh++
 	return action{Op: "image", Target: w, Value: fmt.Sprintf("fake-%d", g.fresh), Pause: time.Duration(g.fourth.IntN(1500)) * time.Millisecond}
+}
+
+// theirRollout changes a config, then, once the reload's rollout is under way and before it
+// times out, changes the image of a dependent: another actor's rollout supersedes ours, and
+// rolling it back would blame them for its failure.
+func (g *generator) theirRollout() []action {
+	names := slices.Clone(configNames)
+	g.fourth.Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
+	for _, c := range names {
+		deps := g.dependents(c)
+		if !g.configs[c] || g.ignored[c] || len(deps) == 0 {
+			continue
+		}
+		g.fresh++
+		settle := g.coalesce + time.Duration(700+g.fourth.IntN(800))*time.Millisecond
+		return []action{
+			{Op: "update", Target: c, Key: "a", Value: fmt.Sprint(4 + g.fresh%5), Pause: settle},
+			{Op: "image", Target: pick(g.fourth, deps), Value: fmt.Sprintf("fake-%d", g.fresh), Pause: rolloutTimeout},
+		}
+	}
+	return nil
 }
 
 // rolloutTimeout is --rollout-timeout in sequences with rollback on.

@@ -250,6 +250,9 @@ func generate(seed uint64, gen, n int, faults bool) sequence {
 		if gen >= 3 && g.fourth.IntN(12) == 0 {
 			s.Actions = append(s.Actions, g.image())
 		}
+		if gen >= 3 && s.Rollback && g.fourth.IntN(6) == 0 {
+			s.Actions = append(s.Actions, g.theirRollout()...)
+		}
 	}
 	return s
 }
