@@ -3,11 +3,12 @@ package metrics
 import "github.com/prometheus/client_golang/prometheus"
 
 // newDeferred counts the workloads whose due reload is held, by why: a maintenance window, a
-// minimum interval, a pause period, or a schedule that does not parse.
+// minimum interval, a pause period, a schedule that does not parse, or a config the pods read
+// whose content does not validate.
 func newDeferred() *prometheus.GaugeVec {
 	return prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "reloader_reloads_deferred",
-		Help: "Workloads whose due reload is held, by reason (window, min-interval, pause-period, invalid-schedule).",
+		Help: "Workloads whose due reload is held, by reason (window, min-interval, pause-period, invalid-schedule, invalid-config).",
 	}, []string{"reason"})
 }
 

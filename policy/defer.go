@@ -124,6 +124,9 @@ const (
 	ReasonMinInterval = "min-interval"
 	ReasonPause       = "pause-period"
 	ReasonInvalid     = "invalid-schedule"
+	// ReasonInvalidConfig: the pods read a config whose current content does not validate, so
+	// a restart would load it (reloader package, validate.go). Not a gate's verdict.
+	ReasonInvalidConfig = "invalid-config"
 )
 
 // Verdict is the gate's answer for a due reload at one instant.

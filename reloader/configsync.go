@@ -41,6 +41,7 @@ func (c *Controller) syncConfig(k key) error {
 			due = append(due, d.workload)
 		}
 	}
+	c.wakeHeldByInvalid(k, due) // validate.go
 	if len(due) > 0 {
 		c.rollingOut(k, rec) // validate.go
 		if fresh {

@@ -77,7 +77,8 @@ func (d *deferrals) release(k key) bool {
 func (d *deferrals) byReason() map[string]int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	out := map[string]int{policy.ReasonWindow: 0, policy.ReasonMinInterval: 0, policy.ReasonPause: 0, policy.ReasonInvalid: 0}
+	out := map[string]int{policy.ReasonWindow: 0, policy.ReasonMinInterval: 0, policy.ReasonPause: 0, policy.ReasonInvalid: 0,
+		policy.ReasonInvalidConfig: 0}
 	for _, h := range d.held {
 		out[h.reason]++
 	}
@@ -90,6 +91,19 @@ func (d *deferrals) isHeld(k key) bool {
 	defer d.mu.Unlock()
 	_, ok := d.held[k]
 	return ok
+}
+
+// heldFor returns the workloads of namespace ns held for reason.
+func (d *deferrals) heldFor(ns, reason string) []key {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []key
+	for k, h := range d.held {
+		if k.namespace == ns && h.reason == reason {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // stopAll stops every timer, at shutdown.
@@ -182,7 +196,7 @@ func (c *Controller) holdReload(w workloadView, changes []policy.Change, g polic
 func (c *Controller) releaseHold(w workloadView) {
 	c.state.DeleteEntry(c.pendingKey(w.key))
 	if c.deferrals.release(w.key) {
-		c.reports.clear(string(w.meta.GetUID()), "ReloadScheduleInvalid")
+		c.reports.clear(string(w.meta.GetUID()), "ReloadScheduleInvalid", reasonHeldInvalid)
 		c.reportDeferred()
 	}
 }

@@ -2,7 +2,9 @@ package reloader
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -130,5 +132,66 @@ func workloadNames(ws []key) string {
 func (c *Controller) validContent(rec *configRecord) {
 	if rec != nil {
 		c.reports.clear(string(rec.UID), "InvalidConfig")
+	}
+}
+
+// A restart for one config is a restart for all: pods read every config's current content when
+// they start, so reloading a workload for a valid change would load another config's content
+// that does not validate. A workload whose pod spec uses such a config is held (not restarted, no
+// Job run or recreated) for any config until that content is fixed, reverted or the config
+// deleted; it then reloads once, with everything due. The whole config counts, not only the keys
+// the pod reads: the record keeps which content failed, not which keys, and a hold too many is
+// safe where a restart too many is not. The hold is derived from the caches alone, so a restart
+// of the reloader finds it again; it keeps no state entry, and says its Warning again.
+
+// reasonHeldInvalid is the Warning on a workload held by a config's invalid content.
+const reasonHeldInvalid = "ReloadHeldInvalidConfig"
+
+// heldByInvalid holds w's due reload, and reports whether it did, when its pods read a config
+// whose current content does not validate.
+func (c *Controller) heldByInvalid(w workloadView) bool {
+	bad := c.invalidUsed(w)
+	if len(bad) == 0 {
+		// Not held, or no longer for this: should it recur, that is news.
+		c.reports.clear(string(w.meta.GetUID()), reasonHeldInvalid)
+		return false
+	}
+	c.deferrals.hold(w.key, time.Time{}, policy.ReasonInvalidConfig)
+	c.reportDeferred()
+	// Said once per set of configs, not per change: the message names no content.
+	names := strings.Join(bad, ", ")
+	msg := "Reload held: the pods read " + names + ", whose current content does not validate (see its InvalidConfig Event); " +
+		"a restart would load it. The reload happens once that content is fixed, reverted or the config deleted"
+	if c.reports.warn(w.obj, string(w.meta.GetUID()), reasonHeldInvalid, msg) {
+		c.log.Warn("reload held: the pods read a config whose content does not validate", "kind", w.kind.name,
+			"namespace", w.key.namespace, "name", w.key.name, "configs", names)
+	}
+	return true
+}
+
+// invalidUsed names, sorted, the watched configs w's pod spec uses whose current content does
+// not validate.
+func (c *Controller) invalidUsed(w workloadView) []string {
+	var out []string
+	for r := range w.uses {
+		if _, watched := c.configs[r.Kind]; !watched {
+			continue
+		}
+		if rec := c.lookup(configKey(r, w.key.namespace)); rec != nil && rec.Invalid != "" {
+			out = append(out, r.Kind+" "+r.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// wakeHeldByInvalid syncs the workloads of k's namespace held by invalid content, now that k's
+// content is valid or gone, so that they reload if nothing else holds them. Those due for k
+// itself are left to their coalescing window, which syncs them.
+func (c *Controller) wakeHeldByInvalid(k key, due []key) {
+	for _, w := range c.deferrals.heldFor(k.namespace, policy.ReasonInvalidConfig) {
+		if !slices.Contains(due, w) {
+			c.queue.Add(w)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -286,4 +287,178 @@ func TestFixAfterInvalidContentWaitsForTheWindowAndReloadsOnce(t *testing.T) {
 	clock.Advance(13 * time.Hour) // Saturday 01:00 UTC: the window opens
 	waitEnv(t, ns, "web", cmVar, valid)
 	wantReloadsSince(t, changes, 1)
+}
+
+const bVar = "_RELOADER_-configmap-b"
+
+// readingBoth creates app-config, whose config.json must be JSON, ConfigMap b, Deployment web
+// that reads and reloads on both, and Deployment only-b that reads and reloads on b alone.
+func readingBoth(t *testing.T, ns string) {
+	t.Helper()
+	validatedConfig(t, ns, `{"v":0}`)
+	createConfigMap(t, ns, "b", map[string]string{"k": "0"})
+	createDeployment(t, ns, "web", 0, named("configmap", "app-config,b"), envFromCM("app-config", "b"))
+	createDeployment(t, ns, "only-b", 0, named("configmap", "b"), envFromCM("b"))
+}
+
+// heldForB makes app-config invalid, then changes b; it waits until only-b reloaded for b (the
+// positive control: a workload that does not read app-config reloads at once) and workload was
+// told that its reload is held, and returns b's hash.
+func heldForB(t *testing.T, ns, workload, version string) string {
+	t.Helper()
+	setJSON(t, ns, `{"v":`)
+	invalidWarning(t, ns, 1)
+	hash := updateConfigMap(t, ns, "b", map[string]string{"k": version})
+	waitEnv(t, ns, "only-b", bVar, hash)
+	waitFor(t, 10*time.Second, "the ReloadHeldInvalidConfig warning on "+workload, func() (bool, error) {
+		return countEvents(t, ns, workload, "ReloadHeldInvalidConfig") == 1, nil
+	})
+	return hash
+}
+
+// Pods read every config's current content when they start: a reload of web for b would load
+// app-config's content, which does not validate. web's reload waits, said by one Warning however
+// many changes of b arrive, and happens once app-config is fixed, carrying both.
+func TestAReloadForOneConfigWaitsUntilAnotherConfigThePodsReadValidates(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	readingBoth(t, ns)
+	r := startController(t, ns, controllerOpts{period: 100 * time.Millisecond})
+	settle()
+	changes := templateChanges(t, ns, "web")
+
+	heldForB(t, ns, "web", "1")
+	hashB := updateConfigMap(t, ns, "b", map[string]string{"k": "2"})
+	waitEnv(t, ns, "only-b", bVar, hashB)
+	wantReloadsSince(t, changes, 0)
+	if n := countEvents(t, ns, "web", "ReloadHeldInvalidConfig"); n != 1 {
+		t.Fatalf("%d ReloadHeldInvalidConfig warnings, want 1", n)
+	}
+	msgs := strings.Join(eventMessages(t, ns, "web"), "\n")
+	if !strings.Contains(msgs, "ConfigMap app-config") || strings.Contains(msgs, `{"v"`) {
+		t.Fatalf("the warning must name app-config and not show its value:\n%s", msgs)
+	}
+	if got := value(t, r.metrics.Deferred.WithLabelValues(policy.ReasonInvalidConfig)); got != 1 {
+		t.Fatalf("reloads_deferred{reason=invalid-config} = %v, want 1", got)
+	}
+
+	fixed := setJSON(t, ns, `{"v":1}`)
+	waitEnv(t, ns, "web", cmVar, fixed)
+	wantReloadsSince(t, changes, 1)
+	if got, _ := env(getDeployment(t, ns, "web"), "app", bVar); got != hashB {
+		t.Fatalf("web's reload carries b=%q, want %q", got, hashB)
+	}
+	if got := value(t, r.metrics.Deferred.WithLabelValues(policy.ReasonInvalidConfig)); got != 0 {
+		t.Fatalf("reloads_deferred{reason=invalid-config} = %v after the fix, want 0", got)
+	}
+}
+
+// A revert of the invalid content to what web runs reloads nothing for app-config, and releases
+// the held reload for b, once.
+func TestRevertingInvalidContentReleasesTheHeldReloadOnce(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	readingBoth(t, ns)
+	startController(t, ns, controllerOpts{period: 100 * time.Millisecond})
+	settle()
+	original := stateEntry(t, ns, "v1.ConfigMap_app-config")
+	changes := templateChanges(t, ns, "web")
+
+	hashB := heldForB(t, ns, "web", "1")
+	wantReloadsSince(t, changes, 0)
+	setJSON(t, ns, `{"v":0}`)
+	waitEnv(t, ns, "web", bVar, hashB)
+	wantReloadsSince(t, changes, 1)
+	if v, ok := env(getDeployment(t, ns, "web"), "app", cmVar); ok {
+		t.Fatalf("web reloaded for app-config (%s), whose content it runs", v)
+	}
+	if got := stateEntry(t, ns, "v1.ConfigMap_app-config"); got != original {
+		t.Fatalf("app-config's state is %s, want %s", got, original)
+	}
+}
+
+// The hold is derived from the caches: a new reloader process holds web again, and deleting
+// app-config (with --reload-on-delete) releases it: one reload, for b.
+func TestAHeldReloadSurvivesARestartAndDeletingTheInvalidConfigReleasesIt(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	readingBoth(t, ns)
+	opts := controllerOpts{period: 100 * time.Millisecond, tweak: func(o *reloader.Options) { o.ReloadOnDelete = true }}
+	first := startController(t, ns, opts)
+	settle()
+	changes := templateChanges(t, ns, "web")
+
+	hashB := heldForB(t, ns, "web", "1")
+	first.stop(t)
+	second := startController(t, ns, opts)
+	waitFor(t, 10*time.Second, "web held again", func() (bool, error) {
+		return value(t, second.metrics.Deferred.WithLabelValues(policy.ReasonInvalidConfig)) == 1, nil
+	})
+	wantReloadsSince(t, changes, 0)
+
+	if err := cluster.Client().CoreV1().ConfigMaps(ns).Delete(context.Background(), "app-config", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitEnv(t, ns, "web", bVar, hashB)
+	wantReloadsSince(t, changes, 1)
+	if got := value(t, second.metrics.Deferred.WithLabelValues(policy.ReasonInvalidConfig)); got != 0 {
+		t.Fatalf("reloads_deferred{reason=invalid-config} = %v after the deletion, want 0", got)
+	}
+}
+
+// A pause period starts with the reload it batches: none starts for a reload held by invalid
+// content. Once app-config is fixed, the pause runs, and one reload at its end carries both.
+func TestAReloadHeldByInvalidContentStartsNoPausePeriodUntilTheFix(t *testing.T) {
+	const pausedAt = "deployment.reloader.stakater.com/paused-at"
+	ns := cluster.NewNamespace(t)
+	validatedConfig(t, ns, `{"v":0}`)
+	createConfigMap(t, ns, "b", map[string]string{"k": "0"})
+	createDeployment(t, ns, "web", 0, withAnnotations(named("configmap", "app-config,b"),
+		map[string]string{"deployment.reloader.stakater.com/pause-period": "1m"}), envFromCM("app-config", "b"))
+	createDeployment(t, ns, "only-b", 0, named("configmap", "b"), envFromCM("b"))
+	clock := clocktest.New(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC))
+	startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { o.Clock = clock }})
+	settle()
+	changes := templateChanges(t, ns, "web")
+
+	hashB := heldForB(t, ns, "web", "1")
+	settle()
+	if at := getDeployment(t, ns, "web").Annotations[pausedAt]; at != "" {
+		t.Fatalf("a pause period started at %s for a reload that did not happen", at)
+	}
+	fixed := setJSON(t, ns, `{"v":1}`)
+	waitFor(t, 10*time.Second, "the pause period started by the fix", func() (bool, error) {
+		return getDeployment(t, ns, "web").Annotations[pausedAt] != "", nil
+	})
+	wantReloadsSince(t, changes, 0)
+	clock.Advance(time.Minute)
+	waitEnv(t, ns, "web", cmVar, fixed)
+	wantReloadsSince(t, changes, 1)
+	if got, _ := env(getDeployment(t, ns, "web"), "app", bVar); got != hashB {
+		t.Fatalf("web's reload carries b=%q, want %q", got, hashB)
+	}
+}
+
+// A CronJob whose pods read invalid content runs no Job for b; the fix runs one, with both.
+func TestACronJobWhosePodsReadInvalidContentRunsNoJobUntilTheFix(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	validatedConfig(t, ns, `{"v":0}`)
+	createConfigMap(t, ns, "b", map[string]string{"k": "0"})
+	createDeployment(t, ns, "only-b", 0, named("configmap", "b"), envFromCM("b"))
+	cj := createCronJobFrom(t, ns, "nightly", func(cj *batchv1.CronJob) {
+		cj.Annotations = named("configmap", "app-config,b")
+		envFromCM("app-config", "b")(&cj.Spec.JobTemplate.Spec.Template.Spec)
+	})
+	startController(t, ns, controllerOpts{period: 100 * time.Millisecond})
+	settle()
+
+	hashB := heldForB(t, ns, "nightly", "1")
+	settle()
+	if jobs := jobsOf(t, ns, cj.UID); len(jobs) != 0 {
+		t.Fatalf("%d Jobs run while the pods would read content that does not validate, want 0", len(jobs))
+	}
+	fixed := setJSON(t, ns, `{"v":1}`)
+	waitFor(t, 30*time.Second, "a Job from the CronJob", func() (bool, error) { return len(jobsOf(t, ns, cj.UID)) > 0, nil })
+	settle()
+	jobs := jobsOf(t, ns, cj.UID)
+	if len(jobs) != 1 || jobEnv(&jobs[0], bVar) != hashB || jobEnv(&jobs[0], cmVar) != fixed {
+		t.Fatalf("%d Jobs after the fix, want 1 carrying b=%s and app-config=%s", len(jobs), hashB, fixed)
+	}
 }

@@ -61,6 +61,10 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 	if len(changes) == 0 {
 		return c.settleGate(ctx, w) // defer.go
 	}
+	// Before the gate, so that no pause period starts for a reload that does not happen.
+	if c.heldByInvalid(w) {
+		return nil // validate.go
+	}
 	// Safe reloads (defer.go): a closed gate holds the reload until it opens.
 	g := c.gateOf(w)
 	if held, err := c.gated(ctx, w, g, changes); held {
