@@ -191,8 +191,8 @@ func TestInvalidContentInTheCoalescingPeriodSaysTheValidChangeBeforeItIsNotRolle
 
 	// The fix back to the valid content that never reached the workload reloads it once.
 	setJSON(t, ns, `{"v":1}`)
-	waitFor(t, 10*time.Second, "the fix seen", func() (bool, error) {
-		return value(t, r.metrics.Changes.WithLabelValues("ConfigMap")) == 2, nil
+	waitFor(t, 10*time.Second, "the fix seen and its coalescing window open", func() (bool, error) {
+		return value(t, r.metrics.Changes.WithLabelValues("ConfigMap")) == 2 && clock.Pending() > 0, nil
 	})
 	clock.Advance(time.Minute)
 	waitEnv(t, ns, "web", cmVar, valid)
@@ -424,8 +424,8 @@ func TestAReloadHeldByInvalidContentStartsNoPausePeriodUntilTheFix(t *testing.T)
 		t.Fatalf("a pause period started at %s for a reload that did not happen", at)
 	}
 	fixed := setJSON(t, ns, `{"v":1}`)
-	waitFor(t, 10*time.Second, "the pause period started by the fix", func() (bool, error) {
-		return getDeployment(t, ns, "web").Annotations[pausedAt] != "", nil
+	waitFor(t, 10*time.Second, "the pause period started by the fix, its timer set", func() (bool, error) {
+		return getDeployment(t, ns, "web").Annotations[pausedAt] != "" && clock.Pending() > 0, nil
 	})
 	wantReloadsSince(t, changes, 0)
 	clock.Advance(time.Minute)

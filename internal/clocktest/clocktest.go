@@ -57,6 +57,21 @@ func (c *Clock) AfterFunc(d time.Duration, f func()) coalesce.Timer {
 	return timerStop{c, t}
 }
 
+// Pending counts the timers that have neither run nor been stopped: a test that advances the
+// clock past a timer the code under test is about to set waits for it first, or the timer is
+// set after the advance and never becomes due.
+func (c *Clock) Pending() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, t := range c.timers {
+		if !t.stopped {
+			n++
+		}
+	}
+	return n
+}
+
 // Advance moves the clock forward by d and runs the timers that became due.
 func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
