@@ -214,7 +214,9 @@ func (a Annotations) EndPauseOps(meta map[string]string) []JSONOp {
 
 // StartPauseOps record the start of a pause period, as stakater writes it (RFC 3339).
 func (a Annotations) StartPauseOps(meta map[string]string, now time.Time) []JSONOp {
-	return setAnnotations([]string{"metadata"}, meta, map[string]string{a.PausedAt: now.UTC().Format(time.RFC3339)})
+	// To the nanosecond, as last-reload is: a time kept to the second ended a 1 s pause as soon
+	// as it began (the checker saw it). stakater writes seconds; RFC 3339 parses both.
+	return setAnnotations([]string{"metadata"}, meta, map[string]string{a.PausedAt: now.UTC().Format(time.RFC3339Nano)})
 }
 
 // GateAnnotations are the workload annotations whose change may change when a reload happens.

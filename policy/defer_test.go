@@ -87,7 +87,7 @@ func TestGateOps(t *testing.T) {
 		}
 	}
 	got, _ := json.Marshal(a.StartPauseOps(nil, now))
-	if want := `[{"op":"add","path":"/metadata/annotations","value":{"deployment.reloader.stakater.com/paused-at":"2026-11-23T12:00:00Z"}}]`; string(got) != want {
+	if want := `[{"op":"add","path":"/metadata/annotations","value":{"deployment.reloader.stakater.com/paused-at":"2026-11-23T12:00:00.000000005Z"}}]`; string(got) != want {
 		t.Errorf("start pause: got %s, want %s", got, want)
 	}
 }
@@ -180,4 +180,22 @@ func withKV(base map[string]string, k, v string) map[string]string {
 	out := maps.Clone(base)
 	out[k] = v
 	return out
+}
+
+// A pause recorded by the reloader lasts its whole period after the moment it began, read back
+// from the annotation it wrote: kept to the second, a 1 s pause begun at .974 ended 26 ms later.
+func TestAPauseReadBackFromItsAnnotationLastsItsWholePeriod(t *testing.T) {
+	a := policy.DefaultAnnotations()
+	start := time.Date(2026, 11, 25, 23, 29, 20, 974_000_000, time.UTC)
+	meta := map[string]string{a.PausePeriod: "1s"}
+	for _, op := range a.StartPauseOps(meta, start) {
+		meta[a.PausedAt] = op.Value.(string)
+	}
+	g := a.GateOf(meta, nil, policy.GateDefaults{})
+	if v := g.Decide(start.Add(time.Second - time.Millisecond)); v.Action != policy.Hold {
+		t.Errorf("1 ms before the end of a 1 s pause begun at %s: %+v, want it held", start.Format(time.StampMilli), v)
+	}
+	if !g.PauseExpired(start.Add(time.Second)) {
+		t.Errorf("the pause has not ended %s after it began", time.Second)
+	}
 }
