@@ -504,8 +504,8 @@ func (r *recorder) lost() []violation {
 	defer r.mu.Unlock()
 	var out []violation
 	for _, w := range r.lives() {
-		if w.gate().holds(r.window) {
-			continue // held until its gate opens, which the final round does
+		if w.gate().holds(r.window) || r.readsInvalid(w) {
+			continue // held until its gate opens, or what it reads validates: the final round does both
 		}
 		for _, c := range configNames {
 			if last, ok := r.held(w, c); ok && r.stale(w, c) && !r.baseline(w, c) && !r.keyBaseline(w, c) && !r.heldByRollback(w, c) {
@@ -1058,4 +1058,14 @@ func (r *recorder) invalidAt(c string, at time.Time) bool {
 		}
 	}
 	return last != nil && last.invalid && last.at.Before(at.Add(-raceMargin))
+}
+
+// readsInvalid reports whether a config w reads holds content that does not validate now: the
+// reloader holds every reload of w until it does (a restart would load it). The caller holds
+// r.mu.
+func (r *recorder) readsInvalid(w *workloadLife) bool {
+	return slices.ContainsFunc(w.refs, func(rf ref) bool {
+		es := r.configs[rf.Config]
+		return len(es) > 0 && es[len(es)-1].invalid
+	})
 }
