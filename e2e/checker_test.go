@@ -93,6 +93,7 @@ func TestSoak(t *testing.T) {
 	deadline := time.Now().Add(*soakFor)
 	var sequences, actions, violations int
 	faults := map[string]int{}
+	cov := newCoverageTable()
 	for seed := uint64(time.Now().UnixNano()); time.Now().Before(deadline); seed++ {
 		seq := generate(seed, latestGen, *checkerActions, true)
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
@@ -102,6 +103,9 @@ func TestSoak(t *testing.T) {
 			for k, n := range o.faults {
 				faults[k] += n
 			}
+			ran := seq
+			ran.Actions = seq.Actions[:min(o.actions, len(seq.Actions))]
+			cov.add(ran, o.faults)
 			violations += len(o.violations)
 			if len(o.violations) > 0 {
 				t.Errorf("%d violation(s):\n  %s\n%s", len(o.violations), joinViolations(o.violations), seq)
@@ -114,6 +118,7 @@ func TestSoak(t *testing.T) {
 	}
 	t.Logf("soak for %s: %d sequences, %d actions, faults injected: %s; %d violations",
 		*soakFor, sequences, actions, strings.Join(fs, ", "), violations)
+	t.Logf("coverage (the actions each sequence ran until it ended or failed):\n%s", cov)
 }
 
 // minimize drops ever smaller runs of actions from seq while the rest still breaks a promise,

@@ -1,0 +1,148 @@
+package e2e
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// coverage counts, per feature, the actions of a sequence that exercise it. A setting of the
+// whole sequence (a flag, the strategy) counts every action of the sequence, since each runs
+// under it; an action counts under its operation and under what it carries (a workload's kind,
+// where its annotations sit, its gate). The soak adds these up into RELIABILITY.md's coverage
+// table (issue 24's acceptance).
+func coverage(s sequence) map[string]int {
+	c := map[string]int{}
+	all := len(s.Actions)
+	setting := func(on bool, name string) {
+		if on {
+			c[name] += all
+		}
+	}
+	setting(s.Replicas > 1, "setting: 2 replicas, leader election")
+	setting(s.OnCreate, "setting: --reload-on-create")
+	setting(s.OnDelete, "setting: --reload-on-delete")
+	setting(s.Migrate, "setting: switch from stakater")
+	setting(s.Strategy == "annotations", "setting: annotations strategy")
+	setting(s.Window == "open", "setting: --reload-window open")
+	setting(s.Window == "closed", "setting: --reload-window closed")
+	setting(len(s.Validated) > 0, "setting: validated configs")
+	setting(s.Rollback, "setting: --rollback")
+	for _, a := range s.Actions {
+		c["action: "+a.Op]++
+		switch a.Op {
+		case "update":
+			if a.Value == invalidJSON {
+				c["content: invalid (does not validate)"]++
+			}
+		case "create-workload":
+			kind := a.Kind
+			if kind == "" {
+				kind = kindDeployment
+			}
+			c["kind: "+kind]++
+			if a.OnTemplate {
+				c["annotations on the pod template"]++
+			}
+			gateCoverage(c, a.Gate)
+		case "gate":
+			gateCoverage(c, a.Gate)
+		case "hashkey":
+			c["hash key: "+a.Value]++
+		}
+	}
+	return c
+}
+
+// gateCoverage counts a gate annotation a workload is created or updated with.
+func gateCoverage(c map[string]int, g gateSpec) {
+	switch {
+	case g.Kind == "":
+		c["gate: removed or none"]++
+	case g.Value == "":
+		c["gate: "+g.Kind+", empty"]++
+	case g.Kind == "window":
+		c["gate: window "+g.Value]++
+	case !isDuration(g.Value):
+		c["gate: "+g.Kind+", malformed"]++
+	default:
+		c["gate: "+g.Kind]++
+	}
+}
+
+// coverageTable sums what a run of sequences exercised: per feature, the sequences and the
+// actions that exercised it; per fault, the sequences it was injected in and how often.
+type coverageTable struct {
+	sequences, actions map[string]int
+}
+
+func newCoverageTable() *coverageTable {
+	return &coverageTable{sequences: map[string]int{}, actions: map[string]int{}}
+}
+
+// add counts one sequence: what its actions exercised, and the faults the run injected.
+func (t *coverageTable) add(s sequence, faults map[string]int) {
+	for k, n := range coverage(s) {
+		t.sequences[k]++
+		t.actions[k] += n
+	}
+	for k, n := range faults {
+		if n > 0 {
+			t.sequences["fault: "+k]++
+			t.actions["fault: "+k] += n
+		}
+	}
+}
+
+// String is a markdown table, sorted by feature.
+func (t *coverageTable) String() string {
+	var b strings.Builder
+	b.WriteString("| feature or fault | sequences | actions (faults: times injected) |\n| --- | --- | --- |\n")
+	for _, k := range slices.Sorted(maps.Keys(t.sequences)) {
+		fmt.Fprintf(&b, "| %s | %d | %d |\n", k, t.sequences[k], t.actions[k])
+	}
+	return b.String()
+}
+
+func TestCoverageCountsEachActionUnderItsOperationAndEverySettingItRanUnder(t *testing.T) {
+	s := sequence{Gen: 3, OnDelete: true, Strategy: "annotations", Actions: []action{
+		{Op: "create-workload", Kind: kindCronJob, OnTemplate: true, Gate: gateSpec{Kind: "pause", Value: ""}},
+		{Op: "create-workload", Gate: gateSpec{Kind: "min", Value: "2s"}},
+		{Op: "update", Value: invalidJSON},
+		{Op: "gate", Gate: gateSpec{Kind: "window", Value: "closed"}},
+		{Op: "hashkey", Value: "replace"},
+	}}
+	want := map[string]int{
+		"setting: --reload-on-delete":          5,
+		"setting: annotations strategy":        5,
+		"action: create-workload":              2,
+		"action: update":                       1,
+		"action: gate":                         1,
+		"action: hashkey":                      1,
+		"kind: CronJob":                        1,
+		"kind: Deployment":                     1,
+		"annotations on the pod template":      1,
+		"gate: pause, empty":                   1,
+		"gate: min":                            1,
+		"gate: window closed":                  1,
+		"content: invalid (does not validate)": 1,
+		"hash key: replace":                    1,
+	}
+	if got := coverage(s); !maps.Equal(got, want) {
+		t.Errorf("coverage:\n got %v\nwant %v", got, want)
+	}
+	tab := newCoverageTable()
+	tab.add(s, map[string]int{"outage": 2, "refusal": 0})
+	tab.add(sequence{Actions: []action{{Op: "update", Value: "1"}}}, nil)
+	if tab.sequences["action: update"] != 2 || tab.actions["action: update"] != 2 {
+		t.Errorf("two sequences with one update each: %d sequences, %d actions", tab.sequences["action: update"], tab.actions["action: update"])
+	}
+	if tab.sequences["fault: outage"] != 1 || tab.actions["fault: outage"] != 2 {
+		t.Errorf("an outage injected twice in one sequence: %d sequences, %d times", tab.sequences["fault: outage"], tab.actions["fault: outage"])
+	}
+	if _, ok := tab.sequences["fault: refusal"]; ok {
+		t.Error("a fault never injected is counted")
+	}
+}
