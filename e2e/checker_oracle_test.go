@@ -155,6 +155,7 @@ type recorder struct {
 	validated []string
 	keyLosses []time.Time // when the key of Secret hashes was deleted or replaced
 	jobsSeen  map[types.UID]bool
+	outs      []outSpan // gen 4: when the namespace was out of --namespace-selector
 }
 
 func (r *recorder) lastRestart() time.Time {
@@ -503,6 +504,9 @@ func (r *recorder) lost() []violation {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []violation
+	if r.outNow() {
+		return nil // nothing is owed while the namespace is out of the selection
+	}
 	for _, w := range r.lives() {
 		if w.gate().holds(r.window) || r.readsInvalid(w) {
 			continue // held until its gate opens, or what it reads validates: the final round does both
@@ -695,6 +699,7 @@ func (r *recorder) excess() []violation {
 	var out []violation
 	for _, w := range r.lives() {
 		out = append(out, r.gated(w)...)
+		out = append(out, r.outOfScope(w)...)
 		var watched []int64
 		for _, rv := range w.restarts {
 			if !r.own[rv] {
