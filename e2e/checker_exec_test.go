@@ -126,6 +126,11 @@ func (w *world) setup() (ran int) {
 	if !w.leading(30 * time.Second) {
 		w.t.Fatal("no replica leads 30 s after the start")
 	}
+	if w.seq.NsSelector && !w.seq.Migrate && !w.waitRecorded(configNames[0], 30*time.Second) {
+		// Nothing reads it yet, so the first start records it at once: the reloader does not
+		// see the namespace in its selection, or keeps its state under other keys.
+		w.t.Fatalf("over all namespaces with a namespace selector, the state holds no content for %s 30 s after the start", configNames[0])
+	}
 	return ran
 }
 
