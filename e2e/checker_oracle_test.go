@@ -103,6 +103,9 @@ type workloadLife struct {
 	// marks0 are the reloader's markers at its creation, marks after each of restarts.
 	marks0 map[string]string
 	marks  []map[string]string
+	// jobGone: when the watch saw the Job deleted (the first half of a reload), for
+	// outOfScope.
+	jobGone []time.Time
 }
 
 // gateEvent is a gate annotation written at a moment.
@@ -306,6 +309,9 @@ func (r *recorder) follow(ctx context.Context, kind string, w watch.Interface, r
 				rv = u.GetResourceVersion()
 				if ev.Type == watch.Modified || ev.Type == watch.Added {
 					r.seen(kind, u)
+				}
+				if ev.Type == watch.Deleted && kind == kindJob {
+					r.jobDeleted(u)
 				}
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -21,8 +22,10 @@ import (
 // What the oracle expects (README, "How it works": the reloader acts only in selected
 // namespaces; a config the state has never seen restarts nothing):
 //   - While the namespace is out, the reloader restarts nothing, except a reload it had already
-//     begun when the label went (one committed before the label's removal, or seen within
-//     raceMargin of it).
+//     begun when the label went: one committed before the label's removal, or seen within
+//     raceMargin of it, or a Job's recreation whose deletion came before (the reloader finishes
+//     it, running or at its next start, whatever the namespace's labels: a Job left deleted
+//     would be a workload lost).
 //   - Out of the selection is like a fault that ends: every change made while out (update,
 //     revert, deletion with --reload-on-delete, recreation) is paid once it enters again, once
 //     per workload, as a change made during an outage is. The state never advanced while out,
@@ -113,6 +116,9 @@ func (r *recorder) outOfScope(w *workloadLife) []violation {
 			continue
 		}
 		for _, o := range r.outs {
+			if w.kind == kindJob && finishes(w, w.restartAt[i], o.left.Add(raceMargin)) {
+				continue
+			}
 			if rv > o.leftRV && (o.enterRV == 0 || rv < o.enterRV) && w.restartAt[i].After(o.left.Add(raceMargin)) {
 				out = append(out, violation(fmt.Sprintf("scope: %s %s reloaded at rv %d, %s after its namespace left the selection (rv %d), before it entered again (rv %d)",
 					w.kind, w.name, rv, w.restartAt[i].Sub(o.left).Round(time.Millisecond), o.leftRV, o.enterRV)))
@@ -191,9 +197,41 @@ func TestAReloadWhileTheNamespaceIsOutIsAViolation(t *testing.T) {
 			t.Errorf("reload at rv %d, %s after the leave: violation %t, want %t", tc.rv, tc.at.Sub(left), got, tc.want)
 		}
 	}
+	// A Job's recreation finishes a reload whose deletion came before the leave; one whose
+	// deletion came while out is a reload made out.
+	for _, tc := range []struct {
+		gone time.Duration
+		want bool
+	}{{-time.Second, false}, {raceMargin + time.Second, true}} {
+		w := &workloadLife{kind: kindJob, name: "w-0", restarts: []int64{150}, restartAt: []time.Time{left.Add(5 * time.Second)}, jobGone: []time.Time{left.Add(tc.gone)}}
+		if got := len(r.outOfScope(w)) > 0; got != tc.want {
+			t.Errorf("Job deleted %s after the leave, created again while out: violation %t, want %t", tc.gone, got, tc.want)
+		}
+	}
 	r.outs = append(r.outs, outSpan{left: left.Add(time.Minute), leftRV: 300})
 	w := &workloadLife{kind: kindDeployment, name: "w-0", restarts: []int64{400}, restartAt: []time.Time{left.Add(2 * time.Minute)}}
 	if len(r.outOfScope(w)) == 0 {
 		t.Error("a reload while the namespace is still out is no violation")
 	}
+}
+
+// jobDeleted notes that the watch saw a Job deleted.
+func (r *recorder) jobDeleted(u *unstructured.Unstructured) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if w := r.workloads[u.GetUID()]; w != nil {
+		w.jobGone = append(w.jobGone, time.Now())
+	}
+}
+
+// finishes reports whether Job w's creation seen at at finishes a recreation whose deletion was
+// seen before by: the last deletion seen before at came before by.
+func finishes(w *workloadLife, at, by time.Time) bool {
+	var last time.Time
+	for _, g := range w.jobGone {
+		if g.Before(at) {
+			last = g
+		}
+	}
+	return !last.IsZero() && last.Before(by)
 }
