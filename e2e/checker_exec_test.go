@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/reloader/reloader/confighash"
+	"github.com/reloader/reloader/state"
 )
 
 // world runs one sequence: its namespace, the reloader replicas, the faults in force and the
@@ -108,6 +109,9 @@ func (w *world) setup() (ran int) {
 		w.t.Fatal(err)
 	}
 	w.rec.watch(ctx, w.ns, list.ResourceVersion, w.dyn)
+	if w.seq.NsSelector {
+		w.must(w.setScope(true)) // the namespace starts in the selection
+	}
 	for w.seq.Migrate && ran < len(w.seq.Actions) && w.seq.Actions[ran].Op == "create-workload" {
 		w.must(w.do(w.seq.Actions[ran]))
 		ran++
@@ -121,6 +125,11 @@ func (w *world) setup() (ran int) {
 	// A standby is ready at once; the first leader acts a Lease duration later.
 	if !w.leading(30 * time.Second) {
 		w.t.Fatal("no replica leads 30 s after the start")
+	}
+	if w.seq.NsSelector && !w.seq.Migrate && !w.waitRecorded(configNames[0], 30*time.Second) {
+		// Nothing reads it yet, so the first start records it at once: the reloader does not
+		// see the namespace in its selection, or keeps its state under other keys.
+		w.t.Fatalf("over all namespaces with a namespace selector, the state holds no content for %s 30 s after the start", configNames[0])
 	}
 	return ran
 }
@@ -152,7 +161,11 @@ func (w *world) stateEntry(name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return cm.Data["v1."+kind+"_"+name], nil
+	ns := "" // over all namespaces (a namespace selector), the entries name the namespace
+	if w.seq.NsSelector {
+		ns = w.ns
+	}
+	return cm.Data[state.Key(kind, ns, name)], nil
 }
 
 func (w *world) must(err error) {
@@ -183,6 +196,9 @@ func (w *world) launch() *proc {
 		args = append(args, "--reload-window", openWindow)
 	case "closed":
 		args = append(args, "--reload-window", closedWindow(time.Now()))
+	}
+	if w.seq.NsSelector {
+		args = append(args, w.scopeArgs()...)
 	}
 	p := launch(w.t, w.ns, w.kube, args...)
 	go w.watch(p)
@@ -380,6 +396,8 @@ func (w *world) do(a action) error {
 		w.rec.blindFrom(from, time.Now())
 	case "outage":
 		w.outage(a.Dur)
+	case "ns-leave", "ns-enter":
+		return w.retry(a.String(), func() error { return w.setScope(a.Op == "ns-enter") })
 	case "refuse":
 		w.refuse(a.Target, a.Dur, a.InForce)
 	case "hashkey":
@@ -938,6 +956,12 @@ func (w *world) heal() {
 	}
 	w.mu.Unlock()
 	w.wake(true)
+	w.rec.mu.Lock()
+	out := w.rec.outNow()
+	w.rec.mu.Unlock()
+	if out {
+		w.must(w.retry("ns-enter", func() error { return w.setScope(true) }))
+	}
 	// A leader cut off past its renew deadline exits by design; as Kubernetes would, start it
 	// again. It may exit once more while the Lease settles, so try a few rounds.
 	deadline := time.Now().Add(2 * time.Minute)

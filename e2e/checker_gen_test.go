@@ -146,7 +146,11 @@ type sequence struct {
 	// checker's cluster runs no controllers, so no rollout ever completes: every followed
 	// reload times out and is rolled back, and its content held.
 	Rollback bool
-	Actions  []action
+	// NsSelector (gen 4) runs the reloader over all namespaces with a --namespace-selector that
+	// the sequence's namespace matches at the start; ns-leave and ns-enter actions take it out
+	// of the selection and back (checker_scope_test.go).
+	NsSelector bool
+	Actions    []action
 }
 
 func (s sequence) String() string {
@@ -155,6 +159,9 @@ func (s sequence) String() string {
 		s.Seed, s.Gen, s.Coalesce, s.Replicas, s.OnCreate, s.OnDelete, s.Migrate, len(s.Actions))
 	if s.Gen >= 3 {
 		fmt.Fprintf(&b, "  strategy %s, reload-window %q, validated %v, rollback %t\n", s.Strategy, s.Window, s.Validated, s.Rollback)
+	}
+	if s.Gen >= 4 {
+		fmt.Fprintf(&b, "  namespace-selector %t\n", s.NsSelector)
 	}
 	for i, a := range s.Actions {
 		fmt.Fprintf(&b, "  %2d. %s\n", i+1, a)
@@ -194,10 +201,14 @@ type generator struct {
 	kinds  map[string]string // the kind of each live workload
 	// validated: the configs whose key a must be JSON.
 	validated []string
+	// gen 4 draws the namespace selector and its actions from a fifth stream; nsOut: the
+	// namespace is out of the selection at this point of the sequence.
+	fifth *rand.Rand
+	nsOut bool
 }
 
 // latestGen is the generator version new seeds run with.
-const latestGen = 3
+const latestGen = 4
 
 // generate makes the sequence of seed under generator version gen: n actions, faults included
 // when faults is set.
@@ -205,7 +216,8 @@ func generate(seed uint64, gen, n int, faults bool) sequence {
 	g := &generator{rnd: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), more: rand.New(rand.NewPCG(seed^0x5851f42d4c957f2d, seed)),
 		third:   rand.New(rand.NewPCG(seed^0xda942042e4dd58b5, seed^0x2545f4914f6cdd1d)),
 		configs: map[string]bool{}, workloads: map[string]bool{}, refs: map[string][]ref{}, modes: map[string]string{}, ignored: map[string]bool{}, faults: faults,
-		gen: gen, fourth: rand.New(rand.NewPCG(seed^0x94d049bb133111eb, seed^0xbf58476d1ce4e5b9)), kinds: map[string]string{}}
+		gen: gen, fourth: rand.New(rand.NewPCG(seed^0x94d049bb133111eb, seed^0xbf58476d1ce4e5b9)), kinds: map[string]string{},
+		fifth: rand.New(rand.NewPCG(seed^0x2127599bf4325c37, seed^0x880355f21e6d1965))}
 	for _, c := range configNames {
 		g.configs[c] = true // the world starts with every config, content "0"
 	}
@@ -219,6 +231,9 @@ func generate(seed uint64, gen, n int, faults bool) sequence {
 		s.Strategy, s.Window, s.Validated = g.settings()
 		s.Rollback = g.fourth.IntN(4) == 0
 		g.validated = s.Validated
+	}
+	if gen >= 4 {
+		s.NsSelector = g.fifth.IntN(3) == 0
 	}
 	for range 3 + g.rnd.IntN(2) { // a few workloads from the start
 		a := g.createWorkload()
@@ -243,6 +258,7 @@ func generate(seed uint64, gen, n int, faults bool) sequence {
 		}
 		if gen >= 3 && g.fourth.IntN(15) == 0 {
 			s.Actions = append(s.Actions, action{Op: "quiet"})
+			g.nsOut = false // a quiet point heals: the namespace enters the selection again
 		}
 		if gen >= 3 && faults && g.fourth.IntN(25) == 0 {
 			s.Actions = append(s.Actions, g.hashKey()...)
@@ -252,6 +268,9 @@ func generate(seed uint64, gen, n int, faults bool) sequence {
 		}
 		if gen >= 3 && s.Rollback && g.fourth.IntN(6) == 0 {
 			s.Actions = append(s.Actions, g.theirRollout()...)
+		}
+		if s.NsSelector {
+			s.Actions = append(s.Actions, g.scopeAction()...)
 		}
 	}
 	return s

@@ -103,6 +103,9 @@ type workloadLife struct {
 	// marks0 are the reloader's markers at its creation, marks after each of restarts.
 	marks0 map[string]string
 	marks  []map[string]string
+	// jobGone: when the watch saw the Job deleted (the first half of a reload), for
+	// outOfScope.
+	jobGone []time.Time
 }
 
 // gateEvent is a gate annotation written at a moment.
@@ -155,6 +158,7 @@ type recorder struct {
 	validated []string
 	keyLosses []time.Time // when the key of Secret hashes was deleted or replaced
 	jobsSeen  map[types.UID]bool
+	outs      []outSpan // gen 4: when the namespace was out of --namespace-selector
 }
 
 func (r *recorder) lastRestart() time.Time {
@@ -305,6 +309,9 @@ func (r *recorder) follow(ctx context.Context, kind string, w watch.Interface, r
 				rv = u.GetResourceVersion()
 				if ev.Type == watch.Modified || ev.Type == watch.Added {
 					r.seen(kind, u)
+				}
+				if ev.Type == watch.Deleted && kind == kindJob {
+					r.jobDeleted(u)
 				}
 			}
 		}
@@ -503,6 +510,9 @@ func (r *recorder) lost() []violation {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []violation
+	if r.outNow() {
+		return nil // nothing is owed while the namespace is out of the selection
+	}
 	for _, w := range r.lives() {
 		if w.gate().holds(r.window) || r.readsInvalid(w) {
 			continue // held until its gate opens, or what it reads validates: the final round does both
@@ -695,6 +705,7 @@ func (r *recorder) excess() []violation {
 	var out []violation
 	for _, w := range r.lives() {
 		out = append(out, r.gated(w)...)
+		out = append(out, r.outOfScope(w)...)
 		var watched []int64
 		for _, rv := range w.restarts {
 			if !r.own[rv] {
