@@ -30,6 +30,7 @@ func coverage(s sequence) map[string]int {
 	setting(s.Window == "closed", "setting: --reload-window closed")
 	setting(len(s.Validated) > 0, "setting: validated configs")
 	setting(s.Rollback, "setting: --rollback")
+	setting(s.NsSelector, "setting: --namespace-selector")
 	for _, a := range s.Actions {
 		c["action: "+a.Op]++
 		switch a.Op {
