@@ -59,15 +59,15 @@ func TestEnvOpsResultingEnv(t *testing.T) {
 		want    []string
 		noOps   bool
 	}{
-		{"adds the env list when there is none", nil, []Change{{cm("a"), "h1"}}, []string{"_RELOADER_-configmap-a=h1"}, false},
-		{"appends and keeps user vars", []corev1.EnvVar{{Name: "USER", Value: "u"}}, []Change{{cm("a"), "h1"}, {cm("b"), "h2"}},
+		{"adds the env list when there is none", nil, []Change{{Ref: cm("a"), Value: "h1"}}, []string{"_RELOADER_-configmap-a=h1"}, false},
+		{"appends and keeps user vars", []corev1.EnvVar{{Name: "USER", Value: "u"}}, []Change{{Ref: cm("a"), Value: "h1"}, {Ref: cm("b"), Value: "h2"}},
 			[]string{"USER=u", "_RELOADER_-configmap-a=h1", "_RELOADER_-configmap-b=h2"}, false},
-		{"replaces in place", []corev1.EnvVar{{Name: "_RELOADER_-configmap-a", Value: "old"}, {Name: "USER", Value: "u"}}, []Change{{cm("a"), "new"}},
+		{"replaces in place", []corev1.EnvVar{{Name: "_RELOADER_-configmap-a", Value: "old"}, {Name: "USER", Value: "u"}}, []Change{{Ref: cm("a"), Value: "new"}},
 			[]string{"_RELOADER_-configmap-a=new", "USER=u"}, false},
-		{"current value means no ops", []corev1.EnvVar{{Name: "_RELOADER_-configmap-a", Value: "h1"}}, []Change{{cm("a"), "h1"}},
+		{"current value means no ops", []corev1.EnvVar{{Name: "_RELOADER_-configmap-a", Value: "h1"}}, []Change{{Ref: cm("a"), Value: "h1"}},
 			[]string{"_RELOADER_-configmap-a=h1"}, true},
 		{"removes deleted configs, even past index 9", many, manyChanges, []string{"USER=u"}, false},
-		{"removing an absent var is no op", []corev1.EnvVar{{Name: "USER", Value: "u"}}, []Change{{cm("a"), ""}}, []string{"USER=u"}, true},
+		{"removing an absent var is no op", []corev1.EnvVar{{Name: "USER", Value: "u"}}, []Change{{Ref: cm("a"), Value: ""}}, []string{"USER=u"}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -86,7 +86,7 @@ func TestEnvOpsResultingEnv(t *testing.T) {
 func TestEnvOpsGuardAgainstAReorderedEnv(t *testing.T) {
 	read := corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app",
 		Env: []corev1.EnvVar{{Name: "_RELOADER_-configmap-a", Value: "old"}, {Name: "USER", Value: "u"}}}}}}
-	ops := EnvOps(&read, []Change{{ConfigRef{KindConfigMap, "a"}, "new"}})
+	ops := EnvOps(&read, []Change{{Ref: ConfigRef{Kind: KindConfigMap, Name: "a"}, Value: "new"}})
 	// Meanwhile someone reordered the variables: the patch must fail, not overwrite USER.
 	now := map[string]any{"spec": map[string]any{"template": corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app",
 		Env: []corev1.EnvVar{{Name: "USER", Value: "u"}, {Name: "_RELOADER_-configmap-a", Value: "old"}}}}}}}}

@@ -76,6 +76,11 @@ func (c *Controller) judge(w workloadView, r policy.ConfigRef, rec *configRecord
 		ReloadOnCreate: c.opts.ReloadOnCreate,
 		ReloadOnDelete: c.opts.ReloadOnDelete,
 	}
+	// The pods of its last restart may have read a content the marker does not say (unseen.go).
+	force := f.Exists && c.restarts.unseen(w.key, r)
+	if force {
+		f.Marker = policy.Stale
+	}
 	if f.Exists && f.Marker == policy.NoMarker && keys == nil {
 		f.Marker = policy.CollaborneMarker(w.tmpl, r, rec.Collaborne.String())
 	}
@@ -86,7 +91,7 @@ func (c *Controller) judge(w workloadView, r policy.ConfigRef, rec *configRecord
 		c.stateFacts(&f, w, r, rec, keys)
 	}
 	reload := policy.Reload(f) && !held
-	return judgement{change: policy.Change{Ref: r, Value: want.Value}, keys: keys, reload: reload,
+	return judgement{change: policy.Change{Ref: r, Value: want.Value, Force: force}, keys: keys, reload: reload,
 		untouched: !f.Exists && f.Marker == policy.NoMarker}, true
 }
 
