@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -120,7 +121,7 @@ func envMarker(tmpl *corev1.PodTemplateSpec, name string, want Content) MarkerSt
 }
 
 // Ops returns the patch that gives the workload every change, or nil when it already holds
-// them. Its first op tests the resourceVersion the patch was computed from: a patch built from a
+// them and none is forced. Its first op tests the resourceVersion the patch was computed from: a patch built from a
 // cache that has not yet seen our own last write, or anyone else's, fails instead of adding a
 // variable twice or undoing another writer.
 func (t Target) Ops(meta metav1.Object, tmpl *corev1.PodTemplateSpec, changes []Change, now time.Time) ([]JSONOp, error) {
@@ -137,8 +138,14 @@ func (t Target) Ops(meta metav1.Object, tmpl *corev1.PodTemplateSpec, changes []
 	default:
 		ops = EnvOps(tmpl, changes)
 	}
-	if err != nil || len(ops) == 0 {
+	if err != nil {
 		return nil, err
+	}
+	if len(ops) == 0 && slices.ContainsFunc(changes, func(ch Change) bool { return ch.Force }) {
+		ops = t.forcedOps(meta, tmpl, now)
+	}
+	if len(ops) == 0 {
+		return nil, nil
 	}
 	guard := JSONOp{Op: "test", Path: "/metadata/resourceVersion", Value: meta.GetResourceVersion()}
 	return append([]JSONOp{guard}, ops...), nil

@@ -26,6 +26,9 @@ const (
 	lastReloadedFrom = "reloader.stakater.com/last-reloaded-from"
 	// DeletedMarker is the value applied for a config that was deleted (--reload-on-delete).
 	DeletedMarker = "deleted"
+	// RestartedAt, on the pod template, is written by a reload that must restart the pods though
+	// every marker already holds its value (Change.Force): the change of the template restarts.
+	RestartedAt = "reloader/restarted-at"
 )
 
 // Change is one config's new value for a workload: its hash, a subset hash for a workload that
@@ -33,6 +36,10 @@ const (
 type Change struct {
 	Ref   ConfigRef
 	Value string
+	// Force: the pods may run another content than the marker says (a restart gave them a
+	// change the reloader had not seen yet), so the workload is restarted even when its marker
+	// already holds Value.
+	Force bool
 }
 
 // JSONOp is one RFC 6902 operation.
@@ -204,6 +211,16 @@ func RestartOps(meta metav1.Object, changes []Change, now time.Time) []JSONOp {
 	}
 	ops := setAnnotations([]string{"metadata"}, meta.GetAnnotations(), map[string]string{hashesAnnotation: mustJSON(next)})
 	return append(ops, JSONOp{Op: "add", Path: "/spec/restartAt", Value: now.UTC().Format(time.RFC3339)})
+}
+
+// forcedOps restart the pods without changing a marker: spec.restartAt for an Argo restart, a
+// pod-template annotation otherwise.
+func (t Target) forcedOps(meta metav1.Object, tmpl *corev1.PodTemplateSpec, now time.Time) []JSONOp {
+	if t.RestartAt {
+		return []JSONOp{{Op: "add", Path: "/spec/restartAt", Value: now.UTC().Format(time.RFC3339)}}
+	}
+	return setAnnotations([]string{"spec", "template", "metadata"}, tmpl.Annotations,
+		map[string]string{RestartedAt: now.UTC().Format(time.RFC3339Nano)})
 }
 
 func setAnnotations(at []string, current, set map[string]string) []JSONOp {

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+	"time"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // applyOps applies envOps to a Deployment-shaped document, as the API server would.
@@ -59,15 +61,15 @@ func TestEnvOpsResultingEnv(t *testing.T) {
 		want    []string
 		noOps   bool
 	}{
-		{"adds the env list when there is none", nil, []Change{{cm("a"), "h1"}}, []string{"_RELOADER_-configmap-a=h1"}, false},
-		{"appends and keeps user vars", []corev1.EnvVar{{Name: "USER", Value: "u"}}, []Change{{cm("a"), "h1"}, {cm("b"), "h2"}},
+		{"adds the env list when there is none", nil, []Change{{Ref: cm("a"), Value: "h1"}}, []string{"_RELOADER_-configmap-a=h1"}, false},
+		{"appends and keeps user vars", []corev1.EnvVar{{Name: "USER", Value: "u"}}, []Change{{Ref: cm("a"), Value: "h1"}, {Ref: cm("b"), Value: "h2"}},
 			[]string{"USER=u", "_RELOADER_-configmap-a=h1", "_RELOADER_-configmap-b=h2"}, false},
-		{"replaces in place", []corev1.EnvVar{{Name: "_RELOADER_-configmap-a", Value: "old"}, {Name: "USER", Value: "u"}}, []Change{{cm("a"), "new"}},
+		{"replaces in place", []corev1.EnvVar{{Name: "_RELOADER_-configmap-a", Value: "old"}, {Name: "USER", Value: "u"}}, []Change{{Ref: cm("a"), Value: "new"}},
 			[]string{"_RELOADER_-configmap-a=new", "USER=u"}, false},
-		{"current value means no ops", []corev1.EnvVar{{Name: "_RELOADER_-configmap-a", Value: "h1"}}, []Change{{cm("a"), "h1"}},
+		{"current value means no ops", []corev1.EnvVar{{Name: "_RELOADER_-configmap-a", Value: "h1"}}, []Change{{Ref: cm("a"), Value: "h1"}},
 			[]string{"_RELOADER_-configmap-a=h1"}, true},
 		{"removes deleted configs, even past index 9", many, manyChanges, []string{"USER=u"}, false},
-		{"removing an absent var is no op", []corev1.EnvVar{{Name: "USER", Value: "u"}}, []Change{{cm("a"), ""}}, []string{"USER=u"}, true},
+		{"removing an absent var is no op", []corev1.EnvVar{{Name: "USER", Value: "u"}}, []Change{{Ref: cm("a"), Value: ""}}, []string{"USER=u"}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -86,7 +88,7 @@ func TestEnvOpsResultingEnv(t *testing.T) {
 func TestEnvOpsGuardAgainstAReorderedEnv(t *testing.T) {
 	read := corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app",
 		Env: []corev1.EnvVar{{Name: "_RELOADER_-configmap-a", Value: "old"}, {Name: "USER", Value: "u"}}}}}}
-	ops := EnvOps(&read, []Change{{ConfigRef{KindConfigMap, "a"}, "new"}})
+	ops := EnvOps(&read, []Change{{Ref: ConfigRef{Kind: KindConfigMap, Name: "a"}, Value: "new"}})
 	// Meanwhile someone reordered the variables: the patch must fail, not overwrite USER.
 	now := map[string]any{"spec": map[string]any{"template": corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app",
 		Env: []corev1.EnvVar{{Name: "USER", Value: "u"}, {Name: "_RELOADER_-configmap-a", Value: "old"}}}}}}}}
@@ -95,5 +97,33 @@ func TestEnvOpsGuardAgainstAReorderedEnv(t *testing.T) {
 	p, _ := jsonpatch.DecodePatch(body)
 	if _, err := p.Apply(doc); err == nil {
 		t.Fatal("the patch applied to a reordered env list")
+	}
+}
+
+// A forced change restarts a workload whose markers already hold every value, and only then: for
+// each strategy, the template (or spec.restartAt) changes, and an unforced change does nothing.
+func TestAForcedChangeRestartsAWorkloadWhoseMarkersAreCurrent(t *testing.T) {
+	ref := ConfigRef{Kind: KindConfigMap, Name: "a"}
+	now := time.Date(2026, 11, 26, 1, 2, 3, 4, time.UTC)
+	meta := &metav1.ObjectMeta{Name: "w", ResourceVersion: "7", Annotations: map[string]string{hashesAnnotation: `{"configmap/a":"h1"}`}}
+	tmpl := &corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{hashesAnnotation: `{"configmap/a":"h1"}`}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Env: []corev1.EnvVar{{Name: EnvVarName(ref), Value: "h1"}}}}},
+	}
+	for _, target := range []Target{{Strategy: StrategyEnvVars}, {Strategy: StrategyAnnotations}, {Strategy: StrategyEnvVars, RestartAt: true}} {
+		if ops, _ := target.Ops(meta, tmpl, []Change{{Ref: ref, Value: "h1"}}, now); ops != nil {
+			t.Errorf("%+v: an unforced current change gave %v, want no ops", target, ops)
+		}
+		ops, err := target.Ops(meta, tmpl, []Change{{Ref: ref, Value: "h1", Force: true}}, now)
+		if err != nil || len(ops) != 2 {
+			t.Fatalf("%+v: a forced change gave %v, %v; want the guard and one restarting op", target, ops, err)
+		}
+		want := "/spec/template/metadata/annotations/reloader~1restarted-at"
+		if target.RestartAt {
+			want = "/spec/restartAt"
+		}
+		if ops[1].Path != want {
+			t.Errorf("%+v: forced op at %s, want %s", target, ops[1].Path, want)
+		}
 	}
 }

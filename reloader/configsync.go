@@ -43,6 +43,7 @@ func (c *Controller) syncConfig(k key) error {
 	}
 	c.wakeHeldByInvalid(k, due) // validate.go
 	if len(due) > 0 {
+		c.recordBaseline(k, rec, deps)
 		c.rollingOut(k, rec) // validate.go
 		if fresh {
 			c.metrics.Changes.WithLabelValues(k.kind).Inc()
@@ -145,6 +146,25 @@ func (c *Controller) referenced(k key) bool {
 		}
 	}
 	return false
+}
+
+// recordBaseline records a config the state holds nothing for (a first start, a corrupt entry)
+// as it is now, though some dependents are still due by their markers. The workloads the state
+// judges take it as what they run, and restart nothing for it; unrecorded, its next change would
+// find no entry either and be a first content again, lost for them, for as long as a dependent
+// stays due (a refusal, a gate). Not while a dependent the state judges is due (a stakater
+// variable that lags): the entry would hide its reload.
+func (c *Controller) recordBaseline(k key, rec *configRecord, deps []dependent) {
+	if rec == nil {
+		return
+	}
+	if _, known := c.state.Get(c.stateKey(k)); known {
+		return
+	}
+	if slices.ContainsFunc(deps, func(d dependent) bool { return d.reload && d.byState }) {
+		return
+	}
+	c.record(k, rec, deps)
 }
 
 // record writes a config's content as fully rolled out, with the per-key values its key-level

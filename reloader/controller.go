@@ -127,6 +127,8 @@ type Controller struct {
 	coalescer *coalesce.Coalescer[key]
 	changes   *changeLog
 	strips    *strips
+	// restarts: what each workload's last restart may have given its pods unseen (unseen.go).
+	restarts  *restarts
 	unreached sync.Map // config key → bool: whether a deletion could not reach a dependent (configsync.go)
 	underway  sync.Map // config key → *configRecord: its valid content while reloads for it are due (validate.go)
 	events    record.EventBroadcaster
@@ -173,6 +175,7 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 		refusals: workqueue.NewTypedItemExponentialFailureRateLimiter[key](refusedRetryMin, refusedRetryMax),
 		changes:  newChangeLog(),
 		strips:   newStrips(),
+		restarts: newRestarts(),
 
 		decisiveAnnotations: append(opts.Annotations.OnWorkload(), opts.Annotations.GateAnnotations()...),
 		events:              record.NewBroadcaster(),

@@ -573,6 +573,37 @@ func TestTwoControllersAtOnceReloadOnce(t *testing.T) {
 	}
 }
 
+// A corrupt state entry restarts nothing: the workloads without a marker are taken to run the
+// content found. That content must then be recorded, though another dependent stays due (here
+// its empty window holds its reload): otherwise the next change finds no entry either, is a
+// first content again, and is lost for them (checker seed 7@3).
+func TestAChangeAfterACorruptEntryReloadsTheWorkloadsWithoutAMarkerWhileAnotherIsHeld(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	createDeployment(t, ns, "held", 0, withAnnotations(named("configmap", "app-config"), map[string]string{policy.WindowAnnotation: ""}),
+		func(s *corev1.PodSpec) {
+			s.Containers[0].Env = append(s.Containers[0].Env, corev1.EnvVar{Name: cmVar, Value: "stale"})
+		})
+	createDeployment(t, ns, "plain", 0, named("configmap", "app-config"), nil)
+	first := startController(t, ns, controllerOpts{})
+	settle()
+	first.stop(t)
+	setStateEntry(t, ns, "v1.ConfigMap_app-config", "corrupt")
+	before := generations(t, ns)
+
+	startController(t, ns, controllerOpts{})
+	settle()
+	if moved := changed(before, generations(t, ns)); len(moved) > 0 {
+		t.Fatalf("a corrupt state entry restarted %v", moved)
+	}
+	hashB := updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
+	waitEnv(t, ns, "plain", cmVar, hashB)
+	settle()
+	if moved := changed(before, generations(t, ns)); fmt.Sprint(moved) != fmt.Sprint(map[string]int64{"plain": 1}) {
+		t.Fatalf("template changes %v, want plain's one (held is held)", moved)
+	}
+}
+
 // Two replicas acting at once, the second's ConfigMap watch behind its Deployment watch (the
 // cause of a rare failure of TestTwoControllersAtOnceReloadOnce): it sees the first replica's
 // reload before the new content, and must not put the old content back.

@@ -106,6 +106,7 @@ func (c *Controller) watchConfigs(kind string, inf cache.SharedIndexInformer) er
 			}
 			k := c.objectKey(kind, obj)
 			c.strips.configChanged(k, nil)
+			c.unseenChange(k, obj.(*configRecord))
 			c.changes.observe(k, c.opts.Clock.Now())
 			c.queue.Add(k)
 		},
@@ -113,6 +114,7 @@ func (c *Controller) watchConfigs(kind string, inf cache.SharedIndexInformer) er
 			k := c.objectKey(kind, obj)
 			if before, after := old.(*configRecord), obj.(*configRecord); before.Hash != after.Hash {
 				c.strips.configChanged(k, func(keys []string) bool { return c.content(before, keys).Value == c.content(after, keys).Value })
+				c.unseenChange(k, after)
 				c.changes.observe(k, c.opts.Clock.Now())
 			}
 			c.queue.Add(k)
@@ -222,6 +224,7 @@ func (c *Controller) workloadGone(k *workloadKind, obj any) {
 	if meta, _ := k.template(obj); meta != nil {
 		c.reports.forget(string(meta.GetUID()))
 		c.strips.workloadGone(key{k.name, meta.GetNamespace(), meta.GetName()})
+		c.restarts.workloadGone(key{k.name, meta.GetNamespace(), meta.GetName()})
 		c.liftHolds(k, obj)
 		c.forgetHold(key{k.name, meta.GetNamespace(), meta.GetName()}) // defer.go
 		c.queueConfigsOf(k, obj, c.queue.Add)

@@ -50,6 +50,8 @@ type judgement struct {
 	// untouched: the config does not exist and the workload carries no marker of it, so a
 	// deletion cannot reach it (with env-vars, removing the variable is the restart).
 	untouched bool
+	// byState: the config exists and the workload carries no marker of it: the state decides.
+	byState bool
 }
 
 // judge applies the rule to workload w and config r (rec nil: it does not exist). triggers is
@@ -76,18 +78,24 @@ func (c *Controller) judge(w workloadView, r policy.ConfigRef, rec *configRecord
 		ReloadOnCreate: c.opts.ReloadOnCreate,
 		ReloadOnDelete: c.opts.ReloadOnDelete,
 	}
+	// The pods of its last restart may have read a content the marker does not say (unseen.go).
+	force := f.Exists && c.restarts.unseen(w.key, r)
+	if force {
+		f.Marker = policy.Stale
+	}
 	if f.Exists && f.Marker == policy.NoMarker && keys == nil {
 		f.Marker = policy.CollaborneMarker(w.tmpl, r, rec.Collaborne.String())
 	}
 	if f.Exists && f.Marker == policy.NoMarker {
 		f.Marker = c.stripMarker(w.key, r, want.Value)
 	}
-	if f.Exists && f.Marker == policy.NoMarker {
+	byState := f.Exists && f.Marker == policy.NoMarker
+	if byState {
 		c.stateFacts(&f, w, r, rec, keys)
 	}
 	reload := policy.Reload(f) && !held
-	return judgement{change: policy.Change{Ref: r, Value: want.Value}, keys: keys, reload: reload,
-		untouched: !f.Exists && f.Marker == policy.NoMarker}, true
+	return judgement{change: policy.Change{Ref: r, Value: want.Value, Force: force}, keys: keys, reload: reload,
+		untouched: !f.Exists && f.Marker == policy.NoMarker, byState: byState}, true
 }
 
 // wanted is what workload w's marker for config r should hold (nothing for a config that does

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
@@ -57,7 +58,7 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 	if !ok {
 		return nil
 	}
-	changes := c.dueChanges(w)
+	changes, reads := c.dueChanges(w)
 	if len(changes) == 0 {
 		return c.settleGate(ctx, w) // defer.go
 	}
@@ -78,12 +79,14 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 		return err
 	}
 	ops = append(ops, c.gateOps(w, g)...)
-	return c.patch(ctx, w, changes, ops)
+	return c.patch(ctx, w, changes, reads, ops)
 }
 
-// dueChanges are the changes the rule asks of the workload, in the order of its candidates.
-func (c *Controller) dueChanges(w workloadView) []policy.Change {
+// dueChanges are the changes the rule asks of the workload, in the order of its candidates, and
+// what each existing config it reloads on was judged against (unseen.go).
+func (c *Controller) dueChanges(w workloadView) ([]policy.Change, map[policy.ConfigRef]*read) {
 	var changes []policy.Change
+	reads := map[policy.ConfigRef]*read{}
 	seen := map[policy.ConfigRef]bool{}
 	for _, r := range append(w.policy.Candidates(w.uses), c.matchedByPattern(w.policy, w.key.namespace)...) {
 		if seen[r] {
@@ -93,14 +96,19 @@ func (c *Controller) dueChanges(w workloadView) []policy.Change {
 		if _, watched := c.configs[r.Kind]; !watched {
 			continue
 		}
-		if j, triggers := c.judge(w, r, c.lookup(configKey(r, w.key.namespace))); triggers && j.reload {
+		rec := c.lookup(configKey(r, w.key.namespace))
+		j, triggers := c.judge(w, r, rec)
+		if triggers && rec != nil {
+			reads[r] = &read{value: j.change.Value, keys: j.keys}
+		}
+		if triggers && j.reload {
 			changes = append(changes, j.change)
 		}
 	}
-	return changes
+	return changes, reads
 }
 
-func (c *Controller) patch(ctx context.Context, w workloadView, changes []policy.Change, ops []policy.JSONOp) error {
+func (c *Controller) patch(ctx context.Context, w workloadView, changes []policy.Change, reads map[policy.ConfigRef]*read, ops []policy.JSONOp) error {
 	ops, superseded, err := c.trackOps(ctx, w, changes, ops)
 	if err != nil {
 		return err
@@ -112,7 +120,15 @@ func (c *Controller) patch(ctx context.Context, w workloadView, changes []policy
 	// Read before the patch: its own update event may come back, and let the state advance and
 	// forget the change, before the call returns.
 	since, known := c.changes.oldest(w.key.namespace, changes)
+	c.restarts.begin(w.key, reads, func(r policy.ConfigRef, rd *read) (version, bool) {
+		rec := c.lookup(configKey(r, w.key.namespace))
+		if rec == nil {
+			return version{}, false
+		}
+		return version{rec.ResourceVersion, c.content(rec, rd.keys).Value != rd.value}, true
+	})
 	out, err := w.kind.patch(ctx, w.key.namespace, w.key.name, body)
+	c.restarts.finished(w.key, writtenVersion(out, err))
 	if isStale(err) || errors.Is(err, errStale) {
 		return errStale
 	}
@@ -135,6 +151,14 @@ func (c *Controller) patch(ctx context.Context, w workloadView, changes []policy
 	c.reloadFollowed(w, changes, superseded)
 	c.alertReload(w, changes)
 	return nil
+}
+
+// writtenVersion is the resourceVersion a reload's patch wrote ("" when it failed).
+func writtenVersion(out any, err error) string {
+	if m, ok := out.(metav1.Object); ok && err == nil {
+		return m.GetResourceVersion()
+	}
+	return ""
 }
 
 // isStale reports a failed test op of our patch (the resourceVersion, or an env entry's name).

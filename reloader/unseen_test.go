@@ -1,0 +1,60 @@
+package reloader_test
+
+import (
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+
+	"github.com/reloader/reloader/policy"
+)
+
+// A reload for a Secret, 3 s behind a change of a ConfigMap the workload also reads (its watch
+// lags), restarts the pods with the ConfigMap's new content while the marker says the old one.
+// That change is then reverted: the marker matches the content again, yet the pods run the
+// reverted-away content, so the workload must restart once more (checker seed 4@3). A minimum
+// interval holds the reload until both the change and its revert are seen, as a coalescing
+// period would.
+func TestARestartThatGaveThePodsAnUnseenChangeRestartsThemAgainAfterItsRevert(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	const secretVar = "_RELOADER_-secret-db"
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	createSecret(t, ns, "db", map[string]string{"p": "0"})
+	createDeployment(t, ns, "web", 0, withAnnotations(named("configmap", "app-config"), named("secret", "db")), nil)
+	startControllerAs(t, laggingWatch(cluster.Config, "configmaps", 3*time.Second), ns, controllerOpts{})
+	settle()
+	hashA := updateConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	waitEnv(t, ns, "web", cmVar, hashA)
+	settle()
+	// Set only now, so that it holds no reload before the Secret's.
+	updateDeployment(t, ns, "web", func(d *appsv1.Deployment) { d.Annotations[policy.MinIntervalAnnotation] = "8s" })
+	settle()
+	before := getDeployment(t, ns, "web").Generation
+
+	updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
+	hashS := updateSecret(t, ns, "db", map[string]string{"p": "1"})
+	waitEnv(t, ns, "web", secretVar, hashS)
+	if got, _ := env(getDeployment(t, ns, "web"), "app", cmVar); got != hashA {
+		t.Fatalf("the Secret's reload saw the ConfigMap's change (marker %q): the lag did not hold it back", got)
+	}
+	if back := updateConfigMap(t, ns, "app-config", map[string]string{"v": "A"}); back != hashA {
+		t.Fatalf("revert gave hash %q, want A's %q", back, hashA)
+	}
+
+	waitFor(t, 30*time.Second, "web restarted for the ConfigMap content its pods read unseen", func() (bool, error) {
+		return getDeployment(t, ns, "web").Generation == before+2, nil
+	})
+	wantReloads(t, ns, "web", before, 2)
+	d := getDeployment(t, ns, "web")
+	if got, _ := env(d, "app", cmVar); got != hashA {
+		t.Fatalf("web carries %q for the ConfigMap, want A's %q", got, hashA)
+	}
+	if d.Spec.Template.Annotations[policy.RestartedAt] == "" {
+		t.Fatalf("the forced restart wrote no %s", policy.RestartedAt)
+	}
+
+	// The next change restarts once, not twice: the forced restart ended the doubt.
+	hashC := updateConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
+	waitEnv(t, ns, "web", cmVar, hashC)
+	wantReloads(t, ns, "web", before, 3)
+}
