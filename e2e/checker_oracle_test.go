@@ -1006,7 +1006,9 @@ type pairs struct {
 // so every followed reload times out). The caller holds r.mu.
 func (r *recorder) rollbacks(w *workloadLife) pairs {
 	p := pairs{rollback: map[int]bool{}, of: map[int]int{}, undone: map[int]int{}}
-	if !r.rollback {
+	if !r.rollback || w.kind == kindJob || w.kind == kindCronJob {
+		// CronJobs and Jobs are not followed, so never rolled back (README, "Safe reloads"):
+		// a reload that puts a marker back (a deletion after a recreation) is a run (seed 13@3).
 		return p
 	}
 	j := -1 // the reloader's last restart before i that is no rollback

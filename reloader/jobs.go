@@ -259,8 +259,7 @@ func (c *Controller) finishJobRecreation(ctx context.Context, key string, r jobR
 // before (resumeJobRecreations): the Job is gone, so no event of its own would bring it back. A
 // refusal is retried as a refused patch is, up to every refusedRetryMax; the failure was
 // reported once, by the sync that deleted the Job, or at the start. The Job created is the one
-// written down: if a config changed since, its marker is old, and the sync of its creation
-// reloads it once more.
+// written down, with the markers of the configs' content now (currentMarkers).
 func (c *Controller) finishFailedRecreation(ctx context.Context, ns, name string) error {
 	key := jobRecreationKey(ns, name)
 	v, ok := c.recreations.Load(key)
@@ -268,6 +267,12 @@ func (c *Controller) finishFailedRecreation(ctx context.Context, ns, name string
 		return nil
 	}
 	r := v.(jobRecreation)
+	if job, err := c.currentMarkers(r.Job); err != nil {
+		c.log.Warn("cannot update the markers of a Job to create again; it is created as written down",
+			"namespace", ns, "name", name, "err", err)
+	} else {
+		r.Job = job
+	}
 	out, created, err := c.finishJobRecreation(ctx, key, r)
 	if err != nil && refused(err) {
 		return retryLater{err: err}
@@ -284,6 +289,27 @@ func (c *Controller) finishFailedRecreation(ctx context.Context, ns, name string
 		return errStale // the cache has not seen the delete yet: judge the Job that exists now
 	}
 	return nil
+}
+
+// currentMarkers gives a written-down Job the markers of the content its configs hold now: its
+// pods read that content when they start, so the markers of the content the recreation was
+// decided on would have it recreated once more, a run for no change (checker seed 21@3). A
+// config whose content does not validate keeps its marker, as in any reload.
+func (c *Controller) currentMarkers(job *batchv1.Job) (*batchv1.Job, error) {
+	w, ok := c.view(c.kinds["Job"], job)
+	if !ok {
+		return job, nil
+	}
+	ops, err := w.target.Ops(w.meta, w.tmpl, c.dueChanges(w), c.opts.Clock.Now())
+	if err != nil || len(ops) < 2 {
+		return job, err
+	}
+	// Without the first op, the resourceVersion test: a written-down Job has none.
+	body, err := json.Marshal(ops[1:])
+	if err != nil {
+		return nil, fmt.Errorf("encode the markers of Job %s/%s: %w", job.Namespace, job.Name, err)
+	}
+	return recreatedJob(job, body)
 }
 
 // noteJobRecreation writes r under key in the first state ConfigMap, or removes it (r nil),
