@@ -300,7 +300,8 @@ func (c *Controller) currentMarkers(job *batchv1.Job) (*batchv1.Job, error) {
 	if !ok {
 		return job, nil
 	}
-	ops, err := w.target.Ops(w.meta, w.tmpl, c.dueChanges(w), c.opts.Clock.Now())
+	changes, _ := c.dueChanges(w)
+	ops, err := w.target.Ops(w.meta, w.tmpl, changes, c.opts.Clock.Now())
 	if err != nil || len(ops) < 2 {
 		return job, err
 	}
