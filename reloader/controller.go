@@ -225,7 +225,6 @@ func (c *Controller) Run(ctx context.Context) error {
 	watchCtx, stopWatching := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWatching()
 	c.dropForbiddenKinds(ctx)
-	c.resumeJobRecreations(ctx)
 	for _, inf := range c.informers {
 		go inf.RunWithContext(watchCtx)
 	}
@@ -233,6 +232,8 @@ func (c *Controller) Run(ctx context.Context) error {
 		c.log.Info("stopped before the caches synced")
 		return nil
 	}
+	// Once the config caches hold the content now: a Job is created with its markers.
+	c.resumeJobRecreations(ctx)
 	c.startupPass()
 	c.forgetPendingOfGone()
 	c.forgetEntriesOfGone()

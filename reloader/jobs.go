@@ -267,12 +267,7 @@ func (c *Controller) finishFailedRecreation(ctx context.Context, ns, name string
 		return nil
 	}
 	r := v.(jobRecreation)
-	if job, err := c.currentMarkers(r.Job); err != nil {
-		c.log.Warn("cannot update the markers of a Job to create again; it is created as written down",
-			"namespace", ns, "name", name, "err", err)
-	} else {
-		r.Job = job
-	}
+	c.refreshMarkers(&r)
 	out, created, err := c.finishJobRecreation(ctx, key, r)
 	if err != nil && refused(err) {
 		return retryLater{err: err}
@@ -289,6 +284,18 @@ func (c *Controller) finishFailedRecreation(ctx context.Context, ns, name string
 		return errStale // the cache has not seen the delete yet: judge the Job that exists now
 	}
 	return nil
+}
+
+// refreshMarkers gives r's Job the markers of the content its configs hold now; failing that,
+// it is created as written down, and recreated once more for the content it was decided on.
+func (c *Controller) refreshMarkers(r *jobRecreation) {
+	job, err := c.currentMarkers(r.Job)
+	if err != nil {
+		c.log.Warn("cannot update the markers of a Job to create again; it is created as written down",
+			"namespace", r.Job.Namespace, "name", r.Job.Name, "err", err)
+		return
+	}
+	r.Job = job
 }
 
 // currentMarkers gives a written-down Job the markers of the content its configs hold now: its
@@ -336,8 +343,10 @@ func (c *Controller) noteJobRecreation(ctx context.Context, key string, r *jobRe
 	return nil
 }
 
-// resumeJobRecreations finishes, at start, the Job recreations a stopped reloader left written
-// down. One that cannot be finished now (its create still refused) is logged and left to the
+// resumeJobRecreations finishes, at start once the caches synced, the Job recreations a stopped
+// reloader left written down, each with the markers of the content its configs hold now, which
+// its pods read (a config may have changed since it was written down: checker soak seed
+// 1795656990008005193 ran such a Job twice). One that cannot be finished now (its create still refused) is logged and left to the
 // syncs of its Job's key, queued here, which retry it (finishFailedRecreation).
 func (c *Controller) resumeJobRecreations(ctx context.Context) {
 	if c.kinds["Job"] == nil {
@@ -358,6 +367,7 @@ func (c *Controller) resumeJobRecreations(ctx context.Context) {
 			_ = c.noteJobRecreation(ctx, note, nil)
 			continue
 		}
+		c.refreshMarkers(&r)
 		if _, created, err := c.finishJobRecreation(ctx, note, r); err != nil {
 			c.log.Error("cannot finish a Job recreation left unfinished; retrying", "key", note, "err", err)
 			c.metrics.CountReload("Job", metrics.ResultFailure, r.Job.Namespace)

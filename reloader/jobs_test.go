@@ -714,3 +714,19 @@ func TestAJobRecreationStillRefusedAtTheStartIsFinishedByTheRunningReloader(t *t
 		t.Fatalf("the recreation is still written down: %v", notes)
 	}
 }
+
+// A Job whose recreation a stopped reloader left unfinished, and whose config changed while no
+// reloader ran, is created once at the next start, with the marker of the content its pods read
+// now, not created with the written-down marker and then recreated (checker soak seed
+// 1795656990008005193: a run twice). One more change recreates it once, the positive control.
+func TestAJobRecreationLeftUnfinishedIsCreatedOnceAtTheStartWithTheMarkerOfTheContentNow(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	first, _, lift, created := refuseARecreation(t, ns)
+	first.stop(t)
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
+	lift()
+	startController(t, ns, controllerOpts{})
+	wantMigrateCreated(t, ns, hash, 45*time.Second, created, 1, "the Job was created %d times at the start, want 1: with the marker of the content now")
+	hash = updateConfigMap(t, ns, "app-config", map[string]string{"v": "D"})
+	wantMigrateCreated(t, ns, hash, 30*time.Second, created, 2, "the Job was created %d times after one more change, want 2")
+}
