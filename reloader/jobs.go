@@ -301,19 +301,29 @@ func (c *Controller) refreshMarkers(r *jobRecreation) {
 // currentMarkers gives a written-down Job the markers of the content its configs hold now: its
 // pods read that content when they start, so the markers of the content the recreation was
 // decided on would have it recreated once more, a run for no change (checker seed 21@3). A
-// config whose content does not validate keeps its marker, as in any reload.
+// config whose content does not validate keeps its marker, as in any reload. Its gate's
+// annotations are those of a reload now: under a minimum interval the next reload counts from
+// this creation, not from the decision, which a refusal or a stop may have left far behind
+// (soak seed 1795656990008005199).
 func (c *Controller) currentMarkers(job *batchv1.Job) (*batchv1.Job, error) {
 	w, ok := c.view(c.kinds["Job"], job)
 	if !ok {
 		return job, nil
 	}
+	now := c.opts.Clock.Now()
 	changes, _ := c.dueChanges(w)
-	ops, err := w.target.Ops(w.meta, w.tmpl, changes, c.opts.Clock.Now())
-	if err != nil || len(ops) < 2 {
+	ops, err := w.target.Ops(w.meta, w.tmpl, changes, now)
+	if err != nil {
 		return job, err
 	}
-	// Without the first op, the resourceVersion test: a written-down Job has none.
-	body, err := json.Marshal(ops[1:])
+	if len(ops) > 0 {
+		ops = ops[1:] // the resourceVersion test: a written-down Job has none
+	}
+	ops = append(ops, c.gateOps(w, c.gateOf(w))...)
+	if len(ops) == 0 {
+		return job, nil
+	}
+	body, err := json.Marshal(ops)
 	if err != nil {
 		return nil, fmt.Errorf("encode the markers of Job %s/%s: %w", job.Namespace, job.Name, err)
 	}

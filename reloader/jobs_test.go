@@ -730,3 +730,37 @@ func TestAJobRecreationLeftUnfinishedIsCreatedOnceAtTheStartWithTheMarkerOfTheCo
 	hash = updateConfigMap(t, ns, "app-config", map[string]string{"v": "D"})
 	wantMigrateCreated(t, ns, hash, 30*time.Second, created, 2, "the Job was created %d times after one more change, want 2")
 }
+
+// A Job under a minimum interval whose recreation's create is refused for a while counts its
+// next reload from the moment it is created, not from the decision to recreate it: its
+// reloader/last-reload is the creation's (soak seed 1795656990008005199: reloaded again 1.9 s
+// after a late creation, under a 3 s interval). The next change waits out the interval and
+// then recreates it once, the positive control.
+func TestAJobCreatedLateAfterARefusalCountsItsMinimumIntervalFromItsCreation(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	ann := named("configmap", "app-config")
+	ann[policy.MinIntervalAnnotation] = "1s"
+	createJob(t, ns, "migrate", ann)
+	r := startController(t, ns, controllerOpts{})
+	settle()
+	created := jobCreations(t, ns)
+	lift := refuseJobCreations(t, ns)
+	updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
+	// Two refused creates: the second is a retry, 2 s after the decision at the earliest.
+	waitFor(t, 30*time.Second, "the create refused twice", func() (bool, error) {
+		return strings.Count(r.log.String(), "again after deleting it") >= 2, nil
+	})
+	lifted := time.Now()
+	lift()
+	waitFor(t, 30*time.Second, "the Job created again", func() (bool, error) { return created("migrate") == 1, nil })
+	last, err := time.Parse(time.RFC3339Nano, getJob(t, ns, "migrate").Annotations[policy.LastReloadAnnotation])
+	if err != nil {
+		t.Fatalf("the Job created again carries no readable %s: %v", policy.LastReloadAnnotation, err)
+	}
+	if last.Before(lifted) {
+		t.Fatalf("the Job created after %s says it was last reloaded at %s: its minimum interval counts from the decision, not the creation", lifted.Format(time.StampMilli), last.Format(time.StampMilli))
+	}
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
+	wantMigrateCreated(t, ns, hash, 30*time.Second, created, 2, "the Job was created %d times after one more change, want 2")
+}
