@@ -159,6 +159,9 @@ type recorder struct {
 	keyLosses []time.Time // when the key of Secret hashes was deleted or replaced
 	jobsSeen  map[types.UID]bool
 	outs      []outSpan // gen 4: when the namespace was out of --namespace-selector
+	// stateLosses: when the whole state ConfigMap was deleted (state-delete), Job recreation
+	// notes with it (lostWithState).
+	stateLosses []time.Time
 }
 
 func (r *recorder) lastRestart() time.Time {
@@ -218,6 +221,30 @@ func (r *recorder) forget(configs ...string) {
 	for _, c := range configs {
 		r.amnesia[c] = append(r.amnesia[c], time.Now())
 	}
+	if len(configs) == len(configNames) { // only the state's deletion forgets every config
+		r.stateLosses = append(r.stateLosses, time.Now())
+	}
+}
+
+// lostWithState reports whether Job w may be gone for good: the reloader deleted it to create
+// it again, and before the create (refused, or not yet made) the state ConfigMap holding the
+// recreation's note was deleted and a reloader process started after that, so no process
+// remembers the Job (seed 1795657828041649784@4: a refused create, state-delete, kill -9).
+// Nothing in the cluster records it any more; no reloader can create it. The caller holds r.mu.
+func (r *recorder) lostWithState(w *workloadLife) bool {
+	if w.kind != kindJob || len(w.jobGone) == 0 {
+		return false
+	}
+	gone := w.jobGone[len(w.jobGone)-1]
+	if n := len(w.restartAt); n > 0 && w.restartAt[n-1].After(gone) {
+		return false // created again since
+	}
+	for _, f := range r.stateLosses {
+		if f.After(gone) && slices.ContainsFunc(r.starts, func(s time.Time) bool { return s.After(f) }) {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *recorder) setStep(s string) {
@@ -516,6 +543,9 @@ func (r *recorder) lost() []violation {
 	for _, w := range r.lives() {
 		if w.gate().holds(r.window) || r.readsInvalid(w) {
 			continue // held until its gate opens, or what it reads validates: the final round does both
+		}
+		if r.lostWithState(w) {
+			continue // runs nothing: its recreation went with the state and the process
 		}
 		for _, c := range configNames {
 			if last, ok := r.held(w, c); ok && r.stale(w, c) && !r.baseline(w, c) && !r.keyBaseline(w, c) && !r.heldByRollback(w, c) {
