@@ -764,3 +764,31 @@ func TestAJobCreatedLateAfterARefusalCountsItsMinimumIntervalFromItsCreation(t *
 	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
 	wantMigrateCreated(t, ns, hash, 30*time.Second, created, 2, "the Job was created %d times after one more change, want 2")
 }
+
+// A Job whose create is refused keeps its recreation written down when the state ConfigMap is
+// deleted: the running reloader recreates the state from memory with the note, so a reloader
+// started after a stop still creates the Job once the refusal lifts (soak seed
+// 1795657828041649784@4 lost such a Job: its note went with the state). The Job is created
+// once, with the marker of the content now; one more change recreates it once more.
+func TestAJobRecreationStaysWrittenDownWhenTheStateConfigMapIsDeletedAndRecreated(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	first, _, lift, created := refuseARecreation(t, ns)
+	if err := cluster.Client().CoreV1().ConfigMaps(ns).Delete(context.Background(), "reloader-state", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// A change the running reloader records: its write recreates the state from memory.
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
+	waitFor(t, 30*time.Second, "the state ConfigMap recreated", func() (bool, error) {
+		_, err := cluster.Client().CoreV1().ConfigMaps(ns).Get(context.Background(), "reloader-state", metav1.GetOptions{})
+		return err == nil, nil
+	})
+	if notes := stateValues(t, ns, "reloader.job-recreation_"); len(notes) != 1 {
+		t.Fatalf("the state recreated from memory holds the recreations %v, want the refused one", notes)
+	}
+	first.stop(t)
+	lift()
+	startController(t, ns, controllerOpts{})
+	wantMigrateCreated(t, ns, hash, 45*time.Second, created, 1, "the Job was created %d times at the start, want 1")
+	hash = updateConfigMap(t, ns, "app-config", map[string]string{"v": "D"})
+	wantMigrateCreated(t, ns, hash, 30*time.Second, created, 2, "the Job was created %d times after one more change, want 2")
+}

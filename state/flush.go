@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -165,6 +166,9 @@ func (s *Store) write(ctx context.Context, shard int, changes map[string]*string
 // create writes shard i with every in-memory entry it holds. The caller holds s.mu.
 func (s *Store) create(ctx context.Context, i int) error {
 	data := map[string]string{}
+	if i == 0 {
+		maps.Copy(data, s.others)
+	}
 	for k, e := range s.entries {
 		if e.in(i) {
 			data[k] = encodeEntry(e.public())
@@ -216,10 +220,26 @@ func (s *Store) explain(verb, name string, err error) error {
 // WriteOther writes value under key in the first shard at once, or removes the key (value nil),
 // for a key that is not one of the store's entries (the controller's note of a Job recreation).
 // It goes through the same fence as the store's own writes, so it neither lands late after a
-// successor's start nor makes the store's next write conflict.
+// successor's start nor makes the store's next write conflict. The store remembers the key, so
+// that a deleted first shard is recreated with it (a Job's note would otherwise go with it, and
+// the Job with the next stop); a missing first shard is recreated at once.
 func (s *Store) WriteOther(ctx context.Context, key string, value *string) error {
 	if isOwn(key) {
 		return fmt.Errorf("write %q outside the store: it is one of the store's entries", key)
 	}
-	return s.explain("patch", s.ShardName(0), s.patchFenced(ctx, 0, map[string]*string{key: value}))
+	err := s.patchFenced(ctx, 0, map[string]*string{key: value})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil || apierrors.IsNotFound(err) {
+		if value == nil {
+			delete(s.others, key)
+		} else {
+			s.others[key] = *value
+		}
+	}
+	if apierrors.IsNotFound(err) {
+		s.log.Warn("state ConfigMap is missing; recreating it from memory", "configmap", s.ShardName(0), "namespace", s.namespace)
+		return s.create(ctx, 0)
+	}
+	return s.explain("patch", s.ShardName(0), err)
 }

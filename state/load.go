@@ -53,6 +53,9 @@ func (s *Store) loadShard(i int, data map[string]string) {
 	for k, v := range data {
 		if !isOwn(k) {
 			s.bytes[i] += len(k) + len(v)
+			if i == 0 {
+				s.others[k] = v
+			}
 			continue
 		}
 		e, err := decodeEntry(v)
@@ -94,4 +97,5 @@ func (s *Store) forgetAll() {
 	s.entries, s.children = map[string]entry{}, map[string]map[string]bool{}
 	s.dirty, s.gone, s.unsaved = map[string]struct{}{}, map[string]shardSet{}, map[string]struct{}{}
 	s.bytes, s.exists, s.version = [MaxShards]int{}, [MaxShards]bool{}, [MaxShards]string{}
+	s.others = map[string]string{}
 }

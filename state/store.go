@@ -56,7 +56,10 @@ type Store struct {
 	// applies only to that version (fence.go). "" when unknown: the write is unconditional.
 	version [MaxShards]string
 	writer  string // the fenced store's name (Fence); "" writes unconditionally
-	dirty   map[string]struct{}
+	// others are the keys of the first shard that are not entries (a Job recreation's note), as
+	// last read or written: a deleted first shard is recreated with them too.
+	others map[string]string
+	dirty  map[string]struct{}
 	// gone lists, for dirty keys, the shards whose stored copy must be removed by the next flush:
 	// the key was deleted or moved away from there, or was found there corrupt or twice.
 	gone map[string]shardSet
@@ -119,6 +122,7 @@ func New(client ConfigMapClient, namespace, name string, log *slog.Logger) *Stor
 		dirty:     map[string]struct{}{},
 		gone:      map[string]shardSet{},
 		unsaved:   map[string]struct{}{},
+		others:    map[string]string{},
 		kick:      make(chan struct{}, 1),
 	}
 }
