@@ -58,11 +58,15 @@ func (c *Controller) trackOps(ctx context.Context, w workloadView, changes []pol
 	}
 	var guard []policy.JSONOp
 	if follow { // else tracking was turned off meanwhile: the rollout still followed is superseded
-		e := c.progressing(w, changes)
-		var err error
-		if e.Template, guard, err = c.reloadTemplate(ctx, w, ops); err != nil {
+		tmpl, test, err := c.reloadTemplate(ctx, w, ops)
+		if err != nil {
 			return nil, nil, err
 		}
+		// Its time is taken after that read, which an outage may hold for long: the rollout's
+		// timeout counts from the patch (soak seed 1795657828041649790 rolled a reload back a
+		// second after it landed).
+		e := c.progressing(w, changes)
+		e.Template, guard = tmpl, test
 		history = append([]policy.Entry{e}, history...)
 	}
 	text := policy.FormatHistory(history)

@@ -3,7 +3,9 @@ package reloader_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/reloader/reloader/confighash"
@@ -703,5 +706,52 @@ func TestCronJobsAndJobsAreNotFollowedUnderTrackingAndRollback(t *testing.T) {
 				t.Errorf("reloader_rollouts_total{kind=%s,outcome=%s} = %v, want 0", kind, o, n)
 			}
 		}
+	}
+}
+
+// A followed reload whose read of the pod template is slow (an outage held it) takes its time
+// after that read, so its rollout times out no sooner than its timeout after the patch (soak
+// seed 1795657828041649790: the time was taken before a read an outage held for seconds, and
+// the reload was rolled back a second after it landed). The positive control: it still times
+// out and is rolled back.
+func TestAFollowedReloadTakesItsTimeAfterASlowReadOfItsTemplate(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	followedDeployment(t, ns, map[string]string{"configmap.reloader.stakater.com/reload": "app",
+		policy.RollbackAnnotation: "true", policy.TimeoutAnnotation: "2s"})
+	var armed atomic.Bool
+	var readEnd atomic.Int64
+	cfg := rest.CopyConfig(cluster.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(req *http.Request) (*http.Response, error) {
+			if req.Method != http.MethodGet || !strings.HasSuffix(req.URL.Path, "/deployments/web") || !armed.CompareAndSwap(true, false) {
+				return rt.RoundTrip(req)
+			}
+			select { // one read of web held 4 s, as an outage would
+			case <-time.After(4 * time.Second):
+			case <-req.Context().Done():
+				return nil, req.Context().Err()
+			}
+			resp, err := rt.RoundTrip(req)
+			readEnd.Store(time.Now().UnixNano())
+			return resp, err
+		})
+	})
+	startControllerAs(t, cfg, ns, controllerOpts{})
+	settle()
+	armed.Store(true)
+	updateConfigMap(t, ns, "app", brokenConfig)
+	var e policy.Entry
+	waitFor(t, 30*time.Second, "the reload's history line", func() (bool, error) {
+		var ok bool
+		e, ok = newestEntry(t, ns)
+		return ok && strings.HasSuffix(e.Configs[0], hashOfData(brokenConfig)[:8]), nil
+	})
+	if read := time.Unix(0, readEnd.Load()); readEnd.Load() == 0 || e.At.Add(time.Second).Before(read) {
+		t.Fatalf("the reload's time is %s, before its read of the template ended (%s): its timeout counts from before its patch",
+			e.At.Format(time.StampMilli), read.Format(time.StampMilli))
+	}
+	e = waitOutcome(t, ns, policy.OutcomeTimedOut)
+	if !e.RolledBack {
+		t.Fatalf("the timed-out rollout was not rolled back: %+v", e)
 	}
 }
