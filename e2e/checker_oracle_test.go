@@ -560,7 +560,8 @@ func (r *recorder) lost() []violation {
 // started: at its last template change, or its creation. Pods started while the config was
 // absent wait for it and start when the kubelet next tries, some time after it reappears: they
 // are taken to read what it holds raceMargin after its reappearance (a content replaced sooner
-// than that may or may not have been read, and no reloader can know which). A workload that
+// than that may or may not have been read, and no reloader can know which). Pods that read it
+// only through optional key refs do not wait: they run without the key. A workload that
 // never took a content (its window closed after the config went back, or was deleted) and runs
 // the current one is not stale. The caller holds r.mu.
 func (r *recorder) stale(w *workloadLife, c string) bool {
@@ -575,18 +576,28 @@ func (r *recorder) stale(w *workloadLife, c string) bool {
 			started = max(started, rv)
 		}
 	}
+	// Pods read an optional key ref of a missing config as no key at all, and start without
+	// waiting for it (seed 1795657828041649782@4 took such pods to read the next content).
+	optional := optionalOnly(w.refs, c)
+	gone := absent
+	if optional {
+		gone = ""
+	}
 	var then, now string
 	var waitUntil time.Time
 	missing, waiting := true, false
 	for _, e := range r.configs[c] {
 		v := e.read(whole)
+		if optional && !e.exists {
+			v = gone
+		}
 		switch {
 		case e.rv <= started:
 			missing = !e.exists
-			if e.exists {
+			if e.exists || optional {
 				then = v
 			}
-		case missing && e.exists && !waiting:
+		case missing && e.exists && !waiting && !optional:
 			then, waiting, waitUntil = v, true, e.at.Add(raceMargin)
 		case waiting && e.exists && e.at.Before(waitUntil):
 			then = v
@@ -596,15 +607,29 @@ func (r *recorder) stale(w *workloadLife, c string) bool {
 		}
 	}
 	if r.onDelete && !r.exists(c) { // the deletion is what the workload should run
-		now = absent
+		now = gone
 		if missing && !waiting {
-			then = absent
+			then = gone
 		}
 	}
 	if w.lagged[c] && len(w.restarts) == 0 {
 		then = configEvent{exists: true, data: lagContent}.read(whole)
 	}
 	return then != now
+}
+
+// optionalOnly reports whether every ref of refs to config c is an optional key ref.
+func optionalOnly(refs []ref, c string) bool {
+	found := false
+	for _, rf := range refs {
+		if rf.Config == c {
+			if !rf.Optional {
+				return false
+			}
+			found = true
+		}
+	}
+	return found
 }
 
 // held returns the last change of config c that live workload w must have taken, if any. The
