@@ -120,3 +120,46 @@ func ContainerUses(spec *corev1.PodSpec, c *corev1.Container, r ConfigRef) bool 
 	}
 	return found
 }
+
+// Waits reports whether pods of spec wait for config r while it does not exist: some reference
+// to it (a volume, a projected source, envFrom or a key ref) is not optional. They start on the
+// content it has when it reappears.
+func Waits(spec *corev1.PodSpec, r ConfigRef) bool {
+	required := func(kind, name string, optional *bool) bool {
+		return kind == r.Kind && name == r.Name && (optional == nil || !*optional)
+	}
+	for i := range spec.Volumes {
+		v := &spec.Volumes[i]
+		if v.ConfigMap != nil && required(KindConfigMap, v.ConfigMap.Name, v.ConfigMap.Optional) ||
+			v.Secret != nil && required(KindSecret, v.Secret.SecretName, v.Secret.Optional) {
+			return true
+		}
+		if v.Projected == nil {
+			continue
+		}
+		for _, s := range v.Projected.Sources {
+			if s.ConfigMap != nil && required(KindConfigMap, s.ConfigMap.Name, s.ConfigMap.Optional) ||
+				s.Secret != nil && required(KindSecret, s.Secret.Name, s.Secret.Optional) {
+				return true
+			}
+		}
+	}
+	for _, c := range AllContainers(spec) {
+		for _, e := range c.EnvFrom {
+			if e.ConfigMapRef != nil && required(KindConfigMap, e.ConfigMapRef.Name, e.ConfigMapRef.Optional) ||
+				e.SecretRef != nil && required(KindSecret, e.SecretRef.Name, e.SecretRef.Optional) {
+				return true
+			}
+		}
+		for _, e := range c.Env {
+			if e.ValueFrom == nil {
+				continue
+			}
+			cm, sec := e.ValueFrom.ConfigMapKeyRef, e.ValueFrom.SecretKeyRef
+			if cm != nil && required(KindConfigMap, cm.Name, cm.Optional) || sec != nil && required(KindSecret, sec.Name, sec.Optional) {
+				return true
+			}
+		}
+	}
+	return false
+}

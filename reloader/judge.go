@@ -47,6 +47,8 @@ type judgement struct {
 	change policy.Change
 	keys   []string
 	reload bool
+	// vouched: the pods run the content though the marker may say another (unseen.go).
+	vouched bool
 	// untouched: the config does not exist and the workload carries no marker of it, so a
 	// deletion cannot reach it (with env-vars, removing the variable is the restart).
 	untouched bool
@@ -83,6 +85,15 @@ func (c *Controller) judge(w workloadView, r policy.ConfigRef, rec *configRecord
 	if force {
 		f.Marker = policy.Stale
 	}
+	// Or they waited for it, absent at their restart, and run the content it reappeared with.
+	vouched := false
+	if runs, ok := c.restarts.runs(w.key, r); f.Exists && !force && ok {
+		vouched, force = runs == want.Value, runs != want.Value
+		f.Marker = policy.Stale
+		if vouched {
+			f.Marker = policy.Current
+		}
+	}
 	if f.Exists && f.Marker == policy.NoMarker && keys == nil {
 		f.Marker = policy.CollaborneMarker(w.tmpl, r, rec.Collaborne.String())
 	}
@@ -94,7 +105,7 @@ func (c *Controller) judge(w workloadView, r policy.ConfigRef, rec *configRecord
 		c.stateFacts(&f, w, r, rec, keys)
 	}
 	reload := policy.Reload(f) && !held
-	return judgement{change: policy.Change{Ref: r, Value: want.Value, Force: force}, keys: keys, reload: reload,
+	return judgement{change: policy.Change{Ref: r, Value: want.Value, Force: force}, keys: keys, reload: reload, vouched: vouched,
 		untouched: !f.Exists && f.Marker == policy.NoMarker, byState: byState}, true
 }
 

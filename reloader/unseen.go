@@ -18,6 +18,14 @@ import (
 // patch (resourceVersions are etcd revisions, ordered across objects) is what the pods read.
 // When it differs, the workload is reloaded once for that config, whatever its marker says
 // (policy.Change.Force). In memory only: a crash in between forgets it.
+//
+// A config absent when a restart's patch lands is not touched by it: its marker keeps the
+// content the config had before, but the new pods wait for the config and start on the content
+// it has when it reappears. So the restart remembers such a config (an absent read) and the first
+// version of it seen after the patch (or the last one before, written unseen): that is what the
+// pods run, and the workload's marker is judged by it instead (Controller.judge). While the
+// marker still says another content, the next restart carries what the pods run on (a vouched
+// read). In memory too: after a crash the marker decides again.
 
 // restarts holds the last restart of each workload, and the one in flight.
 type restarts struct {
@@ -35,18 +43,22 @@ type restart struct {
 
 // read is a config as a restart judged it: the content (for the keys the workload reads; nil:
 // all), then the versions seen since: all of them while the patch is in flight, afterwards only
-// the last one written before it.
+// the last one written before it (for an absent read, if there is none, the first one after).
 type read struct {
 	value string
 	keys  []string
 	since []version
+	// absent: the config did not exist and the pods wait for it; value is unknown.
+	absent bool
+	// vouched: the pods run value, though the marker may say another content.
+	vouched bool
 }
 
-// version is a config version seen after a restart judged it, and whether the content the
-// workload reads differs from the judged one.
+// version is a config version seen after a restart judged it, with the content the workload
+// reads of it.
 type version struct {
-	rv      string
-	differs bool
+	rv    string
+	value string
 }
 
 func newRestarts() *restarts {
@@ -83,6 +95,9 @@ func (s *restarts) finished(w key, rv string) {
 		for _, v := range rd.since {
 			if writtenBefore(v.rv, rv) {
 				last = []version{v}
+			} else if rd.absent && last == nil {
+				last = []version{v}
+				break
 			}
 		}
 		rd.since = last
@@ -90,20 +105,25 @@ func (s *restarts) finished(w key, rv string) {
 	s.done[w] = p
 }
 
-// configChanged notes a new version rv of config c; differs tells, for the keys a workload reads,
-// whether its content differs from a judged one.
-func (s *restarts) configChanged(c key, rv string, differs func(rd *read) bool) {
+// configChanged notes a new version rv of config c; content gives its content for the keys a
+// workload reads.
+func (s *restarts) configChanged(c key, rv string, content func(keys []string) string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := policy.ConfigRef{Kind: c.kind, Name: c.name}
 	for w, p := range s.inFlight {
 		if rd := p.reads[r]; rd != nil && w.namespace == c.namespace {
-			rd.since = append(rd.since, version{rv, differs(rd)})
+			rd.since = append(rd.since, version{rv, content(rd.keys)})
 		}
 	}
 	for w, p := range s.done {
-		if rd := p.reads[r]; rd != nil && w.namespace == c.namespace && writtenBefore(rv, p.rv) {
-			rd.since = []version{{rv, differs(rd)}}
+		rd := p.reads[r]
+		if rd == nil || w.namespace != c.namespace {
+			continue
+		}
+		// An absent read takes the first version after the patch: the one the pods waited for.
+		if writtenBefore(rv, p.rv) || rd.absent && len(rd.since) == 0 {
+			rd.since = []version{{rv, content(rd.keys)}}
 		}
 	}
 }
@@ -114,11 +134,31 @@ func (s *restarts) unseen(w key, r policy.ConfigRef) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.done[w]
-	if p == nil || p.reads[r] == nil {
+	if p == nil || p.reads[r] == nil || p.reads[r].absent {
 		return false
 	}
-	since := p.reads[r].since
-	return len(since) > 0 && since[len(since)-1].differs
+	rd := p.reads[r]
+	return len(rd.since) > 0 && rd.since[len(rd.since)-1].value != rd.value
+}
+
+// runs is the content of r the pods of w's last restart run where their marker may say another:
+// the config was absent at the restart and has reappeared since, or a restart before it said so
+// (vouched). ok is false when the marker says it.
+func (s *restarts) runs(w key, r policy.ConfigRef) (value string, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.done[w]
+	if p == nil || p.reads[r] == nil {
+		return "", false
+	}
+	rd := p.reads[r]
+	switch {
+	case rd.absent && len(rd.since) > 0:
+		return rd.since[len(rd.since)-1].value, true
+	case rd.vouched:
+		return rd.value, true
+	}
+	return "", false
 }
 
 func (s *restarts) workloadGone(w key) {
@@ -130,5 +170,5 @@ func (s *restarts) workloadGone(w key) {
 
 // unseenChange notes a config's new content for the restarts that may not have seen it.
 func (c *Controller) unseenChange(k key, rec *configRecord) {
-	c.restarts.configChanged(k, rec.ResourceVersion, func(rd *read) bool { return c.content(rec, rd.keys).Value != rd.value })
+	c.restarts.configChanged(k, rec.ResourceVersion, func(keys []string) string { return c.content(rec, keys).Value })
 }

@@ -98,8 +98,11 @@ func (c *Controller) dueChanges(w workloadView) ([]policy.Change, map[policy.Con
 		}
 		rec := c.lookup(configKey(r, w.key.namespace))
 		j, triggers := c.judge(w, r, rec)
-		if triggers && rec != nil {
-			reads[r] = &read{value: j.change.Value, keys: j.keys}
+		switch {
+		case triggers && rec != nil:
+			reads[r] = &read{value: j.change.Value, keys: j.keys, vouched: j.vouched}
+		case triggers && !j.reload && policy.Waits(&w.tmpl.Spec, r):
+			reads[r] = &read{keys: j.keys, absent: true} // its marker is left as it is (unseen.go)
 		}
 		if triggers && j.reload {
 			changes = append(changes, j.change)
@@ -125,7 +128,7 @@ func (c *Controller) patch(ctx context.Context, w workloadView, changes []policy
 		if rec == nil {
 			return version{}, false
 		}
-		return version{rec.ResourceVersion, c.content(rec, rd.keys).Value != rd.value}, true
+		return version{rec.ResourceVersion, c.content(rec, rd.keys).Value}, true
 	})
 	out, err := w.kind.patch(ctx, w.key.namespace, w.key.name, body)
 	c.restarts.finished(w.key, writtenVersion(out, err))

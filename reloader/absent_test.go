@@ -1,0 +1,127 @@
+package reloader_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/reloader/reloader/policy"
+)
+
+const dbVar = "_RELOADER_-secret-db"
+
+// restartWhileAbsent sets up the start of checker seed 1795657828041649782@4: web reads Secret db
+// (envFrom) and ConfigMap app-config, its marker for db holds M = {a:2,b:1}; db is deleted (no
+// --reload-on-delete: no restart), then a change of app-config restarts web while db is absent,
+// so its new pods wait for db. It returns M's hash and web's generation after that restart.
+func restartWhileAbsent(t *testing.T, ns string) (hashM string, gen int64) {
+	t.Helper()
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	createSecret(t, ns, "db", map[string]string{"a": "0"})
+	createDeployment(t, ns, "web", 0, withAnnotations(named("configmap", "app-config"), named("secret", "db")), func(s *corev1.PodSpec) {
+		s.Containers[0].EnvFrom = []corev1.EnvFromSource{
+			{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "db"}}},
+			{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"}}},
+		}
+	})
+	startController(t, ns, controllerOpts{})
+	settle()
+	hashM = updateSecret(t, ns, "db", map[string]string{"a": "2", "b": "1"})
+	waitEnv(t, ns, "web", dbVar, hashM)
+	settle()
+	before := getDeployment(t, ns, "web").Generation
+
+	if err := cluster.Client().CoreV1().Secrets(ns).Delete(context.Background(), "db", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	settle()
+	hashC := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+	waitEnv(t, ns, "web", cmVar, hashC)
+	wantReloads(t, ns, "web", before, 1)
+	if got, _ := env(getDeployment(t, ns, "web"), "app", dbVar); got != hashM {
+		t.Fatalf("web's marker for db is %q after a restart while db was absent, want M's %q", got, hashM)
+	}
+	return hashM, before + 1
+}
+
+// recreateSecret creates Secret name again with data and returns its content hash.
+func recreateSecret(t *testing.T, ns, name string, data map[string]string) string {
+	t.Helper()
+	createSecret(t, ns, name, data)
+	s, err := cluster.Client().CoreV1().Secrets(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keyedHash(t, ns, s)
+}
+
+// Pods restarted while a Secret they read was absent waited for it and started on the content
+// it reappeared with: that reappearance restarts nothing (it would be a restart for no change),
+// though the marker still names the content before the deletion. Setting the Secret back to
+// that content is a change for the pods: it restarts them exactly once.
+func TestAConfigReappearingAfterARestartWhileAbsentRestartsNothingAndItsRevertRestartsOnce(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	hashM, gen := restartWhileAbsent(t, ns)
+
+	if hashX := recreateSecret(t, ns, "db", map[string]string{"a": "1", "b": "1"}); hashX == hashM {
+		t.Fatalf("X has M's hash %q", hashX)
+	}
+	wantReloads(t, ns, "web", gen, 0)
+
+	if back := updateSecret(t, ns, "db", map[string]string{"a": "2", "b": "1"}); back != hashM {
+		t.Fatalf("the revert gave hash %q, want M's %q", back, hashM)
+	}
+	waitFor(t, 30*time.Second, "web restarted for M, which its pods do not run", func() (bool, error) {
+		return getDeployment(t, ns, "web").Generation == gen+1, nil
+	})
+	wantReloads(t, ns, "web", gen, 1)
+	if d := getDeployment(t, ns, "web"); d.Spec.Template.Annotations[policy.RestartedAt] == "" {
+		t.Fatalf("the forced restart wrote no %s", policy.RestartedAt)
+	}
+
+	// The restart ended the record: the next change restarts once.
+	hashY := updateSecret(t, ns, "db", map[string]string{"a": "3"})
+	waitEnv(t, ns, "web", dbVar, hashY)
+	wantReloads(t, ns, "web", gen, 2)
+}
+
+// The lost change of checker seed 1795657828041649782@4: the reloader does not act on the
+// content db reappears with (here a minimum interval holds the reload, in the seed it was down),
+// and db is set back to the content its marker names before it does. The pods run the
+// reappeared content, so web must still restart exactly once.
+func TestARevertToTheMarkerAfterAConfigReappearedUnactedRestartsThePodsThatWaitedForIt(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	hashM, _ := restartWhileAbsent(t, ns)
+	updateDeployment(t, ns, "web", func(d *appsv1.Deployment) { d.Annotations[policy.MinIntervalAnnotation] = "6s" })
+	settle()
+	gen := getDeployment(t, ns, "web").Generation
+
+	recreateSecret(t, ns, "db", map[string]string{"a": "1", "b": "1"})
+	if back := updateSecret(t, ns, "db", map[string]string{"a": "2", "b": "1"}); back != hashM {
+		t.Fatalf("the revert gave hash %q, want M's %q", back, hashM)
+	}
+	waitFor(t, 30*time.Second, "web restarted for M, which its pods do not run", func() (bool, error) {
+		return getDeployment(t, ns, "web").Generation >= gen+1, nil
+	})
+	wantReloads(t, ns, "web", gen, 1)
+}
+
+// Negative control: db reappearing with the very content its marker names restarts nothing, and
+// a later change of it restarts once (positive control).
+func TestAConfigReappearingWithItsMarkersContentAfterARestartWhileAbsentRestartsNothing(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	hashM, gen := restartWhileAbsent(t, ns)
+
+	if got := recreateSecret(t, ns, "db", map[string]string{"a": "2", "b": "1"}); got != hashM {
+		t.Fatalf("recreated with hash %q, want M's %q", got, hashM)
+	}
+	wantReloads(t, ns, "web", gen, 0)
+
+	hashY := updateSecret(t, ns, "db", map[string]string{"a": "3"})
+	waitEnv(t, ns, "web", dbVar, hashY)
+	wantReloads(t, ns, "web", gen, 1)
+}
