@@ -17,8 +17,9 @@ const dbVar = "_RELOADER_-secret-db"
 // restartWhileAbsent sets up the start of checker seed 1795657828041649782@4: web reads Secret db
 // (envFrom) and ConfigMap app-config, its marker for db holds M = {a:2,b:1}; db is deleted (no
 // --reload-on-delete: no restart), then a change of app-config restarts web while db is absent,
-// so its new pods wait for db. It returns M's hash and web's generation after that restart.
-func restartWhileAbsent(t *testing.T, ns string) (hashM string, gen int64) {
+// so its new pods wait for db. A minimum interval, if given, is set before that restart, which
+// starts it. It returns M's hash and web's generation after that restart.
+func restartWhileAbsent(t *testing.T, ns, interval string) (hashM string, gen int64) {
 	t.Helper()
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
 	createSecret(t, ns, "db", map[string]string{"a": "0"})
@@ -32,6 +33,9 @@ func restartWhileAbsent(t *testing.T, ns string) (hashM string, gen int64) {
 	settle()
 	hashM = updateSecret(t, ns, "db", map[string]string{"a": "2", "b": "1"})
 	waitEnv(t, ns, "web", dbVar, hashM)
+	if interval != "" {
+		updateDeployment(t, ns, "web", func(d *appsv1.Deployment) { d.Annotations[policy.MinIntervalAnnotation] = interval })
+	}
 	settle()
 	before := getDeployment(t, ns, "web").Generation
 
@@ -65,7 +69,7 @@ func recreateSecret(t *testing.T, ns, name string, data map[string]string) strin
 // that content is a change for the pods: it restarts them exactly once.
 func TestAConfigReappearingAfterARestartWhileAbsentRestartsNothingAndItsRevertRestartsOnce(t *testing.T) {
 	ns := cluster.NewNamespace(t)
-	hashM, gen := restartWhileAbsent(t, ns)
+	hashM, gen := restartWhileAbsent(t, ns, "")
 
 	if hashX := recreateSecret(t, ns, "db", map[string]string{"a": "1", "b": "1"}); hashX == hashM {
 		t.Fatalf("X has M's hash %q", hashX)
@@ -95,14 +99,14 @@ func TestAConfigReappearingAfterARestartWhileAbsentRestartsNothingAndItsRevertRe
 // reappeared content, so web must still restart exactly once.
 func TestARevertToTheMarkerAfterAConfigReappearedUnactedRestartsThePodsThatWaitedForIt(t *testing.T) {
 	ns := cluster.NewNamespace(t)
-	hashM, _ := restartWhileAbsent(t, ns)
-	updateDeployment(t, ns, "web", func(d *appsv1.Deployment) { d.Annotations[policy.MinIntervalAnnotation] = "6s" })
-	settle()
-	gen := getDeployment(t, ns, "web").Generation
+	hashM, gen := restartWhileAbsent(t, ns, "10s")
 
 	recreateSecret(t, ns, "db", map[string]string{"a": "1", "b": "1"})
 	if back := updateSecret(t, ns, "db", map[string]string{"a": "2", "b": "1"}); back != hashM {
 		t.Fatalf("the revert gave hash %q, want M's %q", back, hashM)
+	}
+	if got := getDeployment(t, ns, "web").Generation; got != gen {
+		t.Fatalf("web restarted before the revert (generation %d, want %d): the interval did not hold it", got, gen)
 	}
 	waitFor(t, 30*time.Second, "web restarted for M, which its pods do not run", func() (bool, error) {
 		return getDeployment(t, ns, "web").Generation >= gen+1, nil
@@ -114,7 +118,7 @@ func TestARevertToTheMarkerAfterAConfigReappearedUnactedRestartsThePodsThatWaite
 // a later change of it restarts once (positive control).
 func TestAConfigReappearingWithItsMarkersContentAfterARestartWhileAbsentRestartsNothing(t *testing.T) {
 	ns := cluster.NewNamespace(t)
-	hashM, gen := restartWhileAbsent(t, ns)
+	hashM, gen := restartWhileAbsent(t, ns, "")
 
 	if got := recreateSecret(t, ns, "db", map[string]string{"a": "2", "b": "1"}); got != hashM {
 		t.Fatalf("recreated with hash %q, want M's %q", got, hashM)
