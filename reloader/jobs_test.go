@@ -792,3 +792,23 @@ func TestAJobRecreationStaysWrittenDownWhenTheStateConfigMapIsDeletedAndRecreate
 	hash = updateConfigMap(t, ns, "app-config", map[string]string{"v": "D"})
 	wantMigrateCreated(t, ns, hash, 30*time.Second, created, 2, "the Job was created %d times after one more change, want 2")
 }
+
+// A Job whose config changes after the state ConfigMap was deleted is recreated once: the write
+// of its recreation's note, the first write after the delete, recreates the state (soak seed
+// 1795657828041649799@4: each retry of that write failed with "not found", the Job was never
+// recreated). One more change recreates it once more (the positive control).
+func TestAJobIsRecreatedWhenTheStateConfigMapWasDeletedBeforeItsChange(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	createJob(t, ns, "migrate", named("configmap", "app-config"))
+	startController(t, ns, controllerOpts{})
+	settle()
+	created := jobCreations(t, ns)
+	if err := cluster.Client().CoreV1().ConfigMaps(ns).Delete(context.Background(), "reloader-state", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
+	wantMigrateCreated(t, ns, hash, 30*time.Second, created, 1, "the Job was created %d times for one change, want 1")
+	hash = updateConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
+	wantMigrateCreated(t, ns, hash, 30*time.Second, created, 2, "the Job was created %d times after one more change, want 2")
+}
