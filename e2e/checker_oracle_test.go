@@ -1040,11 +1040,31 @@ func (r *recorder) keyBaseline(w *workloadLife, c string) bool {
 			}
 			at = e.read(whole)
 		}
-		if at == now {
+		if at == now || keyTombstoneBaseline(es, r.starts[i], whole) == now {
 			return true
 		}
 	}
 	return false
+}
+
+// keyTombstoneBaseline is the content Secret events es first had again after being absent since
+// start, or "" if none. A process loads the key and the state only when it becomes leader, which
+// an outage may put seconds after its start (seed 1795657828041649802@4: sec-0 deleted between
+// the two). A Secret absent then leaves a tombstone under the lost key, taken as current (README,
+// "Secret hash keys"): the content the Secret reappears with first restarts nothing.
+func keyTombstoneBaseline(es []configEvent, start time.Time, whole bool) string {
+	gone := false
+	for _, e := range es {
+		switch {
+		case !e.exists:
+			gone = true
+		case gone && e.at.After(start):
+			return e.read(whole)
+		default:
+			gone = false
+		}
+	}
+	return ""
 }
 
 // pairs are a workload's rollbacks: by the index of the restart that undid a reload, the index
