@@ -64,9 +64,9 @@ func gateCoverage(c map[string]int, g gateSpec) {
 		c["gate: removed or none"]++
 	case g.Value == "":
 		c["gate: "+g.Kind+", empty"]++
-	case g.Kind == "window":
+	case g.Kind == "window" && (g.Value == "open" || g.Value == "closed"):
 		c["gate: window "+g.Value]++
-	case !isDuration(g.Value):
+	case g.Kind == "window" || !isDuration(g.Value):
 		c["gate: "+g.Kind+", malformed"]++
 	default:
 		c["gate: "+g.Kind]++
