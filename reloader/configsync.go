@@ -152,8 +152,10 @@ func (c *Controller) referenced(k key) bool {
 // as it is now, though some dependents are still due by their markers. The workloads the state
 // judges take it as what they run, and restart nothing for it; unrecorded, its next change would
 // find no entry either and be a first content again, lost for them, for as long as a dependent
-// stays due (a refusal, a gate). Not while a dependent the state judges is due (a stakater
-// variable that lags): the entry would hide its reload.
+// stays due (a refusal, a gate; soak seed 1795657828041649806@4: a workload listed by a new
+// leader, never restarted while a closed window held a lagging one). A dependent the state
+// judges that is due (a stakater variable that lags) is first noted as running another content
+// (a strip), so that the entry does not hide its reload, after a restart too.
 func (c *Controller) recordBaseline(k key, rec *configRecord, deps []dependent) {
 	if rec == nil {
 		return
@@ -161,11 +163,19 @@ func (c *Controller) recordBaseline(k key, rec *configRecord, deps []dependent) 
 	if _, known := c.state.Get(c.stateKey(k)); known {
 		return
 	}
-	if slices.ContainsFunc(deps, func(d dependent) bool { return d.reload && d.byState }) {
-		return
+	r := policy.ConfigRef{Kind: k.kind, Name: k.name}
+	for _, d := range deps {
+		if d.reload && d.byState {
+			c.strips.remember(d.workload, r, "", d.keys)
+			c.state.Strip(c.stripKey(d.workload, r), otherContent)
+		}
 	}
 	c.record(k, rec, deps)
 }
+
+// otherContent is a strip's value for a workload known to run another content than the
+// config's, which one unknown: a well-formed hash that no content has.
+const otherContent = "0000000000000000000000000000000000000000"
 
 // record writes a config's content as fully rolled out, with the per-key values its key-level
 // dependents need. A Secret's values are keyed, so this also re-records, under the current key,
