@@ -724,11 +724,7 @@ func TestAJobRecreationLeftUnfinishedIsCreatedOnceAtTheStartWithTheMarkerOfTheCo
 	first, _, lift, created := refuseARecreation(t, ns)
 	first.stop(t)
 	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
-	lift()
-	startController(t, ns, controllerOpts{})
-	wantMigrateCreated(t, ns, hash, 45*time.Second, created, 1, "the Job was created %d times at the start, want 1: with the marker of the content now")
-	hash = updateConfigMap(t, ns, "app-config", map[string]string{"v": "D"})
-	wantMigrateCreated(t, ns, hash, 30*time.Second, created, 2, "the Job was created %d times after one more change, want 2")
+	createdOnceAtTheNextStart(t, ns, hash, lift, created)
 }
 
 // A Job under a minimum interval whose recreation's create is refused for a while counts its
@@ -786,9 +782,17 @@ func TestAJobRecreationStaysWrittenDownWhenTheStateConfigMapIsDeletedAndRecreate
 		t.Fatalf("the state recreated from memory holds the recreations %v, want the refused one", notes)
 	}
 	first.stop(t)
+	createdOnceAtTheNextStart(t, ns, hash, lift, created)
+}
+
+// createdOnceAtTheNextStart lifts the refusal of Job creations, starts a reloader, and fails
+// unless Job migrate is created once with the marker hash; one more change must create it once
+// more (the positive control).
+func createdOnceAtTheNextStart(t *testing.T, ns, hash string, lift func(), created func(string) int) {
+	t.Helper()
 	lift()
 	startController(t, ns, controllerOpts{})
-	wantMigrateCreated(t, ns, hash, 45*time.Second, created, 1, "the Job was created %d times at the start, want 1")
+	wantMigrateCreated(t, ns, hash, 45*time.Second, created, 1, "the Job was created %d times at the start, want 1: with the marker of the content now")
 	hash = updateConfigMap(t, ns, "app-config", map[string]string{"v": "D"})
 	wantMigrateCreated(t, ns, hash, 30*time.Second, created, 2, "the Job was created %d times after one more change, want 2")
 }
