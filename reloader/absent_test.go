@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader"
 )
 
 const dbVar = "_RELOADER_-secret-db"
@@ -39,9 +40,7 @@ func restartWhileAbsent(t *testing.T, ns, interval string) (hashM string, gen in
 	settle()
 	before := getDeployment(t, ns, "web").Generation
 
-	if err := cluster.Client().CoreV1().Secrets(ns).Delete(context.Background(), "db", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	deleteSecret(t, ns, "db")
 	settle()
 	hashC := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
 	waitEnv(t, ns, "web", cmVar, hashC)
@@ -128,4 +127,65 @@ func TestAConfigReappearingWithItsMarkersContentAfterARestartWhileAbsentRestarts
 	hashY := updateSecret(t, ns, "db", map[string]string{"a": "3"})
 	waitEnv(t, ns, "web", dbVar, hashY)
 	wantReloads(t, ns, "web", gen, 1)
+}
+
+// The lost change of soak seed 1795664411625522849@4: with --reload-on-delete, a deletion of db
+// restarts web, whose new pods wait for db and start on the content it reappears with (no
+// restart for that). A second deletion takes that content away from the pods, whatever web's
+// marker says (it still names the first deletion): web must restart once for it. Checked
+// under both strategies, since env-vars removes the variable on a deletion and annotations keep
+// a marker of it.
+func TestASecondDeletionRestartsPodsThatStartedOnTheContentAConfigReappearedWith(t *testing.T) {
+	for _, strategy := range []string{policy.StrategyEnvVars, policy.StrategyAnnotations} {
+		t.Run(strategy, func(t *testing.T) {
+			ns := cluster.NewNamespace(t)
+			createSecret(t, ns, "db", map[string]string{"a": "0"})
+			createDeployment(t, ns, "web", 0, named("secret", "db"), func(s *corev1.PodSpec) {
+				s.Containers[0].EnvFrom = []corev1.EnvFromSource{
+					{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "db"}}},
+				}
+			})
+			startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) {
+				o.ReloadOnDelete, o.Strategy = true, strategy
+			}})
+			settle()
+			// A first change gives web a marker: a deletion restarts only workloads carrying one.
+			updateSecret(t, ns, "db", map[string]string{"a": "5"})
+			waitFor(t, 30*time.Second, "web restarted for a first change of db", func() (bool, error) {
+				return getDeployment(t, ns, "web").Generation == 2, nil
+			})
+			settle()
+			gen := getDeployment(t, ns, "web").Generation
+
+			deleteSecret(t, ns, "db")
+			waitFor(t, 30*time.Second, "web restarted for db's deletion", func() (bool, error) {
+				return getDeployment(t, ns, "web").Generation == gen+1, nil
+			})
+			recreateSecret(t, ns, "db", map[string]string{"a": "1"})
+			wantReloads(t, ns, "web", gen, 1) // the pods waited for db and run this content
+
+			deleteSecret(t, ns, "db")
+			waitFor(t, 30*time.Second, "web restarted for the second deletion of db", func() (bool, error) {
+				return getDeployment(t, ns, "web").Generation == gen+2, nil
+			})
+			wantReloads(t, ns, "web", gen, 2)
+
+			// The restart ended the record: db reappearing again restarts nothing (the pods wait
+			// for it), and a change of it after that restarts once.
+			recreateSecret(t, ns, "db", map[string]string{"a": "2"})
+			wantReloads(t, ns, "web", gen, 2)
+			updateSecret(t, ns, "db", map[string]string{"a": "3"})
+			waitFor(t, 30*time.Second, "web restarted for a change of db", func() (bool, error) {
+				return getDeployment(t, ns, "web").Generation == gen+3, nil
+			})
+			wantReloads(t, ns, "web", gen, 3)
+		})
+	}
+}
+
+func deleteSecret(t *testing.T, ns, name string) {
+	t.Helper()
+	if err := cluster.Client().CoreV1().Secrets(ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -85,10 +85,11 @@ func (c *Controller) judge(w workloadView, r policy.ConfigRef, rec *configRecord
 	if force {
 		f.Marker = policy.Stale
 	}
-	// Or they waited for it, absent at their restart, and run the content it reappeared with.
+	// Or they waited for it, absent at their restart, and run the content it reappeared with;
+	// deleted again, that content is gone whatever the marker says.
 	vouched := false
-	if runs, ok := c.restarts.runs(w.key, r); f.Exists && !force && ok {
-		vouched, force = runs == want.Value, runs != want.Value
+	if runs, ok := c.restarts.runs(w.key, r); !force && ok {
+		vouched, force = f.Exists && runs == want.Value, !f.Exists || runs != want.Value
 		f.Marker = policy.Stale
 		if vouched {
 			f.Marker = policy.Current

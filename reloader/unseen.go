@@ -19,13 +19,14 @@ import (
 // When it differs, the workload is reloaded once for that config, whatever its marker says
 // (policy.Change.Force). In memory only: a crash in between forgets it.
 //
-// A config absent when a restart's patch lands is not touched by it: its marker keeps the
-// content the config had before, but the new pods wait for the config and start on the content
-// it has when it reappears. So the restart remembers such a config (an absent read) and the first
-// version of it seen after the patch (or the last one before, written unseen): that is what the
-// pods run, and the workload's marker is judged by it instead (Controller.judge). While the
-// marker still says another content, the next restart carries what the pods run on (a vouched
-// read). In memory too: after a crash the marker decides again.
+// A config absent when a restart's patch lands (the restart may be for its deletion) leaves the
+// new pods waiting for it: they start on the content it has when it reappears, whatever the
+// marker says (the content before, or the deletion). So the restart remembers such a config (an
+// absent read) and the first version of it seen after the patch (or the last one before,
+// written unseen): that is what the pods run, and the workload's marker is judged by it instead
+// (Controller.judge); a second deletion takes it away from them. While the marker still says
+// another content, the next restart carries what the pods run on (a vouched read). In memory
+// too: after a crash the marker decides again.
 
 // restarts holds the last restart of each workload, and the one in flight.
 type restarts struct {

@@ -101,8 +101,9 @@ func (c *Controller) dueChanges(w workloadView) ([]policy.Change, map[policy.Con
 		switch {
 		case triggers && rec != nil:
 			reads[r] = &read{value: j.change.Value, keys: j.keys, vouched: j.vouched}
-		case triggers && !j.reload && policy.Waits(&w.tmpl.Spec, r):
-			reads[r] = &read{keys: j.keys, absent: true} // its marker is left as it is (unseen.go)
+		case triggers && policy.Waits(&w.tmpl.Spec, r):
+			// Left as it is, or set to the deletion: the pods wait for the config (unseen.go).
+			reads[r] = &read{keys: j.keys, absent: true}
 		}
 		if triggers && j.reload {
 			changes = append(changes, j.change)
