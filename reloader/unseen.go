@@ -162,6 +162,16 @@ func (s *restarts) runs(w key, r policy.ConfigRef) (value string, ok bool) {
 	return "", false
 }
 
+// undone forgets w's last restart: a rollback put back the template from before it, so the
+// pods are the previous ones again and its reads describe pods that are gone; the marker the
+// rollback restored decides (soak seed 1795664411625522854@4: an absent read vouched for
+// content the restored pods never read, and its reappearance reloaded nothing).
+func (s *restarts) undone(w key) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.done, w)
+}
+
 func (s *restarts) workloadGone(w key) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
