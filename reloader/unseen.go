@@ -26,7 +26,7 @@ import (
 // written unseen): that is what the pods run, and the workload's marker is judged by it instead
 // (Controller.judge); a second deletion takes it away from them. While the marker still says
 // another content, the next restart carries what the pods run on (a vouched read). In memory
-// too: after a crash the marker decides again.
+// too: after a crash, or a rollback of that restart, the marker decides again.
 
 // restarts holds the last restart of each workload, and the one in flight.
 type restarts struct {
