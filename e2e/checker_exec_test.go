@@ -589,8 +589,10 @@ func setGate(ann map[string]string, g gateSpec, now time.Time) {
 func refsOf(meta map[string]string) []ref {
 	var out []ref
 	for _, s := range strings.Split(meta["checker/refs"], " ") {
+		// The inverse of ref.String: a strip re-renders the template from it, and an optional
+		// key read as required would make the reloader's pods wait where the oracle's do not.
 		name, key, _ := strings.Cut(s, ".")
-		out = append(out, ref{Config: name, Whole: key == ""})
+		out = append(out, ref{Config: name, Whole: key == "", Optional: key == "a?"})
 	}
 	return out
 }
@@ -1100,4 +1102,17 @@ func (w *world) waitRecorded(name string, timeout time.Duration) bool {
 func tail(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// A strip re-renders a workload's template from its checker/refs annotation: each ref must read
+// back as written, an optional key above all (it decides whether the pods wait for the config).
+func TestRefsReadBackAsTheyWereWritten(t *testing.T) {
+	refs := []ref{{Config: "cm-0", Whole: true}, {Config: "cm-1"}, {Config: "sec-0", Optional: true}}
+	names := make([]string, len(refs))
+	for i, r := range refs {
+		names[i] = r.String()
+	}
+	if got := refsOf(map[string]string{"checker/refs": strings.Join(names, " ")}); !slices.Equal(got, refs) {
+		t.Fatalf("refs %v read back as %v", refs, got)
+	}
 }

@@ -278,6 +278,9 @@ func (c *Controller) finish(ctx context.Context, w workloadView, f policy.Follow
 		return fmt.Errorf("record the rollout outcome of %s: %w", w.key, err)
 	}
 	c.templatesRead.Delete(w.key)
+	if rollback {
+		c.restarts.undone(w.key)
+	}
 	c.reportOutcome(w, entry, outcome, why, rollback)
 	return nil
 }

@@ -755,3 +755,58 @@ func TestAFollowedReloadTakesItsTimeAfterASlowReadOfItsTemplate(t *testing.T) {
 		t.Fatalf("the timed-out rollout was not rolled back: %+v", e)
 	}
 }
+
+// The lost change of soak seed 1795664411625522854@4: web, followed with rollback on, also reads
+// key a of ConfigMap db. db is deleted (no --reload-on-delete: no restart), then a change of app
+// restarts web while db is absent: the new pods would wait for db and start on the content it
+// reappears with. That rollout fails and is rolled back: the pods are the previous ReplicaSet's
+// again, which run db's content from before its deletion. db reappearing with other content is
+// a change for them: web must reload once for it, though app's broken content stays held.
+func TestAConfigReappearingAfterARolledBackRestartWhileItWasAbsentReloadsTheRestoredPods(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	dbVar := policy.EnvVarName(policy.ConfigRef{Kind: policy.KindConfigMap, Name: "db"})
+	createConfigMap(t, ns, "db", map[string]string{"a": "0"})
+	followedDeployment(t, ns, map[string]string{"reloader.stakater.com/auto": "true", policy.RollbackAnnotation: "true"})
+	updateDeployment(t, ns, "web", func(d *appsv1.Deployment) {
+		c := &d.Spec.Template.Spec.Containers[0]
+		c.Env = append(c.Env, corev1.EnvVar{Name: "A", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "db"}, Key: "a"}}})
+	})
+	waitFor(t, 30*time.Second, "the rollout reading db", func() (bool, error) {
+		p, _ := policy.RolloutProgress(getDeployment(t, ns, "web"))
+		return p == policy.Done, nil
+	})
+	startController(t, ns, controllerOpts{})
+	settle()
+	// A first change of db gives web a marker of it, and rolls out.
+	updateConfigMap(t, ns, "db", map[string]string{"a": "1"})
+	waitOutcome(t, ns, policy.OutcomeSucceeded)
+	marker, _ := env(getDeployment(t, ns, "web"), "app", dbVar)
+
+	if err := cluster.Client().CoreV1().ConfigMaps(ns).Delete(context.Background(), "db", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	settle()
+	updateConfigMap(t, ns, "app", brokenConfig) // restarts web while db is absent
+	waitEnv(t, ns, "web", appVar, hashOfData(brokenConfig))
+	if e := waitOutcome(t, ns, policy.OutcomeFailed); !e.RolledBack {
+		t.Fatalf("failed rollout not rolled back: %+v", e)
+	}
+	waitFor(t, 10*time.Second, "the marker of db restored", func() (bool, error) {
+		got, _ := env(getDeployment(t, ns, "web"), "app", dbVar)
+		_, broken := env(getDeployment(t, ns, "web"), "app", appVar)
+		return got == marker && !broken, nil
+	})
+	settle()
+
+	createConfigMap(t, ns, "db", map[string]string{"a": "2"})
+	waitFor(t, 30*time.Second, "web reloaded for db's reappearance with other content", func() (bool, error) {
+		got, _ := env(getDeployment(t, ns, "web"), "app", dbVar)
+		return got != marker, nil
+	})
+	if _, broken := env(getDeployment(t, ns, "web"), "app", appVar); broken {
+		t.Error("the reload for db carried app's held content")
+	}
+	waitOutcome(t, ns, policy.OutcomeSucceeded)
+	wantReloads(t, ns, "web", getDeployment(t, ns, "web").Generation, 0) // once
+}

@@ -26,7 +26,7 @@ import (
 // written unseen): that is what the pods run, and the workload's marker is judged by it instead
 // (Controller.judge); a second deletion takes it away from them. While the marker still says
 // another content, the next restart carries what the pods run on (a vouched read). In memory
-// too: after a crash the marker decides again.
+// too: after a crash, or a rollback of that restart, the marker decides again.
 
 // restarts holds the last restart of each workload, and the one in flight.
 type restarts struct {
@@ -160,6 +160,16 @@ func (s *restarts) runs(w key, r policy.ConfigRef) (value string, ok bool) {
 		return rd.value, true
 	}
 	return "", false
+}
+
+// undone forgets w's last restart: a rollback put back the template from before it, so the
+// pods are the previous ones again and its reads describe pods that are gone; the marker the
+// rollback restored decides (soak seed 1795664411625522854@4: an absent read vouched for
+// content the restored pods never read, and its reappearance reloaded nothing).
+func (s *restarts) undone(w key) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.done, w)
 }
 
 func (s *restarts) workloadGone(w key) {
