@@ -310,15 +310,21 @@ func parsePeriod(s string) (time.Duration, error) {
 // peak memory by about 10 MiB for about 0.6 ms more CPU per config change. GOGC still overrides it.
 const defaultGCPercent = 50
 
+// cliOptions are the parser's options, shared with the test that holds docs/flags.md to --help.
+func cliOptions() []kong.Option {
+	return []kong.Option{
+		kong.Name("reloader"),
+		kong.Description("Restarts workloads when the ConfigMaps and Secrets they use change."),
+		kong.Vars{"version": version},
+	}
+}
+
 func main() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(defaultGCPercent)
 	}
 	var cli CLI
-	kong.Parse(&cli,
-		kong.Name("reloader"),
-		kong.Description("Restarts workloads when the ConfigMaps and Secrets they use change."),
-		kong.Vars{"version": version})
+	kong.Parse(&cli, cliOptions()...)
 	if err := run(cli); err != nil {
 		fmt.Fprintln(os.Stderr, "reloader: error:", err)
 		os.Exit(1)

@@ -14,15 +14,15 @@ import (
 	"github.com/reloader/reloader/metrics"
 )
 
-// metricSet knows which metric names the reloader serves and which README.md documents.
+// metricSet knows which metric names the reloader serves and which docs/metrics.md documents.
 type metricSet struct {
 	served     map[string]bool // every name metrics.New (every option) and ClientGo register, Go and process collectors included
 	histograms map[string]bool
-	documented map[string]bool // README.md's Metrics table
+	documented map[string]bool // docs/metrics.md's tables
 }
 
 // knownMetrics collects the names metrics.New registers (through the registry's descriptors,
-// so vectors without children count) and the names in README.md's Metrics table.
+// so vectors without children count) and the names in docs/metrics.md's tables.
 func knownMetrics(t *testing.T) metricSet {
 	t.Helper()
 	ms := metricSet{served: map[string]bool{}, histograms: map[string]bool{}, documented: map[string]bool{}}
@@ -47,22 +47,15 @@ func knownMetrics(t *testing.T) metricSet {
 			ms.histograms[f.GetName()] = true
 		}
 	}
-	readme, err := os.ReadFile("../README.md")
+	page, err := os.ReadFile("../docs/metrics.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	section := string(readme)
-	if i := strings.Index(section, "\n## Metrics"); i >= 0 {
-		section = section[i+1:]
-		if j := strings.Index(section, "\n## "); j >= 0 {
-			section = section[:j]
-		}
-	}
-	for _, row := range regexp.MustCompile("(?m)^\\| (`[^|]+)\\|").FindAllStringSubmatch(section, -1) {
+	for _, row := range regexp.MustCompile("(?m)^\\| (`[^|]+)\\|").FindAllStringSubmatch(string(page), -1) {
 		documentRow(ms.documented, row[1])
 	}
 	if len(ms.documented) == 0 || len(ms.served) == 0 {
-		t.Fatalf("found %d documented and %d served metrics; has README.md's Metrics table moved?", len(ms.documented), len(ms.served))
+		t.Fatalf("found %d documented and %d served metrics; has docs/metrics.md moved?", len(ms.documented), len(ms.served))
 	}
 	return ms
 }
@@ -103,7 +96,7 @@ func (ms metricSet) check(name string) error {
 	case ms.histograms[base] && base == name:
 		return fmt.Errorf("queries histogram %s without _bucket, _sum or _count", name)
 	case !ms.documented[base]:
-		return fmt.Errorf("queries %s, which README.md's Metrics table does not list", name)
+		return fmt.Errorf("queries %s, which docs/metrics.md does not list", name)
 	}
 	return nil
 }
@@ -140,18 +133,18 @@ func metricNames(expr string) []string {
 	return out
 }
 
-// TestReadmeListsEveryMetricServed holds README.md's Metrics table to what metrics.New
+// TestMetricsDocListsEveryMetricServed holds docs/metrics.md's tables to what metrics.New
 // registers, both ways, so a user's queries built from the table select something.
-func TestReadmeListsEveryMetricServed(t *testing.T) {
+func TestMetricsDocListsEveryMetricServed(t *testing.T) {
 	ms := knownMetrics(t)
 	for name := range ms.served {
 		if !ms.documented[name] && !strings.HasPrefix(name, "go_") && !strings.HasPrefix(name, "process_") {
-			t.Errorf("the reloader serves %s, which README.md's Metrics table does not list", name)
+			t.Errorf("the reloader serves %s, which docs/metrics.md does not list", name)
 		}
 	}
 	for name := range ms.documented {
 		if !ms.served[name] {
-			t.Errorf("README.md's Metrics table lists %s, which the reloader does not serve", name)
+			t.Errorf("docs/metrics.md lists %s, which the reloader does not serve", name)
 		}
 	}
 }
@@ -196,7 +189,7 @@ type panel struct {
 }
 
 // TestGrafanaDashboard parses the dashboard and checks that every query selects metrics the
-// reloader serves and README.md documents, and that the panels cover the metrics that matter.
+// reloader serves and docs/metrics.md documents, and that the panels cover the metrics that matter.
 func TestGrafanaDashboard(t *testing.T) {
 	data, err := os.ReadFile("grafana/reloader-dashboard.json")
 	if err != nil {

@@ -7,7 +7,7 @@
 //   - helm/reloader/: a Helm chart covering both, plus PodMonitor, ServiceMonitor,
 //     PrometheusRule, PodDisruptionBudget and NetworkPolicy. It reads its own values and those
 //     of stakater Reloader's chart; helm/testdata/ holds a stakater user's values file.
-//   - grafana/: a dashboard over the metrics documented in README.md.
+//   - grafana/: a dashboard over the metrics documented in docs/metrics.md.
 //
 // The tests render the bases with the kustomize library, decode every manifest strictly, create it on the local test API server with a
 // server-side dry run, render the chart with the pinned helm binary (tools/helm), and run the
