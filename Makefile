@@ -5,7 +5,7 @@ BIN     := bin/reloader
 # The same flags as the Dockerfile, so the binary tested here is the one shipped.
 BUILD_FLAGS := -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
 
-.PHONY: all build tools test check run demo bench soak clean image release test-matrix
+.PHONY: all build tools test check run demo bench soak clean image release test-matrix docs
 
 all: build
 
@@ -37,16 +37,16 @@ bench: tools build
 
 # Runs random sequences of edits and faults on a local control plane for DURATION, prints each
 # sequence's outcome and the totals (sequences, actions, faults, violations), and keeps the whole
-# log in soak-results/ (RELIABILITY.md).
+# log in bin/soak/ (RELIABILITY.md; a log worth keeping is copied to docs/soak-logs/).
 DURATION ?= 10m
 soak: tools
-	@mkdir -p soak-results
-	@log=soak-results/$$(date -u +%Y%m%dT%H%M%SZ).log; echo "full log: $$log"; \
+	@mkdir -p bin/soak
+	@log=bin/soak/$$(date -u +%Y%m%dT%H%M%SZ).log; echo "full log: $$log"; \
 	$(GO) test -count=1 -timeout 0 -run '^TestSoak$$' -v ./e2e -args -soak=$(DURATION) > $$log 2>&1; rc=$$?; \
 	grep -E '^\s+checker_test.go:[0-9]+: (seed|soak)|^\s+(lost|excess):|^\s+[0-9]+\. |^(ok|FAIL)' $$log; exit $$rc
 
 # The integration suites on each Kubernetes minor version pinned under tools/ (tools/kube, and
-# tools/kube-vX.Y for the others; README.md, "Kubernetes versions"). Each version's control plane
+# tools/kube-vX.Y for the others; docs/install-and-upgrade.md, "Kubernetes versions"). Each version's control plane
 # is built on its first run, which takes a long while.
 KUBE_VERSIONS   ?= 1.35 1.36 1.37
 MATRIX_PACKAGES ?= ./reloader/ ./deploy/
@@ -58,7 +58,7 @@ test-matrix: build
 		RELOADER_KUBE_VERSION=$$v $(GO) test -count=1 -timeout 30m $(MATRIX_PACKAGES) || exit 1; \
 	done
 
-# Images and releases need no container engine (README.md, "Images and releases"). The commit
+# Images and releases need no container engine (docs/install-and-upgrade.md, "Images"). The commit
 # time is stamped into them, so the same commit gives the same image digests.
 REVISION          ?= $(shell git rev-parse HEAD 2>/dev/null)
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
@@ -72,6 +72,10 @@ image:
 release:
 	@case "$(VERSION)" in v[0-9]*.[0-9]*.[0-9]*) ;; *) echo "usage: make release VERSION=vX.Y.Z"; exit 1;; esac
 	$(GO) run ./internal/release/cmd/release --version $(VERSION) --revision "$(REVISION)" --out dist
+
+# Rewrites docs/flags.md's generated block from --help (TestFlagsDocIsTheHelpOutput holds it there).
+docs:
+	$(GO) test -count=1 -run '^TestFlagsDocIsTheHelpOutput$$' . -args -update
 
 clean:
 	rm -rf bin dist

@@ -1,5 +1,5 @@
 // Command reloader restarts Deployments, StatefulSets and DaemonSets when the ConfigMaps and
-// Secrets they use change. See README.md.
+// Secrets they use change. See README.md and docs/.
 package main
 
 import (
@@ -84,12 +84,13 @@ type CLI struct {
 	ReloadOnCreate        bool     `help:"Reload dependents when a config they reference is created."`
 	ReloadOnDelete        bool     `help:"Reload dependents when a config they reference is deleted (env-vars: the variable is removed)."`
 
-	// Safe reloads (README "Safe reloads"); the reloader/* workload annotations override these.
+	// Safe reloads (docs/safe-reloads.md, "Safe reloads"); the reloader/* workload annotations override these.
 	TrackRollouts  bool          `help:"Follow every reload to the end of its rollout: outcome in reloader/history, an Event, the log and reloader_rollouts_total."`
 	Rollback       bool          `help:"Undo a reload whose rollout fails or times out, and hold that config content for the workload until it changes (implies --track-rollouts)."`
 	RolloutTimeout time.Duration `default:"15m" help:"How long a followed rollout may run before it counts as timed out (0: the default)."`
-	// Safe reloads: when a due reload may happen (README "Windows, flap protection, validation, pause").
-	ReloadWindow                  string        `help:"Maintenance windows of every workload, e.g. 'Sat 02:00-04:00 Europe/Berlin' (grammar in the README); the reloader/window annotation overrides it. Empty: any time."`
+	// Safe reloads: when a due reload may happen (docs/safe-reloads.md, "Windows, flap protection,
+	// validation, pause").
+	ReloadWindow                  string        `help:"Maintenance windows of every workload, e.g. 'Sat 02:00-04:00 Europe/Berlin' (grammar in docs/safe-reloads.md); the reloader/window annotation overrides it. Empty: any time."`
 	MinReloadInterval             time.Duration `help:"Least time between two reloads of a workload; the reloader/min-interval annotation overrides it. 0: none."`
 	PauseDeploymentAnnotation     string        `default:"deployment.reloader.stakater.com/pause-period" help:"Workload annotation: after a change, hold reloads for this long (a Go duration), then roll out once (stakater's pause period)."`
 	PauseDeploymentTimeAnnotation string        `default:"deployment.reloader.stakater.com/paused-at" help:"Workload annotation the reloader writes with the start of a pause period (RFC 3339)."`

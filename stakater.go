@@ -1,8 +1,8 @@
 package main
 
 // stakater Reloader's flag spellings and values, read with stakater's meaning so that its
-// manifests and Helm chart arguments run this binary unchanged (README: "stakater Reloader
-// compared").
+// manifests and Helm chart arguments run this binary unchanged (docs/migrating.md,
+// "stakater Reloader compared").
 
 import (
 	"errors"

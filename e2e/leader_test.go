@@ -276,7 +276,7 @@ func TestLeaderElectionFrozenLeaderDoesNotActOnResume(t *testing.T) {
 		}
 		// The leader writes the state 50 ms after a reload. A freeze in the instant between the
 		// Guard's check and that write leaving the process sends it on resume: the limit the
-		// README states. The fence (state/fence.go) makes the API server refuse it, but it still
+		// docs/install-and-upgrade.md states. The fence (state/fence.go) makes the API server refuse it, but it still
 		// reaches the audit log as a write, which checkNoTwoActed counts. So freeze only once it
 		// has landed, with no write in flight (CI run of 2026-11-23: a state patch received 26 ms
 		// after the takeover).

@@ -765,7 +765,7 @@ func TestStripWhileTheStateIsBehindIsRememberedAcrossARestart(t *testing.T) {
 	lift()
 }
 
-// The limit README states for a strip no reloader sees (soak seed 1795547694293124233@2, where
+// The limit docs/design.md states for a strip no reloader sees (soak seed 1795547694293124233@2, where
 // the state was behind because a leader died before it saw its own patch land): a reloader that
 // starts after the strip finds no marker and a state behind, cannot tell the strip's rollout
 // from an older one, and restarts the workload once, and only once.
@@ -983,7 +983,7 @@ func TestRevertOfAKeyWhileDownAfterANamedReloadReloadsTheKeyReader(t *testing.T)
 	wantReloads(t, ns, "w", switched, 1)
 }
 
-// A limit the README states: a switch from a named reload to auto, then a change of a key the
+// A limit docs/annotations.md states: a switch from a named reload to auto, then a change of a key the
 // workload does not read, both while the reloader is down, restart the workload once: the state
 // holds no per-key entry for its key. Once, not more; and a switch seen live restarts nothing.
 func TestSwitchToAutoAndAChangeOfAnotherKeyWhileDownRestartOnce(t *testing.T) {

@@ -147,7 +147,7 @@ func (c *Controller) loadHashKey(ctx context.Context) bool {
 		}
 		if errors.Is(err, errKeyNotCreated) {
 			// A key for this run only is a lost key at every start: it restarts nothing (see
-			// README, Secret hash keys), at the cost of Secret changes made while down.
+			// docs/design.md, "Secret hash keys"), at the cost of Secret changes made while down.
 			c.opts.HashKey.key, _ = HashKeyOf(newHashKeySecret(name))
 			c.log.Warn("the reloader may not create its hash key Secret: Secret hashes use a key held in memory for this run; "+
 				"restarts restart nothing, but a Secret change made while the reloader is down is not caught up; "+

@@ -436,7 +436,7 @@ func (c *Controller) dropForbiddenKinds(ctx context.Context) {
 		if err := k.probe(ctx); !apierrors.IsForbidden(err) {
 			continue
 		}
-		c.log.Warn("the reloader may not list "+name+"s: their reloads are off; grant get, list and watch on them (and what reloading them needs, see README.md), or pass --ignored-workload-types to say so",
+		c.log.Warn("the reloader may not list "+name+"s: their reloads are off; grant get, list and watch on them (and what reloading them needs, see docs/install-and-upgrade.md, \"Permissions\"), or pass --ignored-workload-types to say so",
 			"kind", name)
 		delete(c.kinds, name)
 		i := slices.Index(c.informers, k.informer)

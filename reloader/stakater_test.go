@@ -153,7 +153,7 @@ func TestMatchAndKindOnAWorkloadAreExplained(t *testing.T) {
 }
 
 // With --reload-on-create, a plain name's creation reloads; a pattern has no name to wait for,
-// so the creation of a config only a pattern matches does not (README), and its first change does.
+// so the creation of a config only a pattern matches does not (docs/annotations.md), and its first change does.
 func TestPatternMatchedCreationWithReloadOnCreate(t *testing.T) {
 	ns := cluster.NewNamespace(t)
 	createDeployment(t, ns, "plain", 0, named("configmap", "app-one"), nil)

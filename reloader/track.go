@@ -393,7 +393,7 @@ func (c *Controller) forgetEntriesOfGone() {
 // per config its pod spec references, whatever its annotations say of it now (a switch back
 // must find the entries), and per config its annotations name or match. A config only named
 // loses its entries when the annotation stops naming it while no reloader runs: a switch of
-// mode, which may restart once (README).
+// mode, which may restart once (docs/annotations.md, "Annotating workloads").
 func (c *Controller) workloadEntryKeys(k *workloadKind, obj any) []string {
 	meta, tmpl := k.template(obj)
 	if tmpl == nil {

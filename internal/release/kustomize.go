@@ -60,7 +60,7 @@ func writeManifests(_ context.Context, o Options) error {
 		if err != nil {
 			return err
 		}
-		header := fmt.Sprintf("# reloader %s: deploy/%s rendered with kustomize (see README.md, \"Deploying\").\n", o.Version, base)
+		header := fmt.Sprintf("# reloader %s: deploy/%s rendered with kustomize (see docs/install-and-upgrade.md, \"Deploying\").\n", o.Version, base)
 		name := filepath.Join(o.Out, "reloader-"+base+".yaml")
 		if err := os.WriteFile(name, append([]byte(header), data...), 0o644); err != nil {
 			return fmt.Errorf("write %s: %w", name, err)
