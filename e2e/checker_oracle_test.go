@@ -657,7 +657,7 @@ func (r *recorder) held(w *workloadLife, c string) (change, bool) {
 // baseline reports whether w, which carried no marker of c, runs another content than the one a
 // reloader took as its baseline after the state lost c's entry, and c holds that content again:
 // for a workload without a marker the state decides, and it says the workload runs the
-// baseline (README, "How it works"; RELIABILITY.md). Only a workload the reloader has not
+// baseline (docs/design.md, "How it works"; RELIABILITY.md). Only a workload the reloader has not
 // restarted for c since its creation or the checker's last template change counts: one it
 // restarted carries a marker, which decides instead. The caller holds r.mu.
 func (r *recorder) baseline(w *workloadLife, c string) bool {
@@ -713,7 +713,7 @@ func carries(w *workloadLife, c string) bool {
 // and it had lost c's entry (the ConfigMap deleted, the entry corrupted, a tombstone without a
 // hash) or never held one before a reloader process started, which then began from what it
 // found. For a workload without a marker such a change is indistinguishable from a first start,
-// or a first content, which restarts nothing (README, "How it works"). The final round is
+// or a first content, which restarts nothing (docs/design.md, "How it works"). The final round is
 // judged the same way: a config that was absent when the state was lost has no content in it.
 func (r *recorder) forgotten(c string, ch change) bool {
 	if !ch.unknown {
@@ -1019,7 +1019,7 @@ func (r *recorder) keyLost() {
 // keyBaseline reports whether w runs another content of Secret c than the one the first
 // reloader to start after a loss of the hash key found, and c holds that content again: state
 // entries and markers made under another key cannot be compared, so that start takes every
-// Secret as current (README, "Secret hash keys": a change made while the reloader was down and
+// Secret as current (docs/design.md, "Secret hash keys": a change made while the reloader was down and
 // its key was lost is not caught up). The caller holds r.mu.
 func (r *recorder) keyBaseline(w *workloadLife, c string) bool {
 	es := r.configs[c]
@@ -1050,8 +1050,8 @@ func (r *recorder) keyBaseline(w *workloadLife, c string) bool {
 // keyTombstoneBaseline is the content Secret events es first had again after being absent since
 // start, or "" if none. A process loads the key and the state only when it becomes leader, which
 // an outage may put seconds after its start (seed 1795657828041649802@4: sec-0 deleted between
-// the two). A Secret absent then leaves a tombstone under the lost key, taken as current (README,
-// "Secret hash keys"): the content the Secret reappears with first restarts nothing.
+// the two). A Secret absent then leaves a tombstone under the lost key, taken as current
+// (docs/design.md, "Secret hash keys"): the content the Secret reappears with first restarts nothing.
 func keyTombstoneBaseline(es []configEvent, start time.Time, whole bool) string {
 	gone := false
 	for _, e := range es {
@@ -1082,7 +1082,7 @@ type pairs struct {
 func (r *recorder) rollbacks(w *workloadLife) pairs {
 	p := pairs{rollback: map[int]bool{}, of: map[int]int{}, undone: map[int]int{}}
 	if !r.rollback || w.kind == kindJob || w.kind == kindCronJob {
-		// CronJobs and Jobs are not followed, so never rolled back (README, "Safe reloads"):
+		// CronJobs and Jobs are not followed, so never rolled back (docs/safe-reloads.md, "Safe reloads"):
 		// a reload that puts a marker back (a deletion after a recreation) is a run (seed 13@3).
 		return p
 	}
@@ -1113,7 +1113,7 @@ func (r *recorder) rollbacks(w *workloadLife) pairs {
 
 // heldByRollback reports whether w's last reload for c was rolled back and c still holds the
 // content that reload rolled out: the reloader holds it, and w runs what it ran before
-// (README, "Safe reloads"). The caller holds r.mu.
+// (docs/safe-reloads.md, "Safe reloads"). The caller holds r.mu.
 func (r *recorder) heldByRollback(w *workloadLife, c string) bool {
 	p := r.rollbacks(w)
 	last := -1

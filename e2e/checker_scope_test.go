@@ -19,7 +19,7 @@ import (
 // namespace (--state-namespace), with a selector on a label only that namespace carries; ns-leave
 // removes the label and ns-enter puts it back.
 //
-// What the oracle expects (README, "How it works": the reloader acts only in selected
+// What the oracle expects (docs/design.md, "How it works": the reloader acts only in selected
 // namespaces; a config the state has never seen restarts nothing):
 //   - While the namespace is out, the reloader restarts nothing, except a reload it had already
 //     begun when the label went: one committed before the label's removal, or seen within
