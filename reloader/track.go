@@ -299,9 +299,7 @@ func (c *Controller) holdAndRestore(ctx context.Context, w workloadView) (policy
 	}
 	for ref, v := range restore.Applied {
 		kind, name, _ := strings.Cut(ref, "/")
-		if v != "" {
-			c.state.Hold(c.holdKey(w.key, policy.ConfigRef{Kind: kind, Name: name}), v)
-		}
+		c.state.Hold(c.holdKey(w.key, policy.ConfigRef{Kind: kind, Name: name}), heldAs(v))
 	}
 	if err := c.state.Flush(ctx); err != nil {
 		return policy.Restore{}, false, fmt.Errorf("record the hold of %s before rolling it back: %w", w.key, err)
@@ -338,6 +336,19 @@ func (c *Controller) reportOutcome(w workloadView, entry policy.Entry, outcome, 
 }
 
 func configsOf(e policy.Entry) string { return strings.Join(e.Configs, ", ") }
+
+// heldAs is what a hold names for a config's content value ("": the config is deleted). A
+// rolled-back deletion is held too: unheld, the deletion was due again at once, and each of its
+// rollouts failed and was rolled back in turn (soak seed 1795668697359437001@4).
+func heldAs(value string) string {
+	if value == "" {
+		return deletionHeld
+	}
+	return value
+}
+
+// deletionHeld is a hold's value for a deletion: a well-formed hash that no content has.
+const deletionHeld = "ffffffffffffffffffffffffffffffffffffffff"
 
 // holdKey is the state key of a hold on workload w for config r.
 func (c *Controller) holdKey(w key, r policy.ConfigRef) string {

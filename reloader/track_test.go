@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -809,4 +810,79 @@ func TestAConfigReappearingAfterARolledBackRestartWhileItWasAbsentReloadsTheRest
 	}
 	waitOutcome(t, ns, policy.OutcomeSucceeded)
 	wantReloads(t, ns, "web", getDeployment(t, ns, "web").Generation, 0) // once
+}
+
+// The runaway of soak seed 1795668697359437001@4: with --reload-on-delete and rollback, a reload
+// for a config's deletion whose rollout fails is rolled back, and the deletion must then be held
+// like any failed content. Unheld, it was due again at once, and every rollout failed and was
+// rolled back in turn, 57 times in a minute. Here a ResourceQuota leaves no room for the surge
+// pod, so the deletion's rollout cannot progress; lifting the quota and recreating the config
+// (positive control) ends the hold and reloads once.
+func TestARolledBackReloadForADeletionIsHeldUntilTheConfigChanges(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	dbVar := policy.EnvVarName(policy.ConfigRef{Kind: policy.KindConfigMap, Name: "db"})
+	createConfigMap(t, ns, "db", map[string]string{"a": "0"})
+	createDeploymentFrom(t, ns, "web", func(d *appsv1.Deployment) {
+		d.Annotations = map[string]string{"reloader.stakater.com/auto": "true",
+			policy.RollbackAnnotation: "true", policy.TimeoutAnnotation: "3s"}
+		d.Spec.Replicas = new(int32(1))
+		d.Spec.ProgressDeadlineSeconds = new(int32(3))
+		d.Spec.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{MaxUnavailable: ptr(intstr.FromInt32(0)), MaxSurge: ptr(intstr.FromInt32(1))}
+		c := &d.Spec.Template.Spec.Containers[0]
+		c.EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "db"}}}}
+	})
+	waitFor(t, 30*time.Second, "first rollout", func() (bool, error) {
+		p, _ := policy.RolloutProgress(getDeployment(t, ns, "web"))
+		return p == policy.Done, nil
+	})
+	startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { o.ReloadOnDelete = true }})
+	settle()
+	updateConfigMap(t, ns, "db", map[string]string{"a": "1"}) // a marker, which a deletion needs
+	waitOutcome(t, ns, policy.OutcomeSucceeded)
+	settle()
+	marker, _ := env(getDeployment(t, ns, "web"), "app", dbVar)
+
+	quotas := cluster.Client().CoreV1().ResourceQuotas(ns)
+	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "no-surge"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}}}
+	if _, err := quotas.Create(context.Background(), q, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the quota counted", func() (bool, error) {
+		q, err := quotas.Get(context.Background(), "no-surge", metav1.GetOptions{})
+		_, used := q.Status.Used[corev1.ResourcePods]
+		return err == nil && used, err
+	})
+
+	deleteConfigMap(t, ns, "db")
+	e := waitOutcome(t, ns, policy.OutcomeTimedOut)
+	if !e.RolledBack {
+		t.Fatalf("the deletion's rollout was not rolled back: %+v", e)
+	}
+	settle()
+	settle()
+	if got, _ := env(getDeployment(t, ns, "web"), "app", dbVar); got != marker {
+		t.Fatalf("web's marker of db is %q after the rollback, want the restored %q: the deletion was reloaded again", got, marker)
+	}
+	if h := policy.ParseHistory(getDeployment(t, ns, "web").Annotations[policy.HistoryAnnotation]); len(h) != 2 {
+		t.Fatalf("web's history has %d reloads, want 2 (the change, the rolled-back deletion): %+v", len(h), h)
+	}
+
+	if err := quotas.Delete(context.Background(), "no-surge", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createConfigMap(t, ns, "db", map[string]string{"a": "2"})
+	waitEnv(t, ns, "web", dbVar, hashOfData(map[string]string{"a": "2"}))
+	waitOutcome(t, ns, policy.OutcomeSucceeded)
+	settle()
+	if h := policy.ParseHistory(getDeployment(t, ns, "web").Annotations[policy.HistoryAnnotation]); len(h) != 3 {
+		t.Fatalf("web's history has %d reloads after the recreation, want 3: %+v", len(h), h)
+	}
+}
+
+func deleteConfigMap(t *testing.T, ns, name string) {
+	t.Helper()
+	if err := cluster.Client().CoreV1().ConfigMaps(ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }
