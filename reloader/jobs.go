@@ -304,9 +304,12 @@ func (c *Controller) refreshMarkers(r *jobRecreation) {
 // config whose content does not validate keeps its marker, as in any reload. Its gate's
 // annotations are those of a reload now: under a minimum interval the next reload counts from
 // this creation, not from the decision, which a refusal or a stop may have left far behind
-// (soak seed 1795656990008005199).
+// (soak seed 1795656990008005199). A Job in a namespace that left the selection since the
+// decision is created too (it was deleted), and its pods read the content now as well: created
+// with the old markers, it was recreated for nothing once the namespace came back (soak seed
+// 1795668697359437002@4).
 func (c *Controller) currentMarkers(job *batchv1.Job) (*batchv1.Job, error) {
-	w, ok := c.view(c.kinds["Job"], job)
+	w, ok := c.viewInAnyNamespace(c.kinds["Job"], job)
 	if !ok {
 		return job, nil
 	}

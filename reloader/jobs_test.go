@@ -16,6 +16,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -624,11 +625,11 @@ func jobGone(ns, name string) bool {
 // refuseARecreation starts a reloader over Job "migrate" reading app-config, refuses Job
 // creations, and changes app-config: the Job is deleted and its create refused. It returns the
 // reloader, the new content's hash, the lift of the refusal and the count of creations.
-func refuseARecreation(t *testing.T, ns string) (r *running, hash string, lift func(), created func(string) int) {
+func refuseARecreation(t *testing.T, ns string, o controllerOpts) (r *running, hash string, lift func(), created func(string) int) {
 	t.Helper()
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
 	createJob(t, ns, "migrate", named("configmap", "app-config"))
-	r = startController(t, ns, controllerOpts{})
+	r = startController(t, ns, o)
 	settle()
 	created = jobCreations(t, ns)
 	lift = refuseJobCreations(t, ns)
@@ -655,7 +656,7 @@ func wantMigrateCreated(t *testing.T, ns, hash string, within time.Duration, cre
 // once. A later change recreates it once more (the positive control).
 func TestAJobWhoseCreateIsRefusedIsCreatedAgainOnceTheRefusalLifts(t *testing.T) {
 	ns := cluster.NewNamespace(t)
-	r, hash, lift, created := refuseARecreation(t, ns)
+	r, hash, lift, created := refuseARecreation(t, ns, controllerOpts{})
 	if notes := stateValues(t, ns, "reloader.job-recreation_"); len(notes) != 1 {
 		t.Fatalf("recreations written down while the create is refused: %v, want the one", notes)
 	}
@@ -685,7 +686,7 @@ func TestAJobWhoseCreateIsRefusedIsCreatedAgainOnceTheRefusalLifts(t *testing.T)
 // change). A third change recreates it exactly once more, the positive control.
 func TestAJobWhoseConfigChangesWhileItsCreateIsRefusedIsCreatedOnceWithTheNewestMarker(t *testing.T) {
 	ns := cluster.NewNamespace(t)
-	_, _, lift, created := refuseARecreation(t, ns)
+	_, _, lift, created := refuseARecreation(t, ns, controllerOpts{})
 	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
 	settle()
 	if !jobGone(ns, "migrate") {
@@ -702,7 +703,7 @@ func TestAJobWhoseConfigChangesWhileItsCreateIsRefusedIsCreatedOnceWithTheNewest
 // without another restart.
 func TestAJobRecreationStillRefusedAtTheStartIsFinishedByTheRunningReloader(t *testing.T) {
 	ns := cluster.NewNamespace(t)
-	first, hash, lift, created := refuseARecreation(t, ns)
+	first, hash, lift, created := refuseARecreation(t, ns, controllerOpts{})
 	first.stop(t)
 	second := startController(t, ns, controllerOpts{})
 	waitFor(t, 30*time.Second, "the unfinished recreation said", func() (bool, error) {
@@ -721,7 +722,7 @@ func TestAJobRecreationStillRefusedAtTheStartIsFinishedByTheRunningReloader(t *t
 // 1795656990008005193: a run twice). One more change recreates it once, the positive control.
 func TestAJobRecreationLeftUnfinishedIsCreatedOnceAtTheStartWithTheMarkerOfTheContentNow(t *testing.T) {
 	ns := cluster.NewNamespace(t)
-	first, _, lift, created := refuseARecreation(t, ns)
+	first, _, lift, created := refuseARecreation(t, ns, controllerOpts{})
 	first.stop(t)
 	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
 	createdOnceAtTheNextStart(t, ns, hash, lift, created)
@@ -768,7 +769,7 @@ func TestAJobCreatedLateAfterARefusalCountsItsMinimumIntervalFromItsCreation(t *
 // once, with the marker of the content now; one more change recreates it once more.
 func TestAJobRecreationStaysWrittenDownWhenTheStateConfigMapIsDeletedAndRecreated(t *testing.T) {
 	ns := cluster.NewNamespace(t)
-	first, _, lift, created := refuseARecreation(t, ns)
+	first, _, lift, created := refuseARecreation(t, ns, controllerOpts{})
 	if err := cluster.Client().CoreV1().ConfigMaps(ns).Delete(context.Background(), "reloader-state", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -783,6 +784,38 @@ func TestAJobRecreationStaysWrittenDownWhenTheStateConfigMapIsDeletedAndRecreate
 	}
 	first.stop(t)
 	createdOnceAtTheNextStart(t, ns, hash, lift, created)
+}
+
+// A Job whose recreation a stopped reloader left unfinished is created at the next start even
+// though its namespace left the selection meanwhile (it was deleted), with the marker of the
+// content its pods read now; when the namespace comes back, it is not recreated for the change
+// its pods already run (soak seed 1795668697359437002@4: created with the written-down marker,
+// it was run again for nothing). One more change recreates it once, the positive control.
+func TestAJobRecreationFinishedOutOfTheSelectionIsNotRunAgainWhenItsNamespaceComesBack(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	in := map[string]string{"reloader-test": ns}
+	labelNamespace(t, ns, in)
+	selected := controllerOpts{tweak: func(o *reloader.Options) {
+		o.Namespace = ""
+		o.NamespaceSelector = labels.SelectorFromSet(in)
+	}}
+	first, _, lift, created := refuseARecreation(t, ns, selected)
+	first.stop(t)
+	labelNamespace(t, ns, nil)
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
+	lift()
+	startController(t, ns, selected)
+	waitFor(t, 45*time.Second, "Job migrate created again", func() (bool, error) { return created("migrate") == 1, nil })
+	if got := jobEnv(jobNow(ns, "migrate"), cmVar); got != hash {
+		t.Errorf("the Job created out of the selection carries the marker %q, want %q: that of the content its pods read", got, hash)
+	}
+	labelNamespace(t, ns, in)
+	settle()
+	if n := created("migrate"); n != 1 {
+		t.Fatalf("the Job was created %d times, want 1: run again for nothing when its namespace came back", n)
+	}
+	hash = updateConfigMap(t, ns, "app-config", map[string]string{"v": "D"})
+	wantMigrateCreated(t, ns, hash, 30*time.Second, created, 2, "the Job was created %d times after one more change, want 2")
 }
 
 // createdOnceAtTheNextStart lifts the refusal of Job creations, starts a reloader, and fails

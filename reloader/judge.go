@@ -21,9 +21,20 @@ type workloadView struct {
 	target policy.Target
 }
 
+// view is the workload read once, if its namespace is in the selection.
 func (c *Controller) view(kind *workloadKind, obj any) (workloadView, bool) {
+	w, ok := c.viewInAnyNamespace(kind, obj)
+	if !ok || !c.namespaceAllowed(w.key.namespace) {
+		return workloadView{}, false
+	}
+	return w, true
+}
+
+// viewInAnyNamespace is the workload read once, whether its namespace is in the selection or
+// not: what its pods read does not depend on the selection.
+func (c *Controller) viewInAnyNamespace(kind *workloadKind, obj any) (workloadView, bool) {
 	meta, tmpl := kind.template(obj)
-	if tmpl == nil || !c.namespaceAllowed(meta.GetNamespace()) {
+	if tmpl == nil {
 		return workloadView{}, false
 	}
 	return workloadView{
