@@ -88,13 +88,23 @@ type workloadLife struct {
 	// lagged: configs it carried stakater Reloader's variable for, with an older content's hash,
 	// at its creation (a switch from stakater): it runs lagContent of them until restarted.
 	lagged map[string]bool
-	// Template changes counted exactly, by metadata.generation, which only spec changes move
-	// (the checker's own writes change the spec only by stripping markers): the watch above
+	// Template changes counted exactly, by metadata.generation, which spec changes move, less
+	// the moves seen without a template change (sameTmpl; the checker's own writes are counted
+	// in ownChanges): the watch above
 	// may have gaps across an API server restart. A Job's reloads are its new Jobs, counted by
 	// the watch of Jobs.
 	generation int64    // the last generation seen: at the end, or just before deletion
 	ownChanges int      // template changes the checker made
 	strips     []change // the checker's template changes (helm-style strips), when and at which rv
+	// A Deployment's generation also moves when only its metadata annotations change (the API
+	// server bumps it for them), and any kind's when its spec changes outside the template (a
+	// pause): such writes restart nothing (seed 1795669739113515711@4: the reloader's "superseded"
+	// outcome, written alone into reloader/history, was counted as a 9th restart). watchGen is
+	// the generation of the last event seen; sameTmpl the writes that the watch showed, right
+	// after the event before them, to move it by one and leave the template as it was. Only
+	// consecutive watch events count: across a gap, a reload and its rollback look like that.
+	watchGen int64
+	sameTmpl []genMove
 	// Gen 3: a CronJob's runs (Jobs it controls, created after it), and the workload's gates,
 	// oldest first.
 	runs       []int64
@@ -107,6 +117,9 @@ type workloadLife struct {
 	// outOfScope.
 	jobGone []time.Time
 }
+
+// genMove is a write seen through the watch that moved a workload's generation to gen.
+type genMove struct{ rv, gen int64 }
 
 // gateEvent is a gate annotation written at a moment.
 type gateEvent struct {
@@ -310,7 +323,7 @@ func (r *recorder) watchKind(ctx context.Context, kind string, client dynamic.Re
 			r.gaps++
 			r.mu.Unlock()
 			for i := range list.Items {
-				r.seen(kind, &list.Items[i])
+				r.seen(kind, &list.Items[i], false)
 			}
 			rv = list.GetResourceVersion()
 		}
@@ -335,7 +348,7 @@ func (r *recorder) follow(ctx context.Context, kind string, w watch.Interface, r
 			if u, ok := ev.Object.(*unstructured.Unstructured); ok {
 				rv = u.GetResourceVersion()
 				if ev.Type == watch.Modified || ev.Type == watch.Added {
-					r.seen(kind, u)
+					r.seen(kind, u, true)
 				}
 				if ev.Type == watch.Deleted && kind == kindJob {
 					r.jobDeleted(u)
@@ -346,8 +359,8 @@ func (r *recorder) follow(ctx context.Context, kind string, w watch.Interface, r
 }
 
 // seen records a workload's new template, and a Job's creation: a CronJob's run, or a Job
-// created again.
-func (r *recorder) seen(kind string, u *unstructured.Unstructured) {
+// created again. watched says u is a watch event, right after the one (or the list) before it.
+func (r *recorder) seen(kind string, u *unstructured.Unstructured, watched bool) {
 	o, err := decodeWorkload(kind, u)
 	if err != nil {
 		return
@@ -364,7 +377,15 @@ func (r *recorder) seen(kind string, u *unstructured.Unstructured) {
 	}
 	// A workload's own creation is no restart: its life starts with that template.
 	w := r.workloads[u.GetUID()]
-	if w == nil || equality.Semantic.DeepEqual(w.tmpl, o.tmpl) {
+	if w == nil {
+		return
+	}
+	gen, prev := u.GetGeneration(), w.watchGen
+	w.watchGen = gen
+	if equality.Semantic.DeepEqual(w.tmpl, o.tmpl) {
+		if watched && prev > 0 && gen == prev+1 {
+			w.sameTmpl = append(w.sameTmpl, genMove{rvOf(u), gen})
+		}
 		return
 	}
 	r.restarted(w, o, rvOf(u))
@@ -503,7 +524,7 @@ func (r *recorder) summary() string {
 	r.mu.Lock()
 	var byReloader, byChecker int
 	for _, w := range r.lives() {
-		byReloader += w.byReloader()
+		byReloader += r.byReloader(w)
 		byChecker += w.ownChanges
 	}
 	r.mu.Unlock()
@@ -771,7 +792,7 @@ func (r *recorder) excess() []violation {
 			out = append(out, violation(fmt.Sprintf("excess: %s (reads %v, modes %v) restarted at rv %d for %v with no change of them left to take since its restarts before; %s",
 				w.name, w.refs, w.modeNames(), rv, touched, r.history(w))))
 		}
-		byReloader := w.byReloader()
+		byReloader := r.byReloader(w)
 		bound := len(r.rollbacks(w).rollback)
 		for _, c := range configNames {
 			bound += r.bound(w, c)
@@ -935,12 +956,20 @@ func (r *recorder) lives() []*workloadLife {
 	return out
 }
 
-// byReloader counts the reloads of w: template changes by generation, or a Job's new Jobs.
-func (w *workloadLife) byReloader() int {
+// byReloader counts the reloads of w: template changes by generation, less the writes by
+// others than the checker seen to move it without one, or a Job's new Jobs. The caller holds
+// r.mu.
+func (r *recorder) byReloader(w *workloadLife) int {
 	if w.kind == kindJob {
 		return len(w.restarts)
 	}
-	return int(w.generation) - 1 - w.ownChanges
+	n := int(w.generation) - 1 - w.ownChanges
+	for _, m := range w.sameTmpl {
+		if !r.own[m.rv] && m.gen <= w.generation {
+			n--
+		}
+	}
+	return n
 }
 
 // gated lists what w's gates forbid that happened: a reload while a gate held it (a closed
@@ -985,7 +1014,7 @@ func (r *recorder) gated(w *workloadLife) []violation {
 		}
 	}
 	if w.kind == kindCronJob {
-		reloads := w.byReloader()
+		reloads := r.byReloader(w)
 		if len(w.runs) > reloads || w.deletedAt.IsZero() && len(w.runs) < reloads {
 			out = append(out, violation(fmt.Sprintf("runs: CronJob %s ran %d Jobs (at rv %v) for %d reloads of its template",
 				w.name, len(w.runs), w.runs, reloads)))
