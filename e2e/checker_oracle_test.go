@@ -10,12 +10,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
@@ -1185,4 +1187,48 @@ func (r *recorder) readsInvalid(w *workloadLife) bool {
 		es := r.configs[rf.Config]
 		return len(es) > 0 && es[len(es)-1].invalid
 	})
+}
+
+// A Deployment's generation moves with its annotations: the reloader's outcome written alone
+// (seed 1795669739113515711@4) is no restart; the same move across a watch gap counts, since a
+// reload and its rollback leave the template as it was too; and a template change still counts.
+func TestAGenerationMovedWithoutATemplateChangeIsNoRestart(t *testing.T) {
+	r := newRecorder(sequence{})
+	u, err := newWorkload(kindDeployment, "w-4", nil, podTemplate(kindDeployment, "w-4", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.SetUID("uid-4")
+	o, _ := decodeWorkload(kindDeployment, u)
+	w := &workloadLife{kind: kindDeployment, name: "w-4", uid: u.GetUID(), tmpl: o.tmpl}
+	r.workloads[u.GetUID()] = w
+	event := func(gen, rv int64, watched bool, annotation string) {
+		v := u.DeepCopy()
+		v.SetGeneration(gen)
+		v.SetResourceVersion(strconv.FormatInt(rv, 10))
+		if annotation != "" {
+			tmpl := podTemplate(kindDeployment, "w-4", nil)
+			tmpl.Annotations = map[string]string{"checker/t": annotation}
+			raw, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(&tmpl)
+			_ = unstructured.SetNestedMap(v.Object, raw, wkinds[kindDeployment].tmplPath...)
+		}
+		r.seen(kindDeployment, v, watched)
+	}
+	event(1, 10, true, "")
+	event(2, 11, true, "a") // a reload
+	event(3, 12, true, "a") // its outcome, written alone into the metadata
+	w.generation = 3
+	if got := r.byReloader(w); got != 1 {
+		t.Errorf("reloads counted %d, want 1: an annotation-only write counted as a restart", got)
+	}
+	event(5, 20, false, "a") // a gap: a reload and its rollback, caught up by a list
+	w.generation = 5
+	if got := r.byReloader(w); got != 3 {
+		t.Errorf("reloads counted %d after a gap, want 3: the two moves across it count, the annotation-only write does not", got)
+	}
+	event(6, 21, true, "b") // a positive control: a template change right after counts
+	w.generation = 6
+	if got := r.byReloader(w); got != 4 {
+		t.Errorf("reloads counted %d after a template change, want 4", got)
+	}
 }
