@@ -5,7 +5,10 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/reloader/reloader/confighash"
 )
 
 // Found by the randomized checker (gen 3, seed 1): a Job created while another dependent's
@@ -40,5 +43,36 @@ func TestCronJobsAndJobsCreatedWhileTheStateIsBehindRunNothingForWhatTheyRead(t 
 	if n := len(jobsOf(t, ns, cj.UID)); n != 1 {
 		t.Errorf("one change ran the CronJob %d times", n)
 	}
+	lift()
+}
+
+// Soak seed 1795669739113515719@4: a workload created while the state was behind, reading only
+// an optional key the config does not hold, was restarted when the config was deleted and
+// recreated, still without the key: the deletion and the creation made what was remembered of
+// it unknown, though its pods read the same with or without the config.
+func TestWorkloadReadingAnAbsentKeyIsNotRestartedWhenItsConfigIsRecreatedWithoutIt(t *testing.T) {
+	ns, lift, _, _ := stateHeldBehind(t)
+	optional := true
+	createDeployment(t, ns, "reader", 0, map[string]string{"reloader.stakater.com/auto": "true"}, func(s *corev1.PodSpec) {
+		s.Containers[0].Env = append(s.Containers[0].Env, corev1.EnvVar{Name: "A", ValueFrom: &corev1.EnvVarSource{
+			ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"}, Key: "a", Optional: &optional}}})
+	})
+	settle()
+	before := getDeployment(t, ns, "reader").Generation
+
+	if err := cluster.Client().CoreV1().ConfigMaps(ns).Delete(context.Background(), "app-config", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	settle()
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
+	waitEnv(t, ns, "w1", cmVar, confighash.ConfigMap(&corev1.ConfigMap{Data: map[string]string{"v": "C"}}))
+	wantReloads(t, ns, "reader", before, 0)
+
+	// Positive control: the key it reads appears, and restarts it once.
+	updateConfigMap(t, ns, "app-config", map[string]string{"v": "C", "a": "1"})
+	waitFor(t, 30*time.Second, "reader reloaded for key a", func() (bool, error) {
+		return getDeployment(t, ns, "reader").Generation == before+1, nil
+	})
+	wantReloads(t, ns, "reader", before, 1)
 	lift()
 }

@@ -3,6 +3,7 @@ package reloader
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/reloader/reloader/confighash"
 	"github.com/reloader/reloader/internal/kube"
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/state"
@@ -105,7 +107,7 @@ func (c *Controller) watchConfigs(kind string, inf cache.SharedIndexInformer) er
 				return // the start-up pass decides, once the caches have synced
 			}
 			k := c.objectKey(kind, obj)
-			c.strips.configChanged(k, nil)
+			c.strips.configChanged(k, holdsNoneOf(obj.(*configRecord)))
 			c.unseenChange(k, obj.(*configRecord))
 			c.changes.observe(k, c.opts.Clock.Now())
 			c.queue.Add(k)
@@ -121,7 +123,7 @@ func (c *Controller) watchConfigs(kind string, inf cache.SharedIndexInformer) er
 		},
 		DeleteFunc: func(obj any) {
 			k := c.objectKey(kind, obj)
-			c.strips.configChanged(k, nil)
+			c.strips.configChanged(k, holdsNoneOf(recordOf(obj)))
 			c.changes.observe(k, c.opts.Clock.Now())
 			c.queue.Add(k)
 		},
@@ -130,6 +132,28 @@ func (c *Controller) watchConfigs(kind string, inf cache.SharedIndexInformer) er
 		return fmt.Errorf("watch %ss: %w", kind, err)
 	}
 	return nil
+}
+
+// holdsNoneOf reports, for the keys a workload reads, whether rec holds none of them. Pods that
+// read only such keys read the same whether rec exists or not, so a deletion or a creation of
+// it changes nothing they run (soak seed 1795669739113515719@4: a workload created while the
+// state was behind, reading an absent optional key, restarted for a recreation without the key).
+func holdsNoneOf(rec *configRecord) func(keys []string) bool {
+	return func(keys []string) bool {
+		if rec == nil {
+			return false
+		}
+		return !slices.ContainsFunc(rec.Keys, func(s confighash.KeySum) bool { return slices.Contains(keys, s.Key) })
+	}
+}
+
+// recordOf is the config record of a deletion event; nil when the informer lost it.
+func recordOf(obj any) *configRecord {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	rec, _ := obj.(*configRecord)
+	return rec
 }
 
 // watchWorkloads indexes workloads by the configs they reload on. A new workload, or one whose
