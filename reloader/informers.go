@@ -149,11 +149,17 @@ func holdsNoneOf(rec *configRecord) func(keys []string) bool {
 
 // recordOf is the config record of a deletion event; nil when the informer lost it.
 func recordOf(obj any) *configRecord {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	rec, _ := obj.(*configRecord)
+	rec, _ := deletedObject(obj).(*configRecord)
 	return rec
+}
+
+// deletedObject is the object of a deletion event, unwrapped from the tombstone the informer
+// passes when it missed the deletion itself.
+func deletedObject(obj any) any {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return t.Obj
+	}
+	return obj
 }
 
 // watchWorkloads indexes workloads by the configs they reload on. A new workload, or one whose
@@ -242,9 +248,7 @@ func (c *Controller) workloadChanged(k *workloadKind, obj any, initial bool) {
 // workloadGone forgets a deleted workload; its configs are synced, since it no longer holds
 // back their state.
 func (c *Controller) workloadGone(k *workloadKind, obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
+	obj = deletedObject(obj)
 	if meta, _ := k.template(obj); meta != nil {
 		c.reports.forget(string(meta.GetUID()))
 		c.strips.workloadGone(key{k.name, meta.GetNamespace(), meta.GetName()})
@@ -274,9 +278,7 @@ func (c *Controller) queueConfigsOf(k *workloadKind, obj any, add func(key)) {
 }
 
 func (c *Controller) objectKey(kind string, obj any) key {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
+	obj = deletedObject(obj)
 	if r, ok := obj.(*configRecord); ok {
 		return key{kind, r.Namespace, r.Name}
 	}
