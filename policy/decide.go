@@ -92,7 +92,10 @@ type Facts struct {
 	// per-key value the state recorded.
 	KeyLevel, KeysSame bool
 	// StakaterStale: the workload carries stakater Reloader's variable with another hash.
-	StakaterStale                  bool
+	StakaterStale bool
+	// MarkedUnderOtherKey: the workload carries a marker of the config made under a hash key
+	// the reloader no longer has (Target.MarkedUnderOtherKey).
+	MarkedUnderOtherKey            bool
 	ReloadOnCreate, ReloadOnDelete bool
 
 	// Collaborne is Collaborne kubernetes-reloader's hash of the content, as it recorded it.
@@ -110,7 +113,8 @@ type Facts struct {
 // appearance reloads only with --reload-on-create. A state value made under a hash key the
 // reloader no longer has cannot be compared, and restarts nothing either: a lost or rotated key
 // must not restart every Secret dependent, at the cost of missing a change made while the
-// reloader was down and the key was lost.
+// reloader was down and the key was lost. Nor does a marker under such a key against a
+// tombstone without content.
 func Reload(f Facts) bool {
 	if !f.Exists {
 		return f.ReloadOnDelete && f.Marker == Stale
@@ -125,7 +129,10 @@ func Reload(f Facts) bool {
 	case !f.State.Known:
 		return f.StakaterStale
 	case f.State.Deleted && f.State.Hash == "":
-		return f.ReloadOnCreate
+		// A marker under a lost key says a content was rolled out to the workload after all,
+		// by a process that stopped before recording it; which one is unknown, and like every
+		// value under a lost key it restarts nothing.
+		return f.ReloadOnCreate && !f.MarkedUnderOtherKey
 	case Content{Value: f.Hash, Legacy: f.Legacy, Collaborne: f.Collaborne}.Match(f.State.Hash) != Differs:
 		return false
 	case f.KeyLevel:

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Values of two contents a and b: a Secret's keyed hashes under the current key (id 2b39b88d)
@@ -92,6 +93,7 @@ func TestReloadRule(t *testing.T) {
 		{"no marker, state holds a value under a lost key: cannot tell, no restart", Facts{Exists: true, Hash: keyedA, Legacy: plainA, State: live(otherKeyB)}, false},
 		{"recreated, tombstone under a lost key", Facts{Exists: true, Hash: keyedA, Legacy: plainA, State: tomb(otherKeyB)}, false},
 		{"recreated, tombstone holds the legacy hash of other content", Facts{Exists: true, Hash: keyedA, Legacy: plainA, State: tomb(plainB)}, true},
+		{"appeared after being absent, marked under a lost key: rolled out by a process that did not record it", Facts{Exists: true, Hash: keyedA, State: tomb(""), ReloadOnCreate: true, MarkedUnderOtherKey: true}, false},
 		{"no marker, key-level, state under a lost key", Facts{Exists: true, Hash: keyedA, Legacy: plainA, State: live(otherKeyB), KeyLevel: true}, false},
 	}
 	for _, tt := range tests {
@@ -232,5 +234,36 @@ func TestStakaterVarMatchesStakatersNaming(t *testing.T) {
 		if got := StakaterVar(tt.ref); got != tt.want {
 			t.Errorf("StakaterVar(%v) = %q, want %q", tt.ref, got, tt.want)
 		}
+	}
+}
+
+func TestMarkedUnderOtherKeyReadsEveryPlaceAMarkerCanBe(t *testing.T) {
+	r := ConfigRef{Kind: KindSecret, Name: "db"}
+	want := Content{Value: keyedA, Legacy: plainA}
+	env := func(v string) *corev1.PodTemplateSpec {
+		return &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Env: []corev1.EnvVar{{Name: EnvVarName(r), Value: v}}}}}}
+	}
+	hashes := func(v string) map[string]string {
+		return map[string]string{hashesAnnotation: `{"secret/db":"` + v + `"}`}
+	}
+	tests := []struct {
+		name string
+		meta map[string]string
+		tmpl *corev1.PodTemplateSpec
+		want bool
+	}{
+		{"env var under another key", nil, env(otherKeyA), true},
+		{"env var under the current key, other content", nil, env(keyedB), false},
+		{"env var of the legacy plain hash", nil, env(plainA), false},
+		{"template annotation under another key", nil, &corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: hashes(otherKeyB)}}, true},
+		{"workload annotation under another key (Argo restartAt)", hashes(otherKeyB), &corev1.PodTemplateSpec{}, true},
+		{"no marker", nil, &corev1.PodTemplateSpec{}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := (Target{}).MarkedUnderOtherKey(tt.meta, tt.tmpl, r, want); got != tt.want {
+				t.Fatalf("MarkedUnderOtherKey = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

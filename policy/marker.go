@@ -69,6 +69,25 @@ func (t Target) MarkerOf(meta map[string]string, tmpl *corev1.PodTemplateSpec, r
 	return state
 }
 
+// MarkedUnderOtherKey reports whether some copy of the workload's marker of r, in any place
+// MarkerOf reads, holds a value made under a hash key the reloader no longer has (want: the
+// config's current content).
+func (t Target) MarkedUnderOtherKey(meta map[string]string, tmpl *corev1.PodTemplateSpec, r ConfigRef, want Content) bool {
+	for _, c := range tmpl.Spec.Containers {
+		for _, e := range c.Env {
+			if e.Name == EnvVarName(r) && want.Match(e.Value) == OtherKey {
+				return true
+			}
+		}
+	}
+	for _, a := range []map[string]string{tmpl.Annotations, meta} {
+		if v, ok := AppliedHashes(a)[hashKey(r)]; ok && want.Match(v) == OtherKey {
+			return true
+		}
+	}
+	return false
+}
+
 // copyOf is what one copy of a marker, holding v, says against want. For a deleted config
 // (want.Value "") any value is stale: with --reload-on-delete it is to be removed.
 func copyOf(v string, want Content) MarkerState {

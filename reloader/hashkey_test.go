@@ -514,3 +514,39 @@ func TestNoHashKeyWithoutSecrets(t *testing.T) {
 		t.Fatalf("with Secrets ignored, the hash key Secret: %v; want it not made", err)
 	}
 }
+
+// TestAMarkerMadeUnderALostKeyForACreationTheStateHadNotRecordedRestartsNothing: with
+// --reload-on-create, a Secret appears and the reloader restarts its dependent, then stops
+// before recording the rollout (the state still holds the tombstone of an absent Secret), and
+// the key is lost while it is down. The marker, made under the lost key, cannot be compared,
+// but it says the workload was reloaded for a content of the Secret: the tombstone's "no
+// content rolled out" is not to restart it again (soak seed 1795669739113515740@4, excess).
+func TestAMarkerMadeUnderALostKeyForACreationTheStateHadNotRecordedRestartsNothing(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createDeployment(t, ns, "web", 0, named("secret", "later"), envFromSecret("later"))
+	onCreate := controllerOpts{tweak: func(o *reloader.Options) { o.ReloadOnCreate = true }}
+	r := startController(t, ns, onCreate)
+	waitFor(t, 30*time.Second, "the absent Secret tombstoned", func() (bool, error) {
+		return stateEntry(t, ns, "v1.Secret_later") != "", nil
+	})
+	tombstone := stateEntry(t, ns, "v1.Secret_later")
+	before := getDeployment(t, ns, "web").Generation
+	createSecret(t, ns, "later", map[string]string{"password": "a"})
+	waitFor(t, 30*time.Second, "web reloaded for the creation", func() (bool, error) {
+		return getDeployment(t, ns, "web").Generation == before+1, nil
+	})
+	r.settle()
+	r.stop(t)
+	// As if it had stopped between its restart and its state write; then the key is lost.
+	setStateEntry(t, ns, "v1.Secret_later", tombstone)
+	deleteHashKey(t, ns)
+
+	r = startController(t, ns, onCreate)
+	r.settle()
+	wantReloads(t, ns, "web", before, 1)
+	// Positive control: a change under the new key restarts it, once.
+	hash := updateSecret(t, ns, "later", map[string]string{"password": "b"})
+	waitEnv(t, ns, "web", "_RELOADER_-secret-later", hash)
+	r.settle()
+	wantReloads(t, ns, "web", before, 2)
+}
