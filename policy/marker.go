@@ -88,6 +88,27 @@ func (t Target) MarkedUnderOtherKey(meta map[string]string, tmpl *corev1.PodTemp
 	return false
 }
 
+// MarkerCopies are the values of every copy of the workload's marker of r, in the places
+// MarkerOf reads, each named by its place: two lists differ when any copy was added, changed or
+// removed.
+func MarkerCopies(meta map[string]string, tmpl *corev1.PodTemplateSpec, r ConfigRef) []string {
+	var out []string
+	for _, c := range tmpl.Spec.Containers {
+		for _, e := range c.Env {
+			if e.Name == EnvVarName(r) {
+				out = append(out, "env "+c.Name+"="+e.Value)
+			}
+		}
+	}
+	for place, a := range map[string]map[string]string{"template": tmpl.Annotations, "workload": meta} {
+		if v, ok := AppliedHashes(a)[hashKey(r)]; ok {
+			out = append(out, place+"="+v)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // copyOf is what one copy of a marker, holding v, says against want. For a deleted config
 // (want.Value "") any value is stale: with --reload-on-delete it is to be removed.
 func copyOf(v string, want Content) MarkerState {

@@ -181,6 +181,7 @@ func (c *Controller) watchWorkloads(k *workloadKind) error {
 			o, n := old.(metav1.Object), obj.(metav1.Object)
 			if o.GetGeneration() != n.GetGeneration() {
 				c.noteStrips(k, old, obj)
+				c.noteRestartByOthers(k, old, obj) // unseen.go
 			}
 			if c.decisive(o, n) {
 				c.workloadChanged(k, obj, false)

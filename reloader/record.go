@@ -4,6 +4,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"maps"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -157,6 +158,8 @@ func (c *Controller) transform(obj any) (any, error) {
 // StatefulSets and DaemonSets are the most numerous objects cached after the configs: with one
 // workload per five configs, each byte kept of a workload costs a fifth of a byte per config.
 func stripTemplate(t *corev1.PodTemplateSpec) {
+	whole := policy.TemplateHash(t)
+	defer func() { t.GenerateName = wholeHashPrefix + whole }()
 	for _, cs := range [][]corev1.Container{t.Spec.Containers, t.Spec.InitContainers} {
 		for i, c := range cs {
 			cs[i] = corev1.Container{Name: c.Name, Env: c.Env, EnvFrom: c.EnvFrom, VolumeMounts: mountNames(c.VolumeMounts)}
@@ -164,6 +167,21 @@ func stripTemplate(t *corev1.PodTemplateSpec) {
 	}
 	t.Spec = corev1.PodSpec{Containers: t.Spec.Containers, InitContainers: t.Spec.InitContainers, Volumes: configVolumes(t.Spec.Volumes)}
 	t.Labels = nil
+}
+
+// wholeHashPrefix marks the hash of the whole pod template, which the cache keeps in the
+// stripped template's generateName: a field no pod template uses (pods take their names from
+// their controller), so that another actor's change of the template is told from a metadata
+// write (unseen.go) without reading the template from the API server.
+const wholeHashPrefix = "reloader-whole-template-"
+
+// wholeTemplateHash is the hash of the whole pod template the cached tmpl was stripped from, or
+// of tmpl itself where the cache keeps it whole (an Argo Rollout).
+func wholeTemplateHash(tmpl *corev1.PodTemplateSpec) string {
+	if h, ok := strings.CutPrefix(tmpl.GenerateName, wholeHashPrefix); ok {
+		return h
+	}
+	return policy.TemplateHash(tmpl)
 }
 
 // mountNames keeps the volume name of each mount: policy.ContainerUses matches mounts to volumes

@@ -886,3 +886,78 @@ func deleteConfigMap(t *testing.T, ns, name string) {
 		t.Fatal(err)
 	}
 }
+
+// TestPodsAnotherActorRestartedWhileAReloadWasHeldAreReloadedWhenTheConfigReturns: a reload is
+// rolled back and its content held; then another actor changes the image, so the new pods read
+// the held content although the restored marker says the one before. When the config returns
+// to the marker's content, those pods run the held one: the workload is reloaded, once (soak
+// seed 1795669739113515711@4, lost).
+func TestPodsAnotherActorRestartedWhileAReloadWasHeldAreReloadedWhenTheConfigReturns(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	dbVar := policy.EnvVarName(policy.ConfigRef{Kind: policy.KindConfigMap, Name: "db"})
+	createConfigMap(t, ns, "db", map[string]string{"a": "0"})
+	createDeploymentFrom(t, ns, "web", func(d *appsv1.Deployment) {
+		d.Annotations = map[string]string{"reloader.stakater.com/auto": "true",
+			policy.RollbackAnnotation: "true", policy.TimeoutAnnotation: "3s"}
+		d.Spec.Replicas = new(int32(1))
+		d.Spec.ProgressDeadlineSeconds = new(int32(3))
+		d.Spec.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{MaxUnavailable: ptr(intstr.FromInt32(0)), MaxSurge: ptr(intstr.FromInt32(1))}
+		c := &d.Spec.Template.Spec.Containers[0]
+		c.EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "db"}}}}
+	})
+	waitFor(t, 30*time.Second, "first rollout", func() (bool, error) {
+		p, _ := policy.RolloutProgress(getDeployment(t, ns, "web"))
+		return p == policy.Done, nil
+	})
+	startController(t, ns, controllerOpts{})
+	settle()
+	updateConfigMap(t, ns, "db", map[string]string{"a": "1"}) // a marker, for the rollback to restore
+	waitOutcome(t, ns, policy.OutcomeSucceeded)
+	settle()
+	first := hashOfData(map[string]string{"a": "1"})
+
+	// The reload's rollout cannot surge a pod: it times out and is rolled back.
+	quotas := cluster.Client().CoreV1().ResourceQuotas(ns)
+	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "no-surge"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}}}
+	if _, err := quotas.Create(context.Background(), q, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the quota counted", func() (bool, error) {
+		q, err := quotas.Get(context.Background(), "no-surge", metav1.GetOptions{})
+		_, used := q.Status.Used[corev1.ResourcePods]
+		return err == nil && used, err
+	})
+	updateConfigMap(t, ns, "db", map[string]string{"a": "2"})
+	if e := waitOutcome(t, ns, policy.OutcomeTimedOut); !e.RolledBack {
+		t.Fatalf("the reload's rollout was not rolled back: %+v", e)
+	}
+	settle()
+	if got, _ := env(getDeployment(t, ns, "web"), "app", dbVar); got != first {
+		t.Fatalf("web's marker of db is %q after the rollback, want the restored %q", got, first)
+	}
+	if err := quotas.Delete(context.Background(), "no-surge", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Another actor's image change: its pods read db as it is, a=2.
+	updateDeployment(t, ns, "web", func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "web:2" })
+	settle()
+	history := func() []policy.Entry {
+		return policy.ParseHistory(getDeployment(t, ns, "web").Annotations[policy.HistoryAnnotation])
+	}
+	before := len(history())
+	if got, _ := env(getDeployment(t, ns, "web"), "app", dbVar); got != first {
+		t.Fatalf("the held content was reloaded after another actor's change: marker %q", got)
+	}
+
+	updateConfigMap(t, ns, "db", map[string]string{"a": "1"})
+	waitFor(t, 30*time.Second, "web reloaded for the return of db's content", func() (bool, error) {
+		return len(history()) > before, nil
+	})
+	waitOutcome(t, ns, policy.OutcomeSucceeded)
+	settle()
+	if h := history(); len(h) != before+1 {
+		t.Fatalf("web was reloaded %d times for the return of db's content, want 1: %+v", len(h)-before, h)
+	}
+}

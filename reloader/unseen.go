@@ -1,6 +1,7 @@
 package reloader
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/reloader/reloader/policy"
@@ -27,6 +28,12 @@ import (
 // (Controller.judge); a second deletion takes it away from them. While the marker still says
 // another content, the next restart carries what the pods run on (a vouched read). In memory
 // too: after a crash, or a rollback of that restart, the marker decides again.
+//
+// Another actor's change of the pod template (an image, kubectl rollout restart) restarts the
+// pods too, and they read each config as it is then, whatever the markers say. It is noted as a
+// restart of its own whose reads hold what the markers say: where a marker is behind its config
+// (a reload held after a rollback, deferred by a gate), the workload is reloaded once more even
+// if the config returns to the marker's content, which the pods no longer run.
 
 // restarts holds the last restart of each workload, and the one in flight.
 type restarts struct {
@@ -129,6 +136,32 @@ func (s *restarts) configChanged(c key, rv string, content func(keys []string) s
 	}
 }
 
+// byOthers notes a change of w's pod template that another actor made, written at rv: its pods
+// read each config of reads as it was then. A patch of ours in flight, or already noted at rv,
+// is not one. A config left out of reads (absent, no marker) keeps what the last restart said
+// of it.
+func (s *restarts) byOthers(w key, rv string, reads map[policy.ConfigRef]*read, cached func(policy.ConfigRef, *read) (version, bool)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	last := s.done[w]
+	if s.inFlight[w] != nil || last != nil && last.rv == rv {
+		return
+	}
+	for r, rd := range reads {
+		if v, ok := cached(r, rd); ok && writtenBefore(v.rv, rv) {
+			rd.since = []version{v}
+		}
+	}
+	if last != nil {
+		for r, rd := range last.reads {
+			if reads[r] == nil {
+				reads[r] = rd
+			}
+		}
+	}
+	s.done[w] = &restart{rv: rv, reads: reads}
+}
+
 // unseen reports whether the pods of w's last restart read a content of r other than the one its
 // marker was judged against.
 func (s *restarts) unseen(w key, r policy.ConfigRef) bool {
@@ -182,4 +215,52 @@ func (s *restarts) workloadGone(w key) {
 // unseenChange notes a config's new content for the restarts that may not have seen it.
 func (c *Controller) unseenChange(k key, rec *configRecord) {
 	c.restarts.configChanged(k, rec.ResourceVersion, func(keys []string) string { return c.content(rec, keys).Value })
+}
+
+// noteRestartByOthers notes, for a followable workload whose pod template another actor changed
+// (the markers as they were: neither a reload nor a rollback of ours), what each config's marker
+// says the new pods run: the current content where it is current, another one where it is
+// behind. Configs without a marker are left to strips.go.
+func (c *Controller) noteRestartByOthers(k *workloadKind, old, obj any) {
+	ov, ok := c.view(k, old)
+	nv, ok2 := c.view(k, obj)
+	if !ok || !ok2 || !rolls(obj) || wholeTemplateHash(ov.tmpl) == wholeTemplateHash(nv.tmpl) {
+		return
+	}
+	reads := map[policy.ConfigRef]*read{}
+	for _, r := range append(nv.policy.Candidates(nv.uses), c.matchedByPattern(nv.policy, nv.key.namespace)...) {
+		if !slices.Equal(policy.MarkerCopies(ov.meta.GetAnnotations(), ov.tmpl, r), policy.MarkerCopies(nv.meta.GetAnnotations(), nv.tmpl, r)) {
+			return // a reload, a rollback or a strip
+		}
+		rec := c.lookup(configKey(r, nv.key.namespace))
+		if rec == nil {
+			continue
+		}
+		want, keys, triggers := c.wanted(nv, r, rec)
+		if !triggers {
+			continue
+		}
+		switch nv.target.MarkerOf(nv.meta.GetAnnotations(), nv.tmpl, r, want) {
+		case policy.Current:
+			reads[r] = &read{value: want.Value, keys: keys}
+		case policy.Stale:
+			if runs, ok := c.restarts.runs(nv.key, r); ok && runs == want.Value {
+				reads[r] = &read{value: want.Value, keys: keys, vouched: true}
+			} else {
+				reads[r] = &read{value: otherContent, keys: keys}
+			}
+		}
+	}
+	c.restarts.byOthers(nv.key, nv.meta.GetResourceVersion(), reads, c.cachedVersion(nv.key.namespace))
+}
+
+// cachedVersion gives a config's version in the cache now, with the content a read takes of it.
+func (c *Controller) cachedVersion(namespace string) func(policy.ConfigRef, *read) (version, bool) {
+	return func(r policy.ConfigRef, rd *read) (version, bool) {
+		rec := c.lookup(configKey(r, namespace))
+		if rec == nil {
+			return version{}, false
+		}
+		return version{rec.ResourceVersion, c.content(rec, rd.keys).Value}, true
+	}
 }

@@ -124,13 +124,7 @@ func (c *Controller) patch(ctx context.Context, w workloadView, changes []policy
 	// Read before the patch: its own update event may come back, and let the state advance and
 	// forget the change, before the call returns.
 	since, known := c.changes.oldest(w.key.namespace, changes)
-	c.restarts.begin(w.key, reads, func(r policy.ConfigRef, rd *read) (version, bool) {
-		rec := c.lookup(configKey(r, w.key.namespace))
-		if rec == nil {
-			return version{}, false
-		}
-		return version{rec.ResourceVersion, c.content(rec, rd.keys).Value}, true
-	})
+	c.restarts.begin(w.key, reads, c.cachedVersion(w.key.namespace))
 	out, err := w.kind.patch(ctx, w.key.namespace, w.key.name, body)
 	c.restarts.finished(w.key, writtenVersion(out, err))
 	if isStale(err) || errors.Is(err, errStale) {
