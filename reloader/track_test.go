@@ -887,14 +887,11 @@ func deleteConfigMap(t *testing.T, ns, name string) {
 	}
 }
 
-// TestPodsAnotherActorRestartedWhileAReloadWasHeldAreReloadedWhenTheConfigReturns: a reload is
-// rolled back and its content held; then another actor changes the image, so the new pods read
-// the held content although the restored marker says the one before. When the config returns
-// to the marker's content, those pods run the held one: the workload is reloaded, once (soak
-// seed 1795669739113515711@4, lost).
-func TestPodsAnotherActorRestartedWhileAReloadWasHeldAreReloadedWhenTheConfigReturns(t *testing.T) {
-	ns := cluster.NewNamespace(t)
-	dbVar := policy.EnvVarName(policy.ConfigRef{Kind: policy.KindConfigMap, Name: "db"})
+// heldReloads starts web, reading all of ConfigMap db, with rollback, and a reloader; its first
+// reload (to a=1) succeeds. Then a quota keeps any rollout from surging a pod, so each reload
+// after it times out and is rolled back, until noSurge's returned lift removes it.
+func heldReloads(t *testing.T, ns string) (lift func()) {
+	t.Helper()
 	createConfigMap(t, ns, "db", map[string]string{"a": "0"})
 	createDeploymentFrom(t, ns, "web", func(d *appsv1.Deployment) {
 		d.Annotations = map[string]string{"reloader.stakater.com/auto": "true",
@@ -911,12 +908,10 @@ func TestPodsAnotherActorRestartedWhileAReloadWasHeldAreReloadedWhenTheConfigRet
 	})
 	startController(t, ns, controllerOpts{})
 	settle()
-	updateConfigMap(t, ns, "db", map[string]string{"a": "1"}) // a marker, for the rollback to restore
+	updateConfigMap(t, ns, "db", map[string]string{"a": "1"}) // a marker, for rollbacks to restore
 	waitOutcome(t, ns, policy.OutcomeSucceeded)
 	settle()
-	first := hashOfData(map[string]string{"a": "1"})
 
-	// The reload's rollout cannot surge a pod: it times out and is rolled back.
 	quotas := cluster.Client().CoreV1().ResourceQuotas(ns)
 	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "no-surge"},
 		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}}}
@@ -928,36 +923,81 @@ func TestPodsAnotherActorRestartedWhileAReloadWasHeldAreReloadedWhenTheConfigRet
 		_, used := q.Status.Used[corev1.ResourcePods]
 		return err == nil && used, err
 	})
-	updateConfigMap(t, ns, "db", map[string]string{"a": "2"})
-	if e := waitOutcome(t, ns, policy.OutcomeTimedOut); !e.RolledBack {
-		t.Fatalf("the reload's rollout was not rolled back: %+v", e)
+	return func() {
+		if err := quotas.Delete(context.Background(), "no-surge", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	settle()
-	if got, _ := env(getDeployment(t, ns, "web"), "app", dbVar); got != first {
-		t.Fatalf("web's marker of db is %q after the rollback, want the restored %q", got, first)
-	}
-	if err := quotas.Delete(context.Background(), "no-surge", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
+}
 
-	// Another actor's image change: its pods read db as it is, a=2.
-	updateDeployment(t, ns, "web", func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "web:2" })
+// rolledBackTo changes db to data and waits until web's reload for it is rolled back, its
+// marker back at the content a=1.
+func rolledBackTo(t *testing.T, ns string, data map[string]string) {
+	t.Helper()
+	before := len(webHistory(t, ns))
+	updateConfigMap(t, ns, "db", data)
+	waitFor(t, 60*time.Second, "the reload for "+fmt.Sprint(data)+" rolled back", func() (bool, error) {
+		h := webHistory(t, ns)
+		return len(h) > before && h[0].Outcome == policy.OutcomeTimedOut && h[0].RolledBack, nil
+	})
 	settle()
-	history := func() []policy.Entry {
-		return policy.ParseHistory(getDeployment(t, ns, "web").Annotations[policy.HistoryAnnotation])
+	dbVar := policy.EnvVarName(policy.ConfigRef{Kind: policy.KindConfigMap, Name: "db"})
+	if got, _ := env(getDeployment(t, ns, "web"), "app", dbVar); got != hashOfData(map[string]string{"a": "1"}) {
+		t.Fatalf("web's marker of db is %q after the rollback, want the restored one of a=1", got)
 	}
-	before := len(history())
-	if got, _ := env(getDeployment(t, ns, "web"), "app", dbVar); got != first {
-		t.Fatalf("the held content was reloaded after another actor's change: marker %q", got)
-	}
+}
 
+func webHistory(t *testing.T, ns string) []policy.Entry {
+	t.Helper()
+	return policy.ParseHistory(getDeployment(t, ns, "web").Annotations[policy.HistoryAnnotation])
+}
+
+// wantOneReloadForTheReturn sets db back to a=1, the content of web's marker, and wants web
+// reloaded for it, once.
+func wantOneReloadForTheReturn(t *testing.T, ns string) {
+	t.Helper()
+	before := len(webHistory(t, ns))
 	updateConfigMap(t, ns, "db", map[string]string{"a": "1"})
 	waitFor(t, 30*time.Second, "web reloaded for the return of db's content", func() (bool, error) {
-		return len(history()) > before, nil
+		return len(webHistory(t, ns)) > before, nil
 	})
 	waitOutcome(t, ns, policy.OutcomeSucceeded)
 	settle()
-	if h := history(); len(h) != before+1 {
+	if h := webHistory(t, ns); len(h) != before+1 {
 		t.Fatalf("web was reloaded %d times for the return of db's content, want 1: %+v", len(h)-before, h)
 	}
+}
+
+func setImage(t *testing.T, ns, image string) {
+	t.Helper()
+	updateDeployment(t, ns, "web", func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = image })
+	settle()
+}
+
+// TestPodsAnotherActorRestartedWhileAReloadWasHeldAreReloadedWhenTheConfigReturns: a reload is
+// rolled back and its content held; then another actor changes the image, so the new pods read
+// the held content although the restored marker says the one before. When the config returns
+// to the marker's content, those pods run the held one: the workload is reloaded, once (soak
+// seed 1795669739113515711@4, lost).
+func TestPodsAnotherActorRestartedWhileAReloadWasHeldAreReloadedWhenTheConfigReturns(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	lift := heldReloads(t, ns)
+	rolledBackTo(t, ns, map[string]string{"a": "2"})
+	lift()
+	setImage(t, ns, "web:2") // its pods read db as it is, a=2
+	wantOneReloadForTheReturn(t, ns)
+}
+
+// TestARolledBackReloadPutsBackWhatAnotherActorsRestartGaveThePods: as above, but a reload made
+// after the other actor's change is rolled back too. The rollback puts back the other actor's
+// template, whose pods read a=2: the config's return to a=1 still reloads the workload, once
+// (the same seed, after the fix above).
+func TestARolledBackReloadPutsBackWhatAnotherActorsRestartGaveThePods(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	lift := heldReloads(t, ns)
+	rolledBackTo(t, ns, map[string]string{"a": "2"})
+	setImage(t, ns, "web:2") // its pods read a=2
+	rolledBackTo(t, ns, map[string]string{"a": "3"})
+	lift()
+	wantOneReloadForTheReturn(t, ns)
 }

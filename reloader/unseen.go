@@ -27,7 +27,8 @@ import (
 // written unseen): that is what the pods run, and the workload's marker is judged by it instead
 // (Controller.judge); a second deletion takes it away from them. While the marker still says
 // another content, the next restart carries what the pods run on (a vouched read). In memory
-// too: after a crash, or a rollback of that restart, the marker decides again.
+// too: after a crash the marker decides again; a rollback of that restart puts back what was
+// noted of the restart before it.
 //
 // Another actor's change of the pod template (an image, kubectl rollout restart) restarts the
 // pods too, and they read each config as it is then, whatever the markers say. It is noted as a
@@ -40,6 +41,8 @@ type restarts struct {
 	mu       sync.Mutex
 	done     map[key]*restart
 	inFlight map[key]*restart
+	// before: the restart that done replaced, for a rollback to put back.
+	before map[key]*restart
 }
 
 // restart is one reload's patch: the resourceVersion it wrote ("" while in flight), and per
@@ -70,7 +73,7 @@ type version struct {
 }
 
 func newRestarts() *restarts {
-	return &restarts{done: map[key]*restart{}, inFlight: map[key]*restart{}}
+	return &restarts{done: map[key]*restart{}, inFlight: map[key]*restart{}, before: map[key]*restart{}}
 }
 
 // begin notes a patch of w about to be sent, with what its configs were judged against. cached
@@ -109,6 +112,16 @@ func (s *restarts) finished(w key, rv string) {
 			}
 		}
 		rd.since = last
+	}
+	s.replace(w, p)
+}
+
+// replace makes p w's last restart, keeping the one it replaces. The caller holds s.mu.
+func (s *restarts) replace(w key, p *restart) {
+	if last := s.done[w]; last != nil {
+		s.before[w] = last
+	} else {
+		delete(s.before, w)
 	}
 	s.done[w] = p
 }
@@ -159,7 +172,7 @@ func (s *restarts) byOthers(w key, rv string, reads map[policy.ConfigRef]*read, 
 			}
 		}
 	}
-	s.done[w] = &restart{rv: rv, reads: reads}
+	s.replace(w, &restart{rv: rv, reads: reads})
 }
 
 // unseen reports whether the pods of w's last restart read a content of r other than the one its
@@ -195,14 +208,21 @@ func (s *restarts) runs(w key, r policy.ConfigRef) (value string, ok bool) {
 	return "", false
 }
 
-// undone forgets w's last restart: a rollback put back the template from before it, so the
-// pods are the previous ones again and its reads describe pods that are gone; the marker the
-// rollback restored decides (soak seed 1795664411625522854@4: an absent read vouched for
-// content the restored pods never read, and its reappearance reloaded nothing).
+// undone puts back the restart before w's last one: a rollback put back the template from
+// before it, so the pods are the previous ones again and its reads describe pods that are gone
+// (soak seed 1795664411625522854@4: an absent read vouched for content the restored pods never
+// read, and its reappearance reloaded nothing); what was noted of the previous ones holds again
+// (seed 1795669739113515711@4: another actor's change had started them on content the restored
+// marker does not say). With none noted, the marker the rollback restored decides.
 func (s *restarts) undone(w key) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.done, w)
+	if prev := s.before[w]; prev != nil {
+		s.done[w] = prev
+	} else {
+		delete(s.done, w)
+	}
+	delete(s.before, w)
 }
 
 func (s *restarts) workloadGone(w key) {
@@ -210,6 +230,7 @@ func (s *restarts) workloadGone(w key) {
 	defer s.mu.Unlock()
 	delete(s.done, w)
 	delete(s.inFlight, w)
+	delete(s.before, w)
 }
 
 // unseenChange notes a config's new content for the restarts that may not have seen it.
