@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -571,7 +572,7 @@ func (r *recorder) lost() []violation {
 			continue // runs nothing: its recreation went with the state and the process
 		}
 		for _, c := range configNames {
-			if last, ok := r.held(w, c); ok && r.stale(w, c) && !r.baseline(w, c) && !r.keyBaseline(w, c) && !r.heldByRollback(w, c) {
+			if last, ok := r.held(w, c); ok && r.stale(w, c) && !r.baseline(w, c) && !r.keyBaseline(w, c) && !r.heldByRollback(w, c) && !r.leftBehind(w, c) {
 				out = append(out, violation(fmt.Sprintf("lost: %s (mode %s, reads %v) runs an old content of %s, changed at rv %d by %s", w.name, w.mode(), w.refs, c, last.rv, last.by)))
 			}
 		}
@@ -720,6 +721,47 @@ func (r *recorder) baseline(w *workloadLife, c string) bool {
 		}
 	}
 	return false
+}
+
+// leftBehind reports whether w's pods started at a restart by the reloader that left c's marker
+// as it was while c had another content (the restart was for other configs; c's reload was held
+// or deferred), a reloader process started after that restart, and c is back at the content of
+// the marker. The reloader knew what those pods read in memory only, and a stop forgets it: the
+// limit RELIABILITY.md states as "A reloader stopped between a restart and acting on what it
+// remembered of it" (seed 1795669739113515711@4, after its fixes). The fault is the stop; the
+// excuse ends with w's next restart. The caller holds r.mu.
+func (r *recorder) leftBehind(w *workloadLife, c string) bool {
+	paired := r.rollbacks(w)
+	last, marked := -1, -1
+	for i := range w.restarts {
+		if _, undone := paired.undone[i]; undone || paired.rollback[i] {
+			continue
+		}
+		last = i
+		if w.touched[i][c] {
+			marked = i
+		}
+	}
+	if last < 0 || marked < 0 || marked == last || r.own[w.restarts[last]] {
+		return false
+	}
+	if !slices.ContainsFunc(r.starts, func(s time.Time) bool { return s.After(w.restartAt[last]) }) {
+		return false
+	}
+	_, whole := triggers(w.mode(), w.refs, c)
+	es := r.configs[c]
+	at := func(rv int64) string {
+		v := absent
+		for _, e := range es {
+			if e.rv > rv {
+				break
+			}
+			v = e.read(whole)
+		}
+		return v
+	}
+	now := at(math.MaxInt64)
+	return at(w.restarts[marked]) == now && at(w.restarts[last]) != now
 }
 
 // carries reports whether w's template holds the reloader's variable for config c. Deleting a
@@ -1230,5 +1272,40 @@ func TestAGenerationMovedWithoutATemplateChangeIsNoRestart(t *testing.T) {
 	w.generation = 6
 	if got := r.byReloader(w); got != 4 {
 		t.Errorf("reloads counted %d after a template change, want 4", got)
+	}
+}
+
+// A restart for another config started the pods on c's held content B while c's marker said A;
+// then the reloader was stopped, and c went back to A: the stated limit, excused. The excuse
+// needs the stop, and c back at the marker's content, and ends with the next restart.
+func TestALossLeftBehindByAStoppedReloaderIsTheStatedLimit(t *testing.T) {
+	t0 := time.Now()
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	r := newRecorder(sequence{})
+	r.configs["cm-0"] = []configEvent{
+		{rv: 5, at: at(5), exists: true, data: content{"a": "A"}},
+		{rv: 15, at: at(15), exists: true, data: content{"a": "B"}}, // held
+		{rv: 25, at: at(25), exists: true, data: content{"a": "A"}}, // back at the marker's
+	}
+	w := &workloadLife{name: "w-0", refs: []ref{{Config: "cm-0"}, {Config: "cm-1"}}, modes: []modeEvent{{mode: modeAuto}},
+		restarts:  []int64{10, 20},
+		touched:   []map[string]bool{{"cm-0": true}, {"cm-1": true}},
+		restartAt: []time.Time{at(10), at(20)}}
+	if r.leftBehind(w, "cm-0") {
+		t.Fatal("excused without a reloader stop")
+	}
+	r.starts = []time.Time{at(22)}
+	if !r.leftBehind(w, "cm-0") {
+		t.Fatal("not excused: the pods of the restart at rv 20 read B, the marker says A, and a stop forgot it")
+	}
+	r.configs["cm-0"] = append(r.configs["cm-0"], configEvent{rv: 30, at: at(30), exists: true, data: content{"a": "C"}})
+	if r.leftBehind(w, "cm-0") {
+		t.Error("excused while c is at neither content: the marker is stale, and any reloader reloads")
+	}
+	r.configs["cm-0"] = r.configs["cm-0"][:3]
+	w.restarts, w.touched, w.restartAt = append(w.restarts, 40), append(w.touched, map[string]bool{"cm-1": true}), append(w.restartAt, at(40))
+	r.configs["cm-0"] = append(r.configs["cm-0"][:2], configEvent{rv: 45, at: at(45), exists: true, data: content{"a": "A"}})
+	if r.leftBehind(w, "cm-0") {
+		t.Error("excused after a restart made after the stop: its reloader knew what the pods read")
 	}
 }

@@ -60,6 +60,9 @@ type judgement struct {
 	reload bool
 	// vouched: the pods run the content though the marker may say another (unseen.go).
 	vouched bool
+	// behind: the config exists and the marker does not say that the pods run its content (a
+	// reload held, deferred, or left to the state).
+	behind bool
 	// untouched: the config does not exist and the workload carries no marker of it, so a
 	// deletion cannot reach it (with env-vars, removing the variable is the restart).
 	untouched bool
@@ -119,7 +122,7 @@ func (c *Controller) judge(w workloadView, r policy.ConfigRef, rec *configRecord
 	}
 	reload := policy.Reload(f) && !held
 	return judgement{change: policy.Change{Ref: r, Value: want.Value, Force: force}, keys: keys, reload: reload, vouched: vouched,
-		untouched: !f.Exists && f.Marker == policy.NoMarker, byState: byState}, true
+		behind: f.Exists && f.Marker != policy.Current, untouched: !f.Exists && f.Marker == policy.NoMarker, byState: byState}, true
 }
 
 // wanted is what workload w's marker for config r should hold (nothing for a config that does

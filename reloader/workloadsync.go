@@ -100,7 +100,9 @@ func (c *Controller) dueChanges(w workloadView) ([]policy.Change, map[policy.Con
 		j, triggers := c.judge(w, r, rec)
 		switch {
 		case triggers && rec != nil:
-			reads[r] = &read{value: j.change.Value, keys: j.keys, vouched: j.vouched}
+			// A config this restart leaves behind its marker (held, deferred) is read by the new
+			// pods as it is: they run it whatever the marker says.
+			reads[r] = &read{value: j.change.Value, keys: j.keys, vouched: j.vouched || j.behind && !j.reload}
 		case triggers && policy.Waits(&w.tmpl.Spec, r):
 			// Left as it is, or set to the deletion: the pods wait for the config (unseen.go).
 			reads[r] = &read{keys: j.keys, absent: true}
