@@ -917,6 +917,13 @@ func heldReloads(t *testing.T, ns string, also ...string) (lift func()) {
 	waitOutcome(t, ns, policy.OutcomeSucceeded)
 	settle()
 
+	return noSurge(t, ns)
+}
+
+// noSurge keeps any rollout in ns from surging a pod, so that each times out and is rolled
+// back, until the returned lift.
+func noSurge(t *testing.T, ns string) (lift func()) {
+	t.Helper()
 	quotas := cluster.Client().CoreV1().ResourceQuotas(ns)
 	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "no-surge"},
 		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}}}
@@ -1024,4 +1031,45 @@ func TestPodsOfOurReloadForAnotherConfigRunTheHeldContent(t *testing.T) {
 	waitOutcome(t, ns, policy.OutcomeSucceeded)
 	settle()
 	wantOneReloadForTheReturn(t, ns)
+}
+
+// TestARollbackPutsBackARestartWhosePodsWaitedForAConfigWithTheContentItReappearedWith: web is
+// reloaded for another config while db is absent, so its pods wait for db. A later reload is
+// rolled back after db reappeared: the pods put back started on db's first content, C1, which
+// restarts nothing; db's next content restarts web once. Before, the restart kept for the
+// rollback saw no version of db, took the next one, C2, as what its pods ran, and that change
+// was lost (soak seed 1795669739113515740@4).
+func TestARollbackPutsBackARestartWhosePodsWaitedForAConfigWithTheContentItReappearedWith(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	heldReloads(t, ns, "other")()
+	deleteConfigMap(t, ns, "db")
+	settle()
+	before := len(webHistory(t, ns))
+	updateConfigMap(t, ns, "other", map[string]string{"v": "1"}) // its pods wait for db
+	waitFor(t, 30*time.Second, "web reloaded for other", func() (bool, error) { return len(webHistory(t, ns)) > before, nil })
+	waitOutcome(t, ns, policy.OutcomeSucceeded)
+	settle()
+
+	lift := noSurge(t, ns)
+	before = len(webHistory(t, ns))
+	updateConfigMap(t, ns, "other", map[string]string{"v": "2"})
+	waitFor(t, 30*time.Second, "web reloaded for other again", func() (bool, error) { return len(webHistory(t, ns)) > before, nil })
+	createConfigMap(t, ns, "db", map[string]string{"a": "C1"}) // while that reload's rollout runs
+	if e := waitOutcome(t, ns, policy.OutcomeTimedOut); !e.RolledBack {
+		t.Fatalf("the second reload was not rolled back: %+v", e)
+	}
+	settle()
+	settle()
+	lift()
+	if h := webHistory(t, ns); len(h) != before+1 {
+		t.Fatalf("web was reloaded %d times after the rollback, want none: the pods it put back run db's C1: %+v", len(h)-before-1, h)
+	}
+	before = len(webHistory(t, ns))
+	updateConfigMap(t, ns, "db", map[string]string{"a": "C2"})
+	waitFor(t, 30*time.Second, "web reloaded for C2", func() (bool, error) { return len(webHistory(t, ns)) > before, nil })
+	waitOutcome(t, ns, policy.OutcomeSucceeded)
+	settle()
+	if h := webHistory(t, ns); len(h) != before+1 {
+		t.Fatalf("web was reloaded %d times for C2, want 1: %+v", len(h)-before, h)
+	}
 }

@@ -137,14 +137,18 @@ func (s *restarts) configChanged(c key, rv string, content func(keys []string) s
 			rd.since = append(rd.since, version{rv, content(rd.keys)})
 		}
 	}
-	for w, p := range s.done {
-		rd := p.reads[r]
-		if rd == nil || w.namespace != c.namespace {
-			continue
-		}
-		// An absent read takes the first version after the patch: the one the pods waited for.
-		if writtenBefore(rv, p.rv) || rd.absent && len(rd.since) == 0 {
-			rd.since = []version{{rv, content(rd.keys)}}
+	// A restart kept for a rollback to put back sees the versions too: its pods wait as well
+	// (soak seed 1795669739113515740@4: its absent read, put back, took a later content).
+	for _, restarts := range []map[key]*restart{s.done, s.before} {
+		for w, p := range restarts {
+			rd := p.reads[r]
+			if rd == nil || w.namespace != c.namespace {
+				continue
+			}
+			// An absent read takes the first version after the patch: the one the pods waited for.
+			if writtenBefore(rv, p.rv) || rd.absent && len(rd.since) == 0 {
+				rd.since = []version{{rv, content(rd.keys)}}
+			}
 		}
 	}
 }
