@@ -184,7 +184,7 @@ func (s *restarts) byOthers(w key, rv string, reads map[policy.ConfigRef]*read, 
 func (s *restarts) unseen(w key, r policy.ConfigRef) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p := s.done[w]
+	p := s.latest(w)
 	if p == nil || p.reads[r] == nil || p.reads[r].absent {
 		return false
 	}
@@ -198,7 +198,7 @@ func (s *restarts) unseen(w key, r policy.ConfigRef) bool {
 func (s *restarts) runs(w key, r policy.ConfigRef) (value string, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p := s.done[w]
+	p := s.latest(w)
 	if p == nil || p.reads[r] == nil {
 		return "", false
 	}
@@ -210,6 +210,17 @@ func (s *restarts) runs(w key, r policy.ConfigRef) (value string, ok bool) {
 		return rd.value, true
 	}
 	return "", false
+}
+
+// latest is w's restart in flight, or else its last one. A patch's own update event may be
+// handled before the call returns: the cache then shows its template, which the reads of the
+// restart in flight describe (seed test TestSeedExamplesReloadAsDescribed: judged by the
+// restart before, a config was left due and its content never recorded). The caller holds s.mu.
+func (s *restarts) latest(w key) *restart {
+	if p := s.inFlight[w]; p != nil {
+		return p
+	}
+	return s.done[w]
 }
 
 // undone puts back the restart before w's last one: a rollback put back the template from
