@@ -94,7 +94,7 @@ type Facts struct {
 	// StakaterStale: the workload carries stakater Reloader's variable with another hash.
 	StakaterStale bool
 	// MarkedUnderOtherKey: the workload carries a marker of the config made under a hash key
-	// the reloader no longer has (Target.MarkedUnderOtherKey).
+	// the reloader no longer has (MarkedUnderOtherKey).
 	MarkedUnderOtherKey            bool
 	ReloadOnCreate, ReloadOnDelete bool
 

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -261,9 +262,41 @@ func TestMarkedUnderOtherKeyReadsEveryPlaceAMarkerCanBe(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := (Target{}).MarkedUnderOtherKey(tt.meta, tt.tmpl, r, want); got != tt.want {
+			if got := MarkedUnderOtherKey(tt.meta, tt.tmpl, r, want); got != tt.want {
 				t.Fatalf("MarkedUnderOtherKey = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestMarkerCopiesDifferWhenAnyCopyIsAddedChangedOrRemoved(t *testing.T) {
+	r := ConfigRef{Kind: KindConfigMap, Name: "db"}
+	tmpl := func(env string, ann string) *corev1.PodTemplateSpec {
+		t := &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}}}
+		if env != "" {
+			t.Spec.Containers[0].Env = []corev1.EnvVar{{Name: EnvVarName(r), Value: env}}
+		}
+		if ann != "" {
+			t.Annotations = map[string]string{hashesAnnotation: `{"configmap/db":"` + ann + `"}`}
+		}
+		return t
+	}
+	base := MarkerCopies(nil, tmpl("a", "a"), r)
+	if len(base) != 2 {
+		t.Fatalf("copies %v, want the env var and the template annotation", base)
+	}
+	for name, other := range map[string][]MarkerCopy{
+		"env changed":         MarkerCopies(nil, tmpl("b", "a"), r),
+		"env removed":         MarkerCopies(nil, tmpl("", "a"), r),
+		"annotation changed":  MarkerCopies(nil, tmpl("a", "b"), r),
+		"annotation removed":  MarkerCopies(nil, tmpl("a", ""), r),
+		"workload copy added": MarkerCopies(map[string]string{hashesAnnotation: `{"configmap/db":"a"}`}, tmpl("a", "a"), r),
+	} {
+		if slices.Equal(base, other) {
+			t.Errorf("%s: copies %v equal %v", name, other, base)
+		}
+	}
+	if !slices.Equal(base, MarkerCopies(nil, tmpl("a", "a"), r)) {
+		t.Error("the same copies differ")
 	}
 }

@@ -69,43 +69,32 @@ func (t Target) MarkerOf(meta map[string]string, tmpl *corev1.PodTemplateSpec, r
 	return state
 }
 
-// MarkedUnderOtherKey reports whether some copy of the workload's marker of r, in any place
-// MarkerOf reads, holds a value made under a hash key the reloader no longer has (want: the
-// config's current content).
-func (t Target) MarkedUnderOtherKey(meta map[string]string, tmpl *corev1.PodTemplateSpec, r ConfigRef, want Content) bool {
-	for _, c := range tmpl.Spec.Containers {
-		for _, e := range c.Env {
-			if e.Name == EnvVarName(r) && want.Match(e.Value) == OtherKey {
-				return true
-			}
-		}
-	}
-	for _, a := range []map[string]string{tmpl.Annotations, meta} {
-		if v, ok := AppliedHashes(a)[hashKey(r)]; ok && want.Match(v) == OtherKey {
-			return true
-		}
-	}
-	return false
+// MarkedUnderOtherKey reports whether some copy of the workload's marker of r holds a value made
+// under a hash key the reloader no longer has (want: the config's current content).
+func MarkedUnderOtherKey(meta map[string]string, tmpl *corev1.PodTemplateSpec, r ConfigRef, want Content) bool {
+	return slices.ContainsFunc(MarkerCopies(meta, tmpl, r), func(m MarkerCopy) bool { return want.Match(m.Value) == OtherKey })
 }
 
-// MarkerCopies are the values of every copy of the workload's marker of r, in the places
-// MarkerOf reads, each named by its place: two lists differ when any copy was added, changed or
-// removed.
-func MarkerCopies(meta map[string]string, tmpl *corev1.PodTemplateSpec, r ConfigRef) []string {
-	var out []string
+// MarkerCopy is one copy of a workload's marker of a config: where it sits, and its value.
+type MarkerCopy struct{ Place, Value string }
+
+// MarkerCopies are the copies of the workload's marker of r in every place MarkerOf reads, in a
+// fixed order: two lists differ when any copy was added, changed or removed.
+func MarkerCopies(meta map[string]string, tmpl *corev1.PodTemplateSpec, r ConfigRef) []MarkerCopy {
+	var out []MarkerCopy
 	for _, c := range tmpl.Spec.Containers {
 		for _, e := range c.Env {
 			if e.Name == EnvVarName(r) {
-				out = append(out, "env "+c.Name+"="+e.Value)
+				out = append(out, MarkerCopy{"env of " + c.Name, e.Value})
 			}
 		}
 	}
-	for place, a := range map[string]map[string]string{"template": tmpl.Annotations, "workload": meta} {
-		if v, ok := AppliedHashes(a)[hashKey(r)]; ok {
-			out = append(out, place+"="+v)
-		}
+	if v, ok := AppliedHashes(tmpl.Annotations)[hashKey(r)]; ok {
+		out = append(out, MarkerCopy{"template", v})
 	}
-	slices.Sort(out)
+	if v, ok := AppliedHashes(meta)[hashKey(r)]; ok {
+		out = append(out, MarkerCopy{"workload", v})
+	}
 	return out
 }
 

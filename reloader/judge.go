@@ -118,7 +118,7 @@ func (c *Controller) judge(w workloadView, r policy.ConfigRef, rec *configRecord
 	byState := f.Exists && f.Marker == policy.NoMarker
 	if byState {
 		c.stateFacts(&f, w, r, rec, keys)
-		f.MarkedUnderOtherKey = w.target.MarkedUnderOtherKey(w.meta.GetAnnotations(), w.tmpl, r, want)
+		f.MarkedUnderOtherKey = policy.MarkedUnderOtherKey(w.meta.GetAnnotations(), w.tmpl, r, want)
 	}
 	reload := policy.Reload(f) && !held
 	return judgement{change: policy.Change{Ref: r, Value: want.Value, Force: force}, keys: keys, reload: reload, vouched: vouched,
