@@ -1,6 +1,8 @@
 package reloader
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -60,8 +62,8 @@ type judgement struct {
 	reload bool
 	// vouched: the pods run the content though the marker may say another (unseen.go).
 	vouched bool
-	// behind: the config exists and the marker does not say that the pods run its content (a
-	// reload held, deferred, or left to the state).
+	// behind: the config exists and the marker does not say that the pods run its content (its
+	// reload held, or left to the state).
 	behind bool
 	// untouched: the config does not exist and the workload carries no marker of it, so a
 	// deletion cannot reach it (with env-vars, removing the variable is the restart).
@@ -123,6 +125,28 @@ func (c *Controller) judge(w workloadView, r policy.ConfigRef, rec *configRecord
 	reload := policy.Reload(f) && !held
 	return judgement{change: policy.Change{Ref: r, Value: want.Value, Force: force}, keys: keys, reload: reload, vouched: vouched,
 		behind: f.Exists && f.Marker != policy.Current, untouched: !f.Exists && f.Marker == policy.NoMarker, byState: byState}, true
+}
+
+// reloadsOn lists, once each, the configs workload w may reload on: those its pod spec uses or
+// its annotations name, then those its patterns match.
+func (c *Controller) reloadsOn(w workloadView) []policy.ConfigRef {
+	refs := w.policy.Candidates(w.uses)
+	for _, r := range c.matchedByPattern(w.policy, w.key.namespace) {
+		if !slices.Contains(refs, r) {
+			refs = append(refs, r)
+		}
+	}
+	return refs
+}
+
+// wantedExisting is wanted for a config that exists, with its record; ok is false when it does
+// not exist or w does not reload on it.
+func (c *Controller) wantedExisting(w workloadView, r policy.ConfigRef) (rec *configRecord, want policy.Content, keys []string, ok bool) {
+	if rec = c.lookup(configKey(r, w.key.namespace)); rec == nil {
+		return nil, want, nil, false
+	}
+	want, keys, ok = c.wanted(w, r, rec)
+	return rec, want, keys, ok
 }
 
 // wanted is what workload w's marker for config r should hold (nothing for a config that does

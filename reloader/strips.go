@@ -48,13 +48,9 @@ func (c *Controller) noteStrips(k *workloadKind, old, obj any) {
 	if !ok || !ok2 || nv.target.RestartAt {
 		return // a Rollout's restartAt markers live on its metadata: dropping them restarts nothing
 	}
-	for _, r := range nv.policy.Candidates(nv.uses) {
-		rec := c.lookup(configKey(r, nv.key.namespace))
-		if rec == nil {
-			continue
-		}
-		want, keys, triggers := c.wanted(nv, r, rec)
-		if !triggers {
+	for _, r := range c.reloadsOn(nv) {
+		rec, want, keys, ok := c.wantedExisting(nv, r)
+		if !ok {
 			continue
 		}
 		before := ov.target.MarkerOf(ov.meta.GetAnnotations(), ov.tmpl, r, want)
@@ -81,13 +77,9 @@ func (c *Controller) noteCreated(k *workloadKind, obj any) {
 	if !ok || v.target.RestartAt || !justCreated(obj) {
 		return
 	}
-	for _, r := range v.policy.Candidates(v.uses) {
-		rec := c.lookup(configKey(r, v.key.namespace))
-		if rec == nil || !writtenBefore(rec.ResourceVersion, v.meta.GetResourceVersion()) {
-			continue
-		}
-		want, keys, triggers := c.wanted(v, r, rec)
-		if triggers && v.target.MarkerOf(v.meta.GetAnnotations(), v.tmpl, r, want) == policy.NoMarker {
+	for _, r := range c.reloadsOn(v) {
+		rec, want, keys, ok := c.wantedExisting(v, r)
+		if ok && writtenBefore(rec.ResourceVersion, v.meta.GetResourceVersion()) && v.target.MarkerOf(v.meta.GetAnnotations(), v.tmpl, r, want) == policy.NoMarker {
 			c.rememberStrip(v.key, r, rec, want.Value, keys)
 		}
 	}

@@ -155,25 +155,16 @@ func (s *restarts) configChanged(c key, rv string, content func(keys []string) s
 
 // byOthers notes a change of w's pod template that another actor made, written at rv: its pods
 // read each config of reads as it was then. A patch of ours in flight, or already noted at rv,
-// is not one. A config left out of reads (absent, no marker) keeps what the last restart said
-// of it.
+// is not one.
 func (s *restarts) byOthers(w key, rv string, reads map[policy.ConfigRef]*read, cached func(policy.ConfigRef, *read) (version, bool)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	last := s.done[w]
-	if s.inFlight[w] != nil || last != nil && last.rv == rv {
+	if last := s.done[w]; s.inFlight[w] != nil || last != nil && last.rv == rv {
 		return
 	}
 	for r, rd := range reads {
 		if v, ok := cached(r, rd); ok && writtenBefore(v.rv, rv) {
 			rd.since = []version{v}
-		}
-	}
-	if last != nil {
-		for r, rd := range last.reads {
-			if reads[r] == nil {
-				reads[r] = rd
-			}
 		}
 	}
 	s.replace(w, &restart{rv: rv, reads: reads})
@@ -254,9 +245,11 @@ func (c *Controller) unseenChange(k key, rec *configRecord) {
 }
 
 // noteRestartByOthers notes, for a followable workload whose pod template another actor changed
-// (the markers as they were: neither a reload nor a rollback of ours), what each config's marker
-// says the new pods run: the current content where it is current, another one where it is
-// behind. Configs without a marker are left to strips.go.
+// (the markers as they were: neither a reload nor a rollback of ours), what its new pods read:
+// where a marker is current, that content; where it is behind, another content than it says,
+// which one unknown (a list after a watch gap may show the change later than it was made), so
+// the workload is reloaded once more whatever the config holds next; an absent config they
+// wait for, as at a restart of ours. Configs without a marker are left to strips.go.
 func (c *Controller) noteRestartByOthers(k *workloadKind, old, obj any) {
 	ov, ok := c.view(k, old)
 	nv, ok2 := c.view(k, obj)
@@ -264,30 +257,40 @@ func (c *Controller) noteRestartByOthers(k *workloadKind, old, obj any) {
 		return
 	}
 	reads := map[policy.ConfigRef]*read{}
-	for _, r := range append(nv.policy.Candidates(nv.uses), c.matchedByPattern(nv.policy, nv.key.namespace)...) {
+	for _, r := range c.reloadsOn(nv) {
 		if !slices.Equal(policy.MarkerCopies(ov.meta.GetAnnotations(), ov.tmpl, r), policy.MarkerCopies(nv.meta.GetAnnotations(), nv.tmpl, r)) {
 			return // a reload, a rollback or a strip
 		}
-		rec := c.lookup(configKey(r, nv.key.namespace))
-		if rec == nil {
-			continue
-		}
-		want, keys, triggers := c.wanted(nv, r, rec)
-		if !triggers {
-			continue
-		}
-		switch nv.target.MarkerOf(nv.meta.GetAnnotations(), nv.tmpl, r, want) {
-		case policy.Current:
-			reads[r] = &read{value: want.Value, keys: keys}
-		case policy.Stale:
-			if runs, ok := c.restarts.runs(nv.key, r); ok && runs == want.Value {
-				reads[r] = &read{value: want.Value, keys: keys, vouched: true}
-			} else {
-				reads[r] = &read{value: otherContent, keys: keys}
-			}
+		if rd := c.readByOthers(nv, r); rd != nil {
+			reads[r] = rd
 		}
 	}
 	c.restarts.byOthers(nv.key, nv.meta.GetResourceVersion(), reads, c.cachedVersion(nv.key.namespace))
+}
+
+// readByOthers is what pods that another actor's change of w started read of config r (nil:
+// nothing to note).
+func (c *Controller) readByOthers(w workloadView, r policy.ConfigRef) *read {
+	rec := c.lookup(configKey(r, w.key.namespace))
+	want, keys, triggers := c.wanted(w, r, rec)
+	switch {
+	case !triggers:
+		return nil
+	case rec == nil && policy.Waits(&w.tmpl.Spec, r):
+		return &read{keys: keys, absent: true}
+	case rec == nil:
+		return nil
+	}
+	switch w.target.MarkerOf(w.meta.GetAnnotations(), w.tmpl, r, want) {
+	case policy.Current:
+		return &read{value: want.Value, keys: keys}
+	case policy.Stale:
+		if runs, ok := c.restarts.runs(w.key, r); ok && runs == want.Value {
+			return &read{value: want.Value, keys: keys, vouched: true} // the pods before ran it too
+		}
+		return &read{value: otherContent, keys: keys}
+	}
+	return nil
 }
 
 // cachedVersion gives a config's version in the cache now, with the content a read takes of it.

@@ -87,12 +87,7 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 func (c *Controller) dueChanges(w workloadView) ([]policy.Change, map[policy.ConfigRef]*read) {
 	var changes []policy.Change
 	reads := map[policy.ConfigRef]*read{}
-	seen := map[policy.ConfigRef]bool{}
-	for _, r := range append(w.policy.Candidates(w.uses), c.matchedByPattern(w.policy, w.key.namespace)...) {
-		if seen[r] {
-			continue
-		}
-		seen[r] = true
+	for _, r := range c.reloadsOn(w) {
 		if _, watched := c.configs[r.Kind]; !watched {
 			continue
 		}
@@ -100,8 +95,8 @@ func (c *Controller) dueChanges(w workloadView) ([]policy.Change, map[policy.Con
 		j, triggers := c.judge(w, r, rec)
 		switch {
 		case triggers && rec != nil:
-			// A config this restart leaves behind its marker (held, deferred) is read by the new
-			// pods as it is: they run it whatever the marker says.
+			// A config this restart leaves behind its marker (its reload held, or left to the
+			// state) is read by the new pods as it is: they run it whatever the marker says.
 			reads[r] = &read{value: j.change.Value, keys: j.keys, vouched: j.vouched || j.behind && !j.reload}
 		case triggers && policy.Waits(&w.tmpl.Spec, r):
 			// Left as it is, or set to the deletion: the pods wait for the config (unseen.go).
