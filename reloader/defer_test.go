@@ -605,3 +605,41 @@ func TestEmptyIntervalOrPauseOnAStatefulSetHoldsTheReloadUntilRemovedThenReloads
 		}
 	}
 }
+
+// TestPodsAnotherActorRestartedDuringAPauseAreReloadedWhenTheConfigReturns: a change waits out a
+// pause-period; meanwhile another actor changes the image, so the new pods read that change
+// although the marker says the content before; the config then returns to the marker's
+// content. When the pause ends, the workload is reloaded once (a restarted-at annotation, the
+// marker already holding the content), as its pods run the content that was left.
+func TestPodsAnotherActorRestartedDuringAPauseAreReloadedWhenTheConfigReturns(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	pause := map[string]string{"deployment.reloader.stakater.com/pause-period": "4s"}
+	createDeployment(t, ns, "web", 0, withAnnotations(named("configmap", "app-config"), pause), nil)
+	startController(t, ns, controllerOpts{})
+	settle()
+	first := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+	waitEnv(t, ns, "web", cmVar, first) // a marker, after the first pause
+	waitFor(t, 10*time.Second, "the first pause over", func() (bool, error) {
+		return getDeployment(t, ns, "web").Annotations["deployment.reloader.stakater.com/paused-at"] == "", nil
+	})
+
+	updateConfigMap(t, ns, "app-config", map[string]string{"v": "2"})
+	waitFor(t, 5*time.Second, "the change paused", func() (bool, error) {
+		return getDeployment(t, ns, "web").Annotations["deployment.reloader.stakater.com/paused-at"] != "", nil
+	})
+	updateDeployment(t, ns, "web", func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "web:2" }) // its pods read v=2
+	settle()
+	updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+	changes := templateChanges(t, ns, "web")
+	waitFor(t, 15*time.Second, "web restarted after the pause", func() (bool, error) {
+		return getDeployment(t, ns, "web").Spec.Template.Annotations[policy.RestartedAt] != "", nil
+	})
+	settle()
+	if n := changes(); n != 1 {
+		t.Fatalf("template changed %d times after the return, want 1", n)
+	}
+	if v, _ := env(getDeployment(t, ns, "web"), "app", cmVar); v != first {
+		t.Fatalf("marker %q, want the content returned to", v)
+	}
+}

@@ -821,38 +821,8 @@ func TestAConfigReappearingAfterARolledBackRestartWhileItWasAbsentReloadsTheRest
 func TestARolledBackReloadForADeletionIsHeldUntilTheConfigChanges(t *testing.T) {
 	ns := cluster.NewNamespace(t)
 	dbVar := policy.EnvVarName(policy.ConfigRef{Kind: policy.KindConfigMap, Name: "db"})
-	createConfigMap(t, ns, "db", map[string]string{"a": "0"})
-	createDeploymentFrom(t, ns, "web", func(d *appsv1.Deployment) {
-		d.Annotations = map[string]string{"reloader.stakater.com/auto": "true",
-			policy.RollbackAnnotation: "true", policy.TimeoutAnnotation: "3s"}
-		d.Spec.Replicas = new(int32(1))
-		d.Spec.ProgressDeadlineSeconds = new(int32(3))
-		d.Spec.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{MaxUnavailable: ptr(intstr.FromInt32(0)), MaxSurge: ptr(intstr.FromInt32(1))}
-		c := &d.Spec.Template.Spec.Containers[0]
-		c.EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "db"}}}}
-	})
-	waitFor(t, 30*time.Second, "first rollout", func() (bool, error) {
-		p, _ := policy.RolloutProgress(getDeployment(t, ns, "web"))
-		return p == policy.Done, nil
-	})
-	startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { o.ReloadOnDelete = true }})
-	settle()
-	updateConfigMap(t, ns, "db", map[string]string{"a": "1"}) // a marker, which a deletion needs
-	waitOutcome(t, ns, policy.OutcomeSucceeded)
-	settle()
+	lift := heldReloads(t, ns, controllerOpts{tweak: func(o *reloader.Options) { o.ReloadOnDelete = true }})
 	marker, _ := env(getDeployment(t, ns, "web"), "app", dbVar)
-
-	quotas := cluster.Client().CoreV1().ResourceQuotas(ns)
-	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "no-surge"},
-		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}}}
-	if _, err := quotas.Create(context.Background(), q, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 30*time.Second, "the quota counted", func() (bool, error) {
-		q, err := quotas.Get(context.Background(), "no-surge", metav1.GetOptions{})
-		_, used := q.Status.Used[corev1.ResourcePods]
-		return err == nil && used, err
-	})
 
 	deleteConfigMap(t, ns, "db")
 	e := waitOutcome(t, ns, policy.OutcomeTimedOut)
@@ -864,18 +834,16 @@ func TestARolledBackReloadForADeletionIsHeldUntilTheConfigChanges(t *testing.T) 
 	if got, _ := env(getDeployment(t, ns, "web"), "app", dbVar); got != marker {
 		t.Fatalf("web's marker of db is %q after the rollback, want the restored %q: the deletion was reloaded again", got, marker)
 	}
-	if h := policy.ParseHistory(getDeployment(t, ns, "web").Annotations[policy.HistoryAnnotation]); len(h) != 2 {
+	if h := webHistory(t, ns); len(h) != 2 {
 		t.Fatalf("web's history has %d reloads, want 2 (the change, the rolled-back deletion): %+v", len(h), h)
 	}
 
-	if err := quotas.Delete(context.Background(), "no-surge", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	lift()
 	createConfigMap(t, ns, "db", map[string]string{"a": "2"})
 	waitEnv(t, ns, "web", dbVar, hashOfData(map[string]string{"a": "2"}))
 	waitOutcome(t, ns, policy.OutcomeSucceeded)
 	settle()
-	if h := policy.ParseHistory(getDeployment(t, ns, "web").Annotations[policy.HistoryAnnotation]); len(h) != 3 {
+	if h := webHistory(t, ns); len(h) != 3 {
 		t.Fatalf("web's history has %d reloads after the recreation, want 3: %+v", len(h), h)
 	}
 }
@@ -890,7 +858,7 @@ func deleteConfigMap(t *testing.T, ns, name string) {
 // heldReloads starts web, reading all of ConfigMap db, with rollback, and a reloader; its first
 // reload (to a=1) succeeds. Then a quota keeps any rollout from surging a pod, so each reload
 // after it times out and is rolled back, until noSurge's returned lift removes it.
-func heldReloads(t *testing.T, ns string, also ...string) (lift func()) {
+func heldReloads(t *testing.T, ns string, o controllerOpts, also ...string) (lift func()) {
 	t.Helper()
 	createConfigMap(t, ns, "db", map[string]string{"a": "0"})
 	for _, name := range also {
@@ -911,7 +879,7 @@ func heldReloads(t *testing.T, ns string, also ...string) (lift func()) {
 		p, _ := policy.RolloutProgress(getDeployment(t, ns, "web"))
 		return p == policy.Done, nil
 	})
-	startController(t, ns, controllerOpts{})
+	startController(t, ns, o)
 	settle()
 	updateConfigMap(t, ns, "db", map[string]string{"a": "1"}) // a marker, for rollbacks to restore
 	waitOutcome(t, ns, policy.OutcomeSucceeded)
@@ -993,7 +961,7 @@ func setImage(t *testing.T, ns, image string) {
 // seed 1795669739113515711@4, lost).
 func TestPodsAnotherActorRestartedWhileAReloadWasHeldAreReloadedWhenTheConfigReturns(t *testing.T) {
 	ns := cluster.NewNamespace(t)
-	lift := heldReloads(t, ns)
+	lift := heldReloads(t, ns, controllerOpts{})
 	rolledBackTo(t, ns, map[string]string{"a": "2"})
 	lift()
 	setImage(t, ns, "web:2") // its pods read db as it is, a=2
@@ -1006,7 +974,7 @@ func TestPodsAnotherActorRestartedWhileAReloadWasHeldAreReloadedWhenTheConfigRet
 // (the same seed, after the fix above).
 func TestARolledBackReloadPutsBackWhatAnotherActorsRestartGaveThePods(t *testing.T) {
 	ns := cluster.NewNamespace(t)
-	lift := heldReloads(t, ns)
+	lift := heldReloads(t, ns, controllerOpts{})
 	rolledBackTo(t, ns, map[string]string{"a": "2"})
 	setImage(t, ns, "web:2") // its pods read a=2
 	rolledBackTo(t, ns, map[string]string{"a": "3"})
@@ -1020,7 +988,7 @@ func TestARolledBackReloadPutsBackWhatAnotherActorsRestartGaveThePods(t *testing
 // after the two fixes above).
 func TestPodsOfOurReloadForAnotherConfigRunTheHeldContent(t *testing.T) {
 	ns := cluster.NewNamespace(t)
-	lift := heldReloads(t, ns, "other")
+	lift := heldReloads(t, ns, controllerOpts{}, "other")
 	rolledBackTo(t, ns, map[string]string{"a": "2"})
 	lift()
 	before := len(webHistory(t, ns))
@@ -1041,7 +1009,7 @@ func TestPodsOfOurReloadForAnotherConfigRunTheHeldContent(t *testing.T) {
 // was lost (soak seed 1795669739113515740@4).
 func TestARollbackPutsBackARestartWhosePodsWaitedForAConfigWithTheContentItReappearedWith(t *testing.T) {
 	ns := cluster.NewNamespace(t)
-	heldReloads(t, ns, "other")()
+	heldReloads(t, ns, controllerOpts{}, "other")()
 	deleteConfigMap(t, ns, "db")
 	settle()
 	before := len(webHistory(t, ns))
