@@ -3,6 +3,7 @@ package reloader_test
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"os"
 	"sync"
 	"testing"
@@ -43,6 +44,8 @@ type controllerOpts struct {
 	grace  time.Duration // 0 abandons pending work on stop, as kill -9 would
 	// tweak adjusts the options before the controller is built.
 	tweak func(*reloader.Options)
+	// wrap, if set, wraps the controller's transport to the API server.
+	wrap func(http.RoundTripper) http.RoundTripper
 }
 
 func startController(t *testing.T, ns string, o controllerOpts) *running {
@@ -63,6 +66,10 @@ func startControllerAs(t *testing.T, cfg *rest.Config, ns string, o controllerOp
 	}
 	if o.tweak != nil {
 		o.tweak(&opts)
+	}
+	if o.wrap != nil {
+		cfg = rest.CopyConfig(cfg)
+		cfg.Wrap(o.wrap)
 	}
 	clients, err := kube.New(cfg)
 	if err != nil {

@@ -266,7 +266,13 @@ func (c *Controller) finish(ctx context.Context, w workloadView, f policy.Follow
 	if err != nil {
 		return fmt.Errorf("encode the rollout outcome of %s: %w", w.key, err)
 	}
+	if rollback {
+		c.restarts.rollbackBegins(w.key)
+	}
 	_, err = w.kind.patch(ctx, w.key.namespace, w.key.name, body)
+	if rollback {
+		c.restarts.rollbackEnded(w.key, err == nil)
+	}
 	if isStale(err) {
 		return errStale
 	}
@@ -278,9 +284,6 @@ func (c *Controller) finish(ctx context.Context, w workloadView, f policy.Follow
 		return fmt.Errorf("record the rollout outcome of %s: %w", w.key, err)
 	}
 	c.templatesRead.Delete(w.key)
-	if rollback {
-		c.restarts.undone(w.key)
-	}
 	c.reportOutcome(w, entry, outcome, why, rollback)
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -1040,4 +1041,47 @@ func TestARollbackPutsBackARestartWhosePodsWaitedForAConfigWithTheContentItReapp
 	if h := webHistory(t, ns); len(h) != before+1 {
 		t.Fatalf("web was reloaded %d times for C2, want 1: %+v", len(h)-before, h)
 	}
+}
+
+// TestARollbackWhoseOwnEventIsHandledFirstJudgesByThePodsItPutsBack: web is reloaded for
+// another config while db is absent, and db reappears with C1 during that reload's rollout, so
+// its pods take C1 and db's reappearance restarts nothing more. The reload is rolled back: the
+// pods put back run db's a=1, so web is reloaded for C1. The rollback's own update event is
+// handled before its patch call returns (the response is held 1 s here); judged then by the
+// restart being undone, db's C1 was left out for good (soak seed 1795681571291661041@4).
+func TestARollbackWhoseOwnEventIsHandledFirstJudgesByThePodsItPutsBack(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	var slow atomic.Bool
+	slowPatches := func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(req *http.Request) (*http.Response, error) {
+			resp, err := rt.RoundTrip(req)
+			if req.Method == http.MethodPatch && strings.HasSuffix(req.URL.Path, "/deployments/web") && slow.Load() {
+				time.Sleep(time.Second)
+			}
+			return resp, err
+		})
+	}
+	heldReloads(t, ns, controllerOpts{wrap: slowPatches}, "other")()
+	deleteConfigMap(t, ns, "db") // web's pods keep running a=1
+	settle()
+
+	lift := noSurge(t, ns)
+	defer lift()
+	slow.Store(true)
+	before := len(webHistory(t, ns))
+	updateConfigMap(t, ns, "other", map[string]string{"v": "1"}) // its pods wait for db
+	waitFor(t, 30*time.Second, "web reloaded for other", func() (bool, error) { return len(webHistory(t, ns)) > before, nil })
+	c1 := map[string]string{"a": "C1"}
+	createConfigMap(t, ns, "db", c1) // while that reload's rollout runs
+	if e := waitOutcome(t, ns, policy.OutcomeTimedOut); !e.RolledBack {
+		t.Fatalf("the reload was not rolled back: %+v", e)
+	}
+	waitFor(t, 30*time.Second, "web reloaded for db's C1 after the rollback", func() (bool, error) {
+		for _, e := range webHistory(t, ns) {
+			if slices.ContainsFunc(e.Configs, func(c string) bool { return strings.HasSuffix(c, hashOfData(c1)[:8]) }) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
 }

@@ -43,6 +43,11 @@ type restarts struct {
 	inFlight map[key]*restart
 	// before: the restart that done replaced, for a rollback to put back.
 	before map[key]*restart
+	// rollingBack: a rollback's patch is in flight. Its own update event may be handled before
+	// the call returns, and the template it shows is before's (soak seed
+	// 1795681571291661041@4: judged by the restart undone, whose pods had taken a config's
+	// reappearance, the workload was left running the content before it).
+	rollingBack map[key]bool
 }
 
 // restart is one reload's patch: the resourceVersion it wrote ("" while in flight), and per
@@ -73,7 +78,7 @@ type version struct {
 }
 
 func newRestarts() *restarts {
-	return &restarts{done: map[key]*restart{}, inFlight: map[key]*restart{}, before: map[key]*restart{}}
+	return &restarts{done: map[key]*restart{}, inFlight: map[key]*restart{}, before: map[key]*restart{}, rollingBack: map[key]bool{}}
 }
 
 // begin notes a patch of w about to be sent, with what its configs were judged against. cached
@@ -211,18 +216,33 @@ func (s *restarts) latest(w key) *restart {
 	if p := s.inFlight[w]; p != nil {
 		return p
 	}
+	if s.rollingBack[w] {
+		return s.before[w]
+	}
 	return s.done[w]
 }
 
-// undone puts back the restart before w's last one: a rollback put back the template from
-// before it, so the pods are the previous ones again and its reads describe pods that are gone
-// (soak seed 1795664411625522854@4: an absent read vouched for content the restored pods never
-// read, and its reappearance reloaded nothing); what was noted of the previous ones holds again
-// (seed 1795669739113515711@4: another actor's change had started them on content the restored
-// marker does not say). With none noted, the marker the rollback restored decides.
-func (s *restarts) undone(w key) {
+// rollbackBegins notes a rollback of w's last restart about to be sent; rollbackEnded ends it.
+func (s *restarts) rollbackBegins(w key) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.rollingBack[w] = true
+}
+
+// rollbackEnded ends the rollback in flight; done: it was written, and the restart before w's
+// last one is put back. A rollback puts back the template from before that restart, so the pods
+// are the previous ones again and its reads describe pods that are gone (soak seed
+// 1795664411625522854@4: an absent read vouched for content the restored pods never read, and
+// its reappearance reloaded nothing); what was noted of the previous ones holds again (seed
+// 1795669739113515711@4: another actor's change had started them on content the restored marker
+// does not say). With none noted, the marker the rollback restored decides.
+func (s *restarts) rollbackEnded(w key, done bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.rollingBack, w)
+	if !done {
+		return
+	}
 	if prev := s.before[w]; prev != nil {
 		s.done[w] = prev
 	} else {
@@ -237,6 +257,7 @@ func (s *restarts) workloadGone(w key) {
 	delete(s.done, w)
 	delete(s.inFlight, w)
 	delete(s.before, w)
+	delete(s.rollingBack, w)
 }
 
 // unseenChange notes a config's new content for the restarts that may not have seen it.
