@@ -75,11 +75,14 @@ func TestRandomSequencesKeepEveryPromise(t *testing.T) {
 	for _, sg := range seeds {
 		t.Run(fmt.Sprintf("%d@%d", sg.seed, sg.gen), func(t *testing.T) {
 			seq := generate(sg.seed, sg.gen, *checkerActions, true)
-			if o := runSequence(t, seq); len(o.violations) > 0 {
+			o := runSequence(t, seq)
+			if len(o.violations) > 0 {
 				t.Errorf("%d violation(s):\n  %s\n%s", len(o.violations), joinViolations(o.violations), seq)
 				if *minimizeTries > 0 {
 					t.Errorf("minimal sequence found:\n%s", minimize(t, seq, *minimizeTries))
 				}
+			} else if t.Failed() {
+				t.Logf("a check of the executor failed in:\n%s", seq)
 			}
 		})
 	}
@@ -109,6 +112,8 @@ func TestSoak(t *testing.T) {
 			violations += len(o.violations)
 			if len(o.violations) > 0 {
 				t.Errorf("%d violation(s):\n  %s\n%s", len(o.violations), joinViolations(o.violations), seq)
+			} else if t.Failed() {
+				t.Logf("a check of the executor failed in:\n%s", seq)
 			}
 		})
 	}
