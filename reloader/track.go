@@ -266,12 +266,17 @@ func (c *Controller) finish(ctx context.Context, w workloadView, f policy.Follow
 	if err != nil {
 		return fmt.Errorf("encode the rollout outcome of %s: %w", w.key, err)
 	}
+	var putBack map[policy.ConfigRef]stripped
 	if rollback {
-		c.restarts.rollbackBegins(w.key)
+		putBack = c.restarts.rollbackBegins(w.key)
+		c.rememberPutBack(w.key, putBack, true) // strips.go
 	}
 	_, err = w.kind.patch(ctx, w.key.namespace, w.key.name, body)
 	if rollback {
 		c.restarts.rollbackEnded(w.key, err == nil)
+	}
+	if rollback && err != nil {
+		c.rememberPutBack(w.key, putBack, false)
 	}
 	if isStale(err) {
 		return errStale

@@ -223,10 +223,36 @@ func (s *restarts) latest(w key) *restart {
 }
 
 // rollbackBegins notes a rollback of w's last restart about to be sent; rollbackEnded ends it.
-func (s *restarts) rollbackBegins(w key) {
+// It returns, for each config that restart's pods waited for and took when it reappeared, what
+// the pods put back run: what was noted of the restart before, or otherContent when nothing
+// was. Judged by the pods that took it, the config may have been recorded in the state as run
+// by every dependent; the pods put back do not run it. (A vouched read needs nothing: the pods
+// put back ran that content too, by their marker or by the state, or it was held.)
+func (s *restarts) rollbackBegins(w key) map[policy.ConfigRef]stripped {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.rollingBack[w] = true
+	out := map[policy.ConfigRef]stripped{}
+	last, prev := s.done[w], s.before[w]
+	if last == nil {
+		return out
+	}
+	for r, rd := range last.reads {
+		if !rd.absent || len(rd.since) == 0 {
+			continue
+		}
+		out[r] = stripped{value: otherContent, known: true, keys: rd.keys}
+		if prev == nil || prev.reads[r] == nil {
+			continue
+		}
+		switch b := prev.reads[r]; {
+		case b.absent && len(b.since) > 0:
+			out[r] = stripped{value: b.since[len(b.since)-1].value, known: true, keys: rd.keys}
+		case !b.absent:
+			out[r] = stripped{value: b.value, known: true, keys: rd.keys}
+		}
+	}
+	return out
 }
 
 // rollbackEnded ends the rollback in flight; done: it was written, and the restart before w's
