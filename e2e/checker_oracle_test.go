@@ -361,6 +361,19 @@ func (r *recorder) follow(ctx context.Context, kind string, w watch.Interface, r
 	}
 }
 
+// behind reports whether u, a workload as listed, has a template other than the last one the
+// watch showed.
+func (r *recorder) behind(kind string, u *unstructured.Unstructured) bool {
+	o, err := decodeWorkload(kind, u)
+	if err != nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w := r.workloads[u.GetUID()]
+	return w != nil && !equality.Semantic.DeepEqual(w.tmpl, o.tmpl)
+}
+
 // seen records a workload's new template, and a Job's creation: a CronJob's run, or a Job
 // created again. watched says u is a watch event, right after the one (or the list) before it.
 func (r *recorder) seen(kind string, u *unstructured.Unstructured, watched bool) {
@@ -842,8 +855,8 @@ func (r *recorder) excess() []violation {
 			bound += r.bound(w, c)
 		}
 		if byReloader > bound {
-			out = append(out, violation(fmt.Sprintf("excess: %s (reads %v, modes %v) restarted %d times by the reloader (seen at rv %v) for %d changes of what it reloads on",
-				w.name, w.refs, w.modeNames(), byReloader, watched, bound)))
+			out = append(out, violation(fmt.Sprintf("excess: %s (reads %v, modes %v) restarted %d times by the reloader (seen at rv %v) for %d changes of what it reloads on; generation %d, own changes %d, %s",
+				w.name, w.refs, w.modeNames(), byReloader, watched, bound, w.generation, w.ownChanges, r.history(w))))
 		}
 	}
 	return out
