@@ -253,7 +253,7 @@ func (c *Controller) workloadGone(k *workloadKind, obj any) {
 	if meta, _ := k.template(obj); meta != nil {
 		c.reports.forget(string(meta.GetUID()))
 		c.strips.workloadGone(key{k.name, meta.GetNamespace(), meta.GetName()})
-		c.restarts.workloadGone(key{k.name, meta.GetNamespace(), meta.GetName()})
+		c.restarts.workloadGone(key{k.name, meta.GetNamespace(), meta.GetName()}, meta.GetResourceVersion())
 		c.liftHolds(k, obj)
 		c.forgetHold(key{k.name, meta.GetNamespace(), meta.GetName()}) // defer.go
 		c.queueConfigsOf(k, obj, c.queue.Add)

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -275,6 +277,59 @@ func TestAJobReloadRecreatesItOnce(t *testing.T) {
 	if j := getJob(t, ns, "migrate"); j.UID != recreated.UID {
 		t.Fatalf("a restart recreated the Job again (UID %s → %s)", recreated.UID, j.UID)
 	}
+}
+
+// TestAJobRecreatedAcrossAnUnseenChangeIsRecreatedForItsRevert: the config changes to C while a
+// Job's recreation for B is on its way (its create held 1 s), so the new Job's pods read C
+// though its marker says B; a minimum interval holds the reload for C, and C is reverted to B
+// meanwhile. The Job runs C, so it is recreated once more. The old Job's deletion, part of the
+// recreation, used to forget what the reloader noted of it (soak seed 1795691391691440061@4).
+func TestAJobRecreatedAcrossAnUnseenChangeIsRecreatedForItsRevert(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	ann := named("configmap", "app-config")
+	ann[policy.MinIntervalAnnotation] = "5s"
+	old := createJob(t, ns, "migrate", ann)
+	var armed atomic.Bool
+	held, release := make(chan struct{}), make(chan struct{})
+	holdCreate := func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(req *http.Request) (*http.Response, error) {
+			if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/jobs") && armed.CompareAndSwap(true, false) {
+				close(held)
+				select {
+				case <-release:
+				case <-req.Context().Done():
+					return nil, req.Context().Err()
+				}
+			}
+			return rt.RoundTrip(req)
+		})
+	}
+	startController(t, ns, controllerOpts{wrap: holdCreate})
+	settle()
+	armed.Store(true)
+	hashB := updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
+	select {
+	case <-held:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the Job was not recreated for B")
+	}
+	updateConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
+	time.Sleep(time.Second) // the create held while the reloader sees C
+	close(release)
+	var forB *batchv1.Job
+	waitFor(t, 30*time.Second, "the Job recreated for B", func() (bool, error) {
+		forB = jobNow(ns, "migrate")
+		return forB.UID != "" && forB.UID != old.UID, nil
+	})
+	if got := jobEnv(forB, cmVar); got != hashB {
+		t.Fatalf("recreated Job marker %q, want B's %q", got, hashB)
+	}
+	updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"}) // within the minimum interval
+	waitFor(t, 30*time.Second, "the Job recreated for the revert to B", func() (bool, error) {
+		j := jobNow(ns, "migrate")
+		return j.UID != "" && j.UID != forB.UID, nil
+	})
 }
 
 // --ignored-workload-types=jobs,cronjobs leaves them alone, while a Deployment on the same
