@@ -133,19 +133,14 @@ func (c *Controller) stripMarker(w key, r policy.ConfigRef, value string) policy
 	return policy.Stale
 }
 
-// rememberPutBack notes (or, for a rollback that failed, forgets) what the pods a rollback puts
-// back run of configs the undone restart's pods took without a marker (restarts.rollbackBegins):
+// rememberPutBack notes what the pods a rollback puts back run of configs the undone restart's pods took without a marker (restarts.rollbackBegins):
 // a strip, which decides only where the restored template carries no marker, before the state,
 // which may have recorded the content they took (soak seed 1795681571291661041@4: cm--2
 // reappeared during the reload's rollout, its new pods took it, the state recorded it, and the
 // pods put back, without a marker of it, were never restarted for it). Noted before the
 // rollback is sent: its own update event may be handled first.
-func (c *Controller) rememberPutBack(w key, runs map[policy.ConfigRef]stripped, keep bool) {
+func (c *Controller) rememberPutBack(w key, runs map[policy.ConfigRef]stripped) {
 	for r, s := range runs {
-		if !keep {
-			c.forgetStrip(w, r)
-			continue
-		}
 		c.strips.remember(w, r, s.value, s.keys)
 		c.state.Strip(c.stripKey(w, r), s.value)
 	}

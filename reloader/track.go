@@ -269,14 +269,16 @@ func (c *Controller) finish(ctx context.Context, w workloadView, f policy.Follow
 	var putBack map[policy.ConfigRef]stripped
 	if rollback {
 		putBack = c.restarts.rollbackBegins(w.key)
-		c.rememberPutBack(w.key, putBack, true) // strips.go
+		c.rememberPutBack(w.key, putBack) // strips.go
 	}
 	_, err = w.kind.patch(ctx, w.key.namespace, w.key.name, body)
 	if rollback {
 		c.restarts.rollbackEnded(w.key, err == nil)
 	}
-	if rollback && err != nil {
-		c.rememberPutBack(w.key, putBack, false)
+	for r := range putBack {
+		if err != nil {
+			c.forgetStrip(w.key, r) // nothing was put back
+		}
 	}
 	if isStale(err) {
 		return errStale
