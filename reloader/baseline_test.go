@@ -1,7 +1,6 @@
 package reloader_test
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -20,8 +19,7 @@ import (
 func TestAWorkloadWithoutAMarkerRestartsForAChangeWhileALaggingStakaterDependentIsHeld(t *testing.T) {
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
-	now := time.Now().UTC().Add(12 * time.Hour)
-	closed := fmt.Sprintf("%02d:%02d-%02d:%02d", now.Hour(), now.Minute(), now.Add(time.Minute).Hour(), now.Add(time.Minute).Minute())
+	closed := closedWindow()
 	for _, name := range []string{"lagging-a", "lagging-b"} {
 		held := named("configmap", "app-config")
 		held["reloader/window"] = closed

@@ -2,6 +2,7 @@ package reloader_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
@@ -285,4 +286,11 @@ func updateDeployment(t *testing.T, ns, name string, mutate func(*appsv1.Deploym
 		t.Fatal(err)
 	}
 	return d
+}
+
+// closedWindow is a reload window of one minute, twelve hours from now: closed for any test.
+func closedWindow() string {
+	at := time.Now().UTC().Add(12 * time.Hour)
+	end := at.Add(time.Minute)
+	return fmt.Sprintf("%02d:%02d-%02d:%02d", at.Hour(), at.Minute(), end.Hour(), end.Minute())
 }

@@ -157,8 +157,15 @@ func (c *Controller) transform(obj any) (any, error) {
 // computed from these fields only, and guarded by the names they address. Deployments,
 // StatefulSets and DaemonSets are the most numerous objects cached after the configs: with one
 // workload per five configs, each byte kept of a workload costs a fifth of a byte per config.
+//
+// Stripping a stripped template changes nothing: client-go may pass a cached object through the
+// transform again (a watch-list start transforms into a temporary store, then replaces the cache
+// from it), and a hash of the stripped template would read as another actor's change of it.
 func stripTemplate(t *corev1.PodTemplateSpec) {
-	whole := policy.TemplateHash(t)
+	whole, stripped := strings.CutPrefix(t.GenerateName, wholeHashPrefix)
+	if !stripped {
+		whole = policy.TemplateHash(t)
+	}
 	defer func() { t.GenerateName = wholeHashPrefix + whole }()
 	for _, cs := range [][]corev1.Container{t.Spec.Containers, t.Spec.InitContainers} {
 		for i, c := range cs {

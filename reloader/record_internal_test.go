@@ -2,9 +2,11 @@ package reloader
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -106,5 +108,52 @@ func TestTheCacheKeepsOfAWorkloadWhatReferencesConfigsAndDropsTheRest(t *testing
 	}
 	if got.Annotations["a"] != "b" || got.Spec.Template.Annotations["t"] != "1" {
 		t.Errorf("annotations lost: %v, %v", got.Annotations, got.Spec.Template.Annotations)
+	}
+}
+
+// client-go's informers may pass an object already in the cache through the transform again:
+// a watch-list start (the default since client-go 1.35) transforms each object into a temporary
+// store, then once more when it replaces the cache with it. A second pass must change nothing;
+// above all the whole template's hash, or the first generation change after every start (a
+// scale) is taken for another actor's restart of the pods (soak seed 1795691391691440059@4:
+// noted as a restart whose pods waited for two deleted configs, it later vouched for content
+// the pods never read, and that content was never rolled out).
+func TestTransformingACachedObjectAgainChangesNothing(t *testing.T) {
+	tmpl := func() corev1.PodTemplateSpec {
+		return corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "x"}, Annotations: map[string]string{"t": "1"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1",
+				EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "env"}}}}}}}}
+	}
+	meta := metav1.ObjectMeta{Name: "app", Namespace: "team", Generation: 3, Labels: map[string]string{"app": "x"},
+		Annotations: map[string]string{"a": "b", lastApplied: "{}"}}
+	rollout := &unstructured.Unstructured{Object: map[string]any{"kind": "Rollout", "status": map[string]any{"phase": "Healthy", "HPAReplicas": int64(3)}}}
+	rollout.SetName("app")
+	for _, obj := range []runtime.Object{
+		&appsv1.Deployment{ObjectMeta: meta, Spec: appsv1.DeploymentSpec{Template: tmpl()}, Status: appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 2}},
+		&appsv1.StatefulSet{ObjectMeta: meta, Spec: appsv1.StatefulSetSpec{Template: tmpl()}, Status: appsv1.StatefulSetStatus{ObservedGeneration: 3, CurrentReplicas: 1}},
+		&appsv1.DaemonSet{ObjectMeta: meta, Spec: appsv1.DaemonSetSpec{Template: tmpl()}, Status: appsv1.DaemonSetStatus{ObservedGeneration: 3, NumberReady: 1}},
+		&batchv1.CronJob{ObjectMeta: meta, Spec: batchv1.CronJobSpec{JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: tmpl()}}}},
+		&batchv1.Job{ObjectMeta: meta, Spec: batchv1.JobSpec{Template: tmpl()}, Status: batchv1.JobStatus{Active: 1}},
+		rollout,
+		&corev1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"a": "1"}},
+		&corev1.Secret{ObjectMeta: meta, Data: map[string][]byte{"a": []byte("1")}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team", Labels: map[string]string{"in": "yes"}}},
+	} {
+		key, err := confighash.NewKey([]byte(strings.Repeat("k", 32)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := &Controller{opts: Options{Annotations: policy.DefaultAnnotations(), HashKey: HashKey{key: key}}}
+		once, err := c.transform(obj.DeepCopyObject())
+		if err != nil {
+			t.Fatal(err)
+		}
+		twice, err := c.transform(once.(runtime.Object).DeepCopyObject())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(once, twice) {
+			t.Errorf("%T transformed twice differs from once:\n once  %+v\n twice %+v", obj, once, twice)
+		}
 	}
 }

@@ -1124,6 +1124,49 @@ func TestARollbackPutsBackPodsThatRunAnotherContentOfAConfigTheyCarryNoMarkerOf(
 	waitReloadedFor(t, ns, c1)
 }
 
+// A reload for a config's deletion carries a marker of it (annotations strategy: a "deleted"
+// entry); its rollback takes the marker away and puts back pods without one, which run the
+// content from before the deletion. The config reappears with another content during that
+// reload's rollout: the workload is reloaded for it once the rollback is done (the sequence of
+// soak seed 1795691391691440059@4, whose loss came from elsewhere: see
+// TestAScaleAfterAStartIsNotTakenForAnotherActorsRestart).
+func TestARollbackOfADeletionReloadLeavesTheContentThatReappearedDue(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	followedWeb(t, ns, "other")
+	startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) {
+		o.ReloadOnDelete, o.Strategy = true, policy.StrategyAnnotations
+	}})
+	settle()
+	updateConfigMap(t, ns, "other", map[string]string{"v": "1"}) // a restore record for rollbacks
+	waitOutcome(t, ns, policy.OutcomeSucceeded)
+	settle()
+	db := policy.ConfigRef{Kind: policy.KindConfigMap, Name: "db"}
+	if d := getDeployment(t, ns, "web"); len(policy.MarkerCopies(d.Annotations, &d.Spec.Template, db)) > 0 {
+		t.Fatal("web carries a marker of db; this test needs none")
+	}
+
+	lift := noSurge(t, ns)
+	defer lift()
+	before := len(webHistory(t, ns))
+	deleteConfigMap(t, ns, "db") // web is reloaded for it; its new pods would wait for db
+	var deletion policy.Entry
+	waitFor(t, 30*time.Second, "web reloaded for db's deletion", func() (bool, error) {
+		h := webHistory(t, ns)
+		if len(h) > before {
+			deletion = h[0]
+		}
+		return len(h) > before, nil
+	})
+	c1 := map[string]string{"a": "C1"}
+	createConfigMap(t, ns, "db", c1) // while that reload's rollout runs
+	waitFor(t, 30*time.Second, "the deletion reload rolled back", func() (bool, error) {
+		h := webHistory(t, ns)
+		i := slices.IndexFunc(h, func(e policy.Entry) bool { return e.At.Equal(deletion.At) })
+		return i >= 0 && h[i].RolledBack, nil
+	})
+	waitReloadedFor(t, ns, c1) // the pods put back run a=0
+}
+
 // newestEntryFor is web's newest history entry for a reload for content data (nil: none).
 func newestEntryFor(t *testing.T, ns string, data map[string]string) *policy.Entry {
 	t.Helper()

@@ -58,3 +58,42 @@ func TestARestartThatGaveThePodsAnUnseenChangeRestartsThemAgainAfterItsRevert(t 
 	waitEnv(t, ns, "web", cmVar, hashC)
 	wantReloads(t, ns, "web", before, 3)
 }
+
+// A scale changes a Deployment's generation, not its pod template: no pod restarts. The first
+// one after a start is not to be taken for another actor's restart (soak seed
+// 1795691391691440059@4: a watch-list start passed each cached workload through the cache's
+// transform twice, and its whole-template hash changed). Here a reload is held by a closed
+// window when the reloader restarts; after a scale the config returns to the content the
+// marker holds, and opening the window restarts nothing.
+func TestAScaleAfterAStartIsNotTakenForAnotherActorsRestart(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
+	first := startController(t, ns, controllerOpts{})
+	settle()
+	marked := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+	waitEnv(t, ns, "web", cmVar, marked)
+	patchAnnotation(t, ns, "web", policy.WindowAnnotation, closedWindow())
+	updateConfigMap(t, ns, "app-config", map[string]string{"v": "2"}) // held by the window
+	first.settle()
+	first.stop(t)
+
+	r := startController(t, ns, controllerOpts{})
+	r.settle()
+	changes := templateChanges(t, ns, "web")
+	updateDeployment(t, ns, "web", func(d *appsv1.Deployment) { d.Spec.Replicas = new(int32(2)) })
+	r.settle()
+	updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"}) // the content web's pods run
+	r.settle()
+	updateDeployment(t, ns, "web", func(d *appsv1.Deployment) { delete(d.Annotations, policy.WindowAnnotation) })
+	r.settle()
+	if n := changes(); n != 0 {
+		t.Fatalf("web's template changed %d times after the window opened; its pods run the content\n%s", n, r.log.String())
+	}
+	// Positive control: a change restarts it, once.
+	waitEnv(t, ns, "web", cmVar, updateConfigMap(t, ns, "app-config", map[string]string{"v": "3"}))
+	r.settle()
+	if n := changes(); n != 1 {
+		t.Fatalf("web's template changed %d times for a change, want 1", n)
+	}
+}
