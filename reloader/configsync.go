@@ -148,19 +148,21 @@ func (c *Controller) referenced(k key) bool {
 	return false
 }
 
-// recordBaseline records a config the state holds nothing for (a first start, a corrupt entry)
-// as it is now, though some dependents are still due by their markers. The workloads the state
-// judges take it as what they run, and restart nothing for it; unrecorded, its next change would
-// find no entry either and be a first content again, lost for them, for as long as a dependent
-// stays due (a refusal, a gate; soak seed 1795657828041649806@4: a workload listed by a new
-// leader, never restarted while a closed window held a lagging one). A dependent the state
-// judges that is due (a stakater variable that lags) is first noted as running another content
-// (a strip), so that the entry does not hide its reload, after a restart too.
+// recordBaseline records a config the state holds nothing comparable for (a first start, a
+// corrupt entry, an entry made under a lost hash key) as it is now, though some dependents are
+// still due by their markers. The workloads the state judges take it as what they run, and
+// restart nothing for it; unrecorded, its next change would find nothing to compare with either
+// and be taken as current again, lost for them, for as long as a dependent stays due (a refusal,
+// a gate; soak seeds 1795657828041649806@4, a workload listed by a new leader never restarted
+// while a closed window held a lagging one, and 1795691391691440064@4, the same under a lost
+// key). A dependent the state judges that is due (a stakater variable that lags) is first noted
+// as running another content (a strip), so that the entry does not hide its reload, after a
+// restart too.
 func (c *Controller) recordBaseline(k key, rec *configRecord, deps []dependent) {
 	if rec == nil {
 		return
 	}
-	if _, known := c.state.Get(c.stateKey(k)); known {
+	if e, known := c.state.Get(c.stateKey(k)); known && c.content(rec, nil).Match(e.Hash) != policy.OtherKey {
 		return
 	}
 	r := policy.ConfigRef{Kind: k.kind, Name: k.name}
