@@ -594,7 +594,8 @@ func (r *recorder) lost() []violation {
 }
 
 // stale reports whether what w reads of c differs from what its pods read when they last
-// started: at its last template change, or its creation. Pods started while the config was
+// started: at its last template change (for a CronJob, its last run: the reloader's), or its
+// creation. Pods started while the config was
 // absent wait for it and start when the kubelet next tries, some time after it reappears: they
 // are taken to read what it holds raceMargin after its reappearance (a content replaced sooner
 // than that may or may not have been read, and no reloader can know which). Pods that read it
@@ -609,6 +610,9 @@ func (r *recorder) stale(w *workloadLife, c string) bool {
 	started := w.createdRV
 	paired := r.rollbacks(w)
 	for i, rv := range w.restarts {
+		if w.kind == kindCronJob && r.own[rv] {
+			continue // another actor's change of a CronJob's template runs no Job (seed 1795701072860836955@4)
+		}
 		if _, undone := paired.undone[i]; !undone && !paired.rollback[i] {
 			started = max(started, rv)
 		}
@@ -1106,7 +1110,9 @@ func (r *recorder) keyLost() {
 // reloader to start after a loss of the hash key found, and c holds that content again: state
 // entries and markers made under another key cannot be compared, so that start takes every
 // Secret as current (docs/design.md, "Secret hash keys": a change made while the reloader was down and
-// its key was lost is not caught up). The caller holds r.mu.
+// its key was lost is not caught up). A content that did not validate then was never rolled
+// out: the first valid one after it is taken as current instead (seed 1795701072860836929@4).
+// The caller holds r.mu.
 func (r *recorder) keyBaseline(w *workloadLife, c string) bool {
 	es := r.configs[c]
 	if !isSecret(c) || len(es) == 0 || !es[len(es)-1].exists {
@@ -1120,17 +1126,33 @@ func (r *recorder) keyBaseline(w *workloadLife, c string) bool {
 			continue
 		}
 		var at string
+		invalid := false
 		for _, e := range es {
 			if e.at.After(r.starts[i]) {
 				break
 			}
-			at = e.read(whole)
+			at, invalid = e.read(whole), e.invalid
+		}
+		if v, ok := firstValidAfter(es, r.starts[i], whole); invalid && ok {
+			at = v
+		} else if invalid {
+			continue
 		}
 		if at == now || keyTombstoneBaseline(es, r.starts[i], whole) == now {
 			return true
 		}
 	}
 	return false
+}
+
+// firstValidAfter is the first content of Secret events es after start that validates, if any.
+func firstValidAfter(es []configEvent, start time.Time, whole bool) (string, bool) {
+	for _, e := range es {
+		if e.at.After(start) && e.exists && !e.invalid {
+			return e.read(whole), true
+		}
+	}
+	return "", false
 }
 
 // keyTombstoneBaseline is the content Secret events es first had again after being absent since
@@ -1320,5 +1342,50 @@ func TestALossLeftBehindByAStoppedReloaderIsTheStatedLimit(t *testing.T) {
 	r.configs["cm-0"] = append(r.configs["cm-0"][:2], configEvent{rv: 45, at: at(45), exists: true, data: content{"a": "A"}})
 	if r.leftBehind(w, "cm-0") {
 		t.Error("excused after a restart made after the stop: its reloader knew what the pods read")
+	}
+}
+
+// The checker changes a CronJob's image while cm-0 holds B, then cm-0 goes back to A: no Job
+// ran in between, so the CronJob's next Job reads A and nothing is owed. A Deployment's pods,
+// restarted by the same change, read B (the positive control).
+func TestAnotherActorsChangeOfACronJobsTemplateStartsNothing(t *testing.T) {
+	t0 := time.Now()
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	r := newRecorder(sequence{})
+	r.configs["cm-0"] = []configEvent{
+		{rv: 5, at: at(5), exists: true, data: content{"a": "A"}},
+		{rv: 15, at: at(15), exists: true, data: content{"a": "B"}},
+		{rv: 25, at: at(25), exists: true, data: content{"a": "A"}},
+	}
+	r.own[20] = true
+	for kind, want := range map[string]bool{kindCronJob: false, kindDeployment: true} {
+		w := &workloadLife{kind: kind, name: "w-0", createdRV: 8, refs: []ref{{Config: "cm-0"}}, modes: []modeEvent{{mode: modeAuto}},
+			restarts: []int64{20}, touched: []map[string]bool{{}}, restartAt: []time.Time{at(20)}}
+		if got := r.stale(w, "cm-0"); got != want {
+			t.Errorf("%s: stale %v after the checker's template change at rv 20 and a revert, want %v", kind, got, want)
+		}
+	}
+}
+
+// The hash key is lost while sec-0 holds content that does not validate; the next start takes
+// the first valid content after it as current (its entry and the markers were made under the
+// lost key), so a workload running another content is excused for it, and only for it.
+func TestTheFirstValidContentAfterAStartWithALostKeyIsItsBaseline(t *testing.T) {
+	t0 := time.Now()
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	r := newRecorder(sequence{})
+	r.configs["sec-0"] = []configEvent{
+		{rv: 5, at: at(5), exists: true, data: content{"a": "1"}},
+		{rv: 15, at: at(15), exists: true, data: content{"a": "{"}, invalid: true},
+		{rv: 35, at: at(35), exists: true, data: content{"a": "2"}},
+	}
+	r.keyLosses, r.starts = []time.Time{at(20)}, []time.Time{at(30)}
+	w := &workloadLife{kind: kindDeployment, name: "w-0", refs: []ref{{Config: "sec-0"}}, modes: []modeEvent{{mode: modeAuto}}}
+	if !r.keyBaseline(w, "sec-0") {
+		t.Error("not excused: the first valid content after the start is what that start took as current")
+	}
+	r.configs["sec-0"] = append(r.configs["sec-0"], configEvent{rv: 45, at: at(45), exists: true, data: content{"a": "3"}})
+	if r.keyBaseline(w, "sec-0") {
+		t.Error("excused for a second valid content: it changed from the one taken as current")
 	}
 }
