@@ -128,6 +128,11 @@ func TestTransformingACachedObjectAgainChangesNothing(t *testing.T) {
 		Annotations: map[string]string{"a": "b", lastApplied: "{}"}}
 	rollout := &unstructured.Unstructured{Object: map[string]any{"kind": "Rollout", "status": map[string]any{"phase": "Healthy", "HPAReplicas": int64(3)}}}
 	rollout.SetName("app")
+	key, err := confighash.NewKey([]byte(strings.Repeat("k", 32)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Controller{opts: Options{Annotations: policy.DefaultAnnotations(), HashKey: HashKey{key: key}}}
 	for _, obj := range []runtime.Object{
 		&appsv1.Deployment{ObjectMeta: meta, Spec: appsv1.DeploymentSpec{Template: tmpl()}, Status: appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 2}},
 		&appsv1.StatefulSet{ObjectMeta: meta, Spec: appsv1.StatefulSetSpec{Template: tmpl()}, Status: appsv1.StatefulSetStatus{ObservedGeneration: 3, CurrentReplicas: 1}},
@@ -139,11 +144,6 @@ func TestTransformingACachedObjectAgainChangesNothing(t *testing.T) {
 		&corev1.Secret{ObjectMeta: meta, Data: map[string][]byte{"a": []byte("1")}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team", Labels: map[string]string{"in": "yes"}}},
 	} {
-		key, err := confighash.NewKey([]byte(strings.Repeat("k", 32)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := &Controller{opts: Options{Annotations: policy.DefaultAnnotations(), HashKey: HashKey{key: key}}}
 		once, err := c.transform(obj.DeepCopyObject())
 		if err != nil {
 			t.Fatal(err)

@@ -133,7 +133,8 @@ func (c *Controller) stripMarker(w key, r policy.ConfigRef, value string) policy
 	return policy.Stale
 }
 
-// rememberPutBack notes what the pods a rollback puts back run of configs the undone restart's pods took without a marker (restarts.rollbackBegins):
+// rememberPutBack notes what the pods a rollback puts back run of configs the undone restart's
+// pods took without a marker (restarts.rollbackBegins):
 // a strip, which decides only where the restored template carries no marker, before the state,
 // which may have recorded the content they took (soak seed 1795681571291661041@4: cm--2
 // reappeared during the reload's rollout, its new pods took it, the state recorded it, and the

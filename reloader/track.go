@@ -275,8 +275,8 @@ func (c *Controller) finish(ctx context.Context, w workloadView, f policy.Follow
 	if rollback {
 		c.restarts.rollbackEnded(w.key, err == nil)
 	}
-	for r := range putBack {
-		if err != nil {
+	if err != nil {
+		for r := range putBack {
 			c.forgetStrip(w.key, r) // nothing was put back
 		}
 	}
