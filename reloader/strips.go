@@ -119,7 +119,7 @@ func (c *Controller) rememberStrip(w key, r policy.ConfigRef, rec *configRecord,
 
 // stripMarker is what workload w, without a marker for r, carries in effect against value: what
 // it was remembered to run since a strip, in memory or, after a restart, in the state; NoMarker
-// when nothing is (the state's config entry decides).
+// when nothing is, or only a value made under a lost hash key (the state's config entry decides).
 func (c *Controller) stripMarker(w key, r policy.ConfigRef, value string) policy.MarkerState {
 	if m, ok := c.strips.marker(w, r, value); ok {
 		return m
@@ -129,6 +129,12 @@ func (c *Controller) stripMarker(w key, r policy.ConfigRef, value string) policy
 		return policy.NoMarker
 	case v == value:
 		return policy.Current
+	case policy.Content{Value: value}.Match(v) == policy.OtherKey:
+		// Made under a lost hash key: like a marker made under one, it says nothing, and the
+		// state, whose entries under that key are taken as current, decides (soak seed
+		// 1795705990417200457@4: a workload created while the state lagged, restarted for
+		// nothing once the key was replaced).
+		return policy.NoMarker
 	}
 	return policy.Stale
 }
