@@ -1,4 +1,24 @@
 package reloader
 
+import (
+	"context"
+
+	appsv1 "k8s.io/api/apps/v1"
+)
+
 // IsStale exposes isStale to the tests, which check it against the real API server's answers.
 var IsStale = isStale
+
+// ErrStale exposes errStale: a patch computed from a version that is no longer current.
+var ErrStale = errStale
+
+// JudgeRolloutAsCached judges the followed rollout of Deployment d as the rollout sync does when
+// the cache holds d: a test's stand-in for a cache that has not shown a later change yet.
+func (c *Controller) JudgeRolloutAsCached(ctx context.Context, d *appsv1.Deployment) error {
+	kind := c.kinds["Deployment"]
+	obj, err := c.transform(d.DeepCopy())
+	if err != nil {
+		return err
+	}
+	return c.judgeRollout(ctx, kind, rolloutKey(key{kind.name, d.Namespace, d.Name}), obj)
+}

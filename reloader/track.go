@@ -206,6 +206,11 @@ func (c *Controller) syncRollout(ctx context.Context, kind *workloadKind, k key)
 	if err != nil || !exists {
 		return err
 	}
+	return c.judgeRollout(ctx, kind, k, obj)
+}
+
+// judgeRollout is syncRollout's judgement of obj, the workload as the cache holds it.
+func (c *Controller) judgeRollout(ctx context.Context, kind *workloadKind, k key, obj any) error {
 	w, ok := c.view(kind, obj)
 	if !ok {
 		return nil
@@ -248,14 +253,20 @@ func (c *Controller) finish(ctx context.Context, w workloadView, f policy.Follow
 	ann := w.meta.GetAnnotations()
 	history := policy.ParseHistory(ann[policy.HistoryAnnotation])
 	history[0].Outcome, history[0].Template = outcome, ""
-	ops := []policy.JSONOp{policy.HistoryTest(ann[policy.HistoryAnnotation])}
+	// Judged on this generation: a template change of another actor's that the cache has not
+	// shown yet makes the patch stale, and the rollout is judged again, theirs (soak seed
+	// 1795711302120981478@4 rolled back a reload on top of another actor's change).
+	ops := []policy.JSONOp{policy.HistoryTest(ann[policy.HistoryAnnotation]),
+		{Op: "test", Path: "/metadata/generation", Value: w.meta.GetGeneration()}}
 	rollback := false
+	var restore policy.Restore
 	if (outcome == policy.OutcomeFailed || outcome == policy.OutcomeTimedOut) && f.Rollback {
-		restore, ok, err := c.holdAndRestore(ctx, w)
+		r, ok, err := c.holdAndRestore(ctx, w)
 		if err != nil {
 			return err
 		}
 		if ok {
+			restore = r
 			ops = append(ops, restore.Ops(w.tmpl)...)
 			history[0].RolledBack, rollback = true, true
 		}
@@ -281,6 +292,17 @@ func (c *Controller) finish(ctx context.Context, w workloadView, f policy.Follow
 		}
 	}
 	if isStale(err) {
+		if len(restore.Applied) == 0 {
+			return errStale
+		}
+		// Judged again from a fresher cache: nothing is held unless it is rolled back.
+		for ref := range restore.Applied {
+			kind, name, _ := strings.Cut(ref, "/")
+			c.state.DeleteEntry(c.holdKey(w.key, policy.ConfigRef{Kind: kind, Name: name}))
+		}
+		if err := c.state.Flush(ctx); err != nil {
+			return fmt.Errorf("lift the holds of %s after its rollback went stale: %w", w.key, err)
+		}
 		return errStale
 	}
 	if err != nil {

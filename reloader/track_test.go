@@ -2,6 +2,7 @@ package reloader_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -621,6 +622,41 @@ func TestAnotherActorsBrokenImageDuringOurRolloutIsNotRolledBackNorHeld(t *testi
 func TestAnotherActorsBrokenImageWhileTheReloaderIsDownIsNotRolledBackAtItsStart(t *testing.T) {
 	ns := cluster.NewNamespace(t)
 	wantSupersededByTheOtherActor(t, ns, anotherActorsChangeScenario(t, ns, true))
+}
+
+// The rollout's outcome is judged on the cached workload, which may not show yet another actor's
+// template change made just before the deadline (soak seed 1795711302120981478@4). Its write,
+// a rollback here, applies only to the generation it was judged on: it is stale, nothing is
+// rolled back or held, and the next judgement, on the change, calls the rollout superseded.
+func TestARollbackJudgedOnACacheBehindAnotherActorsChangeIsNotSent(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	followedDeployment(t, ns, map[string]string{"configmap.reloader.stakater.com/reload": "app", policy.RollbackAnnotation: "true"})
+	updateDeployment(t, ns, "web", func(d *appsv1.Deployment) {
+		d.Spec.ProgressDeadlineSeconds, d.Spec.MinReadySeconds = new(int32(3600)), 600 // never ends by itself
+	})
+	r := startController(t, ns, controllerOpts{})
+	updateConfigMap(t, ns, "app", fixedConfig)
+	waitEnv(t, ns, "web", appVar, hashOfData(fixedConfig))
+	waitOutcome(t, ns, policy.OutcomeProgressing)
+	r.stop(t)
+	cached := getDeployment(t, ns, "web")
+	updateDeployment(t, ns, "web", setBrokenImage)
+
+	// As the cache held it at the deadline: a timeout of 1ms stands in for the deadline passed.
+	cached.Annotations[policy.TimeoutAnnotation] = "1ms"
+	time.Sleep(time.Second) // the history keeps the second: the deadline is the next one's end
+	if err := r.ctrl.JudgeRolloutAsCached(context.Background(), cached); !errors.Is(err, reloader.ErrStale) {
+		t.Fatalf("judged on a cache behind the other actor's change: %v, want the write stale", err)
+	}
+	if e, _ := newestEntry(t, ns); e.Outcome != policy.OutcomeProgressing {
+		t.Fatalf("outcome %q written from a cache behind the other actor's change", e.Outcome)
+	}
+	if holds := stateValues(t, ns, "hold."); len(holds) != 0 {
+		t.Fatalf("holds %v left by a rollback that was not sent", holds)
+	}
+
+	startController(t, ns, controllerOpts{})
+	wantSupersededByTheOtherActor(t, ns, waitOutcome(t, ns, policy.OutcomeSuperseded))
 }
 
 // A change outside the pod template (here the revision history limit; a scale is another) moves
