@@ -259,14 +259,12 @@ func (c *Controller) finish(ctx context.Context, w workloadView, f policy.Follow
 	ops := []policy.JSONOp{policy.HistoryTest(ann[policy.HistoryAnnotation]),
 		{Op: "test", Path: "/metadata/generation", Value: w.meta.GetGeneration()}}
 	rollback := false
-	var restore policy.Restore
 	if (outcome == policy.OutcomeFailed || outcome == policy.OutcomeTimedOut) && f.Rollback {
-		r, ok, err := c.holdAndRestore(ctx, w)
+		restore, ok, err := c.holdAndRestore(ctx, w)
 		if err != nil {
 			return err
 		}
 		if ok {
-			restore = r
 			ops = append(ops, restore.Ops(w.tmpl)...)
 			history[0].RolledBack, rollback = true, true
 		}
@@ -292,17 +290,8 @@ func (c *Controller) finish(ctx context.Context, w workloadView, f policy.Follow
 		}
 	}
 	if isStale(err) {
-		if len(restore.Applied) == 0 {
-			return errStale
-		}
-		// Judged again from a fresher cache: nothing is held unless it is rolled back.
-		for ref := range restore.Applied {
-			kind, name, _ := strings.Cut(ref, "/")
-			c.state.DeleteEntry(c.holdKey(w.key, policy.ConfigRef{Kind: kind, Name: name}))
-		}
-		if err := c.state.Flush(ctx); err != nil {
-			return fmt.Errorf("lift the holds of %s after its rollback went stale: %w", w.key, err)
-		}
+		// Judged again from a fresher cache. The holds just written stay: the cache may only be
+		// behind our own rollback, which wrote the same ones; a rollout found superseded lifts them.
 		return errStale
 	}
 	if err != nil {
@@ -313,8 +302,32 @@ func (c *Controller) finish(ctx context.Context, w workloadView, f policy.Follow
 		return fmt.Errorf("record the rollout outcome of %s: %w", w.key, err)
 	}
 	c.templatesRead.Delete(w.key)
+	if outcome == policy.OutcomeSuperseded {
+		c.liftUnsentHolds(w)
+	}
 	c.reportOutcome(w, entry, outcome, why, rollback)
 	return nil
+}
+
+// liftUnsentHolds lifts the holds a rollback of w's reload wrote but did not send (its patch went
+// stale: another actor had changed the template): the rollout was theirs, nothing is held. Only
+// a hold of the content that reload applied is its own; a reload lifts the older ones.
+func (c *Controller) liftUnsentHolds(w workloadView) {
+	raw, ok := w.meta.GetAnnotations()[policy.RestoreAnnotation]
+	if !ok {
+		return
+	}
+	restore, err := policy.ParseRestore(raw)
+	if err != nil {
+		return
+	}
+	for ref, v := range restore.Applied {
+		kind, name, _ := strings.Cut(ref, "/")
+		hk := c.holdKey(w.key, policy.ConfigRef{Kind: kind, Name: name})
+		if held, ok := c.state.Held(hk); ok && held == heldAs(v) {
+			c.state.DeleteEntry(hk)
+		}
+	}
 }
 
 // holdAndRestore holds the content the reload applied, durably, and returns what it replaced, for

@@ -627,7 +627,8 @@ func TestAnotherActorsBrokenImageWhileTheReloaderIsDownIsNotRolledBackAtItsStart
 // The rollout's outcome is judged on the cached workload, which may not show yet another actor's
 // template change made just before the deadline (soak seed 1795711302120981478@4). Its write,
 // a rollback here, applies only to the generation it was judged on: it is stale, nothing is
-// rolled back or held, and the next judgement, on the change, calls the rollout superseded.
+// rolled back or held, and the next judgement, on the change, calls the rollout superseded
+// and lifts the holds the unsent rollback wrote.
 func TestARollbackJudgedOnACacheBehindAnotherActorsChangeIsNotSent(t *testing.T) {
 	ns := cluster.NewNamespace(t)
 	followedDeployment(t, ns, map[string]string{"configmap.reloader.stakater.com/reload": "app", policy.RollbackAnnotation: "true"})
@@ -651,12 +652,15 @@ func TestARollbackJudgedOnACacheBehindAnotherActorsChangeIsNotSent(t *testing.T)
 	if e, _ := newestEntry(t, ns); e.Outcome != policy.OutcomeProgressing {
 		t.Fatalf("outcome %q written from a cache behind the other actor's change", e.Outcome)
 	}
-	if holds := stateValues(t, ns, "hold."); len(holds) != 0 {
-		t.Fatalf("holds %v left by a rollback that was not sent", holds)
+	if d := getDeployment(t, ns, "web"); d.Spec.Template.Spec.Containers[0].Image != brokenImage {
+		t.Fatalf("the other actor's image was replaced: %q", d.Spec.Template.Spec.Containers[0].Image)
 	}
 
+	// Judged again on the change: superseded, and the holds the unsent rollback wrote are lifted.
 	startController(t, ns, controllerOpts{})
-	wantSupersededByTheOtherActor(t, ns, waitOutcome(t, ns, policy.OutcomeSuperseded))
+	e := waitOutcome(t, ns, policy.OutcomeSuperseded)
+	settle()
+	wantSupersededByTheOtherActor(t, ns, e)
 }
 
 // A change outside the pod template (here the revision history limit; a scale is another) moves
