@@ -75,7 +75,7 @@ release:
 
 # Rewrites docs/flags.md's generated block from --help (TestFlagsDocIsTheHelpOutput holds it there).
 docs:
-	$(GO) test -count=1 -run '^TestFlagsDocIsTheHelpOutput$$' . -args -update
+	$(GO) test -count=1 -run '^TestFlagsDocIsTheHelpOutput$$' ./internal/cli -args -update
 
 clean:
 	rm -rf bin dist

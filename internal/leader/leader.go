@@ -30,7 +30,7 @@ type LeaseClient interface {
 }
 
 // MinMargin is the least time by which the Lease duration must exceed the renew deadline: see
-// Election for what it absorbs. main.go's flag check enforces it.
+// Election for what it absorbs. The flag check (internal/cli/leader.go) enforces it.
 const MinMargin = time.Second
 
 // Election runs the controller only while this replica holds a coordination.k8s.io Lease.

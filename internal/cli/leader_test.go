@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"strings"
@@ -23,7 +23,7 @@ func TestLeaderElectionFlagsNeedASafetyMargin(t *testing.T) {
 		{4 * time.Second, 4 * time.Second, 500 * time.Millisecond, "--leader-election-lease"},
 		{4 * time.Second, 5 * time.Second, 500 * time.Millisecond, "--leader-election-lease"},
 	} {
-		cli := CLI{Port: 9090, KubeAPIQPS: 50, KubeAPIBurst: 100, HashKeySecret: "reloader-hash-key", LeaderElect: true,
+		cli := Flags{Port: 9090, KubeAPIQPS: 50, KubeAPIBurst: 100, HashKeySecret: "reloader-hash-key", LeaderElect: true,
 			LeaderElectionLease: tt.lease, LeaderElectionRenewDeadline: tt.renew, LeaderElectionRetryPeriod: tt.retry}
 		err := cli.Validate()
 		name := tt.lease.String() + "/" + tt.renew.String() + "/" + tt.retry.String()
@@ -37,7 +37,7 @@ func TestLeaderElectionFlagsNeedASafetyMargin(t *testing.T) {
 		}
 	}
 	// Without --leader-elect the timings are unused, and not checked.
-	if err := (&CLI{Port: 9090, KubeAPIQPS: 50, KubeAPIBurst: 100, HashKeySecret: "reloader-hash-key", LeaderElectionLease: 1500 * time.Millisecond}).Validate(); err != nil {
+	if err := (&Flags{Port: 9090, KubeAPIQPS: 50, KubeAPIBurst: 100, HashKeySecret: "reloader-hash-key", LeaderElectionLease: 1500 * time.Millisecond}).Validate(); err != nil {
 		t.Errorf("leader election off: %v", err)
 	}
 }

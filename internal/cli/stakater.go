@@ -1,4 +1,4 @@
-package main
+package cli
 
 // stakater Reloader's flag spellings and values, read with stakater's meaning so that its
 // manifests and Helm chart arguments run this binary unchanged (docs/migrating.md,
@@ -8,11 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/alecthomas/kong"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Selector is a label selector given as stakater takes it: the flag may repeat and each value is
@@ -110,32 +111,40 @@ func stakaterBool(flag, v string) (bool, error) {
 	return b, nil
 }
 
-// scope is the set of namespaces to watch, by stakater's precedence with ours first: --namespaces,
-// then --namespace, then $KUBERNETES_NAMESPACE; none of them watches all namespaces ("").
-// stakaterScoped reports a scope set the stakater way (--namespaces or the variable): stakater
-// then ignores --namespace-selector and --namespaces-to-ignore, which only apply to all
-// namespaces. (With our --namespace, Validate refuses them instead.)
-func (c *CLI) scope(getenv func(string) string) (namespaces []string, stakaterScoped bool) {
-	switch {
-	case len(c.Namespaces) > 0:
-		return c.Namespaces, true
-	case c.Namespace != "":
-		return []string{c.Namespace}, false
-	case getenv("KUBERNETES_NAMESPACE") != "":
-		return []string{getenv("KUBERNETES_NAMESPACE")}, true
+// validateStakater checks the flags and values that come from stakater Reloader.
+func (c *Flags) validateStakater() error {
+	if _, err := parseLogLevel(c.LogLevel); err != nil {
+		return err
 	}
-	return []string{""}, false
+	if f := c.LogFormat; f != "" && f != "text" && f != "json" {
+		return fmt.Errorf("--log-format: must be text (or empty) or json, got %q", f)
+	}
+	if _, err := stakaterBool("is-Argo-Rollouts", c.IsArgoRolloutsStakater); err != nil {
+		return err
+	}
+	if c.Namespace != "" && len(c.Namespaces) > 0 {
+		return errors.New("--namespace and --namespaces: give one or the other")
+	}
+	for i, ns := range c.Namespaces {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return fmt.Errorf("--namespaces: %q is not a namespace name: %s", ns, strings.Join(errs, "; "))
+		}
+		if slices.Contains(c.Namespaces[:i], ns) {
+			// Two controllers on one namespace would each reload its workloads.
+			return fmt.Errorf("--namespaces: %q is listed twice", ns)
+		}
+	}
+	if len(c.Namespaces) > 1 && c.StateNamespace != "" {
+		return errors.New("--state-namespace: not with several --namespaces: each namespace keeps its own state")
+	}
+	return nil
 }
 
-// podNamespace is the reloader's own namespace: $POD_NAMESPACE (stakater's HA variable), else the
-// ServiceAccount's.
-func podNamespace() string {
-	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
-		return ns
+// dropAllNamespacesFlags does what stakater does when --namespaces or $KUBERNETES_NAMESPACE
+// scope it: the flags that narrow all-namespaces mode are ignored, and that is said.
+func (c *Flags) dropAllNamespacesFlags(log *slog.Logger) {
+	if c.NamespaceSelector != "" || len(c.NamespacesToIgnore) > 0 {
+		log.Warn("--namespace-selector and --namespaces-to-ignore only apply to all namespaces; --namespaces or $KUBERNETES_NAMESPACE scope the reloader, so they are ignored")
 	}
-	b, err := os.ReadFile(serviceAccountNamespace)
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(b))
+	c.NamespaceSelector, c.NamespacesToIgnore = "", nil
 }

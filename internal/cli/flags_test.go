@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 var updateFlagsDoc = flag.Bool("update", false, "rewrite docs/flags.md's generated block from --help")
 
 const (
-	flagsDocPath  = "docs/flags.md"
+	flagsDocPath  = "../../docs/flags.md"
 	flagsDocBegin = "<!-- BEGIN GENERATED: reloader --help (make docs) -->\n"
 	flagsDocEnd   = "<!-- END GENERATED -->\n"
 )
@@ -23,10 +23,10 @@ const (
 func helpText(t *testing.T) string {
 	t.Helper()
 	t.Setenv("COLUMNS", "100")
-	var cli CLI
+	var cli Flags
 	var out bytes.Buffer
 	exited := false
-	opts := append(cliOptions(), kong.Writers(&out, &out), kong.Exit(func(int) { exited = true }))
+	opts := append(ParserOptions("dev"), kong.Writers(&out, &out), kong.Exit(func(int) { exited = true }))
 	p, err := kong.New(&cli, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +41,7 @@ func helpText(t *testing.T) string {
 }
 
 // TestFlagsDocIsTheHelpOutput holds docs/flags.md's generated block to what --help prints, so
-// the flags page cannot drift from the CLI.
+// the flags page cannot drift from the flags.
 func TestFlagsDocIsTheHelpOutput(t *testing.T) {
 	doc, err := os.ReadFile(flagsDocPath)
 	if err != nil {
@@ -64,5 +64,5 @@ func TestFlagsDocIsTheHelpOutput(t *testing.T) {
 		}
 		return
 	}
-	t.Errorf("%s's generated block differs from --help; regenerate it with `make docs` (go test -run TestFlagsDocIsTheHelpOutput -update .)", flagsDocPath)
+	t.Errorf("%s's generated block differs from --help; regenerate it with `make docs` (go test -run TestFlagsDocIsTheHelpOutput ./internal/cli -args -update)", flagsDocPath)
 }

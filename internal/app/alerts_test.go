@@ -1,10 +1,11 @@
-package main
+package app
 
 import (
 	"log/slog"
 	"strings"
 	"testing"
 
+	"github.com/reloader/reloader/internal/cli"
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/reloader"
 )
@@ -31,7 +32,7 @@ func TestNotifyReadsWebhookURLAndAlertVariables(t *testing.T) {
 				t.Setenv(k, tc.env[k])
 			}
 			var opts reloader.Options
-			err := notify(CLI{WebhookURL: tc.webhookURL}, &opts, log, metrics.New("test"))
+			err := notify(cli.Flags{WebhookURL: tc.webhookURL}, &opts, log, metrics.New("test"))
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("err %v, want one naming %s", err, tc.err)

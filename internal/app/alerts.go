@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"fmt"
@@ -7,18 +7,19 @@ import (
 	"os"
 
 	"github.com/reloader/reloader/alert"
+	"github.com/reloader/reloader/internal/cli"
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/reloader"
 )
 
 // notify sets up what stakater users configure besides flags: alerts after each reload
 // (ALERT_ON_RELOAD and the other ALERT_* variables) and --webhook-url.
-func notify(cli CLI, opts *reloader.Options, log *slog.Logger, m *metrics.Metrics) error {
-	if cli.WebhookURL != "" {
-		if u, err := url.Parse(cli.WebhookURL); err != nil || u.Scheme == "" || u.Host == "" {
+func notify(f cli.Flags, opts *reloader.Options, log *slog.Logger, m *metrics.Metrics) error {
+	if f.WebhookURL != "" {
+		if u, err := url.Parse(f.WebhookURL); err != nil || u.Scheme == "" || u.Host == "" {
 			return fmt.Errorf("--webhook-url: not an absolute http(s) URL")
 		}
-		opts.Webhook = alert.Webhook{URL: cli.WebhookURL}
+		opts.Webhook = alert.Webhook{URL: f.WebhookURL}
 		log.Warn("--webhook-url is set: config changes call the webhook, and no workload is reloaded")
 	}
 	cfg, on, err := alert.FromEnv(os.LookupEnv)

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"strings"
@@ -11,7 +11,7 @@ import (
 // stakater's pause flags, spelled as its chart passes them, rename the annotations; the gate
 // flags reach the controller's options.
 func TestGateAndPauseFlags(t *testing.T) {
-	var cli CLI
+	var cli Flags
 	parser, err := kong.New(&cli)
 	if err != nil {
 		t.Fatal(err)
@@ -28,12 +28,12 @@ func TestGateAndPauseFlags(t *testing.T) {
 	if a.PausePeriod != "example.com/pause" || a.PausedAt != "example.com/paused" {
 		t.Errorf("pause annotations %q, %q", a.PausePeriod, a.PausedAt)
 	}
-	o := cli.options("ns", "ns", nil, nil)
+	o := cli.Options("ns", "ns", nil, nil)
 	if o.Gate.Window != "Mon-Fri 22:00-06:00 Europe/Berlin; Sat,Sun 00:00-24:00" || o.Gate.MinInterval != 30*time.Second {
 		t.Errorf("gate options %+v", o.Gate)
 	}
 
-	var defaults CLI
+	var defaults Flags
 	if _, err := kong.Must(&defaults).Parse(nil); err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestGateAndPauseFlags(t *testing.T) {
 }
 
 func TestBadGateFlagsNameTheFlag(t *testing.T) {
-	for flag, cli := range map[string]CLI{
+	for flag, cli := range map[string]Flags{
 		"--reload-window":       {ReloadWindow: "Sat 02:00"},
 		"--min-reload-interval": {MinReloadInterval: -time.Second},
 	} {

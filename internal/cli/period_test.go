@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"math"
@@ -42,7 +42,7 @@ func FuzzCoalesceWindowFlags(f *testing.F) {
 		if err != nil {
 			return
 		}
-		o := (&CLI{CoalescePeriod: Period(p), CoalesceMaxWait: Period(m)}).options("ns", "ns", nil, nil)
+		o := (&Flags{CoalescePeriod: Period(p), CoalesceMaxWait: Period(m)}).Options("ns", "ns", nil, nil)
 		want := m
 		switch {
 		case m != 0:
@@ -59,8 +59,8 @@ func FuzzCoalesceWindowFlags(f *testing.F) {
 }
 
 // parseFlags parses args as the binary does, Validate included.
-func parseFlags(args ...string) (CLI, error) {
-	var cli CLI
+func parseFlags(args ...string) (Flags, error) {
+	var cli Flags
 	parser, err := kong.New(&cli, kong.Name("reloader"))
 	if err != nil {
 		return cli, err
