@@ -162,14 +162,13 @@ func (c *Controller) recordBaseline(k key, rec *configRecord, deps []dependent) 
 	if rec == nil {
 		return
 	}
-	if e, known := c.state.Get(c.stateKey(k)); known && c.content(rec, nil).Match(e.Hash) != policy.OtherKey {
+	if e, known := c.state.Get(c.names.config(k)); known && c.content(rec, nil).Match(e.Hash) != policy.OtherKey {
 		return
 	}
 	r := policy.ConfigRef{Kind: k.kind, Name: k.name}
 	for _, d := range deps {
 		if d.reload && d.byState {
-			c.strips.remember(d.workload, r, "", d.keys)
-			c.state.Strip(c.stripKey(d.workload, r), otherContent)
+			c.strips.remember(d.workload, r, otherContent, d.keys)
 		}
 	}
 	c.record(k, rec, deps)
@@ -183,7 +182,7 @@ const otherContent = "0000000000000000000000000000000000000000"
 // dependents need. A Secret's values are keyed, so this also re-records, under the current key,
 // what an earlier version wrote plain or what was made under a lost key.
 func (c *Controller) record(k key, rec *configRecord, deps []dependent) {
-	skey := c.stateKey(k)
+	skey := c.names.config(k)
 	c.state.Set(skey, rec.Hash)
 	read := map[string]bool{}
 	for _, d := range deps {
@@ -201,7 +200,7 @@ func (c *Controller) record(k key, rec *configRecord, deps []dependent) {
 // recreation is judged against it, or none. It is pruned once nothing references the config for
 // the retention period.
 func (c *Controller) settleAbsent(k key, referenced, untouched bool) {
-	skey := c.stateKey(k)
+	skey := c.names.config(k)
 	e, known := c.state.Get(skey)
 	now := c.opts.Clock.Now()
 	switch {
@@ -235,16 +234,6 @@ func (c *Controller) settleAbsent(k key, referenced, untouched bool) {
 	c.unreached.Delete(k)
 }
 
-// stateKey is the state entry of a config; the namespace is part of it only when the reloader
-// watches all namespaces.
-func (c *Controller) stateKey(k key) string {
-	ns := k.namespace
-	if c.opts.Namespace != "" {
-		ns = ""
-	}
-	return state.Key(k.kind, ns, k.name)
-}
-
 // startupPass runs once the caches have synced. A config whose content the state holds needs
 // nothing: each dependent's own sync catches a stale marker. One never seen that nobody reads is
 // recorded here; every other is queued. Not queueing every config keeps the queue's maps, which
@@ -256,7 +245,7 @@ func (c *Controller) startupPass() {
 		for _, obj := range inf.GetStore().List() {
 			r := obj.(*configRecord)
 			k := key{kind, r.Namespace, r.Name}
-			skey := c.stateKey(k)
+			skey := c.names.config(k)
 			live[skey] = true
 			e, known := c.state.Get(skey)
 			switch {

@@ -126,7 +126,8 @@ type Controller struct {
 	backlog   *backlog                        // the start-up's keys, fed to queue a window at a time (backlog.go)
 	coalescer *coalesce.Coalescer[key]
 	changes   *changeLog
-	strips    *strips
+	names     entryKeys // the state's key rule
+	strips    *strips   // what workloads run without a marker (strips.go)
 	// restarts: what each workload's last restart may have given its pods unseen (unseen.go).
 	restarts  *restarts
 	unreached sync.Map // config key → bool: whether a deletion could not reach a dependent (configsync.go)
@@ -169,17 +170,18 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 		clients: clients,
 		log:     opts.Log,
 		metrics: opts.Metrics,
+		names:   entryKeys{single: opts.Namespace != ""},
 		state:   state.New(clients.StateConfigMaps(opts.StateNamespace), opts.StateNamespace, opts.StateName, opts.Log),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(retryLimiter(),
 			workqueue.TypedRateLimitingQueueConfig[key]{Name: "reloader", MetricsProvider: opts.Metrics.WorkqueueProvider()}),
 		refusals: workqueue.NewTypedItemExponentialFailureRateLimiter[key](refusedRetryMin, refusedRetryMax),
 		changes:  newChangeLog(),
-		strips:   newStrips(),
 		restarts: newRestarts(),
 
 		decisiveAnnotations: append(opts.Annotations.OnWorkload(), opts.Annotations.GateAnnotations()...),
 		events:              record.NewBroadcaster(),
 	}
+	c.strips = newStrips(c.state, c.names)
 	c.state.OnWrite = c.observeStateWrite
 	if opts.StateWriter != "" {
 		c.state.Fence(opts.StateWriter)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/reloader/reloader/coalesce"
 	"github.com/reloader/reloader/policy"
-	"github.com/reloader/reloader/state"
 )
 
 // A due reload passes a gate (policy.Gate: maintenance windows, minimum interval, pause period)
@@ -132,16 +131,6 @@ func (c *Controller) gateOf(w workloadView) policy.Gate {
 	return c.opts.Annotations.GateOf(w.meta.GetAnnotations(), w.tmpl.Annotations, c.opts.Gate)
 }
 
-// pendingKey is the state entry of a workload's held reload; the namespace is part of it only
-// when the reloader watches all namespaces.
-func (c *Controller) pendingKey(k key) string {
-	ns := k.namespace
-	if c.opts.Namespace != "" {
-		ns = ""
-	}
-	return state.PendingKey(k.kind, ns, k.name)
-}
-
 // gated applies the gate to a due reload. It returns true when the reload must not happen now:
 // it is then held (or a pause period begins), and err is that of the pause's patch.
 func (c *Controller) gated(ctx context.Context, w workloadView, g policy.Gate, changes []policy.Change) (bool, error) {
@@ -165,7 +154,7 @@ func (c *Controller) gated(ctx context.Context, w workloadView, g policy.Gate, c
 func (c *Controller) holdReload(w workloadView, changes []policy.Change, g policy.Gate, v policy.Verdict) {
 	fresh := c.deferrals.hold(w.key, v.Until, v.Reason)
 	c.reportDeferred()
-	pk := c.pendingKey(w.key)
+	pk := c.names.pending(w.key)
 	_, told := c.state.Get(pk)
 	if !told {
 		c.state.SetPending(pk, c.opts.Clock.Now())
@@ -194,7 +183,7 @@ func (c *Controller) holdReload(w workloadView, changes []policy.Change, g polic
 
 // releaseHold forgets a workload's held reload: it happened, or is no longer due.
 func (c *Controller) releaseHold(w workloadView) {
-	c.state.DeleteEntry(c.pendingKey(w.key))
+	c.state.DeleteEntry(c.names.pending(w.key))
 	if c.deferrals.release(w.key) {
 		c.reports.clear(string(w.meta.GetUID()), "ReloadScheduleInvalid", reasonHeldInvalid)
 		c.reportDeferred()
@@ -203,7 +192,7 @@ func (c *Controller) releaseHold(w workloadView) {
 
 // forgetHold drops the hold of a deleted workload.
 func (c *Controller) forgetHold(k key) {
-	c.state.DeleteEntry(c.pendingKey(k))
+	c.state.DeleteEntry(c.names.pending(k))
 	if c.deferrals.release(k) {
 		c.reportDeferred()
 	}
@@ -281,7 +270,7 @@ func (c *Controller) forgetPendingOfGone() {
 	for _, kind := range c.kinds {
 		for _, obj := range kind.informer.GetStore().List() {
 			meta, _ := kind.template(obj)
-			live[c.pendingKey(key{kind.name, meta.GetNamespace(), meta.GetName()})] = true
+			live[c.names.pending(key{kind.name, meta.GetNamespace(), meta.GetName()})] = true
 		}
 	}
 	for pk := range c.state.PendingKeys() {

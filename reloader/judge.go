@@ -115,7 +115,7 @@ func (c *Controller) judge(w workloadView, r policy.ConfigRef, rec *configRecord
 		f.Marker = policy.CollaborneMarker(w.tmpl, r, rec.Collaborne.String())
 	}
 	if f.Exists && f.Marker == policy.NoMarker {
-		f.Marker = c.stripMarker(w.key, r, want.Value)
+		f.Marker = c.strips.marker(w.key, r, want.Value)
 	}
 	byState := f.Exists && f.Marker == policy.NoMarker
 	if byState {
@@ -171,7 +171,7 @@ func (c *Controller) wanted(w workloadView, r policy.ConfigRef, rec *configRecor
 // (nil: all of it).
 func (c *Controller) undecided(rec *configRecord, r policy.ConfigRef, ns string, u policy.Use, keys []string) []string {
 	if keys != nil {
-		e, known := c.state.Get(c.stateKey(configKey(r, ns)))
+		e, known := c.state.Get(c.names.config(configKey(r, ns)))
 		if !known || e.Deleted || e.Hash == "" {
 			return nil
 		}
@@ -186,7 +186,7 @@ func (c *Controller) undecided(rec *configRecord, r policy.ConfigRef, ns string,
 
 // stateFacts fills in what the state says, for a workload without a marker.
 func (c *Controller) stateFacts(f *policy.Facts, w workloadView, r policy.ConfigRef, rec *configRecord, keys []string) {
-	skey := c.stateKey(configKey(r, w.key.namespace))
+	skey := c.names.config(configKey(r, w.key.namespace))
 	e, known := c.state.Get(skey)
 	whole := c.content(rec, nil)
 	f.Hash, f.Legacy, f.Collaborne = whole.Value, whole.Legacy, whole.Collaborne

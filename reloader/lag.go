@@ -54,7 +54,7 @@ func (c *Controller) markerUnseen(w workloadView, ch policy.Change, rec *configR
 	if w.target.MarkerOf(meta, w.tmpl, ch.Ref, policy.Content{Value: ch.Value}) != policy.Stale {
 		return false // no marker: the state asked for the change
 	}
-	e, known := c.state.Get(c.stateKey(configKey(ch.Ref, w.key.namespace)))
+	e, known := c.state.Get(c.names.config(configKey(ch.Ref, w.key.namespace)))
 	return !known || e.Hash == "" || w.target.MarkerOf(meta, w.tmpl, ch.Ref, policy.Content{Value: e.Hash}) != policy.Current
 }
 

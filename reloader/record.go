@@ -236,7 +236,7 @@ func (c *Controller) sharedHash(k key, hash string) string {
 	if c.state == nil {
 		return hash
 	}
-	if e, ok := c.state.Get(c.stateKey(k)); ok && !e.Deleted && e.Hash == hash {
+	if e, ok := c.state.Get(c.names.config(k)); ok && !e.Deleted && e.Hash == hash {
 		return e.Hash
 	}
 	return hash

@@ -26,8 +26,10 @@ import (
 // stripped workload again. After a restart only the content is known, not whether the config
 // changed since: the entry vouches for the workload while the config holds that content.
 type strips struct {
-	mu sync.Mutex
-	m  map[key]map[policy.ConfigRef]stripped
+	mu    sync.Mutex
+	m     map[key]map[policy.ConfigRef]stripped
+	store *state.Store
+	names entryKeys
 }
 
 // stripped is what a workload stripped of its marker for a config runs: the content value, or
@@ -38,7 +40,9 @@ type stripped struct {
 	keys  []string
 }
 
-func newStrips() *strips { return &strips{m: map[key]map[policy.ConfigRef]stripped{}} }
+func newStrips(store *state.Store, names entryKeys) *strips {
+	return &strips{m: map[key]map[policy.ConfigRef]stripped{}, store: store, names: names}
+}
 
 // noteStrips compares a workload's template before and after a change of it: a marker that
 // reappeared ends what was remembered; one that was stripped while current is remembered.
@@ -57,11 +61,11 @@ func (c *Controller) noteStrips(k *workloadKind, old, obj any) {
 		after := nv.target.MarkerOf(nv.meta.GetAnnotations(), nv.tmpl, r, want)
 		switch {
 		case after != policy.NoMarker:
-			c.forgetStrip(nv.key, r)
+			c.strips.forget(nv.key, r)
 		case before == policy.Current && writtenBefore(rec.ResourceVersion, nv.meta.GetResourceVersion()):
 			c.rememberStrip(nv.key, r, rec, want.Value, keys)
 		case before != policy.NoMarker:
-			c.forgetStrip(nv.key, r) // stripped while behind: the state decides
+			c.strips.forget(nv.key, r) // stripped while behind: the state decides
 		}
 	}
 }
@@ -108,23 +112,64 @@ func justCreated(obj any) bool {
 // entry holds the content it says the same, and later changes are best judged by it (one made
 // while the config was ignored, for one, restarts nothing once the ignore is lifted).
 func (c *Controller) rememberStrip(w key, r policy.ConfigRef, rec *configRecord, value string, keys []string) {
-	e, known := c.state.Get(c.stateKey(configKey(r, w.namespace)))
+	e, known := c.state.Get(c.names.config(configKey(r, w.namespace)))
 	if known && !e.Deleted && c.content(rec, nil).Match(e.Hash) != policy.Differs {
-		c.forgetStrip(w, r)
+		c.strips.forget(w, r)
 		return
 	}
 	c.strips.remember(w, r, value, keys)
-	c.state.Strip(c.stripKey(w, r), value)
 }
 
-// stripMarker is what workload w, without a marker for r, carries in effect against value: what
-// it was remembered to run since a strip, in memory or, after a restart, in the state; NoMarker
-// when nothing is, or only a value made under a lost hash key (the state's config entry decides).
-func (c *Controller) stripMarker(w key, r policy.ConfigRef, value string) policy.MarkerState {
-	if m, ok := c.strips.marker(w, r, value); ok {
-		return m
+// remember notes, in memory and in the state, that workload w runs value of config r without a
+// marker (otherContent: some other content than the config's).
+func (s *strips) remember(w key, r policy.ConfigRef, value string, keys []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m[w] == nil {
+		s.m[w] = map[policy.ConfigRef]stripped{}
 	}
-	switch v, ok := c.state.Stripped(c.stripKey(w, r)); {
+	s.m[w][r] = stripped{value: value, known: true, keys: keys}
+	s.store.Strip(s.names.strip(w, r), value)
+}
+
+// putBack notes what the pods a rollback puts back run of configs the undone restart's
+// pods took without a marker (restarts.rollbackBegins):
+// a strip, which decides only where the restored template carries no marker, before the state,
+// which may have recorded the content they took (soak seed 1795681571291661041@4: cm--2
+// reappeared during the reload's rollout, its new pods took it, the state recorded it, and the
+// pods put back, without a marker of it, were never restarted for it). Noted before the
+// rollback is sent: its own update event may be handled first.
+func (s *strips) putBack(w key, runs map[policy.ConfigRef]stripped) {
+	for r, run := range runs {
+		s.remember(w, r, run.value, run.keys)
+	}
+}
+
+// forget drops what was remembered of workload w and config r, in memory and in the state.
+func (s *strips) forget(w key, r policy.ConfigRef) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m[w], r)
+	if len(s.m[w]) == 0 {
+		delete(s.m, w)
+	}
+	s.store.DeleteEntry(s.names.strip(w, r))
+}
+
+// marker is what workload w, without a marker for r, carries in effect against value: what it
+// was remembered to run since a strip, in memory or, after a restart, in the state; NoMarker
+// when nothing is, or only a value made under a lost hash key (the state's config entry decides).
+func (s *strips) marker(w key, r policy.ConfigRef, value string) policy.MarkerState {
+	s.mu.Lock()
+	e, ok := s.m[w][r]
+	s.mu.Unlock()
+	switch {
+	case ok && e.known && e.value == value:
+		return policy.Current
+	case ok:
+		return policy.Stale
+	}
+	switch v, ok := s.store.Stripped(s.names.strip(w, r)); {
 	case !ok:
 		return policy.NoMarker
 	case v == value:
@@ -137,65 +182,6 @@ func (c *Controller) stripMarker(w key, r policy.ConfigRef, value string) policy
 		return policy.NoMarker
 	}
 	return policy.Stale
-}
-
-// rememberPutBack notes what the pods a rollback puts back run of configs the undone restart's
-// pods took without a marker (restarts.rollbackBegins):
-// a strip, which decides only where the restored template carries no marker, before the state,
-// which may have recorded the content they took (soak seed 1795681571291661041@4: cm--2
-// reappeared during the reload's rollout, its new pods took it, the state recorded it, and the
-// pods put back, without a marker of it, were never restarted for it). Noted before the
-// rollback is sent: its own update event may be handled first.
-func (c *Controller) rememberPutBack(w key, runs map[policy.ConfigRef]stripped) {
-	for r, s := range runs {
-		c.strips.remember(w, r, s.value, s.keys)
-		c.state.Strip(c.stripKey(w, r), s.value)
-	}
-}
-
-func (c *Controller) forgetStrip(w key, r policy.ConfigRef) {
-	c.strips.forget(w, r)
-	c.state.DeleteEntry(c.stripKey(w, r))
-}
-
-func (c *Controller) stripKey(w key, r policy.ConfigRef) string {
-	ns := w.namespace
-	if c.opts.Namespace != "" {
-		ns = ""
-	}
-	return state.StripKey(w.kind, ns, w.name, r.Kind, r.Name)
-}
-
-// writtenBefore reports whether resourceVersion a is older than b. Resource versions are etcd
-// revisions, ordered across objects; anything that is not a number is not trusted.
-func writtenBefore(a, b string) bool {
-	x, errA := strconv.ParseUint(a, 10, 64)
-	y, errB := strconv.ParseUint(b, 10, 64)
-	return errA == nil && errB == nil && x < y
-}
-
-func (s *strips) remember(w key, r policy.ConfigRef, value string, keys []string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.m[w] == nil {
-		s.m[w] = map[policy.ConfigRef]stripped{}
-	}
-	s.m[w][r] = stripped{value: value, known: true, keys: keys}
-}
-
-// marker is what workload w, without a marker for r, carries in effect against value, the one
-// it should hold, if anything is remembered.
-func (s *strips) marker(w key, r policy.ConfigRef, value string) (policy.MarkerState, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, ok := s.m[w][r]
-	switch {
-	case !ok:
-		return policy.NoMarker, false
-	case e.known && e.value == value:
-		return policy.Current, true
-	}
-	return policy.Stale, true
 }
 
 // configChanged makes what was remembered of config c, in every workload, unknown, except for a
@@ -214,17 +200,17 @@ func (s *strips) configChanged(c key, same func(keys []string) bool) {
 	}
 }
 
-func (s *strips) forget(w key, r policy.ConfigRef) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.m[w], r)
-	if len(s.m[w]) == 0 {
-		delete(s.m, w)
-	}
-}
-
+// workloadGone forgets, in memory, a deleted workload (liftHolds deletes its state entries).
 func (s *strips) workloadGone(w key) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.m, w)
+}
+
+// writtenBefore reports whether resourceVersion a is older than b. Resource versions are etcd
+// revisions, ordered across objects; anything that is not a number is not trusted.
+func writtenBefore(a, b string) bool {
+	x, errA := strconv.ParseUint(a, 10, 64)
+	y, errB := strconv.ParseUint(b, 10, 64)
+	return errA == nil && errB == nil && x < y
 }

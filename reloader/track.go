@@ -12,7 +12,6 @@ import (
 
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
-	"github.com/reloader/reloader/state"
 )
 
 // Rollout tracking. A followed reload writes, in the same patch, a "progressing" entry at the head
@@ -178,7 +177,7 @@ func shortOrDeleted(v string) string {
 // the configs reloaded are lifted, since the workload now runs their newer content.
 func (c *Controller) reloadFollowed(w workloadView, changes []policy.Change, superseded *policy.Entry) {
 	for _, ch := range changes {
-		hk := c.holdKey(w.key, ch.Ref)
+		hk := c.names.hold(w.key, ch.Ref)
 		if _, ok := c.state.Held(hk); ok {
 			c.state.DeleteEntry(hk)
 		}
@@ -278,7 +277,7 @@ func (c *Controller) finish(ctx context.Context, w workloadView, f policy.Follow
 	var putBack map[policy.ConfigRef]stripped
 	if rollback {
 		putBack = c.restarts.rollbackBegins(w.key)
-		c.rememberPutBack(w.key, putBack) // strips.go
+		c.strips.putBack(w.key, putBack)
 	}
 	_, err = w.kind.patch(ctx, w.key.namespace, w.key.name, body)
 	if rollback {
@@ -286,7 +285,7 @@ func (c *Controller) finish(ctx context.Context, w workloadView, f policy.Follow
 	}
 	if err != nil {
 		for r := range putBack {
-			c.forgetStrip(w.key, r) // nothing was put back
+			c.strips.forget(w.key, r) // nothing was put back
 		}
 	}
 	if isStale(err) {
@@ -344,7 +343,7 @@ func (c *Controller) holdAndRestore(ctx context.Context, w workloadView) (policy
 	}
 	for ref, v := range restore.Applied {
 		kind, name, _ := strings.Cut(ref, "/")
-		c.state.Hold(c.holdKey(w.key, policy.ConfigRef{Kind: kind, Name: name}), heldAs(v))
+		c.state.Hold(c.names.hold(w.key, policy.ConfigRef{Kind: kind, Name: name}), heldAs(v))
 	}
 	if err := c.state.Flush(ctx); err != nil {
 		return policy.Restore{}, false, fmt.Errorf("record the hold of %s before rolling it back: %w", w.key, err)
@@ -395,21 +394,12 @@ func heldAs(value string) string {
 // deletionHeld is a hold's value for a deletion: a well-formed hash that no content has.
 const deletionHeld = "ffffffffffffffffffffffffffffffffffffffff"
 
-// holdKey is the state key of a hold on workload w for config r.
-func (c *Controller) holdKey(w key, r policy.ConfigRef) string {
-	ns := w.namespace
-	if c.opts.Namespace != "" {
-		ns = ""
-	}
-	return state.HoldKey(w.kind, ns, w.name, r.Kind, r.Name)
-}
-
 // held reports whether workload w must not be reloaded for value of config r: that reload was
 // rolled back. A hold ends as soon as the config is seen with other content, whether or not
 // that content reloads the workload (a revert to what it runs does not, nor does content that
 // does not validate), so that the held content applied again is a change like any other.
 func (c *Controller) held(w key, r policy.ConfigRef, value string) bool {
-	k := c.holdKey(w, r)
+	k := c.names.hold(w, r)
 	v, ok := c.state.Held(k)
 	if ok && v != value {
 		c.state.DeleteEntry(k)
@@ -464,7 +454,7 @@ func (c *Controller) workloadEntryKeys(k *workloadKind, obj any) []string {
 	w := key{k.name, meta.GetNamespace(), meta.GetName()}
 	out := make([]string, 0, 2*len(refs))
 	for _, r := range refs {
-		out = append(out, c.holdKey(w, r), c.stripKey(w, r))
+		out = append(out, c.names.hold(w, r), c.names.strip(w, r))
 	}
 	return out
 }

@@ -65,8 +65,8 @@ func validate(annotations map[string]string, value func(string) ([]byte, bool)) 
 // records every config: that is the content its dependents are taken to run, so the next valid
 // change differs from it and reloads.
 func (c *Controller) invalid(k key, rec *configRecord, fresh bool) {
-	if _, known := c.state.Get(c.stateKey(k)); !known {
-		c.state.Set(c.stateKey(k), rec.Hash)
+	if _, known := c.state.Get(c.names.config(k)); !known {
+		c.state.Set(c.names.config(k), rec.Hash)
 	}
 	last, stranded := c.stranded(k)
 	c.dependents(k, rec) // judged only for the holds it ends: after stranded, which judges last

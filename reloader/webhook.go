@@ -20,7 +20,7 @@ func (c *Controller) syncConfigWebhook(ctx context.Context, k key) error {
 	if rec != nil && rec.Annotations[c.opts.Annotations.Ignore] == "true" {
 		return nil
 	}
-	skey := c.stateKey(k)
+	skey := c.names.config(k)
 	e, known := c.state.Get(skey)
 	var current policy.Content
 	if rec != nil {
