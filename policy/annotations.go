@@ -1,6 +1,6 @@
 // Package policy owns the reloader's pure decisions: which configs a pod spec references and how,
 // which annotations make a config change reload a workload, what marker a workload carries for a
-// config, whether it must be reloaded, when it may be (defer.go), whether a config's declared keys
+// config, whether it must be reloaded, when it may be (reloader/gates.go), whether a config's declared keys
 // parse (validate.go), and the JSON patch that does it; for safe reloads, how far a rollout has
 // got, the history annotation and what a rollback restores. It takes no client, no cache and no
 // clock (the time is an argument): every function here is a table test away from proof.
@@ -31,7 +31,7 @@ type Annotations struct {
 	SecretExclude    string // on a workload: Secrets auto and search leave out
 	Ignore           string // on a config: never trigger
 	RolloutStrategy  string // on an Argo Rollout: "restart" sets spec.restartAt
-	PausePeriod      string // on a workload: hold reloads for this long, then roll out once (defer.go)
+	PausePeriod      string // on a workload: hold reloads for this long, then roll out once (reloader/gates.go)
 	PausedAt         string // on a workload, written by the reloader: when the pause period began
 	// Extra keys with the ConfigMap / Secret semantics (Collaborne's --alternative-*-annotation).
 	AlternativeConfigMap []string

@@ -34,7 +34,7 @@ func (c *Controller) syncConfig(k key) error {
 	c.validContent(rec)
 	deps := c.dependents(k, rec)
 	c.noteUnreached(k, rec, deps, fresh)
-	c.wakeHeld(deps) // defer.go
+	c.gates.wake(deps) // gates.go
 	var due []key
 	for _, d := range deps {
 		if d.reload {

@@ -84,7 +84,7 @@ type Options struct {
 	// --rollout-timeout): whether reloads are followed to the end of their rollouts, and undone
 	// when those fail (track.go).
 	Follow policy.Follow
-	// Gate holds the flag defaults of maintenance windows and the minimum interval (defer.go).
+	// Gate holds the flag defaults of maintenance windows and the minimum interval (gates.go).
 	Gate policy.GateDefaults
 	// Alerts, when set, gets a message after each reload (ALERT_ON_RELOAD); Run delivers them.
 	Alerts *alert.Sender
@@ -134,7 +134,7 @@ type Controller struct {
 	underway  sync.Map // config key → *configRecord: its valid content while reloads for it are due (validate.go)
 	events    record.EventBroadcaster
 	reports   *reporter
-	deferrals *deferrals // reloads held by their gate (defer.go)
+	gates     *gates // reloads held by their gate (gates.go)
 	// templatesRead: per followed workload, the last generation whose whole template was read to
 	// be still its reload's (track.go).
 	templatesRead sync.Map // key → templateRead
@@ -189,7 +189,8 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 	c.backlog = newBacklog(c.queue)
 	c.reports = newReporter(c.events.NewRecorder(clients.Scheme, corev1.EventSource{Component: "reloader"}), opts.Log)
 	c.coalescer = coalesce.New(opts.CoalescePeriod, opts.CoalesceMaxWait, opts.Clock, c.queue.Add)
-	c.deferrals = newDeferrals(opts.Clock, c.queue.Add)
+	c.gates = &gates{annotations: opts.Annotations, defaults: opts.Gate, clock: opts.Clock, store: c.state, names: c.names,
+		reports: c.reports, log: c.log, gauge: c.metrics.Deferred, enqueue: c.queue.Add, deferrals: newDeferrals(opts.Clock, c.queue.Add)}
 	if err := c.buildInformers(); err != nil {
 		return nil, err
 	}
@@ -237,7 +238,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	// Once the config caches hold the content now: a Job is created with its markers.
 	c.resumeJobRecreations(ctx)
 	c.startupPass()
-	c.forgetPendingOfGone()
+	c.gates.forgetGone(c.kinds)
 	c.forgetEntriesOfGone()
 	c.log.Info("caches synced; reloading", "namespace", c.opts.Namespace, "coalesce_period", c.opts.CoalescePeriod,
 		"strategy", c.opts.Strategy, "kinds", len(c.kinds))
@@ -264,7 +265,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.checkAllWorkloads()
 
 	<-ctx.Done()
-	c.deferrals.stopAll()
+	c.gates.deferrals.stopAll()
 	c.shutdown(&workers, stopWork)
 	stopState()
 	<-stateDone

@@ -255,7 +255,7 @@ func (c *Controller) workloadGone(k *workloadKind, obj any) {
 		c.strips.workloadGone(key{k.name, meta.GetNamespace(), meta.GetName()})
 		c.restarts.workloadGone(key{k.name, meta.GetNamespace(), meta.GetName()}, meta.GetResourceVersion())
 		c.liftHolds(k, obj)
-		c.forgetHold(key{k.name, meta.GetNamespace(), meta.GetName()}) // defer.go
+		c.gates.forget(key{k.name, meta.GetNamespace(), meta.GetName()}) // gates.go
 		c.queueConfigsOf(k, obj, c.queue.Add)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -81,8 +80,8 @@ func (c *Controller) invalid(k key, rec *configRecord, fresh bool) {
 			"name", k.name, "hash", short(rec.Hash), "problem", rec.Invalid, "stranded", len(stranded))
 	}
 	for _, w := range stranded {
-		if c.deferrals.isHeld(w) {
-			c.queue.Add(w) // its sync finds nothing due and drops the hold (defer.go)
+		if c.gates.deferrals.isHeld(w) {
+			c.queue.Add(w) // its sync finds nothing due and drops the hold (gates.go)
 		}
 	}
 }
@@ -156,8 +155,7 @@ func (c *Controller) heldByInvalid(w workloadView) bool {
 		c.reports.clear(string(w.meta.GetUID()), reasonHeldInvalid)
 		return false
 	}
-	c.deferrals.hold(w.key, time.Time{}, policy.ReasonInvalidConfig)
-	c.reportDeferred()
+	c.gates.holdInvalid(w)
 	// Said once per set of configs, not per change: the message names no content.
 	names := strings.Join(bad, ", ")
 	msg := "Reload held: the pods read " + names + ", whose current content does not validate (see its InvalidConfig Event); " +
@@ -189,7 +187,7 @@ func (c *Controller) invalidUsed(w workloadView) []string {
 // content is valid or gone, so that they reload if nothing else holds them. Those due for k
 // itself are left to their coalescing window, which syncs them.
 func (c *Controller) wakeHeldByInvalid(k key, due []key) {
-	for _, w := range c.deferrals.heldFor(k.namespace, policy.ReasonInvalidConfig) {
+	for _, w := range c.gates.deferrals.heldFor(k.namespace, policy.ReasonInvalidConfig) {
 		if !slices.Contains(due, w) {
 			c.queue.Add(w)
 		}

@@ -60,15 +60,15 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 	}
 	changes, reads := c.dueChanges(w)
 	if len(changes) == 0 {
-		return c.settleGate(ctx, w) // defer.go
+		return c.gates.settle(ctx, w) // gates.go
 	}
 	// Before the gate, so that no pause period starts for a reload that does not happen.
 	if c.heldByInvalid(w) {
 		return nil // validate.go
 	}
-	// Safe reloads (defer.go): a closed gate holds the reload until it opens.
-	g := c.gateOf(w)
-	if held, err := c.gated(ctx, w, g, changes); held {
+	// Safe reloads (gates.go): a closed gate holds the reload until it opens.
+	g := c.gates.of(w)
+	if held, err := c.gates.apply(ctx, w, g, changes); held {
 		return err
 	}
 	if err := c.confirmConfigs(ctx, w, changes); err != nil {
@@ -78,7 +78,7 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 	if err != nil || len(ops) == 0 {
 		return err
 	}
-	ops = append(ops, c.gateOps(w, g)...)
+	ops = append(ops, c.gates.ops(w, g)...)
 	return c.patch(ctx, w, changes, reads, ops)
 }
 
@@ -136,7 +136,7 @@ func (c *Controller) patch(ctx context.Context, w workloadView, changes []policy
 		return c.failed(w, "ReloadReverted", fmt.Sprintf("Reload for %s was reverted by the API server; it is retried at least every %s", what, refusedRetryMax), err)
 	}
 	c.reports.clear(string(w.meta.GetUID()), "ReloadFailed", "ReloadReverted")
-	c.releaseHold(w)
+	c.gates.release(w)
 	if known {
 		c.metrics.ObserveReload(w.kind.name, w.key.namespace, since)
 	} else {

@@ -1,0 +1,309 @@
+package reloader
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/reloader/reloader/coalesce"
+	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/state"
+)
+
+// A due reload passes a gate (policy.Gate: maintenance windows, minimum interval, pause period)
+// before its patch. A closed gate is a time: the workload is queued again then, on the injected
+// clock, and its sync patches with whatever content is current at that moment, so everything
+// that arrived meanwhile is coalesced into one reload. The gate's inputs are durable (the clock,
+// the workload's annotations), and the state records that the reload is pending, so a restart
+// keeps the gate, and neither repeats the Event nor loses the reload.
+
+// gates is the part that holds a due reload its gate does not let through yet, remembers it in
+// the state (a pending entry), reports it (an Event, the reloader_deferred gauge), and ends
+// pause periods. The sync asks it of, apply, ops and release or settle; nothing else writes
+// a pending entry.
+type gates struct {
+	annotations policy.Annotations
+	defaults    policy.GateDefaults
+	clock       coalesce.Clock
+	store       *state.Store
+	names       entryKeys
+	reports     *reporter
+	log         *slog.Logger
+	gauge       *prometheus.GaugeVec // reloader_deferred, by reason
+	enqueue     func(key)
+	deferrals   *deferrals
+}
+
+// of reads the workload's gate.
+func (g *gates) of(w workloadView) policy.Gate {
+	return g.annotations.GateOf(w.meta.GetAnnotations(), w.tmpl.Annotations, g.defaults)
+}
+
+// apply applies the gate to a due reload. It returns true when the reload must not happen now:
+// it is then held (or a pause period begins), and err is that of the pause's patch.
+func (g *gates) apply(ctx context.Context, w workloadView, gate policy.Gate, changes []policy.Change) (bool, error) {
+	now := g.clock.Now()
+	v := gate.Decide(now)
+	switch v.Action {
+	case policy.ReloadNow:
+		return false, nil
+	case policy.StartPause:
+		ops := append([]policy.JSONOp{rvGuard(w)}, g.annotations.StartPauseOps(w.meta.GetAnnotations(), now)...)
+		if err := writeMeta(ctx, w, ops, "start the pause period of"); err != nil {
+			return true, err
+		}
+	}
+	g.hold(w, changes, gate, v)
+	return true, nil
+}
+
+// hold records a held reload: its timer, the pending entry in the state, the gauge, and
+// an Event the first time it is held (not again after a restart: the state says it was told).
+func (g *gates) hold(w workloadView, changes []policy.Change, gate policy.Gate, v policy.Verdict) {
+	fresh := g.deferrals.hold(w.key, v.Until, v.Reason)
+	g.report()
+	pk := g.names.pending(w.key)
+	_, told := g.store.Get(pk)
+	if !told {
+		g.store.SetPending(pk, g.clock.Now())
+	}
+	if v.Reason == policy.ReasonInvalid {
+		// Said once per problem, not per change: the message names no content.
+		problems := strings.Join(gate.Problems, "; ")
+		if g.reports.warn(w.obj, string(w.meta.GetUID()), "ReloadScheduleInvalid", "Reloads are held until the schedule is fixed: "+problems) {
+			g.log.Warn("reloads held: the reload schedule does not parse", "kind", w.kind.name, "namespace", w.key.namespace,
+				"name", w.key.name, "problem", problems)
+		}
+		return
+	}
+	// The schedule parses again: should it break later, that is news.
+	g.reports.clear(string(w.meta.GetUID()), "ReloadScheduleInvalid")
+	what := describe(changes)
+	if !fresh || told {
+		return
+	}
+	until := v.Until.UTC().Format(time.RFC3339)
+	g.reports.event(w.obj, corev1.EventTypeNormal, "ReloadDeferred",
+		fmt.Sprintf("Reload for %s deferred until %s: %s", what, until, v.Explain(gate)))
+	g.log.Info("reload deferred", "kind", w.kind.name, "namespace", w.key.namespace, "name", w.key.name,
+		"configs", what, "until", until, "reason", v.Reason)
+}
+
+// holdInvalid holds w's reload until the content it would load validates (validate.go).
+func (g *gates) holdInvalid(w workloadView) {
+	g.deferrals.hold(w.key, time.Time{}, policy.ReasonInvalidConfig)
+	g.report()
+}
+
+// release forgets a workload's held reload: it happened, or is no longer due.
+func (g *gates) release(w workloadView) {
+	g.store.DeleteEntry(g.names.pending(w.key))
+	if g.deferrals.release(w.key) {
+		g.reports.clear(string(w.meta.GetUID()), "ReloadScheduleInvalid", reasonHeldInvalid)
+		g.report()
+	}
+}
+
+// forget drops the hold of a deleted workload.
+func (g *gates) forget(k key) {
+	g.store.DeleteEntry(g.names.pending(k))
+	if g.deferrals.release(k) {
+		g.report()
+	}
+}
+
+// settle is the sync of a workload with no reload due: a hold is dropped, and a pause period
+// that has run out is ended (one that has not is woken at its end).
+func (g *gates) settle(ctx context.Context, w workloadView) error {
+	g.release(w)
+	if _, paused := w.meta.GetAnnotations()[g.annotations.PausedAt]; !paused {
+		return nil
+	}
+	// A paused-at that does not parse ends at once: it holds nothing.
+	gate := g.of(w)
+	if !gate.PausedAt.IsZero() && !gate.PauseExpired(g.clock.Now()) {
+		g.deferrals.hold(w.key, gate.PausedAt.Add(gate.PausePeriod), policy.ReasonPause)
+		return nil
+	}
+	ops := append([]policy.JSONOp{rvGuard(w)}, g.annotations.EndPauseOps(w.meta.GetAnnotations())...)
+	return writeMeta(ctx, w, append(ops, g.resumeStakater(w)...), "end the pause period of")
+}
+
+// resumeStakater unpauses a Deployment that stakater paused (spec.paused with the paused-at
+// annotation) when its pause ends, as stakater's own timer would have had it not been lost with
+// stakater's process. A Deployment paused by someone else carries no paused-at and is left alone.
+func (g *gates) resumeStakater(w workloadView) []policy.JSONOp {
+	d, ok := w.obj.(*appsv1.Deployment)
+	if !ok || !d.Spec.Paused || d.Annotations[g.annotations.PausedAt] == "" {
+		return nil
+	}
+	return []policy.JSONOp{{Op: "replace", Path: "/spec/paused", Value: false}}
+}
+
+// ops are the metadata ops that go with a reload. An Argo restart's ops have just created
+// the annotations map if there was none.
+func (g *gates) ops(w workloadView, gate policy.Gate) []policy.JSONOp {
+	meta := w.meta.GetAnnotations()
+	if meta == nil && w.target.RestartAt {
+		meta = map[string]string{}
+	}
+	return append(g.annotations.GateOps(meta, gate, g.clock.Now()), g.resumeStakater(w)...)
+}
+
+// wake syncs the held dependents that no longer need this config's reload (it was
+// reverted), so that their hold and pending entry go now rather than when the gate opens.
+func (g *gates) wake(deps []dependent) {
+	for _, d := range deps {
+		if !d.reload && g.deferrals.isHeld(d.workload) {
+			g.enqueue(d.workload)
+		}
+	}
+}
+
+// report sets the reloader_deferred gauge.
+func (g *gates) report() {
+	for reason, n := range g.deferrals.byReason() {
+		g.gauge.WithLabelValues(reason).Set(float64(n))
+	}
+}
+
+// forgetGone drops, at start, the pending entries of workloads that no longer exist.
+func (g *gates) forgetGone(kinds map[string]*workloadKind) {
+	live := map[string]bool{}
+	for _, kind := range kinds {
+		for _, obj := range kind.informer.GetStore().List() {
+			meta, _ := kind.template(obj)
+			live[g.names.pending(key{kind.name, meta.GetNamespace(), meta.GetName()})] = true
+		}
+	}
+	for pk := range g.store.PendingKeys() {
+		if !live[pk] {
+			g.store.DeleteEntry(pk)
+		}
+	}
+}
+
+// writeMeta applies a patch of the workload's metadata only, through the kind's writeMeta: it
+// restarts nothing, and runs or recreates no Job.
+func writeMeta(ctx context.Context, w workloadView, ops []policy.JSONOp, doing string) error {
+	body, err := json.Marshal(ops)
+	if err != nil {
+		return fmt.Errorf("encode patch of %s: %w", w.key, err)
+	}
+	_, err = w.kind.writeMeta(ctx, w.key.namespace, w.key.name, body)
+	if isStale(err) {
+		return errStale
+	}
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", doing, w.key, err)
+	}
+	return nil
+}
+
+// rvGuard makes a patch apply only to the version of the workload it was computed from.
+func rvGuard(w workloadView) policy.JSONOp {
+	return policy.JSONOp{Op: "test", Path: "/metadata/resourceVersion", Value: w.meta.GetResourceVersion()}
+}
+
+// deferrals holds one timer per workload whose reload waits.
+type deferrals struct {
+	clock coalesce.Clock
+	fire  func(key)
+
+	mu   sync.Mutex
+	held map[key]heldReload
+}
+
+type heldReload struct {
+	until  time.Time // zero: until the workload's annotations change
+	reason string
+	timer  coalesce.Timer
+}
+
+func newDeferrals(clock coalesce.Clock, fire func(key)) *deferrals {
+	return &deferrals{clock: clock, fire: fire, held: map[key]heldReload{}}
+}
+
+// hold (re)arms k's timer for until; it reports whether k was not held before.
+func (d *deferrals) hold(k key, until time.Time, reason string) (fresh bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	h, ok := d.held[k]
+	if ok && h.until.Equal(until) && h.reason == reason {
+		return false
+	}
+	if ok && h.timer != nil {
+		h.timer.Stop()
+	}
+	h = heldReload{until: until, reason: reason}
+	if !until.IsZero() {
+		h.timer = d.clock.AfterFunc(until.Sub(d.clock.Now()), func() { d.fire(k) })
+	}
+	d.held[k] = h
+	return !ok
+}
+
+// release forgets k's hold, if any, and reports whether there was one.
+func (d *deferrals) release(k key) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	h, ok := d.held[k]
+	if ok && h.timer != nil {
+		h.timer.Stop()
+	}
+	delete(d.held, k)
+	return ok
+}
+
+// byReason counts the holds per reason, every reason present.
+func (d *deferrals) byReason() map[string]int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := map[string]int{policy.ReasonWindow: 0, policy.ReasonMinInterval: 0, policy.ReasonPause: 0, policy.ReasonInvalid: 0,
+		policy.ReasonInvalidConfig: 0}
+	for _, h := range d.held {
+		out[h.reason]++
+	}
+	return out
+}
+
+// isHeld reports whether k's reload is held.
+func (d *deferrals) isHeld(k key) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, ok := d.held[k]
+	return ok
+}
+
+// heldFor returns the workloads of namespace ns held for reason.
+func (d *deferrals) heldFor(ns, reason string) []key {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []key
+	for k, h := range d.held {
+		if k.namespace == ns && h.reason == reason {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// stopAll stops every timer, at shutdown.
+func (d *deferrals) stopAll() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, h := range d.held {
+		if h.timer != nil {
+			h.timer.Stop()
+		}
+	}
+}

@@ -1,0 +1,128 @@
+package reloader
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/reloader/reloader/internal/clocktest"
+	"github.com/reloader/reloader/metrics"
+	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/state"
+)
+
+// gatesFixture is the gates part over a state without a server, a fake Event recorder and a
+// manual clock: what it holds, writes and says, in process.
+type gatesFixture struct {
+	g      *gates
+	store  *state.Store
+	events *record.FakeRecorder
+	clock  *clocktest.Clock
+	queued chan key
+}
+
+func newGatesFixture(store *state.Store) *gatesFixture {
+	f := &gatesFixture{store: store, queued: make(chan key, 10), events: record.NewFakeRecorder(100), clock: clocktest.New(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))}
+	log := slog.New(slog.DiscardHandler)
+	enqueue := func(k key) { f.queued <- k }
+	f.g = &gates{annotations: policy.DefaultAnnotations(), clock: f.clock, store: store, names: entryKeys{single: true},
+		reports: newReporter(f.events, log), log: log, gauge: metrics.New("test").Deferred, enqueue: enqueue,
+		deferrals: newDeferrals(f.clock, enqueue)}
+	return f
+}
+
+func gatedView(annotations map[string]string) workloadView {
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "u1", ResourceVersion: "7", Annotations: annotations}}
+	return workloadView{key: key{"Deployment", "ns", "web"}, kind: &workloadKind{name: "Deployment"}, obj: d, meta: d, tmpl: &d.Spec.Template}
+}
+
+func (f *gatesFixture) drainEvents() []string {
+	var out []string
+	for {
+		select {
+		case e := <-f.events.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+// A held reload is said once (an Event), remembered in the state (a pending entry) so that a
+// restart neither says it again nor loses it, counted in the gauge, woken by its timer, and
+// forgotten once released.
+func TestAHeldReloadIsSaidOnceRememberedAndReleased(t *testing.T) {
+	store := state.New(nil, "ns", "reloader-state", slog.New(slog.DiscardHandler))
+	f := newGatesFixture(store)
+	w := gatedView(map[string]string{policy.MinIntervalAnnotation: "1h", policy.LastReloadAnnotation: "2026-11-26T11:30:00Z"})
+	changes := []policy.Change{{Ref: policy.ConfigRef{Kind: policy.KindConfigMap, Name: "app"}, Value: strings.Repeat("a", 40)}}
+
+	gate := f.g.of(w)
+	for range 2 {
+		if held, err := f.g.apply(context.Background(), w, gate, changes); !held || err != nil {
+			t.Fatalf("apply = %v, %v; want held", held, err)
+		}
+	}
+	if ev := f.drainEvents(); len(ev) != 1 || !strings.Contains(ev[0], "ReloadDeferred") || !strings.Contains(ev[0], "until 2026-11-26T12:30:00Z") {
+		t.Fatalf("events %q, want one ReloadDeferred until 12:30", ev)
+	}
+	if _, pending := store.Get(f.g.names.pending(w.key)); !pending {
+		t.Fatal("no pending entry for the held reload")
+	}
+	if got := testutil.ToFloat64(f.g.gauge.WithLabelValues(policy.ReasonMinInterval)); got != 1 {
+		t.Fatalf("deferred gauge %v, want 1", got)
+	}
+
+	restarted := newGatesFixture(store) // a new process over the same state
+	if held, _ := restarted.g.apply(context.Background(), w, gate, changes); !held {
+		t.Fatal("not held after a restart")
+	}
+	if ev := restarted.drainEvents(); len(ev) != 0 {
+		t.Fatalf("a restart said the deferral again: %q", ev)
+	}
+
+	f.clock.Advance(30 * time.Minute)
+	select {
+	case k := <-f.queued:
+		if k != w.key {
+			t.Fatalf("queued %v when the interval ended, want %v", k, w.key)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("nothing queued when the interval ended")
+	}
+	f.g.release(w)
+	if _, pending := store.Get(f.g.names.pending(w.key)); pending {
+		t.Fatal("the pending entry outlived the release")
+	}
+	if got := testutil.ToFloat64(f.g.gauge.WithLabelValues(policy.ReasonMinInterval)); got != 0 {
+		t.Fatalf("deferred gauge %v after the release, want 0", got)
+	}
+}
+
+// A schedule that does not parse holds every reload and warns once per problem, not per change.
+func TestAnUnparsableScheduleHoldsAndWarnsOnce(t *testing.T) {
+	f := newGatesFixture(state.New(nil, "ns", "reloader-state", slog.New(slog.DiscardHandler)))
+	w := gatedView(map[string]string{policy.WindowAnnotation: "someday"})
+	gate := f.g.of(w)
+	for i := range 3 {
+		changes := []policy.Change{{Ref: policy.ConfigRef{Kind: policy.KindConfigMap, Name: "app"}, Value: strings.Repeat(string(rune('a'+i)), 40)}}
+		if held, _ := f.g.apply(context.Background(), w, gate, changes); !held {
+			t.Fatalf("change %d not held", i)
+		}
+	}
+	ev := f.drainEvents()
+	if len(ev) != 1 || !strings.HasPrefix(ev[0], "Warning ReloadScheduleInvalid") {
+		t.Fatalf("events %q, want one ReloadScheduleInvalid warning", ev)
+	}
+	if f.clock.Pending() != 0 {
+		t.Fatal("a schedule that does not parse set a timer: it holds until the annotation changes")
+	}
+}
