@@ -22,16 +22,16 @@ func (c *Controller) syncConfig(k key) error {
 	fresh := c.changes.take(k)
 	if !c.namespaceAllowed(k.namespace) {
 		c.changes.forget(k)
-		c.underway.Delete(k)
+		c.validation.forget(k)
 		return nil
 	}
 	rec := c.lookup(k)
 	if rec != nil && rec.Invalid != "" {
-		c.invalid(k, rec, fresh) // validate.go
+		c.validation.invalid(k, rec, fresh) // validate.go
 		c.changes.forget(k)
 		return nil
 	}
-	c.validContent(rec)
+	c.validation.valid(rec)
 	deps := c.dependents(k, rec)
 	c.noteUnreached(k, rec, deps, fresh)
 	c.gates.wake(deps) // gates.go
@@ -41,10 +41,10 @@ func (c *Controller) syncConfig(k key) error {
 			due = append(due, d.workload)
 		}
 	}
-	c.wakeHeldByInvalid(k, due) // validate.go
+	c.validation.wake(k, due) // validate.go
 	if len(due) > 0 {
 		c.recordBaseline(k, rec, deps)
-		c.rollingOut(k, rec) // validate.go
+		c.validation.rollingOut(k, rec) // validate.go
 		if fresh {
 			c.metrics.Changes.WithLabelValues(k.kind).Inc()
 			c.log.Info("config changed", "kind", k.kind, "namespace", k.namespace, "name", k.name,
@@ -54,7 +54,7 @@ func (c *Controller) syncConfig(k key) error {
 		return nil
 	}
 	c.changes.forget(k)
-	c.underway.Delete(k)
+	c.validation.forget(k)
 	if rec != nil {
 		c.record(k, rec, deps)
 		return nil

@@ -129,12 +129,12 @@ type Controller struct {
 	names     entryKeys // the state's key rule
 	strips    *strips   // what workloads run without a marker (strips.go)
 	// restarts: what each workload's last restart may have given its pods unseen (unseen.go).
-	restarts  *restarts
-	unreached sync.Map // config key → bool: whether a deletion could not reach a dependent (configsync.go)
-	underway  sync.Map // config key → *configRecord: its valid content while reloads for it are due (validate.go)
-	events    record.EventBroadcaster
-	reports   *reporter
-	gates     *gates // reloads held by their gate (gates.go)
+	restarts   *restarts
+	unreached  sync.Map    // config key → bool: whether a deletion could not reach a dependent (configsync.go)
+	validation *validation // content that does not validate is not rolled out (validate.go)
+	events     record.EventBroadcaster
+	reports    *reporter
+	gates      *gates // reloads held by their gate (gates.go)
 	// templatesRead: per followed workload, the last generation whose whole template was read to
 	// be still its reload's (track.go).
 	templatesRead sync.Map // key → templateRead
@@ -191,6 +191,9 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 	c.coalescer = coalesce.New(opts.CoalescePeriod, opts.CoalesceMaxWait, opts.Clock, c.queue.Add)
 	c.gates = &gates{annotations: opts.Annotations, defaults: opts.Gate, clock: opts.Clock, store: c.state, names: c.names,
 		reports: c.reports, log: c.log, gauge: c.metrics.Deferred, enqueue: c.queue.Add, deferrals: newDeferrals(opts.Clock, c.queue.Add)}
+	c.validation = &validation{store: c.state, names: c.names, reports: c.reports, log: c.log, counter: c.metrics.InvalidChanges,
+		gates: c.gates, enqueue: c.queue.Add, dependents: c.dependents, lookup: c.lookup,
+		watched: func(kind string) bool { _, ok := c.configs[kind]; return ok }}
 	if err := c.buildInformers(); err != nil {
 		return nil, err
 	}

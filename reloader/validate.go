@@ -2,12 +2,16 @@ package reloader
 
 import (
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/state"
 )
 
 // Change validation: a config whose reloader/validate annotation declares the format of some
@@ -20,6 +24,24 @@ import (
 // that does not parse before its reloads were done can no longer be rolled out: a restart would
 // load the invalid one. The Warning names it and the workloads it did not reach, and their held
 // reloads are dropped at once.
+
+// validation is the part that keeps content that does not validate from being rolled out: its
+// Warning, the workloads a replaced valid content did not reach, and the hold on a workload
+// whose pods read such content. It judges dependents through the controller's rule
+// (dependents) and reads configs through its cache (lookup).
+type validation struct {
+	underway   sync.Map // config key → *configRecord: its valid content while reloads for it are due
+	store      *state.Store
+	names      entryKeys
+	reports    *reporter
+	log        *slog.Logger
+	counter    *prometheus.CounterVec // reloader_invalid_changes_total, by kind
+	gates      *gates
+	enqueue    func(key)
+	dependents func(k key, rec *configRecord) []dependent
+	lookup     func(k key) *configRecord
+	watched    func(configKind string) bool
+}
 
 // validateConfigMap describes the first declared key of cm that does not parse, or "".
 func validateConfigMap(cm *corev1.ConfigMap) string {
@@ -57,56 +79,56 @@ func validate(annotations map[string]string, value func(string) ([]byte, bool)) 
 
 // invalid handles a config sync of a record that failed validation: one Warning per content,
 // counted once; nothing reloads and the state stays, but rollback holds on other content end,
-// as any content seen ends them (track.go held). validContent clears it, so that the same
+// as any content seen ends them (track.go held). valid clears it, so that the same
 // invalid content arriving again is said again.
 //
 // A config the state has never seen is recorded as it is, invalid or not, as the first start
 // records every config: that is the content its dependents are taken to run, so the next valid
 // change differs from it and reloads.
-func (c *Controller) invalid(k key, rec *configRecord, fresh bool) {
-	if _, known := c.state.Get(c.names.config(k)); !known {
-		c.state.Set(c.names.config(k), rec.Hash)
+func (v *validation) invalid(k key, rec *configRecord, fresh bool) {
+	if _, known := v.store.Get(v.names.config(k)); !known {
+		v.store.Set(v.names.config(k), rec.Hash)
 	}
-	last, stranded := c.stranded(k)
-	c.dependents(k, rec) // judged only for the holds it ends: after stranded, which judges last
+	last, stranded := v.stranded(k)
+	v.dependents(k, rec) // judged only for the holds it ends: after stranded, which judges last
 	msg := "Content " + short(rec.Hash) + " not rolled out: " + rec.Invalid + "; no workload is restarted for it"
 	if len(stranded) > 0 {
 		msg += ". The last valid content, " + short(last.Hash) + ", was replaced before " + workloadNames(stranded) +
 			" reloaded for it and is not rolled out either: a restart would now load content that does not validate"
 	}
-	if c.reports.warn(rec, string(rec.UID), "InvalidConfig", msg) && fresh {
-		c.metrics.InvalidChanges.WithLabelValues(k.kind).Inc()
-		c.log.Warn("config change not rolled out: it does not validate", "kind", k.kind, "namespace", k.namespace,
+	if v.reports.warn(rec, string(rec.UID), "InvalidConfig", msg) && fresh {
+		v.counter.WithLabelValues(k.kind).Inc()
+		v.log.Warn("config change not rolled out: it does not validate", "kind", k.kind, "namespace", k.namespace,
 			"name", k.name, "hash", short(rec.Hash), "problem", rec.Invalid, "stranded", len(stranded))
 	}
 	for _, w := range stranded {
-		if c.gates.deferrals.isHeld(w) {
-			c.queue.Add(w) // its sync finds nothing due and drops the hold (gates.go)
+		if v.gates.deferrals.isHeld(w) {
+			v.enqueue(w) // its sync finds nothing due and drops the hold (gates.go)
 		}
 	}
 }
 
 // rollingOut remembers the valid content of a config whose reloads are due (rec nil: the
 // config is deleted, and nothing is remembered), for invalid.
-func (c *Controller) rollingOut(k key, rec *configRecord) {
+func (v *validation) rollingOut(k key, rec *configRecord) {
 	if rec == nil {
-		c.underway.Delete(k)
+		v.underway.Delete(k)
 		return
 	}
-	c.underway.Store(k, rec)
+	v.underway.Store(k, rec)
 }
 
 // stranded returns the last valid content of config k that was being rolled out, and the
 // workloads that had yet to reload for it, judged by the same rule as any change. Kept until a
 // valid content replaces it, so that every sync of the invalid content says the same.
-func (c *Controller) stranded(k key) (*configRecord, []key) {
-	v, ok := c.underway.Load(k)
+func (v *validation) stranded(k key) (*configRecord, []key) {
+	got, ok := v.underway.Load(k)
 	if !ok {
 		return nil, nil
 	}
-	last := v.(*configRecord)
+	last := got.(*configRecord)
 	var out []key
-	for _, d := range c.dependents(k, last) {
+	for _, d := range v.dependents(k, last) {
 		if d.reload {
 			out = append(out, d.workload)
 		}
@@ -128,9 +150,11 @@ func workloadNames(ws []key) string {
 	return out
 }
 
-func (c *Controller) validContent(rec *configRecord) {
+// valid clears the Warning of a config whose content validates again, so that the same
+// invalid content arriving again is said again.
+func (v *validation) valid(rec *configRecord) {
 	if rec != nil {
-		c.reports.clear(string(rec.UID), "InvalidConfig")
+		v.reports.clear(string(rec.UID), "InvalidConfig")
 	}
 }
 
@@ -146,22 +170,22 @@ func (c *Controller) validContent(rec *configRecord) {
 // reasonHeldInvalid is the Warning on a workload held by a config's invalid content.
 const reasonHeldInvalid = "ReloadHeldInvalidConfig"
 
-// heldByInvalid holds w's due reload, and reports whether it did, when its pods read a config
+// holds holds w's due reload, and reports whether it did, when its pods read a config
 // whose current content does not validate.
-func (c *Controller) heldByInvalid(w workloadView) bool {
-	bad := c.invalidUsed(w)
+func (v *validation) holds(w workloadView) bool {
+	bad := v.invalidUsed(w)
 	if len(bad) == 0 {
 		// Not held, or no longer for this: should it recur, that is news.
-		c.reports.clear(string(w.meta.GetUID()), reasonHeldInvalid)
+		v.reports.clear(string(w.meta.GetUID()), reasonHeldInvalid)
 		return false
 	}
-	c.gates.holdInvalid(w)
+	v.gates.holdInvalid(w)
 	// Said once per set of configs, not per change: the message names no content.
 	names := strings.Join(bad, ", ")
 	msg := "Reload held: the pods read " + names + ", whose current content does not validate (see its InvalidConfig Event); " +
 		"a restart would load it. The reload happens once that content is fixed, reverted or the config deleted"
-	if c.reports.warn(w.obj, string(w.meta.GetUID()), reasonHeldInvalid, msg) {
-		c.log.Warn("reload held: the pods read a config whose content does not validate", "kind", w.kind.name,
+	if v.reports.warn(w.obj, string(w.meta.GetUID()), reasonHeldInvalid, msg) {
+		v.log.Warn("reload held: the pods read a config whose content does not validate", "kind", w.kind.name,
 			"namespace", w.key.namespace, "name", w.key.name, "configs", names)
 	}
 	return true
@@ -169,13 +193,13 @@ func (c *Controller) heldByInvalid(w workloadView) bool {
 
 // invalidUsed names, sorted, the watched configs w's pod spec uses whose current content does
 // not validate.
-func (c *Controller) invalidUsed(w workloadView) []string {
+func (v *validation) invalidUsed(w workloadView) []string {
 	var out []string
 	for r := range w.uses {
-		if _, watched := c.configs[r.Kind]; !watched {
+		if !v.watched(r.Kind) {
 			continue
 		}
-		if rec := c.lookup(configKey(r, w.key.namespace)); rec != nil && rec.Invalid != "" {
+		if rec := v.lookup(configKey(r, w.key.namespace)); rec != nil && rec.Invalid != "" {
 			out = append(out, r.Kind+" "+r.Name)
 		}
 	}
@@ -183,13 +207,16 @@ func (c *Controller) invalidUsed(w workloadView) []string {
 	return out
 }
 
-// wakeHeldByInvalid syncs the workloads of k's namespace held by invalid content, now that k's
+// wake syncs the workloads of k's namespace held by invalid content, now that k's
 // content is valid or gone, so that they reload if nothing else holds them. Those due for k
 // itself are left to their coalescing window, which syncs them.
-func (c *Controller) wakeHeldByInvalid(k key, due []key) {
-	for _, w := range c.gates.deferrals.heldFor(k.namespace, policy.ReasonInvalidConfig) {
+func (v *validation) wake(k key, due []key) {
+	for _, w := range v.gates.deferrals.heldFor(k.namespace, policy.ReasonInvalidConfig) {
 		if !slices.Contains(due, w) {
-			c.queue.Add(w)
+			v.enqueue(w)
 		}
 	}
 }
+
+// forget drops what was remembered of config k's rollout.
+func (v *validation) forget(k key) { v.underway.Delete(k) }

@@ -63,7 +63,7 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 		return c.gates.settle(ctx, w) // gates.go
 	}
 	// Before the gate, so that no pause period starts for a reload that does not happen.
-	if c.heldByInvalid(w) {
+	if c.validation.holds(w) {
 		return nil // validate.go
 	}
 	// Safe reloads (gates.go): a closed gate holds the reload until it opens.
