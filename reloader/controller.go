@@ -134,10 +134,8 @@ type Controller struct {
 	validation *validation // content that does not validate is not rolled out (validate.go)
 	events     record.EventBroadcaster
 	reports    *reporter
-	gates      *gates // reloads held by their gate (gates.go)
-	// templatesRead: per followed workload, the last generation whose whole template was read to
-	// be still its reload's (track.go).
-	templatesRead sync.Map // key → templateRead
+	gates      *gates   // reloads held by their gate (gates.go)
+	tracker    *tracker // follows reloads to the end of their rollouts (track.go)
 	// recreations: the Job recreations written down and not finished (jobs.go), by note key.
 	recreations sync.Map // string → jobRecreation
 
@@ -191,6 +189,8 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 	c.coalescer = coalesce.New(opts.CoalescePeriod, opts.CoalesceMaxWait, opts.Clock, c.queue.Add)
 	c.gates = &gates{annotations: opts.Annotations, defaults: opts.Gate, clock: opts.Clock, store: c.state, names: c.names,
 		reports: c.reports, log: c.log, gauge: c.metrics.Deferred, enqueue: c.queue.Add, deferrals: newDeferrals(opts.Clock, c.queue.Add)}
+	c.tracker = &tracker{defaults: opts.Follow, clock: opts.Clock, store: c.state, names: c.names, reports: c.reports, log: c.log,
+		metrics: c.metrics, restarts: c.restarts, strips: c.strips, enqueue: c.queue.Add, enqueueAfter: c.queue.AddAfter}
 	c.validation = &validation{store: c.state, names: c.names, reports: c.reports, log: c.log, counter: c.metrics.InvalidChanges,
 		gates: c.gates, enqueue: c.queue.Add, dependents: c.dependents, lookup: c.lookup,
 		watched: func(kind string) bool { _, ok := c.configs[kind]; return ok }}

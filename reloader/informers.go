@@ -175,7 +175,7 @@ func (c *Controller) watchWorkloads(k *workloadKind) error {
 				c.noteCreated(k, obj)
 			}
 			c.workloadChanged(k, obj, initial)
-			c.followRollout(k, obj)
+			c.tracker.watch(k, obj)
 		},
 		UpdateFunc: func(old, obj any) {
 			o, n := old.(metav1.Object), obj.(metav1.Object)
@@ -189,7 +189,7 @@ func (c *Controller) watchWorkloads(k *workloadKind) error {
 				// may have had its state held back by it alone.
 				c.queueConfigsOf(k, old, c.queue.Add)
 			}
-			c.followRollout(k, obj) // status updates too: they end a rollout
+			c.tracker.watch(k, obj) // status updates too: they end a rollout
 		},
 		DeleteFunc: func(obj any) { c.workloadGone(k, obj) },
 	})

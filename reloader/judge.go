@@ -84,7 +84,7 @@ func (c *Controller) judge(w workloadView, r policy.ConfigRef, rec *configRecord
 	}
 	// Rolled back (track.go): evaluated always, as it ends stale holds; content that does not
 	// validate reloads nothing, but it is another content seen.
-	held := c.held(w.key, r, heldAs(want.Value))
+	held := c.tracker.held(w.key, r, heldAs(want.Value))
 	if rec != nil && rec.Invalid != "" {
 		return j, false
 	}

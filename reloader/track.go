@@ -5,13 +5,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/reloader/reloader/coalesce"
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/state"
 )
 
 // Rollout tracking. A followed reload writes, in the same patch, a "progressing" entry at the head
@@ -22,28 +27,49 @@ import (
 // history it read. So a restart, or a failover, resumes following from the cache alone, and no
 // request is made per followed workload until its outcome is written.
 
+// tracker is the part that follows a reload's rollout to its end: the history entry a reload's
+// patch writes, the outcome once the cached status tells it, the rollback of a failed one and
+// the hold on its content. The sync asks it ops and reloaded around a reload, and held while
+// judging.
+type tracker struct {
+	defaults     policy.Follow
+	clock        coalesce.Clock
+	store        *state.Store
+	names        entryKeys
+	reports      *reporter
+	log          *slog.Logger
+	metrics      *metrics.Metrics
+	restarts     *restarts
+	strips       *strips
+	enqueue      func(key)
+	enqueueAfter func(key, time.Duration)
+	// templatesRead: per followed workload, the last generation whose whole template was read
+	// to be still its reload's.
+	templatesRead sync.Map // key → templateRead
+}
+
 // rolloutPrefix starts the kind of a queue key that follows a workload's rollout.
 const rolloutPrefix = "rollout:"
 
 func rolloutKey(w key) key { return key{rolloutPrefix + w.kind, w.namespace, w.name} }
 
 // follow reads how the workload's reloads are followed; a malformed annotation is said once.
-func (c *Controller) follow(w workloadView) policy.Follow {
-	f, problems := policy.FollowOf(w.meta.GetAnnotations(), w.tmpl.Annotations, c.opts.Follow)
+func (t *tracker) follow(w workloadView) policy.Follow {
+	f, problems := policy.FollowOf(w.meta.GetAnnotations(), w.tmpl.Annotations, t.defaults)
 	uid := string(w.meta.GetUID())
 	if len(problems) == 0 {
-		c.reports.clear(uid, "InvalidSafeReloadAnnotation")
-	} else if c.reports.warn(w.obj, uid, "InvalidSafeReloadAnnotation", strings.Join(problems, "; ")+"; the default applies") {
-		c.log.Warn("invalid safe-reload annotation", "kind", w.kind.name, "namespace", w.key.namespace, "name", w.key.name,
+		t.reports.clear(uid, "InvalidSafeReloadAnnotation")
+	} else if t.reports.warn(w.obj, uid, "InvalidSafeReloadAnnotation", strings.Join(problems, "; ")+"; the default applies") {
+		t.log.Warn("invalid safe-reload annotation", "kind", w.kind.name, "namespace", w.key.namespace, "name", w.key.name,
 			"problems", strings.Join(problems, "; "))
 	}
 	return f
 }
 
-// trackOps adds to a reload's patch its history entry and, with rollback on, what it replaces. It
+// ops adds to a reload's patch its history entry and, with rollback on, what it replaces. It
 // returns the entry the reload supersedes, if one was still progressing.
-func (c *Controller) trackOps(ctx context.Context, w workloadView, changes []policy.Change, ops []policy.JSONOp) ([]policy.JSONOp, *policy.Entry, error) {
-	f := c.follow(w)
+func (t *tracker) ops(ctx context.Context, w workloadView, changes []policy.Change, ops []policy.JSONOp) ([]policy.JSONOp, *policy.Entry, error) {
+	f := t.follow(w)
 	ann := w.meta.GetAnnotations()
 	history := policy.ParseHistory(ann[policy.HistoryAnnotation])
 	var superseded *policy.Entry
@@ -57,14 +83,14 @@ func (c *Controller) trackOps(ctx context.Context, w workloadView, changes []pol
 	}
 	var guard []policy.JSONOp
 	if follow { // else tracking was turned off meanwhile: the rollout still followed is superseded
-		tmpl, test, err := c.reloadTemplate(ctx, w, ops)
+		tmpl, test, err := t.reloadTemplate(ctx, w, ops)
 		if err != nil {
 			return nil, nil, err
 		}
 		// Its time is taken after that read, which an outage may hold for long: the rollout's
 		// timeout counts from the patch (soak seed 1795657828041649790 rolled a reload back a
 		// second after it landed).
-		e := c.progressing(w, changes)
+		e := t.progressing(w, changes)
 		e.Template, guard = tmpl, test
 		history = append([]policy.Entry{e}, history...)
 	}
@@ -82,7 +108,7 @@ func (c *Controller) trackOps(ctx context.Context, w workloadView, changes []pol
 // from the API server (the cache strips templates), and a test that the patch applies to the spec
 // so read: the entry's generation and template are then exactly the ones the patch makes. A spec
 // changed since the cache was read is retried from the fresher cache.
-func (c *Controller) reloadTemplate(ctx context.Context, w workloadView, ops []policy.JSONOp) (string, []policy.JSONOp, error) {
+func (t *tracker) reloadTemplate(ctx context.Context, w workloadView, ops []policy.JSONOp) (string, []policy.JSONOp, error) {
 	obj, err := w.kind.get(ctx, w.key.namespace, w.key.name)
 	if apierrors.IsNotFound(err) {
 		return "", nil, errStale
@@ -121,7 +147,7 @@ type templateRead struct{ reload, read int64 }
 // generation so read is remembered, so that status updates cost no read, only the next spec
 // change does. An entry without a template (written by an older version) is replaced by any
 // spec change.
-func (c *Controller) templateReplaced(ctx context.Context, w workloadView, entry policy.Entry) (bool, error) {
+func (t *tracker) templateReplaced(ctx context.Context, w workloadView, entry policy.Entry) (bool, error) {
 	gen := w.meta.GetGeneration()
 	if gen <= entry.Generation {
 		return false, nil
@@ -129,7 +155,7 @@ func (c *Controller) templateReplaced(ctx context.Context, w workloadView, entry
 	if entry.Template == "" {
 		return true, nil
 	}
-	if v, ok := c.templatesRead.Load(w.key); ok && v.(templateRead) == (templateRead{entry.Generation, gen}) {
+	if v, ok := t.templatesRead.Load(w.key); ok && v.(templateRead) == (templateRead{entry.Generation, gen}) {
 		return false, nil
 	}
 	obj, err := w.kind.get(ctx, w.key.namespace, w.key.name)
@@ -142,14 +168,14 @@ func (c *Controller) templateReplaced(ctx context.Context, w workloadView, entry
 	if _, tmpl := w.kind.template(obj); tmpl == nil || policy.TemplateHash(tmpl) != entry.Template {
 		return true, nil
 	}
-	c.templatesRead.Store(w.key, templateRead{entry.Generation, gen})
+	t.templatesRead.Store(w.key, templateRead{entry.Generation, gen})
 	return false, nil
 }
 
 // progressing is the history entry of a reload about to be patched: the generation its template
 // change makes, and each config with its short hash.
-func (c *Controller) progressing(w workloadView, changes []policy.Change) policy.Entry {
-	e := policy.Entry{At: c.opts.Clock.Now(), Outcome: policy.OutcomeProgressing, Generation: w.meta.GetGeneration() + 1}
+func (t *tracker) progressing(w workloadView, changes []policy.Change) policy.Entry {
+	e := policy.Entry{At: t.clock.Now(), Outcome: policy.OutcomeProgressing, Generation: w.meta.GetGeneration() + 1}
 	for _, ch := range changes {
 		e.Configs = append(e.Configs, fmt.Sprintf("%s/%s@%s", ch.Ref.Kind, ch.Ref.Name, shortOrDeleted(ch.Value)))
 	}
@@ -173,33 +199,32 @@ func shortOrDeleted(v string) string {
 	return policy.DeletedMarker
 }
 
-// reloadFollowed completes a reload's patch: a superseded rollout is reported, and the holds of
+// reloaded completes a reload's patch: a superseded rollout is reported, and the holds of
 // the configs reloaded are lifted, since the workload now runs their newer content.
-func (c *Controller) reloadFollowed(w workloadView, changes []policy.Change, superseded *policy.Entry) {
+func (t *tracker) reloaded(w workloadView, changes []policy.Change, superseded *policy.Entry) {
 	for _, ch := range changes {
-		hk := c.names.hold(w.key, ch.Ref)
-		if _, ok := c.state.Held(hk); ok {
-			c.state.DeleteEntry(hk)
+		hk := t.names.hold(w.key, ch.Ref)
+		if _, ok := t.store.Held(hk); ok {
+			t.store.DeleteEntry(hk)
 		}
 	}
 	if superseded != nil {
-		c.reportOutcome(w, *superseded, policy.OutcomeSuperseded, "a newer reload replaced it", false)
+		t.reportOutcome(w, *superseded, policy.OutcomeSuperseded, "a newer reload replaced it", false)
 	}
 }
 
-// followRollout queues the rollout key of a workload whose newest reload is being followed.
-func (c *Controller) followRollout(k *workloadKind, obj any) {
+// watch queues the rollout key of a workload whose newest reload is being followed.
+func (t *tracker) watch(k *workloadKind, obj any) {
 	meta, _ := k.template(obj)
 	if meta == nil {
 		return
 	}
 	if _, ok := policy.Pending(meta.GetAnnotations()); ok {
-		c.queue.Add(rolloutKey(key{k.name, meta.GetNamespace(), meta.GetName()}))
+		t.enqueue(rolloutKey(key{k.name, meta.GetNamespace(), meta.GetName()}))
 	}
 }
 
-// syncRollout judges a followed rollout from the cached status and writes its outcome once it has
-// one; until then it comes back at the timeout, or earlier with the workload's next event.
+// syncRollout reads a followed workload from the cache, for the tracker to judge its rollout.
 func (c *Controller) syncRollout(ctx context.Context, kind *workloadKind, k key) error {
 	obj, exists, err := kind.informer.GetIndexer().GetByKey(k.namespace + "/" + k.name)
 	if err != nil || !exists {
@@ -214,32 +239,39 @@ func (c *Controller) judgeRollout(ctx context.Context, kind *workloadKind, k key
 	if !ok {
 		return nil
 	}
+	return c.tracker.sync(ctx, k, w)
+}
+
+// sync judges a followed rollout from the cached status and writes its outcome once it has one;
+// until then it comes back at the timeout (k is its rollout key), or earlier with the
+// workload's next event.
+func (t *tracker) sync(ctx context.Context, k key, w workloadView) error {
 	entry, pending := policy.Pending(w.meta.GetAnnotations())
 	if !pending {
 		return nil
 	}
-	f := c.follow(w)
+	f := t.follow(w)
 	// Only the reload's own template is its rollout: once someone else replaced it, what rolls
 	// out, and how it ends, is theirs.
-	if replaced, err := c.templateReplaced(ctx, w, entry); err != nil || replaced {
+	if replaced, err := t.templateReplaced(ctx, w, entry); err != nil || replaced {
 		if err != nil {
 			return err
 		}
-		return c.finish(ctx, w, f, entry, policy.OutcomeSuperseded, fmt.Sprintf(
+		return t.finish(ctx, w, f, entry, policy.OutcomeSuperseded, fmt.Sprintf(
 			"another actor changed the pod template (generation %d) before the rollout ended; nothing is rolled back or held", w.meta.GetGeneration()))
 	}
-	switch progress, why := policy.RolloutProgress(obj); progress {
+	switch progress, why := policy.RolloutProgress(w.obj); progress {
 	case policy.Done:
-		return c.finish(ctx, w, f, entry, policy.OutcomeSucceeded, "")
+		return t.finish(ctx, w, f, entry, policy.OutcomeSucceeded, "")
 	case policy.Stuck:
-		return c.finish(ctx, w, f, entry, policy.OutcomeFailed, why)
+		return t.finish(ctx, w, f, entry, policy.OutcomeFailed, why)
 	case policy.Rolling:
-		now, deadline := c.opts.Clock.Now(), entry.Deadline(f.Timeout)
+		now, deadline := t.clock.Now(), entry.Deadline(f.Timeout)
 		if now.Before(deadline) {
-			c.queue.AddAfter(k, deadline.Sub(now))
+			t.enqueueAfter(k, deadline.Sub(now))
 			return nil
 		}
-		return c.finish(ctx, w, f, entry, policy.OutcomeTimedOut, fmt.Sprintf("not done within %s", f.Timeout))
+		return t.finish(ctx, w, f, entry, policy.OutcomeTimedOut, fmt.Sprintf("not done within %s", f.Timeout))
 	}
 	return nil
 }
@@ -248,7 +280,7 @@ func (c *Controller) judgeRollout(ctx context.Context, kind *workloadKind, k key
 // timed-out rollout (not a superseded one) with rollback on is undone in the same patch, after
 // its holds are written to the state: a crash in between finds the reload still progressing and
 // the hold in place, and does both again.
-func (c *Controller) finish(ctx context.Context, w workloadView, f policy.Follow, entry policy.Entry, outcome, why string) error {
+func (t *tracker) finish(ctx context.Context, w workloadView, f policy.Follow, entry policy.Entry, outcome, why string) error {
 	ann := w.meta.GetAnnotations()
 	history := policy.ParseHistory(ann[policy.HistoryAnnotation])
 	history[0].Outcome, history[0].Template = outcome, ""
@@ -259,7 +291,7 @@ func (c *Controller) finish(ctx context.Context, w workloadView, f policy.Follow
 		{Op: "test", Path: "/metadata/generation", Value: w.meta.GetGeneration()}}
 	rollback := false
 	if (outcome == policy.OutcomeFailed || outcome == policy.OutcomeTimedOut) && f.Rollback {
-		restore, ok, err := c.holdAndRestore(ctx, w)
+		restore, ok, err := t.holdAndRestore(ctx, w)
 		if err != nil {
 			return err
 		}
@@ -276,16 +308,16 @@ func (c *Controller) finish(ctx context.Context, w workloadView, f policy.Follow
 	}
 	var putBack map[policy.ConfigRef]stripped
 	if rollback {
-		putBack = c.restarts.rollbackBegins(w.key)
-		c.strips.putBack(w.key, putBack)
+		putBack = t.restarts.rollbackBegins(w.key)
+		t.strips.putBack(w.key, putBack)
 	}
 	_, err = w.kind.patch(ctx, w.key.namespace, w.key.name, body)
 	if rollback {
-		c.restarts.rollbackEnded(w.key, err == nil)
+		t.restarts.rollbackEnded(w.key, err == nil)
 	}
 	if err != nil {
 		for r := range putBack {
-			c.strips.forget(w.key, r) // nothing was put back
+			t.strips.forget(w.key, r) // nothing was put back
 		}
 	}
 	if isStale(err) {
@@ -295,23 +327,23 @@ func (c *Controller) finish(ctx context.Context, w workloadView, f policy.Follow
 	}
 	if err != nil {
 		if rollback {
-			c.metrics.Rollouts.Rollbacks.WithLabelValues(w.kind.name, metrics.ResultFailure).Inc()
-			c.reports.warn(w.obj, string(w.meta.GetUID()), "RollbackFailed", fmt.Sprintf("Rolling back the reload for %s failed: %v", configsOf(entry), err))
+			t.metrics.Rollouts.Rollbacks.WithLabelValues(w.kind.name, metrics.ResultFailure).Inc()
+			t.reports.warn(w.obj, string(w.meta.GetUID()), "RollbackFailed", fmt.Sprintf("Rolling back the reload for %s failed: %v", configsOf(entry), err))
 		}
 		return fmt.Errorf("record the rollout outcome of %s: %w", w.key, err)
 	}
-	c.templatesRead.Delete(w.key)
+	t.templatesRead.Delete(w.key)
 	if outcome == policy.OutcomeSuperseded {
-		c.liftUnsentHolds(w)
+		t.liftUnsentHolds(w)
 	}
-	c.reportOutcome(w, entry, outcome, why, rollback)
+	t.reportOutcome(w, entry, outcome, why, rollback)
 	return nil
 }
 
 // liftUnsentHolds lifts the holds a rollback of w's reload wrote but did not send (its patch went
 // stale: another actor had changed the template): the rollout was theirs, nothing is held. Only
 // a hold of the content that reload applied is its own; a reload lifts the older ones.
-func (c *Controller) liftUnsentHolds(w workloadView) {
+func (t *tracker) liftUnsentHolds(w workloadView) {
 	raw, ok := w.meta.GetAnnotations()[policy.RestoreAnnotation]
 	if !ok {
 		return
@@ -322,58 +354,58 @@ func (c *Controller) liftUnsentHolds(w workloadView) {
 	}
 	for ref, v := range restore.Applied {
 		kind, name, _ := strings.Cut(ref, "/")
-		hk := c.holdKey(w.key, policy.ConfigRef{Kind: kind, Name: name})
-		if held, ok := c.state.Held(hk); ok && held == heldAs(v) {
-			c.state.DeleteEntry(hk)
+		hk := t.names.hold(w.key, policy.ConfigRef{Kind: kind, Name: name})
+		if held, ok := t.store.Held(hk); ok && held == heldAs(v) {
+			t.store.DeleteEntry(hk)
 		}
 	}
 }
 
 // holdAndRestore holds the content the reload applied, durably, and returns what it replaced, for
 // the rollback to send. A workload without a readable restore record is not rolled back.
-func (c *Controller) holdAndRestore(ctx context.Context, w workloadView) (policy.Restore, bool, error) {
+func (t *tracker) holdAndRestore(ctx context.Context, w workloadView) (policy.Restore, bool, error) {
 	raw, ok := w.meta.GetAnnotations()[policy.RestoreAnnotation]
 	if !ok {
 		return policy.Restore{}, false, nil
 	}
 	restore, err := policy.ParseRestore(raw)
 	if err != nil {
-		c.reports.warn(w.obj, string(w.meta.GetUID()), "RollbackFailed", "Cannot roll back: "+err.Error())
+		t.reports.warn(w.obj, string(w.meta.GetUID()), "RollbackFailed", "Cannot roll back: "+err.Error())
 		return policy.Restore{}, false, nil
 	}
 	for ref, v := range restore.Applied {
 		kind, name, _ := strings.Cut(ref, "/")
-		c.state.Hold(c.names.hold(w.key, policy.ConfigRef{Kind: kind, Name: name}), heldAs(v))
+		t.store.Hold(t.names.hold(w.key, policy.ConfigRef{Kind: kind, Name: name}), heldAs(v))
 	}
-	if err := c.state.Flush(ctx); err != nil {
+	if err := t.store.Flush(ctx); err != nil {
 		return policy.Restore{}, false, fmt.Errorf("record the hold of %s before rolling it back: %w", w.key, err)
 	}
 	return restore, true, nil
 }
 
 // reportOutcome tells the outcome through the metrics, an Event on the workload and the log.
-func (c *Controller) reportOutcome(w workloadView, entry policy.Entry, outcome, why string, rolledBack bool) {
-	m := c.metrics.Rollouts
+func (t *tracker) reportOutcome(w workloadView, entry policy.Entry, outcome, why string, rolledBack bool) {
+	m := t.metrics.Rollouts
 	m.Outcomes.WithLabelValues(w.kind.name, outcome).Inc()
-	m.Duration.WithLabelValues(w.kind.name, outcome).Observe(c.opts.Clock.Now().Sub(entry.At).Seconds())
+	m.Duration.WithLabelValues(w.kind.name, outcome).Observe(t.clock.Now().Sub(entry.At).Seconds())
 	what := configsOf(entry)
-	log := c.log.With("kind", w.kind.name, "namespace", w.key.namespace, "name", w.key.name, "configs", what, "outcome", outcome)
+	log := t.log.With("kind", w.kind.name, "namespace", w.key.namespace, "name", w.key.name, "configs", what, "outcome", outcome)
 	switch outcome {
 	case policy.OutcomeSucceeded:
-		c.reports.event(w.obj, corev1.EventTypeNormal, "RolloutSucceeded", "Rollout of the reload for "+what+" succeeded")
+		t.reports.event(w.obj, corev1.EventTypeNormal, "RolloutSucceeded", "Rollout of the reload for "+what+" succeeded")
 		log.Info("rollout succeeded")
 	case policy.OutcomeSuperseded:
-		c.reports.event(w.obj, corev1.EventTypeNormal, "RolloutSuperseded", "Rollout of the reload for "+what+" was superseded: "+why)
+		t.reports.event(w.obj, corev1.EventTypeNormal, "RolloutSuperseded", "Rollout of the reload for "+what+" was superseded: "+why)
 		log.Info("rollout superseded", "why", why)
 	default:
 		reason := map[string]string{policy.OutcomeFailed: "RolloutFailed", policy.OutcomeTimedOut: "RolloutTimedOut"}[outcome]
-		c.reports.event(w.obj, corev1.EventTypeWarning, reason, fmt.Sprintf("Rollout of the reload for %s %s: %s", what, outcome, why))
+		t.reports.event(w.obj, corev1.EventTypeWarning, reason, fmt.Sprintf("Rollout of the reload for %s %s: %s", what, outcome, why))
 		log.Warn("rollout "+outcome, "why", why)
 	}
 	if rolledBack {
 		m.Rollbacks.WithLabelValues(w.kind.name, metrics.ResultSuccess).Inc()
-		c.reports.clear(string(w.meta.GetUID()), "RollbackFailed")
-		c.reports.event(w.obj, corev1.EventTypeWarning, "RolledBack", "Restored the pod template from before the reload for "+what+
+		t.reports.clear(string(w.meta.GetUID()), "RollbackFailed")
+		t.reports.event(w.obj, corev1.EventTypeWarning, "RolledBack", "Restored the pod template from before the reload for "+what+
 			"; this content is held: it reloads this workload again only once it changes")
 		log.Warn("rolled back; the config content is held until it changes")
 	}
@@ -398,11 +430,11 @@ const deletionHeld = "ffffffffffffffffffffffffffffffffffffffff"
 // rolled back. A hold ends as soon as the config is seen with other content, whether or not
 // that content reloads the workload (a revert to what it runs does not, nor does content that
 // does not validate), so that the held content applied again is a change like any other.
-func (c *Controller) held(w key, r policy.ConfigRef, value string) bool {
-	k := c.names.hold(w, r)
-	v, ok := c.state.Held(k)
+func (t *tracker) held(w key, r policy.ConfigRef, value string) bool {
+	k := t.names.hold(w, r)
+	v, ok := t.store.Held(k)
 	if ok && v != value {
-		c.state.DeleteEntry(k)
+		t.store.DeleteEntry(k)
 	}
 	return ok && v == value
 }
@@ -410,7 +442,7 @@ func (c *Controller) held(w key, r policy.ConfigRef, value string) bool {
 // liftHolds forgets the holds and strips of a deleted workload.
 func (c *Controller) liftHolds(k *workloadKind, obj any) {
 	if meta, _ := k.template(obj); meta != nil {
-		c.templatesRead.Delete(key{k.name, meta.GetNamespace(), meta.GetName()})
+		c.tracker.templatesRead.Delete(key{k.name, meta.GetNamespace(), meta.GetName()})
 	}
 	for _, e := range c.workloadEntryKeys(k, obj) {
 		c.state.DeleteEntry(e)

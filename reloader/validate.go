@@ -79,7 +79,7 @@ func validate(annotations map[string]string, value func(string) ([]byte, bool)) 
 
 // invalid handles a config sync of a record that failed validation: one Warning per content,
 // counted once; nothing reloads and the state stays, but rollback holds on other content end,
-// as any content seen ends them (track.go held). valid clears it, so that the same
+// as any content seen ends them (tracker.held). valid clears it, so that the same
 // invalid content arriving again is said again.
 //
 // A config the state has never seen is recorded as it is, invalid or not, as the first start

@@ -110,7 +110,7 @@ func (c *Controller) dueChanges(w workloadView) ([]policy.Change, map[policy.Con
 }
 
 func (c *Controller) patch(ctx context.Context, w workloadView, changes []policy.Change, reads map[policy.ConfigRef]*read, ops []policy.JSONOp) error {
-	ops, superseded, err := c.trackOps(ctx, w, changes, ops)
+	ops, superseded, err := c.tracker.ops(ctx, w, changes, ops)
 	if err != nil {
 		return err
 	}
@@ -143,7 +143,7 @@ func (c *Controller) patch(ctx context.Context, w workloadView, changes []policy
 		c.metrics.CountReload(w.kind.name, metrics.ResultSuccess, w.key.namespace)
 	}
 	c.reloaded(w, what)
-	c.reloadFollowed(w, changes, superseded)
+	c.tracker.reloaded(w, changes, superseded)
 	c.alertReload(w, changes)
 	return nil
 }
