@@ -136,8 +136,7 @@ type Controller struct {
 	reports    *reporter
 	gates      *gates   // reloads held by their gate (gates.go)
 	tracker    *tracker // follows reloads to the end of their rollouts (track.go)
-	// recreations: the Job recreations written down and not finished (jobs.go), by note key.
-	recreations sync.Map // string → jobRecreation
+	jobs       *jobRuns // a Job run again: deleted, created again (jobs.go)
 
 	ready atomic.Bool
 	busy  atomic.Int32 // workers inside a sync
@@ -239,7 +238,9 @@ func (c *Controller) Run(ctx context.Context) error {
 		return nil
 	}
 	// Once the config caches hold the content now: a Job is created with its markers.
-	c.resumeJobRecreations(ctx)
+	if c.kinds["Job"] != nil {
+		c.jobs.resume(ctx)
+	}
 	c.startupPass()
 	c.gates.forgetGone(c.kinds)
 	c.forgetEntriesOfGone()

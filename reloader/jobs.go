@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	batchv1 "k8s.io/api/batch/v1"
@@ -22,6 +24,7 @@ import (
 	"github.com/reloader/reloader/internal/kube"
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/state"
 )
 
 // CronJobs and Jobs are reloaded with stakater Reloader's semantics: a CronJob runs a new Job
@@ -159,6 +162,23 @@ func ranByCronJob(j *batchv1.Job) bool {
 	return ref != nil && ref.Kind == "CronJob" && strings.HasPrefix(ref.APIVersion, batchv1.GroupName+"/")
 }
 
+// jobRuns is the part that runs a Job again: written down in the state before the Job is
+// deleted, created again once it is gone, and finished after a stop or a refused create. The
+// markers of a Job created late come from the controller's rule (markers).
+type jobRuns struct {
+	clients        *kube.Clients
+	stateNamespace string
+	store          *state.Store
+	reports        *reporter
+	metrics        *metrics.Metrics
+	log            *slog.Logger
+	enqueue        func(key)
+	markers        func(job *batchv1.Job) (*batchv1.Job, error)
+	cached         func(key string) (any, bool, error) // the Job informer's GetByKey
+	// recreations: the Job recreations written down and not finished, by note key.
+	recreations sync.Map // string → jobRecreation
+}
+
 // wireJobs makes a Job's reload a recreation: deleted, and created again under the same name
 // with the markers in its template (a Job's template cannot be changed in place).
 func (c *Controller) wireJobs() {
@@ -166,6 +186,8 @@ func (c *Controller) wireJobs() {
 	if k == nil {
 		return
 	}
+	c.jobs = &jobRuns{clients: c.clients, stateNamespace: c.opts.StateNamespace, store: c.state, reports: c.reports,
+		metrics: c.metrics, log: c.log, enqueue: c.queue.Add, markers: c.currentMarkers, cached: k.informer.GetIndexer().GetByKey}
 	k.patch = func(ctx context.Context, ns, name string, body []byte) (any, error) {
 		obj, ok, err := k.informer.GetIndexer().GetByKey(ns + "/" + name)
 		if err != nil || !ok {
@@ -176,9 +198,9 @@ func (c *Controller) wireJobs() {
 		if err != nil {
 			return nil, err
 		}
-		return c.recreateJob(ctx, old, job)
+		return c.jobs.recreate(ctx, old, job)
 	}
-	k.unfinished = c.finishFailedRecreation
+	k.unfinished = c.jobs.finishFailed
 }
 
 // jobRecreationPrefix starts the key, in the first state ConfigMap, under which a Job's
@@ -193,21 +215,21 @@ type jobRecreation struct {
 	Job    *batchv1.Job `json:"job"`
 }
 
-// recreateJob deletes old, only in the version the decision was made on, and creates job in
-// its place, once, even across a restart in between (finishJobRecreation).
-func (c *Controller) recreateJob(ctx context.Context, old, job *batchv1.Job) (*batchv1.Job, error) {
+// recreate deletes old, only in the version the decision was made on, and creates job in
+// its place, once, even across a restart in between (finish).
+func (j *jobRuns) recreate(ctx context.Context, old, job *batchv1.Job) (*batchv1.Job, error) {
 	r := jobRecreation{OldUID: old.UID, Job: job}
 	key := jobRecreationKey(job.Namespace, job.Name)
-	if err := c.noteJobRecreation(ctx, key, &r); err != nil {
+	if err := j.note(ctx, key, &r); err != nil {
 		return nil, err
 	}
 	background := metav1.DeletePropagationBackground
-	err := c.clients.Jobs(old.Namespace).Delete(ctx, old.Name, metav1.DeleteOptions{PropagationPolicy: &background,
+	err := j.clients.Jobs(old.Namespace).Delete(ctx, old.Name, metav1.DeleteOptions{PropagationPolicy: &background,
 		Preconditions: &metav1.Preconditions{UID: &old.UID, ResourceVersion: &old.ResourceVersion}})
 	if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
 		err = fmt.Errorf("delete Job %s/%s to create it again: %w", old.Namespace, old.Name, err)
 	}
-	out, _, finished := c.finishJobRecreation(ctx, key, r)
+	out, _, finished := j.finish(ctx, key, r)
 	switch {
 	case finished != nil:
 		return nil, finished
@@ -223,13 +245,13 @@ func (c *Controller) recreateJob(ctx context.Context, old, job *batchv1.Job) (*b
 // an underscore.
 func jobRecreationKey(ns, name string) string { return jobRecreationPrefix + ns + "_" + name }
 
-// finishJobRecreation brings a written-down recreation to its end, from whatever point it
+// finish brings a written-down recreation to its end, from whatever point it
 // stopped: the old Job still there means it was not deleted (nothing to do, out nil); gone, the
 // Job is created (created true; an existing one of that name, created before a stop, is kept).
 // The note is then removed. A Job still being deleted (it has finalizers) is an error: retried
 // later. So is a failed create; a namespace gone has nothing left to create.
-func (c *Controller) finishJobRecreation(ctx context.Context, key string, r jobRecreation) (out *batchv1.Job, created bool, err error) {
-	jobs := c.clients.Jobs(r.Job.Namespace)
+func (j *jobRuns) finish(ctx context.Context, key string, r jobRecreation) (out *batchv1.Job, created bool, err error) {
+	jobs := j.clients.Jobs(r.Job.Namespace)
 	cur, err := jobs.Get(ctx, r.Job.Name, metav1.GetOptions{})
 	switch {
 	case err != nil && !apierrors.IsNotFound(err):
@@ -242,7 +264,7 @@ func (c *Controller) finishJobRecreation(ctx context.Context, key string, r jobR
 		out, err = jobs.Create(ctx, r.Job, metav1.CreateOptions{FieldManager: "reloader"})
 		switch {
 		case apierrors.IsAlreadyExists(err):
-			return c.finishJobRecreation(ctx, key, r) // created meanwhile: read what exists
+			return j.finish(ctx, key, r) // created meanwhile: read what exists
 		case apierrors.IsNotFound(err):
 			out = nil // its namespace is gone
 		case err != nil:
@@ -251,36 +273,36 @@ func (c *Controller) finishJobRecreation(ctx context.Context, key string, r jobR
 			created = true
 		}
 	}
-	return out, created, c.noteJobRecreation(ctx, key, nil)
+	return out, created, j.note(ctx, key, nil)
 }
 
-// finishFailedRecreation finishes, first in each sync of Job ns/name, its recreation whose
+// finishFailed finishes, first in each sync of Job ns/name, its recreation whose
 // create failed (refused by admission, over quota, the API unreachable), in this run or one
-// before (resumeJobRecreations): the Job is gone, so no event of its own would bring it back. A
+// before (resume): the Job is gone, so no event of its own would bring it back. A
 // refusal is retried as a refused patch is, up to every refusedRetryMax; the failure was
 // reported once, by the sync that deleted the Job, or at the start. The Job created is the one
 // written down, with the markers of the configs' content now (currentMarkers).
-func (c *Controller) finishFailedRecreation(ctx context.Context, ns, name string) error {
+func (j *jobRuns) finishFailed(ctx context.Context, ns, name string) error {
 	key := jobRecreationKey(ns, name)
-	v, ok := c.recreations.Load(key)
+	v, ok := j.recreations.Load(key)
 	if !ok {
 		return nil
 	}
 	r := v.(jobRecreation)
-	c.refreshMarkers(&r)
-	out, created, err := c.finishJobRecreation(ctx, key, r)
+	j.refreshMarkers(&r)
+	out, created, err := j.finish(ctx, key, r)
 	if err != nil && refused(err) {
 		return retryLater{err: err}
 	} else if err != nil {
 		return err
 	}
-	c.reports.forget(string(r.OldUID))
+	j.reports.forget(string(r.OldUID))
 	if created {
-		c.metrics.CountReload("Job", metrics.ResultSuccess, ns)
-		c.reports.event(out, corev1.EventTypeNormal, "Reloaded", "Created again: its recreation's create had failed")
-		c.log.Info("created a Job again whose recreation's create had failed", "namespace", ns, "name", name)
+		j.metrics.CountReload("Job", metrics.ResultSuccess, ns)
+		j.reports.event(out, corev1.EventTypeNormal, "Reloaded", "Created again: its recreation's create had failed")
+		j.log.Info("created a Job again whose recreation's create had failed", "namespace", ns, "name", name)
 	}
-	if obj, ok, _ := c.kinds["Job"].informer.GetIndexer().GetByKey(ns + "/" + name); ok && out != nil && obj.(metav1.Object).GetUID() == r.OldUID {
+	if obj, ok, _ := j.cached(ns + "/" + name); ok && out != nil && obj.(metav1.Object).GetUID() == r.OldUID {
 		return errStale // the cache has not seen the delete yet: judge the Job that exists now
 	}
 	return nil
@@ -288,10 +310,10 @@ func (c *Controller) finishFailedRecreation(ctx context.Context, ns, name string
 
 // refreshMarkers gives r's Job the markers of the content its configs hold now; failing that,
 // it is created as written down, and recreated once more for the content it was decided on.
-func (c *Controller) refreshMarkers(r *jobRecreation) {
-	job, err := c.currentMarkers(r.Job)
+func (j *jobRuns) refreshMarkers(r *jobRecreation) {
+	job, err := j.markers(r.Job)
 	if err != nil {
-		c.log.Warn("cannot update the markers of a Job to create again; it is created as written down",
+		j.log.Warn("cannot update the markers of a Job to create again; it is created as written down",
 			"namespace", r.Job.Namespace, "name", r.Job.Name, "err", err)
 		return
 	}
@@ -333,9 +355,9 @@ func (c *Controller) currentMarkers(job *batchv1.Job) (*batchv1.Job, error) {
 	return recreatedJob(job, body)
 }
 
-// noteJobRecreation writes r under key in the first state ConfigMap, or removes it (r nil),
+// note writes r under key in the first state ConfigMap, or removes it (r nil),
 // through the store's fenced write of that key alone (state.Store.WriteOther).
-func (c *Controller) noteJobRecreation(ctx context.Context, key string, r *jobRecreation) error {
+func (j *jobRuns) note(ctx context.Context, key string, r *jobRecreation) error {
 	var value *string
 	if r != nil {
 		b, err := json.Marshal(r)
@@ -345,29 +367,26 @@ func (c *Controller) noteJobRecreation(ctx context.Context, key string, r *jobRe
 		v := string(b)
 		value = &v
 	}
-	if err := c.state.WriteOther(ctx, key, value); err != nil {
+	if err := j.store.WriteOther(ctx, key, value); err != nil {
 		return fmt.Errorf("write down a Job recreation: %w", err)
 	}
 	if r != nil {
-		c.recreations.Store(key, *r)
+		j.recreations.Store(key, *r)
 	} else {
-		c.recreations.Delete(key)
+		j.recreations.Delete(key)
 	}
 	return nil
 }
 
-// resumeJobRecreations finishes, at start once the caches synced, the Job recreations a stopped
+// resume finishes, at start once the caches synced, the Job recreations a stopped
 // reloader left written down, each with the markers of the content its configs hold now, which
 // its pods read (a config may have changed since it was written down: checker soak seed
 // 1795656990008005193 ran such a Job twice). One that cannot be finished now (its create still refused) is logged and left to the
-// syncs of its Job's key, queued here, which retry it (finishFailedRecreation).
-func (c *Controller) resumeJobRecreations(ctx context.Context) {
-	if c.kinds["Job"] == nil {
-		return
-	}
-	cm, err := c.clients.ConfigMaps(c.opts.StateNamespace).Get(ctx, c.state.ShardName(0), metav1.GetOptions{})
+// syncs of its Job's key, queued here, which retry it (finishFailed).
+func (j *jobRuns) resume(ctx context.Context) {
+	cm, err := j.clients.ConfigMaps(j.stateNamespace).Get(ctx, j.store.ShardName(0), metav1.GetOptions{})
 	if err != nil {
-		c.log.Error("cannot read the Job recreations left unfinished; they are finished at the next start", "err", err)
+		j.log.Error("cannot read the Job recreations left unfinished; they are finished at the next start", "err", err)
 		return
 	}
 	for note, v := range cm.Data {
@@ -376,18 +395,18 @@ func (c *Controller) resumeJobRecreations(ctx context.Context) {
 		}
 		var r jobRecreation
 		if err := json.Unmarshal([]byte(v), &r); err != nil || r.Job == nil {
-			c.log.Error("a Job recreation written down is unreadable; removing it", "key", note)
-			_ = c.noteJobRecreation(ctx, note, nil)
+			j.log.Error("a Job recreation written down is unreadable; removing it", "key", note)
+			_ = j.note(ctx, note, nil)
 			continue
 		}
-		c.refreshMarkers(&r)
-		if _, created, err := c.finishJobRecreation(ctx, note, r); err != nil {
-			c.log.Error("cannot finish a Job recreation left unfinished; retrying", "key", note, "err", err)
-			c.metrics.CountReload("Job", metrics.ResultFailure, r.Job.Namespace)
-			c.recreations.Store(note, r)
-			c.queue.Add(key{"Job", r.Job.Namespace, r.Job.Name})
+		j.refreshMarkers(&r)
+		if _, created, err := j.finish(ctx, note, r); err != nil {
+			j.log.Error("cannot finish a Job recreation left unfinished; retrying", "key", note, "err", err)
+			j.metrics.CountReload("Job", metrics.ResultFailure, r.Job.Namespace)
+			j.recreations.Store(note, r)
+			j.enqueue(key{"Job", r.Job.Namespace, r.Job.Name})
 		} else if created {
-			c.log.Info("created a Job again whose recreation a stopped reloader left unfinished", "namespace", r.Job.Namespace, "name", r.Job.Name)
+			j.log.Info("created a Job again whose recreation a stopped reloader left unfinished", "namespace", r.Job.Namespace, "name", r.Job.Name)
 		}
 	}
 }
