@@ -162,7 +162,7 @@ func (c *Controller) recordBaseline(k key, rec *configRecord, deps []dependent) 
 	if rec == nil {
 		return
 	}
-	if e, known := c.state.Get(c.names.config(k)); known && c.content(rec, nil).Match(e.Hash) != policy.OtherKey {
+	if e, known := c.state.Get(c.names.config(k)); known && c.records.content(rec, nil).Match(e.Hash) != policy.OtherKey {
 		return
 	}
 	r := policy.ConfigRef{Kind: k.kind, Name: k.name}
@@ -188,7 +188,7 @@ func (c *Controller) record(k key, rec *configRecord, deps []dependent) {
 	for _, d := range deps {
 		for _, dk := range d.keys {
 			read[state.KeyOf(skey, dk)] = true
-			c.state.Set(state.KeyOf(skey, dk), c.keyContent(rec, dk).Value)
+			c.state.Set(state.KeyOf(skey, dk), c.records.keyContent(rec, dk).Value)
 		}
 	}
 	// A per-key entry left from an earlier content would vouch for a key it no longer

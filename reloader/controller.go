@@ -128,6 +128,7 @@ type Controller struct {
 	changes   *changeLog
 	names     entryKeys // the state's key rule
 	strips    *strips   // what workloads run without a marker (strips.go)
+	records   *records  // what a config is: its record and content values (record.go)
 	// restarts: what each workload's last restart may have given its pods unseen (unseen.go).
 	restarts   *restarts
 	unreached  sync.Map    // config key → bool: whether a deletion could not reach a dependent (configsync.go)
@@ -179,6 +180,7 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 		events:              record.NewBroadcaster(),
 	}
 	c.strips = newStrips(c.state, c.names)
+	c.records = &records{annotations: opts.Annotations, hashKey: &c.opts.HashKey, store: c.state, names: c.names}
 	c.state.OnWrite = c.observeStateWrite
 	if opts.StateWriter != "" {
 		c.state.Fence(opts.StateWriter)

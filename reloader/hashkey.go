@@ -171,8 +171,8 @@ func (c *Controller) loadHashKey(ctx context.Context) bool {
 // content is what a dependent reading keys of rec (nil: all of it) should carry: a ConfigMap's
 // plain hash, or a Secret's keyed hash with the plain one earlier versions wrote; for the whole
 // content, also Collaborne's hash, so that its state entries are taken over (collaborne.go).
-func (c *Controller) content(rec *configRecord, keys []string) policy.Content {
-	key := c.opts.HashKey.key
+func (rs *records) content(rec *configRecord, keys []string) policy.Content {
+	key := rs.hashKey.key
 	switch {
 	case rec.Legacy == nil && keys == nil:
 		return policy.Content{Value: rec.Hash, Collaborne: rec.Collaborne.String()}
@@ -185,11 +185,11 @@ func (c *Controller) content(rec *configRecord, keys []string) policy.Content {
 }
 
 // keyContent is what the state records for one data key of rec that a dependent reads.
-func (c *Controller) keyContent(rec *configRecord, dataKey string) policy.Content {
+func (rs *records) keyContent(rec *configRecord, dataKey string) policy.Content {
 	if rec.Legacy == nil {
 		return policy.Content{Value: confighash.KeyValue(rec.Keys, dataKey)}
 	}
-	return policy.Content{Value: c.opts.HashKey.key.KeyValue(rec.Keys, dataKey),
+	return policy.Content{Value: rs.hashKey.key.KeyValue(rec.Keys, dataKey),
 		Legacy: confighash.KeyValue(rec.Legacy.Keys, dataKey)}
 }
 

@@ -124,7 +124,7 @@ func TestContent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Controller{opts: Options{HashKey: HashKey{key: key}}}
+	c := &records{hashKey: &HashKey{key: key}}
 	cm := &corev1.ConfigMap{Data: map[string]string{"a": "1", "b": "2"}}
 	s := &corev1.Secret{Data: map[string][]byte{"a": []byte("1"), "b": []byte("2")}}
 	cmObj, _ := c.transform(cm)

@@ -30,14 +30,14 @@ func (c *Controller) buildInformers() error {
 	c.configs = map[string]cache.SharedIndexInformer{}
 	if !c.opts.IgnoreConfigMaps {
 		c.configs[policy.KindConfigMap] = kube.NewInformer[*corev1.ConfigMapList](c.clients.Link, c.clients.ConfigMaps(ns), &corev1.ConfigMap{},
-			func(o *metav1.ListOptions) { bySelector(o); o.FieldSelector = notState }, c.transform)
+			func(o *metav1.ListOptions) { bySelector(o); o.FieldSelector = notState }, c.records.transform)
 	}
 	if !c.opts.IgnoreSecrets {
-		c.configs[policy.KindSecret] = kube.NewInformer[*corev1.SecretList](c.clients.Link, c.clients.Secrets(ns), &corev1.Secret{}, bySelector, c.transform)
+		c.configs[policy.KindSecret] = kube.NewInformer[*corev1.SecretList](c.clients.Link, c.clients.Secrets(ns), &corev1.Secret{}, bySelector, c.records.transform)
 	}
 	c.kinds = map[string]*workloadKind{}
 	if c.opts.Webhook.URL == "" { // --webhook-url reloads nothing, so it watches no workload
-		c.kinds = selectKinds(c.opts, c.clients, c.transform)
+		c.kinds = selectKinds(c.opts, c.clients, c.records.transform)
 		c.wireJobs()
 	}
 	all := map[string]cache.SharedIndexInformer{}
@@ -115,7 +115,9 @@ func (c *Controller) watchConfigs(kind string, inf cache.SharedIndexInformer) er
 		UpdateFunc: func(old, obj any) {
 			k := c.objectKey(kind, obj)
 			if before, after := old.(*configRecord), obj.(*configRecord); before.Hash != after.Hash {
-				c.strips.configChanged(k, func(keys []string) bool { return c.content(before, keys).Value == c.content(after, keys).Value })
+				c.strips.configChanged(k, func(keys []string) bool {
+					return c.records.content(before, keys).Value == c.records.content(after, keys).Value
+				})
 				c.unseenChange(k, after)
 				c.changes.observe(k, c.opts.Clock.Now())
 			}

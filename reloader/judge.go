@@ -158,7 +158,7 @@ func (c *Controller) wanted(w workloadView, r policy.ConfigRef, rec *configRecor
 		return want, nil, false
 	}
 	if rec != nil {
-		want = c.content(rec, keys)
+		want = c.records.content(rec, keys)
 	}
 	if rec != nil {
 		want.Undecided = c.undecided(rec, r, w.key.namespace, w.uses[r], keys)
@@ -180,7 +180,7 @@ func (c *Controller) undecided(rec *configRecord, r policy.ConfigRef, ns string,
 	if u.Whole || len(u.Keys) == 0 {
 		return nil
 	}
-	part := c.content(rec, u.Keys)
+	part := c.records.content(rec, u.Keys)
 	return []string{part.Value, part.Legacy}
 }
 
@@ -188,7 +188,7 @@ func (c *Controller) undecided(rec *configRecord, r policy.ConfigRef, ns string,
 func (c *Controller) stateFacts(f *policy.Facts, w workloadView, r policy.ConfigRef, rec *configRecord, keys []string) {
 	skey := c.names.config(configKey(r, w.key.namespace))
 	e, known := c.state.Get(skey)
-	whole := c.content(rec, nil)
+	whole := c.records.content(rec, nil)
 	f.Hash, f.Legacy, f.Collaborne = whole.Value, whole.Legacy, whole.Collaborne
 	f.State = policy.Recorded{Known: known, Deleted: e.Deleted, Hash: e.Hash}
 	f.KeyLevel = keys != nil
@@ -207,7 +207,7 @@ func (c *Controller) stateFacts(f *policy.Facts, w workloadView, r policy.Config
 func (c *Controller) keysSame(skey string, rec *configRecord, keys []string) bool {
 	for _, k := range keys {
 		e, ok := c.state.Get(state.KeyOf(skey, k))
-		if !ok || c.keyContent(rec, k).Match(e.Hash) == policy.Differs {
+		if !ok || c.records.keyContent(rec, k).Match(e.Hash) == policy.Differs {
 			return false
 		}
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/reloader/reloader/confighash"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/state"
 )
 
 // configRecord is what the informer cache keeps of a ConfigMap or Secret: its identity, the few
@@ -98,11 +99,22 @@ func (r *configRecord) DeepCopyObject() runtime.Object {
 // workload the spec, so the cache never keeps it.
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
+// records is what a config is to the reloader: the record its informer keeps in place of the
+// object (hashes, per-key sums, what does not validate) and the values a marker or a state
+// entry is compared with (content, keyContent in hashkey.go). Its transform also strips
+// workloads before they enter their caches.
+type records struct {
+	annotations policy.Annotations
+	hashKey     *HashKey     // loaded at start (hashkey.go)
+	store       *state.Store // nil in unit tests
+	names       entryKeys
+}
+
 // transform strips objects before they enter the informer cache.
-func (c *Controller) transform(obj any) (any, error) {
+func (rs *records) transform(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.ConfigMap:
-		r := c.newRecord(policy.KindConfigMap, &o.ObjectMeta, confighash.ConfigMap(o))
+		r := rs.newRecord(policy.KindConfigMap, &o.ObjectMeta, confighash.ConfigMap(o))
 		r.Keys, r.Stakater = confighash.ConfigMapKeys(o), sumOfHex(confighash.StakaterConfigMap(o))
 		r.Invalid = validateConfigMap(o)
 		r.Collaborne = sumOfHex(confighash.CollaborneConfigMap(o))
@@ -110,8 +122,8 @@ func (c *Controller) transform(obj any) (any, error) {
 	case *corev1.Secret:
 		// Every hash of a Secret that is written is keyed (hashkey.go); stakater's and the
 		// legacy plain ones are only compared with what others wrote.
-		key := c.opts.HashKey.key
-		r := c.newRecord(policy.KindSecret, &o.ObjectMeta, key.Secret(o))
+		key := rs.hashKey.key
+		r := rs.newRecord(policy.KindSecret, &o.ObjectMeta, key.Secret(o))
 		r.Keys, r.Stakater = key.SecretKeys(o), sumOfHex(confighash.StakaterSecret(o))
 		r.Collaborne = sumOfHex(confighash.CollaborneSecret(o))
 		r.Legacy = &legacyHashes{Hash: sumOfHex(confighash.Secret(o)), Keys: confighash.SecretKeys(o)}
@@ -214,10 +226,10 @@ func configVolumes(vs []corev1.Volume) []corev1.Volume {
 	return out
 }
 
-func (c *Controller) newRecord(kind string, m *metav1.ObjectMeta, hash string) *configRecord {
+func (rs *records) newRecord(kind string, m *metav1.ObjectMeta, hash string) *configRecord {
 	r := &configRecord{kind: recordKind(kind), Name: m.Name, Namespace: m.Namespace, UID: m.UID,
-		ResourceVersion: m.ResourceVersion, Hash: c.sharedHash(key{kind, m.Namespace, m.Name}, hash)}
-	for _, k := range c.opts.Annotations.OnConfig() {
+		ResourceVersion: m.ResourceVersion, Hash: rs.sharedHash(key{kind, m.Namespace, m.Name}, hash)}
+	for _, k := range rs.annotations.OnConfig() {
 		if v, ok := m.Annotations[k]; ok {
 			if r.Annotations == nil {
 				r.Annotations = map[string]string{}
@@ -232,11 +244,11 @@ func (c *Controller) newRecord(kind string, m *metav1.ObjectMeta, hash string) *
 // config: most configs are unchanged since the state was written, and the two would otherwise
 // each keep 48 bytes of the same string. Controllers built without a state (unit tests) keep
 // their own.
-func (c *Controller) sharedHash(k key, hash string) string {
-	if c.state == nil {
+func (rs *records) sharedHash(k key, hash string) string {
+	if rs.store == nil {
 		return hash
 	}
-	if e, ok := c.state.Get(c.names.config(k)); ok && !e.Deleted && e.Hash == hash {
+	if e, ok := rs.store.Get(rs.names.config(k)); ok && !e.Deleted && e.Hash == hash {
 		return e.Hash
 	}
 	return hash

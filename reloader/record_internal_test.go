@@ -43,9 +43,9 @@ func TestTheCacheKeepsWhatRolloutTrackingReadsOfACustomWorkloadsStatus(t *testin
 }
 
 func TestAConfigRecordWithoutObjectMetaStillNamesItsConfigToTheCacheAndToEvents(t *testing.T) {
-	c := &Controller{opts: Options{Annotations: policy.DefaultAnnotations()}}
+	c := &records{annotations: policy.DefaultAnnotations(), hashKey: &HashKey{}}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "team", UID: "u-1", ResourceVersion: "42",
-		Annotations: map[string]string{c.opts.Annotations.Ignore: "true", "unrelated": "x"}}, Data: map[string]string{"a": "1"}}
+		Annotations: map[string]string{c.annotations.Ignore: "true", "unrelated": "x"}}, Data: map[string]string{"a": "1"}}
 	obj, err := c.transform(cm)
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +73,7 @@ func TestAConfigRecordWithoutObjectMetaStillNamesItsConfigToTheCacheAndToEvents(
 }
 
 func TestTheCacheKeepsOfAWorkloadWhatReferencesConfigsAndDropsTheRest(t *testing.T) {
-	c := &Controller{}
+	c := &records{hashKey: &HashKey{}}
 	mount := func(n string) corev1.VolumeMount { return corev1.VolumeMount{Name: n, MountPath: "/etc/" + n} }
 	d := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "app", Labels: map[string]string{"app": "x"}, Annotations: map[string]string{"a": "b"}},
@@ -132,7 +132,7 @@ func TestTransformingACachedObjectAgainChangesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Controller{opts: Options{Annotations: policy.DefaultAnnotations(), HashKey: HashKey{key: key}}}
+	c := &records{annotations: policy.DefaultAnnotations(), hashKey: &HashKey{key: key}}
 	for _, obj := range []runtime.Object{
 		&appsv1.Deployment{ObjectMeta: meta, Spec: appsv1.DeploymentSpec{Template: tmpl()}, Status: appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 2}},
 		&appsv1.StatefulSet{ObjectMeta: meta, Spec: appsv1.StatefulSetSpec{Template: tmpl()}, Status: appsv1.StatefulSetStatus{ObservedGeneration: 3, CurrentReplicas: 1}},

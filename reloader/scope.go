@@ -30,7 +30,7 @@ func (c *Controller) namespaceAllowed(ns string) bool {
 
 // watchNamespaces follows namespace labels for --namespace-selector.
 func (c *Controller) watchNamespaces() error {
-	c.namespaces = kube.NewInformer[*corev1.NamespaceList](c.clients.Link, c.clients.Namespaces(), &corev1.Namespace{}, kube.NoTweak, c.transform)
+	c.namespaces = kube.NewInformer[*corev1.NamespaceList](c.clients.Link, c.clients.Namespaces(), &corev1.Namespace{}, kube.NoTweak, c.records.transform)
 	// Only a namespace entering the selection needs its workloads by namespace; the configs
 	// always have that index (buildInformers).
 	for _, k := range c.kinds {

@@ -113,7 +113,7 @@ func justCreated(obj any) bool {
 // while the config was ignored, for one, restarts nothing once the ignore is lifted).
 func (c *Controller) rememberStrip(w key, r policy.ConfigRef, rec *configRecord, value string, keys []string) {
 	e, known := c.state.Get(c.names.config(configKey(r, w.namespace)))
-	if known && !e.Deleted && c.content(rec, nil).Match(e.Hash) != policy.Differs {
+	if known && !e.Deleted && c.records.content(rec, nil).Match(e.Hash) != policy.Differs {
 		c.strips.forget(w, r)
 		return
 	}

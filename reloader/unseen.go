@@ -298,7 +298,7 @@ func (s *restarts) workloadGone(w key, rv string) {
 
 // unseenChange notes a config's new content for the restarts that may not have seen it.
 func (c *Controller) unseenChange(k key, rec *configRecord) {
-	c.restarts.configChanged(k, rec.ResourceVersion, func(keys []string) string { return c.content(rec, keys).Value })
+	c.restarts.configChanged(k, rec.ResourceVersion, func(keys []string) string { return c.records.content(rec, keys).Value })
 }
 
 // noteRestartByOthers notes, for a followable workload whose pod template another actor changed
@@ -357,6 +357,6 @@ func (c *Controller) cachedVersion(namespace string) func(policy.ConfigRef, *rea
 		if rec == nil {
 			return version{}, false
 		}
-		return version{rec.ResourceVersion, c.content(rec, rd.keys).Value}, true
+		return version{rec.ResourceVersion, c.records.content(rec, rd.keys).Value}, true
 	}
 }

@@ -24,7 +24,7 @@ func (c *Controller) syncConfigWebhook(ctx context.Context, k key) error {
 	e, known := c.state.Get(skey)
 	var current policy.Content
 	if rec != nil {
-		current = c.content(rec, nil)
+		current = c.records.content(rec, nil)
 	}
 	recorded := policy.Recorded{Known: known, Deleted: e.Deleted, Hash: e.Hash}
 	if policy.WebhookDue(rec != nil, current, recorded, c.opts.ReloadOnCreate, c.opts.ReloadOnDelete) {
