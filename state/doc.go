@@ -31,6 +31,8 @@
 // always be updated in place. When no shard has room the entry is kept in memory only (see
 // Store.Unsaved) and written once room appears: a full state is never written past its budget.
 // A key deleted and re-added before the flush returns to its old shard if that has room; if not,
-// the flush removes it there, so that no key is ever stored twice. Writes are JSON merge patches of the changed keys only, so keys written by
-// others survive and no resourceVersion conflict can arise.
+// the flush removes it there, so that no key is ever stored twice. Writes are JSON merge patches
+// of the changed keys only, so keys written by others survive. An unfenced store's writes are
+// unconditional; a fenced one's (leader election, fence.go) name the shard's resourceVersion,
+// and a conflict costs a read of that version and a second attempt.
 package state
