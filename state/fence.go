@@ -105,7 +105,7 @@ func (s *Store) patchOnVersion(ctx context.Context, shard int, changes map[strin
 }
 
 // VersionReader is what a ConfigMapClient may offer to read a shard's resourceVersion without
-// its data; Client does.
+// its data; internal/kube.StateClient does.
 type VersionReader interface {
 	ResourceVersion(ctx context.Context, name string) (string, error)
 }

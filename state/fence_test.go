@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 
+	"github.com/reloader/reloader/internal/kube"
 	"github.com/reloader/reloader/state"
 )
 
@@ -19,7 +20,7 @@ import (
 // in flight (the process frozen after its Guard let it through) and, once released, a Guard that
 // refuses every new write because the replica no longer leads.
 type frozenClient struct {
-	state.Client
+	kube.StateClient
 	mu      sync.Mutex
 	freeze  bool          // catch the next data write
 	caught  chan struct{} // closed when it is caught
@@ -32,8 +33,8 @@ var errDeposed = errors.New("write not sent: this replica does not lead")
 func newFrozenClient(ns string) *frozenClient {
 	c := cluster.Client()
 	return &frozenClient{
-		Client: state.NewClient(c.CoreV1().ConfigMaps(ns), c.CoreV1().RESTClient(), scheme.ParameterCodec, ns),
-		caught: make(chan struct{}), release: make(chan struct{}),
+		StateClient: kube.NewStateClient(c.CoreV1().ConfigMaps(ns), c.CoreV1().RESTClient(), scheme.ParameterCodec, ns),
+		caught:      make(chan struct{}), release: make(chan struct{}),
 	}
 }
 
@@ -52,7 +53,7 @@ func (f *frozenClient) Patch(ctx context.Context, name string, pt types.PatchTyp
 		close(f.caught)
 		<-f.release
 	}
-	return f.Client.Patch(ctx, name, pt, data, opts, sub...)
+	return f.StateClient.Patch(ctx, name, pt, data, opts, sub...)
 }
 
 // write is one way a store puts value under a key of the first shard; it returns the key and
@@ -156,7 +157,7 @@ func TestAFencedStoreWritesAgainAfterSomeoneElsesEditAndKeepsTheirKey(t *testing
 	ctx := context.Background()
 	ns := cluster.NewNamespace(t)
 	c := cluster.Client()
-	s := state.New(state.NewClient(c.CoreV1().ConfigMaps(ns), c.CoreV1().RESTClient(), scheme.ParameterCodec, ns), ns, "reloader-state", textLog(t.Output()))
+	s := state.New(kube.NewStateClient(c.CoreV1().ConfigMaps(ns), c.CoreV1().RESTClient(), scheme.ParameterCodec, ns), ns, "reloader-state", textLog(t.Output()))
 	s.Fence("leader")
 	if _, err := s.Load(ctx); err != nil {
 		t.Fatal(err)

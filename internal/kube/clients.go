@@ -21,8 +21,6 @@ import (
 	"k8s.io/client-go/gentype"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-
-	"github.com/reloader/reloader/state"
 )
 
 // Clients are typed clients over a scheme of only the types the reloader uses. client-go's
@@ -107,8 +105,8 @@ func (c *Clients) Events(ns string) *gentype.Client[*corev1.Event] {
 }
 
 // StateConfigMaps returns the client the state store reads and writes its shards through.
-func (c *Clients) StateConfigMaps(ns string) state.Client {
-	return state.NewClient(c.ConfigMaps(ns), c.core, c.codec, ns)
+func (c *Clients) StateConfigMaps(ns string) StateClient {
+	return NewStateClient(c.ConfigMaps(ns), c.core, c.codec, ns)
 }
 
 // Leases returns the Lease client of a namespace, for leader election.

@@ -1,4 +1,4 @@
-package state
+package kube
 
 import (
 	"bytes"
@@ -21,27 +21,27 @@ type typedConfigMaps interface {
 	Create(ctx context.Context, cm *corev1.ConfigMap, opts metav1.CreateOptions) (*corev1.ConfigMap, error)
 }
 
-// Client is the ConfigMapClient a Store uses against the API server. A state write's response is
+// StateClient is the state.ConfigMapClient a state.Store uses against the API server. A state write's response is
 // the whole shard (up to 800 KB), which the store never reads, so Patch streams it away instead
 // of reading it into memory: measured, buffering it was four fifths of all the bytes the
 // reloader allocated while configs changed.
-type Client struct {
+type StateClient struct {
 	typedConfigMaps
 	rest  rest.Interface
 	codec runtime.ParameterCodec
 	ns    string
 }
 
-// NewClient serves namespace ns: Get and Create through typed, Patch through core, the REST
+// NewStateClient serves namespace ns: Get and Create through typed, Patch through core, the REST
 // client of the core/v1 group.
-func NewClient(typed typedConfigMaps, core rest.Interface, codec runtime.ParameterCodec, ns string) Client {
-	return Client{typedConfigMaps: typed, rest: core, codec: codec, ns: ns}
+func NewStateClient(typed typedConfigMaps, core rest.Interface, codec runtime.ParameterCodec, ns string) StateClient {
+	return StateClient{typedConfigMaps: typed, rest: core, codec: codec, ns: ns}
 }
 
 // Patch applies the patch and returns a ConfigMap that holds only the resourceVersion of the
 // answer, which the store's next write is made conditional on. An error answer is still decoded
 // into an API status error.
-func (c Client) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, _ ...string) (*corev1.ConfigMap, error) {
+func (c StateClient) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, _ ...string) (*corev1.ConfigMap, error) {
 	body, err := c.rest.Patch(pt).Namespace(c.ns).Resource("configmaps").Name(name).
 		VersionedParams(&opts, c.codec).Body(data).Stream(ctx)
 	if err != nil {
@@ -91,7 +91,7 @@ func resourceVersionOf(r io.Reader) (string, error) {
 
 // ResourceVersion reads ConfigMap name's metadata only, as PartialObjectMetadata, and returns its
 // resourceVersion: a shard's data is up to 800 KB.
-func (c Client) ResourceVersion(ctx context.Context, name string) (string, error) {
+func (c StateClient) ResourceVersion(ctx context.Context, name string) (string, error) {
 	raw, err := c.rest.Get().Namespace(c.ns).Resource("configmaps").Name(name).
 		SetHeader("Accept", "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1").Do(ctx).Raw()
 	if err != nil {
