@@ -2,7 +2,7 @@ package reloader
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -195,12 +195,8 @@ func (g *gates) forgetGone(kinds map[string]*workloadKind) {
 // writeMeta applies a patch of the workload's metadata only, through the kind's writeMeta: it
 // restarts nothing, and runs or recreates no Job.
 func writeMeta(ctx context.Context, w workloadView, ops []policy.JSONOp, doing string) error {
-	body, err := json.Marshal(ops)
-	if err != nil {
-		return fmt.Errorf("encode patch of %s: %w", w.key, err)
-	}
-	_, err = w.kind.writeMeta(ctx, w.key.namespace, w.key.name, body)
-	if isStale(err) {
+	_, err := send(ctx, w, ops, w.kind.writeMeta)
+	if errors.Is(err, errStale) {
 		return errStale
 	}
 	if err != nil {

@@ -2,7 +2,6 @@ package reloader
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -302,16 +301,12 @@ func (t *tracker) finish(ctx context.Context, w workloadView, f policy.Follow, e
 	}
 	text := policy.FormatHistory(history)
 	ops = append(ops, policy.MetaAnnotationOps(ann, true, map[string]*string{policy.HistoryAnnotation: &text, policy.RestoreAnnotation: nil})...)
-	body, err := json.Marshal(ops)
-	if err != nil {
-		return fmt.Errorf("encode the rollout outcome of %s: %w", w.key, err)
-	}
 	var putBack map[policy.ConfigRef]stripped
 	if rollback {
 		putBack = t.restarts.rollbackBegins(w.key)
 		t.strips.putBack(w.key, putBack)
 	}
-	_, err = w.kind.patch(ctx, w.key.namespace, w.key.name, body)
+	_, err := send(ctx, w, ops, w.kind.patch)
 	if rollback {
 		t.restarts.rollbackEnded(w.key, err == nil)
 	}
@@ -320,7 +315,7 @@ func (t *tracker) finish(ctx context.Context, w workloadView, f policy.Follow, e
 			t.strips.forget(w.key, r) // nothing was put back
 		}
 	}
-	if isStale(err) {
+	if errors.Is(err, errStale) {
 		// Judged again from a fresher cache. The holds just written stay: the cache may only be
 		// behind our own rollback, which wrote the same ones; a rollout found superseded lifts them.
 		return errStale

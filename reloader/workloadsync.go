@@ -114,17 +114,13 @@ func (c *Controller) patch(ctx context.Context, w workloadView, changes []policy
 	if err != nil {
 		return err
 	}
-	body, err := json.Marshal(ops)
-	if err != nil {
-		return fmt.Errorf("encode patch of %s: %w", w.key, err)
-	}
 	// Read before the patch: its own update event may come back, and let the state advance and
 	// forget the change, before the call returns.
 	since, known := c.changes.oldest(w.key.namespace, changes)
 	c.restarts.begin(w.key, reads, c.cachedVersion(w.key.namespace))
-	out, err := w.kind.patch(ctx, w.key.namespace, w.key.name, body)
+	out, err := send(ctx, w, ops, w.kind.patch)
 	c.restarts.finished(w.key, writtenVersion(out, err))
-	if isStale(err) || errors.Is(err, errStale) {
+	if errors.Is(err, errStale) {
 		return errStale
 	}
 	what := describe(changes)
@@ -154,6 +150,21 @@ func writtenVersion(out any, err error) string {
 		return m.GetResourceVersion()
 	}
 	return ""
+}
+
+// send is the one patch sender: it encodes ops and applies them to w through write (the kind's
+// patch, which restarts or runs, or its writeMeta, which never does). A patch computed from a
+// version of w that is no longer current, or of an object gone from the cache, is errStale.
+func send(ctx context.Context, w workloadView, ops []policy.JSONOp, write func(ctx context.Context, namespace, name string, body []byte) (any, error)) (any, error) {
+	body, err := json.Marshal(ops)
+	if err != nil {
+		return nil, fmt.Errorf("encode patch of %s: %w", w.key, err)
+	}
+	out, err := write(ctx, w.key.namespace, w.key.name, body)
+	if isStale(err) || errors.Is(err, errStale) {
+		return out, errStale
+	}
+	return out, err
 }
 
 // isStale reports a failed test op of our patch (the resourceVersion, or an env entry's name).
