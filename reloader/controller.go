@@ -129,6 +129,7 @@ type Controller struct {
 	names     entryKeys // the state's key rule
 	strips    *strips   // what workloads run without a marker (strips.go)
 	records   *records  // what a config is: its record and content values (record.go)
+	lag       *lagCheck // a config cache behind the workload cache (lag.go)
 	// restarts: what each workload's last restart may have given its pods unseen (unseen.go).
 	restarts   *restarts
 	unreached  sync.Map    // config key → bool: whether a deletion could not reach a dependent (configsync.go)
@@ -192,6 +193,7 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 		reports: c.reports, log: c.log, gauge: c.metrics.Deferred, enqueue: c.queue.Add, deferrals: newDeferrals(opts.Clock, c.queue.Add)}
 	c.tracker = &tracker{defaults: opts.Follow, clock: opts.Clock, store: c.state, names: c.names, reports: c.reports, log: c.log,
 		metrics: c.metrics, restarts: c.restarts, strips: c.strips, enqueue: c.queue.Add, enqueueAfter: c.queue.AddAfter}
+	c.lag = &lagCheck{clients: clients, store: c.state, names: c.names, lookup: c.lookup}
 	c.validation = &validation{store: c.state, names: c.names, reports: c.reports, log: c.log, counter: c.metrics.InvalidChanges,
 		gates: c.gates, enqueue: c.queue.Add, dependents: c.dependents, lookup: c.lookup,
 		watched: func(kind string) bool { _, ok := c.configs[kind]; return ok }}

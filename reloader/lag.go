@@ -21,17 +21,28 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/reloader/reloader/internal/kube"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/state"
 )
 
-// confirmConfigs returns errStale when a change of w may come from a config cache behind w.
-func (c *Controller) confirmConfigs(ctx context.Context, w workloadView, changes []policy.Change) error {
+// lagCheck is the part that tells a change of a workload made by another writer from a config
+// cache behind the workload cache, with a live read of the config.
+type lagCheck struct {
+	clients *kube.Clients
+	store   *state.Store
+	names   entryKeys
+	lookup  func(k key) *configRecord
+}
+
+// confirm returns errStale when a change of w may come from a config cache behind w.
+func (l *lagCheck) confirm(ctx context.Context, w workloadView, changes []policy.Change) error {
 	for _, ch := range changes {
-		rec := c.lookup(configKey(ch.Ref, w.key.namespace))
-		if rec == nil || !c.markerUnseen(w, ch, rec) {
+		rec := l.lookup(configKey(ch.Ref, w.key.namespace))
+		if rec == nil || !l.markerUnseen(w, ch, rec) {
 			continue
 		}
-		rv, err := c.liveVersion(ctx, ch.Ref, w.key.namespace)
+		rv, err := l.liveVersion(ctx, ch.Ref, w.key.namespace)
 		switch {
 		case apierrors.IsForbidden(err):
 			return nil // no get permission (a hand-made Role): judge by the cache, as before
@@ -46,7 +57,7 @@ func (c *Controller) confirmConfigs(ctx context.Context, w workloadView, changes
 
 // markerUnseen reports whether w, written after the cached version of the config, carries a
 // marker for it that is neither the wanted content nor the content the state records.
-func (c *Controller) markerUnseen(w workloadView, ch policy.Change, rec *configRecord) bool {
+func (l *lagCheck) markerUnseen(w workloadView, ch policy.Change, rec *configRecord) bool {
 	if !writtenBefore(rec.ResourceVersion, w.meta.GetResourceVersion()) {
 		return false
 	}
@@ -54,20 +65,20 @@ func (c *Controller) markerUnseen(w workloadView, ch policy.Change, rec *configR
 	if w.target.MarkerOf(meta, w.tmpl, ch.Ref, policy.Content{Value: ch.Value}) != policy.Stale {
 		return false // no marker: the state asked for the change
 	}
-	e, known := c.state.Get(c.names.config(configKey(ch.Ref, w.key.namespace)))
+	e, known := l.store.Get(l.names.config(configKey(ch.Ref, w.key.namespace)))
 	return !known || e.Hash == "" || w.target.MarkerOf(meta, w.tmpl, ch.Ref, policy.Content{Value: e.Hash}) != policy.Current
 }
 
 // liveVersion reads the config's resourceVersion from the API server ("" when it is gone).
-func (c *Controller) liveVersion(ctx context.Context, r policy.ConfigRef, ns string) (string, error) {
+func (l *lagCheck) liveVersion(ctx context.Context, r policy.ConfigRef, ns string) (string, error) {
 	var (
 		m   metav1.Object
 		err error
 	)
 	if r.Kind == policy.KindSecret {
-		m, err = c.clients.Secrets(ns).Get(ctx, r.Name, metav1.GetOptions{})
+		m, err = l.clients.Secrets(ns).Get(ctx, r.Name, metav1.GetOptions{})
 	} else {
-		m, err = c.clients.ConfigMaps(ns).Get(ctx, r.Name, metav1.GetOptions{})
+		m, err = l.clients.ConfigMaps(ns).Get(ctx, r.Name, metav1.GetOptions{})
 	}
 	if apierrors.IsNotFound(err) {
 		return "", nil

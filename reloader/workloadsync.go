@@ -71,7 +71,7 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 	if held, err := c.gates.apply(ctx, w, g, changes); held {
 		return err
 	}
-	if err := c.confirmConfigs(ctx, w, changes); err != nil {
+	if err := c.lag.confirm(ctx, w, changes); err != nil {
 		return err // lag.go
 	}
 	ops, err := w.target.Ops(w.meta, w.tmpl, changes, c.opts.Clock.Now())
