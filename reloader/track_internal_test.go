@@ -1,0 +1,175 @@
+package reloader
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/reloader/reloader/internal/clocktest"
+	"github.com/reloader/reloader/metrics"
+	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/state"
+)
+
+// memoryConfigMaps is a state.ConfigMapClient that keeps the shards in memory: plumbing, so
+// that a hold the tracker flushes before a rollback is written somewhere.
+type memoryConfigMaps struct{ shards map[string]*corev1.ConfigMap }
+
+func (m *memoryConfigMaps) Get(_ context.Context, name string, _ metav1.GetOptions) (*corev1.ConfigMap, error) {
+	if cm, ok := m.shards[name]; ok {
+		return cm.DeepCopy(), nil
+	}
+	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, name)
+}
+
+func (m *memoryConfigMaps) Create(_ context.Context, cm *corev1.ConfigMap, _ metav1.CreateOptions) (*corev1.ConfigMap, error) {
+	cm = cm.DeepCopy()
+	cm.ResourceVersion = "1"
+	m.shards[cm.Name] = cm
+	return cm.DeepCopy(), nil
+}
+
+func (m *memoryConfigMaps) Patch(_ context.Context, name string, _ types.PatchType, _ []byte, _ metav1.PatchOptions, _ ...string) (*corev1.ConfigMap, error) {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: "2"}}, nil
+}
+
+// trackerFixture is the tracker over an in-memory state, a fake Event recorder, a manual clock
+// and a Deployment kind whose writes are recorded and whose live read is set by the test.
+type trackerFixture struct {
+	t      *tracker
+	store  *state.Store
+	events *record.FakeRecorder
+	clock  *clocktest.Clock
+	after  []time.Duration
+	sent   []string
+	live   *appsv1.Deployment
+	kind   *workloadKind
+}
+
+func newTrackerFixture(rollback bool) *trackerFixture {
+	log := slog.New(slog.DiscardHandler)
+	f := &trackerFixture{events: record.NewFakeRecorder(100), clock: clocktest.New(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))}
+	f.store = state.New(&memoryConfigMaps{shards: map[string]*corev1.ConfigMap{}}, "ns", "reloader-state", log)
+	names := entryKeys{single: true}
+	f.t = &tracker{defaults: policy.Follow{Track: true, Rollback: rollback, Timeout: 10 * time.Second}, clock: f.clock,
+		store: f.store, names: names, reports: newReporter(f.events, log), log: log, metrics: metrics.New("test"),
+		restarts: newRestarts(), strips: newStrips(f.store, names), enqueue: func(key) {},
+		enqueueAfter: func(_ key, d time.Duration) { f.after = append(f.after, d) }}
+	f.kind = &workloadKind{name: "Deployment",
+		patch: func(_ context.Context, _, _ string, body []byte) (any, error) {
+			f.sent = append(f.sent, string(body))
+			return f.live, nil
+		},
+		get: func(context.Context, string, string) (any, error) { return f.live, nil },
+		template: func(obj any) (metav1.Object, *corev1.PodTemplateSpec) {
+			d := obj.(*appsv1.Deployment)
+			return d, &d.Spec.Template
+		}}
+	return f
+}
+
+var appRef = policy.ConfigRef{Kind: policy.KindConfigMap, Name: "app"}
+
+// followed is Deployment web at generation gen, its reload of app to content "a…" (from "b…")
+// made generation 2 with template tmplHash, started age ago, and its controller at observed.
+func (f *trackerFixture) followed(gen, observed int64, age time.Duration, tmplHash string) workloadView {
+	a, b := strings.Repeat("a", 40), strings.Repeat("b", 40)
+	entry := policy.Entry{At: f.clock.Now().Add(-age), Outcome: policy.OutcomeProgressing, Generation: 2, Template: tmplHash,
+		Configs: []string{"ConfigMap/app@aaaaaaaa"}}
+	restore := policy.Restore{Strategy: policy.StrategyEnvVars, Values: map[string]string{"ConfigMap/app": b},
+		Applied: map[string]string{"ConfigMap/app": a}}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "u1", ResourceVersion: "9", Generation: gen,
+		Annotations: map[string]string{policy.HistoryAnnotation: policy.FormatHistory([]policy.Entry{entry}), policy.RestoreAnnotation: restore.Encode()}},
+		Status: appsv1.DeploymentStatus{ObservedGeneration: observed}}
+	d.Spec.Template.Spec.Containers = []corev1.Container{{Name: "app", Env: []corev1.EnvVar{{Name: policy.EnvVarName(appRef), Value: a}}}}
+	f.live = d
+	return workloadView{key: key{"Deployment", "ns", "web"}, kind: f.kind, obj: d, meta: d, tmpl: &d.Spec.Template,
+		target: policy.Target{Strategy: policy.StrategyEnvVars}}
+}
+
+func (f *trackerFixture) reasons() []string {
+	var out []string
+	for {
+		select {
+		case e := <-f.events.Events:
+			out = append(out, strings.Fields(e)[1])
+		default:
+			return out
+		}
+	}
+}
+
+// The tracker's rules, in process: a rollout still rolling comes back at its deadline; one past
+// it is timed out, undone with rollback on, and its content held; another actor's template
+// change makes the rollout theirs: superseded, nothing undone or held.
+func TestTheTrackerJudgesARolloutByItsStatusItsDeadlineAndWhoseTemplateItIs(t *testing.T) {
+	ctx := context.Background()
+	t.Run("rolling before its deadline", func(t *testing.T) {
+		f := newTrackerFixture(true)
+		w := f.followed(2, 1, 4*time.Second, "")
+		if err := f.t.sync(ctx, rolloutKey(w.key), w); err != nil {
+			t.Fatal(err)
+		}
+		// The history keeps the second, so the deadline counts from the end of it: 10s + 1s - 4s.
+		if len(f.sent) != 0 || len(f.after) != 1 || f.after[0] != 7*time.Second {
+			t.Fatalf("sent %q, came back after %v; want nothing sent and 7s", f.sent, f.after)
+		}
+	})
+	t.Run("past its deadline, rolled back and held", func(t *testing.T) {
+		f := newTrackerFixture(true)
+		w := f.followed(2, 2, 12*time.Second, "")
+		if err := f.t.sync(ctx, rolloutKey(w.key), w); err != nil {
+			t.Fatal(err)
+		}
+		if len(f.sent) != 1 || !strings.Contains(f.sent[0], "timed-out+rolled-back") || !strings.Contains(f.sent[0], strings.Repeat("b", 40)) {
+			t.Fatalf("sent %q, want one patch recording timed-out+rolled-back and putting b back", f.sent)
+		}
+		if !f.t.held(w.key, appRef, strings.Repeat("a", 40)) {
+			t.Fatal("the rolled-back content is not held")
+		}
+		if got := strings.Join(f.reasons(), ","); got != "RolloutTimedOut,RolledBack" {
+			t.Fatalf("events %s, want RolloutTimedOut,RolledBack", got)
+		}
+	})
+	t.Run("past its deadline without rollback", func(t *testing.T) {
+		f := newTrackerFixture(false)
+		w := f.followed(2, 2, 12*time.Second, "")
+		if err := f.t.sync(ctx, rolloutKey(w.key), w); err != nil {
+			t.Fatal(err)
+		}
+		if len(f.sent) != 1 || strings.Contains(f.sent[0], "rolled-back") || f.t.held(w.key, appRef, strings.Repeat("a", 40)) {
+			t.Fatalf("sent %q; want the outcome alone, nothing rolled back or held", f.sent)
+		}
+	})
+	t.Run("another actor replaced the template", func(t *testing.T) {
+		f := newTrackerFixture(true)
+		w := f.followed(3, 3, 12*time.Second, "0123abcd") // generation 3: a change after the reload's
+		if err := f.t.sync(ctx, rolloutKey(w.key), w); err != nil {
+			t.Fatal(err)
+		}
+		if len(f.sent) != 1 || !strings.Contains(f.sent[0], "superseded") || strings.Contains(f.sent[0], "rolled-back") {
+			t.Fatalf("sent %q, want one patch recording superseded, nothing rolled back", f.sent)
+		}
+		if f.t.held(w.key, appRef, strings.Repeat("a", 40)) {
+			t.Fatal("another actor's failure held our content")
+		}
+	})
+	t.Run("a hold ends once other content is seen", func(t *testing.T) {
+		f := newTrackerFixture(true)
+		w := f.followed(2, 2, 12*time.Second, "")
+		f.store.Hold(f.t.names.hold(w.key, appRef), strings.Repeat("a", 40))
+		if f.t.held(w.key, appRef, strings.Repeat("c", 40)) || f.t.held(w.key, appRef, strings.Repeat("a", 40)) {
+			t.Fatal("a hold outlived other content: the held content applied again must be a change")
+		}
+	})
+}
