@@ -1,9 +1,7 @@
 package reloader
 
 import (
-	"context"
 	"slices"
-	"time"
 
 	"github.com/reloader/reloader/confighash"
 	"github.com/reloader/reloader/policy"
@@ -60,7 +58,9 @@ func (c *Controller) syncConfig(k key) error {
 		return nil
 	}
 	unreached, _ := c.unreached.Load(k)
-	c.settleAbsent(k, len(deps) > 0 || c.referenced(k), unreached == true)
+	if c.tombstones.settle(k, len(deps) > 0 || c.referenced(k), unreached == true) {
+		c.unreached.Delete(k) // pruned
+	}
 	return nil
 }
 
@@ -196,44 +196,6 @@ func (c *Controller) record(k key, rec *configRecord, deps []dependent) {
 	c.state.KeepDataKeys(skey, read)
 }
 
-// settleAbsent keeps a tombstone for a config that does not exist: its last content, so that a
-// recreation is judged against it, or none. It is pruned once nothing references the config for
-// the retention period.
-func (c *Controller) settleAbsent(k key, referenced, untouched bool) {
-	skey := c.names.config(k)
-	e, known := c.state.Get(skey)
-	now := c.opts.Clock.Now()
-	switch {
-	case known && !e.Deleted:
-		c.state.Tombstone(skey, e.Hash, now)
-		c.log.Info("config deleted", "kind", k.kind, "namespace", k.namespace, "name", k.name)
-	case !known && referenced && c.opts.ReloadOnCreate:
-		// Absent but referenced: its appearance will be a creation.
-		c.state.Tombstone(skey, "", now)
-		return
-	case !known:
-		return
-	}
-	e, _ = c.state.Get(skey)
-	if referenced && c.opts.ReloadOnDelete && e.Hash != "" && !untouched {
-		// The deletion reached every dependent: they run without the config now. One that
-		// carried no marker was not restarted and still runs the content: the tombstone keeps
-		// it, so that a recreation with other content reloads that one.
-		c.state.Delete(skey)
-		c.state.Tombstone(skey, "", e.Since)
-		return
-	}
-	if referenced {
-		return
-	}
-	if age := now.Sub(e.Since); age < c.opts.TombstoneRetention {
-		c.queue.AddAfter(k, c.opts.TombstoneRetention-age)
-		return
-	}
-	c.state.Delete(skey)
-	c.unreached.Delete(k)
-}
-
 // startupPass runs once the caches have synced. A config whose content the state holds needs
 // nothing: each dependent's own sync catches a stale marker. One never seen that nobody reads is
 // recorded here; every other is queued. Not queueing every config keeps the queue's maps, which
@@ -260,38 +222,7 @@ func (c *Controller) startupPass() {
 	if n := c.state.TombstoneMissing(func(k string) bool { return live[k] }, c.opts.Clock.Now()); n > 0 {
 		c.log.Info("configs deleted while the reloader was down", "entries", n)
 	}
-	c.queueTombstones()
-}
-
-// queueTombstones queues the config of every tombstone, to settle or prune it.
-func (c *Controller) queueTombstones() {
-	for skey := range c.state.Tombstones() {
-		kind, ns, name, ok := state.ParseKey(skey)
-		if !ok {
-			continue
-		}
-		if ns == "" {
-			ns = c.opts.Namespace
-		}
-		if _, watched := c.configs[kind]; watched {
-			c.queue.Add(key{kind, ns, name})
-		}
-	}
-}
-
-// sweepTombstones re-queues the tombstones now and then, so those whose last reference went
-// are pruned after the retention period.
-func (c *Controller) sweepTombstones(ctx context.Context) {
-	t := time.NewTicker(min(c.opts.TombstoneRetention, time.Hour))
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			c.queueTombstones()
-		}
-	}
+	c.tombstones.queueAll()
 }
 
 // short abbreviates a hash for logs and Events: its first 8 hex digits, of the HMAC for a keyed

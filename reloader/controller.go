@@ -120,16 +120,17 @@ type Controller struct {
 	kinds      map[string]*workloadKind             // by workload kind
 	namespaces cache.SharedIndexInformer            // only with a NamespaceSelector
 
-	state     *state.Store
-	queue     workqueue.TypedRateLimitingInterface[key]
-	refusals  workqueue.TypedRateLimiter[key] // spaces the retries of a refused patch
-	backlog   *backlog                        // the start-up's keys, fed to queue a window at a time (backlog.go)
-	coalescer *coalesce.Coalescer[key]
-	changes   *changeLog
-	names     entryKeys // the state's key rule
-	strips    *strips   // what workloads run without a marker (strips.go)
-	records   *records  // what a config is: its record and content values (record.go)
-	lag       *lagCheck // a config cache behind the workload cache (lag.go)
+	state      *state.Store
+	queue      workqueue.TypedRateLimitingInterface[key]
+	refusals   workqueue.TypedRateLimiter[key] // spaces the retries of a refused patch
+	backlog    *backlog                        // the start-up's keys, fed to queue a window at a time (backlog.go)
+	coalescer  *coalesce.Coalescer[key]
+	changes    *changeLog
+	names      entryKeys   // the state's key rule
+	strips     *strips     // what workloads run without a marker (strips.go)
+	records    *records    // what a config is: its record and content values (record.go)
+	lag        *lagCheck   // a config cache behind the workload cache (lag.go)
+	tombstones *tombstones // entries of configs that do not exist (tombstones.go)
 	// restarts: what each workload's last restart may have given its pods unseen (unseen.go).
 	restarts   *restarts
 	unreached  sync.Map    // config key → bool: whether a deletion could not reach a dependent (configsync.go)
@@ -193,6 +194,9 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 		reports: c.reports, log: c.log, gauge: c.metrics.Deferred, enqueue: c.queue.Add, deferrals: newDeferrals(opts.Clock, c.queue.Add)}
 	c.tracker = &tracker{defaults: opts.Follow, clock: opts.Clock, store: c.state, names: c.names, reports: c.reports, log: c.log,
 		metrics: c.metrics, restarts: c.restarts, strips: c.strips, enqueue: c.queue.Add, enqueueAfter: c.queue.AddAfter}
+	c.tombstones = &tombstones{store: c.state, names: c.names, clock: opts.Clock, log: c.log, retention: opts.TombstoneRetention,
+		reloadOnCreate: opts.ReloadOnCreate, reloadOnDelete: opts.ReloadOnDelete, namespace: opts.Namespace,
+		watched: func(kind string) bool { _, ok := c.configs[kind]; return ok }, enqueue: c.queue.Add, enqueueAfter: c.queue.AddAfter}
 	c.lag = &lagCheck{clients: clients, store: c.state, names: c.names, lookup: c.lookup}
 	c.validation = &validation{store: c.state, names: c.names, reports: c.reports, log: c.log, counter: c.metrics.InvalidChanges,
 		gates: c.gates, enqueue: c.queue.Add, dependents: c.dependents, lookup: c.lookup,
@@ -267,7 +271,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	if c.opts.Alerts != nil {
 		go c.opts.Alerts.Run(workCtx)
 	}
-	go c.sweepTombstones(workCtx)
+	go c.tombstones.sweep(workCtx)
 	go c.releaseStartupMemory(workCtx)
 	c.ready.Store(true)
 	c.checkAllWorkloads()

@@ -35,7 +35,9 @@ func (c *Controller) syncConfigWebhook(ctx context.Context, k key) error {
 	}
 	c.changes.forget(k)
 	if rec == nil {
-		c.settleAbsent(k, false, false)
+		if c.tombstones.settle(k, false, false) {
+			c.unreached.Delete(k)
+		}
 		return nil
 	}
 	c.state.Set(skey, rec.Hash)
