@@ -16,7 +16,7 @@ var ErrStale = errStale
 // the cache holds d: a test's stand-in for a cache that has not shown a later change yet.
 func (c *Controller) JudgeRolloutAsCached(ctx context.Context, d *appsv1.Deployment) error {
 	kind := c.kinds["Deployment"]
-	obj, err := c.transform(d.DeepCopy())
+	obj, err := c.records.transform(d.DeepCopy())
 	if err != nil {
 		return err
 	}
