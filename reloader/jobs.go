@@ -229,7 +229,7 @@ func (j *jobRuns) recreate(ctx context.Context, old, job *batchv1.Job) (*batchv1
 	if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
 		err = fmt.Errorf("delete Job %s/%s to create it again: %w", old.Namespace, old.Name, err)
 	}
-	out, _, finished := j.finish(ctx, key, r)
+	out, _, finished := j.finish(ctx, key, r, false)
 	switch {
 	case finished != nil:
 		return nil, finished
@@ -250,7 +250,7 @@ func jobRecreationKey(ns, name string) string { return jobRecreationPrefix + ns 
 // Job is created (created true; an existing one of that name, created before a stop, is kept).
 // The note is then removed. A Job still being deleted (it has finalizers) is an error: retried
 // later. So is a failed create; a namespace gone has nothing left to create.
-func (j *jobRuns) finish(ctx context.Context, key string, r jobRecreation) (out *batchv1.Job, created bool, err error) {
+func (j *jobRuns) finish(ctx context.Context, key string, r jobRecreation, refresh bool) (out *batchv1.Job, created bool, err error) {
 	jobs := j.clients.Jobs(r.Job.Namespace)
 	cur, err := jobs.Get(ctx, r.Job.Name, metav1.GetOptions{})
 	switch {
@@ -261,10 +261,17 @@ func (j *jobRuns) finish(ctx context.Context, key string, r jobRecreation) (out 
 	case err == nil && cur.UID != r.OldUID:
 		out = cur // created already
 	case err != nil:
+		if refresh {
+			// Just before the create, not before the read: a read retried through an outage
+			// left a Job with the markers and last-reload of before it (soak seed
+			// 1795716445547611246@4 ran it again at once for the content changed meanwhile,
+			// under its minimum interval).
+			j.refreshMarkers(&r)
+		}
 		out, err = jobs.Create(ctx, r.Job, metav1.CreateOptions{FieldManager: "reloader"})
 		switch {
 		case apierrors.IsAlreadyExists(err):
-			return j.finish(ctx, key, r) // created meanwhile: read what exists
+			return j.finish(ctx, key, r, false) // created meanwhile: read what exists
 		case apierrors.IsNotFound(err):
 			out = nil // its namespace is gone
 		case err != nil:
@@ -289,8 +296,7 @@ func (j *jobRuns) finishFailed(ctx context.Context, ns, name string) error {
 		return nil
 	}
 	r := v.(jobRecreation)
-	j.refreshMarkers(&r)
-	out, created, err := j.finish(ctx, key, r)
+	out, created, err := j.finish(ctx, key, r, true)
 	if err != nil && refused(err) {
 		return retryLater{err: err}
 	} else if err != nil {
@@ -399,8 +405,7 @@ func (j *jobRuns) resume(ctx context.Context) {
 			_ = j.note(ctx, note, nil)
 			continue
 		}
-		j.refreshMarkers(&r)
-		if _, created, err := j.finish(ctx, note, r); err != nil {
+		if _, created, err := j.finish(ctx, note, r, true); err != nil {
 			j.log.Error("cannot finish a Job recreation left unfinished; retrying", "key", note, "err", err)
 			j.metrics.CountReload("Job", metrics.ResultFailure, r.Job.Namespace)
 			j.recreations.Store(note, r)

@@ -817,6 +817,55 @@ func TestAJobCreatedLateAfterARefusalCountsItsMinimumIntervalFromItsCreation(t *
 	wantMigrateCreated(t, ns, hash, 30*time.Second, created, 2, "the Job was created %d times after one more change, want 2")
 }
 
+// A Job whose recreation's create was refused is created, once the refusal lifts, with the
+// markers and last-reload of the moment of its create. A read of the Job before the create,
+// held here while the config changes (retried through an outage in soak seed
+// 1795716445547611246@4), used to leave it the markers of before the read: it was created with
+// them and run again at once for the change, under its minimum interval.
+func TestAJobCreatedLateAfterASlowReadCarriesTheMarkersOfItsCreate(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	ann := named("configmap", "app-config")
+	ann[policy.MinIntervalAnnotation] = "5s"
+	createJob(t, ns, "migrate", ann)
+	var armed atomic.Bool
+	held, release := make(chan struct{}), make(chan struct{})
+	holdRead := func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(req *http.Request) (*http.Response, error) {
+			if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/jobs/migrate") && armed.CompareAndSwap(true, false) {
+				close(held)
+				select {
+				case <-release:
+				case <-req.Context().Done():
+					return nil, req.Context().Err()
+				}
+			}
+			return rt.RoundTrip(req)
+		})
+	}
+	r := startController(t, ns, controllerOpts{wrap: holdRead})
+	settle()
+	created := jobCreations(t, ns)
+	lift := refuseJobCreations(t, ns)
+	updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
+	waitFor(t, 30*time.Second, "the create refused", func() (bool, error) {
+		return strings.Contains(r.log.String(), "again after deleting it"), nil
+	})
+	armed.Store(true)
+	lift()
+	select {
+	case <-held:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the reloader did not read the Job again to finish its recreation")
+	}
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
+	waitFor(t, 30*time.Second, "C recorded: the Job does not exist, nothing is due", func() (bool, error) {
+		return stateEntry(t, ns, "v1.ConfigMap_app-config") == hash, nil
+	})
+	close(release)
+	wantMigrateCreated(t, ns, hash, 30*time.Second, created, 1, "the Job was created %d times once its create was allowed, want 1")
+}
+
 // A Job whose create is refused keeps its recreation written down when the state ConfigMap is
 // deleted: the running reloader recreates the state from memory with the note, so a reloader
 // started after a stop still creates the Job once the refusal lifts (soak seed
