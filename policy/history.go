@@ -233,6 +233,12 @@ func (t Target) RestoreOf(tmpl *corev1.PodTemplateSpec, changes []Change) (Resto
 	return r, true
 }
 
+// RestoreRef is the config a key of Restore.Values or Restore.Applied ("<Kind>/<name>") names.
+func RestoreRef(key string) ConfigRef {
+	kind, name, _ := strings.Cut(key, "/")
+	return ConfigRef{Kind: kind, Name: name}
+}
+
 // Encode is the Restore as RestoreAnnotation holds it.
 func (r Restore) Encode() string {
 	b, _ := json.Marshal(r) // strings and maps of strings always encode

@@ -20,5 +20,9 @@ func (c *Controller) JudgeRolloutAsCached(ctx context.Context, d *appsv1.Deploym
 	if err != nil {
 		return err
 	}
-	return c.judgeRollout(ctx, kind, rolloutKey(key{kind.name, d.Namespace, d.Name}), obj)
+	w, ok := c.view(kind, obj)
+	if !ok {
+		return nil
+	}
+	return c.tracker.sync(ctx, rolloutKey(w.key), w)
 }

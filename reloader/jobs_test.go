@@ -279,6 +279,27 @@ func TestAJobReloadRecreatesItOnce(t *testing.T) {
 	}
 }
 
+// holdRequest wraps the controller's transport so that, once armed, the next request match
+// accepts is held: held is closed when it arrives, and it is sent once release is closed.
+func holdRequest(match func(*http.Request) bool) (armed *atomic.Bool, wrap func(http.RoundTripper) http.RoundTripper, held, release chan struct{}) {
+	armed = &atomic.Bool{}
+	held, release = make(chan struct{}), make(chan struct{})
+	wrap = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(req *http.Request) (*http.Response, error) {
+			if match(req) && armed.CompareAndSwap(true, false) {
+				close(held)
+				select {
+				case <-release:
+				case <-req.Context().Done():
+					return nil, req.Context().Err()
+				}
+			}
+			return rt.RoundTrip(req)
+		})
+	}
+	return armed, wrap, held, release
+}
+
 // TestAJobRecreatedAcrossAnUnseenChangeIsRecreatedForItsRevert: the config changes to C while a
 // Job's recreation for B is on its way (its create held 1 s), so the new Job's pods read C
 // though its marker says B; a minimum interval holds the reload for C, and C is reverted to B
@@ -290,21 +311,9 @@ func TestAJobRecreatedAcrossAnUnseenChangeIsRecreatedForItsRevert(t *testing.T) 
 	ann := named("configmap", "app-config")
 	ann[policy.MinIntervalAnnotation] = "5s"
 	old := createJob(t, ns, "migrate", ann)
-	var armed atomic.Bool
-	held, release := make(chan struct{}), make(chan struct{})
-	holdCreate := func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripper(func(req *http.Request) (*http.Response, error) {
-			if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/jobs") && armed.CompareAndSwap(true, false) {
-				close(held)
-				select {
-				case <-release:
-				case <-req.Context().Done():
-					return nil, req.Context().Err()
-				}
-			}
-			return rt.RoundTrip(req)
-		})
-	}
+	armed, holdCreate, held, release := holdRequest(func(req *http.Request) bool {
+		return req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/jobs")
+	})
 	startController(t, ns, controllerOpts{wrap: holdCreate})
 	settle()
 	armed.Store(true)
@@ -828,21 +837,9 @@ func TestAJobCreatedLateAfterASlowReadCarriesTheMarkersOfItsCreate(t *testing.T)
 	ann := named("configmap", "app-config")
 	ann[policy.MinIntervalAnnotation] = "5s"
 	createJob(t, ns, "migrate", ann)
-	var armed atomic.Bool
-	held, release := make(chan struct{}), make(chan struct{})
-	holdRead := func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripper(func(req *http.Request) (*http.Response, error) {
-			if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/jobs/migrate") && armed.CompareAndSwap(true, false) {
-				close(held)
-				select {
-				case <-release:
-				case <-req.Context().Done():
-					return nil, req.Context().Err()
-				}
-			}
-			return rt.RoundTrip(req)
-		})
-	}
+	armed, holdRead, held, release := holdRequest(func(req *http.Request) bool {
+		return req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/jobs/migrate")
+	})
 	r := startController(t, ns, controllerOpts{wrap: holdRead})
 	settle()
 	created := jobCreations(t, ns)

@@ -229,11 +229,6 @@ func (c *Controller) syncRollout(ctx context.Context, kind *workloadKind, k key)
 	if err != nil || !exists {
 		return err
 	}
-	return c.judgeRollout(ctx, kind, k, obj)
-}
-
-// judgeRollout is syncRollout's judgement of obj, the workload as the cache holds it.
-func (c *Controller) judgeRollout(ctx context.Context, kind *workloadKind, k key, obj any) error {
 	w, ok := c.view(kind, obj)
 	if !ok {
 		return nil
@@ -348,8 +343,7 @@ func (t *tracker) liftUnsentHolds(w workloadView) {
 		return
 	}
 	for ref, v := range restore.Applied {
-		kind, name, _ := strings.Cut(ref, "/")
-		hk := t.names.hold(w.key, policy.ConfigRef{Kind: kind, Name: name})
+		hk := t.names.hold(w.key, policy.RestoreRef(ref))
 		if held, ok := t.store.Held(hk); ok && held == heldAs(v) {
 			t.store.DeleteEntry(hk)
 		}
@@ -369,8 +363,7 @@ func (t *tracker) holdAndRestore(ctx context.Context, w workloadView) (policy.Re
 		return policy.Restore{}, false, nil
 	}
 	for ref, v := range restore.Applied {
-		kind, name, _ := strings.Cut(ref, "/")
-		t.store.Hold(t.names.hold(w.key, policy.ConfigRef{Kind: kind, Name: name}), heldAs(v))
+		t.store.Hold(t.names.hold(w.key, policy.RestoreRef(ref)), heldAs(v))
 	}
 	if err := t.store.Flush(ctx); err != nil {
 		return policy.Restore{}, false, fmt.Errorf("record the hold of %s before rolling it back: %w", w.key, err)
