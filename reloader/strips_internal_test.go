@@ -52,8 +52,9 @@ func TestAStripSaysWhatAWorkloadWithoutAMarkerRuns(t *testing.T) {
 		{"after a restart, a value under a lost hash key says nothing", func(s *strips) { s.remember(w, r, lostKey, nil) }, true, a, policy.NoMarker},
 		{"a deleted workload is forgotten in memory; its state entry stays until liftHolds", func(s *strips) {
 			s.remember(w, r, a, nil)
-			s.workloadGone(w)
-		}, false, b, policy.Stale},
+			s.configChanged(cfg, nil) // memory says: unknown since
+			s.workloadGone(w)         // so only the state's entry is left to say a
+		}, false, a, policy.Current},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store := state.New(nil, "ns", "reloader-state", slog.New(slog.DiscardHandler))
