@@ -18,12 +18,12 @@ type dependent struct {
 // and, once none is left, records that content as fully rolled out.
 func (c *Controller) syncConfig(k key) error {
 	fresh := c.changes.take(k)
-	if !c.namespaceAllowed(k.namespace) {
+	if !c.caches.allowed(k.namespace) {
 		c.changes.forget(k)
 		c.validation.forget(k)
 		return nil
 	}
-	rec := c.lookup(k)
+	rec := c.caches.lookup(k)
 	if rec != nil && rec.Invalid != "" {
 		c.validation.invalid(k, rec, fresh) // validate.go
 		c.changes.forget(k)
@@ -58,7 +58,7 @@ func (c *Controller) syncConfig(k key) error {
 		return nil
 	}
 	unreached, _ := c.unreached.Load(k)
-	if c.tombstones.settle(k, len(deps) > 0 || c.referenced(k), unreached == true) {
+	if c.tombstones.settle(k, len(deps) > 0 || c.caches.referenced(k), unreached == true) {
 		c.unreached.Delete(k) // pruned
 	}
 	return nil
@@ -100,8 +100,8 @@ func (c *Controller) openWindows(due []key, fresh bool) {
 // dependents judges every workload that reloads on the config.
 func (c *Controller) dependents(k key, rec *configRecord) []dependent {
 	var out []dependent
-	for _, kind := range c.kinds {
-		for _, o := range c.indexed(kind, k) {
+	for _, kind := range c.caches.kinds {
+		for _, o := range c.caches.indexed(kind, k) {
 			w, ok := c.view(kind, o)
 			if !ok {
 				continue
@@ -112,40 +112,6 @@ func (c *Controller) dependents(k key, rec *configRecord) []dependent {
 		}
 	}
 	return out
-}
-
-// indexed returns the workloads of a kind that the index holds under the config: those naming or
-// using it, and those whose reload annotations hold a pattern for its kind and namespace (each
-// once).
-func (c *Controller) indexed(kind *workloadKind, k key) []any {
-	idx := kind.informer.GetIndexer()
-	objs, _ := idx.ByIndex(byConfigIndex, k.String()) // the index exists
-	patterned, _ := idx.ByIndex(byConfigIndex, patternKey(k.kind, k.namespace).String())
-	for _, o := range patterned {
-		if !slices.Contains(objs, o) {
-			objs = append(objs, o)
-		}
-	}
-	return objs
-}
-
-// referenced reports whether any workload's index names the config, triggering or not, or one of
-// its patterns matches it.
-func (c *Controller) referenced(k key) bool {
-	r := policy.ConfigRef{Kind: k.kind, Name: k.name}
-	for _, kind := range c.kinds {
-		idx := kind.informer.GetIndexer()
-		if objs, _ := idx.ByIndex(byConfigIndex, k.String()); len(objs) > 0 {
-			return true
-		}
-		patterned, _ := idx.ByIndex(byConfigIndex, patternKey(k.kind, k.namespace).String())
-		for _, o := range patterned {
-			if meta, tmpl := kind.template(o); tmpl != nil && c.opts.Annotations.Of(meta.GetAnnotations(), tmpl.Annotations).NamedBy(r) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // recordBaseline records a config the state holds nothing comparable for (a first start, a
@@ -203,7 +169,7 @@ func (c *Controller) record(k key, rec *configRecord, deps []dependent) {
 func (c *Controller) startupPass() {
 	c.reportStateHashes()
 	live := map[string]bool{}
-	for kind, inf := range c.configs {
+	for kind, inf := range c.caches.configs {
 		for _, obj := range inf.GetStore().List() {
 			r := obj.(*configRecord)
 			k := key{kind, r.Namespace, r.Name}
@@ -212,7 +178,7 @@ func (c *Controller) startupPass() {
 			e, known := c.state.Get(skey)
 			switch {
 			case known && !e.Deleted && e.Hash == r.Hash:
-			case !known && !c.referenced(k) && c.namespaceAllowed(k.namespace):
+			case !known && !c.caches.referenced(k) && c.caches.allowed(k.namespace):
 				c.state.Set(skey, r.Hash)
 			default:
 				c.backlog.add(k)

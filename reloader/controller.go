@@ -114,11 +114,9 @@ type Controller struct {
 	// listed once: every workload update event checks them.
 	decisiveAnnotations []string
 
-	informers  []cache.SharedIndexInformer
-	hasSynced  []cache.InformerSynced
-	configs    map[string]cache.SharedIndexInformer // by config kind
-	kinds      map[string]*workloadKind             // by workload kind
-	namespaces cache.SharedIndexInformer            // only with a NamespaceSelector
+	informers []cache.SharedIndexInformer
+	hasSynced []cache.InformerSynced
+	caches    *caches // what the informers hold (caches.go)
 
 	state      *state.Store
 	queue      workqueue.TypedRateLimitingInterface[key]
@@ -180,6 +178,8 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 
 		decisiveAnnotations: append(opts.Annotations.OnWorkload(), opts.Annotations.GateAnnotations()...),
 		events:              record.NewBroadcaster(),
+		caches: &caches{annotations: opts.Annotations, selector: opts.NamespaceSelector, ignored: opts.NamespacesToIgnore,
+			labelSelector: opts.ResourceLabelSelector},
 	}
 	c.strips = newStrips(c.state, c.names)
 	c.records = &records{annotations: opts.Annotations, hashKey: &c.opts.HashKey, store: c.state, names: c.names}
@@ -196,11 +196,11 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 		metrics: c.metrics, restarts: c.restarts, strips: c.strips, enqueue: c.queue.Add, enqueueAfter: c.queue.AddAfter}
 	c.tombstones = &tombstones{store: c.state, names: c.names, clock: opts.Clock, log: c.log, retention: opts.TombstoneRetention,
 		reloadOnCreate: opts.ReloadOnCreate, reloadOnDelete: opts.ReloadOnDelete, namespace: opts.Namespace,
-		watched: func(kind string) bool { _, ok := c.configs[kind]; return ok }, enqueue: c.queue.Add, enqueueAfter: c.queue.AddAfter}
-	c.lag = &lagCheck{clients: clients, store: c.state, names: c.names, lookup: c.lookup}
+		watched: c.caches.watched, enqueue: c.queue.Add, enqueueAfter: c.queue.AddAfter}
+	c.lag = &lagCheck{clients: clients, store: c.state, names: c.names, lookup: c.caches.lookup}
 	c.validation = &validation{store: c.state, names: c.names, reports: c.reports, log: c.log, counter: c.metrics.InvalidChanges,
-		gates: c.gates, enqueue: c.queue.Add, dependents: c.dependents, lookup: c.lookup,
-		watched: func(kind string) bool { _, ok := c.configs[kind]; return ok }}
+		gates: c.gates, enqueue: c.queue.Add, dependents: c.dependents, lookup: c.caches.lookup,
+		watched: c.caches.watched}
 	if err := c.buildInformers(); err != nil {
 		return nil, err
 	}
@@ -246,14 +246,14 @@ func (c *Controller) Run(ctx context.Context) error {
 		return nil
 	}
 	// Once the config caches hold the content now: a Job is created with its markers.
-	if c.kinds["Job"] != nil {
+	if c.caches.kinds["Job"] != nil {
 		c.jobs.resume(ctx)
 	}
 	c.startupPass()
-	c.gates.forgetGone(c.kinds)
+	c.gates.forgetGone(c.caches.kinds)
 	c.forgetEntriesOfGone()
 	c.log.Info("caches synced; reloading", "namespace", c.opts.Namespace, "coalesce_period", c.opts.CoalescePeriod,
-		"strategy", c.opts.Strategy, "kinds", len(c.kinds))
+		"strategy", c.opts.Strategy, "kinds", len(c.caches.kinds))
 
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWork()
@@ -392,15 +392,15 @@ func (c *Controller) processNext(ctx context.Context) bool {
 }
 
 func (c *Controller) sync(ctx context.Context, k key) error {
-	if _, ok := c.configs[k.kind]; ok && c.opts.Webhook.URL != "" {
+	if _, ok := c.caches.configs[k.kind]; ok && c.opts.Webhook.URL != "" {
 		return c.syncConfigWebhook(ctx, k)
 	} else if ok {
 		return c.syncConfig(k)
 	}
-	if kind, ok := c.kinds[k.kind]; ok {
+	if kind, ok := c.caches.kinds[k.kind]; ok {
 		return c.syncWorkload(ctx, kind, k)
 	}
-	if kind, ok := c.kinds[strings.TrimPrefix(k.kind, rolloutPrefix)]; ok {
+	if kind, ok := c.caches.kinds[strings.TrimPrefix(k.kind, rolloutPrefix)]; ok {
 		return c.syncRollout(ctx, kind, k)
 	}
 	return fmt.Errorf("queue key %s: unknown kind", k)

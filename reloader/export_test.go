@@ -15,7 +15,7 @@ var ErrStale = errStale
 // JudgeRolloutAsCached judges the followed rollout of Deployment d as the rollout sync does when
 // the cache holds d: a test's stand-in for a cache that has not shown a later change yet.
 func (c *Controller) JudgeRolloutAsCached(ctx context.Context, d *appsv1.Deployment) error {
-	kind := c.kinds["Deployment"]
+	kind := c.caches.kinds["Deployment"]
 	obj, err := c.records.transform(d.DeepCopy())
 	if err != nil {
 		return err

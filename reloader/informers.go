@@ -27,21 +27,21 @@ func (c *Controller) buildInformers() error {
 	ns := c.opts.Namespace
 	bySelector := func(o *metav1.ListOptions) { o.LabelSelector = c.opts.ResourceLabelSelector }
 	notState := c.excludeState()
-	c.configs = map[string]cache.SharedIndexInformer{}
+	c.caches.configs = map[string]cache.SharedIndexInformer{}
 	if !c.opts.IgnoreConfigMaps {
-		c.configs[policy.KindConfigMap] = kube.NewInformer[*corev1.ConfigMapList](c.clients.Link, c.clients.ConfigMaps(ns), &corev1.ConfigMap{},
+		c.caches.configs[policy.KindConfigMap] = kube.NewInformer[*corev1.ConfigMapList](c.clients.Link, c.clients.ConfigMaps(ns), &corev1.ConfigMap{},
 			func(o *metav1.ListOptions) { bySelector(o); o.FieldSelector = notState }, c.records.transform)
 	}
 	if !c.opts.IgnoreSecrets {
-		c.configs[policy.KindSecret] = kube.NewInformer[*corev1.SecretList](c.clients.Link, c.clients.Secrets(ns), &corev1.Secret{}, bySelector, c.records.transform)
+		c.caches.configs[policy.KindSecret] = kube.NewInformer[*corev1.SecretList](c.clients.Link, c.clients.Secrets(ns), &corev1.Secret{}, bySelector, c.records.transform)
 	}
-	c.kinds = map[string]*workloadKind{}
+	c.caches.kinds = map[string]*workloadKind{}
 	if c.opts.Webhook.URL == "" { // --webhook-url reloads nothing, so it watches no workload
-		c.kinds = selectKinds(c.opts, c.clients, c.records.transform)
+		c.caches.kinds = selectKinds(c.opts, c.clients, c.records.transform)
 		c.wireJobs()
 	}
 	all := map[string]cache.SharedIndexInformer{}
-	for kind, inf := range c.configs {
+	for kind, inf := range c.caches.configs {
 		all[kind+"s"] = inf
 		// Patterns in reload annotations match configs by name within a namespace.
 		if err := inf.AddIndexers(cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}); err != nil {
@@ -51,7 +51,7 @@ func (c *Controller) buildInformers() error {
 			return err
 		}
 	}
-	for _, k := range c.kinds {
+	for _, k := range c.caches.kinds {
 		all[k.name+"s"] = k.informer
 		if err := c.watchWorkloads(k); err != nil {
 			return err
@@ -61,7 +61,7 @@ func (c *Controller) buildInformers() error {
 		if err := c.watchNamespaces(); err != nil {
 			return err
 		}
-		all["Namespaces"] = c.namespaces
+		all["Namespaces"] = c.caches.namespaces
 	}
 	for what, inf := range all {
 		_ = inf.SetWatchErrorHandlerWithContext(c.watchError(what)) // fails only once started
@@ -106,14 +106,14 @@ func (c *Controller) watchConfigs(kind string, inf cache.SharedIndexInformer) er
 			if initial {
 				return // the start-up pass decides, once the caches have synced
 			}
-			k := c.objectKey(kind, obj)
+			k := objectKey(kind, obj)
 			c.strips.configChanged(k, holdsNoneOf(obj.(*configRecord)))
 			c.unseenChange(k, obj.(*configRecord))
 			c.changes.observe(k, c.opts.Clock.Now())
 			c.queue.Add(k)
 		},
 		UpdateFunc: func(old, obj any) {
-			k := c.objectKey(kind, obj)
+			k := objectKey(kind, obj)
 			if before, after := old.(*configRecord), obj.(*configRecord); before.Hash != after.Hash {
 				c.strips.configChanged(k, func(keys []string) bool {
 					return c.records.content(before, keys).Value == c.records.content(after, keys).Value
@@ -124,7 +124,7 @@ func (c *Controller) watchConfigs(kind string, inf cache.SharedIndexInformer) er
 			c.queue.Add(k)
 		},
 		DeleteFunc: func(obj any) {
-			k := c.objectKey(kind, obj)
+			k := objectKey(kind, obj)
 			c.strips.configChanged(k, holdsNoneOf(recordOf(obj)))
 			c.changes.observe(k, c.opts.Clock.Now())
 			c.queue.Add(k)
@@ -168,7 +168,7 @@ func deletedObject(obj any) any {
 // spec or annotations changed (our own patch included), is synced, and its configs too, so that
 // their state advances once it holds their content, or once it stops reloading on them.
 func (c *Controller) watchWorkloads(k *workloadKind) error {
-	if err := k.informer.AddIndexers(cache.Indexers{byConfigIndex: c.indexByConfig(k)}); err != nil {
+	if err := k.informer.AddIndexers(cache.Indexers{byConfigIndex: c.caches.indexByConfig(k)}); err != nil {
 		return fmt.Errorf("index %ss: %w", k.name, err)
 	}
 	_, err := k.informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
@@ -189,7 +189,7 @@ func (c *Controller) watchWorkloads(k *workloadKind) error {
 				c.workloadChanged(k, obj, false)
 				// The configs it reloaded on before are synced too: one it no longer reloads on
 				// may have had its state held back by it alone.
-				c.queueConfigsOf(k, old, c.queue.Add)
+				c.caches.configsOf(k, old, c.queue.Add)
 			}
 			c.tracker.watch(k, obj) // status updates too: they end a rollout
 		},
@@ -235,14 +235,14 @@ func (c *Controller) workloadChanged(k *workloadKind, obj any, initial bool) {
 		add(w)
 	}
 	if !initial || c.opts.ReloadOnCreate {
-		c.queueConfigsOf(k, obj, add)
+		c.caches.configsOf(k, obj, add)
 		return
 	}
 	if tmpl == nil {
 		return
 	}
 	for r, u := range policy.UsesOf(&tmpl.Spec) {
-		if _, watched := c.configs[r.Kind]; watched && len(u.Keys) > 0 {
+		if c.caches.watched(r.Kind) && len(u.Keys) > 0 {
 			add(configKey(r, meta.GetNamespace()))
 		}
 	}
@@ -258,54 +258,7 @@ func (c *Controller) workloadGone(k *workloadKind, obj any) {
 		c.restarts.workloadGone(key{k.name, meta.GetNamespace(), meta.GetName()}, meta.GetResourceVersion())
 		c.liftHolds(k, obj)
 		c.gates.forget(key{k.name, meta.GetNamespace(), meta.GetName()}) // gates.go
-		c.queueConfigsOf(k, obj, c.queue.Add)
-	}
-}
-
-// queueConfigsOf passes to add the key of every watched config the workload may reload on.
-func (c *Controller) queueConfigsOf(k *workloadKind, obj any, add func(key)) {
-	keys, _ := c.indexByConfig(k)(obj)
-	for _, s := range keys {
-		kind, rest, _ := strings.Cut(s, "/")
-		ns, name, _ := strings.Cut(rest, "/")
-		if _, watched := c.configs[kind]; watched && name != "" {
-			add(key{kind, ns, name})
-		}
-	}
-	if meta, tmpl := k.template(obj); tmpl != nil {
-		pol := c.opts.Annotations.Of(meta.GetAnnotations(), tmpl.Annotations)
-		for _, r := range c.matchedByPattern(pol, meta.GetNamespace()) {
-			add(configKey(r, meta.GetNamespace()))
-		}
-	}
-}
-
-func (c *Controller) objectKey(kind string, obj any) key {
-	obj = deletedObject(obj)
-	if r, ok := obj.(*configRecord); ok {
-		return key{kind, r.Namespace, r.Name}
-	}
-	m := obj.(metav1.Object)
-	return key{kind, m.GetNamespace(), m.GetName()}
-}
-
-// indexByConfig indexes a workload under the key of every config whose change may reload it.
-func (c *Controller) indexByConfig(k *workloadKind) cache.IndexFunc {
-	return func(obj any) ([]string, error) {
-		meta, tmpl := k.template(obj)
-		if tmpl == nil {
-			return nil, nil
-		}
-		pol := c.opts.Annotations.Of(meta.GetAnnotations(), tmpl.Annotations)
-		refs := pol.Candidates(policy.UsesOf(&tmpl.Spec))
-		keys := make([]string, 0, len(refs))
-		for _, r := range refs {
-			keys = append(keys, configKey(r, meta.GetNamespace()).String())
-		}
-		for _, kind := range pol.PatternKinds() {
-			keys = append(keys, patternKey(kind, meta.GetNamespace()).String())
-		}
-		return keys, nil
+		c.caches.configsOf(k, obj, c.queue.Add)
 	}
 }
 
@@ -314,35 +267,3 @@ func configKey(r policy.ConfigRef, ns string) key { return key{r.Kind, ns, r.Nam
 // patternKey indexes the workloads whose reload annotations hold a pattern for configs of this
 // kind in this namespace: no config has an empty name.
 func patternKey(kind, ns string) key { return key{kind, ns, ""} }
-
-// matchedByPattern lists the existing configs in namespace ns that the policy's patterns match.
-func (c *Controller) matchedByPattern(pol policy.Policy, ns string) []policy.ConfigRef {
-	var out []policy.ConfigRef
-	for _, kind := range pol.PatternKinds() {
-		inf, watched := c.configs[kind]
-		if !watched {
-			continue
-		}
-		objs, _ := inf.GetIndexer().ByIndex(cache.NamespaceIndex, ns)
-		for _, o := range objs {
-			r := policy.ConfigRef{Kind: kind, Name: o.(*configRecord).Name}
-			if pol.NamedBy(r) {
-				out = append(out, r)
-			}
-		}
-	}
-	return out
-}
-
-// lookup returns the cached record of a config, or nil if it does not exist (or is not watched).
-func (c *Controller) lookup(k key) *configRecord {
-	inf, ok := c.configs[k.kind]
-	if !ok {
-		return nil
-	}
-	obj, exists, err := inf.GetIndexer().GetByKey(k.namespace + "/" + k.name)
-	if err != nil || !exists {
-		return nil
-	}
-	return obj.(*configRecord)
-}

@@ -182,7 +182,7 @@ type jobRuns struct {
 // wireJobs makes a Job's reload a recreation: deleted, and created again under the same name
 // with the markers in its template (a Job's template cannot be changed in place).
 func (c *Controller) wireJobs() {
-	k := c.kinds["Job"]
+	k := c.caches.kinds["Job"]
 	if k == nil {
 		return
 	}
@@ -337,7 +337,7 @@ func (j *jobRuns) refreshMarkers(r *jobRecreation) {
 // with the old markers, it was recreated for nothing once the namespace came back (soak seed
 // 1795668697359437002@4).
 func (c *Controller) currentMarkers(job *batchv1.Job) (*batchv1.Job, error) {
-	w, ok := c.viewInAnyNamespace(c.kinds["Job"], job)
+	w, ok := c.viewInAnyNamespace(c.caches.kinds["Job"], job)
 	if !ok {
 		return job, nil
 	}
@@ -456,7 +456,7 @@ func recreatedJob(old *batchv1.Job, body []byte) (*batchv1.Job, error) {
 // chart with them ignored) would otherwise keep every cache from syncing, and so every reload
 // from happening. It is said once, with what to grant.
 func (c *Controller) dropForbiddenKinds(ctx context.Context) {
-	for name, k := range c.kinds {
+	for name, k := range c.caches.kinds {
 		if k.probe == nil {
 			continue
 		}
@@ -465,7 +465,7 @@ func (c *Controller) dropForbiddenKinds(ctx context.Context) {
 		}
 		c.log.Warn("the reloader may not list "+name+"s: their reloads are off; grant get, list and watch on them (and what reloading them needs, see docs/install-and-upgrade.md, \"Permissions\"), or pass --ignored-workload-types to say so",
 			"kind", name)
-		delete(c.kinds, name)
+		delete(c.caches.kinds, name)
 		i := slices.Index(c.informers, k.informer)
 		c.informers = slices.Delete(c.informers, i, i+1)
 		c.hasSynced = slices.Delete(c.hasSynced, i, i+1)

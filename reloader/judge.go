@@ -26,7 +26,7 @@ type workloadView struct {
 // view is the workload read once, if its namespace is in the selection.
 func (c *Controller) view(kind *workloadKind, obj any) (workloadView, bool) {
 	w, ok := c.viewInAnyNamespace(kind, obj)
-	if !ok || !c.namespaceAllowed(w.key.namespace) {
+	if !ok || !c.caches.allowed(w.key.namespace) {
 		return workloadView{}, false
 	}
 	return w, true
@@ -131,7 +131,7 @@ func (c *Controller) judge(w workloadView, r policy.ConfigRef, rec *configRecord
 // its annotations name, then those its patterns match.
 func (c *Controller) reloadsOn(w workloadView) []policy.ConfigRef {
 	refs := w.policy.Candidates(w.uses)
-	for _, r := range c.matchedByPattern(w.policy, w.key.namespace) {
+	for _, r := range c.caches.matchedByPattern(w.policy, w.key.namespace) {
 		if !slices.Contains(refs, r) {
 			refs = append(refs, r)
 		}
@@ -142,7 +142,7 @@ func (c *Controller) reloadsOn(w workloadView) []policy.ConfigRef {
 // wantedExisting is wanted for a config that exists, with its record; ok is false when it does
 // not exist or w does not reload on it.
 func (c *Controller) wantedExisting(w workloadView, r policy.ConfigRef) (rec *configRecord, want policy.Content, keys []string, ok bool) {
-	if rec = c.lookup(configKey(r, w.key.namespace)); rec == nil {
+	if rec = c.caches.lookup(configKey(r, w.key.namespace)); rec == nil {
 		return nil, want, nil, false
 	}
 	want, keys, ok = c.wanted(w, r, rec)

@@ -10,33 +10,17 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/reloader/reloader/internal/kube"
-	"github.com/reloader/reloader/policy"
 )
-
-// namespaceAllowed applies --namespaces-to-ignore and --namespace-selector.
-func (c *Controller) namespaceAllowed(ns string) bool {
-	if slices.Contains(c.opts.NamespacesToIgnore, ns) {
-		return false
-	}
-	if c.namespaces == nil {
-		return true
-	}
-	obj, exists, err := c.namespaces.GetStore().GetByKey(ns)
-	if err != nil || !exists {
-		return false
-	}
-	return c.opts.NamespaceSelector.Matches(labels.Set(obj.(*corev1.Namespace).Labels))
-}
 
 // watchNamespaces follows namespace labels for --namespace-selector.
 func (c *Controller) watchNamespaces() error {
-	c.namespaces = kube.NewInformer[*corev1.NamespaceList](c.clients.Link, c.clients.Namespaces(), &corev1.Namespace{}, kube.NoTweak, c.records.transform)
+	c.caches.namespaces = kube.NewInformer[*corev1.NamespaceList](c.clients.Link, c.clients.Namespaces(), &corev1.Namespace{}, kube.NoTweak, c.records.transform)
 	// Only a namespace entering the selection needs its workloads by namespace; the configs
 	// always have that index (buildInformers).
-	for _, k := range c.kinds {
+	for _, k := range c.caches.kinds {
 		_ = k.informer.AddIndexers(cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	}
-	_, err := c.namespaces.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	_, err := c.caches.namespaces.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(old, obj any) { c.namespaceRelabelled(old, obj) },
 	})
 	if err != nil {
@@ -50,19 +34,19 @@ func (c *Controller) watchNamespaces() error {
 func (c *Controller) namespaceRelabelled(old, obj any) {
 	was := c.opts.NamespaceSelector.Matches(labels.Set(old.(*corev1.Namespace).Labels))
 	ns := obj.(*corev1.Namespace)
-	if was || !c.namespaceAllowed(ns.Name) {
+	if was || !c.caches.allowed(ns.Name) {
 		return
 	}
-	for kind, inf := range c.configs {
+	for kind, inf := range c.caches.configs {
 		objs, _ := inf.GetIndexer().ByIndex(cache.NamespaceIndex, ns.Name)
 		for _, o := range objs {
-			c.queue.Add(c.objectKey(kind, o))
+			c.queue.Add(objectKey(kind, o))
 		}
 	}
-	for _, k := range c.kinds {
+	for _, k := range c.caches.kinds {
 		objs, _ := k.informer.GetIndexer().ByIndex(cache.NamespaceIndex, ns.Name)
 		for _, o := range objs {
-			c.queue.Add(c.objectKey(k.name, o))
+			c.queue.Add(objectKey(k.name, o))
 		}
 	}
 }
@@ -71,14 +55,14 @@ func (c *Controller) namespaceRelabelled(old, obj any) {
 // not exist, once as a Warning Event and a log line.
 func (c *Controller) checkAnnotations(k *workloadKind, obj any) {
 	meta, tmpl := k.template(obj)
-	if tmpl == nil || !c.namespaceAllowed(meta.GetNamespace()) {
+	if tmpl == nil || !c.caches.allowed(meta.GetNamespace()) {
 		return
 	}
 	if !c.ready.Load() {
 		return // every config would look missing; checkAllWorkloads runs once the caches synced
 	}
 	pol := c.opts.Annotations.Of(meta.GetAnnotations(), tmpl.Annotations)
-	missing := c.missingNamed(pol, meta.GetNamespace())
+	missing := c.caches.missingNamed(pol, meta.GetNamespace())
 	uid := string(meta.GetUID())
 	problems := append(slices.Clip(pol.Problems), missing...)
 	if len(problems) == 0 {
@@ -98,26 +82,10 @@ func (c *Controller) checkAnnotations(k *workloadKind, obj any) {
 	}
 }
 
-// missingNamed reports the configs a workload's reload annotations name that do not exist: a
-// typo there would otherwise mean a workload that silently never reloads.
-func (c *Controller) missingNamed(pol policy.Policy, ns string) []string {
-	var out []string
-	for _, r := range pol.Named() {
-		if _, watched := c.configs[r.Kind]; watched && c.lookup(configKey(r, ns)) == nil {
-			msg := fmt.Sprintf("%s %q named in a reload annotation does not exist", r.Kind, r.Name)
-			if c.opts.ResourceLabelSelector != "" {
-				msg += " or does not match --resource-label-selector"
-			}
-			out = append(out, msg)
-		}
-	}
-	return out
-}
-
 // checkAllWorkloads checks every cached workload's annotations once the caches have synced, for
 // the checks that need them.
 func (c *Controller) checkAllWorkloads() {
-	for _, k := range c.kinds {
+	for _, k := range c.caches.kinds {
 		for _, obj := range k.informer.GetStore().List() {
 			c.checkAnnotations(k, obj)
 		}

@@ -441,7 +441,7 @@ func (c *Controller) liftHolds(k *workloadKind, obj any) {
 // reloader watched (a deletion seen live is liftHolds'): nothing else would ever remove them.
 func (c *Controller) forgetEntriesOfGone() {
 	live := map[string]bool{}
-	for _, kind := range c.kinds {
+	for _, kind := range c.caches.kinds {
 		for _, obj := range kind.informer.GetStore().List() {
 			for _, e := range c.workloadEntryKeys(kind, obj) {
 				live[e] = true
@@ -467,7 +467,7 @@ func (c *Controller) workloadEntryKeys(k *workloadKind, obj any) []string {
 	}
 	pol := c.opts.Annotations.Of(meta.GetAnnotations(), tmpl.Annotations)
 	uses := policy.UsesOf(&tmpl.Spec)
-	refs := append(pol.Candidates(uses), c.matchedByPattern(pol, meta.GetNamespace())...)
+	refs := append(pol.Candidates(uses), c.caches.matchedByPattern(pol, meta.GetNamespace())...)
 	for r := range uses {
 		refs = append(refs, r)
 	}

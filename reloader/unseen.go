@@ -328,7 +328,7 @@ func (c *Controller) noteRestartByOthers(k *workloadKind, old, obj any) {
 // readByOthers is what pods that another actor's change of w started read of config r (nil:
 // nothing to note).
 func (c *Controller) readByOthers(w workloadView, r policy.ConfigRef) *read {
-	rec := c.lookup(configKey(r, w.key.namespace))
+	rec := c.caches.lookup(configKey(r, w.key.namespace))
 	want, keys, triggers := c.wanted(w, r, rec)
 	switch {
 	case !triggers:
@@ -353,7 +353,7 @@ func (c *Controller) readByOthers(w workloadView, r policy.ConfigRef) *read {
 // cachedVersion gives a config's version in the cache now, with the content a read takes of it.
 func (c *Controller) cachedVersion(namespace string) func(policy.ConfigRef, *read) (version, bool) {
 	return func(r policy.ConfigRef, rd *read) (version, bool) {
-		rec := c.lookup(configKey(r, namespace))
+		rec := c.caches.lookup(configKey(r, namespace))
 		if rec == nil {
 			return version{}, false
 		}

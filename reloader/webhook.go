@@ -13,10 +13,10 @@ import (
 // between the call and the state write calls it again on the next start.
 func (c *Controller) syncConfigWebhook(ctx context.Context, k key) error {
 	c.changes.take(k)
-	if !c.namespaceAllowed(k.namespace) {
+	if !c.caches.allowed(k.namespace) {
 		return nil
 	}
-	rec := c.lookup(k)
+	rec := c.caches.lookup(k)
 	if rec != nil && rec.Annotations[c.opts.Annotations.Ignore] == "true" {
 		return nil
 	}

@@ -88,10 +88,10 @@ func (c *Controller) dueChanges(w workloadView) ([]policy.Change, map[policy.Con
 	var changes []policy.Change
 	reads := map[policy.ConfigRef]*read{}
 	for _, r := range c.reloadsOn(w) {
-		if _, watched := c.configs[r.Kind]; !watched {
+		if !c.caches.watched(r.Kind) {
 			continue
 		}
-		rec := c.lookup(configKey(r, w.key.namespace))
+		rec := c.caches.lookup(configKey(r, w.key.namespace))
 		j, triggers := c.judge(w, r, rec)
 		switch {
 		case triggers && rec != nil:
