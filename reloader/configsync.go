@@ -30,7 +30,7 @@ func (c *Controller) syncConfig(k key) error {
 		return nil
 	}
 	c.validation.valid(rec)
-	deps := c.dependents(k, rec)
+	deps := c.rule.dependents(k, rec)
 	c.noteUnreached(k, rec, deps, fresh)
 	c.gates.wake(deps) // gates.go
 	var due []key
@@ -95,23 +95,6 @@ func (c *Controller) openWindows(due []key, fresh bool) {
 			c.metrics.Coalesced.Inc()
 		}
 	}
-}
-
-// dependents judges every workload that reloads on the config.
-func (c *Controller) dependents(k key, rec *configRecord) []dependent {
-	var out []dependent
-	for _, kind := range c.caches.kinds {
-		for _, o := range c.caches.indexed(kind, k) {
-			w, ok := c.view(kind, o)
-			if !ok {
-				continue
-			}
-			if j, triggers := c.judge(w, policy.ConfigRef{Kind: k.kind, Name: k.name}, rec); triggers {
-				out = append(out, dependent{workload: w.key, judgement: j})
-			}
-		}
-	}
-	return out
 }
 
 // recordBaseline records a config the state holds nothing comparable for (a first start, a

@@ -117,6 +117,7 @@ type Controller struct {
 	informers []cache.SharedIndexInformer
 	hasSynced []cache.InformerSynced
 	caches    *caches // what the informers hold (caches.go)
+	rule      *rule   // the facts of a workload and a config, and the decision (judge.go)
 
 	state      *state.Store
 	queue      workqueue.TypedRateLimitingInterface[key]
@@ -194,12 +195,15 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 		reports: c.reports, log: c.log, gauge: c.metrics.Deferred, enqueue: c.queue.Add, deferrals: newDeferrals(opts.Clock, c.queue.Add)}
 	c.tracker = &tracker{defaults: opts.Follow, clock: opts.Clock, store: c.state, names: c.names, reports: c.reports, log: c.log,
 		metrics: c.metrics, restarts: c.restarts, strips: c.strips, enqueue: c.queue.Add, enqueueAfter: c.queue.AddAfter}
+	c.rule = &rule{annotations: opts.Annotations, strategy: opts.Strategy, reloadOnCreate: opts.ReloadOnCreate,
+		reloadOnDelete: opts.ReloadOnDelete, caches: c.caches, records: c.records, store: c.state, names: c.names,
+		tracker: c.tracker, restarts: c.restarts, strips: c.strips}
 	c.tombstones = &tombstones{store: c.state, names: c.names, clock: opts.Clock, log: c.log, retention: opts.TombstoneRetention,
 		reloadOnCreate: opts.ReloadOnCreate, reloadOnDelete: opts.ReloadOnDelete, namespace: opts.Namespace,
 		watched: c.caches.watched, enqueue: c.queue.Add, enqueueAfter: c.queue.AddAfter}
 	c.lag = &lagCheck{clients: clients, store: c.state, names: c.names, lookup: c.caches.lookup}
 	c.validation = &validation{store: c.state, names: c.names, reports: c.reports, log: c.log, counter: c.metrics.InvalidChanges,
-		gates: c.gates, enqueue: c.queue.Add, dependents: c.dependents, lookup: c.caches.lookup,
+		gates: c.gates, enqueue: c.queue.Add, dependents: c.rule.dependents, lookup: c.caches.lookup,
 		watched: c.caches.watched}
 	if err := c.buildInformers(); err != nil {
 		return nil, err

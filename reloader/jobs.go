@@ -337,7 +337,7 @@ func (j *jobRuns) refreshMarkers(r *jobRecreation) {
 // with the old markers, it was recreated for nothing once the namespace came back (soak seed
 // 1795668697359437002@4).
 func (c *Controller) currentMarkers(job *batchv1.Job) (*batchv1.Job, error) {
-	w, ok := c.viewInAnyNamespace(c.caches.kinds["Job"], job)
+	w, ok := c.rule.viewInAnyNamespace(c.caches.kinds["Job"], job)
 	if !ok {
 		return job, nil
 	}

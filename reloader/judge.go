@@ -10,6 +10,22 @@ import (
 	"github.com/reloader/reloader/state"
 )
 
+// rule applies policy's rule to cached workloads and configs. It gathers, read only, the facts
+// the rule needs (the caches, the state, what the parts remember of each workload) and asks
+// policy for the decision.
+type rule struct {
+	annotations                    policy.Annotations
+	strategy                       string
+	reloadOnCreate, reloadOnDelete bool
+	caches                         *caches
+	records                        *records
+	store                          *state.Store
+	names                          entryKeys
+	tracker                        *tracker  // holds: reloads rolled back
+	restarts                       *restarts // what a restart's pods may read unseen (unseen.go)
+	strips                         *strips   // what a workload runs without a marker
+}
+
 // workloadView is a cached workload read once: its metadata, template, annotations policy and
 // the configs its pod spec uses.
 type workloadView struct {
@@ -21,37 +37,6 @@ type workloadView struct {
 	policy policy.Policy
 	uses   map[policy.ConfigRef]policy.Use
 	target policy.Target
-}
-
-// view is the workload read once, if its namespace is in the selection.
-func (c *Controller) view(kind *workloadKind, obj any) (workloadView, bool) {
-	w, ok := c.viewInAnyNamespace(kind, obj)
-	if !ok || !c.caches.allowed(w.key.namespace) {
-		return workloadView{}, false
-	}
-	return w, true
-}
-
-// viewInAnyNamespace is the workload read once, whether its namespace is in the selection or
-// not: what its pods read does not depend on the selection.
-func (c *Controller) viewInAnyNamespace(kind *workloadKind, obj any) (workloadView, bool) {
-	meta, tmpl := kind.template(obj)
-	if tmpl == nil {
-		return workloadView{}, false
-	}
-	return workloadView{
-		key:    key{kind.name, meta.GetNamespace(), meta.GetName()},
-		kind:   kind,
-		obj:    obj,
-		meta:   meta,
-		tmpl:   tmpl,
-		policy: c.opts.Annotations.Of(meta.GetAnnotations(), tmpl.Annotations),
-		uses:   policy.UsesOf(&tmpl.Spec),
-		target: policy.Target{
-			Strategy:  c.opts.Strategy,
-			RestartAt: kind.canRestartAt && meta.GetAnnotations()[c.opts.Annotations.RolloutStrategy] == "restart",
-		},
-	}, true
 }
 
 // judgement is what the rule says of one workload and one config: the value its marker should
@@ -72,19 +57,50 @@ type judgement struct {
 	byState bool
 }
 
+// view is the workload read once, if its namespace is in the selection.
+func (ru *rule) view(kind *workloadKind, obj any) (workloadView, bool) {
+	w, ok := ru.viewInAnyNamespace(kind, obj)
+	if !ok || !ru.caches.allowed(w.key.namespace) {
+		return workloadView{}, false
+	}
+	return w, true
+}
+
+// viewInAnyNamespace is the workload read once, whether its namespace is in the selection or
+// not: what its pods read does not depend on the selection.
+func (ru *rule) viewInAnyNamespace(kind *workloadKind, obj any) (workloadView, bool) {
+	meta, tmpl := kind.template(obj)
+	if tmpl == nil {
+		return workloadView{}, false
+	}
+	return workloadView{
+		key:    key{kind.name, meta.GetNamespace(), meta.GetName()},
+		kind:   kind,
+		obj:    obj,
+		meta:   meta,
+		tmpl:   tmpl,
+		policy: ru.annotations.Of(meta.GetAnnotations(), tmpl.Annotations),
+		uses:   policy.UsesOf(&tmpl.Spec),
+		target: policy.Target{
+			Strategy:  ru.strategy,
+			RestartAt: kind.canRestartAt && meta.GetAnnotations()[ru.annotations.RolloutStrategy] == "restart",
+		},
+	}, true
+}
+
 // judge applies the rule to workload w and config r (rec nil: it does not exist). triggers is
 // false when the workload does not reload on r at all, nor on content that does not validate.
-func (c *Controller) judge(w workloadView, r policy.ConfigRef, rec *configRecord) (j judgement, triggers bool) {
-	if rec != nil && rec.Annotations[c.opts.Annotations.Ignore] == "true" {
+func (ru *rule) judge(w workloadView, r policy.ConfigRef, rec *configRecord) (j judgement, triggers bool) {
+	if rec != nil && rec.Annotations[ru.annotations.Ignore] == "true" {
 		return j, false
 	}
-	want, keys, ok := c.wanted(w, r, rec)
+	want, keys, ok := ru.wanted(w, r, rec)
 	if !ok {
 		return j, false
 	}
 	// Rolled back (track.go): evaluated always, as it ends stale holds; content that does not
 	// validate reloads nothing, but it is another content seen.
-	held := c.tracker.held(w.key, r, heldAs(want.Value))
+	held := ru.tracker.held(w.key, r, heldAs(want.Value))
 	if rec != nil && rec.Invalid != "" {
 		return j, false
 	}
@@ -93,18 +109,18 @@ func (c *Controller) judge(w workloadView, r policy.ConfigRef, rec *configRecord
 		Hash:           want.Value,
 		Legacy:         want.Legacy,
 		Marker:         w.target.MarkerOf(w.meta.GetAnnotations(), w.tmpl, r, want),
-		ReloadOnCreate: c.opts.ReloadOnCreate,
-		ReloadOnDelete: c.opts.ReloadOnDelete,
+		ReloadOnCreate: ru.reloadOnCreate,
+		ReloadOnDelete: ru.reloadOnDelete,
 	}
 	// The pods of its last restart may have read a content the marker does not say (unseen.go).
-	force := f.Exists && c.restarts.unseen(w.key, r)
+	force := f.Exists && ru.restarts.unseen(w.key, r)
 	if force {
 		f.Marker = policy.Stale
 	}
 	// Or they waited for it, absent at their restart, and run the content it reappeared with;
 	// deleted again, that content is gone whatever the marker says.
 	vouched := false
-	if runs, ok := c.restarts.runs(w.key, r); !force && ok {
+	if runs, ok := ru.restarts.runs(w.key, r); !force && ok {
 		vouched, force = f.Exists && runs == want.Value, !f.Exists || runs != want.Value
 		f.Marker = policy.Stale
 		if vouched {
@@ -115,11 +131,11 @@ func (c *Controller) judge(w workloadView, r policy.ConfigRef, rec *configRecord
 		f.Marker = policy.CollaborneMarker(w.tmpl, r, rec.Collaborne.String())
 	}
 	if f.Exists && f.Marker == policy.NoMarker {
-		f.Marker = c.strips.marker(w.key, r, want.Value)
+		f.Marker = ru.strips.marker(w.key, r, want.Value)
 	}
 	byState := f.Exists && f.Marker == policy.NoMarker
 	if byState {
-		c.stateFacts(&f, w, r, rec, keys)
+		ru.stateFacts(&f, w, r, rec, keys)
 		f.MarkedUnderOtherKey = policy.MarkedUnderOtherKey(w.meta.GetAnnotations(), w.tmpl, r, want)
 	}
 	reload := policy.Reload(f) && !held
@@ -129,9 +145,9 @@ func (c *Controller) judge(w workloadView, r policy.ConfigRef, rec *configRecord
 
 // reloadsOn lists, once each, the configs workload w may reload on: those its pod spec uses or
 // its annotations name, then those its patterns match.
-func (c *Controller) reloadsOn(w workloadView) []policy.ConfigRef {
+func (ru *rule) reloadsOn(w workloadView) []policy.ConfigRef {
 	refs := w.policy.Candidates(w.uses)
-	for _, r := range c.caches.matchedByPattern(w.policy, w.key.namespace) {
+	for _, r := range ru.caches.matchedByPattern(w.policy, w.key.namespace) {
 		if !slices.Contains(refs, r) {
 			refs = append(refs, r)
 		}
@@ -141,27 +157,27 @@ func (c *Controller) reloadsOn(w workloadView) []policy.ConfigRef {
 
 // wantedExisting is wanted for a config that exists, with its record; ok is false when it does
 // not exist or w does not reload on it.
-func (c *Controller) wantedExisting(w workloadView, r policy.ConfigRef) (rec *configRecord, want policy.Content, keys []string, ok bool) {
-	if rec = c.caches.lookup(configKey(r, w.key.namespace)); rec == nil {
+func (ru *rule) wantedExisting(w workloadView, r policy.ConfigRef) (rec *configRecord, want policy.Content, keys []string, ok bool) {
+	if rec = ru.caches.lookup(configKey(r, w.key.namespace)); rec == nil {
 		return nil, want, nil, false
 	}
-	want, keys, ok = c.wanted(w, r, rec)
+	want, keys, ok = ru.wanted(w, r, rec)
 	return rec, want, keys, ok
 }
 
 // wanted is what workload w's marker for config r should hold (nothing for a config that does
 // not exist) and the keys it reads (nil: all); triggers is false when w does not reload on r.
-func (c *Controller) wanted(w workloadView, r policy.ConfigRef, rec *configRecord) (want policy.Content, keys []string, triggers bool) {
-	matched := rec != nil && rec.Annotations[c.opts.Annotations.Match] == "true"
+func (ru *rule) wanted(w workloadView, r policy.ConfigRef, rec *configRecord) (want policy.Content, keys []string, triggers bool) {
+	matched := rec != nil && rec.Annotations[ru.annotations.Match] == "true"
 	ok, keys := w.policy.Triggers(r, w.uses[r], matched)
 	if !ok {
 		return want, nil, false
 	}
 	if rec != nil {
-		want = c.records.content(rec, keys)
+		want = ru.records.content(rec, keys)
 	}
 	if rec != nil {
-		want.Undecided = c.undecided(rec, r, w.key.namespace, w.uses[r], keys)
+		want.Undecided = ru.undecided(rec, r, w.key.namespace, w.uses[r], keys)
 	}
 	return want, keys, true
 }
@@ -169,9 +185,9 @@ func (c *Controller) wanted(w workloadView, r policy.ConfigRef, rec *configRecor
 // undecided are the values a marker of rec may hold that leave the judgement to the state
 // (policy.Content.Undecided), for a workload whose pod reads rec as u and reloads on keys of it
 // (nil: all of it).
-func (c *Controller) undecided(rec *configRecord, r policy.ConfigRef, ns string, u policy.Use, keys []string) []string {
+func (ru *rule) undecided(rec *configRecord, r policy.ConfigRef, ns string, u policy.Use, keys []string) []string {
 	if keys != nil {
-		e, known := c.state.Get(c.names.config(configKey(r, ns)))
+		e, known := ru.store.Get(ru.names.config(configKey(r, ns)))
 		if !known || e.Deleted || e.Hash == "" {
 			return nil
 		}
@@ -180,20 +196,20 @@ func (c *Controller) undecided(rec *configRecord, r policy.ConfigRef, ns string,
 	if u.Whole || len(u.Keys) == 0 {
 		return nil
 	}
-	part := c.records.content(rec, u.Keys)
+	part := ru.records.content(rec, u.Keys)
 	return []string{part.Value, part.Legacy}
 }
 
 // stateFacts fills in what the state says, for a workload without a marker.
-func (c *Controller) stateFacts(f *policy.Facts, w workloadView, r policy.ConfigRef, rec *configRecord, keys []string) {
-	skey := c.names.config(configKey(r, w.key.namespace))
-	e, known := c.state.Get(skey)
-	whole := c.records.content(rec, nil)
+func (ru *rule) stateFacts(f *policy.Facts, w workloadView, r policy.ConfigRef, rec *configRecord, keys []string) {
+	skey := ru.names.config(configKey(r, w.key.namespace))
+	e, known := ru.store.Get(skey)
+	whole := ru.records.content(rec, nil)
 	f.Hash, f.Legacy, f.Collaborne = whole.Value, whole.Legacy, whole.Collaborne
 	f.State = policy.Recorded{Known: known, Deleted: e.Deleted, Hash: e.Hash}
 	f.KeyLevel = keys != nil
 	if f.KeyLevel && known && whole.Match(e.Hash) == policy.Differs {
-		f.KeysSame = c.keysSame(skey, rec, keys)
+		f.KeysSame = ru.keysSame(skey, rec, keys)
 	}
 	if !known {
 		v, ok := policy.EnvValue(w.tmpl, policy.StakaterVar(r))
@@ -204,12 +220,65 @@ func (c *Controller) stateFacts(f *policy.Facts, w workloadView, r policy.Config
 // keysSame reports whether every key still has the per-key value the state recorded (or one it
 // cannot compare, made under a lost hash key); a key never recorded counts as changed, so no
 // reload is lost.
-func (c *Controller) keysSame(skey string, rec *configRecord, keys []string) bool {
+func (ru *rule) keysSame(skey string, rec *configRecord, keys []string) bool {
 	for _, k := range keys {
-		e, ok := c.state.Get(state.KeyOf(skey, k))
-		if !ok || c.records.keyContent(rec, k).Match(e.Hash) == policy.Differs {
+		e, ok := ru.store.Get(state.KeyOf(skey, k))
+		if !ok || ru.records.keyContent(rec, k).Match(e.Hash) == policy.Differs {
 			return false
 		}
 	}
 	return true
+}
+
+// readByOthers is what pods that another actor's change of w started read of config r (nil:
+// nothing to note).
+func (ru *rule) readByOthers(w workloadView, r policy.ConfigRef) *read {
+	rec := ru.caches.lookup(configKey(r, w.key.namespace))
+	want, keys, triggers := ru.wanted(w, r, rec)
+	switch {
+	case !triggers:
+		return nil
+	case rec == nil && policy.Waits(&w.tmpl.Spec, r):
+		return &read{keys: keys, absent: true}
+	case rec == nil:
+		return nil
+	}
+	switch w.target.MarkerOf(w.meta.GetAnnotations(), w.tmpl, r, want) {
+	case policy.Current:
+		return &read{value: want.Value, keys: keys}
+	case policy.Stale:
+		if runs, ok := ru.restarts.runs(w.key, r); ok && runs == want.Value {
+			return &read{value: want.Value, keys: keys, vouched: true} // the pods before ran it too
+		}
+		return &read{value: otherContent, keys: keys}
+	}
+	return nil
+}
+
+// cachedVersion gives a config's version in the cache now, with the content a read takes of it.
+func (ru *rule) cachedVersion(namespace string) func(policy.ConfigRef, *read) (version, bool) {
+	return func(r policy.ConfigRef, rd *read) (version, bool) {
+		rec := ru.caches.lookup(configKey(r, namespace))
+		if rec == nil {
+			return version{}, false
+		}
+		return version{rec.ResourceVersion, ru.records.content(rec, rd.keys).Value}, true
+	}
+}
+
+// dependents judges every workload that reloads on the config.
+func (ru *rule) dependents(k key, rec *configRecord) []dependent {
+	var out []dependent
+	for _, kind := range ru.caches.kinds {
+		for _, o := range ru.caches.indexed(kind, k) {
+			w, ok := ru.view(kind, o)
+			if !ok {
+				continue
+			}
+			if j, triggers := ru.judge(w, policy.ConfigRef{Kind: k.kind, Name: k.name}, rec); triggers {
+				out = append(out, dependent{workload: w.key, judgement: j})
+			}
+		}
+	}
+	return out
 }

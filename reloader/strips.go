@@ -47,13 +47,13 @@ func newStrips(store *state.Store, names entryKeys) *strips {
 // noteStrips compares a workload's template before and after a change of it: a marker that
 // reappeared ends what was remembered; one that was stripped while current is remembered.
 func (c *Controller) noteStrips(k *workloadKind, old, obj any) {
-	ov, ok := c.view(k, old)
-	nv, ok2 := c.view(k, obj)
+	ov, ok := c.rule.view(k, old)
+	nv, ok2 := c.rule.view(k, obj)
 	if !ok || !ok2 || nv.target.RestartAt {
 		return // a Rollout's restartAt markers live on its metadata: dropping them restarts nothing
 	}
-	for _, r := range c.reloadsOn(nv) {
-		rec, want, keys, ok := c.wantedExisting(nv, r)
+	for _, r := range c.rule.reloadsOn(nv) {
+		rec, want, keys, ok := c.rule.wantedExisting(nv, r)
 		if !ok {
 			continue
 		}
@@ -77,12 +77,12 @@ func (c *Controller) noteStrips(k *workloadKind, old, obj any) {
 // runs. Only a workload seen as created (generation 1, no status yet: not one found by a
 // relist, whose resourceVersion may be later than its creation) is trusted.
 func (c *Controller) noteCreated(k *workloadKind, obj any) {
-	v, ok := c.view(k, obj)
+	v, ok := c.rule.view(k, obj)
 	if !ok || v.target.RestartAt || !justCreated(obj) {
 		return
 	}
-	for _, r := range c.reloadsOn(v) {
-		rec, want, keys, ok := c.wantedExisting(v, r)
+	for _, r := range c.rule.reloadsOn(v) {
+		rec, want, keys, ok := c.rule.wantedExisting(v, r)
 		if ok && writtenBefore(rec.ResourceVersion, v.meta.GetResourceVersion()) && v.target.MarkerOf(v.meta.GetAnnotations(), v.tmpl, r, want) == policy.NoMarker {
 			c.rememberStrip(v.key, r, rec, want.Value, keys)
 		}

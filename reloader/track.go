@@ -229,7 +229,7 @@ func (c *Controller) syncRollout(ctx context.Context, kind *workloadKind, k key)
 	if err != nil || !exists {
 		return err
 	}
-	w, ok := c.view(kind, obj)
+	w, ok := c.rule.view(kind, obj)
 	if !ok {
 		return nil
 	}

@@ -308,55 +308,19 @@ func (c *Controller) unseenChange(k key, rec *configRecord) {
 // the workload is reloaded once more whatever the config holds next; an absent config they
 // wait for, as at a restart of ours. Configs without a marker are left to strips.go.
 func (c *Controller) noteRestartByOthers(k *workloadKind, old, obj any) {
-	ov, ok := c.view(k, old)
-	nv, ok2 := c.view(k, obj)
+	ov, ok := c.rule.view(k, old)
+	nv, ok2 := c.rule.view(k, obj)
 	if !ok || !ok2 || !rolls(obj) || wholeTemplateHash(ov.tmpl) == wholeTemplateHash(nv.tmpl) {
 		return
 	}
 	reads := map[policy.ConfigRef]*read{}
-	for _, r := range c.reloadsOn(nv) {
+	for _, r := range c.rule.reloadsOn(nv) {
 		if !slices.Equal(policy.MarkerCopies(ov.meta.GetAnnotations(), ov.tmpl, r), policy.MarkerCopies(nv.meta.GetAnnotations(), nv.tmpl, r)) {
 			return // a reload, a rollback or a strip
 		}
-		if rd := c.readByOthers(nv, r); rd != nil {
+		if rd := c.rule.readByOthers(nv, r); rd != nil {
 			reads[r] = rd
 		}
 	}
-	c.restarts.byOthers(nv.key, nv.meta.GetResourceVersion(), reads, c.cachedVersion(nv.key.namespace))
-}
-
-// readByOthers is what pods that another actor's change of w started read of config r (nil:
-// nothing to note).
-func (c *Controller) readByOthers(w workloadView, r policy.ConfigRef) *read {
-	rec := c.caches.lookup(configKey(r, w.key.namespace))
-	want, keys, triggers := c.wanted(w, r, rec)
-	switch {
-	case !triggers:
-		return nil
-	case rec == nil && policy.Waits(&w.tmpl.Spec, r):
-		return &read{keys: keys, absent: true}
-	case rec == nil:
-		return nil
-	}
-	switch w.target.MarkerOf(w.meta.GetAnnotations(), w.tmpl, r, want) {
-	case policy.Current:
-		return &read{value: want.Value, keys: keys}
-	case policy.Stale:
-		if runs, ok := c.restarts.runs(w.key, r); ok && runs == want.Value {
-			return &read{value: want.Value, keys: keys, vouched: true} // the pods before ran it too
-		}
-		return &read{value: otherContent, keys: keys}
-	}
-	return nil
-}
-
-// cachedVersion gives a config's version in the cache now, with the content a read takes of it.
-func (c *Controller) cachedVersion(namespace string) func(policy.ConfigRef, *read) (version, bool) {
-	return func(r policy.ConfigRef, rd *read) (version, bool) {
-		rec := c.caches.lookup(configKey(r, namespace))
-		if rec == nil {
-			return version{}, false
-		}
-		return version{rec.ResourceVersion, c.records.content(rec, rd.keys).Value}, true
-	}
+	c.restarts.byOthers(nv.key, nv.meta.GetResourceVersion(), reads, c.rule.cachedVersion(nv.key.namespace))
 }

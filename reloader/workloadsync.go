@@ -54,7 +54,7 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 			return err
 		}
 	}
-	w, ok := c.view(kind, obj)
+	w, ok := c.rule.view(kind, obj)
 	if !ok {
 		return nil
 	}
@@ -87,12 +87,12 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 func (c *Controller) dueChanges(w workloadView) ([]policy.Change, map[policy.ConfigRef]*read) {
 	var changes []policy.Change
 	reads := map[policy.ConfigRef]*read{}
-	for _, r := range c.reloadsOn(w) {
+	for _, r := range c.rule.reloadsOn(w) {
 		if !c.caches.watched(r.Kind) {
 			continue
 		}
 		rec := c.caches.lookup(configKey(r, w.key.namespace))
-		j, triggers := c.judge(w, r, rec)
+		j, triggers := c.rule.judge(w, r, rec)
 		switch {
 		case triggers && rec != nil:
 			// A config this restart leaves behind its marker (its reload held, or left to the
@@ -117,7 +117,7 @@ func (c *Controller) patch(ctx context.Context, w workloadView, changes []policy
 	// Read before the patch: its own update event may come back, and let the state advance and
 	// forget the change, before the call returns.
 	since, known := c.changes.oldest(w.key.namespace, changes)
-	c.restarts.begin(w.key, reads, c.cachedVersion(w.key.namespace))
+	c.restarts.begin(w.key, reads, c.rule.cachedVersion(w.key.namespace))
 	out, err := send(ctx, w, ops, w.kind.patch)
 	c.restarts.finished(w.key, writtenVersion(out, err))
 	if errors.Is(err, errStale) {
@@ -206,7 +206,7 @@ func (c *Controller) reverted(w workloadView, out any, changes []policy.Change) 
 	if out == nil {
 		return false
 	}
-	after, ok := c.view(w.kind, out)
+	after, ok := c.rule.view(w.kind, out)
 	if !ok {
 		return false
 	}
