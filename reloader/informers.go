@@ -108,7 +108,7 @@ func (c *Controller) watchConfigs(kind string, inf cache.SharedIndexInformer) er
 			}
 			k := objectKey(kind, obj)
 			c.strips.configChanged(k, holdsNoneOf(obj.(*configRecord)))
-			c.unseenChange(k, obj.(*configRecord))
+			c.notes.configChanged(k, obj.(*configRecord))
 			c.changes.observe(k, c.opts.Clock.Now())
 			c.queue.Add(k)
 		},
@@ -118,7 +118,7 @@ func (c *Controller) watchConfigs(kind string, inf cache.SharedIndexInformer) er
 				c.strips.configChanged(k, func(keys []string) bool {
 					return c.records.content(before, keys).Value == c.records.content(after, keys).Value
 				})
-				c.unseenChange(k, after)
+				c.notes.configChanged(k, after)
 				c.changes.observe(k, c.opts.Clock.Now())
 			}
 			c.queue.Add(k)
@@ -174,7 +174,7 @@ func (c *Controller) watchWorkloads(k *workloadKind) error {
 	_, err := k.informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
 			if !initial {
-				c.noteCreated(k, obj)
+				c.notes.created(k, obj)
 			}
 			c.workloadChanged(k, obj, initial)
 			c.tracker.watch(k, obj)
@@ -182,8 +182,8 @@ func (c *Controller) watchWorkloads(k *workloadKind) error {
 		UpdateFunc: func(old, obj any) {
 			o, n := old.(metav1.Object), obj.(metav1.Object)
 			if o.GetGeneration() != n.GetGeneration() {
-				c.noteStrips(k, old, obj)
-				c.noteRestartByOthers(k, old, obj) // unseen.go
+				c.notes.stripped(k, old, obj)
+				c.notes.restartedByOthers(k, old, obj)
 			}
 			if c.decisive(o, n) {
 				c.workloadChanged(k, obj, false)

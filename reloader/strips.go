@@ -44,51 +44,6 @@ func newStrips(store *state.Store, names entryKeys) *strips {
 	return &strips{m: map[key]map[policy.ConfigRef]stripped{}, store: store, names: names}
 }
 
-// noteStrips compares a workload's template before and after a change of it: a marker that
-// reappeared ends what was remembered; one that was stripped while current is remembered.
-func (c *Controller) noteStrips(k *workloadKind, old, obj any) {
-	ov, ok := c.rule.view(k, old)
-	nv, ok2 := c.rule.view(k, obj)
-	if !ok || !ok2 || nv.target.RestartAt {
-		return // a Rollout's restartAt markers live on its metadata: dropping them restarts nothing
-	}
-	for _, r := range c.rule.reloadsOn(nv) {
-		rec, want, keys, ok := c.rule.wantedExisting(nv, r)
-		if !ok {
-			continue
-		}
-		before := ov.target.MarkerOf(ov.meta.GetAnnotations(), ov.tmpl, r, want)
-		after := nv.target.MarkerOf(nv.meta.GetAnnotations(), nv.tmpl, r, want)
-		switch {
-		case after != policy.NoMarker:
-			c.strips.forget(nv.key, r)
-		case before == policy.Current && writtenBefore(rec.ResourceVersion, nv.meta.GetResourceVersion()):
-			c.rememberStrip(nv.key, r, rec, want.Value, keys)
-		case before != policy.NoMarker:
-			c.strips.forget(nv.key, r) // stripped while behind: the state decides
-		}
-	}
-}
-
-// noteCreated remembers, for a workload just created while the reloader runs, that it runs the
-// content each config it reloads on held before its creation: its pods started after it and
-// read that content, though it carries no marker. Without this, while another dependent holds
-// the config's state back, the state would restart the new workload for content it already
-// runs. Only a workload seen as created (generation 1, no status yet: not one found by a
-// relist, whose resourceVersion may be later than its creation) is trusted.
-func (c *Controller) noteCreated(k *workloadKind, obj any) {
-	v, ok := c.rule.view(k, obj)
-	if !ok || v.target.RestartAt || !justCreated(obj) {
-		return
-	}
-	for _, r := range c.rule.reloadsOn(v) {
-		rec, want, keys, ok := c.rule.wantedExisting(v, r)
-		if ok && writtenBefore(rec.ResourceVersion, v.meta.GetResourceVersion()) && v.target.MarkerOf(v.meta.GetAnnotations(), v.tmpl, r, want) == policy.NoMarker {
-			c.rememberStrip(v.key, r, rec, want.Value, keys)
-		}
-	}
-}
-
 // justCreated reports whether a workload is as its creator made it: generation 1 and no status
 // written by its controller yet (a CronJob has not run, a Job has not started).
 func justCreated(obj any) bool {
@@ -105,19 +60,6 @@ func justCreated(obj any) bool {
 		return o.Generation == 1 && o.Status.StartTime == nil
 	}
 	return false
-}
-
-// rememberStrip remembers, in memory and in the state, that workload w runs value of config r
-// without a marker, where the state's entry for the config is behind its content. Where the
-// entry holds the content it says the same, and later changes are best judged by it (one made
-// while the config was ignored, for one, restarts nothing once the ignore is lifted).
-func (c *Controller) rememberStrip(w key, r policy.ConfigRef, rec *configRecord, value string, keys []string) {
-	e, known := c.state.Get(c.names.config(configKey(r, w.namespace)))
-	if known && !e.Deleted && c.records.content(rec, nil).Match(e.Hash) != policy.Differs {
-		c.strips.forget(w, r)
-		return
-	}
-	c.strips.remember(w, r, value, keys)
 }
 
 // remember notes, in memory and in the state, that workload w runs value of config r without a

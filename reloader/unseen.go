@@ -1,7 +1,6 @@
 package reloader
 
 import (
-	"slices"
 	"sync"
 
 	"github.com/reloader/reloader/policy"
@@ -294,33 +293,4 @@ func (s *restarts) workloadGone(w key, rv string) {
 	delete(s.done, w)
 	delete(s.before, w)
 	delete(s.rollingBack, w)
-}
-
-// unseenChange notes a config's new content for the restarts that may not have seen it.
-func (c *Controller) unseenChange(k key, rec *configRecord) {
-	c.restarts.configChanged(k, rec.ResourceVersion, func(keys []string) string { return c.records.content(rec, keys).Value })
-}
-
-// noteRestartByOthers notes, for a followable workload whose pod template another actor changed
-// (the markers as they were: neither a reload nor a rollback of ours), what its new pods read:
-// where a marker is current, that content; where it is behind, another content than it says,
-// which one unknown (a list after a watch gap may show the change later than it was made), so
-// the workload is reloaded once more whatever the config holds next; an absent config they
-// wait for, as at a restart of ours. Configs without a marker are left to strips.go.
-func (c *Controller) noteRestartByOthers(k *workloadKind, old, obj any) {
-	ov, ok := c.rule.view(k, old)
-	nv, ok2 := c.rule.view(k, obj)
-	if !ok || !ok2 || !rolls(obj) || wholeTemplateHash(ov.tmpl) == wholeTemplateHash(nv.tmpl) {
-		return
-	}
-	reads := map[policy.ConfigRef]*read{}
-	for _, r := range c.rule.reloadsOn(nv) {
-		if !slices.Equal(policy.MarkerCopies(ov.meta.GetAnnotations(), ov.tmpl, r), policy.MarkerCopies(nv.meta.GetAnnotations(), nv.tmpl, r)) {
-			return // a reload, a rollback or a strip
-		}
-		if rd := c.rule.readByOthers(nv, r); rd != nil {
-			reads[r] = rd
-		}
-	}
-	c.restarts.byOthers(nv.key, nv.meta.GetResourceVersion(), reads, c.rule.cachedVersion(nv.key.namespace))
 }
