@@ -116,9 +116,10 @@ type Controller struct {
 
 	informers []cache.SharedIndexInformer
 	hasSynced []cache.InformerSynced
-	caches    *caches // what the informers hold (caches.go)
-	rule      *rule   // the facts of a workload and a config, and the decision (judge.go)
-	notes     *notes  // what pods run that no marker says, from events (notes.go)
+	caches    *caches   // what the informers hold (caches.go)
+	rule      *rule     // the facts of a workload and a config, and the decision (judge.go)
+	notes     *notes    // what pods run that no marker says, from events (notes.go)
+	outcomes  *outcomes // how each reload's patch ended, told (outcomes.go)
 
 	state      *state.Store
 	queue      workqueue.TypedRateLimitingInterface[key]
@@ -200,6 +201,7 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 		reloadOnDelete: opts.ReloadOnDelete, caches: c.caches, records: c.records, store: c.state, names: c.names,
 		tracker: c.tracker, restarts: c.restarts, strips: c.strips}
 	c.notes = &notes{rule: c.rule, strips: c.strips, restarts: c.restarts, records: c.records, store: c.state, names: c.names}
+	c.outcomes = &outcomes{reports: c.reports, metrics: c.metrics, log: c.log, alerts: opts.Alerts, view: c.rule.view}
 	c.tombstones = &tombstones{store: c.state, names: c.names, clock: opts.Clock, log: c.log, retention: opts.TombstoneRetention,
 		reloadOnCreate: opts.ReloadOnCreate, reloadOnDelete: opts.ReloadOnDelete, namespace: opts.Namespace,
 		watched: c.caches.watched, enqueue: c.queue.Add, enqueueAfter: c.queue.AddAfter}

@@ -9,11 +9,9 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
 )
 
@@ -125,22 +123,15 @@ func (c *Controller) patch(ctx context.Context, w workloadView, changes []policy
 	}
 	what := describe(changes)
 	if err != nil {
-		return c.failed(w, "ReloadFailed", fmt.Sprintf("Reload for %s failed: %v", what, err), err)
+		return c.outcomes.failed(w, "ReloadFailed", fmt.Sprintf("Reload for %s failed: %v", what, err), err)
 	}
-	if c.reverted(w, out, changes) {
+	if c.outcomes.reverted(w, out, changes) {
 		err := fmt.Errorf("patch of %s %s/%s was accepted, but the template does not hold the new values: an admission webhook or policy may be reverting it", w.kind.name, w.key.namespace, w.key.name)
-		return c.failed(w, "ReloadReverted", fmt.Sprintf("Reload for %s was reverted by the API server; it is retried at least every %s", what, refusedRetryMax), err)
+		return c.outcomes.failed(w, "ReloadReverted", fmt.Sprintf("Reload for %s was reverted by the API server; it is retried at least every %s", what, refusedRetryMax), err)
 	}
-	c.reports.clear(string(w.meta.GetUID()), "ReloadFailed", "ReloadReverted")
 	c.gates.release(w)
-	if known {
-		c.metrics.ObserveReload(w.kind.name, w.key.namespace, since)
-	} else {
-		c.metrics.CountReload(w.kind.name, metrics.ResultSuccess, w.key.namespace)
-	}
-	c.reloaded(w, what)
+	c.outcomes.reloaded(w, changes, what, since, known)
 	c.tracker.reloaded(w, changes, superseded)
-	c.alertReload(w, changes)
 	return nil
 }
 
@@ -181,56 +172,11 @@ func isStale(err error) bool {
 		strings.HasPrefix(s.Message, "the server rejected our request due to an error in our request")
 }
 
-// failed reports a failure once per workload and reason, counts it, and picks when to retry:
-// soon for a transient error, later for a refusal.
-func (c *Controller) failed(w workloadView, reason, message string, err error) error {
-	c.metrics.CountReload(w.kind.name, metrics.ResultFailure, w.key.namespace)
-	c.reports.warn(w.obj, string(w.meta.GetUID()), reason, message)
-	err = fmt.Errorf("patch %s: %w", w.key, err)
-	if reason == "ReloadReverted" || refused(err) {
-		return retryLater{err: err}
-	}
-	return err
-}
-
 // refused reports an answer that will not change by itself: forbidden, invalid, denied by
 // admission, or over quota.
 func refused(err error) bool {
 	return apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) ||
 		apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err)
-}
-
-// reverted reports whether the object the patch returned still lacks a change: an admission
-// webhook may have undone it.
-func (c *Controller) reverted(w workloadView, out any, changes []policy.Change) bool {
-	if out == nil {
-		return false
-	}
-	after, ok := c.rule.view(w.kind, out)
-	if !ok {
-		return false
-	}
-	for _, ch := range changes {
-		m := after.target.Marker(after.meta.GetAnnotations(), after.tmpl, ch.Ref, ch.Value)
-		if m == policy.Stale || ch.Value != "" && m != policy.Current {
-			return true
-		}
-	}
-	return false
-}
-
-// reloaded records a successful patch: the audit Event and a log line. A workload
-// whose update strategy is OnDelete restarts nothing on a template change; that is said, not
-// hidden.
-func (c *Controller) reloaded(w workloadView, what string) {
-	c.reports.event(w.obj, corev1.EventTypeNormal, "Reloaded", "Reloaded for "+what)
-	c.log.Info("reloaded workload", "kind", w.kind.name, "namespace", w.key.namespace, "name", w.key.name, "configs", what)
-	if w.kind.onDelete(w.obj) {
-		c.metrics.OnDeleteSkipped.WithLabelValues(w.kind.name).Inc()
-		c.reports.event(w.obj, corev1.EventTypeWarning, "ReloadNeedsPodDeletion",
-			"The pod template was updated, but the OnDelete update strategy restarts no pod: delete the pods to load the new config")
-		c.log.Warn("template updated but OnDelete strategy restarts no pod", "kind", w.kind.name, "namespace", w.key.namespace, "name", w.key.name)
-	}
 }
 
 // describe names the configs of a reload with their short hashes, in a stable order.

@@ -1,0 +1,175 @@
+package reloader
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/reloader/reloader/policy"
+)
+
+// caches is what the informers hold, read only: the configs by key, the workloads by the configs
+// they may reload on, and which namespaces are in the selection. Nothing here writes or queues.
+type caches struct {
+	annotations policy.Annotations
+	configs     map[string]cache.SharedIndexInformer // by config kind
+	kinds       map[string]*workloadKind             // by workload kind
+	namespaces  cache.SharedIndexInformer            // only with a NamespaceSelector
+	// selector and ignored: --namespace-selector and --namespaces-to-ignore.
+	selector labels.Selector
+	ignored  []string
+	// labelSelector is --resource-label-selector, named where a config looks missing.
+	labelSelector string
+}
+
+// watched reports whether configs of this kind are watched (--resources-to-ignore).
+func (c *caches) watched(kind string) bool { _, ok := c.configs[kind]; return ok }
+
+// lookup returns the cached record of a config, or nil if it does not exist (or is not watched).
+func (c *caches) lookup(k key) *configRecord {
+	inf, ok := c.configs[k.kind]
+	if !ok {
+		return nil
+	}
+	obj, exists, err := inf.GetIndexer().GetByKey(k.namespace + "/" + k.name)
+	if err != nil || !exists {
+		return nil
+	}
+	return obj.(*configRecord)
+}
+
+// matchedByPattern lists the existing configs in namespace ns that the policy's patterns match.
+func (c *caches) matchedByPattern(pol policy.Policy, ns string) []policy.ConfigRef {
+	var out []policy.ConfigRef
+	for _, kind := range pol.PatternKinds() {
+		inf, watched := c.configs[kind]
+		if !watched {
+			continue
+		}
+		objs, _ := inf.GetIndexer().ByIndex(cache.NamespaceIndex, ns)
+		for _, o := range objs {
+			r := policy.ConfigRef{Kind: kind, Name: o.(*configRecord).Name}
+			if pol.NamedBy(r) {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+// indexByConfig indexes a workload under the key of every config whose change may reload it.
+func (c *caches) indexByConfig(k *workloadKind) cache.IndexFunc {
+	return func(obj any) ([]string, error) {
+		meta, tmpl := k.template(obj)
+		if tmpl == nil {
+			return nil, nil
+		}
+		pol := c.annotations.Of(meta.GetAnnotations(), tmpl.Annotations)
+		refs := pol.Candidates(policy.UsesOf(&tmpl.Spec))
+		keys := make([]string, 0, len(refs))
+		for _, r := range refs {
+			keys = append(keys, configKey(r, meta.GetNamespace()).String())
+		}
+		for _, kind := range pol.PatternKinds() {
+			keys = append(keys, patternKey(kind, meta.GetNamespace()).String())
+		}
+		return keys, nil
+	}
+}
+
+// configsOf passes to add the key of every watched config the workload may reload on.
+func (c *caches) configsOf(k *workloadKind, obj any, add func(key)) {
+	keys, _ := c.indexByConfig(k)(obj)
+	for _, s := range keys {
+		kind, rest, _ := strings.Cut(s, "/")
+		ns, name, _ := strings.Cut(rest, "/")
+		if c.watched(kind) && name != "" {
+			add(key{kind, ns, name})
+		}
+	}
+	if meta, tmpl := k.template(obj); tmpl != nil {
+		pol := c.annotations.Of(meta.GetAnnotations(), tmpl.Annotations)
+		for _, r := range c.matchedByPattern(pol, meta.GetNamespace()) {
+			add(configKey(r, meta.GetNamespace()))
+		}
+	}
+}
+
+func objectKey(kind string, obj any) key {
+	obj = deletedObject(obj)
+	if r, ok := obj.(*configRecord); ok {
+		return key{kind, r.Namespace, r.Name}
+	}
+	m := obj.(metav1.Object)
+	return key{kind, m.GetNamespace(), m.GetName()}
+}
+
+// allowed applies --namespaces-to-ignore and --namespace-selector.
+func (c *caches) allowed(ns string) bool {
+	if slices.Contains(c.ignored, ns) {
+		return false
+	}
+	if c.namespaces == nil {
+		return true
+	}
+	obj, exists, err := c.namespaces.GetStore().GetByKey(ns)
+	if err != nil || !exists {
+		return false
+	}
+	return c.selector.Matches(labels.Set(obj.(*corev1.Namespace).Labels))
+}
+
+// missingNamed reports the configs a workload's reload annotations name that do not exist: a
+// typo there would otherwise mean a workload that silently never reloads.
+func (c *caches) missingNamed(pol policy.Policy, ns string) []string {
+	var out []string
+	for _, r := range pol.Named() {
+		if c.watched(r.Kind) && c.lookup(configKey(r, ns)) == nil {
+			msg := fmt.Sprintf("%s %q named in a reload annotation does not exist", r.Kind, r.Name)
+			if c.labelSelector != "" {
+				msg += " or does not match --resource-label-selector"
+			}
+			out = append(out, msg)
+		}
+	}
+	return out
+}
+
+// indexed returns the workloads of a kind that the index holds under the config: those naming or
+// using it, and those whose reload annotations hold a pattern for its kind and namespace (each
+// once).
+func (c *caches) indexed(kind *workloadKind, k key) []any {
+	idx := kind.informer.GetIndexer()
+	objs, _ := idx.ByIndex(byConfigIndex, k.String()) // the index exists
+	patterned, _ := idx.ByIndex(byConfigIndex, patternKey(k.kind, k.namespace).String())
+	for _, o := range patterned {
+		if !slices.Contains(objs, o) {
+			objs = append(objs, o)
+		}
+	}
+	return objs
+}
+
+// referenced reports whether any workload's index names the config, triggering or not, or one of
+// its patterns matches it.
+func (c *caches) referenced(k key) bool {
+	r := policy.ConfigRef{Kind: k.kind, Name: k.name}
+	for _, kind := range c.kinds {
+		idx := kind.informer.GetIndexer()
+		if objs, _ := idx.ByIndex(byConfigIndex, k.String()); len(objs) > 0 {
+			return true
+		}
+		patterned, _ := idx.ByIndex(byConfigIndex, patternKey(k.kind, k.namespace).String())
+		for _, o := range patterned {
+			if meta, tmpl := kind.template(o); tmpl != nil && c.annotations.Of(meta.GetAnnotations(), tmpl.Annotations).NamedBy(r) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,108 @@
+package reloader
+
+import (
+	"slices"
+
+	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/state"
+)
+
+// notes takes, from the events of workloads and configs, what a workload's pods run that no
+// marker says: a marker stripped by someone else's template change, a workload created while
+// the reloader runs (strips.go), a config changed unseen by a restart, and a restart by another
+// actor (unseen.go).
+type notes struct {
+	rule     *rule
+	strips   *strips
+	restarts *restarts
+	records  *records
+	store    *state.Store
+	names    entryKeys
+}
+
+// stripped compares a workload's template before and after a change of it: a marker that
+// reappeared ends what was remembered; one that was stripped while current is remembered.
+func (n *notes) stripped(k *workloadKind, old, obj any) {
+	ov, ok := n.rule.view(k, old)
+	nv, ok2 := n.rule.view(k, obj)
+	if !ok || !ok2 || nv.target.RestartAt {
+		return // a Rollout's restartAt markers live on its metadata: dropping them restarts nothing
+	}
+	for _, r := range n.rule.reloadsOn(nv) {
+		rec, want, keys, ok := n.rule.wantedExisting(nv, r)
+		if !ok {
+			continue
+		}
+		before := ov.target.MarkerOf(ov.meta.GetAnnotations(), ov.tmpl, r, want)
+		after := nv.target.MarkerOf(nv.meta.GetAnnotations(), nv.tmpl, r, want)
+		switch {
+		case after != policy.NoMarker:
+			n.strips.forget(nv.key, r)
+		case before == policy.Current && writtenBefore(rec.ResourceVersion, nv.meta.GetResourceVersion()):
+			n.strip(nv.key, r, rec, want.Value, keys)
+		case before != policy.NoMarker:
+			n.strips.forget(nv.key, r) // stripped while behind: the state decides
+		}
+	}
+}
+
+// created remembers, for a workload just created while the reloader runs, that it runs the
+// content each config it reloads on held before its creation: its pods started after it and
+// read that content, though it carries no marker. Without this, while another dependent holds
+// the config's state back, the state would restart the new workload for content it already
+// runs. Only a workload seen as created (generation 1, no status yet: not one found by a
+// relist, whose resourceVersion may be later than its creation) is trusted.
+func (n *notes) created(k *workloadKind, obj any) {
+	v, ok := n.rule.view(k, obj)
+	if !ok || v.target.RestartAt || !justCreated(obj) {
+		return
+	}
+	for _, r := range n.rule.reloadsOn(v) {
+		rec, want, keys, ok := n.rule.wantedExisting(v, r)
+		if ok && writtenBefore(rec.ResourceVersion, v.meta.GetResourceVersion()) && v.target.MarkerOf(v.meta.GetAnnotations(), v.tmpl, r, want) == policy.NoMarker {
+			n.strip(v.key, r, rec, want.Value, keys)
+		}
+	}
+}
+
+// strip remembers, in memory and in the state, that workload w runs value of config r
+// without a marker, where the state's entry for the config is behind its content. Where the
+// entry holds the content it says the same, and later changes are best judged by it (one made
+// while the config was ignored, for one, restarts nothing once the ignore is lifted).
+func (n *notes) strip(w key, r policy.ConfigRef, rec *configRecord, value string, keys []string) {
+	e, known := n.store.Get(n.names.config(configKey(r, w.namespace)))
+	if known && !e.Deleted && n.records.content(rec, nil).Match(e.Hash) != policy.Differs {
+		n.strips.forget(w, r)
+		return
+	}
+	n.strips.remember(w, r, value, keys)
+}
+
+// configChanged notes a config's new content for the restarts that may not have seen it.
+func (n *notes) configChanged(k key, rec *configRecord) {
+	n.restarts.configChanged(k, rec.ResourceVersion, func(keys []string) string { return n.records.content(rec, keys).Value })
+}
+
+// restartedByOthers notes, for a followable workload whose pod template another actor changed
+// (the markers as they were: neither a reload nor a rollback of ours), what its new pods read:
+// where a marker is current, that content; where it is behind, another content than it says,
+// which one unknown (a list after a watch gap may show the change later than it was made), so
+// the workload is reloaded once more whatever the config holds next; an absent config they
+// wait for, as at a restart of ours. Configs without a marker are left to strips.go.
+func (n *notes) restartedByOthers(k *workloadKind, old, obj any) {
+	ov, ok := n.rule.view(k, old)
+	nv, ok2 := n.rule.view(k, obj)
+	if !ok || !ok2 || !rolls(obj) || wholeTemplateHash(ov.tmpl) == wholeTemplateHash(nv.tmpl) {
+		return
+	}
+	reads := map[policy.ConfigRef]*read{}
+	for _, r := range n.rule.reloadsOn(nv) {
+		if !slices.Equal(policy.MarkerCopies(ov.meta.GetAnnotations(), ov.tmpl, r), policy.MarkerCopies(nv.meta.GetAnnotations(), nv.tmpl, r)) {
+			return // a reload, a rollback or a strip
+		}
+		if rd := n.rule.readByOthers(nv, r); rd != nil {
+			reads[r] = rd
+		}
+	}
+	n.restarts.byOthers(nv.key, nv.meta.GetResourceVersion(), reads, n.rule.cachedVersion(nv.key.namespace))
+}

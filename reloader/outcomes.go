@@ -1,0 +1,89 @@
+package reloader
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/reloader/reloader/alert"
+	"github.com/reloader/reloader/metrics"
+	"github.com/reloader/reloader/policy"
+)
+
+// outcomes records how a reload's patch ended, in the metrics, Events, the log and alerts: the
+// last step of a workload sync.
+type outcomes struct {
+	reports *reporter
+	metrics *metrics.Metrics
+	log     *slog.Logger
+	alerts  *alert.Sender // nil: no ALERT_ON_RELOAD
+	view    func(kind *workloadKind, obj any) (workloadView, bool)
+}
+
+// failed reports a failure once per workload and reason, counts it, and picks when to retry:
+// soon for a transient error, later for a refusal.
+func (o *outcomes) failed(w workloadView, reason, message string, err error) error {
+	o.metrics.CountReload(w.kind.name, metrics.ResultFailure, w.key.namespace)
+	o.reports.warn(w.obj, string(w.meta.GetUID()), reason, message)
+	err = fmt.Errorf("patch %s: %w", w.key, err)
+	if reason == "ReloadReverted" || refused(err) {
+		return retryLater{err: err}
+	}
+	return err
+}
+
+// reverted reports whether the object the patch returned still lacks a change: an admission
+// webhook may have undone it.
+func (o *outcomes) reverted(w workloadView, out any, changes []policy.Change) bool {
+	if out == nil {
+		return false
+	}
+	after, ok := o.view(w.kind, out)
+	if !ok {
+		return false
+	}
+	for _, ch := range changes {
+		m := after.target.Marker(after.meta.GetAnnotations(), after.tmpl, ch.Ref, ch.Value)
+		if m == policy.Stale || ch.Value != "" && m != policy.Current {
+			return true
+		}
+	}
+	return false
+}
+
+// reloaded records a successful patch: the metrics, the alert, the audit Event and a log line;
+// since is when the oldest of its changes was seen, if known. A workload
+// whose update strategy is OnDelete restarts nothing on a template change; that is said, not
+// hidden.
+func (o *outcomes) reloaded(w workloadView, changes []policy.Change, what string, since time.Time, known bool) {
+	o.reports.clear(string(w.meta.GetUID()), "ReloadFailed", "ReloadReverted")
+	if known {
+		o.metrics.ObserveReload(w.kind.name, w.key.namespace, since)
+	} else {
+		o.metrics.CountReload(w.kind.name, metrics.ResultSuccess, w.key.namespace)
+	}
+	o.alert(w, changes)
+	o.reports.event(w.obj, corev1.EventTypeNormal, "Reloaded", "Reloaded for "+what)
+	o.log.Info("reloaded workload", "kind", w.kind.name, "namespace", w.key.namespace, "name", w.key.name, "configs", what)
+	if w.kind.onDelete(w.obj) {
+		o.metrics.OnDeleteSkipped.WithLabelValues(w.kind.name).Inc()
+		o.reports.event(w.obj, corev1.EventTypeWarning, "ReloadNeedsPodDeletion",
+			"The pod template was updated, but the OnDelete update strategy restarts no pod: delete the pods to load the new config")
+		o.log.Warn("template updated but OnDelete strategy restarts no pod", "kind", w.kind.name, "namespace", w.key.namespace, "name", w.key.name)
+	}
+}
+
+// alert queues an alert about a reload (ALERT_ON_RELOAD) naming the workload and the
+// configs that caused it, never their content. Queuing never waits for the sink.
+func (o *outcomes) alert(w workloadView, changes []policy.Change) {
+	if o.alerts == nil {
+		return
+	}
+	refs := make([]alert.ConfigRef, len(changes))
+	for i, ch := range changes {
+		refs[i] = alert.ConfigRef{Kind: ch.Ref.Kind, Name: ch.Ref.Name}
+	}
+	o.alerts.Send(alert.ReloadMessage(refs, w.key.namespace, w.kind.name, w.key.name))
+}
