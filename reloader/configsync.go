@@ -150,7 +150,9 @@ func (c *Controller) record(k key, rec *configRecord, deps []dependent) {
 // recorded here; every other is queued. Not queueing every config keeps the queue's maps, which
 // never shrink, small. Entries of configs deleted while the reloader was down become tombstones.
 func (c *Controller) startupPass() {
-	c.reportStateHashes()
+	if !c.opts.IgnoreSecrets {
+		reportStateHashes(c.state, c.opts.HashKey.key.ID(), c.log)
+	}
 	live := map[string]bool{}
 	for kind, inf := range c.caches.configs {
 		for _, obj := range inf.GetStore().List() {

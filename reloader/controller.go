@@ -231,7 +231,8 @@ func (c *Controller) Run(ctx context.Context) error {
 	if !ok {
 		return nil // stopped before the API server answered
 	}
-	if !c.loadHashKey(ctx) {
+	// A reloader that watches no Secrets needs no key.
+	if !c.opts.IgnoreSecrets && !c.opts.HashKey.load(ctx, c.clients.Secrets(c.opts.StateNamespace), c.opts.StateNamespace, c.log) {
 		return nil // stopped before the hash key was read
 	}
 	if first {

@@ -19,6 +19,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -123,40 +124,36 @@ func explainSecret(verb, namespace, name string, err error) error {
 	return fmt.Errorf("%s hash key Secret %s/%s: %w", verb, namespace, name, err)
 }
 
-// loadHashKey reads (or creates) the key before anything is hashed, retrying until the API
-// server answers, as loadState does: each distinct error is logged once, retries back off up to
-// 5 s, and the reloader stays unready meanwhile. It reports false if ctx ended first. A reloader
-// that watches no Secrets needs no key.
-func (c *Controller) loadHashKey(ctx context.Context) bool {
-	if c.opts.IgnoreSecrets {
-		return true
-	}
-	ns, name := c.opts.StateNamespace, c.opts.HashKey.secretName()
-	secrets := c.clients.Secrets(ns)
+// load reads (or creates) the key, in its Secret in namespace ns, before anything is hashed,
+// retrying until the API server answers, as loadState does: each distinct error is logged once,
+// retries back off up to 5 s, and the reloader stays unready meanwhile. It reports false if ctx
+// ended first.
+func (h *HashKey) load(ctx context.Context, secrets secretGetCreator, ns string, log *slog.Logger) bool {
+	name := h.secretName()
 	backoff, said := 200*time.Millisecond, ""
 	for {
 		key, created, err := readOrCreateHashKey(ctx, secrets, ns, name)
 		if err == nil {
-			c.opts.HashKey.key = key
+			h.key = key
 			msg := "hash key of Secret hashes loaded"
 			if created {
 				msg = "made a new hash key for Secret hashes; hashes made under an earlier key restart nothing"
 			}
-			c.log.Info(msg, "secret", ns+"/"+name, "key_id", key.ID())
+			log.Info(msg, "secret", ns+"/"+name, "key_id", key.ID())
 			return true
 		}
 		if errors.Is(err, errKeyNotCreated) {
 			// A key for this run only is a lost key at every start: it restarts nothing (see
 			// docs/design.md, "Secret hash keys"), at the cost of Secret changes made while down.
-			c.opts.HashKey.key, _ = HashKeyOf(newHashKeySecret(name))
-			c.log.Warn("the reloader may not create its hash key Secret: Secret hashes use a key held in memory for this run; "+
+			h.key, _ = HashKeyOf(newHashKeySecret(name))
+			log.Warn("the reloader may not create its hash key Secret: Secret hashes use a key held in memory for this run; "+
 				"restarts restart nothing, but a Secret change made while the reloader is down is not caught up; "+
 				"grant create on secrets, or create the Secret yourself (data key \"key\", at least 32 random bytes)",
-				"secret", ns+"/"+name, "key_id", c.opts.HashKey.key.ID())
+				"secret", ns+"/"+name, "key_id", h.key.ID())
 			return true
 		}
 		if m := err.Error(); m != said {
-			c.log.Error("cannot load the hash key; retrying until it can (not ready meanwhile)", "err", err)
+			log.Error("cannot load the hash key; retrying until it can (not ready meanwhile)", "err", err)
 			said = m
 		}
 		select {
@@ -195,26 +192,22 @@ func (rs *records) keyContent(rec *configRecord, dataKey string) policy.Content 
 
 // reportStateHashes says once, at start, how many state entries hold Secret hashes that the
 // current key did not make. Each is re-recorded under the current key when its config is synced.
-func (c *Controller) reportStateHashes() {
-	if c.opts.IgnoreSecrets {
-		return
-	}
-	id := c.opts.HashKey.key.ID()
-	other := c.state.Count(func(_ string, e state.Entry) bool {
+func reportStateHashes(store *state.Store, id string, log *slog.Logger) {
+	other := store.Count(func(_ string, e state.Entry) bool {
 		kid, keyed := confighash.KeyIDOf(e.Hash)
 		return keyed && kid != id
 	})
 	if other > 0 {
-		c.log.Warn("state entries were made under another hash key (its Secret was deleted or replaced): "+
+		log.Warn("state entries were made under another hash key (its Secret was deleted or replaced): "+
 			"they are taken as current, restart nothing and are re-recorded under this key; "+
 			"a Secret change made while the reloader was down and the key was lost is not caught up",
 			"entries", other, "key_id", id)
 	}
-	legacy := c.state.Count(func(k string, e state.Entry) bool {
+	legacy := store.Count(func(k string, e state.Entry) bool {
 		return state.KindOf(k) == policy.KindSecret && confighash.IsPlain(e.Hash)
 	})
 	if legacy > 0 {
-		c.log.Info("state holds unkeyed Secret hashes written by an earlier version: each is compared as before and re-recorded keyed",
+		log.Info("state holds unkeyed Secret hashes written by an earlier version: each is compared as before and re-recorded keyed",
 			"entries", legacy, "key_id", id)
 	}
 }
