@@ -134,7 +134,6 @@ type Controller struct {
 	tombstones *tombstones // entries of configs that do not exist (tombstones.go)
 	// restarts: what each workload's last restart may have given its pods unseen (unseen.go).
 	restarts   *restarts
-	unreached  sync.Map    // config key → bool: whether a deletion could not reach a dependent (configsync.go)
 	validation *validation // content that does not validate is not rolled out (validate.go)
 	events     record.EventBroadcaster
 	reports    *reporter
@@ -185,7 +184,7 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 			labelSelector: opts.ResourceLabelSelector},
 	}
 	c.strips = newStrips(c.state, c.names)
-	c.records = &records{annotations: opts.Annotations, hashKey: &c.opts.HashKey, store: c.state, names: c.names}
+	c.records = &records{annotations: opts.Annotations, hashKey: &c.opts.HashKey, store: c.state, names: c.names, strips: c.strips}
 	c.state.OnWrite = c.observeStateWrite
 	if opts.StateWriter != "" {
 		c.state.Fence(opts.StateWriter)

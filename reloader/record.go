@@ -101,13 +101,14 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
 // records is what a config is to the reloader: the record its informer keeps in place of the
 // object (hashes, per-key sums, what does not validate) and the values a marker or a state
-// entry is compared with (content, keyContent in hashkey.go). Its transform also strips
-// workloads before they enter their caches.
+// entry is compared with (content, keyContent in hashkey.go), and the state entries that say a
+// content is fully rolled out. Its transform also strips workloads before they enter their caches.
 type records struct {
 	annotations policy.Annotations
 	hashKey     *HashKey     // loaded at start (hashkey.go)
 	store       *state.Store // nil in unit tests
 	names       entryKeys
+	strips      *strips // a baseline notes who runs another content (baseline)
 }
 
 // transform strips objects before they enter the informer cache.
@@ -299,4 +300,48 @@ func keepRolloutStatus(u *unstructured.Unstructured) {
 		kept["conditions"] = slim
 	}
 	u.Object["status"] = kept
+}
+
+// baseline records a config the state holds nothing comparable for (a first start, a
+// corrupt entry, an entry made under a lost hash key) as it is now, though some dependents are
+// still due by their markers. The workloads the state judges take it as what they run, and
+// restart nothing for it; unrecorded, its next change would find nothing to compare with either
+// and be taken as current again, lost for them, for as long as a dependent stays due (a refusal,
+// a gate; soak seeds 1795657828041649806@4, a workload listed by a new leader never restarted
+// while a closed window held a lagging one, and 1795691391691440064@4, the same under a lost
+// key). A dependent the state judges that is due (a stakater variable that lags) is first noted
+// as running another content (a strip), so that the entry does not hide its reload, after a
+// restart too.
+func (rs *records) baseline(k key, rec *configRecord, deps []dependent) {
+	if rec == nil {
+		return
+	}
+	if e, known := rs.store.Get(rs.names.config(k)); known && rs.content(rec, nil).Match(e.Hash) != policy.OtherKey {
+		return
+	}
+	r := policy.ConfigRef{Kind: k.kind, Name: k.name}
+	for _, d := range deps {
+		if d.reload && d.byState {
+			rs.strips.remember(d.workload, r, otherContent, d.keys)
+		}
+	}
+	rs.rolledOut(k, rec, deps)
+}
+
+// rolledOut writes a config's content as fully rolled out, with the per-key values its key-level
+// dependents need. A Secret's values are keyed, so this also re-records, under the current key,
+// what an earlier version wrote plain or what was made under a lost key.
+func (rs *records) rolledOut(k key, rec *configRecord, deps []dependent) {
+	skey := rs.names.config(k)
+	rs.store.Set(skey, rec.Hash)
+	read := map[string]bool{}
+	for _, d := range deps {
+		for _, dk := range d.keys {
+			read[state.KeyOf(skey, dk)] = true
+			rs.store.Set(state.KeyOf(skey, dk), rs.keyContent(rec, dk).Value)
+		}
+	}
+	// A per-key entry left from an earlier content would vouch for a key it no longer
+	// describes (policy.Content.Undecided relies on it): only this content's entries stay.
+	rs.store.KeepDataKeys(skey, read)
 }

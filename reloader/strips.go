@@ -40,6 +40,10 @@ type stripped struct {
 	keys  []string
 }
 
+// otherContent is a strip's value for a workload known to run another content than the
+// config's, which one unknown: a well-formed hash that no content has.
+const otherContent = "0000000000000000000000000000000000000000"
+
 func newStrips(store *state.Store, names entryKeys) *strips {
 	return &strips{m: map[key]map[policy.ConfigRef]stripped{}, store: store, names: names}
 }

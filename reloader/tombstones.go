@@ -3,6 +3,8 @@ package reloader
 import (
 	"context"
 	"log/slog"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/reloader/reloader/coalesce"
@@ -24,12 +26,17 @@ type tombstones struct {
 	watched                        func(configKind string) bool
 	enqueue                        func(key)
 	enqueueAfter                   func(key, time.Duration)
+	// unreached: config key → bool, whether a deletion could not reach a dependent (noteReach).
+	unreached sync.Map
 }
 
 // settle keeps a tombstone for a config that does not exist: its last content, so that a
 // recreation is judged against it, or none. It is pruned once nothing references the config for
-// the retention period.
-func (ts *tombstones) settle(k key, referenced, untouched bool) (pruned bool) {
+// the retention period. A config whose deletion could not reach a dependent keeps its content
+// (noteReach).
+func (ts *tombstones) settle(k key, referenced bool) {
+	unreached, _ := ts.unreached.Load(k)
+	untouched := unreached == true
 	skey := ts.names.config(k)
 	e, known := ts.store.Get(skey)
 	now := ts.clock.Now()
@@ -40,9 +47,9 @@ func (ts *tombstones) settle(k key, referenced, untouched bool) (pruned bool) {
 	case !known && referenced && ts.reloadOnCreate:
 		// Absent but referenced: its appearance will be a creation.
 		ts.store.Tombstone(skey, "", now)
-		return false
+		return
 	case !known:
-		return false
+		return
 	}
 	e, _ = ts.store.Get(skey)
 	if referenced && ts.reloadOnDelete && e.Hash != "" && !untouched {
@@ -51,17 +58,17 @@ func (ts *tombstones) settle(k key, referenced, untouched bool) (pruned bool) {
 		// it, so that a recreation with other content reloads that one.
 		ts.store.Delete(skey)
 		ts.store.Tombstone(skey, "", e.Since)
-		return false
+		return
 	}
 	if referenced {
-		return false
+		return
 	}
 	if age := now.Sub(e.Since); age < ts.retention {
 		ts.enqueueAfter(k, ts.retention-age)
-		return false
+		return
 	}
 	ts.store.Delete(skey)
-	return true
+	ts.unreached.Delete(k)
 }
 
 // queueAll queues the config of every tombstone, to settle or prune it.
@@ -93,4 +100,23 @@ func (ts *tombstones) sweep(ctx context.Context) {
 			ts.queueAll()
 		}
 	}
+}
+
+// noteReach remembers, when this process first sees a deletion (live, or at its start for a
+// config deleted before), whether a dependent carried no marker of the config: the deletion
+// cannot restart it (with env-vars, removing the variable is the restart), so it still runs the
+// content. Judged then, not later: once the deletion has reached a dependent, it carries no
+// marker either. In memory only: a process that starts after the deletion reached some
+// dependents counts those as unreached too, so the tombstone keeps the content, and a
+// recreation with other content restarts them once more; dropping it instead would lose the
+// recreation for the dependents the deletion could never reach.
+func (ts *tombstones) noteReach(k key, rec *configRecord, deps []dependent, fresh bool) {
+	if rec != nil {
+		ts.unreached.Delete(k)
+		return
+	}
+	if _, judged := ts.unreached.Load(k); judged && !fresh {
+		return
+	}
+	ts.unreached.Store(k, slices.ContainsFunc(deps, func(d dependent) bool { return d.untouched }))
 }

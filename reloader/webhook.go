@@ -35,9 +35,7 @@ func (c *Controller) syncConfigWebhook(ctx context.Context, k key) error {
 	}
 	c.changes.forget(k)
 	if rec == nil {
-		if c.tombstones.settle(k, false, false) {
-			c.unreached.Delete(k)
-		}
+		c.tombstones.settle(k, false)
 		return nil
 	}
 	c.state.Set(skey, rec.Hash)
