@@ -146,6 +146,15 @@ func (m *Metrics) CountReload(kind, result, namespace string) {
 	m.Stakater.reload(kind, result, namespace, -1)
 }
 
+// ObserveStateWrite counts one write of a state ConfigMap (shard) and its result.
+func (m *Metrics) ObserveStateWrite(shard string, err error) {
+	result := ResultSuccess
+	if err != nil {
+		result = ResultFailure
+	}
+	m.StateWrites.WithLabelValues(shard, result).Inc()
+}
+
 func (m *Metrics) labels(namespace string, values ...string) []string {
 	if m.byNamespace {
 		return append(values, namespace)

@@ -115,7 +115,6 @@ type Controller struct {
 	decisiveAnnotations []string
 
 	informers []cache.SharedIndexInformer
-	hasSynced []cache.InformerSynced
 	caches    *caches   // what the informers hold (caches.go)
 	rule      *rule     // the facts of a workload and a config, and the decision (judge.go)
 	notes     *notes    // what pods run that no marker says, from events (notes.go)
@@ -185,7 +184,7 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 	}
 	c.strips = newStrips(c.state, c.names)
 	c.records = &records{annotations: opts.Annotations, hashKey: &c.opts.HashKey, store: c.state, names: c.names, strips: c.strips}
-	c.state.OnWrite = c.observeStateWrite
+	c.state.OnWrite = c.metrics.ObserveStateWrite
 	if opts.StateWriter != "" {
 		c.state.Fence(opts.StateWriter)
 	}
@@ -237,7 +236,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	if first {
 		c.log.Info("no state found: recording the current hash of every config; only workloads whose marker differs are reloaded")
 	}
-	if c.probePermissions(ctx) {
+	if probePermissions(ctx, c.clients, c.opts.Namespace, c.opts.StateNamespace, c.log) {
 		c.events.StartRecordingToSink(&quietSink{sink: kube.EventSink{Client: c.clients.Events}, log: c.log})
 	}
 	defer c.events.Shutdown()
@@ -245,11 +244,11 @@ func (c *Controller) Run(ctx context.Context) error {
 	// after the last patches are what lets the state advance.
 	watchCtx, stopWatching := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWatching()
-	c.dropForbiddenKinds(ctx)
+	c.informers = dropForbiddenKinds(ctx, c.caches.kinds, c.informers, c.log)
 	for _, inf := range c.informers {
 		go inf.RunWithContext(watchCtx)
 	}
-	if !cache.WaitForCacheSync(ctx.Done(), c.hasSynced...) {
+	if !cache.WaitForCacheSync(ctx.Done(), hasSynced(c.informers)...) {
 		c.log.Info("stopped before the caches synced")
 		return nil
 	}
@@ -275,7 +274,7 @@ func (c *Controller) Run(ctx context.Context) error {
 			}
 		})
 	}
-	go c.reportGauges(workCtx)
+	go reportGauges(workCtx, c.metrics, c.state, func() int { return c.coalescer.Pending() + c.queued() })
 	if c.opts.Alerts != nil {
 		go c.opts.Alerts.Run(workCtx)
 	}
@@ -414,30 +413,32 @@ func (c *Controller) sync(ctx context.Context, k key) error {
 	return fmt.Errorf("queue key %s: unknown kind", k)
 }
 
-func (c *Controller) observeStateWrite(shard string, err error) {
-	result := metrics.ResultSuccess
-	if err != nil {
-		result = metrics.ResultFailure
-	}
-	c.metrics.StateWrites.WithLabelValues(shard, result).Inc()
-}
-
-// reportGauges refreshes the gauges that are cheaper to sample than to track.
-func (c *Controller) reportGauges(ctx context.Context) {
+// reportGauges refreshes, until ctx ends, the gauges that are cheaper to sample than to track:
+// the state's size, and the reloads pending (in a window or queued).
+func reportGauges(ctx context.Context, m *metrics.Metrics, store *state.Store, pending func() int) {
 	t := time.NewTicker(2 * time.Second)
 	defer t.Stop()
 	for {
-		for _, s := range c.state.Stats() {
-			c.metrics.StateEntries.WithLabelValues(s.Name).Set(float64(s.Entries))
-			c.metrics.StateBytes.WithLabelValues(s.Name).Set(float64(s.Bytes))
+		for _, s := range store.Stats() {
+			m.StateEntries.WithLabelValues(s.Name).Set(float64(s.Entries))
+			m.StateBytes.WithLabelValues(s.Name).Set(float64(s.Bytes))
 		}
-		c.metrics.Pending.Set(float64(c.coalescer.Pending() + c.queued()))
+		m.Pending.Set(float64(pending()))
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
 	}
+}
+
+// hasSynced lists the informers' HasSynced, to wait on.
+func hasSynced(informers []cache.SharedIndexInformer) []cache.InformerSynced {
+	out := make([]cache.InformerSynced, len(informers))
+	for i, inf := range informers {
+		out[i] = inf.HasSynced
+	}
+	return out
 }
 
 func newBucket(qps float64, burst int) *rate.Limiter { return rate.NewLimiter(rate.Limit(qps), burst) }

@@ -66,7 +66,6 @@ func (c *Controller) buildInformers() error {
 	for what, inf := range all {
 		_ = inf.SetWatchErrorHandlerWithContext(c.watchError(what)) // fails only once started
 		c.informers = append(c.informers, inf)
-		c.hasSynced = append(c.hasSynced, inf.HasSynced)
 	}
 	return nil
 }

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"slices"
 	"strings"
 	"sync"
 
@@ -449,25 +448,4 @@ func recreatedJob(old *batchv1.Job, body []byte) (*batchv1.Job, error) {
 		job.Spec.Selector = nil
 	}
 	return job, nil
-}
-
-// dropForbiddenKinds turns off, before the informers start, each kind with a probe that the
-// reloader may not list: a Role written before CronJob and Job reloads existed (or stakater's
-// chart with them ignored) would otherwise keep every cache from syncing, and so every reload
-// from happening. It is said once, with what to grant.
-func (c *Controller) dropForbiddenKinds(ctx context.Context) {
-	for name, k := range c.caches.kinds {
-		if k.probe == nil {
-			continue
-		}
-		if err := k.probe(ctx); !apierrors.IsForbidden(err) {
-			continue
-		}
-		c.log.Warn("the reloader may not list "+name+"s: their reloads are off; grant get, list and watch on them (and what reloading them needs, see docs/install-and-upgrade.md, \"Permissions\"), or pass --ignored-workload-types to say so",
-			"kind", name)
-		delete(c.caches.kinds, name)
-		i := slices.Index(c.informers, k.informer)
-		c.informers = slices.Delete(c.informers, i, i+1)
-		c.hasSynced = slices.Delete(c.hasSynced, i, i+1)
-	}
 }

@@ -3,41 +3,43 @@ package reloader
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/reloader/reloader/internal/kube"
 )
 
-// probePermissions asks once, at start, for the optional permissions (Collaborne's Role, seed
+// probePermissions asks once, at start (namespace empty: all of them), for the optional permissions (Collaborne's Role, seed
 // 002, grants none of them) and says once what the reloader does without each. It reports
 // whether Events may be sent. Watching all namespaces, a refusal cluster-wide may still leave
 // some namespaces granted by a Role, so Events are sent and a refused one is dropped quietly.
-func (c *Controller) probePermissions(ctx context.Context) (events bool) {
+func probePermissions(ctx context.Context, clients *kube.Clients, namespace, stateNamespace string, log *slog.Logger) (events bool) {
 	events = true
 	noEvents := "no Events are recorded (Reloaded, ReloadFailed, InvalidAnnotation ...): this log is the only trail; grant create and patch on events for kubectl describe to show them"
-	if c.opts.Namespace == "" {
+	if namespace == "" {
 		noEvents = "Events are recorded only in namespaces whose Role grants them; the first refused one is said once, and the refused ones are dropped"
 	}
 	for _, p := range []struct {
 		kube.Permission
 		without string
 	}{
-		{kube.Permission{Verb: "create", Resource: "events", Namespace: c.opts.Namespace}, noEvents},
-		{kube.Permission{Verb: "create", Resource: "configmaps", Namespace: c.opts.StateNamespace},
+		{kube.Permission{Verb: "create", Resource: "events", Namespace: namespace}, noEvents},
+		{kube.Permission{Verb: "create", Resource: "configmaps", Namespace: stateNamespace},
 			"a state ConfigMap that is missing (deleted, or a new shard past 800 KB) cannot be created: writing it fails, is logged and retried until the permission is granted or the ConfigMap is created"},
 	} {
-		ok, err := c.clients.Allowed(ctx, p.Permission)
+		ok, err := clients.Allowed(ctx, p.Permission)
 		if err != nil {
-			c.log.Warn("cannot check a permission; assuming it is granted", "permission", p.String(), "err", err)
+			log.Warn("cannot check a permission; assuming it is granted", "permission", p.String(), "err", err)
 			continue
 		}
 		if !ok {
-			c.log.Warn("the reloader lacks a permission; it works without it", "permission", p.String(), "without_it", p.without)
-			events = events && (p.Resource != "events" || c.opts.Namespace == "")
+			log.Warn("the reloader lacks a permission; it works without it", "permission", p.String(), "without_it", p.without)
+			events = events && (p.Resource != "events" || namespace == "")
 		}
 	}
 	return events
@@ -76,4 +78,24 @@ func (s *quietSink) check(e, out *corev1.Event, err error) (*corev1.Event, error
 			"namespace", e.Namespace, "err", err)
 	}
 	return e, nil
+}
+
+// dropForbiddenKinds turns off, before the informers start, each kind with a probe that the
+// reloader may not list: a Role written before CronJob and Job reloads existed (or stakater's
+// chart with them ignored) would otherwise keep every cache from syncing, and so every reload
+// from happening. It is said once, with what to grant. It returns the informers left to run.
+func dropForbiddenKinds(ctx context.Context, kinds map[string]*workloadKind, informers []cache.SharedIndexInformer, log *slog.Logger) []cache.SharedIndexInformer {
+	for name, k := range kinds {
+		if k.probe == nil {
+			continue
+		}
+		if err := k.probe(ctx); !apierrors.IsForbidden(err) {
+			continue
+		}
+		log.Warn("the reloader may not list "+name+"s: their reloads are off; grant get, list and watch on them (and what reloading them needs, see docs/install-and-upgrade.md, \"Permissions\"), or pass --ignored-workload-types to say so",
+			"kind", name)
+		delete(kinds, name)
+		informers = slices.DeleteFunc(informers, func(inf cache.SharedIndexInformer) bool { return inf == k.informer })
+	}
+	return informers
 }
