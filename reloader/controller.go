@@ -115,30 +115,32 @@ type Controller struct {
 	decisiveAnnotations []string
 
 	informers []cache.SharedIndexInformer
-	caches    *caches   // what the informers hold (caches.go)
-	rule      *rule     // the facts of a workload and a config, and the decision (judge.go)
-	notes     *notes    // what pods run that no marker says, from events (notes.go)
-	outcomes  *outcomes // how each reload's patch ended, told (outcomes.go)
+	caches    *caches // what the informers hold (caches.go)
+	state     *state.Store
+	names     entryKeys // the state's key rule
+	queue     workqueue.TypedRateLimitingInterface[key]
+	refusals  workqueue.TypedRateLimiter[key] // spaces the retries of a refused patch
+	backlog   *backlog                        // the start-up's keys, fed to queue a window at a time (backlog.go)
+	coalescer *coalesce.Coalescer[key]
+	changes   *changeLog
+	events    record.EventBroadcaster
+	reports   *reporter
 
-	state      *state.Store
-	queue      workqueue.TypedRateLimitingInterface[key]
-	refusals   workqueue.TypedRateLimiter[key] // spaces the retries of a refused patch
-	backlog    *backlog                        // the start-up's keys, fed to queue a window at a time (backlog.go)
-	coalescer  *coalesce.Coalescer[key]
-	changes    *changeLog
-	names      entryKeys   // the state's key rule
-	strips     *strips     // what workloads run without a marker (strips.go)
-	records    *records    // what a config is: its record and content values (record.go)
-	lag        *lagCheck   // a config cache behind the workload cache (lag.go)
-	tombstones *tombstones // entries of configs that do not exist (tombstones.go)
-	// restarts: what each workload's last restart may have given its pods unseen (unseen.go).
-	restarts   *restarts
-	validation *validation // content that does not validate is not rolled out (validate.go)
-	events     record.EventBroadcaster
-	reports    *reporter
-	gates      *gates   // reloads held by their gate (gates.go)
-	tracker    *tracker // follows reloads to the end of their rollouts (track.go)
-	jobs       *jobRuns // a Job run again: deleted, created again (jobs.go)
+	// The parts, each with its own file.
+	rule            *rule            // the facts of a workload and a config, and the decision (judge.go)
+	records         *records         // what a config is: its record and content values (record.go)
+	notes           *notes           // what pods run that no marker says, from events (notes.go)
+	strips          *strips          // what workloads run without a marker (strips.go)
+	restarts        *restarts        // what each workload's last restart may have given its pods unseen (unseen.go)
+	validation      *validation      // content that does not validate is not rolled out (validate.go)
+	gates           *gates           // reloads held by their gate (gates.go)
+	lag             *lagCheck        // a config cache behind the workload cache (lag.go)
+	tracker         *tracker         // follows reloads to the end of their rollouts (track.go)
+	jobs            *jobRuns         // a Job run again: deleted, created again (jobs.go)
+	outcomes        *outcomes        // how each reload's patch ended, told (outcomes.go)
+	tombstones      *tombstones      // entries of configs that do not exist (tombstones.go)
+	entries         *workloadEntries // holds and strips of each workload in the state (workloadentries.go)
+	annotationCheck *annotationCheck // malformed or dangling reload annotations, said once (annotationcheck.go)
 
 	ready atomic.Bool
 	busy  atomic.Int32 // workers inside a sync
@@ -200,6 +202,8 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 		tracker: c.tracker, restarts: c.restarts, strips: c.strips}
 	c.notes = &notes{rule: c.rule, strips: c.strips, restarts: c.restarts, records: c.records, store: c.state, names: c.names}
 	c.outcomes = &outcomes{reports: c.reports, metrics: c.metrics, log: c.log, alerts: opts.Alerts, view: c.rule.view}
+	c.annotationCheck = &annotationCheck{annotations: opts.Annotations, caches: c.caches, reports: c.reports, log: c.log, ready: c.ready.Load}
+	c.entries = &workloadEntries{annotations: opts.Annotations, caches: c.caches, store: c.state, names: c.names}
 	c.tombstones = &tombstones{store: c.state, names: c.names, clock: opts.Clock, log: c.log, retention: opts.TombstoneRetention,
 		reloadOnCreate: opts.ReloadOnCreate, reloadOnDelete: opts.ReloadOnDelete, namespace: opts.Namespace,
 		watched: c.caches.watched, enqueue: c.queue.Add, enqueueAfter: c.queue.AddAfter}
@@ -258,7 +262,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	c.startupPass()
 	c.gates.forgetGone(c.caches.kinds)
-	c.forgetEntriesOfGone()
+	c.entries.forgetGone()
 	c.log.Info("caches synced; reloading", "namespace", c.opts.Namespace, "coalesce_period", c.opts.CoalescePeriod,
 		"strategy", c.opts.Strategy, "kinds", len(c.caches.kinds))
 
@@ -281,7 +285,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	go c.tombstones.sweep(workCtx)
 	go c.releaseStartupMemory(workCtx)
 	c.ready.Store(true)
-	c.checkAllWorkloads()
+	c.annotationCheck.checkAll()
 
 	<-ctx.Done()
 	c.gates.deferrals.stopAll()

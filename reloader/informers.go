@@ -224,7 +224,7 @@ func (c *Controller) decisive(old, obj metav1.Object) bool {
 // and with --reload-on-create all, so that an absent one gets its tombstone. The start-up's
 // keys wait in the backlog (backlog.go).
 func (c *Controller) workloadChanged(k *workloadKind, obj any, initial bool) {
-	c.checkAnnotations(k, obj)
+	c.annotationCheck.check(k, obj)
 	meta, tmpl := k.template(obj)
 	add := c.queue.Add
 	if initial {
@@ -255,7 +255,8 @@ func (c *Controller) workloadGone(k *workloadKind, obj any) {
 		c.reports.forget(string(meta.GetUID()))
 		c.strips.workloadGone(key{k.name, meta.GetNamespace(), meta.GetName()})
 		c.restarts.workloadGone(key{k.name, meta.GetNamespace(), meta.GetName()}, meta.GetResourceVersion())
-		c.liftHolds(k, obj)
+		c.tracker.templatesRead.Delete(key{k.name, meta.GetNamespace(), meta.GetName()})
+		c.entries.lift(k, obj)
 		c.gates.forget(key{k.name, meta.GetNamespace(), meta.GetName()}) // gates.go
 		c.caches.configsOf(k, obj, c.queue.Add)
 	}

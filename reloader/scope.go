@@ -2,8 +2,6 @@ package reloader
 
 import (
 	"fmt"
-	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -47,47 +45,6 @@ func (c *Controller) namespaceRelabelled(old, obj any) {
 		objs, _ := k.informer.GetIndexer().ByIndex(cache.NamespaceIndex, ns.Name)
 		for _, o := range objs {
 			c.queue.Add(objectKey(k.name, o))
-		}
-	}
-}
-
-// checkAnnotations reports a workload's malformed annotations, and the configs they name that do
-// not exist, once as a Warning Event and a log line.
-func (c *Controller) checkAnnotations(k *workloadKind, obj any) {
-	meta, tmpl := k.template(obj)
-	if tmpl == nil || !c.caches.allowed(meta.GetNamespace()) {
-		return
-	}
-	if !c.ready.Load() {
-		return // every config would look missing; checkAllWorkloads runs once the caches synced
-	}
-	pol := c.opts.Annotations.Of(meta.GetAnnotations(), tmpl.Annotations)
-	missing := c.caches.missingNamed(pol, meta.GetNamespace())
-	uid := string(meta.GetUID())
-	problems := append(slices.Clip(pol.Problems), missing...)
-	if len(problems) == 0 {
-		c.reports.clear(uid, "InvalidAnnotation")
-		return
-	}
-	if !c.reports.warn(obj, uid, "InvalidAnnotation", strings.Join(problems, "; ")) {
-		return
-	}
-	// Each log line says what is wrong: a malformed value, or a name that exists nowhere.
-	log := c.log.With("kind", k.name, "namespace", meta.GetNamespace(), "name", meta.GetName())
-	if len(pol.Problems) > 0 {
-		log.Warn("malformed reload annotation", "problems", strings.Join(pol.Problems, "; "))
-	}
-	if len(missing) > 0 {
-		log.Warn("a config named in a reload annotation does not exist", "problems", strings.Join(missing, "; "))
-	}
-}
-
-// checkAllWorkloads checks every cached workload's annotations once the caches have synced, for
-// the checks that need them.
-func (c *Controller) checkAllWorkloads() {
-	for _, k := range c.caches.kinds {
-		for _, obj := range k.informer.GetStore().List() {
-			c.checkAnnotations(k, obj)
 		}
 	}
 }
