@@ -173,3 +173,26 @@ func (c *caches) referenced(k key) bool {
 	}
 	return false
 }
+
+// entered lists the configs and workloads of a namespace that just entered the selection, to
+// be synced. Configs the state has never seen are recorded then, and restart nothing.
+func (c *caches) entered(old, obj any) []key {
+	ns := obj.(*corev1.Namespace)
+	if c.selector.Matches(labels.Set(old.(*corev1.Namespace).Labels)) || !c.allowed(ns.Name) {
+		return nil
+	}
+	var out []key
+	for kind, inf := range c.configs {
+		objs, _ := inf.GetIndexer().ByIndex(cache.NamespaceIndex, ns.Name)
+		for _, o := range objs {
+			out = append(out, objectKey(kind, o))
+		}
+	}
+	for _, k := range c.kinds {
+		objs, _ := k.informer.GetIndexer().ByIndex(cache.NamespaceIndex, ns.Name)
+		for _, o := range objs {
+			out = append(out, objectKey(k.name, o))
+		}
+	}
+	return out
+}

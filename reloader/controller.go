@@ -141,6 +141,7 @@ type Controller struct {
 	tombstones      *tombstones      // entries of configs that do not exist (tombstones.go)
 	entries         *workloadEntries // holds and strips of each workload in the state (workloadentries.go)
 	annotationCheck *annotationCheck // malformed or dangling reload annotations, said once (annotationcheck.go)
+	webhook         *webhookSync     // with --webhook-url, the config sync (webhook.go)
 
 	ready atomic.Bool
 	busy  atomic.Int32 // workers inside a sync
@@ -211,6 +212,11 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 	c.validation = &validation{store: c.state, names: c.names, reports: c.reports, log: c.log, counter: c.metrics.InvalidChanges,
 		gates: c.gates, enqueue: c.queue.Add, dependents: c.rule.dependents, lookup: c.caches.lookup,
 		watched: c.caches.watched}
+	if opts.Webhook.URL != "" {
+		c.webhook = &webhookSync{webhook: opts.Webhook, annotations: opts.Annotations, reloadOnCreate: opts.ReloadOnCreate,
+			reloadOnDelete: opts.ReloadOnDelete, caches: c.caches, changes: c.changes, store: c.state, names: c.names,
+			records: c.records, tombstones: c.tombstones, log: c.log}
+	}
 	if err := c.buildInformers(); err != nil {
 		return nil, err
 	}
@@ -403,8 +409,8 @@ func (c *Controller) processNext(ctx context.Context) bool {
 }
 
 func (c *Controller) sync(ctx context.Context, k key) error {
-	if _, ok := c.caches.configs[k.kind]; ok && c.opts.Webhook.URL != "" {
-		return c.syncConfigWebhook(ctx, k)
+	if _, ok := c.caches.configs[k.kind]; ok && c.webhook != nil {
+		return c.webhook.sync(ctx, k)
 	} else if ok {
 		return c.syncConfig(k)
 	}

@@ -3,6 +3,7 @@ package reloader
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 
@@ -26,7 +27,7 @@ const byConfigIndex = "byConfig"
 func (c *Controller) buildInformers() error {
 	ns := c.opts.Namespace
 	bySelector := func(o *metav1.ListOptions) { o.LabelSelector = c.opts.ResourceLabelSelector }
-	notState := c.excludeState()
+	notState := excludeState(c.opts.Namespace, c.opts.StateNamespace, c.state.ShardName)
 	c.caches.configs = map[string]cache.SharedIndexInformer{}
 	if !c.opts.IgnoreConfigMaps {
 		c.caches.configs[policy.KindConfigMap] = kube.NewInformer[*corev1.ConfigMapList](c.clients.Link, c.clients.ConfigMaps(ns), &corev1.ConfigMap{},
@@ -64,7 +65,7 @@ func (c *Controller) buildInformers() error {
 		all["Namespaces"] = c.caches.namespaces
 	}
 	for what, inf := range all {
-		_ = inf.SetWatchErrorHandlerWithContext(c.watchError(what)) // fails only once started
+		_ = inf.SetWatchErrorHandlerWithContext(watchError(what, c.log)) // fails only once started
 		c.informers = append(c.informers, inf)
 	}
 	return nil
@@ -74,23 +75,23 @@ func (c *Controller) buildInformers() error {
 // state write would otherwise come back as an event carrying the whole shard. Field selectors
 // cannot name a namespace and a name together, so in all-namespaces mode ConfigMaps with these
 // names are not tracked in any namespace.
-func (c *Controller) excludeState() string {
-	if c.opts.Namespace != "" && c.opts.Namespace != c.opts.StateNamespace {
+func excludeState(namespace, stateNamespace string, shardName func(int) string) string {
+	if namespace != "" && namespace != stateNamespace {
 		return ""
 	}
 	parts := make([]string, state.MaxShards)
 	for i := range parts {
-		parts[i] = "metadata.name!=" + c.state.ShardName(i)
+		parts[i] = "metadata.name!=" + shardName(i)
 	}
 	return strings.Join(parts, ",")
 }
 
 // watchError makes a refused list or watch say which permission is missing, through slog,
 // instead of retrying silently while the caches never sync.
-func (c *Controller) watchError(what string) cache.WatchErrorHandlerWithContext {
+func watchError(what string, log *slog.Logger) cache.WatchErrorHandlerWithContext {
 	return func(ctx context.Context, r *cache.Reflector, err error) {
 		if apierrors.IsForbidden(err) {
-			c.log.Error("the reloader may not list and watch "+what+"; grant list and watch on them in its Role or ClusterRole (it retries until then)", "err", err)
+			log.Error("the reloader may not list and watch "+what+"; grant list and watch on them in its Role or ClusterRole (it retries until then)", "err", err)
 			return
 		}
 		cache.DefaultWatchErrorHandler(ctx, r, err)
@@ -184,7 +185,7 @@ func (c *Controller) watchWorkloads(k *workloadKind) error {
 				c.notes.stripped(k, old, obj)
 				c.notes.restartedByOthers(k, old, obj)
 			}
-			if c.decisive(o, n) {
+			if decisive(c.decisiveAnnotations, o, n) {
 				c.workloadChanged(k, obj, false)
 				// The configs it reloaded on before are synced too: one it no longer reloads on
 				// may have had its state held back by it alone.
@@ -202,13 +203,13 @@ func (c *Controller) watchWorkloads(k *workloadKind) error {
 
 // decisive reports an update that may change a decision: the spec (its generation) or an
 // annotation the reloader reads, its presence included (an empty value is not an absent one).
-// Status updates during a rollout are not.
-func (c *Controller) decisive(old, obj metav1.Object) bool {
+// Status updates during a rollout are not. annotations are those the reloader reads.
+func decisive(annotations []string, old, obj metav1.Object) bool {
 	if old.GetGeneration() != obj.GetGeneration() {
 		return true
 	}
 	o, n := old.GetAnnotations(), obj.GetAnnotations()
-	for _, a := range c.decisiveAnnotations {
+	for _, a := range annotations {
 		ov, had := o[a]
 		nv, has := n[a]
 		if ov != nv || had != has {
@@ -267,3 +268,24 @@ func configKey(r policy.ConfigRef, ns string) key { return key{r.Kind, ns, r.Nam
 // patternKey indexes the workloads whose reload annotations hold a pattern for configs of this
 // kind in this namespace: no config has an empty name.
 func patternKey(kind, ns string) key { return key{kind, ns, ""} }
+
+// watchNamespaces follows namespace labels for --namespace-selector.
+func (c *Controller) watchNamespaces() error {
+	c.caches.namespaces = kube.NewInformer[*corev1.NamespaceList](c.clients.Link, c.clients.Namespaces(), &corev1.Namespace{}, kube.NoTweak, c.records.transform)
+	// Only a namespace entering the selection needs its workloads by namespace; the configs
+	// always have that index (buildInformers).
+	for _, k := range c.caches.kinds {
+		_ = k.informer.AddIndexers(cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	}
+	_, err := c.caches.namespaces.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(old, obj any) {
+			for _, k := range c.caches.entered(old, obj) {
+				c.queue.Add(k)
+			}
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("watch namespaces: %w", err)
+	}
+	return nil
+}

@@ -146,7 +146,7 @@ func (s *strips) configChanged(c key, same func(keys []string) bool) {
 	}
 }
 
-// workloadGone forgets, in memory, a deleted workload (liftHolds deletes its state entries).
+// workloadGone forgets, in memory, a deleted workload (workloadEntries.lift deletes its state entries).
 func (s *strips) workloadGone(w key) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -50,7 +50,7 @@ func TestAStripSaysWhatAWorkloadWithoutAMarkerRuns(t *testing.T) {
 		{"after a restart, runs the content", func(s *strips) { s.remember(w, r, a, nil) }, true, a, policy.Current},
 		{"after a restart, runs another content", func(s *strips) { s.remember(w, r, a, nil) }, true, b, policy.Stale},
 		{"after a restart, a value under a lost hash key says nothing", func(s *strips) { s.remember(w, r, lostKey, nil) }, true, a, policy.NoMarker},
-		{"a deleted workload is forgotten in memory; its state entry stays until liftHolds", func(s *strips) {
+		{"a deleted workload is forgotten in memory; its state entry stays until workloadEntries.lift", func(s *strips) {
 			s.remember(w, r, a, nil)
 			s.configChanged(cfg, nil) // memory says: unknown since
 			s.workloadGone(w)         // so only the state's entry is left to say a

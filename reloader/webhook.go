@@ -2,42 +2,59 @@ package reloader
 
 import (
 	"context"
+	"log/slog"
 
+	"github.com/reloader/reloader/alert"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/state"
 )
 
-// syncConfigWebhook is a config sync under --webhook-url, stakater's mode that calls a URL
+// webhookSync is the config sync under --webhook-url, stakater's mode that calls a URL
 // instead of reloading: no workload is watched or patched. A change (policy.WebhookDue) calls the
 // webhook, and only once it answered does the state record the content, so a failed call is
 // retried, and a change made while the reloader was down is notified at its start. A crash
 // between the call and the state write calls it again on the next start.
-func (c *Controller) syncConfigWebhook(ctx context.Context, k key) error {
-	c.changes.take(k)
-	if !c.caches.allowed(k.namespace) {
+type webhookSync struct {
+	webhook                        alert.Webhook
+	annotations                    policy.Annotations
+	reloadOnCreate, reloadOnDelete bool
+	caches                         *caches
+	changes                        *changeLog
+	store                          *state.Store
+	names                          entryKeys
+	records                        *records
+	tombstones                     *tombstones
+	log                            *slog.Logger
+}
+
+// sync calls the webhook for a change of config k, then records its content.
+func (ws *webhookSync) sync(ctx context.Context, k key) error {
+	ws.changes.take(k)
+	if !ws.caches.allowed(k.namespace) {
 		return nil
 	}
-	rec := c.caches.lookup(k)
-	if rec != nil && rec.Annotations[c.opts.Annotations.Ignore] == "true" {
+	rec := ws.caches.lookup(k)
+	if rec != nil && rec.Annotations[ws.annotations.Ignore] == "true" {
 		return nil
 	}
-	skey := c.names.config(k)
-	e, known := c.state.Get(skey)
+	skey := ws.names.config(k)
+	e, known := ws.store.Get(skey)
 	var current policy.Content
 	if rec != nil {
-		current = c.records.content(rec, nil)
+		current = ws.records.content(rec, nil)
 	}
 	recorded := policy.Recorded{Known: known, Deleted: e.Deleted, Hash: e.Hash}
-	if policy.WebhookDue(rec != nil, current, recorded, c.opts.ReloadOnCreate, c.opts.ReloadOnDelete) {
-		if err := c.opts.Webhook.Post(ctx); err != nil {
+	if policy.WebhookDue(rec != nil, current, recorded, ws.reloadOnCreate, ws.reloadOnDelete) {
+		if err := ws.webhook.Post(ctx); err != nil {
 			return err
 		}
-		c.log.Info("config changed; called --webhook-url instead of reloading", "kind", k.kind, "namespace", k.namespace, "name", k.name)
+		ws.log.Info("config changed; called --webhook-url instead of reloading", "kind", k.kind, "namespace", k.namespace, "name", k.name)
 	}
-	c.changes.forget(k)
+	ws.changes.forget(k)
 	if rec == nil {
-		c.tombstones.settle(k, false)
+		ws.tombstones.settle(k, false)
 		return nil
 	}
-	c.state.Set(skey, rec.Hash)
+	ws.store.Set(skey, rec.Hash)
 	return nil
 }
