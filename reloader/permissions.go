@@ -14,9 +14,9 @@ import (
 	"github.com/reloader/reloader/internal/kube"
 )
 
-// probePermissions asks once, at start (namespace empty: all of them), for the optional permissions (Collaborne's Role, seed
-// 002, grants none of them) and says once what the reloader does without each. It reports
-// whether Events may be sent. Watching all namespaces, a refusal cluster-wide may still leave
+// probePermissions asks once, at start, for the optional permissions in namespace (empty: all)
+// and stateNamespace (Collaborne's Role, seed 002, grants none of them), and says once what the
+// reloader does without each. It reports whether Events may be sent. Watching all namespaces, a refusal cluster-wide may still leave
 // some namespaces granted by a Role, so Events are sent and a refused one is dropped quietly.
 func probePermissions(ctx context.Context, clients *kube.Clients, namespace, stateNamespace string, log *slog.Logger) (events bool) {
 	events = true
