@@ -22,11 +22,14 @@ func (c *Controller) syncConfig(k key) error {
 	rec := c.caches.lookup(k)
 	if rec != nil && rec.Invalid != "" {
 		c.validation.invalid(k, rec, fresh) // validate.go
+		// After invalid, which judges the last valid content with the holds still in place.
+		c.tracker.liftStale(c.rule.staleHolds(k, rec))
 		c.changes.forget(k)
 		return nil
 	}
 	c.validation.valid(rec)
 	deps := c.rule.dependents(k, rec)
+	c.tracker.liftStale(deps)
 	c.tombstones.noteReach(k, rec, deps, fresh)
 	c.gates.wake(deps) // gates.go
 	var due []key

@@ -55,6 +55,8 @@ type judgement struct {
 	untouched bool
 	// byState: the config exists and the workload carries no marker of it: the state decides.
 	byState bool
+	// staleHold: a hold on the workload for this config names another content: it has ended.
+	staleHold bool
 }
 
 // view is the workload read once, if its namespace is in the selection.
@@ -98,11 +100,12 @@ func (ru *rule) judge(w workloadView, r policy.ConfigRef, rec *configRecord) (j 
 	if !ok {
 		return j, false
 	}
-	// Rolled back (track.go): evaluated always, as it ends stale holds; content that does not
-	// validate reloads nothing, but it is another content seen.
-	held := ru.tracker.held(w.key, r, heldAs(want.Value))
+	// Rolled back (track.go). Any other content seen ends a hold, content that does not validate
+	// too: it reloads nothing, but it is another content seen. The syncs lift such a hold
+	// (tracker.liftStale); judging only reads.
+	held, staleHold := ru.tracker.held(w.key, r, heldAs(want.Value))
 	if rec != nil && rec.Invalid != "" {
-		return j, false
+		return judgement{change: policy.Change{Ref: r, Value: want.Value}, staleHold: staleHold}, false
 	}
 	f := policy.Facts{
 		Exists:         rec != nil,
@@ -140,7 +143,8 @@ func (ru *rule) judge(w workloadView, r policy.ConfigRef, rec *configRecord) (j 
 	}
 	reload := policy.Reload(f) && !held
 	return judgement{change: policy.Change{Ref: r, Value: want.Value, Force: force}, keys: keys, reload: reload, vouched: vouched,
-		behind: f.Exists && f.Marker != policy.Current, untouched: !f.Exists && f.Marker == policy.NoMarker, byState: byState}, true
+		behind: f.Exists && f.Marker != policy.Current, untouched: !f.Exists && f.Marker == policy.NoMarker, byState: byState,
+		staleHold: staleHold}, true
 }
 
 // reloadsOn lists, once each, the configs workload w may reload on: those its pod spec uses or
@@ -268,6 +272,17 @@ func (ru *rule) cachedVersion(namespace string) func(policy.ConfigRef, *read) (v
 
 // dependents judges every workload that reloads on the config.
 func (ru *rule) dependents(k key, rec *configRecord) []dependent {
+	return ru.judgeAll(k, rec, func(_ judgement, triggers bool) bool { return triggers })
+}
+
+// staleHolds judges every workload that reloads on the config, for the holds on it that the
+// content ends, content that does not validate included.
+func (ru *rule) staleHolds(k key, rec *configRecord) []dependent {
+	return ru.judgeAll(k, rec, func(j judgement, _ bool) bool { return j.staleHold })
+}
+
+// judgeAll judges every workload the index holds under the config, and keeps those keep says.
+func (ru *rule) judgeAll(k key, rec *configRecord, keep func(j judgement, triggers bool) bool) []dependent {
 	var out []dependent
 	for _, kind := range ru.caches.kinds {
 		for _, o := range ru.caches.indexed(kind, k) {
@@ -275,7 +290,7 @@ func (ru *rule) dependents(k key, rec *configRecord) []dependent {
 			if !ok {
 				continue
 			}
-			if j, triggers := ru.judge(w, policy.ConfigRef{Kind: k.kind, Name: k.name}, rec); triggers {
+			if j, triggers := ru.judge(w, policy.ConfigRef{Kind: k.kind, Name: k.name}, rec); keep(j, triggers) {
 				out = append(out, dependent{workload: w.key, judgement: j})
 			}
 		}

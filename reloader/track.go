@@ -417,12 +417,23 @@ const deletionHeld = "ffffffffffffffffffffffffffffffffffffffff"
 // held reports whether workload w must not be reloaded for value of config r: that reload was
 // rolled back. A hold ends as soon as the config is seen with other content, whether or not
 // that content reloads the workload (a revert to what it runs does not, nor does content that
-// does not validate), so that the held content applied again is a change like any other.
-func (t *tracker) held(w key, r policy.ConfigRef, value string) bool {
-	k := t.names.hold(w, r)
-	v, ok := t.store.Held(k)
-	if ok && v != value {
-		t.store.DeleteEntry(k)
+// does not validate), so that the held content applied again is a change like any other: stale
+// says so, for the sync to lift it (liftStale).
+func (t *tracker) held(w key, r policy.ConfigRef, value string) (held, stale bool) {
+	v, ok := t.store.Held(t.names.hold(w, r))
+	return ok && v == value, ok && v != value
+}
+
+// liftStale lifts the holds that the judged content ended (judgement.staleHold), unless one was
+// written for that content since.
+func (t *tracker) liftStale(deps []dependent) {
+	for _, d := range deps {
+		if !d.staleHold {
+			continue
+		}
+		k := t.names.hold(d.workload, d.change.Ref)
+		if v, ok := t.store.Held(k); ok && v != heldAs(d.change.Value) {
+			t.store.DeleteEntry(k)
+		}
 	}
-	return ok && v == value
 }

@@ -134,7 +134,7 @@ func TestTheTrackerJudgesARolloutByItsStatusItsDeadlineAndWhoseTemplateItIs(t *t
 		if len(f.sent) != 1 || !strings.Contains(f.sent[0], "timed-out+rolled-back") || !strings.Contains(f.sent[0], strings.Repeat("b", 40)) {
 			t.Fatalf("sent %q, want one patch recording timed-out+rolled-back and putting b back", f.sent)
 		}
-		if !f.t.held(w.key, appRef, strings.Repeat("a", 40)) {
+		if !f.isHeld(w.key, strings.Repeat("a", 40)) {
 			t.Fatal("the rolled-back content is not held")
 		}
 		if got := strings.Join(f.reasons(), ","); got != "RolloutTimedOut,RolledBack" {
@@ -147,7 +147,7 @@ func TestTheTrackerJudgesARolloutByItsStatusItsDeadlineAndWhoseTemplateItIs(t *t
 		if err := f.t.sync(ctx, rolloutKey(w.key), w); err != nil {
 			t.Fatal(err)
 		}
-		if len(f.sent) != 1 || strings.Contains(f.sent[0], "rolled-back") || f.t.held(w.key, appRef, strings.Repeat("a", 40)) {
+		if len(f.sent) != 1 || strings.Contains(f.sent[0], "rolled-back") || f.isHeld(w.key, strings.Repeat("a", 40)) {
 			t.Fatalf("sent %q; want the outcome alone, nothing rolled back or held", f.sent)
 		}
 	})
@@ -160,16 +160,41 @@ func TestTheTrackerJudgesARolloutByItsStatusItsDeadlineAndWhoseTemplateItIs(t *t
 		if len(f.sent) != 1 || !strings.Contains(f.sent[0], "superseded") || strings.Contains(f.sent[0], "rolled-back") {
 			t.Fatalf("sent %q, want one patch recording superseded, nothing rolled back", f.sent)
 		}
-		if f.t.held(w.key, appRef, strings.Repeat("a", 40)) {
+		if f.isHeld(w.key, strings.Repeat("a", 40)) {
 			t.Fatal("another actor's failure held our content")
 		}
 	})
-	t.Run("a hold ends once other content is seen", func(t *testing.T) {
+	t.Run("a hold ends once other content is seen, and only a sync lifts it", func(t *testing.T) {
 		f := newTrackerFixture(true)
 		w := f.followed(2, 2, 12*time.Second, "")
-		f.store.Hold(f.t.names.hold(w.key, appRef), strings.Repeat("a", 40))
-		if f.t.held(w.key, appRef, strings.Repeat("c", 40)) || f.t.held(w.key, appRef, strings.Repeat("a", 40)) {
+		a, c := strings.Repeat("a", 40), strings.Repeat("c", 40)
+		f.store.Hold(f.t.names.hold(w.key, appRef), a)
+		held, stale := f.t.held(w.key, appRef, c)
+		if held || !stale {
+			t.Fatalf("other content: held %v, stale %v; want the hold ended", held, stale)
+		}
+		if !f.isHeld(w.key, a) {
+			t.Fatal("judging lifted the hold: a read wrote")
+		}
+		f.t.liftStale([]dependent{{workload: w.key, judgement: judgement{change: policy.Change{Ref: appRef, Value: c}, staleHold: true}}})
+		if f.isHeld(w.key, a) {
 			t.Fatal("a hold outlived other content: the held content applied again must be a change")
 		}
 	})
+	t.Run("a hold written for the judged content since is not lifted", func(t *testing.T) {
+		f := newTrackerFixture(true)
+		w := f.followed(2, 2, 12*time.Second, "")
+		c := strings.Repeat("c", 40)
+		f.store.Hold(f.t.names.hold(w.key, appRef), c) // a rollback of c's reload, after the judgement
+		f.t.liftStale([]dependent{{workload: w.key, judgement: judgement{change: policy.Change{Ref: appRef, Value: c}, staleHold: true}}})
+		if !f.isHeld(w.key, c) {
+			t.Fatal("a hold of the judged content was lifted")
+		}
+	})
+}
+
+// isHeld reports whether the tracker holds value of appRef for workload w.
+func (f *trackerFixture) isHeld(w key, value string) bool {
+	held, _ := f.t.held(w, appRef, value)
+	return held
 }

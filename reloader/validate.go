@@ -78,9 +78,9 @@ func validate(annotations map[string]string, value func(string) ([]byte, bool)) 
 }
 
 // invalid handles a config sync of a record that failed validation: one Warning per content,
-// counted once; nothing reloads and the state stays, but rollback holds on other content end,
-// as any content seen ends them (tracker.held). valid clears it, so that the same
-// invalid content arriving again is said again.
+// counted once; nothing reloads and the state stays. Rollback holds on other content end, as any
+// content seen ends them: the config sync lifts them after this (tracker.liftStale). valid
+// clears it, so that the same invalid content arriving again is said again.
 //
 // A config the state has never seen is recorded as it is, invalid or not, as the first start
 // records every config: that is the content its dependents are taken to run, so the next valid
@@ -90,7 +90,6 @@ func (v *validation) invalid(k key, rec *configRecord, fresh bool) {
 		v.store.Set(v.names.config(k), rec.Hash)
 	}
 	last, stranded := v.stranded(k)
-	v.dependents(k, rec) // judged only for the holds it ends: after stranded, which judges last
 	msg := "Content " + short(rec.Hash) + " not rolled out: " + rec.Invalid + "; no workload is restarted for it"
 	if len(stranded) > 0 {
 		msg += ". The last valid content, " + short(last.Hash) + ", was replaced before " + workloadNames(stranded) +

@@ -56,7 +56,9 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 	if !ok {
 		return nil
 	}
-	changes, reads := c.dueChanges(w)
+	d := c.dueChanges(w)
+	c.tracker.liftStale(d.staleHolds)
+	changes := d.changes
 	if len(changes) == 0 {
 		return c.gates.settle(ctx, w) // gates.go
 	}
@@ -77,34 +79,44 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 		return err
 	}
 	ops = append(ops, c.gates.ops(w, g)...)
-	return c.patch(ctx, w, changes, reads, ops)
+	return c.patch(ctx, w, changes, d.reads, ops)
 }
 
-// dueChanges are the changes the rule asks of the workload, in the order of its candidates, and
-// what each existing config it reloads on was judged against (unseen.go).
-func (c *Controller) dueChanges(w workloadView) ([]policy.Change, map[policy.ConfigRef]*read) {
-	var changes []policy.Change
-	reads := map[policy.ConfigRef]*read{}
+// due is what the rule asks of a workload: the changes, in the order of its candidates; what
+// each existing config it reloads on was judged against (unseen.go); and the holds on it that
+// have ended (tracker.liftStale).
+type due struct {
+	changes    []policy.Change
+	reads      map[policy.ConfigRef]*read
+	staleHolds []dependent
+}
+
+// dueChanges judges workload w against every config it reloads on; it only reads.
+func (c *Controller) dueChanges(w workloadView) due {
+	d := due{reads: map[policy.ConfigRef]*read{}}
 	for _, r := range c.rule.reloadsOn(w) {
 		if !c.caches.watched(r.Kind) {
 			continue
 		}
 		rec := c.caches.lookup(configKey(r, w.key.namespace))
 		j, triggers := c.rule.judge(w, r, rec)
+		if j.staleHold {
+			d.staleHolds = append(d.staleHolds, dependent{workload: w.key, judgement: j})
+		}
 		switch {
 		case triggers && rec != nil:
 			// A config this restart leaves behind its marker (its reload held, or left to the
 			// state) is read by the new pods as it is: they run it whatever the marker says.
-			reads[r] = &read{value: j.change.Value, keys: j.keys, vouched: j.vouched || j.behind && !j.reload}
+			d.reads[r] = &read{value: j.change.Value, keys: j.keys, vouched: j.vouched || j.behind && !j.reload}
 		case triggers && policy.Waits(&w.tmpl.Spec, r):
 			// Left as it is, or set to the deletion: the pods wait for the config (unseen.go).
-			reads[r] = &read{keys: j.keys, absent: true}
+			d.reads[r] = &read{keys: j.keys, absent: true}
 		}
 		if triggers && j.reload {
-			changes = append(changes, j.change)
+			d.changes = append(d.changes, j.change)
 		}
 	}
-	return changes, reads
+	return d
 }
 
 func (c *Controller) patch(ctx context.Context, w workloadView, changes []policy.Change, reads map[policy.ConfigRef]*read, ops []policy.JSONOp) error {
