@@ -49,7 +49,7 @@ func cronJobKind(c *kube.Clients, ns string, link *kube.Link, transform cache.Tr
 	k := typedKind("CronJob", &batchv1.CronJob{},
 		func(cj *batchv1.CronJob) *corev1.PodTemplateSpec { return &cj.Spec.JobTemplate.Spec.Template },
 		func(ns string) typedClient[*batchv1.CronJob, *batchv1.CronJobList] { return c.CronJobs(ns) }, ns, link, transform)
-	k.patch = func(ctx context.Context, ns, name string, body []byte) (any, error) {
+	k.reload = func(ctx context.Context, ns, name string, body []byte) (any, error) {
 		obj, ok, err := k.informer.GetIndexer().GetByKey(ns + "/" + name)
 		if err != nil || !ok {
 			return nil, errStale
@@ -187,7 +187,7 @@ func (c *Controller) wireJobs() {
 	}
 	c.jobs = &jobRuns{clients: c.clients, stateNamespace: c.opts.StateNamespace, store: c.state, reports: c.reports,
 		metrics: c.metrics, log: c.log, enqueue: c.queue.Add, markers: c.currentMarkers, cached: k.informer.GetIndexer().GetByKey}
-	k.patch = func(ctx context.Context, ns, name string, body []byte) (any, error) {
+	k.reload = func(ctx context.Context, ns, name string, body []byte) (any, error) {
 		obj, ok, err := k.informer.GetIndexer().GetByKey(ns + "/" + name)
 		if err != nil || !ok {
 			return nil, errStale

@@ -301,7 +301,7 @@ func (t *tracker) finish(ctx context.Context, w workloadView, f policy.Follow, e
 		putBack = t.restarts.rollbackBegins(w.key)
 		t.strips.putBack(w.key, putBack)
 	}
-	_, err := send(ctx, w, ops, w.kind.patch)
+	_, err := send(ctx, w, ops, w.kind.reload)
 	if rollback {
 		t.restarts.rollbackEnded(w.key, err == nil)
 	}

@@ -66,7 +66,7 @@ func newTrackerFixture(rollback bool) *trackerFixture {
 		restarts: newRestarts(), strips: newStrips(f.store, names), enqueue: func(key) {},
 		enqueueAfter: func(_ key, d time.Duration) { f.after = append(f.after, d) }}
 	f.kind = &workloadKind{name: "Deployment",
-		patch: func(_ context.Context, _, _ string, body []byte) (any, error) {
+		reload: func(_ context.Context, _, _ string, body []byte) (any, error) {
 			f.sent = append(f.sent, string(body))
 			return f.live, nil
 		},

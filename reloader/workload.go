@@ -38,9 +38,10 @@ type workloadKind struct {
 	// template returns the object's metadata and pod template (nil if it has none, or is not
 	// reloaded as its own: a Job a CronJob controls, jobs.go).
 	template func(obj any) (metav1.Object, *corev1.PodTemplateSpec)
-	// patch applies a reload's RFC 6902 JSON patch and returns the object as written: a
-	// restart, or a run (a CronJob's Job, a Job recreated, jobs.go).
-	patch func(ctx context.Context, namespace, name string, body []byte) (any, error)
+	// reload applies a reload's (or a rollback's) RFC 6902 JSON patch and returns the object as
+	// written: a restart, or for a CronJob and a Job a run (a CronJob's Job, a Job recreated,
+	// jobs.go).
+	reload func(ctx context.Context, namespace, name string, body []byte) (any, error)
 	// writeMeta applies a JSON patch of the object alone (the gate's annotations): it never
 	// restarts or runs anything, whatever patch does for the kind.
 	writeMeta func(ctx context.Context, namespace, name string, body []byte) (any, error)
@@ -84,7 +85,7 @@ func typedKind[T metav1.Object, L runtime.Object](name string, example T, tmpl f
 			t := o.(T)
 			return t, tmpl(t)
 		},
-		patch:     write,
+		reload:    write,
 		writeMeta: write,
 		get: func(ctx context.Context, ns, n string) (any, error) {
 			out, err := client(ns).Get(ctx, n, metav1.GetOptions{})
@@ -159,7 +160,7 @@ func dynamicKind(name string, gvr schema.GroupVersionResource, client dynamic.In
 		name:      name,
 		informer:  kube.NewInformer[*unstructured.UnstructuredList](link, resource.Namespace(ns), &unstructured.Unstructured{}, kube.NoTweak, transform),
 		template:  unstructuredTemplate,
-		patch:     write,
+		reload:    write,
 		writeMeta: write,
 		get: func(ctx context.Context, ns, n string) (any, error) {
 			out, err := resource.Namespace(ns).Get(ctx, n, metav1.GetOptions{})

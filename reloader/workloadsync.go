@@ -128,7 +128,7 @@ func (c *Controller) patch(ctx context.Context, w workloadView, changes []policy
 	// forget the change, before the call returns.
 	since, known := c.changes.oldest(w.key.namespace, changes)
 	c.restarts.begin(w.key, reads, c.rule.cachedVersion(w.key.namespace))
-	out, err := send(ctx, w, ops, w.kind.patch)
+	out, err := send(ctx, w, ops, w.kind.reload)
 	c.restarts.finished(w.key, writtenVersion(out, err))
 	if errors.Is(err, errStale) {
 		return errStale
@@ -156,7 +156,7 @@ func writtenVersion(out any, err error) string {
 }
 
 // send is the one patch sender: it encodes ops and applies them to w through write (the kind's
-// patch, which restarts or runs, or its writeMeta, which never does). A patch computed from a
+// reload, which restarts or runs, or its writeMeta, which never does). A patch computed from a
 // version of w that is no longer current, or of an object gone from the cache, is errStale.
 func send(ctx context.Context, w workloadView, ops []policy.JSONOp, write func(ctx context.Context, namespace, name string, body []byte) (any, error)) (any, error) {
 	body, err := json.Marshal(ops)
