@@ -165,17 +165,25 @@ func ranByCronJob(j *batchv1.Job) bool {
 // deleted, created again once it is gone, and finished after a stop or a refused create. The
 // markers of a Job created late come from the controller's rule (markers).
 type jobRuns struct {
-	clients        *kube.Clients
-	stateNamespace string
-	store          *state.Store
-	reports        *reporter
-	metrics        *metrics.Metrics
-	log            *slog.Logger
-	enqueue        func(key)
-	markers        func(job *batchv1.Job) (*batchv1.Job, error)
-	cached         func(key string) (any, bool, error) // the Job informer's GetByKey
+	jobs func(namespace string) jobClient
+	// notes reads the first state ConfigMap's data, where recreations are written down.
+	notes   func(ctx context.Context) (map[string]string, error)
+	store   *state.Store
+	reports *reporter
+	metrics *metrics.Metrics
+	log     *slog.Logger
+	enqueue func(key)
+	markers func(job *batchv1.Job) (*batchv1.Job, error)
+	cached  func(key string) (any, bool, error) // the Job informer's GetByKey
 	// recreations: the Job recreations written down and not finished, by note key.
 	recreations sync.Map // string → jobRecreation
+}
+
+// jobClient is what a Job's recreation needs of the API server: kube.Clients.Jobs in a run.
+type jobClient interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*batchv1.Job, error)
+	Create(ctx context.Context, job *batchv1.Job, opts metav1.CreateOptions) (*batchv1.Job, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
 }
 
 // wireJobs makes a Job's reload a recreation: deleted, and created again under the same name
@@ -185,7 +193,14 @@ func (c *Controller) wireJobs() {
 	if k == nil {
 		return
 	}
-	c.jobs = &jobRuns{clients: c.clients, stateNamespace: c.opts.StateNamespace, store: c.state, reports: c.reports,
+	notes := func(ctx context.Context) (map[string]string, error) {
+		cm, err := c.clients.ConfigMaps(c.opts.StateNamespace).Get(ctx, c.state.ShardName(0), metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		return cm.Data, nil
+	}
+	c.jobs = &jobRuns{jobs: func(ns string) jobClient { return c.clients.Jobs(ns) }, notes: notes, store: c.state, reports: c.reports,
 		metrics: c.metrics, log: c.log, enqueue: c.queue.Add, markers: c.currentMarkers, cached: k.informer.GetIndexer().GetByKey}
 	k.reload = func(ctx context.Context, ns, name string, body []byte) (any, error) {
 		obj, ok, err := k.informer.GetIndexer().GetByKey(ns + "/" + name)
@@ -223,7 +238,7 @@ func (j *jobRuns) recreate(ctx context.Context, old, job *batchv1.Job) (*batchv1
 		return nil, err
 	}
 	background := metav1.DeletePropagationBackground
-	err := j.clients.Jobs(old.Namespace).Delete(ctx, old.Name, metav1.DeleteOptions{PropagationPolicy: &background,
+	err := j.jobs(old.Namespace).Delete(ctx, old.Name, metav1.DeleteOptions{PropagationPolicy: &background,
 		Preconditions: &metav1.Preconditions{UID: &old.UID, ResourceVersion: &old.ResourceVersion}})
 	if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
 		err = fmt.Errorf("delete Job %s/%s to create it again: %w", old.Namespace, old.Name, err)
@@ -250,7 +265,7 @@ func jobRecreationKey(ns, name string) string { return jobRecreationPrefix + ns 
 // The note is then removed. A Job still being deleted (it has finalizers) is an error: retried
 // later. So is a failed create; a namespace gone has nothing left to create.
 func (j *jobRuns) finish(ctx context.Context, key string, r jobRecreation, refresh bool) (out *batchv1.Job, created bool, err error) {
-	jobs := j.clients.Jobs(r.Job.Namespace)
+	jobs := j.jobs(r.Job.Namespace)
 	cur, err := jobs.Get(ctx, r.Job.Name, metav1.GetOptions{})
 	switch {
 	case err != nil && !apierrors.IsNotFound(err):
@@ -390,12 +405,12 @@ func (j *jobRuns) note(ctx context.Context, key string, r *jobRecreation) error 
 // 1795656990008005193 ran such a Job twice). One that cannot be finished now (its create still refused) is logged and left to the
 // syncs of its Job's key, queued here, which retry it (finishFailed).
 func (j *jobRuns) resume(ctx context.Context) {
-	cm, err := j.clients.ConfigMaps(j.stateNamespace).Get(ctx, j.store.ShardName(0), metav1.GetOptions{})
+	notes, err := j.notes(ctx)
 	if err != nil {
 		j.log.Error("cannot read the Job recreations left unfinished; they are finished at the next start", "err", err)
 		return
 	}
-	for note, v := range cm.Data {
+	for note, v := range notes {
 		if !strings.HasPrefix(note, jobRecreationPrefix) {
 			continue
 		}

@@ -29,10 +29,11 @@ import (
 // lagCheck is the part that tells a change of a workload made by another writer from a config
 // cache behind the workload cache, with a live read of the config.
 type lagCheck struct {
-	clients *kube.Clients
-	store   *state.Store
-	names   entryKeys
-	lookup  func(k key) *configRecord
+	store  *state.Store
+	names  entryKeys
+	lookup func(k key) *configRecord
+	// live reads a config's resourceVersion from the API server ("" when it is gone).
+	live func(ctx context.Context, r policy.ConfigRef, namespace string) (string, error)
 }
 
 // confirm returns errStale when a change of w may come from a config cache behind w.
@@ -42,7 +43,7 @@ func (l *lagCheck) confirm(ctx context.Context, w workloadView, changes []policy
 		if rec == nil || !l.markerUnseen(w, ch, rec) {
 			continue
 		}
-		rv, err := l.liveVersion(ctx, ch.Ref, w.key.namespace)
+		rv, err := l.live(ctx, ch.Ref, w.key.namespace)
 		switch {
 		case apierrors.IsForbidden(err):
 			return nil // no get permission (a hand-made Role): judge by the cache, as before
@@ -69,22 +70,24 @@ func (l *lagCheck) markerUnseen(w workloadView, ch policy.Change, rec *configRec
 	return !known || e.Hash == "" || w.target.MarkerOf(meta, w.tmpl, ch.Ref, policy.Content{Value: e.Hash}) != policy.Current
 }
 
-// liveVersion reads the config's resourceVersion from the API server ("" when it is gone).
-func (l *lagCheck) liveVersion(ctx context.Context, r policy.ConfigRef, ns string) (string, error) {
-	var (
-		m   metav1.Object
-		err error
-	)
-	if r.Kind == policy.KindSecret {
-		m, err = l.clients.Secrets(ns).Get(ctx, r.Name, metav1.GetOptions{})
-	} else {
-		m, err = l.clients.ConfigMaps(ns).Get(ctx, r.Name, metav1.GetOptions{})
+// liveVersion is lagCheck.live through clients.
+func liveVersion(clients *kube.Clients) func(ctx context.Context, r policy.ConfigRef, ns string) (string, error) {
+	return func(ctx context.Context, r policy.ConfigRef, ns string) (string, error) {
+		var (
+			m   metav1.Object
+			err error
+		)
+		if r.Kind == policy.KindSecret {
+			m, err = clients.Secrets(ns).Get(ctx, r.Name, metav1.GetOptions{})
+		} else {
+			m, err = clients.ConfigMaps(ns).Get(ctx, r.Name, metav1.GetOptions{})
+		}
+		if apierrors.IsNotFound(err) {
+			return "", nil
+		}
+		if err != nil {
+			return "", err
+		}
+		return m.GetResourceVersion(), nil
 	}
-	if apierrors.IsNotFound(err) {
-		return "", nil
-	}
-	if err != nil {
-		return "", err
-	}
-	return m.GetResourceVersion(), nil
 }

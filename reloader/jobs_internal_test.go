@@ -1,0 +1,258 @@
+package reloader
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/reloader/reloader/metrics"
+	"github.com/reloader/reloader/state"
+)
+
+var jobsResource = schema.GroupResource{Group: "batch", Resource: "jobs"}
+
+// memoryJobs is a jobClient over a map, for plumbing: a delete honours its preconditions, and a
+// Job with a finalizer stays, being deleted. createErr, when set, answers the next creates.
+type memoryJobs struct {
+	jobs      map[string]*batchv1.Job
+	uids      int
+	finalizer bool
+	createErr error
+	creates   int
+}
+
+func (m *memoryJobs) Get(_ context.Context, name string, _ metav1.GetOptions) (*batchv1.Job, error) {
+	if j, ok := m.jobs[name]; ok {
+		return j.DeepCopy(), nil
+	}
+	return nil, apierrors.NewNotFound(jobsResource, name)
+}
+
+func (m *memoryJobs) Create(_ context.Context, job *batchv1.Job, _ metav1.CreateOptions) (*batchv1.Job, error) {
+	m.creates++
+	if m.createErr != nil {
+		return nil, m.createErr
+	}
+	if _, ok := m.jobs[job.Name]; ok {
+		return nil, apierrors.NewAlreadyExists(jobsResource, job.Name)
+	}
+	return m.put(job), nil
+}
+
+func (m *memoryJobs) Delete(_ context.Context, name string, opts metav1.DeleteOptions) error {
+	j, ok := m.jobs[name]
+	if !ok {
+		return apierrors.NewNotFound(jobsResource, name)
+	}
+	if p := opts.Preconditions; p != nil && (*p.UID != j.UID || *p.ResourceVersion != j.ResourceVersion) {
+		return apierrors.NewConflict(jobsResource, name, errors.New("precondition failed"))
+	}
+	if m.finalizer {
+		now := metav1.Now()
+		j.DeletionTimestamp = &now
+		return nil
+	}
+	delete(m.jobs, name)
+	return nil
+}
+
+// put stores a copy of job as the API server would: a new UID and resourceVersion.
+func (m *memoryJobs) put(job *batchv1.Job) *batchv1.Job {
+	m.uids++
+	j := job.DeepCopy()
+	j.UID, j.ResourceVersion = types.UID(fmt.Sprintf("uid-%d", m.uids)), fmt.Sprint(m.uids)
+	m.jobs[j.Name] = j
+	return j.DeepCopy()
+}
+
+// jobsFixture is the jobRuns part over in-memory Jobs and state and a fake Event recorder; the
+// Job informer's cache is what the test puts in cached.
+type jobsFixture struct {
+	j       *jobRuns
+	api     *memoryJobs
+	store   *state.Store
+	events  *record.FakeRecorder
+	cached  map[string]*batchv1.Job
+	queued  []key
+	markers int // calls of the markers refresh
+}
+
+func newJobsFixture() *jobsFixture {
+	f := &jobsFixture{api: &memoryJobs{jobs: map[string]*batchv1.Job{}}, events: record.NewFakeRecorder(100), cached: map[string]*batchv1.Job{}}
+	log := slog.New(slog.DiscardHandler)
+	f.store = state.New(&memoryConfigMaps{shards: map[string]*corev1.ConfigMap{}}, "ns", "reloader-state", log)
+	f.j = &jobRuns{jobs: func(string) jobClient { return f.api }, store: f.store, reports: newReporter(f.events, log),
+		metrics: metrics.New("test"), log: log, enqueue: func(k key) { f.queued = append(f.queued, k) },
+		markers: func(job *batchv1.Job) (*batchv1.Job, error) {
+			f.markers++
+			job = job.DeepCopy()
+			job.Annotations = map[string]string{"marker": "now"}
+			return job, nil
+		},
+		cached: func(k string) (any, bool, error) {
+			j, ok := f.cached[k]
+			return j, ok, nil
+		},
+		notes: func(context.Context) (map[string]string, error) { return nil, nil }}
+	return f
+}
+
+// running puts Job ns/run in the API server and the cache; the recreation to make of it carries
+// marker "new".
+func (f *jobsFixture) running() (old, job *batchv1.Job) {
+	old = f.api.put(&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "run"}})
+	f.cached["ns/run"] = old
+	job = &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "run", Annotations: map[string]string{"marker": "new"}}}
+	return old, job
+}
+
+// A Job's run again, in process: deleted only in the version it was judged on, created once
+// under its name whatever happens between the two, and its note gone once it exists.
+func TestAJobRunAgainIsCreatedOnceWhateverHappensBetweenItsDeleteAndCreate(t *testing.T) {
+	ctx := context.Background()
+	refused := apierrors.NewForbidden(jobsResource, "run", errors.New("quota"))
+	for _, tc := range []struct {
+		name    string
+		before  func(f *jobsFixture, old *batchv1.Job) // what happens before the recreation
+		want    string                                 // the error recreate returns ("": none)
+		created int                                    // Jobs created by the recreation
+		noted   bool                                   // the note is still written down after
+	}{
+		{name: "deleted and created again", created: 1},
+		{name: "changed since it was judged: nothing deleted, judged again", want: errStale.Error(),
+			before: func(f *jobsFixture, old *batchv1.Job) { f.api.jobs["run"].ResourceVersion = "99" }},
+		{name: "already recreated by someone else: theirs is kept",
+			before: func(f *jobsFixture, old *batchv1.Job) {
+				delete(f.api.jobs, "run")
+				f.api.put(&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "run"}})
+			}},
+		{name: "its create refused: the note stays for a later sync", want: "create Job ns/run again", noted: true,
+			before: func(f *jobsFixture, _ *batchv1.Job) { f.api.createErr = refused }},
+		{name: "still being deleted: the note stays", want: "still being deleted", noted: true,
+			before: func(f *jobsFixture, _ *batchv1.Job) { f.api.finalizer = true }},
+		{name: "its namespace gone: nothing to create", want: errStale.Error(),
+			before: func(f *jobsFixture, _ *batchv1.Job) {
+				f.api.createErr = apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, "ns")
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newJobsFixture()
+			old, job := f.running()
+			if tc.before != nil {
+				tc.before(f, old)
+			}
+			creates := f.api.creates
+			out, err := f.j.recreate(ctx, old, job)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("recreate: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("recreate: %v, want %q", err, tc.want)
+			}
+			if tc.created == 1 && (out == nil || out.UID == old.UID || out.Annotations["marker"] != "new") {
+				t.Fatalf("recreate returned %+v, want a new Job with the markers decided", out)
+			}
+			if got := f.api.creates - creates; tc.created == 1 && got != 1 {
+				t.Fatalf("%d creates, want 1", got)
+			}
+			if _, noted := f.j.recreations.Load(jobRecreationKey("ns", "run")); noted != tc.noted {
+				t.Fatalf("note written down: %v, want %v", noted, tc.noted)
+			}
+			if f.markers != 0 {
+				t.Fatal("a recreation in its own sync refreshed the markers it was just decided with")
+			}
+		})
+	}
+}
+
+// A recreation whose create failed is finished by the next sync of its key, with the markers of
+// now, once; until the cache shows the new Job, the sync is judged again.
+func TestARefusedJobCreateIsFinishedByTheNextSyncWithTheMarkersOfNow(t *testing.T) {
+	ctx := context.Background()
+	f := newJobsFixture()
+	old, job := f.running()
+	f.api.createErr = apierrors.NewForbidden(jobsResource, "run", errors.New("quota"))
+	if _, err := f.j.recreate(ctx, old, job); err == nil {
+		t.Fatal("recreate with its create refused: no error")
+	}
+	var later retryLater
+	if err := f.j.finishFailed(ctx, "ns", "run"); !errors.As(err, &later) {
+		t.Fatalf("finishFailed while still refused: %v, want a retry later", err)
+	}
+	f.api.createErr = nil
+	if err := f.j.finishFailed(ctx, "ns", "run"); !errors.Is(err, errStale) {
+		t.Fatalf("finishFailed with the old Job still cached: %v, want errStale", err)
+	}
+	created, ok := f.api.jobs["run"]
+	if !ok || created.UID == old.UID || created.Annotations["marker"] != "now" || f.markers != 2 {
+		t.Fatalf("created %+v after %d refreshes; want a new Job with the markers of now, refreshed before each create", created, f.markers)
+	}
+	f.cached["ns/run"] = created
+	creates := f.api.creates
+	if err := f.j.finishFailed(ctx, "ns", "run"); err != nil || f.api.creates != creates {
+		t.Fatalf("a second finishFailed: %v, %d more creates; want nothing left to do", err, f.api.creates-creates)
+	}
+	if ev := strings.Join(drain(f.events), ","); !strings.Contains(ev, "Reloaded") {
+		t.Fatalf("events %q, want one Reloaded for the Job created again", ev)
+	}
+}
+
+// At start, each recreation a stopped reloader left is finished; one that cannot be is queued
+// for its key's syncs, and one that cannot be read is removed.
+func TestJobRecreationsLeftByAStoppedReloaderAreFinishedAtStart(t *testing.T) {
+	ctx := context.Background()
+	f := newJobsFixture()
+	note := func(name string) string {
+		b, _ := json.Marshal(jobRecreation{OldUID: "gone", Job: &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}})
+		return string(b)
+	}
+	left := map[string]string{jobRecreationKey("ns", "a"): note("a"), jobRecreationKey("ns", "b"): note("b"),
+		jobRecreationKey("ns", "c"): "{not json", "v1.ConfigMap_app": strings.Repeat("a", 40)}
+	f.j.notes = func(context.Context) (map[string]string, error) { return left, nil }
+	f.api.put(&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b"}}) // b was created before the stop
+	f.j.resume(ctx)
+	if a, ok := f.api.jobs["a"]; !ok || a.Annotations["marker"] != "now" {
+		t.Fatalf("Job a %+v, want it created with the markers of now", a)
+	}
+	if f.api.creates != 1 {
+		t.Fatalf("%d creates, want 1 (b existed already)", f.api.creates)
+	}
+	if _, noted := f.j.recreations.Load(jobRecreationKey("ns", "c")); noted || len(f.queued) != 0 {
+		t.Fatalf("the unreadable note: kept %v, queued %v; want it removed", noted, f.queued)
+	}
+
+	f = newJobsFixture()
+	f.j.notes = func(context.Context) (map[string]string, error) {
+		return map[string]string{jobRecreationKey("ns", "a"): note("a")}, nil
+	}
+	f.api.createErr = apierrors.NewForbidden(jobsResource, "a", errors.New("quota"))
+	f.j.resume(ctx)
+	if _, noted := f.j.recreations.Load(jobRecreationKey("ns", "a")); !noted || len(f.queued) != 1 || f.queued[0] != (key{"Job", "ns", "a"}) {
+		t.Fatalf("a refused create at start: noted %v, queued %v; want it kept and Job ns/a queued", noted, f.queued)
+	}
+}
+
+// drain returns the Events recorded so far.
+func drain(r *record.FakeRecorder) []string {
+	var out []string
+	for {
+		select {
+		case e := <-r.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}

@@ -1,0 +1,88 @@
+package reloader
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/state"
+)
+
+// When a reload's change must be confirmed with a live read of its config, and what the read
+// decides, in process: only a workload written after the cached config, with a marker that is
+// neither the wanted content nor the one the state records, is read; a newer live config makes
+// the patch wait for the cache.
+func TestALiveReadConfirmsOnlyAMarkerTheCacheCannotExplain(t *testing.T) {
+	var (
+		a, b, c   = strings.Repeat("a", 40), strings.Repeat("b", 40), strings.Repeat("c", 40)
+		forbidden = apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "app", errors.New("rbac"))
+	)
+	for _, tc := range []struct {
+		name       string
+		workloadRV string // the workload's resourceVersion; the cached config's is 10
+		marker     string // the workload's marker of app ("": none)
+		recorded   string // the state's entry for app ("": none)
+		liveRV     string
+		liveErr    error
+		reads      int
+		want       error
+	}{
+		{name: "a workload written before the cached config", workloadRV: "9", marker: b, liveRV: "11"},
+		{name: "no marker: the state asked for the change", workloadRV: "12", liveRV: "11"},
+		{name: "a marker of the content the state records", workloadRV: "12", marker: b, recorded: b, liveRV: "11"},
+		{name: "the live config is the cached one", workloadRV: "12", marker: b, recorded: c, liveRV: "10", reads: 1},
+		{name: "the live config is newer than the cache", workloadRV: "12", marker: b, recorded: c, liveRV: "11", reads: 1, want: errStale},
+		{name: "the live config is gone", workloadRV: "12", marker: b, liveRV: "", reads: 1, want: errStale},
+		{name: "no permission to read it: the cache decides", workloadRV: "12", marker: b, liveErr: forbidden, reads: 1},
+		{name: "the read fails", workloadRV: "12", marker: b, liveErr: errors.New("connection refused"), reads: 1, want: errors.New("connection refused")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := state.New(nil, "ns", "reloader-state", slog.New(slog.DiscardHandler))
+			names := entryKeys{single: true}
+			if tc.recorded != "" {
+				store.Set(names.config(key{policy.KindConfigMap, "ns", "app"}), tc.recorded)
+			}
+			reads := 0
+			l := &lagCheck{store: store, names: names,
+				lookup: func(key) *configRecord {
+					return &configRecord{Name: "app", Namespace: "ns", ResourceVersion: "10", Hash: a}
+				},
+				live: func(context.Context, policy.ConfigRef, string) (string, error) {
+					reads++
+					return tc.liveRV, tc.liveErr
+				}}
+			err := l.confirm(context.Background(), markedView(tc.workloadRV, tc.marker), []policy.Change{{Ref: appRef, Value: a}})
+			if reads != tc.reads {
+				t.Fatalf("%d live reads, want %d", reads, tc.reads)
+			}
+			switch {
+			case tc.want == nil && err != nil:
+				t.Fatalf("confirm: %v, want nil", err)
+			case tc.want != nil && (err == nil || !strings.Contains(err.Error(), tc.want.Error())):
+				t.Fatalf("confirm: %v, want %v", err, tc.want)
+			}
+		})
+	}
+}
+
+// markedView is Deployment ns/web at resourceVersion rv, carrying marker as its env-vars marker
+// of ConfigMap app ("": none).
+func markedView(rv, marker string) workloadView {
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", ResourceVersion: rv}}
+	c := corev1.Container{Name: "app"}
+	if marker != "" {
+		c.Env = []corev1.EnvVar{{Name: policy.EnvVarName(appRef), Value: marker}}
+	}
+	d.Spec.Template.Spec.Containers = []corev1.Container{c}
+	return workloadView{key: key{"Deployment", "ns", "web"}, kind: &workloadKind{name: "Deployment"}, obj: d, meta: d,
+		tmpl: &d.Spec.Template, target: policy.Target{Strategy: policy.StrategyEnvVars}}
+}
