@@ -173,7 +173,7 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 		log:     opts.Log,
 		metrics: opts.Metrics,
 		names:   entryKeys{single: opts.Namespace != ""},
-		state:   state.New(clients.StateConfigMaps(opts.StateNamespace), opts.StateNamespace, opts.StateName, opts.Log),
+		state:   newStore(clients.StateConfigMaps(opts.StateNamespace), opts.StateNamespace, opts.StateName, opts.Log),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(retryLimiter(),
 			workqueue.TypedRateLimitingQueueConfig[key]{Name: "reloader", MetricsProvider: opts.Metrics.WorkqueueProvider()}),
 		refusals: workqueue.NewTypedItemExponentialFailureRateLimiter[key](refusedRetryMin, refusedRetryMax),

@@ -1,6 +1,13 @@
 package reloader
 
 import (
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"strings"
+
+	"github.com/reloader/reloader/confighash"
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/state"
 )
@@ -19,15 +26,95 @@ func (e entryKeys) ns(namespace string) string {
 // config is the state key of config k's entry.
 func (e entryKeys) config(k key) string { return state.Key(k.kind, e.ns(k.namespace), k.name) }
 
-// pending is the state key of the reload of workload k a gate holds.
-func (e entryKeys) pending(k key) string { return state.PendingKey(k.kind, e.ns(k.namespace), k.name) }
+// pending is the state key of the reload of workload k a gate holds (gates.go):
+// "pending.<Kind>_[<namespace>_]<name>", hashed past the key limit.
+func (e entryKeys) pending(k key) string {
+	ns := e.ns(k.namespace)
+	s := pendingPrefix + k.kind + "_" + k.name
+	if ns != "" {
+		s = pendingPrefix + k.kind + "_" + ns + "_" + k.name
+	}
+	if len(s) <= maxKeyLen {
+		return s
+	}
+	sum := sha1.Sum([]byte(ns + "/" + k.name))
+	return pendingPrefix + k.kind + "__" + hex.EncodeToString(sum[:])
+}
 
-// hold is the state key of a hold on workload w for config r.
+// hold is the state key of a hold on workload w for config r (track.go).
 func (e entryKeys) hold(w key, r policy.ConfigRef) string {
-	return state.HoldKey(w.kind, e.ns(w.namespace), w.name, r.Kind, r.Name)
+	return workloadEntryKey(holdPrefix, w.kind, e.ns(w.namespace), w.name, r.Kind, r.Name)
 }
 
 // strip is the state key of what workload w runs of config r without a marker (strips.go).
 func (e entryKeys) strip(w key, r policy.ConfigRef) string {
-	return state.StripKey(w.kind, e.ns(w.namespace), w.name, r.Kind, r.Name)
+	return workloadEntryKey(stripPrefix, w.kind, e.ns(w.namespace), w.name, r.Kind, r.Name)
+}
+
+// maxKeyLen is the longest key a ConfigMap accepts.
+const maxKeyLen = 253
+
+// The prefixes of the entries the parts keep in the state (state.EntryKind).
+const (
+	holdPrefix    = "hold."
+	stripPrefix   = "strip."
+	pendingPrefix = "pending."
+)
+
+// workloadEntryKey is the key of a workload's entry for a config (a hold, a strip):
+// "<prefix><config kind>.<workload kind>_[<namespace>_]<workload>_<config>"; names never contain
+// '_'. An over-long key becomes "<prefix><config kind>.-<sha1>". The config kind stays readable:
+// it decides which hashes the entry may hold (keyed only for a Secret).
+func workloadEntryKey(prefix, workloadKind, namespace, name, configKind, config string) string {
+	parts := []string{workloadKind, name, config}
+	if namespace != "" {
+		parts = []string{workloadKind, namespace, name, config}
+	}
+	k := prefix + configKind + "." + strings.Join(parts, "_")
+	if len(k) <= maxKeyLen {
+		return k
+	}
+	sum := sha1.Sum([]byte(strings.Join(parts, "/")))
+	return prefix + configKind + ".-" + hex.EncodeToString(sum[:])
+}
+
+// configKindOf is the kind of config a state key belongs to: a config's entries, a hold's and a
+// strip's; "" for any other.
+func configKindOf(key string) string {
+	for _, p := range []string{holdPrefix, stripPrefix} {
+		if rest, ok := strings.CutPrefix(key, p); ok {
+			kind, _, _ := strings.Cut(rest, ".")
+			return kind
+		}
+	}
+	return state.KindOf(key)
+}
+
+// contentEntries is the kind of state entry of a workload and a config that holds a content hash
+// (a hold, a strip): keyed only for a Secret, and as long as such a hash may be.
+func contentEntries(prefix string) state.EntryKind {
+	return state.EntryKind{
+		Prefix: prefix,
+		MaxLen: func(k string) int {
+			if configKindOf(k) == policy.KindSecret {
+				return confighash.KeyedLen
+			}
+			return confighash.PlainLen
+		},
+		Valid: func(k, v string) error {
+			if err := confighash.ParseValue(v); err != nil {
+				return err
+			}
+			if _, keyed := confighash.KeyIDOf(v); keyed && configKindOf(k) != policy.KindSecret {
+				return errors.New("only a Secret's entries hold keyed hashes")
+			}
+			return nil
+		},
+	}
+}
+
+// newStore is the state over client, with the entries the parts keep: holds, strips and pending
+// reloads.
+func newStore(client state.ConfigMapClient, namespace, name string, log *slog.Logger) *state.Store {
+	return state.New(client, namespace, name, log, contentEntries(holdPrefix), contentEntries(stripPrefix), pendingEntries())
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -72,9 +73,9 @@ func (g *gates) hold(w workloadView, changes []policy.Change, gate policy.Gate, 
 	fresh := g.deferrals.hold(w.key, v.Until, v.Reason)
 	g.report()
 	pk := g.names.pending(w.key)
-	_, told := g.store.Get(pk)
+	_, told := g.store.Value(pk)
 	if !told {
-		g.store.SetPending(pk, g.clock.Now())
+		g.store.SetValue(pk, encodePending(g.clock.Now()))
 	}
 	if v.Reason == policy.ReasonInvalid {
 		// Said once per problem, not per change: the message names no content.
@@ -185,7 +186,7 @@ func (g *gates) forgetGone(kinds map[string]*workloadKind) {
 			live[g.names.pending(key{kind.name, meta.GetNamespace(), meta.GetName()})] = true
 		}
 	}
-	for pk := range g.store.PendingKeys() {
+	for _, pk := range g.store.Keys(pendingPrefix) {
 		if !live[pk] {
 			g.store.DeleteEntry(pk)
 		}
@@ -301,5 +302,33 @@ func (d *deferrals) stopAll() {
 		if h.timer != nil {
 			h.timer.Stop()
 		}
+	}
+}
+
+// A pending entry in the state records a workload whose reload is due but held (a window, a
+// minimum interval, a pause period), so that a restart does not announce it again:
+// "pending@<unix seconds it became due>".
+const pendingValuePrefix = "pending@"
+
+// pendingLen is the longest value of a pending entry: the last second of the year 9999.
+const pendingLen = len(pendingValuePrefix) + len("253402300799")
+
+func encodePending(since time.Time) string {
+	return pendingValuePrefix + strconv.FormatInt(min(max(since.Unix(), 0), 253402300799), 10)
+}
+
+// pendingEntries is the kind of state entry of a held reload (entryKeys.pending).
+func pendingEntries() state.EntryKind {
+	return state.EntryKind{
+		Prefix: pendingPrefix,
+		MaxLen: func(string) int { return pendingLen },
+		Valid: func(_, v string) error {
+			secs, ok := strings.CutPrefix(v, pendingValuePrefix)
+			n, err := strconv.ParseInt(secs, 10, 64)
+			if !ok || err != nil || n < 0 || n > 253402300799 || strconv.FormatInt(n, 10) != secs {
+				return errors.New("a pending entry holds pending@<unix seconds>")
+			}
+			return nil
+		},
 	}
 }

@@ -60,7 +60,7 @@ func (f *gatesFixture) drainEvents() []string {
 // restart neither says it again nor loses it, counted in the gauge, woken by its timer, and
 // forgotten once released.
 func TestAHeldReloadIsSaidOnceRememberedAndReleased(t *testing.T) {
-	store := state.New(nil, "ns", "reloader-state", slog.New(slog.DiscardHandler))
+	store := newStore(nil, "ns", "reloader-state", slog.New(slog.DiscardHandler))
 	f := newGatesFixture(store)
 	w := gatedView(map[string]string{policy.MinIntervalAnnotation: "1h", policy.LastReloadAnnotation: "2026-11-26T11:30:00Z"})
 	changes := []policy.Change{{Ref: policy.ConfigRef{Kind: policy.KindConfigMap, Name: "app"}, Value: strings.Repeat("a", 40)}}
@@ -74,7 +74,7 @@ func TestAHeldReloadIsSaidOnceRememberedAndReleased(t *testing.T) {
 	if ev := f.drainEvents(); len(ev) != 1 || !strings.Contains(ev[0], "ReloadDeferred") || !strings.Contains(ev[0], "until 2026-11-26T12:30:00Z") {
 		t.Fatalf("events %q, want one ReloadDeferred until 12:30", ev)
 	}
-	if _, pending := store.Get(f.g.names.pending(w.key)); !pending {
+	if _, pending := store.Value(f.g.names.pending(w.key)); !pending {
 		t.Fatal("no pending entry for the held reload")
 	}
 	if got := testutil.ToFloat64(f.g.gauge.WithLabelValues(policy.ReasonMinInterval)); got != 1 {
@@ -99,7 +99,7 @@ func TestAHeldReloadIsSaidOnceRememberedAndReleased(t *testing.T) {
 		t.Fatal("nothing queued when the interval ended")
 	}
 	f.g.release(w)
-	if _, pending := store.Get(f.g.names.pending(w.key)); pending {
+	if _, pending := store.Value(f.g.names.pending(w.key)); pending {
 		t.Fatal("the pending entry outlived the release")
 	}
 	if got := testutil.ToFloat64(f.g.gauge.WithLabelValues(policy.ReasonMinInterval)); got != 0 {
@@ -109,7 +109,7 @@ func TestAHeldReloadIsSaidOnceRememberedAndReleased(t *testing.T) {
 
 // A schedule that does not parse holds every reload and warns once per problem, not per change.
 func TestAnUnparsableScheduleHoldsAndWarnsOnce(t *testing.T) {
-	f := newGatesFixture(state.New(nil, "ns", "reloader-state", slog.New(slog.DiscardHandler)))
+	f := newGatesFixture(newStore(nil, "ns", "reloader-state", slog.New(slog.DiscardHandler)))
 	w := gatedView(map[string]string{policy.WindowAnnotation: "someday"})
 	gate := f.g.of(w)
 	for i := range 3 {

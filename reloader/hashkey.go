@@ -204,7 +204,7 @@ func reportStateHashes(store *state.Store, id string, log *slog.Logger) {
 			"entries", other, "key_id", id)
 	}
 	legacy := store.Count(func(k string, e state.Entry) bool {
-		return state.KindOf(k) == policy.KindSecret && confighash.IsPlain(e.Hash)
+		return configKindOf(k) == policy.KindSecret && confighash.IsPlain(e.Hash)
 	})
 	if legacy > 0 {
 		log.Info("state holds unkeyed Secret hashes written by an earlier version: each is compared as before and re-recorded keyed",

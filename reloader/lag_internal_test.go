@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/reloader/reloader/policy"
-	"github.com/reloader/reloader/state"
 )
 
 // When a reload's change must be confirmed with a live read of its config, and what the read
@@ -46,7 +45,7 @@ func TestALiveReadConfirmsOnlyAMarkerTheCacheCannotExplain(t *testing.T) {
 		{name: "the read fails", workloadRV: "12", marker: b, liveErr: errors.New("connection refused"), reads: 1, want: errors.New("connection refused")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			store := state.New(nil, "ns", "reloader-state", slog.New(slog.DiscardHandler))
+			store := newStore(nil, "ns", "reloader-state", slog.New(slog.DiscardHandler))
 			names := entryKeys{single: true}
 			if tc.recorded != "" {
 				store.Set(names.config(key{policy.KindConfigMap, "ns", "app"}), tc.recorded)

@@ -75,7 +75,7 @@ func (s *strips) remember(w key, r policy.ConfigRef, value string, keys []string
 		s.m[w] = map[policy.ConfigRef]stripped{}
 	}
 	s.m[w][r] = stripped{value: value, known: true, keys: keys}
-	s.store.Strip(s.names.strip(w, r), value)
+	s.store.SetValue(s.names.strip(w, r), value)
 }
 
 // putBack notes what the pods a rollback puts back run of configs the undone restart's
@@ -115,7 +115,7 @@ func (s *strips) marker(w key, r policy.ConfigRef, value string) policy.MarkerSt
 	case ok:
 		return policy.Stale
 	}
-	switch v, ok := s.store.Stripped(s.names.strip(w, r)); {
+	switch v, ok := s.store.Value(s.names.strip(w, r)); {
 	case !ok:
 		return policy.NoMarker
 	case v == value:

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/reloader/reloader/policy"
-	"github.com/reloader/reloader/state"
 )
 
 // The rules of what a workload without a marker runs (strips.go), in process: what memory
@@ -57,7 +56,7 @@ func TestAStripSaysWhatAWorkloadWithoutAMarkerRuns(t *testing.T) {
 		}, false, a, policy.Current},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			store := state.New(nil, "ns", "reloader-state", slog.New(slog.DiscardHandler))
+			store := newStore(nil, "ns", "reloader-state", slog.New(slog.DiscardHandler))
 			s := newStrips(store, entryKeys{single: true})
 			tc.act(s)
 			if tc.restarted {

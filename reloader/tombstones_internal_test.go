@@ -21,7 +21,7 @@ type tombstonesFixture struct {
 }
 
 func newTombstonesFixture(reloadOnCreate, reloadOnDelete bool) *tombstonesFixture {
-	f := &tombstonesFixture{store: state.New(nil, "ns", "reloader-state", slog.New(slog.DiscardHandler)),
+	f := &tombstonesFixture{store: newStore(nil, "ns", "reloader-state", slog.New(slog.DiscardHandler)),
 		clock: clocktest.New(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)), after: map[key]time.Duration{}}
 	f.ts = &tombstones{store: f.store, names: entryKeys{single: true}, clock: f.clock, log: slog.New(slog.DiscardHandler),
 		retention: 24 * time.Hour, reloadOnCreate: reloadOnCreate, reloadOnDelete: reloadOnDelete, namespace: "ns",

@@ -203,7 +203,7 @@ func shortOrDeleted(v string) string {
 func (t *tracker) reloaded(w workloadView, changes []policy.Change, superseded *policy.Entry) {
 	for _, ch := range changes {
 		hk := t.names.hold(w.key, ch.Ref)
-		if _, ok := t.store.Held(hk); ok {
+		if _, ok := t.store.Value(hk); ok {
 			t.store.DeleteEntry(hk)
 		}
 	}
@@ -344,7 +344,7 @@ func (t *tracker) liftUnsentHolds(w workloadView) {
 	}
 	for ref, v := range restore.Applied {
 		hk := t.names.hold(w.key, policy.RestoreRef(ref))
-		if held, ok := t.store.Held(hk); ok && held == heldAs(v) {
+		if held, ok := t.store.Value(hk); ok && held == heldAs(v) {
 			t.store.DeleteEntry(hk)
 		}
 	}
@@ -363,7 +363,7 @@ func (t *tracker) holdAndRestore(ctx context.Context, w workloadView) (policy.Re
 		return policy.Restore{}, false, nil
 	}
 	for ref, v := range restore.Applied {
-		t.store.Hold(t.names.hold(w.key, policy.RestoreRef(ref)), heldAs(v))
+		t.store.SetValue(t.names.hold(w.key, policy.RestoreRef(ref)), heldAs(v))
 	}
 	if err := t.store.Flush(ctx); err != nil {
 		return policy.Restore{}, false, fmt.Errorf("record the hold of %s before rolling it back: %w", w.key, err)
@@ -420,7 +420,7 @@ const deletionHeld = "ffffffffffffffffffffffffffffffffffffffff"
 // does not validate), so that the held content applied again is a change like any other: stale
 // says so, for the sync to lift it (liftStale).
 func (t *tracker) held(w key, r policy.ConfigRef, value string) (held, stale bool) {
-	v, ok := t.store.Held(t.names.hold(w, r))
+	v, ok := t.store.Value(t.names.hold(w, r))
 	return ok && v == value, ok && v != value
 }
 
@@ -432,7 +432,7 @@ func (t *tracker) liftStale(deps []dependent) {
 			continue
 		}
 		k := t.names.hold(d.workload, d.change.Ref)
-		if v, ok := t.store.Held(k); ok && v != heldAs(d.change.Value) {
+		if v, ok := t.store.Value(k); ok && v != heldAs(d.change.Value) {
 			t.store.DeleteEntry(k)
 		}
 	}

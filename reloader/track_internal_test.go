@@ -59,7 +59,7 @@ type trackerFixture struct {
 func newTrackerFixture(rollback bool) *trackerFixture {
 	log := slog.New(slog.DiscardHandler)
 	f := &trackerFixture{events: record.NewFakeRecorder(100), clock: clocktest.New(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))}
-	f.store = state.New(&memoryConfigMaps{shards: map[string]*corev1.ConfigMap{}}, "ns", "reloader-state", log)
+	f.store = newStore(&memoryConfigMaps{shards: map[string]*corev1.ConfigMap{}}, "ns", "reloader-state", log)
 	names := entryKeys{single: true}
 	f.t = &tracker{defaults: policy.Follow{Track: true, Rollback: rollback, Timeout: 10 * time.Second}, clock: f.clock,
 		store: f.store, names: names, reports: newReporter(f.events, log), log: log, metrics: metrics.New("test"),
@@ -168,7 +168,7 @@ func TestTheTrackerJudgesARolloutByItsStatusItsDeadlineAndWhoseTemplateItIs(t *t
 		f := newTrackerFixture(true)
 		w := f.followed(2, 2, 12*time.Second, "")
 		a, c := strings.Repeat("a", 40), strings.Repeat("c", 40)
-		f.store.Hold(f.t.names.hold(w.key, appRef), a)
+		f.store.SetValue(f.t.names.hold(w.key, appRef), a)
 		held, stale := f.t.held(w.key, appRef, c)
 		if held || !stale {
 			t.Fatalf("other content: held %v, stale %v; want the hold ended", held, stale)
@@ -185,7 +185,7 @@ func TestTheTrackerJudgesARolloutByItsStatusItsDeadlineAndWhoseTemplateItIs(t *t
 		f := newTrackerFixture(true)
 		w := f.followed(2, 2, 12*time.Second, "")
 		c := strings.Repeat("c", 40)
-		f.store.Hold(f.t.names.hold(w.key, appRef), c) // a rollback of c's reload, after the judgement
+		f.store.SetValue(f.t.names.hold(w.key, appRef), c) // a rollback of c's reload, after the judgement
 		f.t.liftStale([]dependent{{workload: w.key, judgement: judgement{change: policy.Change{Ref: appRef, Value: c}, staleHold: true}}})
 		if !f.isHeld(w.key, c) {
 			t.Fatal("a hold of the judged content was lifted")

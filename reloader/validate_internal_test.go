@@ -9,7 +9,6 @@ import (
 
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
-	"github.com/reloader/reloader/state"
 )
 
 // validationFixture is the validation part over the gates fixture, with the rule's verdicts and
@@ -22,7 +21,7 @@ type validationFixture struct {
 }
 
 func newValidationFixture() *validationFixture {
-	store := state.New(nil, "ns", "reloader-state", slog.New(slog.DiscardHandler))
+	store := newStore(nil, "ns", "reloader-state", slog.New(slog.DiscardHandler))
 	f := &validationFixture{gatesFixture: newGatesFixture(store), configs: map[key]*configRecord{}, due: map[string][]key{}}
 	f.v = &validation{store: store, names: f.g.names, reports: f.g.reports, log: f.g.log, counter: metrics.New("test").InvalidChanges,
 		gates: f.g, enqueue: f.g.enqueue, lookup: func(k key) *configRecord { return f.configs[k] },

@@ -32,7 +32,7 @@ func (we *workloadEntries) forgetGone() {
 			}
 		}
 	}
-	for _, e := range we.store.WorkloadEntryKeys() {
+	for _, e := range we.store.Keys(holdPrefix, stripPrefix) {
 		if !live[e] {
 			we.store.DeleteEntry(e)
 		}

@@ -1,6 +1,6 @@
 // Package state owns the reloader-state ConfigMaps: what the reloader last recorded of every
-// tracked ConfigMap and Secret, modelled on Collaborne's kubernetes-reloader. It knows the
-// ConfigMap format and nothing about workloads but the names a hold or a strip carries.
+// tracked ConfigMap and Secret, modelled on Collaborne's kubernetes-reloader, and entries it keeps
+// for others. It knows the ConfigMap format, config entries, and nothing about workloads.
 //
 // An entry's key is "v1.<Kind>_<name>" when the reloader watches one namespace, and
 // "v1.<Kind>_<namespace>_<name>" when it watches all of them. Namespace and object names never
@@ -16,14 +16,11 @@
 // never seen. Data-key entries are never tombstones. A value of any other form is corrupt: it is
 // dropped and logged, and its config counts as new.
 //
-// A hold, "hold.<config kind>.<workload kind>_[<namespace>_]<workload>_<config>" (hold.go),
-// holds the content hash of a config that one workload must not be reloaded for again: its
-// rollout failed and was rolled back. A strip, "strip.<config kind>.<workload kind>_..." in the
-// same form, holds the content hash a workload runs after someone else's template change removed
-// its marker for the config.
-// A workload whose reload is due but held (a maintenance window, a minimum interval) has an
-// entry "pending.<Kind>_[<namespace>_]<name>" = "pending@<unix seconds>" (pending.go); it names a
-// workload, not a config, and is never a tombstone.
+// Entries of other kinds are opaque to it: an owner registers a kind (EntryKind: a key prefix, a
+// check of the values, their longest length) and the store keeps its entries, fenced and
+// sharded like the others, but never as tombstones. The reloader keeps holds, strips and pending
+// reloads this way (package reloader, entrykeys.go). Keys of no kind it knows belong to someone
+// else and are left alone.
 //
 // One ConfigMap holds at most 1 MiB, so entries spread over shards: <name>, <name>-1, ... up to
 // MaxShards, each filled to ShardBudget. A new entry goes to the first shard with room and never

@@ -15,8 +15,8 @@ type Entry struct {
 	Hash    string    // a content hash (IsHash); "" only in a tombstone of a config never seen with content
 	Deleted bool      // a tombstone: the config did not exist when recorded
 	Since   time.Time // tombstones only: when the absence was first recorded (second precision)
-	// Pending: a workload's held reload (pending.go), due since Since; it has no hash.
-	Pending bool
+	// opaque: an entry of a registered kind (EntryKind), whose Hash is its value as stored.
+	opaque bool
 }
 
 // tombstonePrefix starts a tombstone's value. No content hash can start with it, so a live entry
@@ -27,13 +27,10 @@ const tombstonePrefix = "deleted@"
 // tombstone time far from the limits of time.Time and int64 arithmetic.
 const maxUnix = 253402300799
 
-// encodeEntry returns the value that stores e: the bare hash,
-// "deleted@<unix seconds>:<hash or nothing>", or "pending@<unix seconds>".
+// encodeEntry returns the value that stores e: the bare hash, or
+// "deleted@<unix seconds>:<hash or nothing>"; an entry of a registered kind as it is.
 func encodeEntry(e Entry) string {
-	if e.Pending {
-		return encodePending(e.Since)
-	}
-	if !e.Deleted {
+	if !e.Deleted || e.opaque {
 		return e.Hash
 	}
 	return tombstonePrefix + strconv.FormatInt(e.Since.Unix(), 10) + ":" + e.Hash
@@ -44,9 +41,6 @@ func encodeEntry(e Entry) string {
 func decodeEntry(v string) (Entry, error) {
 	if IsHash(v) {
 		return Entry{Hash: v}, nil
-	}
-	if strings.HasPrefix(v, pendingValuePrefix) {
-		return decodePending(v)
 	}
 	rest, ok := strings.CutPrefix(v, tombstonePrefix)
 	if !ok {

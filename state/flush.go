@@ -224,7 +224,7 @@ func (s *Store) explain(verb, name string, err error) error {
 // that a deleted first shard is recreated with it (a Job's note would otherwise go with it, and
 // the Job with the next stop); a missing first shard is recreated at once.
 func (s *Store) WriteOther(ctx context.Context, key string, value *string) error {
-	if isOwn(key) {
+	if s.isOwn(key) {
 		return fmt.Errorf("write %q outside the store: it is one of the store's entries", key)
 	}
 	err := s.patchFenced(ctx, 0, map[string]*string{key: value})

@@ -82,7 +82,7 @@ func FuzzStateKeys(f *testing.F) {
 		if errs := validation.IsConfigMapKey(config); len(errs) > 0 {
 			t.Fatalf("Key(%q, %q, %q) = %q, which a ConfigMap refuses: %v", kind, ns, n, config, errs)
 		}
-		if ConfigOf(config) != config || !isConfigKey(config) {
+		if ConfigOf(config) != config || !isConfigEntry(config) {
 			t.Fatalf("Key(%q, %q, %q) = %q is not a config key: ConfigOf gives %q", kind, ns, n, config, ConfigOf(config))
 		}
 		hashed := strings.HasPrefix(config, "v1."+kind+"__")
@@ -97,8 +97,8 @@ func FuzzStateKeys(f *testing.F) {
 		if errs := validation.IsConfigMapKey(data); len(errs) > 0 {
 			t.Fatalf("KeyOf(%q, %q) = %q, which a ConfigMap refuses: %v", config, dataKey, data, errs)
 		}
-		if ConfigOf(data) != config || isConfigKey(data) || !isOwn(data) {
-			t.Fatalf("KeyOf(%q, %q) = %q: ConfigOf gives %q, isConfigKey %v", config, dataKey, data, ConfigOf(data), isConfigKey(data))
+		if ConfigOf(data) != config || isConfigEntry(data) || !isConfigPrefixed(data) {
+			t.Fatalf("KeyOf(%q, %q) = %q: ConfigOf gives %q, isConfigKey %v", config, dataKey, data, ConfigOf(data), isConfigEntry(data))
 		}
 		if _, _, _, ok := ParseKey(data); ok {
 			t.Fatalf("ParseKey(%q) takes a data-key entry for a config", data)
@@ -195,10 +195,10 @@ func FuzzLoadCorruptState(f *testing.F) {
 		want := map[string]Entry{}
 		for i := range MaxShards {
 			for k, v := range initial[s.ShardName(i)] {
-				if _, seen := want[k]; seen || !isOwn(k) {
+				if _, seen := want[k]; seen || !s.isOwn(k) {
 					continue
 				}
-				if e, err := decodeEntry(v); err == nil && (!e.Deleted || isConfigKey(k)) {
+				if e, err := decodeEntry(v); err == nil && (!e.Deleted || isConfigEntry(k)) {
 					want[k] = e
 				}
 			}
@@ -217,7 +217,7 @@ func FuzzLoadCorruptState(f *testing.F) {
 		copies := map[string]int{}
 		for n, data := range stored {
 			for k, v := range data {
-				if !isOwn(k) {
+				if !s.isOwn(k) {
 					if initial[n][k] != v {
 						t.Fatalf("someone else's key %q in %s changed from %q to %q", k, n, initial[n][k], v)
 					}
@@ -229,7 +229,7 @@ func FuzzLoadCorruptState(f *testing.F) {
 				}
 			}
 			for k, v := range initial[n] {
-				if !isOwn(k) && data[k] != v {
+				if !s.isOwn(k) && data[k] != v {
 					t.Fatalf("someone else's key %q in %s was removed", k, n)
 				}
 			}

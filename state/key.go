@@ -16,8 +16,8 @@ const maxKeyLen = 253
 // even in its hashed form "<config>__-<sha1>", still fits maxKeyLen.
 const maxConfigKeyLen = maxKeyLen - len("__-") - 2*sha1.Size
 
-// ownPrefixes start the keys of our entries; other keys in the ConfigMaps belong to someone else.
-var ownPrefixes = [...]string{"v1.ConfigMap_", secretPrefix, holdPrefix, stripPrefix}
+// configPrefixes start the keys of config entries and their data-key entries.
+var configPrefixes = [...]string{"v1.ConfigMap_", secretPrefix}
 
 // Key returns the entry key of a config. namespace is empty in single-namespace mode.
 func Key(kind, namespace, name string) string {
@@ -48,7 +48,7 @@ func KeyOf(config, dataKey string) string {
 // ConfigOf returns the config entry key that key belongs to: key itself, or the config part of a
 // data-key entry.
 func ConfigOf(key string) string {
-	for _, p := range ownPrefixes {
+	for _, p := range configPrefixes {
 		rest, ok := strings.CutPrefix(key, p)
 		if !ok {
 			continue
@@ -87,12 +87,9 @@ func mayHold(key, hash string) error {
 }
 
 // KindOf returns the kind of config ("ConfigMap", "Secret") an entry key belongs to, data-key
-// entries and holds included; "" for a key that is not ours.
+// entries included; "" for a key that is no config's.
 func KindOf(key string) string {
-	if isWorkloadEntry(key) {
-		return workloadEntryKind(key)
-	}
-	for _, p := range ownPrefixes {
+	for _, p := range configPrefixes {
 		if strings.HasPrefix(key, p) {
 			return strings.TrimSuffix(strings.TrimPrefix(p, "v1."), "_")
 		}
@@ -100,21 +97,9 @@ func KindOf(key string) string {
 	return ""
 }
 
-// isOwn reports whether key is one of our entries rather than someone else's.
-func isOwn(key string) bool {
-	if isPendingKey(key) {
-		return true
-	}
-	for _, p := range ownPrefixes {
-		if strings.HasPrefix(key, p) {
-			return true
-		}
-	}
-	return false
-}
+// isConfigPrefixed reports whether key is a config entry or one of its data-key entries.
+func isConfigPrefixed(key string) bool { return KindOf(key) != "" }
 
-// isConfigKey reports whether key is one of our config entries, the only kind that may be a
-// tombstone.
-func isConfigKey(key string) bool {
-	return isOwn(key) && !isWorkloadEntry(key) && !isPendingKey(key) && ConfigOf(key) == key
-}
+// isConfigEntry reports whether key is a config entry (not a data-key entry), the only kind that
+// may be a tombstone.
+func isConfigEntry(key string) bool { return isConfigPrefixed(key) && ConfigOf(key) == key }

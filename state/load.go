@@ -51,23 +51,14 @@ func (s *Store) Load(ctx context.Context) (first bool, err error) {
 // this one is removed.
 func (s *Store) loadShard(i int, data map[string]string) {
 	for k, v := range data {
-		if !isOwn(k) {
+		if !s.isOwn(k) {
 			s.bytes[i] += len(k) + len(v)
 			if i == 0 {
 				s.others[k] = v
 			}
 			continue
 		}
-		e, err := decodeEntry(v)
-		switch {
-		case err != nil:
-		case e.Pending != isPendingKey(k):
-			err = errors.New("only a pending entry holds pending@<time>, and it holds nothing else")
-		case e.Deleted && !isConfigKey(k):
-			err = errors.New("a data-key entry cannot be a tombstone")
-		case e.Hash != "":
-			err = mayHold(k, e.Hash)
-		}
+		e, err := s.decode(k, v)
 		if err != nil {
 			s.log.Warn("state entry is corrupt; its config will be treated as new and re-recorded without a restart",
 				"configmap", s.ShardName(i), "key", k, "reason", err.Error())
@@ -81,7 +72,7 @@ func (s *Store) loadShard(i int, data map[string]string) {
 			continue
 		}
 		s.entries[k] = packEntry(e, i)
-		s.bytes[i] += reserved(k)
+		s.bytes[i] += s.reserve(k)
 		s.link(k, true)
 	}
 }
@@ -98,4 +89,21 @@ func (s *Store) forgetAll() {
 	s.dirty, s.gone, s.unsaved = map[string]struct{}{}, map[string]shardSet{}, map[string]struct{}{}
 	s.bytes, s.exists, s.version = [MaxShards]int{}, [MaxShards]bool{}, [MaxShards]string{}
 	s.others = map[string]string{}
+}
+
+// decode reads the stored value v of our key k: as its kind says for a registered kind, else as a
+// config entry's or a data-key entry's.
+func (s *Store) decode(k, v string) (Entry, error) {
+	if kind := s.kindOf(k); kind != nil {
+		return Entry{Hash: v, opaque: true}, kind.Valid(k, v)
+	}
+	e, err := decodeEntry(v)
+	switch {
+	case err != nil:
+	case e.Deleted && !isConfigEntry(k):
+		err = errors.New("a data-key entry cannot be a tombstone")
+	case e.Hash != "":
+		err = mayHold(k, e.Hash)
+	}
+	return e, err
 }

@@ -14,7 +14,7 @@ func (s *Store) Clean() bool {
 // single-namespace mode) and name. It reports false for data-key entries, for keys that are not
 // ours, and for over-long keys, which were replaced by a hash and cannot be reversed.
 func ParseKey(key string) (kind, namespace, name string, ok bool) {
-	if !isConfigKey(key) {
+	if !isConfigEntry(key) {
 		return "", "", "", false
 	}
 	kind, rest, _ := strings.Cut(strings.TrimPrefix(key, "v1."), "_")

@@ -8,26 +8,32 @@ import "github.com/reloader/reloader/confighash"
 // as maxUnix, and ':'.
 const tombstoneOverhead = len(tombstonePrefix) + len("253402300799") + len(":")
 
-// maxValue is the longest value the entry of key can take. Only config entries can become
-// tombstones, and only a Secret's entries hold keyed hashes (mayHold); the others a plain hash.
-// A ConfigMap's entries reserve what they did before keyed hashes, so an upgrade moves nothing.
+// maxValue is the longest value a config entry or a data-key entry can take. Only config
+// entries can become tombstones, and only a Secret's entries hold keyed hashes (mayHold); the
+// others a plain hash. A ConfigMap's entries reserve what they did before keyed hashes, so an
+// upgrade moves nothing.
 func maxValue(key string) int {
-	if isPendingKey(key) {
-		return pendingLen
-	}
 	n := confighash.PlainLen
 	if KindOf(key) == "Secret" {
 		n = confighash.KeyedLen
 	}
-	if isConfigKey(key) {
+	if isConfigEntry(key) {
 		n += tombstoneOverhead
 	}
 	return n
 }
 
-// reserved is how many bytes key takes of its shard's budget: the most its value can ever take,
-// so that an entry never outgrows its shard and never has to move.
+// reserved is how many bytes a config's key takes of its shard's budget: the most its value can
+// ever take, so that an entry never outgrows its shard and never has to move.
 func reserved(key string) int { return len(key) + maxValue(key) }
+
+// reserve is reserved for any of our keys: for one of a registered kind, what its kind says.
+func (s *Store) reserve(key string) int {
+	if k := s.kindOf(key); k != nil {
+		return len(key) + k.MaxLen(key)
+	}
+	return reserved(key)
+}
 
 // put stores e under key: in its shard if it has one, else in a shard with room, else in memory
 // only.
@@ -50,7 +56,7 @@ func (s *Store) put(key string, e Entry) {
 // removed from comes first: the key returns there and the flush writes one value, not a removal
 // in one shard and an addition in another. Then the first shard with room; memoryOnly if none.
 func (s *Store) place(key string) int {
-	size, gone := reserved(key), s.gone[key]
+	size, gone := s.reserve(key), s.gone[key]
 	for i := range MaxShards {
 		if gone[i] && s.fits(i, size) {
 			s.bytes[i] += size
@@ -76,7 +82,7 @@ func (s *Store) unplace(key string, e entry) {
 	if e.shard == memoryOnly {
 		return
 	}
-	s.bytes[e.shard] -= reserved(key)
+	s.bytes[e.shard] -= s.reserve(key)
 	s.noteGone(key, int(e.shard))
 	s.markDirty(key)
 }

@@ -44,7 +44,8 @@ type Store struct {
 	namespace string
 	name      string
 	log       *slog.Logger
-	budget    int // bytes per shard: ShardBudget, smaller in tests
+	budget    int         // bytes per shard: ShardBudget, smaller in tests
+	kinds     []EntryKind // the kinds of entry kept for others (New), fixed
 
 	mu      sync.Mutex
 	entries map[string]entry
@@ -76,15 +77,15 @@ type Store struct {
 // 32 bytes per config and data key instead of 64.
 type entry struct {
 	hash    string
-	since   int64 // unix seconds; a tombstone's or a pending entry's only
+	since   int64 // unix seconds; a tombstone's only
 	shard   int8  // or memoryOnly
 	deleted bool
-	pending bool
+	opaque  bool // of a registered kind: hash is the value
 }
 
 func packEntry(e Entry, shard int) entry {
-	p := entry{hash: e.Hash, shard: int8(shard), deleted: e.Deleted, pending: e.Pending}
-	if e.Deleted || e.Pending {
+	p := entry{hash: e.Hash, shard: int8(shard), deleted: e.Deleted, opaque: e.opaque}
+	if e.Deleted {
 		p.since = e.Since.Unix()
 	}
 	return p
@@ -92,8 +93,8 @@ func packEntry(e Entry, shard int) entry {
 
 // public is the Entry that e keeps.
 func (e entry) public() Entry {
-	out := Entry{Hash: e.hash, Deleted: e.deleted, Pending: e.pending}
-	if e.deleted || e.pending {
+	out := Entry{Hash: e.hash, Deleted: e.deleted, opaque: e.opaque}
+	if e.deleted {
 		out.Since = time.Unix(e.since, 0).UTC()
 	}
 	return out
@@ -109,9 +110,10 @@ const memoryOnly = -1
 type shardSet [MaxShards]bool
 
 // New returns a Store for the shards named name, name-1, ... in namespace; client serves that
-// namespace.
-func New(client ConfigMapClient, namespace, name string, log *slog.Logger) *Store {
+// namespace. Besides config entries it keeps entries of the kinds given, for their owners.
+func New(client ConfigMapClient, namespace, name string, log *slog.Logger, kinds ...EntryKind) *Store {
 	return &Store{
+		kinds:     kinds,
 		client:    client,
 		namespace: namespace,
 		name:      name,
@@ -143,10 +145,14 @@ func (s *Store) Get(key string) (Entry, bool) {
 	return e.public(), ok
 }
 
-// Set records hash as the content of key, reviving a tombstone; it is written by the next flush.
-// A value that is not a content hash, or a keyed hash under a ConfigMap, is refused and logged:
-// it would not load back.
+// Set records hash as the content of key, a config entry or a data-key entry, reviving a
+// tombstone; it is written by the next flush. A value that is not a content hash, a keyed hash
+// under a ConfigMap, or a key that is no config's, is refused and logged: it would not load back.
 func (s *Store) Set(key, hash string) {
+	if !isConfigPrefixed(key) {
+		s.log.Error("refusing to record a content hash under a key that is no config's", "key", key)
+		return
+	}
 	if err := mayHold(key, hash); err != nil {
 		s.log.Error("refusing to record a state value that is not a content hash", "key", key, "reason", err.Error())
 		return
@@ -160,7 +166,7 @@ func (s *Store) Set(key, hash string) {
 // children untouched. A config already tombstoned keeps its Since; hash "" keeps a known hash.
 // A data-key entry or a hash of the wrong form is refused and logged: it would not load back.
 func (s *Store) Tombstone(config, hash string, at time.Time) {
-	if !isConfigKey(config) || hash != "" && mayHold(config, hash) != nil {
+	if !isConfigEntry(config) || hash != "" && mayHold(config, hash) != nil {
 		s.log.Error("refusing to record a tombstone that is not a config entry with a content hash or none",
 			"key", config)
 		return
@@ -192,12 +198,12 @@ func (s *Store) TombstoneMissing(live func(config string) bool, at time.Time) in
 	defer s.mu.Unlock()
 	var missing []string
 	for k, e := range s.entries {
-		if isConfigKey(k) && !e.deleted && !live(k) {
+		if isConfigEntry(k) && !e.deleted && !live(k) {
 			missing = append(missing, k)
 		}
 	}
 	for config := range s.children {
-		if _, ok := s.entries[config]; !ok && isConfigKey(config) && !live(config) {
+		if _, ok := s.entries[config]; !ok && isConfigEntry(config) && !live(config) {
 			missing = append(missing, config)
 		}
 	}

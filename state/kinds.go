@@ -1,0 +1,76 @@
+package state
+
+import (
+	"slices"
+	"strings"
+)
+
+// EntryKind is a kind of entry the store keeps for its owner without knowing what it means: every
+// key that starts with Prefix (which must not start with "v1.", the config entries' prefix). The
+// owner encodes keys and values. The store checks a value with Valid before it writes it and
+// when it loads it, and reserves MaxLen(key) bytes for the entry in its shard, so that the entry
+// never outgrows its shard. A value Valid refuses is corrupt: refused and logged on write,
+// dropped and logged at load.
+type EntryKind struct {
+	Prefix string
+	MaxLen func(key string) int
+	Valid  func(key, value string) error
+}
+
+// kindOf returns the registered kind of key; nil for a config entry or someone else's key.
+func (s *Store) kindOf(key string) *EntryKind {
+	for i := range s.kinds {
+		if strings.HasPrefix(key, s.kinds[i].Prefix) {
+			return &s.kinds[i]
+		}
+	}
+	return nil
+}
+
+// isOwn reports whether key is one of our entries (a config's, or of a registered kind) rather
+// than someone else's.
+func (s *Store) isOwn(key string) bool { return isConfigPrefixed(key) || s.kindOf(key) != nil }
+
+// Value returns the value of the entry under key, of a registered kind.
+func (s *Store) Value(key string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.entries[key]
+	if !ok || !e.opaque {
+		return "", false
+	}
+	return e.hash, true
+}
+
+// SetValue records value under key, of a registered kind; it is written by the next flush. A key
+// of no registered kind, or a value its kind refuses, is refused and logged: it would not load
+// back.
+func (s *Store) SetValue(key, value string) {
+	k := s.kindOf(key)
+	if k == nil {
+		s.log.Error("refusing to record a state value under a key of no registered kind", "key", key)
+		return
+	}
+	if err := k.Valid(key, value); err != nil {
+		s.log.Error("refusing to record a state value its kind does not accept", "key", key, "reason", err.Error())
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.put(key, Entry{Hash: value, opaque: true})
+}
+
+// Keys returns, sorted, the key of every entry whose key starts with one of prefixes, each the
+// Prefix of a registered kind.
+func (s *Store) Keys(prefixes ...string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for k, e := range s.entries {
+		if e.opaque && slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(k, p) }) {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,120 @@
+package state_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/reloader/reloader/state"
+)
+
+// noteKind is an entry kind as an owner registers it: "note.<anything>", holding "note:<digits>".
+var noteKind = state.EntryKind{
+	Prefix: "note.",
+	MaxLen: func(string) int { return 12 },
+	Valid: func(_, v string) error {
+		digits, ok := strings.CutPrefix(v, "note:")
+		if !ok || digits == "" || len(v) > 12 || strings.Trim(digits, "0123456789") != "" {
+			return errors.New("a note holds note:<digits>")
+		}
+		return nil
+	},
+}
+
+func loadedWithNotes(t *testing.T, ns string, log *bytes.Buffer) *state.Store {
+	t.Helper()
+	var w io.Writer = io.Discard
+	if log != nil {
+		w = log
+	}
+	s := state.New(cluster.Client().CoreV1().ConfigMaps(ns), ns, "reloader-state", textLog(w), noteKind)
+	if _, err := s.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// An entry of a registered kind is the owner's: stored as given, loaded back, listed by prefix,
+// never a config (no tombstone, no ParseKey), and a value its kind refuses is never written.
+func TestAnEntryOfARegisteredKindIsStoredAsItsOwnerEncodesIt(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	var log bytes.Buffer
+	s := loadedWithNotes(t, ns, &log)
+	note, long := "note.web", "note."+strings.Repeat("w", 240)
+	s.SetValue(note, "note:1")
+	s.SetValue(long, "note:22")
+	s.SetValue("note.bad", "note:x")  // refused by its kind
+	s.SetValue("other.web", "note:1") // refused: no registered kind
+	s.Set("note.hash", hashOf("a"))   // refused: no config's key
+	s.Set(state.Key("ConfigMap", "", "cfg"), hashOf("cfg"))
+	if got := strings.Count(log.String(), "refusing"); got != 3 {
+		t.Errorf("%d refusals logged, want 3; log: %s", got, log.String())
+	}
+	if n := s.TombstoneMissing(func(string) bool { return false }, time.Now()); n != 1 {
+		t.Errorf("TombstoneMissing tombstoned %d entries, want only the config's", n)
+	}
+	if _, _, _, ok := state.ParseKey(note); ok {
+		t.Error("ParseKey reads a note as a config entry")
+	}
+	flush(t, s)
+	if got := stored(t, ns)[note]; got != "note:1" {
+		t.Fatalf("stored %q, want note:1 as given", got)
+	}
+
+	again := loadedWithNotes(t, ns, nil)
+	if got := again.Keys("note."); len(got) != 2 || got[0] != note && got[1] != note {
+		t.Fatalf("notes after a restart: %v, want %s and the long one", got, note)
+	}
+	if v, ok := again.Value(long); !ok || v != "note:22" {
+		t.Fatalf("long note after a restart = %q, %v", v, ok)
+	}
+	if _, ok := again.Value(state.Key("ConfigMap", "", "cfg")); ok {
+		t.Error("a config entry reads as a note")
+	}
+	again.DeleteEntry(note)
+	flush(t, again)
+	if _, ok := stored(t, ns)[note]; ok {
+		t.Fatal("a deleted note is still stored")
+	}
+}
+
+// A value its kind refuses, stored by hand, is corrupt and dropped at load, as is a note's value
+// under a config key; a key of no registered kind is someone else's, and kept as it is.
+func TestAStoredValueItsKindRefusesIsCorrupt(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	cfg := state.Key("ConfigMap", "", "cfg")
+	s := loadedWithNotes(t, ns, nil)
+	s.Set(cfg, hashOf("cfg"))
+	s.SetValue("note.web", "note:1")
+	flush(t, s)
+	cms := cluster.Client().CoreV1().ConfigMaps(ns)
+	cm, err := cms.Get(context.Background(), "reloader-state", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data[cfg], cm.Data["note.web"], cm.Data["other.web"] = "note:1", hashOf("x"), "anything"
+	if _, err := cms.Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	again := loadedWithNotes(t, ns, &log)
+	if _, ok := again.Get(cfg); ok {
+		t.Error("a note's value under a config key was loaded")
+	}
+	if _, ok := again.Value("note.web"); ok {
+		t.Error("a hash under a note's key was loaded")
+	}
+	if !bytes.Contains(log.Bytes(), []byte("corrupt")) {
+		t.Errorf("no corruption logged: %s", log.String())
+	}
+	flush(t, again)
+	if got := stored(t, ns); got["other.web"] != "anything" || got[cfg] != "" || got["note.web"] != "" {
+		t.Errorf("stored %v; want the corrupt entries removed and someone else's key kept", got)
+	}
+}
