@@ -256,7 +256,7 @@ func (c *Controller) workloadGone(k *workloadKind, obj any) {
 		c.reports.forget(string(meta.GetUID()))
 		c.strips.workloadGone(key{k.name, meta.GetNamespace(), meta.GetName()})
 		c.restarts.workloadGone(key{k.name, meta.GetNamespace(), meta.GetName()}, meta.GetResourceVersion())
-		c.tracker.templatesRead.Delete(key{k.name, meta.GetNamespace(), meta.GetName()})
+		c.tracker.forget(key{k.name, meta.GetNamespace(), meta.GetName()})
 		c.entries.lift(k, obj)
 		c.gates.forget(key{k.name, meta.GetNamespace(), meta.GetName()}) // gates.go
 		c.caches.configsOf(k, obj, c.queue.Add)

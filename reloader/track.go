@@ -414,6 +414,9 @@ func heldAs(value string) string {
 // deletionHeld is a hold's value for a deletion: a well-formed hash that no content has.
 const deletionHeld = "ffffffffffffffffffffffffffffffffffffffff"
 
+// forget drops what is remembered in memory of a deleted workload's rollout.
+func (t *tracker) forget(w key) { t.templatesRead.Delete(w) }
+
 // held reports whether workload w must not be reloaded for value of config r: that reload was
 // rolled back. A hold ends as soon as the config is seen with other content, whether or not
 // that content reloads the workload (a revert to what it runs does not, nor does content that
