@@ -253,12 +253,13 @@ func (c *Controller) workloadChanged(k *workloadKind, obj any, initial bool) {
 func (c *Controller) workloadGone(k *workloadKind, obj any) {
 	obj = deletedObject(obj)
 	if meta, _ := k.template(obj); meta != nil {
+		w := key{k.name, meta.GetNamespace(), meta.GetName()}
 		c.reports.forget(string(meta.GetUID()))
-		c.strips.workloadGone(key{k.name, meta.GetNamespace(), meta.GetName()})
-		c.restarts.workloadGone(key{k.name, meta.GetNamespace(), meta.GetName()}, meta.GetResourceVersion())
-		c.tracker.forget(key{k.name, meta.GetNamespace(), meta.GetName()})
+		c.strips.workloadGone(w)
+		c.restarts.workloadGone(w, meta.GetResourceVersion())
+		c.tracker.forget(w)
 		c.entries.lift(k, obj)
-		c.gates.forget(key{k.name, meta.GetNamespace(), meta.GetName()}) // gates.go
+		c.gates.forget(w)
 		c.caches.configsOf(k, obj, c.queue.Add)
 	}
 }
