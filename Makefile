@@ -21,8 +21,9 @@ check:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 
+# The tests mostly wait on a shared control plane, so many run at once (-parallel), on 2 cores too.
 test: tools build check
-	$(GO) test -count=1 -timeout 30m ./...
+	$(GO) test -count=1 -timeout 30m -parallel 8 ./...
 
 run: tools build
 	$(GO) run ./internal/devenv -reloader $(BIN)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -41,13 +42,13 @@ func (s *postSink) posts() []string {
 // The binary reads stakater's ALERT_* variables: a reload posts one Slack message, counted in
 // reloader_alerts_total, and the webhook URL (its token) appears in no log line.
 func TestTheBinaryPostsAnAlertPerReloadFromStakatersVariables(t *testing.T) {
+	t.Parallel()
 	ns := setup(t)
 	sink := newPostSink(t)
-	t.Setenv("ALERT_ON_RELOAD", "true")
-	t.Setenv("ALERT_SINK", "slack")
-	t.Setenv("ALERT_WEBHOOK_URL", sink.srv.URL+"/services/T0/B0/SECRET-TOKEN")
-	t.Setenv("ALERT_ADDITIONAL_INFO", "e2e-cluster")
-	p := start(t, ns, "--coalesce-period", "0")
+	p := launchContainer(t, corev1.Container{Args: []string{"--port=0", "--namespace=" + ns, "--coalesce-period=0"}}, map[string]string{
+		"ALERT_ON_RELOAD": "true", "ALERT_SINK": "slack", "ALERT_WEBHOOK_URL": sink.srv.URL + "/services/T0/B0/SECRET-TOKEN",
+		"ALERT_ADDITIONAL_INFO": "e2e-cluster"}, cluster.Kubeconfig)
+	p.waitReady(t)
 	waitFor(t, 10*time.Second, "first hashes recorded", func() (bool, error) { return stateRecorded(t, ns), nil })
 	waitReloaded(t, ns, update(t, ns, "1"))
 	waitFor(t, 10*time.Second, "the alert", func() (bool, error) { return len(sink.posts()) > 0, nil })
@@ -65,6 +66,7 @@ func TestTheBinaryPostsAnAlertPerReloadFromStakatersVariables(t *testing.T) {
 
 // --webhook-url: a change calls the URL with stakater's body, and the Deployment is not touched.
 func TestTheBinaryWithWebhookURLCallsItInsteadOfReloading(t *testing.T) {
+	t.Parallel()
 	ns := setup(t)
 	sink := newPostSink(t)
 	start(t, ns, "--coalesce-period", "0", "--webhook-url", sink.srv.URL+"/hook")

@@ -108,6 +108,7 @@ func (t *coverageTable) String() string {
 }
 
 func TestCoverageCountsEachActionUnderItsOperationAndEverySettingItRanUnder(t *testing.T) {
+	t.Parallel()
 	s := sequence{Gen: 3, OnDelete: true, Strategy: "annotations", Actions: []action{
 		{Op: "create-workload", Kind: kindCronJob, OnTemplate: true, Gate: gateSpec{Kind: "pause", Value: ""}},
 		{Op: "create-workload", Gate: gateSpec{Kind: "min", Value: "2s"}},

@@ -1137,6 +1137,7 @@ func tail(s string, n int) string {
 // A strip re-renders a workload's template from its checker/refs annotation: each ref must read
 // back as written, an optional key above all (it decides whether the pods wait for the config).
 func TestRefsReadBackAsTheyWereWritten(t *testing.T) {
+	t.Parallel()
 	refs := []ref{{Config: "cm-0", Whole: true}, {Config: "cm-1"}, {Config: "sec-0", Optional: true}}
 	names := make([]string, len(refs))
 	for i, r := range refs {

@@ -1270,6 +1270,7 @@ func (r *recorder) readsInvalid(w *workloadLife) bool {
 // (seed 1795669739113515711@4) is no restart; the same move across a watch gap counts, since a
 // reload and its rollback leave the template as it was too; and a template change still counts.
 func TestAGenerationMovedWithoutATemplateChangeIsNoRestart(t *testing.T) {
+	t.Parallel()
 	r := newRecorder(sequence{})
 	u, err := newWorkload(kindDeployment, "w-4", nil, podTemplate(kindDeployment, "w-4", nil))
 	if err != nil {
@@ -1314,6 +1315,7 @@ func TestAGenerationMovedWithoutATemplateChangeIsNoRestart(t *testing.T) {
 // then the reloader was stopped, and c went back to A: the stated limit, excused. The excuse
 // needs the stop, and c back at the marker's content, and ends with the next restart.
 func TestALossLeftBehindByAStoppedReloaderIsTheStatedLimit(t *testing.T) {
+	t.Parallel()
 	t0 := time.Now()
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	r := newRecorder(sequence{})
@@ -1349,6 +1351,7 @@ func TestALossLeftBehindByAStoppedReloaderIsTheStatedLimit(t *testing.T) {
 // ran in between, so the CronJob's next Job reads A and nothing is owed. A Deployment's pods,
 // restarted by the same change, read B (the positive control).
 func TestAnotherActorsChangeOfACronJobsTemplateStartsNothing(t *testing.T) {
+	t.Parallel()
 	t0 := time.Now()
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	r := newRecorder(sequence{})
@@ -1371,6 +1374,7 @@ func TestAnotherActorsChangeOfACronJobsTemplateStartsNothing(t *testing.T) {
 // the first valid content after it as current (its entry and the markers were made under the
 // lost key), so a workload running another content is excused for it, and only for it.
 func TestTheFirstValidContentAfterAStartWithALostKeyIsItsBaseline(t *testing.T) {
+	t.Parallel()
 	t0 := time.Now()
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	r := newRecorder(sequence{})

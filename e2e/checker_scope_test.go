@@ -131,6 +131,7 @@ func (r *recorder) outOfScope(w *workloadLife) []violation {
 // Version 3's seeds are recorded results: version 4 must leave their sequences exactly as they
 // were. The digest is of seeds 1 to 18 of version 3, taken before version 4 existed.
 func TestGenerator3KeepsItsSequences(t *testing.T) {
+	t.Parallel()
 	sum := sha256.New()
 	for seed := uint64(1); seed <= 18; seed++ {
 		fmt.Fprint(sum, generate(seed, 3, 40, true))
@@ -144,6 +145,7 @@ func TestGenerator3KeepsItsSequences(t *testing.T) {
 // Version 4 is version 3 plus the namespace selector and its actions: without them, a seed gives
 // version 3's sequence. Some seeds draw the selector, with both actions.
 func TestGenerator4IsGenerator3WithTheNamespaceSelector(t *testing.T) {
+	t.Parallel()
 	selected, left, entered := 0, 0, 0
 	for seed := uint64(1); seed <= 60; seed++ {
 		g3, g4 := generate(seed, 3, 40, true), generate(seed, 4, 40, true)
@@ -179,6 +181,7 @@ func TestGenerator4IsGenerator3WithTheNamespaceSelector(t *testing.T) {
 // raceMargin of it (under way when the label went), and one after it entered again; any other
 // reload while out is a violation.
 func TestAReloadWhileTheNamespaceIsOutIsAViolation(t *testing.T) {
+	t.Parallel()
 	left := time.Now()
 	r := &recorder{own: map[int64]bool{}, outs: []outSpan{{left: left, leftRV: 100, entered: left.Add(10 * time.Second), enterRV: 200}}}
 	for _, tc := range []struct {

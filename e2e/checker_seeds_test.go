@@ -11,6 +11,7 @@ import (
 // A fixed seed is a regression test only while it gives the actions it was found with: a change
 // of the generator that alters gen 1's sequences must come as a new version instead.
 func TestFixedSeedsKeepTheirActions(t *testing.T) {
+	t.Parallel()
 	sum := sha256.New()
 	for _, sg := range fixedSeeds {
 		fmt.Fprint(sum, generate(sg.seed, sg.gen, 40, true))
@@ -22,6 +23,7 @@ func TestFixedSeedsKeepTheirActions(t *testing.T) {
 }
 
 func TestSeedsNameTheirGeneratorVersion(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		want []seedGen

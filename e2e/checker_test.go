@@ -75,6 +75,9 @@ func TestRandomSequencesKeepEveryPromise(t *testing.T) {
 	for _, sg := range seeds {
 		t.Run(fmt.Sprintf("%d@%d", sg.seed, sg.gen), func(t *testing.T) {
 			seq := generate(sg.seed, sg.gen, *checkerActions, true)
+			if !restartsTheAPIServer(seq) {
+				t.Parallel() // after the loop, beside the others that leave the API server alone
+			}
 			o := runSequence(t, seq)
 			if len(o.violations) > 0 {
 				t.Errorf("%d violation(s):\n  %s\n%s", len(o.violations), joinViolations(o.violations), seq)
@@ -243,4 +246,10 @@ func (w *world) settle() []violation {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// restartsTheAPIServer reports whether seq restarts the shared API server: a fault every other
+// test running at that moment would see.
+func restartsTheAPIServer(seq sequence) bool {
+	return slices.ContainsFunc(seq.Actions, func(a action) bool { return a.Op == "apiserver-restart" })
 }

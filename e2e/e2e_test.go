@@ -276,6 +276,7 @@ func stateEntry(ns string) string {
 func stateRecorded(t *testing.T, ns string) bool { return stateEntry(ns) != "" }
 
 func TestKillNineInsideTheWindowThenRestartReloadsOnce(t *testing.T) {
+	t.Parallel()
 	ns := setup(t)
 	first := start(t, ns, "--coalesce-period", "3s")
 	waitFor(t, 10*time.Second, "first hashes recorded", func() (bool, error) { return stateRecorded(t, ns), nil })
@@ -295,6 +296,7 @@ func TestKillNineInsideTheWindowThenRestartReloadsOnce(t *testing.T) {
 }
 
 func TestSIGTERMFlushesPendingReloadsAndExitsZero(t *testing.T) {
+	t.Parallel()
 	ns := setup(t)
 	p := start(t, ns, "--coalesce-period", "1m")
 	waitFor(t, 10*time.Second, "first hashes recorded", func() (bool, error) { return stateRecorded(t, ns), nil })
@@ -309,6 +311,7 @@ func TestSIGTERMFlushesPendingReloadsAndExitsZero(t *testing.T) {
 }
 
 func TestJSONLogsNeverShowSecretValues(t *testing.T) {
+	t.Parallel()
 	ns := setup(t)
 	const value = "s3cr3t-value-that-must-not-leak"
 	ctx := context.Background()
@@ -350,6 +353,7 @@ func TestJSONLogsNeverShowSecretValues(t *testing.T) {
 }
 
 func TestMetricsAfterAReload(t *testing.T) {
+	t.Parallel()
 	ns := setup(t)
 	p := start(t, ns, "--coalesce-period", "0")
 	waitFor(t, 10*time.Second, "first hashes recorded", func() (bool, error) { return stateRecorded(t, ns), nil })
@@ -383,6 +387,7 @@ func TestMetricsAfterAReload(t *testing.T) {
 }
 
 func TestBadFlagsFailWithOneLineNamingTheFlag(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ args, flag string }{
 		{"--coalesce-period=abc", "--coalesce-period"},
 		{"--coalesce-period=-5s", "--coalesce-period"},
@@ -398,6 +403,7 @@ func TestBadFlagsFailWithOneLineNamingTheFlag(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.args, func(t *testing.T) {
+			t.Parallel()
 			out, err := exec.Command(binary, strings.Fields(tt.args)...).CombinedOutput()
 			if err == nil {
 				t.Fatalf("%s was accepted", tt.args)

@@ -126,8 +126,10 @@ func TestAPIServerRestartDuringABurstReloadsEveryWorkloadOnce(t *testing.T) {
 // An API server that is down refuses connections (closed hard); one cut off by the network
 // drops them. The reloader must report both within seconds, and catch up within 10 s of the end.
 func TestAPIUnreachableForAMinuteIsReportedAndCaughtUpWithin10s(t *testing.T) {
+	t.Parallel()
 	for _, refused := range []bool{true, false} {
 		t.Run(map[bool]string{true: "refused", false: "dropped"}[refused], func(t *testing.T) {
+			t.Parallel()
 			ns := setup(t)
 			g := newGate(t, strings.TrimPrefix(cluster.Config.Host, "https://"))
 			g.open.Store(true)

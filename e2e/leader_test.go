@@ -43,6 +43,7 @@ func successes(t *testing.T, p *proc) int {
 }
 
 func TestLeaderElectionOneActsThenHandsOver(t *testing.T) {
+	t.Parallel()
 	ns := setup(t)
 	a, b := start(t, ns, electionFlags...), start(t, ns, electionFlags...)
 	waitFor(t, 15*time.Second, "a leader", func() (bool, error) { return holder(t, ns) != "", nil })
@@ -146,6 +147,7 @@ func identity(t *testing.T, p *proc) string {
 // once and the next one may act only after the Lease duration, so that by the API server's audit
 // log no replica writes after another acquired the Lease; and every change is reloaded once.
 func TestLeaderElectionLeaseDeletedRepeatedlyNeverTwoAct(t *testing.T) {
+	t.Parallel()
 	const deletions = 5
 	ns := setup(t)
 	r := &replicaSet{t: t, ns: ns, flags: electionFlags}
@@ -252,6 +254,7 @@ func TestLeaderElectionLeaseDeletedRepeatedlyNeverTwoAct(t *testing.T) {
 // refused inside the process ("write not sent"), in others the elector exits first. Three
 // rounds, so that the refusal is likely exercised at least once.
 func TestLeaderElectionFrozenLeaderDoesNotActOnResume(t *testing.T) {
+	t.Parallel()
 	const rounds = 3
 	ns := setup(t)
 	// A coalescing window that closes while the leader is stopped: on resume the reload is due at

@@ -35,6 +35,7 @@ func podCluster(t *testing.T) *testcluster.Cluster {
 // ReplicaSet returns to full availability, and the broken content does not reload the Deployment
 // again, across a second kill -9 and start. A fixed content then reloads it (positive control).
 func TestKillNineBetweenAFailedRolloutAndItsRollbackRollsBackOnceAndHoldsTheContent(t *testing.T) {
+	t.Parallel()
 	pc := podCluster(t)
 	ns := pc.NewNamespace(t)
 	ctx := context.Background()

@@ -69,6 +69,7 @@ func launchContainer(t *testing.T, c corev1.Container, env map[string]string, ku
 // ConfigMap create or Secret create. Reloads work; each missing permission is said once at
 // start; no reload logs an ERROR.
 func TestCollaborneManifestAndRoleVerbatim(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := setup(t) // ConfigMap app-config and Deployment web, reloading on it by name
 	manifest, err := os.ReadFile("../testdata/seeds/collaborne-manifest.yaml")
@@ -158,6 +159,7 @@ func generation(t *testing.T, ns string) int64 { return deployment(t, ns).Genera
 // $KUBERNETES_NAMESPACE scopes the reloader to that namespace, as it scopes stakater's; an
 // explicit --namespace wins over it.
 func TestKubernetesNamespaceScopesLikeStakater(t *testing.T) {
+	t.Parallel()
 	mine, other := setup(t), setup(t)
 	env := map[string]string{"KUBERNETES_NAMESPACE": mine}
 	p := launchContainer(t, corev1.Container{Args: []string{"--port=9090", "--coalesce-period=0"}}, env, cluster.Kubeconfig)
@@ -207,6 +209,7 @@ func roleFrom(t *testing.T) string {
 // --namespaces a,b watches exactly those namespaces, as a ServiceAccount of a third namespace
 // bound to deploy/namespace's Role in each: no ClusterRole. Each namespace keeps its own state.
 func TestNamespacesFlagWatchesExactlyThoseWithARoleInEach(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	home, a, b, c := cluster.NewNamespace(t), setup(t), setup(t), setup(t)
 	if _, err := cluster.Client().CoreV1().ServiceAccounts(home).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "reloader"}}, metav1.CreateOptions{}); err != nil {
@@ -264,6 +267,7 @@ func TestNamespacesFlagWatchesExactlyThoseWithARoleInEach(t *testing.T) {
 // The arguments and environment stakater's Helm chart gives its container run this binary
 // unchanged, with stakater's meaning.
 func TestStakaterChartArgumentsRunUnchanged(t *testing.T) {
+	t.Parallel()
 	ns := setup(t)
 	pprofPort := freePort(t)
 	args := []string{"--port=9090", "--log-format=json", "--log-level=warning", `--namespace-selector="team:a"`,
@@ -311,6 +315,7 @@ func TestStakaterChartArgumentsRunUnchanged(t *testing.T) {
 // A stakater flag asking for what the reloader does not do stops it with one line saying so and
 // why, not "unknown flag"; --version prints the version.
 func TestStakaterFlagsTheReloaderCannotHonourSaySo(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct{ args, want string }{
 		{"--enable-csi-integration=true", "--enable-csi-integration: not supported: the reloader does not watch the Secrets Store CSI driver's SecretProviderClassPodStatus"},
 		{"--log-level=verbose", "--log-level"},
@@ -332,6 +337,7 @@ func TestStakaterFlagsTheReloaderCannotHonourSaySo(t *testing.T) {
 // refusal is said once, reloads go on, and no ERROR is logged for the refused Events (client-go
 // would log each as an ERROR of about a kilobyte).
 func TestEventsRefusedWhileRunningAreSaidOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := setup(t)
 	if _, err := cluster.Client().CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "reloader"}}, metav1.CreateOptions{}); err != nil {

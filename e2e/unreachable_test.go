@@ -124,6 +124,7 @@ func kubeconfigThrough(t *testing.T, g *gate) string {
 }
 
 func TestStartedWhileTheAPIIsUnreachableWaitsUnreadyThenReloads(t *testing.T) {
+	t.Parallel()
 	ns := setup(t)
 	g := newGate(t, strings.TrimPrefix(cluster.Config.Host, "https://"))
 	p := launch(t, ns, kubeconfigThrough(t, g), "--coalesce-period", "0")

@@ -23,6 +23,7 @@ func pendingEntry(t *testing.T, ns string) string {
 // A reload due outside the window is held, survives a kill -9, and happens once when the window
 // opens, with the content current then.
 func TestReloadOutsideTheWindowHappensOnceWhenItOpensAcrossAKillNine(t *testing.T) {
+	t.Parallel()
 	ns := setup(t)
 	opens := time.Now().UTC().Add(15 * time.Second).Truncate(time.Second)
 	window := fmt.Sprintf("%s-%s UTC", opens.Format("15:04:05"), opens.Add(time.Hour).Format("15:04:05"))
@@ -52,6 +53,7 @@ func TestReloadOutsideTheWindowHappensOnceWhenItOpensAcrossAKillNine(t *testing.
 }
 
 func TestInvalidReloadWindowFlagFailsWithOneLine(t *testing.T) {
+	t.Parallel()
 	p := launch(t, "default", cluster.Kubeconfig, "--reload-window", "Sat 02:00-04:00 Mars/Olympus")
 	err, exited := p.wait(10 * time.Second)
 	if !exited || err == nil {

@@ -31,17 +31,17 @@ func restartWhileAbsent(t *testing.T, ns, interval string) (hashM string, gen in
 		}
 	})
 	startController(t, ns, controllerOpts{})
-	settle()
+	settle(t)
 	hashM = updateSecret(t, ns, "db", map[string]string{"a": "2", "b": "1"})
 	waitEnv(t, ns, "web", dbVar, hashM)
 	if interval != "" {
 		updateDeployment(t, ns, "web", func(d *appsv1.Deployment) { d.Annotations[policy.MinIntervalAnnotation] = interval })
 	}
-	settle()
+	settle(t)
 	before := getDeployment(t, ns, "web").Generation
 
 	deleteSecret(t, ns, "db")
-	settle()
+	settle(t)
 	hashC := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
 	waitEnv(t, ns, "web", cmVar, hashC)
 	wantReloads(t, ns, "web", before, 1)
@@ -67,6 +67,7 @@ func recreateSecret(t *testing.T, ns, name string, data map[string]string) strin
 // though the marker still names the content before the deletion. Setting the Secret back to
 // that content is a change for the pods: it restarts them exactly once.
 func TestAConfigReappearingAfterARestartWhileAbsentRestartsNothingAndItsRevertRestartsOnce(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	hashM, gen := restartWhileAbsent(t, ns, "")
 
@@ -97,6 +98,7 @@ func TestAConfigReappearingAfterARestartWhileAbsentRestartsNothingAndItsRevertRe
 // and db is set back to the content its marker names before it does. The pods run the
 // reappeared content, so web must still restart exactly once.
 func TestARevertToTheMarkerAfterAConfigReappearedUnactedRestartsThePodsThatWaitedForIt(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	hashM, gen := restartWhileAbsent(t, ns, "10s")
 
@@ -116,6 +118,7 @@ func TestARevertToTheMarkerAfterAConfigReappearedUnactedRestartsThePodsThatWaite
 // Negative control: db reappearing with the very content its marker names restarts nothing, and
 // a later change of it restarts once (positive control).
 func TestAConfigReappearingWithItsMarkersContentAfterARestartWhileAbsentRestartsNothing(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	hashM, gen := restartWhileAbsent(t, ns, "")
 
@@ -136,6 +139,7 @@ func TestAConfigReappearingWithItsMarkersContentAfterARestartWhileAbsentRestarts
 // under both strategies, since env-vars removes the variable on a deletion and annotations keep
 // a marker of it.
 func TestASecondDeletionRestartsPodsThatStartedOnTheContentAConfigReappearedWith(t *testing.T) {
+	t.Parallel()
 	for _, strategy := range []string{policy.StrategyEnvVars, policy.StrategyAnnotations} {
 		t.Run(strategy, func(t *testing.T) {
 			ns := cluster.NewNamespace(t)
@@ -148,13 +152,13 @@ func TestASecondDeletionRestartsPodsThatStartedOnTheContentAConfigReappearedWith
 			startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) {
 				o.ReloadOnDelete, o.Strategy = true, strategy
 			}})
-			settle()
+			settle(t)
 			// A first change gives web a marker: a deletion restarts only workloads carrying one.
 			updateSecret(t, ns, "db", map[string]string{"a": "5"})
 			waitFor(t, 30*time.Second, "web restarted for a first change of db", func() (bool, error) {
 				return getDeployment(t, ns, "web").Generation == 2, nil
 			})
-			settle()
+			settle(t)
 			gen := getDeployment(t, ns, "web").Generation
 
 			deleteSecret(t, ns, "db")

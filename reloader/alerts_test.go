@@ -53,12 +53,13 @@ func withAlerts(t *testing.T, url string, timeout time.Duration) func(*reloader.
 }
 
 func TestAReloadPostsOneAlertNamingTheWorkloadAndConfigButNoValue(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	sink := newAlertSink(t, nil)
 	createSecret(t, ns, "db", map[string]string{"password": "hunter2-initial"})
 	createDeployment(t, ns, "web", 0, named("secret", "db"), nil)
 	startController(t, ns, controllerOpts{tweak: withAlerts(t, sink.srv.URL, 5*time.Second)})
-	settle()
+	settle(t)
 	if n := len(sink.posts()); n != 0 {
 		t.Fatalf("%d alerts before any change, want none: %v", n, sink.posts())
 	}
@@ -66,7 +67,7 @@ func TestAReloadPostsOneAlertNamingTheWorkloadAndConfigButNoValue(t *testing.T) 
 	hash := updateSecret(t, ns, "db", map[string]string{"password": "hunter2-rotated"})
 	waitEnv(t, ns, "web", "_RELOADER_-secret-db", hash)
 	waitFor(t, 10*time.Second, "an alert", func() (bool, error) { return len(sink.posts()) > 0, nil })
-	settle()
+	settle(t)
 	posts := sink.posts()
 	if len(posts) != 1 {
 		t.Fatalf("%d alerts for one reload, want 1: %v", len(posts), posts)
@@ -83,6 +84,7 @@ func TestAReloadPostsOneAlertNamingTheWorkloadAndConfigButNoValue(t *testing.T) 
 // A sink that never answers holds up no reload: three changes in a row each reload while the
 // first alert is still hanging.
 func TestAHangingAlertSinkDelaysNoReload(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	hang := make(chan struct{})
 	sink := newAlertSink(t, hang)
@@ -90,7 +92,7 @@ func TestAHangingAlertSinkDelaysNoReload(t *testing.T) {
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
 	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
 	startController(t, ns, controllerOpts{tweak: withAlerts(t, sink.srv.URL, time.Hour)})
-	settle()
+	settle(t)
 	for _, v := range []string{"1", "2", "3"} {
 		began := time.Now()
 		waitEnv(t, ns, "web", cmVar, updateConfigMap(t, ns, "app-config", map[string]string{"v": v}))

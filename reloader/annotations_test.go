@@ -72,6 +72,7 @@ var (
 // TestAnnotations runs a few rows of each mode end to end; policy's table tests cover every
 // annotation row.
 func TestAnnotations(t *testing.T) {
+	t.Parallel()
 	auto := map[string]string{"reloader.stakater.com/auto": "true"}
 	scenarios := []scenario{
 		{name: "named configmap", annotations: named("configmap", "a"), configs: []config{cmA}, change: "a", reload: true},

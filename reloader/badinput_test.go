@@ -15,6 +15,7 @@ import (
 
 // Configs at the API server's limits each reload their workload once, and none hangs the queue.
 func TestConfigsAtTheLimitsReload(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	long := strings.Repeat("a", 253)
 	many := map[string]string{}

@@ -17,6 +17,7 @@ import (
 // ones keep their catch-up, after a restart too (soak seed 1795657828041649806@4: w-0, created
 // between two leaders while w-1 and w-2 were held, was never restarted for cm-1).
 func TestAWorkloadWithoutAMarkerRestartsForAChangeWhileALaggingStakaterDependentIsHeld(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
 	closed := closedWindow()
@@ -29,7 +30,7 @@ func TestAWorkloadWithoutAMarkerRestartsForAChangeWhileALaggingStakaterDependent
 		})
 	}
 	first := startController(t, ns, controllerOpts{grace: 5 * time.Second})
-	settle()
+	settle(t)
 	first.stop(t)
 	wantReloads(t, ns, "lagging-a", 1, 0)
 

@@ -33,6 +33,7 @@ func collaborneVar(name, value string) func(*corev1.PodSpec) {
 // while switching, reload once (the positive controls). The next real change restarts once
 // and leaves no Collaborne variable.
 func TestSwitchingFromCollaborneRestartsNothingThatIsCurrent(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
 	createConfigMap(t, ns, "other", map[string]string{"x": "1"})
@@ -61,7 +62,7 @@ func TestSwitchingFromCollaborneRestartsNothingThatIsCurrent(t *testing.T) {
 	before := generations(t, ns)
 
 	first := startController(t, ns, controllerOpts{})
-	settle()
+	settle(t)
 	want := map[string]int64{"missed": 1, "changed-dep": 1}
 	if moved := changed(before, generations(t, ns)); fmt.Sprint(moved) != fmt.Sprint(want) {
 		t.Fatalf("after the switch, template changes %v, want %v\n%s", moved, want, first.log.String())
@@ -79,7 +80,7 @@ func TestSwitchingFromCollaborneRestartsNothingThatIsCurrent(t *testing.T) {
 	first.stop(t)
 	afterSwitch := generations(t, ns)
 	startController(t, ns, controllerOpts{})
-	settle()
+	settle(t)
 	if moved := changed(afterSwitch, generations(t, ns)); len(moved) != 0 {
 		t.Fatalf("a restart after the switch changed templates %v", moved)
 	}
@@ -87,7 +88,7 @@ func TestSwitchingFromCollaborneRestartsNothingThatIsCurrent(t *testing.T) {
 	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
 	waitEnv(t, ns, "web", cmVar, hash)
 	waitEnv(t, ns, "untouched", cmVar, hash)
-	settle()
+	settle(t)
 	want = map[string]int64{"web": 1, "untouched": 1}
 	if moved := changed(afterSwitch, generations(t, ns)); fmt.Sprint(moved) != fmt.Sprint(want) {
 		t.Fatalf("after the first real change, template changes %v, want %v", moved, want)

@@ -17,10 +17,11 @@ import (
 // current content (TestWorkloadCreatedWhileTheStateIsBehindIsNotRestartedForWhatItRuns); a
 // CronJob and a Job must be too.
 func TestCronJobsAndJobsCreatedWhileTheStateIsBehindRunNothingForWhatTheyRead(t *testing.T) {
+	t.Parallel()
 	ns, lift, _, _ := stateHeldBehind(t)
 	cj := createCronJob(t, ns, "cj", named("configmap", "app-config")) // reads B
 	job := createJob(t, ns, "job", named("configmap", "app-config"))
-	settle()
+	settle(t)
 	if n := len(jobsOf(t, ns, cj.UID)); n != 0 {
 		t.Errorf("the CronJob created while the state was behind ran %d Jobs for the content it reads", n)
 	}
@@ -39,7 +40,7 @@ func TestCronJobsAndJobsCreatedWhileTheStateIsBehindRunNothingForWhatTheyRead(t 
 		}
 		return len(jobs) == 1 && jobEnv(&jobs[0], cmVar) == hashC && again.UID != job.UID && jobEnv(again, cmVar) == hashC, nil
 	})
-	settle()
+	settle(t)
 	if n := len(jobsOf(t, ns, cj.UID)); n != 1 {
 		t.Errorf("one change ran the CronJob %d times", n)
 	}
@@ -51,19 +52,20 @@ func TestCronJobsAndJobsCreatedWhileTheStateIsBehindRunNothingForWhatTheyRead(t 
 // recreated, still without the key: the deletion and the creation made what was remembered of
 // it unknown, though its pods read the same with or without the config.
 func TestWorkloadReadingAnAbsentKeyIsNotRestartedWhenItsConfigIsRecreatedWithoutIt(t *testing.T) {
+	t.Parallel()
 	ns, lift, _, _ := stateHeldBehind(t)
 	optional := true
 	createDeployment(t, ns, "reader", 0, map[string]string{"reloader.stakater.com/auto": "true"}, func(s *corev1.PodSpec) {
 		s.Containers[0].Env = append(s.Containers[0].Env, corev1.EnvVar{Name: "A", ValueFrom: &corev1.EnvVarSource{
 			ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"}, Key: "a", Optional: &optional}}})
 	})
-	settle()
+	settle(t)
 	before := getDeployment(t, ns, "reader").Generation
 
 	if err := cluster.Client().CoreV1().ConfigMaps(ns).Delete(context.Background(), "app-config", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	settle()
+	settle(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
 	waitEnv(t, ns, "w1", cmVar, confighash.ConfigMap(&corev1.ConfigMap{Data: map[string]string{"v": "C"}}))
 	wantReloads(t, ns, "reader", before, 0)

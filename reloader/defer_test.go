@@ -40,6 +40,7 @@ func withAnnotations(base map[string]string, more map[string]string) map[string]
 const pendingWeb = "pending.Deployment_web"
 
 func TestReloadOutsideTheWindowWaitsForItAndHappensOnceAcrossARestart(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
 	spec, opens := windowFrom(12*time.Second, time.Hour)
@@ -47,7 +48,7 @@ func TestReloadOutsideTheWindowWaitsForItAndHappensOnceAcrossARestart(t *testing
 	// Positive control: a workload without a window reloads at once.
 	createDeployment(t, ns, "free", 0, named("configmap", "app-config"), nil)
 	first := startController(t, ns, controllerOpts{period: 100 * time.Millisecond})
-	settle()
+	settle(t)
 	changes := templateChanges(t, ns, "web")
 
 	hash1 := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
@@ -85,12 +86,13 @@ func TestReloadOutsideTheWindowWaitsForItAndHappensOnceAcrossARestart(t *testing
 }
 
 func TestInvalidWindowHoldsTheReloadWithOneWarningUntilFixed(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
 	createDeployment(t, ns, "web", 0, withAnnotations(named("configmap", "app-config"), map[string]string{policy.WindowAnnotation: "Someday 02:00-04:00"}), nil)
 	createDeployment(t, ns, "free", 0, named("configmap", "app-config"), nil)
 	startController(t, ns, controllerOpts{period: 100 * time.Millisecond})
-	settle()
+	settle(t)
 	changes := templateChanges(t, ns, "web")
 	updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
 	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "2"})
@@ -133,6 +135,7 @@ func flap(t *testing.T, ns, name string, every, total time.Duration) string {
 }
 
 func TestFlappingConfigReloadsAtMostOncePerMinimumIntervalAndEndsOnItsLastContent(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
 	createDeployment(t, ns, "web", 0, withAnnotations(named("configmap", "app-config"), map[string]string{policy.MinIntervalAnnotation: "10s"}), nil)
@@ -140,7 +143,7 @@ func TestFlappingConfigReloadsAtMostOncePerMinimumIntervalAndEndsOnItsLastConten
 	// A 1 s coalescing period (capped at 5 s) as a deployment would have one: the first reload
 	// comes at the cap, so the fourth is due well after the flap ends.
 	startController(t, ns, controllerOpts{period: time.Second})
-	settle()
+	settle(t)
 	changes, freeBefore := templateChanges(t, ns, "web"), getDeployment(t, ns, "free").Generation
 	last := flap(t, ns, "app-config", 200*time.Millisecond, 30*time.Second)
 	waitEnv(t, ns, "web", cmVar, last)
@@ -156,12 +159,13 @@ func TestFlappingConfigReloadsAtMostOncePerMinimumIntervalAndEndsOnItsLastConten
 }
 
 func TestMinimumIntervalHoldsAcrossARestart(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
 	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
 	interval := func(o *reloader.Options) { o.Gate.MinInterval = 8 * time.Second } // the flag
 	first := startController(t, ns, controllerOpts{tweak: interval})
-	settle()
+	settle(t)
 	changes := templateChanges(t, ns, "web")
 	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
 	waitEnv(t, ns, "web", cmVar, hash)
@@ -183,6 +187,7 @@ func TestMinimumIntervalHoldsAcrossARestart(t *testing.T) {
 }
 
 func TestInvalidJSONKeyIsNotRolledOutAndTheNextValidChangeIs(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "app-config", Annotations: map[string]string{policy.ValidateAnnotation: "config.json=json,app.yaml=yaml"}},
@@ -193,7 +198,7 @@ func TestInvalidJSONKeyIsNotRolledOutAndTheNextValidChangeIs(t *testing.T) {
 	}
 	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
 	r := startController(t, ns, controllerOpts{period: 100 * time.Millisecond})
-	settle()
+	settle(t)
 	good := stateEntry(t, ns, "v1.ConfigMap_app-config")
 	changes := templateChanges(t, ns, "web")
 
@@ -202,7 +207,7 @@ func TestInvalidJSONKeyIsNotRolledOutAndTheNextValidChangeIs(t *testing.T) {
 	waitFor(t, 10*time.Second, "InvalidConfig warning", func() (bool, error) {
 		return countEvents(t, ns, "app-config", "InvalidConfig") == 1, nil
 	})
-	settle()
+	settle(t)
 	msgs := strings.Join(eventMessages(t, ns, "app-config"), "\n")
 	if !strings.Contains(msgs, `key "config.json" is not valid JSON`) || strings.Contains(msgs, leaked) || strings.Contains(r.log.String(), leaked) {
 		t.Fatalf("the warning must name the key and not the value: %s", msgs)
@@ -225,13 +230,14 @@ func TestInvalidJSONKeyIsNotRolledOutAndTheNextValidChangeIs(t *testing.T) {
 }
 
 func TestPausePeriodWithStakatersAnnotationsBatchesChangesIntoOneRollout(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
 	pause := map[string]string{"deployment.reloader.stakater.com/pause-period": "6s"}
 	createDeployment(t, ns, "web", 0, withAnnotations(named("configmap", "app-config"), pause), nil)
 	createStatefulSetNamed(t, ns, "db", withAnnotations(named("configmap", "app-config"), pause))
 	first := startController(t, ns, controllerOpts{period: 100 * time.Millisecond})
-	settle()
+	settle(t)
 	changes, dbBefore := templateChanges(t, ns, "web"), getStatefulSet(t, ns, "db").Generation
 
 	updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
@@ -340,7 +346,7 @@ func templateChanges(t *testing.T, ns, name string) (count func() int) {
 		}
 	}()
 	return func() int {
-		settle()
+		settle(t)
 		time.Sleep(300 * time.Millisecond) // the watch event of the last change is on its way
 		return len(changes)
 	}
@@ -349,6 +355,7 @@ func templateChanges(t *testing.T, ns, name string) (count func() int) {
 // stakater pauses a Deployment with spec.paused and resumes it from a timer in its own process;
 // one it paused just before the switch is resumed when its pause ends.
 func TestDeploymentPausedByStakaterIsResumedWhenItsPauseEnds(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
 	pausedAt := time.Now().UTC().Add(-3 * time.Second).Format(time.RFC3339)
@@ -361,7 +368,7 @@ func TestDeploymentPausedByStakaterIsResumedWhenItsPauseEnds(t *testing.T) {
 		d.Annotations, d.Spec.Paused = named("configmap", "app-config"), true
 	})
 	startController(t, ns, controllerOpts{period: 100 * time.Millisecond})
-	settle()
+	settle(t)
 	if !getDeployment(t, ns, "web").Spec.Paused {
 		t.Fatal("resumed before the pause ended")
 	}
@@ -375,13 +382,14 @@ func TestDeploymentPausedByStakaterIsResumedWhenItsPauseEnds(t *testing.T) {
 }
 
 func TestRevertWhileHeldDropsThePendingReload(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
 	spec, _ := windowFrom(time.Hour, time.Hour)
 	createDeployment(t, ns, "web", 0, withAnnotations(named("configmap", "app-config"), map[string]string{policy.WindowAnnotation: spec}), nil)
 	createDeployment(t, ns, "free", 0, named("configmap", "app-config"), nil)
 	r := startController(t, ns, controllerOpts{period: 100 * time.Millisecond})
-	settle()
+	settle(t)
 	changes := templateChanges(t, ns, "web")
 	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
 	waitEnv(t, ns, "free", cmVar, hash) // the control: the change is seen
@@ -399,6 +407,7 @@ func TestRevertWhileHeldDropsThePendingReload(t *testing.T) {
 
 // The gate runs on the injected clock: a week-scale window is tested without waiting for it.
 func TestHeldReloadRunsWhenTheInjectedClockReachesTheWindow(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
 	createDeployment(t, ns, "web", 0, withAnnotations(named("configmap", "app-config"),
@@ -406,7 +415,7 @@ func TestHeldReloadRunsWhenTheInjectedClockReachesTheWindow(t *testing.T) {
 	friday := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
 	clock := clocktest.New(friday)
 	startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { o.Clock = clock }})
-	settle()
+	settle(t)
 	changes := templateChanges(t, ns, "web")
 
 	updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
@@ -440,6 +449,7 @@ func reloadsOnceWhenTheWindowOpens(t *testing.T, clock *clocktest.Clock, ns, has
 }
 
 func TestPausePeriodHoldsEveryKindThenRollsOutOnce(t *testing.T) {
+	t.Parallel()
 	ensureCRDs(t)
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
@@ -454,7 +464,7 @@ func TestPausePeriodHoldsEveryKindThenRollsOutOnce(t *testing.T) {
 	createCustom(t, rolloutsGVR, "Rollout", ns, "rollout", ann)
 	createCustom(t, deploymentConfigsGVR, "DeploymentConfig", ns, "dc", ann)
 	startController(t, ns, controllerOpts{period: 100 * time.Millisecond, tweak: func(o *reloader.Options) { o.ArgoRollouts, o.OpenShift = true, true }})
-	settle()
+	settle(t)
 	kinds := []struct {
 		gvr  schema.GroupVersionResource
 		name string
@@ -492,12 +502,14 @@ func TestPausePeriodHoldsEveryKindThenRollsOutOnce(t *testing.T) {
 // the reload with one Warning; removing it brings back the flag's window, in which the reload
 // happens once.
 func TestEmptyWindowAnnotationHoldsTheReloadUntilRemovedThenTheFlagsWindowApplies(t *testing.T) {
+	t.Parallel()
 	emptyWindowHoldsUntilRemoved(t, "annotation reloader/window is empty",
 		func(d *appsv1.Deployment) { d.Annotations[policy.WindowAnnotation] = "" },
 		func(d *appsv1.Deployment) { delete(d.Annotations, policy.WindowAnnotation) })
 }
 
 func TestEmptyWindowOnThePodTemplateHoldsTheReloadUntilRemovedThenTheFlagsWindowApplies(t *testing.T) {
+	t.Parallel()
 	emptyWindowHoldsUntilRemoved(t, "annotation reloader/window on the pod template is empty",
 		func(d *appsv1.Deployment) {
 			d.Spec.Template.Annotations = map[string]string{policy.WindowAnnotation: ""}
@@ -521,7 +533,7 @@ func emptyWindowHoldsUntilRemoved(t *testing.T, problem string, set, unset func(
 	r := startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) {
 		o.Clock, o.Gate.Window = clock, "Sat 02:00-04:00 Europe/Berlin"
 	}})
-	settle()
+	settle(t)
 	changes := templateChanges(t, ns, "web")
 
 	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
@@ -558,6 +570,7 @@ func emptyWindowHoldsUntilRemoved(t *testing.T, problem string, set, unset func(
 // must itself wake the held reload: an empty minimum interval or pause period holds it with one
 // Warning, and removing the annotation rolls it out once.
 func TestEmptyIntervalOrPauseOnAStatefulSetHoldsTheReloadUntilRemovedThenReloadsOnce(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
 	keys := map[string]string{"interval": policy.MinIntervalAnnotation, "pause": "deployment.reloader.stakater.com/pause-period"}
@@ -566,7 +579,7 @@ func TestEmptyIntervalOrPauseOnAStatefulSetHoldsTheReloadUntilRemovedThenReloads
 	}
 	createStatefulSetNamed(t, ns, "control", named("configmap", "app-config"))
 	startController(t, ns, controllerOpts{period: 100 * time.Millisecond})
-	settle()
+	settle(t)
 	before := map[string]int64{}
 	for name := range keys {
 		before[name] = getStatefulSet(t, ns, name).Generation
@@ -580,7 +593,7 @@ func TestEmptyIntervalOrPauseOnAStatefulSetHoldsTheReloadUntilRemovedThenReloads
 		waitFor(t, 10*time.Second, name+": the ReloadScheduleInvalid warning", func() (bool, error) {
 			return countEvents(t, ns, name, "ReloadScheduleInvalid") > 0, nil
 		})
-		settle()
+		settle(t)
 		if got := getStatefulSet(t, ns, name).Generation - before[name]; got != 0 {
 			t.Fatalf("%s: reloaded %d times with an empty %s", name, got, k)
 		}
@@ -599,7 +612,7 @@ func TestEmptyIntervalOrPauseOnAStatefulSetHoldsTheReloadUntilRemovedThenReloads
 			v, _ := envOf(getStatefulSet(t, ns, name).Spec.Template, cmVar)
 			return v == hash, nil
 		})
-		settle()
+		settle(t)
 		if got := getStatefulSet(t, ns, name).Generation - before[name]; got != 1 {
 			t.Fatalf("%s: template changed %d times, want 1", name, got)
 		}
@@ -612,12 +625,13 @@ func TestEmptyIntervalOrPauseOnAStatefulSetHoldsTheReloadUntilRemovedThenReloads
 // content. When the pause ends, the workload is reloaded once (a restarted-at annotation, the
 // marker already holding the content), as its pods run the content that was left.
 func TestPodsAnotherActorRestartedDuringAPauseAreReloadedWhenTheConfigReturns(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
 	pause := map[string]string{"deployment.reloader.stakater.com/pause-period": "4s"}
 	createDeployment(t, ns, "web", 0, withAnnotations(named("configmap", "app-config"), pause), nil)
 	startController(t, ns, controllerOpts{})
-	settle()
+	settle(t)
 	first := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
 	waitEnv(t, ns, "web", cmVar, first) // a marker, after the first pause
 	waitFor(t, 10*time.Second, "the first pause over", func() (bool, error) {
@@ -629,13 +643,13 @@ func TestPodsAnotherActorRestartedDuringAPauseAreReloadedWhenTheConfigReturns(t 
 		return getDeployment(t, ns, "web").Annotations["deployment.reloader.stakater.com/paused-at"] != "", nil
 	})
 	updateDeployment(t, ns, "web", func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "web:2" }) // its pods read v=2
-	settle()
+	settle(t)
 	updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
 	changes := templateChanges(t, ns, "web")
 	waitFor(t, 15*time.Second, "web restarted after the pause", func() (bool, error) {
 		return getDeployment(t, ns, "web").Spec.Template.Annotations[policy.RestartedAt] != "", nil
 	})
-	settle()
+	settle(t)
 	if n := changes(); n != 1 {
 		t.Fatalf("template changed %d times after the return, want 1", n)
 	}

@@ -16,6 +16,7 @@ import (
 var auto = map[string]string{"reloader.stakater.com/auto": "true"}
 
 func TestAutoDiscoversEveryReferencePath(t *testing.T) {
+	t.Parallel()
 	optional := true
 	volume := func(v corev1.VolumeSource) func(*corev1.PodSpec) {
 		return func(s *corev1.PodSpec) {
@@ -53,6 +54,7 @@ func TestAutoDiscoversEveryReferencePath(t *testing.T) {
 
 // keyScenario: a config with keys x and y; the workload reads only x; one key changes.
 func TestKeyLevelPrecision(t *testing.T) {
+	t.Parallel()
 	keyRef := func(s *corev1.PodSpec) {
 		s.Containers[0].Env = append(s.Containers[0].Env, corev1.EnvVar{Name: "X", ValueFrom: &corev1.EnvVarSource{
 			ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: cmRef("a"), Key: "x"}}})
@@ -90,7 +92,7 @@ func TestKeyLevelPrecision(t *testing.T) {
 			waitFor(t, 10*time.Second, "the change recorded in state", func() (bool, error) {
 				return stateEntry(t, ns, "v1.ConfigMap_a") == hash, nil
 			})
-			settle()
+			settle(t)
 			got := getDeployment(t, ns, "web").Generation - before
 			if want := map[bool]int64{true: 1, false: 0}[tt.reload]; got != want {
 				t.Fatalf("%d reloads, want %d\n%s", got, want, r.log.String())
@@ -100,6 +102,7 @@ func TestKeyLevelPrecision(t *testing.T) {
 }
 
 func TestOptionalReferenceToAMissingConfig(t *testing.T) {
+	t.Parallel()
 	optional := true
 	for _, reloadOnCreate := range []bool{false, true} {
 		name := map[bool]string{false: "appearing config restarts nothing by default", true: "appearing config reloads with --reload-on-create"}[reloadOnCreate]
@@ -110,13 +113,13 @@ func TestOptionalReferenceToAMissingConfig(t *testing.T) {
 				d.Spec.Template.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: cmRef("later"), Optional: &optional}}}
 			})
 			startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { o.ReloadOnCreate = reloadOnCreate }})
-			settle() // the first start is over; "later" is created afterwards
+			settle(t) // the first start is over; "later" is created afterwards
 			before := getDeployment(t, ns, "web").Generation
 			createConfigMap(t, ns, "later", map[string]string{"v": "0"})
 			waitFor(t, 10*time.Second, "the new config recorded", func() (bool, error) {
 				return stateEntry(t, ns, "v1.ConfigMap_later") != "", nil
 			})
-			settle()
+			settle(t)
 			want := before
 			if reloadOnCreate {
 				want++
@@ -129,6 +132,7 @@ func TestOptionalReferenceToAMissingConfig(t *testing.T) {
 }
 
 func TestMalformedAnnotationIsReportedOnce(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "a", map[string]string{"v": "0"})
 	createDeploymentFrom(t, ns, "broken", func(d *appsv1.Deployment) {
@@ -147,7 +151,7 @@ func TestMalformedAnnotationIsReportedOnce(t *testing.T) {
 		events = list.Items
 		return err == nil && len(events) > 0, err
 	})
-	settle()
+	settle(t)
 	list, _ := cluster.Client().CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "reason=InvalidAnnotation"})
 	if len(list.Items) != 1 || list.Items[0].Count > 1 || list.Items[0].InvolvedObject.Name != "broken" {
 		t.Fatalf("want one InvalidAnnotation event, once, on broken; got %+v", list.Items)
@@ -162,6 +166,7 @@ func TestMalformedAnnotationIsReportedOnce(t *testing.T) {
 }
 
 func TestMissingNamedConfigIsReported(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
 	createDeployment(t, ns, "typo", 0, named("configmap", "app-config,app-conifg"), nil)

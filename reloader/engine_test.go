@@ -72,12 +72,13 @@ func refusePatchesUnless(t *testing.T, ns, name, unless string) (lift func()) {
 
 // Finding 1: a revert after a partial rollout, with one dependent's patches refused.
 func TestRevertAfterPartialRolloutReturnsEveryWorkloadToTheCurrentContent(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
 	createDeployment(t, ns, "w1", 0, named("configmap", "app-config"), nil)
 	createDeployment(t, ns, "w2", 0, named("configmap", "app-config"), nil)
 	r := startController(t, ns, controllerOpts{})
-	settle()
+	settle(t)
 	before := generations(t, ns)
 	lift := refusePatches(t, ns, "w2")
 
@@ -96,7 +97,7 @@ func TestRevertAfterPartialRolloutReturnsEveryWorkloadToTheCurrentContent(t *tes
 	hashC := updateConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
 	waitEnv(t, ns, "w1", cmVar, hashC)
 	waitEnv(t, ns, "w2", cmVar, hashC) // the refused one reloads once allowed
-	settle()
+	settle(t)
 	want := map[string]int64{"w1": 3, "w2": 1}
 	if moved := changed(before, generations(t, ns)); fmt.Sprint(moved) != fmt.Sprint(want) {
 		t.Fatalf("template changes %v, want %v", moved, want)
@@ -113,15 +114,16 @@ func TestRevertAfterPartialRolloutReturnsEveryWorkloadToTheCurrentContent(t *tes
 // Finding 2: kubectl replace --force, or a GitOps replace: the config is deleted and created
 // again with new content.
 func TestDeleteAndRecreateWithNewContentReloadsOnce(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
 	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
 	startController(t, ns, controllerOpts{})
-	settle()
+	settle(t)
 	before := getDeployment(t, ns, "web").Generation
 
 	replaceConfigMap(t, ns, "app-config", map[string]string{"v": "A"}) // same content: nothing to do
-	settle()
+	settle(t)
 	hash := replaceConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
 	waitEnv(t, ns, "web", cmVar, hash)
 	wantReloads(t, ns, "web", before, 1) // only the new content reloads
@@ -139,6 +141,7 @@ func replaceConfigMap(t *testing.T, ns, name string, data map[string]string) str
 
 // Finding 3: --reload-on-delete, with the deletion made while the reloader was down.
 func TestDeletionWhileDownRemovesTheVariable(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
 	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
@@ -160,12 +163,13 @@ func TestDeletionWhileDownRemovesTheVariable(t *testing.T) {
 
 // Finding 4: --reload-on-create fired for configs that merely lacked a state entry.
 func TestReloadOnCreateFiresOnlyForConfigsThatDidNotExist(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
 	createDeployment(t, ns, "web", 0, named("configmap", "app-config, later"), nil)
 	onCreate := func(o *reloader.Options) { o.ReloadOnCreate = true }
 	first := startController(t, ns, controllerOpts{tweak: onCreate})
-	settle()
+	settle(t)
 	first.stop(t)
 	setStateEntry(t, ns, "v1.ConfigMap_app-config", "corrupt")
 	before := getDeployment(t, ns, "web").Generation
@@ -185,6 +189,7 @@ func TestReloadOnCreateFiresOnlyForConfigsThatDidNotExist(t *testing.T) {
 
 // Finding 5: a workload reading an absent optional key reloaded when any other key changed.
 func TestAbsentOptionalKeyDoesNotReloadOnOtherKeys(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"a": "1", "b": "1"})
 	optional := true
@@ -196,7 +201,7 @@ func TestAbsentOptionalKeyDoesNotReloadOnOtherKeys(t *testing.T) {
 		s.Containers[0].Env = append(s.Containers[0].Env, keyRef("A", "a"), keyRef("MISSING", "missing"))
 	})
 	startController(t, ns, controllerOpts{})
-	settle()
+	settle(t)
 	before := getDeployment(t, ns, "web").Generation
 
 	updateConfigMap(t, ns, "app-config", map[string]string{"a": "1", "b": "2"})
@@ -212,6 +217,7 @@ func TestAbsentOptionalKeyDoesNotReloadOnOtherKeys(t *testing.T) {
 // config while a reload annotation named it, then switched to auto (which reloads on the key
 // only), was restarted for the key's hash although it ran the current content.
 func TestSwitchingFromANamedReloadToAutoRestartsNothing(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"a": "1", "b": "1"})
 	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), func(s *corev1.PodSpec) {
@@ -219,7 +225,7 @@ func TestSwitchingFromANamedReloadToAutoRestartsNothing(t *testing.T) {
 			LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"}, Key: "a"}}})
 	})
 	startController(t, ns, controllerOpts{})
-	settle()
+	settle(t)
 	whole := updateConfigMap(t, ns, "app-config", map[string]string{"a": "1", "b": "2"})
 	waitEnv(t, ns, "web", cmVar, whole) // named: the whole config
 	switched := updateDeployment(t, ns, "web", func(d *appsv1.Deployment) {
@@ -241,6 +247,7 @@ func TestSwitchingFromANamedReloadToAutoRestartsNothing(t *testing.T) {
 // of a Secret, reloaded on that key under auto, then annotated to reload on the whole Secret,
 // runs its current content: its marker holds only the key's value, so the state decides.
 func TestSwitchingFromAutoToANamedReloadRestartsNothing(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	const secretVar = "_RELOADER_-secret-db"
 	createSecret(t, ns, "db", map[string]string{"a": "1", "b": "1"})
@@ -249,7 +256,7 @@ func TestSwitchingFromAutoToANamedReloadRestartsNothing(t *testing.T) {
 			LocalObjectReference: corev1.LocalObjectReference{Name: "db"}, Key: "a"}}})
 	})
 	startController(t, ns, controllerOpts{})
-	settle()
+	settle(t)
 	before := getDeployment(t, ns, "web").Generation
 	updateSecret(t, ns, "db", map[string]string{"a": "2", "b": "1"})
 	waitFor(t, 10*time.Second, "web reloaded on key a", func() (bool, error) {
@@ -275,6 +282,7 @@ func TestSwitchingFromAutoToANamedReloadRestartsNothing(t *testing.T) {
 
 // Finding 6: stakater's variable name for a config name with a run of symbols.
 func TestStakaterChangeIsCaughtUpForNamesWithRunsOfSymbols(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app--config", map[string]string{"v": "new"})
 	createDeployment(t, ns, "web", 0, named("configmap", "app--config"), func(s *corev1.PodSpec) {
@@ -290,13 +298,14 @@ func TestStakaterChangeIsCaughtUpForNamesWithRunsOfSymbols(t *testing.T) {
 // A marker stripped by a re-apply while the config is unchanged restarts nothing; one put back
 // at an old value by a re-apply of an old manifest is corrected, once.
 func TestReappliedOldMarkerIsCorrectedOnce(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
 	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
 	startController(t, ns, controllerOpts{})
 	hashB := updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
 	waitEnv(t, ns, "web", cmVar, hashB)
-	settle()
+	settle(t)
 	d := updateDeployment(t, ns, "web", func(d *appsv1.Deployment) {
 		for i, e := range d.Spec.Template.Spec.Containers[0].Env {
 			if e.Name == cmVar {
@@ -341,6 +350,7 @@ func eventMessages(t *testing.T, ns, object string) []string {
 // The API server drops the detail of a JSON patch that does not apply; the reloader must still
 // tell "computed from a stale version" (recompute soon) from a refusal (say so, retry later).
 func TestStalePatchIsToldFromAValidationError(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createDeployment(t, ns, "web", 0, nil, nil)
 	deployments := cluster.Client().AppsV1().Deployments(ns)
@@ -401,6 +411,7 @@ func revertingWebhook(t *testing.T, ns, name string) {
 
 // Suspected finding: a webhook that reverts our patch left the config stuck, logged at debug.
 func TestPatchRevertedByAWebhookIsReportedOnce(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
 	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
@@ -424,6 +435,7 @@ func TestPatchRevertedByAWebhookIsReportedOnce(t *testing.T) {
 // Removing ignore from a config catches up, once, a workload whose marker shows content that
 // changed while it was ignored; a workload without a marker is left alone.
 func TestRemovingIgnoreCatchesUpMarkedWorkloadsOnce(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
 	createDeployment(t, ns, "marked", 0, named("configmap", "app-config"), nil)
@@ -461,6 +473,7 @@ func setConfigMapAnnotation(t *testing.T, ns, name, key, value string) {
 
 // A config that flaps A→B→A within one window ends where it started: nothing to restart.
 func TestFlapWithinAWindowRestartsNothing(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
 	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
@@ -478,6 +491,7 @@ func TestFlapWithinAWindowRestartsNothing(t *testing.T) {
 
 // A GitOps replace while the reloader is down, without --reload-on-create: caught up on start.
 func TestReplaceWhileDownReloadsOnceOnStart(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
 	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
@@ -495,6 +509,7 @@ func TestReplaceWhileDownReloadsOnceOnStart(t *testing.T) {
 // A deleted config's tombstone outlives it by the retention period, and longer while a workload
 // still references it.
 func TestTombstonesArePrunedAfterRetentionOnceUnreferenced(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "lonely", map[string]string{"v": "A"})
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
@@ -520,6 +535,7 @@ func TestTombstonesArePrunedAfterRetentionOnceUnreferenced(t *testing.T) {
 // is stale but whose annotation holds the current content (or the other way round) runs the
 // current content.
 func TestSwitchingStrategiesRestartsNothing(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
 	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
@@ -555,6 +571,7 @@ func TestSwitchingStrategiesRestartsNothing(t *testing.T) {
 // per change: the second patch, computed from the same version, fails its resourceVersion test
 // or finds the marker current.
 func TestTwoControllersAtOnceReloadOnce(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	population(t, ns, 5)
 	a := startController(t, ns, controllerOpts{})
@@ -566,7 +583,7 @@ func TestTwoControllersAtOnceReloadOnce(t *testing.T) {
 		waitEnv(t, ns, fmt.Sprintf("app-%d", i), fmt.Sprintf("_RELOADER_-configmap-cfg-%d", i),
 			updateConfigMap(t, ns, fmt.Sprintf("cfg-%d", i), map[string]string{"v": "1"}))
 	}
-	settle()
+	settle(t)
 	want := map[string]int64{"app-0": 1, "app-1": 1, "app-2": 1, "app-3": 1, "app-4": 1}
 	if moved := changed(before, generations(t, ns)); fmt.Sprint(moved) != fmt.Sprint(want) {
 		t.Fatalf("template changes %v, want %v", moved, want)
@@ -578,6 +595,7 @@ func TestTwoControllersAtOnceReloadOnce(t *testing.T) {
 // its empty window holds its reload): otherwise the next change finds no entry either, is a
 // first content again, and is lost for them (checker seed 7@3).
 func TestAChangeAfterACorruptEntryReloadsTheWorkloadsWithoutAMarkerWhileAnotherIsHeld(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
 	createDeployment(t, ns, "held", 0, withAnnotations(named("configmap", "app-config"), map[string]string{policy.WindowAnnotation: ""}),
@@ -586,19 +604,19 @@ func TestAChangeAfterACorruptEntryReloadsTheWorkloadsWithoutAMarkerWhileAnotherI
 		})
 	createDeployment(t, ns, "plain", 0, named("configmap", "app-config"), nil)
 	first := startController(t, ns, controllerOpts{})
-	settle()
+	settle(t)
 	first.stop(t)
 	setStateEntry(t, ns, "v1.ConfigMap_app-config", "corrupt")
 	before := generations(t, ns)
 
 	startController(t, ns, controllerOpts{})
-	settle()
+	settle(t)
 	if moved := changed(before, generations(t, ns)); len(moved) > 0 {
 		t.Fatalf("a corrupt state entry restarted %v", moved)
 	}
 	hashB := updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
 	waitEnv(t, ns, "plain", cmVar, hashB)
-	settle()
+	settle(t)
 	if moved := changed(before, generations(t, ns)); fmt.Sprint(moved) != fmt.Sprint(map[string]int64{"plain": 1}) {
 		t.Fatalf("template changes %v, want plain's one (held is held)", moved)
 	}
@@ -608,12 +626,13 @@ func TestAChangeAfterACorruptEntryReloadsTheWorkloadsWithoutAMarkerWhileAnotherI
 // cause of a rare failure of TestTwoControllersAtOnceReloadOnce): it sees the first replica's
 // reload before the new content, and must not put the old content back.
 func TestAReplicaWhoseConfigCacheLagsDoesNotUndoAnotherReplicasReload(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
 	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
 	startController(t, ns, controllerOpts{})
 	slow := startControllerAs(t, laggingWatch(cluster.Config, "configmaps", time.Second), ns, controllerOpts{})
-	settle()
+	settle(t)
 	before := getDeployment(t, ns, "web").Generation
 	writes := func() float64 {
 		v, _ := scrape(t, slow, "reloader_state_writes_total", map[string]string{"result": "success"})
@@ -715,7 +734,7 @@ func stateHeldBehind(t *testing.T) (ns string, lift func(), hashB string, ctrl *
 	createDeployment(t, ns, "w1", 0, named("configmap", "app-config"), nil)
 	createDeployment(t, ns, "w2", 0, named("configmap", "app-config"), nil)
 	ctrl = startController(t, ns, controllerOpts{})
-	settle()
+	settle(t)
 	const a = "object.metadata.annotations"
 	lift = refusePatchesUnless(t, ns, "w2", fmt.Sprintf("!has(%[1]s) || !(%[2]q in %[1]s) || %[1]s[%[2]q] != 'app-config'", a, "configmap.reloader.stakater.com/reload"))
 	hashB = updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
@@ -736,6 +755,7 @@ func stripWhileTheStateIsBehind(t *testing.T) (ns string, lift func(), stripped 
 // content, while another dependent's refusal holds the state back. The strip restarted its
 // pods with that content; the state alone would restart them again.
 func TestStripWhileTheStateIsBehindRestartsNothingMore(t *testing.T) {
+	t.Parallel()
 	ns, lift, stripped, _ := stripWhileTheStateIsBehind(t)
 	wantReloads(t, ns, "w1", stripped, 0)
 
@@ -751,11 +771,12 @@ func TestStripWhileTheStateIsBehindRestartsNothingMore(t *testing.T) {
 // the strip did not survive a restart, so a reloader started while the state was still behind
 // restarted the stripped workload for the content it ran, and would have missed a revert.
 func TestStripWhileTheStateIsBehindIsRememberedAcrossARestart(t *testing.T) {
+	t.Parallel()
 	ns, lift, stripped, first := stripWhileTheStateIsBehind(t)
-	settle()
+	settle(t)
 	first.stop(t)
 	startController(t, ns, controllerOpts{})
-	settle()
+	settle(t)
 	wantReloads(t, ns, "w1", stripped, 0)
 
 	// Positive control: a revert to the content the state holds reaches it, once.
@@ -770,8 +791,9 @@ func TestStripWhileTheStateIsBehindIsRememberedAcrossARestart(t *testing.T) {
 // starts after the strip finds no marker and a state behind, cannot tell the strip's rollout
 // from an older one, and restarts the workload once, and only once.
 func TestStripWhileDownWhileTheStateIsBehindRestartsOnce(t *testing.T) {
+	t.Parallel()
 	ns, lift, hashB, first := stateHeldBehind(t)
-	settle()
+	settle(t)
 	first.stop(t)
 
 	stripped := stripMarker(t, ns, "w1")
@@ -781,7 +803,7 @@ func TestStripWhileDownWhileTheStateIsBehindRestartsOnce(t *testing.T) {
 	// Only once: a third reloader, with the state still behind, finds the marker it wrote.
 	second.stop(t)
 	startController(t, ns, controllerOpts{})
-	settle()
+	settle(t)
 	wantReloads(t, ns, "w1", stripped, 1)
 	lift()
 	waitEnv(t, ns, "w2", cmVar, hashB)
@@ -792,6 +814,7 @@ func TestStripWhileDownWhileTheStateIsBehindRestartsOnce(t *testing.T) {
 // happens while no reloader runs; nothing else would remove them, and the state would grow with
 // every workload churned while it was behind.
 func TestStripsOfADeletedWorkloadLeaveTheState(t *testing.T) {
+	t.Parallel()
 	ns, lift, _, first := stateHeldBehind(t)
 	createDeployment(t, ns, "w3", 0, named("configmap", "app-config"), nil) // runs B: a strip
 	createDeployment(t, ns, "w4", 0, named("configmap", "app-config"), nil)
@@ -837,6 +860,7 @@ func deleteDeployment(t *testing.T, ns, name string) {
 // Soak seed 1795461574958468038: a workload created while another dependent's refusal holds
 // the state back runs the new content from its start; the state alone would restart it for it.
 func TestWorkloadCreatedWhileTheStateIsBehindIsNotRestartedForWhatItRuns(t *testing.T) {
+	t.Parallel()
 	ns, lift, _, _ := stateHeldBehind(t)
 	createDeployment(t, ns, "w3", 0, named("configmap", "app-config"), nil) // runs B
 	wantReloads(t, ns, "w3", 1, 0)
@@ -854,6 +878,7 @@ func TestWorkloadCreatedWhileTheStateIsBehindIsNotRestartedForWhatItRuns(t *test
 // the state stayed behind, and a workload found without a marker at a later start (a relist)
 // was restarted for the content it already ran.
 func TestADependentThatStopsDependingLetsTheStateAdvance(t *testing.T) {
+	t.Parallel()
 	ns, lift, hashB, first := stateHeldBehind(t)
 	hashA := confighash.ConfigMap(&corev1.ConfigMap{Data: map[string]string{"v": "A"}})
 	if got := stateEntry(t, ns, "v1.ConfigMap_app-config"); got != hashA {
@@ -866,7 +891,7 @@ func TestADependentThatStopsDependingLetsTheStateAdvance(t *testing.T) {
 
 	// What a user sees: a workload created while no reloader runs runs B, and is found without a
 	// marker by the next reloader's initial list.
-	settle()
+	settle(t)
 	first.stop(t)
 	createDeployment(t, ns, "w3", 0, named("configmap", "app-config"), nil)
 	startController(t, ns, controllerOpts{})
@@ -883,6 +908,7 @@ func TestADependentThatStopsDependingLetsTheStateAdvance(t *testing.T) {
 // of a key the stripped workload does not read made what it runs unknown, and it was restarted
 // for the value it already ran.
 func TestStripWhileTheStateIsBehindSurvivesAChangeOfAnotherKey(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"a": "1", "b": "1"})
 	readA := func(s *corev1.PodSpec) {
@@ -893,7 +919,7 @@ func TestStripWhileTheStateIsBehindSurvivesAChangeOfAnotherKey(t *testing.T) {
 	createDeployment(t, ns, "w1", 0, auto, readA)
 	createDeployment(t, ns, "w2", 0, auto, readA)
 	startController(t, ns, controllerOpts{})
-	settle()
+	settle(t)
 	lift := refusePatches(t, ns, "w2")
 	before := getDeployment(t, ns, "w1").Generation
 	updateConfigMap(t, ns, "app-config", map[string]string{"a": "2", "b": "1"})
@@ -918,6 +944,7 @@ func TestStripWhileTheStateIsBehindSurvivesAChangeOfAnotherKey(t *testing.T) {
 // of a; it is recorded again once w reads a key-level again, so that a strip and a revert of a
 // still reach w (a stale entry would say a holds what w runs).
 func TestRevertOfAKeyAfterANamedReloadAndAStripReloadsTheKeyReader(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"a": "X", "b": "1"})
 	auto := map[string]string{"reloader.stakater.com/auto": "true"}
@@ -930,7 +957,7 @@ func TestRevertOfAKeyAfterANamedReloadAndAStripReloadsTheKeyReader(t *testing.T)
 	waitFor(t, 10*time.Second, "key a's entry", func() (bool, error) { return stateEntry(t, ns, keyA) != "", nil })
 	keyX := stateEntry(t, ns, keyA)
 	updateDeployment(t, ns, "w", func(d *appsv1.Deployment) { d.Annotations = named("configmap", "app-config") })
-	settle()
+	settle(t)
 	wholeY := updateConfigMap(t, ns, "app-config", map[string]string{"a": "Y", "b": "1"})
 	waitEnv(t, ns, "w", cmVar, wholeY)
 	waitFor(t, 10*time.Second, "the state to record Y", func() (bool, error) {
@@ -954,6 +981,7 @@ func TestRevertOfAKeyAfterANamedReloadAndAStripReloadsTheKeyReader(t *testing.T)
 // w carries the whole content the state records, which leaves w to the state's per-key entries.
 // Key a's entry from before the named reload must be gone, or it would vouch for the revert.
 func TestRevertOfAKeyWhileDownAfterANamedReloadReloadsTheKeyReader(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"a": "X", "b": "1"})
 	auto := map[string]string{"reloader.stakater.com/auto": "true"}
@@ -966,7 +994,7 @@ func TestRevertOfAKeyWhileDownAfterANamedReloadReloadsTheKeyReader(t *testing.T)
 		return stateEntry(t, ns, "v1.ConfigMap_app-config__a") != "", nil
 	})
 	updateDeployment(t, ns, "w", func(d *appsv1.Deployment) { d.Annotations = named("configmap", "app-config") })
-	settle()
+	settle(t)
 	wholeY := updateConfigMap(t, ns, "app-config", map[string]string{"a": "Y", "b": "1"})
 	waitEnv(t, ns, "w", cmVar, wholeY)
 	waitFor(t, 10*time.Second, "the state to record Y", func() (bool, error) {
@@ -987,6 +1015,7 @@ func TestRevertOfAKeyWhileDownAfterANamedReloadReloadsTheKeyReader(t *testing.T)
 // workload does not read, both while the reloader is down, restart the workload once: the state
 // holds no per-key entry for its key. Once, not more; and a switch seen live restarts nothing.
 func TestSwitchToAutoAndAChangeOfAnotherKeyWhileDownRestartOnce(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"a": "1", "b": "1"})
 	createDeployment(t, ns, "w", 0, named("configmap", "app-config"), func(s *corev1.PodSpec) {
@@ -994,7 +1023,7 @@ func TestSwitchToAutoAndAChangeOfAnotherKeyWhileDownRestartOnce(t *testing.T) {
 			LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"}, Key: "a"}}})
 	})
 	first := startController(t, ns, controllerOpts{})
-	settle()
+	settle(t)
 	whole := updateConfigMap(t, ns, "app-config", map[string]string{"a": "1", "b": "2"})
 	waitEnv(t, ns, "w", cmVar, whole)
 	waitFor(t, 10*time.Second, "the state to record it", func() (bool, error) {
@@ -1020,13 +1049,14 @@ func TestSwitchToAutoAndAChangeOfAnotherKeyWhileDownRestartOnce(t *testing.T) {
 // The same strip, then a revert to the content the state still holds: the stripped workload
 // runs B, so the revert to A must reach it, though the state says A was rolled out.
 func TestRevertAfterAStripWhileTheStateIsBehindReloadsTheStrippedWorkload(t *testing.T) {
+	t.Parallel()
 	ns, lift, stripped, _ := stripWhileTheStateIsBehind(t)
-	settle()
+	settle(t)
 	hashA := updateConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
 	waitEnv(t, ns, "w1", cmVar, hashA)
 	wantReloads(t, ns, "w1", stripped, 1)
 	lift()
-	settle()
+	settle(t)
 	if v, ok := env(getDeployment(t, ns, "w2"), "app", cmVar); ok {
 		t.Fatalf("w2 carries %s=%s; it never left A and needs no reload", cmVar, v)
 	}
@@ -1038,6 +1068,7 @@ func TestRevertAfterAStripWhileTheStateIsBehindReloadsTheStrippedWorkload(t *tes
 // reloads it. Soak seed 1795459093681678810: also when a reloader started after the deletion
 // (its judgement of the deletion's reach was once in memory only).
 func TestDeletionThatCouldNotReachAnUnmarkedWorkloadDoesNotHideTheRecreation(t *testing.T) {
+	t.Parallel()
 	for _, restart := range []bool{false, true} {
 		t.Run(fmt.Sprintf("restart=%t", restart), func(t *testing.T) {
 			ns := cluster.NewNamespace(t)
@@ -1047,7 +1078,7 @@ func TestDeletionThatCouldNotReachAnUnmarkedWorkloadDoesNotHideTheRecreation(t *
 			first := startController(t, ns, onDelete)
 			waitEnv(t, ns, "marked", cmVar, updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"}))
 			createDeployment(t, ns, "unmarked", 0, named("configmap", "app-config"), nil) // runs B, no marker
-			settle()
+			settle(t)
 			if err := cluster.Client().CoreV1().ConfigMaps(ns).Delete(context.Background(), "app-config", metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
@@ -1055,11 +1086,11 @@ func TestDeletionThatCouldNotReachAnUnmarkedWorkloadDoesNotHideTheRecreation(t *
 				_, set := env(getDeployment(t, ns, "marked"), "app", cmVar)
 				return !set, nil
 			})
-			settle()
+			settle(t)
 			if restart {
 				first.stop(t)
 				startController(t, ns, onDelete)
-				settle()
+				settle(t)
 			}
 			createConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
 			waitEnv(t, ns, "unmarked", cmVar, confighash.ConfigMap(&corev1.ConfigMap{Data: map[string]string{"v": "C"}}))

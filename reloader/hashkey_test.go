@@ -176,6 +176,7 @@ func secretKeyRef(name, key string) func(*corev1.PodSpec) {
 // stakater ever wrote; no hash confirms the password. The same attack recovers it when given the
 // key, and from the unkeyed values an earlier version wrote, so it is an attack that works.
 func TestDictionaryAttackWithViewRightsFails(t *testing.T) {
+	t.Parallel()
 	for _, strategy := range []string{policy.StrategyEnvVars, policy.StrategyAnnotations} {
 		t.Run(strategy, func(t *testing.T) {
 			ns := cluster.NewNamespace(t)
@@ -183,12 +184,12 @@ func TestDictionaryAttackWithViewRightsFails(t *testing.T) {
 			createDeployment(t, ns, "whole", 0, auto, envFromSecret("db"))
 			createDeployment(t, ns, "one-key", 0, auto, secretKeyRef("db", "password"))
 			startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { o.Strategy = strategy }})
-			settle()
+			settle(t)
 			updateSecret(t, ns, "db", map[string]string{"password": password, "user": "app"})
 			waitFor(t, 30*time.Second, "both Deployments reloaded", func() (bool, error) {
 				return getDeployment(t, ns, "whole").Generation == 2 && getDeployment(t, ns, "one-key").Generation == 2, nil
 			})
-			settle()
+			settle(t)
 
 			attacker := viewer(t, ns)
 			if _, err := attacker.CoreV1().Secrets(ns).Get(context.Background(), "db", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
@@ -229,6 +230,7 @@ func TestDictionaryAttackWithViewRightsFails(t *testing.T) {
 // TestStakaterSecretHashIsNeverWritten: stakater's STAKATER_*_SECRET value is read to take over
 // (a change stakater missed reloads once), never written; the reloader's own marker is keyed.
 func TestStakaterSecretHashIsNeverWritten(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createSecret(t, ns, "db", map[string]string{"password": "new"})
 	old := confighash.StakaterSecret(&corev1.Secret{Data: map[string][]byte{"password": []byte("old")}})
@@ -240,7 +242,7 @@ func TestStakaterSecretHashIsNeverWritten(t *testing.T) {
 		v, _ := env(getDeployment(t, ns, "web"), "app", "_RELOADER_-secret-db")
 		return v != "", nil
 	})
-	settle()
+	settle(t)
 	d := getDeployment(t, ns, "web")
 	if v, _ := env(d, "app", "STAKATER_DB_SECRET"); v != old {
 		t.Fatalf("STAKATER_DB_SECRET changed to %q", v)
@@ -310,18 +312,19 @@ func deleteHashKey(t *testing.T, ns string) {
 // starts with a new key. Markers and state entries under the old key restart nothing; the state
 // is re-recorded under the new key; a later change reloads each dependent exactly once.
 func TestRotatedHashKeyRestartsNothing(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createSecret(t, ns, "db", map[string]string{"password": "a", "token": "a"})
 	createDeployment(t, ns, "whole", 0, named("secret", "db"), nil)
 	createDeployment(t, ns, "one-key", 0, auto, secretKeyRef("db", "password"))
 	createDeployment(t, ns, "never-marked", 0, auto, secretKeyRef("db", "token")) // its key never changes before the rotation
 	r := startController(t, ns, controllerOpts{})
-	settle()
+	settle(t)
 	updateSecret(t, ns, "db", map[string]string{"password": "b", "token": "a"})
 	waitFor(t, 30*time.Second, "the first change rolled out", func() (bool, error) {
 		return getDeployment(t, ns, "whole").Generation == 2 && getDeployment(t, ns, "one-key").Generation == 2, nil
 	})
-	settle()
+	settle(t)
 	r.stop(t)
 	oldID := hashKeyIn(t, ns).ID()
 	wantSecretEntriesKeyedUnder(t, ns, oldID)
@@ -329,7 +332,7 @@ func TestRotatedHashKeyRestartsNothing(t *testing.T) {
 
 	deleteHashKey(t, ns)
 	r = startController(t, ns, controllerOpts{})
-	settle()
+	settle(t)
 	newID := hashKeyIn(t, ns).ID()
 	if newID == oldID {
 		t.Fatalf("the new key has the old id %s", oldID)
@@ -353,7 +356,7 @@ func TestRotatedHashKeyRestartsNothing(t *testing.T) {
 	// A later change reloads, once, the dependents of what changed, under the new key.
 	hash := updateSecret(t, ns, "db", map[string]string{"password": "c", "token": "a"})
 	waitEnv(t, ns, "whole", "_RELOADER_-secret-db", hash)
-	settle()
+	settle(t)
 	want := map[string]int64{"whole": 1, "one-key": 1} // never-marked reads the token, unchanged
 	if moved := changed(before, generations(t, ns)); fmt.Sprint(moved) != fmt.Sprint(want) {
 		t.Fatalf("after a change under the new key, template changes %v, want %v\n%s", moved, want, r.log.String())
@@ -387,6 +390,7 @@ func withMarker(name, value string) func(*corev1.PodSpec) {
 // while the reloader was down (the upgrade) reloads its dependents once, and only those that
 // read what changed, with or without a marker; the state ends keyed.
 func TestUpgradeFromUnkeyedHashesRestartsNothing(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	v1 := map[string]string{"password": "p1", "token": "t1"}
 	v2 := map[string]string{"password": "p1", "token": "t2"} // only the token changes while down
@@ -425,7 +429,7 @@ func TestUpgradeFromUnkeyedHashesRestartsNothing(t *testing.T) {
 	before := generations(t, ns)
 
 	r := startController(t, ns, controllerOpts{})
-	settle()
+	settle(t)
 	want := map[string]int64{"changed-whole": 1, "changed-token": 1, "changed-bare-whole": 1, "changed-bare-token": 1}
 	if moved := changed(before, generations(t, ns)); fmt.Sprint(moved) != fmt.Sprint(want) {
 		t.Fatalf("template changes %v, want %v (only the dependents of the token changed while down)\n%s", moved, want, r.log.String())
@@ -447,7 +451,7 @@ func TestUpgradeFromUnkeyedHashesRestartsNothing(t *testing.T) {
 	}
 	// From now on, a change reloads once under the new scheme.
 	updateSecret(t, ns, "same", map[string]string{"password": "p2", "token": "t1"})
-	settle()
+	settle(t)
 	want = map[string]int64{"changed-whole": 1, "changed-token": 1, "changed-bare-whole": 1, "changed-bare-token": 1,
 		"same-whole": 1, "same-password": 1, "same-bare-whole": 1, "same-bare-password": 1, "same-annotated": 1}
 	if moved := changed(before, generations(t, ns)); fmt.Sprint(moved) != fmt.Sprint(want) {
@@ -458,6 +462,7 @@ func TestUpgradeFromUnkeyedHashesRestartsNothing(t *testing.T) {
 // TestReplicasStartingTogetherShareOneKey: controllers started at the same moment in a namespace
 // without a key race to create it; the losers read the winner's, so all hash under one key.
 func TestReplicasStartingTogetherShareOneKey(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createSecret(t, ns, "db", map[string]string{"password": "a"})
 	clients, err := kube.New(cluster.Config)
@@ -506,9 +511,10 @@ func TestReplicasStartingTogetherShareOneKey(t *testing.T) {
 // TestNoHashKeyWithoutSecrets: a reloader that ignores Secrets hashes none, so it needs no key
 // and no permission on Secrets beyond what it had.
 func TestNoHashKeyWithoutSecrets(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { o.IgnoreSecrets = true }})
-	settle()
+	settle(t)
 	_, err := cluster.Client().CoreV1().Secrets(ns).Get(context.Background(), reloader.DefaultHashKeySecret, metav1.GetOptions{})
 	if !apierrors.IsNotFound(err) {
 		t.Fatalf("with Secrets ignored, the hash key Secret: %v; want it not made", err)
@@ -522,6 +528,7 @@ func TestNoHashKeyWithoutSecrets(t *testing.T) {
 // but it says the workload was reloaded for a content of the Secret: the tombstone's "no
 // content rolled out" is not to restart it again (soak seed 1795669739113515740@4, excess).
 func TestAMarkerMadeUnderALostKeyForACreationTheStateHadNotRecordedRestartsNothing(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createDeployment(t, ns, "web", 0, named("secret", "later"), envFromSecret("later"))
 	onCreate := controllerOpts{tweak: func(o *reloader.Options) { o.ReloadOnCreate = true }}
@@ -557,6 +564,7 @@ func TestAMarkerMadeUnderALostKeyForACreationTheStateHadNotRecordedRestartsNothi
 // as current too, and a change made while the reloader ran was lost for the workloads the state
 // judges (soak seed 1795691391691440064@4: w-4 never restarted for sec-0's last content).
 func TestAChangeUnderANewKeyRestartsAWorkloadWithoutAMarkerWhileAnotherDependentIsHeld(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createSecret(t, ns, "db", map[string]string{"password": "a"})
 	r := startController(t, ns, controllerOpts{})
@@ -584,6 +592,7 @@ func TestAChangeUnderANewKeyRestartsAWorkloadWithoutAMarkerWhileAnotherDependent
 // under one does: the workload is not restarted for the content it runs (soak seed
 // 1795705990417200457@4), and the next change restarts it once.
 func TestAStripMadeUnderALostKeyRestartsNothing(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createSecret(t, ns, "db", map[string]string{"password": "a"})
 	held := named("secret", "db")

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -83,7 +84,7 @@ func startControllerAs(t *testing.T, cfg *rest.Config, ns string, o controllerOp
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{ctrl: ctrl, cancel: cancel, done: make(chan error, 1), log: log, metrics: opts.Metrics}
 	go func() { r.done <- ctrl.Run(ctx) }()
-	started.Store(r, true)
+	started.Store(r, t.Name())
 	waitFor(t, 30*time.Second, "controller ready", func() (bool, error) { return ctrl.Ready(), nil })
 	t.Cleanup(func() {
 		r.stop(t)
@@ -231,13 +232,16 @@ func waitEnv(t *testing.T, ns, name, v, want string) {
 	})
 }
 
-// started holds the running controllers, for settle.
-var started sync.Map // *running → true
+// started holds the running controllers and the tests that started them, for settle.
+var started sync.Map // *running → test name
 
-// settle waits until every running controller has settled.
-func settle() {
-	started.Range(func(r, _ any) bool {
-		r.(*running).settle()
+// settle waits until every controller that t or one of its parents started has settled; the
+// controllers of tests running in parallel are theirs to settle.
+func settle(t *testing.T) {
+	started.Range(func(r, name any) bool {
+		if n := name.(string); n == t.Name() || strings.HasPrefix(t.Name(), n+"/") {
+			r.(*running).settle()
+		}
 		return true
 	})
 }
@@ -265,7 +269,7 @@ func named(kind, names string) map[string]string {
 // since generation before.
 func wantReloads(t *testing.T, ns, name string, before, n int64) {
 	t.Helper()
-	settle()
+	settle(t)
 	if got := getDeployment(t, ns, name).Generation - before; got != n {
 		t.Fatalf("%s: template changed %d times, want %d", name, got, n)
 	}

@@ -123,7 +123,7 @@ func jobCreations(t *testing.T, ns string) (count func(name string) int) {
 		}
 	}()
 	return func(name string) int {
-		settle()
+		settle(t)
 		time.Sleep(300 * time.Millisecond) // the watch event of the last creation is on its way
 		mu.Lock()
 		defer mu.Unlock()
@@ -169,18 +169,19 @@ func getJob(t *testing.T, ns, name string) *batchv1.Job {
 // instantiated by hand and owned by the CronJob, as stakater does. A restart of the reloader
 // runs nothing more; a second change runs a second Job.
 func TestACronJobReloadRunsOneJobFromItsTemplate(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
 	cj := createCronJob(t, ns, "nightly", named("configmap", "app-config"))
 	first := startController(t, ns, controllerOpts{})
-	settle()
+	settle(t)
 	if jobs := jobsOf(t, ns, cj.UID); len(jobs) != 0 {
 		t.Fatalf("%d Jobs before any change, want 0", len(jobs))
 	}
 
 	hashB := updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
 	waitFor(t, 30*time.Second, "a Job from the CronJob", func() (bool, error) { return len(jobsOf(t, ns, cj.UID)) > 0, nil })
-	settle()
+	settle(t)
 	jobs := jobsOf(t, ns, cj.UID)
 	if len(jobs) != 1 {
 		t.Fatalf("%d Jobs after one change, want 1", len(jobs))
@@ -199,13 +200,13 @@ func TestACronJobReloadRunsOneJobFromItsTemplate(t *testing.T) {
 
 	first.stop(t)
 	startController(t, ns, controllerOpts{})
-	settle()
+	settle(t)
 	if n := len(jobsOf(t, ns, cj.UID)); n != 1 {
 		t.Fatalf("%d Jobs after a restart with nothing changed, want 1", n)
 	}
 	updateConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
 	waitFor(t, 30*time.Second, "a second Job", func() (bool, error) { return len(jobsOf(t, ns, cj.UID)) == 2, nil })
-	settle()
+	settle(t)
 	if n := len(jobsOf(t, ns, cj.UID)); n != 2 {
 		t.Fatalf("%d Jobs after two changes, want 2", n)
 	}
@@ -215,6 +216,7 @@ func TestACronJobReloadRunsOneJobFromItsTemplate(t *testing.T) {
 // writing the annotation that patch leaves) creates the Job on its next start, once, even when
 // started twice over it.
 func TestACronJobReloadInterruptedBeforeItsJobRunsItOnceAtTheNextStart(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
 	cj := createCronJob(t, ns, "nightly", named("configmap", "app-config"))
@@ -224,7 +226,7 @@ func TestACronJobReloadInterruptedBeforeItsJobRunsItOnceAtTheNextStart(t *testin
 	}
 	startController(t, ns, controllerOpts{})
 	waitFor(t, 30*time.Second, "the pending Job", func() (bool, error) { return len(jobsOf(t, ns, cj.UID)) == 1, nil })
-	settle()
+	settle(t)
 	if jobs := jobsOf(t, ns, cj.UID); len(jobs) != 1 || jobs[0].Name != "nightly-reload-abc1234" {
 		t.Fatalf("Jobs %v, want exactly nightly-reload-abc1234", jobs)
 	}
@@ -245,11 +247,12 @@ func TestACronJobReloadInterruptedBeforeItsJobRunsItOnceAtTheNextStart(t *testin
 // A Job's reload deletes it and creates it again, under the same name, with the new marker. A
 // restart of the reloader recreates nothing: the new Job carries the current marker.
 func TestAJobReloadRecreatesItOnce(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
 	old := createJob(t, ns, "migrate", named("configmap", "app-config"))
 	first := startController(t, ns, controllerOpts{})
-	settle()
+	settle(t)
 	if j := getJob(t, ns, "migrate"); j.UID != old.UID {
 		t.Fatal("the Job was recreated without a change")
 	}
@@ -267,13 +270,13 @@ func TestAJobReloadRecreatesItOnce(t *testing.T) {
 	if got := jobEnv(recreated, cmVar); got != hash {
 		t.Fatalf("recreated Job marker %q, want %q", got, hash)
 	}
-	settle()
+	settle(t)
 	if notes := stateValues(t, ns, "reloader.job-recreation_"); len(notes) != 0 {
 		t.Fatalf("the recreation is still written down: %v", notes)
 	}
 	first.stop(t)
 	startController(t, ns, controllerOpts{})
-	settle()
+	settle(t)
 	if j := getJob(t, ns, "migrate"); j.UID != recreated.UID {
 		t.Fatalf("a restart recreated the Job again (UID %s → %s)", recreated.UID, j.UID)
 	}
@@ -306,6 +309,7 @@ func holdRequest(match func(*http.Request) bool) (armed *atomic.Bool, wrap func(
 // meanwhile. The Job runs C, so it is recreated once more. The old Job's deletion, part of the
 // recreation, used to forget what the reloader noted of it (soak seed 1795691391691440061@4).
 func TestAJobRecreatedAcrossAnUnseenChangeIsRecreatedForItsRevert(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
 	ann := named("configmap", "app-config")
@@ -315,7 +319,7 @@ func TestAJobRecreatedAcrossAnUnseenChangeIsRecreatedForItsRevert(t *testing.T) 
 		return req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/jobs")
 	})
 	startController(t, ns, controllerOpts{wrap: holdCreate})
-	settle()
+	settle(t)
 	armed.Store(true)
 	hashB := updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
 	select {
@@ -344,6 +348,7 @@ func TestAJobRecreatedAcrossAnUnseenChangeIsRecreatedForItsRevert(t *testing.T) 
 // --ignored-workload-types=jobs,cronjobs leaves them alone, while a Deployment on the same
 // config reloads (the positive control).
 func TestIgnoredJobsAndCronJobsAreLeftAlone(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
 	cj := createCronJob(t, ns, "nightly", named("configmap", "app-config"))
@@ -352,10 +357,10 @@ func TestIgnoredJobsAndCronJobsAreLeftAlone(t *testing.T) {
 	startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) {
 		o.IgnoredWorkloadTypes = []string{reloader.TypeJobs, reloader.TypeCronJobs}
 	}})
-	settle()
+	settle(t)
 	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
 	waitEnv(t, ns, "web", cmVar, hash)
-	settle()
+	settle(t)
 	if n := len(jobsOf(t, ns, cj.UID)); n != 0 {
 		t.Fatalf("ignored CronJob ran %d Jobs", n)
 	}
@@ -367,6 +372,7 @@ func TestIgnoredJobsAndCronJobsAreLeftAlone(t *testing.T) {
 // Under a Role written before CronJob and Job reloads (no batch rules), the reloader still
 // syncs and reloads a Deployment (the positive control), and says once that those kinds are off.
 func TestWithoutBatchPermissionsCronJobsAndJobsAreOffAndTheRestWorks(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := cluster.NewNamespace(t)
 	admin := cluster.Client()
@@ -413,11 +419,12 @@ func TestWithoutBatchPermissionsCronJobsAndJobsAreOffAndTheRestWorks(t *testing.
 // next start, once: a second start finds it created and creates nothing. A recreation written
 // down whose delete never happened deletes nothing and creates nothing.
 func TestAJobRecreationInterruptedAfterTheDeleteIsFinishedOnceAtTheNextStart(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
 	first := startController(t, ns, controllerOpts{})
-	settle()
+	settle(t)
 	first.stop(t)
 	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
 
@@ -446,7 +453,7 @@ func TestAJobRecreationInterruptedAfterTheDeleteIsFinishedOnceAtTheNextStart(t *
 	}
 
 	second := startController(t, ns, controllerOpts{})
-	settle()
+	settle(t)
 	created := getJob(t, ns, "gone")
 	if created.UID == gone.UID || jobEnv(created, cmVar) != hash {
 		t.Fatalf("Job gone: UID %s (was %s), marker %q; want it created again with %q", created.UID, gone.UID, jobEnv(created, cmVar), hash)
@@ -460,7 +467,7 @@ func TestAJobRecreationInterruptedAfterTheDeleteIsFinishedOnceAtTheNextStart(t *
 	second.stop(t)
 	note(gone, hash) // the stop fell after the create, before the note was removed
 	startController(t, ns, controllerOpts{})
-	settle()
+	settle(t)
 	if j := getJob(t, ns, "gone"); j.UID != created.UID {
 		t.Fatalf("Job gone created twice (UID %s → %s)", created.UID, j.UID)
 	}
@@ -488,13 +495,14 @@ func cronJobSettled(t *testing.T, ns, name, env, hash string) bool {
 // more; a change after the pause runs exactly one more. Starting and ending the pause writes
 // the CronJob's metadata and runs nothing.
 func TestACronJobWithAPausePeriodOnItsPodTemplateRunsOneJobPerChange(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
 	cj := createCronJobFrom(t, ns, "nightly", func(cj *batchv1.CronJob) {
 		cj.Spec.JobTemplate.Spec.Template.Annotations = withAnnotations(named("configmap", "app-config"), pauseFor("3s"))
 	})
 	startController(t, ns, controllerOpts{period: 100 * time.Millisecond})
-	settle()
+	settle(t)
 
 	// wantRuns waits for the change and its pause to be over (or for a runaway past want Jobs),
 	// then for one more pause period, in which a pause started again would run another Job.
@@ -504,7 +512,7 @@ func TestACronJobWithAPausePeriodOnItsPodTemplateRunsOneJobPerChange(t *testing.
 			return cronJobSettled(t, ns, "nightly", cmVar, hash) || len(jobsOf(t, ns, cj.UID)) > want, nil
 		})
 		time.Sleep(3 * time.Second)
-		settle()
+		settle(t)
 		jobs := jobsOf(t, ns, cj.UID)
 		if len(jobs) != want {
 			t.Fatalf("%d Jobs run by the CronJob, want %d", len(jobs), want)
@@ -522,6 +530,7 @@ func TestACronJobWithAPausePeriodOnItsPodTemplateRunsOneJobPerChange(t *testing.
 // end of the pause, not also at its start. A change reverted inside the pause runs and recreates
 // nothing; a later change of that config does, once (the positive control).
 func TestPausePeriodOnACronJobOrAJobRunsOnceWhenItEnds(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
 	createConfigMap(t, ns, "flip-config", map[string]string{"v": "A"})
@@ -533,7 +542,7 @@ func TestPausePeriodOnACronJobOrAJobRunsOnceWhenItEnds(t *testing.T) {
 	flipCron := createCronJob(t, ns, "flip-cron", onFlip)
 	createJob(t, ns, "flip-job", onFlip)
 	startController(t, ns, controllerOpts{period: 100 * time.Millisecond})
-	settle()
+	settle(t)
 	created := jobCreations(t, ns)
 
 	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
@@ -579,6 +588,7 @@ func TestPausePeriodOnACronJobOrAJobRunsOnceWhenItEnds(t *testing.T) {
 // change runs one Job from it, and recreates none of those it ran (on schedule, or by the
 // reload before). A Job of its own reading the same config is recreated (the positive control).
 func TestJobsACronJobRanAreLeftAloneWhileItRunsOneJobPerChange(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
 	cj := createCronJobFrom(t, ns, "nightly", func(cj *batchv1.CronJob) {
@@ -591,7 +601,7 @@ func TestJobsACronJobRanAreLeftAloneWhileItRunsOneJobPerChange(t *testing.T) {
 	})
 	createJob(t, ns, "migrate", named("configmap", "app-config"))
 	startController(t, ns, controllerOpts{period: 100 * time.Millisecond})
-	settle()
+	settle(t)
 	created := jobCreations(t, ns)
 
 	for i, v := range []string{"B", "C"} {
@@ -618,6 +628,7 @@ func TestJobsACronJobRanAreLeftAloneWhileItRunsOneJobPerChange(t *testing.T) {
 // creates the annotations map for the time of the reload also names the Job to run, and must
 // keep both), so a second change inside the interval waits for it, then runs one Job.
 func TestMinimumIntervalOnACronJobWithoutMetadataAnnotationsHoldsItsNextRun(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
 	cj := createCronJobFrom(t, ns, "nightly", func(cj *batchv1.CronJob) {
@@ -626,7 +637,7 @@ func TestMinimumIntervalOnACronJobWithoutMetadataAnnotationsHoldsItsNextRun(t *t
 	startController(t, ns, controllerOpts{period: 100 * time.Millisecond, tweak: func(o *reloader.Options) {
 		o.Gate.MinInterval = 5 * time.Second // the flag
 	}})
-	settle()
+	settle(t)
 	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
 	waitFor(t, 30*time.Second, "the first Job", func() (bool, error) { return cronJobSettled(t, ns, "nightly", cmVar, hash), nil })
 	if at := getCronJob(t, ns, "nightly").Annotations[policy.LastReloadAnnotation]; at == "" {
@@ -637,7 +648,7 @@ func TestMinimumIntervalOnACronJobWithoutMetadataAnnotationsHoldsItsNextRun(t *t
 		return stateEntry(t, ns, "pending.CronJob_nightly") != "", nil
 	})
 	waitFor(t, 30*time.Second, "the second Job", func() (bool, error) { return cronJobSettled(t, ns, "nightly", cmVar, hash), nil })
-	settle()
+	settle(t)
 	if n := len(jobsOf(t, ns, cj.UID)); n != 2 {
 		t.Fatalf("%d Jobs for two changes, want 2", n)
 	}
@@ -694,7 +705,7 @@ func refuseARecreation(t *testing.T, ns string, o controllerOpts) (r *running, h
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
 	createJob(t, ns, "migrate", named("configmap", "app-config"))
 	r = startController(t, ns, o)
-	settle()
+	settle(t)
 	created = jobCreations(t, ns)
 	lift = refuseJobCreations(t, ns)
 	hash = updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
@@ -709,7 +720,7 @@ func refuseARecreation(t *testing.T, ns string, o controllerOpts) (r *running, h
 func wantMigrateCreated(t *testing.T, ns, hash string, within time.Duration, created func(string) int, want int, why string) {
 	t.Helper()
 	waitFor(t, within, "Job migrate with the marker "+hash, func() (bool, error) { return jobEnv(jobNow(ns, "migrate"), cmVar) == hash, nil })
-	settle()
+	settle(t)
 	if n := created("migrate"); n != want {
 		t.Fatalf(why, n)
 	}
@@ -719,6 +730,7 @@ func wantMigrateCreated(t *testing.T, ns, hash string, within time.Duration, cre
 // the refusal lifts, with the new marker, without a restart; the failure is counted and said
 // once. A later change recreates it once more (the positive control).
 func TestAJobWhoseCreateIsRefusedIsCreatedAgainOnceTheRefusalLifts(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	r, hash, lift, created := refuseARecreation(t, ns, controllerOpts{})
 	if notes := stateValues(t, ns, "reloader.job-recreation_"); len(notes) != 1 {
@@ -749,10 +761,11 @@ func TestAJobWhoseCreateIsRefusedIsCreatedAgainOnceTheRefusalLifts(t *testing.T)
 // which its pods read, and not recreated again for it (checker seed 21@3: it was, a run for no
 // change). A third change recreates it exactly once more, the positive control.
 func TestAJobWhoseConfigChangesWhileItsCreateIsRefusedIsCreatedOnceWithTheNewestMarker(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	_, _, lift, created := refuseARecreation(t, ns, controllerOpts{})
 	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
-	settle()
+	settle(t)
 	if !jobGone(ns, "migrate") {
 		t.Fatal("a Job was created while creations are refused")
 	}
@@ -766,6 +779,7 @@ func TestAJobWhoseConfigChangesWhileItsCreateIsRefusedIsCreatedOnceWithTheNewest
 // create), says it cannot finish the recreation, and creates the Job once the refusal lifts,
 // without another restart.
 func TestAJobRecreationStillRefusedAtTheStartIsFinishedByTheRunningReloader(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	first, hash, lift, created := refuseARecreation(t, ns, controllerOpts{})
 	first.stop(t)
@@ -785,6 +799,7 @@ func TestAJobRecreationStillRefusedAtTheStartIsFinishedByTheRunningReloader(t *t
 // now, not created with the written-down marker and then recreated (checker soak seed
 // 1795656990008005193: a run twice). One more change recreates it once, the positive control.
 func TestAJobRecreationLeftUnfinishedIsCreatedOnceAtTheStartWithTheMarkerOfTheContentNow(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	first, _, lift, created := refuseARecreation(t, ns, controllerOpts{})
 	first.stop(t)
@@ -798,13 +813,14 @@ func TestAJobRecreationLeftUnfinishedIsCreatedOnceAtTheStartWithTheMarkerOfTheCo
 // after a late creation, under a 3 s interval). The next change waits out the interval and
 // then recreates it once, the positive control.
 func TestAJobCreatedLateAfterARefusalCountsItsMinimumIntervalFromItsCreation(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
 	ann := named("configmap", "app-config")
 	ann[policy.MinIntervalAnnotation] = "1s"
 	createJob(t, ns, "migrate", ann)
 	r := startController(t, ns, controllerOpts{})
-	settle()
+	settle(t)
 	created := jobCreations(t, ns)
 	lift := refuseJobCreations(t, ns)
 	updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
@@ -832,6 +848,7 @@ func TestAJobCreatedLateAfterARefusalCountsItsMinimumIntervalFromItsCreation(t *
 // 1795716445547611246@4), used to leave it the markers of before the read: it was created with
 // them and run again at once for the change, under its minimum interval.
 func TestAJobCreatedLateAfterASlowReadCarriesTheMarkersOfItsCreate(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
 	ann := named("configmap", "app-config")
@@ -841,7 +858,7 @@ func TestAJobCreatedLateAfterASlowReadCarriesTheMarkersOfItsCreate(t *testing.T)
 		return req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/jobs/migrate")
 	})
 	r := startController(t, ns, controllerOpts{wrap: holdRead})
-	settle()
+	settle(t)
 	created := jobCreations(t, ns)
 	lift := refuseJobCreations(t, ns)
 	updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
@@ -869,6 +886,7 @@ func TestAJobCreatedLateAfterASlowReadCarriesTheMarkersOfItsCreate(t *testing.T)
 // 1795657828041649784@4 lost such a Job: its note went with the state). The Job is created
 // once, with the marker of the content now; one more change recreates it once more.
 func TestAJobRecreationStaysWrittenDownWhenTheStateConfigMapIsDeletedAndRecreated(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	first, _, lift, created := refuseARecreation(t, ns, controllerOpts{})
 	if err := cluster.Client().CoreV1().ConfigMaps(ns).Delete(context.Background(), "reloader-state", metav1.DeleteOptions{}); err != nil {
@@ -911,7 +929,7 @@ func TestAJobRecreationFinishedOutOfTheSelectionIsNotRunAgainWhenItsNamespaceCom
 		t.Errorf("the Job created out of the selection carries the marker %q, want %q: that of the content its pods read", got, hash)
 	}
 	labelNamespace(t, ns, in)
-	settle()
+	settle(t)
 	if n := created("migrate"); n != 1 {
 		t.Fatalf("the Job was created %d times, want 1: run again for nothing when its namespace came back", n)
 	}
@@ -936,11 +954,12 @@ func createdOnceAtTheNextStart(t *testing.T, ns, hash string, lift func(), creat
 // 1795657828041649799@4: each retry of that write failed with "not found", the Job was never
 // recreated). One more change recreates it once more (the positive control).
 func TestAJobIsRecreatedWhenTheStateConfigMapWasDeletedBeforeItsChange(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
 	createJob(t, ns, "migrate", named("configmap", "app-config"))
 	startController(t, ns, controllerOpts{})
-	settle()
+	settle(t)
 	created := jobCreations(t, ns)
 	if err := cluster.Client().CoreV1().ConfigMaps(ns).Delete(context.Background(), "reloader-state", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)

@@ -90,6 +90,7 @@ func templateEnv(t *testing.T, gvr schema.GroupVersionResource, ns, name, variab
 }
 
 func TestEveryWorkloadKindReloads(t *testing.T) {
+	t.Parallel()
 	ensureCRDs(t)
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
@@ -131,6 +132,7 @@ func TestEveryWorkloadKindReloads(t *testing.T) {
 }
 
 func TestRolloutRestartStrategySetsRestartAt(t *testing.T) {
+	t.Parallel()
 	ensureCRDs(t)
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
@@ -154,6 +156,7 @@ func TestRolloutRestartStrategySetsRestartAt(t *testing.T) {
 }
 
 func TestOnDeleteStatefulSetIsReported(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
 	_, err := cluster.Client().AppsV1().StatefulSets(ns).Create(context.Background(), &appsv1.StatefulSet{
@@ -173,6 +176,7 @@ func TestOnDeleteStatefulSetIsReported(t *testing.T) {
 }
 
 func TestIgnoredWorkloadTypesAreLeftAlone(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
 	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
@@ -180,13 +184,14 @@ func TestIgnoredWorkloadTypesAreLeftAlone(t *testing.T) {
 	before := getDeployment(t, ns, "web").Generation
 	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
 	waitFor(t, 10*time.Second, "the change recorded", func() (bool, error) { return stateEntry(t, ns, "v1.ConfigMap_app-config") == hash, nil })
-	settle()
+	settle(t)
 	if g := getDeployment(t, ns, "web").Generation; g != before {
 		t.Fatalf("an ignored Deployment was reloaded (generation %d→%d)", before, g)
 	}
 }
 
 func TestAnnotationsStrategy(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
 	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
@@ -215,6 +220,7 @@ func TestAnnotationsStrategy(t *testing.T) {
 }
 
 func TestReloadOnDelete(t *testing.T) {
+	t.Parallel()
 	for _, strategy := range []string{policy.StrategyEnvVars, policy.StrategyAnnotations} {
 		t.Run(strategy, func(t *testing.T) {
 			ns := cluster.NewNamespace(t)
@@ -249,6 +255,7 @@ func TestReloadOnDelete(t *testing.T) {
 }
 
 func TestSwitchingFromStakaterCausesNoRestartWave(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "current"})
 	current := confighash.StakaterConfigMap(&corev1.ConfigMap{Data: map[string]string{"v": "current"}})
@@ -263,7 +270,7 @@ func TestSwitchingFromStakaterCausesNoRestartWave(t *testing.T) {
 	waitFor(t, 10*time.Second, "the lagging workload reloaded", func() (bool, error) {
 		return getDeployment(t, ns, "lagging").Generation == before["lagging"]+1, nil
 	})
-	settle()
+	settle(t)
 	if moved := changed(before, generations(t, ns)); fmt.Sprint(moved) != fmt.Sprint(map[string]int64{"lagging": 1}) {
 		t.Fatalf("first start restarted %v; want only the workload whose stakater hash lags, once", moved)
 	}

@@ -14,6 +14,7 @@ import (
 // that the rollout tests rely on, with its positive control: the same Deployment rolls out
 // while no variable holds the broken value.
 func TestARolloutToABrokenValueFailsAtItsProgressDeadline(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	d := createDeploymentFrom(t, ns, "web", func(d *appsv1.Deployment) {
 		d.Spec.Replicas = new(int32(2))

@@ -36,6 +36,7 @@ func ownedReplicaSets(t *testing.T, ns string, d *appsv1.Deployment) int {
 }
 
 func TestNamedAnnotationReloadsDeploymentAndRollsPods(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"level": "info"})
 	d := createDeployment(t, ns, "web", 1, named("configmap", "app-config"), nil)
@@ -57,6 +58,7 @@ func TestNamedAnnotationReloadsDeploymentAndRollsPods(t *testing.T) {
 }
 
 func TestBurstOfChangesRestartsOnce(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	for i := range 3 {
 		createConfigMap(t, ns, fmt.Sprintf("cm%d", i), map[string]string{"v": "0"})
@@ -88,12 +90,12 @@ func TestBurstOfChangesRestartsOnce(t *testing.T) {
 	for v, h := range want {
 		waitEnv(t, ns, "web", v, h)
 	}
-	settle()
+	settle(t)
 	if got := getDeployment(t, ns, "web").Generation - before; got != 1 {
 		t.Fatalf("pod template changed %d times for a burst of 5 changes, want 1", got)
 	}
 	waitFor(t, 30*time.Second, "exactly one new ReplicaSet", func() (bool, error) { return ownedReplicaSets(t, ns, d) == 2, nil })
-	settle()
+	settle(t)
 	if n := ownedReplicaSets(t, ns, d); n != 2 {
 		t.Fatalf("%d ReplicaSets, want 2 (the original and one reload)", n)
 	}
@@ -136,6 +138,7 @@ func population(t *testing.T, ns string, n int) {
 // The population is larger than the backlog's window (128 keys at a time), so the first start's
 // work ends only if the backlog hands the queue every window.
 func TestRestartWithoutChangesRestartsNothing(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	const n = 150
 	population(t, ns, n)
@@ -143,10 +146,10 @@ func TestRestartWithoutChangesRestartsNothing(t *testing.T) {
 
 	first := startController(t, ns, controllerOpts{grace: 5 * time.Second})
 	waitFor(t, 30*time.Second, "the first start's work done", func() (bool, error) { return first.ctrl.Idle(), nil })
-	settle()
+	settle(t)
 	first.stop(t)
 	startController(t, ns, controllerOpts{grace: 5 * time.Second})
-	settle()
+	settle(t)
 	if moved := changed(before, generations(t, ns)); len(moved) != 0 {
 		t.Fatalf("first start and restart without config changes restarted %v", moved)
 	}
@@ -156,10 +159,11 @@ func TestRestartWithoutChangesRestartsNothing(t *testing.T) {
 }
 
 func TestChangesWhileDownRestartOnlyTheirDependentsOnce(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	population(t, ns, 10)
 	first := startController(t, ns, controllerOpts{grace: 5 * time.Second})
-	settle()
+	settle(t)
 	first.stop(t)
 	before := generations(t, ns)
 
@@ -168,7 +172,7 @@ func TestChangesWhileDownRestartOnlyTheirDependentsOnce(t *testing.T) {
 	startController(t, ns, controllerOpts{grace: 5 * time.Second})
 	waitEnv(t, ns, "app-3", "_RELOADER_-configmap-cfg-3", h3)
 	waitEnv(t, ns, "app-7", "_RELOADER_-configmap-cfg-7", h7)
-	settle()
+	settle(t)
 	want := map[string]int64{"app-3": 1, "app-7": 1}
 	if moved := changed(before, generations(t, ns)); fmt.Sprint(moved) != fmt.Sprint(want) {
 		t.Fatalf("restarted %v, want %v", moved, want)
@@ -176,6 +180,7 @@ func TestChangesWhileDownRestartOnlyTheirDependentsOnce(t *testing.T) {
 }
 
 func TestCrashMidWindowReloadsOnceAfterRestart(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
 	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
@@ -190,7 +195,7 @@ func TestCrashMidWindowReloadsOnceAfterRestart(t *testing.T) {
 
 	startController(t, ns, controllerOpts{grace: 5 * time.Second})
 	waitEnv(t, ns, "web", cmVar, hash)
-	settle()
+	settle(t)
 	if got := getDeployment(t, ns, "web").Generation - before; got != 1 {
 		t.Fatalf("template changed %d times, want exactly 1", got)
 	}
@@ -199,11 +204,12 @@ func TestCrashMidWindowReloadsOnceAfterRestart(t *testing.T) {
 // A crash after the patch but before the state write leaves the state behind: the next start
 // must see the workload already current and not restart it again.
 func TestReloadPatchedBeforeCrashIsNotRepeated(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
 	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
 	first := startController(t, ns, controllerOpts{grace: 5 * time.Second})
-	settle()
+	settle(t)
 	oldHash := stateEntry(t, ns, "v1.ConfigMap_app-config")
 	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
 	waitEnv(t, ns, "web", cmVar, hash)
@@ -216,7 +222,7 @@ func TestReloadPatchedBeforeCrashIsNotRepeated(t *testing.T) {
 	waitFor(t, 10*time.Second, "state caught up", func() (bool, error) {
 		return stateEntry(t, ns, "v1.ConfigMap_app-config") == hash, nil
 	})
-	settle()
+	settle(t)
 	if g := getDeployment(t, ns, "web").Generation; g != reloaded {
 		t.Fatalf("the workload was restarted again (generation %d→%d)", reloaded, g)
 	}
@@ -241,6 +247,7 @@ func setStateEntry(t *testing.T, ns, key, value string) {
 }
 
 func TestStrippedEnvVarCausesNoRestart(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
 	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
@@ -252,24 +259,25 @@ func TestStrippedEnvVarCausesNoRestart(t *testing.T) {
 	d := updateDeployment(t, ns, "web", func(d *appsv1.Deployment) {
 		d.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "USER_VAR", Value: "kept"}}
 	})
-	settle()
+	settle(t)
 	got := getDeployment(t, ns, "web")
 	if _, set := env(got, "app", cmVar); set || got.Generation != d.Generation {
 		t.Fatalf("the reloader restored its variable (generation %d→%d) although the config did not change", d.Generation, got.Generation)
 	}
 	// Positive control: the stripped workload still reloads on the next change, once.
 	waitEnv(t, ns, "web", cmVar, updateConfigMap(t, ns, "app-config", map[string]string{"v": "2"}))
-	settle()
+	settle(t)
 	if g := getDeployment(t, ns, "web").Generation; g != d.Generation+1 {
 		t.Fatalf("generation %d→%d after the next change, want one reload", d.Generation, g)
 	}
 }
 
 func TestDeletedStateWhileRunningCausesNoMassRestart(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	population(t, ns, 5)
 	r := startController(t, ns, controllerOpts{grace: 5 * time.Second})
-	settle()
+	settle(t)
 	before := generations(t, ns)
 	if err := cluster.Client().CoreV1().ConfigMaps(ns).Delete(context.Background(), "reloader-state", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -288,7 +296,7 @@ func TestDeletedStateWhileRunningCausesNoMassRestart(t *testing.T) {
 		}
 		return cm.Data["v1.ConfigMap_cfg-2"] == hash, nil
 	})
-	settle()
+	settle(t)
 	if moved := changed(before, generations(t, ns)); fmt.Sprint(moved) != fmt.Sprint(map[string]int64{"app-2": 1}) {
 		t.Fatalf("restarted %v, want only app-2 once", moved)
 	}
@@ -298,10 +306,11 @@ func TestDeletedStateWhileRunningCausesNoMassRestart(t *testing.T) {
 }
 
 func TestCorruptStateEntryCausesNoRestart(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	population(t, ns, 3)
 	first := startController(t, ns, controllerOpts{grace: 5 * time.Second})
-	settle()
+	settle(t)
 	first.stop(t)
 	before := generations(t, ns)
 	setStateEntry(t, ns, "v1.ConfigMap_cfg-1", "garbage")
@@ -310,7 +319,7 @@ func TestCorruptStateEntryCausesNoRestart(t *testing.T) {
 	waitFor(t, 10*time.Second, "corrupt entry rewritten", func() (bool, error) {
 		return state.IsHash(stateEntry(t, ns, "v1.ConfigMap_cfg-1")), nil
 	})
-	settle()
+	settle(t)
 	if moved := changed(before, generations(t, ns)); len(moved) != 0 {
 		t.Fatalf("a corrupt state entry restarted %v", moved)
 	}
@@ -320,6 +329,7 @@ func TestCorruptStateEntryCausesNoRestart(t *testing.T) {
 }
 
 func TestEnvVarGoesOnlyToContainersUsingTheConfig(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
 	createConfigMap(t, ns, "app.config", map[string]string{"v": "0"})
@@ -353,6 +363,7 @@ func TestEnvVarGoesOnlyToContainersUsingTheConfig(t *testing.T) {
 }
 
 func TestSecretValuesNeverReachTheLog(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	const secretValue = "hunter2-very-secret-value"
 	createSecret(t, ns, "db", map[string]string{"password": "initial-" + secretValue})
@@ -370,6 +381,7 @@ func TestSecretValuesNeverReachTheLog(t *testing.T) {
 }
 
 func TestReloadLeavesAnEventOnTheWorkload(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
 	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
@@ -392,6 +404,7 @@ func TestReloadLeavesAnEventOnTheWorkload(t *testing.T) {
 }
 
 func TestShutdownFlushesPendingReloads(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
 	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)

@@ -44,7 +44,7 @@ func TestAllNamespacesWithSelectorIgnoresOtherNamespaces(t *testing.T) {
 	updateConfigMap(t, other, "app-config", map[string]string{"v": "1"})
 	hash := updateConfigMap(t, selected, "app-config", map[string]string{"v": "1"})
 	waitEnv(t, selected, "web", cmVar, hash)
-	settle()
+	settle(t)
 	if g := getDeployment(t, other, "web").Generation; g != beforeOther {
 		t.Fatalf("a workload in a namespace outside the selector was reloaded (generation %d→%d)", beforeOther, g)
 	}
@@ -62,6 +62,7 @@ type seedChange struct {
 // The stakater examples of the source documents, applied from testdata with their annotations
 // verbatim.
 func TestSeedExamplesReloadAsDescribed(t *testing.T) {
+	t.Parallel()
 	runSeed(t, "../testdata/seeds/stakater-examples.yaml", []seedChange{
 		{"ConfigMap", "foo-configmap", []string{"auto-app", "configmap-app"}},
 		{"Secret", "foo-secret", []string{"auto-app", "secret-app"}},
@@ -74,6 +75,7 @@ func TestSeedExamplesReloadAsDescribed(t *testing.T) {
 // The homelab examples (seed 004): auto "true" wins, so every referenced config reloads every
 // example, whatever match and kind say on the workload, as in stakater.
 func TestHomelabSeedExamplesBehaveAsStakater(t *testing.T) {
+	t.Parallel()
 	all := []string{"example-app", "selective-app", "configmap-app", "secret-app"}
 	runSeed(t, "../testdata/seeds/homelab-examples.yaml", []seedChange{
 		{"ConfigMap", "app-config", all},
@@ -94,7 +96,7 @@ func runSeed(t *testing.T, manifest string, tests []seedChange) {
 			waitFor(t, 10*time.Second, "the change recorded", func() (bool, error) {
 				return stateEntry(t, ns, "v1."+tt.kind+"_"+tt.name) == hash, nil
 			})
-			settle()
+			settle(t)
 			moved := changed(before, generations(t, ns))
 			want := map[string]int64{}
 			for _, w := range tt.reloads {
@@ -116,6 +118,7 @@ func runSeed(t *testing.T, manifest string, tests []seedChange) {
 // nothing may happen also changes a control config that the filter keeps, after its own, and
 // waits for the control's dependent to reload first.
 func TestFiltersKeepConfigsOut(t *testing.T) {
+	t.Parallel()
 	labelled := config{kind: "ConfigMap", name: "ctl", labels: map[string]string{"reload": "yes"}}
 	tests := []struct {
 		name    string

@@ -53,18 +53,19 @@ func counterValue(m *dto.Metric) float64 {
 // series from the start (at 0, so the alert is quiet), count a reload that worked under
 // success="true" (the positive control), and a refused one under success="false".
 func TestStakaterFailureAlertFiresOnARefusedReload(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
 	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
 	r := startController(t, ns, controllerOpts{})
-	settle()
+	settle(t)
 	failed := map[string]string{"success": "false"}
 	if v, ok := scrape(t, r, "reloader_reload_executed_total", failed); !ok || v != 0 {
 		t.Fatalf(`reloader_reload_executed_total{success="false"} = %v (exists: %v) at start, want a series at 0`, v, ok)
 	}
 
 	waitEnv(t, ns, "web", cmVar, updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"}))
-	settle()
+	settle(t)
 	if v, _ := scrape(t, r, "reloader_reload_executed_total", map[string]string{"success": "true"}); v != 1 {
 		t.Fatalf(`reloader_reload_executed_total{success="true"} = %v after one reload, want 1`, v)
 	}

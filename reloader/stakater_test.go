@@ -15,6 +15,7 @@ import (
 
 // TestStakaterAnnotationValues: values stakater users write, with stakater's meaning.
 func TestStakaterAnnotationValues(t *testing.T) {
+	t.Parallel()
 	reloadAll := renamed(func(a *policy.Annotations) { a.ReloadAll = true })
 	scenarios := []scenario{
 		{name: "auto True", annotations: map[string]string{"reloader.stakater.com/auto": "True"}, spec: envFromCM("a"), configs: []config{cmA}, change: "a", reload: true},
@@ -40,6 +41,7 @@ func TestStakaterAnnotationValues(t *testing.T) {
 // A regular expression in a reload annotation reloads on every config whose whole name it
 // matches, existing or created later, and on nothing else.
 func TestReloadAnnotationPatternReloadsOnMatchingConfigs(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	for _, n := range []string{"app-one", "other", "my-app-two"} {
 		createConfigMap(t, ns, n, map[string]string{"v": "0"})
@@ -77,6 +79,7 @@ func TestReloadAnnotationPatternReloadsOnMatchingConfigs(t *testing.T) {
 // A restart with a pattern annotation restarts nothing, and a change made while down is caught
 // up once.
 func TestReloadAnnotationPatternCatchesUpAfterRestart(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-one", map[string]string{"v": "0"})
 	createDeployment(t, ns, "web", 0, named("configmap", "app-[a-z]+"), nil)
@@ -94,6 +97,7 @@ func TestReloadAnnotationPatternCatchesUpAfterRestart(t *testing.T) {
 // An invalid expression gets one Warning Event saying so; the valid names beside it still work,
 // and a missing plain name is still reported as missing, not as malformed.
 func TestInvalidReloadPatternIsReportedOnceAndMissingNamesAsMissing(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "a", map[string]string{"v": "0"})
 	createDeployment(t, ns, "broken", 0, named("configmap", "a,app-(,gone"), nil)
@@ -109,7 +113,7 @@ func TestInvalidReloadPatternIsReportedOnceAndMissingNamesAsMissing(t *testing.T
 	})
 	hash := updateConfigMap(t, ns, "a", map[string]string{"v": "1"})
 	waitEnv(t, ns, "broken", "_RELOADER_-configmap-a", hash)
-	settle()
+	settle(t)
 	if n := countEvents(t, ns, "broken", "InvalidAnnotation"); n != 1 {
 		t.Fatalf("%d InvalidAnnotation events, want 1: %q", n, eventMessages(t, ns, "broken"))
 	}
@@ -131,6 +135,7 @@ func TestInvalidReloadPatternIsReportedOnceAndMissingNamesAsMissing(t *testing.T
 // Seed 004: match and kind on a workload mean nothing; one Warning says what match means. The
 // workload's auto annotation still works.
 func TestMatchAndKindOnAWorkloadAreExplained(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "a", map[string]string{"v": "0"})
 	createDeploymentFrom(t, ns, "selective-app", func(d *appsv1.Deployment) {
@@ -141,7 +146,7 @@ func TestMatchAndKindOnAWorkloadAreExplained(t *testing.T) {
 	startController(t, ns, controllerOpts{})
 	hash := updateConfigMap(t, ns, "a", map[string]string{"v": "1"})
 	waitEnv(t, ns, "selective-app", "_RELOADER_-configmap-a", hash)
-	settle()
+	settle(t)
 	msgs := eventMessages(t, ns, "selective-app")
 	if n := countEvents(t, ns, "selective-app", "InvalidAnnotation"); n != 1 {
 		t.Fatalf("%d InvalidAnnotation events, want 1: %q", n, msgs)
@@ -155,11 +160,12 @@ func TestMatchAndKindOnAWorkloadAreExplained(t *testing.T) {
 // With --reload-on-create, a plain name's creation reloads; a pattern has no name to wait for,
 // so the creation of a config only a pattern matches does not (docs/annotations.md), and its first change does.
 func TestPatternMatchedCreationWithReloadOnCreate(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createDeployment(t, ns, "plain", 0, named("configmap", "app-one"), nil)
 	createDeployment(t, ns, "pattern", 0, named("configmap", "pat-.*"), nil)
 	startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { o.ReloadOnCreate = true }})
-	settle()
+	settle(t)
 	plain, pattern := getDeployment(t, ns, "plain").Generation, getDeployment(t, ns, "pattern").Generation
 	createConfigMap(t, ns, "pat-one", map[string]string{"v": "0"})
 	createConfigMap(t, ns, "app-one", map[string]string{"v": "0"})
@@ -176,6 +182,7 @@ func TestPatternMatchedCreationWithReloadOnCreate(t *testing.T) {
 // one with new content restarts once, a revert restarts once more, and a pattern edited to
 // another one stops matching the old configs.
 func TestReloadAnnotationPatternUnderEditsAndReplacements(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-one", map[string]string{"v": "0"})
 	createConfigMap(t, ns, "other-one", map[string]string{"v": "0"})
@@ -196,7 +203,7 @@ func TestReloadAnnotationPatternUnderEditsAndReplacements(t *testing.T) {
 	wantReloads(t, ns, "web", gen, 2)
 
 	updateDeployment(t, ns, "web", func(d *appsv1.Deployment) { d.Annotations["configmap.reloader.stakater.com/reload"] = "other-.*" })
-	settle()
+	settle(t)
 	gen = getDeployment(t, ns, "web").Generation
 	updateConfigMap(t, ns, "app-one", map[string]string{"v": "3"})
 	// Positive control, changed after: the new pattern's config reloads.
@@ -210,6 +217,7 @@ func TestReloadAnnotationPatternUnderEditsAndReplacements(t *testing.T) {
 
 // --auto-reload-all: a workload that opts out while running stops reloading; another keeps on.
 func TestAutoReloadAllOptOutWhileRunning(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "a", map[string]string{"v": "0"})
 	createDeployment(t, ns, "quiet", 0, nil, envFromCM("a"))
@@ -221,7 +229,7 @@ func TestAutoReloadAllOptOutWhileRunning(t *testing.T) {
 	updateDeployment(t, ns, "quiet", func(d *appsv1.Deployment) {
 		d.Annotations = map[string]string{"reloader.stakater.com/auto": "false"}
 	})
-	settle()
+	settle(t)
 	gen := getDeployment(t, ns, "quiet").Generation
 	hash = updateConfigMap(t, ns, "a", map[string]string{"v": "2"})
 	waitEnv(t, ns, "loud", "_RELOADER_-configmap-a", hash)

@@ -112,6 +112,7 @@ func outcomes(r *running, outcome string) float64 {
 }
 
 func TestAHealthyReloadReportsSucceededWithinASecondOfTheRolloutCompleting(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	followedDeployment(t, ns, map[string]string{"configmap.reloader.stakater.com/reload": "app", policy.TrackAnnotation: "true"})
 	r := startController(t, ns, controllerOpts{})
@@ -160,6 +161,7 @@ func TestAHealthyReloadReportsSucceededWithinASecondOfTheRolloutCompleting(t *te
 }
 
 func TestABrokenReloadReportsFailedAtTheProgressDeadlineAndStays(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	followedDeployment(t, ns, map[string]string{"configmap.reloader.stakater.com/reload": "app", policy.TrackAnnotation: "true"})
 	r := startController(t, ns, controllerOpts{})
@@ -223,6 +225,7 @@ func rollbackScenario(t *testing.T, ns string, between func()) {
 }
 
 func TestRollbackRestoresThePreviousReplicaSetAndHoldsTheBrokenContent(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	followedDeployment(t, ns, map[string]string{"configmap.reloader.stakater.com/reload": "app", policy.RollbackAnnotation: "true"})
 	r := startController(t, ns, controllerOpts{})
@@ -241,7 +244,7 @@ func TestRollbackRestoresThePreviousReplicaSetAndHoldsTheBrokenContent(t *testin
 	if got, _ := env(getDeployment(t, ns, "web"), "app", appVar); got != hashOfData(fixedConfig) {
 		t.Errorf("after the hold was lifted web runs %q", got)
 	}
-	settle()
+	settle(t)
 	state, _ := cluster.Client().CoreV1().ConfigMaps(ns).Get(context.Background(), "reloader-state", metav1.GetOptions{})
 	for k := range state.Data {
 		if strings.HasPrefix(k, "hold.") {
@@ -253,6 +256,7 @@ func TestRollbackRestoresThePreviousReplicaSetAndHoldsTheBrokenContent(t *testin
 // A revert to the content the rolled-back workload runs reloads nothing, but it is a change:
 // the broken content applied again afterwards is reloaded (and rolled back) again, not held.
 func TestARevertEndsAHoldSoTheBrokenContentAppliedAgainReloads(t *testing.T) {
+	t.Parallel()
 	ns, gen := heldWhileRunningFixed(t)
 	updateConfigMap(t, ns, "app", fixedConfig) // what web runs since the rollback
 	wantReloads(t, ns, "web", gen, 0)
@@ -291,6 +295,7 @@ func waitHoldLifted(t *testing.T, ns, by string) {
 // hold, so the rolled-back content applied again afterwards is a change the user made on
 // purpose, and reloads (it stayed held).
 func TestContentThatDoesNotValidateEndsAHoldSoTheBrokenContentAppliedAgainReloads(t *testing.T) {
+	t.Parallel()
 	ns, gen := heldWhileRunningFixed(t)
 	setConfigMapAnnotation(t, ns, "app", policy.ValidateAnnotation, `"app.json=json"`)
 	updateConfigMap(t, ns, "app", map[string]string{"app.json": `{"ok": `})
@@ -315,6 +320,7 @@ func wantHeld(t *testing.T, ns string) {
 }
 
 func TestARollbackLostToACrashIsDoneByTheNextStartAndNotReloadedAgain(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	followedDeployment(t, ns, map[string]string{"configmap.reloader.stakater.com/reload": "app"})
 	rollback := func(o *reloader.Options) { o.Follow.Rollback = true } // the flag, not the annotation
@@ -332,6 +338,7 @@ func TestARollbackLostToACrashIsDoneByTheNextStartAndNotReloadedAgain(t *testing
 }
 
 func TestANewerReloadSupersedesOneStillRolling(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	followedDeployment(t, ns, map[string]string{"configmap.reloader.stakater.com/reload": "app", policy.TrackAnnotation: "true"})
 	updateDeployment(t, ns, "web", func(d *appsv1.Deployment) {
@@ -353,6 +360,7 @@ func TestANewerReloadSupersedesOneStillRolling(t *testing.T) {
 }
 
 func TestADaemonSetRolloutPastItsTimeoutIsTimedOutAndRolledBack(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app", goodConfig)
 	labels := map[string]string{"app": "agent"}
@@ -398,7 +406,7 @@ func TestADaemonSetRolloutPastItsTimeoutIsTimedOutAndRolledBack(t *testing.T) {
 	if n := testutil.ToFloat64(r.metrics.Rollouts.Outcomes.WithLabelValues("DaemonSet", policy.OutcomeTimedOut)); n != 1 {
 		t.Errorf("reloader_rollouts_total{kind=DaemonSet,outcome=timed-out} = %v, want 1", n)
 	}
-	settle()
+	settle(t)
 	if g := get().Generation; g != 3 {
 		t.Errorf("DaemonSet generation %d, want 3 (created, reloaded, rolled back)", g)
 	}
@@ -427,6 +435,7 @@ func customHistory(t *testing.T, gvr schema.GroupVersionResource, ns, name strin
 }
 
 func TestArgoRolloutsAndDeploymentConfigsAreFollowedByTheirStatus(t *testing.T) {
+	t.Parallel()
 	ensureCRDs(t)
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
@@ -462,6 +471,7 @@ func TestArgoRolloutsAndDeploymentConfigsAreFollowedByTheirStatus(t *testing.T) 
 }
 
 func TestAMalformedSafeReloadAnnotationIsReportedOnceAndTheDefaultApplies(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	followedDeployment(t, ns, map[string]string{"configmap.reloader.stakater.com/reload": "app",
 		policy.TrackAnnotation: "true", policy.TimeoutAnnotation: "soon"})
@@ -479,6 +489,7 @@ func TestAMalformedSafeReloadAnnotationIsReportedOnceAndTheDefaultApplies(t *tes
 }
 
 func TestAStatefulSetRolloutWithAPartitionSucceedsOnceTheOrdinalsAboveItAreUpdated(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app", goodConfig)
 	labels := map[string]string{"app": "db"}
@@ -562,7 +573,7 @@ func anotherActorsChangeScenario(t *testing.T, ns string, restart bool) policy.E
 		e, ok = newestEntry(t, ns)
 		return ok && e.Outcome != policy.OutcomeProgressing, nil
 	})
-	settle()
+	settle(t)
 	return e
 }
 
@@ -607,7 +618,7 @@ func wantSupersededByTheOtherActor(t *testing.T, ns string, e policy.Entry) {
 	waitOutcome(t, ns, policy.OutcomeSucceeded)
 	// One patch made the reload (a Deployment's generation also moves with its annotations, so
 	// the outcome's write moves it once more): the history has one line more, made at gen+1.
-	settle()
+	settle(t)
 	h := policy.ParseHistory(getDeployment(t, ns, "web").Annotations[policy.HistoryAnnotation])
 	if len(h) != 2 || h[0].Generation != gen+1 || h[0].Outcome != policy.OutcomeSucceeded || h[1].Outcome != policy.OutcomeSuperseded {
 		t.Errorf("history %+v, want one reload at generation %d after the superseded one", h, gen+1)
@@ -615,11 +626,13 @@ func wantSupersededByTheOtherActor(t *testing.T, ns string, e policy.Entry) {
 }
 
 func TestAnotherActorsBrokenImageDuringOurRolloutIsNotRolledBackNorHeld(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	wantSupersededByTheOtherActor(t, ns, anotherActorsChangeScenario(t, ns, false))
 }
 
 func TestAnotherActorsBrokenImageWhileTheReloaderIsDownIsNotRolledBackAtItsStart(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	wantSupersededByTheOtherActor(t, ns, anotherActorsChangeScenario(t, ns, true))
 }
@@ -630,6 +643,7 @@ func TestAnotherActorsBrokenImageWhileTheReloaderIsDownIsNotRolledBackAtItsStart
 // rolled back or held, and the next judgement, on the change, calls the rollout superseded
 // and lifts the holds the unsent rollback wrote.
 func TestARollbackJudgedOnACacheBehindAnotherActorsChangeIsNotSent(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	followedDeployment(t, ns, map[string]string{"configmap.reloader.stakater.com/reload": "app", policy.RollbackAnnotation: "true"})
 	updateDeployment(t, ns, "web", func(d *appsv1.Deployment) {
@@ -659,13 +673,14 @@ func TestARollbackJudgedOnACacheBehindAnotherActorsChangeIsNotSent(t *testing.T)
 	// Judged again on the change: superseded, and the holds the unsent rollback wrote are lifted.
 	startController(t, ns, controllerOpts{})
 	e := waitOutcome(t, ns, policy.OutcomeSuperseded)
-	settle()
+	settle(t)
 	wantSupersededByTheOtherActor(t, ns, e)
 }
 
 // A change outside the pod template (here the revision history limit; a scale is another) moves
 // the generation without replacing the reload's template: its failure is still its own.
 func TestAFailedReloadIsRolledBackThoughTheSpecChangedOutsideItsTemplate(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	followedDeployment(t, ns, map[string]string{"configmap.reloader.stakater.com/reload": "app", policy.RollbackAnnotation: "true"})
 	startController(t, ns, controllerOpts{})
@@ -681,19 +696,20 @@ func TestAFailedReloadIsRolledBackThoughTheSpecChangedOutsideItsTemplate(t *test
 // progressing line was marked superseded through their reload patch, which ran a second Job and
 // recreated the Job again. The Deployment beside them, on the same config, is followed.
 func TestCronJobsAndJobsAreNotFollowedUnderTrackingAndRollback(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	followedDeployment(t, ns, named("configmap", "app"))
 	cj := createCronJob(t, ns, "nightly", named("configmap", "app"))
 	old := createJob(t, ns, "migrate", named("configmap", "app"))
 	r := startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { o.Follow.Track, o.Follow.Rollback = true, true }})
-	settle()
+	settle(t)
 
 	updateConfigMap(t, ns, "app", fixedConfig)
 	waitOutcome(t, ns, policy.OutcomeSucceeded) // the positive control: web is followed
 	waitFor(t, 30*time.Second, "a Job run and the Job recreated", func() (bool, error) {
 		return len(jobsOf(t, ns, cj.UID)) == 1 && getJob(t, ns, "migrate").UID != old.UID, nil
 	})
-	settle()
+	settle(t)
 	cronJobs := cluster.Client().BatchV1().CronJobs(ns)
 	cronJob, err := cronJobs.Get(context.Background(), "nightly", metav1.GetOptions{})
 	if err != nil {
@@ -735,7 +751,7 @@ func TestCronJobsAndJobsAreNotFollowedUnderTrackingAndRollback(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	settle()
+	settle(t)
 	if n := len(jobsOf(t, ns, cj.UID)); n != 1 {
 		t.Errorf("%d Jobs of the CronJob after one change, want 1", n)
 	}
@@ -757,6 +773,7 @@ func TestCronJobsAndJobsAreNotFollowedUnderTrackingAndRollback(t *testing.T) {
 // the reload was rolled back a second after it landed). The positive control: it still times
 // out and is rolled back.
 func TestAFollowedReloadTakesItsTimeAfterASlowReadOfItsTemplate(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	followedDeployment(t, ns, map[string]string{"configmap.reloader.stakater.com/reload": "app",
 		policy.RollbackAnnotation: "true", policy.TimeoutAnnotation: "2s"})
@@ -779,7 +796,7 @@ func TestAFollowedReloadTakesItsTimeAfterASlowReadOfItsTemplate(t *testing.T) {
 		})
 	})
 	startControllerAs(t, cfg, ns, controllerOpts{})
-	settle()
+	settle(t)
 	armed.Store(true)
 	updateConfigMap(t, ns, "app", brokenConfig)
 	var e policy.Entry
@@ -805,6 +822,7 @@ func TestAFollowedReloadTakesItsTimeAfterASlowReadOfItsTemplate(t *testing.T) {
 // again, which run db's content from before its deletion. db reappearing with other content is
 // a change for them: web must reload once for it, though app's broken content stays held.
 func TestAConfigReappearingAfterARolledBackRestartWhileItWasAbsentReloadsTheRestoredPods(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	dbVar := policy.EnvVarName(policy.ConfigRef{Kind: policy.KindConfigMap, Name: "db"})
 	createConfigMap(t, ns, "db", map[string]string{"a": "0"})
@@ -819,7 +837,7 @@ func TestAConfigReappearingAfterARolledBackRestartWhileItWasAbsentReloadsTheRest
 		return p == policy.Done, nil
 	})
 	startController(t, ns, controllerOpts{})
-	settle()
+	settle(t)
 	// A first change of db gives web a marker of it, and rolls out.
 	updateConfigMap(t, ns, "db", map[string]string{"a": "1"})
 	waitOutcome(t, ns, policy.OutcomeSucceeded)
@@ -828,7 +846,7 @@ func TestAConfigReappearingAfterARolledBackRestartWhileItWasAbsentReloadsTheRest
 	if err := cluster.Client().CoreV1().ConfigMaps(ns).Delete(context.Background(), "db", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	settle()
+	settle(t)
 	updateConfigMap(t, ns, "app", brokenConfig) // restarts web while db is absent
 	waitEnv(t, ns, "web", appVar, hashOfData(brokenConfig))
 	if e := waitOutcome(t, ns, policy.OutcomeFailed); !e.RolledBack {
@@ -839,7 +857,7 @@ func TestAConfigReappearingAfterARolledBackRestartWhileItWasAbsentReloadsTheRest
 		_, broken := env(getDeployment(t, ns, "web"), "app", appVar)
 		return got == marker && !broken, nil
 	})
-	settle()
+	settle(t)
 
 	createConfigMap(t, ns, "db", map[string]string{"a": "2"})
 	waitFor(t, 30*time.Second, "web reloaded for db's reappearance with other content", func() (bool, error) {
@@ -860,6 +878,7 @@ func TestAConfigReappearingAfterARolledBackRestartWhileItWasAbsentReloadsTheRest
 // pod, so the deletion's rollout cannot progress; lifting the quota and recreating the config
 // (positive control) ends the hold and reloads once.
 func TestARolledBackReloadForADeletionIsHeldUntilTheConfigChanges(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	dbVar := policy.EnvVarName(policy.ConfigRef{Kind: policy.KindConfigMap, Name: "db"})
 	lift := heldReloads(t, ns, controllerOpts{tweak: func(o *reloader.Options) { o.ReloadOnDelete = true }})
@@ -870,8 +889,8 @@ func TestARolledBackReloadForADeletionIsHeldUntilTheConfigChanges(t *testing.T) 
 	if !e.RolledBack {
 		t.Fatalf("the deletion's rollout was not rolled back: %+v", e)
 	}
-	settle()
-	settle()
+	settle(t)
+	settle(t)
 	if got, _ := env(getDeployment(t, ns, "web"), "app", dbVar); got != marker {
 		t.Fatalf("web's marker of db is %q after the rollback, want the restored %q: the deletion was reloaded again", got, marker)
 	}
@@ -883,7 +902,7 @@ func TestARolledBackReloadForADeletionIsHeldUntilTheConfigChanges(t *testing.T) 
 	createConfigMap(t, ns, "db", map[string]string{"a": "2"})
 	waitEnv(t, ns, "web", dbVar, hashOfData(map[string]string{"a": "2"}))
 	waitOutcome(t, ns, policy.OutcomeSucceeded)
-	settle()
+	settle(t)
 	if h := webHistory(t, ns); len(h) != 3 {
 		t.Fatalf("web's history has %d reloads after the recreation, want 3: %+v", len(h), h)
 	}
@@ -903,10 +922,10 @@ func heldReloads(t *testing.T, ns string, o controllerOpts, also ...string) (lif
 	t.Helper()
 	followedWeb(t, ns, also...)
 	startController(t, ns, o)
-	settle()
+	settle(t)
 	updateConfigMap(t, ns, "db", map[string]string{"a": "1"}) // a marker, for rollbacks to restore
 	waitOutcome(t, ns, policy.OutcomeSucceeded)
-	settle()
+	settle(t)
 
 	return noSurge(t, ns)
 }
@@ -968,7 +987,7 @@ func rolledBackTo(t *testing.T, ns string, data map[string]string) {
 		h := webHistory(t, ns)
 		return len(h) > before && h[0].Outcome == policy.OutcomeTimedOut && h[0].RolledBack, nil
 	})
-	settle()
+	settle(t)
 	dbVar := policy.EnvVarName(policy.ConfigRef{Kind: policy.KindConfigMap, Name: "db"})
 	if got, _ := env(getDeployment(t, ns, "web"), "app", dbVar); got != hashOfData(map[string]string{"a": "1"}) {
 		t.Fatalf("web's marker of db is %q after the rollback, want the restored one of a=1", got)
@@ -990,7 +1009,7 @@ func wantOneReloadForTheReturn(t *testing.T, ns string) {
 		return len(webHistory(t, ns)) > before, nil
 	})
 	waitOutcome(t, ns, policy.OutcomeSucceeded)
-	settle()
+	settle(t)
 	if h := webHistory(t, ns); len(h) != before+1 {
 		t.Fatalf("web was reloaded %d times for the return of db's content, want 1: %+v", len(h)-before, h)
 	}
@@ -999,7 +1018,7 @@ func wantOneReloadForTheReturn(t *testing.T, ns string) {
 func setImage(t *testing.T, ns, image string) {
 	t.Helper()
 	updateDeployment(t, ns, "web", func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = image })
-	settle()
+	settle(t)
 }
 
 // TestPodsAnotherActorRestartedWhileAReloadWasHeldAreReloadedWhenTheConfigReturns: a reload is
@@ -1008,6 +1027,7 @@ func setImage(t *testing.T, ns, image string) {
 // to the marker's content, those pods run the held one: the workload is reloaded, once (soak
 // seed 1795669739113515711@4, lost).
 func TestPodsAnotherActorRestartedWhileAReloadWasHeldAreReloadedWhenTheConfigReturns(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	lift := heldReloads(t, ns, controllerOpts{})
 	rolledBackTo(t, ns, map[string]string{"a": "2"})
@@ -1021,6 +1041,7 @@ func TestPodsAnotherActorRestartedWhileAReloadWasHeldAreReloadedWhenTheConfigRet
 // template, whose pods read a=2: the config's return to a=1 still reloads the workload, once
 // (the same seed, after the fix above).
 func TestARolledBackReloadPutsBackWhatAnotherActorsRestartGaveThePods(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	lift := heldReloads(t, ns, controllerOpts{})
 	rolledBackTo(t, ns, map[string]string{"a": "2"})
@@ -1035,6 +1056,7 @@ func TestARolledBackReloadPutsBackWhatAnotherActorsRestartGaveThePods(t *testing
 // marker says a=1. db's return to a=1 reloads web, once (soak seed 1795669739113515711@4, lost,
 // after the two fixes above).
 func TestPodsOfOurReloadForAnotherConfigRunTheHeldContent(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	lift := heldReloads(t, ns, controllerOpts{}, "other")
 	rolledBackTo(t, ns, map[string]string{"a": "2"})
@@ -1045,7 +1067,7 @@ func TestPodsOfOurReloadForAnotherConfigRunTheHeldContent(t *testing.T) {
 		return len(webHistory(t, ns)) > before, nil
 	})
 	waitOutcome(t, ns, policy.OutcomeSucceeded)
-	settle()
+	settle(t)
 	wantOneReloadForTheReturn(t, ns)
 }
 
@@ -1056,15 +1078,16 @@ func TestPodsOfOurReloadForAnotherConfigRunTheHeldContent(t *testing.T) {
 // rollback saw no version of db, took the next one, C2, as what its pods ran, and that change
 // was lost (soak seed 1795669739113515740@4).
 func TestARollbackPutsBackARestartWhosePodsWaitedForAConfigWithTheContentItReappearedWith(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	heldReloads(t, ns, controllerOpts{}, "other")()
 	deleteConfigMap(t, ns, "db")
-	settle()
+	settle(t)
 	before := len(webHistory(t, ns))
 	updateConfigMap(t, ns, "other", map[string]string{"v": "1"}) // its pods wait for db
 	waitFor(t, 30*time.Second, "web reloaded for other", func() (bool, error) { return len(webHistory(t, ns)) > before, nil })
 	waitOutcome(t, ns, policy.OutcomeSucceeded)
-	settle()
+	settle(t)
 
 	lift := noSurge(t, ns)
 	before = len(webHistory(t, ns))
@@ -1074,8 +1097,8 @@ func TestARollbackPutsBackARestartWhosePodsWaitedForAConfigWithTheContentItReapp
 	if e := waitOutcome(t, ns, policy.OutcomeTimedOut); !e.RolledBack {
 		t.Fatalf("the second reload was not rolled back: %+v", e)
 	}
-	settle()
-	settle()
+	settle(t)
+	settle(t)
 	lift()
 	if h := webHistory(t, ns); len(h) != before+1 {
 		t.Fatalf("web was reloaded %d times after the rollback, want none: the pods it put back run db's C1: %+v", len(h)-before-1, h)
@@ -1084,7 +1107,7 @@ func TestARollbackPutsBackARestartWhosePodsWaitedForAConfigWithTheContentItReapp
 	updateConfigMap(t, ns, "db", map[string]string{"a": "C2"})
 	waitFor(t, 30*time.Second, "web reloaded for C2", func() (bool, error) { return len(webHistory(t, ns)) > before, nil })
 	waitOutcome(t, ns, policy.OutcomeSucceeded)
-	settle()
+	settle(t)
 	if h := webHistory(t, ns); len(h) != before+1 {
 		t.Fatalf("web was reloaded %d times for C2, want 1: %+v", len(h)-before, h)
 	}
@@ -1097,6 +1120,7 @@ func TestARollbackPutsBackARestartWhosePodsWaitedForAConfigWithTheContentItReapp
 // handled before its patch call returns (the response is held 1 s here); judged then by the
 // restart being undone, db's C1 was left out for good (soak seed 1795681571291661041@4).
 func TestARollbackWhoseOwnEventIsHandledFirstJudgesByThePodsItPutsBack(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	var slow atomic.Bool
 	slowPatches := func(rt http.RoundTripper) http.RoundTripper {
@@ -1110,7 +1134,7 @@ func TestARollbackWhoseOwnEventIsHandledFirstJudgesByThePodsItPutsBack(t *testin
 	}
 	heldReloads(t, ns, controllerOpts{wrap: slowPatches}, "other")()
 	deleteConfigMap(t, ns, "db") // web's pods keep running a=1
-	settle()
+	settle(t)
 
 	lift := noSurge(t, ns)
 	defer lift()
@@ -1132,23 +1156,24 @@ func TestARollbackWhoseOwnEventIsHandledFirstJudgesByThePodsItPutsBack(t *testin
 // The reload is rolled back: the pods put back started on db's a=0 and carry no marker to say
 // so; web is reloaded for C1 (soak seed 1795681571291661041@4: lost, the state judged them).
 func TestARollbackPutsBackPodsThatRunAnotherContentOfAConfigTheyCarryNoMarkerOf(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	followedWeb(t, ns, "other")
 	first := startController(t, ns, controllerOpts{})
-	settle()
+	settle(t)
 	updateConfigMap(t, ns, "other", map[string]string{"v": "1"}) // a restore record for rollbacks
 	waitOutcome(t, ns, policy.OutcomeSucceeded)
-	settle()
+	settle(t)
 	dbVar := policy.EnvVarName(policy.ConfigRef{Kind: policy.KindConfigMap, Name: "db"})
 	if v, ok := env(getDeployment(t, ns, "web"), "app", dbVar); ok {
 		t.Fatalf("web carries a marker of db (%q); this test needs none", v)
 	}
 	deleteConfigMap(t, ns, "db") // web's pods keep running a=0
-	settle()
+	settle(t)
 	// A new process: nothing is noted of the restart before the one rolled back.
 	first.stop(t)
 	startController(t, ns, controllerOpts{})
-	settle()
+	settle(t)
 
 	lift := noSurge(t, ns)
 	defer lift()
@@ -1171,15 +1196,16 @@ func TestARollbackPutsBackPodsThatRunAnotherContentOfAConfigTheyCarryNoMarkerOf(
 // soak seed 1795691391691440059@4, whose loss came from elsewhere: see
 // TestAScaleAfterAStartIsNotTakenForAnotherActorsRestart).
 func TestARollbackOfADeletionReloadLeavesTheContentThatReappearedDue(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	followedWeb(t, ns, "other")
 	startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) {
 		o.ReloadOnDelete, o.Strategy = true, policy.StrategyAnnotations
 	}})
-	settle()
+	settle(t)
 	updateConfigMap(t, ns, "other", map[string]string{"v": "1"}) // a restore record for rollbacks
 	waitOutcome(t, ns, policy.OutcomeSucceeded)
-	settle()
+	settle(t)
 	db := policy.ConfigRef{Kind: policy.KindConfigMap, Name: "db"}
 	if d := getDeployment(t, ns, "web"); len(policy.MarkerCopies(d.Annotations, &d.Spec.Template, db)) > 0 {
 		t.Fatal("web carries a marker of db; this test needs none")

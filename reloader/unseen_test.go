@@ -16,19 +16,20 @@ import (
 // interval holds the reload until both the change and its revert are seen, as a coalescing
 // period would.
 func TestARestartThatGaveThePodsAnUnseenChangeRestartsThemAgainAfterItsRevert(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	const secretVar = "_RELOADER_-secret-db"
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
 	createSecret(t, ns, "db", map[string]string{"p": "0"})
 	createDeployment(t, ns, "web", 0, withAnnotations(named("configmap", "app-config"), named("secret", "db")), nil)
 	startControllerAs(t, laggingWatch(cluster.Config, "configmaps", 3*time.Second), ns, controllerOpts{})
-	settle()
+	settle(t)
 	hashA := updateConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
 	waitEnv(t, ns, "web", cmVar, hashA)
-	settle()
+	settle(t)
 	// Set only now, so that it holds no reload before the Secret's.
 	updateDeployment(t, ns, "web", func(d *appsv1.Deployment) { d.Annotations[policy.MinIntervalAnnotation] = "8s" })
-	settle()
+	settle(t)
 	before := getDeployment(t, ns, "web").Generation
 
 	updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
@@ -66,11 +67,12 @@ func TestARestartThatGaveThePodsAnUnseenChangeRestartsThemAgainAfterItsRevert(t 
 // window when the reloader restarts; after a scale the config returns to the content the
 // marker holds, and opening the window restarts nothing.
 func TestAScaleAfterAStartIsNotTakenForAnotherActorsRestart(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
 	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
 	first := startController(t, ns, controllerOpts{})
-	settle()
+	settle(t)
 	marked := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
 	waitEnv(t, ns, "web", cmVar, marked)
 	patchAnnotation(t, ns, "web", policy.WindowAnnotation, closedWindow())

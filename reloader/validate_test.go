@@ -18,6 +18,7 @@ import (
 // A Secret's invalid YAML is held back, and neither its Event, nor the log, nor any Event in the
 // namespace holds a byte of the value, though YAML's own errors quote their input.
 func TestInvalidSecretYAMLIsHeldWithoutShowingTheValue(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	const secretVar = "_RELOADER_-secret-creds"
 	s := &corev1.Secret{
@@ -29,7 +30,7 @@ func TestInvalidSecretYAMLIsHeldWithoutShowingTheValue(t *testing.T) {
 	}
 	createDeployment(t, ns, "web", 0, named("secret", "creds"), nil)
 	r := startController(t, ns, controllerOpts{period: 100 * time.Millisecond})
-	settle()
+	settle(t)
 	changes := templateChanges(t, ns, "web")
 
 	const leaked = "hunter2hunter2"
@@ -41,7 +42,7 @@ func TestInvalidSecretYAMLIsHeldWithoutShowingTheValue(t *testing.T) {
 	waitFor(t, 10*time.Second, "a second InvalidConfig warning, for the other content", func() (bool, error) {
 		return countEvents(t, ns, "creds", "InvalidConfig") == 2, nil
 	})
-	settle()
+	settle(t)
 	all := strings.Join(append(eventMessages(t, ns, "creds"), eventMessages(t, ns, "web")...), "\n")
 	if !strings.Contains(all, `key "creds.yaml" is not valid YAML`) {
 		t.Fatalf("the warning does not name the key:\n%s", all)
@@ -66,11 +67,12 @@ func TestInvalidSecretYAMLIsHeldWithoutShowingTheValue(t *testing.T) {
 
 // A reloader/validate value that does not parse holds changes back, and says why.
 func TestMalformedValidateAnnotationHoldsChanges(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"config.json": "{}"})
 	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
 	startController(t, ns, controllerOpts{period: 100 * time.Millisecond})
-	settle()
+	settle(t)
 	changes := templateChanges(t, ns, "web")
 	cms := cluster.Client().CoreV1().ConfigMaps(ns)
 	cm, err := cms.Get(context.Background(), "app-config", metav1.GetOptions{})
@@ -104,6 +106,7 @@ func TestMalformedValidateAnnotationHoldsChanges(t *testing.T) {
 // A config first seen invalid is the baseline: its next valid change reloads a workload that
 // carries no marker.
 func TestConfigFirstSeenInvalidReloadsOnItsNextValidChange(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "app-config", Annotations: map[string]string{policy.ValidateAnnotation: "config.json=json"}},
@@ -160,12 +163,13 @@ func invalidWarning(t *testing.T, ns string, n int) string {
 // says so, naming it and the workload it did not reach, instead of claiming that it stays in
 // effect. A fix back to that content then reloads once (the positive control).
 func TestInvalidContentInTheCoalescingPeriodSaysTheValidChangeBeforeItIsNotRolledOut(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	validatedConfig(t, ns, `{"v":0}`)
 	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
 	clock := clocktest.New(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC))
 	r := startController(t, ns, controllerOpts{period: time.Minute, tweak: func(o *reloader.Options) { o.Clock = clock }})
-	settle()
+	settle(t)
 	original := stateEntry(t, ns, "v1.ConfigMap_app-config")
 	changes := templateChanges(t, ns, "web")
 
@@ -181,7 +185,7 @@ func TestInvalidContentInTheCoalescingPeriodSaysTheValidChangeBeforeItIsNotRolle
 		t.Fatalf("the warning must say that %s was not rolled out and not claim it is in effect:\n%s", valid[:8], msgs)
 	}
 	clock.Advance(time.Minute) // the coalescing period ends
-	settle()
+	settle(t)
 	if n := changes(); n != 0 {
 		t.Fatalf("template changed %d times under content that does not validate", n)
 	}
@@ -205,7 +209,7 @@ func TestInvalidContentInTheCoalescingPeriodSaysTheValidChangeBeforeItIsNotRolle
 // wantReloadsSince settles, then fails unless changes counts n template changes.
 func wantReloadsSince(t *testing.T, changes func() int, n int) {
 	t.Helper()
-	settle()
+	settle(t)
 	if got := changes(); got != n {
 		t.Fatalf("template changed %d times, want %d", got, n)
 	}
@@ -217,6 +221,7 @@ func wantReloadsSince(t *testing.T, changes func() int, n int) {
 // revert to the content the workload runs reloads nothing while a later valid change inside
 // the window reloads once (the positive control).
 func TestInvalidContentDropsTheHeldReloadOfTheValidChangeBeforeIt(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	validatedConfig(t, ns, `{"v":0}`)
 	original := ""
@@ -226,7 +231,7 @@ func TestInvalidContentDropsTheHeldReloadOfTheValidChangeBeforeIt(t *testing.T) 
 	clock := clocktest.New(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)) // Friday
 	opts := controllerOpts{tweak: func(o *reloader.Options) { o.Clock = clock }}
 	first := startController(t, ns, opts)
-	settle()
+	settle(t)
 	original = stateEntry(t, ns, "v1.ConfigMap_app-config")
 	changes := templateChanges(t, ns, "web")
 
@@ -264,13 +269,14 @@ func TestInvalidContentDropsTheHeldReloadOfTheValidChangeBeforeIt(t *testing.T) 
 // With a maintenance window, the fix back to the valid content that an invalid one replaced
 // before its reload waits for the window, then reloads once.
 func TestFixAfterInvalidContentWaitsForTheWindowAndReloadsOnce(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	validatedConfig(t, ns, `{"v":0}`)
 	createDeployment(t, ns, "web", 0, withAnnotations(named("configmap", "app-config"),
 		map[string]string{policy.WindowAnnotation: "Sat 02:00-04:00 Europe/Berlin"}), nil)
 	clock := clocktest.New(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)) // Friday
 	startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { o.Clock = clock }})
-	settle()
+	settle(t)
 	changes := templateChanges(t, ns, "web")
 
 	valid := setJSON(t, ns, `{"v":1}`)
@@ -320,10 +326,11 @@ func heldForB(t *testing.T, ns, workload, version string) string {
 // app-config's content, which does not validate. web's reload waits, said by one Warning however
 // many changes of b arrive, and happens once app-config is fixed, carrying both.
 func TestAReloadForOneConfigWaitsUntilAnotherConfigThePodsReadValidates(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	readingBoth(t, ns)
 	r := startController(t, ns, controllerOpts{period: 100 * time.Millisecond})
-	settle()
+	settle(t)
 	changes := templateChanges(t, ns, "web")
 
 	heldForB(t, ns, "web", "1")
@@ -355,10 +362,11 @@ func TestAReloadForOneConfigWaitsUntilAnotherConfigThePodsReadValidates(t *testi
 // A revert of the invalid content to what web runs reloads nothing for app-config, and releases
 // the held reload for b, once.
 func TestRevertingInvalidContentReleasesTheHeldReloadOnce(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	readingBoth(t, ns)
 	startController(t, ns, controllerOpts{period: 100 * time.Millisecond})
-	settle()
+	settle(t)
 	original := stateEntry(t, ns, "v1.ConfigMap_app-config")
 	changes := templateChanges(t, ns, "web")
 
@@ -378,11 +386,12 @@ func TestRevertingInvalidContentReleasesTheHeldReloadOnce(t *testing.T) {
 // The hold is derived from the caches: a new reloader process holds web again, and deleting
 // app-config (with --reload-on-delete) releases it: one reload, for b.
 func TestAHeldReloadSurvivesARestartAndDeletingTheInvalidConfigReleasesIt(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	readingBoth(t, ns)
 	opts := controllerOpts{period: 100 * time.Millisecond, tweak: func(o *reloader.Options) { o.ReloadOnDelete = true }}
 	first := startController(t, ns, opts)
-	settle()
+	settle(t)
 	changes := templateChanges(t, ns, "web")
 
 	hashB := heldForB(t, ns, "web", "1")
@@ -406,6 +415,7 @@ func TestAHeldReloadSurvivesARestartAndDeletingTheInvalidConfigReleasesIt(t *tes
 // A pause period starts with the reload it batches: none starts for a reload held by invalid
 // content. Once app-config is fixed, the pause runs, and one reload at its end carries both.
 func TestAReloadHeldByInvalidContentStartsNoPausePeriodUntilTheFix(t *testing.T) {
+	t.Parallel()
 	const pausedAt = "deployment.reloader.stakater.com/paused-at"
 	ns := cluster.NewNamespace(t)
 	validatedConfig(t, ns, `{"v":0}`)
@@ -415,11 +425,11 @@ func TestAReloadHeldByInvalidContentStartsNoPausePeriodUntilTheFix(t *testing.T)
 	createDeployment(t, ns, "only-b", 0, named("configmap", "b"), envFromCM("b"))
 	clock := clocktest.New(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC))
 	startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { o.Clock = clock }})
-	settle()
+	settle(t)
 	changes := templateChanges(t, ns, "web")
 
 	hashB := heldForB(t, ns, "web", "1")
-	settle()
+	settle(t)
 	if at := getDeployment(t, ns, "web").Annotations[pausedAt]; at != "" {
 		t.Fatalf("a pause period started at %s for a reload that did not happen", at)
 	}
@@ -438,6 +448,7 @@ func TestAReloadHeldByInvalidContentStartsNoPausePeriodUntilTheFix(t *testing.T)
 
 // A CronJob whose pods read invalid content runs no Job for b; the fix runs one, with both.
 func TestACronJobWhosePodsReadInvalidContentRunsNoJobUntilTheFix(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	validatedConfig(t, ns, `{"v":0}`)
 	createConfigMap(t, ns, "b", map[string]string{"k": "0"})
@@ -447,16 +458,16 @@ func TestACronJobWhosePodsReadInvalidContentRunsNoJobUntilTheFix(t *testing.T) {
 		envFromCM("app-config", "b")(&cj.Spec.JobTemplate.Spec.Template.Spec)
 	})
 	startController(t, ns, controllerOpts{period: 100 * time.Millisecond})
-	settle()
+	settle(t)
 
 	hashB := heldForB(t, ns, "nightly", "1")
-	settle()
+	settle(t)
 	if jobs := jobsOf(t, ns, cj.UID); len(jobs) != 0 {
 		t.Fatalf("%d Jobs run while the pods would read content that does not validate, want 0", len(jobs))
 	}
 	fixed := setJSON(t, ns, `{"v":1}`)
 	waitFor(t, 30*time.Second, "a Job from the CronJob", func() (bool, error) { return len(jobsOf(t, ns, cj.UID)) > 0, nil })
-	settle()
+	settle(t)
 	jobs := jobsOf(t, ns, cj.UID)
 	if len(jobs) != 1 || jobEnv(&jobs[0], bVar) != hashB || jobEnv(&jobs[0], cmVar) != fixed {
 		t.Fatalf("%d Jobs after the fix, want 1 carrying b=%s and app-config=%s", len(jobs), hashB, fixed)

@@ -49,20 +49,21 @@ func withWebhook(url string) func(*reloader.Options) {
 // workload is touched. A refused call is retried; a restart calls nothing for a config that did
 // not change, and once for one that changed while the reloader was down.
 func TestWebhookURLIsCalledOnAChangeInsteadOfReloading(t *testing.T) {
+	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	sink := newWebhookSink(t, 1)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
 	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
 	before := getDeployment(t, ns, "web").Generation
 	first := startController(t, ns, controllerOpts{tweak: withWebhook(sink.srv.URL)})
-	settle()
+	settle(t)
 	if n := sink.calls(); n != 0 {
 		t.Fatalf("%d webhook calls at start with nothing changed, want 0", n)
 	}
 
 	updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
 	waitFor(t, 30*time.Second, "the webhook answered 200 after one 503", func() (bool, error) { return sink.calls() == 2, nil })
-	settle()
+	settle(t)
 	if n := sink.calls(); n != 2 {
 		t.Fatalf("%d webhook calls for one change with one refusal, want 2", n)
 	}
@@ -73,7 +74,7 @@ func TestWebhookURLIsCalledOnAChangeInsteadOfReloading(t *testing.T) {
 
 	first.stop(t)
 	second := startController(t, ns, controllerOpts{tweak: withWebhook(sink.srv.URL)})
-	settle()
+	settle(t)
 	second.stop(t)
 	if n := sink.calls(); n != 2 {
 		t.Fatalf("a restart with nothing changed called the webhook (%d calls, want 2)", n)
@@ -81,7 +82,7 @@ func TestWebhookURLIsCalledOnAChangeInsteadOfReloading(t *testing.T) {
 	updateConfigMap(t, ns, "app-config", map[string]string{"v": "C"}) // while down
 	startController(t, ns, controllerOpts{tweak: withWebhook(sink.srv.URL)})
 	waitFor(t, 30*time.Second, "the change made while down notified", func() (bool, error) { return sink.calls() == 3, nil })
-	settle()
+	settle(t)
 	if n := sink.calls(); n != 3 {
 		t.Fatalf("%d webhook calls, want 3", n)
 	}

@@ -242,7 +242,10 @@ func (c *Cluster) connect(host, token string, caData []byte) error {
 		QPS:             100,
 		Burst:           200,
 	}
-	client, err := kubernetes.NewForConfig(c.Config)
+	// The admin client has no client-side limit: the tests, run in parallel, share it.
+	admin := rest.CopyConfig(c.Config)
+	admin.QPS = -1
+	client, err := kubernetes.NewForConfig(admin)
 	if err != nil {
 		return fmt.Errorf("create admin client: %w", err)
 	}

@@ -32,6 +32,11 @@ func (c *Cluster) startPodComponents(ctx context.Context, bins Binaries, certs p
 		"--cluster-signing-cert-file", certs.CACert,
 		"--cluster-signing-key-file", certs.CAKey,
 		"--service-cluster-ip-range", serviceCIDR,
+		// Tests run in parallel on one controller manager: its defaults (20 requests/s, 5
+		// workers per controller) would hold back one test's rollout behind another's.
+		"--kube-api-qps=200", "--kube-api-burst=400",
+		"--concurrent-deployment-syncs=10", "--concurrent-replicaset-syncs=10", "--concurrent-statefulset-syncs=10",
+		"--concurrent-daemonset-syncs=10", "--concurrent-job-syncs=10", "--concurrent-cron-job-syncs=10",
 	)
 	if err != nil {
 		return err
@@ -40,6 +45,7 @@ func (c *Cluster) startPodComponents(ctx context.Context, bins Binaries, certs p
 		"--kubeconfig", c.Kubeconfig,
 		"--leader-elect=false",
 		"--secure-port=0",
+		"--kube-api-qps=200", "--kube-api-burst=400",
 	); err != nil {
 		return err
 	}
