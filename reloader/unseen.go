@@ -24,7 +24,7 @@ import (
 // marker says (the content before, or the deletion). So the restart remembers such a config (an
 // absent read) and the first version of it seen after the patch (or the last one before,
 // written unseen): that is what the pods run, and the workload's marker is judged by it instead
-// (Controller.judge); a second deletion takes it away from them. While the marker still says
+// (rule.judge, judge.go); a second deletion takes it away from them. While the marker still says
 // another content, the next restart carries what the pods run on (a vouched read). In memory
 // too: after a crash the marker decides again; a rollback of that restart puts back what was
 // noted of the restart before it.
