@@ -193,3 +193,70 @@ func deleteSecret(t *testing.T, ns, name string) {
 		t.Fatal(err)
 	}
 }
+
+// A config read only through an optional key ref, absent when another config's change restarts
+// the workload: the new pods start without it. Its reappearance, even with the content it had
+// before its deletion (what the state's tombstone and any marker say), is a change for them and
+// restarts them once, with no marker of it (judged by the state, after a restart of the
+// reloader too) or with one (soak seed 1795721381820273670@4, a CronJob without a marker, lost
+// the reappearance).
+func TestAnOptionalConfigBackAfterARestartWithoutItRestartsOnce(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name       string
+		marked     bool // web carries a marker of opt before its deletion
+		restartsIn bool // the reloader is restarted between the restart without opt and its return
+	}{
+		{name: "without a marker, the reloader restarted in between", restartsIn: true},
+		{name: "without a marker", restartsIn: false},
+		{name: "with a marker", marked: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ns := cluster.NewNamespace(t)
+			createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+			createConfigMap(t, ns, "opt", map[string]string{"a": "1"})
+			optional := true
+			createDeployment(t, ns, "web", 0, withAnnotations(named("configmap", "app-config,opt"), nil), func(s *corev1.PodSpec) {
+				s.Containers[0].Env = append(s.Containers[0].Env,
+					corev1.EnvVar{Name: "V", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+						LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"}, Key: "v"}}},
+					corev1.EnvVar{Name: "A", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+						LocalObjectReference: corev1.LocalObjectReference{Name: "opt"}, Key: "a", Optional: &optional}}})
+			})
+			r := startController(t, ns, controllerOpts{})
+			settle(t)
+			const optVar = "_RELOADER_-configmap-opt"
+			if tc.marked {
+				updateConfigMap(t, ns, "opt", map[string]string{"a": "2"})
+				waitFor(t, 30*time.Second, "web marked for opt", func() (bool, error) {
+					_, ok := env(getDeployment(t, ns, "web"), "app", optVar)
+					return ok, nil
+				})
+			}
+			settle(t)
+			content := map[string]string{"a": "1"}
+			if tc.marked {
+				content = map[string]string{"a": "2"}
+			}
+			deleteConfigMap(t, ns, "opt")
+			settle(t)
+			before := getDeployment(t, ns, "web").Generation
+			hashC := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+			waitEnv(t, ns, "web", cmVar, hashC)
+			wantReloads(t, ns, "web", before, 1) // its pods run without opt now
+			if tc.restartsIn {
+				r.stop(t)
+				startController(t, ns, controllerOpts{})
+				settle(t)
+				wantReloads(t, ns, "web", before, 1)
+			}
+
+			createConfigMap(t, ns, "opt", content) // back as it was before its deletion
+			waitFor(t, 30*time.Second, "web restarted for opt, which its pods run without", func() (bool, error) {
+				return getDeployment(t, ns, "web").Generation == before+2, nil
+			})
+			wantReloads(t, ns, "web", before, 2)
+		})
+	}
+}

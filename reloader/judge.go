@@ -124,7 +124,10 @@ func (ru *rule) judge(w workloadView, r policy.ConfigRef, rec *configRecord) (j 
 	// deleted again, that content is gone whatever the marker says.
 	vouched := false
 	if runs, ok := ru.restarts.runs(w.key, r); !force && ok {
-		vouched, force = f.Exists && runs == want.Value, !f.Exists || runs != want.Value
+		if runs == "" && rec != nil && keys != nil && holdsNoneOf(rec)(keys) {
+			runs = want.Value // pods that run without the config read none of these keys either
+		}
+		vouched, force = runs == want.Value, runs != want.Value
 		f.Marker = policy.Stale
 		if vouched {
 			f.Marker = policy.Current
@@ -245,7 +248,7 @@ func (ru *rule) readByOthers(w workloadView, r policy.ConfigRef) *read {
 	case rec == nil && policy.Waits(&w.tmpl.Spec, r):
 		return &read{keys: keys, absent: true}
 	case rec == nil:
-		return nil
+		return &read{keys: keys, none: true}
 	}
 	switch w.target.MarkerOf(w.meta.GetAnnotations(), w.tmpl, r, want) {
 	case policy.Current:

@@ -1,6 +1,7 @@
 package reloader
 
 import (
+	"maps"
 	"strconv"
 	"sync"
 
@@ -88,6 +89,28 @@ func (s *strips) remember(w key, r policy.ConfigRef, value string, keys []string
 func (s *strips) putBack(w key, runs map[policy.ConfigRef]stripped) {
 	for r, run := range runs {
 		s.remember(w, r, run.value, run.keys)
+	}
+}
+
+// runNothing notes that the pods of a restart of w run without each config of refs (absent,
+// read through optional key refs only, with no marker: unseen.go), keys being what they read of
+// it. Noted before the restart is sent, since its own update event may be handled first; undo
+// puts back what was noted before, for a restart that was not sent.
+func (s *strips) runNothing(w key, refs map[policy.ConfigRef][]string) (undo func()) {
+	s.mu.Lock()
+	before := maps.Clone(s.m[w])
+	s.mu.Unlock()
+	for r, keys := range refs {
+		s.remember(w, r, otherContent, keys)
+	}
+	return func() {
+		for r := range refs {
+			if e, ok := before[r]; ok && e.known {
+				s.remember(w, r, e.value, e.keys)
+			} else {
+				s.forget(w, r)
+			}
+		}
 	}
 }
 

@@ -29,6 +29,13 @@ import (
 // too: after a crash the marker decides again; a rollback of that restart puts back what was
 // noted of the restart before it.
 //
+// Pods that read a config only through optional key refs do not wait for it: restarted while it
+// is absent, they run without it, whatever the marker (or, without one, the state's tombstone)
+// says (a none read). Its reappearance, with any content, reloads the workload once (soak seed
+// 1795721381820273670@4: a CronJob run for another config while the config was deleted was not
+// run again when it came back with the content it had before). In memory; for a workload
+// without a marker also a strip in the state (strips.go), which outlives a restart.
+//
 // Another actor's change of the pod template (an image, kubectl rollout restart) restarts the
 // pods too, and they read each config as it is then, whatever the markers say. It is noted as a
 // restart of its own whose reads hold what the markers say: where a marker is behind its config
@@ -65,6 +72,10 @@ type read struct {
 	since []version
 	// absent: the config did not exist and the pods wait for it; value is unknown.
 	absent bool
+	// none: the config did not exist and the pods did not wait for it (they read it only through
+	// optional key refs): they run without it, unless a version written just before the patch
+	// is in since, which they read.
+	none bool
 	// vouched: the pods run value, though the marker may say another content.
 	vouched bool
 }
@@ -180,7 +191,7 @@ func (s *restarts) unseen(w key, r policy.ConfigRef) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.latest(w)
-	if p == nil || p.reads[r] == nil || p.reads[r].absent {
+	if p == nil || p.reads[r] == nil || p.reads[r].absent || p.reads[r].none {
 		return false
 	}
 	rd := p.reads[r]
@@ -199,8 +210,10 @@ func (s *restarts) runs(w key, r policy.ConfigRef) (value string, ok bool) {
 	}
 	rd := p.reads[r]
 	switch {
-	case rd.absent && len(rd.since) > 0:
+	case (rd.absent || rd.none) && len(rd.since) > 0:
 		return rd.since[len(rd.since)-1].value, true
+	case rd.none:
+		return "", true // nothing, as a deleted config's marker says
 	case rd.vouched:
 		return rd.value, true
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -111,6 +112,9 @@ func (c *Controller) dueChanges(w workloadView) due {
 		case triggers && policy.Waits(&w.tmpl.Spec, r):
 			// Left as it is, or set to the deletion: the pods wait for the config (unseen.go).
 			d.reads[r] = &read{keys: j.keys, absent: true}
+		case triggers:
+			// Read through optional key refs only: the pods start without it (unseen.go).
+			d.reads[r] = &read{keys: j.keys, none: true}
 		}
 		if triggers && j.reload {
 			d.changes = append(d.changes, j.change)
@@ -128,8 +132,12 @@ func (c *Controller) patch(ctx context.Context, w workloadView, changes []policy
 	// forget the change, before the call returns.
 	since, known := c.changes.oldest(w.key.namespace, changes)
 	c.restarts.begin(w.key, reads, c.rule.cachedVersion(w.key.namespace))
+	undo := c.strips.runNothing(w.key, unmarkedNone(w, reads, changes))
 	out, err := send(ctx, w, ops, w.kind.reload)
 	c.restarts.finished(w.key, writtenVersion(out, err))
+	if err != nil {
+		undo()
+	}
 	if errors.Is(err, errStale) {
 		return errStale
 	}
@@ -145,6 +153,20 @@ func (c *Controller) patch(ctx context.Context, w workloadView, changes []policy
 	c.outcomes.reloaded(w, changes, what, since, known)
 	c.tracker.reloaded(w, changes, superseded)
 	return nil
+}
+
+// unmarkedNone are the configs the pods of a restart of w will run without (none reads), which
+// no marker of w says and which the restart's changes leave alone, with the keys w reads of
+// each: the state's tombstone would otherwise be taken for what they run (unseen.go).
+func unmarkedNone(w workloadView, reads map[policy.ConfigRef]*read, changes []policy.Change) map[policy.ConfigRef][]string {
+	out := map[policy.ConfigRef][]string{}
+	for r, rd := range reads {
+		changed := slices.ContainsFunc(changes, func(ch policy.Change) bool { return ch.Ref == r })
+		if rd.none && !changed && len(policy.MarkerCopies(w.meta.GetAnnotations(), w.tmpl, r)) == 0 {
+			out[r] = rd.keys
+		}
+	}
+	return out
 }
 
 // writtenVersion is the resourceVersion a reload's patch wrote ("" when it failed).
