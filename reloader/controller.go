@@ -145,6 +145,8 @@ type Controller struct {
 
 	ready atomic.Bool
 	busy  atomic.Int32 // workers inside a sync
+	// stakater: stakater's variables are still compared (stakater.go).
+	stakater atomic.Bool
 }
 
 // Ready reports whether the caches have synced and the controller is processing changes.
@@ -200,7 +202,7 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 		metrics: c.metrics, restarts: c.restarts, strips: c.strips, enqueue: c.queue.Add, enqueueAfter: c.queue.AddAfter}
 	c.rule = &rule{annotations: opts.Annotations, strategy: opts.Strategy, reloadOnCreate: opts.ReloadOnCreate,
 		reloadOnDelete: opts.ReloadOnDelete, caches: c.caches, records: c.records, store: c.state, names: c.names,
-		tracker: c.tracker, restarts: c.restarts, strips: c.strips}
+		tracker: c.tracker, restarts: c.restarts, strips: c.strips, stakater: &c.stakater}
 	c.notes = &notes{rule: c.rule, strips: c.strips, restarts: c.restarts, records: c.records, store: c.state, names: c.names}
 	c.outcomes = &outcomes{reports: c.reports, metrics: c.metrics, log: c.log, alerts: opts.Alerts, view: c.rule.view}
 	c.annotationCheck = &annotationCheck{annotations: opts.Annotations, caches: c.caches, reports: c.reports, log: c.log, ready: c.ready.Load}
@@ -246,6 +248,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	if first {
 		c.log.Info("no state found: recording the current hash of every config; only workloads whose marker differs are reloaded")
 	}
+	c.stakater.Store(!stakaterCompared(c.state))
 	if probePermissions(ctx, c.clients, c.opts.Namespace, c.opts.StateNamespace, c.log) {
 		c.events.StartRecordingToSink(&quietSink{sink: kube.EventSink{Client: c.clients.Events}, log: c.log})
 	}
@@ -289,6 +292,9 @@ func (c *Controller) Run(ctx context.Context) error {
 		go c.opts.Alerts.Run(workCtx)
 	}
 	go c.tombstones.sweep(workCtx)
+	if c.stakater.Load() {
+		go noteStakaterCompared(workCtx, c.state, c.drained, &c.stakater, c.log)
+	}
 	go c.releaseStartupMemory(workCtx)
 	c.ready.Store(true)
 	c.annotationCheck.checkAll()

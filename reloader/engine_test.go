@@ -295,6 +295,68 @@ func TestStakaterChangeIsCaughtUpForNamesWithRunsOfSymbols(t *testing.T) {
 	wantReloads(t, ns, "web", before, 1)
 }
 
+// stakater's variable is compared once, at the first start: a config entry the state loses
+// later (here corrupted, then a restart) is a config never seen, not a change stakater missed,
+// though the variable lags by a change of a key the workload does not read (soak seed
+// 1795725183900764066@4). A change the first start had not compared yet is still caught up at
+// the next one (the positive control: the same loss before the first start noted its comparison).
+func TestStakatersVariableIsComparedOnlyAtTheFirstStart(t *testing.T) {
+	t.Parallel()
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"a": "1", "b": "1"})
+	createDeployment(t, ns, "web", 0, map[string]string{"reloader.stakater.com/auto": "true"}, func(s *corev1.PodSpec) {
+		current := confighash.StakaterConfigMap(&corev1.ConfigMap{Data: map[string]string{"a": "1", "b": "1"}})
+		s.Containers[0].Env = append(s.Containers[0].Env,
+			corev1.EnvVar{Name: "STAKATER_APP_CONFIG_CONFIGMAP", Value: current},
+			corev1.EnvVar{Name: "A", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"}, Key: "a"}}})
+	})
+	before := getDeployment(t, ns, "web").Generation
+	r := startController(t, ns, controllerOpts{})
+	settle(t)
+	waitFor(t, 30*time.Second, "the first comparison noted", func() (bool, error) {
+		return stateEntry(t, ns, "reloader.stakater-compared") != "", nil
+	})
+	wantReloads(t, ns, "web", before, 0)
+	// A change of key b: web reads a alone and is not reloaded; stakater's variable now lags.
+	updateConfigMap(t, ns, "app-config", map[string]string{"a": "1", "b": "2"})
+	settle(t)
+	wantReloads(t, ns, "web", before, 0)
+
+	r.stop(t)
+	cms := cluster.Client().CoreV1().ConfigMaps(ns)
+	cm, err := cms.Get(context.Background(), "reloader-state", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data["v1.ConfigMap_app-config"] = "corrupt"
+	if _, err := cms.Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r = startController(t, ns, controllerOpts{})
+	settle(t)
+	wantReloads(t, ns, "web", before, 0)
+	r.stop(t)
+
+	// Positive control: the same loss in a state whose first comparison was never noted (a first
+	// start killed early) compares again, and the lag reloads web once.
+	cm, err = cms.Get(context.Background(), "reloader-state", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(cm.Data, "reloader.stakater-compared")
+	cm.Data["v1.ConfigMap_app-config"] = "corrupt"
+	if _, err := cms.Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	startController(t, ns, controllerOpts{})
+	waitFor(t, 30*time.Second, "web reloaded for the lag", func() (bool, error) {
+		_, ok := env(getDeployment(t, ns, "web"), "app", cmVar)
+		return ok, nil
+	})
+	wantReloads(t, ns, "web", before, 1)
+}
+
 // A marker stripped by a re-apply while the config is unchanged restarts nothing; one put back
 // at an old value by a re-apply of an old manifest is corrected, once.
 func TestReappliedOldMarkerIsCorrectedOnce(t *testing.T) {

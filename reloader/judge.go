@@ -2,6 +2,7 @@ package reloader
 
 import (
 	"slices"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +25,9 @@ type rule struct {
 	tracker                        *tracker  // holds: reloads rolled back
 	restarts                       *restarts // what a restart's pods may read unseen (unseen.go)
 	strips                         *strips   // what a workload runs without a marker
+	// stakater: stakater's variables are compared, until the first comparison is over
+	// (stakater.go); a config entry the state loses later is not compared again.
+	stakater *atomic.Bool
 }
 
 // workloadView is a cached workload read once: its metadata, template, annotations policy and
@@ -218,7 +222,7 @@ func (ru *rule) stateFacts(f *policy.Facts, w workloadView, r policy.ConfigRef, 
 	if f.KeyLevel && known && whole.Match(e.Hash) == policy.Differs {
 		f.KeysSame = ru.keysSame(skey, rec, keys)
 	}
-	if !known {
+	if !known && ru.stakater.Load() {
 		v, ok := policy.EnvValue(w.tmpl, policy.StakaterVar(r))
 		f.StakaterStale = ok && v != rec.Stakater.String()
 	}

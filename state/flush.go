@@ -217,6 +217,15 @@ func (s *Store) explain(verb, name string, err error) error {
 	return fmt.Errorf("%s state ConfigMap %s/%s: %w", verb, s.namespace, name, err)
 }
 
+// Other returns the value of a key in the first shard that is not one of the store's entries,
+// as last read or written (WriteOther).
+func (s *Store) Other(key string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.others[key]
+	return v, ok
+}
+
 // WriteOther writes value under key in the first shard at once, or removes the key (value nil),
 // for a key that is not one of the store's entries (the controller's note of a Job recreation).
 // It goes through the same fence as the store's own writes, so it neither lands late after a

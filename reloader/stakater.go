@@ -1,0 +1,49 @@
+package reloader
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/reloader/reloader/state"
+)
+
+// The switch from stakater Reloader compares a workload's STAKATER_* variable with stakater's
+// hash of the config once: at the first start, where the state knows no content yet
+// (docs/migrating.md). Once that start has synced every config and written the state, it notes
+// in the state that the comparison is over. A config entry the state loses later (corrupt, or
+// deleted) is then a config never seen, which restarts nothing, and not compared again with a
+// variable from stakater's last restart: that variable lags by every change since, read by the
+// workload or not (soak seed 1795725183900764066@4 restarted a CronJob for a change of a key it
+// does not read, once a corrupt entry made its state unknown). A start killed before the note
+// compares again at the next start, so no change stakater missed is lost.
+const stakaterComparedKey = "reloader.stakater-compared"
+
+// stakaterCompared reports whether a reloader has made the first comparison with this state.
+func stakaterCompared(store *state.Store) bool {
+	_, ok := store.Other(stakaterComparedKey)
+	return ok
+}
+
+// noteStakaterCompared waits until the start-up's syncs are done (drained), flushes the state
+// they wrote, notes that the comparison is over, and stops comparing. It gives up when ctx ends:
+// the next start compares again.
+func noteStakaterCompared(ctx context.Context, store *state.Store, drained func(context.Context, time.Duration) bool,
+	comparing *atomic.Bool, log *slog.Logger) {
+	for !drained(ctx, time.Second) {
+		if ctx.Err() != nil {
+			return
+		}
+	}
+	if err := store.Flush(ctx); err != nil {
+		log.Warn("cannot note that stakater's variables were compared; the next start compares them again", "err", err)
+		return
+	}
+	at := time.Now().UTC().Format(time.RFC3339)
+	if err := store.WriteOther(ctx, stakaterComparedKey, &at); err != nil {
+		log.Warn("cannot note that stakater's variables were compared; the next start compares them again", "err", err)
+		return
+	}
+	comparing.Store(false)
+}
