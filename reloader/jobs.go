@@ -357,7 +357,6 @@ func (c *Controller) currentMarkers(job *batchv1.Job) (*batchv1.Job, error) {
 	}
 	now := c.opts.Clock.Now()
 	d := c.dueChanges(w)
-	c.tracker.liftStale(d.staleHolds) // a recreation is a sync of the Job: it lifts what a sync lifts
 	ops, err := w.target.Ops(w.meta, w.tmpl, d.changes, now)
 	if err != nil {
 		return job, err
