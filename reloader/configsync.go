@@ -30,6 +30,7 @@ func (c *Controller) syncConfig(k key) error {
 	c.validation.valid(rec)
 	deps := c.rule.dependents(k, rec)
 	c.tracker.liftStale(deps)
+	c.strips.watchDue(k, deps)
 	c.tombstones.noteReach(k, rec, deps, fresh)
 	c.gates.wake(deps) // gates.go
 	var due []key
@@ -95,6 +96,7 @@ func (c *Controller) startupPass() {
 			case !known && !c.caches.referenced(k) && c.caches.allowed(k.namespace):
 				c.state.Set(skey, r.Hash)
 			default:
+				c.strips.unsure(k, c.rule.dependents(k, r))
 				c.backlog.add(k)
 			}
 		}

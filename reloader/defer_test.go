@@ -508,7 +508,9 @@ func TestEmptyWindowAnnotationHoldsTheReloadUntilRemovedThenTheFlagsWindowApplie
 		func(d *appsv1.Deployment) { delete(d.Annotations, policy.WindowAnnotation) })
 }
 
-func TestEmptyWindowOnThePodTemplateHoldsTheReloadUntilRemovedThenTheFlagsWindowApplies(t *testing.T) {
+// On the pod template, the removal is a template change of its own: it restarts the pods, which
+// read the content the held reload was for, so nothing is left to reload when the window opens.
+func TestEmptyWindowOnThePodTemplateHoldsTheReloadUntilItsRemovalRestartsThePods(t *testing.T) {
 	t.Parallel()
 	emptyWindowHoldsUntilRemoved(t, "annotation reloader/window on the pod template is empty",
 		func(d *appsv1.Deployment) {
@@ -556,7 +558,22 @@ func emptyWindowHoldsUntilRemoved(t *testing.T, problem string, set, unset func(
 		t.Fatalf("the warning does not say %q:\n%s", problem, msgs)
 	}
 
-	updateDeployment(t, ns, "web", unset)
+	before := getDeployment(t, ns, "web").Spec.Template
+	if fixed := updateDeployment(t, ns, "web", unset); !equality.Semantic.DeepEqual(before, fixed.Spec.Template) {
+		// The fix restarted the pods: they read hash, and nothing is left to reload.
+		waitFor(t, 10*time.Second, "the held reload dropped, web noted as running the content", func() (bool, error) {
+			return stateEntry(t, ns, "strip.ConfigMap.Deployment_web_app-config") == hash &&
+				value(t, r.metrics.Deferred.WithLabelValues(policy.ReasonWindow)) == 0 &&
+				value(t, r.metrics.Deferred.WithLabelValues(policy.ReasonInvalid)) == 0, nil
+		})
+		changes = templateChanges(t, ns, "web")
+		clock.Advance(13 * time.Hour)
+		settle(t)
+		if n := changes(); n != 0 {
+			t.Fatalf("web, restarted by the fix with the content, reloaded %d times when the window opened", n)
+		}
+		return
+	}
 	waitFor(t, 10*time.Second, "the reload held for the flag's window", func() (bool, error) {
 		return value(t, r.metrics.Deferred.WithLabelValues(policy.ReasonWindow)) == 1 &&
 			value(t, r.metrics.Deferred.WithLabelValues(policy.ReasonInvalid)) == 0, nil
@@ -655,5 +672,76 @@ func TestPodsAnotherActorRestartedDuringAPauseAreReloadedWhenTheConfigReturns(t 
 	}
 	if v, _ := env(getDeployment(t, ns, "web"), "app", cmVar); v != first {
 		t.Fatalf("marker %q, want the content returned to", v)
+	}
+}
+
+// Soak seed 1795727042036173470@4: web, without a marker and held by a window while the state
+// is behind (free took the change), is restarted by another actor and reads the change; the
+// config then returns to the content the state holds. Its pods run the content in between, and
+// the window's opening must reload them once, whether the restart was seen, made while the
+// reloader was down (after it saw the change, or with it), or not made at all (the control:
+// nothing then).
+func TestAHeldWorkloadRestartedByAnotherActorIsReloadedForTheRevert(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		restart bool
+		// downFrom: the reloader stops before the change ("change", starting again before the
+		// revert) or after it ("image", starting again after the revert); "" keeps it running.
+		downFrom string
+	}{
+		{"seen", true, ""},
+		{"made while the reloader was down, with the revert", true, "image"},
+		{"made while the reloader was down, with the change", true, "change"},
+		{"not made", false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ns := cluster.NewNamespace(t)
+			createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+			createDeployment(t, ns, "web", 0, withAnnotations(named("configmap", "app-config"),
+				map[string]string{policy.WindowAnnotation: "Sat 02:00-04:00 Europe/Berlin"}), nil)
+			createDeployment(t, ns, "free", 0, named("configmap", "app-config"), nil)
+			clock := clocktest.New(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC))
+			opts := controllerOpts{tweak: func(o *reloader.Options) { o.Clock = clock }}
+			r := startController(t, ns, opts)
+			settle(t)
+			if tc.downFrom == "change" {
+				r.stop(t)
+			}
+			hash1 := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+			if tc.downFrom != "change" {
+				waitEnv(t, ns, "free", cmVar, hash1) // the control: the change is seen
+				waitFor(t, 10*time.Second, "web's reload held", func() (bool, error) { return stateEntry(t, ns, pendingWeb) != "", nil })
+			}
+			if tc.downFrom == "image" {
+				r.stop(t)
+			}
+			if tc.restart {
+				updateDeployment(t, ns, "web", func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "other" })
+			}
+			if tc.downFrom == "change" {
+				r = startController(t, ns, opts)
+				waitEnv(t, ns, "free", cmVar, hash1)
+			}
+			settle(t)
+			changes := templateChanges(t, ns, "web")
+			hash0 := updateConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+			if tc.downFrom == "image" {
+				startController(t, ns, opts)
+			}
+			waitEnv(t, ns, "free", cmVar, hash0) // the revert is seen
+			settle(t)
+			if !tc.restart {
+				waitFor(t, 10*time.Second, "the pending entry removed", func() (bool, error) { return stateEntry(t, ns, pendingWeb) == "", nil })
+				clock.Advance(13 * time.Hour)
+				settle(t)
+				if n := changes(); n != 0 {
+					t.Fatalf("web, never restarted, reloaded %d times for a change reverted while held", n)
+				}
+				return
+			}
+			reloadsOnceWhenTheWindowOpens(t, clock, ns, hash0, changes)
+		})
 	}
 }

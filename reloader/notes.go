@@ -88,7 +88,9 @@ func (n *notes) configChanged(k key, rec *configRecord) {
 // where a marker is current, that content; where it is behind, another content than it says,
 // which one unknown (a list after a watch gap may show the change later than it was made), so
 // the workload is reloaded once more whatever the config holds next; an absent config they
-// wait for, as at a restart of ours. Configs without a marker are left to strips.go.
+// wait for, as at a restart of ours. Of a config without a marker they read its content, which
+// a strip notes where the state is behind it (strips.go): else, the config back at the state's
+// content, they would be left on the one in between (soak seed 1795727042036173470@4).
 func (n *notes) restartedByOthers(k *workloadKind, old, obj any) {
 	ov, ok := n.rule.view(k, old)
 	nv, ok2 := n.rule.view(k, obj)
@@ -96,12 +98,21 @@ func (n *notes) restartedByOthers(k *workloadKind, old, obj any) {
 		return
 	}
 	reads := map[policy.ConfigRef]*read{}
+	var unmarked []policy.ConfigRef
 	for _, r := range n.rule.reloadsOn(nv) {
 		if !slices.Equal(policy.MarkerCopies(ov.meta.GetAnnotations(), ov.tmpl, r), policy.MarkerCopies(nv.meta.GetAnnotations(), nv.tmpl, r)) {
 			return // a reload, a rollback or a strip
 		}
 		if rd := n.rule.readByOthers(nv, r); rd != nil {
 			reads[r] = rd
+		} else {
+			unmarked = append(unmarked, r)
+		}
+	}
+	for _, r := range unmarked {
+		rec, want, keys, ok := n.rule.wantedExisting(nv, r)
+		if ok && writtenBefore(rec.ResourceVersion, nv.meta.GetResourceVersion()) && nv.target.MarkerOf(nv.meta.GetAnnotations(), nv.tmpl, r, want) == policy.NoMarker {
+			n.strip(nv.key, r, rec, want.Value, keys)
 		}
 	}
 	n.restarts.byOthers(nv.key, nv.meta.GetResourceVersion(), reads, n.rule.cachedVersion(nv.key.namespace))

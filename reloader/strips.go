@@ -39,6 +39,10 @@ type stripped struct {
 	value string
 	known bool
 	keys  []string
+	// watched: the workload is due by the state and this process watches it, so the state
+	// still decides here; the state's entry says another content, for a later process
+	// (watch).
+	watched bool
 }
 
 // otherContent is a strip's value for a workload known to run another content than the
@@ -70,13 +74,78 @@ func justCreated(obj any) bool {
 // remember notes, in memory and in the state, that workload w runs value of config r without a
 // marker (otherContent: some other content than the config's).
 func (s *strips) remember(w key, r policy.ConfigRef, value string, keys []string) {
+	s.put(w, r, stripped{value: value, known: true, keys: keys}, value)
+}
+
+// put notes e in memory and stored in the state.
+func (s *strips) put(w key, r policy.ConfigRef, e stripped, stored string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.m[w] == nil {
 		s.m[w] = map[policy.ConfigRef]stripped{}
 	}
-	s.m[w][r] = stripped{value: value, known: true, keys: keys}
-	s.store.SetValue(s.names.strip(w, r), value)
+	s.m[w][r] = e
+	s.store.SetValue(s.names.strip(w, r), stored)
+}
+
+// watch notes that workload w, without a marker of r, is due by the state: its pods run the
+// content the state holds, unless they restart first, and then they read the config's new
+// content. This process sees such a restart (notes.restartedByOthers, created) and judges by
+// the state meanwhile. A restart no reloader saw, by another actor while the reloader was down
+// or had no leader, cannot be told apart later, and a return of the config to the state's
+// content would leave those pods on the content in between (soak seed
+// 1795727042036173470@4). So the state's entry says another content: a later process reloads
+// w once. unwatch ends it when the state no longer says w is due.
+func (s *strips) watch(w key, r policy.ConfigRef, keys []string) {
+	s.mu.Lock()
+	_, noted := s.m[w][r]
+	s.mu.Unlock()
+	if _, left := s.store.Value(s.names.strip(w, r)); noted || left {
+		return // noted already, or left by a process before this one: it stands
+	}
+	s.put(w, r, stripped{keys: keys, watched: true}, otherContent)
+}
+
+// watchDue watches each dependent the state judges due, and stops watching the others (watch).
+func (s *strips) watchDue(c key, deps []dependent) {
+	r := policy.ConfigRef{Kind: c.kind, Name: c.name}
+	for _, d := range deps {
+		if d.byState && d.reload && restartedByOthers(d.workload) {
+			s.watch(d.workload, r, d.keys)
+		} else {
+			s.unwatch(d.workload, r)
+		}
+	}
+}
+
+// unsure notes, at a start, each dependent of config c the state judges due as running another
+// content: while no reloader watched, another actor may have restarted it and it may run the
+// config's content (watch); without a strip, a return of the config to the state's content
+// would leave it there.
+func (s *strips) unsure(c key, deps []dependent) {
+	r := policy.ConfigRef{Kind: c.kind, Name: c.name}
+	for _, d := range deps {
+		if d.byState && d.reload && restartedByOthers(d.workload) {
+			s.remember(d.workload, r, otherContent, d.keys)
+		}
+	}
+}
+
+// restartedByOthers reports whether another actor can restart workload w's pods: not a Job's,
+// whose template cannot change, nor a CronJob's, whose template change starts nothing (its
+// scheduled runs are new pods, each reading the config as it is then).
+func restartedByOthers(w key) bool {
+	return w.kind != "CronJob" && w.kind != "Job"
+}
+
+// unwatch ends watch for w and r, if it holds.
+func (s *strips) unwatch(w key, r policy.ConfigRef) {
+	s.mu.Lock()
+	e, ok := s.m[w][r]
+	s.mu.Unlock()
+	if ok && e.watched {
+		s.forget(w, r)
+	}
 }
 
 // putBack notes what the pods a rollback puts back run of configs the undone restart's
@@ -105,9 +174,12 @@ func (s *strips) runNothing(w key, refs map[policy.ConfigRef][]string) (undo fun
 	}
 	return func() {
 		for r := range refs {
-			if e, ok := before[r]; ok && e.known {
+			switch e, ok := before[r]; {
+			case ok && e.watched:
+				s.put(w, r, e, otherContent)
+			case ok && e.known:
 				s.remember(w, r, e.value, e.keys)
-			} else {
+			default:
 				s.forget(w, r)
 			}
 		}
@@ -133,6 +205,8 @@ func (s *strips) marker(w key, r policy.ConfigRef, value string) policy.MarkerSt
 	e, ok := s.m[w][r]
 	s.mu.Unlock()
 	switch {
+	case ok && e.watched:
+		return policy.NoMarker
 	case ok && e.known && e.value == value:
 		return policy.Current
 	case ok:
@@ -162,7 +236,7 @@ func (s *strips) configChanged(c key, same func(keys []string) bool) {
 	r := policy.ConfigRef{Kind: c.kind, Name: c.name}
 	for w, refs := range s.m {
 		e, ok := refs[r]
-		if !ok || w.namespace != c.namespace || e.known && e.keys != nil && same != nil && same(e.keys) {
+		if !ok || w.namespace != c.namespace || e.watched || e.known && e.keys != nil && same != nil && same(e.keys) {
 			continue
 		}
 		refs[r] = stripped{}
