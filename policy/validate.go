@@ -72,7 +72,8 @@ func jsonProblem(b []byte) string {
 	if !errors.As(err, &syntax) {
 		return "is not valid JSON"
 	}
-	if syntax.Offset >= int64(len(b)) {
+	// Only the end of the input is reported at its length; a bad last byte is reported there too.
+	if syntax.Error() == "unexpected end of JSON input" {
 		return "is not valid JSON: it ends before the value is complete"
 	}
 	line, col := position(b, syntax.Offset)

@@ -29,6 +29,8 @@ func TestValidateNamesTheKeyAndNeverTheValue(t *testing.T) {
 		{"bad json", "json", "{\"a\": 1,\n \"password\": " + secret + "}", `key "k" is not valid JSON: syntax error at line 2, column 14`},
 		{"truncated json", "json", `{"password":"` + secret, `key "k" is not valid JSON: it ends before the value is complete`},
 		{"empty json", "json", ``, `key "k" is not valid JSON: it ends before the value is complete`},
+		{"json with a bad last byte", "json", `{"a": 1}}`, `key "k" is not valid JSON: syntax error at line 1, column 9`},
+		{"json with a bad last byte after a newline", "json", "{\"a\": 1}\n]", `key "k" is not valid JSON: syntax error at line 2, column 1`},
 		{"valid yaml", "yaml", "a: 1\n---\nb: " + secret + "\n", ""},
 		{"bad yaml", "yaml", "a: 1\nb: " + secret + ": c\n", `key "k" is not valid YAML: line 2: mapping values are not allowed in this context`},
 		{"duplicate yaml key quotes the key: line only", "yaml", secret + ": 1\n" + secret + ": 2\n", `key "k" is not valid YAML: error at line 2`},

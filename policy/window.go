@@ -13,15 +13,16 @@ import (
 //
 // Grammar (ParseWindows):
 //
-//	windows = window *( ";" window )
+//	windows = window *( ";" window ) [ ";" ]
 //	window  = [ days " " ] clock "-" clock [ " " zone ]
 //	days    = span *( "," span )         ; span = day | day "-" day, e.g. Mon-Fri or Fri-Mon
 //	day     = Mon | Tue | Wed | Thu | Fri | Sat | Sun   (any case)
 //	clock   = HH:MM or HH:MM:SS, 00:00 to 24:00
-//	zone    = an IANA time zone (Europe/Berlin); UTC when omitted
+//	zone    = an IANA time zone (Europe/Berlin), or UTC in any case; UTC when omitted
 //
 // Without days a window is open every day. A window whose end is not after its start
-// (22:00-02:00) crosses midnight and belongs to the day it starts on. Examples:
+// (22:00-02:00) crosses midnight and belongs to the day it starts on; one whose end equals its
+// start (10:00-10:00) lasts 24 hours. Examples:
 // "Sat 02:00-04:00 Europe/Berlin", "Mon-Fri 22:00-06:00; Sat,Sun 00:00-24:00".
 type Windows []Window
 
@@ -40,6 +41,10 @@ var dayNames = map[string]time.Weekday{
 // ParseWindows reads the grammar above. The error names the part that is wrong.
 func ParseWindows(s string) (Windows, error) {
 	var out Windows
+	trimmed := strings.TrimSpace(s)
+	if strings.HasSuffix(trimmed, ";") && strings.TrimSpace(strings.TrimSuffix(trimmed, ";")) != "" {
+		s = strings.TrimSuffix(trimmed, ";") // a trailing separator ends the list
+	}
 	for i, part := range strings.Split(s, ";") {
 		w, err := parseWindow(strings.Fields(part))
 		if err != nil {
@@ -75,6 +80,9 @@ func parseWindow(fields []string) (Window, error) {
 	}
 	if err := w.parseRange(fields[at]); err != nil {
 		return w, err
+	}
+	if len(fields) == at+2 && strings.EqualFold(fields[at+1], "UTC") {
+		return w, nil
 	}
 	if len(fields) == at+2 {
 		loc, err := time.LoadLocation(fields[at+1])
@@ -118,9 +126,6 @@ func (w *Window) parseRange(s string) error {
 	}
 	if w.end, err = parseClock(to); err != nil {
 		return fmt.Errorf("end %q: want HH:MM or HH:MM:SS up to 24:00", to)
-	}
-	if w.end == w.start {
-		return fmt.Errorf("times %q: the window is empty", s)
 	}
 	return nil
 }

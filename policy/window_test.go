@@ -19,9 +19,9 @@ func TestParseWindowsRejectsWhatItCannotRead(t *testing.T) {
 		{"Sat 2:00-04:00", "start"},
 		{"Sat 02:00-24:01", "end"},
 		{"Sat 24:00-02:00", "start"},
-		{"Sat 02:00-02:00", "empty"},
 		{"Sat 02:00-04:00 UTC extra", "want [days]"},
-		{"Sat 02:00-04:00;", "window 2"},
+		{"Sat 02:00-04:00;;", "window 2"},
+		{";", "empty"},
 		{"Sat 02:60-04:00", "start"},
 	} {
 		_, err := policy.ParseWindows(tc.in)
@@ -61,6 +61,11 @@ func TestNextOpen(t *testing.T) {
 		{"list of days", "tue,THU 09:00-10:00", at("21", "12:00:00", time.UTC), at("24", "09:00:00", time.UTC)},
 		{"several windows: the earliest", "Sun 01:00-02:00; Sat 23:00-24:00", at("21", "12:00:00", time.UTC), at("21", "23:00:00", time.UTC)},
 		{"until midnight", "Sat 23:00-24:00", at("21", "23:59:59", time.UTC), at("21", "23:59:59", time.UTC)},
+		{"end equal to the start: 24 hours, open", "Sat 10:00-10:00", at("22", "09:59:59", time.UTC), at("22", "09:59:59", time.UTC)},
+		{"end equal to the start: 24 hours, then closed", "Sat 10:00-10:00", at("22", "10:00:00", time.UTC), at("28", "10:00:00", time.UTC)},
+		{"zone utc in lower case", "Sat 02:00-04:00 utc", at("21", "01:00:00", time.UTC), at("21", "02:00:00", time.UTC)},
+		{"a trailing separator", "Sat 02:00-04:00;", at("21", "01:00:00", time.UTC), at("21", "02:00:00", time.UTC)},
+		{"a trailing separator and space", "Sat 02:00-04:00 ; ", at("21", "01:00:00", time.UTC), at("21", "02:00:00", time.UTC)},
 	} {
 		ws, err := policy.ParseWindows(tc.spec)
 		if err != nil {
