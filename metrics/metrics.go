@@ -161,3 +161,24 @@ func (m *Metrics) labels(namespace string, values ...string) []string {
 	}
 	return values
 }
+
+// Zero exports at 0, before their first event, the counter series a reloader serving these
+// workload and config kinds can have: reloads and rollbacks by result, rollouts by outcome and
+// config changes, so that a rate or an alert over them has a value from the start. Reloads
+// labelled by namespace are left out: the namespaces are not known in advance.
+func (m *Metrics) Zero(workloadKinds, configKinds, outcomes []string) {
+	for _, kind := range workloadKinds {
+		for _, result := range []string{ResultSuccess, ResultFailure} {
+			if !m.byNamespace {
+				m.Reloads.WithLabelValues(kind, result)
+			}
+			m.Rollouts.Rollbacks.WithLabelValues(kind, result)
+		}
+		for _, o := range outcomes {
+			m.Rollouts.Outcomes.WithLabelValues(kind, o)
+		}
+	}
+	for _, kind := range configKinds {
+		m.Changes.WithLabelValues(kind)
+	}
+}

@@ -30,3 +30,54 @@ func TestNamespaceLabelIsOptIn(t *testing.T) {
 		})
 	}
 }
+
+// A counter a dashboard or an alert reads must exist before its first event; reloads by
+// namespace cannot, since the namespaces are not known.
+func TestZeroExportsTheCountersBeforeTheirFirstEvent(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		opts      []Option
+		want, not []string
+	}{
+		{"without namespaces", nil, []string{
+			`reloader_reloads_total{kind="StatefulSet",result="failure"} 0`,
+			`reloader_rollouts_total{kind="Deployment",outcome="timed-out"} 0`,
+			`reloader_rollbacks_total{kind="StatefulSet",result="success"} 0`,
+			`reloader_config_changes_total{kind="Secret"} 0`,
+		}, nil},
+		{"with namespaces", []Option{ByNamespace()}, []string{
+			`reloader_rollbacks_total{kind="Deployment",result="failure"} 0`,
+		}, []string{"reloader_reloads_total{"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := New("test", tc.opts...)
+			before := scrape(t, m)
+			if strings.Contains(before, "reloader_rollbacks_total{") {
+				t.Fatalf("the control: reloader_rollbacks_total is served before Zero:\n%s", before)
+			}
+			m.Zero([]string{"Deployment", "StatefulSet"}, []string{"ConfigMap", "Secret"}, []string{"succeeded", "timed-out"})
+			body := scrape(t, m)
+			for _, w := range tc.want {
+				if !strings.Contains(body, w) {
+					t.Errorf("/metrics lacks %s", w)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(body, n) {
+					t.Errorf("/metrics serves %s… before a reload", n)
+				}
+			}
+		})
+	}
+}
+
+func scrape(t *testing.T, m *Metrics) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body, err := io.ReadAll(rec.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(body)
+}

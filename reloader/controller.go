@@ -15,7 +15,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -258,6 +260,8 @@ func (c *Controller) Run(ctx context.Context) error {
 	watchCtx, stopWatching := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWatching()
 	c.informers = dropForbiddenKinds(ctx, c.caches.kinds, c.informers, c.log)
+	c.metrics.Zero(slices.Sorted(maps.Keys(c.caches.kinds)), slices.Sorted(maps.Keys(c.caches.configs)),
+		[]string{policy.OutcomeSucceeded, policy.OutcomeFailed, policy.OutcomeTimedOut, policy.OutcomeSuperseded})
 	for _, inf := range c.informers {
 		go inf.RunWithContext(watchCtx)
 	}
