@@ -194,15 +194,25 @@ func Pending(annotations map[string]string) (Entry, bool) {
 }
 
 // Restore is what a reload replaced, per config: the marker value before it ("" when there was
-// none), in the place the strategy keeps it.
+// none), in the place the strategy keeps it. RestoreAnnotation holds it as indented JSON, for
+// people to read.
 type Restore struct {
-	Strategy string            `json:"s"`
-	Values   map[string]string `json:"v"` // env-vars: "<Kind>/<name>" → previous value
+	Strategy string            `json:"strategy"`
+	Values   map[string]string `json:"replaced"` // env-vars: "<Kind>/<name>" → previous value
 	// Annotations are the pod-template annotations of the annotations strategy before the
 	// reload; a key mapped to nil was absent.
-	Annotations map[string]*string `json:"a,omitempty"`
+	Annotations map[string]*string `json:"replacedAnnotations,omitempty"`
 	// Applied are the values the reload wrote, "<Kind>/<name>" → value: what a rollback holds.
-	Applied map[string]string `json:"h"`
+	Applied map[string]string `json:"applied"`
+}
+
+// compactRestore is how versions before the readable form wrote RestoreAnnotation; a rollout
+// followed across an upgrade still carries it.
+type compactRestore struct {
+	Strategy    string             `json:"s"`
+	Values      map[string]string  `json:"v"`
+	Annotations map[string]*string `json:"a"`
+	Applied     map[string]string  `json:"h"`
 }
 
 // RestoreOf records what the reload of changes replaces in tmpl. An Argo restart (spec.restartAt)
@@ -241,17 +251,24 @@ func RestoreRef(key string) ConfigRef {
 
 // Encode is the Restore as RestoreAnnotation holds it.
 func (r Restore) Encode() string {
-	b, _ := json.Marshal(r) // strings and maps of strings always encode
+	b, _ := json.MarshalIndent(r, "", "  ") // strings and maps of strings always encode
 	return string(b)
 }
 
-// ParseRestore reads RestoreAnnotation.
+// ParseRestore reads RestoreAnnotation, in either form.
 func ParseRestore(v string) (Restore, error) {
 	var r Restore
 	if err := json.Unmarshal([]byte(v), &r); err != nil {
 		return Restore{}, fmt.Errorf("read %s: %w", RestoreAnnotation, err)
 	}
-	return r, nil
+	if r.Strategy != "" {
+		return r, nil
+	}
+	var old compactRestore
+	if err := json.Unmarshal([]byte(v), &old); err != nil || old.Strategy == "" {
+		return Restore{}, fmt.Errorf("read %s: no strategy", RestoreAnnotation)
+	}
+	return Restore(old), nil
 }
 
 // Ops puts the template back as the reload found it: the same template the previous ReplicaSet

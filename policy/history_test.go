@@ -3,6 +3,7 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -169,5 +170,26 @@ func TestARolloutTimesOutNoSoonerThanItsTimeoutAfterTheReload(t *testing.T) {
 		if deadline.After(reload.Add(timeout + time.Second)) {
 			t.Errorf("reload at %s: deadline %s is more than a second late", reload.Format(time.StampMilli), deadline.Format(time.StampMilli))
 		}
+	}
+}
+
+// The annotation is for people to read: named fields, one per line. A rollout followed across an
+// upgrade carries the compact form older versions wrote, which still reads the same.
+func TestRestoreIsReadableAndTheCompactFormStillReads(t *testing.T) {
+	r := Restore{Strategy: StrategyEnvVars, Values: map[string]string{"ConfigMap/app": "old"}, Applied: map[string]string{"ConfigMap/app": "new"}}
+	enc := r.Encode()
+	for _, want := range []string{"\n", `"strategy": "env-vars"`, `"replaced": {`, `"ConfigMap/app": "old"`, `"applied": {`} {
+		if !strings.Contains(enc, want) {
+			t.Errorf("the annotation lacks %q:\n%s", want, enc)
+		}
+	}
+	for _, v := range []string{enc, `{"s":"env-vars","v":{"ConfigMap/app":"old"},"h":{"ConfigMap/app":"new"}}`} {
+		got, err := ParseRestore(v)
+		if err != nil || !reflect.DeepEqual(got, r) {
+			t.Errorf("ParseRestore(%s) = %+v, %v; want %+v", v, got, err, r)
+		}
+	}
+	if _, err := ParseRestore(`{}`); err == nil {
+		t.Error("a restore without a strategy reads")
 	}
 }

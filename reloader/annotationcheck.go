@@ -9,9 +9,13 @@ import (
 )
 
 // annotationCheck reports a workload's reload annotations that are malformed or name configs
-// that do not exist, once, when they are applied: as a Warning Event and a log line.
+// that do not exist, once, when they are applied: as a Warning Event and a log line. A reload
+// schedule or a safe-reload annotation that does not parse is said the same way, with the
+// Warning the gate or the tracker would give when a reload comes (warnSchedule, warnFollow).
 type annotationCheck struct {
 	annotations policy.Annotations
+	gate        policy.GateDefaults
+	follow      policy.Follow
 	caches      *caches
 	reports     *reporter
 	log         *slog.Logger
@@ -28,6 +32,11 @@ func (a *annotationCheck) check(k *workloadKind, obj any) {
 	if !a.ready() {
 		return // every config would look missing; checkAll runs once the caches synced
 	}
+	if g := a.annotations.GateOf(meta.GetAnnotations(), tmpl.Annotations, a.gate); len(g.Problems) > 0 {
+		warnSchedule(a.reports, a.log, k.name, obj, meta, g.Problems)
+	}
+	_, followProblems := policy.FollowOf(meta.GetAnnotations(), tmpl.Annotations, a.follow)
+	warnFollow(a.reports, a.log, k.name, obj, meta, followProblems)
 	pol := a.annotations.Of(meta.GetAnnotations(), tmpl.Annotations)
 	missing := a.caches.missingNamed(pol, meta.GetNamespace())
 	uid := string(meta.GetUID())

@@ -207,7 +207,7 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 		tracker: c.tracker, restarts: c.restarts, strips: c.strips, stakater: &c.stakater}
 	c.notes = &notes{rule: c.rule, strips: c.strips, restarts: c.restarts, records: c.records, store: c.state, names: c.names}
 	c.outcomes = &outcomes{reports: c.reports, metrics: c.metrics, log: c.log, alerts: opts.Alerts, view: c.rule.view}
-	c.annotationCheck = &annotationCheck{annotations: opts.Annotations, caches: c.caches, reports: c.reports, log: c.log, ready: c.ready.Load}
+	c.annotationCheck = &annotationCheck{annotations: opts.Annotations, gate: opts.Gate, follow: opts.Follow, caches: c.caches, reports: c.reports, log: c.log, ready: c.ready.Load}
 	c.entries = &workloadEntries{annotations: opts.Annotations, caches: c.caches, store: c.state, names: c.names}
 	c.tombstones = &tombstones{store: c.state, names: c.names, clock: opts.Clock, log: c.log, retention: opts.TombstoneRetention,
 		reloadOnCreate: opts.ReloadOnCreate, reloadOnDelete: opts.ReloadOnDelete, namespace: opts.Namespace,

@@ -745,3 +745,32 @@ func TestAHeldWorkloadRestartedByAnotherActorIsReloadedForTheRevert(t *testing.T
 		})
 	}
 }
+
+// A reload schedule or a safe-reload annotation that does not parse is said when it is applied,
+// with no config change: a Warning on the workload, the one a held reload would give, and not a
+// second one when a change comes.
+func TestAMalformedScheduleOrSafeReloadAnnotationIsReportedWhenApplied(t *testing.T) {
+	t.Parallel()
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
+	createDeployment(t, ns, "free", 0, named("configmap", "app-config"), nil)
+	startController(t, ns, controllerOpts{period: 100 * time.Millisecond})
+	settle(t)
+	patchAnnotation(t, ns, "web", policy.WindowAnnotation, "Someday 02:00-04:00")
+	patchAnnotation(t, ns, "web", policy.TimeoutAnnotation, "soon")
+	for _, reason := range []string{"ReloadScheduleInvalid", "InvalidSafeReloadAnnotation"} {
+		waitFor(t, 10*time.Second, "the "+reason+" warning, with no change", func() (bool, error) {
+			return countEvents(t, ns, "web", reason) == 1, nil
+		})
+	}
+	changes := templateChanges(t, ns, "web")
+	waitEnv(t, ns, "free", cmVar, updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"}))
+	settle(t)
+	if n := changes(); n != 0 {
+		t.Fatalf("reloaded %d times despite a window that does not parse", n)
+	}
+	if n := countEvents(t, ns, "web", "ReloadScheduleInvalid"); n != 1 {
+		t.Fatalf("%d ReloadScheduleInvalid warnings after the change, want 1: %v", n, eventMessages(t, ns, "web"))
+	}
+}

@@ -14,6 +14,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/reloader/reloader/coalesce"
 	"github.com/reloader/reloader/policy"
@@ -79,11 +80,7 @@ func (g *gates) hold(w workloadView, changes []policy.Change, gate policy.Gate, 
 	}
 	if v.Reason == policy.ReasonInvalid {
 		// Said once per problem, not per change: the message names no content.
-		problems := strings.Join(gate.Problems, "; ")
-		if g.reports.warn(w.obj, string(w.meta.GetUID()), "ReloadScheduleInvalid", "Reloads are held until the schedule is fixed: "+problems) {
-			g.log.Warn("reloads held: the reload schedule does not parse", "kind", w.kind.name, "namespace", w.key.namespace,
-				"name", w.key.name, "problem", problems)
-		}
+		warnSchedule(g.reports, g.log, w.kind.name, w.obj, w.meta, gate.Problems)
 		return
 	}
 	// The schedule parses again: should it break later, that is news.
@@ -97,6 +94,17 @@ func (g *gates) hold(w workloadView, changes []policy.Change, gate policy.Gate, 
 		fmt.Sprintf("Reload for %s deferred until %s: %s", what, until, v.Explain(gate)))
 	g.log.Info("reload deferred", "kind", w.kind.name, "namespace", w.key.namespace, "name", w.key.name,
 		"configs", what, "until", until, "reason", v.Reason)
+}
+
+// warnSchedule says once that a workload's reload schedule does not parse, as a Warning Event
+// and a log line: when the annotation is applied (annotationCheck) or when a reload is held for
+// it, whichever comes first. The message names no content.
+func warnSchedule(reports *reporter, log *slog.Logger, kind string, obj any, meta metav1.Object, problems []string) {
+	joined := strings.Join(problems, "; ")
+	if reports.warn(obj, string(meta.GetUID()), "ReloadScheduleInvalid", "Reloads are held until the schedule is fixed: "+joined) {
+		log.Warn("reloads held: the reload schedule does not parse", "kind", kind, "namespace", meta.GetNamespace(),
+			"name", meta.GetName(), "problem", joined)
+	}
 }
 
 // holdInvalid holds w's reload until the content it would load validates (validate.go).

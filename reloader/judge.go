@@ -61,6 +61,9 @@ type judgement struct {
 	byState bool
 	// staleHold: a hold on the workload for this config names another content: it has ended.
 	staleHold bool
+	// held: a hold on the workload for this config names its content: its reload was rolled
+	// back, and it is not reloaded for it.
+	held bool
 }
 
 // view is the workload read once, if its namespace is in the selection.
@@ -151,7 +154,7 @@ func (ru *rule) judge(w workloadView, r policy.ConfigRef, rec *configRecord) (j 
 	reload := policy.Reload(f) && !held
 	return judgement{change: policy.Change{Ref: r, Value: want.Value, Force: force}, keys: keys, reload: reload, vouched: vouched,
 		behind: f.Exists && f.Marker != policy.Current, untouched: !f.Exists && f.Marker == policy.NoMarker, byState: byState,
-		staleHold: staleHold}, true
+		staleHold: staleHold, held: held}, true
 }
 
 // reloadsOn lists, once each, the configs workload w may reload on: those its pod spec uses or

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/reloader/reloader/coalesce"
 	"github.com/reloader/reloader/metrics"
@@ -55,14 +56,21 @@ func rolloutKey(w key) key { return key{rolloutPrefix + w.kind, w.namespace, w.n
 // follow reads how the workload's reloads are followed; a malformed annotation is said once.
 func (t *tracker) follow(w workloadView) policy.Follow {
 	f, problems := policy.FollowOf(w.meta.GetAnnotations(), w.tmpl.Annotations, t.defaults)
-	uid := string(w.meta.GetUID())
+	warnFollow(t.reports, t.log, w.kind.name, w.obj, w.meta, problems)
+	return f
+}
+
+// warnFollow says once that a workload's safe-reload annotations do not parse, as a Warning
+// Event and a log line, when they are applied (annotationCheck) or read for a reload; with none,
+// it forgets what was said, so that a later problem is news.
+func warnFollow(reports *reporter, log *slog.Logger, kind string, obj any, meta metav1.Object, problems []string) {
+	uid := string(meta.GetUID())
 	if len(problems) == 0 {
-		t.reports.clear(uid, "InvalidSafeReloadAnnotation")
-	} else if t.reports.warn(w.obj, uid, "InvalidSafeReloadAnnotation", strings.Join(problems, "; ")+"; the default applies") {
-		t.log.Warn("invalid safe-reload annotation", "kind", w.kind.name, "namespace", w.key.namespace, "name", w.key.name,
+		reports.clear(uid, "InvalidSafeReloadAnnotation")
+	} else if reports.warn(obj, uid, "InvalidSafeReloadAnnotation", strings.Join(problems, "; ")+"; the default applies") {
+		log.Warn("invalid safe-reload annotation", "kind", kind, "namespace", meta.GetNamespace(), "name", meta.GetName(),
 			"problems", strings.Join(problems, "; "))
 	}
-	return f
 }
 
 // ops adds to a reload's patch its history entry and, with rollback on, what it replaces. It
@@ -328,6 +336,25 @@ func (t *tracker) finish(ctx context.Context, w workloadView, f policy.Follow, e
 	}
 	t.reportOutcome(w, entry, outcome, why, rollback)
 	return nil
+}
+
+// warnHeld says that a reload for what restarted w's pods while holds keep the content of the
+// configs held from it: the new pods read that content all the same, the one whose rollout was
+// rolled back, and may fail as those did. A Warning Event and a log line for each such reload.
+func (t *tracker) warnHeld(w workloadView, held []policy.ConfigRef, what string) {
+	if len(held) == 0 {
+		return
+	}
+	names := make([]string, len(held))
+	for i, r := range held {
+		names[i] = r.Kind + "/" + r.Name
+	}
+	list := strings.Join(names, ", ")
+	msg := fmt.Sprintf("Reload for %s restarted the pods, which read the held content of %s: its reload was rolled back, and the new pods may fail as those did", what, list)
+	if t.reports.warn(w.obj, string(w.meta.GetUID()), "HeldContentRead", msg) {
+		t.log.Warn("reload restarted pods that read held content", "kind", w.kind.name, "namespace", w.key.namespace,
+			"name", w.key.name, "configs", what, "held", list)
+	}
 }
 
 // liftUnsentHolds lifts the holds a rollback of w's reload wrote but did not send (its patch went

@@ -1252,3 +1252,28 @@ func waitReloadedFor(t *testing.T, ns string, data map[string]string) {
 		return newestEntryFor(t, ns, data) != nil, nil
 	})
 }
+
+// A reload for another config restarts pods that read the content a hold keeps from them (its
+// rollout was rolled back): the reload says so, with a Warning on the workload. Before the hold,
+// the same reload says nothing (the control).
+func TestAReloadWhosePodsReadHeldContentWarns(t *testing.T) {
+	t.Parallel()
+	ns := cluster.NewNamespace(t)
+	lift := heldReloads(t, ns, controllerOpts{}, "other")
+	if n := countEvents(t, ns, "web", "HeldContentRead"); n != 0 {
+		t.Fatalf("%d HeldContentRead warnings before any hold: %v", n, eventMessages(t, ns, "web"))
+	}
+	rolledBackTo(t, ns, map[string]string{"a": "2"})
+	lift()
+	before := len(webHistory(t, ns))
+	updateConfigMap(t, ns, "other", map[string]string{"v": "1"})
+	waitFor(t, 30*time.Second, "web reloaded for the other config", func() (bool, error) {
+		return len(webHistory(t, ns)) > before, nil
+	})
+	waitFor(t, 10*time.Second, "the HeldContentRead warning", func() (bool, error) {
+		return countEvents(t, ns, "web", "HeldContentRead") == 1, nil
+	})
+	if msgs := strings.Join(eventMessages(t, ns, "web"), "\n"); !strings.Contains(msgs, "read the held content of ConfigMap/db") {
+		t.Fatalf("the warning does not name db:\n%s", msgs)
+	}
+}

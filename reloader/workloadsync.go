@@ -80,16 +80,18 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 		return err
 	}
 	ops = append(ops, c.gates.ops(w, g)...)
-	return c.patch(ctx, w, changes, d.reads, ops)
+	return c.patch(ctx, w, d, ops)
 }
 
 // due is what the rule asks of a workload: the changes, in the order of its candidates; what
-// each existing config it reloads on was judged against (unseen.go); and the holds on it that
-// have ended (tracker.liftStale).
+// each existing config it reloads on was judged against (unseen.go); the holds on it that have
+// ended (tracker.liftStale); and the configs whose content a hold keeps from it, which its
+// restarted pods read all the same (tracker.warnHeld).
 type due struct {
 	changes    []policy.Change
 	reads      map[policy.ConfigRef]*read
 	staleHolds []dependent
+	held       []policy.ConfigRef
 }
 
 // dueChanges judges workload w against every config it reloads on; it only reads.
@@ -119,11 +121,15 @@ func (c *Controller) dueChanges(w workloadView) due {
 		if triggers && j.reload {
 			d.changes = append(d.changes, j.change)
 		}
+		if triggers && j.held {
+			d.held = append(d.held, r)
+		}
 	}
 	return d
 }
 
-func (c *Controller) patch(ctx context.Context, w workloadView, changes []policy.Change, reads map[policy.ConfigRef]*read, ops []policy.JSONOp) error {
+func (c *Controller) patch(ctx context.Context, w workloadView, d due, ops []policy.JSONOp) error {
+	changes, reads := d.changes, d.reads
 	ops, superseded, err := c.tracker.ops(ctx, w, changes, ops)
 	if err != nil {
 		return err
@@ -152,6 +158,7 @@ func (c *Controller) patch(ctx context.Context, w workloadView, changes []policy
 	c.gates.release(w)
 	c.outcomes.reloaded(w, changes, what, since, known)
 	c.tracker.reloaded(w, changes, superseded)
+	c.tracker.warnHeld(w, d.held, what)
 	return nil
 }
 
