@@ -42,7 +42,7 @@ func TestTheStateKeysOfHoldsStripsAndPendingReloads(t *testing.T) {
 }
 
 // What a hold, a strip and a pending entry may hold: a content hash, keyed only for a Secret, or
-// pending@<unix seconds>; and never more than the room the state reserves for it.
+// pending@<unix seconds>[#<digest>]; and never more than the room the state reserves for it.
 func TestTheStateEntriesOfThePartsHoldOnlyTheirValues(t *testing.T) {
 	plain, keyed := strings.Repeat("a", 40), "hmac-2b39b88d-"+strings.Repeat("a", 40)
 	secret, cm := "hold.Secret.Deployment_web_db", "strip.ConfigMap.Deployment_web_app"
@@ -64,6 +64,10 @@ func TestTheStateEntriesOfThePartsHoldOnlyTheirValues(t *testing.T) {
 		{"pending", "pending.Deployment_web", "pending@+1", false},
 		{"pending", "pending.Deployment_web", "pending@253402300800", false},
 		{"pending", "pending.Deployment_web", plain, false},
+		{"pending", "pending.Deployment_web", "pending@253402300799#0a1b2c3d", true},
+		{"pending", "pending.Deployment_web", "pending@1795000000#0a1b2c3", false},
+		{"pending", "pending.Deployment_web", "pending@1795000000#0a1b2c3g", false},
+		{"pending", "pending.Deployment_web", "pending@1795000000#", false},
 	} {
 		k := map[string]struct {
 			valid  func(k, v string) error
@@ -81,8 +85,14 @@ func TestTheStateEntriesOfThePartsHoldOnlyTheirValues(t *testing.T) {
 		t.Error("a ConfigMap's hold does not reserve a plain hash, or a Secret's a keyed one")
 	}
 	for _, at := range []time.Time{{}, time.Unix(1795000000, 999), time.Date(20000, 1, 1, 0, 0, 0, 0, time.UTC)} {
-		if v := encodePending(at); pending.Valid("pending.Deployment_web", v) != nil {
-			t.Errorf("encodePending(%v) = %q, which does not load back", at, v)
+		for _, digest := range []string{"", messageDigest("Reload for ConfigMap/app deferred")} {
+			v := encodePending(at, digest)
+			if pending.Valid("pending.Deployment_web", v) != nil {
+				t.Errorf("encodePending(%v, %q) = %q, which does not load back", at, digest, v)
+			}
+			if _, got := decodePending(v); got != digest {
+				t.Errorf("decodePending(%q) gives the digest %q, want %q", v, got, digest)
+			}
 		}
 	}
 }

@@ -2,6 +2,8 @@ package reloader
 
 import (
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -68,32 +70,51 @@ func (g *gates) apply(ctx context.Context, w workloadView, gate policy.Gate, cha
 	return true, nil
 }
 
-// hold records a held reload: its timer, the pending entry in the state, the gauge, and
-// an Event the first time it is held (not again after a restart: the state says it was told).
+// hold records a held reload: its timer, the pending entry in the state, the gauge, and an
+// Event naming the configs and the time it waits for, said again only when those change (a
+// missed window, another config due), not after a restart: the pending entry keeps a digest of
+// what was said.
 func (g *gates) hold(w workloadView, changes []policy.Change, gate policy.Gate, v policy.Verdict) {
-	fresh := g.deferrals.hold(w.key, v.Until, v.Reason)
+	g.deferrals.hold(w.key, v.Until, v.Reason)
 	g.report()
 	pk := g.names.pending(w.key)
-	_, told := g.store.Value(pk)
-	if !told {
-		g.store.SetValue(pk, encodePending(g.clock.Now()))
+	stored, pending := g.store.Value(pk)
+	since, said := decodePending(stored)
+	if !pending {
+		since = g.clock.Now()
 	}
 	if v.Reason == policy.ReasonInvalid {
+		if !pending {
+			g.store.SetValue(pk, encodePending(since, ""))
+		}
 		// Said once per problem, not per change: the message names no content.
 		warnSchedule(g.reports, g.log, w.kind.name, w.obj, w.meta, gate.Problems)
 		return
 	}
 	// The schedule parses again: should it break later, that is news.
 	g.reports.clear(string(w.meta.GetUID()), "ReloadScheduleInvalid")
-	what := describe(changes)
-	if !fresh || told {
+	names := make([]string, len(changes))
+	for i, ch := range changes {
+		names[i] = refName(ch.Ref)
+	}
+	what := strings.Join(names, ", ")
+	until := v.Until.UTC().Format(time.RFC3339)
+	msg := fmt.Sprintf("Reload for %s deferred until %s: %s", what, until, v.Explain(gate))
+	digest := messageDigest(msg)
+	// An entry written before digests were kept was said: a restart after an upgrade is quiet.
+	if pending && (said == digest || said == "") {
 		return
 	}
-	until := v.Until.UTC().Format(time.RFC3339)
-	g.reports.event(w.obj, corev1.EventTypeNormal, "ReloadDeferred",
-		fmt.Sprintf("Reload for %s deferred until %s: %s", what, until, v.Explain(gate)))
+	g.store.SetValue(pk, encodePending(since, digest))
+	g.reports.event(w.obj, corev1.EventTypeNormal, "ReloadDeferred", msg)
 	g.log.Info("reload deferred", "kind", w.kind.name, "namespace", w.key.namespace, "name", w.key.name,
 		"configs", what, "until", until, "reason", v.Reason)
+}
+
+// messageDigest is a short digest of an Event's message, for the state to say it was sent.
+func messageDigest(msg string) string {
+	sum := sha1.Sum([]byte(msg))
+	return hex.EncodeToString(sum[:4])
 }
 
 // warnSchedule says once that a workload's reload schedule does not parse, as a Warning Event
@@ -315,14 +336,28 @@ func (d *deferrals) stopAll() {
 
 // A pending entry in the state records a workload whose reload is due but held (a window, a
 // minimum interval, a pause period), so that a restart does not announce it again:
-// "pending@<unix seconds it became due>".
+// "pending@<unix seconds it became due>[#<digest of the ReloadDeferred Event said>]". Versions
+// before the digest wrote none.
 const pendingValuePrefix = "pending@"
 
-// pendingLen is the longest value of a pending entry: the last second of the year 9999.
-const pendingLen = len(pendingValuePrefix) + len("253402300799")
+// pendingLen is the longest value of a pending entry: the last second of the year 9999 and a
+// digest.
+const pendingLen = len(pendingValuePrefix) + len("253402300799") + len("#01234567")
 
-func encodePending(since time.Time) string {
-	return pendingValuePrefix + strconv.FormatInt(min(max(since.Unix(), 0), 253402300799), 10)
+func encodePending(since time.Time, digest string) string {
+	v := pendingValuePrefix + strconv.FormatInt(min(max(since.Unix(), 0), 253402300799), 10)
+	if digest != "" {
+		v += "#" + digest
+	}
+	return v
+}
+
+// decodePending reads a pending entry's time and digest ("" when it has none, or is not one).
+func decodePending(v string) (since time.Time, digest string) {
+	v, digest, _ = strings.Cut(v, "#")
+	secs, _ := strings.CutPrefix(v, pendingValuePrefix)
+	n, _ := strconv.ParseInt(secs, 10, 64)
+	return time.Unix(n, 0), digest
 }
 
 // pendingEntries is the kind of state entry of a held reload (entryKeys.pending).
@@ -331,10 +366,14 @@ func pendingEntries() state.EntryKind {
 		Prefix: pendingPrefix,
 		MaxLen: func(string) int { return pendingLen },
 		Valid: func(_, v string) error {
+			v, digest, hasDigest := strings.Cut(v, "#")
 			secs, ok := strings.CutPrefix(v, pendingValuePrefix)
 			n, err := strconv.ParseInt(secs, 10, 64)
 			if !ok || err != nil || n < 0 || n > 253402300799 || strconv.FormatInt(n, 10) != secs {
-				return errors.New("a pending entry holds pending@<unix seconds>")
+				return errors.New("a pending entry holds pending@<unix seconds>[#<digest>]")
+			}
+			if _, err := hex.DecodeString(digest); hasDigest && (err != nil || len(digest) != 8) {
+				return errors.New("a pending entry's digest is 8 hex digits")
 			}
 			return nil
 		},

@@ -56,9 +56,10 @@ func (f *gatesFixture) drainEvents() []string {
 	}
 }
 
-// A held reload is said once (an Event), remembered in the state (a pending entry) so that a
-// restart neither says it again nor loses it, counted in the gauge, woken by its timer, and
-// forgotten once released.
+// A held reload is said once (an Event naming its configs and time, not their content),
+// remembered in the state (a pending entry) so that a restart neither says it again nor loses
+// it, said again when its time changes, counted in the gauge, woken by its timer, and forgotten
+// once released.
 func TestAHeldReloadIsSaidOnceRememberedAndReleased(t *testing.T) {
 	store := newStore(nil, "ns", "reloader-state", slog.New(slog.DiscardHandler))
 	f := newGatesFixture(store)
@@ -87,6 +88,21 @@ func TestAHeldReloadIsSaidOnceRememberedAndReleased(t *testing.T) {
 	}
 	if ev := restarted.drainEvents(); len(ev) != 0 {
 		t.Fatalf("a restart said the deferral again: %q", ev)
+	}
+	// Another config due, or another time (here a later last reload), is news: said once more,
+	// after a restart too.
+	later := gatedView(map[string]string{policy.MinIntervalAnnotation: "1h", policy.LastReloadAnnotation: "2026-11-26T11:40:00Z"})
+	for range 2 {
+		if held, _ := restarted.g.apply(context.Background(), later, restarted.g.of(later), changes); !held {
+			t.Fatal("not held with a later last reload")
+		}
+	}
+	if ev := restarted.drainEvents(); len(ev) != 1 || !strings.Contains(ev[0], "until 2026-11-26T12:40:00Z") || strings.Contains(ev[0], "aaaa") {
+		t.Fatalf("events %q, want one ReloadDeferred until 12:40, naming no content", ev)
+	}
+	again := newGatesFixture(store)
+	if held, _ := again.g.apply(context.Background(), later, again.g.of(later), changes); !held || len(again.drainEvents()) != 0 {
+		t.Fatal("a second restart said the new deferral again, or did not hold")
 	}
 
 	f.clock.Advance(30 * time.Minute)

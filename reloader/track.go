@@ -347,7 +347,7 @@ func (t *tracker) warnHeld(w workloadView, held []policy.ConfigRef, what string)
 	}
 	names := make([]string, len(held))
 	for i, r := range held {
-		names[i] = r.Kind + "/" + r.Name
+		names[i] = refName(r)
 	}
 	list := strings.Join(names, ", ")
 	msg := fmt.Sprintf("Reload for %s restarted the pods, which read the held content of %s: its reload was rolled back, and the new pods may fail as those did", what, list)

@@ -221,6 +221,9 @@ func refused(err error) bool {
 }
 
 // describe names the configs of a reload with their short hashes, in a stable order.
+// refName names a config in Events and logs: "<Kind>/<name>".
+func refName(r policy.ConfigRef) string { return r.Kind + "/" + r.Name }
+
 func describe(changes []policy.Change) string {
 	parts := make([]string, 0, len(changes))
 	for _, ch := range changes {
