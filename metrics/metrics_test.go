@@ -51,12 +51,12 @@ func TestZeroExportsTheCountersBeforeTheirFirstEvent(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := New("test", tc.opts...)
-			before := scrape(t, m)
+			before := serve(m)
 			if strings.Contains(before, "reloader_rollbacks_total{") {
 				t.Fatalf("the control: reloader_rollbacks_total is served before Zero:\n%s", before)
 			}
 			m.Zero([]string{"Deployment", "StatefulSet"}, []string{"ConfigMap", "Secret"}, []string{"succeeded", "timed-out"})
-			body := scrape(t, m)
+			body := serve(m)
 			for _, w := range tc.want {
 				if !strings.Contains(body, w) {
 					t.Errorf("/metrics lacks %s", w)
@@ -69,15 +69,4 @@ func TestZeroExportsTheCountersBeforeTheirFirstEvent(t *testing.T) {
 			}
 		})
 	}
-}
-
-func scrape(t *testing.T, m *Metrics) string {
-	t.Helper()
-	rec := httptest.NewRecorder()
-	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	body, err := io.ReadAll(rec.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(body)
 }

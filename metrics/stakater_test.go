@@ -62,3 +62,46 @@ func TestStakaterFailureSeriesExistsAtZeroBeforeAnyReload(t *testing.T) {
 		}
 	}
 }
+
+// Every metric name stakater Reloader serves (internal/pkg/metrics/prometheus.go at its main
+// branch, 2026-11) is served here, with its labels, once the events it counts happen; the
+// workqueue depth and adds are ours under the same name. A dashboard built on stakater finds
+// each one.
+func TestEveryStakaterMetricNameIsServedWithItsLabels(t *testing.T) {
+	m := New("test", ByNamespace())
+	m.ObserveReload("Deployment", "team-a", time.Now())
+	m.Stakater.SyncFailed()
+	m.Stakater.Reconciled(false, time.Millisecond)
+	m.Stakater.Reconciled(true, time.Millisecond)
+	m.Stakater.ConfigEvent("update", "ConfigMap", true)
+	m.Stakater.ConfigEvent("add", "Secret", false)
+	m.Stakater.ConfigSynced("Secret")
+	m.Stakater.Judged(map[string]int{"Deployment": 3}, map[string]int{"Deployment": 1})
+	m.WorkqueueProvider().NewLatencyMetric("").Observe(0.01)
+	m.QueueAdds.Inc()
+	body := serve(m)
+	for _, want := range []string{
+		`reloader_reload_executed_total{success="true"} 1`,
+		`reloader_reload_executed_total_by_namespace{namespace="team-a",success="true"} 1`,
+		`reloader_reconcile_total{result="success"} 1`,
+		`reloader_reconcile_total{result="error"} 1`,
+		`reloader_reconcile_duration_seconds_count{result="success"} 1`,
+		`reloader_action_total{result="success",workload_kind="Deployment"} 1`,
+		`reloader_action_latency_seconds_count{workload_kind="Deployment"} 1`,
+		`reloader_skipped_total{reason="ignored_or_not_selected"} 1`,
+		`reloader_workqueue_depth 0`,
+		`reloader_workqueue_adds_total 1`,
+		`reloader_workqueue_latency_seconds_count 1`,
+		`reloader_errors_total{type="handler_error"} 1`,
+		`reloader_retries_total 1`,
+		`reloader_events_received_total{event_type="update",resource_type="configmaps"} 1`,
+		`reloader_events_received_total{event_type="add",resource_type="secrets"} 1`,
+		`reloader_events_processed_total{event_type="unknown",resource_type="secrets",result="success"} 1`,
+		`reloader_workloads_scanned_total{kind="Deployment"} 3`,
+		`reloader_workloads_matched_total{kind="Deployment"} 1`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}

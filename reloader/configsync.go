@@ -19,6 +19,7 @@ func (c *Controller) syncConfig(k key) error {
 		c.validation.forget(k)
 		return nil
 	}
+	defer c.metrics.Stakater.ConfigSynced(k.kind)
 	rec := c.caches.lookup(k)
 	if rec != nil && rec.Invalid != "" {
 		c.validation.invalid(k, rec, fresh) // validate.go
@@ -34,10 +35,16 @@ func (c *Controller) syncConfig(k key) error {
 	c.tombstones.noteReach(k, rec, deps, fresh)
 	c.gates.wake(deps) // gates.go
 	var due []key
+	scanned, matched := map[string]int{}, map[string]int{}
 	for _, d := range deps {
+		scanned[d.workload.kind]++
 		if d.reload {
 			due = append(due, d.workload)
+			matched[d.workload.kind]++
 		}
+	}
+	if fresh {
+		c.metrics.Stakater.Judged(scanned, matched)
 	}
 	c.validation.wake(k, due) // validate.go
 	if len(due) > 0 {

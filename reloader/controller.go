@@ -395,7 +395,9 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	defer c.busy.Add(-1)
 	defer c.backlog.refill() // after Done: the key has left the queue
 	defer c.queue.Done(k)
+	start := time.Now()
 	err := c.sync(ctx, k)
+	c.metrics.Stakater.Reconciled(err != nil && !errors.Is(err, errStale), time.Since(start))
 	var later retryLater
 	switch {
 	case err == nil:

@@ -103,10 +103,11 @@ func watchError(what string, log *slog.Logger) cache.WatchErrorHandlerWithContex
 func (c *Controller) watchConfigs(kind string, inf cache.SharedIndexInformer) error {
 	_, err := inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
+			k := objectKey(kind, obj)
+			c.metrics.Stakater.ConfigEvent("add", kind, c.caches.allowed(k.namespace))
 			if initial {
 				return // the start-up pass decides, once the caches have synced
 			}
-			k := objectKey(kind, obj)
 			c.strips.configChanged(k, holdsNoneOf(obj.(*configRecord)))
 			c.notes.configChanged(k, obj.(*configRecord))
 			c.changes.observe(k, c.opts.Clock.Now())
@@ -114,6 +115,7 @@ func (c *Controller) watchConfigs(kind string, inf cache.SharedIndexInformer) er
 		},
 		UpdateFunc: func(old, obj any) {
 			k := objectKey(kind, obj)
+			c.metrics.Stakater.ConfigEvent("update", kind, c.caches.allowed(k.namespace))
 			if before, after := old.(*configRecord), obj.(*configRecord); before.Hash != after.Hash {
 				c.strips.configChanged(k, func(keys []string) bool {
 					return c.records.content(before, keys).Value == c.records.content(after, keys).Value
@@ -125,6 +127,7 @@ func (c *Controller) watchConfigs(kind string, inf cache.SharedIndexInformer) er
 		},
 		DeleteFunc: func(obj any) {
 			k := objectKey(kind, obj)
+			c.metrics.Stakater.ConfigEvent("delete", kind, c.caches.allowed(k.namespace))
 			c.strips.configChanged(k, holdsNoneOf(recordOf(obj)))
 			c.changes.observe(k, c.opts.Clock.Now())
 			c.queue.Add(k)
