@@ -10,6 +10,8 @@ contains the chart name, else <release>-<chart>.
 {{- define "reloader.fullname" -}}
 {{- if .Values.fullnameOverride -}}
 {{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else if include "reloader.stakaterLayout" . -}}
+{{- printf "%s-%s" .Release.Name (default .Chart.Name .Values.nameOverride) | trunc 63 | trimSuffix "-" -}}
 {{- else -}}
 {{- $name := include "reloader.name" . -}}
 {{- if contains $name .Release.Name -}}
@@ -20,10 +22,29 @@ contains the chart name, else <release>-<chart>.
 {{- end -}}
 {{- end -}}
 
+{{/*
+stakater's layout: the object name and pod selector stakater Reloader's chart gives a release
+(app: <release>-<chart>, release: <release>), so that helm upgrade over a stakater release keeps
+its Deployment, whose selector cannot change. On with stakaterLabels: true, or, left null, when
+any reloader.* value is given. Prints "true" or nothing.
+*/}}
+{{- define "reloader.stakaterLayout" -}}
+{{- if kindIs "bool" .Values.stakaterLabels -}}
+{{- if .Values.stakaterLabels }}true{{ end -}}
+{{- else if .Values.reloader -}}
+true
+{{- end -}}
+{{- end -}}
+
 {{/* Labels that select the pods; stakater's reloader.matchLabels adds to them. */}}
 {{- define "reloader.selectorLabels" -}}
+{{- if include "reloader.stakaterLayout" . -}}
+app: {{ include "reloader.fullname" . }}
+release: {{ .Release.Name | quote }}
+{{- else -}}
 app.kubernetes.io/name: {{ include "reloader.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
 {{- with (.Values.reloader | default dict).matchLabels }}
 {{ toYaml . }}
 {{- end }}
@@ -31,6 +52,10 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 
 {{- define "reloader.labels" -}}
 {{ include "reloader.selectorLabels" . }}
+{{- if include "reloader.stakaterLayout" . }}
+app.kubernetes.io/name: {{ include "reloader.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
