@@ -2,6 +2,7 @@ package release
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -53,10 +54,16 @@ func Kustomize(dir, namespace, tag string) ([]byte, error) {
 	return m.AsYaml()
 }
 
-// writeManifests renders each base with the release's image tag into reloader-BASE.yaml.
+// writeManifests renders each base into reloader-BASE.yaml, its image pinned by the digest of
+// the release's image index as well as named by its tag: what is applied is what was built and
+// checksummed, whatever the tag is later moved to.
 func writeManifests(_ context.Context, o Options) error {
+	digest, err := indexDigest(filepath.Join(o.Out, "oci"))
+	if err != nil {
+		return err
+	}
 	for _, base := range Bases {
-		data, err := Kustomize(filepath.Join(o.Root, "deploy", base), "", o.Version)
+		data, err := Kustomize(filepath.Join(o.Root, "deploy", base), "", o.Version+"@"+digest)
 		if err != nil {
 			return err
 		}
@@ -67,4 +74,25 @@ func writeManifests(_ context.Context, o Options) error {
 		}
 	}
 	return nil
+}
+
+// indexDigest is the digest of the one image index an OCI layout holds (Images writes one, of
+// every platform).
+func indexDigest(layout string) (string, error) {
+	data, err := os.ReadFile(filepath.Join(layout, "index.json"))
+	if err != nil {
+		return "", fmt.Errorf("read the image layout: %w", err)
+	}
+	var index struct {
+		Manifests []struct {
+			Digest string `json:"digest"`
+		} `json:"manifests"`
+	}
+	if err := json.Unmarshal(data, &index); err != nil {
+		return "", fmt.Errorf("read %s: %w", filepath.Join(layout, "index.json"), err)
+	}
+	if len(index.Manifests) != 1 || !strings.HasPrefix(index.Manifests[0].Digest, "sha256:") {
+		return "", fmt.Errorf("%s holds %d entries, want one image index", filepath.Join(layout, "index.json"), len(index.Manifests))
+	}
+	return index.Manifests[0].Digest, nil
 }

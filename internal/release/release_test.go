@@ -279,25 +279,39 @@ func checkDockerTarballs(t *testing.T, out string) {
 // imageRef finds every image: reference in a rendered manifest.
 var imageRef = regexp.MustCompile(`(?m)^\s*image:\s*"?([^"\s]+)"?\s*$`)
 
+// checkManifests: each rendered manifest names the image by its tag and pins it by the digest
+// of the index in the release's OCI layout.
 func checkManifests(t *testing.T, out string) {
+	data, err := os.ReadFile(filepath.Join(out, "oci", "index.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var index struct {
+		Manifests []struct {
+			Digest string `json:"digest"`
+		} `json:"manifests"`
+	}
+	if err := json.Unmarshal(data, &index); err != nil || len(index.Manifests) != 1 {
+		t.Fatalf("the OCI layout's index.json: %v, %d entries, want one", err, len(index.Manifests))
+	}
 	for _, base := range release.Bases {
 		data, err := os.ReadFile(filepath.Join(out, "reloader-"+base+".yaml"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkImageRefs(t, base, string(data))
+		checkImageRefs(t, base, string(data), version+"@"+index.Manifests[0].Digest)
 	}
 }
 
-func checkImageRefs(t *testing.T, what, yaml string) {
+func checkImageRefs(t *testing.T, what, yaml, tag string) {
 	t.Helper()
 	refs := imageRef.FindAllStringSubmatch(yaml, -1)
 	if len(refs) == 0 {
 		t.Errorf("%s: no image reference", what)
 	}
 	for _, r := range refs {
-		if r[1] != release.ImageRepository+":"+version {
-			t.Errorf("%s: image %s, want %s:%s", what, r[1], release.ImageRepository, version)
+		if r[1] != release.ImageRepository+":"+tag {
+			t.Errorf("%s: image %s, want %s:%s", what, r[1], release.ImageRepository, tag)
 		}
 	}
 	if strings.Contains(yaml, ":latest") {
@@ -327,7 +341,7 @@ func checkChart(ctx context.Context, t *testing.T, out string) {
 	if err != nil {
 		t.Fatalf("helm template %s: %v\n%s", chart, err, rendered)
 	}
-	checkImageRefs(t, "packaged chart", string(rendered))
+	checkImageRefs(t, "packaged chart", string(rendered), version)
 }
 
 // checkSBOMs: each SBOM describes its binary at the release version, lists the modules compiled
