@@ -85,7 +85,8 @@ func (g *gates) hold(w workloadView, changes []policy.Change, gate policy.Gate, 
 	}
 	if v.Reason == policy.ReasonInvalid {
 		if !pending {
-			g.store.SetValue(pk, encodePending(since, ""))
+			// Its own digest: once the schedule parses, the deferral is news.
+			g.store.SetValue(pk, encodePending(since, messageDigest("the schedule does not parse")))
 		}
 		// Said once per problem, not per change: the message names no content.
 		warnSchedule(g.reports, g.log, w.kind.name, w.obj, w.meta, gate.Problems)
