@@ -116,6 +116,13 @@ type workloadLife struct {
 	// marks0 are the reloader's markers at its creation, marks after each of restarts.
 	marks0 map[string]string
 	marks  []map[string]string
+	// rolledBack: for each of restarts, whether the reloader's history on the workload says, as
+	// of that write, that its newest reload was rolled back, where the restart before did not:
+	// a rollback writes that in the same patch as the template it restores. A reload for a
+	// deletion gives back the markers from before the reload it follows too, but says no such
+	// thing (soak seed 1795734170280237632@4 took one for a rollback).
+	rolledBack []bool
+	lastHead   policy.Entry
 	// jobGone: when the watch saw the Job deleted (the first half of a reload), for
 	// outOfScope.
 	jobGone []time.Time
@@ -411,6 +418,12 @@ func (r *recorder) seen(kind string, u *unstructured.Unstructured, watched bool)
 func (r *recorder) restarted(w *workloadLife, o *wobj, rv int64) {
 	w.touched = append(w.touched, touchedConfigs(&w.tmpl, &o.tmpl))
 	w.marks = append(w.marks, markers(&o.tmpl))
+	var head policy.Entry
+	if h := policy.ParseHistory(o.u.GetAnnotations()[policy.HistoryAnnotation]); len(h) > 0 {
+		head = h[0]
+	}
+	w.rolledBack = append(w.rolledBack, head.RolledBack && !(w.lastHead.RolledBack && w.lastHead.At.Equal(head.At)))
+	w.lastHead = head
 	w.restartAt = append(w.restartAt, time.Now())
 	w.tmpl = *o.tmpl.DeepCopy()
 	w.restarts = append(w.restarts, rv)
@@ -1199,7 +1212,7 @@ func (r *recorder) rollbacks(w *workloadLife) pairs {
 		if r.own[rv] {
 			continue
 		}
-		if j >= 0 && w.restartAt[i].Sub(w.restartAt[j]) >= rolloutTimeout-500*time.Millisecond && maps.Equal(w.touched[i], w.touched[j]) {
+		if j >= 0 && i < len(w.rolledBack) && w.rolledBack[i] && w.restartAt[i].Sub(w.restartAt[j]) >= rolloutTimeout-500*time.Millisecond && maps.Equal(w.touched[i], w.touched[j]) {
 			before := w.marks0
 			if j > 0 {
 				before = w.marks[j-1]
@@ -1391,5 +1404,37 @@ func TestTheFirstValidContentAfterAStartWithALostKeyIsItsBaseline(t *testing.T) 
 	r.configs["sec-0"] = append(r.configs["sec-0"], configEvent{rv: 45, at: at(45), exists: true, data: content{"a": "3"}})
 	if r.keyBaseline(w, "sec-0") {
 		t.Error("excused for a second valid content: it changed from the one taken as current")
+	}
+}
+
+// A reload for a config's deletion, rolloutTimeout after the reload that added the config's
+// marker, gives back the markers from before that reload, as a rollback of it would; only the
+// reloader's history on the workload, written in the rollback's own patch, tells them apart
+// (soak seed 1795734170280237632@4: another actor's change in between made the deletion's
+// reload a "rollback after another actor's change").
+func TestADeletionReloadIsNoRollbackOfTheReloadBefore(t *testing.T) {
+	t.Parallel()
+	t0 := time.Now()
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	r := newRecorder(sequence{Rollback: true})
+	w := &workloadLife{kind: kindDeployment, name: "w-3", marks0: map[string]string{},
+		restarts:   []int64{220, 223, 239},
+		touched:    []map[string]bool{{"cm--2": true}, {}, {"cm--2": true}},
+		marks:      []map[string]string{{"cm--2": "X"}, {"cm--2": "X"}, {}},
+		restartAt:  []time.Time{at(0), at(1), at(6)},
+		rolledBack: []bool{false, false, false}}
+	r.own[223] = true
+	if p := r.rollbacks(w); len(p.rollback) != 0 {
+		t.Fatalf("the deletion's reload was taken for a rollback: %+v", p)
+	}
+	if v := r.gated(w); len(v) != 0 {
+		t.Fatalf("violations for a deletion's reload: %v", v)
+	}
+	w.rolledBack[2] = true // the control: the same restart, said to be a rollback
+	if p := r.rollbacks(w); !p.rollback[2] || p.of[2] != 0 {
+		t.Fatalf("a rollback the history names was not paired with the reload it undid: %+v", p)
+	}
+	if v := r.gated(w); len(v) != 1 || !strings.Contains(string(v[0]), "the failure was theirs") {
+		t.Fatalf("a rollback after another actor's change was not reported: %v", v)
 	}
 }
