@@ -28,12 +28,6 @@ func (n *notes) stripped(k *workloadKind, old, obj any) {
 	if !ok || !ok2 || nv.target.RestartAt {
 		return // a Rollout's restartAt markers live on its metadata: dropping them restarts nothing
 	}
-	if rolledBack(ov, nv) {
-		// Our rollback took away the markers its reload added: the pods put back run what they
-		// ran before it, not the content the marker said (a first reload rolled back was
-		// taken for a strip, and the config's revert restarted the workload once).
-		return
-	}
 	for _, r := range n.rule.reloadsOn(nv) {
 		rec, want, keys, ok := n.rule.wantedExisting(nv, r)
 		if !ok {
@@ -50,14 +44,6 @@ func (n *notes) stripped(k *workloadKind, old, obj any) {
 			n.strips.forget(nv.key, r) // stripped while behind: the state decides
 		}
 	}
-}
-
-// rolledBack reports whether the change from ov to nv is a rollback of ours: it marks the
-// newest history entry rolled back, in the same patch that restores the template.
-func rolledBack(ov, nv workloadView) bool {
-	before := policy.ParseHistory(ov.meta.GetAnnotations()[policy.HistoryAnnotation])
-	after := policy.ParseHistory(nv.meta.GetAnnotations()[policy.HistoryAnnotation])
-	return len(after) > 0 && after[0].RolledBack && (len(before) == 0 || !before[0].RolledBack || !before[0].At.Equal(after[0].At))
 }
 
 // created remembers, for a workload just created while the reloader runs, that it runs the

@@ -1277,39 +1277,3 @@ func TestAReloadWhosePodsReadHeldContentWarns(t *testing.T) {
 		t.Fatalf("the warning does not name db:\n%s", msgs)
 	}
 }
-
-// A workload's first reload (it carried no marker) fails and is rolled back: the pods put back
-// run the content from before, and the rollback's removal of the marker is not another actor's
-// strip. Reverting the config restarts nothing; a later change reloads it once (the control).
-func TestAFirstReloadRolledBackThenRevertedRestartsNothing(t *testing.T) {
-	t.Parallel()
-	ns := cluster.NewNamespace(t)
-	followedWeb(t, ns)
-	startController(t, ns, controllerOpts{})
-	settle(t)
-	dbVar := policy.EnvVarName(policy.ConfigRef{Kind: policy.KindConfigMap, Name: "db"})
-	if v, ok := env(getDeployment(t, ns, "web"), "app", dbVar); ok {
-		t.Fatalf("web carries a marker of db (%q); this test needs none", v)
-	}
-	lift := noSurge(t, ns)
-	updateConfigMap(t, ns, "db", map[string]string{"a": "1"})
-	waitFor(t, 60*time.Second, "the first reload rolled back", func() (bool, error) {
-		h := webHistory(t, ns)
-		return len(h) == 1 && h[0].RolledBack, nil
-	})
-	lift()
-	settle(t)
-	if _, ok := env(getDeployment(t, ns, "web"), "app", dbVar); ok {
-		t.Fatal("the rollback left a marker of db")
-	}
-	changes := templateChanges(t, ns, "web")
-	updateConfigMap(t, ns, "db", map[string]string{"a": "0"}) // what the pods put back run
-	settle(t)
-	if n := changes(); n != 0 {
-		t.Fatalf("web restarted %d times for the revert to the content its pods run", n)
-	}
-	waitEnv(t, ns, "web", dbVar, updateConfigMap(t, ns, "db", map[string]string{"a": "2"}))
-	if n := changes(); n != 1 {
-		t.Fatalf("web changed %d times for the next change, want 1", n)
-	}
-}
