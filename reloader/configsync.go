@@ -19,7 +19,6 @@ func (c *Controller) syncConfig(k key) error {
 		c.validation.forget(k)
 		return nil
 	}
-	defer c.metrics.Stakater.ConfigSynced(k.kind)
 	rec := c.caches.lookup(k)
 	if rec != nil && rec.Invalid != "" {
 		c.validation.invalid(k, rec, fresh) // validate.go

@@ -421,9 +421,11 @@ func (c *Controller) processNext(ctx context.Context) bool {
 }
 
 func (c *Controller) sync(ctx context.Context, k key) error {
-	if _, ok := c.caches.configs[k.kind]; ok && c.webhook != nil {
-		return c.webhook.sync(ctx, k)
-	} else if ok {
+	if _, ok := c.caches.configs[k.kind]; ok {
+		defer c.metrics.Stakater.ConfigSynced(k.kind)
+		if c.webhook != nil {
+			return c.webhook.sync(ctx, k)
+		}
 		return c.syncConfig(k)
 	}
 	if kind, ok := c.caches.kinds[k.kind]; ok {
