@@ -1062,11 +1062,7 @@ func TestPodsOfOurReloadForAnotherConfigRunTheHeldContent(t *testing.T) {
 	lift := heldReloads(t, ns, controllerOpts{}, "other")
 	rolledBackTo(t, ns, map[string]string{"a": "2"})
 	lift()
-	before := len(webHistory(t, ns))
-	updateConfigMap(t, ns, "other", map[string]string{"v": "1"})
-	waitFor(t, 30*time.Second, "web reloaded for the other config", func() (bool, error) {
-		return len(webHistory(t, ns)) > before, nil
-	})
+	reloadForOther(t, ns)
 	waitOutcome(t, ns, policy.OutcomeSucceeded)
 	settle(t)
 	wantOneReloadForTheReturn(t, ns)
@@ -1255,7 +1251,7 @@ func waitReloadedFor(t *testing.T, ns string, data map[string]string) {
 
 // A reload for another config restarts pods that read the content a hold keeps from them (its
 // rollout was rolled back): the reload says so, with a Warning on the workload. Before the hold,
-// the same reload says nothing (the control).
+// the reload for db said nothing (the control).
 func TestAReloadWhosePodsReadHeldContentWarns(t *testing.T) {
 	t.Parallel()
 	ns := cluster.NewNamespace(t)
@@ -1265,15 +1261,21 @@ func TestAReloadWhosePodsReadHeldContentWarns(t *testing.T) {
 	}
 	rolledBackTo(t, ns, map[string]string{"a": "2"})
 	lift()
-	before := len(webHistory(t, ns))
-	updateConfigMap(t, ns, "other", map[string]string{"v": "1"})
-	waitFor(t, 30*time.Second, "web reloaded for the other config", func() (bool, error) {
-		return len(webHistory(t, ns)) > before, nil
-	})
+	reloadForOther(t, ns)
 	waitFor(t, 10*time.Second, "the HeldContentRead warning", func() (bool, error) {
 		return countEvents(t, ns, "web", "HeldContentRead") == 1, nil
 	})
 	if msgs := strings.Join(eventMessages(t, ns, "web"), "\n"); !strings.Contains(msgs, "read the held content of ConfigMap/db") {
 		t.Fatalf("the warning does not name db:\n%s", msgs)
 	}
+}
+
+// reloadForOther changes ConfigMap other and waits until web is reloaded for it.
+func reloadForOther(t *testing.T, ns string) {
+	t.Helper()
+	before := len(webHistory(t, ns))
+	updateConfigMap(t, ns, "other", map[string]string{"v": "1"})
+	waitFor(t, 30*time.Second, "web reloaded for the other config", func() (bool, error) {
+		return len(webHistory(t, ns)) > before, nil
+	})
 }
