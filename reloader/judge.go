@@ -130,10 +130,7 @@ func (ru *rule) judge(w workloadView, r policy.ConfigRef, rec *configRecord) (j 
 	// Or they waited for it, absent at their restart, and run the content it reappeared with;
 	// deleted again, that content is gone whatever the marker says.
 	vouched := false
-	if runs, ok := ru.restarts.runs(w.key, r); !force && ok {
-		if runs == "" && rec != nil && keys != nil && holdsNoneOf(rec)(keys) {
-			runs = want.Value // pods that run without the config read none of these keys either
-		}
+	if runs, ok := ru.running(w.key, r, rec, keys, want.Value); !force && ok {
 		vouched, force = runs == want.Value, runs != want.Value
 		f.Marker = policy.Stale
 		if vouched {
@@ -155,6 +152,28 @@ func (ru *rule) judge(w workloadView, r policy.ConfigRef, rec *configRecord) (j 
 	return judgement{change: policy.Change{Ref: r, Value: want.Value, Force: force}, keys: keys, reload: reload, vouched: vouched,
 		behind: f.Exists && f.Marker != policy.Current, untouched: !f.Exists && f.Marker == policy.NoMarker, byState: byState,
 		staleHold: staleHold, held: held}, true
+}
+
+// running is what the pods of w's last restart run of config r where their marker may say
+// another content (restarts.runs), against want, its content now for keys (rec nil when it does
+// not exist). A content noted for other keys says nothing of these, as a marker made for them
+// says nothing (policy.Content.Undecided): the workload's annotations switched between some keys
+// and all of them since, and the marker or the state decides (soak seed 1795737404676896416@4:
+// a key's content, compared with the whole Secret's, restarted a CronJob for no change).
+func (ru *rule) running(w key, r policy.ConfigRef, rec *configRecord, keys []string, want string) (runs string, ok bool) {
+	runs, read, ok := ru.restarts.runs(w, r)
+	switch {
+	case !ok || runs != "" && !sameKeys(read, keys):
+		return "", false
+	case runs == "" && rec != nil && keys != nil && holdsNoneOf(rec)(keys):
+		return want, true // pods that run without the config read none of these keys either
+	}
+	return runs, true
+}
+
+// sameKeys reports whether two key lists name the same keys (nil: all of them).
+func sameKeys(a, b []string) bool {
+	return (a == nil) == (b == nil) && slices.Equal(a, b)
 }
 
 // reloadsOn lists, once each, the configs workload w may reload on: those its pod spec uses or
@@ -261,7 +280,7 @@ func (ru *rule) readByOthers(w workloadView, r policy.ConfigRef) *read {
 	case policy.Current:
 		return &read{value: want.Value, keys: keys}
 	case policy.Stale:
-		if runs, ok := ru.restarts.runs(w.key, r); ok && runs == want.Value {
+		if runs, ok := ru.running(w.key, r, rec, keys, want.Value); ok && runs == want.Value {
 			return &read{value: want.Value, keys: keys, vouched: true} // the pods before ran it too
 		}
 		return &read{value: otherContent, keys: keys}

@@ -200,24 +200,24 @@ func (s *restarts) unseen(w key, r policy.ConfigRef) bool {
 
 // runs is the content of r the pods of w's last restart run where their marker may say another:
 // the config was absent at the restart and has reappeared since, or a restart before it said so
-// (vouched). ok is false when the marker says it.
-func (s *restarts) runs(w key, r policy.ConfigRef) (value string, ok bool) {
+// (vouched); keys are those it is the content of (nil: all). ok is false when the marker says it.
+func (s *restarts) runs(w key, r policy.ConfigRef) (value string, keys []string, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.latest(w)
 	if p == nil || p.reads[r] == nil {
-		return "", false
+		return "", nil, false
 	}
 	rd := p.reads[r]
 	switch {
 	case (rd.absent || rd.none) && len(rd.since) > 0:
-		return rd.since[len(rd.since)-1].value, true
+		return rd.since[len(rd.since)-1].value, rd.keys, true
 	case rd.none:
-		return "", true // nothing, as a deleted config's marker says
+		return "", rd.keys, true // nothing, as a deleted config's marker says
 	case rd.vouched:
-		return rd.value, true
+		return rd.value, rd.keys, true
 	}
-	return "", false
+	return "", nil, false
 }
 
 // latest is w's restart in flight, or else its last one. A patch's own update event may be

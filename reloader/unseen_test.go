@@ -5,6 +5,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/reloader/reloader/policy"
 )
@@ -97,5 +98,51 @@ func TestAScaleAfterAStartIsNotTakenForAnotherActorsRestart(t *testing.T) {
 	r.settle()
 	if n := changes(); n != 1 {
 		t.Fatalf("web's template changed %d times for a change, want 1", n)
+	}
+}
+
+// A workload restarted for one config notes what its pods run of the others: here a Secret it
+// has no marker of, of which it reads one key. Its annotations then switch between auto (it
+// reloads on that key) and naming the Secret (on all of it). The Secret did not change: nothing
+// restarts (soak seed 1795737404676896416@4: the key's content, compared with the whole
+// Secret's, restarted a CronJob once for no change). A change the new annotations reload on
+// then reloads it once.
+func TestSwitchingBetweenAutoAndNamedRestartsNothingWithoutAChange(t *testing.T) {
+	auto := map[string]string{"reloader.stakater.com/auto": "true"}
+	namedBoth := map[string]string{"configmap.reloader.stakater.com/reload": "app-config", "secret.reloader.stakater.com/reload": "db"}
+	for _, tc := range []struct {
+		name       string
+		from, to   map[string]string
+		thenSecret map[string]string
+	}{
+		{"auto to named", auto, namedBoth, map[string]string{"a": "0", "b": "1"}},
+		{"named to auto", namedBoth, auto, map[string]string{"a": "1", "b": "0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ns := cluster.NewNamespace(t)
+			createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+			createSecret(t, ns, "db", map[string]string{"a": "0", "b": "0"})
+			createDeployment(t, ns, "web", 0, tc.from, both(envFromCM("app-config"), secretKeyRef("db", "a")))
+			startController(t, ns, controllerOpts{})
+			settle(t)
+			waitEnv(t, ns, "web", cmVar, updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"}))
+			settle(t)
+			tmpl := getDeployment(t, ns, "web").Spec.Template
+
+			// A Deployment's generation counts changes of its annotations too.
+			before := updateDeployment(t, ns, "web", func(d *appsv1.Deployment) { d.Annotations = tc.to }).Generation
+			wantReloads(t, ns, "web", before, 0)
+			if after := getDeployment(t, ns, "web").Spec.Template; !equality.Semantic.DeepEqual(after, tmpl) {
+				t.Fatalf("the switch of annotations changed the template:\n%+v\nwas\n%+v", after, tmpl)
+			}
+
+			updateSecret(t, ns, "db", tc.thenSecret)
+			waitFor(t, 30*time.Second, "web reloaded for the Secret", func() (bool, error) {
+				_, ok := env(getDeployment(t, ns, "web"), "app", "_RELOADER_-secret-db")
+				return ok, nil
+			})
+			wantReloads(t, ns, "web", before, 1)
+		})
 	}
 }
