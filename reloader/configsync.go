@@ -46,6 +46,9 @@ func (c *Controller) syncConfig(k key) error {
 		c.metrics.Stakater.Judged(scanned, matched)
 	}
 	c.validation.wake(k, due) // validate.go
+	if c.jobs != nil {
+		c.jobs.wakeHeld(k.namespace) // jobs.go
+	}
 	if len(due) > 0 {
 		c.records.baseline(k, rec, deps)
 		c.validation.rollingOut(k, rec) // validate.go

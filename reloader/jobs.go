@@ -174,6 +174,8 @@ type jobRuns struct {
 	log     *slog.Logger
 	enqueue func(key)
 	markers func(job *batchv1.Job) (*batchv1.Job, error)
+	// invalid lists the configs a Job's pods would read whose content does not validate.
+	invalid func(job *batchv1.Job) []string
 	cached  func(key string) (any, bool, error) // the Job informer's GetByKey
 	// recreations: the Job recreations written down and not finished, by note key.
 	recreations sync.Map // string → jobRecreation
@@ -201,7 +203,14 @@ func (c *Controller) wireJobs() {
 		return cm.Data, nil
 	}
 	c.jobs = &jobRuns{jobs: func(ns string) jobClient { return c.clients.Jobs(ns) }, notes: notes, store: c.state, reports: c.reports,
-		metrics: c.metrics, log: c.log, enqueue: c.queue.Add, markers: c.currentMarkers, cached: k.informer.GetIndexer().GetByKey}
+		metrics: c.metrics, log: c.log, enqueue: c.queue.Add, markers: c.currentMarkers, cached: k.informer.GetIndexer().GetByKey,
+		invalid: func(job *batchv1.Job) []string {
+			w, ok := c.rule.viewInAnyNamespace(k, job)
+			if !ok {
+				return nil
+			}
+			return c.validation.invalidUsed(w)
+		}}
 	k.reload = func(ctx context.Context, ns, name string, body []byte) (any, error) {
 		obj, ok, err := k.informer.GetIndexer().GetByKey(ns + "/" + name)
 		if err != nil || !ok {
@@ -263,7 +272,9 @@ func jobRecreationKey(ns, name string) string { return jobRecreationPrefix + ns 
 // stopped: the old Job still there means it was not deleted (nothing to do, out nil); gone, the
 // Job is created (created true; an existing one of that name, created before a stop, is kept).
 // The note is then removed. A Job still being deleted (it has finalizers) is an error: retried
-// later. So is a failed create; a namespace gone has nothing left to create.
+// later. So is a failed create; a namespace gone has nothing left to create. Created late
+// (refresh), its pods read the content now: while some does not validate, it is held
+// (heldInvalid), as any reload is (validate.go).
 func (j *jobRuns) finish(ctx context.Context, key string, r jobRecreation, refresh bool) (out *batchv1.Job, created bool, err error) {
 	jobs := j.jobs(r.Job.Namespace)
 	cur, err := jobs.Get(ctx, r.Job.Name, metav1.GetOptions{})
@@ -276,6 +287,9 @@ func (j *jobRuns) finish(ctx context.Context, key string, r jobRecreation, refre
 		out = cur // created already
 	case err != nil:
 		if refresh {
+			if bad := j.invalid(r.Job); len(bad) > 0 {
+				return nil, false, heldInvalid{configs: bad}
+			}
 			// Just before the create, not before the read: a read retried through an outage
 			// left a Job with the markers and last-reload of before it (soak seed
 			// 1795716445547611246@4 ran it again at once for the content changed meanwhile,
@@ -311,12 +325,17 @@ func (j *jobRuns) finishFailed(ctx context.Context, ns, name string) error {
 	}
 	r := v.(jobRecreation)
 	out, created, err := j.finish(ctx, key, r, true)
+	if held := (heldInvalid{}); errors.As(err, &held) {
+		j.warnHeld(key, r, held)
+		return nil // woken when the content validates (wakeHeld)
+	}
 	if err != nil && refused(err) {
 		return retryLater{err: err}
 	} else if err != nil {
 		return err
 	}
 	j.reports.forget(string(r.OldUID))
+	j.reports.forget(key)
 	if created {
 		j.metrics.CountReload("Job", metrics.ResultSuccess, ns)
 		j.reports.event(out, corev1.EventTypeNormal, "Reloaded", "Created again: its recreation's create had failed")
@@ -419,7 +438,11 @@ func (j *jobRuns) resume(ctx context.Context) {
 			_ = j.note(ctx, note, nil)
 			continue
 		}
-		if _, created, err := j.finish(ctx, note, r, true); err != nil {
+		_, created, err := j.finish(ctx, note, r, true)
+		if held := (heldInvalid{}); errors.As(err, &held) {
+			j.recreations.Store(note, r)
+			j.warnHeld(note, r, held)
+		} else if err != nil {
 			j.log.Error("cannot finish a Job recreation left unfinished; retrying", "key", note, "err", err)
 			j.metrics.CountReload("Job", metrics.ResultFailure, r.Job.Namespace)
 			j.recreations.Store(note, r)
@@ -428,6 +451,36 @@ func (j *jobRuns) resume(ctx context.Context) {
 			j.log.Info("created a Job again whose recreation a stopped reloader left unfinished", "namespace", r.Job.Namespace, "name", r.Job.Name)
 		}
 	}
+}
+
+// heldInvalid: a Job to create late would read content that does not validate.
+type heldInvalid struct{ configs []string }
+
+func (e heldInvalid) Error() string {
+	return "its pods would read " + strings.Join(e.configs, ", ") + ", whose current content does not validate"
+}
+
+// warnHeld says once, on the Job's name (no Job exists), that its creation waits for valid
+// content (soak seed 1795734170280237636@4: a recreation refused, then finished after a config
+// it reads stopped validating, ran the Job on that content).
+func (j *jobRuns) warnHeld(note string, r jobRecreation, held heldInvalid) {
+	msg := "Run held: the Job was deleted to be created again, and " + held.Error() + " (see its InvalidConfig Event); " +
+		"it is created once that content is fixed, reverted or the config deleted"
+	if j.reports.warn(r.Job, note, reasonHeldInvalid, msg) {
+		j.log.Warn("Job creation held: its pods would read a config whose content does not validate", "namespace", r.Job.Namespace,
+			"name", r.Job.Name, "configs", strings.Join(held.configs, ", "))
+	}
+}
+
+// wakeHeld queues the Jobs of namespace ns whose recreation is unfinished, when a config there
+// validates again or is deleted: one held for its content is created now.
+func (j *jobRuns) wakeHeld(ns string) {
+	j.recreations.Range(func(_, v any) bool {
+		if r := v.(jobRecreation); r.Job.Namespace == ns {
+			j.enqueue(key{"Job", ns, r.Job.Name})
+		}
+		return true
+	})
 }
 
 // jobLabels are set by the API server from a Job's UID and name; a new Job gets its own.

@@ -87,6 +87,7 @@ type jobsFixture struct {
 	cached  map[string]*batchv1.Job
 	queued  []key
 	markers int // calls of the markers refresh
+	invalid []string
 }
 
 func newJobsFixture() *jobsFixture {
@@ -101,6 +102,7 @@ func newJobsFixture() *jobsFixture {
 			job.Annotations = map[string]string{"marker": "now"}
 			return job, nil
 		},
+		invalid: func(*batchv1.Job) []string { return f.invalid },
 		cached: func(k string) (any, bool, error) {
 			j, ok := f.cached[k]
 			return j, ok, nil
@@ -241,6 +243,74 @@ func TestJobRecreationsLeftByAStoppedReloaderAreFinishedAtStart(t *testing.T) {
 	f.j.resume(ctx)
 	if _, noted := f.j.recreations.Load(jobRecreationKey("ns", "a")); !noted || len(f.queued) != 1 || f.queued[0] != (key{"Job", "ns", "a"}) {
 		t.Fatalf("a refused create at start: noted %v, queued %v; want it kept and Job ns/a queued", noted, f.queued)
+	}
+}
+
+// A Job deleted for its recreation and created late (its create refused, or a reloader stopped
+// in between) reads the content of now: while a config it reads does not validate, it is not
+// created, said once, and created once that content validates and a config sync wakes it.
+func TestAJobCreatedLateIsHeldWhileItWouldReadContentThatDoesNotValidate(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		start func(t *testing.T, f *jobsFixture) // leaves the recreation of Job ns/run unfinished
+	}{
+		{"its create refused", func(t *testing.T, f *jobsFixture) {
+			old, job := f.running()
+			f.api.createErr = apierrors.NewForbidden(jobsResource, "run", errors.New("quota"))
+			if _, err := f.j.recreate(ctx, old, job); err == nil {
+				t.Fatal("recreate with its create refused: no error")
+			}
+			drain(f.events)
+			f.api.createErr = nil
+			f.invalid = []string{"ConfigMap app"}
+			for range 2 {
+				if err := f.j.finishFailed(ctx, "ns", "run"); err != nil {
+					t.Fatalf("finishFailed while held: %v, want nil (woken, not retried)", err)
+				}
+			}
+		}},
+		{"a reloader stopped before its create", func(t *testing.T, f *jobsFixture) {
+			b, _ := json.Marshal(jobRecreation{OldUID: "gone", Job: &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "run"}}})
+			f.j.notes = func(context.Context) (map[string]string, error) {
+				return map[string]string{jobRecreationKey("ns", "run"): string(b)}, nil
+			}
+			f.invalid = []string{"ConfigMap app"}
+			f.j.resume(ctx)
+			if err := f.j.finishFailed(ctx, "ns", "run"); err != nil {
+				t.Fatalf("finishFailed while held: %v, want nil", err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newJobsFixture()
+			tc.start(t, f)
+			if _, ok := f.api.jobs["run"]; ok {
+				t.Fatal("the Job was created while a config it reads does not validate")
+			}
+			if ev := drain(f.events); len(ev) != 1 || !strings.Contains(ev[0], reasonHeldInvalid) || !strings.Contains(ev[0], "ConfigMap app") {
+				t.Fatalf("events %q, want one %s naming the config", ev, reasonHeldInvalid)
+			}
+			f.queued = nil
+			f.j.wakeHeld("other")
+			f.j.wakeHeld("ns")
+			if len(f.queued) != 1 || f.queued[0] != (key{"Job", "ns", "run"}) {
+				t.Fatalf("woken: %v, want Job ns/run alone", f.queued)
+			}
+
+			f.invalid = nil
+			delete(f.cached, "ns/run")
+			creates := f.api.creates
+			if err := f.j.finishFailed(ctx, "ns", "run"); err != nil {
+				t.Fatalf("finishFailed once valid: %v", err)
+			}
+			if _, ok := f.api.jobs["run"]; !ok || f.api.creates != creates+1 {
+				t.Fatalf("created %v, %d creates; want the Job created once", ok, f.api.creates-creates)
+			}
+			if _, noted := f.j.recreations.Load(jobRecreationKey("ns", "run")); noted {
+				t.Fatal("the recreation is still noted once the Job exists")
+			}
+		})
 	}
 }
 

@@ -702,8 +702,19 @@ func jobGone(ns, name string) bool {
 // reloader, the new content's hash, the lift of the refusal and the count of creations.
 func refuseARecreation(t *testing.T, ns string, o controllerOpts) (r *running, hash string, lift func(), created func(string) int) {
 	t.Helper()
+	return refuseARecreationOf(t, ns, o, nil)
+}
+
+// refuseARecreationOf is refuseARecreation of a Job whose pod spec mutate adjusts.
+func refuseARecreationOf(t *testing.T, ns string, o controllerOpts, mutate func(*corev1.PodSpec)) (r *running, hash string, lift func(), created func(string) int) {
+	t.Helper()
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
-	createJob(t, ns, "migrate", named("configmap", "app-config"))
+	createJobFrom(t, ns, "migrate", func(j *batchv1.Job) {
+		j.Annotations = named("configmap", "app-config")
+		if mutate != nil {
+			mutate(&j.Spec.Template.Spec)
+		}
+	})
 	r = startController(t, ns, o)
 	settle(t)
 	created = jobCreations(t, ns)
@@ -773,6 +784,46 @@ func TestAJobWhoseConfigChangesWhileItsCreateIsRefusedIsCreatedOnceWithTheNewest
 	wantMigrateCreated(t, ns, hash, 45*time.Second, created, 1, "the Job was created %d times once the refusal lifted, want 1: with the newest marker")
 	hash = updateConfigMap(t, ns, "app-config", map[string]string{"v": "D"})
 	wantMigrateCreated(t, ns, hash, 30*time.Second, created, 2, "the Job was created %d times after one more change, want 2")
+}
+
+// A Job deleted to be recreated and created late (its create refused, then lifted; or finished
+// by the next reloader) reads the content of now. While the config it reads holds content that
+// does not validate, it is not created, and a Warning says why; fixing the content creates it
+// once, with the fixed content's marker (soak seed 1795734170280237636@4: created on the
+// invalid content). One more change recreates it once more, the positive control.
+const heldInvalidReason = "ReloadHeldInvalidConfig"
+
+func TestAJobCreatedLateWaitsForItsConfigToValidate(t *testing.T) {
+	t.Parallel()
+	for _, restart := range []bool{false, true} {
+		t.Run(fmt.Sprintf("restart=%v", restart), func(t *testing.T) {
+			t.Parallel()
+			ns := cluster.NewNamespace(t)
+			first, _, lift, created := refuseARecreationOf(t, ns, controllerOpts{}, envFromCM("app-config"))
+			if restart {
+				first.stop(t)
+			}
+			setConfigMapAnnotation(t, ns, "app-config", policy.ValidateAnnotation, `"v=json"`) // "B" is not JSON
+			lift()
+			if restart {
+				startController(t, ns, controllerOpts{})
+			}
+			waitFor(t, 45*time.Second, "the held creation said", func() (bool, error) {
+				return countEvents(t, ns, "migrate", heldInvalidReason) > 0, nil
+			})
+			settle(t)
+			if !jobGone(ns, "migrate") {
+				t.Fatal("the Job was created while the config it reads does not validate")
+			}
+			hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+			wantMigrateCreated(t, ns, hash, 30*time.Second, created, 1, "the Job was created %d times once its config validated, want 1")
+			if n := countEvents(t, ns, "migrate", heldInvalidReason); n != 1 {
+				t.Errorf("%d %s Events, want 1", n, heldInvalidReason)
+			}
+			hash = updateConfigMap(t, ns, "app-config", map[string]string{"v": "2"})
+			wantMigrateCreated(t, ns, hash, 30*time.Second, created, 2, "the Job was created %d times after one more change, want 2")
+		})
+	}
 }
 
 // A reloader started while a Job's create is still refused starts (it does not wait on the
