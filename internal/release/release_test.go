@@ -57,7 +57,7 @@ func TestReleaseWritesEveryArtifactAtItsVersion(t *testing.T) {
 	t.Run("manifests", func(t *testing.T) { checkManifests(t, out) })
 	t.Run("chart", func(t *testing.T) { checkChart(ctx, t, out) })
 	t.Run("SBOMs", func(t *testing.T) { checkSBOMs(t, out) })
-	t.Run("crane push", func(t *testing.T) { checkCranePush(ctx, t, out) })
+	t.Run("push", func(t *testing.T) { checkPush(ctx, t, out) })
 }
 
 // TestReleaseRefusesAVersionThatIsNotSemver: the chart's version is the release's without the
@@ -379,14 +379,20 @@ func checkSBOMs(t *testing.T, out string) {
 	}
 }
 
-// checkCranePush pushes the OCI layout with the pinned crane into crane's in-memory registry
-// on the loopback, reads each platform's config back, and validates the docker tarballs.
-func checkCranePush(ctx context.Context, t *testing.T, out string) {
+// checkPush runs the release workflow's push script (.github/scripts/push-release.sh) with the
+// pinned crane and helm against crane's in-memory registry on the loopback: the image index is
+// pushed and checked against the digest the manifests pin, each platform's config is read back,
+// the docker tarballs validate, and the chart pushed is the one packaged, at its digest.
+func checkPush(ctx context.Context, t *testing.T, out string) {
 	crane := filepath.Join(t.TempDir(), "crane")
 	build := exec.CommandContext(ctx, "go", "build", "-o", crane, "github.com/google/go-containerregistry/cmd/crane")
 	build.Dir, build.Env = filepath.Join(repoRoot(t), "tools", "image"), append(os.Environ(), "GOWORK=off")
 	if msg, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build crane: %v\n%s", err, msg)
+	}
+	helm, err := testcluster.EnsureHelm(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
 	addr := freeLoopbackAddr(t)
 	serve := exec.CommandContext(ctx, crane, "registry", "serve", "--address", addr)
@@ -395,8 +401,26 @@ func checkCranePush(ctx context.Context, t *testing.T, out string) {
 	}
 	t.Cleanup(func() { serve.Process.Kill(); serve.Wait() })
 	waitListening(t, addr)
+
+	script := exec.CommandContext(ctx, "bash", filepath.Join(repoRoot(t), ".github", "scripts", "push-release.sh"))
+	script.Env = append(os.Environ(), "CRANE="+crane, "HELM="+helm, "IMAGE="+addr+"/reloader", "CHARTS=oci://"+addr+"/charts",
+		"VERSION="+version, "DIST="+out, "HELM_FLAGS=--plain-http", "HELM_CONFIG_HOME="+t.TempDir(), "HELM_CACHE_HOME="+t.TempDir())
+	var stderr bytes.Buffer
+	script.Stderr = &stderr
+	printed, err := script.Output()
+	if err != nil {
+		t.Fatalf("push-release.sh: %v\n%s", err, stderr.String())
+	}
+	pushed := map[string]string{}
+	for _, line := range strings.Fields(string(printed)) {
+		if k, v, ok := strings.Cut(line, "="); ok {
+			pushed[k] = v
+		}
+	}
 	ref := addr + "/reloader:" + version
-	runCrane(ctx, t, crane, "push", filepath.Join(out, "oci"), ref)
+	if got := strings.TrimSpace(string(runCrane(ctx, t, crane, "digest", ref))); pushed["DIGEST"] != got || !strings.HasPrefix(got, "sha256:") {
+		t.Errorf("push-release.sh printed DIGEST=%q; the registry has %q", pushed["DIGEST"], got)
+	}
 	for _, p := range platforms {
 		var cfg imageConfig
 		if err := json.Unmarshal(runCrane(ctx, t, crane, "config", "--platform", p, ref), &cfg); err != nil {
@@ -406,6 +430,22 @@ func checkCranePush(ctx context.Context, t *testing.T, out string) {
 			t.Errorf("pushed index, %s: config for %s/%s user %q", p, cfg.OS, cfg.Architecture, cfg.Config.User)
 		}
 		runCrane(ctx, t, crane, "validate", "--tarball", filepath.Join(out, "reloader-"+version+"-"+strings.ReplaceAll(p, "/", "-")+".tar"))
+	}
+
+	chartVersion := strings.TrimPrefix(version, "v")
+	if got := strings.TrimSpace(string(runCrane(ctx, t, crane, "digest", addr+"/charts/reloader:"+chartVersion))); pushed["CHART_DIGEST"] != got {
+		t.Errorf("push-release.sh printed CHART_DIGEST=%q; the registry has %q", pushed["CHART_DIGEST"], got)
+	}
+	show := exec.CommandContext(ctx, helm, "show", "chart", "oci://"+addr+"/charts/reloader", "--version", chartVersion, "--plain-http")
+	show.Env = script.Env
+	meta, err := show.CombinedOutput()
+	if err != nil {
+		t.Fatalf("helm show chart from the registry: %v\n%s", err, meta)
+	}
+	for _, want := range []string{"\nversion: " + chartVersion + "\n", "\nappVersion: " + version + "\n"} {
+		if !strings.Contains("\n"+string(meta), want) {
+			t.Errorf("the chart pulled from the registry lacks %q:\n%s", strings.TrimSpace(want), meta)
+		}
 	}
 }
 
