@@ -179,6 +179,8 @@ type jobRuns struct {
 	cached  func(key string) (any, bool, error) // the Job informer's GetByKey
 	// recreations: the Job recreations written down and not finished, by note key.
 	recreations sync.Map // string → jobRecreation
+	// held: those whose create waits for content that validates (heldInvalid), by note key.
+	held sync.Map // string → namespace
 }
 
 // jobClient is what a Job's recreation needs of the API server: kube.Clients.Jobs in a run.
@@ -329,6 +331,7 @@ func (j *jobRuns) finishFailed(ctx context.Context, ns, name string) error {
 		j.warnHeld(key, r, held)
 		return nil // woken when the content validates (wakeHeld)
 	}
+	j.held.Delete(key)
 	if err != nil && refused(err) {
 		return retryLater{err: err}
 	} else if err != nil {
@@ -413,6 +416,7 @@ func (j *jobRuns) note(ctx context.Context, key string, r *jobRecreation) error 
 		j.recreations.Store(key, *r)
 	} else {
 		j.recreations.Delete(key)
+		j.held.Delete(key)
 	}
 	return nil
 }
@@ -464,6 +468,7 @@ func (e heldInvalid) Error() string {
 // content (soak seed 1795734170280237636@4: a recreation refused, then finished after a config
 // it reads stopped validating, ran the Job on that content).
 func (j *jobRuns) warnHeld(note string, r jobRecreation, held heldInvalid) {
+	j.held.Store(note, r.Job.Namespace)
 	msg := "Run held: the Job was deleted to be created again, and " + held.Error() + " (see its InvalidConfig Event); " +
 		"it is created once that content is fixed, reverted or the config deleted"
 	if j.reports.warn(r.Job, note, reasonHeldInvalid, msg) {
@@ -472,12 +477,15 @@ func (j *jobRuns) warnHeld(note string, r jobRecreation, held heldInvalid) {
 	}
 }
 
-// wakeHeld queues the Jobs of namespace ns whose recreation is unfinished, when a config there
-// validates again or is deleted: one held for its content is created now.
+// wakeHeld queues the Jobs of namespace ns whose create waits for content that validates, when
+// a config there validates again or is deleted. A recreation refused for another reason keeps
+// its own retry: a config sync does not add an API call for it.
 func (j *jobRuns) wakeHeld(ns string) {
-	j.recreations.Range(func(_, v any) bool {
-		if r := v.(jobRecreation); r.Job.Namespace == ns {
-			j.enqueue(key{"Job", ns, r.Job.Name})
+	j.held.Range(func(note, v any) bool {
+		if v.(string) == ns {
+			if r, ok := j.recreations.Load(note); ok {
+				j.enqueue(key{"Job", ns, r.(jobRecreation).Job.Name})
+			}
 		}
 		return true
 	})

@@ -193,6 +193,10 @@ func TestARefusedJobCreateIsFinishedByTheNextSyncWithTheMarkersOfNow(t *testing.
 	if err := f.j.finishFailed(ctx, "ns", "run"); !errors.As(err, &later) {
 		t.Fatalf("finishFailed while still refused: %v, want a retry later", err)
 	}
+	f.queued = nil
+	if f.j.wakeHeld("ns"); len(f.queued) != 0 {
+		t.Fatalf("a config sync woke a refused (not held) create: %v; it keeps its own retry", f.queued)
+	}
 	f.api.createErr = nil
 	if err := f.j.finishFailed(ctx, "ns", "run"); !errors.Is(err, errStale) {
 		t.Fatalf("finishFailed with the old Job still cached: %v, want errStale", err)
