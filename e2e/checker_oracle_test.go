@@ -690,7 +690,7 @@ func optionalOnly(refs []ref, c string) bool {
 // caller holds r.mu.
 func (r *recorder) held(w *workloadLife, c string) (change, bool) {
 	ok, whole := triggers(w.mode(), w.refs, c)
-	if !w.deletedAt.IsZero() || !ok || !r.exists(c) && !(r.onDelete && carries(w, c)) || r.isIgnored(c) {
+	if !w.deletedAt.IsZero() || !ok || !r.exists(c) && !r.onDelete || r.isIgnored(c) {
 		return change{}, false
 	}
 	chs := r.changesSince(c, whole, w.createdAt, false)
@@ -792,15 +792,6 @@ func (r *recorder) leftBehind(w *workloadLife, c string) bool {
 	}
 	now := at(math.MaxInt64)
 	return at(w.restarts[marked]) == now && at(w.restarts[last]) != now
-}
-
-// carries reports whether w's template holds the reloader's variable for config c. Deleting a
-// config reloads (with --reload-on-delete) only the workloads that carry it: the variable's
-// removal is the restart. One that never took a content of the config carries none, and its
-// variable cannot be removed; stakater Reloader behaves the same. The caller holds r.mu.
-func carries(w *workloadLife, c string) bool {
-	_, ok := markers(&w.tmpl)[c]
-	return ok
 }
 
 // forgotten reports whether the reloader that judged c's change at at may not have known the

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"slices"
+	"time"
 
 	"github.com/reloader/reloader/confighash"
 )
@@ -78,6 +79,8 @@ type Recorded struct {
 	Known   bool
 	Deleted bool   // a tombstone
 	Hash    string // "" in a tombstone: no content was rolled out (absent, or its deletion was)
+	// Since is a tombstone's time: when the reloader first saw the config deleted.
+	Since time.Time
 }
 
 // Facts are what the reloader knows of one workload and one config it reloads on.
@@ -97,6 +100,8 @@ type Facts struct {
 	// the reloader no longer has (MarkedUnderOtherKey).
 	MarkedUnderOtherKey            bool
 	ReloadOnCreate, ReloadOnDelete bool
+	// Created is when the workload was created (to the second).
+	Created time.Time
 
 	// Collaborne is Collaborne kubernetes-reloader's hash of the content, as it recorded it.
 	Collaborne string
@@ -115,9 +120,12 @@ type Facts struct {
 // must not restart every Secret dependent, at the cost of missing a change made while the
 // reloader was down and the key was lost. Nor does a marker under such a key against a
 // tombstone without content.
+//
+// With --reload-on-delete a deletion is a change: a marker of other content is set to the
+// deletion, and a workload without one is reloaded too if it ran the content (ranBeforeDeletion).
 func Reload(f Facts) bool {
 	if !f.Exists {
-		return f.ReloadOnDelete && f.Marker == Stale
+		return f.ReloadOnDelete && (f.Marker == Stale || f.Marker == NoMarker && ranBeforeDeletion(f))
 	}
 	switch f.Marker {
 	case Current:
@@ -139,4 +147,12 @@ func Reload(f Facts) bool {
 		return !f.KeysSame
 	}
 	return true
+}
+
+// ranBeforeDeletion reports whether a workload without a marker of a deleted config ran its
+// content: the state recorded a content rolled out, and the workload existed when the config
+// was deleted (by the tombstone's time, to the second, a tie counting as before; without a
+// tombstone yet, the deletion is being handled now). A workload created later never read it.
+func ranBeforeDeletion(f Facts) bool {
+	return f.State.Known && f.State.Hash != "" && (!f.State.Deleted || !f.Created.After(f.State.Since))
 }

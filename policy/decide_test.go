@@ -3,6 +3,7 @@ package policy
 import (
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -65,6 +66,8 @@ func TestReloadRule(t *testing.T) {
 	const a, b = "aaaa", "bbbb"
 	live := func(h string) Recorded { return Recorded{Known: true, Hash: h} }
 	tomb := func(h string) Recorded { return Recorded{Known: true, Deleted: true, Hash: h} }
+	t0 := time.Date(2026, 11, 27, 2, 0, 0, 0, time.UTC)
+	tombAt := func(h string, at time.Time) Recorded { return Recorded{Known: true, Deleted: true, Hash: h, Since: at} }
 	tests := []struct {
 		name string
 		f    Facts
@@ -85,7 +88,14 @@ func TestReloadRule(t *testing.T) {
 		{"appeared after being absent, with --reload-on-create", Facts{Exists: true, Hash: a, State: tomb(""), ReloadOnCreate: true}, true},
 		{"deleted, without --reload-on-delete", Facts{Marker: Stale, State: live(a)}, false},
 		{"deleted, with --reload-on-delete, marker still there", Facts{Marker: Stale, State: live(a), ReloadOnDelete: true}, true},
-		{"deleted, with --reload-on-delete, marker gone", Facts{Marker: NoMarker, State: live(a), ReloadOnDelete: true}, false},
+		{"deleted, with --reload-on-delete, marker set to the deletion", Facts{Marker: Current, State: tomb(a), ReloadOnDelete: true}, false},
+		{"deleted, with --reload-on-delete, no marker, seen deleted now: it ran the content", Facts{Marker: NoMarker, State: live(a), ReloadOnDelete: true}, true},
+		{"deleted, with --reload-on-delete, no marker, created before the deletion", Facts{Marker: NoMarker, State: tombAt(a, t0), Created: t0.Add(-time.Hour), ReloadOnDelete: true}, true},
+		{"deleted, with --reload-on-delete, no marker, created in the deletion's second", Facts{Marker: NoMarker, State: tombAt(a, t0), Created: t0, ReloadOnDelete: true}, true},
+		{"deleted, with --reload-on-delete, no marker, created after the deletion: never read it", Facts{Marker: NoMarker, State: tombAt(a, t0), Created: t0.Add(time.Second), ReloadOnDelete: true}, false},
+		{"deleted, with --reload-on-delete, no marker, no content was rolled out", Facts{Marker: NoMarker, State: tombAt("", t0), Created: t0.Add(-time.Hour), ReloadOnDelete: true}, false},
+		{"deleted, with --reload-on-delete, no marker, never recorded", Facts{Marker: NoMarker, ReloadOnDelete: true}, false},
+		{"deleted, without --reload-on-delete, no marker, it ran the content", Facts{Marker: NoMarker, State: live(a)}, false},
 		// Secrets: the state may hold what an earlier version wrote, or a value under a lost key.
 		{"no marker, state holds the legacy plain hash of this content (upgrade)", Facts{Exists: true, Hash: keyedA, Legacy: plainA, State: live(plainA)}, false},
 		{"no marker, state holds the legacy plain hash of other content (changed during the upgrade)", Facts{Exists: true, Hash: keyedA, Legacy: plainA, State: live(plainB)}, true},

@@ -295,7 +295,7 @@ func (r Restore) Ops(tmpl *corev1.PodTemplateSpec) []JSONOp {
 		kind, name, _ := strings.Cut(ref, "/")
 		changes = append(changes, Change{Ref: ConfigRef{Kind: kind, Name: name}, Value: v})
 	}
-	return EnvOps(tmpl, changes)
+	return setEnv(tmpl, changes)
 }
 
 // MetaAnnotationOps sets (value non-nil) or removes (nil) metadata annotations. exists says whether

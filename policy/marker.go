@@ -99,9 +99,13 @@ func MarkerCopies(meta map[string]string, tmpl *corev1.PodTemplateSpec, r Config
 }
 
 // copyOf is what one copy of a marker, holding v, says against want. For a deleted config
-// (want.Value "") any value is stale: with --reload-on-delete it is to be removed.
+// (want.Value "") only DeletedMarker is current: with --reload-on-delete any other is to be
+// set to it.
 func copyOf(v string, want Content) MarkerState {
 	if want.Value == "" {
+		if v == DeletedMarker {
+			return Current
+		}
 		return Stale
 	}
 	switch want.Match(v) {
@@ -120,11 +124,8 @@ func hashMarker(annotations map[string]string, r ConfigRef, want Content) Marker
 		return NoMarker // the common case, without decoding
 	}
 	v, ok := AppliedHashes(annotations)[hashKey(r)]
-	switch {
-	case !ok:
+	if !ok {
 		return NoMarker
-	case want.Value == "" && v == DeletedMarker:
-		return Current
 	}
 	return copyOf(v, want)
 }

@@ -86,9 +86,23 @@ func targetContainers(spec *corev1.PodSpec, r ConfigRef) []int {
 	return idx
 }
 
-// EnvOps sets (or, for a deleted config, removes) each config's variable on its target
-// containers. It returns no ops when the template already holds every value.
+// EnvOps sets each config's variable on its target containers to its change's value, a deleted
+// config's to DeletedMarker: a workload without the variable may be one the deletion has yet to
+// reach (Reload). It returns no ops when the template already holds every value.
 func EnvOps(tmpl *corev1.PodTemplateSpec, changes []Change) []JSONOp {
+	marked := slices.Clone(changes)
+	for i := range marked {
+		if marked[i].Value == "" {
+			marked[i].Value = DeletedMarker
+		}
+	}
+	return setEnv(tmpl, marked)
+}
+
+// setEnv sets each config's variable on its target containers, or removes it for a value ""
+// (a restore of a template that lacked it). It returns no ops when the template already holds
+// every value.
+func setEnv(tmpl *corev1.PodTemplateSpec, changes []Change) []JSONOp {
 	if len(envOps(tmpl, changes, false)) == 0 {
 		return nil
 	}

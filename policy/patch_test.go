@@ -54,6 +54,10 @@ func TestEnvOpsResultingEnv(t *testing.T) {
 		many = append(many, corev1.EnvVar{Name: EnvVarName(cm(fmt.Sprint("c", i))), Value: "old"})
 		manyChanges = append(manyChanges, Change{Ref: cm(fmt.Sprint("c", i))})
 	}
+	manyDeleted := []string{"USER=u"}
+	for i := range 12 {
+		manyDeleted = append(manyDeleted, EnvVarName(cm(fmt.Sprint("c", i)))+"="+DeletedMarker)
+	}
 	tests := []struct {
 		name    string
 		env     []corev1.EnvVar
@@ -68,8 +72,11 @@ func TestEnvOpsResultingEnv(t *testing.T) {
 			[]string{"_RELOADER_-configmap-a=new", "USER=u"}, false},
 		{"current value means no ops", []corev1.EnvVar{{Name: "_RELOADER_-configmap-a", Value: "h1"}}, []Change{{Ref: cm("a"), Value: "h1"}},
 			[]string{"_RELOADER_-configmap-a=h1"}, true},
-		{"removes deleted configs, even past index 9", many, manyChanges, []string{"USER=u"}, false},
-		{"removing an absent var is no op", []corev1.EnvVar{{Name: "USER", Value: "u"}}, []Change{{Ref: cm("a"), Value: ""}}, []string{"USER=u"}, true},
+		{"marks deleted configs, even past index 9", many, manyChanges, manyDeleted, false},
+		{"marks a deletion where there was no var", []corev1.EnvVar{{Name: "USER", Value: "u"}}, []Change{{Ref: cm("a"), Value: ""}},
+			[]string{"USER=u", "_RELOADER_-configmap-a=deleted"}, false},
+		{"a deletion already marked means no ops", []corev1.EnvVar{{Name: "_RELOADER_-configmap-a", Value: DeletedMarker}}, []Change{{Ref: cm("a")}},
+			[]string{"_RELOADER_-configmap-a=deleted"}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -28,6 +28,9 @@ func (c *Controller) syncConfig(k key) error {
 		return nil
 	}
 	c.validation.valid(rec)
+	if rec == nil && fresh {
+		c.tombstones.deleted(k) // before judging: the time says which dependents ran the content
+	}
 	deps := c.rule.dependents(k, rec)
 	c.tracker.liftStale(deps)
 	c.strips.watchDue(k, deps)

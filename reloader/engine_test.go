@@ -139,8 +139,9 @@ func replaceConfigMap(t *testing.T, ns, name string, data map[string]string) str
 	return confighash.ConfigMap(&corev1.ConfigMap{Data: data})
 }
 
-// Finding 3: --reload-on-delete, with the deletion made while the reloader was down.
-func TestDeletionWhileDownRemovesTheVariable(t *testing.T) {
+// Finding 3: --reload-on-delete, with the deletion made while the reloader was down: the next
+// start marks it, in the workload that took a change and in one that never did.
+func TestDeletionWhileDownIsMarkedAtTheNextStart(t *testing.T) {
 	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
@@ -149,16 +150,21 @@ func TestDeletionWhileDownRemovesTheVariable(t *testing.T) {
 	first := startController(t, ns, controllerOpts{tweak: onDelete})
 	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
 	waitEnv(t, ns, "web", cmVar, hash)
+	createDeployment(t, ns, "idle", 0, named("configmap", "app-config"), nil)
+	first.settle()
 	first.stop(t)
 
 	if err := cluster.Client().CoreV1().ConfigMaps(ns).Delete(context.Background(), "app-config", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	before := generations(t, ns)
 	startController(t, ns, controllerOpts{tweak: onDelete})
-	waitFor(t, 30*time.Second, "the variable removed", func() (bool, error) {
-		_, ok := env(getDeployment(t, ns, "web"), "app", cmVar)
-		return !ok, nil
-	})
+	waitEnv(t, ns, "web", cmVar, policy.DeletedMarker)
+	waitEnv(t, ns, "idle", cmVar, policy.DeletedMarker)
+	settle(t)
+	if moved := changed(before, generations(t, ns)); fmt.Sprint(moved) != fmt.Sprint(map[string]int64{"idle": 1, "web": 1}) {
+		t.Fatalf("the start restarted %v; want web and idle once each", moved)
+	}
 }
 
 // Finding 4: --reload-on-create fired for configs that merely lacked a state entry.

@@ -54,8 +54,8 @@ type judgement struct {
 	// behind: the config exists and the marker does not say that the pods run its content (its
 	// reload held, or left to the state).
 	behind bool
-	// untouched: the config does not exist and the workload carries no marker of it, so a
-	// deletion cannot reach it (with env-vars, removing the variable is the restart).
+	// untouched: the config does not exist, the workload carries no marker of it, and the
+	// deletion does not reload it: it was created after the deletion (or the flag is off).
 	untouched bool
 	// byState: the config exists and the workload carries no marker of it: the state decides.
 	byState bool
@@ -148,9 +148,12 @@ func (ru *rule) judge(w workloadView, r policy.ConfigRef, rec *configRecord) (j 
 		ru.stateFacts(&f, w, r, rec, keys)
 		f.MarkedUnderOtherKey = policy.MarkedUnderOtherKey(w.meta.GetAnnotations(), w.tmpl, r, want)
 	}
+	if !f.Exists && f.Marker == policy.NoMarker && f.ReloadOnDelete {
+		ru.deletionFacts(&f, w, r)
+	}
 	reload := policy.Reload(f) && !held
 	return judgement{change: policy.Change{Ref: r, Value: want.Value, Force: force}, keys: keys, reload: reload, vouched: vouched,
-		behind: f.Exists && f.Marker != policy.Current, untouched: !f.Exists && f.Marker == policy.NoMarker, byState: byState,
+		behind: f.Exists && f.Marker != policy.Current, untouched: !f.Exists && f.Marker == policy.NoMarker && !reload, byState: byState,
 		staleHold: staleHold, held: held}, true
 }
 
@@ -248,6 +251,14 @@ func (ru *rule) stateFacts(f *policy.Facts, w workloadView, r policy.ConfigRef, 
 		v, ok := policy.EnvValue(w.tmpl, policy.StakaterVar(r))
 		f.StakaterStale = ok && v != rec.Stakater.String()
 	}
+}
+
+// deletionFacts fills in, for a workload without a marker of a deleted config, what the state
+// says of the content rolled out before the deletion, and when the workload was created.
+func (ru *rule) deletionFacts(f *policy.Facts, w workloadView, r policy.ConfigRef) {
+	e, known := ru.store.Get(ru.names.config(configKey(r, w.key.namespace)))
+	f.State = policy.Recorded{Known: known, Deleted: e.Deleted, Hash: e.Hash, Since: e.Since}
+	f.Created = w.meta.GetCreationTimestamp().Time
 }
 
 // keysSame reports whether every key still has the per-key value the state recorded (or one it

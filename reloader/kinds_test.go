@@ -219,38 +219,82 @@ func TestAnnotationsStrategy(t *testing.T) {
 	}
 }
 
-func TestReloadOnDelete(t *testing.T) {
+// With --reload-on-delete a deletion restarts every workload that ran the config: one that
+// carries a marker of it (set to "deleted") and one that never took a change of it, which gets
+// the same marker. Once the deletion reached both, the tombstone holds no content: a
+// recreation is a creation. A workload created after the deletion never read the config, and is
+// not restarted for it.
+func TestReloadOnDeleteRestartsEveryWorkloadThatRanTheConfig(t *testing.T) {
 	t.Parallel()
 	for _, strategy := range []string{policy.StrategyEnvVars, policy.StrategyAnnotations} {
 		t.Run(strategy, func(t *testing.T) {
+			t.Parallel()
 			ns := cluster.NewNamespace(t)
 			createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
 			createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
 			startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { o.Strategy, o.ReloadOnDelete = strategy, true }})
-			hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
-			waitFor(t, 10*time.Second, "the first reload", func() (bool, error) {
-				return getDeployment(t, ns, "web").Generation == 2, nil
-			})
-			_ = hash
+			updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+			waitFor(t, 10*time.Second, "the first reload", func() (bool, error) { return getDeployment(t, ns, "web").Generation == 2, nil })
+			createDeployment(t, ns, "idle", 0, named("configmap", "app-config"), nil) // no marker of it
+			settle(t)
+			before := generations(t, ns)
 			if err := cluster.Client().CoreV1().ConfigMaps(ns).Delete(context.Background(), "app-config", metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, 10*time.Second, "the deletion reload", func() (bool, error) {
-				d := getDeployment(t, ns, "web")
-				_, set := env(d, "app", cmVar)
-				marked := strings.Contains(d.Spec.Template.Annotations["reloader/config-hashes"], `"configmap/app-config":"deleted"`)
-				if strategy == policy.StrategyEnvVars {
-					return d.Generation == 3 && !set, nil
-				}
-				return d.Generation == 3 && marked, nil
-			})
-			// Once the deletion reached every dependent, the tombstone holds no content: a
-			// recreation is a creation.
+			for _, name := range []string{"web", "idle"} {
+				waitFor(t, 10*time.Second, name+" marked with the deletion", func() (bool, error) {
+					d := getDeployment(t, ns, name)
+					if strategy == policy.StrategyEnvVars {
+						v, _ := env(d, "app", cmVar)
+						return v == policy.DeletedMarker, nil
+					}
+					return strings.Contains(d.Spec.Template.Annotations["reloader/config-hashes"], `"configmap/app-config":"deleted"`), nil
+				})
+			}
 			waitFor(t, 10*time.Second, "a tombstone without content", func() (bool, error) {
 				v := stateEntry(t, ns, "v1.ConfigMap_app-config")
 				return strings.HasPrefix(v, "deleted@") && strings.HasSuffix(v, ":"), nil
 			})
+			before["late"] = createDeployment(t, ns, "late", 0, named("configmap", "app-config"), nil).Generation
+			settle(t)
+			if moved := changed(before, generations(t, ns)); fmt.Sprint(moved) != fmt.Sprint(map[string]int64{"idle": 1, "web": 1}) {
+				t.Fatalf("the deletion restarted %v; want web and idle once each, late not at all", moved)
+			}
 		})
+	}
+}
+
+// A deletion's reload held by a window keeps the tombstone's content. A workload created a
+// second after the deletion never read the config: it is not restarted for the deletion (the
+// tombstone's time says so), while the held one is, once its window opens.
+func TestAWorkloadCreatedAfterADeletionIsNotReloadedForIt(t *testing.T) {
+	t.Parallel()
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	createDeployment(t, ns, "held", 0, withAnnotations(named("configmap", "app-config"), map[string]string{policy.WindowAnnotation: closedWindow()}), nil)
+	startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { o.ReloadOnDelete = true }})
+	settle(t)
+	if err := cluster.Client().CoreV1().ConfigMaps(ns).Delete(context.Background(), "app-config", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var since int64
+	waitFor(t, 10*time.Second, "the tombstone with the content", func() (bool, error) {
+		v := stateEntry(t, ns, "v1.ConfigMap_app-config")
+		at, hash, ok := strings.Cut(strings.TrimPrefix(v, "deleted@"), ":")
+		if !strings.HasPrefix(v, "deleted@") || !ok || hash == "" {
+			return false, nil
+		}
+		_, err := fmt.Sscan(at, &since)
+		return err == nil, err
+	})
+	waitFor(t, 3*time.Second, "a second after the deletion", func() (bool, error) { return time.Now().Unix() > since, nil })
+	late := createDeployment(t, ns, "late", 0, named("configmap", "app-config"), nil)
+	settle(t)
+	patchAnnotation(t, ns, "held", policy.WindowAnnotation, "00:00-24:00")
+	waitEnv(t, ns, "held", cmVar, policy.DeletedMarker)
+	settle(t)
+	if g := getDeployment(t, ns, "late").Generation; g != late.Generation {
+		t.Fatalf("late, created after the deletion, was restarted for it (generation %d→%d)", late.Generation, g)
 	}
 }
 

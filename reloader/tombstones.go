@@ -42,8 +42,7 @@ func (ts *tombstones) settle(k key, referenced bool) {
 	now := ts.clock.Now()
 	switch {
 	case known && !e.Deleted:
-		ts.store.Tombstone(skey, e.Hash, now)
-		ts.log.Info("config deleted", "kind", k.kind, "namespace", k.namespace, "name", k.name)
+		ts.deleted(k)
 	case !known && referenced && ts.reloadOnCreate:
 		// Absent but referenced: its appearance will be a creation.
 		ts.store.Tombstone(skey, "", now)
@@ -69,6 +68,22 @@ func (ts *tombstones) settle(k key, referenced bool) {
 	}
 	ts.store.Delete(skey)
 	ts.unreached.Delete(k)
+}
+
+// deleted tombstones config k, seen deleted now, keeping the content the state holds: a
+// workload without a marker that existed then ran it, and with --reload-on-delete is reloaded
+// for the deletion; one created later never read it (policy.Reload). Seen deleted again before
+// its recreation was recorded, its tombstone takes the new time.
+func (ts *tombstones) deleted(k key) {
+	skey := ts.names.config(k)
+	switch e, known := ts.store.Get(skey); {
+	case !known:
+	case e.Deleted:
+		ts.store.Redate(skey, ts.clock.Now())
+	default:
+		ts.store.Tombstone(skey, e.Hash, ts.clock.Now())
+		ts.log.Info("config deleted", "kind", k.kind, "namespace", k.namespace, "name", k.name)
+	}
 }
 
 // queueAll queues the config of every tombstone, to settle or prune it.
@@ -103,13 +118,11 @@ func (ts *tombstones) sweep(ctx context.Context) {
 }
 
 // noteReach remembers, when this process first sees a deletion (live, or at its start for a
-// config deleted before), whether a dependent carried no marker of the config: the deletion
-// cannot restart it (with env-vars, removing the variable is the restart), so it still runs the
-// content. Judged then, not later: once the deletion has reached a dependent, it carries no
-// marker either. In memory only: a process that starts after the deletion reached some
-// dependents counts those as unreached too, so the tombstone keeps the content, and a
-// recreation with other content restarts them once more; dropping it instead would lose the
-// recreation for the dependents the deletion could never reach.
+// config deleted before), whether a dependent is left untouched by it (without a marker and not
+// reloaded: created after the deletion, or without --reload-on-delete): the tombstone then
+// keeps the content, so that a recreation with other content reloads that one. A dependent the
+// deletion reached carries a marker saying so, so a later process tells the two apart. In
+// memory only.
 func (ts *tombstones) noteReach(k key, rec *configRecord, deps []dependent, fresh bool) {
 	if rec != nil {
 		ts.unreached.Delete(k)

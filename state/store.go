@@ -189,6 +189,18 @@ func (s *Store) tombstone(config, hash string, at time.Time) {
 	s.put(config, next)
 }
 
+// Redate moves a tombstone's time to at, keeping its content and data-key entries: the config
+// was seen deleted again. A live entry, or none, is left alone.
+func (s *Store) Redate(config string, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.entries[config]; ok && e.deleted {
+		next := e.public()
+		next.Since = sinceOf(at)
+		s.put(config, next)
+	}
+}
+
 // TombstoneMissing tombstones (at `at`) every live config entry for which live(config) is false,
 // and returns how many. A config that has only data-key entries left, and is not live, gets a
 // tombstone without a hash, so that its entries are pruned along with it rather than leaked.

@@ -66,7 +66,7 @@ type Flags struct {
 	ResourceLabelSelector Selector `help:"Label selector pushed into the list/watch of ConfigMaps and Secrets: others are never cached nor tracked. stakater's key:value and key:* forms are accepted; the flag may repeat."`
 	ResourcesToIgnore     string   `help:"configmaps or secrets: do not watch that kind of config."`
 	ReloadOnCreate        bool     `help:"Reload dependents when a config they reference is created."`
-	ReloadOnDelete        bool     `help:"Reload dependents when a config they reference is deleted (env-vars: the variable is removed)."`
+	ReloadOnDelete        bool     `help:"Reload every dependent that ran a config when it is deleted (its marker says deleted)."`
 
 	// Safe reloads (docs/safe-reloads.md, "Safe reloads"); the reloader/* workload annotations override these.
 	TrackRollouts  bool          `help:"Follow every reload to the end of its rollout: outcome in reloader/history, an Event, the log and reloader_rollouts_total."`
