@@ -1131,11 +1131,12 @@ func TestRevertAfterAStripWhileTheStateIsBehindReloadsTheStrippedWorkload(t *tes
 }
 
 // Soak seed 1795454986798299507: with --reload-on-delete, a dependent without a marker (it never
-// took a content of the config) is not restarted by the deletion, since there is no variable to
-// remove. The deletion must not be recorded as reaching it: a recreation with other content
-// reloads it. Soak seed 1795459093681678810: also when a reloader started after the deletion
-// (its judgement of the deletion's reach was once in memory only).
-func TestDeletionThatCouldNotReachAnUnmarkedWorkloadDoesNotHideTheRecreation(t *testing.T) {
+// took a change of the config) was not restarted by the deletion, and the deletion had to keep
+// the content so that a recreation with other content reloaded it. Now the deletion reaches it
+// too (its marker says deleted), and the recreation reloads both, also when a reloader started
+// in between (soak seed 1795459093681678810: the judgement of the deletion's reach was once in
+// memory only).
+func TestADeletionReachesAnUnmarkedWorkloadAndItsRecreationReloadsEveryOne(t *testing.T) {
 	t.Parallel()
 	for _, restart := range []bool{false, true} {
 		t.Run(fmt.Sprintf("restart=%t", restart), func(t *testing.T) {
@@ -1150,10 +1151,8 @@ func TestDeletionThatCouldNotReachAnUnmarkedWorkloadDoesNotHideTheRecreation(t *
 			if err := cluster.Client().CoreV1().ConfigMaps(ns).Delete(context.Background(), "app-config", metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, 20*time.Second, "the variable removed from the marked workload", func() (bool, error) {
-				_, set := env(getDeployment(t, ns, "marked"), "app", cmVar)
-				return !set, nil
-			})
+			waitEnv(t, ns, "marked", cmVar, policy.DeletedMarker)
+			waitEnv(t, ns, "unmarked", cmVar, policy.DeletedMarker)
 			settle(t)
 			if restart {
 				first.stop(t)
@@ -1161,7 +1160,9 @@ func TestDeletionThatCouldNotReachAnUnmarkedWorkloadDoesNotHideTheRecreation(t *
 				settle(t)
 			}
 			createConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
-			waitEnv(t, ns, "unmarked", cmVar, confighash.ConfigMap(&corev1.ConfigMap{Data: map[string]string{"v": "C"}}))
+			hashC := confighash.ConfigMap(&corev1.ConfigMap{Data: map[string]string{"v": "C"}})
+			waitEnv(t, ns, "marked", cmVar, hashC)
+			waitEnv(t, ns, "unmarked", cmVar, hashC)
 		})
 	}
 }
