@@ -135,7 +135,8 @@ type sequence struct {
 	Migrate bool
 	// Gen is the generator's version: a seed gives the same actions under the same Gen. Gen 1
 	// is the fifth session's; gen 2 adds the scenarios of a third stream (scenario); gen 3 the
-	// features of a fourth (features.go's kinds, gates, strategy).
+	// features of a fourth (features.go's kinds, gates, strategy); gen 4 the namespace
+	// selector; gen 5 a deletion judged at a quiet point (deletionJudged).
 	Gen int
 	// Gen 3: the reload strategy (--reload-strategy), and --reload-window: "" (none), "open"
 	// or "closed" (a window hours from now), which workloads' own windows override.
@@ -205,10 +206,13 @@ type generator struct {
 	// namespace is out of the selection at this point of the sequence.
 	fifth *rand.Rand
 	nsOut bool
+	// gen 5 draws, from a sixth stream, a deletion of a config with dependents followed by a
+	// quiet point, so that a deletion's reload is judged before a recreation heals it.
+	sixth *rand.Rand
 }
 
 // latestGen is the generator version new seeds run with.
-const latestGen = 4
+const latestGen = 5
 
 // generate makes the sequence of seed under generator version gen: n actions, faults included
 // when faults is set.
@@ -217,7 +221,8 @@ func generate(seed uint64, gen, n int, faults bool) sequence {
 		third:   rand.New(rand.NewPCG(seed^0xda942042e4dd58b5, seed^0x2545f4914f6cdd1d)),
 		configs: map[string]bool{}, workloads: map[string]bool{}, refs: map[string][]ref{}, modes: map[string]string{}, ignored: map[string]bool{}, faults: faults,
 		gen: gen, fourth: rand.New(rand.NewPCG(seed^0x94d049bb133111eb, seed^0xbf58476d1ce4e5b9)), kinds: map[string]string{},
-		fifth: rand.New(rand.NewPCG(seed^0x2127599bf4325c37, seed^0x880355f21e6d1965))}
+		fifth: rand.New(rand.NewPCG(seed^0x2127599bf4325c37, seed^0x880355f21e6d1965)),
+		sixth: rand.New(rand.NewPCG(seed^0x3c6ef372fe94f82b, seed^0xa54ff53a5f1d36f1))}
 	for _, c := range configNames {
 		g.configs[c] = true // the world starts with every config, content "0"
 	}
@@ -259,6 +264,9 @@ func generate(seed uint64, gen, n int, faults bool) sequence {
 		if gen >= 3 && g.fourth.IntN(15) == 0 {
 			s.Actions = append(s.Actions, action{Op: "quiet"})
 			g.nsOut = false // a quiet point heals: the namespace enters the selection again
+		}
+		if gen >= 5 && g.sixth.IntN(10) == 0 {
+			s.Actions = append(s.Actions, g.deletionJudged()...)
 		}
 		if gen >= 3 && faults && g.fourth.IntN(25) == 0 {
 			s.Actions = append(s.Actions, g.hashKey()...)
@@ -530,6 +538,35 @@ func (g *generator) partialRevert() []action {
 		}
 	}
 	return nil
+}
+
+// deletionJudged (gen 5) creates a workload reading a config, so that it carries no marker of
+// it, deletes the config past raceMargin, then waits for a quiet point: with --reload-on-delete
+// that workload and every other dependent must have restarted for the deletion by then (without
+// the flag, none may). Nil when no workload slot is free or no config exists.
+func (g *generator) deletionJudged() []action {
+	var free, live []string
+	for _, w := range workloadNames {
+		if !g.workloads[w] {
+			free = append(free, w)
+		}
+	}
+	for _, c := range configNames {
+		if g.configs[c] && !g.ignored[c] {
+			live = append(live, c)
+		}
+	}
+	if len(free) == 0 || len(live) == 0 {
+		return nil
+	}
+	c := pick(g.sixth, live)
+	create := action{Op: "create-workload", Target: pick(g.sixth, free), Mode: pick(g.sixth, []string{modeAuto, modeNamed}),
+		Refs: []ref{{Config: c, Whole: true}}}
+	g.created(create)
+	create.Pause = time.Duration(2500+g.sixth.IntN(1000)) * time.Millisecond // past raceMargin
+	g.configs[c], g.ignored[c] = false, false
+	g.nsOut = false
+	return []action{create, {Op: "delete", Target: c, Pause: time.Duration(500+g.sixth.IntN(1000)) * time.Millisecond}, {Op: "quiet"}}
 }
 
 // dependents are the live workloads that reload on key a of config c.
