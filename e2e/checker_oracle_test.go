@@ -728,8 +728,8 @@ func (r *recorder) baseline(w *workloadLife, c string) bool {
 	}
 	_, whole := triggers(w.mode(), w.refs, c)
 	es := r.configs[c]
-	if len(es) == 0 || !es[len(es)-1].exists {
-		return false
+	if len(es) == 0 || !es[len(es)-1].exists && !r.onDelete {
+		return false // with --reload-on-delete, an absence is a baseline too
 	}
 	now := es[len(es)-1].read(whole)
 	for _, f := range r.amnesia[c] {

@@ -34,6 +34,9 @@ func (c *Controller) syncConfig(k key) error {
 	deps := c.rule.dependents(k, rec)
 	c.tracker.liftStale(deps)
 	c.strips.watchDue(k, deps)
+	if rec != nil {
+		c.strips.reappeared(k, deps)
+	}
 	c.tombstones.noteReach(k, rec, deps, fresh)
 	c.gates.wake(deps) // gates.go
 	var due []key

@@ -1166,3 +1166,80 @@ func TestADeletionReachesAnUnmarkedWorkloadAndItsRecreationReloadsEveryOne(t *te
 		})
 	}
 }
+
+// Soak seed 1795750246569125019@5: a deletion reload leaves pods waiting for the config; it
+// reappears, and they start on it (no reload is due: the process saw them wait); that process
+// stops, and the config is deleted again. The marker says the deletion, which the pods no longer
+// run: the next process learns from the state that they took the reappearance, and reloads the
+// workload once, and only once: that restart leaves them waiting again.
+func TestPodsThatTookAReappearanceAreReloadedForTheNextDeletionByALaterProcess(t *testing.T) {
+	t.Parallel()
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), envFromCM("app-config")) // its pods wait for it
+	onDelete := controllerOpts{tweak: func(o *reloader.Options) { o.ReloadOnDelete = true }}
+	first := startController(t, ns, onDelete)
+	settle(t)
+	deleteConfigMap(t, ns, "app-config")
+	waitEnv(t, ns, "web", cmVar, policy.DeletedMarker)
+	first.settle()
+	web := templateChanges(t, ns, "web")
+	hashB := confighash.ConfigMap(&corev1.ConfigMap{Data: map[string]string{"v": "B"}})
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "B"}) // the waiting pods start on B
+	waitFor(t, 10*time.Second, "the state notes that web runs B", func() (bool, error) {
+		return stateEntry(t, ns, "strip.ConfigMap.Deployment_web_app-config") == hashB, nil
+	})
+	first.settle()
+	if n := web(); n != 0 {
+		t.Fatalf("web's template changed %d times at the reappearance, want 0: its pods started on it", n)
+	}
+	first.stop(t)
+
+	deleteConfigMap(t, ns, "app-config")
+	startController(t, ns, onDelete)
+	waitFor(t, 30*time.Second, "web reloaded for the deletion", func() (bool, error) { return web() == 1, nil })
+	settle(t)
+	if n := web(); n != 1 {
+		t.Fatalf("web's template changed %d times, want 1", n)
+	}
+	if got, _ := env(getDeployment(t, ns, "web"), "app", cmVar); got != policy.DeletedMarker {
+		t.Fatalf("web's marker is %q, want %q", got, policy.DeletedMarker)
+	}
+}
+
+// Soak seed 1795743600418900614@5: the state lost what a workload without a marker ran; the
+// config, absent at the next start, reappeared, the workload's reload for it held by its window,
+// and was deleted again. The workload ran a content all along: the deletion reloads it once its
+// window opens.
+func TestAWorkloadWithoutAMarkerIsReloadedForTheDeletionOfAReappearedConfig(t *testing.T) {
+	t.Parallel()
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	createDeployment(t, ns, "web", 0, withAnnotations(named("configmap", "app-config"), map[string]string{policy.WindowAnnotation: closedWindow()}), envFromCM("app-config"))
+	both := controllerOpts{tweak: func(o *reloader.Options) { o.ReloadOnDelete, o.ReloadOnCreate = true, true }}
+	first := startController(t, ns, both)
+	settle(t)
+	deleteConfigMap(t, ns, "app-config") // web's reload for it is held
+	waitFor(t, 10*time.Second, "web's reload held by the window", func() (bool, error) {
+		return value(t, first.metrics.Deferred.WithLabelValues(policy.ReasonWindow)) == 1, nil
+	})
+	first.stop(t)
+	if err := cluster.Client().CoreV1().ConfigMaps(ns).Delete(context.Background(), "reloader-state", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	second := startController(t, ns, both)
+	settle(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
+	waitFor(t, 10*time.Second, "web's reload for the reappearance held", func() (bool, error) {
+		return value(t, second.metrics.Deferred.WithLabelValues(policy.ReasonWindow)) == 1, nil
+	})
+	deleteConfigMap(t, ns, "app-config")
+	settle(t)
+	changes := templateChanges(t, ns, "web")
+	patchAnnotation(t, ns, "web", policy.WindowAnnotation, "")
+	waitEnv(t, ns, "web", cmVar, policy.DeletedMarker)
+	if n := changes(); n != 1 {
+		t.Fatalf("web's template changed %d times, want 1", n)
+	}
+}

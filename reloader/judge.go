@@ -130,12 +130,18 @@ func (ru *rule) judge(w workloadView, r policy.ConfigRef, rec *configRecord) (j 
 	// Or they waited for it, absent at their restart, and run the content it reappeared with;
 	// deleted again, that content is gone whatever the marker says.
 	vouched := false
-	if runs, ok := ru.running(w.key, r, rec, keys, want.Value); !force && ok {
+	runs, known := ru.running(w.key, r, rec, keys, want.Value)
+	if !force && known {
 		vouched, force = runs == want.Value, runs != want.Value
 		f.Marker = policy.Stale
 		if vouched {
 			f.Marker = policy.Current
 		}
+	}
+	// A process that did not see that restart learns it from the state (strips.awaits), as it
+	// learns that pods without a marker run a content (strips.go).
+	if !f.Exists && !known && f.Marker != policy.Stale && policy.Waits(&w.tmpl.Spec, r) && ru.strips.ranSince(w.key, r) {
+		f.Marker, force = policy.Stale, true
 	}
 	if f.Exists && f.Marker == policy.NoMarker && keys == nil {
 		f.Marker = policy.CollaborneMarker(w.tmpl, r, rec.Collaborne.String())

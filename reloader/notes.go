@@ -117,4 +117,5 @@ func (n *notes) restartedByOthers(k *workloadKind, old, obj any) {
 	}
 	n.restarts.byOthers(nv.key, nv.meta.GetResourceVersion(), reads, n.rule.cachedVersion(nv.key.namespace))
 	n.strips.runNothing(nv.key, unmarkedNone(nv, reads, nil))
+	n.strips.awaits(nv.key, waiting(reads))
 }

@@ -49,6 +49,10 @@ type stripped struct {
 // config's, which one unknown: a well-formed hash that no content has.
 const otherContent = "0000000000000000000000000000000000000000"
 
+// awaited is a strip's value for pods that wait for an absent config, restarted while it did not
+// exist: they run whatever content it next has (awaits). Another well-formed hash no content has.
+const awaited = "0000000000000000000000000000000000000001"
+
 func newStrips(store *state.Store, names entryKeys) *strips {
 	return &strips{m: map[key]map[policy.ConfigRef]stripped{}, store: store, names: names}
 }
@@ -215,7 +219,7 @@ func (s *strips) marker(w key, r policy.ConfigRef, value string) policy.MarkerSt
 	switch v, ok := s.store.Value(s.names.strip(w, r)); {
 	case !ok:
 		return policy.NoMarker
-	case v == value:
+	case v == value || v == awaited:
 		return policy.Current
 	case policy.Content{Value: value}.Match(v) == policy.OtherKey:
 		// Made under a lost hash key: like a marker made under one, it says nothing, and the
@@ -225,6 +229,54 @@ func (s *strips) marker(w key, r policy.ConfigRef, value string) policy.MarkerSt
 		return policy.NoMarker
 	}
 	return policy.Stale
+}
+
+// awaits notes, in the state only, that the pods of a restart of w wait for each config of refs,
+// absent: they run the content it reappears with, whatever a marker set to its deletion says
+// (unseen.go knows it too, in memory). A later process learns the reappearance at a sync of the
+// config (reappeared) and, the config deleted again, reloads w once (ranSince). Noted before the
+// restart is sent, since its own update event may be handled first; undo puts back what the
+// state held, for a restart that was not sent.
+func (s *strips) awaits(w key, refs []policy.ConfigRef) (undo func()) {
+	before := map[policy.ConfigRef]string{}
+	for _, r := range refs {
+		k := s.names.strip(w, r)
+		if v, ok := s.store.Value(k); ok {
+			before[r] = v
+		}
+		s.mu.Lock()
+		delete(s.m[w], r)
+		s.mu.Unlock()
+		s.store.SetValue(k, awaited)
+	}
+	return func() {
+		for _, r := range refs {
+			if v, ok := before[r]; ok {
+				s.store.SetValue(s.names.strip(w, r), v)
+			} else {
+				s.store.DeleteEntry(s.names.strip(w, r))
+			}
+		}
+	}
+}
+
+// reappeared notes, for each dependent of config c (which exists) whose pods waited for it
+// (awaits), that they run its content: they started on it.
+func (s *strips) reappeared(c key, deps []dependent) {
+	r := policy.ConfigRef{Kind: c.kind, Name: c.name}
+	for _, d := range deps {
+		if v, ok := s.store.Value(s.names.strip(d.workload, r)); ok && v == awaited {
+			s.remember(d.workload, r, d.change.Value, d.keys)
+		}
+	}
+}
+
+// ranSince reports whether the state notes that the pods of w run a content of config r: one
+// they took without a marker, or since they were restarted while it was absent (awaits). Its
+// deletion is a change to them.
+func (s *strips) ranSince(w key, r policy.ConfigRef) bool {
+	v, ok := s.store.Value(s.names.strip(w, r))
+	return ok && v != awaited
 }
 
 // configChanged makes what was remembered of config c, in every workload, unknown, except for a

@@ -78,6 +78,11 @@ func (ts *tombstones) deleted(k key) {
 	skey := ts.names.config(k)
 	switch e, known := ts.store.Get(skey); {
 	case !known:
+	case e.Deleted && e.Hash == "" && ts.reloadOnDelete:
+		// Its recreation, not yet recorded (a dependent's reload was held), was run by the
+		// dependents that existed then: some content, to reload them for (policy.Reload).
+		ts.store.Tombstone(skey, otherContent, ts.clock.Now())
+		ts.store.Redate(skey, ts.clock.Now())
 	case e.Deleted:
 		ts.store.Redate(skey, ts.clock.Now())
 	default:

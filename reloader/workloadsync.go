@@ -139,9 +139,11 @@ func (c *Controller) patch(ctx context.Context, w workloadView, d due, ops []pol
 	since, known := c.changes.oldest(w.key.namespace, changes)
 	c.restarts.begin(w.key, reads, c.rule.cachedVersion(w.key.namespace))
 	undo := c.strips.runNothing(w.key, unmarkedNone(w, reads, changes))
+	undoAwaits := c.strips.awaits(w.key, waiting(reads))
 	out, err := send(ctx, w, ops, w.kind.reload)
 	c.restarts.finished(w.key, writtenVersion(out, err))
 	if err != nil {
+		undoAwaits()
 		undo()
 	}
 	if errors.Is(err, errStale) {
@@ -171,6 +173,18 @@ func unmarkedNone(w workloadView, reads map[policy.ConfigRef]*read, changes []po
 		changed := slices.ContainsFunc(changes, func(ch policy.Change) bool { return ch.Ref == r })
 		if rd.none && !changed && len(policy.MarkerCopies(w.meta.GetAnnotations(), w.tmpl, r)) == 0 {
 			out[r] = rd.keys
+		}
+	}
+	return out
+}
+
+// waiting are the configs the pods of a restart wait for: absent, and read through more than
+// optional key refs (unseen.go).
+func waiting(reads map[policy.ConfigRef]*read) []policy.ConfigRef {
+	var out []policy.ConfigRef
+	for r, rd := range reads {
+		if rd.absent {
+			out = append(out, r)
 		}
 	}
 	return out
