@@ -140,7 +140,7 @@ func (ru *rule) judge(w workloadView, r policy.ConfigRef, rec *configRecord) (j 
 	}
 	// A process that did not see that restart learns it from the state (strips.awaits), as it
 	// learns that pods without a marker run a content (strips.go).
-	if !f.Exists && !known && f.Marker != policy.Stale && policy.Waits(&w.tmpl.Spec, r) && ru.strips.ranSince(w.key, r) {
+	if !f.Exists && f.ReloadOnDelete && !known && f.Marker != policy.Stale && policy.Waits(&w.tmpl.Spec, r) && ru.strips.ranSince(w.key, r) {
 		f.Marker, force = policy.Stale, true
 	}
 	if f.Exists && f.Marker == policy.NoMarker && keys == nil {

@@ -260,6 +260,22 @@ func (s *strips) awaits(w key, refs []policy.ConfigRef) (undo func()) {
 	}
 }
 
+// rolledBack forgets the notes that w's pods wait for an absent config (awaits), of each config
+// of refs: a rollback puts back the pods from before the restart that noted them (soak seed
+// 1795754412268271987@5: a deletion's reload rolled back, its note then vouched for the
+// config's reappearance, which the restored pods never took). undo puts them back, for a
+// rollback that was not sent.
+func (s *strips) rolledBack(w key, refs []policy.ConfigRef) (undo func()) {
+	var forgot []policy.ConfigRef
+	for _, r := range refs {
+		if v, ok := s.store.Value(s.names.strip(w, r)); ok && v == awaited {
+			s.forget(w, r)
+			forgot = append(forgot, r)
+		}
+	}
+	return func() { s.awaits(w, forgot) }
+}
+
 // reappeared notes, for each dependent of config c (which exists) whose pods waited for it
 // (awaits), that they run its content: they started on it.
 func (s *strips) reappeared(c key, deps []dependent) {

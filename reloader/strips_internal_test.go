@@ -68,3 +68,56 @@ func TestAStripSaysWhatAWorkloadWithoutAMarkerRuns(t *testing.T) {
 		})
 	}
 }
+
+// Pods restarted while a config was absent wait for it (awaits): they run what it comes back
+// with, and its next deletion is a change to them (ranSince), once a sync has seen it back
+// (reappeared). A rollback of that restart puts back pods that never waited (rolledBack), and
+// its undo, for a rollback not sent, puts the note back.
+func TestPodsThatWaitForAConfigRunWhatItComesBackWith(t *testing.T) {
+	var (
+		w   = key{"Deployment", "ns", "web"}
+		r   = policy.ConfigRef{Kind: policy.KindConfigMap, Name: "app"}
+		cfg = key{policy.KindConfigMap, "ns", "app"}
+		a   = strings.Repeat("a", 40)
+		dep = []dependent{{workload: w, judgement: judgement{change: policy.Change{Ref: r, Value: a}}}}
+	)
+	for _, tc := range []struct {
+		name     string
+		act      func(s *strips)
+		ranSince bool
+		marker   policy.MarkerState // against a, for a workload without a marker
+	}{
+		{"waiting, nothing came back yet", func(s *strips) { s.awaits(w, []policy.ConfigRef{r}) }, false, policy.Current},
+		{"came back with a", func(s *strips) {
+			s.awaits(w, []policy.ConfigRef{r})
+			s.reappeared(cfg, dep)
+		}, true, policy.Current},
+		{"rolled back before it came back", func(s *strips) {
+			s.awaits(w, []policy.ConfigRef{r})
+			s.rolledBack(w, []policy.ConfigRef{r})
+			s.reappeared(cfg, dep)
+		}, false, policy.NoMarker},
+		{"a rollback not sent keeps the note", func(s *strips) {
+			s.awaits(w, []policy.ConfigRef{r})
+			s.rolledBack(w, []policy.ConfigRef{r})()
+			s.reappeared(cfg, dep)
+		}, true, policy.Current},
+		{"a restart not sent keeps what was there", func(s *strips) {
+			s.remember(w, r, a, nil)
+			s.awaits(w, []policy.ConfigRef{r})()
+		}, true, policy.Current},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := newStore(nil, "ns", "reloader-state", slog.New(slog.DiscardHandler))
+			s := newStrips(store, entryKeys{single: true})
+			tc.act(s)
+			s = newStrips(store, entryKeys{single: true}) // as a later process reads it
+			if got := s.ranSince(w, r); got != tc.ranSince {
+				t.Errorf("ranSince = %t, want %t", got, tc.ranSince)
+			}
+			if got := s.marker(w, r, a); got != tc.marker {
+				t.Errorf("marker = %v, want %v", got, tc.marker)
+			}
+		})
+	}
+}

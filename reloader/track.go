@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -305,8 +307,10 @@ func (t *tracker) finish(ctx context.Context, w workloadView, f policy.Follow, e
 	text := policy.FormatHistory(history)
 	ops = append(ops, policy.MetaAnnotationOps(ann, true, map[string]*string{policy.HistoryAnnotation: &text, policy.RestoreAnnotation: nil})...)
 	var putBack map[policy.ConfigRef]stripped
+	undoAwaits := func() {}
 	if rollback {
 		putBack = t.restarts.rollbackBegins(w.key)
+		undoAwaits = t.strips.rolledBack(w.key, slices.Collect(maps.Keys(w.uses)))
 		t.strips.putBack(w.key, putBack)
 	}
 	_, err := send(ctx, w, ops, w.kind.reload)
@@ -317,6 +321,7 @@ func (t *tracker) finish(ctx context.Context, w workloadView, f policy.Follow, e
 		for r := range putBack {
 			t.strips.forget(w.key, r) // nothing was put back
 		}
+		undoAwaits()
 	}
 	if errors.Is(err, errStale) {
 		// Judged again from a fresher cache. The holds just written stay: the cache may only be
