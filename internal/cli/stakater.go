@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -98,6 +99,19 @@ func parseLogLevel(s string) (slog.Level, error) {
 // errCSI is why --enable-csi-integration stops the reloader instead of being ignored: a user who
 // asks for it expects restarts that would never come.
 var errCSI = errors.New("--enable-csi-integration: not supported: the reloader does not watch the Secrets Store CSI driver's SecretProviderClassPodStatus objects; let the driver sync the secret into a Kubernetes Secret (secretObjects) and reload on that Secret")
+
+// CheckWebhookURL checks a --webhook-url: empty (off), or an absolute URL with a scheme and a
+// host. It lives here, with the other value rules, so that docs/values.md's examples can be
+// held to it; internal/app calls it when it sets the webhook up.
+func CheckWebhookURL(s string) error {
+	if s == "" {
+		return nil
+	}
+	if u, err := url.Parse(s); err != nil || u.Scheme == "" || u.Host == "" {
+		return errors.New("--webhook-url: not an absolute http(s) URL")
+	}
+	return nil
+}
 
 // stakaterBool reads a flag stakater declares as a string holding a boolean (--is-Argo-Rollouts=true).
 func stakaterBool(flag, v string) (bool, error) {
