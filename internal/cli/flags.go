@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -99,6 +100,7 @@ func ParserOptions(version string) []kong.Option {
 		kong.Name("reloader"),
 		kong.Description("Restarts workloads when the ConfigMaps and Secrets they use change."),
 		kong.Vars{"version": version},
+		kong.KindMapper(reflect.Bool, boolFlag{}),
 	}
 }
 

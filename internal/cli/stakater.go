@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -162,3 +163,40 @@ func (c *Flags) dropAllNamespacesFlags(log *slog.Logger) {
 	}
 	c.NamespaceSelector, c.NamespacesToIgnore = "", nil
 }
+
+// boolFlag reads a boolean flag's value as stakater's flag library does (strconv.ParseBool: t,
+// F, TRUE, 0, ...), and as kong does (yes, no, in any case), so that a stakater command line
+// keeps working. A flag given without a value is true.
+type boolFlag struct{}
+
+func (boolFlag) Decode(ctx *kong.DecodeContext, target reflect.Value) error {
+	if ctx.Scan.Peek().Type != kong.FlagValueToken {
+		target.SetBool(true)
+		return nil
+	}
+	switch v := ctx.Scan.Pop().Value.(type) {
+	case bool:
+		target.SetBool(v)
+		return nil
+	case string:
+		switch strings.ToLower(v) {
+		case "yes":
+			target.SetBool(true)
+			return nil
+		case "no":
+			target.SetBool(false)
+			return nil
+		}
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("must be true, false, 1, 0, t, f, yes or no, got %q", v)
+		}
+		target.SetBool(b)
+		return nil
+	default:
+		return fmt.Errorf("expected a boolean, got %v", v)
+	}
+}
+
+// IsBool lets the flag stand alone (--leader-elect).
+func (boolFlag) IsBool() bool { return true }
