@@ -64,6 +64,26 @@ func DefaultAnnotations() Annotations {
 	}
 }
 
+// Ignores reports whether a config's annotations say its changes reload nothing. Only the exact
+// value "true" does, as in stakater Reloader. This and the two below are here, not inline in the
+// reloader package, so that docs/values.md's examples are held to the code that decides.
+func (a Annotations) Ignores(config map[string]string) bool {
+	return config[a.Ignore] == "true"
+}
+
+// Matches reports whether a config's annotations make it trigger the workloads in search mode:
+// only the exact value "true", as in stakater Reloader.
+func (a Annotations) Matches(config map[string]string) bool {
+	return config[a.Match] == "true"
+}
+
+// RestartsAt reports whether an Argo Rollout's own metadata asks for the restart strategy
+// (spec.restartAt). Only the exact value "restart" does; any other is stakater's default,
+// a template change.
+func (a Annotations) RestartsAt(meta map[string]string) bool {
+	return meta[a.RolloutStrategy] == "restart"
+}
+
 // OnConfig lists the annotations read from ConfigMaps and Secrets, the only ones the cache keeps.
 func (a Annotations) OnConfig() []string {
 	return []string{a.Ignore, a.Match}

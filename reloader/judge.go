@@ -92,7 +92,7 @@ func (ru *rule) viewInAnyNamespace(kind *workloadKind, obj any) (workloadView, b
 		uses:   policy.UsesOf(&tmpl.Spec),
 		target: policy.Target{
 			Strategy:  ru.strategy,
-			RestartAt: kind.canRestartAt && meta.GetAnnotations()[ru.annotations.RolloutStrategy] == "restart",
+			RestartAt: kind.canRestartAt && ru.annotations.RestartsAt(meta.GetAnnotations()),
 		},
 	}, true
 }
@@ -100,7 +100,7 @@ func (ru *rule) viewInAnyNamespace(kind *workloadKind, obj any) (workloadView, b
 // judge applies the rule to workload w and config r (rec nil: it does not exist). triggers is
 // false when the workload does not reload on r at all, nor on content that does not validate.
 func (ru *rule) judge(w workloadView, r policy.ConfigRef, rec *configRecord) (j judgement, triggers bool) {
-	if rec != nil && rec.Annotations[ru.annotations.Ignore] == "true" {
+	if rec != nil && ru.annotations.Ignores(rec.Annotations) {
 		return j, false
 	}
 	want, keys, ok := ru.wanted(w, r, rec)
@@ -210,7 +210,7 @@ func (ru *rule) wantedExisting(w workloadView, r policy.ConfigRef) (rec *configR
 // wanted is what workload w's marker for config r should hold (nothing for a config that does
 // not exist) and the keys it reads (nil: all); triggers is false when w does not reload on r.
 func (ru *rule) wanted(w workloadView, r policy.ConfigRef, rec *configRecord) (want policy.Content, keys []string, triggers bool) {
-	matched := rec != nil && rec.Annotations[ru.annotations.Match] == "true"
+	matched := rec != nil && ru.annotations.Matches(rec.Annotations)
 	ok, keys := w.policy.Triggers(r, w.uses[r], matched)
 	if !ok {
 		return want, nil, false

@@ -1,9 +1,7 @@
 package app
 
 import (
-	"fmt"
 	"log/slog"
-	"net/url"
 	"os"
 
 	"github.com/reloader/reloader/alert"
@@ -16,8 +14,8 @@ import (
 // (ALERT_ON_RELOAD and the other ALERT_* variables) and --webhook-url.
 func notify(f cli.Flags, opts *reloader.Options, log *slog.Logger, m *metrics.Metrics) error {
 	if f.WebhookURL != "" {
-		if u, err := url.Parse(f.WebhookURL); err != nil || u.Scheme == "" || u.Host == "" {
-			return fmt.Errorf("--webhook-url: not an absolute http(s) URL")
+		if err := cli.CheckWebhookURL(f.WebhookURL); err != nil {
+			return err
 		}
 		opts.Webhook = alert.Webhook{URL: f.WebhookURL}
 		log.Warn("--webhook-url is set: config changes call the webhook, and no workload is reloaded")

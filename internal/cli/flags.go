@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -74,7 +75,7 @@ type Flags struct {
 	RolloutTimeout time.Duration `default:"15m" help:"How long a followed rollout may run before it counts as timed out (0: the default)."`
 	// Safe reloads: when a due reload may happen (docs/safe-reloads.md, "Windows, flap protection,
 	// validation, pause").
-	ReloadWindow                  string        `help:"Maintenance windows of every workload, e.g. 'Sat 02:00-04:00 Europe/Berlin' (grammar in docs/safe-reloads.md); the reloader/window annotation overrides it. Empty: any time."`
+	ReloadWindow                  string        `help:"Maintenance windows of every workload, e.g. 'Sat 02:00-04:00 Europe/Berlin' (grammar in docs/values.md); the reloader/window annotation overrides it. Empty: any time."`
 	MinReloadInterval             time.Duration `help:"Least time between two reloads of a workload; the reloader/min-interval annotation overrides it. 0: none."`
 	PauseDeploymentAnnotation     string        `default:"deployment.reloader.stakater.com/pause-period" help:"Workload annotation: after a change, hold reloads for this long (a Go duration), then roll out once (stakater's pause period)."`
 	PauseDeploymentTimeAnnotation string        `default:"deployment.reloader.stakater.com/paused-at" help:"Workload annotation the reloader writes with the start of a pause period (RFC 3339)."`
@@ -99,6 +100,7 @@ func ParserOptions(version string) []kong.Option {
 		kong.Name("reloader"),
 		kong.Description("Restarts workloads when the ConfigMaps and Secrets they use change."),
 		kong.Vars{"version": version},
+		kong.KindMapper(reflect.Bool, boolFlag{}),
 	}
 }
 

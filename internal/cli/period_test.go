@@ -61,7 +61,7 @@ func FuzzCoalesceWindowFlags(f *testing.F) {
 // parseFlags parses args as the binary does, Validate included.
 func parseFlags(args ...string) (Flags, error) {
 	var cli Flags
-	parser, err := kong.New(&cli, kong.Name("reloader"))
+	parser, err := kong.New(&cli, ParserOptions("test")...)
 	if err != nil {
 		return cli, err
 	}

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -99,6 +101,19 @@ func parseLogLevel(s string) (slog.Level, error) {
 // asks for it expects restarts that would never come.
 var errCSI = errors.New("--enable-csi-integration: not supported: the reloader does not watch the Secrets Store CSI driver's SecretProviderClassPodStatus objects; let the driver sync the secret into a Kubernetes Secret (secretObjects) and reload on that Secret")
 
+// CheckWebhookURL checks a --webhook-url: empty (off), or an absolute URL with a scheme and a
+// host. It lives here, with the other value rules, so that docs/values.md's examples can be
+// held to it; internal/app calls it when it sets the webhook up.
+func CheckWebhookURL(s string) error {
+	if s == "" {
+		return nil
+	}
+	if u, err := url.Parse(s); err != nil || u.Scheme == "" || u.Host == "" {
+		return errors.New("--webhook-url: not an absolute http(s) URL")
+	}
+	return nil
+}
+
 // stakaterBool reads a flag stakater declares as a string holding a boolean (--is-Argo-Rollouts=true).
 func stakaterBool(flag, v string) (bool, error) {
 	if v == "" {
@@ -148,3 +163,40 @@ func (c *Flags) dropAllNamespacesFlags(log *slog.Logger) {
 	}
 	c.NamespaceSelector, c.NamespacesToIgnore = "", nil
 }
+
+// boolFlag reads a boolean flag's value as stakater's flag library does (strconv.ParseBool: t,
+// F, TRUE, 0, ...), and as kong does (yes, no, in any case), so that a stakater command line
+// keeps working. A flag given without a value is true.
+type boolFlag struct{}
+
+func (boolFlag) Decode(ctx *kong.DecodeContext, target reflect.Value) error {
+	if ctx.Scan.Peek().Type != kong.FlagValueToken {
+		target.SetBool(true)
+		return nil
+	}
+	switch v := ctx.Scan.Pop().Value.(type) {
+	case bool:
+		target.SetBool(v)
+		return nil
+	case string:
+		switch strings.ToLower(v) {
+		case "yes":
+			target.SetBool(true)
+			return nil
+		case "no":
+			target.SetBool(false)
+			return nil
+		}
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("must be true, false, 1, 0, t, f, yes or no, got %q", v)
+		}
+		target.SetBool(b)
+		return nil
+	default:
+		return fmt.Errorf("expected a boolean, got %v", v)
+	}
+}
+
+// IsBool lets the flag stand alone (--leader-elect).
+func (boolFlag) IsBool() bool { return true }
