@@ -357,6 +357,13 @@ func checkDeployment(t *testing.T, d *appsv1.Deployment, sa string) {
 			fail("POD_NAMESPACE must come from metadata.namespace")
 		}
 	}
+	// The runtime's soft limit follows the container's (main.go's memoryLimit).
+	if !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
+		return e.Name == "RELOADER_MEMORY_LIMIT" && e.ValueFrom != nil && e.ValueFrom.ResourceFieldRef != nil &&
+			e.ValueFrom.ResourceFieldRef.Resource == "limits.memory" && e.ValueFrom.ResourceFieldRef.ContainerName == ""
+	}) {
+		fail("RELOADER_MEMORY_LIMIT must come from the container's limits.memory")
+	}
 	// $KUBERNETES_NAMESPACE scopes the reloader to one namespace, as it scopes stakater's: set in
 	// an all-namespaces manifest, it would silently watch only its own.
 	if slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "KUBERNETES_NAMESPACE" }) {

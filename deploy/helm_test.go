@@ -149,9 +149,9 @@ func TestChartRenders(t *testing.T) {
 			"extraEnv[1].name=ALERT_WEBHOOK_URL", "extraEnv[1].valueFrom.secretKeyRef.name=reloader-alerts", "extraEnv[1].valueFrom.secretKeyRef.key=url"},
 			func(t *testing.T, ns string, ms []manifest) {
 				env := one[*appsv1.Deployment](t, ms).Spec.Template.Spec.Containers[0].Env
-				if len(env) != 3 || env[0].Name != "POD_NAMESPACE" || env[1].Name != "ALERT_SINK" || env[1].Value != "slack" ||
-					env[2].ValueFrom == nil || env[2].ValueFrom.SecretKeyRef == nil || env[2].ValueFrom.SecretKeyRef.Key != "url" {
-					t.Errorf("container env %+v, want POD_NAMESPACE then extraEnv verbatim", env)
+				if len(env) != 4 || env[0].Name != "POD_NAMESPACE" || env[1].Name != "RELOADER_MEMORY_LIMIT" || env[2].Name != "ALERT_SINK" || env[2].Value != "slack" ||
+					env[3].ValueFrom == nil || env[3].ValueFrom.SecretKeyRef == nil || env[3].ValueFrom.SecretKeyRef.Key != "url" {
+					t.Errorf("container env %+v, want POD_NAMESPACE, RELOADER_MEMORY_LIMIT, then extraEnv verbatim", env)
 				}
 			}},
 		{"monitoring", []string{"serviceMonitor.enabled=true", "prometheusRule.enabled=true"}, func(t *testing.T, ns string, ms []manifest) {
