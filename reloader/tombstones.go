@@ -75,18 +75,18 @@ func (ts *tombstones) settle(k key, referenced bool) {
 // for the deletion; one created later never read it (policy.Reload). Seen deleted again before
 // its recreation was recorded, its tombstone takes the new time.
 func (ts *tombstones) deleted(k key) {
-	skey := ts.names.config(k)
+	skey, now := ts.names.config(k), ts.clock.Now()
 	switch e, known := ts.store.Get(skey); {
 	case !known:
 	case e.Deleted && e.Hash == "" && ts.reloadOnDelete:
 		// Its recreation, not yet recorded (a dependent's reload was held), was run by the
 		// dependents that existed then: some content, to reload them for (policy.Reload).
-		ts.store.Tombstone(skey, otherContent, ts.clock.Now())
-		ts.store.Redate(skey, ts.clock.Now())
+		ts.store.Tombstone(skey, otherContent, now)
+		ts.store.Redate(skey, now)
 	case e.Deleted:
-		ts.store.Redate(skey, ts.clock.Now())
+		ts.store.Redate(skey, now)
 	default:
-		ts.store.Tombstone(skey, e.Hash, ts.clock.Now())
+		ts.store.Tombstone(skey, e.Hash, now)
 		ts.log.Info("config deleted", "kind", k.kind, "namespace", k.namespace, "name", k.name)
 	}
 }
