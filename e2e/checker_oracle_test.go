@@ -970,6 +970,28 @@ func (r *recorder) excuses(w *workloadLife, c string) []change {
 			out = append(out, change{rv: s.rv, at: s.at, by: "a strip no reloader saw"})
 		}
 	}
+	return append(out, r.holdsLost(w, c)...)
+}
+
+// holdsLost are, for each rollback of w's reload for c, one restart allowed once the state
+// ConfigMap holding the rollback's hold was deleted and a reloader started after that: no
+// process knows the hold then, and the content is reloaded again (soak seed
+// 1795100000000000002@5: a stakater variable that lagged, rolled out, rolled back, the state
+// deleted while the reloader was down). The caller holds r.mu.
+func (r *recorder) holdsLost(w *workloadLife, c string) []change {
+	var out []change
+	paired := r.rollbacks(w)
+	for i := range paired.rollback {
+		if !w.touched[paired.of[i]][c] {
+			continue
+		}
+		for _, f := range r.stateLosses {
+			if f.After(w.restartAt[i]) && slices.ContainsFunc(r.starts, func(s time.Time) bool { return s.After(f) }) {
+				out = append(out, change{rv: w.restarts[i], at: w.restartAt[i], by: "a hold lost with the state"})
+				break
+			}
+		}
+	}
 	return out
 }
 

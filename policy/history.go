@@ -204,6 +204,9 @@ type Restore struct {
 	Annotations map[string]*string `json:"replacedAnnotations,omitempty"`
 	// Applied are the values the reload wrote, "<Kind>/<name>" → value: what a rollback holds.
 	Applied map[string]string `json:"applied"`
+	// Ran are, for configs the workload carried no marker of, the content its pods ran before the
+	// reload, as the state said: the pods a rollback puts back run it, and no marker says so.
+	Ran map[string]string `json:"ranWithoutMarker,omitempty"`
 }
 
 // compactRestore is how versions before the readable form wrote RestoreAnnotation; a rollout
@@ -224,6 +227,12 @@ func (t Target) RestoreOf(tmpl *corev1.PodTemplateSpec, changes []Change) (Resto
 	r := Restore{Strategy: t.Strategy, Values: map[string]string{}, Applied: map[string]string{}}
 	for _, ch := range changes {
 		r.Applied[ch.Ref.Kind+"/"+ch.Ref.Name] = ch.Value
+		if ch.Ran != "" {
+			if r.Ran == nil {
+				r.Ran = map[string]string{}
+			}
+			r.Ran[ch.Ref.Kind+"/"+ch.Ref.Name] = ch.Ran
+		}
 	}
 	if t.Strategy == StrategyAnnotations {
 		r.Annotations = map[string]*string{}
@@ -268,7 +277,7 @@ func ParseRestore(v string) (Restore, error) {
 	if err := json.Unmarshal([]byte(v), &old); err != nil || old.Strategy == "" {
 		return Restore{}, fmt.Errorf("read %s: no strategy", RestoreAnnotation)
 	}
-	return Restore(old), nil
+	return Restore{Strategy: old.Strategy, Values: old.Values, Annotations: old.Annotations, Applied: old.Applied}, nil
 }
 
 // Ops puts the template back as the reload found it: the same template the previous ReplicaSet

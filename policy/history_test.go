@@ -3,6 +3,7 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"strings"
 	"testing"
@@ -83,6 +84,20 @@ func TestRestorePutsTheReplacedEnvValuesBack(t *testing.T) {
 	}
 	if _, ok := (Target{RestartAt: true}).RestoreOf(before, nil); ok {
 		t.Error("an Argo restart has a template to restore")
+	}
+}
+
+func TestRestoreKeepsWhatThePodsRanWithoutAMarker(t *testing.T) {
+	ref := ConfigRef{Kind: KindConfigMap, Name: "app"}
+	other := ConfigRef{Kind: KindSecret, Name: "db"}
+	r, _ := Target{Strategy: StrategyEnvVars}.RestoreOf(&corev1.PodTemplateSpec{},
+		[]Change{{Ref: ref, Value: "new", Ran: "old"}, {Ref: other, Value: "h"}})
+	r, err := ParseRestore(r.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]string{"ConfigMap/app": "old"}; !maps.Equal(r.Ran, want) {
+		t.Errorf("ran without a marker %v, want %v", r.Ran, want)
 	}
 }
 

@@ -40,6 +40,9 @@ type Change struct {
 	// change the reloader had not seen yet), so the workload is restarted even when its marker
 	// already holds Value.
 	Force bool
+	// Ran is the content the pods run where the workload carries no marker of the config, as the
+	// state says ("" when unknown): what a rollback of the reload puts back.
+	Ran string
 }
 
 // JSONOp is one RFC 6902 operation.

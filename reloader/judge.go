@@ -158,9 +158,19 @@ func (ru *rule) judge(w workloadView, r policy.ConfigRef, rec *configRecord) (j 
 		ru.deletionFacts(&f, w, r)
 	}
 	reload := policy.Reload(f) && !held
-	return judgement{change: policy.Change{Ref: r, Value: want.Value, Force: force}, keys: keys, reload: reload, vouched: vouched,
+	return judgement{change: policy.Change{Ref: r, Value: want.Value, Force: force, Ran: ranByState(f, byState, keys, want)}, keys: keys, reload: reload, vouched: vouched,
 		behind: f.Exists && f.Marker != policy.Current, untouched: !f.Exists && f.Marker == policy.NoMarker && !reload, byState: byState,
 		staleHold: staleHold, held: held}, true
+}
+
+// ranByState is the content the pods of a workload without a marker run by the state, for a
+// rollback to put back (TestARevertAfterAFirstReloadWasRolledBackRestartsNothing): "" when the
+// state decides nothing, or for keys, whose contents it keeps apart.
+func ranByState(f policy.Facts, byState bool, keys []string, want policy.Content) string {
+	if !byState || keys != nil || !f.State.Known || f.State.Deleted || f.State.Hash == "" || want.Match(f.State.Hash) != policy.Differs {
+		return ""
+	}
+	return f.State.Hash
 }
 
 // running is what the pods of w's last restart run of config r where their marker may say

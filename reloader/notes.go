@@ -28,6 +28,9 @@ func (n *notes) stripped(k *workloadKind, old, obj any) {
 	if !ok || !ok2 || nv.target.RestartAt {
 		return // a Rollout's restartAt markers live on its metadata: dropping them restarts nothing
 	}
+	// A rollback of ours puts back pods from before its reload, which did not take the content
+	// its marker said: what they run was noted before it was sent (tracker.finish).
+	rollback := rolledBackBy(ov.meta.GetAnnotations(), nv.meta.GetAnnotations())
 	for _, r := range n.rule.reloadsOn(nv) {
 		rec, want, keys, ok := n.rule.wantedExisting(nv, r)
 		if !ok {
@@ -38,12 +41,22 @@ func (n *notes) stripped(k *workloadKind, old, obj any) {
 		switch {
 		case after != policy.NoMarker:
 			n.strips.forget(nv.key, r)
+		case rollback:
 		case before == policy.Current && writtenBefore(rec.ResourceVersion, nv.meta.GetResourceVersion()):
 			n.strip(nv.key, r, rec, want.Value, keys)
 		case before != policy.NoMarker:
 			n.strips.forget(nv.key, r) // stripped while behind: the state decides
 		}
 	}
+}
+
+// rolledBackBy reports whether a change of a workload's annotations from before to after is a
+// rollback of ours: it records the rollback and drops what the reload replaced, in one patch.
+func rolledBackBy(before, after map[string]string) bool {
+	_, had := before[policy.RestoreAnnotation]
+	_, has := after[policy.RestoreAnnotation]
+	h := policy.ParseHistory(after[policy.HistoryAnnotation])
+	return had && !has && len(h) > 0 && h[0].RolledBack
 }
 
 // created remembers, for a workload just created while the reloader runs, that it runs the

@@ -43,6 +43,9 @@ type stripped struct {
 	// still decides here; the state's entry says another content, for a later process
 	// (watch).
 	watched bool
+	// putBack: the pods a rollback put back run value; they started before it, so a later change
+	// of the config is not in them, as it would not be under a marker (ranBefore).
+	putBack bool
 }
 
 // otherContent is a strip's value for a workload known to run another content than the
@@ -162,6 +165,21 @@ func (s *strips) unwatch(w key, r policy.ConfigRef) {
 func (s *strips) putBack(w key, runs map[policy.ConfigRef]stripped) {
 	for r, run := range runs {
 		s.remember(w, r, run.value, run.keys)
+	}
+}
+
+// ranBefore notes, for a rollback of w about to be sent, what the pods it puts back run of each
+// config its restored template carries no marker of, as the reload recorded it
+// (policy.Restore.Ran): the state may already say the content the rollback undid. undo forgets
+// them, for a rollback that was not sent.
+func (s *strips) ranBefore(w key, ran map[string]string) (undo func()) {
+	for ref, v := range ran {
+		s.put(w, policy.RestoreRef(ref), stripped{value: v, known: true, putBack: true}, v)
+	}
+	return func() {
+		for ref := range ran {
+			s.forget(w, policy.RestoreRef(ref))
+		}
 	}
 }
 
@@ -304,7 +322,7 @@ func (s *strips) configChanged(c key, same func(keys []string) bool) {
 	r := policy.ConfigRef{Kind: c.kind, Name: c.name}
 	for w, refs := range s.m {
 		e, ok := refs[r]
-		if !ok || w.namespace != c.namespace || e.watched || e.known && e.keys != nil && same != nil && same(e.keys) {
+		if !ok || w.namespace != c.namespace || e.watched || e.putBack || e.known && e.keys != nil && same != nil && same(e.keys) {
 			continue
 		}
 		refs[r] = stripped{}

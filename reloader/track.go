@@ -293,7 +293,7 @@ func (t *tracker) finish(ctx context.Context, w workloadView, f policy.Follow, e
 	// 1795711302120981478@4 rolled back a reload on top of another actor's change).
 	ops := []policy.JSONOp{policy.HistoryTest(ann[policy.HistoryAnnotation]),
 		{Op: "test", Path: "/metadata/generation", Value: w.meta.GetGeneration()}}
-	rollback := false
+	rollback, ran := false, map[string]string(nil)
 	if (outcome == policy.OutcomeFailed || outcome == policy.OutcomeTimedOut) && f.Rollback {
 		restore, ok, err := t.holdAndRestore(ctx, w)
 		if err != nil {
@@ -302,6 +302,7 @@ func (t *tracker) finish(ctx context.Context, w workloadView, f policy.Follow, e
 		if ok {
 			ops = append(ops, restore.Ops(w.tmpl)...)
 			history[0].RolledBack, rollback = true, true
+			ran = restore.Ran
 		}
 	}
 	text := policy.FormatHistory(history)
@@ -320,6 +321,9 @@ func (t *tracker) finish(ctx context.Context, w workloadView, f policy.Follow, e
 	if err != nil {
 		for r := range putBack {
 			t.strips.forget(w.key, r) // nothing was put back
+		}
+		for ref := range ran {
+			t.strips.forget(w.key, policy.RestoreRef(ref))
 		}
 		undoAwaits()
 	}
@@ -397,7 +401,9 @@ func (t *tracker) holdAndRestore(ctx context.Context, w workloadView) (policy.Re
 	for ref, v := range restore.Applied {
 		t.store.SetValue(t.names.hold(w.key, policy.RestoreRef(ref)), heldAs(v))
 	}
+	undo := t.strips.ranBefore(w.key, restore.Ran)
 	if err := t.store.Flush(ctx); err != nil {
+		undo()
 		return policy.Restore{}, false, fmt.Errorf("record the hold of %s before rolling it back: %w", w.key, err)
 	}
 	return restore, true, nil

@@ -1279,3 +1279,38 @@ func reloadForOther(t *testing.T, ns string) {
 		return len(webHistory(t, ns)) > before, nil
 	})
 }
+
+// A workload's first reload fails and is rolled back to its template without a marker: its
+// pods run the content from before. A revert to that content restarts nothing; the broken
+// content applied again afterwards reloads it (positive control).
+func TestARevertAfterAFirstReloadWasRolledBackRestartsNothing(t *testing.T) {
+	for _, restart := range []bool{false, true} {
+		t.Run(map[bool]string{false: "same process", true: "a reloader started since"}[restart], func(t *testing.T) {
+			t.Parallel()
+			revertAfterFirstRollback(t, restart)
+		})
+	}
+}
+
+// revertAfterFirstRollback runs TestARevertAfterAFirstReloadWasRolledBackRestartsNothing; restart:
+// the reloader is replaced between the rollback and the revert, and knows only the state.
+func revertAfterFirstRollback(t *testing.T, restart bool) {
+	ns := cluster.NewNamespace(t)
+	followedDeployment(t, ns, map[string]string{"configmap.reloader.stakater.com/reload": "app", policy.RollbackAnnotation: "true"})
+	r := startController(t, ns, controllerOpts{})
+	rollbackScenario(t, ns, func() {})
+	wantHeld(t, ns)
+	if restart {
+		settle(t)
+		r.stop(t)
+		startController(t, ns, controllerOpts{})
+		settle(t)
+	}
+	gen := getDeployment(t, ns, "web").Generation
+	updateConfigMap(t, ns, "app", goodConfig) // what web's pods run since the rollback
+	waitHoldLifted(t, ns, "the revert")
+	wantReloads(t, ns, "web", gen, 0)
+
+	updateConfigMap(t, ns, "app", brokenConfig)
+	waitEnv(t, ns, "web", appVar, hashOfData(brokenConfig))
+}
