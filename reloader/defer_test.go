@@ -774,3 +774,71 @@ func TestAMalformedScheduleOrSafeReloadAnnotationIsReportedWhenApplied(t *testin
 		t.Fatalf("%d ReloadScheduleInvalid warnings after the change, want 1: %v", n, eventMessages(t, ns, "web"))
 	}
 }
+
+// stakater's pause period on a Deployment: the first change pauses it (spec.paused and
+// paused-at) and is patched into its template at once; a later change joins the same pause;
+// when the period ends the Deployment is resumed, and that is its one rollout. The pause
+// survives a restart of the reloader (its start is on the Deployment). One paused by someone
+// else is reloaded into and left paused.
+func TestAPausePeriodPausesADeploymentAndItsEndRollsOutEveryChangeOnce(t *testing.T) {
+	t.Parallel()
+	ns := cluster.NewNamespace(t)
+	const pausedAt = "deployment.reloader.stakater.com/paused-at"
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	pause := withAnnotations(named("configmap", "app-config"), map[string]string{"deployment.reloader.stakater.com/pause-period": "6s"})
+	createDeployment(t, ns, "web", 0, pause, nil)
+	createDeploymentFrom(t, ns, "manual", func(d *appsv1.Deployment) { d.Annotations, d.Spec.Paused = pause, true })
+	first := startController(t, ns, controllerOpts{period: 100 * time.Millisecond})
+	settle(t)
+
+	hash1 := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+	start := time.Now()
+	waitEnv(t, ns, "web", cmVar, hash1)
+	if d := getDeployment(t, ns, "web"); !d.Spec.Paused || d.Annotations[pausedAt] == "" {
+		t.Fatalf("web reloaded without its pause: paused %t, paused-at %q", d.Spec.Paused, d.Annotations[pausedAt])
+	}
+	first.stop(t)
+	hash2 := updateConfigMap(t, ns, "app-config", map[string]string{"v": "2"})
+	startController(t, ns, controllerOpts{period: 100 * time.Millisecond})
+	waitEnv(t, ns, "web", cmVar, hash2) // joins the pause
+	if d := getDeployment(t, ns, "web"); !d.Spec.Paused || time.Since(start) > 5*time.Second {
+		t.Fatalf("the second change did not join the pause: paused %t, %s after the first", d.Spec.Paused, time.Since(start))
+	}
+	waitFor(t, 15*time.Second, "web resumed", func() (bool, error) {
+		d := getDeployment(t, ns, "web")
+		return !d.Spec.Paused && d.Annotations[pausedAt] == "", nil
+	})
+	if gap := time.Since(start); gap < 5*time.Second {
+		t.Fatalf("resumed %s after the first change, inside the 6 s pause", gap)
+	}
+	waitEnv(t, ns, "manual", cmVar, hash2)
+	if d := getDeployment(t, ns, "manual"); !d.Spec.Paused || d.Annotations[pausedAt] != "" {
+		t.Fatalf("a Deployment paused by someone else: paused %t, paused-at %q; want left paused, no pause of ours", d.Spec.Paused, d.Annotations[pausedAt])
+	}
+}
+
+// A followed reload patched into a paused Deployment is not timed out while the pause holds its
+// rollout back: it succeeds once the pause ends (a 2 s timeout, a 5 s pause).
+func TestAReloadHeldByAPauseIsNotTimedOutBeforeItRollsOut(t *testing.T) {
+	t.Parallel()
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	createDeployment(t, ns, "web", 0, withAnnotations(named("configmap", "app-config"),
+		map[string]string{"deployment.reloader.stakater.com/pause-period": "5s"}), nil)
+	startController(t, ns, controllerOpts{period: 100 * time.Millisecond, tweak: func(o *reloader.Options) {
+		o.Follow = policy.Follow{Track: true, Rollback: true, Timeout: 2 * time.Second}
+	}})
+	settle(t)
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+	waitEnv(t, ns, "web", cmVar, hash)
+	waitFor(t, 20*time.Second, "the reload's outcome", func() (bool, error) {
+		e, ok := newestEntry(t, ns)
+		return ok && e.Outcome != policy.OutcomeProgressing, nil
+	})
+	if e, _ := newestEntry(t, ns); e.Outcome != policy.OutcomeSucceeded {
+		t.Fatalf("outcome %q, want %q: the pause held the rollout, not a fault", e.Outcome, policy.OutcomeSucceeded)
+	}
+	if v, _ := env(getDeployment(t, ns, "web"), "app", cmVar); v != hash {
+		t.Fatalf("marker %q after the outcome, want %q (rolled back?)", v, hash)
+	}
+}
