@@ -82,7 +82,11 @@ type workloadLife struct {
 	createdAt time.Time
 	deletedAt time.Time              // zero while it lives
 	modes     []modeEvent            // annotation modes, oldest first
-	tmpl      corev1.PodTemplateSpec // the last template seen
+	tmpl      corev1.PodTemplateSpec // the template its pods run: the last one rolled out
+	// seenTmpl is the last template seen, and paused its spec.paused (a Deployment's): a paused
+	// Deployment's template changes roll out only when it is resumed, and that is its restart.
+	seenTmpl corev1.PodTemplateSpec
+	paused   bool
 	restarts  []int64                // resourceVersions at which its template changed
 	// touched: for each of restarts, the configs whose reloader marker it set, changed or
 	// removed: the configs the restart was for.
@@ -378,7 +382,13 @@ func (r *recorder) behind(kind string, u *unstructured.Unstructured) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	w := r.workloads[u.GetUID()]
-	return w != nil && !equality.Semantic.DeepEqual(w.tmpl, o.tmpl)
+	return w != nil && (!equality.Semantic.DeepEqual(w.seenTmpl, o.tmpl) || w.paused != pausedOf(kind, u))
+}
+
+// pausedOf reports a Deployment's spec.paused.
+func pausedOf(kind string, u *unstructured.Unstructured) bool {
+	paused, _, _ := unstructured.NestedBool(u.Object, "spec", "paused")
+	return kind == kindDeployment && paused
 }
 
 // seen records a workload's new template, and a Job's creation: a CronJob's run, or a Job
@@ -405,10 +415,13 @@ func (r *recorder) seen(kind string, u *unstructured.Unstructured, watched bool)
 	}
 	gen, prev := u.GetGeneration(), w.watchGen
 	w.watchGen = gen
-	if equality.Semantic.DeepEqual(w.tmpl, o.tmpl) {
-		if watched && prev > 0 && gen == prev+1 {
-			w.sameTmpl = append(w.sameTmpl, genMove{rvOf(u), gen})
-		}
+	if equality.Semantic.DeepEqual(w.seenTmpl, o.tmpl) && watched && prev > 0 && gen == prev+1 {
+		w.sameTmpl = append(w.sameTmpl, genMove{rvOf(u), gen})
+	}
+	w.seenTmpl = *o.tmpl.DeepCopy()
+	// A paused Deployment restarts nothing until it is resumed, and its resume rolls out the
+	// template as it is then: the pods read their configs at the resume.
+	if w.paused = pausedOf(kind, u); w.paused || equality.Semantic.DeepEqual(w.tmpl, o.tmpl) {
 		return
 	}
 	r.restarted(w, o, rvOf(u))
