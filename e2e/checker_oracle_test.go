@@ -87,7 +87,7 @@ type workloadLife struct {
 	// Deployment's template changes roll out only when it is resumed, and that is its restart.
 	seenTmpl corev1.PodTemplateSpec
 	paused   bool
-	restarts  []int64                // resourceVersions at which its template changed
+	restarts []int64 // resourceVersions at which its template changed
 	// touched: for each of restarts, the configs whose reloader marker it set, changed or
 	// removed: the configs the restart was for.
 	touched   []map[string]bool
