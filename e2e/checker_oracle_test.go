@@ -87,6 +87,10 @@ type workloadLife struct {
 	// Deployment's template changes roll out only when it is resumed, and that is its restart.
 	seenTmpl corev1.PodTemplateSpec
 	paused   bool
+	// pausedAt is when the watch saw it paused; resumes are its restarts that were resumes, with
+	// when the pause began, for gated to hold to the pause period.
+	pausedAt time.Time
+	resumes  []resume
 	restarts []int64 // resourceVersions at which its template changed
 	// touched: for each of restarts, the configs whose reloader marker it set, changed or
 	// removed: the configs the restart was for.
@@ -421,10 +425,23 @@ func (r *recorder) seen(kind string, u *unstructured.Unstructured, watched bool)
 	w.seenTmpl = *o.tmpl.DeepCopy()
 	// A paused Deployment restarts nothing until it is resumed, and its resume rolls out the
 	// template as it is then: the pods read their configs at the resume.
-	if w.paused = pausedOf(kind, u); w.paused || equality.Semantic.DeepEqual(w.tmpl, o.tmpl) {
+	wasPaused := w.paused
+	if w.paused = pausedOf(kind, u); w.paused && !wasPaused {
+		w.pausedAt = time.Now()
+	}
+	if w.paused || equality.Semantic.DeepEqual(w.tmpl, o.tmpl) {
 		return
 	}
 	r.restarted(w, o, rvOf(u))
+	if wasPaused {
+		w.resumes = append(w.resumes, resume{restart: len(w.restarts) - 1, pausedAt: w.pausedAt})
+	}
+}
+
+// resume is a restart of a paused Deployment at its resume, and when its pause began.
+type resume struct {
+	restart  int
+	pausedAt time.Time
 }
 
 // restarted records a reload of w that gave it o's template. The caller holds r.mu.
@@ -1102,6 +1119,14 @@ func (r *recorder) gated(w *workloadLife) []violation {
 		if g, ok := w.gateSince(prev.Add(-raceMargin), at); ok && g.minInterval() > 0 && at.Sub(prev) < g.minInterval()-500*time.Millisecond {
 			out = append(out, violation(fmt.Sprintf("gated: %s %s reloaded at rv %d and %d, %s apart, under %s",
 				w.kind, w.name, w.restarts[i-1], rv, at.Sub(prev).Round(time.Millisecond), g)))
+		}
+	}
+	for _, rs := range w.resumes {
+		at := w.restartAt[rs.restart]
+		g, ok := w.gateSince(rs.pausedAt.Add(-raceMargin), at)
+		if d, err := time.ParseDuration(g.Value); ok && g.Kind == "pause" && err == nil && at.Sub(rs.pausedAt) < d-500*time.Millisecond {
+			out = append(out, violation(fmt.Sprintf("gated: %s %s resumed at rv %d, %s after its pause began, under %s",
+				w.kind, w.name, w.restarts[rs.restart], at.Sub(rs.pausedAt).Round(time.Millisecond), g)))
 		}
 	}
 	for i := range paired.rollback {
