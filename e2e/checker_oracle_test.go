@@ -1121,6 +1121,20 @@ func (r *recorder) gated(w *workloadLife) []violation {
 				w.kind, w.name, w.restarts[i-1], rv, at.Sub(prev).Round(time.Millisecond), g)))
 		}
 	}
+	resumed := map[int]bool{}
+	for _, rs := range w.resumes {
+		resumed[rs.restart] = true
+	}
+	for i, rv := range w.restarts {
+		if w.kind != kindDeployment || r.own[rv] || paired.rollback[i] || resumed[i] {
+			continue
+		}
+		at := w.restartAt[i]
+		if g, ok := w.gateSince(at.Add(-raceMargin), at); ok && g.pausePeriod() > 0 {
+			out = append(out, violation(fmt.Sprintf("gated: %s %s reloaded at rv %d without a pause, under %s",
+				w.kind, w.name, rv, g)))
+		}
+	}
 	for _, rs := range w.resumes {
 		at := w.restartAt[rs.restart]
 		g, ok := w.gateSince(rs.pausedAt.Add(-raceMargin), at)
