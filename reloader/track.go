@@ -116,6 +116,11 @@ func (t *tracker) ops(ctx context.Context, w workloadView, changes []policy.Chan
 	text := policy.FormatHistory(history)
 	set := map[string]*string{policy.HistoryAnnotation: &text, policy.RestoreAnnotation: nil}
 	if r, ok := w.target.RestoreOf(w.tmpl, changes); ok && follow && f.Rollback {
+		if w.kind.paused != nil && w.kind.paused(w.obj) {
+			if earlier, err := policy.ParseRestore(ann[policy.RestoreAnnotation]); err == nil {
+				r = r.Since(earlier) // nothing of the reload before rolled out
+			}
+		}
 		v := r.Encode()
 		set[policy.RestoreAnnotation] = &v
 	}
