@@ -647,7 +647,7 @@ func (w *world) createWorkload(a action) error {
 	w.rec.mu.Lock()
 	defer w.rec.mu.Unlock()
 	w.rec.workloads[out.GetUID()] = &workloadLife{name: a.Target, kind: kind, uid: out.GetUID(), refs: a.Refs, createdRV: rvOf(out), createdAt: at,
-		modes: []modeEvent{{at: at, mode: a.Mode}}, tmpl: o.tmpl, marks0: markers(&o.tmpl), generation: out.GetGeneration(), watchGen: out.GetGeneration(), lagged: lagged,
+		modes: []modeEvent{{at: at, mode: a.Mode}}, tmpl: o.tmpl, seenTmpl: o.tmpl, marks0: markers(&o.tmpl), generation: out.GetGeneration(), watchGen: out.GetGeneration(), lagged: lagged,
 		onTemplate: a.OnTemplate, gates: []gateEvent{{at: at, gate: a.Gate}}}
 	return nil
 }

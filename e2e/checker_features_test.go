@@ -195,6 +195,18 @@ func (g gateSpec) minInterval() time.Duration {
 	return d
 }
 
+// pausePeriod is a pause gate's period (0: another gate, or a value that is no period).
+func (g gateSpec) pausePeriod() time.Duration {
+	if g.Kind != "pause" {
+		return 0
+	}
+	d, err := time.ParseDuration(g.Value)
+	if err != nil || d < 0 {
+		return 0
+	}
+	return d
+}
+
 func isDuration(s string) bool {
 	d, err := time.ParseDuration(s)
 	return err == nil && d >= 0

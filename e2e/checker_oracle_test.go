@@ -82,8 +82,16 @@ type workloadLife struct {
 	createdAt time.Time
 	deletedAt time.Time              // zero while it lives
 	modes     []modeEvent            // annotation modes, oldest first
-	tmpl      corev1.PodTemplateSpec // the last template seen
-	restarts  []int64                // resourceVersions at which its template changed
+	tmpl      corev1.PodTemplateSpec // the template its pods run: the last one rolled out
+	// seenTmpl is the last template seen, and paused its spec.paused (a Deployment's): a paused
+	// Deployment's template changes roll out only when it is resumed, and that is its restart.
+	seenTmpl corev1.PodTemplateSpec
+	paused   bool
+	// pausedAt is when the watch saw it paused; resumes are its restarts that were resumes, with
+	// when the pause began, for gated to hold to the pause period.
+	pausedAt time.Time
+	resumes  []resume
+	restarts []int64 // resourceVersions at which its template changed
 	// touched: for each of restarts, the configs whose reloader marker it set, changed or
 	// removed: the configs the restart was for.
 	touched   []map[string]bool
@@ -378,7 +386,13 @@ func (r *recorder) behind(kind string, u *unstructured.Unstructured) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	w := r.workloads[u.GetUID()]
-	return w != nil && !equality.Semantic.DeepEqual(w.tmpl, o.tmpl)
+	return w != nil && (!equality.Semantic.DeepEqual(w.seenTmpl, o.tmpl) || w.paused != pausedOf(kind, u))
+}
+
+// pausedOf reports a Deployment's spec.paused.
+func pausedOf(kind string, u *unstructured.Unstructured) bool {
+	paused, _, _ := unstructured.NestedBool(u.Object, "spec", "paused")
+	return kind == kindDeployment && paused
 }
 
 // seen records a workload's new template, and a Job's creation: a CronJob's run, or a Job
@@ -405,13 +419,29 @@ func (r *recorder) seen(kind string, u *unstructured.Unstructured, watched bool)
 	}
 	gen, prev := u.GetGeneration(), w.watchGen
 	w.watchGen = gen
-	if equality.Semantic.DeepEqual(w.tmpl, o.tmpl) {
-		if watched && prev > 0 && gen == prev+1 {
-			w.sameTmpl = append(w.sameTmpl, genMove{rvOf(u), gen})
-		}
+	if equality.Semantic.DeepEqual(w.seenTmpl, o.tmpl) && watched && prev > 0 && gen == prev+1 {
+		w.sameTmpl = append(w.sameTmpl, genMove{rvOf(u), gen})
+	}
+	w.seenTmpl = *o.tmpl.DeepCopy()
+	// A paused Deployment restarts nothing until it is resumed, and its resume rolls out the
+	// template as it is then: the pods read their configs at the resume.
+	wasPaused := w.paused
+	if w.paused = pausedOf(kind, u); w.paused && !wasPaused {
+		w.pausedAt = time.Now()
+	}
+	if w.paused || equality.Semantic.DeepEqual(w.tmpl, o.tmpl) {
 		return
 	}
 	r.restarted(w, o, rvOf(u))
+	if wasPaused {
+		w.resumes = append(w.resumes, resume{restart: len(w.restarts) - 1, pausedAt: w.pausedAt})
+	}
+}
+
+// resume is a restart of a paused Deployment at its resume, and when its pause began.
+type resume struct {
+	restart  int
+	pausedAt time.Time
 }
 
 // restarted records a reload of w that gave it o's template. The caller holds r.mu.
@@ -1089,6 +1119,28 @@ func (r *recorder) gated(w *workloadLife) []violation {
 		if g, ok := w.gateSince(prev.Add(-raceMargin), at); ok && g.minInterval() > 0 && at.Sub(prev) < g.minInterval()-500*time.Millisecond {
 			out = append(out, violation(fmt.Sprintf("gated: %s %s reloaded at rv %d and %d, %s apart, under %s",
 				w.kind, w.name, w.restarts[i-1], rv, at.Sub(prev).Round(time.Millisecond), g)))
+		}
+	}
+	resumed := map[int]bool{}
+	for _, rs := range w.resumes {
+		resumed[rs.restart] = true
+	}
+	for i, rv := range w.restarts {
+		if w.kind != kindDeployment || r.own[rv] || paired.rollback[i] || resumed[i] {
+			continue
+		}
+		at := w.restartAt[i]
+		if g, ok := w.gateSince(at.Add(-raceMargin), at); ok && g.pausePeriod() > 0 {
+			out = append(out, violation(fmt.Sprintf("gated: %s %s reloaded at rv %d without a pause, under %s",
+				w.kind, w.name, rv, g)))
+		}
+	}
+	for _, rs := range w.resumes {
+		at := w.restartAt[rs.restart]
+		g, ok := w.gateSince(rs.pausedAt.Add(-raceMargin), at)
+		if d, err := time.ParseDuration(g.Value); ok && g.Kind == "pause" && err == nil && at.Sub(rs.pausedAt) < d-500*time.Millisecond {
+			out = append(out, violation(fmt.Sprintf("gated: %s %s resumed at rv %d, %s after its pause began, under %s",
+				w.kind, w.name, w.restarts[rs.restart], at.Sub(rs.pausedAt).Round(time.Millisecond), g)))
 		}
 	}
 	for i := range paired.rollback {

@@ -33,6 +33,10 @@ type Gate struct {
 	LastReload  time.Time // zero: never, as far as the workload says
 	PausePeriod time.Duration
 	PausedAt    time.Time // zero: no pause running
+	// Pausable: the workload's kind pauses its rollouts (a Deployment's spec.paused), so a pause
+	// period is stakater's: the reload is patched in at once and rolls out when the pause ends.
+	// Paused is its spec.paused.
+	Pausable, Paused bool
 	// Problems are annotation values that do not parse; while there are any, reloads are held.
 	Problems []string
 }
@@ -116,6 +120,12 @@ const (
 	Hold
 	// StartPause: record the start of the pause period on the workload and hold until Until.
 	StartPause
+	// PauseAndReload: pause the workload's rollouts (spec.paused and the pause's start) in the
+	// reload's own patch; the rollout waits for the resume at Until.
+	PauseAndReload
+	// ReloadPaused: patch the reload into a workload the pause period keeps paused; the rollout
+	// waits for the resume at Until.
+	ReloadPaused
 )
 
 // Reasons a reload is held, as metric label values.
@@ -145,7 +155,12 @@ func (g Gate) Decide(now time.Time) Verdict {
 	if len(g.Problems) > 0 {
 		return Verdict{Action: Hold, Reason: ReasonInvalid}
 	}
-	if g.PausePeriod > 0 {
+	if g.PausePeriod > 0 && g.Pausable {
+		if v, ok := g.decidePausable(now); ok {
+			return v
+		}
+	}
+	if g.PausePeriod > 0 && !g.Pausable {
 		if g.PausedAt.IsZero() {
 			return Verdict{Action: StartPause, Until: now.Add(g.PausePeriod), Reason: ReasonPause}
 		}
@@ -168,6 +183,28 @@ func (g Gate) Decide(now time.Time) Verdict {
 		return Verdict{Action: Hold, Until: at, Reason: reason}
 	}
 	return Verdict{Action: ReloadNow}
+}
+
+// decidePausable is the pause period of a kind that pauses its rollouts, as stakater Reloader
+// runs it on a Deployment: the first reload pauses the workload and is patched in at once, later
+// ones join it, and the rollout of them all happens when the pause ends (the resume, which the
+// window and the minimum interval gate as any restart). ok is false when the pause has no say:
+// it is over, or the workload was paused by someone else (the reload is patched in, and stays
+// paused, as in stakater). A pause started by an earlier version, which held reloads without
+// pausing the workload, keeps holding them.
+func (g Gate) decidePausable(now time.Time) (Verdict, bool) {
+	end := g.PausedAt.Add(g.PausePeriod)
+	switch {
+	case g.PausedAt.IsZero() && g.Paused:
+		return Verdict{}, false
+	case g.PausedAt.IsZero():
+		return Verdict{Action: PauseAndReload, Until: now.Add(g.PausePeriod), Reason: ReasonPause}, true
+	case !now.Before(end):
+		return Verdict{}, false
+	case g.Paused:
+		return Verdict{Action: ReloadPaused, Until: end, Reason: ReasonPause}, true
+	}
+	return Verdict{Action: Hold, Until: end, Reason: ReasonPause}, true
 }
 
 // PauseExpired reports a pause period that has run out (or whose length is gone): the
@@ -210,6 +247,11 @@ func (a Annotations) EndPauseOps(meta map[string]string) []JSONOp {
 		return nil
 	}
 	return []JSONOp{{Op: "remove", Path: pointer("metadata", "annotations", a.PausedAt)}}
+}
+
+// PauseOps pause a workload's rollouts for a pause period: spec.paused and the pause's start.
+func (a Annotations) PauseOps(meta map[string]string, now time.Time) []JSONOp {
+	return append(a.StartPauseOps(meta, now), JSONOp{Op: "add", Path: "/spec/paused", Value: true})
 }
 
 // StartPauseOps record the start of a pause period, as stakater writes it (RFC 3339).

@@ -200,3 +200,59 @@ func TestAPauseReadBackFromItsAnnotationLastsItsWholePeriod(t *testing.T) {
 		t.Errorf("the pause has not ended %s after it began", time.Second)
 	}
 }
+
+// A kind that pauses its rollouts (a Deployment) runs stakater's pause: the first reload pauses
+// it and is patched in at once, later ones join it, and the resume at the end is the rollout,
+// which the window and the interval gate. A workload paused by someone else, or a pause an
+// earlier version started without pausing the workload, keep their own meaning.
+func TestAPausableWorkloadIsReloadedIntoItsPauseAndRollsOutAtItsEnd(t *testing.T) {
+	a := policy.DefaultAnnotations()
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC) // a Monday
+	since := func(d time.Duration) string { return now.Add(-d).Format(time.RFC3339Nano) }
+	for _, tc := range []struct {
+		name   string
+		meta   map[string]string
+		paused bool
+		want   policy.Action
+		until  time.Time
+		reason string
+	}{
+		{"the first reload pauses it", map[string]string{a.PausePeriod: "30s"}, false,
+			policy.PauseAndReload, now.Add(30 * time.Second), policy.ReasonPause},
+		{"a reload within the pause joins it", map[string]string{a.PausePeriod: "30s", a.PausedAt: since(10 * time.Second)}, true,
+			policy.ReloadPaused, now.Add(20 * time.Second), policy.ReasonPause},
+		{"a closed window does not hold a reload that restarts nothing", map[string]string{a.PausePeriod: "30s", policy.WindowAnnotation: "13:00-14:00"}, false,
+			policy.PauseAndReload, now.Add(30 * time.Second), policy.ReasonPause},
+		{"paused by someone else: reloaded into it, no pause of ours", map[string]string{a.PausePeriod: "30s"}, true,
+			policy.ReloadNow, time.Time{}, ""},
+		{"the pause over: the reload and the resume are one rollout", map[string]string{a.PausePeriod: "30s", a.PausedAt: since(30 * time.Second)}, true,
+			policy.ReloadNow, time.Time{}, ""},
+		{"the pause over, the window closed: the rollout waits for it", map[string]string{a.PausePeriod: "30s", a.PausedAt: since(time.Minute),
+			policy.WindowAnnotation: "13:00-14:00"}, true, policy.Hold, now.Add(time.Hour), policy.ReasonWindow},
+		{"a pause an earlier version started without pausing it holds", map[string]string{a.PausePeriod: "30s", a.PausedAt: since(10 * time.Second)}, false,
+			policy.Hold, now.Add(20 * time.Second), policy.ReasonPause},
+		{"an invalid period holds", map[string]string{a.PausePeriod: "soon"}, false,
+			policy.Hold, time.Time{}, policy.ReasonInvalid},
+		{"no period: as any reload", map[string]string{policy.WindowAnnotation: "13:00-14:00"}, false,
+			policy.Hold, now.Add(time.Hour), policy.ReasonWindow},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := a.GateOf(tc.meta, nil, policy.GateDefaults{})
+			g.Pausable, g.Paused = true, tc.paused
+			v := g.Decide(now)
+			if v.Action != tc.want || !v.Until.Equal(tc.until) || v.Reason != tc.reason {
+				t.Errorf("got %+v, want action %d until %s reason %q", v, tc.want, tc.until, tc.reason)
+			}
+		})
+	}
+}
+
+func TestPauseOpsPauseTheRolloutsAndRecordTheStart(t *testing.T) {
+	a := policy.DefaultAnnotations()
+	now := time.Date(2026, 11, 23, 12, 0, 0, 5, time.UTC)
+	got, _ := json.Marshal(a.PauseOps(map[string]string{"x": "y"}, now))
+	want := `[{"op":"add","path":"/metadata/annotations/deployment.reloader.stakater.com~1paused-at","value":"2026-11-23T12:00:00.000000005Z"},{"op":"add","path":"/spec/paused","value":true}]`
+	if string(got) != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+}

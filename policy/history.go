@@ -252,6 +252,26 @@ func (t Target) RestoreOf(tmpl *corev1.PodTemplateSpec, changes []Change) (Resto
 	return r, true
 }
 
+// Since is r for a reload patched in before the rollout of the one it supersedes, earlier, began
+// (a paused Deployment rolls nothing out): a rollback must put back the template from before
+// both, so a config keeps the value earlier replaced, and the contents both applied are held.
+func (r Restore) Since(earlier Restore) Restore {
+	if earlier.Strategy != r.Strategy {
+		return r
+	}
+	out := Restore{Strategy: r.Strategy, Values: map[string]string{}, Applied: map[string]string{}, Annotations: earlier.Annotations}
+	maps.Copy(out.Values, r.Values)
+	maps.Copy(out.Values, earlier.Values)
+	maps.Copy(out.Applied, earlier.Applied)
+	maps.Copy(out.Applied, r.Applied)
+	if len(r.Ran)+len(earlier.Ran) > 0 {
+		out.Ran = map[string]string{}
+		maps.Copy(out.Ran, r.Ran)
+		maps.Copy(out.Ran, earlier.Ran)
+	}
+	return out
+}
+
 // RestoreRef is the config a key of Restore.Values or Restore.Applied ("<Kind>/<name>") names.
 func RestoreRef(key string) ConfigRef {
 	kind, name, _ := strings.Cut(key, "/")

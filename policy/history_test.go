@@ -101,6 +101,23 @@ func TestRestoreKeepsWhatThePodsRanWithoutAMarker(t *testing.T) {
 	}
 }
 
+func TestARestoreSinceAReloadThatNeverRolledOutPutsBackTheTemplateFromBeforeBoth(t *testing.T) {
+	earlier := Restore{Strategy: StrategyEnvVars, Values: map[string]string{"ConfigMap/a": "", "Secret/s": "s0"},
+		Applied: map[string]string{"ConfigMap/a": "deleted", "Secret/s": "s1"}, Ran: map[string]string{"ConfigMap/a": "a0"}}
+	later := Restore{Strategy: StrategyEnvVars, Values: map[string]string{"ConfigMap/a": "deleted", "ConfigMap/b": "b0"},
+		Applied: map[string]string{"ConfigMap/a": "a2", "ConfigMap/b": "b1"}}
+	got := later.Since(earlier)
+	want := Restore{Strategy: StrategyEnvVars, Values: map[string]string{"ConfigMap/a": "", "ConfigMap/b": "b0", "Secret/s": "s0"},
+		Applied: map[string]string{"ConfigMap/a": "a2", "ConfigMap/b": "b1", "Secret/s": "s1"}, Ran: map[string]string{"ConfigMap/a": "a0"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("since\n got %+v\nwant %+v", got, want)
+	}
+	other := Restore{Strategy: StrategyAnnotations}
+	if got := later.Since(other); !reflect.DeepEqual(got, later) {
+		t.Errorf("a restore of another strategy was merged: %+v", got)
+	}
+}
+
 func TestRestorePutsTheReplacedAnnotationsBack(t *testing.T) {
 	before := &corev1.PodTemplateSpec{}
 	before.Annotations = map[string]string{hashesAnnotation: `{"configmap/app":"old"}`}

@@ -229,41 +229,38 @@ func TestInvalidJSONKeyIsNotRolledOutAndTheNextValidChangeIs(t *testing.T) {
 	}
 }
 
-func TestPausePeriodWithStakatersAnnotationsBatchesChangesIntoOneRollout(t *testing.T) {
+// On a kind that cannot pause its rollouts, the pause period holds reloads and rolls out once at
+// its end, also across a restart of the reloader (its start is on the workload).
+func TestPausePeriodOnAStatefulSetBatchesChangesIntoOneRolloutAcrossARestart(t *testing.T) {
 	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
 	pause := map[string]string{"deployment.reloader.stakater.com/pause-period": "6s"}
-	createDeployment(t, ns, "web", 0, withAnnotations(named("configmap", "app-config"), pause), nil)
 	createStatefulSetNamed(t, ns, "db", withAnnotations(named("configmap", "app-config"), pause))
 	first := startController(t, ns, controllerOpts{period: 100 * time.Millisecond})
 	settle(t)
-	changes, dbBefore := templateChanges(t, ns, "web"), getStatefulSet(t, ns, "db").Generation
+	dbBefore := getStatefulSet(t, ns, "db").Generation
 
 	updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
 	start := time.Now()
 	waitFor(t, 5*time.Second, "paused-at written", func() (bool, error) {
-		return getDeployment(t, ns, "web").Annotations["deployment.reloader.stakater.com/paused-at"] != "" &&
-			getStatefulSet(t, ns, "db").Annotations["deployment.reloader.stakater.com/paused-at"] != "", nil
+		return getStatefulSet(t, ns, "db").Annotations["deployment.reloader.stakater.com/paused-at"] != "", nil
 	})
 	first.stop(t) // the pause survives a restart: its start is on the workload
 	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "2"})
 	startController(t, ns, controllerOpts{period: 100 * time.Millisecond})
-	waitEnv(t, ns, "web", cmVar, hash)
-	if gap := time.Since(start); gap < 5*time.Second {
-		t.Fatalf("rolled out %s after the change, inside the 6 s pause", gap)
-	}
-	waitFor(t, 10*time.Second, "StatefulSet reloaded", func() (bool, error) {
+	waitFor(t, 15*time.Second, "StatefulSet reloaded", func() (bool, error) {
 		v, _ := envOf(getStatefulSet(t, ns, "db").Spec.Template, cmVar)
 		return v == hash, nil
 	})
-	if n := changes(); n != 1 {
-		t.Fatalf("template changed %d times, want 1", n)
+	if gap := time.Since(start); gap < 5*time.Second {
+		t.Fatalf("rolled out %s after the change, inside the 6 s pause", gap)
 	}
-	if d := getDeployment(t, ns, "web"); d.Annotations["deployment.reloader.stakater.com/paused-at"] != "" {
-		t.Fatalf("paused-at left behind: %v", d.Annotations)
+	s := getStatefulSet(t, ns, "db")
+	if s.Annotations["deployment.reloader.stakater.com/paused-at"] != "" {
+		t.Fatalf("paused-at left behind: %v", s.Annotations)
 	}
-	if got := getStatefulSet(t, ns, "db").Generation - dbBefore; got != 1 {
+	if got := s.Generation - dbBefore; got != 1 {
 		t.Fatalf("StatefulSet template changed %d times, want 1", got)
 	}
 }
@@ -448,13 +445,14 @@ func reloadsOnceWhenTheWindowOpens(t *testing.T, clock *clocktest.Clock, ns, has
 	}
 }
 
-func TestPausePeriodHoldsEveryKindThenRollsOutOnce(t *testing.T) {
+// The kinds that cannot pause their rollouts hold reloads for the pause period, then roll out
+// once (a Deployment is paused instead: TestAPausePeriodPausesADeploymentAndItsEndRollsOutEveryChangeOnce).
+func TestPausePeriodHoldsEveryKindButDeploymentsThenRollsOutOnce(t *testing.T) {
 	t.Parallel()
 	ensureCRDs(t)
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
 	ann := withAnnotations(named("configmap", "app-config"), map[string]string{"deployment.reloader.stakater.com/pause-period": "5s"})
-	createDeployment(t, ns, "deploy", 0, ann, nil)
 	createStatefulSetNamed(t, ns, "sts", ann)
 	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "ds", Annotations: ann},
 		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "ds"}}, Template: podTemplate("ds")}}
@@ -469,7 +467,6 @@ func TestPausePeriodHoldsEveryKindThenRollsOutOnce(t *testing.T) {
 		gvr  schema.GroupVersionResource
 		name string
 	}{
-		{appsv1.SchemeGroupVersion.WithResource("deployments"), "deploy"},
 		{appsv1.SchemeGroupVersion.WithResource("statefulsets"), "sts"},
 		{appsv1.SchemeGroupVersion.WithResource("daemonsets"), "ds"},
 		{rolloutsGVR, "rollout"},
@@ -636,42 +633,46 @@ func TestEmptyIntervalOrPauseOnAStatefulSetHoldsTheReloadUntilRemovedThenReloads
 	}
 }
 
-// TestPodsAnotherActorRestartedDuringAPauseAreReloadedWhenTheConfigReturns: a change waits out a
-// pause-period; meanwhile another actor changes the image, so the new pods read that change
-// although the marker says the content before; the config then returns to the marker's
-// content. When the pause ends, the workload is reloaded once (a restarted-at annotation, the
-// marker already holding the content), as its pods run the content that was left.
-func TestPodsAnotherActorRestartedDuringAPauseAreReloadedWhenTheConfigReturns(t *testing.T) {
+// A change waits out a Deployment's pause (patched in, the Deployment paused); meanwhile another
+// actor changes the image, which restarts nothing while it is paused, and the config returns to
+// the content before. The resume rolls out the template as it is then: its pods read the
+// returned content, which its marker says, and nothing restarts them again.
+func TestAnotherActorsChangeDuringADeploymentsPauseRollsOutWithItsResume(t *testing.T) {
 	t.Parallel()
 	ns := cluster.NewNamespace(t)
+	const pausedAt = "deployment.reloader.stakater.com/paused-at"
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
 	pause := map[string]string{"deployment.reloader.stakater.com/pause-period": "4s"}
 	createDeployment(t, ns, "web", 0, withAnnotations(named("configmap", "app-config"), pause), nil)
 	startController(t, ns, controllerOpts{})
 	settle(t)
 	first := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
-	waitEnv(t, ns, "web", cmVar, first) // a marker, after the first pause
+	waitEnv(t, ns, "web", cmVar, first)
 	waitFor(t, 10*time.Second, "the first pause over", func() (bool, error) {
-		return getDeployment(t, ns, "web").Annotations["deployment.reloader.stakater.com/paused-at"] == "", nil
+		d := getDeployment(t, ns, "web")
+		return d.Annotations[pausedAt] == "" && !d.Spec.Paused, nil
 	})
 
-	updateConfigMap(t, ns, "app-config", map[string]string{"v": "2"})
-	waitFor(t, 5*time.Second, "the change paused", func() (bool, error) {
-		return getDeployment(t, ns, "web").Annotations["deployment.reloader.stakater.com/paused-at"] != "", nil
-	})
-	updateDeployment(t, ns, "web", func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "web:2" }) // its pods read v=2
+	second := updateConfigMap(t, ns, "app-config", map[string]string{"v": "2"})
+	waitEnv(t, ns, "web", cmVar, second) // patched in, paused
+	updateDeployment(t, ns, "web", func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "web:2" })
 	settle(t)
-	updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
 	changes := templateChanges(t, ns, "web")
-	waitFor(t, 15*time.Second, "web restarted after the pause", func() (bool, error) {
-		return getDeployment(t, ns, "web").Spec.Template.Annotations[policy.RestartedAt] != "", nil
+	updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+	waitFor(t, 15*time.Second, "web resumed", func() (bool, error) {
+		d := getDeployment(t, ns, "web")
+		return d.Annotations[pausedAt] == "" && !d.Spec.Paused, nil
 	})
 	settle(t)
-	if n := changes(); n != 1 {
-		t.Fatalf("template changed %d times after the return, want 1", n)
-	}
-	if v, _ := env(getDeployment(t, ns, "web"), "app", cmVar); v != first {
+	d := getDeployment(t, ns, "web")
+	if v, _ := env(d, "app", cmVar); v != first {
 		t.Fatalf("marker %q, want the content returned to", v)
+	}
+	if at := d.Spec.Template.Annotations[policy.RestartedAt]; at != "" {
+		t.Fatalf("restarted again (restarted-at %s): the resume's pods read the returned content", at)
+	}
+	if n := changes(); n != 1 {
+		t.Fatalf("template changed %d times after the return, want 1 (the return patched in)", n)
 	}
 }
 
@@ -772,5 +773,73 @@ func TestAMalformedScheduleOrSafeReloadAnnotationIsReportedWhenApplied(t *testin
 	}
 	if n := countEvents(t, ns, "web", "ReloadScheduleInvalid"); n != 1 {
 		t.Fatalf("%d ReloadScheduleInvalid warnings after the change, want 1: %v", n, eventMessages(t, ns, "web"))
+	}
+}
+
+// stakater's pause period on a Deployment: the first change pauses it (spec.paused and
+// paused-at) and is patched into its template at once; a later change joins the same pause;
+// when the period ends the Deployment is resumed, and that is its one rollout. The pause
+// survives a restart of the reloader (its start is on the Deployment). One paused by someone
+// else is reloaded into and left paused.
+func TestAPausePeriodPausesADeploymentAndItsEndRollsOutEveryChangeOnce(t *testing.T) {
+	t.Parallel()
+	ns := cluster.NewNamespace(t)
+	const pausedAt = "deployment.reloader.stakater.com/paused-at"
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	pause := withAnnotations(named("configmap", "app-config"), map[string]string{"deployment.reloader.stakater.com/pause-period": "6s"})
+	createDeployment(t, ns, "web", 0, pause, nil)
+	createDeploymentFrom(t, ns, "manual", func(d *appsv1.Deployment) { d.Annotations, d.Spec.Paused = pause, true })
+	first := startController(t, ns, controllerOpts{period: 100 * time.Millisecond})
+	settle(t)
+
+	hash1 := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+	start := time.Now()
+	waitEnv(t, ns, "web", cmVar, hash1)
+	if d := getDeployment(t, ns, "web"); !d.Spec.Paused || d.Annotations[pausedAt] == "" {
+		t.Fatalf("web reloaded without its pause: paused %t, paused-at %q", d.Spec.Paused, d.Annotations[pausedAt])
+	}
+	first.stop(t)
+	hash2 := updateConfigMap(t, ns, "app-config", map[string]string{"v": "2"})
+	startController(t, ns, controllerOpts{period: 100 * time.Millisecond})
+	waitEnv(t, ns, "web", cmVar, hash2) // joins the pause
+	if d := getDeployment(t, ns, "web"); !d.Spec.Paused || time.Since(start) > 5*time.Second {
+		t.Fatalf("the second change did not join the pause: paused %t, %s after the first", d.Spec.Paused, time.Since(start))
+	}
+	waitFor(t, 15*time.Second, "web resumed", func() (bool, error) {
+		d := getDeployment(t, ns, "web")
+		return !d.Spec.Paused && d.Annotations[pausedAt] == "", nil
+	})
+	if gap := time.Since(start); gap < 5*time.Second {
+		t.Fatalf("resumed %s after the first change, inside the 6 s pause", gap)
+	}
+	waitEnv(t, ns, "manual", cmVar, hash2)
+	if d := getDeployment(t, ns, "manual"); !d.Spec.Paused || d.Annotations[pausedAt] != "" {
+		t.Fatalf("a Deployment paused by someone else: paused %t, paused-at %q; want left paused, no pause of ours", d.Spec.Paused, d.Annotations[pausedAt])
+	}
+}
+
+// A followed reload patched into a paused Deployment is not timed out while the pause holds its
+// rollout back: it succeeds once the pause ends (a 2 s timeout, a 5 s pause).
+func TestAReloadHeldByAPauseIsNotTimedOutBeforeItRollsOut(t *testing.T) {
+	t.Parallel()
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	createDeployment(t, ns, "web", 0, withAnnotations(named("configmap", "app-config"),
+		map[string]string{"deployment.reloader.stakater.com/pause-period": "5s"}), nil)
+	startController(t, ns, controllerOpts{period: 100 * time.Millisecond, tweak: func(o *reloader.Options) {
+		o.Follow = policy.Follow{Track: true, Rollback: true, Timeout: 2 * time.Second}
+	}})
+	settle(t)
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+	waitEnv(t, ns, "web", cmVar, hash)
+	waitFor(t, 20*time.Second, "the reload's outcome", func() (bool, error) {
+		e, ok := newestEntry(t, ns)
+		return ok && e.Outcome != policy.OutcomeProgressing, nil
+	})
+	if e, _ := newestEntry(t, ns); e.Outcome != policy.OutcomeSucceeded {
+		t.Fatalf("outcome %q, want %q: the pause held the rollout, not a fault", e.Outcome, policy.OutcomeSucceeded)
+	}
+	if v, _ := env(getDeployment(t, ns, "web"), "app", cmVar); v != hash {
+		t.Fatalf("marker %q after the outcome, want %q (rolled back?)", v, hash)
 	}
 }

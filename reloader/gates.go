@@ -47,27 +47,41 @@ type gates struct {
 	deferrals   *deferrals
 }
 
-// of reads the workload's gate.
+// of reads the workload's gate: its annotations, and whether its kind pauses rollouts.
 func (g *gates) of(w workloadView) policy.Gate {
-	return g.annotations.GateOf(w.meta.GetAnnotations(), w.tmpl.Annotations, g.defaults)
+	gate := g.annotations.GateOf(w.meta.GetAnnotations(), w.tmpl.Annotations, g.defaults)
+	if w.kind.paused != nil {
+		gate.Pausable, gate.Paused = true, w.kind.paused(w.obj)
+	}
+	return gate
 }
 
-// apply applies the gate to a due reload. It returns true when the reload must not happen now:
-// it is then held (or a pause period begins), and err is that of the pause's patch.
-func (g *gates) apply(ctx context.Context, w workloadView, gate policy.Gate, changes []policy.Change) (bool, error) {
+// pauseOf is the pause period that holds back the rollout of a reload patched into w (zero for
+// a kind that does not pause its rollouts).
+func (g *gates) pauseOf(w workloadView) time.Duration {
+	if gate := g.of(w); gate.Pausable {
+		return gate.PausePeriod
+	}
+	return 0
+}
+
+// apply applies the gate to a due reload. It returns held true when the reload must not happen
+// now: it is then held (or a pause period begins), and err is that of the pause's patch. v says
+// what goes with a reload that happens (ops).
+func (g *gates) apply(ctx context.Context, w workloadView, gate policy.Gate, changes []policy.Change) (v policy.Verdict, held bool, err error) {
 	now := g.clock.Now()
-	v := gate.Decide(now)
+	v = gate.Decide(now)
 	switch v.Action {
-	case policy.ReloadNow:
-		return false, nil
+	case policy.ReloadNow, policy.PauseAndReload, policy.ReloadPaused:
+		return v, false, nil
 	case policy.StartPause:
 		ops := append([]policy.JSONOp{rvGuard(w)}, g.annotations.StartPauseOps(w.meta.GetAnnotations(), now)...)
 		if err := writeMeta(ctx, w, ops, "start the pause period of"); err != nil {
-			return true, err
+			return v, true, err
 		}
 	}
 	g.hold(w, changes, gate, v)
-	return true, nil
+	return v, true, nil
 }
 
 // hold records a held reload: its timer, the pending entry in the state, the gauge, and an
@@ -160,13 +174,32 @@ func (g *gates) settle(ctx context.Context, w workloadView) error {
 		return nil
 	}
 	// A paused-at that does not parse ends at once: it holds nothing.
-	gate := g.of(w)
-	if !gate.PausedAt.IsZero() && !gate.PauseExpired(g.clock.Now()) {
+	gate, now := g.of(w), g.clock.Now()
+	if !gate.PausedAt.IsZero() && !gate.PauseExpired(now) {
 		g.deferrals.hold(w.key, gate.PausedAt.Add(gate.PausePeriod), policy.ReasonPause)
 		return nil
 	}
-	ops := append([]policy.JSONOp{rvGuard(w)}, g.annotations.EndPauseOps(w.meta.GetAnnotations())...)
-	return writeMeta(ctx, w, append(ops, g.resumeStakater(w)...), "end the pause period of")
+	resume := g.resumeStakater(w)
+	if len(resume) == 0 {
+		ops := append([]policy.JSONOp{rvGuard(w)}, g.annotations.EndPauseOps(w.meta.GetAnnotations())...)
+		return writeMeta(ctx, w, ops, "end the pause period of")
+	}
+	// The resume rolls out what the pause held: a restart, which the window and the minimum
+	// interval gate, and which the reload's time records.
+	if v := gate.Decide(now); v.Action == policy.Hold {
+		g.deferrals.hold(w.key, v.Until, v.Reason)
+		g.report()
+		return nil
+	}
+	ops := append([]policy.JSONOp{rvGuard(w)}, g.annotations.GateOps(w.meta.GetAnnotations(), gate, now)...)
+	return writeMeta(ctx, w, append(ops, resume...), "resume the rollouts of")
+}
+
+// resumes reports whether w's sync with nothing due resumes its rollouts: a pause of ours on it
+// is over, and the resume restarts its pods on their configs as they are.
+func (g *gates) resumes(w workloadView) bool {
+	gate := g.of(w)
+	return !gate.PausedAt.IsZero() && gate.PauseExpired(g.clock.Now()) && len(g.resumeStakater(w)) > 0
 }
 
 // resumeStakater unpauses a Deployment that stakater paused (spec.paused with the paused-at
@@ -180,12 +213,19 @@ func (g *gates) resumeStakater(w workloadView) []policy.JSONOp {
 	return []policy.JSONOp{{Op: "replace", Path: "/spec/paused", Value: false}}
 }
 
-// ops are the metadata ops that go with a reload. An Argo restart's ops have just created
-// the annotations map if there was none.
-func (g *gates) ops(w workloadView, gate policy.Gate) []policy.JSONOp {
+// ops are the ops that go with a reload the gate let through as v: a pause's start, or the
+// reload's time and the end of a pause. An Argo restart's ops have just created the annotations
+// map if there was none.
+func (g *gates) ops(w workloadView, gate policy.Gate, v policy.Verdict) []policy.JSONOp {
 	meta := w.meta.GetAnnotations()
 	if meta == nil && w.target.RestartAt {
 		meta = map[string]string{}
+	}
+	switch v.Action {
+	case policy.PauseAndReload:
+		return g.annotations.PauseOps(meta, g.clock.Now())
+	case policy.ReloadPaused:
+		return nil // restarts nothing: the resume records the reload's time
 	}
 	return append(g.annotations.GateOps(meta, gate, g.clock.Now()), g.resumeStakater(w)...)
 }

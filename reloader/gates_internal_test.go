@@ -68,7 +68,7 @@ func TestAHeldReloadIsSaidOnceRememberedAndReleased(t *testing.T) {
 
 	gate := f.g.of(w)
 	for range 2 {
-		if held, err := f.g.apply(context.Background(), w, gate, changes); !held || err != nil {
+		if _, held, err := f.g.apply(context.Background(), w, gate, changes); !held || err != nil {
 			t.Fatalf("apply = %v, %v; want held", held, err)
 		}
 	}
@@ -83,7 +83,7 @@ func TestAHeldReloadIsSaidOnceRememberedAndReleased(t *testing.T) {
 	}
 
 	restarted := newGatesFixture(store) // a new process over the same state
-	if held, _ := restarted.g.apply(context.Background(), w, gate, changes); !held {
+	if _, held, _ := restarted.g.apply(context.Background(), w, gate, changes); !held {
 		t.Fatal("not held after a restart")
 	}
 	if ev := restarted.drainEvents(); len(ev) != 0 {
@@ -93,7 +93,7 @@ func TestAHeldReloadIsSaidOnceRememberedAndReleased(t *testing.T) {
 	// after a restart too.
 	later := gatedView(map[string]string{policy.MinIntervalAnnotation: "1h", policy.LastReloadAnnotation: "2026-11-26T11:40:00Z"})
 	for range 2 {
-		if held, _ := restarted.g.apply(context.Background(), later, restarted.g.of(later), changes); !held {
+		if _, held, _ := restarted.g.apply(context.Background(), later, restarted.g.of(later), changes); !held {
 			t.Fatal("not held with a later last reload")
 		}
 	}
@@ -101,7 +101,7 @@ func TestAHeldReloadIsSaidOnceRememberedAndReleased(t *testing.T) {
 		t.Fatalf("events %q, want one ReloadDeferred until 12:40, naming no content", ev)
 	}
 	again := newGatesFixture(store)
-	if held, _ := again.g.apply(context.Background(), later, again.g.of(later), changes); !held || len(again.drainEvents()) != 0 {
+	if _, held, _ := again.g.apply(context.Background(), later, again.g.of(later), changes); !held || len(again.drainEvents()) != 0 {
 		t.Fatal("a second restart said the new deferral again, or did not hold")
 	}
 
@@ -130,7 +130,7 @@ func TestAnUnparsableScheduleHoldsAndWarnsOnce(t *testing.T) {
 	gate := f.g.of(w)
 	for i := range 3 {
 		changes := []policy.Change{{Ref: policy.ConfigRef{Kind: policy.KindConfigMap, Name: "app"}, Value: strings.Repeat(string(rune('a'+i)), 40)}}
-		if held, _ := f.g.apply(context.Background(), w, gate, changes); !held {
+		if _, held, _ := f.g.apply(context.Background(), w, gate, changes); !held {
 			t.Fatalf("change %d not held", i)
 		}
 	}

@@ -187,6 +187,7 @@ func (c *Controller) watchWorkloads(k *workloadKind) error {
 			if o.GetGeneration() != n.GetGeneration() {
 				c.notes.stripped(k, old, obj)
 				c.notes.restartedByOthers(k, old, obj)
+				c.notes.resumed(k, old, obj)
 			}
 			if decisive(c.decisiveAnnotations, o, n) {
 				c.workloadChanged(k, obj, false)

@@ -386,7 +386,7 @@ func (c *Controller) currentMarkers(job *batchv1.Job) (*batchv1.Job, error) {
 	if len(ops) > 0 {
 		ops = ops[1:] // the resourceVersion test: a written-down Job has none
 	}
-	ops = append(ops, c.gates.ops(w, c.gates.of(w))...)
+	ops = append(ops, c.gates.ops(w, c.gates.of(w), policy.Verdict{Action: policy.ReloadNow})...)
 	if len(ops) == 0 {
 		return job, nil
 	}

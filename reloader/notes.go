@@ -97,25 +97,52 @@ func (n *notes) configChanged(k key, rec *configRecord) {
 }
 
 // restartedByOthers notes, for a followable workload whose pod template another actor changed
-// (the markers as they were: neither a reload nor a rollback of ours), what its new pods read:
+// (the markers as they were: neither a reload nor a rollback of ours), what its new pods read
+// (podsRestarted). A paused workload's template change restarts nothing: its resume does
+// (resumed).
+func (n *notes) restartedByOthers(k *workloadKind, old, obj any) {
+	ov, ok := n.rule.view(k, old)
+	nv, ok2 := n.rule.view(k, obj)
+	if !ok || !ok2 || !rolls(obj) || k.paused != nil && k.paused(obj) || wholeTemplateHash(ov.tmpl) == wholeTemplateHash(nv.tmpl) || n.marked(ov, nv) {
+		return
+	}
+	n.podsRestarted(nv)
+}
+
+// resumed notes, for a workload whose rollouts were paused and no longer are (a pause period's
+// end, or anyone's resume), that its pods restart on the template as it is, reading each config
+// as it is then (podsRestarted). A resume in the patch of a reload of ours is noted by the
+// reload.
+func (n *notes) resumed(k *workloadKind, old, obj any) {
+	if k.paused == nil || !k.paused(old) || k.paused(obj) {
+		return
+	}
+	ov, ok := n.rule.view(k, old)
+	nv, ok2 := n.rule.view(k, obj)
+	if !ok || !ok2 || n.marked(ov, nv) {
+		return
+	}
+	n.podsRestarted(nv)
+}
+
+// marked reports whether a change of a workload changed a marker: a reload, a rollback or a strip.
+func (n *notes) marked(ov, nv workloadView) bool {
+	return slices.ContainsFunc(n.rule.reloadsOn(nv), func(r policy.ConfigRef) bool {
+		return !slices.Equal(policy.MarkerCopies(ov.meta.GetAnnotations(), ov.tmpl, r), policy.MarkerCopies(nv.meta.GetAnnotations(), nv.tmpl, r))
+	})
+}
+
+// podsRestarted notes what the pods of a restart of nv that was not a reload of ours read:
 // where a marker is current, that content; where it is behind, another content than it says,
 // which one unknown (a list after a watch gap may show the change later than it was made), so
 // the workload is reloaded once more whatever the config holds next; an absent config they
 // wait for, as at a restart of ours. Of a config without a marker they read its content, which
 // a strip notes where the state is behind it (strips.go): else, the config back at the state's
 // content, they would be left on the one in between (soak seed 1795727042036173470@4).
-func (n *notes) restartedByOthers(k *workloadKind, old, obj any) {
-	ov, ok := n.rule.view(k, old)
-	nv, ok2 := n.rule.view(k, obj)
-	if !ok || !ok2 || !rolls(obj) || wholeTemplateHash(ov.tmpl) == wholeTemplateHash(nv.tmpl) {
-		return
-	}
+func (n *notes) podsRestarted(nv workloadView) {
 	reads := map[policy.ConfigRef]*read{}
 	var unmarked []policy.ConfigRef
 	for _, r := range n.rule.reloadsOn(nv) {
-		if !slices.Equal(policy.MarkerCopies(ov.meta.GetAnnotations(), ov.tmpl, r), policy.MarkerCopies(nv.meta.GetAnnotations(), nv.tmpl, r)) {
-			return // a reload, a rollback or a strip
-		}
 		if rd := n.rule.readByOthers(nv, r); rd != nil {
 			reads[r] = rd
 		} else {

@@ -45,6 +45,8 @@ type tracker struct {
 	strips       *strips
 	enqueue      func(key)
 	enqueueAfter func(key, time.Duration)
+	// pauseOf is the pause period that may hold a workload's rollout back (gates.pauseOf).
+	pauseOf func(w workloadView) time.Duration
 	// templatesRead: per followed workload, the last generation whose whole template was read
 	// to be still its reload's.
 	templatesRead sync.Map // key → templateRead
@@ -54,6 +56,14 @@ type tracker struct {
 const rolloutPrefix = "rollout:"
 
 func rolloutKey(w key) key { return key{rolloutPrefix + w.kind, w.namespace, w.name} }
+
+// pause is the pause period that may hold w's rollout back, none without pauseOf.
+func (t *tracker) pause(w workloadView) time.Duration {
+	if t.pauseOf == nil {
+		return 0
+	}
+	return t.pauseOf(w)
+}
 
 // follow reads how the workload's reloads are followed; a malformed annotation is said once.
 func (t *tracker) follow(w workloadView) policy.Follow {
@@ -106,6 +116,11 @@ func (t *tracker) ops(ctx context.Context, w workloadView, changes []policy.Chan
 	text := policy.FormatHistory(history)
 	set := map[string]*string{policy.HistoryAnnotation: &text, policy.RestoreAnnotation: nil}
 	if r, ok := w.target.RestoreOf(w.tmpl, changes); ok && follow && f.Rollback {
+		if w.kind.paused != nil && w.kind.paused(w.obj) {
+			if earlier, err := policy.ParseRestore(ann[policy.RestoreAnnotation]); err == nil {
+				r = r.Since(earlier) // nothing of the reload before rolled out
+			}
+		}
 		v := r.Encode()
 		set[policy.RestoreAnnotation] = &v
 	}
@@ -270,7 +285,8 @@ func (t *tracker) sync(ctx context.Context, k key, w workloadView) error {
 	case policy.Stuck:
 		return t.finish(ctx, w, f, entry, policy.OutcomeFailed, why)
 	case policy.Rolling:
-		now, deadline := t.clock.Now(), entry.Deadline(f.Timeout)
+		// A reload patched into a paused workload rolls out when the pause ends.
+		now, deadline := t.clock.Now(), entry.Deadline(f.Timeout+t.pause(w))
 		if now.Before(deadline) {
 			t.enqueueAfter(k, deadline.Sub(now))
 			return nil

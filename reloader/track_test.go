@@ -1314,3 +1314,31 @@ func revertAfterFirstRollback(t *testing.T, restart bool) {
 	updateConfigMap(t, ns, "app", brokenConfig)
 	waitEnv(t, ns, "web", appVar, hashOfData(brokenConfig))
 }
+
+// Two reloads patched into a Deployment during its pause roll out as one at its end; when that
+// rollout fails, the rollback puts back the template from before the pause, which its pods
+// run, not the first reload's, which never rolled out (seed 1795000000000000115@5).
+func TestARollbackAfterAPauseRestoresTheTemplateFromBeforeThePause(t *testing.T) {
+	t.Parallel()
+	ns := cluster.NewNamespace(t)
+	followedDeployment(t, ns, map[string]string{"configmap.reloader.stakater.com/reload": "app", policy.RollbackAnnotation: "true",
+		"deployment.reloader.stakater.com/pause-period": "2s"})
+	startController(t, ns, controllerOpts{})
+	updateConfigMap(t, ns, "app", fixedConfig)
+	waitEnv(t, ns, "web", appVar, hashOfData(fixedConfig))
+	updateConfigMap(t, ns, "app", brokenConfig)
+	waitEnv(t, ns, "web", appVar, hashOfData(brokenConfig))
+	if d := getDeployment(t, ns, "web"); !d.Spec.Paused {
+		t.Fatal("web is not paused after its two reloads")
+	}
+	if e := waitOutcome(t, ns, policy.OutcomeFailed); !e.RolledBack {
+		t.Fatalf("failed rollout not rolled back: %+v", e)
+	}
+	d := getDeployment(t, ns, "web")
+	if v, set := env(d, "app", appVar); set {
+		t.Errorf("the rollback left marker %q, want none: the template from before the pause", v)
+	}
+	if d.Spec.Paused {
+		t.Error("web is still paused after its rollback")
+	}
+}

@@ -441,12 +441,19 @@ func TestAReloadHeldByInvalidContentStartsNoPausePeriodUntilTheFix(t *testing.T)
 		t.Fatalf("a pause period started at %s for a reload that did not happen", at)
 	}
 	fixed := setJSON(t, ns, `{"v":1}`)
+	// The fix starts the pause: the Deployment is paused and the reload patched in, to roll out
+	// when the pause ends.
 	waitFor(t, 10*time.Second, "the pause period started by the fix, its timer set", func() (bool, error) {
-		return getDeployment(t, ns, "web").Annotations[pausedAt] != "" && clock.Pending() > 0, nil
+		d := getDeployment(t, ns, "web")
+		v, _ := env(d, "app", cmVar)
+		return d.Annotations[pausedAt] != "" && d.Spec.Paused && v == fixed && clock.Pending() > 0, nil
 	})
-	wantReloadsSince(t, changes, 0)
+	wantReloadsSince(t, changes, 1)
 	clock.Advance(time.Minute)
-	waitEnv(t, ns, "web", cmVar, fixed)
+	waitFor(t, 10*time.Second, "web resumed", func() (bool, error) {
+		d := getDeployment(t, ns, "web")
+		return d.Annotations[pausedAt] == "" && !d.Spec.Paused, nil
+	})
 	wantReloadsSince(t, changes, 1)
 	if got, _ := env(getDeployment(t, ns, "web"), "app", bVar); got != hashB {
 		t.Fatalf("web's reload carries b=%q, want %q", got, hashB)

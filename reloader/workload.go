@@ -51,6 +51,9 @@ type workloadKind struct {
 	onDelete func(obj any) bool
 	// canRestartAt: the kind honours spec.restartAt (Argo Rollouts).
 	canRestartAt bool
+	// paused, when set, reports the object's spec.paused: the kind pauses its rollouts, and a
+	// pause period pauses it (policy.Gate.Pausable).
+	paused func(obj any) bool
 	// resume, when set, finishes a reload that a patch recorded but did not complete (a
 	// CronJob's Job to create, jobs.go); every sync of the workload calls it first.
 	resume func(ctx context.Context, obj any) error
@@ -112,9 +115,11 @@ func kindTable(c *kube.Clients, ns string, transform cache.TransformFunc) []kind
 	always := func(Options) bool { return true }
 	return []kindEntry{
 		{TypeDeployments, always, func() *workloadKind {
-			return typedKind("Deployment", &appsv1.Deployment{},
+			k := typedKind("Deployment", &appsv1.Deployment{},
 				func(d *appsv1.Deployment) *corev1.PodTemplateSpec { return &d.Spec.Template },
 				func(ns string) typedClient[*appsv1.Deployment, *appsv1.DeploymentList] { return c.Deployments(ns) }, ns, c.Link, transform)
+			k.paused = func(o any) bool { return o.(*appsv1.Deployment).Spec.Paused }
+			return k
 		}},
 		{TypeStatefulSets, always, func() *workloadKind {
 			k := typedKind("StatefulSet", &appsv1.StatefulSet{},

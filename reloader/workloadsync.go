@@ -61,6 +61,9 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 	c.tracker.liftStale(d.staleHolds)
 	changes := d.changes
 	if len(changes) == 0 {
+		if c.gates.resumes(w) && c.validation.holds(w) {
+			return nil // the resume would restart pods on content that does not validate
+		}
 		return c.gates.settle(ctx, w) // gates.go
 	}
 	// Before the gate, so that no pause period starts for a reload that does not happen.
@@ -69,7 +72,8 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 	}
 	// Safe reloads (gates.go): a closed gate holds the reload until it opens.
 	g := c.gates.of(w)
-	if held, err := c.gates.apply(ctx, w, g, changes); held {
+	v, held, err := c.gates.apply(ctx, w, g, changes)
+	if held {
 		return err
 	}
 	if err := c.lag.confirm(ctx, w, changes); err != nil {
@@ -79,7 +83,7 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 	if err != nil || len(ops) == 0 {
 		return err
 	}
-	ops = append(ops, c.gates.ops(w, g)...)
+	ops = append(ops, c.gates.ops(w, g, v)...)
 	return c.patch(ctx, w, d, ops)
 }
 
