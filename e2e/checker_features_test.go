@@ -184,24 +184,15 @@ func (g gateSpec) holds(flagWindow string) bool {
 }
 
 // minInterval is the minimum interval the gate sets between two reloads, or 0.
-func (g gateSpec) minInterval() time.Duration {
-	if g.Kind != "min" {
-		return 0
-	}
-	d, err := time.ParseDuration(g.Value)
-	if err != nil || d < 0 {
-		return 0
-	}
-	return d
-}
+func (g gateSpec) minInterval() time.Duration { return g.period("min") }
 
 // pausePeriod is a pause gate's period (0: another gate, or a value that is no period).
-func (g gateSpec) pausePeriod() time.Duration {
-	if g.Kind != "pause" {
-		return 0
-	}
+func (g gateSpec) pausePeriod() time.Duration { return g.period("pause") }
+
+// period is the gate's duration if it is of kind, else 0 (also for a value that is none).
+func (g gateSpec) period(kind string) time.Duration {
 	d, err := time.ParseDuration(g.Value)
-	if err != nil || d < 0 {
+	if g.Kind != kind || err != nil || d < 0 {
 		return 0
 	}
 	return d

@@ -1138,7 +1138,7 @@ func (r *recorder) gated(w *workloadLife) []violation {
 	for _, rs := range w.resumes {
 		at := w.restartAt[rs.restart]
 		g, ok := w.gateSince(rs.pausedAt.Add(-raceMargin), at)
-		if d, err := time.ParseDuration(g.Value); ok && g.Kind == "pause" && err == nil && at.Sub(rs.pausedAt) < d-500*time.Millisecond {
+		if d := g.pausePeriod(); ok && d > 0 && at.Sub(rs.pausedAt) < d-500*time.Millisecond {
 			out = append(out, violation(fmt.Sprintf("gated: %s %s resumed at rv %d, %s after its pause began, under %s",
 				w.kind, w.name, w.restarts[rs.restart], at.Sub(rs.pausedAt).Round(time.Millisecond), g)))
 		}
