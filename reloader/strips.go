@@ -43,9 +43,9 @@ type stripped struct {
 	// still decides here; the state's entry says another content, for a later process
 	// (watch).
 	watched bool
-	// putBack: the pods a rollback put back run value; they started before it, so a later change
+	// restored: the pods a rollback put back run value; they started before it, so a later change
 	// of the config is not in them, as it would not be under a marker (ranBefore).
-	putBack bool
+	restored bool
 }
 
 // otherContent is a strip's value for a workload known to run another content than the
@@ -174,7 +174,7 @@ func (s *strips) putBack(w key, runs map[policy.ConfigRef]stripped) {
 // them, for a rollback that was not sent.
 func (s *strips) ranBefore(w key, ran map[string]string) (undo func()) {
 	for ref, v := range ran {
-		s.put(w, policy.RestoreRef(ref), stripped{value: v, known: true, putBack: true}, v)
+		s.put(w, policy.RestoreRef(ref), stripped{value: v, known: true, restored: true}, v)
 	}
 	return func() {
 		for ref := range ran {
@@ -322,7 +322,7 @@ func (s *strips) configChanged(c key, same func(keys []string) bool) {
 	r := policy.ConfigRef{Kind: c.kind, Name: c.name}
 	for w, refs := range s.m {
 		e, ok := refs[r]
-		if !ok || w.namespace != c.namespace || e.watched || e.putBack || e.known && e.keys != nil && same != nil && same(e.keys) {
+		if !ok || w.namespace != c.namespace || e.watched || e.restored || e.known && e.keys != nil && same != nil && same(e.keys) {
 			continue
 		}
 		refs[r] = stripped{}
