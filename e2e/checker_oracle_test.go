@@ -1210,20 +1210,21 @@ func (r *recorder) keyBaseline(w *workloadLife, c string) bool {
 		if i < 0 {
 			continue
 		}
+		first := r.inScopeFrom(r.starts[i])
 		var at string
 		invalid := false
 		for _, e := range es {
-			if e.at.After(r.starts[i]) {
+			if e.at.After(first) {
 				break
 			}
 			at, invalid = e.read(whole), e.invalid
 		}
-		if v, ok := firstValidAfter(es, r.starts[i], whole); invalid && ok {
+		if v, ok := firstValidAfter(es, first, whole); invalid && ok {
 			at = v
 		} else if invalid {
 			continue
 		}
-		if at == now || keyTombstoneBaseline(es, r.starts[i], whole) == now {
+		if at == now || keyTombstoneBaseline(es, first, whole) == now {
 			return true
 		}
 	}
@@ -1476,6 +1477,28 @@ func TestTheFirstValidContentAfterAStartWithALostKeyIsItsBaseline(t *testing.T) 
 	r.configs["sec-0"] = append(r.configs["sec-0"], configEvent{rv: 45, at: at(45), exists: true, data: content{"a": "3"}})
 	if r.keyBaseline(w, "sec-0") {
 		t.Error("excused for a second valid content: it changed from the one taken as current")
+	}
+}
+
+// A reloader that starts after a loss of the hash key while its namespace is out of the
+// selection first judges the namespace's Secrets when it enters again: the content then is the
+// one the lost key's entries are taken for, not the one at the start.
+func TestAKeyLossBaselineWaitsForTheNamespaceToEnterTheSelection(t *testing.T) {
+	t0 := time.Now()
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	r := newRecorder(sequence{})
+	r.configs["sec-0"] = []configEvent{
+		{rv: 5, at: at(5), exists: true, data: content{"a": "1"}},
+		{rv: 35, at: at(35), exists: true, data: content{"a": "2"}},
+	}
+	r.keyLosses, r.starts = []time.Time{at(20)}, []time.Time{at(30)}
+	w := &workloadLife{kind: kindDeployment, name: "w-0", refs: []ref{{Config: "sec-0"}}, modes: []modeEvent{{mode: modeAuto}}}
+	if r.keyBaseline(w, "sec-0") {
+		t.Error("the control: with the namespace in the selection, a change after the start is excused")
+	}
+	r.outs = []outSpan{{left: at(25), leftRV: 25, entered: at(40), enterRV: 40}}
+	if !r.keyBaseline(w, "sec-0") {
+		t.Error("not excused: the namespace entered the selection after the change, and its first judgement took it as current")
 	}
 }
 

@@ -106,6 +106,19 @@ func (r *recorder) outNow() bool {
 	return len(r.outs) > 0 && r.outs[len(r.outs)-1].enterRV == 0
 }
 
+// inScopeFrom is when the reloader first judges the namespace's configs from t on: t, or, if
+// the namespace was out of the selection then, when it entered again (seed
+// 1795200000000000180@5: a key lost, a start while out, a change of a Secret while out, taken
+// at the entry as the content the lost key's entries stood for). The caller holds r.mu.
+func (r *recorder) inScopeFrom(t time.Time) time.Time {
+	for _, o := range r.outs {
+		if o.enterRV != 0 && !o.left.After(t) && o.entered.After(t) {
+			return o.entered
+		}
+	}
+	return t
+}
+
 // outOfScope lists the reloads of w made while its namespace was out of the selection: written
 // after the label's removal and seen more than raceMargin after it (a reload already under way
 // may land in that margin), and before the label came back. The caller holds r.mu.
