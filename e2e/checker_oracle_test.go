@@ -790,13 +790,15 @@ func (r *recorder) baseline(w *workloadLife, c string) bool {
 	return false
 }
 
-// leftBehind reports whether w's pods started at a restart by the reloader that left c's marker
-// as it was while c had another content (the restart was for other configs; c's reload was held
-// or deferred), a reloader process started after that restart, and c is back at the content of
-// the marker. The reloader knew what those pods read in memory only, and a stop forgets it: the
-// limit RELIABILITY.md states as "A reloader stopped between a restart and acting on what it
-// remembered of it" (seed 1795669739113515711@4, after its fixes). The fault is the stop; the
-// excuse ends with w's next restart. The caller holds r.mu.
+// leftBehind reports whether w's pods started at a restart that left c's marker as it was while
+// c had another content (a reload of ours for other configs, c's reload held or deferred; or
+// another actor's change of the template), a reloader process started after that restart, and
+// c is back at the content of the marker. The reloader knew what those pods read in memory
+// only, and a stop forgets it: the limit RELIABILITY.md states as "A reloader stopped between a
+// restart and acting on what it remembered of it" (seed 1795669739113515711@4, after its fixes;
+// another actor's restart: seed 1795768489456149832@5, the marker `deleted`, the config
+// recreated, the image changed, then a new process and a second deletion). The fault is the
+// stop; the excuse ends with w's next restart. The caller holds r.mu.
 func (r *recorder) leftBehind(w *workloadLife, c string) bool {
 	paired := r.rollbacks(w)
 	last, marked := -1, -1
@@ -809,7 +811,7 @@ func (r *recorder) leftBehind(w *workloadLife, c string) bool {
 			marked = i
 		}
 	}
-	if last < 0 || marked < 0 || marked == last || r.own[w.restarts[last]] {
+	if last < 0 || marked < 0 || marked == last {
 		return false
 	}
 	if !slices.ContainsFunc(r.starts, func(s time.Time) bool { return s.After(w.restartAt[last]) }) {
