@@ -164,13 +164,20 @@ func (ru *rule) judge(w workloadView, r policy.ConfigRef, rec *configRecord) (j 
 }
 
 // ranByState is the content the pods of a workload without a marker run by the state, for a
-// rollback to put back (TestARevertAfterAFirstReloadWasRolledBackRestartsNothing): "" when the
-// state decides nothing, or for keys, whose contents it keeps apart.
+// rollback to put back: for a config that exists, the state's content where it decides the
+// reload (TestARevertAfterAFirstReloadWasRolledBackRestartsNothing); for a deleted one, the
+// content rolled out before the deletion (TestARolledBackDeletionReloadOfAWorkloadWithoutAMarkerReloadsItsRecreation).
+// "" when the state says nothing, or for keys, whose contents it keeps apart.
 func ranByState(f policy.Facts, byState bool, keys []string, want policy.Content) string {
-	if !byState || keys != nil || !f.State.Known || f.State.Deleted || f.State.Hash == "" || want.Match(f.State.Hash) != policy.Differs {
+	switch {
+	case keys != nil || !f.State.Known || f.State.Hash == "":
 		return ""
+	case !f.Exists && f.Marker == policy.NoMarker:
+		return f.State.Hash
+	case byState && !f.State.Deleted && want.Match(f.State.Hash) == policy.Differs:
+		return f.State.Hash
 	}
-	return f.State.Hash
+	return ""
 }
 
 // running is what the pods of w's last restart run of config r where their marker may say

@@ -1342,3 +1342,26 @@ func TestARollbackAfterAPauseRestoresTheTemplateFromBeforeThePause(t *testing.T)
 		t.Error("web is still paused after its rollback")
 	}
 }
+
+// A workload without a marker of db is reloaded for db's deletion, and the reload is rolled
+// back: the pods put back ran db's content, not its absence. Its recreation with another
+// content (no --reload-on-create) reloads them (seed 1795100000000000118@5).
+func TestARolledBackDeletionReloadOfAWorkloadWithoutAMarkerReloadsItsRecreation(t *testing.T) {
+	t.Parallel()
+	ns := cluster.NewNamespace(t)
+	dbVar := policy.EnvVarName(policy.ConfigRef{Kind: policy.KindConfigMap, Name: "db"})
+	followedWeb(t, ns)
+	startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { o.ReloadOnDelete = true }})
+	settle(t)
+	lift := noSurge(t, ns)
+	deleteConfigMap(t, ns, "db")
+	if e := waitOutcome(t, ns, policy.OutcomeTimedOut); !e.RolledBack {
+		t.Fatalf("the deletion's rollout was not rolled back: %+v", e)
+	}
+	if v, set := env(getDeployment(t, ns, "web"), "app", dbVar); set {
+		t.Fatalf("web carries marker %q after the rollback, want none", v)
+	}
+	lift()
+	createConfigMap(t, ns, "db", map[string]string{"a": "2"})
+	waitEnv(t, ns, "web", dbVar, hashOfData(map[string]string{"a": "2"}))
+}
