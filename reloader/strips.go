@@ -170,15 +170,37 @@ func (s *strips) putBack(w key, runs map[policy.ConfigRef]stripped) {
 
 // ranBefore notes, for a rollback of w about to be sent, what the pods it puts back run of each
 // config its restored template carries no marker of, as the reload recorded it
-// (policy.Restore.Ran): the state may already say the content the rollback undid. undo forgets
-// them, for a rollback that was not sent.
+// (policy.Restore.Ran): the state may already say the content the rollback undid. undo puts
+// back what was noted before, for a rollback that was not sent: a retry on a stale cache after
+// the rollback landed must not drop what it noted.
 func (s *strips) ranBefore(w key, ran map[string]string) (undo func()) {
+	s.mu.Lock()
+	before := maps.Clone(s.m[w])
+	s.mu.Unlock()
+	stored := map[policy.ConfigRef]string{}
 	for ref, v := range ran {
-		s.put(w, policy.RestoreRef(ref), stripped{value: v, known: true, restored: true}, v)
+		r := policy.RestoreRef(ref)
+		if sv, ok := s.store.Value(s.names.strip(w, r)); ok {
+			stored[r] = sv
+		}
+		s.put(w, r, stripped{value: v, known: true, restored: true}, v)
 	}
 	return func() {
 		for ref := range ran {
-			s.forget(w, policy.RestoreRef(ref))
+			r := policy.RestoreRef(ref)
+			e, noted := before[r]
+			sv, kept := stored[r]
+			switch {
+			case noted && kept:
+				s.put(w, r, e, sv)
+			case kept:
+				s.mu.Lock()
+				delete(s.m[w], r)
+				s.mu.Unlock()
+				s.store.SetValue(s.names.strip(w, r), sv)
+			default:
+				s.forget(w, r)
+			}
 		}
 	}
 }

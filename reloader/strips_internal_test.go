@@ -106,6 +106,16 @@ func TestPodsThatWaitForAConfigRunWhatItComesBackWith(t *testing.T) {
 			s.remember(w, r, a, nil)
 			s.awaits(w, []policy.ConfigRef{r})()
 		}, true, policy.Current},
+		{"a rollback put back pods that ran another content", func(s *strips) {
+			s.ranBefore(w, map[string]string{"ConfigMap/app": strings.Repeat("b", 40)})
+		}, true, policy.Stale},
+		{"a rollback retried and not sent keeps what the one sent noted", func(s *strips) {
+			s.ranBefore(w, map[string]string{"ConfigMap/app": a})
+			s.ranBefore(w, map[string]string{"ConfigMap/app": a})()
+		}, true, policy.Current},
+		{"a rollback not sent notes nothing", func(s *strips) {
+			s.ranBefore(w, map[string]string{"ConfigMap/app": a})()
+		}, false, policy.NoMarker},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store := newStore(nil, "ns", "reloader-state", slog.New(slog.DiscardHandler))

@@ -309,16 +309,15 @@ func (t *tracker) finish(ctx context.Context, w workloadView, f policy.Follow, e
 	// 1795711302120981478@4 rolled back a reload on top of another actor's change).
 	ops := []policy.JSONOp{policy.HistoryTest(ann[policy.HistoryAnnotation]),
 		{Op: "test", Path: "/metadata/generation", Value: w.meta.GetGeneration()}}
-	rollback, ran := false, map[string]string(nil)
+	rollback, undoRan := false, func() {}
 	if (outcome == policy.OutcomeFailed || outcome == policy.OutcomeTimedOut) && f.Rollback {
-		restore, ok, err := t.holdAndRestore(ctx, w)
+		restore, undo, ok, err := t.holdAndRestore(ctx, w)
 		if err != nil {
 			return err
 		}
 		if ok {
 			ops = append(ops, restore.Ops(w.tmpl)...)
-			history[0].RolledBack, rollback = true, true
-			ran = restore.Ran
+			history[0].RolledBack, rollback, undoRan = true, true, undo
 		}
 	}
 	text := policy.FormatHistory(history)
@@ -338,9 +337,7 @@ func (t *tracker) finish(ctx context.Context, w workloadView, f policy.Follow, e
 		for r := range putBack {
 			t.strips.forget(w.key, r) // nothing was put back
 		}
-		for ref := range ran {
-			t.strips.forget(w.key, policy.RestoreRef(ref))
-		}
+		undoRan()
 		undoAwaits()
 	}
 	if errors.Is(err, errStale) {
@@ -402,17 +399,19 @@ func (t *tracker) liftUnsentHolds(w workloadView) {
 	}
 }
 
-// holdAndRestore holds the content the reload applied, durably, and returns what it replaced, for
-// the rollback to send. A workload without a readable restore record is not rolled back.
-func (t *tracker) holdAndRestore(ctx context.Context, w workloadView) (policy.Restore, bool, error) {
+// holdAndRestore holds the content the reload applied, durably, notes what the pods put back run
+// (strips.ranBefore), and returns what it replaced, for the rollback to send, with the undo of
+// those notes for a rollback that is not sent. A workload without a readable restore record is
+// not rolled back.
+func (t *tracker) holdAndRestore(ctx context.Context, w workloadView) (policy.Restore, func(), bool, error) {
 	raw, ok := w.meta.GetAnnotations()[policy.RestoreAnnotation]
 	if !ok {
-		return policy.Restore{}, false, nil
+		return policy.Restore{}, nil, false, nil
 	}
 	restore, err := policy.ParseRestore(raw)
 	if err != nil {
 		t.reports.warn(w.obj, string(w.meta.GetUID()), "RollbackFailed", "Cannot roll back: "+err.Error())
-		return policy.Restore{}, false, nil
+		return policy.Restore{}, nil, false, nil
 	}
 	for ref, v := range restore.Applied {
 		t.store.SetValue(t.names.hold(w.key, policy.RestoreRef(ref)), heldAs(v))
@@ -420,9 +419,9 @@ func (t *tracker) holdAndRestore(ctx context.Context, w workloadView) (policy.Re
 	undo := t.strips.ranBefore(w.key, restore.Ran)
 	if err := t.store.Flush(ctx); err != nil {
 		undo()
-		return policy.Restore{}, false, fmt.Errorf("record the hold of %s before rolling it back: %w", w.key, err)
+		return policy.Restore{}, nil, false, fmt.Errorf("record the hold of %s before rolling it back: %w", w.key, err)
 	}
-	return restore, true, nil
+	return restore, undo, true, nil
 }
 
 // reportOutcome tells the outcome through the metrics, an Event on the workload and the log.
