@@ -2,6 +2,7 @@ package reloader
 
 import (
 	"maps"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -162,32 +163,45 @@ func (s *strips) unwatch(w key, r policy.ConfigRef) {
 // reappeared during the reload's rollout, its new pods took it, the state recorded it, and the
 // pods put back, without a marker of it, were never restarted for it). Noted before the
 // rollback is sent: its own update event may be handled first.
-func (s *strips) putBack(w key, runs map[policy.ConfigRef]stripped) {
+func (s *strips) putBack(w key, runs map[policy.ConfigRef]stripped) (undo func()) {
+	undo = s.keep(w, slices.Collect(maps.Keys(runs)))
 	for r, run := range runs {
 		s.remember(w, r, run.value, run.keys)
 	}
+	return undo
 }
 
 // ranBefore notes, for a rollback of w about to be sent, what the pods it puts back run of each
 // config its restored template carries no marker of, as the reload recorded it
 // (policy.Restore.Ran): the state may already say the content the rollback undid. undo puts
-// back what was noted before, for a rollback that was not sent: a retry on a stale cache after
-// the rollback landed must not drop what it noted.
+// back what was noted before, for a rollback that was not sent.
 func (s *strips) ranBefore(w key, ran map[string]string) (undo func()) {
+	refs := make([]policy.ConfigRef, 0, len(ran))
+	for ref := range ran {
+		refs = append(refs, policy.RestoreRef(ref))
+	}
+	undo = s.keep(w, refs)
+	for ref, v := range ran {
+		s.put(w, policy.RestoreRef(ref), stripped{value: v, known: true, restored: true}, v)
+	}
+	return undo
+}
+
+// keep returns what puts back, in memory and in the state, what is noted now of w and each
+// config of refs. A rollback's notes are undone with it when its patch is not sent: a rollback
+// retried on a cache behind the one that landed fails, and must not drop what that one noted.
+func (s *strips) keep(w key, refs []policy.ConfigRef) (restore func()) {
 	s.mu.Lock()
 	before := maps.Clone(s.m[w])
 	s.mu.Unlock()
 	stored := map[policy.ConfigRef]string{}
-	for ref, v := range ran {
-		r := policy.RestoreRef(ref)
+	for _, r := range refs {
 		if sv, ok := s.store.Value(s.names.strip(w, r)); ok {
 			stored[r] = sv
 		}
-		s.put(w, r, stripped{value: v, known: true, restored: true}, v)
 	}
 	return func() {
-		for ref := range ran {
-			r := policy.RestoreRef(ref)
+		for _, r := range refs {
 			e, noted := before[r]
 			sv, kept := stored[r]
 			switch {

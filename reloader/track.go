@@ -322,23 +322,21 @@ func (t *tracker) finish(ctx context.Context, w workloadView, f policy.Follow, e
 	}
 	text := policy.FormatHistory(history)
 	ops = append(ops, policy.MetaAnnotationOps(ann, true, map[string]*string{policy.HistoryAnnotation: &text, policy.RestoreAnnotation: nil})...)
-	var putBack map[policy.ConfigRef]stripped
-	undoAwaits := func() {}
+	undoAwaits, undoPutBack := func() {}, func() {}
 	if rollback {
-		putBack = t.restarts.rollbackBegins(w.key)
+		putBack := t.restarts.rollbackBegins(w.key)
 		undoAwaits = t.strips.rolledBack(w.key, slices.Collect(maps.Keys(w.uses)))
-		t.strips.putBack(w.key, putBack)
+		undoPutBack = t.strips.putBack(w.key, putBack)
 	}
 	_, err := send(ctx, w, ops, w.kind.reload)
 	if rollback {
 		t.restarts.rollbackEnded(w.key, err == nil)
 	}
 	if err != nil {
-		for r := range putBack {
-			t.strips.forget(w.key, r) // nothing was put back
-		}
-		undoRan()
+		// Nothing was put back: undone in the reverse order of the notes.
+		undoPutBack()
 		undoAwaits()
+		undoRan()
 	}
 	if errors.Is(err, errStale) {
 		// Judged again from a fresher cache. The holds just written stay: the cache may only be
