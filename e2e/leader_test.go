@@ -277,13 +277,14 @@ func TestLeaderElectionFrozenLeaderDoesNotActOnResume(t *testing.T) {
 				standby = p
 			}
 		}
-		// The leader writes the state 50 ms after a reload. A freeze in the instant between the
-		// Guard's check and that write leaving the process sends it on resume: the limit the
-		// docs/install-and-upgrade.md states. The fence (state/fence.go) makes the API server refuse it, but it still
-		// reaches the audit log as a write, which checkNoTwoActed counts. So freeze only once it
-		// has landed, with no write in flight (CI run of 2026-11-23: a state patch received 26 ms
-		// after the takeover).
-		waitFor(t, 5*time.Second, "the state to record the last reload", func() (bool, error) { return stateEntry(ns) == last, nil })
+		// After a reload the leader sends an Event, and state writes 50 ms after a change (the
+		// first reload's, not the later ones: the marker holds them). A freeze in the instant
+		// between the Guard's check and such a write leaving the process sends it on resume: the
+		// limit the docs/install-and-upgrade.md states. The fence (state/fence.go) makes the API
+		// server refuse a state write, but it still reaches the audit log as a write, which
+		// checkNoTwoActed counts. So freeze only once they have landed, with no write in flight
+		// (CI run of 2026-11-23: a state patch received 26 ms after the takeover).
+		waitFor(t, 5*time.Second, "the leader's writes after the last reload", func() (bool, error) { return writesDone(t, ns, lead.name), nil })
 		seen := strings.Count(lead.stderr.String(), "config changed")
 		changes++
 		hash := update(t, ns, fmt.Sprint(changes))
@@ -324,4 +325,32 @@ func TestLeaderElectionFrozenLeaderDoesNotActOnResume(t *testing.T) {
 	if got := deployment(t, ns).Generation - before; got != int64(changes) {
 		t.Fatalf("%d template changes for %d config changes across %d freezes, want one each", got, changes, rounds)
 	}
+}
+
+// writesDone reports whether replica's writes after its last workload patch are over, as the
+// audit log shows them: its Event for it has been received, and it has written nothing for the
+// last 500 ms.
+func writesDone(t *testing.T, ns, replica string) bool {
+	_, others := replicaWrites(t, ns)
+	var patched, evented, last time.Time
+	for _, w := range others {
+		if w.replica != replica {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(w.what, "deployments/"):
+			patched = later(patched, w.received)
+		case strings.HasPrefix(w.what, "events/"):
+			evented = later(evented, w.received)
+		}
+		last = later(last, w.done)
+	}
+	return evented.After(patched) && time.Since(last) > 500*time.Millisecond
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

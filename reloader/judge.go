@@ -66,6 +66,11 @@ type judgement struct {
 	held bool
 }
 
+// ownMarker reports whether the workload's own marker says what its pods run of the config, so
+// that the config's state entry only restates it for this workload: the state judges neither it
+// nor, after a restart, what the restart memory vouches for, nor keys it keeps apart.
+func (j judgement) ownMarker() bool { return !j.byState && !j.vouched && j.keys == nil }
+
 // view is the workload read once, if its namespace is in the selection.
 func (ru *rule) view(kind *workloadKind, obj any) (workloadView, bool) {
 	w, ok := ru.viewInAnyNamespace(kind, obj)

@@ -329,11 +329,19 @@ func (rs *records) baseline(k key, rec *configRecord, deps []dependent) {
 }
 
 // rolledOut writes a config's content as fully rolled out, with the per-key values its key-level
-// dependents need. A Secret's values are keyed, so this also re-records, under the current key,
+// dependents need. A change of a config the state knows, whose every dependent's own marker now
+// holds the content, goes with the next state write (needed asks for it sooner): that saves a
+// request per change, and a crash before that write costs only a restart the reloader could not
+// have told apart anyway (a workload created, or its marker removed, while no reloader ran:
+// docs/design.md). A first record, or a recreation's, is written at once. A Secret's values are keyed, so this also re-records, under the current key,
 // what an earlier version wrote plain or what was made under a lost key.
 func (rs *records) rolledOut(k key, rec *configRecord, deps []dependent) {
 	skey := rs.names.config(k)
-	rs.store.Set(skey, rec.Hash)
+	set := rs.store.Set
+	if e, known := rs.store.Get(skey); known && !e.Deleted && restated(deps) {
+		set = rs.store.SetRedundant
+	}
+	set(skey, rec.Hash)
 	read := map[string]bool{}
 	for _, d := range deps {
 		for _, dk := range d.keys {
@@ -344,4 +352,23 @@ func (rs *records) rolledOut(k key, rec *configRecord, deps []dependent) {
 	// A per-key entry left from an earlier content would vouch for a key it no longer
 	// describes (policy.Content.Undecided relies on it): only this content's entries stay.
 	rs.store.KeepDataKeys(skey, read)
+}
+
+// restated reports whether every dependent's own marker says what it runs of the config.
+func restated(deps []dependent) bool {
+	for _, d := range deps {
+		if !d.ownMarker() {
+			return false
+		}
+	}
+	return true
+}
+
+// needed has the state write the entries of the configs in ns whose entry, not a marker, says
+// what a workload runs of them (refs), if rolledOut left them to a later write: the workload
+// is judged by it after a crash too.
+func (rs *records) needed(ns string, refs []policy.ConfigRef) {
+	for _, r := range refs {
+		rs.store.Need(rs.names.config(configKey(r, ns)))
+	}
 }

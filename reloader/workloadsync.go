@@ -59,6 +59,7 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 	}
 	d := c.dueChanges(w)
 	c.tracker.liftStale(d.staleHolds)
+	c.records.needed(w.key.namespace, d.unmarked)
 	changes := d.changes
 	if len(changes) == 0 {
 		if c.gates.resumes(w) && c.validation.holds(w) {
@@ -96,6 +97,7 @@ type due struct {
 	reads      map[policy.ConfigRef]*read
 	staleHolds []dependent
 	held       []policy.ConfigRef
+	unmarked   []policy.ConfigRef // existing configs no marker of the workload decides for
 }
 
 // dueChanges judges workload w against every config it reloads on; it only reads.
@@ -127,6 +129,9 @@ func (c *Controller) dueChanges(w workloadView) due {
 		}
 		if triggers && j.held {
 			d.held = append(d.held, r)
+		}
+		if triggers && rec != nil && !j.ownMarker() {
+			d.unmarked = append(d.unmarked, r)
 		}
 	}
 	return d

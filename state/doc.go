@@ -32,4 +32,8 @@
 // of the changed keys only, so keys written by others survive. An unfenced store's writes are
 // unconditional; a fenced one's (leader election, fence.go) name the shard's resourceVersion,
 // and a conflict costs a read of that version and a second attempt.
+//
+// Changes are written behind: a flush starts shortly after the first change and writes all of
+// them. An entry its owner calls redundant (Store.SetRedundant) starts no flush: it goes along
+// with the next one, or with the flush at exit, unless the owner asks for it (Store.Need).
 package state

@@ -18,7 +18,8 @@ import (
 const maxBackoff = 30 * time.Second
 
 // Run flushes dirty entries until ctx ends, waiting linger after the first change so that
-// changes arriving together share one patch per shard. A failed flush is retried with growing
+// changes arriving together share one patch per shard; redundant entries go along with the
+// patches of their shards. A failed flush is retried with growing
 // backoff. When ctx ends every wait ends with it: Run flushes what is dirty once more, unless
 // that just failed, and returns, leaving any further attempt to the caller's own Flush.
 func (s *Store) Run(ctx context.Context, linger time.Duration) {
@@ -31,7 +32,7 @@ func (s *Store) Run(ctx context.Context, linger time.Duration) {
 		case <-s.kick:
 		}
 		sleep(ctx, linger)
-		err := s.Flush(context.WithoutCancel(ctx))
+		err := s.flush(context.WithoutCancel(ctx), false)
 		if err == nil {
 			backoff = linger
 			continue
@@ -45,11 +46,11 @@ func (s *Store) Run(ctx context.Context, linger time.Duration) {
 	}
 }
 
-// flushOnExit writes what is still dirty as ctx ends; a change made during the last flush
+// flushOnExit writes what is still dirty or redundant as ctx ends; a change made during the last flush
 // would otherwise wait for the caller.
 func (s *Store) flushOnExit(ctx context.Context) {
 	s.mu.Lock()
-	dirty := len(s.dirty) > 0
+	dirty := len(s.dirty) > 0 || len(s.redundant) > 0
 	s.mu.Unlock()
 	if !dirty {
 		return
@@ -75,8 +76,12 @@ func sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // Flush writes every dirty entry: one merge patch per shard, lowest shard first.
-func (s *Store) Flush(ctx context.Context) error {
-	patches := s.takeDirty()
+func (s *Store) Flush(ctx context.Context) error { return s.flush(ctx, true) }
+
+// flush writes every dirty entry, and the redundant entries: all of them, or only those of the
+// shards it writes anyway.
+func (s *Store) flush(ctx context.Context, redundant bool) error {
+	patches := s.takeDirty(redundant)
 	defer s.doneFlushing()
 	var errs []error
 	for shard, changes := range patches {
@@ -96,8 +101,9 @@ func (s *Store) Flush(ctx context.Context) error {
 }
 
 // takeDirty places memory-only entries that fit now, then groups the dirty keys by shard: the
-// value where the entry lives, nil (a removal) in every other shard it is gone from.
-func (s *Store) takeDirty() [MaxShards]map[string]*string {
+// value where the entry lives, nil (a removal) in every other shard it is gone from. Redundant
+// entries go along: all of them, or (all false) those of the shards written anyway.
+func (s *Store) takeDirty(all bool) [MaxShards]map[string]*string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.flushing++
@@ -112,8 +118,7 @@ func (s *Store) takeDirty() [MaxShards]map[string]*string {
 	for k := range s.dirty {
 		e, ok := s.entries[k]
 		if ok && e.shard != memoryOnly {
-			v := encodeEntry(e.public())
-			add(int(e.shard), k, &v)
+			add(int(e.shard), k, s.send(k, e))
 		}
 		for i, gone := range s.gone[k] {
 			// A shard never created holds nothing to remove.
@@ -122,9 +127,28 @@ func (s *Store) takeDirty() [MaxShards]map[string]*string {
 			}
 		}
 	}
+	for k := range s.redundant {
+		e, ok := s.entries[k]
+		switch {
+		case ok && e.shard != memoryOnly && (all || out[e.shard] != nil):
+			add(int(e.shard), k, s.send(k, e))
+		case ok && e.shard != memoryOnly:
+			continue // waits for a write of its shard
+		}
+		delete(s.redundant, k) // written, or gone, or memory only: placeUnsaved makes it dirty
+	}
 	s.dirty = map[string]struct{}{}
 	s.gone = map[string]shardSet{}
 	return out
+}
+
+// send is the value to write for entry e of key k, which the shard may hold from then on. The
+// caller holds s.mu.
+func (s *Store) send(k string, e entry) *string {
+	e.stored = true
+	s.entries[k] = e
+	v := encodeEntry(e.public())
+	return &v
 }
 
 func (s *Store) doneFlushing() {
@@ -172,6 +196,8 @@ func (s *Store) create(ctx context.Context, i int) error {
 	for k, e := range s.entries {
 		if e.in(i) {
 			data[k] = encodeEntry(e.public())
+			e.stored = true
+			s.entries[k] = e
 		}
 	}
 	cm := &corev1.ConfigMap{

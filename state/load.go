@@ -71,7 +71,9 @@ func (s *Store) loadShard(i int, data map[string]string) {
 			s.drop(k, i)
 			continue
 		}
-		s.entries[k] = packEntry(e, i)
+		p := packEntry(e, i)
+		p.stored = true
+		s.entries[k] = p
 		s.bytes[i] += s.reserve(k)
 		s.link(k, true)
 	}
@@ -87,6 +89,7 @@ func (s *Store) drop(key string, i int) {
 func (s *Store) forgetAll() {
 	s.entries, s.children = map[string]entry{}, map[string]map[string]bool{}
 	s.dirty, s.gone, s.unsaved = map[string]struct{}{}, map[string]shardSet{}, map[string]struct{}{}
+	s.redundant = map[string]struct{}{}
 	s.bytes, s.exists, s.version = [MaxShards]int{}, [MaxShards]bool{}, [MaxShards]string{}
 	s.others = map[string]string{}
 }

@@ -38,18 +38,27 @@ func (s *Store) reserve(key string) int {
 // put stores e under key: in its shard if it has one, else in a shard with room, else in memory
 // only.
 func (s *Store) put(key string, e Entry) {
+	if s.update(key, e) {
+		s.markDirty(key)
+	}
+}
+
+// update is put without marking key dirty; it reports whether the entry changed.
+func (s *Store) update(key string, e Entry) bool {
 	old, had := s.entries[key]
 	if had && encodeEntry(old.public()) == encodeEntry(e) {
-		return
+		return false
 	}
 	shard := int(old.shard)
 	if !had || shard == memoryOnly {
 		shard = s.place(key)
 	}
-	s.entries[key] = packEntry(e, shard)
+	p := packEntry(e, shard)
+	p.stored = had && old.stored && shard == int(old.shard)
+	s.entries[key] = p
 	s.setUnsaved(key, shard == memoryOnly)
 	s.link(key, true)
-	s.markDirty(key)
+	return true
 }
 
 // place picks the shard for key and counts its bytes there. A shard the key was just
@@ -77,14 +86,17 @@ func (s *Store) fits(shard, size int) bool {
 }
 
 // unplace takes key out of its shard: its bytes no longer count there, and the next flush
-// removes it there.
+// removes it there if it may be stored there: an entry set and removed between two flushes
+// costs no write.
 func (s *Store) unplace(key string, e entry) {
 	if e.shard == memoryOnly {
 		return
 	}
 	s.bytes[e.shard] -= s.reserve(key)
-	s.noteGone(key, int(e.shard))
-	s.markDirty(key)
+	if e.stored {
+		s.noteGone(key, int(e.shard))
+		s.markDirty(key)
+	}
 }
 
 // noteGone records that the copy of key in shard must be removed by the next flush; the caller

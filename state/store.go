@@ -61,6 +61,9 @@ type Store struct {
 	// last read or written: a deleted first shard is recreated with them too.
 	others map[string]string
 	dirty  map[string]struct{}
+	// redundant holds config entries set with SetRedundant and not written since: the next
+	// flush writes them along, but none is made for them alone.
+	redundant map[string]struct{}
 	// gone lists, for dirty keys, the shards whose stored copy must be removed by the next flush:
 	// the key was deleted or moved away from there, or was found there corrupt or twice.
 	gone map[string]shardSet
@@ -81,6 +84,9 @@ type entry struct {
 	shard   int8  // or memoryOnly
 	deleted bool
 	opaque  bool // of a registered kind: hash is the value
+	// stored: the shard may hold the key (loaded from it, or sent to it); removing one it
+	// cannot hold needs no write.
+	stored bool
 }
 
 func packEntry(e Entry, shard int) entry {
@@ -122,6 +128,7 @@ func New(client ConfigMapClient, namespace, name string, log *slog.Logger, kinds
 		entries:   map[string]entry{},
 		children:  map[string]map[string]bool{},
 		dirty:     map[string]struct{}{},
+		redundant: map[string]struct{}{},
 		gone:      map[string]shardSet{},
 		unsaved:   map[string]struct{}{},
 		others:    map[string]string{},
@@ -149,17 +156,53 @@ func (s *Store) Get(key string) (Entry, bool) {
 // tombstone; it is written by the next flush. A value that is not a content hash, a keyed hash
 // under a ConfigMap, or a key that is no config's, is refused and logged: it would not load back.
 func (s *Store) Set(key, hash string) {
-	if !isConfigPrefixed(key) {
-		s.log.Error("refusing to record a content hash under a key that is no config's", "key", key)
-		return
-	}
-	if err := mayHold(key, hash); err != nil {
-		s.log.Error("refusing to record a state value that is not a content hash", "key", key, "reason", err.Error())
+	if !s.mayHold(key, hash) {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.put(key, Entry{Hash: hash})
+}
+
+// SetRedundant is Set for an entry that restates what the owner keeps elsewhere as long as
+// nothing else asks for it: it is written along with the next flush, or by the flush at exit,
+// and no flush is made for it alone. Need asks for it.
+func (s *Store) SetRedundant(key, hash string) {
+	if !s.mayHold(key, hash) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, due := s.dirty[key]
+	if !s.update(key, Entry{Hash: hash}) || due {
+		return
+	}
+	s.redundant[key] = struct{}{}
+}
+
+// Need has an entry set with SetRedundant and not yet written written by the next flush, which
+// it starts.
+func (s *Store) Need(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.redundant[key]; ok {
+		delete(s.redundant, key)
+		s.markDirty(key)
+	}
+}
+
+// mayHold reports whether hash may be recorded as the content of key; if not, it logs why: the
+// value would not load back.
+func (s *Store) mayHold(key, hash string) bool {
+	if !isConfigPrefixed(key) {
+		s.log.Error("refusing to record a content hash under a key that is no config's", "key", key)
+		return false
+	}
+	if err := mayHold(key, hash); err != nil {
+		s.log.Error("refusing to record a state value that is not a content hash", "key", key, "reason", err.Error())
+		return false
+	}
+	return true
 }
 
 // Tombstone marks a config entry deleted, keeping hash as its last content and its data-key
@@ -292,7 +335,6 @@ func (s *Store) deleteLocked(key string) {
 	delete(s.entries, key)
 	s.setUnsaved(key, false)
 	s.link(key, false)
-	s.markDirty(key)
 }
 
 // link adds (or removes) a data-key entry in its config's children; config entries are skipped.
