@@ -1,0 +1,7 @@
+//go:build !linux
+
+package pageout
+
+import "errors"
+
+func pageOut(span) error { return errors.New("not supported on this system") }
