@@ -6,13 +6,13 @@ import (
 	"time"
 )
 
-// Targets from the issue; they are reported, not enforced.
+// Targets from issue 27; they are reported, not enforced.
 const (
-	targetSettledMiB = 33
+	targetSettledMiB = 34
 	targetPeakMiB    = 40
 	targetLargePct   = 10 // growth allowed when ConfigMaps are 10x larger
 	targetP99Ms      = 20
-	targetPerChange  = 3
+	targetPerChange  = 2
 )
 
 // memoryNumbers is the base memory run that memory-large compares with, in MiB.
