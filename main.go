@@ -13,6 +13,7 @@ import (
 
 	"github.com/reloader/reloader/internal/app"
 	"github.com/reloader/reloader/internal/cli"
+	"github.com/reloader/reloader/internal/pageout"
 )
 
 // version is stamped by the linker (-ldflags "-X main.version=...").
@@ -51,6 +52,9 @@ func main() {
 	}
 	var flags cli.Flags
 	kong.Parse(&flags, cli.ParserOptions(version)...)
+	// Most of the executable's pages mapped so far served the packages' initialisation only.
+	_, _ = pageout.Executable() // where the kernel cannot, nothing changes
+
 	if err := app.Run(flags, version); err != nil {
 		fmt.Fprintln(os.Stderr, "reloader: error:", err)
 		os.Exit(1)
