@@ -42,6 +42,7 @@ type Clients struct {
 
 // New builds the clients from a rest.Config.
 func New(cfg *rest.Config) (*Clients, error) {
+	cfg = limitReceiveBuffers(cfg)
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme, coordinationv1.AddToScheme,
 		authorizationv1.AddToScheme} {
