@@ -19,9 +19,9 @@ const maxBackoff = 30 * time.Second
 
 // Run flushes dirty entries until ctx ends, waiting linger after the first change so that
 // changes arriving together share one patch per shard; redundant entries go along with the
-// patches of their shards. A failed flush is retried with growing
-// backoff. When ctx ends every wait ends with it: Run flushes what is dirty once more, unless
-// that just failed, and returns, leaving any further attempt to the caller's own Flush.
+// patches of their shards. A failed flush is retried with growing backoff. When ctx ends every
+// wait ends with it: Run flushes what is dirty or redundant once more, unless that just failed,
+// and returns, leaving any further attempt to the caller's own Flush.
 func (s *Store) Run(ctx context.Context, linger time.Duration) {
 	backoff := linger
 	for {
@@ -46,8 +46,8 @@ func (s *Store) Run(ctx context.Context, linger time.Duration) {
 	}
 }
 
-// flushOnExit writes what is still dirty or redundant as ctx ends; a change made during the last flush
-// would otherwise wait for the caller.
+// flushOnExit writes what is still dirty or redundant as ctx ends; a change made during the
+// last flush would otherwise wait for the caller.
 func (s *Store) flushOnExit(ctx context.Context) {
 	s.mu.Lock()
 	dirty := len(s.dirty) > 0 || len(s.redundant) > 0

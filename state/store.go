@@ -180,8 +180,8 @@ func (s *Store) SetRedundant(key, hash string) {
 	s.redundant[key] = struct{}{}
 }
 
-// Need has an entry set with SetRedundant and not yet written written by the next flush, which
-// it starts.
+// Need makes an entry set with SetRedundant, and not written since, due like any other: the
+// next flush, which it starts, writes it.
 func (s *Store) Need(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
