@@ -514,11 +514,10 @@ func TestRemovingIgnoreCatchesUpMarkedWorkloadsOnce(t *testing.T) {
 	before := generations(t, ns)
 
 	setConfigMapAnnotation(t, ns, "app-config", "reloader.stakater.com/ignore", `"true"`)
-	hashC := updateConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
-	waitFor(t, 10*time.Second, "the ignored change recorded", func() (bool, error) {
-		return stateEntry(t, ns, "v1.ConfigMap_app-config") == hashC, nil
-	})
 	r.settle()
+	done := configSyncs(t, r)
+	hashC := updateConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
+	judgedAfter(t, r, done, "the ignored change")
 	if moved := changed(before, generations(t, ns)); len(moved) != 0 {
 		t.Fatalf("an ignored config's change reloaded %v", moved)
 	}
@@ -702,16 +701,14 @@ func TestAReplicaWhoseConfigCacheLagsDoesNotUndoAnotherReplicasReload(t *testing
 	slow := startControllerAs(t, laggingWatch(cluster.Config, "configmaps", time.Second), ns, controllerOpts{})
 	settle(t)
 	before := getDeployment(t, ns, "web").Generation
-	writes := func() float64 {
-		v, _ := scrape(t, slow, "reloader_state_writes_total", map[string]string{"result": "success"})
-		return v
-	}
-	written := writes()
+	updates := func() float64 { return value(t, slow.metrics.Stakater.EventsReceived.WithLabelValues("update", "configmaps")) }
+	seen := updates()
 
 	hashB := updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
 	waitEnv(t, ns, "web", cmVar, hashB)
-	// Once it sees B, with web holding it, the lagging replica records B in the state.
-	waitFor(t, 30*time.Second, "the lagging replica to see B", func() (bool, error) { return writes() > written, nil })
+	// The lagging replica sees B a second late, with web holding it, and judges it.
+	waitFor(t, 30*time.Second, "the lagging replica to see B", func() (bool, error) { return updates() > seen, nil })
+	slow.settle()
 	wantReloads(t, ns, "web", before, 1)
 	if got, _ := env(getDeployment(t, ns, "web"), "app", cmVar); got != hashB {
 		t.Fatalf("web runs %q, want B's %q", got, hashB)
@@ -953,14 +950,14 @@ func TestADependentThatStopsDependingLetsTheStateAdvance(t *testing.T) {
 		t.Fatalf("state entry %q before the switch, want A's %q", got, hashA)
 	}
 	updateDeployment(t, ns, "w2", func(d *appsv1.Deployment) { d.Annotations = named("configmap", "other") })
-	waitFor(t, 10*time.Second, "the state entry of app-config to advance to B", func() (bool, error) {
-		return stateEntry(t, ns, "v1.ConfigMap_app-config") == hashB, nil
-	})
+	settle(t)
+	// w1's marker holds B: the entry went with the write at the stop.
+	if got := stoppedEntry(t, first, ns, "v1.ConfigMap_app-config"); got != hashB {
+		t.Fatalf("the state entry of app-config is %q after the stop, want B's %q", got, hashB)
+	}
 
 	// What a user sees: a workload created while no reloader runs runs B, and is found without a
 	// marker by the next reloader's initial list.
-	settle(t)
-	first.stop(t)
 	createDeployment(t, ns, "w3", 0, named("configmap", "app-config"), nil)
 	startController(t, ns, controllerOpts{})
 	wantReloads(t, ns, "w3", 1, 0)
@@ -1028,9 +1025,7 @@ func TestRevertOfAKeyAfterANamedReloadAndAStripReloadsTheKeyReader(t *testing.T)
 	settle(t)
 	wholeY := updateConfigMap(t, ns, "app-config", map[string]string{"a": "Y", "b": "1"})
 	waitEnv(t, ns, "w", cmVar, wholeY)
-	waitFor(t, 10*time.Second, "the state to record Y", func() (bool, error) {
-		return stateEntry(t, ns, "v1.ConfigMap_app-config") == wholeY, nil
-	})
+	settle(t) // Y judged rolled out: w's marker holds it
 	updateDeployment(t, ns, "w", func(d *appsv1.Deployment) { d.Annotations = auto })
 	waitFor(t, 10*time.Second, "key a's entry to record Y", func() (bool, error) {
 		return stateEntry(t, ns, keyA) != keyX, nil
@@ -1065,10 +1060,10 @@ func TestRevertOfAKeyWhileDownAfterANamedReloadReloadsTheKeyReader(t *testing.T)
 	settle(t)
 	wholeY := updateConfigMap(t, ns, "app-config", map[string]string{"a": "Y", "b": "1"})
 	waitEnv(t, ns, "w", cmVar, wholeY)
-	waitFor(t, 10*time.Second, "the state to record Y", func() (bool, error) {
-		return stateEntry(t, ns, "v1.ConfigMap_app-config") == wholeY, nil
-	})
-	first.stop(t)
+	settle(t)
+	if got := stoppedEntry(t, first, ns, "v1.ConfigMap_app-config"); got != wholeY {
+		t.Fatalf("the state holds %q after the stop, want %q", got, wholeY)
+	}
 
 	switched := updateDeployment(t, ns, "w", func(d *appsv1.Deployment) { d.Annotations = auto }).Generation
 	updateConfigMap(t, ns, "app-config", map[string]string{"a": "X", "b": "1"}) // w runs Y
@@ -1094,10 +1089,10 @@ func TestSwitchToAutoAndAChangeOfAnotherKeyWhileDownRestartOnce(t *testing.T) {
 	settle(t)
 	whole := updateConfigMap(t, ns, "app-config", map[string]string{"a": "1", "b": "2"})
 	waitEnv(t, ns, "w", cmVar, whole)
-	waitFor(t, 10*time.Second, "the state to record it", func() (bool, error) {
-		return stateEntry(t, ns, "v1.ConfigMap_app-config") == whole, nil
-	})
-	first.stop(t)
+	settle(t)
+	if got := stoppedEntry(t, first, ns, "v1.ConfigMap_app-config"); got != whole {
+		t.Fatalf("the state holds %q after the stop, want %q", got, whole)
+	}
 
 	switched := updateDeployment(t, ns, "w", func(d *appsv1.Deployment) {
 		d.Annotations = map[string]string{"reloader.stakater.com/auto": "true"}

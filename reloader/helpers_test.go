@@ -298,3 +298,32 @@ func closedWindow() string {
 	end := at.Add(time.Minute)
 	return fmt.Sprintf("%02d:%02d-%02d:%02d", at.Hour(), at.Minute(), end.Hour(), end.Minute())
 }
+
+// stoppedEntry stops r and returns key's entry in the state. A change whose every dependent's
+// marker holds it is written at the latest by the stop (records.rolledOut), so after a stop the
+// entry shows whether the controller judged the change and found nothing left to reload.
+func stoppedEntry(t *testing.T, r *running, ns, key string) string {
+	t.Helper()
+	r.stop(t)
+	return stateEntry(t, ns, key)
+}
+
+// configSyncs is how many config syncs r has finished.
+func configSyncs(t *testing.T, r *running) float64 {
+	t.Helper()
+	var n float64
+	for _, res := range []string{"configmaps", "secrets"} {
+		n += value(t, r.metrics.Stakater.EventsProcessed.WithLabelValues("unknown", res, "success"))
+	}
+	return n
+}
+
+// judgedAfter waits until r has finished more config syncs than done (configSyncs before a
+// change), then settles: the change has been judged, and whatever it led to is done. It is
+// the observable end of a change that reloads nothing, now that such a change writes no state
+// of its own.
+func judgedAfter(t *testing.T, r *running, done float64, what string) {
+	t.Helper()
+	waitFor(t, 10*time.Second, what+" judged", func() (bool, error) { return configSyncs(t, r) > done, nil })
+	r.settle()
+}

@@ -923,19 +923,21 @@ func TestAJobCreatedLateAfterASlowReadCarriesTheMarkersOfItsCreate(t *testing.T)
 	case <-time.After(30 * time.Second):
 		t.Fatal("the reloader did not read the Job again to finish its recreation")
 	}
+	done := configSyncs(t, r)
 	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
-	waitFor(t, 30*time.Second, "C recorded: the Job does not exist, nothing is due", func() (bool, error) {
-		return stateEntry(t, ns, "v1.ConfigMap_app-config") == hash, nil
+	waitFor(t, 30*time.Second, "C judged: the Job does not exist, nothing is due", func() (bool, error) {
+		return configSyncs(t, r) > done, nil
 	})
 	close(release)
 	wantMigrateCreated(t, ns, hash, 30*time.Second, created, 1, "the Job was created %d times once its create was allowed, want 1")
 }
 
 // A Job whose create is refused keeps its recreation written down when the state ConfigMap is
-// deleted: the running reloader recreates the state from memory with the note, so a reloader
-// started after a stop still creates the Job once the refusal lifts (soak seed
-// 1795657828041649784@4 lost such a Job: its note went with the state). The Job is created
-// once, with the marker of the content now; one more change recreates it once more.
+// deleted: the running reloader recreates the state from memory with the note (at its next
+// write, here the one at its stop), so a reloader started after a stop still creates the Job
+// once the refusal lifts (soak seed 1795657828041649784@4 lost such a Job: its note went with
+// the state). The Job is created once, with the marker of the content now; one more change
+// recreates it once more.
 func TestAJobRecreationStaysWrittenDownWhenTheStateConfigMapIsDeletedAndRecreated(t *testing.T) {
 	t.Parallel()
 	ns := cluster.NewNamespace(t)
@@ -943,16 +945,17 @@ func TestAJobRecreationStaysWrittenDownWhenTheStateConfigMapIsDeletedAndRecreate
 	if err := cluster.Client().CoreV1().ConfigMaps(ns).Delete(context.Background(), "reloader-state", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// A change the running reloader records: its write recreates the state from memory.
+	// A change the running reloader judges; the Job is gone, so it writes nothing of its own.
+	done := configSyncs(t, first)
 	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
-	waitFor(t, 30*time.Second, "the state ConfigMap recreated", func() (bool, error) {
-		_, err := cluster.Client().CoreV1().ConfigMaps(ns).Get(context.Background(), "reloader-state", metav1.GetOptions{})
-		return err == nil, nil
-	})
+	judgedAfter(t, first, done, "C")
+	first.stop(t)
+	if _, err := cluster.Client().CoreV1().ConfigMaps(ns).Get(context.Background(), "reloader-state", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the state ConfigMap was not recreated by the stop: %v", err)
+	}
 	if notes := stateValues(t, ns, "reloader.job-recreation_"); len(notes) != 1 {
 		t.Fatalf("the state recreated from memory holds the recreations %v, want the refused one", notes)
 	}
-	first.stop(t)
 	createdOnceAtTheNextStart(t, ns, hash, lift, created)
 }
 

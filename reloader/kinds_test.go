@@ -212,10 +212,13 @@ func TestAnnotationsStrategy(t *testing.T) {
 	// Restarting with the state rolled back must not reload again: the annotation holds the hash.
 	r.stop(t)
 	setStateEntry(t, ns, "v1.ConfigMap_app-config", confighash.ConfigMap(&corev1.ConfigMap{Data: map[string]string{"v": "0"}}))
-	startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { o.Strategy = policy.StrategyAnnotations }})
-	waitFor(t, 10*time.Second, "state caught up", func() (bool, error) { return stateEntry(t, ns, "v1.ConfigMap_app-config") == hash, nil })
+	again := startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { o.Strategy = policy.StrategyAnnotations }})
+	again.settle()
 	if g := getDeployment(t, ns, "web").Generation; g != d.Generation {
 		t.Fatalf("reloaded twice (generation %d→%d)", d.Generation, g)
+	}
+	if got := stoppedEntry(t, again, ns, "v1.ConfigMap_app-config"); got != hash {
+		t.Fatalf("the state holds %q after the stop, want %q: the change was not judged", got, hash)
 	}
 }
 

@@ -333,12 +333,13 @@ func (rs *records) baseline(k key, rec *configRecord, deps []dependent) {
 // holds the content, goes with the next state write (needed asks for it sooner): that saves a
 // request per change, and a crash before that write costs only a restart the reloader could not
 // have told apart anyway (a workload created, or its marker removed, while no reloader ran:
-// docs/design.md). A first record, or a recreation's, is written at once. A Secret's values are keyed, so this also re-records, under the current key,
+// docs/design.md). A first record, a recreation's, and one that re-records a content in
+// another form (under the current hash key, as ours after Collaborne's) are written at once. A Secret's values are keyed, so this also re-records, under the current key,
 // what an earlier version wrote plain or what was made under a lost key.
 func (rs *records) rolledOut(k key, rec *configRecord, deps []dependent) {
 	skey := rs.names.config(k)
 	set := rs.store.Set
-	if e, known := rs.store.Get(skey); known && !e.Deleted && restated(deps) {
+	if e, known := rs.store.Get(skey); known && !e.Deleted && rs.content(rec, nil).Match(e.Hash) == policy.Differs && restated(deps) {
 		set = rs.store.SetRedundant
 	}
 	set(skey, rec.Hash)

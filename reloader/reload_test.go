@@ -217,14 +217,15 @@ func TestReloadPatchedBeforeCrashIsNotRepeated(t *testing.T) {
 	reloaded := getDeployment(t, ns, "web").Generation
 	setStateEntry(t, ns, "v1.ConfigMap_app-config", oldHash) // as if the state write was lost
 
-	// The state catching up shows the controller has judged the workload.
-	startController(t, ns, controllerOpts{grace: 5 * time.Second})
-	waitFor(t, 10*time.Second, "state caught up", func() (bool, error) {
-		return stateEntry(t, ns, "v1.ConfigMap_app-config") == hash, nil
-	})
-	settle(t)
+	second := startController(t, ns, controllerOpts{grace: 5 * time.Second})
+	second.settle()
 	if g := getDeployment(t, ns, "web").Generation; g != reloaded {
 		t.Fatalf("the workload was restarted again (generation %d→%d)", reloaded, g)
+	}
+	// The state caught up by the stop shows the controller judged the workload: the marker holds
+	// the content, so the entry went with the write at exit.
+	if got := stoppedEntry(t, second, ns, "v1.ConfigMap_app-config"); got != hash {
+		t.Fatalf("the state holds %q after the stop, want %q", got, hash)
 	}
 }
 
@@ -284,21 +285,23 @@ func TestDeletedStateWhileRunningCausesNoMassRestart(t *testing.T) {
 	}
 	hash := updateConfigMap(t, ns, "cfg-2", map[string]string{"v": "1"})
 	waitEnv(t, ns, "app-2", "_RELOADER_-configmap-cfg-2", hash)
-	waitFor(t, 10*time.Second, "state recreated with every entry", func() (bool, error) {
-		cm, err := cluster.Client().CoreV1().ConfigMaps(ns).Get(context.Background(), "reloader-state", metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		for i := range 5 {
-			if !state.IsHash(cm.Data[fmt.Sprintf("v1.ConfigMap_cfg-%d", i)]) {
-				return false, nil
-			}
-		}
-		return cm.Data["v1.ConfigMap_cfg-2"] == hash, nil
-	})
 	settle(t)
 	if moved := changed(before, generations(t, ns)); fmt.Sprint(moved) != fmt.Sprint(map[string]int64{"app-2": 1}) {
 		t.Fatalf("restarted %v, want only app-2 once", moved)
+	}
+	// The next write recreates it, at the latest the one at the stop: every entry is back.
+	r.stop(t)
+	cm, err := cluster.Client().CoreV1().ConfigMaps(ns).Get(context.Background(), "reloader-state", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the state was not recreated: %v", err)
+	}
+	for i := range 5 {
+		if k := fmt.Sprintf("v1.ConfigMap_cfg-%d", i); !state.IsHash(cm.Data[k]) {
+			t.Fatalf("the recreated state holds %s=%q", k, cm.Data[k])
+		}
+	}
+	if got := cm.Data["v1.ConfigMap_cfg-2"]; got != hash {
+		t.Fatalf("the recreated state holds cfg-2=%q, want %q", got, hash)
 	}
 	if !strings.Contains(r.log.String(), "recreating it from memory") {
 		t.Fatalf("no log line about the recreated state:\n%s", r.log.String())

@@ -88,15 +88,12 @@ func runSeed(t *testing.T, manifest string, tests []seedChange) {
 	if _, err := cluster.ApplyFile(context.Background(), ns, manifest); err != nil {
 		t.Fatal(err)
 	}
-	startController(t, ns, controllerOpts{})
+	r := startController(t, ns, controllerOpts{})
 	for _, tt := range tests {
 		t.Run(tt.kind+" "+tt.name, func(t *testing.T) {
-			before := generations(t, ns)
-			hash := changeConfig(t, ns, tt.kind, tt.name)
-			waitFor(t, 10*time.Second, "the change recorded", func() (bool, error) {
-				return stateEntry(t, ns, "v1."+tt.kind+"_"+tt.name) == hash, nil
-			})
-			settle(t)
+			before, done := generations(t, ns), configSyncs(t, r)
+			changeConfig(t, ns, tt.kind, tt.name)
+			judgedAfter(t, r, done, "the change")
 			moved := changed(before, generations(t, ns))
 			want := map[string]int64{}
 			for _, w := range tt.reloads {

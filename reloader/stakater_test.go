@@ -55,13 +55,12 @@ func TestReloadAnnotationPatternReloadsOnMatchingConfigs(t *testing.T) {
 	waitEnv(t, ns, "web", "_RELOADER_-configmap-app-one", hash)
 	wantReloads(t, ns, "web", gen, 1)
 
-	// Not matched: not anchored at the start, another kind, another name. Each is judged (its
-	// hash reaches the state) and reloads nothing.
+	// Not matched: not anchored at the start, another kind, another name. Each is judged (a
+	// config sync finishes after it) and reloads nothing.
 	for _, change := range []struct{ kind, name string }{{"ConfigMap", "my-app-two"}, {"Secret", "app-secret"}, {"ConfigMap", "other"}} {
-		h := changeConfig(t, ns, change.kind, change.name)
-		waitFor(t, 10*time.Second, change.name+"'s new hash in the state", func() (bool, error) {
-			return stateEntry(t, ns, "v1."+change.kind+"_"+change.name) == h, nil
-		})
+		done := configSyncs(t, r)
+		changeConfig(t, ns, change.kind, change.name)
+		judgedAfter(t, r, done, change.name+"'s change")
 	}
 	wantReloads(t, ns, "web", gen, 1)
 
