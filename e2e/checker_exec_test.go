@@ -839,6 +839,7 @@ func (w *world) restartReloader(kill bool) {
 	w.stop(i)
 	if kill {
 		w.faults["kill -9"]++
+		w.rec.killed()
 		w.procs[i].kill()
 	} else {
 		w.faults["sigterm"]++
@@ -859,6 +860,7 @@ func (w *world) down(d time.Duration) {
 	w.faults["down"]++
 	w.stop(i)
 	if w.rnd.IntN(2) == 0 {
+		w.rec.killed()
 		w.procs[i].kill()
 	} else {
 		_ = w.procs[i].cmd.Process.Signal(syscall.SIGTERM)

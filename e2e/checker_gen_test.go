@@ -136,7 +136,9 @@ type sequence struct {
 	// Gen is the generator's version: a seed gives the same actions under the same Gen. Gen 1
 	// is the fifth session's; gen 2 adds the scenarios of a third stream (scenario); gen 3 the
 	// features of a fourth (features.go's kinds, gates, strategy); gen 4 the namespace
-	// selector; gen 5 a deletion judged at a quiet point (deletionJudged).
+	// selector; gen 5 a deletion judged at a quiet point (deletionJudged); gen 6 a workload
+	// created after a change its dependents' markers hold, then a kill -9
+	// (createdAfterAMarkedChange).
 	Gen int
 	// Gen 3: the reload strategy (--reload-strategy), and --reload-window: "" (none), "open"
 	// or "closed" (a window hours from now), which workloads' own windows override.
@@ -209,10 +211,13 @@ type generator struct {
 	// gen 5 draws, from a sixth stream, a deletion of a config with dependents followed by a
 	// quiet point, so that a deletion's reload is judged before a recreation heals it.
 	sixth *rand.Rand
+	// gen 6 draws, from a seventh stream, a workload created after a change its dependents'
+	// markers hold, then a kill -9 (createdAfterAMarkedChange).
+	seventh *rand.Rand
 }
 
 // latestGen is the generator version new seeds run with.
-const latestGen = 5
+const latestGen = 6
 
 // generate makes the sequence of seed under generator version gen: n actions, faults included
 // when faults is set.
@@ -221,8 +226,9 @@ func generate(seed uint64, gen, n int, faults bool) sequence {
 		third:   rand.New(rand.NewPCG(seed^0xda942042e4dd58b5, seed^0x2545f4914f6cdd1d)),
 		configs: map[string]bool{}, workloads: map[string]bool{}, refs: map[string][]ref{}, modes: map[string]string{}, ignored: map[string]bool{}, faults: faults,
 		gen: gen, fourth: rand.New(rand.NewPCG(seed^0x94d049bb133111eb, seed^0xbf58476d1ce4e5b9)), kinds: map[string]string{},
-		fifth: rand.New(rand.NewPCG(seed^0x2127599bf4325c37, seed^0x880355f21e6d1965)),
-		sixth: rand.New(rand.NewPCG(seed^0x3c6ef372fe94f82b, seed^0xa54ff53a5f1d36f1))}
+		fifth:   rand.New(rand.NewPCG(seed^0x2127599bf4325c37, seed^0x880355f21e6d1965)),
+		sixth:   rand.New(rand.NewPCG(seed^0x3c6ef372fe94f82b, seed^0xa54ff53a5f1d36f1)),
+		seventh: rand.New(rand.NewPCG(seed^0x510e527fade682d1, seed^0x9b05688c2b3e6c1f))}
 	for _, c := range configNames {
 		g.configs[c] = true // the world starts with every config, content "0"
 	}
@@ -267,6 +273,9 @@ func generate(seed uint64, gen, n int, faults bool) sequence {
 		}
 		if gen >= 5 && g.sixth.IntN(10) == 0 {
 			s.Actions = append(s.Actions, g.deletionJudged()...)
+		}
+		if gen >= 6 && faults && g.seventh.IntN(10) == 0 {
+			s.Actions = append(s.Actions, g.createdAfterAMarkedChange()...)
 		}
 		if gen >= 3 && faults && g.fourth.IntN(25) == 0 {
 			s.Actions = append(s.Actions, g.hashKey()...)
@@ -567,6 +576,38 @@ func (g *generator) deletionJudged() []action {
 	g.configs[c], g.ignored[c] = false, false
 	g.nsOut = false
 	return []action{create, {Op: "delete", Target: c, Pause: time.Duration(500+g.sixth.IntN(1000)) * time.Millisecond}, {Op: "quiet"}}
+}
+
+// createdAfterAMarkedChange (gen 6) changes a config with dependents, waits for their reloads,
+// so that their markers hold the content and the change writes no state of its own, creates a
+// workload reading the config past raceMargin, and kills the reloader: the state the next
+// process loads must not be behind what the new workload's pods read, or it restarts it for
+// nothing. Nil when no workload slot is free or no config has dependents.
+func (g *generator) createdAfterAMarkedChange() []action {
+	var free, live []string
+	for _, w := range workloadNames {
+		if !g.workloads[w] {
+			free = append(free, w)
+		}
+	}
+	for _, c := range configNames {
+		if g.configs[c] && !g.ignored[c] && len(g.dependents(c)) > 0 {
+			live = append(live, c)
+		}
+	}
+	if len(free) == 0 || len(live) == 0 {
+		return nil
+	}
+	c := pick(g.seventh, live)
+	g.fresh++
+	update := action{Op: "update", Target: c, Key: "a", Value: fmt.Sprintf("p%d", g.fresh),
+		Pause: g.coalesce + time.Duration(1500+g.seventh.IntN(1000))*time.Millisecond}
+	create := action{Op: "create-workload", Target: pick(g.seventh, free), Mode: pick(g.seventh, []string{modeAuto, modeNamed}),
+		Refs: []ref{{Config: c, Whole: true}}, Pause: writeBehind + time.Duration(200+g.seventh.IntN(800))*time.Millisecond}
+	g.created(create)
+	// The update is past raceMargin of the creation: the oracle holds no change against it.
+	update.Pause += raceMargin
+	return []action{update, create, {Op: "kill", Pause: time.Duration(500+g.seventh.IntN(1000)) * time.Millisecond}}
 }
 
 // dependents are the live workloads that reload on key a of config c.

@@ -193,6 +193,8 @@ type recorder struct {
 	// stateLosses: when the whole state ConfigMap was deleted (state-delete), Job recreation
 	// notes with it (lostWithState).
 	stateLosses []time.Time
+	// kills: when a replica was killed (kill -9), for unwritten.
+	kills []time.Time
 }
 
 func (r *recorder) lastRestart() time.Time {
@@ -988,17 +990,18 @@ func paid(pending []change, rv int64, at time.Time) []change {
 // it died), cannot tell whether it was created before or after a change; and one for each
 // strip made in such a span, for the same reason (soak seed 1795547694293124233@2): the
 // strip's own rollout gave its pods the content of that moment, which the reloader cannot
-// tell from an older one. The caller holds r.mu.
+// tell from an older one. A creation or strip seen just before a kill -9 counts as unseen
+// (unwritten). The caller holds r.mu.
 func (r *recorder) excuses(w *workloadLife, c string) []change {
 	var out []change
 	if w.lagged[c] {
 		out = append(out, change{rv: w.createdRV, at: w.createdAt, by: "the switch from stakater"})
 	}
-	if r.blindAt(w.createdAt) {
+	if r.blindAt(w.createdAt) || r.unwritten(w.createdAt) {
 		out = append(out, change{rv: w.createdRV, at: w.createdAt, by: "a creation no reloader saw"})
 	}
 	for _, s := range w.strips {
-		if r.blindAt(s.at) {
+		if r.blindAt(s.at) || r.unwritten(s.at) {
 			out = append(out, change{rv: s.rv, at: s.at, by: "a strip no reloader saw"})
 		}
 	}
@@ -1025,6 +1028,24 @@ func (r *recorder) holdsLost(w *workloadLife, c string) []change {
 		}
 	}
 	return out
+}
+
+// writeBehind bounds how long after seeing something the reloader has written what it needs
+// of it to the state: the store's 50 ms linger and a write under load.
+const writeBehind = 500 * time.Millisecond
+
+// killed notes a kill -9 of a replica.
+func (r *recorder) killed() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.kills = append(r.kills, time.Now())
+}
+
+// unwritten reports whether t falls within writeBehind before a kill -9: what the reloader saw
+// then may be lost with the process, as if it had not seen it (docs/design.md: a kill -9
+// before a strip's entry is written restarts it once). The caller holds r.mu.
+func (r *recorder) unwritten(t time.Time) bool {
+	return slices.ContainsFunc(r.kills, func(k time.Time) bool { return !t.After(k) && k.Sub(t) < writeBehind })
 }
 
 // blindAt reports whether t falls in an outage, an API server restart, a replica's downtime or
