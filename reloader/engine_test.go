@@ -701,7 +701,9 @@ func TestAReplicaWhoseConfigCacheLagsDoesNotUndoAnotherReplicasReload(t *testing
 	slow := startControllerAs(t, laggingWatch(cluster.Config, "configmaps", time.Second), ns, controllerOpts{})
 	settle(t)
 	before := getDeployment(t, ns, "web").Generation
-	updates := func() float64 { return value(t, slow.metrics.Stakater.EventsReceived.WithLabelValues("update", "configmaps")) }
+	updates := func() float64 {
+		return value(t, slow.metrics.Stakater.EventsReceived.WithLabelValues("update", "configmaps"))
+	}
 	seen := updates()
 
 	hashB := updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
