@@ -19,10 +19,10 @@ import (
 // version is stamped by the linker (-ldflags "-X main.version=...").
 var version = "dev"
 
-// defaultGCPercent is a quarter of the garbage collector's default headroom: measured in
-// BENCHMARKS.md, 50 cut peak memory by about 10 MiB for about 0.6 ms more CPU per config
-// change, and 25 about 3.5 MiB more for about 1 ms more. GOGC still overrides it.
-const defaultGCPercent = 25
+// defaultGCPercent halves the garbage collector's headroom: measured in BENCHMARKS.md, it cuts
+// peak memory by about 10 MiB for about 0.6 ms more CPU per config change. 25 cut it about
+// 3.5 MiB more, but doubled the reload latency over many namespaces. GOGC still overrides it.
+const defaultGCPercent = 50
 
 // memoryLimitEnv carries the container's memory limit in bytes: the manifests and the chart set
 // it from the downward API (resourceFieldRef limits.memory), which cannot scale a value, so
