@@ -357,7 +357,7 @@ func (c *Controller) releaseStartupMemory(ctx context.Context) {
 	if n, err := pageout.Executable(); err != nil {
 		c.log.Debug("start-up pages of the executable kept", "err", err)
 	} else {
-		c.log.Debug("unmapped the start-up pages of the executable", "mapped_bytes", n)
+		c.log.Debug("start-up pages of the executable handed back", "mapped_bytes", n)
 	}
 }
 

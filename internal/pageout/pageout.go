@@ -1,7 +1,8 @@
-// Package pageout unmaps the pages of the executable that the process touched only while it
-// started: client-go's and the API types' init code, the start-up list's decoding. The kernel
-// maps file pages 64 KiB around each fault and keeps them mapped, so without this most of the
-// executable stays resident. Pages in use fault back in on their next use, from the page cache.
+// Package pageout hands the kernel back the pages of the executable that the process touched
+// only while it started: client-go's and the API types' init code, the start-up list's
+// decoding. The kernel maps file pages 64 KiB around each fault and keeps them mapped, so
+// without this most of the executable stays resident. Pages in use fault back in on their
+// next use.
 package pageout
 
 import (
@@ -40,9 +41,9 @@ func spans(r io.Reader, exe string) ([]span, error) {
 	return out, sc.Err()
 }
 
-// Executable unmaps the resident pages of the executable's read-only mappings, and returns how
-// many bytes of mappings it advised. Where the system does not support it (not Linux) it
-// returns an error and changes nothing.
+// Executable advises the kernel to reclaim the resident pages of the executable's read-only
+// mappings, and returns how many bytes of mappings it advised. Where the kernel does not support
+// it (before Linux 5.4, or not Linux) it returns an error and changes nothing.
 func Executable() (int, error) {
 	exe, err := os.Readlink("/proc/self/exe")
 	if err != nil {
