@@ -513,9 +513,11 @@ func TestRemovingIgnoreCatchesUpMarkedWorkloadsOnce(t *testing.T) {
 	r.settle()
 	before := generations(t, ns)
 
-	setConfigMapAnnotation(t, ns, "app-config", "reloader.stakater.com/ignore", `"true"`)
-	r.settle()
+	// Each judged on its own: one sync of both would see C not ignored.
 	done := configSyncs(t, r)
+	setConfigMapAnnotation(t, ns, "app-config", "reloader.stakater.com/ignore", `"true"`)
+	judgedAfter(t, r, done, "the ignore annotation")
+	done = configSyncs(t, r)
 	hashC := updateConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
 	judgedAfter(t, r, done, "the ignored change")
 	if moved := changed(before, generations(t, ns)); len(moved) != 0 {
