@@ -9,7 +9,7 @@ import (
 
 // The HTTP/2 receive buffers of the connection to the API server. Left to x/net's defaults, a
 // stream may buffer 4 MiB and the connection 1 GiB of data the reloader has not read yet; every
-// informer's start-up list arrives at once, and those buffers were 6 to 8 MB of the start-up
+// informer's start-up list arrives at once, and those buffers held 5.7 to 7.7 MB at the start-up
 // peak (BENCHMARKS.md). The stream windows of all the watches together stay under the
 // connection's, so streams whose reader is slow cannot hold up the others, patches included.
 const (
