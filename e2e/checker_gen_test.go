@@ -447,12 +447,7 @@ func (g *generator) ignore() action {
 }
 
 func (g *generator) createWorkload() action {
-	var free []string
-	for _, w := range workloadNames {
-		if !g.workloads[w] {
-			free = append(free, w)
-		}
-	}
+	free := g.freeSlots()
 	if len(free) == 0 {
 		return g.deleteWorkload()
 	}
@@ -554,12 +549,8 @@ func (g *generator) partialRevert() []action {
 // that workload and every other dependent must have restarted for the deletion by then (without
 // the flag, none may). Nil when no workload slot is free or no config exists.
 func (g *generator) deletionJudged() []action {
-	var free, live []string
-	for _, w := range workloadNames {
-		if !g.workloads[w] {
-			free = append(free, w)
-		}
-	}
+	free := g.freeSlots()
+	var live []string
 	for _, c := range configNames {
 		if g.configs[c] && !g.ignored[c] {
 			live = append(live, c)
@@ -584,12 +575,8 @@ func (g *generator) deletionJudged() []action {
 // process loads must not be behind what the new workload's pods read, or it restarts it for
 // nothing. Nil when no workload slot is free or no config has dependents.
 func (g *generator) createdAfterAMarkedChange() []action {
-	var free, live []string
-	for _, w := range workloadNames {
-		if !g.workloads[w] {
-			free = append(free, w)
-		}
-	}
+	free := g.freeSlots()
+	var live []string
 	for _, c := range configNames {
 		if g.configs[c] && !g.ignored[c] && len(g.dependents(c)) > 0 {
 			live = append(live, c)
@@ -610,6 +597,17 @@ func (g *generator) createdAfterAMarkedChange() []action {
 	return []action{update, create, {Op: "kill", Pause: time.Duration(500+g.seventh.IntN(1000)) * time.Millisecond}}
 }
 
+// freeSlots are the workload names no live workload has.
+func (g *generator) freeSlots() []string {
+	var free []string
+	for _, w := range workloadNames {
+		if !g.workloads[w] {
+			free = append(free, w)
+		}
+	}
+	return free
+}
+
 // dependents are the live workloads that reload on key a of config c.
 func (g *generator) dependents(c string) []string {
 	var out []string
@@ -624,12 +622,7 @@ func (g *generator) dependents(c string) []string {
 // absentOptionalKey creates a workload reading key a of a config, optionally, while the config
 // has only key b, then changes key b: what the workload reads did not change.
 func (g *generator) absentOptionalKey() []action {
-	var free []string
-	for _, w := range workloadNames {
-		if !g.workloads[w] {
-			free = append(free, w)
-		}
-	}
+	free := g.freeSlots()
 	if len(free) == 0 {
 		return nil
 	}

@@ -329,13 +329,15 @@ func (rs *records) baseline(k key, rec *configRecord, deps []dependent) {
 }
 
 // rolledOut writes a config's content as fully rolled out, with the per-key values its key-level
-// dependents need. A change of a config the state knows, whose every dependent's own marker now
-// holds the content, goes with the next state write (needed asks for it sooner): that saves a
-// request per change, and a crash before that write costs only a restart the reloader could not
-// have told apart anyway (a workload created, or its marker removed, while no reloader ran:
-// docs/design.md). A first record, a recreation's, and one that re-records a content in
-// another form (under the current hash key, as ours after Collaborne's) are written at once. A Secret's values are keyed, so this also re-records, under the current key,
+// dependents need. A Secret's values are keyed, so this also re-records, under the current key,
 // what an earlier version wrote plain or what was made under a lost key.
+//
+// A change of a config the state knows, whose every dependent's own marker now holds the
+// content, goes with the next state write (needed asks for it sooner): that saves a request
+// per change, and a crash before that write costs only a restart the reloader could not have
+// told apart anyway (a workload created, or its marker removed, while no reloader ran:
+// docs/design.md). A first record, a recreation's, and one that re-records a content in
+// another form (under the current hash key, as ours after Collaborne's) are written at once.
 func (rs *records) rolledOut(k key, rec *configRecord, deps []dependent) {
 	skey := rs.names.config(k)
 	set := rs.store.Set

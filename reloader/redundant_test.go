@@ -32,17 +32,26 @@ func (refusedError) Error() string { return "state write refused by the test" }
 
 var errRefused error = refusedError{}
 
+// marked starts a controller (its transport wrapped) over web, which reloads on app-config, and
+// returns it once a first change has given web its marker: a later change's every dependent
+// then carries one.
+func marked(t *testing.T, ns string, wrap func(http.RoundTripper) http.RoundTripper) *running {
+	t.Helper()
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
+	r := startController(t, ns, controllerOpts{grace: 5 * time.Second, wrap: wrap})
+	waitEnv(t, ns, "web", cmVar, updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"}))
+	r.settle()
+	return r
+}
+
 // A change whose every dependent's marker holds the new content needs no state write: the entry
 // restates the markers. It goes with the next write, at the latest when the process stops.
 func TestAChangeEveryDependentsMarkerHoldsSendsNoStateWriteOfItsOwn(t *testing.T) {
 	t.Parallel()
 	ns := cluster.NewNamespace(t)
-	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
-	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
 	sent, _, wrap := stateWrites()
-	r := startController(t, ns, controllerOpts{grace: 5 * time.Second, wrap: wrap})
-	waitEnv(t, ns, "web", cmVar, updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"}))
-	r.settle()
+	r := marked(t, ns, wrap)
 	recorded := stateEntry(t, ns, "v1.ConfigMap_app-config")
 	before := sent.Load()
 
@@ -67,12 +76,8 @@ func TestAChangeEveryDependentsMarkerHoldsSendsNoStateWriteOfItsOwn(t *testing.T
 func TestAWorkloadJudgedByTheStateGetsItsEntryWrittenBeforeACrash(t *testing.T) {
 	t.Parallel()
 	ns := cluster.NewNamespace(t)
-	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
-	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
 	_, refuse, wrap := stateWrites()
-	first := startController(t, ns, controllerOpts{grace: 5 * time.Second, wrap: wrap})
-	waitEnv(t, ns, "web", cmVar, updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"}))
-	first.settle()
+	first := marked(t, ns, wrap)
 	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "2"})
 	waitEnv(t, ns, "web", cmVar, hash)
 	first.settle()

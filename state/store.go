@@ -156,7 +156,7 @@ func (s *Store) Get(key string) (Entry, bool) {
 // tombstone; it is written by the next flush. A value that is not a content hash, a keyed hash
 // under a ConfigMap, or a key that is no config's, is refused and logged: it would not load back.
 func (s *Store) Set(key, hash string) {
-	if !s.mayHold(key, hash) {
+	if !s.validContent(key, hash) {
 		return
 	}
 	s.mu.Lock()
@@ -168,7 +168,7 @@ func (s *Store) Set(key, hash string) {
 // nothing else asks for it: it is written along with the next flush, or by the flush at exit,
 // and no flush is made for it alone. Need asks for it.
 func (s *Store) SetRedundant(key, hash string) {
-	if !s.mayHold(key, hash) {
+	if !s.validContent(key, hash) {
 		return
 	}
 	s.mu.Lock()
@@ -191,9 +191,9 @@ func (s *Store) Need(key string) {
 	}
 }
 
-// mayHold reports whether hash may be recorded as the content of key; if not, it logs why: the
-// value would not load back.
-func (s *Store) mayHold(key, hash string) bool {
+// validContent reports whether hash may be recorded as the content of key; if not, it logs why:
+// the value would not load back.
+func (s *Store) validContent(key, hash string) bool {
 	if !isConfigPrefixed(key) {
 		s.log.Error("refusing to record a content hash under a key that is no config's", "key", key)
 		return false
