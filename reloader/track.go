@@ -269,6 +269,9 @@ func (t *tracker) sync(ctx context.Context, k key, w workloadView) error {
 	if !pending {
 		return nil
 	}
+	if t.restarts.behindRollback(w.key, w.meta.GetResourceVersion()) {
+		return errStale // the cache has not shown our rollback, which ended this rollout
+	}
 	f := t.follow(w)
 	// Only the reload's own template is its rollout: once someone else replaced it, what rolls
 	// out, and how it ends, is theirs.
@@ -328,9 +331,9 @@ func (t *tracker) finish(ctx context.Context, w workloadView, f policy.Follow, e
 		undoAwaits = t.strips.rolledBack(w.key, slices.Collect(maps.Keys(w.uses)))
 		undoPutBack = t.strips.putBack(w.key, putBack)
 	}
-	_, err := send(ctx, w, ops, w.kind.reload)
+	out, err := send(ctx, w, ops, w.kind.reload)
 	if rollback {
-		t.restarts.rollbackEnded(w.key, err == nil)
+		t.restarts.rollbackEnded(w.key, writtenVersion(out, err))
 	}
 	if err != nil {
 		// Nothing was put back: undone in the reverse order of the notes.

@@ -2,6 +2,7 @@ package reloader
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
@@ -139,6 +140,22 @@ func TestTheTrackerJudgesARolloutByItsStatusItsDeadlineAndWhoseTemplateItIs(t *t
 		}
 		if got := strings.Join(f.reasons(), ","); got != "RolloutTimedOut,RolledBack" {
 			t.Fatalf("events %s, want RolloutTimedOut,RolledBack", got)
+		}
+	})
+	t.Run("a cache behind its rollback finishes nothing again", func(t *testing.T) {
+		f := newTrackerFixture(true)
+		w := f.followed(2, 2, 12*time.Second, "")
+		written := f.live.DeepCopy()
+		written.ResourceVersion = "12"
+		f.live = written // what the rollback's patch returns
+		if err := f.t.sync(ctx, rolloutKey(w.key), w); err != nil || len(f.sent) != 1 {
+			t.Fatalf("first sync: %v, sent %d patches; want the rollback", err, len(f.sent))
+		}
+		// The cache still shows the reload rolling out (resourceVersion 9): a second rollback
+		// would be noted of the restart the first one put back (CI: a reload of the pods put
+		// back for a content they run).
+		if err := f.t.sync(ctx, rolloutKey(w.key), w); !errors.Is(err, errStale) || len(f.sent) != 1 {
+			t.Fatalf("sync from the cache behind the rollback: %v, sent %d patches; want errStale and nothing more", err, len(f.sent))
 		}
 	})
 	t.Run("past its deadline without rollback", func(t *testing.T) {

@@ -54,6 +54,11 @@ type restarts struct {
 	// 1795681571291661041@4: judged by the restart undone, whose pods had taken a config's
 	// reappearance, the workload was left running the content before it).
 	rollingBack map[key]bool
+	// rolledBack: the resourceVersion our last rollback of a workload wrote. A cache older than
+	// it still shows the reload as rolling out, and finishing it again would note a second
+	// rollback, of the restart the first one put back (the judge, meanwhile, would take that
+	// restart's reads for the ones before it).
+	rolledBack map[key]string
 }
 
 // restart is one reload's patch: the resourceVersion it wrote ("" while in flight), and per
@@ -88,7 +93,7 @@ type version struct {
 }
 
 func newRestarts() *restarts {
-	return &restarts{done: map[key]*restart{}, inFlight: map[key]*restart{}, before: map[key]*restart{}, rollingBack: map[key]bool{}}
+	return &restarts{done: map[key]*restart{}, inFlight: map[key]*restart{}, before: map[key]*restart{}, rollingBack: map[key]bool{}, rolledBack: map[key]string{}}
 }
 
 // begin notes a patch of w about to be sent, with what its configs were judged against. cached
@@ -133,6 +138,7 @@ func (s *restarts) finished(w key, rv string) {
 
 // replace makes p w's last restart, keeping the one it replaces. The caller holds s.mu.
 func (s *restarts) replace(w key, p *restart) {
+	delete(s.rolledBack, w)
 	if last := s.done[w]; last != nil {
 		s.before[w] = last
 	} else {
@@ -267,18 +273,18 @@ func (s *restarts) rollbackBegins(w key) map[policy.ConfigRef]stripped {
 	return out
 }
 
-// rollbackEnded ends the rollback in flight; done: it was written, and the restart before w's
-// last one is put back. A rollback puts back the template from before that restart, so the pods
+// rollbackEnded ends the rollback in flight; rv is what it wrote ("" when it failed, and then
+// nothing changes). Written, the restart before w's last one is put back. A rollback puts back the template from before that restart, so the pods
 // are the previous ones again and its reads describe pods that are gone (soak seed
 // 1795664411625522854@4: an absent read vouched for content the restored pods never read, and
 // its reappearance reloaded nothing); what was noted of the previous ones holds again (seed
 // 1795669739113515711@4: another actor's change had started them on content the restored marker
 // does not say). With none noted, the marker the rollback restored decides.
-func (s *restarts) rollbackEnded(w key, done bool) {
+func (s *restarts) rollbackEnded(w key, rv string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.rollingBack, w)
-	if !done {
+	if rv == "" {
 		return
 	}
 	if prev := s.before[w]; prev != nil {
@@ -287,6 +293,16 @@ func (s *restarts) rollbackEnded(w key, done bool) {
 		delete(s.done, w)
 	}
 	delete(s.before, w)
+	s.rolledBack[w] = rv
+}
+
+// behindRollback reports whether a cached version rv of w was written before our last rollback
+// of it: the rollout it shows is over.
+func (s *restarts) behindRollback(w key, rv string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at, ok := s.rolledBack[w]
+	return ok && writtenBefore(rv, at)
 }
 
 // workloadGone forgets w, deleted at rv, except what belongs to an object of its name made
@@ -306,4 +322,5 @@ func (s *restarts) workloadGone(w key, rv string) {
 	delete(s.done, w)
 	delete(s.before, w)
 	delete(s.rollingBack, w)
+	delete(s.rolledBack, w)
 }
