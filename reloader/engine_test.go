@@ -531,6 +531,35 @@ func TestRemovingIgnoreCatchesUpMarkedWorkloadsOnce(t *testing.T) {
 	}
 }
 
+// A workload created while another dependent held the config's entry back runs the content
+// without a marker (a strip). Once the entry caught up, a change made while the config was
+// ignored restarts it no more than one created after (CI: TestRemovingIgnoreCatchesUp… under
+// load, its unmarked workload created before the entry caught up, was restarted).
+func TestRemovingIgnoreLeavesAWorkloadCreatedWhileTheStateLaggedAlone(t *testing.T) {
+	t.Parallel()
+	ns, lift, hashB, r := stateHeldBehind(t)
+	createDeployment(t, ns, "w3", 0, named("configmap", "app-config"), nil) // runs B, no marker
+	r.settle()
+	lift()
+	waitEnv(t, ns, "w2", cmVar, hashB)
+	r.settle()
+	before := generations(t, ns)
+
+	done := configSyncs(t, r)
+	setConfigMapAnnotation(t, ns, "app-config", "reloader.stakater.com/ignore", `"true"`)
+	judgedAfter(t, r, done, "the ignore annotation")
+	done = configSyncs(t, r)
+	hashC := updateConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
+	judgedAfter(t, r, done, "the ignored change")
+	setConfigMapAnnotation(t, ns, "app-config", "reloader.stakater.com/ignore", "null")
+	waitEnv(t, ns, "w1", cmVar, hashC) // positive control: the marked ones catch up
+	waitEnv(t, ns, "w2", cmVar, hashC)
+	r.settle()
+	if moved := changed(before, generations(t, ns)); fmt.Sprint(moved) != fmt.Sprint(map[string]int64{"w1": 1, "w2": 1}) {
+		t.Fatalf("after ignore was removed: %v, want w1 and w2 once, w3 left alone", moved)
+	}
+}
+
 // setConfigMapAnnotation merge-patches one annotation; value is JSON ("null" removes it).
 func setConfigMapAnnotation(t *testing.T, ns, name, key, value string) {
 	t.Helper()

@@ -59,6 +59,9 @@ type judgement struct {
 	untouched bool
 	// byState: the config exists and the workload carries no marker of it: the state decides.
 	byState bool
+	// stripped: the config exists, the workload carries no marker of it, and what it was noted
+	// to run decides (strips.go).
+	stripped bool
 	// staleHold: a hold on the workload for this config names another content: it has ended.
 	staleHold bool
 	// held: a hold on the workload for this config names its content: its reload was rolled
@@ -69,7 +72,9 @@ type judgement struct {
 // ownMarker reports whether the workload's own marker says what its pods run of the config, so
 // that the config's state entry only restates it for this workload: the state judges neither it
 // nor, after a restart, what the restart memory vouches for, nor keys it keeps apart.
-func (j judgement) ownMarker() bool { return !j.byState && !j.vouched && j.keys == nil }
+func (j judgement) ownMarker() bool {
+	return !j.byState && !j.stripped && !j.vouched && j.keys == nil
+}
 
 // view is the workload read once, if its namespace is in the selection.
 func (ru *rule) view(kind *workloadKind, obj any) (workloadView, bool) {
@@ -151,8 +156,10 @@ func (ru *rule) judge(w workloadView, r policy.ConfigRef, rec *configRecord) (j 
 	if f.Exists && f.Marker == policy.NoMarker && keys == nil {
 		f.Marker = policy.CollaborneMarker(w.tmpl, r, rec.Collaborne.String())
 	}
+	stripped := false
 	if f.Exists && f.Marker == policy.NoMarker {
 		f.Marker = ru.strips.marker(w.key, r, want.Value)
+		stripped = f.Marker != policy.NoMarker
 	}
 	byState := f.Exists && f.Marker == policy.NoMarker
 	if byState {
@@ -164,7 +171,7 @@ func (ru *rule) judge(w workloadView, r policy.ConfigRef, rec *configRecord) (j 
 	}
 	reload := policy.Reload(f) && !held
 	return judgement{change: policy.Change{Ref: r, Value: want.Value, Force: force, Ran: ranByState(f, byState, keys, want)}, keys: keys, reload: reload, vouched: vouched,
-		behind: f.Exists && f.Marker != policy.Current, untouched: !f.Exists && f.Marker == policy.NoMarker && !reload, byState: byState,
+		behind: f.Exists && f.Marker != policy.Current, untouched: !f.Exists && f.Marker == policy.NoMarker && !reload, byState: byState, stripped: stripped,
 		staleHold: staleHold, held: held}, true
 }
 

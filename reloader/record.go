@@ -332,6 +332,9 @@ func (rs *records) baseline(k key, rec *configRecord, deps []dependent) {
 // dependents need. A Secret's values are keyed, so this also re-records, under the current key,
 // what an earlier version wrote plain or what was made under a lost key.
 //
+// What a dependent without a marker was noted to run (strips.go), the entry now says too: the
+// note goes, and the entry judges the config's later changes.
+//
 // A change of a config the state knows, whose every dependent's own marker now holds the
 // content, goes with the next state write (needed asks for it sooner): that saves a request
 // per change, and a crash before that write costs only a restart the reloader could not have
@@ -345,6 +348,12 @@ func (rs *records) rolledOut(k key, rec *configRecord, deps []dependent) {
 		set = rs.store.SetRedundant
 	}
 	set(skey, rec.Hash)
+	r := policy.ConfigRef{Kind: k.kind, Name: k.name}
+	for _, d := range deps {
+		if d.stripped && !d.behind {
+			rs.strips.caughtUp(d.workload, r, d.change.Value)
+		}
+	}
 	read := map[string]bool{}
 	for _, d := range deps {
 		for _, dk := range d.keys {

@@ -244,6 +244,24 @@ func (s *strips) runNothing(w key, refs map[policy.ConfigRef][]string) (undo fun
 	}
 }
 
+// caughtUp forgets what w was noted to run of r where that is value, the content the state's
+// entry for r now records as rolled out: the entry says the same, and later changes are best
+// judged by it (one made while the config is ignored restarts nothing once the ignore is
+// lifted, as for a workload created after the entry caught up; CI:
+// TestRemovingIgnoreCatchesUpMarkedWorkloadsOnce, created while the entry lagged).
+func (s *strips) caughtUp(w key, r policy.ConfigRef, value string) {
+	s.mu.Lock()
+	e, noted := s.m[w][r]
+	s.mu.Unlock()
+	if noted && e.known && e.value == value {
+		s.forget(w, r)
+		return
+	}
+	if v, ok := s.store.Value(s.names.strip(w, r)); !noted && ok && v == value {
+		s.forget(w, r)
+	}
+}
+
 // forget drops what was remembered of workload w and config r, in memory and in the state.
 func (s *strips) forget(w key, r policy.ConfigRef) {
 	s.mu.Lock()

@@ -85,6 +85,23 @@ func waitOutcome(t *testing.T, ns, outcome string) policy.Entry {
 	return e
 }
 
+// waitRolledBack waits for web's newest reload (followedWeb) to end, and fails unless it was
+// rolled back. Its rollout timeout and progress deadline are both 3 s: under load either ends it,
+// timed out or failed.
+func waitRolledBack(t *testing.T, ns, what string) policy.Entry {
+	t.Helper()
+	var e policy.Entry
+	waitFor(t, 60*time.Second, what+" ended", func() (bool, error) {
+		var ok bool
+		e, ok = newestEntry(t, ns)
+		return ok && (e.Outcome == policy.OutcomeTimedOut || e.Outcome == policy.OutcomeFailed), nil
+	})
+	if !e.RolledBack {
+		t.Fatalf("%s was not rolled back: %+v", what, e)
+	}
+	return e
+}
+
 func eventReasons(t *testing.T, ns string) string {
 	t.Helper()
 	list, err := cluster.Client().CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
@@ -885,10 +902,7 @@ func TestARolledBackReloadForADeletionIsHeldUntilTheConfigChanges(t *testing.T) 
 	marker, _ := env(getDeployment(t, ns, "web"), "app", dbVar)
 
 	deleteConfigMap(t, ns, "db")
-	e := waitOutcome(t, ns, policy.OutcomeTimedOut)
-	if !e.RolledBack {
-		t.Fatalf("the deletion's rollout was not rolled back: %+v", e)
-	}
+	waitRolledBack(t, ns, "the deletion's rollout")
 	settle(t)
 	settle(t)
 	if got, _ := env(getDeployment(t, ns, "web"), "app", dbVar); got != marker {
@@ -1091,9 +1105,7 @@ func TestARollbackPutsBackARestartWhosePodsWaitedForAConfigWithTheContentItReapp
 	updateConfigMap(t, ns, "other", map[string]string{"v": "2"})
 	waitFor(t, 30*time.Second, "web reloaded for other again", func() (bool, error) { return len(webHistory(t, ns)) > before, nil })
 	createConfigMap(t, ns, "db", map[string]string{"a": "C1"}) // while that reload's rollout runs
-	if e := waitOutcome(t, ns, policy.OutcomeTimedOut); !e.RolledBack {
-		t.Fatalf("the second reload was not rolled back: %+v", e)
-	}
+	waitRolledBack(t, ns, "the second reload")
 	settle(t)
 	settle(t)
 	lift()
@@ -1141,9 +1153,7 @@ func TestARollbackWhoseOwnEventIsHandledFirstJudgesByThePodsItPutsBack(t *testin
 	waitFor(t, 30*time.Second, "web reloaded for other", func() (bool, error) { return len(webHistory(t, ns)) > before, nil })
 	c1 := map[string]string{"a": "C1"}
 	createConfigMap(t, ns, "db", c1) // while that reload's rollout runs
-	if e := waitOutcome(t, ns, policy.OutcomeTimedOut); !e.RolledBack {
-		t.Fatalf("the reload was not rolled back: %+v", e)
-	}
+	waitRolledBack(t, ns, "the reload")
 	waitReloadedFor(t, ns, c1)
 }
 
@@ -1355,9 +1365,7 @@ func TestARolledBackDeletionReloadOfAWorkloadWithoutAMarkerReloadsItsRecreation(
 	settle(t)
 	lift := noSurge(t, ns)
 	deleteConfigMap(t, ns, "db")
-	if e := waitOutcome(t, ns, policy.OutcomeTimedOut); !e.RolledBack {
-		t.Fatalf("the deletion's rollout was not rolled back: %+v", e)
-	}
+	waitRolledBack(t, ns, "the deletion's rollout")
 	if v, set := env(getDeployment(t, ns, "web"), "app", dbVar); set {
 		t.Fatalf("web carries marker %q after the rollback, want none", v)
 	}
