@@ -1,6 +1,8 @@
 package reloader
 
 import (
+	"time"
+
 	"github.com/reloader/reloader/confighash"
 )
 
@@ -9,6 +11,10 @@ type dependent struct {
 	workload key
 	judgement
 }
+
+// patchingRecheck is how soon a config judged while a dependent's patch was in flight is judged
+// again: about a patch's round trip.
+const patchingRecheck = 100 * time.Millisecond
 
 // syncConfig opens a window for every dependent that does not hold the config's current content
 // and, once none is left, records that content as fully rolled out.
@@ -64,6 +70,13 @@ func (c *Controller) syncConfig(k key) error {
 				"hash", short(rec.hash()), "dependents", len(due))
 		}
 		c.openWindows(due, fresh)
+		return nil
+	}
+	if c.restarts.patching(deps) {
+		// A dependent was judged by its patch in flight, which may yet fail: nothing is
+		// recorded until it has landed or failed (the test of
+		// TestADeletionReloadWhosePatchFailsWhileItsConfigIsJudgedIsRetried).
+		c.queue.AddAfter(k, patchingRecheck)
 		return nil
 	}
 	c.changes.forget(k)

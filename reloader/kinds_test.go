@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,7 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/reloader/reloader/confighash"
 	"github.com/reloader/reloader/policy"
@@ -299,6 +304,68 @@ func TestAWorkloadCreatedAfterADeletionIsNotReloadedForIt(t *testing.T) {
 	if g := getDeployment(t, ns, "late").Generation; g != late.Generation {
 		t.Fatalf("late, created after the deletion, was restarted for it (generation %d→%d)", late.Generation, g)
 	}
+}
+
+// A config sync that ran while a deletion's reload was in flight judged the workload by that
+// patch, as running without the config, found every dependent reached and dropped the content
+// from the tombstone; the patch then failed on a workload changed meanwhile, and its retry found
+// nothing left to reload (TestAWorkloadCreatedAfterADeletionIsNotReloadedForIt, now and then
+// under load). Here the first reload patch of held waits for a config sync, on a held changed
+// under it.
+func TestADeletionReloadWhosePatchFailsWhileItsConfigIsJudgedIsRetried(t *testing.T) {
+	t.Parallel()
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	createDeployment(t, ns, "held", 0, withAnnotations(named("configmap", "app-config"), map[string]string{policy.WindowAnnotation: closedWindow()}), nil)
+	createDeployment(t, ns, "other", 0, named("configmap", "app-config"), nil)
+	var (
+		ctrl   atomic.Pointer[running]
+		armed  atomic.Bool
+		synced = make(chan bool, 1)
+	)
+	interfere := func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(req *http.Request) (*http.Response, error) {
+			if req.Method == http.MethodPatch && strings.HasSuffix(req.URL.Path, "/deployments/held") && armed.CompareAndSwap(true, false) {
+				synced <- judgedWhile(ns, ctrl.Load())
+			}
+			return rt.RoundTrip(req)
+		})
+	}
+	ctrl.Store(startController(t, ns, controllerOpts{wrap: interfere, tweak: func(o *reloader.Options) { o.ReloadOnDelete = true }}))
+	settle(t)
+	deleteConfigMap(t, ns, "app-config")
+	waitEnv(t, ns, "other", cmVar, policy.DeletedMarker) // positive control; held's window is closed
+	settle(t)
+	armed.Store(true)
+	patchAnnotation(t, ns, "held", policy.WindowAnnotation, "00:00-24:00")
+	if !<-synced {
+		t.Fatal("no config sync ran while held's patch was in flight")
+	}
+	waitEnv(t, ns, "held", cmVar, policy.DeletedMarker)
+}
+
+// judgedWhile, called with a reload patch of held in flight, changes held (the patch fails its
+// resourceVersion test) and queues app-config (an annotation of other's that the reloader reads),
+// and reports whether a config sync finished within 10 s.
+func judgedWhile(ns string, r *running) bool {
+	ctx := context.Background()
+	syncs := func() float64 {
+		return testutil.ToFloat64(r.metrics.Stakater.EventsProcessed.WithLabelValues("unknown", "configmaps", "success"))
+	}
+	before := syncs()
+	deployments := cluster.Client().AppsV1().Deployments(ns)
+	for name, ann := range map[string]string{"held": "example.com/touched", "other": policy.WindowAnnotation} {
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"00:00-24:00"}}}`, ann)
+		if _, err := deployments.Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			return false
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if syncs() > before {
+			return true
+		}
+	}
+	return false
 }
 
 func TestSwitchingFromStakaterCausesNoRestartWave(t *testing.T) {

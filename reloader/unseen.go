@@ -1,6 +1,7 @@
 package reloader
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/reloader/reloader/policy"
@@ -108,6 +109,14 @@ func (s *restarts) begin(w key, reads map[policy.ConfigRef]*read, cached func(po
 		}
 	}
 	s.inFlight[w] = &restart{reads: reads}
+}
+
+// patching reports whether a patch of any of deps is in flight. Judged meanwhile, such a
+// dependent is taken to run what the patch leaves it on (latest), and the patch may yet fail.
+func (s *restarts) patching(deps []dependent) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.ContainsFunc(deps, func(d dependent) bool { return s.inFlight[d.workload] != nil })
 }
 
 // finished ends the patch in flight: rv is what it wrote ("" when it failed, which restarted
