@@ -127,8 +127,10 @@ func createApp(t *testing.T, ns string) {
 
 // checkReload waits until the state ConfigMap stateNS/stateName holds a hash under key (that of
 // createApp's ConfigMap in appNS), changes that ConfigMap, and waits until the Deployment app
-// carries the new hash, has a Reloaded Event, and the state holds the new hash.
-func checkReload(t *testing.T, appNS, stateNS, stateName, key string) {
+// carries the new hash and has a Reloaded Event. It returns the new hash, which the state holds
+// at the latest once the controller has stopped (checkStateHolds): the app's marker says it, so
+// its entry goes with the state's next write.
+func checkReload(t *testing.T, appNS, stateNS, stateName, key string) string {
 	t.Helper()
 	ctx := context.Background()
 	admin := cluster.Client()
@@ -168,7 +170,19 @@ func checkReload(t *testing.T, appNS, stateNS, stateName, key string) {
 			FieldSelector: "involvedObject.kind=Deployment,involvedObject.name=app,reason=Reloaded"})
 		return err == nil && len(evs.Items) > 0, err
 	})
-	poll(t, "the new hash in the state", func(ctx context.Context) (bool, error) { return stateValue(ctx) == hash, nil })
+	return hash
+}
+
+// checkStateHolds fails unless the state ConfigMap stateNS/stateName holds hash under key.
+func checkStateHolds(t *testing.T, stateNS, stateName, key, hash string) {
+	t.Helper()
+	got, err := cluster.Client().CoreV1().ConfigMaps(stateNS).Get(context.Background(), stateName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Data[key] != hash {
+		t.Fatalf("the state holds %q under %s after the stop, want %q", got.Data[key], key, hash)
+	}
 }
 
 // TestClusterManifestsReload installs deploy/cluster's ServiceAccount, state ConfigMap,
@@ -234,9 +248,11 @@ func TestClusterManifestsReload(t *testing.T) {
 		StateNamespace: ns, StateName: stateCM.Name,
 		NamespaceSelector: labels.SelectorFromSet(labels.Set{"reloader-test": "watched"}),
 	})
-	checkReload(t, appNS, ns, stateCM.Name, state.Key("ConfigMap", appNS, "app-config"))
+	appKey := state.Key("ConfigMap", appNS, "app-config")
+	hash := checkReload(t, appNS, ns, stateCM.Name, appKey)
 	checkBatchReloaded(t, appNS, jobUID)
 	r.stopRefusedNothing(t)
+	checkStateHolds(t, ns, stateCM.Name, appKey, hash)
 	checkHashKeySecret(t, ns)
 
 	// Reads are cluster-wide; writes are not.

@@ -115,9 +115,11 @@ func TestRBACNamespaceManifest(t *testing.T) {
 		createApp(t, ns)
 		jobUID := createBatchApp(t, ns)
 		r := startController(t, saConfig, reloader.Options{Namespace: ns, StateNamespace: ns, StateName: "reloader-state"})
-		checkReload(t, ns, ns, "reloader-state", state.Key("ConfigMap", "", "app-config"))
+		appKey := state.Key("ConfigMap", "", "app-config")
+		hash := checkReload(t, ns, ns, "reloader-state", appKey)
 		checkBatchReloaded(t, ns, jobUID)
 		r.stopRefusedNothing(t)
+		checkStateHolds(t, ns, "reloader-state", appKey, hash)
 		// It made the key of its Secret hashes, as that ServiceAccount.
 		checkHashKeySecret(t, ns)
 	})

@@ -65,7 +65,7 @@ func TestReloadOutsideTheWindowWaitsForItAndHappensOnceAcrossARestart(t *testing
 	first.stop(t) // a restart while the reload is pending
 
 	hash2 := updateConfigMap(t, ns, "app-config", map[string]string{"v": "2"})
-	startController(t, ns, controllerOpts{period: 100 * time.Millisecond})
+	second := startController(t, ns, controllerOpts{period: 100 * time.Millisecond})
 	if n := changes(); n != 0 || time.Now().After(opens) {
 		t.Fatalf("reloaded %d times before the window opened at %s", n, opens)
 	}
@@ -80,9 +80,7 @@ func TestReloadOutsideTheWindowWaitsForItAndHappensOnceAcrossARestart(t *testing
 		t.Errorf("%d ReloadDeferred events, want 1 (a restart does not repeat it): %v", n, eventMessages(t, ns, "web"))
 	}
 	waitFor(t, 5*time.Second, "pending entry removed", func() (bool, error) { return stateEntry(t, ns, pendingWeb) == "", nil })
-	waitFor(t, 5*time.Second, "state advanced", func() (bool, error) {
-		return stateEntry(t, ns, "v1.ConfigMap_app-config") == hash2, nil
-	})
+	waitRecorded(t, second, "v1.ConfigMap_app-config", hash2)
 }
 
 func TestInvalidWindowHoldsTheReloadWithOneWarningUntilFixed(t *testing.T) {

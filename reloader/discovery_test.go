@@ -89,9 +89,7 @@ func TestKeyLevelPrecision(t *testing.T) {
 			data := map[string]string{"x": "0", "y": "0"}
 			data[tt.change] = "1"
 			hash := updateConfigMap(t, ns, "a", data)
-			waitFor(t, 10*time.Second, "the change recorded in state", func() (bool, error) {
-				return stateEntry(t, ns, "v1.ConfigMap_a") == hash, nil
-			})
+			waitRecorded(t, r, "v1.ConfigMap_a", hash)
 			settle(t)
 			got := getDeployment(t, ns, "web").Generation - before
 			if want := map[bool]int64{true: 1, false: 0}[tt.reload]; got != want {

@@ -655,9 +655,7 @@ func TestSwitchingStrategiesRestartsNothing(t *testing.T) {
 	before := getDeployment(t, ns, "web").Generation
 
 	back := startController(t, ns, strategy(policy.StrategyEnvVars))
-	waitFor(t, 10*time.Second, "the state holding C", func() (bool, error) {
-		return stateEntry(t, ns, "v1.ConfigMap_app-config") == hashC, nil
-	})
+	waitRecorded(t, back, "v1.ConfigMap_app-config", hashC)
 	back.settle()
 	wantReloads(t, ns, "web", before, 0) // the stale env var is no change: the pods run C
 	// Positive control: the next change reloads once.

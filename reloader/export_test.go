@@ -26,3 +26,14 @@ func (c *Controller) JudgeRolloutAsCached(ctx context.Context, d *appsv1.Deploym
 	}
 	return c.tracker.sync(ctx, rolloutKey(w.key), w)
 }
+
+// Recorded is the content the state holds in memory under a config's entry key ("" for none or
+// a tombstone). A change every dependent's marker holds is written with the state's next write
+// only (records.rolledOut), so the ConfigMap may still show the content before.
+func (c *Controller) Recorded(key string) string {
+	e, ok := c.state.Get(key)
+	if !ok || e.Deleted {
+		return ""
+	}
+	return e.Hash
+}

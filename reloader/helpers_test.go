@@ -308,6 +308,14 @@ func stoppedEntry(t *testing.T, r *running, ns, key string) string {
 	return stateEntry(t, ns, key)
 }
 
+// waitRecorded waits until r's state holds want under the entry key, in memory: the change has
+// been judged and recorded, though a change every dependent's marker holds is written to the
+// ConfigMap only with its next write (stoppedEntry).
+func waitRecorded(t *testing.T, r *running, key, want string) {
+	t.Helper()
+	waitFor(t, 10*time.Second, key+" recorded as "+want, func() (bool, error) { return r.ctrl.Recorded(key) == want, nil })
+}
+
 // configSyncs is how many config syncs r has finished.
 func configSyncs(t *testing.T, r *running) float64 {
 	t.Helper()

@@ -201,9 +201,7 @@ func TestInvalidContentInTheCoalescingPeriodSaysTheValidChangeBeforeItIsNotRolle
 	clock.Advance(time.Minute)
 	waitEnv(t, ns, "web", cmVar, valid)
 	wantReloadsSince(t, changes, 1)
-	waitFor(t, 10*time.Second, "state advanced", func() (bool, error) {
-		return stateEntry(t, ns, "v1.ConfigMap_app-config") == valid, nil
-	})
+	waitRecorded(t, r, "v1.ConfigMap_app-config", valid)
 }
 
 // wantReloadsSince settles, then fails unless changes counts n template changes.
