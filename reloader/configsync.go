@@ -1,8 +1,6 @@
 package reloader
 
 import (
-	"time"
-
 	"github.com/reloader/reloader/confighash"
 )
 
@@ -11,10 +9,6 @@ type dependent struct {
 	workload key
 	judgement
 }
-
-// patchingRecheck is how soon a config judged while a dependent's patch was in flight is judged
-// again: about a patch's round trip.
-const patchingRecheck = 100 * time.Millisecond
 
 // syncConfig opens a window for every dependent that does not hold the config's current content
 // and, once none is left, records that content as fully rolled out.
@@ -72,11 +66,10 @@ func (c *Controller) syncConfig(k key) error {
 		c.openWindows(due, fresh)
 		return nil
 	}
-	if c.restarts.patching(deps) {
+	if c.restarts.awaitPatches(deps, k) {
 		// A dependent was judged by its patch in flight, which may yet fail: nothing is
-		// recorded until it has landed or failed (the test of
-		// TestADeletionReloadWhosePatchFailsWhileItsConfigIsJudgedIsRetried).
-		c.queue.AddAfter(k, patchingRecheck)
+		// recorded until it has landed or failed, when k is judged again
+		// (TestADeletionReloadWhosePatchFailsWhileItsConfigIsJudgedIsRetried).
 		return nil
 	}
 	c.changes.forget(k)

@@ -67,6 +67,9 @@ type restarts struct {
 type restart struct {
 	rv    string
 	reads map[policy.ConfigRef]*read
+	// judged: the configs judged while the patch was in flight, to judge again once it ends
+	// (awaitPatches).
+	judged []key
 }
 
 // read is a config as a restart judged it: the content (for the keys the workload reads; nil:
@@ -111,23 +114,38 @@ func (s *restarts) begin(w key, reads map[policy.ConfigRef]*read, cached func(po
 	s.inFlight[w] = &restart{reads: reads}
 }
 
-// patching reports whether a patch of any of deps is in flight. Judged meanwhile, such a
-// dependent is taken to run what the patch leaves it on (latest), and the patch may yet fail.
-func (s *restarts) patching(deps []dependent) bool {
+// awaitPatches reports whether a patch of any of deps, the dependents of config c, is in
+// flight; c is then judged again when each ends (finished). Judged meanwhile, such a dependent
+// is taken to run what the patch leaves it on (latest), and the patch may yet fail.
+func (s *restarts) awaitPatches(deps []dependent, c key) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return slices.ContainsFunc(deps, func(d dependent) bool { return s.inFlight[d.workload] != nil })
+	waits := false
+	for _, d := range deps {
+		if p := s.inFlight[d.workload]; p != nil {
+			if !slices.Contains(p.judged, c) {
+				p.judged = append(p.judged, c)
+			}
+			waits = true
+		}
+	}
+	return waits
 }
 
 // finished ends the patch in flight: rv is what it wrote ("" when it failed, which restarted
-// nothing: the restart before it still holds).
-func (s *restarts) finished(w key, rv string) {
+// nothing: the restart before it still holds). It returns the configs to judge again
+// (awaitPatches).
+func (s *restarts) finished(w key, rv string) (judgeAgain []key) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.inFlight[w]
 	delete(s.inFlight, w)
-	if p == nil || rv == "" {
-		return
+	if p == nil {
+		return nil
+	}
+	judgeAgain, p.judged = p.judged, nil
+	if rv == "" {
+		return judgeAgain
 	}
 	p.rv = rv
 	for _, rd := range p.reads {
@@ -143,6 +161,7 @@ func (s *restarts) finished(w key, rv string) {
 		rd.since = last
 	}
 	s.replace(w, p)
+	return judgeAgain
 }
 
 // replace makes p w's last restart, keeping the one it replaces. The caller holds s.mu.
