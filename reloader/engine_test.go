@@ -1200,6 +1200,30 @@ func TestADeletionReachesAnUnmarkedWorkloadAndItsRecreationReloadsEveryOne(t *te
 // workload once, and only once: that restart leaves them waiting again.
 func TestPodsThatTookAReappearanceAreReloadedForTheNextDeletionByALaterProcess(t *testing.T) {
 	t.Parallel()
+	reappearanceTakenThenDeletedAgain(t, func(string) {})
+}
+
+// Soak seed 1795773593018830783@5: as above, but a change of the Deployment's spec that leaves
+// its pod template alone (here minReadySeconds; a pause does too) came between the reappearance
+// and the stop. Its update event was taken for a marker put back, and dropped the note that
+// the pods run the reappearance: the later process left them on it.
+func TestPodsThatTookAReappearanceKeepItsNoteThroughASpecChangeThatRestartsNothing(t *testing.T) {
+	t.Parallel()
+	reappearanceTakenThenDeletedAgain(t, func(ns string) {
+		generation := getDeployment(t, ns, "web").Generation
+		updateDeployment(t, ns, "web", func(d *appsv1.Deployment) { d.Spec.MinReadySeconds = 1 })
+		settle(t)
+		if d := getDeployment(t, ns, "web"); d.Generation == generation {
+			t.Fatal("the spec change made no new generation; the test needs one")
+		}
+	})
+}
+
+// reappearanceTakenThenDeletedAgain runs web, whose pods wait for app-config, through its
+// deletion (a reload), its reappearance (the pods start on it, no reload) and between, then stops
+// the controller, deletes the config again and starts another one: web is reloaded once, for
+// the deletion.
+func reappearanceTakenThenDeletedAgain(t *testing.T, between func(ns string)) {
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
 	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), envFromCM("app-config")) // its pods wait for it
@@ -1219,6 +1243,7 @@ func TestPodsThatTookAReappearanceAreReloadedForTheNextDeletionByALaterProcess(t
 	if n := web(); n != 0 {
 		t.Fatalf("web's template changed %d times at the reappearance, want 0: its pods started on it", n)
 	}
+	between(ns)
 	first.stop(t)
 
 	deleteConfigMap(t, ns, "app-config")

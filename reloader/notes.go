@@ -31,6 +31,10 @@ func (n *notes) stripped(k *workloadKind, old, obj any) {
 	// A rollback of ours puts back pods from before its reload, which did not take the content
 	// its marker said: what they run was noted before it was sent (tracker.finish).
 	rollback := rolledBackBy(ov.meta.GetAnnotations(), nv.meta.GetAnnotations())
+	// A spec change that leaves the template alone (a pause, minReadySeconds) restarts no pod:
+	// what was noted of them stands (soak seed 1795773593018830783@5: the note that pods run a
+	// config's reappearance, whatever their marker says, was dropped).
+	restarted := wholeTemplateHash(ov.tmpl) != wholeTemplateHash(nv.tmpl)
 	for _, r := range n.rule.reloadsOn(nv) {
 		rec, want, keys, ok := n.rule.wantedExisting(nv, r)
 		if !ok {
@@ -39,8 +43,9 @@ func (n *notes) stripped(k *workloadKind, old, obj any) {
 		before := ov.target.MarkerOf(ov.meta.GetAnnotations(), ov.tmpl, r, want)
 		after := nv.target.MarkerOf(nv.meta.GetAnnotations(), nv.tmpl, r, want)
 		switch {
-		case after != policy.NoMarker:
+		case after != policy.NoMarker && (restarted || before == policy.NoMarker):
 			n.strips.forget(nv.key, r)
+		case after != policy.NoMarker: // the same pods, the same marker
 		case rollback:
 		case before == policy.Current && writtenBefore(rec.ResourceVersion, nv.meta.GetResourceVersion()):
 			n.strip(nv.key, r, rec, want.Value, keys)
