@@ -512,18 +512,7 @@ func TestRemovingIgnoreCatchesUpMarkedWorkloadsOnce(t *testing.T) {
 	createDeployment(t, ns, "unmarked", 0, named("configmap", "app-config"), nil)
 	r.settle()
 	before := generations(t, ns)
-
-	// Each judged on its own: one sync of both would see C not ignored.
-	done := configSyncs(t, r)
-	setConfigMapAnnotation(t, ns, "app-config", "reloader.stakater.com/ignore", `"true"`)
-	judgedAfter(t, r, done, "the ignore annotation")
-	done = configSyncs(t, r)
-	hashC := updateConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
-	judgedAfter(t, r, done, "the ignored change")
-	if moved := changed(before, generations(t, ns)); len(moved) != 0 {
-		t.Fatalf("an ignored config's change reloaded %v", moved)
-	}
-	setConfigMapAnnotation(t, ns, "app-config", "reloader.stakater.com/ignore", "null")
+	hashC := changedWhileIgnored(t, r, ns, before)
 	waitEnv(t, ns, "marked", cmVar, hashC)
 	r.settle()
 	if moved := changed(before, generations(t, ns)); fmt.Sprint(moved) != fmt.Sprint(map[string]int64{"marked": 1}) {
@@ -544,20 +533,31 @@ func TestRemovingIgnoreLeavesAWorkloadCreatedWhileTheStateLaggedAlone(t *testing
 	waitEnv(t, ns, "w2", cmVar, hashB)
 	r.settle()
 	before := generations(t, ns)
-
-	done := configSyncs(t, r)
-	setConfigMapAnnotation(t, ns, "app-config", "reloader.stakater.com/ignore", `"true"`)
-	judgedAfter(t, r, done, "the ignore annotation")
-	done = configSyncs(t, r)
-	hashC := updateConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
-	judgedAfter(t, r, done, "the ignored change")
-	setConfigMapAnnotation(t, ns, "app-config", "reloader.stakater.com/ignore", "null")
+	hashC := changedWhileIgnored(t, r, ns, before)
 	waitEnv(t, ns, "w1", cmVar, hashC) // positive control: the marked ones catch up
 	waitEnv(t, ns, "w2", cmVar, hashC)
 	r.settle()
 	if moved := changed(before, generations(t, ns)); fmt.Sprint(moved) != fmt.Sprint(map[string]int64{"w1": 1, "w2": 1}) {
 		t.Fatalf("after ignore was removed: %v, want w1 and w2 once, w3 left alone", moved)
 	}
+}
+
+// changedWhileIgnored sets ignore on app-config, changes it to C, fails if that reloaded
+// anything since generations before, and lifts the ignore; it returns C's hash. Each step is
+// judged on its own: one sync of both would see C not ignored.
+func changedWhileIgnored(t *testing.T, r *running, ns string, before map[string]int64) string {
+	t.Helper()
+	done := configSyncs(t, r)
+	setConfigMapAnnotation(t, ns, "app-config", "reloader.stakater.com/ignore", `"true"`)
+	judgedAfter(t, r, done, "the ignore annotation")
+	done = configSyncs(t, r)
+	hashC := updateConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
+	judgedAfter(t, r, done, "the ignored change")
+	if moved := changed(before, generations(t, ns)); len(moved) != 0 {
+		t.Fatalf("an ignored config's change reloaded %v", moved)
+	}
+	setConfigMapAnnotation(t, ns, "app-config", "reloader.stakater.com/ignore", "null")
+	return hashC
 }
 
 // setConfigMapAnnotation merge-patches one annotation; value is JSON ("null" removes it).
