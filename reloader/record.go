@@ -349,13 +349,11 @@ func (rs *records) rolledOut(k key, rec *configRecord, deps []dependent) {
 	}
 	set(skey, rec.Hash)
 	r := policy.ConfigRef{Kind: k.kind, Name: k.name}
+	read := map[string]bool{}
 	for _, d := range deps {
 		if d.stripped && !d.behind {
 			rs.strips.caughtUp(d.workload, r, d.change.Value)
 		}
-	}
-	read := map[string]bool{}
-	for _, d := range deps {
 		for _, dk := range d.keys {
 			read[state.KeyOf(skey, dk)] = true
 			rs.store.Set(state.KeyOf(skey, dk), rs.keyContent(rec, dk).Value)
