@@ -56,13 +56,19 @@ func (g *gates) of(w workloadView) policy.Gate {
 	return gate
 }
 
-// pauseOf is the pause period that holds back the rollout of a reload patched into w (zero for
-// a kind that does not pause its rollouts).
-func (g *gates) pauseOf(w workloadView) time.Duration {
-	if gate := g.of(w); gate.Pausable {
-		return gate.PausePeriod
+// pauseOf says how a pause period of ours holds back the rollout of a reload patched into w:
+// held while w is paused and carries our paused-at (its rollout starts at our resume, which
+// restarts its clock: tracker.resumed); extra is the period, added to the timeout of a rollout
+// that someone else resumed before the period ended.
+func (g *gates) pauseOf(w workloadView) (held bool, extra time.Duration) {
+	gate := g.of(w)
+	if !gate.Pausable {
+		return false, 0
 	}
-	return 0
+	if _, ours := w.meta.GetAnnotations()[g.annotations.PausedAt]; !ours {
+		return false, 0
+	}
+	return gate.Paused, gate.PausePeriod
 }
 
 // apply applies the gate to a due reload. It returns held true when the reload must not happen
@@ -167,8 +173,9 @@ func (g *gates) forget(k key) {
 }
 
 // settle is the sync of a workload with no reload due: a hold is dropped, and a pause period
-// that has run out is ended (one that has not is woken at its end).
-func (g *gates) settle(ctx context.Context, w workloadView) error {
+// that has run out is ended (one that has not is woken at its end). A resume's patch carries
+// rolloutStarts' ops: the rollout it lets go starts now.
+func (g *gates) settle(ctx context.Context, w workloadView, rolloutStarts func(workloadView) []policy.JSONOp) error {
 	g.release(w)
 	if _, paused := w.meta.GetAnnotations()[g.annotations.PausedAt]; !paused {
 		return nil
@@ -192,6 +199,7 @@ func (g *gates) settle(ctx context.Context, w workloadView) error {
 		return nil
 	}
 	ops := append([]policy.JSONOp{rvGuard(w)}, g.annotations.GateOps(w.meta.GetAnnotations(), gate, now)...)
+	ops = append(ops, rolloutStarts(w)...)
 	return writeMeta(ctx, w, append(ops, resume...), "resume the rollouts of")
 }
 

@@ -45,8 +45,8 @@ type tracker struct {
 	strips       *strips
 	enqueue      func(key)
 	enqueueAfter func(key, time.Duration)
-	// pauseOf is the pause period that may hold a workload's rollout back (gates.pauseOf).
-	pauseOf func(w workloadView) time.Duration
+	// pauseOf says how a pause period holds a workload's rollout back (gates.pauseOf).
+	pauseOf func(w workloadView) (held bool, extra time.Duration)
 	// templatesRead: per followed workload, the last generation whose whole template was read
 	// to be still its reload's.
 	templatesRead sync.Map // key → templateRead
@@ -57,12 +57,27 @@ const rolloutPrefix = "rollout:"
 
 func rolloutKey(w key) key { return key{rolloutPrefix + w.kind, w.namespace, w.name} }
 
-// pause is the pause period that may hold w's rollout back, none without pauseOf.
-func (t *tracker) pause(w workloadView) time.Duration {
+// pause says how a pause period holds w's rollout back, not at all without pauseOf.
+func (t *tracker) pause(w workloadView) (held bool, extra time.Duration) {
 	if t.pauseOf == nil {
-		return 0
+		return false, 0
 	}
 	return t.pauseOf(w)
+}
+
+// resumed are the ops that restart the clock of w's followed rollout when our resume of a pause
+// lets it roll out: its timeout counts from the resume, not from the reload patched in during
+// the pause. A resume held by a window, or late after a restart, came seconds after the reload
+// plus the pause period (soak seed 1795789687619408493@6 rolled back 1.2 s after the resume).
+func (t *tracker) resumed(w workloadView) []policy.JSONOp {
+	ann := w.meta.GetAnnotations()
+	history := policy.ParseHistory(ann[policy.HistoryAnnotation])
+	if len(history) == 0 || history[0].Outcome != policy.OutcomeProgressing {
+		return nil
+	}
+	history[0].At = t.clock.Now()
+	text := policy.FormatHistory(history)
+	return policy.MetaAnnotationOps(ann, true, map[string]*string{policy.HistoryAnnotation: &text})
 }
 
 // follow reads how the workload's reloads are followed; a malformed annotation is said once.
@@ -288,8 +303,13 @@ func (t *tracker) sync(ctx context.Context, k key, w workloadView) error {
 	case policy.Stuck:
 		return t.finish(ctx, w, f, entry, policy.OutcomeFailed, why)
 	case policy.Rolling:
-		// A reload patched into a paused workload rolls out when the pause ends.
-		now, deadline := t.clock.Now(), entry.Deadline(f.Timeout+t.pause(w))
+		// A reload patched into a workload our pause holds rolls out at the resume, which
+		// restarts its clock and queues this key again with its update.
+		held, extra := t.pause(w)
+		if held {
+			return nil
+		}
+		now, deadline := t.clock.Now(), entry.Deadline(f.Timeout+extra)
 		if now.Before(deadline) {
 			t.enqueueAfter(k, deadline.Sub(now))
 			return nil

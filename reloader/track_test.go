@@ -1373,3 +1373,38 @@ func TestARolledBackDeletionReloadOfAWorkloadWithoutAMarkerReloadsItsRecreation(
 	createConfigMap(t, ns, "db", map[string]string{"a": "2"})
 	waitEnv(t, ns, "web", dbVar, hashOfData(map[string]string{"a": "2"}))
 }
+
+// A reload patched into a paused Deployment whose resume the minimum interval holds past the
+// pause period plus the timeout is timed from the resume: it rolls out and succeeds, where timing
+// it from the reload rolled it back while still paused (soak seed 1795789687619408493@6: a late
+// resume, then a rollback 1.2 s after it).
+func TestAReloadWhoseResumeIsHeldIsTimedFromTheResume(t *testing.T) {
+	t.Parallel()
+	ns := cluster.NewNamespace(t)
+	followedDeployment(t, ns, map[string]string{"configmap.reloader.stakater.com/reload": "app", policy.RollbackAnnotation: "true",
+		policy.TimeoutAnnotation: "3s", "deployment.reloader.stakater.com/pause-period": "1s", policy.MinIntervalAnnotation: "10s"})
+	startController(t, ns, controllerOpts{})
+	settle(t)
+	patchAnnotation(t, ns, "web", policy.LastReloadAnnotation, time.Now().UTC().Format(time.RFC3339Nano))
+	updateConfigMap(t, ns, "app", fixedConfig)
+	waitEnv(t, ns, "web", appVar, hashOfData(fixedConfig))
+	if d := getDeployment(t, ns, "web"); !d.Spec.Paused {
+		t.Fatal("web is not paused after its reload")
+	}
+	var e policy.Entry
+	waitFor(t, 60*time.Second, "the reload's outcome", func() (bool, error) {
+		var ok bool
+		e, ok = newestEntry(t, ns)
+		return ok && e.Outcome != policy.OutcomeProgressing, nil
+	})
+	if e.Outcome != policy.OutcomeSucceeded {
+		t.Fatalf("outcome %q, want %q: the minimum interval held the resume, not a fault", e.Outcome, policy.OutcomeSucceeded)
+	}
+	d := getDeployment(t, ns, "web")
+	if d.Spec.Paused {
+		t.Error("web is still paused after its rollout")
+	}
+	if v, _ := env(d, "app", appVar); v != hashOfData(fixedConfig) || e.RolledBack {
+		t.Errorf("marker %q, rolled back %t after the rollout; want %q, not rolled back", v, e.RolledBack, hashOfData(fixedConfig))
+	}
+}

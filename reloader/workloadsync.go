@@ -65,7 +65,7 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 		if c.gates.resumes(w) && c.validation.holds(w) {
 			return nil // the resume would restart pods on content that does not validate
 		}
-		return c.gates.settle(ctx, w) // gates.go
+		return c.gates.settle(ctx, w, c.tracker.resumed) // gates.go
 	}
 	// Before the gate, so that no pause period starts for a reload that does not happen.
 	if c.validation.holds(w) {
