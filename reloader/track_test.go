@@ -1408,3 +1408,34 @@ func TestAReloadWhoseResumeIsHeldIsTimedFromTheResume(t *testing.T) {
 		t.Errorf("marker %q, rolled back %t after the rollout; want %q, not rolled back", v, e.RolledBack, hashOfData(fixedConfig))
 	}
 }
+
+// A deletion's reload patched into a paused Deployment rolls out at the resume and is rolled
+// back to the template from before the pause: the pods put back ran db's content, not its
+// absence, and db's recreation with another content reloads them, as it does without a pause
+// (soak seed 1795782049105262354@6: the restart memory put back the paused reload, whose pods
+// waited for db, and took the recreation for what they run).
+func TestARollbackAtTheResumeOfAPausedDeletionReloadReloadsTheRecreation(t *testing.T) {
+	t.Parallel()
+	ns := cluster.NewNamespace(t)
+	dbVar := policy.EnvVarName(policy.ConfigRef{Kind: policy.KindConfigMap, Name: "db"})
+	followedWeb(t, ns)
+	patchAnnotation(t, ns, "web", "deployment.reloader.stakater.com/pause-period", "1s")
+	startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { o.ReloadOnDelete = true }})
+	settle(t)
+	lift := noSurge(t, ns)
+	deleteConfigMap(t, ns, "db")
+	waitEnv(t, ns, "web", dbVar, policy.DeletedMarker)
+	if d := getDeployment(t, ns, "web"); !d.Spec.Paused {
+		t.Fatal("web is not paused after the deletion's reload")
+	}
+	waitRolledBack(t, ns, "the deletion's rollout")
+	if d := getDeployment(t, ns, "web"); d.Spec.Paused {
+		t.Fatal("web is still paused after its rollback")
+	}
+	if v, set := env(getDeployment(t, ns, "web"), "app", dbVar); set {
+		t.Fatalf("web carries marker %q after the rollback, want none", v)
+	}
+	lift()
+	createConfigMap(t, ns, "db", map[string]string{"a": "2"})
+	waitEnv(t, ns, "web", dbVar, hashOfData(map[string]string{"a": "2"}))
+}

@@ -70,6 +70,10 @@ type restart struct {
 	// judged: the configs judged while the patch was in flight, to judge again once it ends
 	// (awaitPatches).
 	judged []key
+	// paused: the patch left the workload's rollouts paused, so its pods never started; the
+	// resume starts them (notes.resumed), and a rollback of that goes back past every restart
+	// patched in during the pause (Restore.Since).
+	paused bool
 }
 
 // read is a config as a restart judged it: the content (for the keys the workload reads; nil:
@@ -133,9 +137,9 @@ func (s *restarts) awaitPatches(deps []dependent, c key) bool {
 }
 
 // finished ends the patch in flight: rv is what it wrote ("" when it failed, which restarted
-// nothing: the restart before it still holds). It returns the configs to judge again
-// (awaitPatches).
-func (s *restarts) finished(w key, rv string) (judgeAgain []key) {
+// nothing: the restart before it still holds), paused whether it left the workload's rollouts
+// paused. It returns the configs to judge again (awaitPatches).
+func (s *restarts) finished(w key, rv string, paused bool) (judgeAgain []key) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.inFlight[w]
@@ -147,7 +151,7 @@ func (s *restarts) finished(w key, rv string) (judgeAgain []key) {
 	if rv == "" {
 		return judgeAgain
 	}
-	p.rv = rv
+	p.rv, p.paused = rv, paused
 	for _, rd := range p.reads {
 		var last []version
 		for _, v := range rd.since {
@@ -164,13 +168,18 @@ func (s *restarts) finished(w key, rv string) (judgeAgain []key) {
 	return judgeAgain
 }
 
-// replace makes p w's last restart, keeping the one it replaces. The caller holds s.mu.
+// replace makes p w's last restart, keeping the one it replaces for a rollback to put back;
+// one patched in during a pause is never put back, its pods never ran (soak seed
+// 1795782049105262354@6: a rollback at the resume put back a deletion's reload patched in
+// during the pause, whose absent read then took the recreation's content, and the pods put
+// back, which ran the content before the deletion, were left on it). The caller holds s.mu.
 func (s *restarts) replace(w key, p *restart) {
 	delete(s.rolledBack, w)
-	if last := s.done[w]; last != nil {
-		s.before[w] = last
-	} else {
+	switch last := s.done[w]; {
+	case last == nil:
 		delete(s.before, w)
+	case !last.paused:
+		s.before[w] = last
 	}
 	s.done[w] = p
 }

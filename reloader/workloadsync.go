@@ -150,7 +150,8 @@ func (c *Controller) patch(ctx context.Context, w workloadView, d due, ops []pol
 	undo := c.strips.runNothing(w.key, unmarkedNone(w, reads, changes))
 	undoAwaits := c.strips.awaits(w.key, waiting(reads))
 	out, err := send(ctx, w, ops, w.kind.reload)
-	for _, k := range c.restarts.finished(w.key, writtenVersion(out, err)) {
+	paused := err == nil && w.kind.paused != nil && w.kind.paused(out)
+	for _, k := range c.restarts.finished(w.key, writtenVersion(out, err), paused) {
 		c.queue.Add(k)
 	}
 	if err != nil {
