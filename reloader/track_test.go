@@ -1439,3 +1439,44 @@ func TestARollbackAtTheResumeOfAPausedDeletionReloadReloadsTheRecreation(t *test
 	createConfigMap(t, ns, "db", map[string]string{"a": "2"})
 	waitEnv(t, ns, "web", dbVar, hashOfData(map[string]string{"a": "2"}))
 }
+
+// A reload for app patched into a paused Deployment while db is absent leaves its pods to take
+// db's recreation, written just before the patch; the resume's rollout is rolled back to the
+// pods from before the pause, which ran db's content before its deletion, and they are reloaded
+// for the recreation (soak seed 1795782049105262354@6: the recreation taken by the paused
+// restart was recorded as run, and the rollback left the pods on the old content). Without the
+// pause (the control) the rollback puts the same back.
+func TestARollbackAtTheResumePutsBackPodsThatDidNotTakeARecreation(t *testing.T) {
+	for _, pause := range []string{"", "1s"} {
+		t.Run("pause "+pause, func(t *testing.T) {
+			t.Parallel()
+			ns := cluster.NewNamespace(t)
+			followedWeb(t, ns, "app")
+			if pause != "" {
+				patchAnnotation(t, ns, "web", "deployment.reloader.stakater.com/pause-period", pause)
+			}
+			var armed atomic.Bool
+			recreate := func(rt http.RoundTripper) http.RoundTripper {
+				return roundTripper(func(req *http.Request) (*http.Response, error) {
+					if req.Method == http.MethodPatch && strings.HasSuffix(req.URL.Path, "/deployments/web") && armed.CompareAndSwap(true, false) {
+						createConfigMap(t, ns, "db", map[string]string{"a": "2"})
+					}
+					return rt.RoundTrip(req)
+				})
+			}
+			startController(t, ns, controllerOpts{wrap: recreate})
+			settle(t)
+			deleteConfigMap(t, ns, "db")
+			settle(t)
+			lift := noSurge(t, ns)
+			armed.Store(true)
+			updateConfigMap(t, ns, "app", map[string]string{"v": "1"})
+			waitRolledBack(t, ns, "app's rollout")
+			if armed.Load() {
+				t.Fatal("db was not recreated during the reload's patch")
+			}
+			lift()
+			waitReloadedFor(t, ns, map[string]string{"a": "2"})
+		})
+	}
+}

@@ -48,8 +48,11 @@ type restarts struct {
 	mu       sync.Mutex
 	done     map[key]*restart
 	inFlight map[key]*restart
-	// before: the restart that done replaced, for a rollback to put back.
+	// before: the restart that done replaced, for a rollback to put back: the last one whose
+	// pods ran. paused: the restarts patched in during a pause after it, which a rollback at
+	// the resume goes back past too (Restore.Since).
 	before map[key]*restart
+	paused map[key][]*restart
 	// rollingBack: a rollback's patch is in flight. Its own update event may be handled before
 	// the call returns, and the template it shows is before's (soak seed
 	// 1795681571291661041@4: judged by the restart undone, whose pods had taken a config's
@@ -101,7 +104,8 @@ type version struct {
 }
 
 func newRestarts() *restarts {
-	return &restarts{done: map[key]*restart{}, inFlight: map[key]*restart{}, before: map[key]*restart{}, rollingBack: map[key]bool{}, rolledBack: map[key]string{}}
+	return &restarts{done: map[key]*restart{}, inFlight: map[key]*restart{}, before: map[key]*restart{}, paused: map[key][]*restart{},
+		rollingBack: map[key]bool{}, rolledBack: map[key]string{}}
 }
 
 // begin notes a patch of w about to be sent, with what its configs were judged against. cached
@@ -169,17 +173,23 @@ func (s *restarts) finished(w key, rv string, paused bool) (judgeAgain []key) {
 }
 
 // replace makes p w's last restart, keeping the one it replaces for a rollback to put back;
-// one patched in during a pause is never put back, its pods never ran (soak seed
-// 1795782049105262354@6: a rollback at the resume put back a deletion's reload patched in
-// during the pause, whose absent read then took the recreation's content, and the pods put
-// back, which ran the content before the deletion, were left on it). The caller holds s.mu.
+// one patched in during a pause is never put back, its pods never ran, but a rollback undoes
+// what its pods were to take (soak seed 1795782049105262354@6: a rollback at the resume put
+// back a deletion's reload patched in during the pause, whose absent read then took the
+// recreation's content; and a reload patched in during the next pause took it, the state
+// recorded it, and the pods put back, which ran the content before the deletion, were left on
+// it). The caller holds s.mu.
 func (s *restarts) replace(w key, p *restart) {
 	delete(s.rolledBack, w)
 	switch last := s.done[w]; {
 	case last == nil:
 		delete(s.before, w)
-	case !last.paused:
+		delete(s.paused, w)
+	case last.paused:
+		s.paused[w] = append(s.paused[w], last)
+	default:
 		s.before[w] = last
+		delete(s.paused, w)
 	}
 	s.done[w] = p
 }
@@ -278,7 +288,8 @@ func (s *restarts) latest(w key) *restart {
 }
 
 // rollbackBegins notes a rollback of w's last restart about to be sent; rollbackEnded ends it.
-// It returns, for each config that restart's pods waited for and took when it reappeared, what
+// It returns, for each config that restart's pods (or those of the restarts patched in during
+// the pause it resumed) waited for and took when it reappeared, what
 // the pods put back run: what was noted of the restart before, or otherContent when nothing
 // was. Judged by the pods that took it, the config may have been recorded in the state as run
 // by every dependent; the pods put back do not run it. (A vouched read needs nothing: the pods
@@ -292,10 +303,7 @@ func (s *restarts) rollbackBegins(w key) map[policy.ConfigRef]stripped {
 	if last == nil {
 		return out
 	}
-	for r, rd := range last.reads {
-		if !rd.absent || len(rd.since) == 0 {
-			continue
-		}
+	for r, rd := range undone(append(slices.Clone(s.paused[w]), last)) {
 		out[r] = stripped{value: otherContent, known: true, keys: rd.keys}
 		if prev == nil || prev.reads[r] == nil {
 			continue
@@ -305,6 +313,20 @@ func (s *restarts) rollbackBegins(w key) map[policy.ConfigRef]stripped {
 			out[r] = stripped{value: b.since[len(b.since)-1].value, known: true, keys: rd.keys}
 		case !b.absent:
 			out[r] = stripped{value: b.value, known: true, keys: rd.keys}
+		}
+	}
+	return out
+}
+
+// undone are the absent reads that the pods of undone restarts took when their config
+// reappeared, newest last, by config.
+func undone(restarts []*restart) map[policy.ConfigRef]*read {
+	out := map[policy.ConfigRef]*read{}
+	for _, p := range restarts {
+		for r, rd := range p.reads {
+			if rd.absent && len(rd.since) > 0 {
+				out[r] = rd
+			}
 		}
 	}
 	return out
@@ -330,6 +352,7 @@ func (s *restarts) rollbackEnded(w key, rv string) {
 		delete(s.done, w)
 	}
 	delete(s.before, w)
+	delete(s.paused, w)
 	s.rolledBack[w] = rv
 }
 
@@ -358,6 +381,7 @@ func (s *restarts) workloadGone(w key, rv string) {
 	}
 	delete(s.done, w)
 	delete(s.before, w)
+	delete(s.paused, w)
 	delete(s.rollingBack, w)
 	delete(s.rolledBack, w)
 }
