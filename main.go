@@ -4,25 +4,23 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"runtime/debug"
 	"strconv"
+	"time"
 
 	"github.com/alecthomas/kong"
 
 	"github.com/reloader/reloader/internal/app"
 	"github.com/reloader/reloader/internal/cli"
+	"github.com/reloader/reloader/internal/gctune"
 	"github.com/reloader/reloader/internal/pageout"
 )
 
 // version is stamped by the linker (-ldflags "-X main.version=...").
 var version = "dev"
-
-// defaultGCPercent halves the garbage collector's headroom: measured in BENCHMARKS.md, it cuts
-// peak memory by about 10 MiB for about 0.6 ms more CPU per config change. 25 cut it about
-// 3.5 MiB more, but doubled the reload latency over many namespaces. GOGC still overrides it.
-const defaultGCPercent = 50
 
 // memoryLimitEnv carries the container's memory limit in bytes: the manifests and the chart set
 // it from the downward API (resourceFieldRef limits.memory), which cannot scale a value, so
@@ -45,8 +43,8 @@ func memoryLimit(getenv func(string) string) (limit int64, ok bool) {
 }
 
 func main() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(defaultGCPercent)
+	if os.Getenv("GOGC") == "" { // else it holds for every heap size
+		go gctune.Follow(context.Background(), time.Second)
 	}
 	if limit, ok := memoryLimit(os.Getenv); ok {
 		debug.SetMemoryLimit(limit)
@@ -56,7 +54,14 @@ func main() {
 	// Most of the executable's pages mapped so far served the packages' initialisation only.
 	_, _ = pageout.Executable() // where the kernel cannot, nothing changes
 
-	if err := app.Run(flags, version); err != nil {
+	// Once started: the lists' garbage, and most of the executable's pages mapped by then, served
+	// only the start.
+	startedUp := func() error {
+		debug.FreeOSMemory()
+		_, err := pageout.Executable()
+		return err
+	}
+	if err := app.Run(flags, version, startedUp); err != nil {
 		fmt.Fprintln(os.Stderr, "reloader: error:", err)
 		os.Exit(1)
 	}

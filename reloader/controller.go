@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -33,7 +32,6 @@ import (
 	"github.com/reloader/reloader/alert"
 	"github.com/reloader/reloader/coalesce"
 	"github.com/reloader/reloader/internal/kube"
-	"github.com/reloader/reloader/internal/pageout"
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/state"
@@ -53,6 +51,9 @@ type Options struct {
 	// StateNamespace and StateName locate the state ConfigMaps.
 	StateNamespace string
 	StateName      string
+	// StartedUp, if set, is called once the initial sync has been processed: the process hands
+	// back what only the start needed (main.go).
+	StartedUp func()
 	// StateWriter, set under leader election, names this replica in the state and makes every
 	// state write conditional on the version it last saw (state.Store.Fence), so that a late
 	// write of a leader that was frozen cannot land after its successor's start.
@@ -300,7 +301,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	if c.stakater.Load() {
 		go noteStakaterCompared(workCtx, c.state, c.drained, &c.stakater, c.log)
 	}
-	go c.releaseStartupMemory(workCtx)
+	go c.startedUp(workCtx)
 	c.ready.Store(true)
 	c.annotationCheck.checkAll()
 
@@ -343,21 +344,15 @@ func (c *Controller) loadState(ctx context.Context) (first, ok bool) {
 	}
 }
 
-// releaseStartupMemory returns the start-up spike to the OS once the initial sync has been
-// processed. Streaming every config through the transform leaves garbage as large as all their
-// contents, which the runtime would otherwise give back only slowly; and most of the executable
-// pages mapped by then served only the start (see BENCHMARKS.md).
-func (c *Controller) releaseStartupMemory(ctx context.Context) {
+// startedUp calls Options.StartedUp once the initial sync has been processed.
+func (c *Controller) startedUp(ctx context.Context) {
 	for !c.drained(ctx, time.Second) {
 		if ctx.Err() != nil {
 			return
 		}
 	}
-	debug.FreeOSMemory()
-	if n, err := pageout.Executable(); err != nil {
-		c.log.Debug("start-up pages of the executable kept", "err", err)
-	} else {
-		c.log.Debug("start-up pages of the executable handed back", "mapped_bytes", n)
+	if c.opts.StartedUp != nil {
+		c.opts.StartedUp()
 	}
 }
 

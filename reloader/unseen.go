@@ -49,10 +49,11 @@ type restarts struct {
 	done     map[key]*restart
 	inFlight map[key]*restart
 	// before: the restart that done replaced, for a rollback to put back: the last one whose
-	// pods ran. paused: the restarts patched in during a pause after it, which a rollback at
-	// the resume goes back past too (Restore.Since).
-	before map[key]*restart
-	paused map[key][]*restart
+	// pods ran. pausedTook: by config, the reappearances that restarts patched in during a
+	// pause after it took while they were the last; a rollback at the resume goes back past
+	// them too (Restore.Since). One per config, so a workload paused for weeks keeps no list.
+	before     map[key]*restart
+	pausedTook map[key]map[policy.ConfigRef]*read
 	// rollingBack: a rollback's patch is in flight. Its own update event may be handled before
 	// the call returns, and the template it shows is before's (soak seed
 	// 1795681571291661041@4: judged by the restart undone, whose pods had taken a config's
@@ -104,7 +105,7 @@ type version struct {
 }
 
 func newRestarts() *restarts {
-	return &restarts{done: map[key]*restart{}, inFlight: map[key]*restart{}, before: map[key]*restart{}, paused: map[key][]*restart{},
+	return &restarts{done: map[key]*restart{}, inFlight: map[key]*restart{}, before: map[key]*restart{}, pausedTook: map[key]map[policy.ConfigRef]*read{},
 		rollingBack: map[key]bool{}, rolledBack: map[key]string{}}
 }
 
@@ -184,12 +185,17 @@ func (s *restarts) replace(w key, p *restart) {
 	switch last := s.done[w]; {
 	case last == nil:
 		delete(s.before, w)
-		delete(s.paused, w)
+		delete(s.pausedTook, w)
 	case last.paused:
-		s.paused[w] = append(s.paused[w], last)
+		for r, rd := range took(last) {
+			if s.pausedTook[w] == nil {
+				s.pausedTook[w] = map[policy.ConfigRef]*read{}
+			}
+			s.pausedTook[w][r] = rd
+		}
 	default:
 		s.before[w] = last
-		delete(s.paused, w)
+		delete(s.pausedTook, w)
 	}
 	s.done[w] = p
 }
@@ -303,7 +309,13 @@ func (s *restarts) rollbackBegins(w key) map[policy.ConfigRef]stripped {
 	if last == nil {
 		return out
 	}
-	for r, rd := range undone(append(slices.Clone(s.paused[w]), last)) {
+	undone := took(last)
+	for r, rd := range s.pausedTook[w] {
+		if undone[r] == nil {
+			undone[r] = rd
+		}
+	}
+	for r, rd := range undone {
 		out[r] = stripped{value: otherContent, known: true, keys: rd.keys}
 		if prev == nil || prev.reads[r] == nil {
 			continue
@@ -318,15 +330,12 @@ func (s *restarts) rollbackBegins(w key) map[policy.ConfigRef]stripped {
 	return out
 }
 
-// undone are the absent reads that the pods of undone restarts took when their config
-// reappeared, newest last, by config.
-func undone(restarts []*restart) map[policy.ConfigRef]*read {
+// took are the absent reads of p whose pods took their config when it reappeared.
+func took(p *restart) map[policy.ConfigRef]*read {
 	out := map[policy.ConfigRef]*read{}
-	for _, p := range restarts {
-		for r, rd := range p.reads {
-			if rd.absent && len(rd.since) > 0 {
-				out[r] = rd
-			}
+	for r, rd := range p.reads {
+		if rd.absent && len(rd.since) > 0 {
+			out[r] = rd
 		}
 	}
 	return out
@@ -352,7 +361,7 @@ func (s *restarts) rollbackEnded(w key, rv string) {
 		delete(s.done, w)
 	}
 	delete(s.before, w)
-	delete(s.paused, w)
+	delete(s.pausedTook, w)
 	s.rolledBack[w] = rv
 }
 
@@ -381,7 +390,7 @@ func (s *restarts) workloadGone(w key, rv string) {
 	}
 	delete(s.done, w)
 	delete(s.before, w)
-	delete(s.paused, w)
+	delete(s.pausedTook, w)
 	delete(s.rollingBack, w)
 	delete(s.rolledBack, w)
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"k8s.io/client-go/rest"
@@ -26,8 +27,10 @@ import (
 )
 
 // Run runs the reloader that f describes until SIGTERM or SIGINT, or a failure it returns;
-// version is what its logs and metrics report.
-func Run(f cli.Flags, version string) error {
+// version is what its logs and metrics report. startedUp, if set, is called each time every
+// namespace's initial sync has been processed (main.go hands back what only the start needed);
+// its error is logged.
+func Run(f cli.Flags, version string, startedUp func() error) error {
 	log := f.Logger()
 	klog.SetSlogLogger(log) // client-go's own lines follow --log-format too
 	cfg, err := restConfig(f.Kubeconfig)
@@ -69,7 +72,7 @@ func Run(f cli.Flags, version string) error {
 	if e != nil {
 		writer = e.ID
 	}
-	ctrls, err := newFleet(&f, clients, namespaces, stateNSs, writer, log, m)
+	ctrls, err := newFleet(&f, clients, namespaces, stateNSs, writer, startedUp, log, m)
 	if err != nil {
 		return err
 	}
@@ -107,14 +110,25 @@ func Run(f cli.Flags, version string) error {
 }
 
 // newFleet builds one controller per namespace; writer, if set, fences their state writes.
-func newFleet(c *cli.Flags, clients *kube.Clients, namespaces, stateNSs []string, writer string, log *slog.Logger, m *metrics.Metrics) (fleet, error) {
+func newFleet(c *cli.Flags, clients *kube.Clients, namespaces, stateNSs []string, writer string, startedUp func() error, log *slog.Logger, m *metrics.Metrics) (fleet, error) {
 	var shared reloader.Options // one alert queue and webhook for every namespace
 	if err := notify(*c, &shared, log, m); err != nil {
 		return nil, err
 	}
 	f := make(fleet, len(namespaces))
+	allStarted := afterEvery(len(namespaces), func() {
+		if startedUp == nil {
+			return
+		}
+		if err := startedUp(); err != nil {
+			log.Debug("start-up memory kept", "err", err)
+		} else {
+			log.Debug("start-up memory handed back")
+		}
+	})
 	for i, ns := range namespaces {
 		o := c.Options(ns, stateNSs[i], log, m)
+		o.StartedUp = allStarted
 		o.Alerts, o.Webhook = shared.Alerts, shared.Webhook
 		o.StateWriter = writer
 		ctrl, err := reloader.New(clients, o)
@@ -124,6 +138,17 @@ func newFleet(c *cli.Flags, clients *kube.Clients, namespaces, stateNSs []string
 		f[i] = ctrl
 	}
 	return f, nil
+}
+
+// afterEvery returns a function that calls f at every n-th call of it: once every controller of
+// a fleet has started up (again, after a new election).
+func afterEvery(n int, f func()) func() {
+	var calls atomic.Int64
+	return func() {
+		if calls.Add(1)%int64(n) == 0 {
+			f()
+		}
+	}
 }
 
 // restConfig follows --kubeconfig, then $KUBECONFIG, then the in-cluster ServiceAccount.
