@@ -295,11 +295,11 @@ func (s *restarts) latest(w key) *restart {
 
 // rollbackBegins notes a rollback of w's last restart about to be sent; rollbackEnded ends it.
 // It returns, for each config that restart's pods (or those of the restarts patched in during
-// the pause it resumed) waited for and took when it reappeared, what
-// the pods put back run: what was noted of the restart before, or otherContent when nothing
-// was. Judged by the pods that took it, the config may have been recorded in the state as run
-// by every dependent; the pods put back do not run it. (A vouched read needs nothing: the pods
-// put back ran that content too, by their marker or by the state, or it was held.)
+// the pause it resumed) waited for and took when it reappeared, what the pods put back run:
+// what was noted of the restart before, or otherContent when nothing was. Judged by the pods
+// that took it, the config may have been recorded in the state as run by every dependent; the
+// pods put back do not run it. (A vouched read needs nothing: the pods put back ran that content
+// too, by their marker or by the state, or it was held.)
 func (s *restarts) rollbackBegins(w key) map[policy.ConfigRef]stripped {
 	s.mu.Lock()
 	defer s.mu.Unlock()
