@@ -39,6 +39,9 @@ type Coalescer[K comparable] struct {
 
 	mu      sync.Mutex
 	windows map[K]*window
+	// flushed: Flush ran, so no window will be closed later; an Add after it fires at once (a
+	// change whose sync was in flight at shutdown was otherwise left in a window).
+	flushed bool
 }
 
 type window struct {
@@ -66,6 +69,11 @@ func (c *Coalescer[K]) Add(key K) (joined bool) {
 		return false
 	}
 	c.mu.Lock()
+	if c.flushed {
+		c.mu.Unlock()
+		c.fire(key)
+		return false
+	}
 	defer c.mu.Unlock()
 	now := c.clock.Now()
 	w, joined := c.windows[key]
@@ -93,9 +101,11 @@ func (c *Coalescer[K]) close(key K, w *window) {
 	c.fire(key)
 }
 
-// Flush closes every open window now, firing each key once. It is for shutdown.
+// Flush closes every open window now, firing each key once, and every later Add fires at once.
+// It is for shutdown.
 func (c *Coalescer[K]) Flush() {
 	c.mu.Lock()
+	c.flushed = true
 	keys := make([]K, 0, len(c.windows))
 	for k, w := range c.windows {
 		w.timer.Stop()

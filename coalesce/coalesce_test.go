@@ -155,3 +155,20 @@ func TestFlushFiresEveryOpenWindowOnce(t *testing.T) {
 		t.Fatalf("fired %v, want [a b]", fired)
 	}
 }
+
+// A change whose sync was still in flight when the shutdown flushed the windows fires at once:
+// no window opens that nothing would close (TestSIGTERMFlushesPendingReloadsAndExitsZero lost
+// such a change now and then).
+func TestAnAddAfterFlushFiresAtOnce(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(0, 0)}
+	var fired []string
+	c := New(time.Minute, 0, clock, func(k string) { fired = append(fired, k) })
+	c.Add("a") // the control: before Flush, a window opens and nothing fires
+	if len(fired) != 0 {
+		t.Fatalf("fired %v before the window closed", fired)
+	}
+	c.Flush()
+	if joined := c.Add("b"); joined || !reflect.DeepEqual(fired, []string{"a", "b"}) || c.Pending() != 0 {
+		t.Fatalf("after Flush: fired %v, joined %t, %d windows open; want [a b], false, 0", fired, joined, c.Pending())
+	}
+}
