@@ -435,21 +435,17 @@ func (w *world) do(a action) error {
 
 func (w *world) deleteConfig(name string) error {
 	core := cluster.Client().CoreV1()
-	var (
-		before metav1.Object
-		err    error
-	)
+	ctx, cancel := context.WithTimeout(w.ctx, 5*time.Second)
+	defer cancel()
+	events := w.watchConfig(ctx, name)
+	var err error
 	if isSecret(name) {
-		if before, err = core.Secrets(w.ns).Get(w.ctx, name, metav1.GetOptions{}); err == nil {
-			err = core.Secrets(w.ns).Delete(w.ctx, name, metav1.DeleteOptions{})
-		}
+		err = core.Secrets(w.ns).Delete(w.ctx, name, metav1.DeleteOptions{})
 	} else {
-		if before, err = core.ConfigMaps(w.ns).Get(w.ctx, name, metav1.GetOptions{}); err == nil {
-			err = core.ConfigMaps(w.ns).Delete(w.ctx, name, metav1.DeleteOptions{})
-		}
+		err = core.ConfigMaps(w.ns).Delete(w.ctx, name, metav1.DeleteOptions{})
 	}
 	if err == nil {
-		w.rec.config(name, configEvent{rv: w.deletionRV(name, before.GetResourceVersion()), at: time.Now()})
+		w.rec.config(name, configEvent{rv: w.deletionRV(events), at: time.Now()})
 		// The ignore annotation goes with the object: a recreated config is not ignored.
 		w.rec.mu.Lock()
 		if w.rec.isIgnored(name) {
@@ -457,29 +453,43 @@ func (w *world) deleteConfig(name string) error {
 		}
 		w.rec.mu.Unlock()
 	}
+	if events != nil {
+		events.Stop()
+	}
 	return err
 }
 
-// deletionRV is the resourceVersion of config name's deletion, from a watch of it that starts at
-// its version just before (from): a DELETE returns none, and a list after it may return a later
-// one, of writes the reloader made meanwhile, so a reload for the deletion looked older than it
-// (soak seed 1795549728323936787@2). If the watch fails (a fault), the list's is taken.
-func (w *world) deletionRV(name, from string) int64 {
+// watchConfig opens a watch of config name from the cluster's current resourceVersion, before
+// the checker deletes it, so that deletionRV reads the deletion's own. A watch from the config's
+// last version instead failed with "too old" after an API server restart (its watch cache starts
+// at the restart), and the list taken then was later than a reload for the deletion, which looked
+// older than it (soak seed 1795798155855983840@6). nil if a fault refuses it.
+func (w *world) watchConfig(ctx context.Context, name string) watch.Interface {
 	core := cluster.Client().CoreV1()
-	ctx, cancel := context.WithTimeout(w.ctx, 5*time.Second)
-	defer cancel()
-	opts := metav1.ListOptions{FieldSelector: "metadata.name=" + name, ResourceVersion: from}
-	var (
-		events watch.Interface
-		err    error
-	)
+	list, err := core.ConfigMaps(w.ns).List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		return nil
+	}
+	opts := metav1.ListOptions{FieldSelector: "metadata.name=" + name, ResourceVersion: list.ResourceVersion}
+	var events watch.Interface
 	if isSecret(name) {
 		events, err = core.Secrets(w.ns).Watch(ctx, opts)
 	} else {
 		events, err = core.ConfigMaps(w.ns).Watch(ctx, opts)
 	}
-	if err == nil {
-		defer events.Stop()
+	if err != nil {
+		return nil
+	}
+	return events
+}
+
+// deletionRV is the resourceVersion of a deletion, from the watch watchConfig opened before it:
+// a DELETE returns none, and a list after it may return a later one, of writes the reloader made
+// meanwhile, so a reload for the deletion looked older than it (soak seed
+// 1795549728323936787@2). If the watch failed (a fault), a list's is taken: at or after the
+// deletion.
+func (w *world) deletionRV(events watch.Interface) int64 {
+	if events != nil {
 		for ev := range events.ResultChan() {
 			if m, ok := ev.Object.(metav1.Object); ok && ev.Type == watch.Deleted {
 				return rvOf(m)
@@ -489,9 +499,8 @@ func (w *world) deletionRV(name, from string) int64 {
 			}
 		}
 	}
-	// A list's resourceVersion is at or after the deletion.
 	var rv int64
-	if list, err := core.ConfigMaps(w.ns).List(w.ctx, metav1.ListOptions{Limit: 1}); err == nil {
+	if list, err := cluster.Client().CoreV1().ConfigMaps(w.ns).List(w.ctx, metav1.ListOptions{Limit: 1}); err == nil {
 		rv, _ = strconv.ParseInt(list.ResourceVersion, 10, 64)
 	}
 	return rv
