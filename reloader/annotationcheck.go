@@ -62,7 +62,7 @@ func (a *annotationCheck) check(k *workloadKind, obj any) {
 // the checks that need them.
 func (a *annotationCheck) checkAll() {
 	for _, k := range a.caches.kinds {
-		for _, obj := range k.informer.GetStore().List() {
+		for _, obj := range k.list() {
 			a.check(k, obj)
 		}
 	}

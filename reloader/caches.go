@@ -65,7 +65,7 @@ func (c *caches) matchedByPattern(pol policy.Policy, ns string) []policy.ConfigR
 // indexByConfig indexes a workload under the key of every config whose change may reload it.
 func (c *caches) indexByConfig(k *workloadKind) cache.IndexFunc {
 	return func(obj any) ([]string, error) {
-		meta, tmpl := k.template(obj)
+		meta, tmpl := k.template(unpacked(obj))
 		if tmpl == nil {
 			return nil, nil
 		}
@@ -102,7 +102,10 @@ func (c *caches) configsOf(k *workloadKind, obj any, add func(key)) {
 
 func objectKey(kind string, obj any) key {
 	obj = deletedObject(obj)
-	if r, ok := obj.(*configRecord); ok {
+	switch r := obj.(type) {
+	case *configRecord:
+		return key{kind, r.Namespace, r.Name}
+	case *packedWorkload:
 		return key{kind, r.Namespace, r.Name}
 	}
 	m := obj.(metav1.Object)
@@ -140,9 +143,9 @@ func (c *caches) missingNamed(pol policy.Policy, ns string) []string {
 	return out
 }
 
-// indexed returns the workloads of a kind that the index holds under the config: those naming or
-// using it, and those whose reload annotations hold a pattern for its kind and namespace (each
-// once).
+// indexed returns the workloads of a kind that the index holds under the config, decoded: those
+// naming or using it, and those whose reload annotations hold a pattern for its kind and
+// namespace (each once).
 func (c *caches) indexed(kind *workloadKind, k key) []any {
 	idx := kind.informer.GetIndexer()
 	objs, _ := idx.ByIndex(byConfigIndex, k.String()) // the index exists
@@ -151,6 +154,9 @@ func (c *caches) indexed(kind *workloadKind, k key) []any {
 		if !slices.Contains(objs, o) {
 			objs = append(objs, o)
 		}
+	}
+	for i, o := range objs {
+		objs[i] = unpacked(o)
 	}
 	return objs
 }
@@ -166,7 +172,7 @@ func (c *caches) referenced(k key) bool {
 		}
 		patterned, _ := idx.ByIndex(byConfigIndex, patternKey(k.kind, k.namespace).String())
 		for _, o := range patterned {
-			if meta, tmpl := kind.template(o); tmpl != nil && c.annotations.Of(meta.GetAnnotations(), tmpl.Annotations).NamedBy(r) {
+			if meta, tmpl := kind.template(unpacked(o)); tmpl != nil && c.annotations.Of(meta.GetAnnotations(), tmpl.Annotations).NamedBy(r) {
 				return true
 			}
 		}

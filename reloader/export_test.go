@@ -20,7 +20,7 @@ func (c *Controller) JudgeRolloutAsCached(ctx context.Context, d *appsv1.Deploym
 	if err != nil {
 		return err
 	}
-	w, ok := c.rule.view(kind, obj)
+	w, ok := c.rule.view(kind, unpacked(obj))
 	if !ok {
 		return nil
 	}

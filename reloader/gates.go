@@ -259,7 +259,7 @@ func (g *gates) report() {
 func (g *gates) forgetGone(kinds map[string]*workloadKind) {
 	live := map[string]bool{}
 	for _, kind := range kinds {
-		for _, obj := range kind.informer.GetStore().List() {
+		for _, obj := range kind.list() {
 			meta, _ := kind.template(obj)
 			live[g.names.pending(key{kind.name, meta.GetNamespace(), meta.GetName()})] = true
 		}

@@ -176,6 +176,7 @@ func (c *Controller) watchWorkloads(k *workloadKind) error {
 	}
 	_, err := k.informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
+			obj = unpacked(obj)
 			if !initial {
 				c.notes.created(k, obj)
 			}
@@ -183,6 +184,7 @@ func (c *Controller) watchWorkloads(k *workloadKind) error {
 			c.tracker.watch(k, obj)
 		},
 		UpdateFunc: func(old, obj any) {
+			old, obj = unpacked(old), unpacked(obj)
 			o, n := old.(metav1.Object), obj.(metav1.Object)
 			if o.GetGeneration() != n.GetGeneration() {
 				c.notes.stripped(k, old, obj)
@@ -197,7 +199,7 @@ func (c *Controller) watchWorkloads(k *workloadKind) error {
 			}
 			c.tracker.watch(k, obj) // status updates too: they end a rollout
 		},
-		DeleteFunc: func(obj any) { c.workloadGone(k, obj) },
+		DeleteFunc: func(obj any) { c.workloadGone(k, unpacked(obj)) },
 	})
 	if err != nil {
 		return fmt.Errorf("watch %ss: %w", k.name, err)

@@ -50,7 +50,7 @@ func cronJobKind(c *kube.Clients, ns string, link *kube.Link, transform cache.Tr
 		func(cj *batchv1.CronJob) *corev1.PodTemplateSpec { return &cj.Spec.JobTemplate.Spec.Template },
 		func(ns string) typedClient[*batchv1.CronJob, *batchv1.CronJobList] { return c.CronJobs(ns) }, ns, link, transform)
 	k.reload = func(ctx context.Context, ns, name string, body []byte) (any, error) {
-		obj, ok, err := k.informer.GetIndexer().GetByKey(ns + "/" + name)
+		obj, ok, err := k.cached(ns + "/" + name)
 		if err != nil || !ok {
 			return nil, errStale
 		}
@@ -205,7 +205,7 @@ func (c *Controller) wireJobs() {
 		return cm.Data, nil
 	}
 	c.jobs = &jobRuns{jobs: func(ns string) jobClient { return c.clients.Jobs(ns) }, notes: notes, store: c.state, reports: c.reports,
-		metrics: c.metrics, log: c.log, enqueue: c.queue.Add, markers: c.currentMarkers, cached: k.informer.GetIndexer().GetByKey,
+		metrics: c.metrics, log: c.log, enqueue: c.queue.Add, markers: c.currentMarkers, cached: k.cached,
 		invalid: func(job *batchv1.Job) []string {
 			w, ok := c.rule.viewInAnyNamespace(k, job)
 			if !ok {
@@ -214,7 +214,7 @@ func (c *Controller) wireJobs() {
 			return c.validation.invalidUsed(w)
 		}}
 	k.reload = func(ctx context.Context, ns, name string, body []byte) (any, error) {
-		obj, ok, err := k.informer.GetIndexer().GetByKey(ns + "/" + name)
+		obj, ok, err := k.cached(ns + "/" + name)
 		if err != nil || !ok {
 			return nil, errStale
 		}

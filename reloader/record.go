@@ -111,7 +111,8 @@ type records struct {
 	strips      *strips // a baseline notes who runs another content (baseline)
 }
 
-// transform strips objects before they enter the informer cache.
+// transform strips objects before they enter the informer cache, and packs typed workloads
+// (packed.go): read them through workloadKind.cached and list, or unpacked.
 func (rs *records) transform(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.ConfigMap:
@@ -130,29 +131,8 @@ func (rs *records) transform(obj any) (any, error) {
 		r.Legacy = &legacyHashes{Hash: sumOfHex(confighash.Secret(o)), Keys: confighash.SecretKeys(o)}
 		r.Invalid = validateSecret(o)
 		return r, nil
-	case *appsv1.Deployment:
-		o.Status = rolloutStatus(o.Status)
-		o.Labels, o.Spec.Selector, o.Spec.Strategy = nil, nil, appsv1.DeploymentStrategy{}
-		stripTemplate(&o.Spec.Template)
-	case *appsv1.StatefulSet:
-		s := o.Status
-		o.Status, o.Spec.VolumeClaimTemplates = appsv1.StatefulSetStatus{ObservedGeneration: s.ObservedGeneration,
-			ReadyReplicas: s.ReadyReplicas, UpdatedReplicas: s.UpdatedReplicas,
-			CurrentRevision: s.CurrentRevision, UpdateRevision: s.UpdateRevision}, nil
-		o.Labels, o.Spec.Selector = nil, nil
-		stripTemplate(&o.Spec.Template)
-	case *appsv1.DaemonSet:
-		s := o.Status
-		o.Status = appsv1.DaemonSetStatus{ObservedGeneration: s.ObservedGeneration, DesiredNumberScheduled: s.DesiredNumberScheduled,
-			UpdatedNumberScheduled: s.UpdatedNumberScheduled, NumberAvailable: s.NumberAvailable}
-		o.Labels, o.Spec.Selector = nil, nil
-		stripTemplate(&o.Spec.Template)
-	case *batchv1.CronJob:
-		o.Status = batchv1.CronJobStatus{}
-	case *batchv1.Job:
-		o.Status = batchv1.JobStatus{} // the template is kept whole: a reload creates a Job from it
-	case *unstructured.Unstructured:
-		keepRolloutStatus(o)
+	case *packedWorkload:
+		return o, nil // already in the cache: client-go may transform a cached object again
 	}
 	if m, ok := obj.(metav1.Object); ok { // workloads and namespaces
 		m.SetManagedFields(nil)
@@ -160,6 +140,36 @@ func (rs *records) transform(obj any) (any, error) {
 			delete(a, lastApplied)
 			m.SetAnnotations(a)
 		}
+	}
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		o.Status = rolloutStatus(o.Status)
+		o.Labels, o.Spec.Selector, o.Spec.Strategy = nil, nil, appsv1.DeploymentStrategy{}
+		stripTemplate(&o.Spec.Template)
+		return pack(packDeployment, o), nil
+	case *appsv1.StatefulSet:
+		s := o.Status
+		o.Status, o.Spec.VolumeClaimTemplates = appsv1.StatefulSetStatus{ObservedGeneration: s.ObservedGeneration,
+			ReadyReplicas: s.ReadyReplicas, UpdatedReplicas: s.UpdatedReplicas,
+			CurrentRevision: s.CurrentRevision, UpdateRevision: s.UpdateRevision}, nil
+		o.Labels, o.Spec.Selector = nil, nil
+		stripTemplate(&o.Spec.Template)
+		return pack(packStatefulSet, o), nil
+	case *appsv1.DaemonSet:
+		s := o.Status
+		o.Status = appsv1.DaemonSetStatus{ObservedGeneration: s.ObservedGeneration, DesiredNumberScheduled: s.DesiredNumberScheduled,
+			UpdatedNumberScheduled: s.UpdatedNumberScheduled, NumberAvailable: s.NumberAvailable}
+		o.Labels, o.Spec.Selector = nil, nil
+		stripTemplate(&o.Spec.Template)
+		return pack(packDaemonSet, o), nil
+	case *batchv1.CronJob:
+		o.Status = batchv1.CronJobStatus{}
+		return pack(packCronJob, o), nil
+	case *batchv1.Job:
+		o.Status = batchv1.JobStatus{} // the template is kept whole: a reload creates a Job from it
+		return pack(packJob, o), nil
+	case *unstructured.Unstructured:
+		keepRolloutStatus(o)
 	}
 	return obj, nil
 }

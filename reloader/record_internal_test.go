@@ -4,10 +4,12 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -92,7 +94,7 @@ func TestTheCacheKeepsOfAWorkloadWhatReferencesConfigsAndDropsTheRest(t *testing
 	}
 	before := policy.UsesOf(&d.DeepCopy().Spec.Template.Spec)
 	obj, _ := c.transform(d)
-	got := obj.(*appsv1.Deployment)
+	got := unpacked(obj).(*appsv1.Deployment)
 	spec := &got.Spec.Template.Spec
 	if after := policy.UsesOf(spec); len(before) != 3 || !reflect.DeepEqual(after, before) {
 		t.Errorf("uses after the transform %v, before %v (want the same 3)", after, before)
@@ -155,5 +157,73 @@ func TestTransformingACachedObjectAgainChangesNothing(t *testing.T) {
 		if !reflect.DeepEqual(once, twice) {
 			t.Errorf("%T transformed twice differs from once:\n once  %+v\n twice %+v", obj, once, twice)
 		}
+	}
+}
+
+// The cache keeps typed workloads packed (packed.go): what the rest of the reloader reads back
+// must be the stripped object, field for field, and the cache must still key, index and tell
+// resyncs by the workload's identity.
+func TestAPackedWorkloadReadsBackAsTheStrippedObject(t *testing.T) {
+	tmpl := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{"t": "1"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1",
+			Env:     []corev1.EnvVar{{Name: "_RELOADER_-configmap-env", Value: "abc"}},
+			EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "env"}}}}}}}}
+	om := metav1.ObjectMeta{Name: "app", Namespace: "team", UID: "u-1", ResourceVersion: "42", Generation: 3,
+		CreationTimestamp: metav1.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC), Annotations: map[string]string{"a": "b"},
+		OwnerReferences: []metav1.OwnerReference{{Kind: "CronJob", Name: "nightly", UID: "u-0", Controller: new(true)}}}
+	c := &records{annotations: policy.DefaultAnnotations(), hashKey: &HashKey{}}
+	for _, obj := range []runtime.Object{
+		&appsv1.Deployment{ObjectMeta: om, Spec: appsv1.DeploymentSpec{Paused: true, Replicas: new(int32(2)), Template: tmpl},
+			Status: appsv1.DeploymentStatus{ObservedGeneration: 3, UpdatedReplicas: 1, Conditions: []appsv1.DeploymentCondition{
+				{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable", LastUpdateTime: om.CreationTimestamp}}}},
+		&appsv1.StatefulSet{ObjectMeta: om, Spec: appsv1.StatefulSetSpec{Template: tmpl,
+			UpdateStrategy: appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}}, Status: appsv1.StatefulSetStatus{UpdateRevision: "r2"}},
+		&appsv1.DaemonSet{ObjectMeta: om, Spec: appsv1.DaemonSetSpec{Template: tmpl}, Status: appsv1.DaemonSetStatus{NumberAvailable: 2}},
+		&batchv1.CronJob{ObjectMeta: om, Spec: batchv1.CronJobSpec{Schedule: "@daily", JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: tmpl}}}},
+		&batchv1.Job{ObjectMeta: om, Spec: batchv1.JobSpec{Template: tmpl}},
+	} {
+		cached, err := c.transform(obj.DeepCopyObject())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := cached.(*packedWorkload); !ok {
+			t.Fatalf("%T cached as %T, not packed", obj, cached)
+		}
+		if key, err := cache.MetaNamespaceKeyFunc(cached); err != nil || key != "team/app" {
+			t.Errorf("%T: cache key %q, %v", obj, key, err)
+		}
+		if m, err := meta.Accessor(cached); err != nil || m.GetResourceVersion() != "42" {
+			t.Errorf("%T: accessor %+v, %v: want resourceVersion 42 (resyncs are told by it)", obj, m, err)
+		}
+		// What the cache held before packing: the same transform on a type it does not pack.
+		want := obj.DeepCopyObject()
+		stripForTest(t, want)
+		if got := unpacked(cached); !equality.Semantic.DeepEqual(got, want) {
+			t.Errorf("%T read back differs from the stripped object:\n got  %+v\n want %+v", obj, got, want)
+		}
+		if got := unpacked(cache.DeletedFinalStateUnknown{Key: "team/app", Obj: cached}).(cache.DeletedFinalStateUnknown).Obj; reflect.TypeOf(got) != reflect.TypeOf(obj) {
+			t.Errorf("%T: a tombstone's object reads back as %T", obj, got)
+		}
+	}
+}
+
+// stripForTest applies to obj, in place, what transform strips of its kind (record.go).
+func stripForTest(t *testing.T, obj runtime.Object) {
+	t.Helper()
+	m := obj.(metav1.Object)
+	m.SetManagedFields(nil)
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		o.Status = rolloutStatus(o.Status)
+		stripTemplate(&o.Spec.Template)
+	case *appsv1.StatefulSet:
+		o.Status = appsv1.StatefulSetStatus{UpdateRevision: o.Status.UpdateRevision}
+		stripTemplate(&o.Spec.Template)
+	case *appsv1.DaemonSet:
+		o.Status = appsv1.DaemonSetStatus{NumberAvailable: o.Status.NumberAvailable}
+		stripTemplate(&o.Spec.Template)
+	case *batchv1.CronJob, *batchv1.Job:
+	default:
+		t.Fatalf("no strip for %T", obj)
 	}
 }

@@ -65,6 +65,24 @@ type workloadKind struct {
 	probe func(ctx context.Context) error
 }
 
+// cached returns the workload stored under key (namespace/name) in the kind's cache, decoded.
+func (k *workloadKind) cached(key string) (any, bool, error) {
+	obj, ok, err := k.informer.GetIndexer().GetByKey(key)
+	if err != nil || !ok {
+		return nil, ok, err
+	}
+	return unpacked(obj), true, nil
+}
+
+// list returns every workload of the kind's cache, decoded.
+func (k *workloadKind) list() []any {
+	objs := k.informer.GetStore().List()
+	for i, o := range objs {
+		objs[i] = unpacked(o)
+	}
+	return objs
+}
+
 // typedClient is the List, Watch and Patch of a gentype client.
 type typedClient[T any, L runtime.Object] interface {
 	kube.Lister[L]

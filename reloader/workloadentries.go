@@ -26,7 +26,7 @@ func (we *workloadEntries) lift(k *workloadKind, obj any) {
 func (we *workloadEntries) forgetGone() {
 	live := map[string]bool{}
 	for _, kind := range we.caches.kinds {
-		for _, obj := range kind.informer.GetStore().List() {
+		for _, obj := range kind.list() {
 			for _, e := range we.keysOf(kind, obj) {
 				live[e] = true
 			}

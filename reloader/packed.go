@@ -1,0 +1,109 @@
+package reloader
+
+import (
+	"fmt"
+	"slices"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
+)
+
+// packedWorkload is what the informer cache keeps of a typed workload: its identity, and the
+// stripped object (record.go) as protobuf, decoded each time it is read (unpacked). A stripped
+// Deployment decoded takes about 2.5 KB of Go structs (ObjectMeta and PodSpec are large even
+// when nearly empty), its protobuf a fifth of that; with a workload per five configs, that was
+// about 0.4 KB per config at 50,000 (BENCHMARKS.md). Reads decode: a few microseconds per
+// workload a config change judges, or per workload event.
+type packedWorkload struct {
+	kind            packKind
+	Name            string
+	Namespace       string
+	ResourceVersion string // the informer tells a resync from an update by it
+	raw             []byte
+}
+
+// packKind says which type a packedWorkload decodes to.
+type packKind uint8
+
+const (
+	packDeployment packKind = iota + 1
+	packStatefulSet
+	packDaemonSet
+	packCronJob
+	packJob
+)
+
+// protoObject is a k8s.io/api type with its generated protobuf encoding.
+type protoObject interface {
+	metav1.Object
+	Marshal() ([]byte, error)
+}
+
+// pack encodes a stripped workload for the cache; one that does not encode is kept as it is.
+func pack(kind packKind, o protoObject) any {
+	raw, err := o.Marshal()
+	if err != nil {
+		return o
+	}
+	return &packedWorkload{kind: kind, Name: o.GetName(), Namespace: o.GetNamespace(), ResourceVersion: o.GetResourceVersion(), raw: raw}
+}
+
+// decode returns a new object of the workload's type, decoded from its protobuf.
+func (p *packedWorkload) decode() (any, error) {
+	var o interface{ Unmarshal([]byte) error }
+	switch p.kind {
+	case packDeployment:
+		o = &appsv1.Deployment{}
+	case packStatefulSet:
+		o = &appsv1.StatefulSet{}
+	case packDaemonSet:
+		o = &appsv1.DaemonSet{}
+	case packCronJob:
+		o = &batchv1.CronJob{}
+	case packJob:
+		o = &batchv1.Job{}
+	default:
+		return nil, fmt.Errorf("cached workload %s/%s: unknown packed kind %d", p.Namespace, p.Name, p.kind)
+	}
+	if err := o.Unmarshal(p.raw); err != nil {
+		return nil, fmt.Errorf("decode cached workload %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	return o, nil
+}
+
+// unpacked returns a cached object as the rest of the reloader reads it: a packed workload
+// decoded (a new object each time, which the caller may keep), a deletion tombstone with its
+// object decoded, anything else as it is. The bytes were encoded by pack from a decoded object,
+// so they decode: a failure is a broken invariant, not an input to handle.
+func unpacked(obj any) any {
+	switch o := obj.(type) {
+	case *packedWorkload:
+		out, err := o.decode()
+		if err != nil {
+			panic(err)
+		}
+		return out
+	case cache.DeletedFinalStateUnknown:
+		o.Obj = unpacked(o.Obj)
+		return o
+	}
+	return obj
+}
+
+func (p *packedWorkload) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+// GetObjectMeta is the workload's identity for meta.Accessor (cache keys, indexes, resyncs): a
+// copy, made only when asked.
+func (p *packedWorkload) GetObjectMeta() metav1.Object {
+	return &metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, ResourceVersion: p.ResourceVersion}
+}
+
+func (p *packedWorkload) DeepCopyObject() runtime.Object {
+	c := *p
+	c.raw = slices.Clone(p.raw)
+	return &c
+}
