@@ -5,7 +5,7 @@ package state
 func SetBudget(s *Store, bytes int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.budget = bytes
+	s.room.budget = bytes
 }
 
 // Reserved is how many bytes key takes of its shard's budget.

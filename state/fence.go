@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,31 +35,85 @@ import (
 // writerAnnotation names, on each state ConfigMap, the fenced store that last claimed it.
 const writerAnnotation = "reloader/state-writer"
 
-// Fence makes every later Load claim the shards and every write conditional on the shard's
-// version, as writer. Call it before Load.
-func (s *Store) Fence(writer string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.writer = writer
+// shardIO reads and writes the state ConfigMaps for the store: every API call, and the fence. It
+// knows each shard's name and last known version, and nothing of what the entries mean. Its own
+// lock guards the versions; the store may hold its lock while calling it, never the reverse.
+type shardIO struct {
+	client    ConfigMapClient
+	namespace string
+	name      string
+	log       *slog.Logger
+
+	mu sync.Mutex
+	// version is each shard's resourceVersion as our last read or write of it left it; a write
+	// applies only to that version. "" when unknown: the write is unconditional.
+	version [MaxShards]string
+	writer  string // the fenced store's name (Fence); "" writes unconditionally
 }
 
-// claim gives shard i a new version as s.writer, on the version Load read. The caller holds
-// s.mu.
-func (s *Store) claim(ctx context.Context, i int) error {
-	stamp := s.writer + " " + time.Now().UTC().Format(time.RFC3339Nano)
+// shardName returns the name of shard i.
+func (io *shardIO) shardName(i int) string {
+	if i == 0 {
+		return io.name
+	}
+	return fmt.Sprintf("%s-%d", io.name, i)
+}
+
+// fence makes every later write conditional on the shard's version, as writer.
+func (io *shardIO) fence(writer string) {
+	io.mu.Lock()
+	defer io.mu.Unlock()
+	io.writer = writer
+}
+
+func (io *shardIO) fenced() bool {
+	io.mu.Lock()
+	defer io.mu.Unlock()
+	return io.writer != ""
+}
+
+func (io *shardIO) setVersion(i int, version string) {
+	io.mu.Lock()
+	defer io.mu.Unlock()
+	io.version[i] = version
+}
+
+// forget drops every known version, before a Load reads them again.
+func (io *shardIO) forget() {
+	io.mu.Lock()
+	defer io.mu.Unlock()
+	io.version = [MaxShards]string{}
+}
+
+// get reads shard i whole, and keeps its version.
+func (io *shardIO) get(ctx context.Context, i int) (*corev1.ConfigMap, error) {
+	cm, err := io.client.Get(ctx, io.shardName(i), metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	io.setVersion(i, cm.ResourceVersion)
+	return cm, nil
+}
+
+// claim gives shard i a new version as the fenced writer, on the version Load read.
+func (io *shardIO) claim(ctx context.Context, i int) error {
+	io.mu.Lock()
+	stamp := io.writer + " " + time.Now().UTC().Format(time.RFC3339Nano)
+	version := io.version[i]
+	io.mu.Unlock()
 	body, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"resourceVersion": s.version[i], "annotations": map[string]string{writerAnnotation: stamp}}})
+		"resourceVersion": version, "annotations": map[string]string{writerAnnotation: stamp}}})
 	if err != nil {
 		return fmt.Errorf("encode state claim: %w", err)
 	}
-	out, err := s.client.Patch(ctx, s.ShardName(i), types.MergePatchType, body, metav1.PatchOptions{})
+	out, err := io.client.Patch(ctx, io.shardName(i), types.MergePatchType, body, metav1.PatchOptions{})
 	if apierrors.IsConflict(err) {
-		return fmt.Errorf("claim state ConfigMap %s/%s: written while it was read, so it is read again: %w", s.namespace, s.ShardName(i), err)
+		return fmt.Errorf("claim state ConfigMap %s/%s: written while it was read, so it is read again: %w", io.namespace, io.shardName(i), err)
 	}
 	if err != nil {
-		return s.explain("patch", s.ShardName(i), err)
+		return io.explain("patch", io.shardName(i), err)
 	}
-	s.version[i] = versionOf(out)
+	io.setVersion(i, versionOf(out))
 	return nil
 }
 
@@ -65,27 +121,27 @@ func (s *Store) claim(ctx context.Context, i int) error {
 // retries a flush that still fails.
 const fencedAttempts = 5
 
-// patchFenced merge-patches changes into shard on its known version, reading the version again
-// after each conflict.
-func (s *Store) patchFenced(ctx context.Context, shard int, changes map[string]*string) error {
+// patch merge-patches changes into shard on its known version, reading the version again after
+// each conflict.
+func (io *shardIO) patch(ctx context.Context, shard int, changes map[string]*string) error {
 	var err error
 	for attempt := range fencedAttempts {
-		if err = s.patchOnVersion(ctx, shard, changes); !apierrors.IsConflict(err) {
+		if err = io.patchOnVersion(ctx, shard, changes); !apierrors.IsConflict(err) {
 			return err
 		}
 		// Writers that lost together would meet again at once: wait a random, growing while.
 		sleep(ctx, rand.N(time.Duration(attempt+1)*10*time.Millisecond))
-		if verr := s.fetchVersion(ctx, shard); verr != nil {
+		if verr := io.fetchVersion(ctx, shard); verr != nil {
 			return fmt.Errorf("%w; then %w", err, verr)
 		}
 	}
 	return err
 }
 
-func (s *Store) patchOnVersion(ctx context.Context, shard int, changes map[string]*string) error {
-	s.mu.Lock()
-	version, fenced := s.version[shard], s.writer != ""
-	s.mu.Unlock()
+func (io *shardIO) patchOnVersion(ctx context.Context, shard int, changes map[string]*string) error {
+	io.mu.Lock()
+	version, fenced := io.version[shard], io.writer != ""
+	io.mu.Unlock()
 	patch := map[string]any{"data": changes}
 	if version != "" && fenced {
 		patch["metadata"] = map[string]string{"resourceVersion": version}
@@ -94,13 +150,11 @@ func (s *Store) patchOnVersion(ctx context.Context, shard int, changes map[strin
 	if err != nil {
 		return fmt.Errorf("encode state patch: %w", err)
 	}
-	out, err := s.client.Patch(ctx, s.ShardName(shard), types.MergePatchType, body, metav1.PatchOptions{})
+	out, err := io.client.Patch(ctx, io.shardName(shard), types.MergePatchType, body, metav1.PatchOptions{})
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.version[shard] = versionOf(out)
+	io.setVersion(shard, versionOf(out))
 	return nil
 }
 
@@ -111,24 +165,65 @@ type VersionReader interface {
 }
 
 // fetchVersion reads shard's current resourceVersion.
-func (s *Store) fetchVersion(ctx context.Context, shard int) error {
-	name := s.ShardName(shard)
+func (io *shardIO) fetchVersion(ctx context.Context, shard int) error {
+	name := io.shardName(shard)
 	var version string
 	var err error
-	if r, ok := s.client.(VersionReader); ok {
+	if r, ok := io.client.(VersionReader); ok {
 		version, err = r.ResourceVersion(ctx, name)
 	} else {
 		var cm *corev1.ConfigMap
-		cm, err = s.client.Get(ctx, name, metav1.GetOptions{})
+		cm, err = io.client.Get(ctx, name, metav1.GetOptions{})
 		version = versionOf(cm)
 	}
 	if err != nil {
-		return fmt.Errorf("read the version of state ConfigMap %s/%s after a conflict: %w", s.namespace, name, err)
+		return fmt.Errorf("read the version of state ConfigMap %s/%s after a conflict: %w", io.namespace, name, err)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.version[shard] = version
+	io.setVersion(shard, version)
 	return nil
+}
+
+// create creates shard i holding data; if someone created it since our read, data is merged in.
+func (io *shardIO) create(ctx context.Context, i int, data map[string]string) error {
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: io.shardName(i), Namespace: io.namespace,
+			Labels: map[string]string{"app.kubernetes.io/managed-by": "reloader"}},
+		Data: data,
+	}
+	out, err := io.client.Create(ctx, cm, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return io.patchAll(ctx, i, data)
+	}
+	if err == nil {
+		io.setVersion(i, versionOf(out))
+		io.log.Info("created state ConfigMap", "configmap", cm.Name, "namespace", io.namespace, "entries", len(data))
+	}
+	return io.explain("create", cm.Name, err)
+}
+
+// patchAll merges data into shard i, unconditionally.
+func (io *shardIO) patchAll(ctx context.Context, i int, data map[string]string) error {
+	body, err := json.Marshal(map[string]any{"data": data})
+	if err != nil {
+		return fmt.Errorf("encode state patch: %w", err)
+	}
+	out, err := io.client.Patch(ctx, io.shardName(i), types.MergePatchType, body, metav1.PatchOptions{})
+	if err == nil {
+		io.setVersion(i, versionOf(out))
+	}
+	return io.explain("patch", io.shardName(i), err)
+}
+
+// explain wraps err and, for a permission error, names the verb and resource the reloader lacks.
+func (io *shardIO) explain(verb, name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if apierrors.IsForbidden(err) {
+		return fmt.Errorf("%s state ConfigMap %s/%s: the reloader lacks permission %q on configmaps in namespace %q; grant it in the Role (or create the ConfigMap yourself): %w",
+			verb, io.namespace, name, verb, io.namespace, err)
+	}
+	return fmt.Errorf("%s state ConfigMap %s/%s: %w", verb, io.namespace, name, err)
 }
 
 // versionOf is cm's resourceVersion; "" for a client that answers a write with no object.

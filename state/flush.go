@@ -2,17 +2,60 @@ package state
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 )
+
+// pending is what the next flush writes: the dirty keys, the redundant ones that go along, and
+// for dirty keys the shards whose stored copy must be removed. The store's lock guards it.
+type pending struct {
+	dirty map[string]struct{}
+	// redundant holds config entries set with SetRedundant and not written since: the next
+	// flush writes them along, but none is made for them alone.
+	redundant map[string]struct{}
+	// gone lists, for dirty keys, the shards whose stored copy must be removed by the next flush:
+	// the key was deleted or moved away from there, or was found there corrupt or twice.
+	gone     map[string]shardSet
+	flushing int           // flushes between taking the dirty keys and finishing their writes
+	kick     chan struct{} // wakes Run; kept across reset
+}
+
+func newPending() pending {
+	p := pending{kick: make(chan struct{}, 1)}
+	p.reset()
+	return p
+}
+
+// reset forgets everything due: a Load starts over.
+func (p *pending) reset() {
+	p.dirty, p.redundant, p.gone = map[string]struct{}{}, map[string]struct{}{}, map[string]shardSet{}
+}
+
+// mark makes key due and wakes Run.
+func (p *pending) mark(key string) {
+	p.dirty[key] = struct{}{}
+	p.wake()
+}
+
+// wake has Run flush soon.
+func (p *pending) wake() {
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+// removeFrom records that the copy of key in shard must be removed by the next flush; the
+// caller marks key.
+func (p *pending) removeFrom(key string, shard int) {
+	g := p.gone[key]
+	g[shard] = true
+	p.gone[key] = g
+}
 
 // maxBackoff bounds the wait between failed flushes.
 const maxBackoff = 30 * time.Second
@@ -29,7 +72,7 @@ func (s *Store) Run(ctx context.Context, linger time.Duration) {
 		case <-ctx.Done():
 			s.flushOnExit(ctx)
 			return
-		case <-s.kick:
+		case <-s.due.kick:
 		}
 		sleep(ctx, linger)
 		err := s.flush(context.WithoutCancel(ctx), false)
@@ -38,7 +81,7 @@ func (s *Store) Run(ctx context.Context, linger time.Duration) {
 			continue
 		}
 		s.log.Error("write state", "err", err, "retry_in", backoff)
-		s.kickFlush()
+		s.due.wake()
 		if !sleep(ctx, backoff) {
 			return
 		}
@@ -50,7 +93,7 @@ func (s *Store) Run(ctx context.Context, linger time.Duration) {
 // last flush would otherwise wait for the caller.
 func (s *Store) flushOnExit(ctx context.Context) {
 	s.mu.Lock()
-	dirty := len(s.dirty) > 0 || len(s.redundant) > 0
+	dirty := len(s.due.dirty) > 0 || len(s.due.redundant) > 0
 	s.mu.Unlock()
 	if !dirty {
 		return
@@ -106,7 +149,7 @@ func (s *Store) flush(ctx context.Context, redundant bool) error {
 func (s *Store) takeDirty(all bool) [MaxShards]map[string]*string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.flushing++
+	s.due.flushing++
 	s.placeUnsaved()
 	var out [MaxShards]map[string]*string
 	add := func(shard int, k string, v *string) {
@@ -115,19 +158,19 @@ func (s *Store) takeDirty(all bool) [MaxShards]map[string]*string {
 		}
 		out[shard][k] = v
 	}
-	for k := range s.dirty {
+	for k := range s.due.dirty {
 		e, ok := s.entries[k]
 		if ok && e.shard != memoryOnly {
 			add(int(e.shard), k, s.send(k, e))
 		}
-		for i, gone := range s.gone[k] {
+		for i, gone := range s.due.gone[k] {
 			// A shard never created holds nothing to remove.
 			if gone && s.exists[i] && !(ok && e.in(i)) {
 				add(i, k, nil)
 			}
 		}
 	}
-	for k := range s.redundant {
+	for k := range s.due.redundant {
 		e, ok := s.entries[k]
 		switch {
 		case ok && e.shard != memoryOnly && (all || out[e.shard] != nil):
@@ -135,10 +178,10 @@ func (s *Store) takeDirty(all bool) [MaxShards]map[string]*string {
 		case ok && e.shard != memoryOnly:
 			continue // waits for a write of its shard
 		}
-		delete(s.redundant, k) // written, or gone, or memory only: placeUnsaved makes it dirty
+		delete(s.due.redundant, k) // written, or gone, or memory only: placeUnsaved makes it dirty
 	}
-	s.dirty = map[string]struct{}{}
-	s.gone = map[string]shardSet{}
+	s.due.dirty = map[string]struct{}{}
+	s.due.gone = map[string]shardSet{}
 	return out
 }
 
@@ -154,7 +197,7 @@ func (s *Store) send(k string, e entry) *string {
 func (s *Store) doneFlushing() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.flushing--
+	s.due.flushing--
 }
 
 // requeue marks the changes of a failed write to shard dirty again, removals included, so the
@@ -164,9 +207,9 @@ func (s *Store) requeue(shard int, changes map[string]*string) {
 	defer s.mu.Unlock()
 	for k, v := range changes {
 		if v == nil {
-			s.noteGone(k, shard)
+			s.due.removeFrom(k, shard)
 		}
-		s.dirty[k] = struct{}{}
+		s.due.dirty[k] = struct{}{}
 	}
 }
 
@@ -176,11 +219,11 @@ func (s *Store) write(ctx context.Context, shard int, changes map[string]*string
 	known := s.exists[shard]
 	s.mu.Unlock()
 	if known {
-		err := s.patchFenced(ctx, shard, changes)
+		err := s.io.patch(ctx, shard, changes)
 		if !apierrors.IsNotFound(err) {
-			return s.explain("patch", name, err)
+			return s.io.explain("patch", name, err)
 		}
-		s.log.Warn("state ConfigMap is missing; recreating it from memory", "configmap", name, "namespace", s.namespace)
+		s.log.Warn("state ConfigMap is missing; recreating it from memory", "configmap", name, "namespace", s.io.namespace)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -200,47 +243,11 @@ func (s *Store) create(ctx context.Context, i int) error {
 			s.entries[k] = e
 		}
 	}
-	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: s.ShardName(i), Namespace: s.namespace,
-			Labels: map[string]string{"app.kubernetes.io/managed-by": "reloader"}},
-		Data: data,
-	}
-	out, err := s.client.Create(ctx, cm, metav1.CreateOptions{})
-	if apierrors.IsAlreadyExists(err) {
-		// Someone created it between our read and our create: merge ours in.
-		return s.patchAll(ctx, i, data)
-	}
+	err := s.io.create(ctx, i, data)
 	if err == nil {
 		s.exists[i] = true
-		s.version[i] = versionOf(out)
-		s.log.Info("created state ConfigMap", "configmap", cm.Name, "namespace", s.namespace, "entries", len(data))
 	}
-	return s.explain("create", cm.Name, err)
-}
-
-func (s *Store) patchAll(ctx context.Context, i int, data map[string]string) error {
-	body, err := json.Marshal(map[string]any{"data": data})
-	if err != nil {
-		return fmt.Errorf("encode state patch: %w", err)
-	}
-	out, err := s.client.Patch(ctx, s.ShardName(i), types.MergePatchType, body, metav1.PatchOptions{})
-	if err == nil {
-		s.exists[i] = true
-		s.version[i] = versionOf(out)
-	}
-	return s.explain("patch", s.ShardName(i), err)
-}
-
-// explain wraps err and, for a permission error, names the verb and resource the reloader lacks.
-func (s *Store) explain(verb, name string, err error) error {
-	if err == nil {
-		return nil
-	}
-	if apierrors.IsForbidden(err) {
-		return fmt.Errorf("%s state ConfigMap %s/%s: the reloader lacks permission %q on configmaps in namespace %q; grant it in the Role (or create the ConfigMap yourself): %w",
-			verb, s.namespace, name, verb, s.namespace, err)
-	}
-	return fmt.Errorf("%s state ConfigMap %s/%s: %w", verb, s.namespace, name, err)
+	return err
 }
 
 // Other returns the value of a key in the first shard that is not one of the store's entries,
@@ -259,10 +266,10 @@ func (s *Store) Other(key string) (string, bool) {
 // that a deleted first shard is recreated with it (a Job's note would otherwise go with it, and
 // the Job with the next stop); a missing first shard is recreated at once.
 func (s *Store) WriteOther(ctx context.Context, key string, value *string) error {
-	if s.isOwn(key) {
+	if s.kinds.owns(key) {
 		return fmt.Errorf("write %q outside the store: it is one of the store's entries", key)
 	}
-	err := s.patchFenced(ctx, 0, map[string]*string{key: value})
+	err := s.io.patch(ctx, 0, map[string]*string{key: value})
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err == nil || apierrors.IsNotFound(err) {
@@ -273,8 +280,8 @@ func (s *Store) WriteOther(ctx context.Context, key string, value *string) error
 		}
 	}
 	if apierrors.IsNotFound(err) {
-		s.log.Warn("state ConfigMap is missing; recreating it from memory", "configmap", s.ShardName(0), "namespace", s.namespace)
+		s.log.Warn("state ConfigMap is missing; recreating it from memory", "configmap", s.ShardName(0), "namespace", s.io.namespace)
 		return s.create(ctx, 0)
 	}
-	return s.explain("patch", s.ShardName(0), err)
+	return s.io.explain("patch", s.ShardName(0), err)
 }

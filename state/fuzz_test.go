@@ -195,7 +195,7 @@ func FuzzLoadCorruptState(f *testing.F) {
 		want := map[string]Entry{}
 		for i := range MaxShards {
 			for k, v := range initial[s.ShardName(i)] {
-				if _, seen := want[k]; seen || !s.isOwn(k) {
+				if _, seen := want[k]; seen || !s.kinds.owns(k) {
 					continue
 				}
 				if e, err := decodeEntry(v); err == nil && (!e.Deleted || isConfigEntry(k)) {
@@ -217,7 +217,7 @@ func FuzzLoadCorruptState(f *testing.F) {
 		copies := map[string]int{}
 		for n, data := range stored {
 			for k, v := range data {
-				if !s.isOwn(k) {
+				if !s.kinds.owns(k) {
 					if initial[n][k] != v {
 						t.Fatalf("someone else's key %q in %s changed from %q to %q", k, n, initial[n][k], v)
 					}
@@ -229,7 +229,7 @@ func FuzzLoadCorruptState(f *testing.F) {
 				}
 			}
 			for k, v := range initial[n] {
-				if !s.isOwn(k) && data[k] != v {
+				if !s.kinds.owns(k) && data[k] != v {
 					t.Fatalf("someone else's key %q in %s was removed", k, n)
 				}
 			}

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"errors"
 	"slices"
 	"strings"
 )
@@ -17,19 +18,48 @@ type EntryKind struct {
 	Valid  func(key, value string) error
 }
 
-// kindOf returns the registered kind of key; nil for a config entry or someone else's key.
-func (s *Store) kindOf(key string) *EntryKind {
-	for i := range s.kinds {
-		if strings.HasPrefix(key, s.kinds[i].Prefix) {
-			return &s.kinds[i]
+// kindSet is the kinds registered with the store (New), fixed: it says which keys are ours, how
+// many bytes each reserves, and how a stored value reads.
+type kindSet []EntryKind
+
+// of returns the registered kind of key; nil for a config entry or someone else's key.
+func (ks kindSet) of(key string) *EntryKind {
+	for i := range ks {
+		if strings.HasPrefix(key, ks[i].Prefix) {
+			return &ks[i]
 		}
 	}
 	return nil
 }
 
-// isOwn reports whether key is one of our entries (a config's, or of a registered kind) rather
+// owns reports whether key is one of our entries (a config's, or of a registered kind) rather
 // than someone else's.
-func (s *Store) isOwn(key string) bool { return isConfigPrefixed(key) || s.kindOf(key) != nil }
+func (ks kindSet) owns(key string) bool { return isConfigPrefixed(key) || ks.of(key) != nil }
+
+// reserve is reserved for any of our keys: for one of a registered kind, what its kind says.
+func (ks kindSet) reserve(key string) int {
+	if k := ks.of(key); k != nil {
+		return len(key) + k.MaxLen(key)
+	}
+	return reserved(key)
+}
+
+// decode reads the stored value v of our key k: as its kind says for a registered kind, else as a
+// config entry's or a data-key entry's.
+func (ks kindSet) decode(k, v string) (Entry, error) {
+	if kind := ks.of(k); kind != nil {
+		return Entry{Hash: v, opaque: true}, kind.Valid(k, v)
+	}
+	e, err := decodeEntry(v)
+	switch {
+	case err != nil:
+	case e.Deleted && !isConfigEntry(k):
+		err = errors.New("a data-key entry cannot be a tombstone")
+	case e.Hash != "":
+		err = mayHold(k, e.Hash)
+	}
+	return e, err
+}
 
 // Value returns the value of the entry under key, of a registered kind.
 func (s *Store) Value(key string) (string, bool) {
@@ -46,7 +76,7 @@ func (s *Store) Value(key string) (string, bool) {
 // of no registered kind, or a value its kind refuses, is refused and logged: it would not load
 // back.
 func (s *Store) SetValue(key, value string) {
-	k := s.kindOf(key)
+	k := s.kinds.of(key)
 	if k == nil {
 		s.log.Error("refusing to record a state value under a key of no registered kind", "key", key)
 		return

@@ -2,10 +2,8 @@ package state
 
 import (
 	"context"
-	"errors"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Load reads every shard, creating the first if it is missing. It reports first=true when no
@@ -18,7 +16,7 @@ func (s *Store) Load(ctx context.Context) (first bool, err error) {
 	defer s.mu.Unlock()
 	s.forgetAll() // a Load retried after a failure starts over, or it would count entries twice
 	for i := range MaxShards {
-		cm, err := s.client.Get(ctx, s.ShardName(i), metav1.GetOptions{})
+		cm, err := s.io.get(ctx, i)
 		if apierrors.IsNotFound(err) {
 			if i == 0 {
 				if err := s.create(ctx, 0); err != nil {
@@ -28,16 +26,15 @@ func (s *Store) Load(ctx context.Context) (first bool, err error) {
 			continue
 		}
 		if err != nil {
-			return false, s.explain("get", s.ShardName(i), err)
+			return false, s.io.explain("get", s.ShardName(i), err)
 		}
 		s.exists[i] = true
-		s.version[i] = cm.ResourceVersion
 		s.loadShard(i, cm.Data)
 	}
-	if s.writer != "" {
+	if s.io.fenced() {
 		for i := range MaxShards {
 			if s.exists[i] {
-				if err := s.claim(ctx, i); err != nil {
+				if err := s.io.claim(ctx, i); err != nil {
 					return false, err
 				}
 			}
@@ -51,14 +48,14 @@ func (s *Store) Load(ctx context.Context) (first bool, err error) {
 // this one is removed.
 func (s *Store) loadShard(i int, data map[string]string) {
 	for k, v := range data {
-		if !s.isOwn(k) {
-			s.bytes[i] += len(k) + len(v)
+		if !s.kinds.owns(k) {
+			s.room.bytes[i] += len(k) + len(v)
 			if i == 0 {
 				s.others[k] = v
 			}
 			continue
 		}
-		e, err := s.decode(k, v)
+		e, err := s.kinds.decode(k, v)
 		if err != nil {
 			s.log.Warn("state entry is corrupt; its config will be treated as new and re-recorded without a restart",
 				"configmap", s.ShardName(i), "key", k, "reason", err.Error())
@@ -74,39 +71,22 @@ func (s *Store) loadShard(i int, data map[string]string) {
 		p := packEntry(e, i)
 		p.stored = true
 		s.entries[k] = p
-		s.bytes[i] += s.reserve(k)
-		s.link(k, true)
+		s.room.bytes[i] += s.kinds.reserve(k)
+		s.children.link(k, true)
 	}
 }
 
 // drop leaves a stored copy of key out of memory and has the next flush remove it from shard i.
 func (s *Store) drop(key string, i int) {
-	s.noteGone(key, i)
-	s.markDirty(key)
+	s.due.removeFrom(key, i)
+	s.due.mark(key)
 }
 
 // forgetAll empties the in-memory copy before a Load.
 func (s *Store) forgetAll() {
-	s.entries, s.children = map[string]entry{}, map[string]map[string]bool{}
-	s.dirty, s.gone, s.unsaved = map[string]struct{}{}, map[string]shardSet{}, map[string]struct{}{}
-	s.redundant = map[string]struct{}{}
-	s.bytes, s.exists, s.version = [MaxShards]int{}, [MaxShards]bool{}, [MaxShards]string{}
+	s.entries, s.children = map[string]entry{}, children{}
+	s.due.reset()
+	s.room.bytes, s.room.unsaved, s.exists = [MaxShards]int{}, map[string]struct{}{}, [MaxShards]bool{}
+	s.io.forget()
 	s.others = map[string]string{}
-}
-
-// decode reads the stored value v of our key k: as its kind says for a registered kind, else as a
-// config entry's or a data-key entry's.
-func (s *Store) decode(k, v string) (Entry, error) {
-	if kind := s.kindOf(k); kind != nil {
-		return Entry{Hash: v, opaque: true}, kind.Valid(k, v)
-	}
-	e, err := decodeEntry(v)
-	switch {
-	case err != nil:
-	case e.Deleted && !isConfigEntry(k):
-		err = errors.New("a data-key entry cannot be a tombstone")
-	case e.Hash != "":
-		err = mayHold(k, e.Hash)
-	}
-	return e, err
 }

@@ -7,7 +7,7 @@ import "strings"
 func (s *Store) Clean() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.dirty) == 0 && s.flushing == 0
+	return len(s.due.dirty) == 0 && s.due.flushing == 0
 }
 
 // ParseKey splits a config entry key made by Key into its kind, namespace ("" in

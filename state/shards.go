@@ -1,6 +1,10 @@
 package state
 
-import "github.com/reloader/reloader/confighash"
+import (
+	"log/slog"
+
+	"github.com/reloader/reloader/confighash"
+)
 
 // Placement: which shard holds which entry, and how full each shard is. The caller holds s.mu.
 
@@ -27,19 +31,11 @@ func maxValue(key string) int {
 // ever take, so that an entry never outgrows its shard and never has to move.
 func reserved(key string) int { return len(key) + maxValue(key) }
 
-// reserve is reserved for any of our keys: for one of a registered kind, what its kind says.
-func (s *Store) reserve(key string) int {
-	if k := s.kindOf(key); k != nil {
-		return len(key) + k.MaxLen(key)
-	}
-	return reserved(key)
-}
-
 // put stores e under key: in its shard if it has one, else in a shard with room, else in memory
 // only.
 func (s *Store) put(key string, e Entry) {
 	if s.update(key, e) {
-		s.markDirty(key)
+		s.due.mark(key)
 	}
 }
 
@@ -56,34 +52,13 @@ func (s *Store) update(key string, e Entry) bool {
 	p := packEntry(e, shard)
 	p.stored = had && old.stored && shard == int(old.shard)
 	s.entries[key] = p
-	s.setUnsaved(key, shard == memoryOnly)
-	s.link(key, true)
+	s.room.setUnsaved(key, shard == memoryOnly)
+	s.children.link(key, true)
 	return true
 }
 
-// place picks the shard for key and counts its bytes there. A shard the key was just
-// removed from comes first: the key returns there and the flush writes one value, not a removal
-// in one shard and an addition in another. Then the first shard with room; memoryOnly if none.
-func (s *Store) place(key string) int {
-	size, gone := s.reserve(key), s.gone[key]
-	for i := range MaxShards {
-		if gone[i] && s.fits(i, size) {
-			s.bytes[i] += size
-			return i
-		}
-	}
-	for i := range MaxShards {
-		if s.fits(i, size) {
-			s.bytes[i] += size
-			return i
-		}
-	}
-	return memoryOnly
-}
-
-func (s *Store) fits(shard, size int) bool {
-	return s.bytes[shard]+size <= s.budget
-}
+// place picks the shard for key and counts its bytes there. The caller holds s.mu.
+func (s *Store) place(key string) int { return s.room.place(s.kinds.reserve(key), s.due.gone[key]) }
 
 // unplace takes key out of its shard: its bytes no longer count there, and the next flush
 // removes it there if it may be stored there: an entry set and removed between two flushes
@@ -92,50 +67,75 @@ func (s *Store) unplace(key string, e entry) {
 	if e.shard == memoryOnly {
 		return
 	}
-	s.bytes[e.shard] -= s.reserve(key)
+	s.room.bytes[e.shard] -= s.kinds.reserve(key)
 	if e.stored {
-		s.noteGone(key, int(e.shard))
-		s.markDirty(key)
+		s.due.removeFrom(key, int(e.shard))
+		s.due.mark(key)
 	}
-}
-
-// noteGone records that the copy of key in shard must be removed by the next flush; the caller
-// marks key dirty.
-func (s *Store) noteGone(key string, shard int) {
-	g := s.gone[key]
-	g[shard] = true
-	s.gone[key] = g
 }
 
 // placeUnsaved moves memory-only entries into shards that have room again.
 func (s *Store) placeUnsaved() {
-	for k := range s.unsaved {
+	for k := range s.room.unsaved {
 		e := s.entries[k]
 		e.shard = int8(s.place(k))
 		if e.shard == memoryOnly {
 			continue
 		}
 		s.entries[k] = e
-		s.setUnsaved(k, false)
-		s.markDirty(k)
+		s.room.setUnsaved(k, false)
+		s.due.mark(k)
 	}
+}
+
+// room counts how full each shard is against its budget, and which entries no shard had room
+// for. It knows sizes and keys, not entries. The store's lock guards it.
+type room struct {
+	budget  int                 // bytes per shard: ShardBudget, smaller in tests
+	bytes   [MaxShards]int      // keys and values held by each shard, ours and others'
+	unsaved map[string]struct{} // entries kept in memory only, waiting for room
+	log     *slog.Logger
+}
+
+// place picks a shard with room for size bytes and counts them there. A shard in gone (the key
+// was just removed from it) comes first: the key returns there and the flush writes one value,
+// not a removal in one shard and an addition in another. Then the first shard with room;
+// memoryOnly if none.
+func (r *room) place(size int, gone shardSet) int {
+	for i := range MaxShards {
+		if gone[i] && r.fits(i, size) {
+			r.bytes[i] += size
+			return i
+		}
+	}
+	for i := range MaxShards {
+		if r.fits(i, size) {
+			r.bytes[i] += size
+			return i
+		}
+	}
+	return memoryOnly
+}
+
+func (r *room) fits(shard, size int) bool {
+	return r.bytes[shard]+size <= r.budget
 }
 
 // setUnsaved records whether key is kept in memory only. The state turning full is logged once,
 // not once per entry that does not fit, and so is it having room again.
-func (s *Store) setUnsaved(key string, unsaved bool) {
-	_, was := s.unsaved[key]
+func (r *room) setUnsaved(key string, unsaved bool) {
+	_, was := r.unsaved[key]
 	switch {
 	case unsaved && !was:
-		if len(s.unsaved) == 0 {
-			s.log.Error("state is full: new entries are kept in memory only, are lost on restart, and are written once entries are deleted",
-				"key", key, "shards", MaxShards, "budget_bytes", s.budget)
+		if len(r.unsaved) == 0 {
+			r.log.Error("state is full: new entries are kept in memory only, are lost on restart, and are written once entries are deleted",
+				"key", key, "shards", MaxShards, "budget_bytes", r.budget)
 		}
-		s.unsaved[key] = struct{}{}
+		r.unsaved[key] = struct{}{}
 	case !unsaved && was:
-		delete(s.unsaved, key)
-		if len(s.unsaved) == 0 {
-			s.log.Info("state has room again: no entry is kept in memory only")
+		delete(r.unsaved, key)
+		if len(r.unsaved) == 0 {
+			r.log.Info("state has room again: no entry is kept in memory only")
 		}
 	}
 }

@@ -2,7 +2,6 @@ package state
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -40,37 +39,19 @@ type ConfigMapClient interface {
 // Store is the in-memory copy of the state with write-behind to the API server. While the
 // controller runs, memory is authoritative: a deleted shard is recreated from it.
 type Store struct {
-	client    ConfigMapClient
-	namespace string
-	name      string
-	log       *slog.Logger
-	budget    int         // bytes per shard: ShardBudget, smaller in tests
-	kinds     []EntryKind // the kinds of entry kept for others (New), fixed
+	io    *shardIO // every API call, and the fence (fence.go)
+	log   *slog.Logger
+	kinds kindSet // the kinds of entry kept for others (New), fixed
 
-	mu      sync.Mutex
-	entries map[string]entry
-	// children indexes each config's data-key entries, so deleting a config does not scan.
-	children map[string]map[string]bool
-	bytes    [MaxShards]int  // keys and values held by each shard, ours and others'
+	mu       sync.Mutex
+	entries  map[string]entry
+	children children
+	room     room            // how full each shard is (shards.go)
 	exists   [MaxShards]bool // shards known to exist; a new one is created, not patched
-	// version is each shard's resourceVersion as our last read or write of it left it; a write
-	// applies only to that version (fence.go). "" when unknown: the write is unconditional.
-	version [MaxShards]string
-	writer  string // the fenced store's name (Fence); "" writes unconditionally
 	// others are the keys of the first shard that are not entries (a Job recreation's note), as
 	// last read or written: a deleted first shard is recreated with them too.
 	others map[string]string
-	dirty  map[string]struct{}
-	// redundant holds config entries set with SetRedundant and not written since: the next
-	// flush writes them along, but none is made for them alone.
-	redundant map[string]struct{}
-	// gone lists, for dirty keys, the shards whose stored copy must be removed by the next flush:
-	// the key was deleted or moved away from there, or was found there corrupt or twice.
-	gone map[string]shardSet
-	// unsaved holds the entries that no shard had room for; they wait in memory for room.
-	unsaved  map[string]struct{}
-	flushing int // flushes between taking the dirty keys and finishing their writes
-	kick     chan struct{}
+	due    pending // what the next flush writes (flush.go)
 	// OnWrite, if set, is told of every shard write attempt and its error (for metrics).
 	OnWrite func(shard string, err error)
 }
@@ -119,30 +100,23 @@ type shardSet [MaxShards]bool
 // namespace. Besides config entries it keeps entries of the kinds given, for their owners.
 func New(client ConfigMapClient, namespace, name string, log *slog.Logger, kinds ...EntryKind) *Store {
 	return &Store{
-		kinds:     kinds,
-		client:    client,
-		namespace: namespace,
-		name:      name,
-		log:       log,
-		budget:    ShardBudget,
-		entries:   map[string]entry{},
-		children:  map[string]map[string]bool{},
-		dirty:     map[string]struct{}{},
-		redundant: map[string]struct{}{},
-		gone:      map[string]shardSet{},
-		unsaved:   map[string]struct{}{},
-		others:    map[string]string{},
-		kick:      make(chan struct{}, 1),
+		kinds:    kinds,
+		io:       &shardIO{client: client, namespace: namespace, name: name, log: log},
+		log:      log,
+		room:     room{budget: ShardBudget, unsaved: map[string]struct{}{}, log: log},
+		entries:  map[string]entry{},
+		children: children{},
+		others:   map[string]string{},
+		due:      newPending(),
 	}
 }
 
 // ShardName returns the name of shard i.
-func (s *Store) ShardName(i int) string {
-	if i == 0 {
-		return s.name
-	}
-	return fmt.Sprintf("%s-%d", s.name, i)
-}
+func (s *Store) ShardName(i int) string { return s.io.shardName(i) }
+
+// Fence makes every later Load claim the shards and every write conditional on the shard's
+// version, as writer (fence.go). Call it before Load.
+func (s *Store) Fence(writer string) { s.io.fence(writer) }
 
 // Get returns what the state holds for key.
 func (s *Store) Get(key string) (Entry, bool) {
@@ -156,7 +130,7 @@ func (s *Store) Get(key string) (Entry, bool) {
 // tombstone; it is written by the next flush. A value that is not a content hash, a keyed hash
 // under a ConfigMap, or a key that is no config's, is refused and logged: it would not load back.
 func (s *Store) Set(key, hash string) {
-	if !s.validContent(key, hash) {
+	if !validContent(s.log, key, hash) {
 		return
 	}
 	s.mu.Lock()
@@ -168,16 +142,16 @@ func (s *Store) Set(key, hash string) {
 // nothing else asks for it: it is written along with the next flush, or by the flush at exit,
 // and no flush is made for it alone. Need asks for it.
 func (s *Store) SetRedundant(key, hash string) {
-	if !s.validContent(key, hash) {
+	if !validContent(s.log, key, hash) {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, due := s.dirty[key]
+	_, due := s.due.dirty[key]
 	if !s.update(key, Entry{Hash: hash}) || due {
 		return
 	}
-	s.redundant[key] = struct{}{}
+	s.due.redundant[key] = struct{}{}
 }
 
 // Need makes an entry set with SetRedundant, and not written since, due like any other: the
@@ -185,21 +159,21 @@ func (s *Store) SetRedundant(key, hash string) {
 func (s *Store) Need(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.redundant[key]; ok {
-		delete(s.redundant, key)
-		s.markDirty(key)
+	if _, ok := s.due.redundant[key]; ok {
+		delete(s.due.redundant, key)
+		s.due.mark(key)
 	}
 }
 
 // validContent reports whether hash may be recorded as the content of key; if not, it logs why:
 // the value would not load back.
-func (s *Store) validContent(key, hash string) bool {
+func validContent(log *slog.Logger, key, hash string) bool {
 	if !isConfigPrefixed(key) {
-		s.log.Error("refusing to record a content hash under a key that is no config's", "key", key)
+		log.Error("refusing to record a content hash under a key that is no config's", "key", key)
 		return false
 	}
 	if err := mayHold(key, hash); err != nil {
-		s.log.Error("refusing to record a state value that is not a content hash", "key", key, "reason", err.Error())
+		log.Error("refusing to record a state value that is not a content hash", "key", key, "reason", err.Error())
 		return false
 	}
 	return true
@@ -333,26 +307,29 @@ func (s *Store) deleteLocked(key string) {
 	}
 	s.unplace(key, e)
 	delete(s.entries, key)
-	s.setUnsaved(key, false)
-	s.link(key, false)
+	s.room.setUnsaved(key, false)
+	s.children.link(key, false)
 }
 
+// children indexes each config's data-key entries, so deleting a config does not scan.
+type children map[string]map[string]bool
+
 // link adds (or removes) a data-key entry in its config's children; config entries are skipped.
-func (s *Store) link(key string, add bool) {
+func (c children) link(key string, add bool) {
 	config := ConfigOf(key)
 	if config == key {
 		return
 	}
 	if add {
-		if s.children[config] == nil {
-			s.children[config] = map[string]bool{}
+		if c[config] == nil {
+			c[config] = map[string]bool{}
 		}
-		s.children[config][key] = true
+		c[config][key] = true
 		return
 	}
-	delete(s.children[config], key)
-	if len(s.children[config]) == 0 {
-		delete(s.children, config)
+	delete(c[config], key)
+	if len(c[config]) == 0 {
+		delete(c, config)
 	}
 }
 
@@ -361,7 +338,7 @@ func (s *Store) link(key string, add bool) {
 func (s *Store) Unsaved() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.unsaved)
+	return len(s.room.unsaved)
 }
 
 // Stats returns the entry count and size of every shard that holds entries, and of the first.
@@ -376,21 +353,9 @@ func (s *Store) Stats() []ShardStats {
 	}
 	var out []ShardStats
 	for i := range MaxShards {
-		if i == 0 || counts[i] > 0 || s.bytes[i] > 0 {
-			out = append(out, ShardStats{Name: s.ShardName(i), Entries: counts[i], Bytes: s.bytes[i]})
+		if i == 0 || counts[i] > 0 || s.room.bytes[i] > 0 {
+			out = append(out, ShardStats{Name: s.ShardName(i), Entries: counts[i], Bytes: s.room.bytes[i]})
 		}
 	}
 	return out
-}
-
-func (s *Store) markDirty(key string) {
-	s.dirty[key] = struct{}{}
-	s.kickFlush()
-}
-
-func (s *Store) kickFlush() {
-	select {
-	case s.kick <- struct{}{}:
-	default:
-	}
 }
