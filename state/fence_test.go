@@ -138,6 +138,51 @@ func TestAFencedStoresLateWriteDoesNotLandAfterItsSuccessorLoaded(t *testing.T) 
 	}
 }
 
+// The same story when the frozen write is the first after the old store recreated the state
+// (someone deleted it): the version the create returned fences that write too; a store that
+// forgot it wrote unconditionally.
+func TestAFencedStoresFirstWriteAfterRecreatingTheStateDoesNotLandAfterItsSuccessorLoaded(t *testing.T) {
+	ctx := context.Background()
+	ns := cluster.NewNamespace(t)
+	frozen := newFrozenClient(ns)
+	old := state.New(frozen, ns, "reloader-state", textLog(t.Output()))
+	old.Fence("old")
+	if _, err := old.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.Client().CoreV1().ConfigMaps(ns).Delete(ctx, "reloader-state", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	key, v1, err := entryWrite(ctx, old, "v1") // finds the state missing: recreates it from memory
+	if err != nil {
+		t.Fatal(err)
+	}
+	frozen.mu.Lock()
+	frozen.freeze = true
+	frozen.mu.Unlock()
+	done := make(chan error)
+	go func() {
+		_, _, err := entryWrite(ctx, old, "v2")
+		done <- err
+	}()
+	<-frozen.caught
+	successor := newStore(cluster.Client(), ns, nil)
+	successor.Fence("new")
+	if _, err := successor.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	frozen.mu.Lock()
+	frozen.deposed = true
+	frozen.mu.Unlock()
+	close(frozen.release)
+	if err := <-done; !errors.Is(err, errDeposed) {
+		t.Errorf("the old store's write: %v, want it refused, then its retry refused by the Guard", err)
+	}
+	if got := stored(t, ns)[key]; got != v1 {
+		t.Errorf("the state holds %q after the late write, want v1's %q: the write landed", got, v1)
+	}
+}
+
 // Positive control: the same story without fencing, as before it, lets the late write land.
 func TestAnUnfencedStoresLateWriteLands(t *testing.T) {
 	for name, put := range map[string]write{"entry": entryWrite, "Job recreation note": otherWrite} {
