@@ -77,7 +77,7 @@ func otherWrite(ctx context.Context, s *state.Store, value string) (string, stri
 // v2 and is frozen with that request in flight; a new store loads (and, fenced, claims) the state;
 // the old request is then sent and the old store deposed. It returns what the state ConfigMap
 // holds under the key and v1's and v2's values there, and the old store's error.
-func lateWrite(t *testing.T, fenced bool, put write) (got, v1, v2 string, err error) {
+func lateWrite(t *testing.T, fenced bool, put write, afterLoad func(ns string)) (got, v1, v2 string, err error) {
 	t.Helper()
 	ctx := context.Background()
 	ns := cluster.NewNamespace(t)
@@ -88,6 +88,9 @@ func lateWrite(t *testing.T, fenced bool, put write) (got, v1, v2 string, err er
 	}
 	if _, err := old.Load(ctx); err != nil {
 		t.Fatal(err)
+	}
+	if afterLoad != nil {
+		afterLoad(ns)
 	}
 	key, v1, err := put(ctx, old, "v1")
 	if err != nil {
@@ -124,10 +127,26 @@ func lateWrite(t *testing.T, fenced bool, put write) (got, v1, v2 string, err er
 // successor had loaded the state, putting back content the successor did not hold. Fenced, the
 // successor's Load claims the state, and the late write is refused; its retry meets the Guard.
 // The same holds for the controller's note of a Job recreation.
+//
+// With the state deleted after the old store's Load, its first write recreates the state, and
+// the version the create returned fences the next one too (a store that left it unknown wrote
+// unconditionally).
 func TestAFencedStoresLateWriteDoesNotLandAfterItsSuccessorLoaded(t *testing.T) {
-	for name, put := range map[string]write{"entry": entryWrite, "Job recreation note": otherWrite} {
+	deleteState := func(ns string) {
+		if err := cluster.Client().CoreV1().ConfigMaps(ns).Delete(context.Background(), "reloader-state", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, c := range map[string]struct {
+		put       write
+		afterLoad func(ns string)
+	}{
+		"entry":                          {entryWrite, nil},
+		"Job recreation note":            {otherWrite, nil},
+		"entry, after a recreated state": {entryWrite, deleteState},
+	} {
 		t.Run(name, func(t *testing.T) {
-			got, v1, _, err := lateWrite(t, true, put)
+			got, v1, _, err := lateWrite(t, true, c.put, c.afterLoad)
 			if got != v1 {
 				t.Errorf("the state holds %q after the late write, want v1's %q: the write landed", got, v1)
 			}
@@ -138,56 +157,11 @@ func TestAFencedStoresLateWriteDoesNotLandAfterItsSuccessorLoaded(t *testing.T) 
 	}
 }
 
-// The same story when the frozen write is the first after the old store recreated the state
-// (someone deleted it): the version the create returned fences that write too; a store that
-// forgot it wrote unconditionally.
-func TestAFencedStoresFirstWriteAfterRecreatingTheStateDoesNotLandAfterItsSuccessorLoaded(t *testing.T) {
-	ctx := context.Background()
-	ns := cluster.NewNamespace(t)
-	frozen := newFrozenClient(ns)
-	old := state.New(frozen, ns, "reloader-state", textLog(t.Output()))
-	old.Fence("old")
-	if _, err := old.Load(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := cluster.Client().CoreV1().ConfigMaps(ns).Delete(ctx, "reloader-state", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	key, v1, err := entryWrite(ctx, old, "v1") // finds the state missing: recreates it from memory
-	if err != nil {
-		t.Fatal(err)
-	}
-	frozen.mu.Lock()
-	frozen.freeze = true
-	frozen.mu.Unlock()
-	done := make(chan error)
-	go func() {
-		_, _, err := entryWrite(ctx, old, "v2")
-		done <- err
-	}()
-	<-frozen.caught
-	successor := newStore(cluster.Client(), ns, nil)
-	successor.Fence("new")
-	if _, err := successor.Load(ctx); err != nil {
-		t.Fatal(err)
-	}
-	frozen.mu.Lock()
-	frozen.deposed = true
-	frozen.mu.Unlock()
-	close(frozen.release)
-	if err := <-done; !errors.Is(err, errDeposed) {
-		t.Errorf("the old store's write: %v, want it refused, then its retry refused by the Guard", err)
-	}
-	if got := stored(t, ns)[key]; got != v1 {
-		t.Errorf("the state holds %q after the late write, want v1's %q: the write landed", got, v1)
-	}
-}
-
 // Positive control: the same story without fencing, as before it, lets the late write land.
 func TestAnUnfencedStoresLateWriteLands(t *testing.T) {
 	for name, put := range map[string]write{"entry": entryWrite, "Job recreation note": otherWrite} {
 		t.Run(name, func(t *testing.T) {
-			got, _, v2, err := lateWrite(t, false, put)
+			got, _, v2, err := lateWrite(t, false, put, nil)
 			if err != nil || got != v2 {
 				t.Errorf("unfenced: state holds %q, want v2's %q; error %v: want the late write landed", got, v2, err)
 			}
