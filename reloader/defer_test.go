@@ -83,6 +83,38 @@ func TestReloadOutsideTheWindowWaitsForItAndHappensOnceAcrossARestart(t *testing
 	waitRecorded(t, second, "v1.ConfigMap_app-config", hash2)
 }
 
+// A reload held for its window is kept in the state across a restart; once its workload is
+// deleted while no reloader runs, the next start removes the entry (nothing else would). The
+// control is a held workload that still exists: its entry stays, and it is not held anew.
+func TestAPendingEntryOfAWorkloadDeletedWhileDownIsRemovedAtTheNextStart(t *testing.T) {
+	t.Parallel()
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	spec, _ := windowFrom(time.Hour, time.Hour)
+	held := withAnnotations(named("configmap", "app-config"), map[string]string{policy.WindowAnnotation: spec})
+	createDeployment(t, ns, "web", 0, held, nil)
+	createDeployment(t, ns, "api", 0, held, nil)
+	first := startController(t, ns, controllerOpts{period: 100 * time.Millisecond})
+	settle(t)
+	updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+	const pendingAPI = "pending.Deployment_api"
+	waitFor(t, 10*time.Second, "both reloads held", func() (bool, error) {
+		return stateEntry(t, ns, pendingWeb) != "" && stateEntry(t, ns, pendingAPI) != "", nil
+	})
+	first.stop(t)
+
+	deleteDeployment(t, ns, "web")
+	second := startController(t, ns, controllerOpts{period: 100 * time.Millisecond})
+	waitFor(t, 10*time.Second, "web's pending entry removed", func() (bool, error) { return stateEntry(t, ns, pendingWeb) == "", nil })
+	second.settle()
+	if stateEntry(t, ns, pendingAPI) == "" {
+		t.Error("api's pending entry was removed too; want it kept: api still exists and its window has not opened")
+	}
+	if n := countEvents(t, ns, "api", "ReloadDeferred"); n != 1 {
+		t.Errorf("%d ReloadDeferred events for api, want 1: its held reload was forgotten at the start and held again", n)
+	}
+}
+
 func TestInvalidWindowHoldsTheReloadWithOneWarningUntilFixed(t *testing.T) {
 	t.Parallel()
 	ns := cluster.NewNamespace(t)

@@ -259,9 +259,8 @@ func (g *gates) report() {
 func (g *gates) forgetGone(kinds map[string]*workloadKind) {
 	live := map[string]bool{}
 	for _, kind := range kinds {
-		for _, obj := range kind.list() {
-			meta, _ := kind.template(obj)
-			live[g.names.pending(key{kind.name, meta.GetNamespace(), meta.GetName()})] = true
+		for _, obj := range kind.informer.GetStore().List() { // names only: nothing to decode
+			live[g.names.pending(objectKey(kind.name, obj))] = true
 		}
 	}
 	for _, pk := range g.store.Keys(pendingPrefix) {
