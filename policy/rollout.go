@@ -58,6 +58,24 @@ func RolloutProgress(obj any) (Progress, string) {
 	return Untracked, ""
 }
 
+// DeadlineBefore reports whether the progress deadline a Deployment's status declares was last
+// written at or before t (whole seconds, as both are kept): a previous rollout's. The Deployment
+// controller keeps that condition as it is when the new template's ReplicaSet already exists,
+// until the rollout shows progress, so a reload patched after a failed rollout would read as
+// failed at once.
+func DeadlineBefore(obj any, t time.Time) bool {
+	d, ok := obj.(*appsv1.Deployment)
+	if !ok {
+		return false
+	}
+	for _, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentProgressing && c.Reason == reasonDeadline {
+			return !c.LastUpdateTime.After(t)
+		}
+	}
+	return false
+}
+
 // deploymentProgress follows the Progressing condition, as kubectl rollout status does with the
 // replica counts: a deadline exceeded is a failure; the new ReplicaSet available is success.
 func deploymentProgress(d *appsv1.Deployment) (Progress, string) {

@@ -125,3 +125,33 @@ func TestFollowOfReadsTheAnnotationsOverTheFlags(t *testing.T) {
 		}
 	}
 }
+
+// A deadline written before the reload (whole seconds, as the history entry's time) is the
+// last rollout's: the Deployment controller keeps it until the new rollout progresses.
+func TestADeadlineWrittenBeforeTheReloadIsTheLastRollouts(t *testing.T) {
+	reload := time.Date(2026, 11, 27, 20, 0, 10, 0, time.UTC)
+	at := func(sec int, reason string) *appsv1.Deployment {
+		d := deployment(3, 3, 1, 0, 1, 1, reason)
+		if len(d.Status.Conditions) > 0 {
+			d.Status.Conditions[0].LastUpdateTime = metav1.NewTime(reload.Add(time.Duration(sec) * time.Second))
+		}
+		return d
+	}
+	cases := []struct {
+		name string
+		obj  any
+		want bool
+	}{
+		{"deadline a minute before", at(-60, reasonDeadline), true},
+		{"deadline in the reload's second", at(0, reasonDeadline), true},
+		{"deadline a second after", at(1, reasonDeadline), false},
+		{"no deadline", at(-60, reasonNewRSAvailable), false},
+		{"no condition", deployment(3, 3, 1, 0, 1, 1, ""), false},
+		{"not a Deployment", &corev1.Pod{}, false},
+	}
+	for _, c := range cases {
+		if got := DeadlineBefore(c.obj, reload); got != c.want {
+			t.Errorf("%s: got %v, want %v", c.name, got, c.want)
+		}
+	}
+}

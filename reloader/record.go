@@ -280,7 +280,7 @@ func rolloutStatus(s appsv1.DeploymentStatus) appsv1.DeploymentStatus {
 		UpdatedReplicas: s.UpdatedReplicas, AvailableReplicas: s.AvailableReplicas}
 	for _, c := range s.Conditions {
 		if c.Type == appsv1.DeploymentProgressing {
-			out.Conditions = []appsv1.DeploymentCondition{{Type: c.Type, Status: c.Status, Reason: c.Reason}}
+			out.Conditions = []appsv1.DeploymentCondition{{Type: c.Type, Status: c.Status, Reason: c.Reason, LastUpdateTime: c.LastUpdateTime}}
 		}
 	}
 	return out

@@ -297,7 +297,11 @@ func (t *tracker) sync(ctx context.Context, k key, w workloadView) error {
 		return t.finish(ctx, w, f, entry, policy.OutcomeSuperseded, fmt.Sprintf(
 			"another actor changed the pod template (generation %d) before the rollout ended; nothing is rolled back or held", w.meta.GetGeneration()))
 	}
-	switch progress, why := policy.RolloutProgress(w.obj); progress {
+	progress, why := policy.RolloutProgress(w.obj)
+	if progress == policy.Stuck && policy.DeadlineBefore(w.obj, entry.At) {
+		progress = policy.Rolling // the last rollout's deadline, kept until this one progresses
+	}
+	switch progress {
 	case policy.Done:
 		return t.finish(ctx, w, f, entry, policy.OutcomeSucceeded, "")
 	case policy.Stuck:

@@ -694,6 +694,46 @@ func TestARollbackJudgedOnACacheBehindAnotherActorsChangeIsNotSent(t *testing.T)
 	wantSupersededByTheOtherActor(t, ns, e)
 }
 
+// The Deployment controller keeps a progress deadline the last rollout exceeded until the next
+// one progresses (it writes no new condition when the next template's ReplicaSet exists), so a
+// reload judged on that status was taken as failed 17 ms after its patch and rolled back (make
+// test, TestARollbackAtTheResumeOfAPausedDeletionReloadReloadsTheRecreation, once). A deadline
+// written before the reload is not its own; one written after it is (the control).
+func TestAProgressDeadlineWrittenBeforeTheReloadDoesNotFailIt(t *testing.T) {
+	for name, c := range map[string]struct {
+		offset time.Duration
+		want   string
+	}{
+		"written before the reload": {-time.Minute, policy.OutcomeProgressing},
+		"written after the reload":  {time.Minute, policy.OutcomeFailed},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ns := cluster.NewNamespace(t)
+			followedDeployment(t, ns, map[string]string{"configmap.reloader.stakater.com/reload": "app", policy.RollbackAnnotation: "true"})
+			updateDeployment(t, ns, "web", func(d *appsv1.Deployment) {
+				d.Spec.ProgressDeadlineSeconds, d.Spec.MinReadySeconds = new(int32(3600)), 600 // never ends by itself
+			})
+			r := startController(t, ns, controllerOpts{})
+			updateConfigMap(t, ns, "app", fixedConfig)
+			waitEnv(t, ns, "web", appVar, hashOfData(fixedConfig))
+			reload := waitOutcome(t, ns, policy.OutcomeProgressing)
+			r.stop(t)
+
+			cached := getDeployment(t, ns, "web")
+			cached.Status.ObservedGeneration = cached.Generation
+			cached.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse,
+				Reason: "ProgressDeadlineExceeded", LastUpdateTime: metav1.NewTime(reload.At.Add(c.offset))}}
+			if err := r.ctrl.JudgeRolloutAsCached(context.Background(), cached); err != nil {
+				t.Fatal(err)
+			}
+			if e, _ := newestEntry(t, ns); e.Outcome != c.want {
+				t.Errorf("outcome %q, want %q", e.Outcome, c.want)
+			}
+		})
+	}
+}
+
 // A change outside the pod template (here the revision history limit; a scale is another) moves
 // the generation without replacing the reload's template: its failure is still its own.
 func TestAFailedReloadIsRolledBackThoughTheSpecChangedOutsideItsTemplate(t *testing.T) {
