@@ -654,6 +654,23 @@ func TestAnotherActorsBrokenImageWhileTheReloaderIsDownIsNotRolledBackAtItsStart
 	wantSupersededByTheOtherActor(t, ns, anotherActorsChangeScenario(t, ns, true))
 }
 
+// stoppedInARollout reloads a followed web (with rollback) whose rollout never ends by itself,
+// and stops the reloader while it is progressing: a stand-in for a cache judged at a chosen
+// moment (JudgeRolloutAsCached). It returns the stopped reloader and the reload's entry.
+func stoppedInARollout(t *testing.T, ns string) (*running, policy.Entry) {
+	t.Helper()
+	followedDeployment(t, ns, map[string]string{"configmap.reloader.stakater.com/reload": "app", policy.RollbackAnnotation: "true"})
+	updateDeployment(t, ns, "web", func(d *appsv1.Deployment) {
+		d.Spec.ProgressDeadlineSeconds, d.Spec.MinReadySeconds = new(int32(3600)), 600 // never ends by itself
+	})
+	r := startController(t, ns, controllerOpts{})
+	updateConfigMap(t, ns, "app", fixedConfig)
+	waitEnv(t, ns, "web", appVar, hashOfData(fixedConfig))
+	reload := waitOutcome(t, ns, policy.OutcomeProgressing)
+	r.stop(t)
+	return r, reload
+}
+
 // The rollout's outcome is judged on the cached workload, which may not show yet another actor's
 // template change made just before the deadline (soak seed 1795711302120981478@4). Its write,
 // a rollback here, applies only to the generation it was judged on: it is stale, nothing is
@@ -662,15 +679,7 @@ func TestAnotherActorsBrokenImageWhileTheReloaderIsDownIsNotRolledBackAtItsStart
 func TestARollbackJudgedOnACacheBehindAnotherActorsChangeIsNotSent(t *testing.T) {
 	t.Parallel()
 	ns := cluster.NewNamespace(t)
-	followedDeployment(t, ns, map[string]string{"configmap.reloader.stakater.com/reload": "app", policy.RollbackAnnotation: "true"})
-	updateDeployment(t, ns, "web", func(d *appsv1.Deployment) {
-		d.Spec.ProgressDeadlineSeconds, d.Spec.MinReadySeconds = new(int32(3600)), 600 // never ends by itself
-	})
-	r := startController(t, ns, controllerOpts{})
-	updateConfigMap(t, ns, "app", fixedConfig)
-	waitEnv(t, ns, "web", appVar, hashOfData(fixedConfig))
-	waitOutcome(t, ns, policy.OutcomeProgressing)
-	r.stop(t)
+	r, _ := stoppedInARollout(t, ns)
 	cached := getDeployment(t, ns, "web")
 	updateDeployment(t, ns, "web", setBrokenImage)
 
@@ -710,16 +719,7 @@ func TestAProgressDeadlineWrittenBeforeTheReloadDoesNotFailIt(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ns := cluster.NewNamespace(t)
-			followedDeployment(t, ns, map[string]string{"configmap.reloader.stakater.com/reload": "app", policy.RollbackAnnotation: "true"})
-			updateDeployment(t, ns, "web", func(d *appsv1.Deployment) {
-				d.Spec.ProgressDeadlineSeconds, d.Spec.MinReadySeconds = new(int32(3600)), 600 // never ends by itself
-			})
-			r := startController(t, ns, controllerOpts{})
-			updateConfigMap(t, ns, "app", fixedConfig)
-			waitEnv(t, ns, "web", appVar, hashOfData(fixedConfig))
-			reload := waitOutcome(t, ns, policy.OutcomeProgressing)
-			r.stop(t)
-
+			r, reload := stoppedInARollout(t, ns)
 			cached := getDeployment(t, ns, "web")
 			cached.Status.ObservedGeneration = cached.Generation
 			cached.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse,
