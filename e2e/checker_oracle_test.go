@@ -631,11 +631,43 @@ func (r *recorder) lost() []violation {
 		}
 		for _, c := range configNames {
 			if last, ok := r.held(w, c); ok && r.stale(w, c) && !r.baseline(w, c) && !r.keyBaseline(w, c) && !r.heldByRollback(w, c) && !r.leftBehind(w, c) {
-				out = append(out, violation(fmt.Sprintf("lost: %s (mode %s, reads %v) runs an old content of %s, changed at rv %d by %s", w.name, w.mode(), w.refs, c, last.rv, last.by)))
+				out = append(out, violation(fmt.Sprintf("lost: %s (mode %s, reads %v) runs an old content of %s, changed at rv %d by %s\n%s", w.name, w.mode(), w.refs, c, last.rv, last.by, r.story(w, c))))
 			}
 		}
 	}
 	return out
+}
+
+// story is what the oracle knew of a lost pair, for the report: the workload's restarts (and
+// which were the checker's, rollbacks, or undone) and the config's events. A soak's violation is
+// often not reproduced by a replay; this is what is left to trace it with.
+func (r *recorder) story(w *workloadLife, c string) string {
+	var b strings.Builder
+	p := r.rollbacks(w)
+	fmt.Fprintf(&b, "      %s created at rv %d; restarts:", w.name, w.createdRV)
+	for i, rv := range w.restarts {
+		fmt.Fprintf(&b, "\n        rv %d at %s for %v", rv, w.restartAt[i].Format("15:04:05.000"), slices.Sorted(maps.Keys(w.touched[i])))
+		switch _, undone := p.undone[i]; {
+		case r.own[rv]:
+			b.WriteString(" (the checker's)")
+		case p.rollback[i]:
+			fmt.Fprintf(&b, " (rollback of rv %d)", w.restarts[p.of[i]])
+		case undone:
+			b.WriteString(" (rolled back)")
+		}
+	}
+	_, whole := triggers(w.mode(), w.refs, c)
+	fmt.Fprintf(&b, "\n      %s events:", c)
+	for _, e := range r.configs[c] {
+		fmt.Fprintf(&b, "\n        rv %d at %s %q by %s", e.rv, e.at.Format("15:04:05.000"), e.read(whole), e.by)
+		if e.unknown {
+			b.WriteString(" (state held none)")
+		}
+		if e.invalid {
+			b.WriteString(" (invalid)")
+		}
+	}
+	return b.String()
 }
 
 // stale reports whether what w reads of c differs from what its pods read when they last
@@ -1562,5 +1594,27 @@ func TestADeletionReloadIsNoRollbackOfTheReloadBefore(t *testing.T) {
 	}
 	if v := r.gated(w); len(v) != 1 || !strings.Contains(string(v[0]), "the failure was theirs") {
 		t.Fatalf("a rollback after another actor's change was not reported: %v", v)
+	}
+}
+
+// A lost pair's report carries what the oracle knew: each restart, whose it was, and the
+// config's events, since a soak's violation is often not reproduced by a replay.
+func TestALostPairsReportTellsItsRestartsAndTheConfigsEvents(t *testing.T) {
+	t.Parallel()
+	t0 := time.Now()
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	r := newRecorder(sequence{})
+	r.configs["cm-0"] = []configEvent{
+		{rv: 5, at: at(5), exists: true, data: content{"a": "A"}},
+		{rv: 15, at: at(15), exists: true, data: content{"a": "B"}, by: "action 3 (update)", unknown: true},
+	}
+	r.own[12] = true
+	w := &workloadLife{name: "w-0", createdRV: 3, refs: []ref{{Config: "cm-0"}}, modes: []modeEvent{{mode: modeAuto}},
+		restarts: []int64{10, 12}, touched: []map[string]bool{{"cm-0": true}, {}}, restartAt: []time.Time{at(10), at(12)}}
+	got := r.story(w, "cm-0")
+	for _, want := range []string{"created at rv 3", "rv 10 at", "for [cm-0]", "rv 12 at", "(the checker's)", `rv 15 at`, `"B" by action 3 (update) (state held none)`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("report lacks %q:\n%s", want, got)
+		}
 	}
 }
