@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -57,6 +59,41 @@ func (p *pending) removeFrom(key string, shard int) {
 	p.gone[key] = g
 }
 
+// flusher writes the store's changes behind it: it takes what is due, writes it through the
+// shardIO, and requeues what failed. It shares the store's lock, which guards its fields as well
+// as the entries, and takes it before the shardIO's, as the store does.
+type flusher struct {
+	io      *shardIO
+	log     *slog.Logger
+	kinds   kindSet     // the store's, fixed: WriteOther refuses their keys
+	mu      *sync.Mutex // the store's lock
+	entries entrySource
+	// onWrite is the store's OnWrite, read at each write: it may be set after New.
+	onWrite *func(shard string, err error)
+
+	due    pending         // what the next flush writes; the store marks it
+	exists [MaxShards]bool // shards known to exist; a new one is created, not patched
+	// others are the keys of the first shard that are not entries (a Job recreation's note), as
+	// last read or written: a deleted first shard is recreated with them too.
+	others map[string]string
+}
+
+// entrySource is what the flusher needs of the store's entries; it holds the store's lock while
+// it calls it.
+type entrySource interface {
+	// placeUnsaved moves memory-only entries into shards that have room again and marks them due.
+	placeUnsaved()
+	// current returns the entries; a Load replaces the map, so it is asked for each time.
+	current() entryMap
+}
+
+// forget empties what a Load reads again: nothing is due, no shard is known, no other key.
+func (f *flusher) forget() {
+	f.due.reset()
+	f.exists = [MaxShards]bool{}
+	f.others = map[string]string{}
+}
+
 // maxBackoff bounds the wait between failed flushes.
 const maxBackoff = 30 * time.Second
 
@@ -65,23 +102,47 @@ const maxBackoff = 30 * time.Second
 // patches of their shards. A failed flush is retried with growing backoff. When ctx ends every
 // wait ends with it: Run flushes what is dirty or redundant once more, unless that just failed,
 // and returns, leaving any further attempt to the caller's own Flush.
-func (s *Store) Run(ctx context.Context, linger time.Duration) {
+func (s *Store) Run(ctx context.Context, linger time.Duration) { s.flusher.run(ctx, linger) }
+
+// Flush writes every dirty entry: one merge patch per shard, lowest shard first.
+func (s *Store) Flush(ctx context.Context) error { return s.flusher.flush(ctx, true) }
+
+// Clean reports whether every change has been written (or found no room): nothing is dirty and
+// no flush is in flight.
+func (s *Store) Clean() bool { return s.flusher.clean() }
+
+// Other returns the value of a key in the first shard that is not one of the store's entries,
+// as last read or written (WriteOther).
+func (s *Store) Other(key string) (string, bool) { return s.flusher.other(key) }
+
+// WriteOther writes value under key in the first shard at once, or removes the key (value nil),
+// for a key that is not one of the store's entries (the controller's note of a Job recreation).
+// It goes through the same fence as the store's own writes, so it neither lands late after a
+// successor's start nor makes the store's next write conflict. The store remembers the key, so
+// that a deleted first shard is recreated with it (a Job's note would otherwise go with it, and
+// the Job with the next stop); a missing first shard is recreated at once.
+func (s *Store) WriteOther(ctx context.Context, key string, value *string) error {
+	return s.flusher.writeOther(ctx, key, value)
+}
+
+// run is Store.Run.
+func (f *flusher) run(ctx context.Context, linger time.Duration) {
 	backoff := linger
 	for {
 		select {
 		case <-ctx.Done():
-			s.flushOnExit(ctx)
+			f.flushOnExit(ctx)
 			return
-		case <-s.due.kick:
+		case <-f.due.kick:
 		}
 		sleep(ctx, linger)
-		err := s.flush(context.WithoutCancel(ctx), false)
+		err := f.flush(context.WithoutCancel(ctx), false)
 		if err == nil {
 			backoff = linger
 			continue
 		}
-		s.log.Error("write state", "err", err, "retry_in", backoff)
-		s.due.wake()
+		f.log.Error("write state", "err", err, "retry_in", backoff)
+		f.due.wake()
 		if !sleep(ctx, backoff) {
 			return
 		}
@@ -91,15 +152,15 @@ func (s *Store) Run(ctx context.Context, linger time.Duration) {
 
 // flushOnExit writes what is still dirty or redundant as ctx ends; a change made during the
 // last flush would otherwise wait for the caller.
-func (s *Store) flushOnExit(ctx context.Context) {
-	s.mu.Lock()
-	dirty := len(s.due.dirty) > 0 || len(s.due.redundant) > 0
-	s.mu.Unlock()
+func (f *flusher) flushOnExit(ctx context.Context) {
+	f.mu.Lock()
+	dirty := len(f.due.dirty) > 0 || len(f.due.redundant) > 0
+	f.mu.Unlock()
 	if !dirty {
 		return
 	}
-	if err := s.Flush(context.WithoutCancel(ctx)); err != nil {
-		s.log.Error("write state", "err", err)
+	if err := f.flush(context.WithoutCancel(ctx), true); err != nil {
+		f.log.Error("write state", "err", err)
 	}
 }
 
@@ -118,25 +179,22 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// Flush writes every dirty entry: one merge patch per shard, lowest shard first.
-func (s *Store) Flush(ctx context.Context) error { return s.flush(ctx, true) }
-
 // flush writes every dirty entry, and the redundant entries: all of them, or only those of the
 // shards it writes anyway.
-func (s *Store) flush(ctx context.Context, redundant bool) error {
-	patches := s.takeDirty(redundant)
-	defer s.doneFlushing()
+func (f *flusher) flush(ctx context.Context, redundant bool) error {
+	patches := f.takeDirty(redundant)
+	defer f.doneFlushing()
 	var errs []error
 	for shard, changes := range patches {
 		if len(changes) == 0 {
 			continue
 		}
-		err := s.write(ctx, shard, changes)
-		if s.OnWrite != nil {
-			s.OnWrite(s.ShardName(shard), err)
+		err := f.write(ctx, shard, changes)
+		if onWrite := *f.onWrite; onWrite != nil {
+			onWrite(f.io.shardName(shard), err)
 		}
 		if err != nil {
-			s.requeue(shard, changes)
+			f.requeue(shard, changes)
 			errs = append(errs, err)
 		}
 	}
@@ -146,11 +204,12 @@ func (s *Store) flush(ctx context.Context, redundant bool) error {
 // takeDirty places memory-only entries that fit now, then groups the dirty keys by shard: the
 // value where the entry lives, nil (a removal) in every other shard it is gone from. Redundant
 // entries go along: all of them, or (all false) those of the shards written anyway.
-func (s *Store) takeDirty(all bool) [MaxShards]map[string]*string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.due.flushing++
-	s.placeUnsaved()
+func (f *flusher) takeDirty(all bool) [MaxShards]map[string]*string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.due.flushing++
+	f.entries.placeUnsaved()
+	entries := f.entries.current()
 	var out [MaxShards]map[string]*string
 	add := func(shard int, k string, v *string) {
 		if out[shard] == nil {
@@ -158,130 +217,116 @@ func (s *Store) takeDirty(all bool) [MaxShards]map[string]*string {
 		}
 		out[shard][k] = v
 	}
-	for k := range s.due.dirty {
-		e, ok := s.entries[k]
+	for k := range f.due.dirty {
+		e, ok := entries[k]
 		if ok && e.shard != memoryOnly {
-			add(int(e.shard), k, s.send(k, e))
+			add(int(e.shard), k, entries.send(k, e))
 		}
-		for i, gone := range s.due.gone[k] {
+		for i, gone := range f.due.gone[k] {
 			// A shard never created holds nothing to remove.
-			if gone && s.exists[i] && !(ok && e.in(i)) {
+			if gone && f.exists[i] && !(ok && e.in(i)) {
 				add(i, k, nil)
 			}
 		}
 	}
-	for k := range s.due.redundant {
-		e, ok := s.entries[k]
+	for k := range f.due.redundant {
+		e, ok := entries[k]
 		switch {
 		case ok && e.shard != memoryOnly && (all || out[e.shard] != nil):
-			add(int(e.shard), k, s.send(k, e))
+			add(int(e.shard), k, entries.send(k, e))
 		case ok && e.shard != memoryOnly:
 			continue // waits for a write of its shard
 		}
-		delete(s.due.redundant, k) // written, or gone, or memory only: placeUnsaved makes it dirty
+		delete(f.due.redundant, k) // written, or gone, or memory only: placeUnsaved makes it dirty
 	}
-	s.due.dirty = map[string]struct{}{}
-	s.due.gone = map[string]shardSet{}
+	f.due.dirty = map[string]struct{}{}
+	f.due.gone = map[string]shardSet{}
 	return out
 }
 
-// send is the value to write for entry e of key k, which the shard may hold from then on. The
-// caller holds s.mu.
-func (s *Store) send(k string, e entry) *string {
-	e.stored = true
-	s.entries[k] = e
-	v := encodeEntry(e.public())
-	return &v
-}
-
-func (s *Store) doneFlushing() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.due.flushing--
+func (f *flusher) doneFlushing() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.due.flushing--
 }
 
 // requeue marks the changes of a failed write to shard dirty again, removals included, so the
 // next flush writes them from the then current state.
-func (s *Store) requeue(shard int, changes map[string]*string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (f *flusher) requeue(shard int, changes map[string]*string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	for k, v := range changes {
 		if v == nil {
-			s.due.removeFrom(k, shard)
+			f.due.removeFrom(k, shard)
 		}
-		s.due.dirty[k] = struct{}{}
+		f.due.dirty[k] = struct{}{}
 	}
 }
 
-func (s *Store) write(ctx context.Context, shard int, changes map[string]*string) error {
-	name := s.ShardName(shard)
-	s.mu.Lock()
-	known := s.exists[shard]
-	s.mu.Unlock()
+func (f *flusher) write(ctx context.Context, shard int, changes map[string]*string) error {
+	name := f.io.shardName(shard)
+	f.mu.Lock()
+	known := f.exists[shard]
+	f.mu.Unlock()
 	if known {
-		err := s.io.patch(ctx, shard, changes)
+		err := f.io.patch(ctx, shard, changes)
 		if !apierrors.IsNotFound(err) {
-			return s.io.explain("patch", name, err)
+			return f.io.explain("patch", name, err)
 		}
-		s.log.Warn("state ConfigMap is missing; recreating it from memory", "configmap", name, "namespace", s.io.namespace)
+		f.log.Warn("state ConfigMap is missing; recreating it from memory", "configmap", name, "namespace", f.io.namespace)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.create(ctx, shard)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.create(ctx, shard)
 }
 
-// create writes shard i with every in-memory entry it holds. The caller holds s.mu.
-func (s *Store) create(ctx context.Context, i int) error {
+// create writes shard i with every in-memory entry it holds. The caller holds the store's lock.
+func (f *flusher) create(ctx context.Context, i int) error {
 	data := map[string]string{}
 	if i == 0 {
-		maps.Copy(data, s.others)
+		maps.Copy(data, f.others)
 	}
-	for k, e := range s.entries {
-		if e.in(i) {
-			data[k] = encodeEntry(e.public())
-			e.stored = true
-			s.entries[k] = e
-		}
-	}
-	err := s.io.create(ctx, i, data)
+	f.entries.current().sendShard(i, data)
+	err := f.io.create(ctx, i, data)
 	if err == nil {
-		s.exists[i] = true
+		f.exists[i] = true
 	}
 	return err
 }
 
-// Other returns the value of a key in the first shard that is not one of the store's entries,
-// as last read or written (WriteOther).
-func (s *Store) Other(key string) (string, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	v, ok := s.others[key]
+// clean is Store.Clean.
+func (f *flusher) clean() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.due.dirty) == 0 && f.due.flushing == 0
+}
+
+// other is Store.Other.
+func (f *flusher) other(key string) (string, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	v, ok := f.others[key]
 	return v, ok
 }
 
-// WriteOther writes value under key in the first shard at once, or removes the key (value nil),
-// for a key that is not one of the store's entries (the controller's note of a Job recreation).
-// It goes through the same fence as the store's own writes, so it neither lands late after a
-// successor's start nor makes the store's next write conflict. The store remembers the key, so
-// that a deleted first shard is recreated with it (a Job's note would otherwise go with it, and
-// the Job with the next stop); a missing first shard is recreated at once.
-func (s *Store) WriteOther(ctx context.Context, key string, value *string) error {
-	if s.kinds.owns(key) {
+// writeOther is Store.WriteOther.
+func (f *flusher) writeOther(ctx context.Context, key string, value *string) error {
+	if f.kinds.owns(key) {
 		return fmt.Errorf("write %q outside the store: it is one of the store's entries", key)
 	}
-	err := s.io.patch(ctx, 0, map[string]*string{key: value})
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	err := f.io.patch(ctx, 0, map[string]*string{key: value})
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if err == nil || apierrors.IsNotFound(err) {
 		if value == nil {
-			delete(s.others, key)
+			delete(f.others, key)
 		} else {
-			s.others[key] = *value
+			f.others[key] = *value
 		}
 	}
 	if apierrors.IsNotFound(err) {
-		s.log.Warn("state ConfigMap is missing; recreating it from memory", "configmap", s.ShardName(0), "namespace", s.io.namespace)
-		return s.create(ctx, 0)
+		f.log.Warn("state ConfigMap is missing; recreating it from memory", "configmap", f.io.shardName(0), "namespace", f.io.namespace)
+		return f.create(ctx, 0)
 	}
-	return s.io.explain("patch", s.ShardName(0), err)
+	return f.io.explain("patch", f.io.shardName(0), err)
 }

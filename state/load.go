@@ -19,7 +19,7 @@ func (s *Store) Load(ctx context.Context) (first bool, err error) {
 		cm, err := s.io.get(ctx, i)
 		if apierrors.IsNotFound(err) {
 			if i == 0 {
-				if err := s.create(ctx, 0); err != nil {
+				if err := s.flusher.create(ctx, 0); err != nil {
 					return false, err
 				}
 			}
@@ -28,12 +28,12 @@ func (s *Store) Load(ctx context.Context) (first bool, err error) {
 		if err != nil {
 			return false, s.io.explain("get", s.ShardName(i), err)
 		}
-		s.exists[i] = true
+		s.flusher.exists[i] = true
 		s.loadShard(i, cm.Data)
 	}
 	if s.io.fenced() {
 		for i := range MaxShards {
-			if s.exists[i] {
+			if s.flusher.exists[i] {
 				if err := s.io.claim(ctx, i); err != nil {
 					return false, err
 				}
@@ -51,7 +51,7 @@ func (s *Store) loadShard(i int, data map[string]string) {
 		if !s.kinds.owns(k) {
 			s.room.bytes[i] += len(k) + len(v)
 			if i == 0 {
-				s.others[k] = v
+				s.flusher.others[k] = v
 			}
 			continue
 		}
@@ -78,15 +78,14 @@ func (s *Store) loadShard(i int, data map[string]string) {
 
 // drop leaves a stored copy of key out of memory and has the next flush remove it from shard i.
 func (s *Store) drop(key string, i int) {
-	s.due.removeFrom(key, i)
-	s.due.mark(key)
+	s.flusher.due.removeFrom(key, i)
+	s.flusher.due.mark(key)
 }
 
 // forgetAll empties the in-memory copy before a Load.
 func (s *Store) forgetAll() {
-	s.entries, s.children = map[string]entry{}, children{}
-	s.due.reset()
-	s.room.bytes, s.room.unsaved, s.exists = [MaxShards]int{}, map[string]struct{}{}, [MaxShards]bool{}
+	s.entries, s.children = entryMap{}, children{}
+	s.flusher.forget()
+	s.room.bytes, s.room.unsaved = [MaxShards]int{}, map[string]struct{}{}
 	s.io.forget()
-	s.others = map[string]string{}
 }

@@ -2,14 +2,6 @@ package state
 
 import "strings"
 
-// Clean reports whether every change has been written (or found no room): nothing is dirty and
-// no flush is in flight.
-func (s *Store) Clean() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.due.dirty) == 0 && s.due.flushing == 0
-}
-
 // ParseKey splits a config entry key made by Key into its kind, namespace ("" in
 // single-namespace mode) and name. It reports false for data-key entries, for keys that are not
 // ours, and for over-long keys, which were replaced by a hash and cannot be reversed.

@@ -73,3 +73,46 @@ func TestRunWritesWhatIsPendingWhenItsContextEnds(t *testing.T) {
 		t.Fatalf("stored %q, want the entry set before the context ended", v)
 	}
 }
+
+// refuseNext is a ConfigMapClient that refuses the next write once asked to, like an API server
+// down for a moment.
+type refuseNext struct {
+	state.ConfigMapClient
+	refuse bool
+}
+
+func (r *refuseNext) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub ...string) (*corev1.ConfigMap, error) {
+	if r.refuse {
+		r.refuse = false
+		return nil, errDown
+	}
+	return r.ConfigMapClient.Patch(ctx, name, pt, data, opts, sub...)
+}
+
+// A refused write stays due, removals included, and the next flush makes it: nothing is lost.
+func TestTheNextFlushMakesAWriteThatFailed(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	ctx := context.Background()
+	client := &refuseNext{ConfigMapClient: cluster.Client().CoreV1().ConfigMaps(ns)}
+	s := state.New(client, ns, "reloader-state", slog.New(slog.DiscardHandler))
+	if _, err := s.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	removed, set := state.Key("ConfigMap", "", "removed"), state.Key("ConfigMap", "", "set")
+	s.Set(removed, hashOf("r"))
+	flush(t, s)
+	s.DeleteEntry(removed)
+	s.Set(set, hashOf("s"))
+	client.refuse = true
+	if err := s.Flush(ctx); err == nil {
+		t.Fatal("a refused write reported no error")
+	}
+	if s.Clean() {
+		t.Fatal("the store is clean after a refused write")
+	}
+	flush(t, s)
+	data := stored(t, ns)
+	if _, ok := data[removed]; ok || data[set] != hashOf("s") {
+		t.Fatalf("after the second flush the state holds %v, want %s removed and %s=%s", data, removed, set, hashOf("s"))
+	}
+}

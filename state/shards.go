@@ -35,7 +35,7 @@ func reserved(key string) int { return len(key) + maxValue(key) }
 // only.
 func (s *Store) put(key string, e Entry) {
 	if s.update(key, e) {
-		s.due.mark(key)
+		s.flusher.due.mark(key)
 	}
 }
 
@@ -58,7 +58,9 @@ func (s *Store) update(key string, e Entry) bool {
 }
 
 // place picks the shard for key and counts its bytes there. The caller holds s.mu.
-func (s *Store) place(key string) int { return s.room.place(s.kinds.reserve(key), s.due.gone[key]) }
+func (s *Store) place(key string) int {
+	return s.room.place(s.kinds.reserve(key), s.flusher.due.gone[key])
+}
 
 // unplace takes key out of its shard: its bytes no longer count there, and the next flush
 // removes it there if it may be stored there: an entry set and removed between two flushes
@@ -69,8 +71,8 @@ func (s *Store) unplace(key string, e entry) {
 	}
 	s.room.bytes[e.shard] -= s.kinds.reserve(key)
 	if e.stored {
-		s.due.removeFrom(key, int(e.shard))
-		s.due.mark(key)
+		s.flusher.due.removeFrom(key, int(e.shard))
+		s.flusher.due.mark(key)
 	}
 }
 
@@ -84,7 +86,7 @@ func (s *Store) placeUnsaved() {
 		}
 		s.entries[k] = e
 		s.room.setUnsaved(k, false)
-		s.due.mark(k)
+		s.flusher.due.mark(k)
 	}
 }
 

@@ -44,14 +44,10 @@ type Store struct {
 	kinds kindSet // the kinds of entry kept for others (New), fixed
 
 	mu       sync.Mutex
-	entries  map[string]entry
+	entries  entryMap
 	children children
-	room     room            // how full each shard is (shards.go)
-	exists   [MaxShards]bool // shards known to exist; a new one is created, not patched
-	// others are the keys of the first shard that are not entries (a Job recreation's note), as
-	// last read or written: a deleted first shard is recreated with them too.
-	others map[string]string
-	due    pending // what the next flush writes (flush.go)
+	room     room    // how full each shard is (shards.go)
+	flusher  flusher // writes the changes behind, and the first shard's other keys (flush.go)
 	// OnWrite, if set, is told of every shard write attempt and its error (for metrics).
 	OnWrite func(shard string, err error)
 }
@@ -90,6 +86,26 @@ func (e entry) public() Entry {
 // in reports whether e is stored in shard i.
 func (e entry) in(i int) bool { return int(e.shard) == i }
 
+// entryMap is the store's entries by key.
+type entryMap map[string]entry
+
+// send is the value to write for entry e of key k, which the shard may hold from then on.
+func (m entryMap) send(k string, e entry) *string {
+	e.stored = true
+	m[k] = e
+	v := encodeEntry(e.public())
+	return &v
+}
+
+// sendShard adds every entry that shard i holds to data, as send does.
+func (m entryMap) sendShard(i int, data map[string]string) {
+	for k, e := range m {
+		if e.in(i) {
+			data[k] = *m.send(k, e)
+		}
+	}
+}
+
 // memoryOnly is the shard of an entry that no shard had room for.
 const memoryOnly = -1
 
@@ -99,17 +115,22 @@ type shardSet [MaxShards]bool
 // New returns a Store for the shards named name, name-1, ... in namespace; client serves that
 // namespace. Besides config entries it keeps entries of the kinds given, for their owners.
 func New(client ConfigMapClient, namespace, name string, log *slog.Logger, kinds ...EntryKind) *Store {
-	return &Store{
+	io := &shardIO{client: client, namespace: namespace, name: name, log: log}
+	s := &Store{
 		kinds:    kinds,
-		io:       &shardIO{client: client, namespace: namespace, name: name, log: log},
+		io:       io,
 		log:      log,
 		room:     room{budget: ShardBudget, unsaved: map[string]struct{}{}, log: log},
-		entries:  map[string]entry{},
+		entries:  entryMap{},
 		children: children{},
-		others:   map[string]string{},
-		due:      newPending(),
 	}
+	s.flusher = flusher{io: io, log: log, kinds: s.kinds, mu: &s.mu, entries: s, onWrite: &s.OnWrite,
+		due: newPending(), others: map[string]string{}}
+	return s
 }
+
+// current returns the entries, for the flusher. The caller holds s.mu.
+func (s *Store) current() entryMap { return s.entries }
 
 // ShardName returns the name of shard i.
 func (s *Store) ShardName(i int) string { return s.io.shardName(i) }
@@ -147,11 +168,11 @@ func (s *Store) SetRedundant(key, hash string) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, due := s.due.dirty[key]
+	_, due := s.flusher.due.dirty[key]
 	if !s.update(key, Entry{Hash: hash}) || due {
 		return
 	}
-	s.due.redundant[key] = struct{}{}
+	s.flusher.due.redundant[key] = struct{}{}
 }
 
 // Need makes an entry set with SetRedundant, and not written since, due like any other: the
@@ -159,9 +180,9 @@ func (s *Store) SetRedundant(key, hash string) {
 func (s *Store) Need(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.due.redundant[key]; ok {
-		delete(s.due.redundant, key)
-		s.due.mark(key)
+	if _, ok := s.flusher.due.redundant[key]; ok {
+		delete(s.flusher.due.redundant, key)
+		s.flusher.due.mark(key)
 	}
 }
 
