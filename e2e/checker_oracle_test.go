@@ -1465,8 +1465,7 @@ func TestAGenerationMovedWithoutATemplateChangeIsNoRestart(t *testing.T) {
 // needs the stop, and c back at the marker's content, and ends with the next restart.
 func TestALossLeftBehindByAStoppedReloaderIsTheStatedLimit(t *testing.T) {
 	t.Parallel()
-	t0 := time.Now()
-	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	at := secondsFromNow()
 	r := newRecorder(sequence{})
 	r.configs["cm-0"] = []configEvent{
 		{rv: 5, at: at(5), exists: true, data: content{"a": "A"}},
@@ -1501,8 +1500,7 @@ func TestALossLeftBehindByAStoppedReloaderIsTheStatedLimit(t *testing.T) {
 // restarted by the same change, read B (the positive control).
 func TestAnotherActorsChangeOfACronJobsTemplateStartsNothing(t *testing.T) {
 	t.Parallel()
-	t0 := time.Now()
-	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	at := secondsFromNow()
 	r := newRecorder(sequence{})
 	r.configs["cm-0"] = []configEvent{
 		{rv: 5, at: at(5), exists: true, data: content{"a": "A"}},
@@ -1524,8 +1522,7 @@ func TestAnotherActorsChangeOfACronJobsTemplateStartsNothing(t *testing.T) {
 // lost key), so a workload running another content is excused for it, and only for it.
 func TestTheFirstValidContentAfterAStartWithALostKeyIsItsBaseline(t *testing.T) {
 	t.Parallel()
-	t0 := time.Now()
-	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	at := secondsFromNow()
 	r := newRecorder(sequence{})
 	r.configs["sec-0"] = []configEvent{
 		{rv: 5, at: at(5), exists: true, data: content{"a": "1"}},
@@ -1547,8 +1544,7 @@ func TestTheFirstValidContentAfterAStartWithALostKeyIsItsBaseline(t *testing.T) 
 // selection first judges the namespace's Secrets when it enters again: the content then is the
 // one the lost key's entries are taken for, not the one at the start.
 func TestAKeyLossBaselineWaitsForTheNamespaceToEnterTheSelection(t *testing.T) {
-	t0 := time.Now()
-	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	at := secondsFromNow()
 	r := newRecorder(sequence{})
 	r.configs["sec-0"] = []configEvent{
 		{rv: 5, at: at(5), exists: true, data: content{"a": "1"}},
@@ -1572,8 +1568,7 @@ func TestAKeyLossBaselineWaitsForTheNamespaceToEnterTheSelection(t *testing.T) {
 // reload a "rollback after another actor's change").
 func TestADeletionReloadIsNoRollbackOfTheReloadBefore(t *testing.T) {
 	t.Parallel()
-	t0 := time.Now()
-	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	at := secondsFromNow()
 	r := newRecorder(sequence{Rollback: true})
 	w := &workloadLife{kind: kindDeployment, name: "w-3", marks0: map[string]string{},
 		restarts:   []int64{220, 223, 239},
@@ -1601,8 +1596,7 @@ func TestADeletionReloadIsNoRollbackOfTheReloadBefore(t *testing.T) {
 // config's events, since a soak's violation is often not reproduced by a replay.
 func TestALostPairsReportTellsItsRestartsAndTheConfigsEvents(t *testing.T) {
 	t.Parallel()
-	t0 := time.Now()
-	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	at := secondsFromNow()
 	r := newRecorder(sequence{})
 	r.configs["cm-0"] = []configEvent{
 		{rv: 5, at: at(5), exists: true, data: content{"a": "A"}},
@@ -1617,4 +1611,10 @@ func TestALostPairsReportTellsItsRestartsAndTheConfigsEvents(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, got)
 		}
 	}
+}
+
+// secondsFromNow returns the moment s seconds from now, for tables of events.
+func secondsFromNow() func(s int) time.Time {
+	t0 := time.Now()
+	return func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 }

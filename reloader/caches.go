@@ -3,7 +3,6 @@ package reloader
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,7 +35,7 @@ func (c *caches) lookup(k key) *configRecord {
 	if !ok {
 		return nil
 	}
-	obj, exists, err := inf.GetIndexer().GetByKey(k.namespace + "/" + k.name)
+	obj, exists, err := inf.GetIndexer().GetByKey(k.cacheKey())
 	if err != nil || !exists {
 		return nil
 	}
@@ -62,34 +61,32 @@ func (c *caches) matchedByPattern(pol policy.Policy, ns string) []policy.ConfigR
 	return out
 }
 
-// indexByConfig indexes a workload under the key of every config whose change may reload it.
-func (c *caches) indexByConfig(k *workloadKind) cache.IndexFunc {
-	return func(obj any) ([]string, error) {
-		meta, tmpl := k.template(unpacked(obj))
-		if tmpl == nil {
-			return nil, nil
-		}
-		pol := c.annotations.Of(meta.GetAnnotations(), tmpl.Annotations)
-		refs := pol.Candidates(policy.UsesOf(&tmpl.Spec))
-		keys := make([]string, 0, len(refs))
-		for _, r := range refs {
-			keys = append(keys, configKey(r, meta.GetNamespace()).String())
-		}
-		for _, kind := range pol.PatternKinds() {
-			keys = append(keys, patternKey(kind, meta.GetNamespace()).String())
-		}
-		return keys, nil
+// indexKeys are the keys a workload is indexed under (dependents.go): every config whose change
+// may reload it, and a pattern key for each config kind its reload annotations hold patterns
+// for. obj is decoded.
+func (c *caches) indexKeys(k *workloadKind, obj any) []key {
+	meta, tmpl := k.template(obj)
+	if tmpl == nil {
+		return nil
 	}
+	pol := c.annotations.Of(meta.GetAnnotations(), tmpl.Annotations)
+	refs := pol.Candidates(policy.UsesOf(&tmpl.Spec))
+	kinds := pol.PatternKinds()
+	keys := make([]key, 0, len(refs)+len(kinds))
+	for _, r := range refs {
+		keys = append(keys, configKey(r, meta.GetNamespace()))
+	}
+	for _, kind := range kinds {
+		keys = append(keys, patternKey(kind, meta.GetNamespace()))
+	}
+	return keys
 }
 
 // configsOf passes to add the key of every watched config the workload may reload on.
 func (c *caches) configsOf(k *workloadKind, obj any, add func(key)) {
-	keys, _ := c.indexByConfig(k)(obj)
-	for _, s := range keys {
-		kind, rest, _ := strings.Cut(s, "/")
-		ns, name, _ := strings.Cut(rest, "/")
-		if c.watched(kind) && name != "" {
-			add(key{kind, ns, name})
+	for _, ck := range c.indexKeys(k, obj) {
+		if c.watched(ck.kind) && ck.name != "" {
+			add(ck)
 		}
 	}
 	if meta, tmpl := k.template(obj); tmpl != nil {
@@ -143,20 +140,21 @@ func (c *caches) missingNamed(pol policy.Policy, ns string) []string {
 	return out
 }
 
-// indexed returns the workloads of a kind that the index holds under the config, decoded: those
-// naming or using it, and those whose reload annotations hold a pattern for its kind and
-// namespace (each once).
+// indexed returns the workloads of a kind indexed under the config, decoded: those naming or
+// using it, and those whose reload annotations hold a pattern for its kind and namespace (each
+// once).
 func (c *caches) indexed(kind *workloadKind, k key) []any {
-	idx := kind.informer.GetIndexer()
-	objs, _ := idx.ByIndex(byConfigIndex, k.String()) // the index exists
-	patterned, _ := idx.ByIndex(byConfigIndex, patternKey(k.kind, k.namespace).String())
-	for _, o := range patterned {
-		if !slices.Contains(objs, o) {
-			objs = append(objs, o)
+	names := kind.byConfig.of(k)
+	for _, n := range kind.byConfig.of(patternKey(k.kind, k.namespace)) {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
 		}
 	}
-	for i, o := range objs {
-		objs[i] = unpacked(o)
+	objs := make([]any, 0, len(names))
+	for _, n := range names {
+		if o, ok, _ := kind.cached(n); ok {
+			objs = append(objs, o)
+		}
 	}
 	return objs
 }
@@ -166,13 +164,15 @@ func (c *caches) indexed(kind *workloadKind, k key) []any {
 func (c *caches) referenced(k key) bool {
 	r := policy.ConfigRef{Kind: k.kind, Name: k.name}
 	for _, kind := range c.kinds {
-		idx := kind.informer.GetIndexer()
-		if objs, _ := idx.ByIndex(byConfigIndex, k.String()); len(objs) > 0 {
+		if kind.byConfig.any(k) {
 			return true
 		}
-		patterned, _ := idx.ByIndex(byConfigIndex, patternKey(k.kind, k.namespace).String())
-		for _, o := range patterned {
-			if meta, tmpl := kind.template(unpacked(o)); tmpl != nil && c.annotations.Of(meta.GetAnnotations(), tmpl.Annotations).NamedBy(r) {
+		for _, n := range kind.byConfig.of(patternKey(k.kind, k.namespace)) {
+			o, ok, _ := kind.cached(n)
+			if !ok {
+				continue
+			}
+			if meta, tmpl := kind.template(o); tmpl != nil && c.annotations.Of(meta.GetAnnotations(), tmpl.Annotations).NamedBy(r) {
 				return true
 			}
 		}

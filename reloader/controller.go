@@ -107,6 +107,9 @@ type key struct{ kind, namespace, name string }
 
 func (k key) String() string { return k.kind + "/" + k.namespace + "/" + k.name }
 
+// cacheKey is the key an informer caches the object under.
+func (k key) cacheKey() string { return k.namespace + "/" + k.name }
+
 // Controller restarts workloads when the configs they depend on change.
 type Controller struct {
 	opts    Options
@@ -267,7 +270,12 @@ func (c *Controller) Run(ctx context.Context) error {
 	for _, inf := range c.informers {
 		go inf.RunWithContext(watchCtx)
 	}
-	if !cache.WaitForCacheSync(ctx.Done(), hasSynced(c.informers)...) {
+	// The start-up pass reads the workloads' index, which their handlers keep (dependents.go).
+	synced := hasSynced(c.informers)
+	for _, k := range c.caches.kinds {
+		synced = append(synced, k.byConfig.synced)
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		c.log.Info("stopped before the caches synced")
 		return nil
 	}

@@ -605,28 +605,59 @@ func TestReplaceWhileDownReloadsOnceOnStart(t *testing.T) {
 }
 
 // A deleted config's tombstone outlives it by the retention period, and longer while a workload
-// still references it.
+// still references it; a deleted workload references nothing.
 func TestTombstonesArePrunedAfterRetentionOnceUnreferenced(t *testing.T) {
 	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "lonely", map[string]string{"v": "A"})
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
 	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
+	createConfigMap(t, ns, "left", map[string]string{"v": "A"})
+	createDeployment(t, ns, "gone", 0, named("configmap", "left"), nil)
 	r := startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { o.TombstoneRetention = 2 * time.Second }})
 	r.settle()
-	for _, name := range []string{"lonely", "app-config"} {
+	deleteDeployment(t, ns, "gone") // its config is referenced no more
+	r.settle()
+	for _, name := range []string{"lonely", "app-config", "left"} {
 		if err := cluster.Client().CoreV1().ConfigMaps(ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	tombstone := func(name string) bool { return strings.HasPrefix(stateEntry(t, ns, "v1.ConfigMap_"+name), "deleted@") }
-	waitFor(t, 10*time.Second, "both tombstones", func() (bool, error) { return tombstone("lonely") && tombstone("app-config"), nil })
-	waitFor(t, 10*time.Second, "the unreferenced tombstone pruned", func() (bool, error) {
-		return stateEntry(t, ns, "v1.ConfigMap_lonely") == "", nil
+	waitFor(t, 10*time.Second, "the tombstones", func() (bool, error) {
+		return tombstone("lonely") && tombstone("app-config") && tombstone("left"), nil
+	})
+	waitFor(t, 10*time.Second, "the unreferenced tombstones pruned", func() (bool, error) {
+		return stateEntry(t, ns, "v1.ConfigMap_lonely") == "" && stateEntry(t, ns, "v1.ConfigMap_left") == "", nil
 	})
 	if !tombstone("app-config") {
 		t.Fatalf("the tombstone of a config web still names was pruned: %q", stateEntry(t, ns, "v1.ConfigMap_app-config"))
 	}
+}
+
+// A workload that starts reading another config, through its reload annotation or its pod
+// template, reloads on that config's next change: the index of workloads by config follows
+// their updates, not only their creation.
+func TestAWorkloadChangedToReadAnotherConfigReloadsOnIt(t *testing.T) {
+	t.Parallel()
+	ns := cluster.NewNamespace(t)
+	for _, name := range []string{"a", "b", "c"} {
+		createConfigMap(t, ns, name, map[string]string{"v": "A"})
+	}
+	createDeployment(t, ns, "named", 0, named("configmap", "a"), nil)
+	createDeployment(t, ns, "auto", 0, map[string]string{"reloader.stakater.com/auto": "true"}, func(s *corev1.PodSpec) {
+		s.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "a"}}}}
+	})
+	r := startController(t, ns, controllerOpts{})
+	r.settle()
+	patchAnnotation(t, ns, "named", "configmap.reloader.stakater.com/reload", "b")
+	addC := `[{"op":"add","path":"/spec/template/spec/containers/0/envFrom/-","value":{"configMapRef":{"name":"c"}}}]`
+	if _, err := cluster.Client().AppsV1().Deployments(ns).Patch(context.Background(), "auto", types.JSONPatchType, []byte(addC), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r.settle()
+	waitEnv(t, ns, "named", "_RELOADER_-configmap-b", updateConfigMap(t, ns, "b", map[string]string{"v": "B"}))
+	waitEnv(t, ns, "auto", "_RELOADER_-configmap-c", updateConfigMap(t, ns, "c", map[string]string{"v": "B"}))
 }
 
 // Switching --reload-strategy back and forth restarts nothing by itself: a workload whose env var

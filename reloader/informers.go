@@ -18,10 +18,6 @@ import (
 	"github.com/reloader/reloader/state"
 )
 
-// byConfigIndex indexes each workload under the key (kind/namespace/name) of every config whose
-// change may reload it.
-const byConfigIndex = "byConfig"
-
 // buildInformers creates only the informers the options need: configs stripped by the transform
 // and filtered by the label selector, and the enabled workload kinds; and wires their events.
 func (c *Controller) buildInformers() error {
@@ -171,12 +167,11 @@ func deletedObject(obj any) any {
 // spec or annotations changed (our own patch included), is synced, and its configs too, so that
 // their state advances once it holds their content, or once it stops reloading on them.
 func (c *Controller) watchWorkloads(k *workloadKind) error {
-	if err := k.informer.AddIndexers(cache.Indexers{byConfigIndex: c.caches.indexByConfig(k)}); err != nil {
-		return fmt.Errorf("index %ss: %w", k.name, err)
-	}
-	_, err := k.informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+	k.byConfig = newDependents()
+	reg, err := k.informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
 			obj = unpacked(obj)
+			c.index(k, obj)
 			if !initial {
 				c.notes.created(k, obj)
 			}
@@ -184,27 +179,42 @@ func (c *Controller) watchWorkloads(k *workloadKind) error {
 			c.tracker.watch(k, obj)
 		},
 		UpdateFunc: func(old, obj any) {
+			if om, nm := metadataOf(old), metadataOf(obj); !decisive(c.decisiveAnnotations, om.(metav1.Object), nm.(metav1.Object)) {
+				// A status update: what the index holds depends on nothing it changes.
+				c.tracker.watch(k, nm) // it may end a rollout
+				return
+			}
 			old, obj = unpacked(old), unpacked(obj)
+			c.index(k, obj)
 			o, n := old.(metav1.Object), obj.(metav1.Object)
 			if o.GetGeneration() != n.GetGeneration() {
 				c.notes.stripped(k, old, obj)
 				c.notes.restartedByOthers(k, old, obj)
 				c.notes.resumed(k, old, obj)
 			}
-			if decisive(c.decisiveAnnotations, o, n) {
-				c.workloadChanged(k, obj, false)
-				// The configs it reloaded on before are synced too: one it no longer reloads on
-				// may have had its state held back by it alone.
-				c.caches.configsOf(k, old, c.queue.Add)
-			}
-			c.tracker.watch(k, obj) // status updates too: they end a rollout
+			c.workloadChanged(k, obj, false)
+			// The configs it reloaded on before are synced too: one it no longer reloads on may
+			// have had its state held back by it alone.
+			c.caches.configsOf(k, old, c.queue.Add)
+			c.tracker.watch(k, obj)
 		},
-		DeleteFunc: func(obj any) { c.workloadGone(k, unpacked(obj)) },
+		DeleteFunc: func(obj any) {
+			obj = unpacked(obj)
+			k.byConfig.remove(objectKey(k.name, obj).cacheKey())
+			c.workloadGone(k, obj)
+		},
 	})
 	if err != nil {
 		return fmt.Errorf("watch %ss: %w", k.name, err)
 	}
+	k.byConfig.synced = reg.HasSynced
 	return nil
+}
+
+// index files a workload, decoded, under the configs it may reload on, before its event is
+// handled: what the event queues reads the index.
+func (c *Controller) index(k *workloadKind, obj any) {
+	k.byConfig.set(objectKey(k.name, obj).cacheKey(), c.caches.indexKeys(k, obj))
 }
 
 // decisive reports an update that may change a decision: the spec (its generation) or an

@@ -1,6 +1,7 @@
 package reloader
 
 import (
+	"encoding/binary"
 	"fmt"
 	"slices"
 
@@ -73,6 +74,36 @@ func (p *packedWorkload) decode() (any, error) {
 		return nil, fmt.Errorf("decode cached workload %s/%s: %w", p.Namespace, p.Name, err)
 	}
 	return o, nil
+}
+
+// metadataOf returns a cached object with its metadata alone decoded, when it is a packed
+// workload (an object of its type, all else empty): a status update, the most frequent event
+// during a rollout, needs no more. Anything else is returned as it is.
+func metadataOf(obj any) any {
+	p, ok := obj.(*packedWorkload)
+	if !ok {
+		return obj
+	}
+	// The protobuf encoding of every packed type starts with its metadata, field 1.
+	n, w := binary.Uvarint(p.raw[min(1, len(p.raw)):])
+	if len(p.raw) == 0 || p.raw[0] != 1<<3|2 || w <= 0 || n > uint64(len(p.raw)-1-w) {
+		return unpacked(obj)
+	}
+	var m metav1.ObjectMeta
+	if err := m.Unmarshal(p.raw[1+w : 1+w+int(n)]); err != nil {
+		return unpacked(obj)
+	}
+	switch p.kind {
+	case packDeployment:
+		return &appsv1.Deployment{ObjectMeta: m}
+	case packStatefulSet:
+		return &appsv1.StatefulSet{ObjectMeta: m}
+	case packDaemonSet:
+		return &appsv1.DaemonSet{ObjectMeta: m}
+	case packCronJob:
+		return &batchv1.CronJob{ObjectMeta: m}
+	}
+	return &batchv1.Job{ObjectMeta: m}
 }
 
 // unpacked returns a cached object as the rest of the reloader reads it: a packed workload

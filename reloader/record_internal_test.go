@@ -204,6 +204,15 @@ func TestAPackedWorkloadReadsBackAsTheStrippedObject(t *testing.T) {
 		if got := unpacked(cache.DeletedFinalStateUnknown{Key: "team/app", Obj: cached}).(cache.DeletedFinalStateUnknown).Obj; reflect.TypeOf(got) != reflect.TypeOf(obj) {
 			t.Errorf("%T: a tombstone's object reads back as %T", obj, got)
 		}
+		// A status update reads the metadata alone: all of it, in an object of the same type.
+		got := metadataOf(cached)
+		if reflect.TypeOf(got) != reflect.TypeOf(obj) {
+			t.Fatalf("%T: metadata read back as %T", obj, got)
+		}
+		gm, wm := got.(metav1.ObjectMetaAccessor).GetObjectMeta(), want.(metav1.ObjectMetaAccessor).GetObjectMeta()
+		if !equality.Semantic.DeepEqual(gm, wm) {
+			t.Errorf("%T: metadata read back differs:\n got  %+v\n want %+v", obj, gm, wm)
+		}
 	}
 }
 

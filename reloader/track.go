@@ -265,7 +265,7 @@ func (t *tracker) watch(k *workloadKind, obj any) {
 
 // syncRollout reads a followed workload from the cache, for the tracker to judge its rollout.
 func (c *Controller) syncRollout(ctx context.Context, kind *workloadKind, k key) error {
-	obj, exists, err := kind.cached(k.namespace + "/" + k.name)
+	obj, exists, err := kind.cached(k.cacheKey())
 	if err != nil || !exists {
 		return err
 	}

@@ -35,6 +35,9 @@ var (
 type workloadKind struct {
 	name     string // the Kind, as in queue keys and Events
 	informer cache.SharedIndexInformer
+	// byConfig indexes the cached objects by the configs they may reload on; their event
+	// handlers keep it (watchWorkloads).
+	byConfig *dependents
 	// template returns the object's metadata and pod template (nil if it has none, or is not
 	// reloaded as its own: a Job a CronJob controls, jobs.go).
 	template func(obj any) (metav1.Object, *corev1.PodTemplateSpec)

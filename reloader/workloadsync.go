@@ -44,7 +44,7 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 			return err
 		}
 	}
-	obj, exists, err := kind.cached(k.namespace + "/" + k.name)
+	obj, exists, err := kind.cached(k.cacheKey())
 	if err != nil || !exists {
 		return err
 	}

@@ -1,0 +1,84 @@
+package reloader
+
+import (
+	"slices"
+	"sync"
+
+	"k8s.io/client-go/tools/cache"
+)
+
+// dependents indexes one workload kind's cached objects by the configs whose change may reload
+// them (indexByConfig's keys), and by pattern keys. Its event handlers keep it (informers.go),
+// in place of a client-go index: that one keeps a set (a Go map) per config, most of them with
+// one workload, and computes every object's keys twice per update, old and new, each a decode
+// of the packed workload (about 0.24 KB per config at 50,000, BENCHMARKS.md). Here a config's
+// workloads are a slice, and keys are computed once per event from the object the handler has
+// already decoded.
+//
+// It lags the cache by the handler's delay: a workload in the cache whose add event is not yet
+// handled is not listed. That event then syncs the workload and queues its configs, as before.
+// At start, nothing reads it before synced (the handler's initial list) says so.
+type dependents struct {
+	mu    sync.RWMutex
+	on    map[key][]string // config or pattern key → the workloads' cache keys (namespace/name)
+	reads map[string][]key // workload cache key → its keys, as last set
+	// synced reports that the handler has seen the informer's initial list.
+	synced cache.InformerSynced
+}
+
+func newDependents() *dependents {
+	return &dependents{on: map[key][]string{}, reads: map[string][]key{}}
+}
+
+// set makes keys the workload's keys. An update that leaves them as they were (a status update)
+// changes nothing, and keeps the strings already held.
+func (d *dependents) set(w string, keys []key) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	old := d.reads[w]
+	if slices.Equal(old, keys) {
+		return
+	}
+	for _, k := range old {
+		if !slices.Contains(keys, k) {
+			d.drop(k, w)
+		}
+	}
+	for _, k := range keys {
+		if !slices.Contains(old, k) && !slices.Contains(d.on[k], w) {
+			d.on[k] = append(d.on[k], w)
+		}
+	}
+	if len(keys) == 0 {
+		delete(d.reads, w)
+		return
+	}
+	d.reads[w] = slices.Clip(keys)
+}
+
+// remove forgets a deleted workload.
+func (d *dependents) remove(w string) { d.set(w, nil) }
+
+// drop removes w from k's workloads. The caller holds d.mu.
+func (d *dependents) drop(k key, w string) {
+	ws := slices.DeleteFunc(d.on[k], func(v string) bool { return v == w })
+	if len(ws) == 0 {
+		delete(d.on, k)
+		return
+	}
+	d.on[k] = slices.Clip(ws)
+}
+
+// of returns the cache keys of the workloads indexed under k, a copy the caller may keep.
+func (d *dependents) of(k key) []string {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return slices.Clone(d.on[k])
+}
+
+// any reports whether a workload is indexed under k.
+func (d *dependents) any(k key) bool {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return len(d.on[k]) > 0
+}
