@@ -101,7 +101,7 @@ func objectKey(kind string, obj any) key {
 	obj = deletedObject(obj)
 	switch r := obj.(type) {
 	case *configRecord:
-		return key{kind, r.Namespace, r.Name}
+		return key{kind, r.Namespace(), r.Name}
 	case *packedWorkload:
 		return key{kind, r.Namespace, r.Name}
 	}

@@ -108,7 +108,7 @@ func (c *Controller) startupPass() {
 	for kind, inf := range c.caches.configs {
 		for _, obj := range inf.GetStore().List() {
 			r := obj.(*configRecord)
-			k := key{kind, r.Namespace, r.Name}
+			k := key{kind, r.Namespace(), r.Name}
 			skey := c.names.config(k)
 			live[skey] = true
 			e, known := c.state.Get(skey)

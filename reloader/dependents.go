@@ -19,45 +19,34 @@ import (
 // handled is not listed. That event then syncs the workload and queues its configs, as before.
 // At start, nothing reads it before synced (the handler's initial list) says so.
 type dependents struct {
-	mu    sync.RWMutex
-	on    map[key][]string // config or pattern key → the workloads' cache keys (namespace/name)
-	reads map[string][]key // workload cache key → its keys, as last set
+	mu sync.RWMutex
+	on map[key][]string // config or pattern key → the workloads' cache keys (namespace/name)
 	// synced reports that the handler has seen the informer's initial list.
 	synced cache.InformerSynced
 }
 
-func newDependents() *dependents {
-	return &dependents{on: map[key][]string{}, reads: map[string][]key{}}
-}
+func newDependents() *dependents { return &dependents{on: map[key][]string{}} }
 
-// set makes keys the workload's keys. An update that leaves them as they were (a status update)
-// changes nothing, and keeps the strings already held.
-func (d *dependents) set(w string, keys []key) {
+// move files workload w under keys to in place of from, the keys of the object it was filed
+// with last (none for a new workload; to is none for a deleted one). It keeps no copy of a
+// workload's keys: the handler has the old object, and a copy would cost more than the index.
+func (d *dependents) move(w string, from, to []key) {
+	if slices.Equal(from, to) {
+		return // a status update
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	old := d.reads[w]
-	if slices.Equal(old, keys) {
-		return
-	}
-	for _, k := range old {
-		if !slices.Contains(keys, k) {
+	for _, k := range from {
+		if !slices.Contains(to, k) {
 			d.drop(k, w)
 		}
 	}
-	for _, k := range keys {
-		if !slices.Contains(old, k) && !slices.Contains(d.on[k], w) {
+	for _, k := range to {
+		if !slices.Contains(d.on[k], w) {
 			d.on[k] = append(d.on[k], w)
 		}
 	}
-	if len(keys) == 0 {
-		delete(d.reads, w)
-		return
-	}
-	d.reads[w] = slices.Clip(keys)
 }
-
-// remove forgets a deleted workload.
-func (d *dependents) remove(w string) { d.set(w, nil) }
 
 // drop removes w from k's workloads. The caller holds d.mu.
 func (d *dependents) drop(k key, w string) {

@@ -171,7 +171,7 @@ func (c *Controller) watchWorkloads(k *workloadKind) error {
 	reg, err := k.informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
 			obj = unpacked(obj)
-			c.index(k, obj)
+			c.index(k, nil, obj)
 			if !initial {
 				c.notes.created(k, obj)
 			}
@@ -185,7 +185,7 @@ func (c *Controller) watchWorkloads(k *workloadKind) error {
 				return
 			}
 			old, obj = unpacked(old), unpacked(obj)
-			c.index(k, obj)
+			c.index(k, old, obj)
 			o, n := old.(metav1.Object), obj.(metav1.Object)
 			if o.GetGeneration() != n.GetGeneration() {
 				c.notes.stripped(k, old, obj)
@@ -200,7 +200,7 @@ func (c *Controller) watchWorkloads(k *workloadKind) error {
 		},
 		DeleteFunc: func(obj any) {
 			obj = unpacked(obj)
-			k.byConfig.remove(objectKey(k.name, obj).cacheKey())
+			c.index(k, deletedObject(obj), nil)
 			c.workloadGone(k, obj)
 		},
 	})
@@ -211,10 +211,19 @@ func (c *Controller) watchWorkloads(k *workloadKind) error {
 	return nil
 }
 
-// index files a workload, decoded, under the configs it may reload on, before its event is
-// handled: what the event queues reads the index.
-func (c *Controller) index(k *workloadKind, obj any) {
-	k.byConfig.set(objectKey(k.name, obj).cacheKey(), c.caches.indexKeys(k, obj))
+// index files a workload under the configs it may reload on, in place of those of old (the
+// object it was filed with; nil for a new one), before its event is handled: what the event
+// queues reads the index. obj is nil for a deleted one; both are decoded.
+func (c *Controller) index(k *workloadKind, old, obj any) {
+	var from, to []key
+	w := old
+	if old != nil {
+		from = c.caches.indexKeys(k, old)
+	}
+	if obj != nil {
+		to, w = c.caches.indexKeys(k, obj), obj
+	}
+	k.byConfig.move(objectKey(k.name, w).cacheKey(), from, to)
 }
 
 // decisive reports an update that may change a decision: the spec (its generation) or an

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"unique"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -53,7 +54,7 @@ func TestALiveReadConfirmsOnlyAMarkerTheCacheCannotExplain(t *testing.T) {
 			reads := 0
 			l := &lagCheck{store: store, names: names,
 				lookup: func(key) *configRecord {
-					return &configRecord{Name: "app", Namespace: "ns", ResourceVersion: "10", Hash: a}
+					return &configRecord{Name: "app", ns: unique.Make("ns"), ResourceVersion: "10", Hash: a}
 				},
 				live: func(context.Context, policy.ConfigRef, string) (string, error) {
 					reads++

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"maps"
 	"strings"
+	"unique"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -26,10 +27,11 @@ import (
 // Secret value is ever held. It holds no metav1.ObjectMeta (232 bytes, most of them fields a
 // config record never fills): meta.Accessor reaches its identity through GetObjectMeta.
 type configRecord struct {
-	kind            recordKind
-	Name            string
-	Namespace       string
-	UID             types.UID
+	kind recordKind
+	Name string
+	// ns is the namespace, interned: every config of a namespace shares one copy.
+	ns              unique.Handle[string]
+	UID             compactUID
 	ResourceVersion string // the informer tells a resync from an update by it
 	Annotations     map[string]string
 	Hash            string              // content hash (confighash): plain for a ConfigMap, keyed for a Secret
@@ -81,8 +83,40 @@ func (r *configRecord) GetObjectKind() schema.ObjectKind { return r.kind }
 // GetObjectMeta is the record's identity for meta.Accessor (cache keys, indexes, Events): a
 // copy, made only when asked.
 func (r *configRecord) GetObjectMeta() metav1.Object {
-	return &metav1.ObjectMeta{Name: r.Name, Namespace: r.Namespace, UID: r.UID, ResourceVersion: r.ResourceVersion,
+	return &metav1.ObjectMeta{Name: r.Name, Namespace: r.Namespace(), UID: r.UID.UID(), ResourceVersion: r.ResourceVersion,
 		Annotations: r.Annotations}
+}
+
+// Namespace is the config's namespace.
+func (r *configRecord) Namespace() string { return r.ns.Value() }
+
+// compactUID is a UID as its 16 bytes when it is a UUID, as the API server makes every UID: the
+// text would take a 48-byte allocation and its 16-byte header per config. Any other form is
+// kept as it is.
+type compactUID struct {
+	b     [16]byte
+	other *types.UID
+}
+
+func newUID(u types.UID) compactUID {
+	s := string(u)
+	var c compactUID
+	// Only the lower-case 8-4-4-4-12 form reads back the same from its bytes.
+	if len(s) == 36 && s[8] == '-' && s[13] == '-' && s[18] == '-' && s[23] == '-' && strings.ToLower(s) == s {
+		if _, err := hex.Decode(c.b[:], []byte(s[:8]+s[9:13]+s[14:18]+s[19:23]+s[24:])); err == nil {
+			return c
+		}
+	}
+	return compactUID{other: &u}
+}
+
+// UID returns the UID as the API server wrote it.
+func (u compactUID) UID() types.UID {
+	if u.other != nil {
+		return *u.other
+	}
+	h := hex.EncodeToString(u.b[:])
+	return types.UID(h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:])
 }
 
 func (r *configRecord) DeepCopyObject() runtime.Object {
@@ -238,7 +272,7 @@ func configVolumes(vs []corev1.Volume) []corev1.Volume {
 }
 
 func (rs *records) newRecord(kind string, m *metav1.ObjectMeta, hash string) *configRecord {
-	r := &configRecord{kind: recordKind(kind), Name: m.Name, Namespace: m.Namespace, UID: m.UID,
+	r := &configRecord{kind: recordKind(kind), Name: m.Name, ns: unique.Make(m.Namespace), UID: newUID(m.UID),
 		ResourceVersion: m.ResourceVersion, Hash: rs.sharedHash(key{kind, m.Namespace, m.Name}, hash)}
 	for _, k := range rs.annotations.OnConfig() {
 		if v, ok := m.Annotations[k]; ok {

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/reference"
 
@@ -234,5 +235,30 @@ func stripForTest(t *testing.T, obj runtime.Object) {
 	case *batchv1.CronJob, *batchv1.Job:
 	default:
 		t.Fatalf("no strip for %T", obj)
+	}
+}
+
+// A config record keeps a UID the API server made (a lower-case UUID) as its 16 bytes, and any
+// other as it is: either reads back as written, for Events and reports.
+func TestAConfigsUIDReadsBackAsWritten(t *testing.T) {
+	for _, tc := range []struct {
+		uid     types.UID
+		compact bool
+	}{
+		{"0f8e2c1a-5b3d-4e6f-8a9b-1c2d3e4f5a6b", true},
+		{"0F8E2C1A-5B3D-4E6F-8A9B-1C2D3E4F5A6B", false}, // upper case: its bytes read back lower
+		{"cm-uid", false},
+		{"0f8e2c1a-5b3d-4e6f-8a9b-1c2d3e4f5a6", false},  // 35 characters
+		{"0f8e2c1a55b3d-4e6f-8a9b-1c2d3e4f5a6b", false}, // a digit where a dash goes
+		{"zf8e2c1a-5b3d-4e6f-8a9b-1c2d3e4f5a6b", false}, // not hex
+		{"", false},
+	} {
+		c := newUID(tc.uid)
+		if got := c.UID(); got != tc.uid {
+			t.Errorf("%q reads back as %q", tc.uid, got)
+		}
+		if compact := c.other == nil; compact != tc.compact {
+			t.Errorf("%q kept as bytes: %v, want %v", tc.uid, compact, tc.compact)
+		}
 	}
 }

@@ -95,7 +95,7 @@ func (v *validation) invalid(k key, rec *configRecord, fresh bool) {
 		msg += ". The last valid content, " + short(last.Hash) + ", was replaced before " + workloadNames(stranded) +
 			" reloaded for it and is not rolled out either: a restart would now load content that does not validate"
 	}
-	if v.reports.warn(rec, string(rec.UID), "InvalidConfig", msg) && fresh {
+	if v.reports.warn(rec, string(rec.UID.UID()), "InvalidConfig", msg) && fresh {
 		v.counter.WithLabelValues(k.kind).Inc()
 		v.log.Warn("config change not rolled out: it does not validate", "kind", k.kind, "namespace", k.namespace,
 			"name", k.name, "hash", short(rec.Hash), "problem", rec.Invalid, "stranded", len(stranded))
@@ -153,7 +153,7 @@ func workloadNames(ws []key) string {
 // invalid content arriving again is said again.
 func (v *validation) valid(rec *configRecord) {
 	if rec != nil {
-		v.reports.clear(string(rec.UID), "InvalidConfig")
+		v.reports.clear(string(rec.UID.UID()), "InvalidConfig")
 	}
 }
 

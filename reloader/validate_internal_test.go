@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"unique"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -37,7 +38,7 @@ func newValidationFixture() *validationFixture {
 }
 
 func configMapRecord(hash, invalid string) *configRecord {
-	return &configRecord{kind: recordKind(policy.KindConfigMap), Name: "app", Namespace: "ns", UID: "cm-uid", Hash: strings.Repeat(hash, 40), Invalid: invalid}
+	return &configRecord{kind: recordKind(policy.KindConfigMap), Name: "app", ns: unique.Make("ns"), UID: newUID("cm-uid"), Hash: strings.Repeat(hash, 40), Invalid: invalid}
 }
 
 // Content that does not validate is said once per content, counted once, recorded as it is
