@@ -24,6 +24,7 @@ import (
 
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -379,14 +380,16 @@ func (c *Controller) shutdown(workers *sync.WaitGroup, stopWork context.CancelFu
 	workers.Wait()
 }
 
-// drained waits until the queue has been empty, with no worker busy, for 200 ms in a row: long
-// enough for the update event of a last patch to arrive and queue its configs. The workqueue's
-// own ShutDownWithDrain waits only for items already being processed, not for queued ones.
+// drained waits until the queue has been empty, with no worker busy and every write of ours
+// shown by the cache, for 200 ms in a row: the update event of a last patch queues its configs,
+// and may take longer than that to arrive on a loaded machine (TestShutdownFlushesPendingReloads
+// failed so in make test). The workqueue's own ShutDownWithDrain waits only for items already
+// being processed, not for queued ones.
 func (c *Controller) drained(ctx context.Context, grace time.Duration) bool {
 	deadline := time.Now().Add(grace)
 	quietSince := time.Now()
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		if c.queued() != 0 || c.busy.Load() != 0 {
+		if c.queued() != 0 || c.busy.Load() != 0 || c.restarts.writesUnseen(c.cachedVersion) {
 			quietSince = time.Now()
 		} else if time.Since(quietSince) >= 200*time.Millisecond {
 			return true
@@ -394,6 +397,23 @@ func (c *Controller) drained(ctx context.Context, grace time.Duration) bool {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return false
+}
+
+// cachedVersion is the resourceVersion of workload w in its cache, if it is there.
+func (c *Controller) cachedVersion(w key) (string, bool) {
+	k := c.caches.kinds[w.kind]
+	if k == nil {
+		return "", false
+	}
+	obj, ok, err := k.informer.GetStore().GetByKey(w.cacheKey())
+	if err != nil || !ok {
+		return "", false
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return "", false
+	}
+	return m.GetResourceVersion(), true
 }
 
 func (c *Controller) processNext(ctx context.Context) bool {

@@ -365,6 +365,29 @@ func (s *restarts) rollbackEnded(w key, rv string) {
 	s.rolledBack[w] = rv
 }
 
+// writesUnseen reports whether the cache, as cachedVersion reads it, has yet to show a write of ours
+// to a workload (a reload's patch or a rollback): its update event is what lets the state
+// advance, so a shutdown waits for it (drained).
+func (s *restarts) writesUnseen(cachedVersion func(key) (string, bool)) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	behind := func(w key, rv string) bool {
+		cached, ok := cachedVersion(w)
+		return ok && writtenBefore(cached, rv)
+	}
+	for w, p := range s.done {
+		if behind(w, p.rv) {
+			return true
+		}
+	}
+	for w, rv := range s.rolledBack {
+		if behind(w, rv) {
+			return true
+		}
+	}
+	return false
+}
+
 // behindRollback reports whether a cached version rv of w was written before our last rollback
 // of it: the rollout it shows is over.
 func (s *restarts) behindRollback(w key, rv string) bool {
