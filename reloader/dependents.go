@@ -8,7 +8,7 @@ import (
 )
 
 // dependents indexes one workload kind's cached objects by the configs whose change may reload
-// them (indexByConfig's keys), and by pattern keys. Its event handlers keep it (informers.go),
+// them, and by pattern keys (caches.indexKeys). Its event handlers keep it (informers.go),
 // in place of a client-go index: that one keeps a set (a Go map) per config, most of them with
 // one workload, and computes every object's keys twice per update, old and new, each a decode
 // of the packed workload (about 0.24 KB per config at 50,000, BENCHMARKS.md). Here a config's

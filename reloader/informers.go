@@ -226,11 +226,14 @@ func (c *Controller) index(k *workloadKind, old, obj any) {
 	k.byConfig.move(objectKey(k.name, w).cacheKey(), from, to)
 }
 
-// decisive reports an update that may change a decision: the spec (its generation) or an
-// annotation the reloader reads, its presence included (an empty value is not an absent one).
-// Status updates during a rollout are not. annotations are those the reloader reads.
+// decisive reports an update that may change a decision: the spec (its generation), the object
+// (its UID), or an annotation the reloader reads, its presence included (an empty value is not
+// an absent one). Status updates during a rollout are not. annotations are those the reloader
+// reads.
 func decisive(annotations []string, old, obj metav1.Object) bool {
-	if old.GetGeneration() != obj.GetGeneration() {
+	// Another object of the same name (deleted and created again while the watch was broken:
+	// the relist shows it as an update) may read other configs at the same generation.
+	if old.GetGeneration() != obj.GetGeneration() || old.GetUID() != obj.GetUID() {
 		return true
 	}
 	o, n := old.GetAnnotations(), obj.GetAnnotations()
