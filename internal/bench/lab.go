@@ -226,6 +226,9 @@ func (l *lab) startReloader(e *env, name string, coalesce time.Duration, extra .
 	if l.cfg.startupProfile {
 		environ = []string{"GODEBUG=gctrace=1"} // read back by readGCTrace
 	}
+	if l.cfg.logLevel != "" {
+		extra = append(extra, "--log-level", l.cfg.logLevel) // the last one given counts
+	}
 	p, err := startReloader(l.cfg.reloader, l.dir, name, e.cluster.Kubeconfig, e.pop.watched(e.ns), coalesce, environ, extra...)
 	if err != nil {
 		return nil, err

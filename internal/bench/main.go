@@ -50,6 +50,8 @@ type config struct {
 	settle    time.Duration
 	// startupProfile follows each start to its RSS peak with heap profiles and a GC trace.
 	startupProfile bool
+	// logLevel, if set, is the reloader's --log-level in place of warn.
+	logLevel string
 
 	updates      int
 	updateWindow time.Duration
@@ -91,6 +93,7 @@ func parseFlags() (config, error) {
 	flag.IntVar(&c.workers, "workers", 24, "concurrent requests while creating the population")
 	flag.DurationVar(&c.settle, "settle", 10*time.Second, "wait after /readyz before measuring settled memory")
 	flag.BoolVar(&c.startupProfile, "startup-profile", false, "in memory and growth, keep the heap profile taken at the start-up's RSS peak and run the reloader with GODEBUG=gctrace=1")
+	flag.StringVar(&c.logLevel, "reloader-log-level", "", "the reloader's --log-level (default warn); debug logs, among others, when its start-up memory is handed back")
 	flag.IntVar(&c.updates, "updates", 200, "ConfigMap updates during the memory peak measurement")
 	flag.DurationVar(&c.updateWindow, "update-window", 20*time.Second, "time over which the memory scenario spreads its updates")
 	flag.IntVar(&c.samples, "latency-samples", 100, "ConfigMap updates in the latency scenario, one at a time")
