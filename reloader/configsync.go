@@ -20,7 +20,7 @@ func (c *Controller) syncConfig(k key) error {
 		return nil
 	}
 	rec := c.caches.lookup(k)
-	if rec != nil && rec.Invalid != "" {
+	if rec != nil && rec.Invalid() != "" {
 		c.validation.invalid(k, rec, fresh) // validate.go
 		// After invalid, which judges the last valid content with the holds still in place.
 		c.tracker.liftStale(c.rule.staleHolds(k, rec))

@@ -110,7 +110,7 @@ func (ru *rule) viewInAnyNamespace(kind *workloadKind, obj any) (workloadView, b
 // judge applies the rule to workload w and config r (rec nil: it does not exist). triggers is
 // false when the workload does not reload on r at all, nor on content that does not validate.
 func (ru *rule) judge(w workloadView, r policy.ConfigRef, rec *configRecord) (j judgement, triggers bool) {
-	if rec != nil && ru.annotations.Ignores(rec.Annotations) {
+	if rec != nil && ru.annotations.Ignores(rec.Annotations()) {
 		return j, false
 	}
 	want, keys, ok := ru.wanted(w, r, rec)
@@ -121,7 +121,7 @@ func (ru *rule) judge(w workloadView, r policy.ConfigRef, rec *configRecord) (j 
 	// too: it reloads nothing, but it is another content seen. The syncs lift such a hold
 	// (tracker.liftStale); judging only reads.
 	held, staleHold := ru.tracker.held(w.key, r, heldAs(want.Value))
-	if rec != nil && rec.Invalid != "" {
+	if rec != nil && rec.Invalid() != "" {
 		return judgement{change: policy.Change{Ref: r, Value: want.Value}, staleHold: staleHold}, false
 	}
 	f := policy.Facts{
@@ -239,7 +239,7 @@ func (ru *rule) wantedExisting(w workloadView, r policy.ConfigRef) (rec *configR
 // wanted is what workload w's marker for config r should hold (nothing for a config that does
 // not exist) and the keys it reads (nil: all); triggers is false when w does not reload on r.
 func (ru *rule) wanted(w workloadView, r policy.ConfigRef, rec *configRecord) (want policy.Content, keys []string, triggers bool) {
-	matched := rec != nil && ru.annotations.Matches(rec.Annotations)
+	matched := rec != nil && ru.annotations.Matches(rec.Annotations())
 	ok, keys := w.policy.Triggers(r, w.uses[r], matched)
 	if !ok {
 		return want, nil, false

@@ -27,26 +27,82 @@ import (
 // Secret value is ever held. It holds no metav1.ObjectMeta (232 bytes, most of them fields a
 // config record never fills): meta.Accessor reaches its identity through GetObjectMeta.
 type configRecord struct {
-	kind recordKind
 	Name string
 	// ns is the namespace, interned: every config of a namespace shares one copy.
 	ns              unique.Handle[string]
-	UID             compactUID
-	ResourceVersion string // the informer tells a resync from an update by it
-	Annotations     map[string]string
+	ResourceVersion string              // the informer tells a resync from an update by it
 	Hash            string              // content hash (confighash): plain for a ConfigMap, keyed for a Secret
 	Keys            []confighash.KeySum // per-key sums, for workloads that read single keys; keyed for a Secret
-	Stakater        hexSum              // stakater Reloader's hash, to take over without restarts; never written
-	// Collaborne is Collaborne kubernetes-reloader's hash, to take over its state entries and
-	// variables without restarts (collaborne.go); never written.
-	Collaborne hexSum
 	// Legacy holds a Secret's plain hashes, as versions before keyed hashes wrote them into the
 	// state and workloads; nil for a ConfigMap. They are kept in memory only, so that those
 	// values are compared as before and an upgrade restarts nothing that did not change.
 	Legacy *legacyHashes
-	// Invalid says which key declared by reloader/validate does not parse, and where (never the
+	// rare holds what few configs have (reloader annotations, an invalid content, a UID that is
+	// not a UUID); nil for the others, so that a record fits the 160-byte size class.
+	rare     *recordRare
+	uid      uuidBytes // the UID, unless rare holds it
+	Stakater hexSum    // stakater Reloader's hash, to take over without restarts; never written
+	// Collaborne is Collaborne kubernetes-reloader's hash, to take over its state entries and
+	// variables without restarts (collaborne.go); never written.
+	Collaborne hexSum
+	kind       recordKind
+}
+
+// recordRare is what a config record holds only for the configs that have it.
+type recordRare struct {
+	annotations map[string]string // the reloader's annotations the config carries
+	// invalid says which key declared by reloader/validate does not parse, and where (never the
 	// value); "" when the content is valid or nothing is declared (validate.go).
-	Invalid string
+	invalid string
+	uid     *types.UID // a UID that is not a lower-case UUID, as written
+}
+
+// rareFields returns r.rare, made if r had none.
+func (r *configRecord) rareFields() *recordRare {
+	if r.rare == nil {
+		r.rare = &recordRare{}
+	}
+	return r.rare
+}
+
+// Annotations are the reloader's annotations the config carries; nil if none.
+func (r *configRecord) Annotations() map[string]string {
+	if r.rare == nil {
+		return nil
+	}
+	return r.rare.annotations
+}
+
+// Invalid says which declared key of the content does not parse, and where; "" if none.
+func (r *configRecord) Invalid() string {
+	if r.rare == nil {
+		return ""
+	}
+	return r.rare.invalid
+}
+
+// setInvalid records what validation found ("" for nothing), making no rare part for "".
+func (r *configRecord) setInvalid(problem string) {
+	if problem != "" || r.rare != nil {
+		r.rareFields().invalid = problem
+	}
+}
+
+// UID is the config's UID as the API server wrote it.
+func (r *configRecord) UID() types.UID {
+	if r.rare != nil && r.rare.uid != nil {
+		return *r.rare.uid
+	}
+	return r.uid.UID()
+}
+
+// setUID keeps u as its 16 bytes when it is a lower-case UUID, else as written in the rare part.
+func (r *configRecord) setUID(u types.UID) {
+	if b, ok := uuidOf(u); ok {
+		r.uid = b
+		return
+	}
+	r.rareFields().uid = &u
 }
 
 // legacyHashes are a Secret's plain content hash and per-key sums.
@@ -68,14 +124,34 @@ func sumOfHex(s string) hexSum {
 
 func (h hexSum) String() string { return hex.EncodeToString(h[:]) }
 
-// recordKind is a record's kind (policy.KindConfigMap or KindSecret), which it reports as its
-// GroupVersionKind: Events name the config through it.
-type recordKind string
+// recordKind is a record's kind, a byte for policy.KindConfigMap or KindSecret, which it reports
+// as its GroupVersionKind: Events name the config through it.
+type recordKind uint8
+
+const (
+	recordConfigMap recordKind = iota
+	recordSecret
+)
+
+// kindOfRecord is the recordKind of a config kind (policy.KindConfigMap or KindSecret).
+func kindOfRecord(kind string) recordKind {
+	if kind == policy.KindSecret {
+		return recordSecret
+	}
+	return recordConfigMap
+}
+
+func (k recordKind) String() string {
+	if k == recordSecret {
+		return policy.KindSecret
+	}
+	return policy.KindConfigMap
+}
 
 func (k recordKind) SetGroupVersionKind(schema.GroupVersionKind) {}
 
 func (k recordKind) GroupVersionKind() schema.GroupVersionKind {
-	return schema.GroupVersionKind{Version: "v1", Kind: string(k)}
+	return schema.GroupVersionKind{Version: "v1", Kind: k.String()}
 }
 
 func (r *configRecord) GetObjectKind() schema.ObjectKind { return r.kind }
@@ -83,45 +159,42 @@ func (r *configRecord) GetObjectKind() schema.ObjectKind { return r.kind }
 // GetObjectMeta is the record's identity for meta.Accessor (cache keys, indexes, Events): a
 // copy, made only when asked.
 func (r *configRecord) GetObjectMeta() metav1.Object {
-	return &metav1.ObjectMeta{Name: r.Name, Namespace: r.Namespace(), UID: r.UID.UID(), ResourceVersion: r.ResourceVersion,
-		Annotations: r.Annotations}
+	return &metav1.ObjectMeta{Name: r.Name, Namespace: r.Namespace(), UID: r.UID(), ResourceVersion: r.ResourceVersion,
+		Annotations: r.Annotations()}
 }
 
 // Namespace is the config's namespace.
 func (r *configRecord) Namespace() string { return r.ns.Value() }
 
-// compactUID is a UID as its 16 bytes when it is a UUID, as the API server makes every UID: the
-// text would take a 48-byte allocation and its 16-byte header per config. Any other form is
-// kept as it is.
-type compactUID struct {
-	b     [16]byte
-	other *types.UID
-}
+// uuidBytes is a UID as its 16 bytes, as the API server makes every UID (a UUID): the text
+// would take a 48-byte allocation and its 16-byte header per config.
+type uuidBytes [16]byte
 
-func newUID(u types.UID) compactUID {
+// uuidOf reads u as a UUID; ok is false for any form that would not read back the same.
+func uuidOf(u types.UID) (b uuidBytes, ok bool) {
 	s := string(u)
-	var c compactUID
 	// Only the lower-case 8-4-4-4-12 form reads back the same from its bytes.
 	if len(s) == 36 && s[8] == '-' && s[13] == '-' && s[18] == '-' && s[23] == '-' && strings.ToLower(s) == s {
-		if _, err := hex.Decode(c.b[:], []byte(s[:8]+s[9:13]+s[14:18]+s[19:23]+s[24:])); err == nil {
-			return c
+		if _, err := hex.Decode(b[:], []byte(s[:8]+s[9:13]+s[14:18]+s[19:23]+s[24:])); err == nil {
+			return b, true
 		}
 	}
-	return compactUID{other: &u}
+	return uuidBytes{}, false
 }
 
-// UID returns the UID as the API server wrote it.
-func (u compactUID) UID() types.UID {
-	if u.other != nil {
-		return *u.other
-	}
-	h := hex.EncodeToString(u.b[:])
+// UID writes the bytes back as a UUID.
+func (b uuidBytes) UID() types.UID {
+	h := hex.EncodeToString(b[:])
 	return types.UID(h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:])
 }
 
 func (r *configRecord) DeepCopyObject() runtime.Object {
 	c := *r
-	c.Annotations = maps.Clone(r.Annotations)
+	if r.rare != nil {
+		rare := *r.rare
+		rare.annotations = maps.Clone(rare.annotations)
+		c.rare = &rare
+	}
 	c.Keys = append([]confighash.KeySum(nil), r.Keys...)
 	if r.Legacy != nil {
 		c.Legacy = &legacyHashes{Hash: r.Legacy.Hash, Keys: append([]confighash.KeySum(nil), r.Legacy.Keys...)}
@@ -152,7 +225,7 @@ func (rs *records) transform(obj any) (any, error) {
 	case *corev1.ConfigMap:
 		r := rs.newRecord(policy.KindConfigMap, &o.ObjectMeta, confighash.ConfigMap(o))
 		r.Keys, r.Stakater = confighash.ConfigMapKeys(o), sumOfHex(confighash.StakaterConfigMap(o))
-		r.Invalid = validateConfigMap(o)
+		r.setInvalid(validateConfigMap(o))
 		r.Collaborne = sumOfHex(confighash.CollaborneConfigMap(o))
 		return r, nil
 	case *corev1.Secret:
@@ -163,7 +236,7 @@ func (rs *records) transform(obj any) (any, error) {
 		r.Keys, r.Stakater = key.SecretKeys(o), sumOfHex(confighash.StakaterSecret(o))
 		r.Collaborne = sumOfHex(confighash.CollaborneSecret(o))
 		r.Legacy = &legacyHashes{Hash: sumOfHex(confighash.Secret(o)), Keys: confighash.SecretKeys(o)}
-		r.Invalid = validateSecret(o)
+		r.setInvalid(validateSecret(o))
 		return r, nil
 	case *packedWorkload:
 		return o, nil // already in the cache: client-go may transform a cached object again
@@ -272,14 +345,16 @@ func configVolumes(vs []corev1.Volume) []corev1.Volume {
 }
 
 func (rs *records) newRecord(kind string, m *metav1.ObjectMeta, hash string) *configRecord {
-	r := &configRecord{kind: recordKind(kind), Name: m.Name, ns: unique.Make(m.Namespace), UID: newUID(m.UID),
+	r := &configRecord{kind: kindOfRecord(kind), Name: m.Name, ns: unique.Make(m.Namespace),
 		ResourceVersion: m.ResourceVersion, Hash: rs.sharedHash(key{kind, m.Namespace, m.Name}, hash)}
+	r.setUID(m.UID)
 	for _, k := range rs.annotations.OnConfig() {
 		if v, ok := m.Annotations[k]; ok {
-			if r.Annotations == nil {
-				r.Annotations = map[string]string{}
+			rare := r.rareFields()
+			if rare.annotations == nil {
+				rare.annotations = map[string]string{}
 			}
-			r.Annotations[k] = v
+			rare.annotations[k] = v
 		}
 	}
 	return r

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -65,8 +66,8 @@ func TestAConfigRecordWithoutObjectMetaStillNamesItsConfigToTheCacheAndToEvents(
 		t.Errorf("event reference %+v, %v", ref, err)
 	}
 	copied := obj.(*configRecord).DeepCopyObject().(*configRecord)
-	copied.Annotations["unrelated"] = "changed"
-	if _, shared := obj.(*configRecord).Annotations["unrelated"]; shared {
+	copied.Annotations()["unrelated"] = "changed"
+	if _, shared := obj.(*configRecord).Annotations()["unrelated"]; shared {
 		t.Error("a deep copy shares its annotations with the original")
 	}
 	rec := obj.(*configRecord)
@@ -253,12 +254,31 @@ func TestAConfigsUIDReadsBackAsWritten(t *testing.T) {
 		{"zf8e2c1a-5b3d-4e6f-8a9b-1c2d3e4f5a6b", false}, // not hex
 		{"", false},
 	} {
-		c := newUID(tc.uid)
-		if got := c.UID(); got != tc.uid {
+		var r configRecord
+		r.setUID(tc.uid)
+		if got := r.UID(); got != tc.uid {
 			t.Errorf("%q reads back as %q", tc.uid, got)
 		}
-		if compact := c.other == nil; compact != tc.compact {
+		if compact := r.rare == nil; compact != tc.compact {
 			t.Errorf("%q kept as bytes: %v, want %v", tc.uid, compact, tc.compact)
 		}
+	}
+}
+
+// A config record is kept per config, so its size class is the per-config cost: what few configs
+// have lives behind one pointer, nil for the rest.
+func TestAConfigRecordFitsTheSizeClassOf160BytesAndMakesNoRarePartForAPlainConfig(t *testing.T) {
+	if size := unsafe.Sizeof(configRecord{}); size > 160 {
+		t.Errorf("a config record takes %d bytes, more than the 160-byte size class", size)
+	}
+	c := &records{annotations: policy.DefaultAnnotations(), hashKey: &HashKey{}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "team", UID: "0f8e2c1a-5b3d-4e6f-8a9b-1c2d3e4f5a6b",
+		ResourceVersion: "42", Annotations: map[string]string{"unrelated": "x"}}, Data: map[string]string{"a": "1"}}
+	obj, err := c.transform(cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := obj.(*configRecord); rec.rare != nil || rec.Invalid() != "" || rec.Annotations() != nil {
+		t.Errorf("a config with no reloader annotation, a valid content and a UUID has rare fields: %+v", rec.rare)
 	}
 }

@@ -90,15 +90,15 @@ func (v *validation) invalid(k key, rec *configRecord, fresh bool) {
 		v.store.Set(v.names.config(k), rec.Hash)
 	}
 	last, stranded := v.stranded(k)
-	msg := "Content " + short(rec.Hash) + " not rolled out: " + rec.Invalid + "; no workload is restarted for it"
+	msg := "Content " + short(rec.Hash) + " not rolled out: " + rec.Invalid() + "; no workload is restarted for it"
 	if len(stranded) > 0 {
 		msg += ". The last valid content, " + short(last.Hash) + ", was replaced before " + workloadNames(stranded) +
 			" reloaded for it and is not rolled out either: a restart would now load content that does not validate"
 	}
-	if v.reports.warn(rec, string(rec.UID.UID()), "InvalidConfig", msg) && fresh {
+	if v.reports.warn(rec, string(rec.UID()), "InvalidConfig", msg) && fresh {
 		v.counter.WithLabelValues(k.kind).Inc()
 		v.log.Warn("config change not rolled out: it does not validate", "kind", k.kind, "namespace", k.namespace,
-			"name", k.name, "hash", short(rec.Hash), "problem", rec.Invalid, "stranded", len(stranded))
+			"name", k.name, "hash", short(rec.Hash), "problem", rec.Invalid(), "stranded", len(stranded))
 	}
 	for _, w := range stranded {
 		if v.gates.deferrals.isHeld(w) {
@@ -153,7 +153,7 @@ func workloadNames(ws []key) string {
 // invalid content arriving again is said again.
 func (v *validation) valid(rec *configRecord) {
 	if rec != nil {
-		v.reports.clear(string(rec.UID.UID()), "InvalidConfig")
+		v.reports.clear(string(rec.UID()), "InvalidConfig")
 	}
 }
 
@@ -198,7 +198,7 @@ func (v *validation) invalidUsed(w workloadView) []string {
 		if !v.watched(r.Kind) {
 			continue
 		}
-		if rec := v.lookup(configKey(r, w.key.namespace)); rec != nil && rec.Invalid != "" {
+		if rec := v.lookup(configKey(r, w.key.namespace)); rec != nil && rec.Invalid() != "" {
 			out = append(out, r.Kind+" "+r.Name)
 		}
 	}

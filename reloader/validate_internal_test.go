@@ -38,7 +38,10 @@ func newValidationFixture() *validationFixture {
 }
 
 func configMapRecord(hash, invalid string) *configRecord {
-	return &configRecord{kind: recordKind(policy.KindConfigMap), Name: "app", ns: unique.Make("ns"), UID: newUID("cm-uid"), Hash: strings.Repeat(hash, 40), Invalid: invalid}
+	r := &configRecord{kind: recordConfigMap, Name: "app", ns: unique.Make("ns"), Hash: strings.Repeat(hash, 40)}
+	r.setUID("cm-uid")
+	r.setInvalid(invalid)
+	return r
 }
 
 // Content that does not validate is said once per content, counted once, recorded as it is

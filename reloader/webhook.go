@@ -34,7 +34,7 @@ func (ws *webhookSync) sync(ctx context.Context, k key) error {
 		return nil
 	}
 	rec := ws.caches.lookup(k)
-	if rec != nil && ws.annotations.Ignores(rec.Annotations) {
+	if rec != nil && ws.annotations.Ignores(rec.Annotations()) {
 		return nil
 	}
 	skey := ws.names.config(k)
