@@ -20,6 +20,10 @@ func (l *lab) growthPoint(ctx context.Context, e *env, r *result) error {
 	}
 	r.add(info("RSS settled", mib(settled.RSS), unitMiB), info("VmHWM at settle", mib(settled.HWM), unitMiB))
 	l.logf("%s: %d updates, %s apart", name, l.cfg.growthSamples, l.cfg.growthInterval)
+	first, err := l.firstReload(ctx, e, r, l.cfg.growthInterval)
+	if err != nil {
+		return err
+	}
 	before, err := l.snapshot(ctx, p)
 	if err != nil {
 		return err
@@ -28,6 +32,7 @@ func (l *lab) growthPoint(ctx context.Context, e *env, r *result) error {
 	if err != nil {
 		return err
 	}
+	lt.missed += first.missed
 	if err := sleep(ctx, drainWait); err != nil {
 		return err
 	}
