@@ -223,10 +223,12 @@ func env(d *appsv1.Deployment, c, name string) (string, bool) {
 	return "", false
 }
 
-// waitEnv waits until the app container of deployment name has variable v set to want.
+// waitEnv waits until the app container of deployment name has variable v set to want. A
+// refused patch is retried up to refusedRetryMax (30 s) later, and several refusals in a row on
+// a loaded machine reach that bound: the wait outlasts it.
 func waitEnv(t *testing.T, ns, name, v, want string) {
 	t.Helper()
-	waitFor(t, 30*time.Second, name+" env "+v+"="+want, func() (bool, error) {
+	waitFor(t, 45*time.Second, name+" env "+v+"="+want, func() (bool, error) {
 		got, _ := env(getDeployment(t, ns, name), "app", v)
 		return got == want, nil
 	})

@@ -3,7 +3,10 @@ package reloader_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -423,4 +426,59 @@ func TestShutdownFlushesPendingReloads(t *testing.T) {
 	if got := stateEntry(t, ns, "v1.ConfigMap_app-config"); got != hash {
 		t.Fatalf("after a graceful stop the state holds %q, want %s", got, hash)
 	}
+}
+
+// The last reload's update event is what lets the state advance, so the shutdown drain waits,
+// within the grace, until the cache shows it. Here the Deployments' watch is slow (each read
+// of its stream held 800 ms once armed): a drain that ended after a quiet queue alone stopped
+// before that event and left the old hash in the state.
+func TestShutdownWaitsForTheCacheToShowItsLastReloadOnASlowWatch(t *testing.T) {
+	t.Parallel()
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
+	armed, slow := slowWatch("/deployments", 800*time.Millisecond)
+	r := startController(t, ns, controllerOpts{period: time.Minute, grace: 10 * time.Second, wrap: slow})
+	armed.Store(true) // after the first sync: startController waits for it
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+	waitFor(t, 10*time.Second, "the change to open a window", func() (bool, error) {
+		return strings.Contains(r.log.String(), "config changed"), nil
+	})
+	r.stop(t)
+	if got, _ := env(getDeployment(t, ns, "web"), "app", cmVar); got != hash {
+		t.Fatalf("after a graceful stop the env var is %q, want the pending hash %s", got, hash)
+	}
+	if got := stateEntry(t, ns, "v1.ConfigMap_app-config"); got != hash {
+		t.Fatalf("after a graceful stop on a slow watch the state holds %q, want %s", got, hash)
+	}
+}
+
+// slowWatch wraps the controller's transport so that, once armed, each read of a watch stream
+// whose path ends in suffix is held for delay: events arrive late, as on a loaded API server.
+func slowWatch(suffix string, delay time.Duration) (armed *atomic.Bool, wrap func(http.RoundTripper) http.RoundTripper) {
+	armed = &atomic.Bool{}
+	wrap = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(req *http.Request) (*http.Response, error) {
+			resp, err := rt.RoundTrip(req)
+			if err == nil && req.URL.Query().Get("watch") == "true" && strings.HasSuffix(req.URL.Path, suffix) {
+				resp.Body = &slowBody{ReadCloser: resp.Body, armed: armed, delay: delay}
+			}
+			return resp, err
+		})
+	}
+	return armed, wrap
+}
+
+type slowBody struct {
+	io.ReadCloser
+	armed *atomic.Bool
+	delay time.Duration
+}
+
+func (b *slowBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 && b.armed.Load() {
+		time.Sleep(b.delay)
+	}
+	return n, err
 }
