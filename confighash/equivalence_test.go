@@ -96,7 +96,7 @@ func corpusDigest() string {
 		}
 		fmt.Fprintln(h, ConfigMap(cm), Secret(s), StakaterConfigMap(cm), StakaterSecret(s))
 		for _, ks := range append(ConfigMapKeys(cm), SecretKeys(s)...) {
-			fmt.Fprintln(h, ks.Key, hex.EncodeToString(ks.Sum[:]))
+			fmt.Fprintln(h, ks.Key(), hex.EncodeToString(ks.Sum[:]))
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))

@@ -120,7 +120,7 @@ func refSubset(sums []KeySum, keys []string) string {
 
 func slicesIndex(sums []KeySum, key string) int {
 	for i, s := range sums {
-		if s.Key == key {
+		if s.Key() == key {
 			return i
 		}
 	}
@@ -197,15 +197,15 @@ func FuzzHashFormat(f *testing.F) {
 		cmSums, secretSums := ConfigMapKeys(cm), SecretKeys(s)
 		var wantSums []KeySum
 		for k, v := range cm.Data {
-			wantSums = append(wantSums, KeySum{k, sha1.Sum(refEntry(nil, 'd', k, []byte(v)))})
+			wantSums = append(wantSums, NewKeySum(k, sha1.Sum(refEntry(nil, 'd', k, []byte(v)))))
 		}
 		for k, v := range cm.BinaryData {
-			wantSums = append(wantSums, KeySum{k, sha1.Sum(refEntry(nil, 'b', k, v))})
+			wantSums = append(wantSums, NewKeySum(k, sha1.Sum(refEntry(nil, 'b', k, v))))
 		}
 		checkSums(t, "ConfigMapKeys", cmSums, wantSums)
 		wantSums = nil
 		for k, v := range s.Data {
-			wantSums = append(wantSums, KeySum{k, sha1.Sum(refEntry(nil, 'b', k, v))})
+			wantSums = append(wantSums, NewKeySum(k, sha1.Sum(refEntry(nil, 'b', k, v))))
 		}
 		checkSums(t, "SecretKeys", secretSums, wantSums)
 
@@ -255,13 +255,13 @@ func FuzzHashFormat(f *testing.F) {
 // checkSums compares per-key sums with the expected ones, which are in no order.
 func checkSums(t *testing.T, what string, got, want []KeySum) {
 	t.Helper()
-	sort.Slice(want, func(i, j int) bool { return want[i].Key < want[j].Key })
+	sort.Slice(want, func(i, j int) bool { return want[i].Key() < want[j].Key() })
 	if len(got) != len(want) {
 		t.Fatalf("%s: %d sums, want %d", what, len(got), len(want))
 	}
 	for i := range got {
 		if got[i] != want[i] {
-			t.Fatalf("%s[%d] = %q %x, want %q %x", what, i, got[i].Key, got[i].Sum, want[i].Key, want[i].Sum)
+			t.Fatalf("%s[%d] = %q %x, want %q %x", what, i, got[i].Key(), got[i].Sum, want[i].Key(), want[i].Sum)
 		}
 	}
 }

@@ -6,14 +6,30 @@ import (
 	"encoding/hex"
 	"hash"
 	"sort"
+	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 )
 
-// KeySum is the SHA1 of one key's entry, in the byte format of the package doc.
+// KeySum is the SHA1 of one key's entry, in the byte format of the package doc. The key's name
+// is interned: configs kept for long (the reloader's records) share one copy of each name, and
+// most clusters reuse a few names (config.yaml, application.properties) across many configs.
 type KeySum struct {
-	Key string
+	key unique.Handle[string]
 	Sum [sha1.Size]byte
+}
+
+// NewKeySum is the sum of key's entry.
+func NewKeySum(key string, sum [sha1.Size]byte) KeySum {
+	return KeySum{key: unique.Make(key), Sum: sum}
+}
+
+// Key is the key's name.
+func (ks KeySum) Key() string { return ks.key.Value() }
+
+// byKey sorts sums by key.
+func byKey(sums []KeySum) {
+	sort.Slice(sums, func(i, j int) bool { return sums[i].Key() < sums[j].Key() })
 }
 
 // ConfigMapKeys returns the per-key sums of cm, sorted by key.
@@ -30,7 +46,7 @@ func ConfigMapKeys(cm *corev1.ConfigMap) []KeySum {
 	for k, v := range cm.BinaryData {
 		out = append(out, h.bytesSum(tagBinary, k, v))
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	byKey(out)
 	return out
 }
 
@@ -44,7 +60,7 @@ func secretKeys(h *hasher, s *corev1.Secret) []KeySum {
 	for k, v := range s.Data {
 		out = append(out, h.bytesSum(tagBinary, k, v))
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	byKey(out)
 	return out
 }
 
@@ -57,7 +73,7 @@ func (h *hasher) bytesSum(tag byte, key string, value []byte) KeySum {
 }
 
 func (h *hasher) keySum(key string) KeySum {
-	ks := KeySum{Key: key}
+	ks := KeySum{key: unique.Make(key)}
 	h.Sum(ks.Sum[:0])
 	return ks
 }
@@ -91,8 +107,8 @@ func subset(h hash.Hash, sums []KeySum, keys []string) []byte {
 
 // find returns the sum of key in sums, which are sorted by key.
 func find(sums []KeySum, key string) ([sha1.Size]byte, bool) {
-	i := sort.Search(len(sums), func(i int) bool { return sums[i].Key >= key })
-	if i < len(sums) && sums[i].Key == key {
+	i := sort.Search(len(sums), func(i int) bool { return sums[i].Key() >= key })
+	if i < len(sums) && sums[i].Key() == key {
 		return sums[i].Sum, true
 	}
 	return [sha1.Size]byte{}, false

@@ -4,6 +4,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"testing"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -64,5 +65,20 @@ func TestKeyValueTellsAbsentFromPresentKeys(t *testing.T) {
 	}
 	if changed := KeyValue(ConfigMapKeys(&corev1.ConfigMap{Data: map[string]string{"a": "2"}}), "a"); changed == present {
 		t.Fatal("a changed key kept its value")
+	}
+}
+
+// Configs kept for long share one copy of each key name: two ConfigMaps decoded apart, and a
+// Secret, hold the same bytes for "config.yaml".
+func TestKeySumsOfDifferentConfigsShareTheirKeyNames(t *testing.T) {
+	name := func() string { return string([]byte("config.yaml")) } // a fresh copy, as a decode makes
+	a := ConfigMapKeys(&corev1.ConfigMap{Data: map[string]string{name(): "a"}})
+	b := ConfigMapKeys(&corev1.ConfigMap{Data: map[string]string{name(): "b"}})
+	s := SecretKeys(&corev1.Secret{Data: map[string][]byte{name(): []byte("s")}})
+	if a[0].Key() != "config.yaml" || a[0].Sum == b[0].Sum {
+		t.Fatalf("sums %q %x and %x: want config.yaml's, different for different values", a[0].Key(), a[0].Sum, b[0].Sum)
+	}
+	if unsafe.StringData(a[0].Key()) != unsafe.StringData(b[0].Key()) || unsafe.StringData(a[0].Key()) != unsafe.StringData(s[0].Key()) {
+		t.Error("the sums of two configs keep two copies of the same key name")
 	}
 }

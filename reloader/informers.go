@@ -144,7 +144,7 @@ func holdsNoneOf(rec *configRecord) func(keys []string) bool {
 		if rec == nil {
 			return false
 		}
-		return !slices.ContainsFunc(rec.Keys, func(s confighash.KeySum) bool { return slices.Contains(keys, s.Key) })
+		return !slices.ContainsFunc(rec.Keys, func(s confighash.KeySum) bool { return slices.Contains(keys, s.Key()) })
 	}
 }
 
