@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/reloader/reloader/internal/testcluster"
@@ -222,9 +223,9 @@ func (l *lab) startSettled(ctx context.Context, e *env, name string, coalesce ti
 }
 
 func (l *lab) startReloader(e *env, name string, coalesce time.Duration, extra ...string) (*reloaderProc, error) {
-	var environ []string
+	environ := slices.Clone(l.cfg.environ)
 	if l.cfg.startupProfile {
-		environ = []string{"GODEBUG=gctrace=1"} // read back by readGCTrace
+		environ = append(environ, "GODEBUG=gctrace=1") // read back by readGCTrace
 	}
 	if l.cfg.logLevel != "" {
 		extra = append(extra, "--log-level", l.cfg.logLevel) // the last one given counts

@@ -52,6 +52,8 @@ type config struct {
 	startupProfile bool
 	// logLevel, if set, is the reloader's --log-level in place of warn.
 	logLevel string
+	// environ is added to the reloader's environment (-reloader-env).
+	environ []string
 
 	updates      int
 	updateWindow time.Duration
@@ -93,6 +95,13 @@ func parseFlags() (config, error) {
 	flag.IntVar(&c.workers, "workers", 24, "concurrent requests while creating the population")
 	flag.DurationVar(&c.settle, "settle", 10*time.Second, "wait after /readyz before measuring settled memory")
 	flag.BoolVar(&c.startupProfile, "startup-profile", false, "in memory and growth, keep the heap profile taken at the start-up's RSS peak and run the reloader with GODEBUG=gctrace=1")
+	flag.Func("reloader-env", "NAME=value added to the reloader's environment; repeatable (e.g. GODEBUG=memprofilerate=1 for an exact heap profile)", func(v string) error {
+		if !strings.Contains(v, "=") {
+			return fmt.Errorf("want NAME=value, got %q", v)
+		}
+		c.environ = append(c.environ, v)
+		return nil
+	})
 	flag.StringVar(&c.logLevel, "reloader-log-level", "", "the reloader's --log-level (default warn); debug logs, among others, when its start-up memory is handed back")
 	flag.IntVar(&c.updates, "updates", 200, "ConfigMap updates during the memory peak measurement")
 	flag.DurationVar(&c.updateWindow, "update-window", 20*time.Second, "time over which the memory scenario spreads its updates")
