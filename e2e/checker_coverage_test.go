@@ -31,9 +31,14 @@ func coverage(s sequence) map[string]int {
 	setting(len(s.Validated) > 0, "setting: validated configs")
 	setting(s.Rollback, "setting: --rollback")
 	setting(s.NsSelector, "setting: --namespace-selector")
-	for _, a := range s.Actions {
+	for i, a := range s.Actions {
 		c["action: "+a.Op]++
 		switch a.Op {
+		case "delete-workload":
+			// Gen 7's replacement: created again at once, with other refs.
+			if next := s.Actions[min(i+1, len(s.Actions)-1)]; a.Pause == 0 && next.Op == "create-workload" && next.Target == a.Target {
+				c["workload: deleted and created again at once"]++
+			}
 		case "update":
 			if a.Value == invalidJSON {
 				c["content: invalid (does not validate)"]++
@@ -115,22 +120,29 @@ func TestCoverageCountsEachActionUnderItsOperationAndEverySettingItRanUnder(t *t
 		{Op: "update", Value: invalidJSON},
 		{Op: "gate", Gate: gateSpec{Kind: "window", Value: "closed"}},
 		{Op: "hashkey", Value: "replace"},
+		{Op: "reref", Target: "w-1"},
+		{Op: "delete-workload", Target: "w-1"},
+		{Op: "create-workload", Target: "w-1"},
 	}}
 	want := map[string]int{
-		"setting: --reload-on-delete":          5,
-		"setting: annotations strategy":        5,
-		"action: create-workload":              2,
-		"action: update":                       1,
-		"action: gate":                         1,
-		"action: hashkey":                      1,
-		"kind: CronJob":                        1,
-		"kind: Deployment":                     1,
-		"annotations on the pod template":      1,
-		"gate: pause, empty":                   1,
-		"gate: min":                            1,
-		"gate: window closed":                  1,
-		"content: invalid (does not validate)": 1,
-		"hash key: replace":                    1,
+		"setting: --reload-on-delete":                 8,
+		"setting: annotations strategy":               8,
+		"action: create-workload":                     3,
+		"action: reref":                               1,
+		"action: delete-workload":                     1,
+		"workload: deleted and created again at once": 1,
+		"action: update":                              1,
+		"action: gate":                                1,
+		"action: hashkey":                             1,
+		"kind: CronJob":                               1,
+		"kind: Deployment":                            2,
+		"annotations on the pod template":             1,
+		"gate: pause, empty":                          1,
+		"gate: min":                                   1,
+		"gate: removed or none":                       1,
+		"gate: window closed":                         1,
+		"content: invalid (does not validate)":        1,
+		"hash key: replace":                           1,
 	}
 	if got := coverage(s); !maps.Equal(got, want) {
 		t.Errorf("coverage:\n got %v\nwant %v", got, want)

@@ -382,6 +382,11 @@ func (w *world) do(a action) error {
 				return edited{mode: a.Mode}
 			})
 		})
+	case "reref":
+		return w.retry(a.String(), func() error {
+			mode := w.modeOf(a.Target)
+			return w.updateWorkload(a.Target, func(o *wobj, onTemplate bool) edited { return rerefTemplate(o, onTemplate, a.Refs, mode) })
+		})
 	case "image":
 		return w.retry(a.String(), func() error {
 			return w.updateWorkload(a.Target, func(o *wobj, _ bool) edited {
@@ -624,13 +629,18 @@ func refsOf(meta map[string]string) []ref {
 	return out
 }
 
-func (w *world) createWorkload(a action) error {
-	names := make([]string, len(a.Refs))
-	for i, r := range a.Refs {
+// refsNote is the checker/refs annotation for refs, which refsOf reads back.
+func refsNote(refs []ref) string {
+	names := make([]string, len(refs))
+	for i, r := range refs {
 		names[i] = r.String()
 	}
+	return strings.Join(names, " ")
+}
+
+func (w *world) createWorkload(a action) error {
 	kind := kindOrDefault(a.Kind)
-	meta := map[string]string{"checker/refs": strings.Join(names, " ")}
+	meta := map[string]string{"checker/refs": refsNote(a.Refs)}
 	tmpl := podTemplate(kind, a.Target, a.Refs)
 	ann := meta
 	if a.OnTemplate {
@@ -755,11 +765,30 @@ func (w *world) deleteWorkload(name string) error {
 	w.rec.mu.Lock()
 	uid := l.uid
 	w.rec.mu.Unlock()
+	// The reloader deleted the Job to create it again, and has not yet (a refusal holds the
+	// creation): the deletion asked for is done. Its life ends here, so that a Job the checker
+	// creates under the name next is not taken for the reloader's creation (seed 2@7: a
+	// workload replaced at once, its new Job counted as a restart of the old one).
+	jobGone := func(err error) bool {
+		if !apierrors.IsNotFound(err) || l.kind != kindJob {
+			return false
+		}
+		w.rec.mu.Lock()
+		l.deletedAt = time.Now()
+		w.rec.mu.Unlock()
+		return true
+	}
 	o, err := w.getWorkload(w.ctx, l.kind, name)
+	if jobGone(err) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
 	if o.u.GetUID() != uid {
+		if l.kind == kindJob { // created again by the reloader, not yet shown by the watch: retried
+			return fmt.Errorf("job %s has a UID the watch has not shown yet", name)
+		}
 		return errNotThere
 	}
 	at, rv := time.Now(), o.u.GetResourceVersion()
@@ -767,6 +796,9 @@ func (w *world) deleteWorkload(name string) error {
 	// The precondition makes the generation read the last one: a reload in between fails it.
 	err = w.workloads(l.kind).Delete(w.ctx, name, metav1.DeleteOptions{PropagationPolicy: &background,
 		Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}})
+	if jobGone(err) {
+		return nil
+	}
 	if err == nil {
 		w.rec.mu.Lock()
 		l.deletedAt, l.generation = at, o.u.GetGeneration()
@@ -775,10 +807,12 @@ func (w *world) deleteWorkload(name string) error {
 	return err
 }
 
-// edited is what an edit of a workload set: an annotation mode, or a gate.
+// edited is what an edit of a workload set: an annotation mode, a gate, or what its template
+// reads (a reref).
 type edited struct {
 	mode string
 	gate *gateSpec
+	refs []ref
 }
 
 // updateWorkload applies edit to the live workload name and records what it set.
@@ -819,6 +853,10 @@ func (w *world) updateWorkload(name string, edit func(o *wobj, onTemplate bool) 
 	}
 	if e.gate != nil {
 		l.gates = append(l.gates, gateEvent{at: at, gate: *e.gate})
+	}
+	if e.refs != nil {
+		l.rerefs = append(l.rerefs, reref{at: at, rv: rvOf(out), before: l.refs})
+		l.refs = e.refs
 	}
 	if out.GetGeneration() != before { // the update was based on o, so only it moved the generation
 		l.ownChanges++
@@ -1150,11 +1188,7 @@ func tail(s string, n int) string {
 func TestRefsReadBackAsTheyWereWritten(t *testing.T) {
 	t.Parallel()
 	refs := []ref{{Config: "cm-0", Whole: true}, {Config: "cm-1"}, {Config: "sec-0", Optional: true}}
-	names := make([]string, len(refs))
-	for i, r := range refs {
-		names[i] = r.String()
-	}
-	if got := refsOf(map[string]string{"checker/refs": strings.Join(names, " ")}); !slices.Equal(got, refs) {
+	if got := refsOf(map[string]string{"checker/refs": refsNote(refs)}); !slices.Equal(got, refs) {
 		t.Fatalf("refs %v read back as %v", refs, got)
 	}
 }

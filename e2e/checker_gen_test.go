@@ -49,7 +49,7 @@ type action struct {
 	Value  string        // update: the value; recreate: the content seed
 	Only   string        // recreate: write only this key ("": both a and b)
 	Mode   string        // create-workload, annotate: the annotation mode
-	Refs   []ref         // create-workload
+	Refs   []ref         // create-workload, reref
 	Pause  time.Duration // the wait after this action
 	Dur    time.Duration // faults: how long they last
 	// refuse: the pause and the duration begin once the API server applies the refusal.
@@ -112,6 +112,8 @@ func (a action) String() string {
 		fmt.Fprintf(&b, " %s", a.Gate)
 	case "annotate":
 		fmt.Fprintf(&b, " mode=%s", a.Mode)
+	case "reref":
+		fmt.Fprintf(&b, " reads=%v", a.Refs)
 	}
 	if a.Dur > 0 {
 		fmt.Fprintf(&b, " for=%s", a.Dur)
@@ -138,7 +140,9 @@ type sequence struct {
 	// features of a fourth (features.go's kinds, gates, strategy); gen 4 the namespace
 	// selector; gen 5 a deletion judged at a quiet point (deletionJudged); gen 6 a workload
 	// created after a change its dependents' markers hold, then a kill -9
-	// (createdAfterAMarkedChange).
+	// (createdAfterAMarkedChange); gen 7 workloads whose template comes to read other configs
+	// (reref), and workloads deleted and created again at once under their name with other
+	// refs (replaceWorkload).
 	Gen int
 	// Gen 3: the reload strategy (--reload-strategy), and --reload-window: "" (none), "open"
 	// or "closed" (a window hours from now), which workloads' own windows override.
@@ -214,10 +218,13 @@ type generator struct {
 	// gen 6 draws, from a seventh stream, a workload created after a change its dependents'
 	// markers hold, then a kill -9 (createdAfterAMarkedChange).
 	seventh *rand.Rand
+	// gen 7 draws, from an eighth stream, changes of the configs a workload's template reads
+	// (reref) and workloads deleted and created again at once with other refs (replaceWorkload).
+	eighth *rand.Rand
 }
 
 // latestGen is the generator version new seeds run with.
-const latestGen = 6
+const latestGen = 7
 
 // generate makes the sequence of seed under generator version gen: n actions, faults included
 // when faults is set.
@@ -228,7 +235,8 @@ func generate(seed uint64, gen, n int, faults bool) sequence {
 		gen: gen, fourth: rand.New(rand.NewPCG(seed^0x94d049bb133111eb, seed^0xbf58476d1ce4e5b9)), kinds: map[string]string{},
 		fifth:   rand.New(rand.NewPCG(seed^0x2127599bf4325c37, seed^0x880355f21e6d1965)),
 		sixth:   rand.New(rand.NewPCG(seed^0x3c6ef372fe94f82b, seed^0xa54ff53a5f1d36f1)),
-		seventh: rand.New(rand.NewPCG(seed^0x510e527fade682d1, seed^0x9b05688c2b3e6c1f))}
+		seventh: rand.New(rand.NewPCG(seed^0x510e527fade682d1, seed^0x9b05688c2b3e6c1f)),
+		eighth:  rand.New(rand.NewPCG(seed^0x1f83d9abfb41bd6b, seed^0x5be0cd19137e2179))}
 	for _, c := range configNames {
 		g.configs[c] = true // the world starts with every config, content "0"
 	}
@@ -276,6 +284,12 @@ func generate(seed uint64, gen, n int, faults bool) sequence {
 		}
 		if gen >= 6 && faults && g.seventh.IntN(10) == 0 {
 			s.Actions = append(s.Actions, g.createdAfterAMarkedChange()...)
+		}
+		if gen >= 7 && g.eighth.IntN(rerefEvery) == 0 {
+			s.Actions = append(s.Actions, g.reref()...)
+		}
+		if gen >= 7 && g.eighth.IntN(replaceEvery) == 0 {
+			s.Actions = append(s.Actions, g.replaceWorkload()...)
 		}
 		if gen >= 3 && faults && g.fourth.IntN(25) == 0 {
 			s.Actions = append(s.Actions, g.hashKey()...)
@@ -452,14 +466,7 @@ func (g *generator) createWorkload() action {
 		return g.deleteWorkload()
 	}
 	w := pick(g.rnd, free)
-	names := slices.Clone(configNames)
-	g.rnd.Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
-	var refs []ref
-	for _, c := range names[:2+g.rnd.IntN(2)] {
-		r := ref{Config: c, Whole: g.rnd.IntN(3) != 0}
-		r.Optional = !r.Whole && g.more.IntN(2) == 0
-		refs = append(refs, r)
-	}
+	refs := drawRefs(g.rnd, g.more)
 	a := action{Op: "create-workload", Target: w, Mode: g.mode(), Refs: refs}
 	if g.gen >= 3 {
 		g.features(&a)
@@ -468,13 +475,28 @@ func (g *generator) createWorkload() action {
 	return a
 }
 
+// drawRefs draws what a workload reads: 2 or 3 configs, each whole (two in three) or only key a,
+// optional half the time. r draws the configs and how they are read, opt the optional keys.
+func drawRefs(r, opt *rand.Rand) []ref {
+	names := slices.Clone(configNames)
+	r.Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
+	var refs []ref
+	for _, c := range names[:2+r.IntN(2)] {
+		rf := ref{Config: c, Whole: r.IntN(3) != 0}
+		rf.Optional = !rf.Whole && opt.IntN(2) == 0
+		refs = append(refs, rf)
+	}
+	return refs
+}
+
 func (g *generator) created(a action) {
 	g.workloads[a.Target], g.refs[a.Target], g.modes[a.Target], g.kinds[a.Target] = true, a.Refs, a.Mode, a.Kind
 }
 
-func (g *generator) mode() string {
-	return pick(g.rnd, []string{modeNone, modeAuto, modeAuto, modeAuto, modeNamed, modeNamed, modeExclude})
-}
+// modeDraws are the modes a workload is created or annotated with, as often as they are drawn.
+var modeDraws = []string{modeNone, modeAuto, modeAuto, modeAuto, modeNamed, modeNamed, modeExclude}
+
+func (g *generator) mode() string { return pick(g.rnd, modeDraws) }
 
 func (g *generator) deleteWorkload() action {
 	w, ok := g.existing(g.workloads, workloadNames)

@@ -74,10 +74,12 @@ type change struct {
 // workloadLife is one workload, from its creation to its deletion. A Job created again by the
 // reloader keeps its life: its name is the workload.
 type workloadLife struct {
-	name      string
-	kind      string
-	uid       types.UID // a Job's: the current one
-	refs      []ref
+	name string
+	kind string
+	uid  types.UID // a Job's: the current one
+	refs []ref     // what its template reads now
+	// rerefs: the checker's changes of what its template reads (gen 7), oldest first.
+	rerefs    []reref
 	createdRV int64
 	createdAt time.Time
 	deletedAt time.Time              // zero while it lives
@@ -159,6 +161,38 @@ type modeEvent struct {
 }
 
 func (w *workloadLife) mode() string { return w.modes[len(w.modes)-1].mode }
+
+// reref is a change by the checker of the configs a workload's template reads: when it was
+// written (before the write, as modes are), its resourceVersion, and the refs before it.
+type reref struct {
+	at     time.Time
+	rv     int64
+	before []ref
+}
+
+// refsAt is what w's template read at a moment: its refs before the first reref after it.
+func (w *workloadLife) refsAt(at time.Time) []ref {
+	for _, e := range w.rerefs {
+		if e.at.After(at) {
+			return e.before
+		}
+	}
+	return w.refs
+}
+
+// reads is what w's template read over its life, for a report: its refs, and each set a reref
+// gave it.
+func (w *workloadLife) reads() string {
+	if len(w.rerefs) == 0 {
+		return fmt.Sprint(w.refs)
+	}
+	var b strings.Builder
+	for _, e := range w.rerefs {
+		fmt.Fprintf(&b, "%v until rv %d, then ", e.before, e.rv)
+	}
+	fmt.Fprint(&b, w.refs)
+	return b.String()
+}
 
 // recorder keeps the history the oracle judges: the checker's own writes, and every template
 // change the API server reports through a watch that resumes across faults.
@@ -631,7 +665,7 @@ func (r *recorder) lost() []violation {
 		}
 		for _, c := range configNames {
 			if last, ok := r.held(w, c); ok && r.stale(w, c) && !r.baseline(w, c) && !r.keyBaseline(w, c) && !r.heldByRollback(w, c) && !r.leftBehind(w, c) {
-				out = append(out, violation(fmt.Sprintf("lost: %s (mode %s, reads %v) runs an old content of %s, changed at rv %d by %s\n%s", w.name, w.mode(), w.refs, c, last.rv, last.by, r.story(w, c))))
+				out = append(out, violation(fmt.Sprintf("lost: %s (mode %s, reads %s) runs an old content of %s, changed at rv %d by %s\n%s", w.name, w.mode(), w.reads(), c, last.rv, last.by, r.story(w, c))))
 			}
 		}
 	}
@@ -773,10 +807,35 @@ func (r *recorder) held(w *workloadLife, c string) (change, bool) {
 		return change{}, false
 	}
 	last := chs[len(chs)-1]
-	if w.createdRV > last.rv || r.unordered(w, c, last.at) || r.forgotten(c, last) {
+	if w.createdRV > last.rv || r.unordered(w, c, last.at) || r.forgotten(c, last) || !r.readSince(w, c, last) {
 		return change{}, false
 	}
 	return last, true
+}
+
+// readSince reports whether w reloaded on change ch of c when it was made, and on c through
+// every reref since (gen 7): a change of a config its template did not read then is no change
+// for it (the reref's rollout, or its next start, gives its pods what the config holds), and
+// one it stopped reading meanwhile may have been judged while it did not read it. A CronJob
+// still reading c is owed its run: the checker's change of its template runs no Job. The caller
+// holds r.mu.
+func (r *recorder) readSince(w *workloadLife, c string, ch change) bool {
+	if ok, _ := triggers(w.mode(), w.refs, c); !ok || !r.readAt(w, c, ch) {
+		return false
+	}
+	for _, e := range w.rerefs { // the refs each reref after ch replaced
+		if ok, _ := triggers(w.mode(), e.before, c); e.at.After(ch.at) && !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// readAt reports whether w reloaded on change ch of config c, by what its template read when
+// it was made: the whole content, or key a, which ch changed. The caller holds r.mu.
+func (r *recorder) readAt(w *workloadLife, c string, ch change) bool {
+	ok, whole := triggers(w.mode(), w.refsAt(ch.at), c)
+	return ok && (whole || slices.ContainsFunc(r.changes(c, false), func(k change) bool { return k.rv == ch.rv }))
 }
 
 // baseline reports whether w, which carried no marker of c, runs another content than the one a
@@ -899,6 +958,13 @@ func (r *recorder) unordered(w *workloadLife, c string, at time.Time) bool {
 			return true
 		}
 	}
+	// A reref is ordered with a change past raceMargin: the reloader then judges the change by
+	// what the template read when it was made (readAt).
+	for _, e := range w.rerefs {
+		if r.near(e.at, at) {
+			return true
+		}
+	}
 	for _, e := range r.ignored[c] {
 		if r.near(e.at, at) || e.at.After(at) {
 			return true
@@ -930,8 +996,8 @@ func (r *recorder) excess() []violation {
 			}
 		}
 		if rv, touched, bad := r.unjustified(w); bad {
-			out = append(out, violation(fmt.Sprintf("excess: %s (reads %v, modes %v) restarted at rv %d for %v with no change of them left to take since its restarts before; %s",
-				w.name, w.refs, w.modeNames(), rv, touched, r.history(w))))
+			out = append(out, violation(fmt.Sprintf("excess: %s (reads %s, modes %v) restarted at rv %d for %v with no change of them left to take since its restarts before; %s",
+				w.name, w.reads(), w.modeNames(), rv, touched, r.history(w))))
 		}
 		byReloader := r.byReloader(w)
 		bound := len(r.rollbacks(w).rollback)
@@ -939,8 +1005,8 @@ func (r *recorder) excess() []violation {
 			bound += r.bound(w, c)
 		}
 		if byReloader > bound {
-			out = append(out, violation(fmt.Sprintf("excess: %s (reads %v, modes %v) restarted %d times by the reloader (seen at rv %v) for %d changes of what it reloads on; generation %d, own changes %d, %s",
-				w.name, w.refs, w.modeNames(), byReloader, watched, bound, w.generation, w.ownChanges, r.history(w))))
+			out = append(out, violation(fmt.Sprintf("excess: %s (reads %s, modes %v) restarted %d times by the reloader (seen at rv %v) for %d changes of what it reloads on; generation %d, own changes %d, %s",
+				w.name, w.reads(), w.modeNames(), byReloader, watched, bound, w.generation, w.ownChanges, r.history(w))))
 		}
 	}
 	return out
@@ -1109,11 +1175,9 @@ func (r *recorder) counts(w *workloadLife, c string, ch change) bool {
 	if r.unordered(w, c, ch.at) {
 		return true // unordered also counts any later mode or ignore change: generous, never wrong
 	}
-	ok, whole := triggers(w.mode(), w.refs, c)
-	if !ok || r.isIgnored(c) {
-		return false
-	}
-	return whole || slices.ContainsFunc(r.changes(c, false), func(k change) bool { return k.rv == ch.rv })
+	// What w read when the change was made (gen 7's rerefs): a reload for a config its template
+	// no longer read then is a restart without a change.
+	return !r.isIgnored(c) && r.readAt(w, c, ch)
 }
 
 func (w *workloadLife) modeNames() []string {
