@@ -2,6 +2,7 @@ package reloader_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -259,4 +260,45 @@ func TestAnOptionalConfigBackAfterARestartWithoutItRestartsOnce(t *testing.T) {
 			wantReloads(t, ns, "web", before, 2)
 		})
 	}
+}
+
+// Seed 5@7 of the checker (generator version 7): a workload reads a config whole, through an
+// envFrom its pods wait for; the config is deleted and the workload reloaded for it
+// (--reload-on-delete), its new pods waiting. A helm upgrade then has it read one key of the
+// config, optionally, and strips the marker: its new pods start without the config, as the
+// deletion's marker said. Nothing is owed, but only a stripped marker of an existing config was
+// noted, and the deletion restarted the workload a second time. Its pods do run without the
+// config: its return reloads it once.
+func TestAWorkloadThatStopsWaitingForADeletedConfigInAStripIsNotReloadedForTheDeletionAgain(t *testing.T) {
+	t.Parallel()
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"a": "1"})
+	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), func(s *corev1.PodSpec) {
+		s.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"}}}}
+	})
+	startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { o.ReloadOnDelete = true }})
+	settle(t)
+	before := getDeployment(t, ns, "web").Generation
+	deleteConfigMap(t, ns, "app-config")
+	waitFor(t, 30*time.Second, "web reloaded for the deletion", func() (bool, error) {
+		_, marked := env(getDeployment(t, ns, "web"), "app", cmVar)
+		return marked, nil
+	})
+	wantReloads(t, ns, "web", before, 1)
+
+	optional := true
+	upgraded := updateDeployment(t, ns, "web", func(d *appsv1.Deployment) {
+		c := &d.Spec.Template.Spec.Containers[0]
+		c.EnvFrom = nil
+		c.Env = append(slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == cmVar }), corev1.EnvVar{Name: "A",
+			ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"}, Key: "a", Optional: &optional}}})
+	}).Generation
+	wantReloads(t, ns, "web", upgraded, 0)
+
+	createConfigMap(t, ns, "app-config", map[string]string{"a": "1"})
+	waitFor(t, 30*time.Second, "web reloaded for the config's return", func() (bool, error) {
+		return getDeployment(t, ns, "web").Generation == upgraded+1, nil
+	})
+	wantReloads(t, ns, "web", upgraded, 1)
 }

@@ -35,9 +35,13 @@ func (n *notes) stripped(k *workloadKind, old, obj any) {
 	// what was noted of them stands (soak seed 1795773593018830783@5: the note that pods run a
 	// config's reappearance, whatever their marker says, was dropped).
 	restarted := wholeTemplateHash(ov.tmpl) != wholeTemplateHash(nv.tmpl)
+	absent := map[policy.ConfigRef]*read{}
 	for _, r := range n.rule.reloadsOn(nv) {
 		rec, want, keys, ok := n.rule.wantedExisting(nv, r)
 		if !ok {
+			if rd := n.strippedAbsent(ov, nv, r); restarted && !rollback && rd != nil {
+				absent[r] = rd
+			}
 			continue
 		}
 		before := ov.target.MarkerOf(ov.meta.GetAnnotations(), ov.tmpl, r, want)
@@ -53,6 +57,30 @@ func (n *notes) stripped(k *workloadKind, old, obj any) {
 			n.strips.forget(nv.key, r) // stripped while behind: the state decides
 		}
 	}
+	if len(absent) > 0 {
+		n.restartedWithout(nv, absent)
+	}
+}
+
+// strippedAbsent is what the pods of nv read of config r, which does not exist, where the change
+// from ov stripped r's marker (a deletion's, or one from before it); nil otherwise.
+func (n *notes) strippedAbsent(ov, nv workloadView, r policy.ConfigRef) *read {
+	if len(policy.MarkerCopies(ov.meta.GetAnnotations(), ov.tmpl, r)) == 0 || len(policy.MarkerCopies(nv.meta.GetAnnotations(), nv.tmpl, r)) > 0 {
+		return nil
+	}
+	return n.rule.readByOthers(nv, r)
+}
+
+// restartedWithout notes, for a restart by another actor that stripped the markers of configs
+// that do not exist, what its pods read of them (reads): without a note the deletion judged the
+// workload again by the state, as one that ran the content before it, and restarted it a second
+// time; and the config's return with that content reloaded nothing, though the pods run without
+// it (seed 5@7, TestAWorkloadThatStopsWaitingForADeletedConfigInAStripIsNotReloadedForTheDeletionAgain).
+// The strip's other configs are judged by their notes and markers, as a restart of ours leaves them.
+func (n *notes) restartedWithout(nv workloadView, reads map[policy.ConfigRef]*read) {
+	n.restarts.byOthers(nv.key, nv.meta.GetResourceVersion(), reads, n.rule.cachedVersion(nv.key.namespace))
+	n.strips.runNothing(nv.key, unmarkedNone(nv, reads, nil))
+	n.strips.awaits(nv.key, waiting(reads))
 }
 
 // rolledBackBy reports whether a change of a workload's annotations from before to after is a
