@@ -302,3 +302,39 @@ func TestAWorkloadThatStopsWaitingForADeletedConfigInAStripIsNotReloadedForTheDe
 	})
 	wantReloads(t, ns, "web", upgraded, 1)
 }
+
+// Soak seed 1795828528856311681@7: a workload created before a config's deletion is rolled out
+// by another actor, afterwards, to read it whole, its marker of another config stripped. Its new
+// pods wait for the config; they never ran its content, but a workload without a marker was
+// judged to have run it by its creation time, and the deletion reloaded it. The rollout is a
+// restart by others whose pods wait for the config (notes.strippedOnly, restarts.awaiting).
+// Positive control: once the config is back, its next change reloads the workload once.
+func TestAWorkloadRolledOutToReadAConfigDeletedBeforeIsNotReloadedForTheDeletion(t *testing.T) {
+	t.Parallel()
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	createConfigMap(t, ns, "other", map[string]string{"v": "x"})
+	createDeployment(t, ns, "web", 0, named("configmap", "other"), nil)
+	startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { o.ReloadOnDelete = true }})
+	settle(t)
+	const otherVar = "_RELOADER_-configmap-other"
+	hashOther := updateConfigMap(t, ns, "other", map[string]string{"v": "y"})
+	waitEnv(t, ns, "web", otherVar, hashOther)
+	deleteConfigMap(t, ns, "app-config")
+	settle(t)
+
+	upgraded := updateDeployment(t, ns, "web", func(d *appsv1.Deployment) {
+		d.Annotations = named("configmap", "app-config,other")
+		c := &d.Spec.Template.Spec.Containers[0]
+		c.Env = slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == otherVar })
+		c.EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"}}}}
+	}).Generation
+	wantReloads(t, ns, "web", upgraded, 0)
+
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "1"}) // the waiting pods start with it
+	settle(t)
+	back := getDeployment(t, ns, "web").Generation
+	hashC := updateConfigMap(t, ns, "app-config", map[string]string{"v": "2"})
+	waitEnv(t, ns, "web", cmVar, hashC)
+	wantReloads(t, ns, "web", back, 1)
+}

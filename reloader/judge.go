@@ -153,6 +153,12 @@ func (ru *rule) judge(w workloadView, r policy.ConfigRef, rec *configRecord) (j 
 	if !f.Exists && f.ReloadOnDelete && !known && f.Marker != policy.Stale && policy.Waits(&w.tmpl.Spec, r) && ru.strips.ranSince(w.key, r) {
 		f.Marker, force = policy.Stale, true
 	}
+	// Or they waited for it and it has not come back: they run nothing of it, as a deletion's
+	// marker says (soak seed 1795828528856311681@7: rolled out by another actor to read a config
+	// deleted before, a workload was reloaded for the deletion).
+	if !f.Exists && !known && f.Marker == policy.NoMarker && ru.restarts.awaiting(w.key, r) {
+		f.Marker = policy.Current
+	}
 	if f.Exists && f.Marker == policy.NoMarker && keys == nil {
 		f.Marker = policy.CollaborneMarker(w.tmpl, r, rec.Collaborne.String())
 	}

@@ -35,13 +35,9 @@ func (n *notes) stripped(k *workloadKind, old, obj any) {
 	// what was noted of them stands (soak seed 1795773593018830783@5: the note that pods run a
 	// config's reappearance, whatever their marker says, was dropped).
 	restarted := wholeTemplateHash(ov.tmpl) != wholeTemplateHash(nv.tmpl)
-	absent := map[policy.ConfigRef]*read{}
 	for _, r := range n.rule.reloadsOn(nv) {
 		rec, want, keys, ok := n.rule.wantedExisting(nv, r)
 		if !ok {
-			if rd := n.strippedAbsent(ov, nv, r); restarted && !rollback && rd != nil {
-				absent[r] = rd
-			}
 			continue
 		}
 		before := ov.target.MarkerOf(ov.meta.GetAnnotations(), ov.tmpl, r, want)
@@ -57,30 +53,6 @@ func (n *notes) stripped(k *workloadKind, old, obj any) {
 			n.strips.forget(nv.key, r) // stripped while behind: the state decides
 		}
 	}
-	if len(absent) > 0 {
-		n.restartedWithout(nv, absent)
-	}
-}
-
-// strippedAbsent is what the pods of nv read of config r, which does not exist, where the change
-// from ov stripped r's marker (a deletion's, or one from before it); nil otherwise.
-func (n *notes) strippedAbsent(ov, nv workloadView, r policy.ConfigRef) *read {
-	if len(policy.MarkerCopies(ov.meta.GetAnnotations(), ov.tmpl, r)) == 0 || len(policy.MarkerCopies(nv.meta.GetAnnotations(), nv.tmpl, r)) > 0 {
-		return nil
-	}
-	return n.rule.readByOthers(nv, r)
-}
-
-// restartedWithout notes, for a restart by another actor that stripped the markers of configs
-// that do not exist, what its pods read of them (reads): without a note the deletion judged the
-// workload again by the state, as one that ran the content before it, and restarted it a second
-// time; and the config's return with that content reloaded nothing, though the pods run without
-// it (seed 5@7, TestAWorkloadThatStopsWaitingForADeletedConfigInAStripIsNotReloadedForTheDeletionAgain).
-// The strip's other configs are judged by their notes and markers, as a restart of ours leaves them.
-func (n *notes) restartedWithout(nv workloadView, reads map[policy.ConfigRef]*read) {
-	n.restarts.byOthers(nv.key, nv.meta.GetResourceVersion(), reads, n.rule.cachedVersion(nv.key.namespace))
-	n.strips.runNothing(nv.key, unmarkedNone(nv, reads, nil))
-	n.strips.awaits(nv.key, waiting(reads))
 }
 
 // rolledBackBy reports whether a change of a workload's annotations from before to after is a
@@ -129,17 +101,43 @@ func (n *notes) configChanged(k key, rec *configRecord) {
 	n.restarts.configChanged(k, rec.ResourceVersion, func(keys []string) string { return n.records.content(rec, keys).Value })
 }
 
-// restartedByOthers notes, for a followable workload whose pod template another actor changed
-// (the markers as they were: neither a reload nor a rollback of ours), what its new pods read
-// (podsRestarted). A paused workload's template change restarts nothing: its resume does
+// restartedByOthers notes, for a followable workload whose pod template another actor changed,
+// what its new pods read (podsRestarted). A reload or a rollback of ours sets or puts back
+// markers, and notes its own restart; another actor's change leaves them or strips them (a helm
+// upgrade), and may have the pods read other configs. A strip was once taken for ours: the
+// pods' reads went unnoted, and a config they read anew while its state was behind restarted
+// them for the content they ran (soak seed 1795828528856311681@7); a config deleted, whose
+// deletion marker went, came back with its old content and reloaded nothing though they ran
+// without it (seed 5@7). A paused workload's template change restarts nothing: its resume does
 // (resumed).
 func (n *notes) restartedByOthers(k *workloadKind, old, obj any) {
 	ov, ok := n.rule.view(k, old)
 	nv, ok2 := n.rule.view(k, obj)
-	if !ok || !ok2 || !rolls(obj) || k.paused != nil && k.paused(obj) || wholeTemplateHash(ov.tmpl) == wholeTemplateHash(nv.tmpl) || n.marked(ov, nv) {
+	if !ok || !ok2 || !rolls(obj) || k.paused != nil && k.paused(obj) || wholeTemplateHash(ov.tmpl) == wholeTemplateHash(nv.tmpl) {
+		return
+	}
+	if n.marked(ov, nv) && !n.strippedOnly(ov, nv) {
 		return
 	}
 	n.podsRestarted(nv)
+}
+
+// strippedOnly reports whether a change that moved markers only removed some (another actor's
+// template without them), rather than setting or putting back any (a reload or a rollback of
+// ours).
+func (n *notes) strippedOnly(ov, nv workloadView) bool {
+	if rolledBackBy(ov.meta.GetAnnotations(), nv.meta.GetAnnotations()) {
+		return false
+	}
+	for _, r := range n.rule.reloadsOn(nv) {
+		before := policy.MarkerCopies(ov.meta.GetAnnotations(), ov.tmpl, r)
+		for _, m := range policy.MarkerCopies(nv.meta.GetAnnotations(), nv.tmpl, r) {
+			if !slices.Contains(before, m) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // resumed notes, for a workload whose rollouts were paused and no longer are (a pause period's

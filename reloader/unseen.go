@@ -279,6 +279,15 @@ func (s *restarts) runs(w key, r policy.ConfigRef) (value string, keys []string,
 	return "", nil, false
 }
 
+// awaiting reports whether the pods of w's last restart wait for r, absent at the restart and
+// not seen back since.
+func (s *restarts) awaiting(w key, r policy.ConfigRef) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.latest(w)
+	return p != nil && p.reads[r] != nil && p.reads[r].absent && len(p.reads[r].since) == 0
+}
+
 // latest is w's restart in flight, or else its last one. A patch's own update event may be
 // handled before the call returns: the cache then shows its template, which the reads of the
 // restart in flight describe (seed test TestSeedExamplesReloadAsDescribed: judged by the
