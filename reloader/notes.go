@@ -116,28 +116,28 @@ func (n *notes) restartedByOthers(k *workloadKind, old, obj any) {
 	if !ok || !ok2 || !rolls(obj) || k.paused != nil && k.paused(obj) || wholeTemplateHash(ov.tmpl) == wholeTemplateHash(nv.tmpl) {
 		return
 	}
-	if n.marked(ov, nv) && !n.strippedOnly(ov, nv) {
+	if n.setsMarkers(ov, nv) {
 		return
 	}
 	n.podsRestarted(nv)
 }
 
-// strippedOnly reports whether a change that moved markers only removed some (another actor's
-// template without them), rather than setting or putting back any (a reload or a rollback of
-// ours).
-func (n *notes) strippedOnly(ov, nv workloadView) bool {
-	if rolledBackBy(ov.meta.GetAnnotations(), nv.meta.GetAnnotations()) {
-		return false
-	}
+// setsMarkers reports whether a change of a workload set a marker, or moved markers as a
+// rollback of ours: a reload or a rollback, which notes its own restart. Another actor's change
+// leaves the markers or only strips some (a helm upgrade).
+func (n *notes) setsMarkers(ov, nv workloadView) bool {
+	moved := false
 	for _, r := range n.rule.reloadsOn(nv) {
 		before := policy.MarkerCopies(ov.meta.GetAnnotations(), ov.tmpl, r)
-		for _, m := range policy.MarkerCopies(nv.meta.GetAnnotations(), nv.tmpl, r) {
+		after := policy.MarkerCopies(nv.meta.GetAnnotations(), nv.tmpl, r)
+		for _, m := range after {
 			if !slices.Contains(before, m) {
-				return false
+				return true
 			}
 		}
+		moved = moved || len(before) != len(after)
 	}
-	return true
+	return moved && rolledBackBy(ov.meta.GetAnnotations(), nv.meta.GetAnnotations())
 }
 
 // resumed notes, for a workload whose rollouts were paused and no longer are (a pause period's
