@@ -6,6 +6,7 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -137,5 +138,15 @@ gc 3 @4.250s 2%: 0.010+1.0+0.003 ms clock, 0.02+0.1/0.4/0.1+0.007 ms cpu, 30->30
 	want := gcTrace{GCs: 3, MaxHeapMB: 41, MaxLiveMB: 25, MaxGoalMB: 44, MaxHeapAtSec: 1.5}
 	if got != want {
 		t.Errorf("readGCTrace = %+v, want %+v", got, want)
+	}
+}
+
+func TestStartupProfileAddsGctraceToAGivenGODEBUGWithoutDroppingIt(t *testing.T) {
+	got := withGODEBUG([]string{"A=1", "GODEBUG=memprofilerate=1"}, "gctrace=1")
+	if want := []string{"A=1", "GODEBUG=memprofilerate=1,gctrace=1"}; !slices.Equal(got, want) {
+		t.Errorf("with a GODEBUG: %q, want %q", got, want)
+	}
+	if got := withGODEBUG([]string{"A=1"}, "gctrace=1"); !slices.Equal(got, []string{"A=1", "GODEBUG=gctrace=1"}) {
+		t.Errorf("without one: %q", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/reloader/reloader/internal/testcluster"
@@ -222,10 +223,21 @@ func (l *lab) startSettled(ctx context.Context, e *env, name string, coalesce ti
 	return p, nil
 }
 
+// withGODEBUG adds setting to environ's GODEBUG, keeping the settings given with -reloader-env.
+func withGODEBUG(environ []string, setting string) []string {
+	for i, kv := range environ {
+		if v, ok := strings.CutPrefix(kv, "GODEBUG="); ok {
+			environ[i] = "GODEBUG=" + v + "," + setting
+			return environ
+		}
+	}
+	return append(environ, "GODEBUG="+setting)
+}
+
 func (l *lab) startReloader(e *env, name string, coalesce time.Duration, extra ...string) (*reloaderProc, error) {
 	environ := slices.Clone(l.cfg.environ)
 	if l.cfg.startupProfile {
-		environ = append(environ, "GODEBUG=gctrace=1") // read back by readGCTrace
+		environ = withGODEBUG(environ, "gctrace=1") // read back by readGCTrace
 	}
 	if l.cfg.logLevel != "" {
 		extra = append(extra, "--log-level", l.cfg.logLevel) // the last one given counts
