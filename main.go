@@ -54,14 +54,22 @@ func main() {
 	// Most of the executable's pages mapped so far served the packages' initialisation only.
 	_, _ = pageout.Executable() // where the kernel cannot, nothing changes
 
-	// Once started: the lists' garbage, and most of the executable's pages mapped by then, served
-	// only the start.
-	startedUp := func() error {
-		debug.FreeOSMemory()
-		_, err := pageout.Executable()
-		return err
+	hooks := app.Hooks{
+		// Once the lists are in: the code that decoded them is most of the executable's pages
+		// mapped by then, and the start-up pass that follows maps its own (BENCHMARKS.md).
+		Synced: func() error {
+			_, err := pageout.Executable()
+			return err
+		},
+		// Once started: the lists' garbage, and most of the executable's pages mapped by then,
+		// served only the start.
+		StartedUp: func() error {
+			debug.FreeOSMemory()
+			_, err := pageout.Executable()
+			return err
+		},
 	}
-	if err := app.Run(flags, version, startedUp); err != nil {
+	if err := app.Run(flags, version, hooks); err != nil {
 		fmt.Fprintln(os.Stderr, "reloader: error:", err)
 		os.Exit(1)
 	}

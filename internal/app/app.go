@@ -26,11 +26,18 @@ import (
 	"github.com/reloader/reloader/reloader"
 )
 
+// Hooks are called at two points of every start (main.go hands back memory there); each, if
+// set, runs once every namespace's controller has reached the point, and its error is logged.
+type Hooks struct {
+	// Synced: the caches hold the initial lists, and the start-up pass is about to begin.
+	Synced func() error
+	// StartedUp: the initial sync has been processed.
+	StartedUp func() error
+}
+
 // Run runs the reloader that f describes until SIGTERM or SIGINT, or a failure it returns;
-// version is what its logs and metrics report. startedUp, if set, is called each time every
-// namespace's initial sync has been processed (main.go hands back what only the start needed);
-// its error is logged.
-func Run(f cli.Flags, version string, startedUp func() error) error {
+// version is what its logs and metrics report.
+func Run(f cli.Flags, version string, hooks Hooks) error {
 	log := f.Logger()
 	klog.SetSlogLogger(log) // client-go's own lines follow --log-format too
 	cfg, err := restConfig(f.Kubeconfig)
@@ -72,7 +79,7 @@ func Run(f cli.Flags, version string, startedUp func() error) error {
 	if e != nil {
 		writer = e.ID
 	}
-	ctrls, err := newFleet(&f, clients, namespaces, stateNSs, writer, startedUp, log, m)
+	ctrls, err := newFleet(&f, clients, namespaces, stateNSs, writer, hooks, log, m)
 	if err != nil {
 		return err
 	}
@@ -110,25 +117,17 @@ func Run(f cli.Flags, version string, startedUp func() error) error {
 }
 
 // newFleet builds one controller per namespace; writer, if set, fences their state writes.
-func newFleet(c *cli.Flags, clients *kube.Clients, namespaces, stateNSs []string, writer string, startedUp func() error, log *slog.Logger, m *metrics.Metrics) (fleet, error) {
+func newFleet(c *cli.Flags, clients *kube.Clients, namespaces, stateNSs []string, writer string, hooks Hooks, log *slog.Logger, m *metrics.Metrics) (fleet, error) {
 	var shared reloader.Options // one alert queue and webhook for every namespace
 	if err := notify(*c, &shared, log, m); err != nil {
 		return nil, err
 	}
 	f := make(fleet, len(namespaces))
-	allStarted := afterEvery(len(namespaces), func() {
-		if startedUp == nil {
-			return
-		}
-		if err := startedUp(); err != nil {
-			log.Debug("start-up memory kept", "err", err)
-		} else {
-			log.Debug("start-up memory handed back")
-		}
-	})
+	allSynced := afterEvery(len(namespaces), logged(hooks.Synced, log, "the lists' memory"))
+	allStarted := afterEvery(len(namespaces), logged(hooks.StartedUp, log, "start-up memory"))
 	for i, ns := range namespaces {
 		o := c.Options(ns, stateNSs[i], log, m)
-		o.StartedUp = allStarted
+		o.Synced, o.StartedUp = allSynced, allStarted
 		o.Alerts, o.Webhook = shared.Alerts, shared.Webhook
 		o.StateWriter = writer
 		ctrl, err := reloader.New(clients, o)
@@ -138,6 +137,20 @@ func newFleet(c *cli.Flags, clients *kube.Clients, namespaces, stateNSs []string
 		f[i] = ctrl
 	}
 	return f, nil
+}
+
+// logged calls hook, if set, and logs at debug level whether what it hands back was handed back.
+func logged(hook func() error, log *slog.Logger, what string) func() {
+	return func() {
+		if hook == nil {
+			return
+		}
+		if err := hook(); err != nil {
+			log.Debug(what+" kept", "err", err)
+		} else {
+			log.Debug(what + " handed back")
+		}
+	}
 }
 
 // afterEvery returns a function that calls f at every n-th call of it: once every controller of
