@@ -150,3 +150,36 @@ func TestStartupProfileAddsGctraceToAGivenGODEBUGWithoutDroppingIt(t *testing.T)
 		t.Errorf("without one: %q", got)
 	}
 }
+
+// A slow sample is the reloader's or the cluster's: the reloader's own reloads above 20 ms are
+// counted from its latency histogram, between the two scrapes only.
+func TestAPICostCountsTheReloadersOwnReloadsSlowerThan20ms(t *testing.T) {
+	scrape := func(text string) snapshot {
+		m, err := parseMetrics(strings.NewReader(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return snapshot{metrics: m}
+	}
+	before := scrape(`reloader_reload_latency_seconds_bucket{le="0.02"} 5
+reloader_reload_latency_seconds_bucket{le="+Inf"} 6
+reloader_reload_latency_seconds_count 6
+reloader_reload_latency_seconds_sum 0.2
+`)
+	after := scrape(`reloader_reload_latency_seconds_bucket{le="0.02"} 12
+reloader_reload_latency_seconds_bucket{le="+Inf"} 16
+reloader_reload_latency_seconds_count 16
+reloader_reload_latency_seconds_sum 0.5
+`)
+	r := &result{Details: map[string]any{}}
+	(&lab{}).apiCost(r, before, after, 10)
+	for _, c := range r.Checks {
+		if c.Name == "reloader's own reloads slower than 20 ms" {
+			if c.Measured != 3 {
+				t.Errorf("own reloads slower than 20 ms = %v, want 3 (10 reloads, 7 within 20 ms)", c.Measured)
+			}
+			return
+		}
+	}
+	t.Errorf("no count of the reloader's own slow reloads in %v", r.Checks)
+}
