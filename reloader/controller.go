@@ -313,10 +313,16 @@ func (c *Controller) Run(ctx context.Context) error {
 		go c.opts.Alerts.Run(workCtx)
 	}
 	go c.tombstones.sweep(workCtx)
+	noted := make(chan struct{}) // closed once the note that stakater's variables were compared is done
 	if c.stakater.Load() {
-		go noteStakaterCompared(workCtx, c.state, c.drained, &c.stakater, c.log)
+		go func() {
+			defer close(noted)
+			noteStakaterCompared(workCtx, c.state, c.drained, &c.stakater, c.log)
+		}()
+	} else {
+		close(noted)
 	}
-	go c.startedUp(workCtx)
+	go c.startedUp(workCtx, noted)
 	c.ready.Store(true)
 	c.annotationCheck.checkAll()
 
@@ -360,16 +366,25 @@ func (c *Controller) loadState(ctx context.Context) (first, ok bool) {
 }
 
 // startedUp calls Options.StartedUp once the initial sync has been processed and the state
-// has written what it recorded: the start's last garbage is that write's (at 20,000 configs it
-// came after the hook, and stayed in the heap through the quiet that followed). A state that
-// cannot be written holds the hook back stateWriteWait at most.
-func (c *Controller) startedUp(ctx context.Context) {
+// has written what it recorded, the note of stakater's comparison (noted) included: the start's
+// last garbage and code are those writes' (at 20,000 configs they came after the hook, their
+// garbage stayed in the heap and their code in the resident pages through the quiet that
+// followed). A state that cannot be written holds the hook back stateWriteWait at most.
+func (c *Controller) startedUp(ctx context.Context, noted <-chan struct{}) {
 	for !c.drained(ctx, time.Second) {
 		if ctx.Err() != nil {
 			return
 		}
 	}
-	for deadline := time.Now().Add(stateWriteWait); !c.state.Clean() && time.Now().Before(deadline); {
+	done := func() bool {
+		select {
+		case <-noted:
+			return c.state.Clean()
+		default:
+			return false
+		}
+	}
+	for deadline := time.Now().Add(stateWriteWait); !done() && time.Now().Before(deadline); {
 		select {
 		case <-ctx.Done():
 			return

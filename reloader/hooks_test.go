@@ -60,8 +60,10 @@ func TestTheSyncedHookRunsBeforeAnyConfigIsJudgedAndStartedUpAfterAll(t *testing
 	}
 }
 
-// The start-up's last garbage is the state's first write: StartedUp, which hands the heap back,
-// comes after it, even when that write is slow (here each state write is held 1 s).
+// The start-up's last garbage is the state's first writes: StartedUp, which hands the heap and
+// the executable's pages back, comes after them, even when they are slow (here each state write
+// is held 1 s): the entries the start recorded, and the note that stakater's variables were
+// compared, written after them.
 func TestStartedUpComesAfterTheStatesFirstWriteEvenASlowOne(t *testing.T) {
 	t.Parallel()
 	ns := cluster.NewNamespace(t)
@@ -88,7 +90,7 @@ func TestStartedUpComesAfterTheStatesFirstWriteEvenASlowOne(t *testing.T) {
 	}})
 	select {
 	case data := <-atStart:
-		for _, key := range []string{"v1.ConfigMap_a", "v1.ConfigMap_b"} {
+		for _, key := range []string{"v1.ConfigMap_a", "v1.ConfigMap_b", "reloader.stakater-compared"} {
 			if data[key] == "" {
 				t.Errorf("when StartedUp ran the state held no %s: %v", key, data)
 			}
