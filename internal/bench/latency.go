@@ -191,19 +191,23 @@ func (l *lab) apiCost(r *result, before, after snapshot, changes int) {
 	reloads := after.metrics.byLabels("reloader_reloads_total", "result")
 	prev := before.metrics.byLabels("reloader_reloads_total", "result")
 	r.detail("reloads_by_result", delta(prev, reloads))
-	count := after.metrics.get("reloader_reload_latency_seconds_count") - before.metrics.get("reloader_reload_latency_seconds_count")
-	sum := after.metrics.get("reloader_reload_latency_seconds_sum") - before.metrics.get("reloader_reload_latency_seconds_sum")
+	// grown is how much the samples named name with the labels match grew between the scrapes.
+	grown := func(name string, match map[string]string) float64 {
+		return after.metrics.sum(name, match) - before.metrics.sum(name, match)
+	}
+	count := grown("reloader_reload_latency_seconds_count", nil)
+	sum := grown("reloader_reload_latency_seconds_sum", nil)
 	if count > 0 {
 		r.add(info("reloader's own latency mean (observed → patched)", 1000*sum/count, unitMs))
 		// Whether a slow sample is the reloader's or the cluster's: its own reloads slower than
 		// 20 ms (a bucket bound of the histogram).
-		within := after.metrics.sum(latencyBucket, map[string]string{"le": "0.02"}) - before.metrics.sum(latencyBucket, map[string]string{"le": "0.02"})
+		within := grown(latencyBucket, map[string]string{"le": "0.02"})
 		r.add(info("reloader's own reloads slower than 20 ms", count-within, unitCount))
 		// Its span includes the patch's round trip: the API server's and etcd's share of it.
 		patch := map[string]string{"verb": "PATCH"}
-		patches := after.metrics.sum(requestCount, patch) - before.metrics.sum(requestCount, patch)
+		patches := grown(requestCount, patch)
 		patch["le"] = "0.016"
-		fast := after.metrics.sum(requestBucket, patch) - before.metrics.sum(requestBucket, patch)
+		fast := grown(requestBucket, patch)
 		r.add(info("its PATCH requests slower than 16 ms", patches-fast, unitCount))
 	}
 	r.add(info("reloader CPU time / changes", 1000*(after.cpu-before.cpu)/float64(changes), unitMs))
