@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"image/png"
+	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -168,6 +170,7 @@ reloader_reload_latency_seconds_count 6
 reloader_reload_latency_seconds_sum 0.2
 rest_client_request_duration_seconds_bucket{verb="PATCH",host="h",le="0.016"} 4
 rest_client_request_duration_seconds_count{verb="PATCH",host="h"} 4
+rest_client_request_duration_seconds_sum{verb="PATCH",host="h"} 0.01
 rest_client_request_duration_seconds_bucket{verb="POST",host="h",le="0.016"} 1
 rest_client_request_duration_seconds_count{verb="POST",host="h"} 9
 `)
@@ -177,6 +180,7 @@ reloader_reload_latency_seconds_count 16
 reloader_reload_latency_seconds_sum 0.5
 rest_client_request_duration_seconds_bucket{verb="PATCH",host="h",le="0.016"} 12
 rest_client_request_duration_seconds_count{verb="PATCH",host="h"} 14
+rest_client_request_duration_seconds_sum{verb="PATCH",host="h"} 0.06
 rest_client_request_duration_seconds_bucket{verb="POST",host="h",le="0.016"} 1
 rest_client_request_duration_seconds_count{verb="POST",host="h"} 19
 `)
@@ -191,5 +195,85 @@ rest_client_request_duration_seconds_count{verb="POST",host="h"} 19
 	}
 	if v, ok := got["its PATCH requests slower than 16 ms"]; !ok || v != 2 {
 		t.Errorf("PATCH requests slower than 16 ms = %v (%v), want 2 (10 patches, 8 within; POSTs not counted)", v, ok)
+	}
+	if v, ok := got["its PATCH requests' mean"]; !ok || math.Abs(v-5) > 1e-9 {
+		t.Errorf("PATCH mean = %v (%v), want 5 ms (50 ms over 10 patches)", v, ok)
+	}
+}
+
+func TestSamplePathsSplitEachSampleAtTheReloadersLogLinesAndCountItsCollections(t *testing.T) {
+	started := time.Date(2026, 11, 29, 2, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return started.Add(time.Duration(ms) * time.Millisecond) }
+	line := func(ms int, msg, name string) string {
+		return fmt.Sprintf(`{"time":%q,"level":"INFO","msg":%q,"name":%q}`, at(ms).Format(time.RFC3339Nano), msg, name)
+	}
+	log := strings.Join([]string{
+		line(900, msgChanged, "cm-1"), // an earlier change of cm-1: before the sample's update
+		line(1003, msgChanged, "cm-1"),
+		line(1004, msgChanged, "cm-2"),
+		"gc 9 @1.005s 2%: 0.010+4.0+0.010 ms clock, 0.02+0.1/0.4/0.1+0.007 ms cpu, 30->31->15 MB, 32 MB goal, 0 MB stacks, 0 MB globals, 2 P",
+		line(1012, msgReloaded, "d-0"),
+		line(2001, msgChanged, "cm-3"),
+		line(2005, msgReloaded, "d-1"),
+	}, "\n")
+	path := filepath.Join(t.TempDir(), "reloader.log")
+	if err := os.WriteFile(path, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	seen := []seenReload{
+		{reload{config: "cm-1", deployment: "d-0", updated: at(1001)}, at(1015)},
+		{reload{config: "cm-3", deployment: "d-1", updated: at(2002)}, at(2007)}, // judged 1 ms before the update returned
+		{reload{config: "cm-4", deployment: "d-2", updated: at(3000)}, at(3009)}, // no log lines: left out
+	}
+	got, err := samplePaths(path, started, seen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []samplePath{
+		{Config: "cm-1", TotalMs: 14, ToReloader: 2, InReloader: 9, ToBench: 3, GCMs: 4.02},
+		{Config: "cm-3", TotalMs: 5, ToReloader: -1, InReloader: 4, ToBench: 2},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("samplePaths =\n%+v, want\n%+v", got, want)
+	}
+}
+
+func TestAPIServerCostReadsItsOwnPatchLatencyCPUAndCollections(t *testing.T) {
+	parse := func(text string) metricSet {
+		m, err := parseMetrics(strings.NewReader(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	before := parse(`apiserver_request_duration_seconds_sum{verb="PATCH",resource="deployments",scope="resource"} 1
+apiserver_request_duration_seconds_count{verb="PATCH",resource="deployments",scope="resource"} 100
+apiserver_request_duration_seconds_sum{verb="PATCH",resource="configmaps",scope="resource"} 1
+apiserver_request_duration_seconds_count{verb="PATCH",resource="configmaps",scope="resource"} 10
+process_cpu_seconds_total 40
+go_gc_duration_seconds_count 7
+`)
+	after := parse(`apiserver_request_duration_seconds_sum{verb="PATCH",resource="deployments",scope="resource"} 1.08
+apiserver_request_duration_seconds_count{verb="PATCH",resource="deployments",scope="resource"} 110
+apiserver_request_duration_seconds_sum{verb="PATCH",resource="configmaps",scope="resource"} 9
+apiserver_request_duration_seconds_count{verb="PATCH",resource="configmaps",scope="resource"} 20
+process_cpu_seconds_total 40.2
+go_gc_duration_seconds_count 9
+`)
+	r := &result{Details: map[string]any{}}
+	apiServerCost(r, before, after, 10)
+	got := map[string]float64{}
+	for _, c := range r.Checks {
+		got[c.Name] = c.Measured
+	}
+	want := map[string]float64{
+		"API server's PATCH of Deployments, mean": 8,  // 80 ms over 10 patches; the ConfigMaps' are not counted
+		"API server CPU time / changes":           20, // 200 ms over 10 changes
+		"API server collections":                  2,
+	}
+	for name, w := range want {
+		if v, ok := got[name]; !ok || math.Abs(v-w) > 1e-6 {
+			t.Errorf("%s = %v (%v), want %v", name, v, ok, w)
+		}
 	}
 }

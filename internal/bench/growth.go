@@ -24,7 +24,7 @@ func (l *lab) growthPoint(ctx context.Context, e *env, r *result) error {
 	if err != nil {
 		return err
 	}
-	before, err := l.snapshot(ctx, p)
+	before, err := l.apiSnapshot(ctx, e, p)
 	if err != nil {
 		return err
 	}
@@ -36,7 +36,7 @@ func (l *lab) growthPoint(ctx context.Context, e *env, r *result) error {
 	if err := sleep(ctx, drainWait); err != nil {
 		return err
 	}
-	after, err := l.snapshot(ctx, p)
+	after, err := l.apiSnapshot(ctx, e, p)
 	if err != nil {
 		return err
 	}
@@ -44,6 +44,7 @@ func (l *lab) growthPoint(ctx context.Context, e *env, r *result) error {
 	r.detail("background_during_latency", background(before, after))
 	l.apiCost(r, before, after, l.cfg.growthSamples)
 	r.detail("latency_ms", lt.millis())
+	l.addPaths(r, p, lt)
 	r.detail("setup_seconds", round1(e.setup.Seconds()))
 	return l.stopGracefully(p, r)
 }

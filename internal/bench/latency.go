@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -22,6 +23,13 @@ const drainWait = 2 * time.Second
 type latencies struct {
 	samples []time.Duration
 	missed  int
+	seen    []seenReload // each sample's reload, in the order taken
+}
+
+// seenReload is a sample's reload and when the watch showed it.
+type seenReload struct {
+	reload
+	at time.Time
 }
 
 func (lt *latencies) observe(rl reload, at time.Time, ok bool) {
@@ -31,6 +39,7 @@ func (lt *latencies) observe(rl reload, at time.Time, ok bool) {
 	}
 	// The watch event may beat the update's own response; that reload took no measurable time.
 	lt.samples = append(lt.samples, max(0, at.Sub(rl.updated)))
+	lt.seen = append(lt.seen, seenReload{rl, at})
 }
 
 func (lt latencies) percentile(p float64) time.Duration {
@@ -121,7 +130,7 @@ func (l *lab) latency(ctx context.Context, e *env, r *result) error {
 	if err != nil {
 		return err
 	}
-	before, err := l.snapshot(ctx, p)
+	before, err := l.apiSnapshot(ctx, e, p)
 	if err != nil {
 		return err
 	}
@@ -135,21 +144,39 @@ func (l *lab) latency(ctx context.Context, e *env, r *result) error {
 	if err := sleep(ctx, drainWait); err != nil {
 		return err
 	}
-	after, err := l.snapshot(ctx, p)
+	after, err := l.apiSnapshot(ctx, e, p)
 	if err != nil {
 		return err
 	}
 	<-cpuDone
 	r.add(lt.checks()...)
 	r.detail("latency_ms", lt.millis())
+	l.addPaths(r, p, lt)
 	l.apiCost(r, before, after, l.cfg.samples)
 	return l.stopGracefully(p, r)
 }
 
-// snapshot is a scrape and the CPU time at one moment.
+// snapshot is a scrape and the CPU time at one moment; api is the API server's scrape, when
+// taken (apiSnapshot).
 type snapshot struct {
 	metrics metricSet
 	cpu     float64
+	api     metricSet
+}
+
+// apiSnapshot is snapshot with the API server's metrics: whether a slow reload was the
+// reloader's or the API server's.
+func (l *lab) apiSnapshot(ctx context.Context, e *env, p *reloaderProc) (snapshot, error) {
+	s, err := l.snapshot(ctx, p)
+	if err != nil {
+		return s, err
+	}
+	raw, err := e.client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return s, fmt.Errorf("scrape the API server: %w", err)
+	}
+	s.api, err = parseMetrics(bytes.NewReader(raw))
+	return s, wrap(err, "parse the API server's metrics")
 }
 
 func (l *lab) snapshot(ctx context.Context, p *reloaderProc) (snapshot, error) {
@@ -167,6 +194,7 @@ const latencyBucket = "reloader_reload_latency_seconds_bucket"
 // requestCount and requestBucket are client-go's request latency histogram (metrics/clientgo.go).
 const (
 	requestCount  = "rest_client_request_duration_seconds_count"
+	requestSum    = "rest_client_request_duration_seconds_sum"
 	requestBucket = "rest_client_request_duration_seconds_bucket"
 )
 
@@ -206,11 +234,33 @@ func (l *lab) apiCost(r *result, before, after snapshot, changes int) {
 		// Its span includes the patch's round trip: the API server's and etcd's share of it.
 		patch := map[string]string{"verb": "PATCH"}
 		patches := grown(requestCount, patch)
+		if patches > 0 {
+			r.add(info("its PATCH requests' mean", 1000*grown(requestSum, patch)/patches, unitMs))
+		}
 		patch["le"] = "0.016"
 		fast := grown(requestBucket, patch)
 		r.add(info("its PATCH requests slower than 16 ms", patches-fast, unitCount))
 	}
 	r.add(info("reloader CPU time / changes", 1000*(after.cpu-before.cpu)/float64(changes), unitMs))
+	apiServerCost(r, before.api, after.api, changes)
+}
+
+// apiServerCost adds, from the API server's own metrics, the mean of the PATCH requests on
+// Deployments it served (the reloader's, mostly), its CPU time per change and how many times it
+// collected garbage between the scrapes.
+func apiServerCost(r *result, before, after metricSet, changes int) {
+	if before == nil || after == nil {
+		return
+	}
+	grown := func(name string, match map[string]string) float64 {
+		return after.sum(name, match) - before.sum(name, match)
+	}
+	patch := map[string]string{"verb": "PATCH", "resource": "deployments"}
+	if n := grown("apiserver_request_duration_seconds_count", patch); n > 0 {
+		r.add(info("API server's PATCH of Deployments, mean", 1000*grown("apiserver_request_duration_seconds_sum", patch)/n, unitMs))
+	}
+	r.add(info("API server CPU time / changes", 1000*grown("process_cpu_seconds_total", nil)/float64(changes), unitMs),
+		info("API server collections", grown("go_gc_duration_seconds_count", nil), unitCount))
 }
 
 // profileCPU records a CPU profile during the first seconds of the latency run, if enabled.

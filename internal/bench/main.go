@@ -50,7 +50,7 @@ type config struct {
 	settle    time.Duration
 	// startupProfile follows each start to its RSS peak with heap profiles and a GC trace.
 	startupProfile bool
-	// logLevel, if set, is the reloader's --log-level in place of warn.
+	// logLevel, if set, is the reloader's --log-level in place of info.
 	logLevel string
 	// environ is added to the reloader's environment (-reloader-env).
 	environ []string
@@ -102,7 +102,7 @@ func parseFlags() (config, error) {
 		c.environ = append(c.environ, v)
 		return nil
 	})
-	flag.StringVar(&c.logLevel, "reloader-log-level", "", "the reloader's --log-level (default warn); debug logs, among others, when its start-up memory is handed back")
+	flag.StringVar(&c.logLevel, "reloader-log-level", "", "the reloader's --log-level (default info, as shipped: the latency samples are split at its lines); debug logs, among others, when its start-up memory is handed back")
 	flag.IntVar(&c.updates, "updates", 200, "ConfigMap updates during the memory peak measurement")
 	flag.DurationVar(&c.updateWindow, "update-window", 20*time.Second, "time over which the memory scenario spreads its updates")
 	flag.IntVar(&c.samples, "latency-samples", 100, "ConfigMap updates in the latency scenario, one at a time")

@@ -45,7 +45,7 @@ func reloaderArgs(kubeconfig, ns string, port int, coalesce time.Duration) []str
 	}
 	return append(scope,
 		"--kubeconfig", kubeconfig, "--port", fmt.Sprint(port),
-		"--coalesce-period", coalesce.String(), "--enable-pprof", "--log-format", "json", "--log-level", "warn",
+		"--coalesce-period", coalesce.String(), "--enable-pprof", "--log-format", "json", "--log-level", "info",
 	)
 }
 
