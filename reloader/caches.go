@@ -50,8 +50,7 @@ func (c *caches) matchedByPattern(pol policy.Policy, ns string) []policy.ConfigR
 		if !watched {
 			continue
 		}
-		objs, _ := inf.GetIndexer().ByIndex(cache.NamespaceIndex, ns)
-		for _, o := range objs {
+		for _, o := range inNamespace(inf, ns) {
 			r := policy.ConfigRef{Kind: kind, Name: o.(*configRecord).Name}
 			if pol.NamedBy(r) {
 				out = append(out, r)
@@ -189,16 +188,28 @@ func (c *caches) entered(old, obj any) []key {
 	}
 	var out []key
 	for kind, inf := range c.configs {
-		objs, _ := inf.GetIndexer().ByIndex(cache.NamespaceIndex, ns.Name)
-		for _, o := range objs {
+		for _, o := range inNamespace(inf, ns.Name) {
 			out = append(out, objectKey(kind, o))
 		}
 	}
 	for _, k := range c.kinds {
-		objs, _ := k.informer.GetIndexer().ByIndex(cache.NamespaceIndex, ns.Name)
-		for _, o := range objs {
+		for _, o := range inNamespace(k.informer, ns.Name) {
 			out = append(out, objectKey(k.name, o))
 		}
 	}
 	return out
+}
+
+// inNamespace lists what inf holds in namespace ns. client-go's namespace index costs about 40
+// bytes per object (BENCHMARKS.md), and only patterns and --namespace-selector read it, so it is
+// added on first use; adding it indexes what the cache holds, and later changes keep it.
+func inNamespace(inf cache.SharedIndexInformer, ns string) []any {
+	objs, err := inf.GetIndexer().ByIndex(cache.NamespaceIndex, ns)
+	if err == nil {
+		return objs
+	}
+	// A concurrent first use may have added it already: that conflict is harmless.
+	_ = inf.AddIndexers(cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	objs, _ = inf.GetIndexer().ByIndex(cache.NamespaceIndex, ns) // an informer stopped answers nothing
+	return objs
 }

@@ -40,10 +40,6 @@ func (c *Controller) buildInformers() error {
 	all := map[string]cache.SharedIndexInformer{}
 	for kind, inf := range c.caches.configs {
 		all[kind+"s"] = inf
-		// Patterns in reload annotations match configs by name within a namespace.
-		if err := inf.AddIndexers(cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}); err != nil {
-			return fmt.Errorf("index %ss: %w", kind, err)
-		}
 		if err := c.watchConfigs(kind, inf); err != nil {
 			return err
 		}
@@ -301,11 +297,6 @@ func patternKey(kind, ns string) key { return key{kind, ns, ""} }
 // watchNamespaces follows namespace labels for --namespace-selector.
 func (c *Controller) watchNamespaces() error {
 	c.caches.namespaces = kube.NewInformer[*corev1.NamespaceList](c.clients.Link, c.clients.Namespaces(), &corev1.Namespace{}, kube.NoTweak, c.records.transform)
-	// Only a namespace entering the selection needs its workloads by namespace; the configs
-	// always have that index (buildInformers).
-	for _, k := range c.caches.kinds {
-		_ = k.informer.AddIndexers(cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	}
 	_, err := c.caches.namespaces.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(old, obj any) {
 			for _, k := range c.caches.entered(old, obj) {

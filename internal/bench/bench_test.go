@@ -277,3 +277,34 @@ go_gc_duration_seconds_count 9
 		}
 	}
 }
+
+func TestGrowthPerConfigComparesNeighbouringSizesAgainstTheTarget(t *testing.T) {
+	var results []*result
+	// RSS settled in MiB by size; the 20,000 size failed and is left out.
+	for n, rss := range map[int]float64{5000: 15, 20000: 0, 35000: 45, 50000: 59} {
+		r := &result{Scenario: fmt.Sprintf("%s-%d", scGrowth, n), Params: population{}.clusterWide(n, 50),
+			Checks: []check{info("RSS settled", rss, unitMiB)}}
+		if n == 20000 {
+			r.Error = "setup failed"
+		}
+		results = append(results, r)
+	}
+	r := &result{}
+	if err := growthPerConfig(results, r); err != nil {
+		t.Fatal(err)
+	}
+	want := []check{
+		atMost("RSS settled per extra config, 5000 → 35000", 30*1024.0/30000, 1, unitPerCfg),  // 1.02: a miss
+		atMost("RSS settled per extra config, 35000 → 50000", 14*1024.0/15000, 1, unitPerCfg), // 0.96
+		info("RSS settled per extra config, 5000 → 50000", 44*1024.0/45000, unitPerCfg),
+	}
+	if !reflect.DeepEqual(r.Checks, want) {
+		t.Errorf("checks =\n%+v, want\n%+v", r.Checks, want)
+	}
+	if r.Checks[0].Verdict != verdictMiss || r.Checks[1].Verdict != verdictPass {
+		t.Errorf("verdicts %s, %s; want MISS, PASS", r.Checks[0].Verdict, r.Checks[1].Verdict)
+	}
+	if err := growthPerConfig(results[:1], &result{}); err == nil {
+		t.Error("one size: no error")
+	}
+}

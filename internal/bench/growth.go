@@ -61,3 +61,28 @@ func background(before, after snapshot) map[string]float64 {
 		"state_writes_before":  before.metrics.sum("reloader_state_writes_total", nil),
 	}
 }
+
+// growthPerConfig adds, between each two growth sizes that ran and from the first to the last,
+// the settled RSS per extra config; between two neighbours it gets the target.
+func growthPerConfig(results []*result, r *result) error {
+	rows, err := growthRows(results)
+	if err != nil {
+		return err
+	}
+	const rss = "RSS settled"
+	perConfig := func(a, b growthRow) float64 {
+		return (b.values[rss] - a.values[rss]) * 1024 / float64(b.configs-a.configs) // MiB → KiB
+	}
+	for i := 1; i < len(rows); i++ {
+		a, b := rows[i-1], rows[i]
+		r.add(atMost(fmt.Sprintf("RSS settled per extra config, %d → %d", a.configs, b.configs), perConfig(a, b), targetGrowthKiB, unitPerCfg))
+	}
+	if len(rows) > 2 {
+		a, b := rows[0], rows[len(rows)-1]
+		r.add(info(fmt.Sprintf("RSS settled per extra config, %d → %d", a.configs, b.configs), perConfig(a, b), unitPerCfg))
+	}
+	if len(rows) < 2 {
+		return fmt.Errorf("%d growth sizes ran; the growth per config needs two", len(rows))
+	}
+	return nil
+}

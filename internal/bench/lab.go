@@ -80,6 +80,9 @@ func (l *lab) runAll(ctx context.Context) {
 				l.scenario(ctx, name, pop, func(ctx context.Context, r *result) error { return l.growthPoint(ctx, e, r) })
 			})
 		}
+		if len(l.cfg.growth) > 1 {
+			l.scenario(ctx, scGrowth, nil, func(_ context.Context, r *result) error { return growthPerConfig(l.results, r) })
+		}
 	}
 }
 

@@ -13,6 +13,7 @@ const (
 	targetLargePct   = 10 // growth allowed when ConfigMaps are 10x larger
 	targetP99Ms      = 20
 	targetPerChange  = 2
+	targetGrowthKiB  = 1 // RSS settled per extra config, between two growth sizes
 )
 
 // memoryNumbers is the base memory run that memory-large compares with, in MiB.

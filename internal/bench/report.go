@@ -27,6 +27,7 @@ const (
 	unitCount   = ""
 	unitPerChg  = "req/change"
 	unitPercent = "%"
+	unitPerCfg  = "KiB/config"
 )
 
 // check is one measured value, with its target when it has one.
@@ -63,7 +64,7 @@ func format(v float64, unit string) string {
 	switch unit {
 	case unitMiB, unitSeconds, unitPercent:
 		s = fmt.Sprintf("%.1f", v)
-	case unitMs, unitPerChg:
+	case unitMs, unitPerChg, unitPerCfg:
 		s = fmt.Sprintf("%.2f", v)
 	default:
 		s = fmt.Sprintf("%g", v)
