@@ -11,6 +11,7 @@
 package reloader
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -99,6 +100,9 @@ type Options struct {
 	// Webhook, when its URL is set (--webhook-url), is called on each config change instead of
 	// reloading: no workload is watched (webhook.go).
 	Webhook alert.Webhook
+
+	// stateWriteWait replaces defaultStateWriteWait when set (tests: export_test.go).
+	stateWriteWait time.Duration
 }
 
 // DefaultRolloutTimeout is how long a followed rollout may run before it counts as timed out,
@@ -369,7 +373,7 @@ func (c *Controller) loadState(ctx context.Context) (first, ok bool) {
 // has written what it recorded, the note of stakater's comparison (noted) included: the start's
 // last garbage and code are those writes' (at 20,000 configs they came after the hook, their
 // garbage stayed in the heap and their code in the resident pages through the quiet that
-// followed). A state that cannot be written holds the hook back stateWriteWait at most.
+// followed). A state that cannot be written holds the hook back defaultStateWriteWait at most.
 func (c *Controller) startedUp(ctx context.Context, noted <-chan struct{}) {
 	for !c.drained(ctx, time.Second) {
 		if ctx.Err() != nil {
@@ -384,7 +388,8 @@ func (c *Controller) startedUp(ctx context.Context, noted <-chan struct{}) {
 			return false
 		}
 	}
-	for deadline := time.Now().Add(stateWriteWait); !done() && time.Now().Before(deadline); {
+	wait := cmp.Or(c.opts.stateWriteWait, defaultStateWriteWait)
+	for deadline := time.Now().Add(wait); !done() && time.Now().Before(deadline); {
 		select {
 		case <-ctx.Done():
 			return
@@ -396,8 +401,8 @@ func (c *Controller) startedUp(ctx context.Context, noted <-chan struct{}) {
 	}
 }
 
-// stateWriteWait bounds startedUp's wait for the state's first write.
-const stateWriteWait = 30 * time.Second
+// defaultStateWriteWait bounds startedUp's wait for the state's first write.
+const defaultStateWriteWait = 30 * time.Second
 
 // shutdown closes every coalescing window and lets the workers drain the queue for at most the
 // grace period.

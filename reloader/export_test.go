@@ -2,6 +2,7 @@ package reloader
 
 import (
 	"context"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 )
@@ -37,3 +38,7 @@ func (c *Controller) Recorded(key string) string {
 	}
 	return e.Hash
 }
+
+// SetStateWriteWait bounds the start-up hook's wait for the state's first write to d, in place
+// of 30 s.
+func SetStateWriteWait(o *Options, d time.Duration) { o.stateWriteWait = d }

@@ -99,3 +99,47 @@ func TestStartedUpComesAfterTheStatesFirstWriteEvenASlowOne(t *testing.T) {
 		t.Fatal("StartedUp not called within 20 s")
 	}
 }
+
+// A state that refuses every write of its entries still lets the start finish: StartedUp waits
+// for the first write no longer than its bound (3 s here, 30 s as shipped), and not less while
+// the write is refused. (A state that cannot even be created keeps the reloader not ready:
+// state.Load.)
+func TestStartedUpWaitsForAStateThatRefusesItsWritesNoLongerThanItsBound(t *testing.T) {
+	t.Parallel()
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "a", map[string]string{"v": "1"})
+	refuse := func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(req *http.Request) (*http.Response, error) {
+			if req.Method != http.MethodGet && req.Method != http.MethodPost && strings.Contains(req.URL.Path, "/configmaps/reloader-state") {
+				return &http.Response{StatusCode: http.StatusServiceUnavailable, Status: "503 refused by the test",
+					Body: http.NoBody, Header: http.Header{}, Request: req}, nil
+			}
+			return rt.RoundTrip(req)
+		})
+	}
+	const bound = 3 * time.Second
+	var mu sync.Mutex
+	var synced, started time.Time
+	startController(t, ns, controllerOpts{wrap: refuse, tweak: func(o *reloader.Options) {
+		reloader.SetStateWriteWait(o, bound)
+		o.Synced = func() { mu.Lock(); synced = time.Now(); mu.Unlock() }
+		o.StartedUp = func() { mu.Lock(); started = time.Now(); mu.Unlock() }
+	}})
+	waitFor(t, 20*time.Second, "StartedUp despite the refused state", func() (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return !started.IsZero(), nil
+	})
+	cm, err := cluster.Client().CoreV1().ConfigMaps(ns).Get(context.Background(), "reloader-state", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the state's first shard, created at start: %v", err)
+	}
+	if v := cm.Data["v1.ConfigMap_a"]; v != "" {
+		t.Fatalf("the state holds a's entry (%s): the refusal did not hold, so the bound was not tested", v)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if took := started.Sub(synced); took < bound {
+		t.Errorf("StartedUp %s after Synced, before the %s bound, while every state write was refused", took, bound)
+	}
+}
