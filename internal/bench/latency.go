@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"math"
 	"os"
 	"slices"
 	"strings"
@@ -52,7 +51,7 @@ func (lt latencies) percentile(p float64) time.Duration {
 func (lt latencies) millis() []float64 {
 	out := make([]float64, len(lt.samples))
 	for i, d := range lt.samples {
-		out[i] = math.Round(ms(d)*100) / 100
+		out[i] = round2ms(d)
 	}
 	return out
 }
@@ -219,9 +218,8 @@ func (l *lab) apiCost(r *result, before, after snapshot, changes int) {
 	reloads := after.metrics.byLabels("reloader_reloads_total", "result")
 	prev := before.metrics.byLabels("reloader_reloads_total", "result")
 	r.detail("reloads_by_result", delta(prev, reloads))
-	// grown is how much the samples named name with the labels match grew between the scrapes.
 	grown := func(name string, match map[string]string) float64 {
-		return after.metrics.sum(name, match) - before.metrics.sum(name, match)
+		return grewBy(before.metrics, after.metrics, name, match)
 	}
 	count := grown("reloader_reload_latency_seconds_count", nil)
 	sum := grown("reloader_reload_latency_seconds_sum", nil)
@@ -245,6 +243,11 @@ func (l *lab) apiCost(r *result, before, after snapshot, changes int) {
 	apiServerCost(r, before.api, after.api, changes)
 }
 
+// grewBy is how much the samples named name with the labels match grew from before to after.
+func grewBy(before, after metricSet, name string, match map[string]string) float64 {
+	return after.sum(name, match) - before.sum(name, match)
+}
+
 // apiServerCost adds, from the API server's own metrics, the mean of the PATCH requests on
 // Deployments it served (the reloader's, mostly), its CPU time per change and how many times it
 // collected garbage between the scrapes.
@@ -252,9 +255,7 @@ func apiServerCost(r *result, before, after metricSet, changes int) {
 	if before == nil || after == nil {
 		return
 	}
-	grown := func(name string, match map[string]string) float64 {
-		return after.sum(name, match) - before.sum(name, match)
-	}
+	grown := func(name string, match map[string]string) float64 { return grewBy(before, after, name, match) }
 	patch := map[string]string{"verb": "PATCH", "resource": "deployments"}
 	if n := grown("apiserver_request_duration_seconds_count", patch); n > 0 {
 		r.add(info("API server's PATCH of Deployments, mean", 1000*grown("apiserver_request_duration_seconds_sum", patch)/n, unitMs))
