@@ -6,13 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/reloader/reloader/internal/testcluster"
 )
 
 const (
@@ -52,7 +53,7 @@ func reloaderArgs(kubeconfig, ns string, port int, coalesce time.Duration) []str
 // startReloader runs bin with its log in dir/<name>.log, with environ added to the bench's
 // environment. The kernel kills it if the bench dies.
 func startReloader(bin, dir, name, kubeconfig, ns string, coalesce time.Duration, environ []string, extra ...string) (*reloaderProc, error) {
-	port, err := freePort()
+	port, err := testcluster.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -82,15 +83,6 @@ func startReloader(bin, dir, name, kubeconfig, ns string, coalesce time.Duration
 		close(p.exited)
 	}()
 	return p, nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("pick a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func (p *reloaderProc) pid() int { return p.cmd.Process.Pid }

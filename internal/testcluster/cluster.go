@@ -148,27 +148,27 @@ func (c *Cluster) start(ctx context.Context, pods bool) error {
 
 func (c *Cluster) startEtcd(ctx context.Context, bins Binaries) (string, error) {
 	begin := time.Now()
-	ports, err := freePorts(2)
+	var clientURL string
+	err := c.onFreePorts("etcd", 2, func(ports []int) error {
+		clientURL = localURL("http", ports[0])
+		peerURL := localURL("http", ports[1])
+		p, err := c.run("etcd", bins.Etcd,
+			"--name", contextName,
+			"--data-dir", filepath.Join(c.Dir, "etcd"),
+			"--listen-client-urls", clientURL,
+			"--advertise-client-urls", clientURL,
+			"--listen-peer-urls", peerURL,
+			"--initial-advertise-peer-urls", peerURL,
+			"--initial-cluster", contextName+"="+peerURL,
+			"--unsafe-no-fsync",
+			"--log-level", "warn",
+		)
+		if err != nil {
+			return err
+		}
+		return p.waitFor(ctx, "/health", etcdTimeout, httpOK(clientURL+"/health"))
+	})
 	if err != nil {
-		return "", fmt.Errorf("start etcd: %w", err)
-	}
-	clientURL := localURL("http", ports[0])
-	peerURL := localURL("http", ports[1])
-	p, err := c.run("etcd", bins.Etcd,
-		"--name", contextName,
-		"--data-dir", filepath.Join(c.Dir, "etcd"),
-		"--listen-client-urls", clientURL,
-		"--advertise-client-urls", clientURL,
-		"--listen-peer-urls", peerURL,
-		"--initial-advertise-peer-urls", peerURL,
-		"--initial-cluster", contextName+"="+peerURL,
-		"--unsafe-no-fsync",
-		"--log-level", "warn",
-	)
-	if err != nil {
-		return "", err
-	}
-	if err := p.waitFor(ctx, "/health", etcdTimeout, httpOK(clientURL+"/health")); err != nil {
 		return "", err
 	}
 	c.logf("etcd ready in %s", time.Since(begin).Round(time.Millisecond))
@@ -177,10 +177,6 @@ func (c *Cluster) startEtcd(ctx context.Context, bins Binaries) (string, error) 
 
 func (c *Cluster) startAPIServer(ctx context.Context, bins Binaries, certs pki, etcdURL string) error {
 	begin := time.Now()
-	ports, err := freePorts(1)
-	if err != nil {
-		return fmt.Errorf("start kube-apiserver: %w", err)
-	}
 	token, tokenFile, err := writeTokenFile(filepath.Join(c.Dir, "pki"))
 	if err != nil {
 		return fmt.Errorf("start kube-apiserver: %w", err)
@@ -192,7 +188,6 @@ func (c *Cluster) startAPIServer(ctx context.Context, bins Binaries, certs pki, 
 		// Nothing reaches this API server through the kubernetes Service, and from 1.37 on the
 		// endpoint reconciler refuses a loopback advertise address.
 		"--endpoint-reconciler-type", "none",
-		"--secure-port", strconv.Itoa(ports[0]),
 		"--cert-dir", filepath.Join(c.Dir, "pki"),
 		"--tls-cert-file", certs.ServingCert,
 		"--tls-private-key-file", certs.ServingKey,
@@ -215,17 +210,21 @@ func (c *Cluster) startAPIServer(ctx context.Context, bins Binaries, certs pki, 
 		c.AuditLog = filepath.Join(c.Dir, "audit.log")
 		args = append(args, "--audit-policy-file", policy, "--audit-log-path", c.AuditLog)
 	}
-	c.apiserver = len(c.processes)
-	p, err := c.run("kube-apiserver", bins.KubeAPIServer, args...)
+	err = c.onFreePorts("kube-apiserver", 1, func(ports []int) error {
+		c.apiserver = len(c.processes)
+		p, err := c.run("kube-apiserver", bins.KubeAPIServer, append(args, "--secure-port", strconv.Itoa(ports[0]))...)
+		if err != nil {
+			return err
+		}
+		if err := c.connect(localURL("https", ports[0]), token, certs.CAData); err != nil {
+			return err
+		}
+		return p.waitFor(ctx, "/readyz to return 200", apiserverTimeout, c.readyz)
+	})
 	if err != nil {
 		return err
 	}
-	if err := c.connect(localURL("https", ports[0]), token, certs.CAData); err != nil {
-		return err
-	}
-	if err := p.waitFor(ctx, "/readyz to return 200", apiserverTimeout, c.readyz); err != nil {
-		return err
-	}
+	p := c.processes[c.apiserver]
 	if err := p.waitFor(ctx, "namespace default", apiserverTimeout, c.namespaceExists("default")); err != nil {
 		return err
 	}
@@ -395,21 +394,6 @@ func writeKubeconfig(path, host, token string, caData []byte) error {
 	cfg.Contexts[contextName] = &clientcmdapi.Context{Cluster: contextName, AuthInfo: adminUser}
 	cfg.CurrentContext = contextName
 	return clientcmd.WriteToFile(*cfg, path)
-}
-
-// freePorts returns n distinct free TCP ports on the loopback address. All
-// listeners stay open until every port is picked, so none repeats.
-func freePorts(n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", net.JoinHostPort(loopback, "0"))
-		if err != nil {
-			return nil, fmt.Errorf("pick free port: %w", err)
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 func localURL(scheme string, port int) string {
