@@ -113,9 +113,9 @@ func (c *Controller) startupPass() {
 			live[skey] = true
 			e, known := c.state.Get(skey)
 			switch {
-			case known && !e.Deleted && e.Hash == r.Hash:
+			case known && !e.Deleted && e.Hash == r.hash():
 			case !known && !c.caches.referenced(k) && c.caches.allowed(k.namespace):
-				c.state.Set(skey, r.Hash)
+				c.state.Set(skey, r.hash())
 			default:
 				c.strips.unsure(k, c.rule.dependents(k, r))
 				c.backlog.add(k)

@@ -3,6 +3,7 @@ package reloader
 import (
 	"slices"
 	"sync"
+	"unique"
 
 	"k8s.io/client-go/tools/cache"
 )
@@ -20,12 +21,23 @@ import (
 // At start, nothing reads it before synced (the handler's initial list) says so.
 type dependents struct {
 	mu sync.RWMutex
-	on map[key][]string // config or pattern key → the workloads' cache keys (namespace/name)
+	on map[indexKey][]string // config or pattern key → the workloads' cache keys (namespace/name)
 	// synced reports that the handler has seen the informer's initial list.
 	synced cache.InformerSynced
 }
 
-func newDependents() *dependents { return &dependents{on: map[key][]string{}} }
+func newDependents() *dependents { return &dependents{on: map[indexKey][]string{}} }
+
+// indexKey is a key as the index files it, its kind and namespace interned: 32 bytes, not 48,
+// in an entry kept per config that has a dependent.
+type indexKey struct {
+	name     string
+	kind, ns unique.Handle[string]
+}
+
+func indexKeyOf(k key) indexKey {
+	return indexKey{name: k.name, kind: unique.Make(k.kind), ns: unique.Make(k.namespace)}
+}
 
 // move files workload w under keys to in place of from, the keys of the object it was filed
 // with last (none for a new workload; to is none for a deleted one). It keeps no copy of a
@@ -38,18 +50,18 @@ func (d *dependents) move(w string, from, to []key) {
 	defer d.mu.Unlock()
 	for _, k := range from {
 		if !slices.Contains(to, k) {
-			d.drop(k, w)
+			d.drop(indexKeyOf(k), w)
 		}
 	}
 	for _, k := range to {
-		if !slices.Contains(d.on[k], w) {
-			d.on[k] = append(d.on[k], w)
+		if ik := indexKeyOf(k); !slices.Contains(d.on[ik], w) {
+			d.on[ik] = append(d.on[ik], w)
 		}
 	}
 }
 
 // drop removes w from k's workloads. The caller holds d.mu.
-func (d *dependents) drop(k key, w string) {
+func (d *dependents) drop(k indexKey, w string) {
 	ws := slices.DeleteFunc(d.on[k], func(v string) bool { return v == w })
 	if len(ws) == 0 {
 		delete(d.on, k)
@@ -62,12 +74,12 @@ func (d *dependents) drop(k key, w string) {
 func (d *dependents) of(k key) []string {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	return slices.Clone(d.on[k])
+	return slices.Clone(d.on[indexKeyOf(k)])
 }
 
 // any reports whether a workload is indexed under k.
 func (d *dependents) any(k key) bool {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	return len(d.on[k]) > 0
+	return len(d.on[indexKeyOf(k)]) > 0
 }

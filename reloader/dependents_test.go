@@ -3,6 +3,7 @@ package reloader
 import (
 	"slices"
 	"testing"
+	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -23,10 +24,20 @@ func TestTheIndexOfDependentsFollowsEachWorkloadsKeys(t *testing.T) {
 	if !d.any(b) || !d.any(p) || d.any(key{"Secret", "ns", "a"}) {
 		t.Errorf("any: b %v, pattern %v, a Secret of a's name %v; want true, true, false", d.any(b), d.any(p), d.any(key{"Secret", "ns", "a"}))
 	}
+	if elsewhere := (key{"ConfigMap", "other", "b"}); d.any(elsewhere) || d.of(elsewhere) != nil {
+		t.Errorf("b's name in another namespace has workloads %v", d.of(elsewhere))
+	}
 	d.move("ns/w1", []key{b}, nil)
 	d.move("ns/w2", []key{a, p}, nil)
 	if len(d.on) != 0 {
 		t.Errorf("entries left after every workload was removed: %v", d.on)
+	}
+}
+
+// The index keeps an entry per config that has a dependent.
+func TestAnIndexKeyTakes32Bytes(t *testing.T) {
+	if size := unsafe.Sizeof(indexKey{}); size != 32 {
+		t.Errorf("an index key takes %d bytes, want 32", size)
 	}
 }
 

@@ -172,13 +172,13 @@ func (rs *records) content(rec *configRecord, keys []string) policy.Content {
 	key := rs.hashKey.key
 	switch {
 	case rec.Legacy == nil && keys == nil:
-		return policy.Content{Value: rec.Hash, Collaborne: rec.Collaborne.String()}
+		return policy.Content{Value: rec.hash(), Collaborne: rec.Collaborne.String()}
 	case rec.Legacy == nil:
-		return policy.Content{Value: confighash.Subset(rec.Keys, keys), Whole: rec.Hash}
+		return policy.Content{Value: confighash.Subset(rec.Keys, keys), Whole: rec.hash()}
 	case keys == nil:
-		return policy.Content{Value: rec.Hash, Legacy: rec.Legacy.Hash.String(), Collaborne: rec.Collaborne.String()}
+		return policy.Content{Value: rec.hash(), Legacy: rec.Legacy.Hash.String(), Collaborne: rec.Collaborne.String()}
 	}
-	return policy.Content{Value: key.Subset(rec.Keys, keys), Legacy: confighash.Subset(rec.Legacy.Keys, keys), Whole: rec.Hash}
+	return policy.Content{Value: key.Subset(rec.Keys, keys), Legacy: confighash.Subset(rec.Legacy.Keys, keys), Whole: rec.hash()}
 }
 
 // keyContent is what the state records for one data key of rec that a dependent reads.

@@ -108,7 +108,7 @@ func (c *Controller) watchConfigs(kind string, inf cache.SharedIndexInformer) er
 		UpdateFunc: func(old, obj any) {
 			k := objectKey(kind, obj)
 			c.metrics.Stakater.ConfigEvent("update", kind, c.caches.allowed(k.namespace))
-			if before, after := old.(*configRecord), obj.(*configRecord); before.Hash != after.Hash {
+			if before, after := old.(*configRecord), obj.(*configRecord); before.content != after.content {
 				c.strips.configChanged(k, func(keys []string) bool {
 					return c.records.content(before, keys).Value == c.records.content(after, keys).Value
 				})

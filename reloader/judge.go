@@ -347,7 +347,7 @@ func (ru *rule) cachedVersion(namespace string) func(policy.ConfigRef, *read) (v
 		if rec == nil {
 			return version{}, false
 		}
-		return version{rec.ResourceVersion, ru.records.content(rec, rd.keys).Value}, true
+		return version{rec.ResourceVersion(), ru.records.content(rec, rd.keys).Value}, true
 	}
 }
 

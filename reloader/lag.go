@@ -49,7 +49,7 @@ func (l *lagCheck) confirm(ctx context.Context, w workloadView, changes []policy
 			return nil // no get permission (a hand-made Role): judge by the cache, as before
 		case err != nil:
 			return fmt.Errorf("read %s %s/%s to confirm the cache before patching %s: %w", ch.Ref.Kind, w.key.namespace, ch.Ref.Name, w.key, err)
-		case rv != rec.ResourceVersion:
+		case rv != rec.ResourceVersion():
 			return errStale
 		}
 	}
@@ -59,7 +59,7 @@ func (l *lagCheck) confirm(ctx context.Context, w workloadView, changes []policy
 // markerUnseen reports whether w, written after the cached version of the config, carries a
 // marker for it that is neither the wanted content nor the content the state records.
 func (l *lagCheck) markerUnseen(w workloadView, ch policy.Change, rec *configRecord) bool {
-	if !writtenBefore(rec.ResourceVersion, w.meta.GetResourceVersion()) {
+	if !writtenBefore(rec.ResourceVersion(), w.meta.GetResourceVersion()) {
 		return false
 	}
 	meta := w.meta.GetAnnotations()

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/reloader/reloader/confighash"
 	"github.com/reloader/reloader/policy"
 )
 
@@ -54,7 +55,8 @@ func TestALiveReadConfirmsOnlyAMarkerTheCacheCannotExplain(t *testing.T) {
 			reads := 0
 			l := &lagCheck{store: store, names: names,
 				lookup: func(key) *configRecord {
-					return &configRecord{Name: "app", ns: unique.Make("ns"), ResourceVersion: "10", Hash: a}
+					content, _ := confighash.Pack(a)
+					return &configRecord{Name: "app", ns: unique.Make("ns"), rv: 10, content: content}
 				},
 				live: func(context.Context, policy.ConfigRef, string) (string, error) {
 					reads++

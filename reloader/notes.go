@@ -47,7 +47,7 @@ func (n *notes) stripped(k *workloadKind, old, obj any) {
 			n.strips.forget(nv.key, r)
 		case after != policy.NoMarker: // the same pods, the same marker
 		case rollback:
-		case before == policy.Current && writtenBefore(rec.ResourceVersion, nv.meta.GetResourceVersion()):
+		case before == policy.Current && writtenBefore(rec.ResourceVersion(), nv.meta.GetResourceVersion()):
 			n.strip(nv.key, r, rec, want.Value, keys)
 		case before != policy.NoMarker:
 			n.strips.forget(nv.key, r) // stripped while behind: the state decides
@@ -77,7 +77,7 @@ func (n *notes) created(k *workloadKind, obj any) {
 	}
 	for _, r := range n.rule.reloadsOn(v) {
 		rec, want, keys, ok := n.rule.wantedExisting(v, r)
-		if ok && writtenBefore(rec.ResourceVersion, v.meta.GetResourceVersion()) && v.target.MarkerOf(v.meta.GetAnnotations(), v.tmpl, r, want) == policy.NoMarker {
+		if ok && writtenBefore(rec.ResourceVersion(), v.meta.GetResourceVersion()) && v.target.MarkerOf(v.meta.GetAnnotations(), v.tmpl, r, want) == policy.NoMarker {
 			n.strip(v.key, r, rec, want.Value, keys)
 		}
 	}
@@ -98,7 +98,7 @@ func (n *notes) strip(w key, r policy.ConfigRef, rec *configRecord, value string
 
 // configChanged notes a config's new content for the restarts that may not have seen it.
 func (n *notes) configChanged(k key, rec *configRecord) {
-	n.restarts.configChanged(k, rec.ResourceVersion, func(keys []string) string { return n.records.content(rec, keys).Value })
+	n.restarts.configChanged(k, rec.ResourceVersion(), func(keys []string) string { return n.records.content(rec, keys).Value })
 }
 
 // restartedByOthers notes, for a followable workload whose pod template another actor changed,
@@ -182,7 +182,7 @@ func (n *notes) podsRestarted(nv workloadView) {
 	}
 	for _, r := range unmarked {
 		rec, want, keys, ok := n.rule.wantedExisting(nv, r)
-		if ok && writtenBefore(rec.ResourceVersion, nv.meta.GetResourceVersion()) && nv.target.MarkerOf(nv.meta.GetAnnotations(), nv.tmpl, r, want) == policy.NoMarker {
+		if ok && writtenBefore(rec.ResourceVersion(), nv.meta.GetResourceVersion()) && nv.target.MarkerOf(nv.meta.GetAnnotations(), nv.tmpl, r, want) == policy.NoMarker {
 			n.strip(nv.key, r, rec, want.Value, keys)
 		}
 	}

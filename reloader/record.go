@@ -4,6 +4,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"maps"
+	"strconv"
 	"strings"
 	"unique"
 
@@ -29,10 +30,11 @@ import (
 type configRecord struct {
 	Name string
 	// ns is the namespace, interned: every config of a namespace shares one copy.
-	ns              unique.Handle[string]
-	ResourceVersion string              // the informer tells a resync from an update by it
-	Hash            string              // content hash (confighash): plain for a ConfigMap, keyed for a Secret
-	Keys            []confighash.KeySum // per-key sums, for workloads that read single keys; keyed for a Secret
+	ns unique.Handle[string]
+	// rv is the resourceVersion, as the number the API server writes (else rare holds it): the
+	// informer tells a resync from an update by it.
+	rv   uint64
+	Keys []confighash.KeySum // per-key sums, for workloads that read single keys; keyed for a Secret
 	// Legacy holds a Secret's plain hashes, as versions before keyed hashes wrote them into the
 	// state and workloads; nil for a ConfigMap. They are kept in memory only, so that those
 	// values are compared as before and an upgrade restarts nothing that did not change.
@@ -45,7 +47,9 @@ type configRecord struct {
 	// Collaborne is Collaborne kubernetes-reloader's hash, to take over its state entries and
 	// variables without restarts (collaborne.go); never written.
 	Collaborne hexSum
-	kind       recordKind
+	// content is the content hash (confighash): plain for a ConfigMap, keyed for a Secret.
+	content confighash.Packed
+	kind    recordKind
 }
 
 // recordRare is what a config record holds only for the configs that have it.
@@ -55,6 +59,7 @@ type recordRare struct {
 	// value); "" when the content is valid or nothing is declared (validate.go).
 	invalid string
 	uid     *types.UID // a UID that is not a lower-case UUID, as written
+	rv      *string    // a resourceVersion that is not a canonical decimal (or none), as written
 }
 
 // rareFields returns r.rare, made if r had none.
@@ -103,6 +108,25 @@ func (r *configRecord) setUID(u types.UID) {
 		return
 	}
 	r.rareFields().uid = &u
+}
+
+// ResourceVersion is the config's resourceVersion as the API server wrote it.
+func (r *configRecord) ResourceVersion() string {
+	if r.rare != nil && r.rare.rv != nil {
+		return *r.rare.rv
+	}
+	return strconv.FormatUint(r.rv, 10)
+}
+
+// setResourceVersion keeps v as a number when it reads back the same, else as written in the
+// rare part. The API server writes etcd's revisions, numbers; clients must not rely on it, so
+// any other form is kept too.
+func (r *configRecord) setResourceVersion(v string) {
+	if n, err := strconv.ParseUint(v, 10, 64); err == nil && strconv.FormatUint(n, 10) == v {
+		r.rv = n
+		return
+	}
+	r.rareFields().rv = &v
 }
 
 // legacyHashes are a Secret's plain content hash and per-key sums.
@@ -159,7 +183,7 @@ func (r *configRecord) GetObjectKind() schema.ObjectKind { return r.kind }
 // GetObjectMeta is the record's identity for meta.Accessor (cache keys, indexes, Events): a
 // copy, made only when asked.
 func (r *configRecord) GetObjectMeta() metav1.Object {
-	return &metav1.ObjectMeta{Name: r.Name, Namespace: r.Namespace(), UID: r.UID(), ResourceVersion: r.ResourceVersion,
+	return &metav1.ObjectMeta{Name: r.Name, Namespace: r.Namespace(), UID: r.UID(), ResourceVersion: r.ResourceVersion(),
 		Annotations: r.Annotations()}
 }
 
@@ -345,9 +369,11 @@ func configVolumes(vs []corev1.Volume) []corev1.Volume {
 }
 
 func (rs *records) newRecord(kind string, m *metav1.ObjectMeta, hash string) *configRecord {
-	r := &configRecord{kind: kindOfRecord(kind), Name: m.Name, ns: unique.Make(m.Namespace),
-		ResourceVersion: m.ResourceVersion, Hash: rs.sharedHash(key{kind, m.Namespace, m.Name}, hash)}
+	// confighash makes only values that pack (TestPackReadsBackEveryValueItAccepts).
+	content, _ := confighash.Pack(hash)
+	r := &configRecord{kind: kindOfRecord(kind), Name: m.Name, ns: unique.Make(m.Namespace), content: content}
 	r.setUID(m.UID)
+	r.setResourceVersion(m.ResourceVersion)
 	for _, k := range rs.annotations.OnConfig() {
 		if v, ok := m.Annotations[k]; ok {
 			rare := r.rareFields()
@@ -360,26 +386,12 @@ func (rs *records) newRecord(kind string, m *metav1.ObjectMeta, hash string) *co
 	return r
 }
 
-// sharedHash returns the state's copy of hash when the state holds the same content for the
-// config: most configs are unchanged since the state was written, and the two would otherwise
-// each keep 48 bytes of the same string. Controllers built without a state (unit tests) keep
-// their own.
-func (rs *records) sharedHash(k key, hash string) string {
-	if rs.store == nil {
-		return hash
-	}
-	if e, ok := rs.store.Get(rs.names.config(k)); ok && !e.Deleted && e.Hash == hash {
-		return e.Hash
-	}
-	return hash
-}
-
 // hash is the record's content hash; a nil record (a config that does not exist) has none.
 func (r *configRecord) hash() string {
 	if r == nil {
 		return ""
 	}
-	return r.Hash
+	return r.content.String()
 }
 
 // rolloutStatus keeps of a Deployment's status what policy.RolloutProgress reads: the counts and
@@ -466,7 +478,7 @@ func (rs *records) rolledOut(k key, rec *configRecord, deps []dependent) {
 	if e, known := rs.store.Get(skey); known && !e.Deleted && rs.content(rec, nil).Match(e.Hash) == policy.Differs && restated(deps) {
 		set = rs.store.SetRedundant
 	}
-	set(skey, rec.Hash)
+	set(skey, rec.hash())
 	r := policy.ConfigRef{Kind: k.kind, Name: k.name}
 	read := map[string]bool{}
 	for _, d := range deps {

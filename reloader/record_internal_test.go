@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unique"
 	"unsafe"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -280,5 +281,21 @@ func TestAConfigRecordFitsTheSizeClassOf160BytesAndMakesNoRarePartForAPlainConfi
 	}
 	if rec := obj.(*configRecord); rec.rare != nil || rec.Invalid() != "" || rec.Annotations() != nil {
 		t.Errorf("a config with no reloader annotation, a valid content and a UUID has rare fields: %+v", rec.rare)
+	}
+	if rec := obj.(*configRecord); rec.ResourceVersion() != "42" || rec.hash() != confighash.ConfigMap(cm) {
+		t.Errorf("record reads back resourceVersion %q and hash %q, want 42 and %s", rec.ResourceVersion(), rec.hash(), confighash.ConfigMap(cm))
+	}
+}
+
+func TestAResourceVersionReadsBackAsWrittenWhateverItsForm(t *testing.T) {
+	for _, rv := range []string{"0", "42", "18446744073709551615", "", "007", "+1", "abc", "18446744073709551616"} {
+		r := &configRecord{ns: unique.Make("ns")}
+		r.setResourceVersion(rv)
+		if got := r.ResourceVersion(); got != rv {
+			t.Errorf("resourceVersion %q reads back %q", rv, got)
+		}
+		if got := r.GetObjectMeta().GetResourceVersion(); got != rv {
+			t.Errorf("resourceVersion %q reads back %q through GetObjectMeta", rv, got)
+		}
 	}
 }

@@ -87,18 +87,18 @@ func validate(annotations map[string]string, value func(string) ([]byte, bool)) 
 // change differs from it and reloads.
 func (v *validation) invalid(k key, rec *configRecord, fresh bool) {
 	if _, known := v.store.Get(v.names.config(k)); !known {
-		v.store.Set(v.names.config(k), rec.Hash)
+		v.store.Set(v.names.config(k), rec.hash())
 	}
 	last, stranded := v.stranded(k)
-	msg := "Content " + short(rec.Hash) + " not rolled out: " + rec.Invalid() + "; no workload is restarted for it"
+	msg := "Content " + short(rec.hash()) + " not rolled out: " + rec.Invalid() + "; no workload is restarted for it"
 	if len(stranded) > 0 {
-		msg += ". The last valid content, " + short(last.Hash) + ", was replaced before " + workloadNames(stranded) +
+		msg += ". The last valid content, " + short(last.hash()) + ", was replaced before " + workloadNames(stranded) +
 			" reloaded for it and is not rolled out either: a restart would now load content that does not validate"
 	}
 	if v.reports.warn(rec, string(rec.UID()), "InvalidConfig", msg) && fresh {
 		v.counter.WithLabelValues(k.kind).Inc()
 		v.log.Warn("config change not rolled out: it does not validate", "kind", k.kind, "namespace", k.namespace,
-			"name", k.name, "hash", short(rec.Hash), "problem", rec.Invalid(), "stranded", len(stranded))
+			"name", k.name, "hash", short(rec.hash()), "problem", rec.Invalid(), "stranded", len(stranded))
 	}
 	for _, w := range stranded {
 		if v.gates.deferrals.isHeld(w) {

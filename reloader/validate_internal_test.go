@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/reloader/reloader/confighash"
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
 )
@@ -29,7 +30,7 @@ func newValidationFixture() *validationFixture {
 		watched: func(string) bool { return true },
 		dependents: func(_ key, rec *configRecord) []dependent {
 			var out []dependent
-			for _, w := range f.due[rec.Hash] {
+			for _, w := range f.due[rec.hash()] {
 				out = append(out, dependent{workload: w, judgement: judgement{reload: true}})
 			}
 			return out
@@ -38,7 +39,8 @@ func newValidationFixture() *validationFixture {
 }
 
 func configMapRecord(hash, invalid string) *configRecord {
-	r := &configRecord{kind: recordConfigMap, Name: "app", ns: unique.Make("ns"), Hash: strings.Repeat(hash, 40)}
+	content, _ := confighash.Pack(strings.Repeat(hash, 40))
+	r := &configRecord{kind: recordConfigMap, Name: "app", ns: unique.Make("ns"), content: content}
 	r.setUID("cm-uid")
 	r.setInvalid(invalid)
 	return r
@@ -52,7 +54,7 @@ func TestInvalidContentIsSaidOnceAndNamesWhatItStranded(t *testing.T) {
 	k := key{policy.KindConfigMap, "ns", "app"}
 	valid, invalid := configMapRecord("a", ""), configMapRecord("b", `key "port": not an integer`)
 	stranded := key{"Deployment", "ns", "web"}
-	f.due[valid.Hash] = []key{stranded}
+	f.due[valid.hash()] = []key{stranded}
 	f.g.holdInvalid(gatedView(nil)) // web's reload is held: the invalid content wakes it
 
 	f.v.rollingOut(k, valid)
@@ -65,8 +67,8 @@ func TestInvalidContentIsSaidOnceAndNamesWhatItStranded(t *testing.T) {
 	if got := testutil.ToFloat64(f.v.counter.WithLabelValues(policy.KindConfigMap)); got != 1 {
 		t.Fatalf("invalid changes counted %v, want 1", got)
 	}
-	if e, _ := f.store.Get(f.g.names.config(k)); e.Hash != invalid.Hash {
-		t.Fatalf("state entry %q, want the content as it is (%s): the state never saw the config", e.Hash, invalid.Hash)
+	if e, _ := f.store.Get(f.g.names.config(k)); e.Hash != invalid.hash() {
+		t.Fatalf("state entry %q, want the content as it is (%s): the state never saw the config", e.Hash, invalid.hash())
 	}
 	select {
 	case got := <-f.queued:

@@ -55,6 +55,6 @@ func (ws *webhookSync) sync(ctx context.Context, k key) error {
 		ws.tombstones.settle(k, false)
 		return nil
 	}
-	ws.store.Set(skey, rec.Hash)
+	ws.store.Set(skey, rec.hash())
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/reloader/reloader/confighash"
 )
@@ -158,4 +159,56 @@ func FuzzDecodeEntry(f *testing.F) {
 			t.Fatalf("%q is longer than the %d bytes a shard reserves for the value of %s", v, maxValue(key), key)
 		}
 	})
+}
+
+// The state keeps one entry per config: as text, its hash would take a 48-byte allocation (a
+// keyed one 64) and a tombstone's time 8 more bytes in every entry.
+func TestAConfigEntryTakes29BytesAndKeepsItsHashWithoutAnAllocation(t *testing.T) {
+	if size := unsafe.Sizeof(entry{}); size != 29 {
+		t.Errorf("an entry takes %d bytes, want 29", size)
+	}
+	m := newEntryMap()
+	plain, keyed := strings.Repeat("ab", 20), "hmac-0a1b2c3d-"+strings.Repeat("cd", 20)
+	m.put("v1.ConfigMap_a", Entry{Hash: plain}, 0, false)
+	m.put("v1.Secret_b", Entry{Hash: keyed}, 0, false)
+	allocs := testing.AllocsPerRun(100, func() {
+		m.put("v1.ConfigMap_a", Entry{Hash: plain}, 0, false)
+		m.put("v1.Secret_b", Entry{Hash: keyed}, 0, false)
+	})
+	if allocs != 0 {
+		t.Errorf("storing a hash allocates %.0f times, want none", allocs)
+	}
+	if len(m.values) != 0 || len(m.since) != 0 {
+		t.Errorf("live config entries kept beside: values %v, since %v", m.values, m.since)
+	}
+	for k, want := range map[string]string{"v1.ConfigMap_a": plain, "v1.Secret_b": keyed} {
+		if got := m.public(k, m.m[k]); got != (Entry{Hash: want}) {
+			t.Errorf("%s reads back %+v, want hash %s", k, got, want)
+		}
+	}
+}
+
+func TestEntriesThatDoNotPackReadBackAsStored(t *testing.T) {
+	m := newEntryMap()
+	at := time.Unix(1700000000, 0).UTC()
+	hash := strings.Repeat("12", 20)
+	for k, e := range map[string]Entry{
+		"v1.ConfigMap_gone":   {Hash: hash, Deleted: true, Since: at},
+		"v1.ConfigMap_absent": {Deleted: true, Since: at},
+		"hold.x":              {Hash: "any text a kind accepts", opaque: true},
+		"hold.hash":           {Hash: hash, opaque: true},
+	} {
+		m.put(k, e, 1, true)
+		if got := m.public(k, m.m[k]); got != e {
+			t.Errorf("%s reads back %+v, want %+v", k, got, e)
+		}
+	}
+	m.put("v1.ConfigMap_gone", Entry{Hash: hash}, 1, true) // revived
+	if _, kept := m.since["v1.ConfigMap_gone"]; kept {
+		t.Error("a revived entry keeps its tombstone time")
+	}
+	m.remove("hold.x")
+	if _, kept := m.values["hold.x"]; kept {
+		t.Error("a removed entry keeps its value")
+	}
 }

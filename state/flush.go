@@ -218,7 +218,7 @@ func (f *flusher) takeDirty(all bool) [MaxShards]map[string]*string {
 		out[shard][k] = v
 	}
 	for k := range f.due.dirty {
-		e, ok := entries[k]
+		e, ok := entries.m[k]
 		if ok && e.shard != memoryOnly {
 			add(int(e.shard), k, entries.send(k, e))
 		}
@@ -230,7 +230,7 @@ func (f *flusher) takeDirty(all bool) [MaxShards]map[string]*string {
 		}
 	}
 	for k := range f.due.redundant {
-		e, ok := entries[k]
+		e, ok := entries.m[k]
 		switch {
 		case ok && e.shard != memoryOnly && (all || out[e.shard] != nil):
 			add(int(e.shard), k, entries.send(k, e))

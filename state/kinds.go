@@ -65,11 +65,11 @@ func (ks kindSet) decode(k, v string) (Entry, error) {
 func (s *Store) Value(key string) (string, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.entries[key]
+	e, ok := s.entries.m[key]
 	if !ok || !e.opaque {
 		return "", false
 	}
-	return e.hash, true
+	return s.entries.public(key, e).Hash, true
 }
 
 // SetValue records value under key, of a registered kind; it is written by the next flush. A key
@@ -96,7 +96,7 @@ func (s *Store) Keys(prefixes ...string) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []string
-	for k, e := range s.entries {
+	for k, e := range s.entries.m {
 		if e.opaque && slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(k, p) }) {
 			out = append(out, k)
 		}

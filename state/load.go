@@ -40,7 +40,7 @@ func (s *Store) Load(ctx context.Context) (first bool, err error) {
 			}
 		}
 	}
-	return len(s.entries) == 0, nil
+	return len(s.entries.m) == 0, nil
 }
 
 // loadShard takes in shard i's entries. Shards load in order, so a key already loaded sits in a
@@ -62,15 +62,13 @@ func (s *Store) loadShard(i int, data map[string]string) {
 			s.drop(k, i)
 			continue
 		}
-		if kept, dup := s.entries[k]; dup {
+		if kept, dup := s.entries.m[k]; dup {
 			s.log.Warn("state entry is stored twice; keeping the copy in the lower shard",
 				"configmap", s.ShardName(i), "key", k, "kept_in", s.ShardName(int(kept.shard)))
 			s.drop(k, i)
 			continue
 		}
-		p := packEntry(e, i)
-		p.stored = true
-		s.entries[k] = p
+		s.entries.put(k, e, i, true)
 		s.room.bytes[i] += s.kinds.reserve(k)
 		s.children.link(k, true)
 	}
@@ -84,7 +82,7 @@ func (s *Store) drop(key string, i int) {
 
 // forgetAll empties the in-memory copy before a Load.
 func (s *Store) forgetAll() {
-	s.entries, s.children = entryMap{}, children{}
+	s.entries, s.children = newEntryMap(), children{}
 	s.flusher.forget()
 	s.room.bytes, s.room.unsaved = [MaxShards]int{}, map[string]struct{}{}
 	s.io.forget()

@@ -41,17 +41,15 @@ func (s *Store) put(key string, e Entry) {
 
 // update is put without marking key dirty; it reports whether the entry changed.
 func (s *Store) update(key string, e Entry) bool {
-	old, had := s.entries[key]
-	if had && encodeEntry(old.public()) == encodeEntry(e) {
+	old, had := s.entries.m[key]
+	if had && encodeEntry(s.entries.public(key, old)) == encodeEntry(e) {
 		return false
 	}
 	shard := int(old.shard)
 	if !had || shard == memoryOnly {
 		shard = s.place(key)
 	}
-	p := packEntry(e, shard)
-	p.stored = had && old.stored && shard == int(old.shard)
-	s.entries[key] = p
+	s.entries.put(key, e, shard, had && old.stored && shard == int(old.shard))
 	s.room.setUnsaved(key, shard == memoryOnly)
 	s.children.link(key, true)
 	return true
@@ -79,12 +77,12 @@ func (s *Store) unplace(key string, e entry) {
 // placeUnsaved moves memory-only entries into shards that have room again.
 func (s *Store) placeUnsaved() {
 	for k := range s.room.unsaved {
-		e := s.entries[k]
+		e := s.entries.m[k]
 		e.shard = int8(s.place(k))
 		if e.shard == memoryOnly {
 			continue
 		}
-		s.entries[k] = e
+		s.entries.m[k] = e
 		s.room.setUnsaved(k, false)
 		s.flusher.due.mark(k)
 	}

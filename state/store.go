@@ -52,60 +52,6 @@ type Store struct {
 	OnWrite func(shard string, err error)
 }
 
-// entry is an Entry as the store keeps it, and where it is stored. Since has whole seconds
-// only, so it is kept as unix seconds (8 bytes, not a time.Time's 24) and the shard in a byte:
-// 32 bytes per config and data key instead of 64.
-type entry struct {
-	hash    string
-	since   int64 // unix seconds; a tombstone's only
-	shard   int8  // or memoryOnly
-	deleted bool
-	opaque  bool // of a registered kind: hash is the value
-	// stored: the shard may hold the key (loaded from it, or sent to it); removing one it
-	// cannot hold needs no write.
-	stored bool
-}
-
-func packEntry(e Entry, shard int) entry {
-	p := entry{hash: e.Hash, shard: int8(shard), deleted: e.Deleted, opaque: e.opaque}
-	if e.Deleted {
-		p.since = e.Since.Unix()
-	}
-	return p
-}
-
-// public is the Entry that e keeps.
-func (e entry) public() Entry {
-	out := Entry{Hash: e.hash, Deleted: e.deleted, opaque: e.opaque}
-	if e.deleted {
-		out.Since = time.Unix(e.since, 0).UTC()
-	}
-	return out
-}
-
-// in reports whether e is stored in shard i.
-func (e entry) in(i int) bool { return int(e.shard) == i }
-
-// entryMap is the store's entries by key.
-type entryMap map[string]entry
-
-// send is the value to write for entry e of key k, which the shard may hold from then on.
-func (m entryMap) send(k string, e entry) *string {
-	e.stored = true
-	m[k] = e
-	v := encodeEntry(e.public())
-	return &v
-}
-
-// sendShard adds every entry that shard i holds to data, as send does.
-func (m entryMap) sendShard(i int, data map[string]string) {
-	for k, e := range m {
-		if e.in(i) {
-			data[k] = *m.send(k, e)
-		}
-	}
-}
-
 // memoryOnly is the shard of an entry that no shard had room for.
 const memoryOnly = -1
 
@@ -121,7 +67,7 @@ func New(client ConfigMapClient, namespace, name string, log *slog.Logger, kinds
 		io:       io,
 		log:      log,
 		room:     room{budget: ShardBudget, unsaved: map[string]struct{}{}, log: log},
-		entries:  entryMap{},
+		entries:  newEntryMap(),
 		children: children{},
 	}
 	s.flusher = flusher{io: io, log: log, kinds: s.kinds, mu: &s.mu, entries: s, onWrite: &s.OnWrite,
@@ -143,8 +89,8 @@ func (s *Store) Fence(writer string) { s.io.fence(writer) }
 func (s *Store) Get(key string) (Entry, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.entries[key]
-	return e.public(), ok
+	e, ok := s.entries.m[key]
+	return s.entries.public(key, e), ok
 }
 
 // Set records hash as the content of key, a config entry or a data-key entry, reviving a
@@ -216,12 +162,13 @@ func (s *Store) Tombstone(config, hash string, at time.Time) {
 
 func (s *Store) tombstone(config, hash string, at time.Time) {
 	next := Entry{Hash: hash, Deleted: true, Since: sinceOf(at)}
-	if e, ok := s.entries[config]; ok {
+	if e, ok := s.entries.m[config]; ok {
+		old := s.entries.public(config, e)
 		if hash == "" {
-			next.Hash = e.hash
+			next.Hash = old.Hash
 		}
 		if e.deleted {
-			next.Since = e.public().Since
+			next.Since = old.Since
 		}
 	}
 	s.put(config, next)
@@ -232,8 +179,8 @@ func (s *Store) tombstone(config, hash string, at time.Time) {
 func (s *Store) Redate(config string, at time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e, ok := s.entries[config]; ok && e.deleted {
-		next := e.public()
+	if e, ok := s.entries.m[config]; ok && e.deleted {
+		next := s.entries.public(config, e)
 		next.Since = sinceOf(at)
 		s.put(config, next)
 	}
@@ -247,13 +194,13 @@ func (s *Store) TombstoneMissing(live func(config string) bool, at time.Time) in
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var missing []string
-	for k, e := range s.entries {
+	for k, e := range s.entries.m {
 		if isConfigEntry(k) && !e.deleted && !live(k) {
 			missing = append(missing, k)
 		}
 	}
 	for config := range s.children {
-		if _, ok := s.entries[config]; !ok && isConfigEntry(config) && !live(config) {
+		if _, ok := s.entries.m[config]; !ok && isConfigEntry(config) && !live(config) {
 			missing = append(missing, config)
 		}
 	}
@@ -269,8 +216,8 @@ func (s *Store) Count(match func(key string, e Entry) bool) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
-	for k, e := range s.entries {
-		if match(k, e.public()) {
+	for k, e := range s.entries.m {
+		if match(k, s.entries.public(k, e)) {
 			n++
 		}
 	}
@@ -282,9 +229,9 @@ func (s *Store) Tombstones() map[string]Entry {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := map[string]Entry{}
-	for k, e := range s.entries {
+	for k, e := range s.entries.m {
 		if e.deleted {
-			out[k] = e.public()
+			out[k] = s.entries.public(k, e)
 		}
 	}
 	return out
@@ -322,12 +269,12 @@ func (s *Store) KeepDataKeys(config string, keep map[string]bool) {
 }
 
 func (s *Store) deleteLocked(key string) {
-	e, ok := s.entries[key]
+	e, ok := s.entries.m[key]
 	if !ok {
 		return
 	}
 	s.unplace(key, e)
-	delete(s.entries, key)
+	s.entries.remove(key)
 	s.room.setUnsaved(key, false)
 	s.children.link(key, false)
 }
@@ -367,7 +314,7 @@ func (s *Store) Stats() []ShardStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	counts := [MaxShards]int{}
-	for _, e := range s.entries {
+	for _, e := range s.entries.m {
 		if e.shard != memoryOnly {
 			counts[e.shard]++
 		}

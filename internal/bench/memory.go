@@ -101,6 +101,8 @@ func runtimeStats(m metricSet) map[string]float64 {
 		"go_memstats_heap_alloc_bytes", "go_memstats_heap_inuse_bytes", "go_memstats_heap_idle_bytes",
 		"go_memstats_heap_released_bytes", "go_memstats_stack_inuse_bytes", "go_memstats_sys_bytes",
 		"go_memstats_next_gc_bytes", "go_goroutines", "process_resident_memory_bytes",
+		// Outside the heap: span structures, the collector's metadata, the runtime's other.
+		"go_memstats_mspan_inuse_bytes", "go_memstats_gc_sys_bytes", "go_memstats_other_sys_bytes",
 	} {
 		out[name] = m.get(name)
 	}
