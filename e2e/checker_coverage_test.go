@@ -43,7 +43,10 @@ func coverage(s sequence) map[string]int {
 			if a.Value == invalidJSON {
 				c["content: invalid (does not validate)"]++
 			}
+		case "annotate":
+			modeCoverage(c, a.Mode)
 		case "create-workload":
+			modeCoverage(c, a.Mode)
 			kind := a.Kind
 			if kind == "" {
 				kind = kindDeployment
@@ -60,6 +63,16 @@ func coverage(s sequence) map[string]int {
 		}
 	}
 	return c
+}
+
+// modeCoverage counts a mode a workload is created or annotated with, where it names configs.
+func modeCoverage(c map[string]int, m string) {
+	switch m {
+	case modeNamed:
+		c["reload annotation: names"]++
+	case modePattern:
+		c["reload annotation: patterns"]++
+	}
 }
 
 // gateCoverage counts a gate annotation a workload is created or updated with.

@@ -583,6 +583,13 @@ func setMode(ann map[string]string, refs []ref, m string) {
 		if len(secrets) > 0 {
 			ann[modeAnnotations[2]] = strings.Join(secrets, ",")
 		}
+	case modePattern:
+		if len(cms) > 0 {
+			ann[modeAnnotations[1]] = patternOf(cms)
+		}
+		if len(secrets) > 0 {
+			ann[modeAnnotations[2]] = patternOf(secrets)
+		}
 	case modeExclude:
 		ann[modeAnnotations[0]] = "true"
 		first := refs[0].Config
@@ -592,6 +599,17 @@ func setMode(ann map[string]string, refs []ref, m string) {
 			ann[modeAnnotations[3]] = first
 		}
 	}
+}
+
+// patternOf is a reload annotation's regular expression that matches names and no other name:
+// one name's last character as a class ("cm-[0]"), or an alternation of several
+// ("(cm-0|cm--2)"). Neither is a valid config name, so the reloader reads both as patterns.
+func patternOf(names []string) string {
+	if len(names) == 1 {
+		n := names[0]
+		return n[:len(n)-1] + "[" + n[len(n)-1:] + "]"
+	}
+	return "(" + strings.Join(names, "|") + ")"
 }
 
 // setGate replaces, in ann, every gate annotation with g's.

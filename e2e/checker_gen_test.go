@@ -35,9 +35,12 @@ func isSecret(config string) bool { return strings.HasPrefix(config, "sec-") }
 
 // Annotation modes of a workload.
 const (
-	modeNone    = "none"    // reloads on nothing
-	modeAuto    = "auto"    // reloader.stakater.com/auto
-	modeNamed   = "named"   // the stakater reload annotations name every config it reads
+	modeNone  = "none"  // reloads on nothing
+	modeAuto  = "auto"  // reloader.stakater.com/auto
+	modeNamed = "named" // the stakater reload annotations name every config it reads
+	// modePattern: the stakater reload annotations match every config it reads, and no other,
+	// by regular expressions (gen 8): what the reloader finds through its namespace index.
+	modePattern = "pattern"
 	modeExclude = "exclude" // auto, but the first config it reads is excluded
 )
 
@@ -142,7 +145,8 @@ type sequence struct {
 	// created after a change its dependents' markers hold, then a kill -9
 	// (createdAfterAMarkedChange); gen 7 workloads whose template comes to read other configs
 	// (reref), and workloads deleted and created again at once under their name with other
-	// refs (replaceWorkload).
+	// refs (replaceWorkload); gen 8 reload annotations that name the configs by regular
+	// expressions (modePattern).
 	Gen int
 	// Gen 3: the reload strategy (--reload-strategy), and --reload-window: "" (none), "open"
 	// or "closed" (a window hours from now), which workloads' own windows override.
@@ -221,10 +225,12 @@ type generator struct {
 	// gen 7 draws, from an eighth stream, changes of the configs a workload's template reads
 	// (reref) and workloads deleted and created again at once with other refs (replaceWorkload).
 	eighth *rand.Rand
+	// gen 8 draws, from a ninth stream, which named workloads name their configs by patterns.
+	ninth *rand.Rand
 }
 
 // latestGen is the generator version new seeds run with.
-const latestGen = 7
+const latestGen = 8
 
 // generate makes the sequence of seed under generator version gen: n actions, faults included
 // when faults is set.
@@ -236,7 +242,8 @@ func generate(seed uint64, gen, n int, faults bool) sequence {
 		fifth:   rand.New(rand.NewPCG(seed^0x2127599bf4325c37, seed^0x880355f21e6d1965)),
 		sixth:   rand.New(rand.NewPCG(seed^0x3c6ef372fe94f82b, seed^0xa54ff53a5f1d36f1)),
 		seventh: rand.New(rand.NewPCG(seed^0x510e527fade682d1, seed^0x9b05688c2b3e6c1f)),
-		eighth:  rand.New(rand.NewPCG(seed^0x1f83d9abfb41bd6b, seed^0x5be0cd19137e2179))}
+		eighth:  rand.New(rand.NewPCG(seed^0x1f83d9abfb41bd6b, seed^0x5be0cd19137e2179)),
+		ninth:   rand.New(rand.NewPCG(seed^0x6a09e667f3bcc908, seed^0xbb67ae8584caa73b))}
 	for _, c := range configNames {
 		g.configs[c] = true // the world starts with every config, content "0"
 	}
@@ -496,7 +503,15 @@ func (g *generator) created(a action) {
 // modeDraws are the modes a workload is created or annotated with, as often as they are drawn.
 var modeDraws = []string{modeNone, modeAuto, modeAuto, modeAuto, modeNamed, modeNamed, modeExclude}
 
-func (g *generator) mode() string { return pick(g.rnd, modeDraws) }
+// mode draws a mode from the first stream; from gen 8 on, half the named ones name their configs
+// by patterns, drawn from the ninth stream so that older versions keep their sequences.
+func (g *generator) mode() string {
+	m := pick(g.rnd, modeDraws)
+	if m == modeNamed && g.gen >= 8 && g.ninth.IntN(2) == 0 {
+		return modePattern
+	}
+	return m
+}
 
 func (g *generator) deleteWorkload() action {
 	w, ok := g.existing(g.workloads, workloadNames)

@@ -605,7 +605,7 @@ func triggers(m string, refs []ref, c string) (ok, whole bool) {
 	switch {
 	case !reads || m == modeNone:
 		return false, false
-	case m == modeNamed:
+	case m == modeNamed || m == modePattern:
 		return true, true
 	case m == modeExclude && refs[0].Config == c:
 		return false, false
