@@ -234,14 +234,16 @@ func (p Policy) PatternKinds() []string {
 }
 
 // Candidates are every config a change of which may reload the workload; the index holds them.
-// Search mode still needs the config's match annotation, checked by Triggers.
+// Search mode still needs the config's match annotation, checked by Triggers. A config the pod
+// spec reads that a pattern matches is one, so that its deletion, when the cache no longer lists
+// it among the configs the pattern matches, still reaches the workload.
 func (p Policy) Candidates(uses map[ConfigRef]Use) []ConfigRef {
 	var refs []ConfigRef
 	for r := range p.named {
 		refs = append(refs, r)
 	}
 	for r := range uses {
-		if !p.named[r] && !p.excluded[r] && (p.autoFor(r.Kind) || p.search) {
+		if !p.named[r] && (p.NamedBy(r) || !p.excluded[r] && (p.autoFor(r.Kind) || p.search)) {
 			refs = append(refs, r)
 		}
 	}

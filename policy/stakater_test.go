@@ -46,6 +46,32 @@ func TestReloadAnnotationsReadNamesAndPatternsAsStakaterDoes(t *testing.T) {
 	}
 }
 
+// A config the pod spec reads that a pattern matches is a candidate whether it exists or not:
+// deleted, the cache no longer lists it among the configs the pattern matches, and only the
+// candidates tell its deletion to the workload (seed 1046 of the checker's version 8).
+func TestCandidatesListTheConfigsThePodReadsThatAPatternMatches(t *testing.T) {
+	def := DefaultAnnotations()
+	cm := func(n string) ConfigRef { return ConfigRef{KindConfigMap, n} }
+	spec := envFrom(KindConfigMap, "app-1")
+	spec.Containers[0].EnvFrom = append(spec.Containers[0].EnvFrom, envFrom(KindConfigMap, "other").Containers[0].EnvFrom...)
+	uses := UsesOf(&spec)
+	for _, tt := range []struct {
+		ann  map[string]string
+		want []ConfigRef
+	}{
+		{namedAnn("configmap", "app-[0-9]"), []ConfigRef{cm("app-1")}},
+		{namedAnn("configmap", "app-[0-9],listed"), []ConfigRef{cm("app-1"), cm("listed")}},
+		{namedAnn("configmap", "nothing-.*"), nil},
+		{namedAnn("secret", "app-[0-9]"), nil}, // a Secret pattern matches no ConfigMap
+		{map[string]string{"reloader.stakater.com/auto": "true", "configmaps.exclude.reloader.stakater.com/reload": "app-1",
+			"configmap.reloader.stakater.com/reload": "app-[0-9]"}, []ConfigRef{cm("app-1"), cm("other")}}, // named wins, as in Triggers
+	} {
+		if got := def.Of(tt.ann, nil).Candidates(uses); !slices.Equal(got, tt.want) {
+			t.Errorf("%v: candidates %v, want %v", tt.ann, got, tt.want)
+		}
+	}
+}
+
 func TestReloadAnnotationPatternProblems(t *testing.T) {
 	def := DefaultAnnotations()
 	for _, tt := range []struct {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/reloader/reloader/policy"
@@ -157,7 +158,7 @@ func TestMatchAndKindOnAWorkloadAreExplained(t *testing.T) {
 }
 
 // With --reload-on-create, a plain name's creation reloads; a pattern has no name to wait for,
-// so the creation of a config only a pattern matches does not (docs/annotations.md), and its first change does.
+// so the creation of a config only a pattern matches, and the pod spec does not read, does not (docs/annotations.md), and its first change does.
 func TestPatternMatchedCreationWithReloadOnCreate(t *testing.T) {
 	t.Parallel()
 	ns := cluster.NewNamespace(t)
@@ -175,6 +176,56 @@ func TestPatternMatchedCreationWithReloadOnCreate(t *testing.T) {
 	hash := updateConfigMap(t, ns, "pat-one", map[string]string{"v": "1"})
 	waitEnv(t, ns, "pattern", "_RELOADER_-configmap-pat-one", hash)
 	wantReloads(t, ns, "pattern", pattern, 1)
+}
+
+// With --reload-on-delete, the deletion of a config the pod spec reads reloads a workload whose
+// reload annotation matches it by a pattern, as one that names it (checker seed 1046@8: the
+// cache no longer lists a deleted config among those the pattern matches). Positive control: the
+// named workload.
+func TestAPatternMatchedConfigsDeletionReloadsWithReloadOnDelete(t *testing.T) {
+	t.Parallel()
+	ns := cluster.NewNamespace(t)
+	reads := func(name string) func(*corev1.PodSpec) {
+		return func(s *corev1.PodSpec) {
+			s.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}}}}
+		}
+	}
+	createConfigMap(t, ns, "app-one", map[string]string{"v": "0"})
+	createConfigMap(t, ns, "pat-one", map[string]string{"v": "0"})
+	createDeployment(t, ns, "plain", 0, named("configmap", "app-one"), reads("app-one"))
+	createDeployment(t, ns, "pattern", 0, named("configmap", "pat-.*"), reads("pat-one"))
+	startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { o.ReloadOnDelete = true }})
+	settle(t)
+	plain, pattern := getDeployment(t, ns, "plain").Generation, getDeployment(t, ns, "pattern").Generation
+	deleteConfigMap(t, ns, "app-one")
+	deleteConfigMap(t, ns, "pat-one")
+	for name, before := range map[string]int64{"plain": plain, "pattern": pattern} {
+		waitFor(t, 30*time.Second, name+" reloaded for the deletion", func() (bool, error) {
+			return getDeployment(t, ns, name).Generation > before, nil
+		})
+	}
+	wantReloads(t, ns, "plain", plain, 1)
+	wantReloads(t, ns, "pattern", pattern, 1)
+}
+
+// With --reload-on-create, so does the creation of a config the pod spec reads that the pattern
+// matches (docs/annotations.md); one it does not read has no name to wait for
+// (TestPatternMatchedCreationWithReloadOnCreate).
+func TestAPatternMatchedConfigThePodReadsReloadsOnItsCreation(t *testing.T) {
+	t.Parallel()
+	ns := cluster.NewNamespace(t)
+	createDeployment(t, ns, "pattern", 0, named("configmap", "pat-.*"), func(s *corev1.PodSpec) {
+		s.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "pat-two"}, Optional: new(true)}}}
+	})
+	startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { o.ReloadOnCreate = true }})
+	settle(t)
+	before := getDeployment(t, ns, "pattern").Generation
+	createConfigMap(t, ns, "pat-two", map[string]string{"v": "0"})
+	waitFor(t, 30*time.Second, "pattern reloaded for the creation", func() (bool, error) {
+		return getDeployment(t, ns, "pattern").Generation > before, nil
+	})
+	wantReloads(t, ns, "pattern", before, 1)
 }
 
 // A pattern workload under edits: a delete-and-recreate with the same content restarts nothing,
