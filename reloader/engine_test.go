@@ -1000,6 +1000,30 @@ func TestWorkloadCreatedWhileTheStateIsBehindIsNotRestartedForWhatItRuns(t *test
 	waitEnv(t, ns, "w2", cmVar, hashC)
 }
 
+// Checker seed 1050@8: a workload created while another dependent holds the state back reads a
+// config it does not reload on yet, and is then annotated to reload on it. Its pods run the
+// content they started with, the new one; the state alone would restart them for it. Positive
+// control: a change after the annotation reloads it, once.
+func TestAWorkloadAnnotatedAfterItsCreationWhileTheStateIsBehindIsNotRestartedForWhatItRuns(t *testing.T) {
+	t.Parallel()
+	ns, lift, _, _ := stateHeldBehind(t)
+	createDeployment(t, ns, "w3", 0, nil, func(s *corev1.PodSpec) { // runs B, reloads on nothing
+		s.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"}}}}
+	})
+	settle(t)
+	annotated := updateDeployment(t, ns, "w3", func(d *appsv1.Deployment) {
+		d.Annotations = map[string]string{"reloader.stakater.com/auto": "true"}
+	}).Generation
+	wantReloads(t, ns, "w3", annotated, 0)
+
+	hashC := updateConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
+	waitEnv(t, ns, "w3", cmVar, hashC)
+	wantReloads(t, ns, "w3", annotated, 1)
+	lift()
+	waitEnv(t, ns, "w2", cmVar, hashC)
+}
+
 // Review: a workload that stops reloading on a config (its annotation now names another) was
 // the one holding the config's state back; its update queued only the configs it names now, so
 // the state stayed behind, and a workload found without a marker at a later start (a relist)

@@ -75,9 +75,31 @@ func (n *notes) created(k *workloadKind, obj any) {
 	if !ok || v.target.RestartAt || !justCreated(obj) {
 		return
 	}
-	for _, r := range n.rule.reloadsOn(v) {
+	refs := n.rule.reloadsOn(v)
+	for _, r := range refs {
 		rec, want, keys, ok := n.rule.wantedExisting(v, r)
 		if ok && writtenBefore(rec.ResourceVersion(), v.meta.GetResourceVersion()) && v.target.MarkerOf(v.meta.GetAnnotations(), v.tmpl, r, want) == policy.NoMarker {
+			n.strip(v.key, r, rec, want.Value, keys)
+		}
+	}
+	// The configs its pod spec reads that it does not reload on yet: a reload annotation put on
+	// later must not restart it for the content it ran from its start (checker seed 1050@8). Noted
+	// as auto mode reads them; a later mode that reads them otherwise finds the note stale and
+	// reloads, as the state would (a note is kept only while the state is behind).
+	for r, u := range v.uses {
+		if slices.Contains(refs, r) || !u.Whole && len(u.Keys) == 0 {
+			continue
+		}
+		rec := n.rule.caches.lookup(configKey(r, v.key.namespace))
+		if rec == nil || !writtenBefore(rec.ResourceVersion(), v.meta.GetResourceVersion()) {
+			continue
+		}
+		var keys []string
+		if !u.Whole {
+			keys = u.Keys
+		}
+		want := n.records.content(rec, keys)
+		if v.target.MarkerOf(v.meta.GetAnnotations(), v.tmpl, r, want) == policy.NoMarker {
 			n.strip(v.key, r, rec, want.Value, keys)
 		}
 	}
