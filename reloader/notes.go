@@ -77,9 +77,8 @@ func (n *notes) created(k *workloadKind, obj any) {
 	}
 	refs := n.rule.reloadsOn(v)
 	for _, r := range refs {
-		rec, want, keys, ok := n.rule.wantedExisting(v, r)
-		if ok && writtenBefore(rec.ResourceVersion(), v.meta.GetResourceVersion()) && v.target.MarkerOf(v.meta.GetAnnotations(), v.tmpl, r, want) == policy.NoMarker {
-			n.strip(v.key, r, rec, want.Value, keys)
+		if rec, want, keys, ok := n.rule.wantedExisting(v, r); ok {
+			n.runs(v, r, rec, want, keys)
 		}
 	}
 	// The configs its pod spec reads that it does not reload on yet: a reload annotation put on
@@ -90,18 +89,21 @@ func (n *notes) created(k *workloadKind, obj any) {
 		if slices.Contains(refs, r) || !u.Whole && len(u.Keys) == 0 {
 			continue
 		}
-		rec := n.rule.caches.lookup(configKey(r, v.key.namespace))
-		if rec == nil || !writtenBefore(rec.ResourceVersion(), v.meta.GetResourceVersion()) {
-			continue
-		}
 		var keys []string
 		if !u.Whole {
 			keys = u.Keys
 		}
-		want := n.records.content(rec, keys)
-		if v.target.MarkerOf(v.meta.GetAnnotations(), v.tmpl, r, want) == policy.NoMarker {
-			n.strip(v.key, r, rec, want.Value, keys)
+		if rec := n.rule.caches.lookup(configKey(r, v.key.namespace)); rec != nil {
+			n.runs(v, r, rec, n.records.content(rec, keys), keys)
 		}
+	}
+}
+
+// runs notes that workload v, without a marker for r, runs want: the content of rec, which was
+// written before v's version of it was.
+func (n *notes) runs(v workloadView, r policy.ConfigRef, rec *configRecord, want policy.Content, keys []string) {
+	if writtenBefore(rec.ResourceVersion(), v.meta.GetResourceVersion()) && v.target.MarkerOf(v.meta.GetAnnotations(), v.tmpl, r, want) == policy.NoMarker {
+		n.strip(v.key, r, rec, want.Value, keys)
 	}
 }
 
@@ -203,9 +205,8 @@ func (n *notes) podsRestarted(nv workloadView) {
 		}
 	}
 	for _, r := range unmarked {
-		rec, want, keys, ok := n.rule.wantedExisting(nv, r)
-		if ok && writtenBefore(rec.ResourceVersion(), nv.meta.GetResourceVersion()) && nv.target.MarkerOf(nv.meta.GetAnnotations(), nv.tmpl, r, want) == policy.NoMarker {
-			n.strip(nv.key, r, rec, want.Value, keys)
+		if rec, want, keys, ok := n.rule.wantedExisting(nv, r); ok {
+			n.runs(nv, r, rec, want, keys)
 		}
 	}
 	n.restarts.byOthers(nv.key, nv.meta.GetResourceVersion(), reads, n.rule.cachedVersion(nv.key.namespace))
