@@ -46,6 +46,7 @@ const (
 	maxHistoryBytes   = 2048
 	rolledBackSuffix  = "+rolled-back"
 	templatePrefix    = "t"
+	stoppedPrefix     = "s"
 	templateHashLen   = 12
 )
 
@@ -61,12 +62,15 @@ type Entry struct {
 	// made, kept while its rollout is followed: the rollout is the reload's only while the
 	// template is still that one. "" when unknown (a line written before it was recorded).
 	Template string
+	// Stopped is when the rollout's timeout clock stopped because its owner paused it (whole
+	// seconds); zero while the clock runs (StopClock, StartClock).
+	Stopped time.Time
 	// Configs are "<Kind>/<name>@<hash prefix>"; past maxHistoryConfigs, "+<n>" counts the rest.
 	Configs []string
 }
 
 // String is the entry's line:
-// "<RFC 3339 time> <outcome>[+rolled-back] g<generation> [t<template>] <configs>".
+// "<RFC 3339 time> <outcome>[+rolled-back] g<generation> [t<template>] [s<RFC 3339 time>] <configs>".
 func (r Entry) String() string {
 	outcome := r.Outcome
 	if r.RolledBack {
@@ -79,6 +83,9 @@ func (r Entry) String() string {
 	gen := "g" + strconv.FormatInt(r.Generation, 10)
 	if r.Template != "" {
 		gen += " " + templatePrefix + r.Template
+	}
+	if !r.Stopped.IsZero() {
+		gen += " " + stoppedPrefix + r.Stopped.UTC().Format(time.RFC3339)
 	}
 	return fmt.Sprintf("%s %s %s %s", r.At.UTC().Format(time.RFC3339), outcome, gen, strings.Join(configs, ","))
 }
@@ -94,14 +101,11 @@ func ParseHistory(v string) []Entry {
 	return out
 }
 
+// parseReload reads a line; the optional fields between the generation and the configs (a
+// template, a stopped clock) may be absent, as versions before them wrote none.
 func parseReload(line string) (Entry, bool) {
 	f := strings.Fields(line)
-	var tmpl string
-	if len(f) == 5 && strings.HasPrefix(f[3], templatePrefix) {
-		tmpl = f[3][len(templatePrefix):]
-		f = []string{f[0], f[1], f[2], f[4]}
-	}
-	if len(f) != 4 || !strings.HasPrefix(f[2], "g") {
+	if len(f) < 4 || !strings.HasPrefix(f[2], "g") {
 		return Entry{}, false
 	}
 	at, err := time.Parse(time.RFC3339, f[0])
@@ -113,7 +117,19 @@ func parseReload(line string) (Entry, bool) {
 		return Entry{}, false
 	}
 	outcome, rolledBack := strings.CutSuffix(f[1], rolledBackSuffix)
-	return Entry{At: at, Outcome: outcome, RolledBack: rolledBack, Generation: gen, Template: tmpl, Configs: strings.Split(f[3], ",")}, true
+	e := Entry{At: at, Outcome: outcome, RolledBack: rolledBack, Generation: gen, Configs: strings.Split(f[len(f)-1], ",")}
+	for _, opt := range f[3 : len(f)-1] {
+		if v, ok := strings.CutPrefix(opt, stoppedPrefix); ok && e.Stopped.IsZero() {
+			if e.Stopped, err = time.Parse(time.RFC3339, v); err != nil {
+				return Entry{}, false
+			}
+		} else if v, ok := strings.CutPrefix(opt, templatePrefix); ok && e.Template == "" {
+			e.Template = v
+		} else {
+			return Entry{}, false
+		}
+	}
+	return e, true
 }
 
 // TemplateHash is a short hash of a whole pod template, as the API server returns it.
@@ -361,4 +377,31 @@ func MetaAnnotationOps(current map[string]string, exists bool, set map[string]*s
 // with a 3 s timeout).
 func (r Entry) Deadline(timeout time.Duration) time.Time {
 	return r.At.Truncate(time.Second).Add(time.Second + timeout)
+}
+
+// StopClock stops the entry's timeout clock at now, while its owner keeps the rollout paused;
+// a stopped clock stays stopped at its first time.
+func (r Entry) StopClock(now time.Time) Entry {
+	if r.Stopped.IsZero() {
+		r.Stopped = now.UTC().Truncate(time.Second)
+	}
+	return r
+}
+
+// StartClock runs the stopped clock again at now: the reload's time moves on by the whole
+// seconds it was stopped, rounded up, so that the deadline lies as far past the resume as it
+// lay past the pause, never nearer. A stop after now (a clock set back, a forged line) stopped
+// nothing.
+func (r Entry) StartClock(now time.Time) Entry {
+	if r.Stopped.IsZero() {
+		return r
+	}
+	if paused := now.Sub(r.Stopped); paused > 0 {
+		r.At = r.At.Add(paused.Truncate(time.Second))
+		if paused%time.Second != 0 {
+			r.At = r.At.Add(time.Second)
+		}
+	}
+	r.Stopped = time.Time{}
+	return r
 }

@@ -36,6 +36,7 @@ const (
 	reasonRolloutCancelled = "RolloutCancelled"
 	argoPhaseHealthy       = "Healthy"
 	argoPhaseDegraded      = "Degraded"
+	argoPhasePaused        = "Paused"
 	notObserved            = -1
 )
 
@@ -74,6 +75,54 @@ func DeadlineBefore(obj any, t time.Time) bool {
 		}
 	}
 	return false
+}
+
+// OwnerPaused reports a rollout that cannot progress because its owner paused it, and how: a
+// Deployment whose spec.paused was set by someone else (ours, the pause period's, carries the
+// pausedAt annotation), or an Argo Rollout paused by a person (spec.paused) or waiting at a
+// pause (status.pauseConditions: a canary pause step, a blue-green promotion, an inconclusive
+// analysis or experiment, each until its duration passes or someone promotes it). Argo's status
+// counts only once its controller observed the spec, and not while it is unpausing
+// (status.controllerPause with no pause condition left): a rollout whose controller lags or is
+// gone is not paused, and its timeout runs.
+func OwnerPaused(obj any, pausedAt string) (bool, string) {
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		if o.Spec.Paused && (pausedAt == "" || o.Annotations[pausedAt] == "") {
+			return true, "spec.paused is set (kubectl rollout pause)"
+		}
+	case *unstructured.Unstructured:
+		if o.GetKind() == "Rollout" {
+			return argoPaused(o)
+		}
+	}
+	return false, ""
+}
+
+// argoPaused is OwnerPaused of an Argo Rollout.
+func argoPaused(u *unstructured.Unstructured) (bool, string) {
+	if paused, _, _ := unstructured.NestedBool(u.Object, "spec", "paused"); paused {
+		return true, "spec.paused is set (kubectl argo rollouts pause)"
+	}
+	if observedGeneration(u) < u.GetGeneration() {
+		return false, ""
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "pauseConditions")
+	var reasons []string
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok {
+			r, _ := m["reason"].(string)
+			reasons = append(reasons, r)
+		}
+	}
+	if len(reasons) > 0 {
+		return true, "paused at " + strings.Join(reasons, ", ")
+	}
+	unpausing, _, _ := unstructured.NestedBool(u.Object, "status", "controllerPause")
+	if phase, _, _ := unstructured.NestedString(u.Object, "status", "phase"); phase == argoPhasePaused && !unpausing {
+		return true, "phase Paused"
+	}
+	return false, ""
 }
 
 // deploymentProgress follows the Progressing condition, as kubectl rollout status does with the

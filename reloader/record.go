@@ -408,15 +408,15 @@ func rolloutStatus(s appsv1.DeploymentStatus) appsv1.DeploymentStatus {
 }
 
 // keepRolloutStatus keeps of an Argo Rollout's or DeploymentConfig's status what
-// policy.RolloutProgress reads: observedGeneration, phase, message and the conditions' types and
-// reasons.
+// policy.RolloutProgress and policy.OwnerPaused read: observedGeneration, phase, message,
+// controllerPause, and the conditions' and pause conditions' types and reasons.
 func keepRolloutStatus(u *unstructured.Unstructured) {
 	status, ok := u.Object["status"].(map[string]any)
 	if !ok {
 		return
 	}
 	kept := map[string]any{}
-	for _, f := range []string{"observedGeneration", "phase", "message"} {
+	for _, f := range []string{"observedGeneration", "phase", "message", "controllerPause"} {
 		if v, ok := status[f]; ok {
 			kept[f] = v
 		}
@@ -429,6 +429,15 @@ func keepRolloutStatus(u *unstructured.Unstructured) {
 			}
 		}
 		kept["conditions"] = slim
+	}
+	if pauses, ok := status["pauseConditions"].([]any); ok {
+		var slim []any
+		for _, c := range pauses {
+			if m, ok := c.(map[string]any); ok {
+				slim = append(slim, map[string]any{"reason": m["reason"]})
+			}
+		}
+		kept["pauseConditions"] = slim
 	}
 	u.Object["status"] = kept
 }

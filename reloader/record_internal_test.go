@@ -28,22 +28,28 @@ func TestTheCacheKeepsWhatRolloutTrackingReadsOfACustomWorkloadsStatus(t *testin
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"kind": "Rollout",
 		"status": map[string]any{
-			"observedGeneration": "4", "phase": "Degraded", "message": "ProgressDeadlineExceeded",
-			"canary": map[string]any{"weights": "large"}, "HPAReplicas": int64(3),
+			"observedGeneration": "4", "phase": "Degraded", "message": "ProgressDeadlineExceeded", "controllerPause": true,
+			"pauseConditions": []any{map[string]any{"reason": "CanaryPauseStep", "startTime": "2026-11-23T16:00:00Z"}},
+			"canary":          map[string]any{"weights": "large"}, "HPAReplicas": int64(3),
 			"conditions": []any{map[string]any{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded",
 				"message": "a long message", "lastUpdateTime": "2026-11-23T16:00:00Z"}},
 		},
 	}}
 	u.SetGeneration(4)
 	before, why := policy.RolloutProgress(u.DeepCopy())
+	paused, how := policy.OwnerPaused(u.DeepCopy(), "")
 	keepRolloutStatus(u)
-	want := map[string]any{"observedGeneration": "4", "phase": "Degraded", "message": "ProgressDeadlineExceeded",
-		"conditions": []any{map[string]any{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded"}}}
+	want := map[string]any{"observedGeneration": "4", "phase": "Degraded", "message": "ProgressDeadlineExceeded", "controllerPause": true,
+		"pauseConditions": []any{map[string]any{"reason": "CanaryPauseStep"}},
+		"conditions":      []any{map[string]any{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded"}}}
 	if !reflect.DeepEqual(u.Object["status"], want) {
 		t.Errorf("kept status %v, want %v", u.Object["status"], want)
 	}
 	if after, whyAfter := policy.RolloutProgress(u); after != before || whyAfter != why {
 		t.Errorf("progress read from the kept status %v %q, from the whole %v %q", after, whyAfter, before, why)
+	}
+	if p, h := policy.OwnerPaused(u, ""); p != paused || h != how || !p {
+		t.Errorf("pause read from the kept status %t %q, from the whole %t %q; want paused", p, h, paused, how)
 	}
 }
 

@@ -47,6 +47,8 @@ type tracker struct {
 	enqueueAfter func(key, time.Duration)
 	// pauseOf says how a pause period holds a workload's rollout back (gates.pauseOf).
 	pauseOf func(w workloadView) (held bool, extra time.Duration)
+	// pausedAt is the annotation of a pause of ours: a Deployment paused without it is its owner's.
+	pausedAt string
 	// templatesRead: per followed workload, the last generation whose whole template was read
 	// to be still its reload's.
 	templatesRead sync.Map // key → templateRead
@@ -75,7 +77,7 @@ func (t *tracker) resumed(w workloadView) []policy.JSONOp {
 	if len(history) == 0 || history[0].Outcome != policy.OutcomeProgressing {
 		return nil
 	}
-	history[0].At = t.clock.Now()
+	history[0].At, history[0].Stopped = t.clock.Now(), time.Time{}
 	text := policy.FormatHistory(history)
 	return policy.MetaAnnotationOps(ann, true, map[string]*string{policy.HistoryAnnotation: &text})
 }
@@ -108,7 +110,7 @@ func (t *tracker) ops(ctx context.Context, w workloadView, changes []policy.Chan
 	history := policy.ParseHistory(ann[policy.HistoryAnnotation])
 	var superseded *policy.Entry
 	if len(history) > 0 && history[0].Outcome == policy.OutcomeProgressing {
-		history[0].Outcome = policy.OutcomeSuperseded
+		history[0].Outcome, history[0].Stopped = policy.OutcomeSuperseded, time.Time{}
 		superseded = &history[0]
 	}
 	follow := f.Track && rolls(w.obj)
@@ -313,6 +315,13 @@ func (t *tracker) sync(ctx context.Context, k key, w workloadView) error {
 		if held {
 			return nil
 		}
+		// A rollout its owner paused cannot move: its clock stops until the owner resumes it.
+		if paused, how := policy.OwnerPaused(w.obj, t.pausedAt); paused {
+			return t.stopClock(ctx, w, entry, how)
+		}
+		if !entry.Stopped.IsZero() {
+			return t.startClock(ctx, w, entry)
+		}
 		now, deadline := t.clock.Now(), entry.Deadline(f.Timeout+extra)
 		if now.Before(deadline) {
 			t.enqueueAfter(k, deadline.Sub(now))
@@ -323,6 +332,46 @@ func (t *tracker) sync(ctx context.Context, k key, w workloadView) error {
 	return nil
 }
 
+// stopClock records, once, that the owner paused the rollout: the entry's clock stops, in a
+// patch guarded by the history it read, and one Event says so. The owner's resume is an event
+// of the workload, which queues this key again.
+func (t *tracker) stopClock(ctx context.Context, w workloadView, entry policy.Entry, how string) error {
+	if !entry.Stopped.IsZero() {
+		return nil
+	}
+	if err := t.rewriteNewest(ctx, w, entry.StopClock(t.clock.Now()), "stop the rollout clock of"); err != nil {
+		return err
+	}
+	what := configsOf(entry)
+	t.reports.event(w.obj, corev1.EventTypeNormal, "RolloutPaused", fmt.Sprintf(
+		"Rollout of the reload for %s paused by its owner (%s); timeout clock stopped", what, how))
+	t.log.Info("rollout paused by its owner; timeout clock stopped", "kind", w.kind.name, "namespace", w.key.namespace,
+		"name", w.key.name, "configs", what, "how", how)
+	return nil
+}
+
+// startClock runs the clock of a rollout its owner resumed: the timeout counts on from where it
+// stopped. The patch's own event queues this key again, to wait for the deadline.
+func (t *tracker) startClock(ctx context.Context, w workloadView, entry policy.Entry) error {
+	if err := t.rewriteNewest(ctx, w, entry.StartClock(t.clock.Now()), "restart the rollout clock of"); err != nil {
+		return err
+	}
+	t.log.Info("rollout resumed by its owner; timeout clock running", "kind", w.kind.name, "namespace", w.key.namespace,
+		"name", w.key.name, "configs", configsOf(entry))
+	return nil
+}
+
+// rewriteNewest replaces the newest history entry with e, guarded by the history it read.
+func (t *tracker) rewriteNewest(ctx context.Context, w workloadView, e policy.Entry, doing string) error {
+	ann := w.meta.GetAnnotations()
+	history := policy.ParseHistory(ann[policy.HistoryAnnotation])
+	history[0] = e
+	text := policy.FormatHistory(history)
+	ops := append([]policy.JSONOp{policy.HistoryTest(ann[policy.HistoryAnnotation])},
+		policy.MetaAnnotationOps(ann, true, map[string]*string{policy.HistoryAnnotation: &text})...)
+	return writeMeta(ctx, w, ops, doing)
+}
+
 // finish writes a rollout's outcome into the history, guarded by the history it read. A failed or
 // timed-out rollout (not a superseded one) with rollback on is undone in the same patch, after
 // its holds are written to the state: a crash in between finds the reload still progressing and
@@ -330,7 +379,7 @@ func (t *tracker) sync(ctx context.Context, k key, w workloadView) error {
 func (t *tracker) finish(ctx context.Context, w workloadView, f policy.Follow, entry policy.Entry, outcome, why string) error {
 	ann := w.meta.GetAnnotations()
 	history := policy.ParseHistory(ann[policy.HistoryAnnotation])
-	history[0].Outcome, history[0].Template = outcome, ""
+	history[0].Outcome, history[0].Template, history[0].Stopped = outcome, "", time.Time{}
 	// Judged on this generation: a template change of another actor's that the cache has not
 	// shown yet makes the patch stale, and the rollout is judged again, theirs (soak seed
 	// 1795711302120981478@4 rolled back a reload on top of another actor's change).
