@@ -28,17 +28,24 @@ func (e entryKeys) config(k key) string { return state.Key(k.kind, e.ns(k.namesp
 
 // pending is the state key of the reload of workload k a gate holds (gates.go):
 // "pending.<Kind>_[<namespace>_]<name>", hashed past the key limit.
-func (e entryKeys) pending(k key) string {
+func (e entryKeys) pending(k key) string { return e.workload(pendingPrefix, k) }
+
+// pause is the state key of a pause period of ours on workload k (pauses.go):
+// "pause.<Kind>_[<namespace>_]<name>", hashed past the key limit.
+func (e entryKeys) pause(k key) string { return e.workload(pausePrefix, k) }
+
+// workload is the key of a workload's entry of the kind prefix names.
+func (e entryKeys) workload(prefix string, k key) string {
 	ns := e.ns(k.namespace)
-	s := pendingPrefix + k.kind + "_" + k.name
+	s := prefix + k.kind + "_" + k.name
 	if ns != "" {
-		s = pendingPrefix + k.kind + "_" + ns + "_" + k.name
+		s = prefix + k.kind + "_" + ns + "_" + k.name
 	}
 	if len(s) <= maxKeyLen {
 		return s
 	}
 	sum := sha1.Sum([]byte(ns + "/" + k.name))
-	return pendingPrefix + k.kind + "__" + hex.EncodeToString(sum[:])
+	return prefix + k.kind + "__" + hex.EncodeToString(sum[:])
 }
 
 // hold is the state key of a hold on workload w for config r (track.go).
@@ -59,6 +66,7 @@ const (
 	holdPrefix    = "hold."
 	stripPrefix   = "strip."
 	pendingPrefix = "pending."
+	pausePrefix   = "pause."
 )
 
 // workloadEntryKey is the key of a workload's entry for a config (a hold, a strip):
@@ -113,8 +121,9 @@ func contentEntries(prefix string) state.EntryKind {
 	}
 }
 
-// newStore is the state over client, with the entries the parts keep: holds, strips and pending
-// reloads.
+// newStore is the state over client, with the entries the parts keep: holds, strips, pending
+// reloads and pauses of ours.
 func newStore(client state.ConfigMapClient, namespace, name string, log *slog.Logger) *state.Store {
-	return state.New(client, namespace, name, log, contentEntries(holdPrefix), contentEntries(stripPrefix), pendingEntries())
+	return state.New(client, namespace, name, log, contentEntries(holdPrefix), contentEntries(stripPrefix), pendingEntries(),
+		pauseEntries())
 }

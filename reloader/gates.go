@@ -164,9 +164,10 @@ func (g *gates) release(w workloadView) {
 	}
 }
 
-// forget drops the hold of a deleted workload.
+// forget drops the hold and the remembered pause of a deleted workload.
 func (g *gates) forget(k key) {
 	g.store.DeleteEntry(g.names.pending(k))
+	g.forgetPause(k)
 	if g.deferrals.release(k) {
 		g.report()
 	}
@@ -178,18 +179,23 @@ func (g *gates) forget(k key) {
 func (g *gates) settle(ctx context.Context, w workloadView, rolloutStarts func(workloadView) []policy.JSONOp) error {
 	g.release(w)
 	if _, paused := w.meta.GetAnnotations()[g.annotations.PausedAt]; !paused {
+		g.forgetPause(w.key)
 		return nil
 	}
 	// A paused-at that does not parse ends at once: it holds nothing.
 	gate, now := g.of(w), g.clock.Now()
 	if !gate.PausedAt.IsZero() && !gate.PauseExpired(now) {
-		g.deferrals.hold(w.key, gate.PausedAt.Add(gate.PausePeriod), policy.ReasonPause)
+		end := gate.PausedAt.Add(gate.PausePeriod)
+		g.deferrals.hold(w.key, end, policy.ReasonPause)
+		if len(g.resumeStakater(w)) > 0 {
+			g.rememberPause(w, gate.PausedAt, end) // pauses.go: ended even outside the selection
+		}
 		return nil
 	}
 	resume := g.resumeStakater(w)
 	if len(resume) == 0 {
 		ops := append([]policy.JSONOp{rvGuard(w)}, g.annotations.EndPauseOps(w.meta.GetAnnotations())...)
-		return writeMeta(ctx, w, ops, "end the pause period of")
+		return g.endPause(ctx, w, ops)
 	}
 	// The resume rolls out what the pause held: a restart, which the window and the minimum
 	// interval gate, and which the reload's time records.
@@ -200,7 +206,16 @@ func (g *gates) settle(ctx context.Context, w workloadView, rolloutStarts func(w
 	}
 	ops := append([]policy.JSONOp{rvGuard(w)}, g.annotations.GateOps(w.meta.GetAnnotations(), gate, now)...)
 	ops = append(ops, rolloutStarts(w)...)
-	return writeMeta(ctx, w, append(ops, resume...), "resume the rollouts of")
+	return g.endPause(ctx, w, append(ops, resume...))
+}
+
+// endPause sends the ops that end w's pause period, and forgets the pause once they applied.
+func (g *gates) endPause(ctx context.Context, w workloadView, ops []policy.JSONOp) error {
+	if err := writeMeta(ctx, w, ops, "end the pause period of"); err != nil {
+		return err
+	}
+	g.forgetPause(w.key)
+	return nil
 }
 
 // resumes reports whether w's sync with nothing due resumes its rollouts: a pause of ours on it
@@ -231,7 +246,9 @@ func (g *gates) ops(w workloadView, gate policy.Gate, v policy.Verdict) []policy
 	}
 	switch v.Action {
 	case policy.PauseAndReload:
-		return g.annotations.PauseOps(meta, g.clock.Now())
+		now := g.clock.Now()
+		g.rememberPause(w, now, now.Add(gate.PausePeriod)) // before the patch: a pause of ours is never unknown
+		return g.annotations.PauseOps(meta, now)
 	case policy.ReloadPaused:
 		return nil // restarts nothing: the resume records the reload's time
 	}
@@ -255,15 +272,17 @@ func (g *gates) report() {
 	}
 }
 
-// forgetGone drops, at start, the pending entries of workloads that no longer exist.
+// forgetGone drops, at start, the pending entries and remembered pauses of workloads that no
+// longer exist.
 func (g *gates) forgetGone(kinds map[string]*workloadKind) {
 	live := map[string]bool{}
 	for _, kind := range kinds {
 		for _, obj := range kind.informer.GetStore().List() { // names only: nothing to decode
-			live[g.names.pending(objectKey(kind.name, obj))] = true
+			k := objectKey(kind.name, obj)
+			live[g.names.pending(k)], live[g.names.pause(k)] = true, true
 		}
 	}
-	for _, pk := range g.store.Keys(pendingPrefix) {
+	for _, pk := range g.store.Keys(pendingPrefix, pausePrefix) {
 		if !live[pk] {
 			g.store.DeleteEntry(pk)
 		}

@@ -55,6 +55,9 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 	}
 	w, ok := c.rule.view(kind, obj)
 	if !ok {
+		if w, ok := c.rule.viewInAnyNamespace(kind, obj); ok {
+			return c.gates.endRememberedPause(ctx, w, c.tracker.resumed) // pauses.go
+		}
 		return nil
 	}
 	d := c.dueChanges(w)

@@ -1,0 +1,107 @@
+package reloader
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/state"
+)
+
+// A pause period of ours (spec.paused with the paused-at annotation) must end even once the
+// reloader stops watching the Deployment: its namespace leaves --namespace-selector, or enters
+// --namespaces-to-ignore, while it runs. The workload informers still see every namespace, but
+// the syncs judge nothing outside the selection, and the paused-at annotation alone proves
+// nothing there (anyone who may edit the Deployment may write it). So the state remembers each
+// pause of ours while it runs: the object's UID, the pause's start and its end. Outside the
+// selection, only a pause both the state and the Deployment name, the same start on the same
+// object, still paused, is ended, at the end remembered; any other is forgotten. A forged entry
+// without that annotation ends nothing, and who may write both may unpause the Deployment anyway.
+
+// rememberPause keeps in the state the running pause of ours on Deployment w, from pausedAt to
+// end.
+func (g *gates) rememberPause(w workloadView, pausedAt, end time.Time) {
+	v := encodePause(end, pausedAt, string(w.meta.GetUID()))
+	if old, ok := g.store.Value(g.names.pause(w.key)); !ok || old != v {
+		g.store.SetValue(g.names.pause(w.key), v)
+	}
+}
+
+// forgetPause forgets the pause remembered for workload k, if any.
+func (g *gates) forgetPause(k key) {
+	if _, ok := g.store.Value(g.names.pause(k)); ok {
+		g.store.DeleteEntry(g.names.pause(k))
+	}
+}
+
+// endRememberedPause is the sync of a workload outside the selection: a pause of ours that the
+// state remembers and the Deployment still carries ends at its remembered end, with its resume
+// and rolloutStarts' ops, as settle ends it in the selection; until then its timer waits. It
+// ends nothing else, and starts nothing.
+func (g *gates) endRememberedPause(ctx context.Context, w workloadView, rolloutStarts func(workloadView) []policy.JSONOp) error {
+	pk := g.names.pause(w.key)
+	v, ok := g.store.Value(pk)
+	if !ok {
+		return nil
+	}
+	end, pausedAt, uid, err := decodePause(v)
+	gate := g.of(w)
+	if err != nil || uid != string(w.meta.GetUID()) || !gate.PausedAt.Equal(pausedAt) || len(g.resumeStakater(w)) == 0 {
+		g.store.DeleteEntry(pk) // ended, or replaced, by someone else: no longer ours to end
+		if g.deferrals.release(w.key) {
+			g.report()
+		}
+		return nil
+	}
+	if now := g.clock.Now(); now.Before(end) {
+		g.deferrals.hold(w.key, end, policy.ReasonPause)
+		g.report()
+		return nil
+	}
+	ops := append([]policy.JSONOp{rvGuard(w)}, g.annotations.EndPauseOps(w.meta.GetAnnotations())...)
+	ops = append(append(ops, rolloutStarts(w)...), g.resumeStakater(w)...)
+	if err := writeMeta(ctx, w, ops, "end the pause period of"); err != nil {
+		return err
+	}
+	g.store.DeleteEntry(pk)
+	if g.deferrals.release(w.key) {
+		g.report()
+	}
+	g.log.Info("pause period ended outside the watched namespaces", "kind", w.kind.name, "namespace", w.key.namespace, "name", w.key.name)
+	return nil
+}
+
+// A pause entry: "<end, RFC 3339> <start, RFC 3339 to the nanosecond> <UID>".
+const pauseLen = len("2006-01-02T15:04:05Z") + 1 + len("2006-01-02T15:04:05.999999999Z") + 1 + 64
+
+func encodePause(end, pausedAt time.Time, uid string) string {
+	return end.UTC().Format(time.RFC3339) + " " + pausedAt.UTC().Format(time.RFC3339Nano) + " " + uid
+}
+
+func decodePause(v string) (end, pausedAt time.Time, uid string, err error) {
+	f := strings.Fields(v)
+	if len(f) != 3 || len(f[2]) > 64 {
+		return end, pausedAt, "", errors.New("a pause entry holds <end> <start> <uid>")
+	}
+	if end, err = time.Parse(time.RFC3339, f[0]); err != nil {
+		return end, pausedAt, "", err
+	}
+	if pausedAt, err = time.Parse(time.RFC3339Nano, f[1]); err != nil {
+		return end, pausedAt, "", err
+	}
+	return end, pausedAt, f[2], nil
+}
+
+// pauseEntries is the kind of state entry of a pause of ours (entryKeys.pause).
+func pauseEntries() state.EntryKind {
+	return state.EntryKind{
+		Prefix: pausePrefix,
+		MaxLen: func(string) int { return pauseLen },
+		Valid: func(_, v string) error {
+			_, _, _, err := decodePause(v)
+			return err
+		},
+	}
+}

@@ -1,0 +1,75 @@
+package reloader_test
+
+import (
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/reloader/reloader/reloader"
+)
+
+// A pause period of ours on a Deployment ends at its time though the namespace left
+// --namespace-selector during it, while the reloader runs and across its restart. A Deployment
+// created there since, paused by its owner with a paused-at annotation written by hand, is left
+// paused: outside the selection, only a pause the reloader remembers starting is ended.
+func TestAPauseOfOursEndsOnTimeAfterItsNamespaceLeavesTheSelection(t *testing.T) {
+	const pausedAt = "deployment.reloader.stakater.com/paused-at"
+	for _, restart := range []bool{false, true} {
+		name := "while running"
+		if restart {
+			name = "across a restart"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			stateNS, ns := cluster.NewNamespace(t), cluster.NewNamespace(t)
+			labelNamespace(t, ns, map[string]string{"reloader-test": ns})
+			createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+			pause := withAnnotations(named("configmap", "app-config"), map[string]string{"deployment.reloader.stakater.com/pause-period": "5s"})
+			createDeployment(t, ns, "web", 0, pause, nil)
+			opts := controllerOpts{period: 100 * time.Millisecond, tweak: func(o *reloader.Options) {
+				o.Namespace = ""
+				o.NamespaceSelector = labels.SelectorFromSet(labels.Set{"reloader-test": ns})
+			}}
+			r := startController(t, stateNS, opts)
+			settle(t)
+
+			hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+			start := time.Now()
+			waitEnv(t, ns, "web", cmVar, hash)
+			if d := getDeployment(t, ns, "web"); !d.Spec.Paused || d.Annotations[pausedAt] == "" {
+				t.Fatalf("web reloaded without its pause: paused %t, paused-at %q", d.Spec.Paused, d.Annotations[pausedAt])
+			}
+			if restart {
+				waitFor(t, 10*time.Second, "the pause remembered in the state", func() (bool, error) {
+					return stateEntry(t, stateNS, "pause.Deployment_"+ns+"_web") != "", nil
+				})
+				r.stop(t)
+			}
+			labelNamespace(t, ns, nil)
+			// Outside the selection (inside it, such a pause is taken for stakater's, and ended).
+			createDeploymentFrom(t, ns, "manual", func(d *appsv1.Deployment) {
+				d.Annotations = withAnnotations(pause, map[string]string{pausedAt: time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)})
+				d.Spec.Paused = true
+			})
+			if restart {
+				startController(t, stateNS, opts)
+			}
+			waitFor(t, 20*time.Second, "web resumed", func() (bool, error) {
+				d := getDeployment(t, ns, "web")
+				return !d.Spec.Paused && d.Annotations[pausedAt] == "", nil
+			})
+			if gap := time.Since(start); gap < 4*time.Second {
+				t.Fatalf("resumed %s after the reload, inside the 5 s pause", gap)
+			}
+			if v, _ := env(getDeployment(t, ns, "web"), "app", cmVar); v != hash {
+				t.Errorf("marker %q after the resume, want %q", v, hash)
+			}
+			settle(t)
+			if d := getDeployment(t, ns, "manual"); !d.Spec.Paused || d.Annotations[pausedAt] == "" {
+				t.Errorf("a Deployment its owner paused, with a paused-at of nobody's, was resumed outside the selection")
+			}
+		})
+	}
+}
