@@ -73,11 +73,11 @@ func (g *gates) endRememberedPause(ctx context.Context, w workloadView, rolloutS
 	return nil
 }
 
-// A pause entry: "<end, RFC 3339> <start, RFC 3339 to the nanosecond> <UID>".
-const pauseLen = len("2006-01-02T15:04:05Z") + 1 + len("2006-01-02T15:04:05.999999999Z") + 1 + 64
+// A pause entry: "<end> <start> <UID>", the times RFC 3339 to the nanosecond.
+const pauseLen = 2*len("2006-01-02T15:04:05.999999999Z") + 2 + 64
 
 func encodePause(end, pausedAt time.Time, uid string) string {
-	return end.UTC().Format(time.RFC3339) + " " + pausedAt.UTC().Format(time.RFC3339Nano) + " " + uid
+	return end.UTC().Format(time.RFC3339Nano) + " " + pausedAt.UTC().Format(time.RFC3339Nano) + " " + uid
 }
 
 func decodePause(v string) (end, pausedAt time.Time, uid string, err error) {
@@ -85,7 +85,7 @@ func decodePause(v string) (end, pausedAt time.Time, uid string, err error) {
 	if len(f) != 3 || len(f[2]) > 64 {
 		return end, pausedAt, "", errors.New("a pause entry holds <end> <start> <uid>")
 	}
-	if end, err = time.Parse(time.RFC3339, f[0]); err != nil {
+	if end, err = time.Parse(time.RFC3339Nano, f[0]); err != nil {
 		return end, pausedAt, "", err
 	}
 	if pausedAt, err = time.Parse(time.RFC3339Nano, f[1]); err != nil {

@@ -73,3 +73,31 @@ func TestAPauseOfOursEndsOnTimeAfterItsNamespaceLeavesTheSelection(t *testing.T)
 		})
 	}
 }
+
+// A pause of ours ends when the Deployment loses every reload annotation during it, the pause
+// period's included (which ends it at once, as a shorter period would): the reloader no longer
+// reloads it, but ends what it began. This held before pauses were remembered; it guards the
+// sync of a workload that reloads on nothing.
+func TestAPauseOfOursEndsWhenTheDeploymentLosesItsReloadAnnotations(t *testing.T) {
+	t.Parallel()
+	const pausedAt = "deployment.reloader.stakater.com/paused-at"
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	createDeployment(t, ns, "web", 0, withAnnotations(named("configmap", "app-config"),
+		map[string]string{"deployment.reloader.stakater.com/pause-period": "1h"}), nil)
+	startController(t, ns, controllerOpts{period: 100 * time.Millisecond})
+	settle(t)
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+	waitEnv(t, ns, "web", cmVar, hash)
+	if d := getDeployment(t, ns, "web"); !d.Spec.Paused || d.Annotations[pausedAt] == "" {
+		t.Fatalf("web reloaded without its pause: paused %t, paused-at %q", d.Spec.Paused, d.Annotations[pausedAt])
+	}
+	updateDeployment(t, ns, "web", func(d *appsv1.Deployment) {
+		delete(d.Annotations, "configmap.reloader.stakater.com/reload")
+		delete(d.Annotations, "deployment.reloader.stakater.com/pause-period")
+	})
+	waitFor(t, 20*time.Second, "web resumed", func() (bool, error) {
+		d := getDeployment(t, ns, "web")
+		return !d.Spec.Paused && d.Annotations[pausedAt] == "", nil
+	})
+}
