@@ -20,7 +20,7 @@ func TestAReloadIntoADeploymentItsOwnerPausedIsNotTimedOutAndArrivesWhenResumed(
 	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	followedDeployment(t, ns, map[string]string{"configmap.reloader.stakater.com/reload": "app",
-		policy.RollbackAnnotation: "true", policy.TimeoutAnnotation: "4s"})
+		policy.RollbackAnnotation: "true", policy.TimeoutAnnotation: "6s"})
 	updateDeployment(t, ns, "web", func(d *appsv1.Deployment) { d.Spec.Paused = true })
 	first := startController(t, ns, controllerOpts{})
 	reloaded := time.Now()
@@ -29,7 +29,7 @@ func TestAReloadIntoADeploymentItsOwnerPausedIsNotTimedOutAndArrivesWhenResumed(
 	waitEvent(t, ns, "RolloutPaused")
 	first.stop(t)
 
-	waitFor(t, 30*time.Second, "the timeout past", func() (bool, error) { return time.Since(reloaded) > 7*time.Second, nil })
+	waitFor(t, 30*time.Second, "the timeout past", func() (bool, error) { return time.Since(reloaded) > 9*time.Second, nil })
 	// A restart judges every followed rollout at once, long past its timeout.
 	startController(t, ns, controllerOpts{})
 	settle(t)
