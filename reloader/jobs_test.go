@@ -2,7 +2,6 @@ package reloader_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -432,18 +431,8 @@ func TestAJobRecreationInterruptedAfterTheDeleteIsFinishedOnceAtTheNextStart(t *
 	gone := createJob(t, ns, "gone", named("configmap", "app-config"))
 	kept := createJob(t, ns, "kept", map[string]string{"reloader.stakater.com/auto": "false"})
 	note := func(j *batchv1.Job, env string) {
-		next := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: j.Name, Namespace: ns, Annotations: j.Annotations},
-			Spec: batchv1.JobSpec{Template: podTemplate(j.Name)}}
-		next.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
-		next.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: cmVar, Value: env}}
-		b, err := json.Marshal(map[string]any{"oldUID": j.UID, "job": next})
-		if err != nil {
-			t.Fatal(err)
-		}
-		patch, _ := json.Marshal(map[string]any{"data": map[string]string{"reloader.job-recreation_" + ns + "_" + j.Name: string(b)}})
-		if _, err := cluster.Client().CoreV1().ConfigMaps(ns).Patch(ctx, "reloader-state", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		key, value := signedNote(t, ns, j.UID, noteOf(ns, j.Name, j.Annotations, env), false)
+		setStateEntry(t, ns, key, value)
 	}
 	note(gone, hash)
 	note(kept, "never")

@@ -137,16 +137,17 @@ func TestAForgedJobNoteCreatesNoJob(t *testing.T) {
 	}
 	setStateEntry(t, ns, key, withLegacyFields(t, value, "none", edited))
 
-	second := startController(t, ns, controllerOpts{})
-	wantNotesDropped(t, second, ns, 2)
+	second := startController(t, ns, controllerOpts{}) // ready once the notes are acted on
+	settle(t)
 	for _, name := range []string{"planted", "edited"} {
 		if jobExists(t, ns, name) {
 			t.Errorf("Job %s was created from a note the reloader did not write", name)
 		}
 	}
 	if created := jobNow(ns, "gone"); created.UID == "" || created.UID == gone.UID || jobEnv(created, cmVar) != hash {
-		t.Fatalf("Job gone: UID %q (was %s), marker %q; want it created again with %q", created.UID, gone.UID, jobEnv(created, cmVar), hash)
+		t.Errorf("Job gone: UID %q (was %s), marker %q; want it created again with %q", created.UID, gone.UID, jobEnv(created, cmVar), hash)
 	}
+	wantNotesDropped(t, second, ns, 2)
 }
 
 // A note the reloader's own key signed, but for a Job in a namespace it does not watch (moved
@@ -168,12 +169,13 @@ func TestAJobNoteForAnUnwatchedNamespaceCreatesNothing(t *testing.T) {
 	key, value = signedNote(t, ns, out.UID, noteOf(outside, "run", out.Annotations, "x"), true)
 	setStateEntry(t, ns, key, value)
 
-	second := startController(t, ns, controllerOpts{})
-	wantNotesDropped(t, second, ns, 1)
+	second := startController(t, ns, controllerOpts{}) // ready once the notes are acted on
+	settle(t)
 	if jobExists(t, outside, "run") {
 		t.Error("a Job was created in a namespace the reloader does not watch")
 	}
 	if !jobExists(t, ns, "run") {
-		t.Fatal("the note for the watched namespace created no Job")
+		t.Error("the note for the watched namespace created no Job")
 	}
+	wantNotesDropped(t, second, ns, 1)
 }
