@@ -3,6 +3,7 @@ package reloader_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/reloader/reloader/reloader"
@@ -178,4 +180,137 @@ func TestAJobNoteForAnUnwatchedNamespaceCreatesNothing(t *testing.T) {
 		t.Error("the note for the watched namespace created no Job")
 	}
 	wantNotesDropped(t, second, ns, 1)
+}
+
+// A Job that the running reloader deleted to create again, whose create is refused, is created
+// once the refusal lifts even though its namespace left --namespace-selector meanwhile: the
+// reloader deleted it, so it finishes what it started. One more change after the namespace came
+// back recreates it once more (the positive control).
+func TestAJobRecreationIsFinishedAfterItsNamespaceLeavesTheSelection(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	in := map[string]string{"reloader-test": ns}
+	labelNamespace(t, ns, in)
+	selected := controllerOpts{tweak: func(o *reloader.Options) {
+		o.Namespace = ""
+		o.NamespaceSelector = labels.SelectorFromSet(in)
+	}}
+	_, hash, lift, created := refuseARecreation(t, ns, selected)
+	labelNamespace(t, ns, nil)
+	lift()
+	wantMigrateCreated(t, ns, hash, 45*time.Second, created, 1, "the Job was created %d times once its create was allowed, want 1")
+	labelNamespace(t, ns, in)
+	hash = updateConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
+	wantMigrateCreated(t, ns, hash, 30*time.Second, created, 2, "the Job was created %d times after one more change, want 2")
+}
+
+// otherHash is a well-formed content hash that no content of the tests has.
+var otherHash = strings.Repeat("f", 40)
+
+// A forged state entry of each kind the reloader reads can make it restart only workloads that
+// reload on the config it names, in the namespace it watches, or hold back a reload: never a
+// workload that is not annotated (plain, which reads the config too), and it creates nothing.
+// control reloads on the config and has no forged entry of its own. A change after the start
+// reloads annotated and control once more and plain never (the positive control: the reloader
+// works past the forgery).
+func TestAForgedStateEntryRestartsOnlyWorkloadsThatReloadOnItsConfig(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		// changed: app-config changed while the reloader was stopped; hash is its content.
+		changed bool
+		forge   func(hash string) map[string]string
+		// reloads at the start of annotated, control and plain.
+		annotated, control int64
+	}{
+		{"config entry", false, func(string) map[string]string {
+			return map[string]string{"v1.ConfigMap_app-config": otherHash}
+		}, 1, 1},
+		{"tombstone", false, func(string) map[string]string {
+			return map[string]string{"v1.ConfigMap_app-config": fmt.Sprintf("deleted@%d:%s", time.Now().Unix()-60, otherHash)}
+		}, 1, 1},
+		{"strip", false, func(string) map[string]string {
+			return map[string]string{"strip.ConfigMap.Deployment_annotated_app-config": otherHash,
+				"strip.ConfigMap.Deployment_plain_app-config": otherHash}
+		}, 1, 0},
+		{"hold", true, func(hash string) map[string]string {
+			return map[string]string{"hold.ConfigMap.Deployment_annotated_app-config": hash,
+				"hold.ConfigMap.Deployment_plain_app-config": hash}
+		}, 0, 1},
+		{"pending", false, func(string) map[string]string {
+			since := fmt.Sprintf("pending@%d", time.Now().Unix()-60)
+			return map[string]string{"pending.Deployment_annotated": since, "pending.Deployment_plain": since}
+		}, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ns := cluster.NewNamespace(t)
+			createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+			gen := map[string]int64{}
+			for _, name := range []string{"annotated", "control", "plain"} {
+				var annotations map[string]string
+				if name != "plain" {
+					annotations = named("configmap", "app-config")
+				}
+				gen[name] = createDeployment(t, ns, name, 0, annotations, envFromCM("app-config")).Generation
+			}
+			first := startController(t, ns, controllerOpts{})
+			settle(t)
+			first.stop(t)
+			hash := ""
+			if tc.changed {
+				hash = updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
+			}
+			for k, v := range tc.forge(hash) {
+				setStateEntry(t, ns, k, v)
+			}
+			startController(t, ns, controllerOpts{})
+			wantReloads(t, ns, "annotated", gen["annotated"], tc.annotated)
+			wantReloads(t, ns, "control", gen["control"], tc.control)
+			wantReloads(t, ns, "plain", gen["plain"], 0)
+			if jobs, err := cluster.Client().BatchV1().Jobs(ns).List(context.Background(), metav1.ListOptions{}); err != nil || len(jobs.Items) != 0 {
+				t.Fatalf("Jobs in the namespace: %v, %v; want none", jobs, err)
+			}
+
+			hash = updateConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
+			waitEnv(t, ns, "annotated", cmVar, hash)
+			waitEnv(t, ns, "control", cmVar, hash)
+			wantReloads(t, ns, "annotated", gen["annotated"], tc.annotated+1)
+			wantReloads(t, ns, "control", gen["control"], tc.control+1)
+			wantReloads(t, ns, "plain", gen["plain"], 0)
+		})
+	}
+}
+
+// Forged state entries that name a namespace outside --namespace-selector act on nothing there:
+// a tombstone of its config, a strip and a pending entry of its annotated Deployment restart
+// nothing, and its config's change, once the state is read, reloads nothing either. The same
+// strip in the selected namespace restarts its Deployment (the positive control).
+func TestForgedStateEntriesForAnUnselectedNamespaceActOnNothing(t *testing.T) {
+	stateNS, in, out := cluster.NewNamespace(t), cluster.NewNamespace(t), cluster.NewNamespace(t)
+	labelNamespace(t, in, map[string]string{"reloader-test": in})
+	gen := map[string]int64{}
+	for _, ns := range []string{in, out} {
+		createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+		gen[ns] = createDeployment(t, ns, "web", 0, named("configmap", "app-config"), envFromCM("app-config")).Generation
+	}
+	selected := controllerOpts{tweak: func(o *reloader.Options) {
+		o.Namespace = ""
+		o.NamespaceSelector = labels.SelectorFromSet(labels.Set{"reloader-test": in})
+	}}
+	first := startController(t, stateNS, selected)
+	settle(t)
+	first.stop(t)
+	for k, v := range map[string]string{
+		"strip.ConfigMap.Deployment_" + in + "_web_app-config":  otherHash,
+		"v1.ConfigMap_" + out + "_app-config":                   fmt.Sprintf("deleted@%d:%s", time.Now().Unix()-60, otherHash),
+		"strip.ConfigMap.Deployment_" + out + "_web_app-config": otherHash,
+		"pending.Deployment_" + out + "_web":                    fmt.Sprintf("pending@%d", time.Now().Unix()-60),
+	} {
+		setStateEntry(t, stateNS, k, v)
+	}
+	startController(t, stateNS, selected)
+	wantReloads(t, in, "web", gen[in], 1)
+	updateConfigMap(t, out, "app-config", map[string]string{"v": "B"})
+	settle(t)
+	wantReloads(t, out, "web", gen[out], 0)
 }
