@@ -17,7 +17,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -954,13 +953,7 @@ func TestAJobRecreationStaysWrittenDownWhenTheStateConfigMapIsDeletedAndRecreate
 // its pods already run (soak seed 1795668697359437002@4: created with the written-down marker,
 // it was run again for nothing). One more change recreates it once, the positive control.
 func TestAJobRecreationFinishedOutOfTheSelectionIsNotRunAgainWhenItsNamespaceComesBack(t *testing.T) {
-	ns := cluster.NewNamespace(t)
-	in := map[string]string{"reloader-test": ns}
-	labelNamespace(t, ns, in)
-	selected := controllerOpts{tweak: func(o *reloader.Options) {
-		o.Namespace = ""
-		o.NamespaceSelector = labels.SelectorFromSet(in)
-	}}
+	ns, in, selected := selectedNamespace(t)
 	first, _, lift, created := refuseARecreation(t, ns, selected)
 	first.stop(t)
 	labelNamespace(t, ns, nil)

@@ -182,18 +182,25 @@ func TestAJobNoteForAnUnwatchedNamespaceCreatesNothing(t *testing.T) {
 	wantNotesDropped(t, second, ns, 1)
 }
 
+// selectedNamespace is a new namespace, labelled in, and the options of a reloader that watches
+// all namespaces selected by that label.
+func selectedNamespace(t *testing.T) (ns string, in map[string]string, o controllerOpts) {
+	t.Helper()
+	ns = cluster.NewNamespace(t)
+	in = map[string]string{"reloader-test": ns}
+	labelNamespace(t, ns, in)
+	return ns, in, controllerOpts{tweak: func(o *reloader.Options) {
+		o.Namespace = ""
+		o.NamespaceSelector = labels.SelectorFromSet(in)
+	}}
+}
+
 // A Job that the running reloader deleted to create again, whose create is refused, is created
 // once the refusal lifts even though its namespace left --namespace-selector meanwhile: the
 // reloader deleted it, so it finishes what it started. One more change after the namespace came
 // back recreates it once more (the positive control).
 func TestAJobRecreationIsFinishedAfterItsNamespaceLeavesTheSelection(t *testing.T) {
-	ns := cluster.NewNamespace(t)
-	in := map[string]string{"reloader-test": ns}
-	labelNamespace(t, ns, in)
-	selected := controllerOpts{tweak: func(o *reloader.Options) {
-		o.Namespace = ""
-		o.NamespaceSelector = labels.SelectorFromSet(in)
-	}}
+	ns, in, selected := selectedNamespace(t)
 	_, hash, lift, created := refuseARecreation(t, ns, selected)
 	labelNamespace(t, ns, nil)
 	lift()
