@@ -18,7 +18,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
@@ -169,14 +168,12 @@ func ranByCronJob(j *batchv1.Job) bool {
 // markers of a Job created late come from the controller's rule (markers).
 type jobRuns struct {
 	jobs func(namespace string) jobClient
-	// notes reads the first state ConfigMap's data, where recreations are written down.
-	notes func(ctx context.Context) (map[string]string, error)
+	// notes reads the first state ConfigMap, where recreations are written down.
+	notes func(ctx context.Context) (*corev1.ConfigMap, error)
 	// key signs the notes and checks them (jobNote); inScope says whether a namespace is one
-	// this reloader may act in; state, the first state ConfigMap, gets the Warning of a note
-	// dropped.
+	// this reloader may act in.
 	key     func() confighash.Key
 	inScope func(namespace string) bool
-	state   runtime.Object
 	store   *state.Store
 	reports *reporter
 	metrics *metrics.Metrics
@@ -206,12 +203,8 @@ func (c *Controller) wireJobs() {
 	if k == nil {
 		return
 	}
-	notes := func(ctx context.Context) (map[string]string, error) {
-		cm, err := c.clients.ConfigMaps(c.opts.StateNamespace).Get(ctx, c.state.ShardName(0), metav1.GetOptions{})
-		if err != nil {
-			return nil, err
-		}
-		return cm.Data, nil
+	notes := func(ctx context.Context) (*corev1.ConfigMap, error) {
+		return c.clients.ConfigMaps(c.opts.StateNamespace).Get(ctx, c.state.ShardName(0), metav1.GetOptions{})
 	}
 	runKey, _ := HashKeyOf(newHashKeySecret(""))
 	c.jobs = &jobRuns{jobs: func(ns string) jobClient { return c.clients.Jobs(ns) }, notes: notes, store: c.state, reports: c.reports,
@@ -228,7 +221,6 @@ func (c *Controller) wireJobs() {
 			}
 			return ns != "" && !slices.Contains(c.opts.NamespacesToIgnore, ns)
 		},
-		state: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: c.opts.StateNamespace, Name: c.state.ShardName(0)}},
 		invalid: func(job *batchv1.Job) []string {
 			w, ok := c.rule.viewInAnyNamespace(k, job)
 			if !ok {
@@ -277,6 +269,7 @@ const jobNotePurpose = "job-recreation"
 // reasonJobNoteDropped is the Warning, on the state ConfigMap, of a note that is not acted on.
 const reasonJobNoteDropped = "JobRecreationNoteDropped"
 
+// noteSigned is what a note's MAC covers: its state key, then its bytes.
 func noteSigned(key string, body []byte) []byte { return append([]byte(key+"\x00"), body...) }
 
 // encode is r as stored under key: signed.
@@ -320,10 +313,10 @@ func (j *jobRuns) trusted(key, v string) (r jobRecreation, why string) {
 }
 
 // drop removes a note that is not acted on, said once: an error log and a Warning Event on the
-// state ConfigMap (a forged note's Job may not exist, or be anyone's).
-func (j *jobRuns) drop(ctx context.Context, key, why string) {
+// state ConfigMap that held it (a forged note's Job may not exist, or be anyone's).
+func (j *jobRuns) drop(ctx context.Context, shard *corev1.ConfigMap, key, why string) {
 	j.log.Error("dropped a Job recreation written down in the state: no Job is created for it", "key", key, "reason", why)
-	j.reports.event(j.state, corev1.EventTypeWarning, reasonJobNoteDropped,
+	j.reports.event(shard, corev1.EventTypeWarning, reasonJobNoteDropped,
 		"Dropped "+key+" from the state, no Job created: "+why)
 	if err := j.note(ctx, key, nil); err != nil {
 		j.log.Error("cannot remove a dropped Job recreation from the state; it is dropped again at the next start", "key", key, "err", err)
@@ -517,18 +510,18 @@ func (j *jobRuns) note(ctx context.Context, key string, r *jobRecreation) error 
 // syncs of its Job's key, queued here, which retry it (finishFailed). One this reloader did not
 // write, or outside its scope, is dropped (trusted, drop).
 func (j *jobRuns) resume(ctx context.Context) {
-	notes, err := j.notes(ctx)
+	shard, err := j.notes(ctx)
 	if err != nil {
 		j.log.Error("cannot read the Job recreations left unfinished; they are finished at the next start", "err", err)
 		return
 	}
-	for note, v := range notes {
+	for note, v := range shard.Data {
 		if !strings.HasPrefix(note, jobRecreationPrefix) {
 			continue
 		}
 		r, why := j.trusted(note, v)
 		if why != "" {
-			j.drop(ctx, note, why)
+			j.drop(ctx, shard, note, why)
 			continue
 		}
 		_, created, err := j.finish(ctx, note, r, true)
