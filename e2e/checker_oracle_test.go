@@ -314,6 +314,19 @@ func (r *recorder) lostWithState(w *workloadLife) bool {
 	return false
 }
 
+// lostWithKey reports whether Job w may be gone for good because the note of its recreation
+// was dropped: it was signed under a hash key that was deleted or replaced, and the next leader,
+// loading the key at its start, drops a note it cannot verify (docs/design.md, "Signed Job
+// recreation notes"). Which key signed it is not observed, so any key loss in the sequence
+// excuses a Job never created again since its deletion. The caller holds r.mu.
+func (r *recorder) lostWithKey(w *workloadLife) bool {
+	if w.kind != kindJob || len(w.jobGone) == 0 || len(r.keyLosses) == 0 {
+		return false
+	}
+	n := len(w.restartAt)
+	return n == 0 || !w.restartAt[n-1].After(w.jobGone[len(w.jobGone)-1])
+}
+
 func (r *recorder) setStep(s string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -660,8 +673,8 @@ func (r *recorder) lost() []violation {
 		if w.gate().holds(r.window) || r.readsInvalid(w) {
 			continue // held until its gate opens, or what it reads validates: the final round does both
 		}
-		if r.lostWithState(w) {
-			continue // runs nothing: its recreation went with the state and the process
+		if r.lostWithState(w) || r.lostWithKey(w) {
+			continue // runs nothing: its recreation went with the state and the process, or was dropped
 		}
 		for _, c := range configNames {
 			if last, ok := r.held(w, c); ok && r.stale(w, c) && !r.baseline(w, c) && !r.keyBaseline(w, c) && !r.heldByRollback(w, c) && !r.leftBehind(w, c) {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 
@@ -20,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/reloader/reloader/confighash"
 	"github.com/reloader/reloader/internal/kube"
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
@@ -166,8 +168,12 @@ func ranByCronJob(j *batchv1.Job) bool {
 // markers of a Job created late come from the controller's rule (markers).
 type jobRuns struct {
 	jobs func(namespace string) jobClient
-	// notes reads the first state ConfigMap's data, where recreations are written down.
-	notes   func(ctx context.Context) (map[string]string, error)
+	// notes reads the first state ConfigMap, where recreations are written down.
+	notes func(ctx context.Context) (*corev1.ConfigMap, error)
+	// key signs the notes and checks them (jobNote); inScope says whether a namespace is one
+	// this reloader may act in.
+	key     func() confighash.Key
+	inScope func(namespace string) bool
 	store   *state.Store
 	reports *reporter
 	metrics *metrics.Metrics
@@ -197,15 +203,24 @@ func (c *Controller) wireJobs() {
 	if k == nil {
 		return
 	}
-	notes := func(ctx context.Context) (map[string]string, error) {
-		cm, err := c.clients.ConfigMaps(c.opts.StateNamespace).Get(ctx, c.state.ShardName(0), metav1.GetOptions{})
-		if err != nil {
-			return nil, err
-		}
-		return cm.Data, nil
+	notes := func(ctx context.Context) (*corev1.ConfigMap, error) {
+		return c.clients.ConfigMaps(c.opts.StateNamespace).Get(ctx, c.state.ShardName(0), metav1.GetOptions{})
 	}
+	runKey, _ := HashKeyOf(newHashKeySecret(""))
 	c.jobs = &jobRuns{jobs: func(ns string) jobClient { return c.clients.Jobs(ns) }, notes: notes, store: c.state, reports: c.reports,
 		metrics: c.metrics, log: c.log, enqueue: c.queue.Add, markers: c.currentMarkers, cached: k.cached,
+		key: func() confighash.Key {
+			if key := c.opts.HashKey.key; key.ID() != "" {
+				return key
+			}
+			return runKey // no hash key is loaded (--resources-to-ignore=secrets): notes last this run
+		},
+		inScope: func(ns string) bool {
+			if c.opts.Namespace != "" {
+				return ns == c.opts.Namespace
+			}
+			return ns != "" && !slices.Contains(c.opts.NamespacesToIgnore, ns)
+		},
 		invalid: func(job *batchv1.Job) []string {
 			w, ok := c.rule.viewInAnyNamespace(k, job)
 			if !ok {
@@ -238,6 +253,74 @@ const jobRecreationPrefix = "reloader.job-recreation_"
 type jobRecreation struct {
 	OldUID types.UID    `json:"oldUID"`
 	Job    *batchv1.Job `json:"job"`
+}
+
+// jobNote is a recreation as it is stored: its exact bytes, and their MAC under the hash key
+// (confighash.NoteMAC) over the note's state key and those bytes. Whoever may patch the state
+// may write a note; only one this reloader wrote is acted on (trusted).
+type jobNote struct {
+	Note json.RawMessage `json:"note"`
+	MAC  string          `json:"mac"`
+}
+
+// jobNotePurpose names the sub-key of the hash key that notes are signed with.
+const jobNotePurpose = "job-recreation"
+
+// reasonJobNoteDropped is the Warning, on the state ConfigMap, of a note that is not acted on.
+const reasonJobNoteDropped = "JobRecreationNoteDropped"
+
+// noteSigned is what a note's MAC covers: its state key, then its bytes.
+func noteSigned(key string, body []byte) []byte { return append([]byte(key+"\x00"), body...) }
+
+// encode is r as stored under key: signed.
+func (j *jobRuns) encode(key string, r *jobRecreation) (string, error) {
+	body, err := json.Marshal(r)
+	if err != nil {
+		return "", fmt.Errorf("encode the recreation of Job %s/%s: %w", r.Job.Namespace, r.Job.Name, err)
+	}
+	b, err := json.Marshal(jobNote{Note: body, MAC: j.key().NoteMAC(jobNotePurpose, noteSigned(key, body))})
+	if err != nil {
+		return "", fmt.Errorf("encode the recreation of Job %s/%s: %w", r.Job.Namespace, r.Job.Name, err)
+	}
+	return string(b), nil
+}
+
+// trusted decodes the note stored under key, or says why it is not acted on: only a note whose
+// MAC verifies under the hash key, for the Job its key names, in a namespace this reloader may
+// act in (--namespace, --namespaces-to-ignore; not --namespace-selector, which a namespace may
+// have left since the Job was deleted), is finished.
+func (j *jobRuns) trusted(key, v string) (r jobRecreation, why string) {
+	var n jobNote
+	if err := json.Unmarshal([]byte(v), &n); err != nil || n.MAC == "" {
+		return r, "it carries no MAC (forged, or written by a version before notes were signed)"
+	}
+	switch ok, other := j.key().VerifyNote(jobNotePurpose, noteSigned(key, n.Note), n.MAC); {
+	case other:
+		return r, "its MAC names another hash key (forged, or the key Secret was replaced since)"
+	case !ok:
+		return r, "its MAC does not verify (forged or edited)"
+	}
+	if err := json.Unmarshal(n.Note, &r); err != nil || r.Job == nil {
+		return r, "it is unreadable"
+	}
+	if jobRecreationKey(r.Job.Namespace, r.Job.Name) != key {
+		return r, "its key does not name its Job"
+	}
+	if !j.inScope(r.Job.Namespace) {
+		return r, "its namespace is not one this reloader watches"
+	}
+	return r, ""
+}
+
+// drop removes a note that is not acted on, said once: an error log and a Warning Event on the
+// state ConfigMap that held it (a forged note's Job may not exist, or be anyone's).
+func (j *jobRuns) drop(ctx context.Context, shard *corev1.ConfigMap, key, why string) {
+	j.log.Error("dropped a Job recreation written down in the state: no Job is created for it", "key", key, "reason", why)
+	j.reports.event(shard, corev1.EventTypeWarning, reasonJobNoteDropped,
+		"Dropped "+key+" from the state, no Job created: "+why)
+	if err := j.note(ctx, key, nil); err != nil {
+		j.log.Error("cannot remove a dropped Job recreation from the state; it is dropped again at the next start", "key", key, "err", err)
+	}
 }
 
 // recreate deletes old, only in the version the decision was made on, and creates job in
@@ -402,11 +485,10 @@ func (c *Controller) currentMarkers(job *batchv1.Job) (*batchv1.Job, error) {
 func (j *jobRuns) note(ctx context.Context, key string, r *jobRecreation) error {
 	var value *string
 	if r != nil {
-		b, err := json.Marshal(r)
+		v, err := j.encode(key, r)
 		if err != nil {
-			return fmt.Errorf("encode the recreation of Job %s/%s: %w", r.Job.Namespace, r.Job.Name, err)
+			return err
 		}
-		v := string(b)
 		value = &v
 	}
 	if err := j.store.WriteOther(ctx, key, value); err != nil {
@@ -425,21 +507,21 @@ func (j *jobRuns) note(ctx context.Context, key string, r *jobRecreation) error 
 // reloader left written down, each with the markers of the content its configs hold now, which
 // its pods read (a config may have changed since it was written down: checker soak seed
 // 1795656990008005193 ran such a Job twice). One that cannot be finished now (its create still refused) is logged and left to the
-// syncs of its Job's key, queued here, which retry it (finishFailed).
+// syncs of its Job's key, queued here, which retry it (finishFailed). One this reloader did not
+// write, or outside its scope, is dropped (trusted, drop).
 func (j *jobRuns) resume(ctx context.Context) {
-	notes, err := j.notes(ctx)
+	shard, err := j.notes(ctx)
 	if err != nil {
 		j.log.Error("cannot read the Job recreations left unfinished; they are finished at the next start", "err", err)
 		return
 	}
-	for note, v := range notes {
+	for note, v := range shard.Data {
 		if !strings.HasPrefix(note, jobRecreationPrefix) {
 			continue
 		}
-		var r jobRecreation
-		if err := json.Unmarshal([]byte(v), &r); err != nil || r.Job == nil {
-			j.log.Error("a Job recreation written down is unreadable; removing it", "key", note)
-			_ = j.note(ctx, note, nil)
+		r, why := j.trusted(note, v)
+		if why != "" {
+			j.drop(ctx, shard, note, why)
 			continue
 		}
 		_, created, err := j.finish(ctx, note, r, true)

@@ -2,7 +2,6 @@ package reloader
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/reloader/reloader/confighash"
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/state"
 )
@@ -107,7 +107,8 @@ func newJobsFixture() *jobsFixture {
 			j, ok := f.cached[k]
 			return j, ok, nil
 		},
-		notes: func(context.Context) (map[string]string, error) { return nil, nil }}
+		notes: func(context.Context) (*corev1.ConfigMap, error) { return &corev1.ConfigMap{}, nil },
+		key:   func() confighash.Key { return testNoteKey }, inScope: func(ns string) bool { return ns == "ns" }}
 	return f
 }
 
@@ -221,12 +222,12 @@ func TestJobRecreationsLeftByAStoppedReloaderAreFinishedAtStart(t *testing.T) {
 	ctx := context.Background()
 	f := newJobsFixture()
 	note := func(name string) string {
-		b, _ := json.Marshal(jobRecreation{OldUID: "gone", Job: &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}})
-		return string(b)
+		v, _ := f.j.encode(jobRecreationKey("ns", name), &jobRecreation{OldUID: "gone", Job: &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}})
+		return v
 	}
 	left := map[string]string{jobRecreationKey("ns", "a"): note("a"), jobRecreationKey("ns", "b"): note("b"),
 		jobRecreationKey("ns", "c"): "{not json", "v1.ConfigMap_app": strings.Repeat("a", 40)}
-	f.j.notes = func(context.Context) (map[string]string, error) { return left, nil }
+	f.j.notes = func(context.Context) (*corev1.ConfigMap, error) { return &corev1.ConfigMap{Data: left}, nil }
 	f.api.put(&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b"}}) // b was created before the stop
 	f.j.resume(ctx)
 	if a, ok := f.api.jobs["a"]; !ok || a.Annotations["marker"] != "now" {
@@ -240,8 +241,8 @@ func TestJobRecreationsLeftByAStoppedReloaderAreFinishedAtStart(t *testing.T) {
 	}
 
 	f = newJobsFixture()
-	f.j.notes = func(context.Context) (map[string]string, error) {
-		return map[string]string{jobRecreationKey("ns", "a"): note("a")}, nil
+	f.j.notes = func(context.Context) (*corev1.ConfigMap, error) {
+		return &corev1.ConfigMap{Data: map[string]string{jobRecreationKey("ns", "a"): note("a")}}, nil
 	}
 	f.api.createErr = apierrors.NewForbidden(jobsResource, "a", errors.New("quota"))
 	f.j.resume(ctx)
@@ -275,9 +276,9 @@ func TestAJobCreatedLateIsHeldWhileItWouldReadContentThatDoesNotValidate(t *test
 			}
 		}},
 		{"a reloader stopped before its create", func(t *testing.T, f *jobsFixture) {
-			b, _ := json.Marshal(jobRecreation{OldUID: "gone", Job: &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "run"}}})
-			f.j.notes = func(context.Context) (map[string]string, error) {
-				return map[string]string{jobRecreationKey("ns", "run"): string(b)}, nil
+			v, _ := f.j.encode(jobRecreationKey("ns", "run"), &jobRecreation{OldUID: "gone", Job: &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "run"}}})
+			f.j.notes = func(context.Context) (*corev1.ConfigMap, error) {
+				return &corev1.ConfigMap{Data: map[string]string{jobRecreationKey("ns", "run"): v}}, nil
 			}
 			f.invalid = []string{"ConfigMap app"}
 			f.j.resume(ctx)

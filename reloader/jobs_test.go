@@ -2,7 +2,6 @@ package reloader_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -18,7 +17,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -432,18 +430,8 @@ func TestAJobRecreationInterruptedAfterTheDeleteIsFinishedOnceAtTheNextStart(t *
 	gone := createJob(t, ns, "gone", named("configmap", "app-config"))
 	kept := createJob(t, ns, "kept", map[string]string{"reloader.stakater.com/auto": "false"})
 	note := func(j *batchv1.Job, env string) {
-		next := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: j.Name, Namespace: ns, Annotations: j.Annotations},
-			Spec: batchv1.JobSpec{Template: podTemplate(j.Name)}}
-		next.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
-		next.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: cmVar, Value: env}}
-		b, err := json.Marshal(map[string]any{"oldUID": j.UID, "job": next})
-		if err != nil {
-			t.Fatal(err)
-		}
-		patch, _ := json.Marshal(map[string]any{"data": map[string]string{"reloader.job-recreation_" + ns + "_" + j.Name: string(b)}})
-		if _, err := cluster.Client().CoreV1().ConfigMaps(ns).Patch(ctx, "reloader-state", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		key, value := signedNote(t, ns, j.UID, noteOf(ns, j.Name, j.Annotations, env), false)
+		setStateEntry(t, ns, key, value)
 	}
 	note(gone, hash)
 	note(kept, "never")
@@ -965,13 +953,7 @@ func TestAJobRecreationStaysWrittenDownWhenTheStateConfigMapIsDeletedAndRecreate
 // its pods already run (soak seed 1795668697359437002@4: created with the written-down marker,
 // it was run again for nothing). One more change recreates it once, the positive control.
 func TestAJobRecreationFinishedOutOfTheSelectionIsNotRunAgainWhenItsNamespaceComesBack(t *testing.T) {
-	ns := cluster.NewNamespace(t)
-	in := map[string]string{"reloader-test": ns}
-	labelNamespace(t, ns, in)
-	selected := controllerOpts{tweak: func(o *reloader.Options) {
-		o.Namespace = ""
-		o.NamespaceSelector = labels.SelectorFromSet(in)
-	}}
+	ns, in, selected := selectedNamespace(t)
 	first, _, lift, created := refuseARecreation(t, ns, selected)
 	first.stop(t)
 	labelNamespace(t, ns, nil)

@@ -1,0 +1,25 @@
+package reloader
+
+import (
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/reloader/reloader/confighash"
+)
+
+// SignedJobNote is the state entry (key and value) that a reloader whose hash key Secret is s
+// writes down before it deletes the Job of UID oldUID to create job in its place.
+func SignedJobNote(s *corev1.Secret, oldUID types.UID, job *batchv1.Job) (key, value string, err error) {
+	k, err := HashKeyOf(s)
+	if err != nil {
+		return "", "", err
+	}
+	j := &jobRuns{key: func() confighash.Key { return k }}
+	key = jobRecreationKey(job.Namespace, job.Name)
+	value, err = j.encode(key, &jobRecreation{OldUID: oldUID, Job: job})
+	return key, value, err
+}
+
+// ReasonJobNoteDropped is the reason of the Warning on the state ConfigMap of a note dropped.
+const ReasonJobNoteDropped = reasonJobNoteDropped
