@@ -229,11 +229,11 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 	c.lag = &lagCheck{store: c.state, names: c.names, lookup: c.caches.lookup, live: liveVersion(clients)}
 	c.validation = &validation{store: c.state, names: c.names, reports: c.reports, log: c.log, counter: c.metrics.InvalidChanges,
 		gates: c.gates, enqueue: c.queue.Add, dependents: c.rule.dependents, lookup: c.caches.lookup,
-		watched: c.caches.watched}
+		watched: c.caches.watched, webhook: opts.Webhook.URL != ""}
 	if opts.Webhook.URL != "" {
 		c.webhook = &webhookSync{webhook: opts.Webhook, annotations: opts.Annotations, reloadOnCreate: opts.ReloadOnCreate,
 			reloadOnDelete: opts.ReloadOnDelete, caches: c.caches, changes: c.changes, store: c.state, names: c.names,
-			records: c.records, tombstones: c.tombstones, log: c.log}
+			records: c.records, tombstones: c.tombstones, validation: c.validation, log: c.log}
 	}
 	if err := c.buildInformers(); err != nil {
 		return nil, err
