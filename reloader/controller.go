@@ -157,6 +157,7 @@ type Controller struct {
 	entries         *workloadEntries // holds and strips of each workload in the state (workloadentries.go)
 	annotationCheck *annotationCheck // malformed or dangling reload annotations, said once (annotationcheck.go)
 	webhook         *webhookSync     // with --webhook-url, the config sync (webhook.go)
+	suspensions     *suspensions     // no Job for a suspended CronJob until its resume (cronjobsuspend.go)
 
 	ready atomic.Bool
 	busy  atomic.Int32 // workers inside a sync
@@ -226,6 +227,7 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 	c.tombstones = &tombstones{store: c.state, names: c.names, clock: opts.Clock, log: c.log, retention: opts.TombstoneRetention,
 		reloadOnCreate: opts.ReloadOnCreate, reloadOnDelete: opts.ReloadOnDelete, namespace: opts.Namespace,
 		watched: c.caches.watched, enqueue: c.queue.Add, enqueueAfter: c.queue.AddAfter}
+	c.suspensions = &suspensions{reports: c.reports, log: c.log}
 	c.lag = &lagCheck{store: c.state, names: c.names, lookup: c.caches.lookup, live: liveVersion(clients)}
 	c.validation = &validation{store: c.state, names: c.names, reports: c.reports, log: c.log, counter: c.metrics.InvalidChanges,
 		gates: c.gates, enqueue: c.queue.Add, dependents: c.rule.dependents, lookup: c.caches.lookup,

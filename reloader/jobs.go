@@ -77,8 +77,8 @@ func cronJobKind(c *kube.Clients, ns string, link *kube.Link, transform cache.Tr
 	k.resume = func(ctx context.Context, obj any) error {
 		cj := obj.(*batchv1.CronJob)
 		name := cj.Annotations[pendingJobAnnotation]
-		if name == "" {
-			return nil
+		if name == "" || suspended(cj) {
+			return nil // a suspended CronJob's Job waits for its resume (cronjobsuspend.go)
 		}
 		_, err := c.Jobs(cj.Namespace).Create(ctx, jobFromCronJob(cj, name), metav1.CreateOptions{FieldManager: "reloader"})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
