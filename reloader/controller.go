@@ -33,6 +33,7 @@ import (
 
 	"github.com/reloader/reloader/alert"
 	"github.com/reloader/reloader/coalesce"
+	"github.com/reloader/reloader/confighash"
 	"github.com/reloader/reloader/internal/kube"
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
@@ -163,6 +164,9 @@ type Controller struct {
 	busy  atomic.Int32 // workers inside a sync
 	// stakater: stakater's variables are still compared (stakater.go).
 	stakater atomic.Bool
+	// runOnlyKey signs notes while no hash key is loaded (--resources-to-ignore=secrets): what it
+	// signed is trusted only by this process (noteKey).
+	runOnlyKey confighash.Key
 }
 
 // Ready reports whether the caches have synced and the controller is processing changes.
@@ -203,6 +207,7 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 		caches: &caches{annotations: opts.Annotations, selector: opts.NamespaceSelector, ignored: opts.NamespacesToIgnore,
 			labelSelector: opts.ResourceLabelSelector},
 	}
+	c.runOnlyKey, _ = HashKeyOf(newHashKeySecret(""))
 	c.strips = newStrips(c.state, c.names)
 	c.records = &records{annotations: opts.Annotations, hashKey: &c.opts.HashKey, store: c.state, names: c.names, strips: c.strips}
 	c.state.OnWrite = c.metrics.ObserveStateWrite

@@ -116,10 +116,8 @@ func TestAPendingJobOfASuspendedCronJobWaitsForItsResume(t *testing.T) {
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
 	held := suspendedCronJob(t, ns, "held")
-	patch := `{"metadata":{"annotations":{"reloader/pending-job":"held-reload-abc1234"}}}`
-	if _, err := cluster.Client().BatchV1().CronJobs(ns).Patch(context.Background(), "held", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	startController(t, ns, controllerOpts{}).stop(t) // makes the hash key runs are signed with
+	recordRun(t, ns, "held", signedRun(t, ns, held, "held-reload-abc1234"))
 	startController(t, ns, controllerOpts{})
 	wantJobs(t, ns, held.UID, 0, "suspended with a pending Job, after the start")
 

@@ -59,6 +59,15 @@ func HashKeyOf(s *corev1.Secret) (confighash.Key, error) {
 	return k, nil
 }
 
+// noteKey is the key the reloader's notes are signed with (Job recreations, CronJob runs): the
+// hash key once loaded, else a key of this process alone.
+func (c *Controller) noteKey() confighash.Key {
+	if k := c.opts.HashKey.key; k.ID() != "" {
+		return k
+	}
+	return c.runOnlyKey
+}
+
 // errKeyNotCreated: the key Secret is missing and the reloader may not create it (Collaborne's
 // Role, seed 002, grants no create on secrets).
 var errKeyNotCreated = errors.New("the hash key Secret is missing and may not be created")

@@ -49,7 +49,10 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 		return err
 	}
 	if kind.resume != nil {
-		if err := kind.resume(ctx, obj); err != nil {
+		var dropped droppedRun
+		if err := kind.resume(ctx, obj); errors.As(err, &dropped) {
+			c.dropRun(obj, dropped)
+		} else if err != nil {
 			return err
 		}
 	}
