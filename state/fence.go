@@ -48,6 +48,9 @@ type shardIO struct {
 	// version is each shard's resourceVersion as our last read or write of it left it; a write
 	// applies only to that version. "" when unknown: the write is unconditional.
 	version [MaxShards]string
+	// checked is each shard's resourceVersion as a check last found it (keep.go): a version
+	// someone else left, with nothing of ours to write back.
+	checked [MaxShards]string
 	writer  string // the fenced store's name (Fence); "" writes unconditionally
 }
 
@@ -82,7 +85,7 @@ func (io *shardIO) setVersion(i int, version string) {
 func (io *shardIO) forget() {
 	io.mu.Lock()
 	defer io.mu.Unlock()
-	io.version = [MaxShards]string{}
+	io.version, io.checked = [MaxShards]string{}, [MaxShards]string{}
 }
 
 // get reads shard i whole, and keeps its version.
@@ -164,23 +167,39 @@ type VersionReader interface {
 	ResourceVersion(ctx context.Context, name string) (string, error)
 }
 
-// fetchVersion reads shard's current resourceVersion.
+// fetchVersion reads shard's current resourceVersion, and keeps it.
 func (io *shardIO) fetchVersion(ctx context.Context, shard int) error {
-	name := io.shardName(shard)
-	var version string
-	var err error
-	if r, ok := io.client.(VersionReader); ok {
-		version, err = r.ResourceVersion(ctx, name)
-	} else {
-		var cm *corev1.ConfigMap
-		cm, err = io.client.Get(ctx, name, metav1.GetOptions{})
-		version = versionOf(cm)
-	}
+	version, err := io.readVersion(ctx, shard)
 	if err != nil {
-		return fmt.Errorf("read the version of state ConfigMap %s/%s after a conflict: %w", io.namespace, name, err)
+		return fmt.Errorf("read the version of state ConfigMap %s/%s after a conflict: %w", io.namespace, io.shardName(shard), err)
 	}
 	io.setVersion(shard, version)
 	return nil
+}
+
+// readVersion reads shard's current resourceVersion, metadata only where the client can.
+func (io *shardIO) readVersion(ctx context.Context, shard int) (string, error) {
+	name := io.shardName(shard)
+	if r, ok := io.client.(VersionReader); ok {
+		return r.ResourceVersion(ctx, name)
+	}
+	cm, err := io.client.Get(ctx, name, metav1.GetOptions{})
+	return versionOf(cm), err
+}
+
+// knows reports whether version is what our last read or write of shard left, or what a check
+// (keep.go) found holding what memory holds.
+func (io *shardIO) knows(shard int, version string) bool {
+	io.mu.Lock()
+	defer io.mu.Unlock()
+	return version != "" && (version == io.version[shard] || version == io.checked[shard])
+}
+
+// setChecked records that shard, at version, was found holding what memory holds, or made to.
+func (io *shardIO) setChecked(shard int, version string) {
+	io.mu.Lock()
+	defer io.mu.Unlock()
+	io.checked[shard] = version
 }
 
 // create creates shard i holding data; if someone created it since our read, data is merged in.
