@@ -271,7 +271,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	if first {
 		c.log.Info("no state found: recording the current hash of every config; only workloads whose marker differs are reloaded")
 	}
-	c.stakater.Store(!stakaterCompared(c.state))
+	c.stakater.Store(stakaterToCompare(c.state, first, c.opts.HashKey.inherited, c.log))
 	if probePermissions(ctx, c.clients, c.opts.Namespace, c.opts.StateNamespace, c.log) {
 		c.events.StartRecordingToSink(&quietSink{sink: kube.EventSink{Client: c.clients.Events}, log: c.log})
 	}
@@ -313,6 +313,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	stateCtx, stopState := context.WithCancel(context.WithoutCancel(ctx))
 	stateDone := make(chan struct{})
 	go func() { defer close(stateDone); c.state.Run(stateCtx, 50*time.Millisecond) }()
+	go c.state.Keep(stateCtx, stateCheckPeriod)
 	var workers sync.WaitGroup
 	for range c.opts.Workers {
 		workers.Go(func() {
@@ -326,7 +327,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	go c.tombstones.sweep(workCtx)
 	noted := make(chan struct{}) // closed once the note that stakater's variables were compared is done
-	if c.stakater.Load() {
+	if !stakaterCompared(c.state) {
 		go func() {
 			defer close(noted)
 			noteStakaterCompared(workCtx, c.state, c.drained, &c.stakater, c.log)
@@ -411,6 +412,10 @@ func (c *Controller) startedUp(ctx context.Context, noted <-chan struct{}) {
 
 // defaultStateWriteWait bounds startedUp's wait for the state's first write.
 const defaultStateWriteWait = 30 * time.Second
+
+// stateCheckPeriod is how often the state's shards are checked, and what they lost
+// written back (state.Store.Keep).
+const stateCheckPeriod = 10 * time.Second
 
 // shutdown closes every coalescing window and lets the workers drain the queue for at most the
 // grace period.

@@ -45,6 +45,9 @@ type HashKey struct {
 	// DefaultHashKeySecret. It is created when missing.
 	Secret string
 	key    confighash.Key
+	// inherited: at load the Secret already existed, made by a reloader (its managed-by label):
+	// a reloader ran here before this start.
+	inherited bool
 }
 
 func (h HashKey) secretName() string { return cmp.Or(h.Secret, DefaultHashKeySecret) }
@@ -79,12 +82,14 @@ type secretGetCreator interface {
 }
 
 // readOrCreateHashKey returns the key in Secret name of namespace, creating the Secret with a
-// new random key when it is missing; created reports that it did.
-func readOrCreateHashKey(ctx context.Context, secrets secretGetCreator, namespace, name string) (key confighash.Key, created bool, err error) {
+// new random key when it is missing; created reports that it did, inherited that it existed,
+// made by a reloader.
+func readOrCreateHashKey(ctx context.Context, secrets secretGetCreator, namespace, name string) (key confighash.Key, created, inherited bool, err error) {
 	s, err := secrets.Get(ctx, name, metav1.GetOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
-		return confighash.Key{}, false, explainSecret("get", namespace, name, err)
+		return confighash.Key{}, false, false, explainSecret("get", namespace, name, err)
 	}
+	inherited = err == nil && s.Labels["app.kubernetes.io/managed-by"] == "reloader"
 	if err != nil {
 		s, err = secrets.Create(ctx, newHashKeySecret(name), metav1.CreateOptions{})
 		switch {
@@ -93,16 +98,16 @@ func readOrCreateHashKey(ctx context.Context, secrets secretGetCreator, namespac
 		case apierrors.IsAlreadyExists(err):
 			// Another replica created it between our read and our create: use its key.
 			if s, err = secrets.Get(ctx, name, metav1.GetOptions{}); err != nil {
-				return confighash.Key{}, false, explainSecret("get", namespace, name, err)
+				return confighash.Key{}, false, false, explainSecret("get", namespace, name, err)
 			}
 		case apierrors.IsForbidden(err):
-			return confighash.Key{}, false, fmt.Errorf("%w: %w", errKeyNotCreated, explainSecret("create", namespace, name, err))
+			return confighash.Key{}, false, false, fmt.Errorf("%w: %w", errKeyNotCreated, explainSecret("create", namespace, name, err))
 		default:
-			return confighash.Key{}, false, explainSecret("create", namespace, name, err)
+			return confighash.Key{}, false, false, explainSecret("create", namespace, name, err)
 		}
 	}
 	key, err = HashKeyOf(s)
-	return key, created, err
+	return key, created, inherited, err
 }
 
 // newHashKeySecret is a new key Secret: MinKeyLen random bytes, immutable so that it is never
@@ -141,9 +146,9 @@ func (h *HashKey) load(ctx context.Context, secrets secretGetCreator, ns string,
 	name := h.secretName()
 	backoff, said := 200*time.Millisecond, ""
 	for {
-		key, created, err := readOrCreateHashKey(ctx, secrets, ns, name)
+		key, created, inherited, err := readOrCreateHashKey(ctx, secrets, ns, name)
 		if err == nil {
-			h.key = key
+			h.key, h.inherited = key, inherited
 			msg := "hash key of Secret hashes loaded"
 			if created {
 				msg = "made a new hash key for Secret hashes; hashes made under an earlier key restart nothing"
