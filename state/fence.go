@@ -51,7 +51,9 @@ type shardIO struct {
 	// checked is each shard's resourceVersion as a check last found it (keep.go): a version
 	// someone else left, with nothing of ours to write back.
 	checked [MaxShards]string
-	writer  string // the fenced store's name (Fence); "" writes unconditionally
+	// wrote is when a write of ours to each shard last answered: the shard existed then.
+	wrote  [MaxShards]time.Time
+	writer string // the fenced store's name (Fence); "" writes unconditionally
 }
 
 // shardName returns the name of shard i.
@@ -79,6 +81,20 @@ func (io *shardIO) setVersion(i int, version string) {
 	io.mu.Lock()
 	defer io.mu.Unlock()
 	io.version[i] = version
+}
+
+// setWritten keeps the version a write of ours to shard i left, and when it answered.
+func (io *shardIO) setWritten(i int, version string) {
+	io.mu.Lock()
+	defer io.mu.Unlock()
+	io.version[i], io.wrote[i] = version, time.Now()
+}
+
+// writtenWithin reports whether a write of ours to shard i answered within d.
+func (io *shardIO) writtenWithin(i int, d time.Duration) bool {
+	io.mu.Lock()
+	defer io.mu.Unlock()
+	return time.Since(io.wrote[i]) < d
 }
 
 // forget drops every known version, before a Load reads them again.
@@ -157,7 +173,7 @@ func (io *shardIO) patchOnVersion(ctx context.Context, shard int, changes map[st
 	if err != nil {
 		return err
 	}
-	io.setVersion(shard, versionOf(out))
+	io.setWritten(shard, versionOf(out))
 	return nil
 }
 
@@ -214,7 +230,7 @@ func (io *shardIO) create(ctx context.Context, i int, data map[string]string) er
 		return io.patchAll(ctx, i, data)
 	}
 	if err == nil {
-		io.setVersion(i, versionOf(out))
+		io.setWritten(i, versionOf(out))
 		io.log.Info("created state ConfigMap", "configmap", cm.Name, "namespace", io.namespace, "entries", len(data))
 	}
 	return io.explain("create", cm.Name, err)
@@ -228,7 +244,7 @@ func (io *shardIO) patchAll(ctx context.Context, i int, data map[string]string) 
 	}
 	out, err := io.client.Patch(ctx, io.shardName(i), types.MergePatchType, body, metav1.PatchOptions{})
 	if err == nil {
-		io.setVersion(i, versionOf(out))
+		io.setWritten(i, versionOf(out))
 	}
 	return io.explain("patch", io.shardName(i), err)
 }

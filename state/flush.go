@@ -79,6 +79,8 @@ type flusher struct {
 	// others are the keys of the first shard that are not entries (a Job recreation's note), as
 	// last read or written: a deleted first shard is recreated with them too.
 	others map[string]string
+	// checkedAt is when Keep last checked each shard; only Keep's goroutine uses it.
+	checkedAt [MaxShards]time.Time
 }
 
 // entrySource is what the flusher needs of the store's entries; it holds the store's lock while

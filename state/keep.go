@@ -22,13 +22,20 @@ import (
 // not adopted. A deleted shard is created again whole.
 //
 // A check, not a watch: a watch sends the whole shard (up to 800 KB) at every write of ours,
-// which the store's client is built not to read (internal/kube.StateClient).
+// which the store's client is built not to read (internal/kube.StateClient). A shard a write of
+// ours answered within the period is not checked, up to maxCheckGap: a deletion fails that
+// write, which creates the shard again (flusher.write), so while changes flow the check costs
+// no request per change; an edit is then found within maxCheckGap.
+const maxCheckGap = 5 * time.Minute
 
 // Keep checks the shards every period until ctx ends, for Run to write back what they lost.
 func (s *Store) Keep(ctx context.Context, period time.Duration) {
 	said := ""
+	for i := range s.flusher.checkedAt {
+		s.flusher.checkedAt[i] = time.Now() // Load read them
+	}
 	for sleep(ctx, period) {
-		err := s.flusher.check(ctx)
+		err := s.flusher.check(ctx, period)
 		switch {
 		case err != nil && err.Error() != said:
 			s.log.Warn("cannot check the state ConfigMaps; checking again", "err", err, "retry_in", period)
@@ -41,9 +48,13 @@ func (s *Store) Keep(ctx context.Context, period time.Duration) {
 }
 
 // check compares every shard known to exist with memory, and marks what it lost for the flush.
-func (f *flusher) check(ctx context.Context) error {
+func (f *flusher) check(ctx context.Context, period time.Duration) error {
 	var errs []error
 	for i := range MaxShards {
+		if f.io.writtenWithin(i, period) && time.Since(f.checkedAt[i]) < maxCheckGap {
+			continue
+		}
+		f.checkedAt[i] = time.Now()
 		if err := f.checkShard(ctx, i); err != nil {
 			errs = append(errs, err)
 		}

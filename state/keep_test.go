@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"maps"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -98,5 +101,55 @@ func damage(t *testing.T, cms typedcorev1.ConfigMapInterface, shard string, chan
 	change(cm.Data)
 	if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// countingGets counts the Gets of a state client: the check's reads.
+type countingGets struct {
+	state.ConfigMapClient
+	gets atomic.Int64
+}
+
+func (c *countingGets) Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.ConfigMap, error) {
+	c.gets.Add(1)
+	return c.ConfigMapClient.Get(ctx, name, opts)
+}
+
+// While writes of ours to a shard keep answering, the check reads nothing (a deleted shard
+// fails such a write, which creates it again): the check costs no request per change. Once the
+// writes stop, it reads the shard again within a period or two, and writes back what it lost
+// (the positive control).
+func TestAShardWrittenWithinThePeriodIsNotReadByTheCheck(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	client := &countingGets{ConfigMapClient: cluster.Client().CoreV1().ConfigMaps(ns)}
+	var log bytes.Buffer
+	s := state.New(client, ns, "reloader-state", textLog(&log))
+	if _, err := s.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s.Set(entryKey(0), hashOf("0"))
+	flush(t, s)
+	go s.Run(ctx, 10*time.Millisecond)
+	const period = 300 * time.Millisecond
+	go s.Keep(ctx, period)
+
+	before := client.gets.Load()
+	for i := range 20 { // 2 s of writes, 100 ms apart: six periods
+		s.Set(entryKey(0), hashOf(strconv.Itoa(i)))
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := client.gets.Load() - before; n != 0 {
+		t.Errorf("the check read the state %d times while writes answered, want 0", n)
+	}
+	flush(t, s)
+	want := storedShards(t, ns, 1<<20)
+	damage(t, cluster.Client().CoreV1().ConfigMaps(ns), "reloader-state", func(data map[string]string) { clear(data) })
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return maps.EqualFunc(storedShards(t, ns, 1<<20), want, maps.Equal), nil
+	})
+	if err != nil {
+		t.Fatalf("once the writes stopped, the emptied shard was not written back:\n%s", log.String())
 	}
 }
