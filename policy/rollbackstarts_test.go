@@ -48,3 +48,24 @@ func TestRollbackStartsCountsThePodsTheFailedRolloutTookDown(t *testing.T) {
 		}
 	}
 }
+
+// NamesRollbackOf finds a rolled-back reload of exactly that config and content in a history.
+func TestNamesRollbackOfFindsOnlyARolledBackReloadOfThatContent(t *testing.T) {
+	history := "2026-11-23T16:10:12Z failed+rolled-back g7 ConfigMap/app@cdc94a23,Secret/db@9e8f7a6b\n" +
+		"2026-11-23T15:02:40Z succeeded g5 ConfigMap/app@1a2b3c4d"
+	for _, c := range []struct {
+		history, config string
+		want            bool
+	}{
+		{history, "ConfigMap/app@cdc94a23", true},
+		{history, "Secret/db@9e8f7a6b", true},
+		{history, "ConfigMap/app@1a2b3c4d", false}, // succeeded, not rolled back
+		{history, "ConfigMap/other@cdc94a23", false},
+		{"2026-11-23T16:10:12Z timed-out g7 ConfigMap/app@cdc94a23", "ConfigMap/app@cdc94a23", false},
+		{"", "ConfigMap/app@cdc94a23", false},
+	} {
+		if got := NamesRollbackOf(c.history, c.config); got != c.want {
+			t.Errorf("NamesRollbackOf(%q, %q) = %v, want %v", c.history, c.config, got, c.want)
+		}
+	}
+}

@@ -559,17 +559,12 @@ func (t *tracker) noteRollbackReads(w key, s rollbackStart) (undo func()) {
 // them on the broken one). The entry counts only while w's history names a rollback of that
 // content: a forged one needs an edit of the workload too, which can restart it anyway.
 func (t *tracker) rollbackRan(w workloadView, r policy.ConfigRef, value string) bool {
+	history := w.meta.GetAnnotations()[policy.HistoryAnnotation]
+	if history == "" {
+		return false // most workloads: no entry is looked up
+	}
 	v, ok := t.store.Value(t.names.rollbackRead(w.key, r))
-	return ok && v != value && rolledBackFor(w.meta.GetAnnotations(), r, v)
-}
-
-// rolledBackFor reports whether a workload's history names a rolled-back reload that applied
-// value of r.
-func rolledBackFor(ann map[string]string, r policy.ConfigRef, value string) bool {
-	named := fmt.Sprintf("%s/%s@%s", r.Kind, r.Name, shortOrDeleted(value))
-	return slices.ContainsFunc(policy.ParseHistory(ann[policy.HistoryAnnotation]), func(e policy.Entry) bool {
-		return e.RolledBack && slices.Contains(e.Configs, named)
-	})
+	return ok && v != value && policy.NamesRollbackOf(history, fmt.Sprintf("%s/%s@%s", r.Kind, r.Name, shortOrDeleted(v)))
 }
 
 // reportOutcome tells the outcome through the metrics, an Event on the workload and the log;
