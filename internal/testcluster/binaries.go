@@ -163,10 +163,29 @@ func EnsureHelm(ctx context.Context, log io.Writer) (string, error) {
 		return path, nil
 	}
 	fmt.Fprintf(log, "building %s (first run only, a minute or two)...\n", helmName)
-	if err := goBuild(ctx, filepath.Join(tools, helmModule), helmPkg, path); err != nil {
+	flags, err := helmLDFlags(ctx, filepath.Join(tools, helmModule))
+	if err != nil {
+		return "", err
+	}
+	if err := goBuild(ctx, filepath.Join(tools, helmModule), helmPkg, path, flags...); err != nil {
 		return "", fmt.Errorf("build %s (%s in %s): %w", helmName, helmPkg, filepath.Join(tools, helmModule), err)
 	}
 	return path, nil
+}
+
+// helmLDFlags stamp the Kubernetes version of helm's client-go as the one helm template assumes,
+// as helm's own release build does (unstamped, it assumes v1.20, below the chart's kubeVersion).
+func helmLDFlags(ctx context.Context, dir string) ([]string, error) {
+	v, err := goCommand(ctx, dir, "list", "-m", "-f", "{{.Version}}", "k8s.io/client-go")
+	if err != nil {
+		return nil, fmt.Errorf("read helm's client-go version: %w", err)
+	}
+	var minor int
+	if _, err := fmt.Sscanf(strings.TrimSpace(string(v)), "v0.%d.", &minor); err != nil {
+		return nil, fmt.Errorf("helm's client-go version %q: %w", v, err)
+	}
+	pkg := "helm.sh/helm/v3/pkg/chartutil"
+	return []string{"-ldflags", fmt.Sprintf("-X %s.k8sVersionMajor=1 -X %s.k8sVersionMinor=%d", pkg, pkg, minor)}, nil
 }
 
 // resolveBinaries picks each binary from KUBEBUILDER_ASSETS when it is there
@@ -210,10 +229,10 @@ func (b *Binaries) buildMissing(ctx context.Context, tools string, log io.Writer
 
 // goBuild builds pkg in module dir to a temporary name next to out and
 // renames it into place, so out either is complete or does not exist.
-func goBuild(ctx context.Context, dir, pkg, out string) error {
+func goBuild(ctx context.Context, dir, pkg, out string, flags ...string) error {
 	tmp := fmt.Sprintf("%s.tmp-%d", out, os.Getpid())
 	defer os.Remove(tmp)
-	if _, err := goCommand(ctx, dir, "build", "-o", tmp, pkg); err != nil {
+	if _, err := goCommand(ctx, dir, append(append([]string{"build"}, flags...), "-o", tmp, pkg)...); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp, out); err != nil {
@@ -386,7 +405,8 @@ func helmCacheDir(tools string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("locate user cache dir: %w", err)
 	}
-	return filepath.Join(base, "reloader", "testbin", helmName+"-"+sum), nil
+	// "-kv": built with helmLDFlags; helms cached before them are not reused.
+	return filepath.Join(base, "reloader", "testbin", helmName+"-"+sum+"-kv"), nil
 }
 
 // toolsHash returns the first 12 hex digits of a sha256 over the go.mod and
