@@ -93,7 +93,7 @@ export SOURCE_DATE_EPOCH
 # bin/image/: an OCI layout (oci/) of every platform, and a docker-save tarball each, tagged with
 # the version the manifests under deploy/ name (the chart's appVersion), so they run it as they are.
 # PLATFORMS picks some (e.g. PLATFORMS=linux/amd64); IMAGE_OUT and OVERLAYS move the outputs.
-PLATFORMS     ?= linux/amd64,linux/arm64
+PLATFORMS     ?= linux/amd64,linux/arm64,linux/arm/v7
 IMAGE_OUT     ?= bin/image
 OVERLAYS      ?= bin/deploy
 IMAGE_VERSION ?= $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$$/\1/p' deploy/helm/reloader/Chart.yaml)
