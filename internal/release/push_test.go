@@ -32,19 +32,7 @@ func TestMakePushRunsTheImageItBuiltFromTheUsersRegistry(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	root := repoRoot(t)
-	crane := filepath.Join(t.TempDir(), "crane")
-	build := exec.CommandContext(ctx, "go", "build", "-o", crane, "github.com/google/go-containerregistry/cmd/crane")
-	build.Dir, build.Env = filepath.Join(root, "tools", "image"), append(os.Environ(), "GOWORK=off")
-	if msg, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build crane: %v\n%s", err, msg)
-	}
-	addr := freeLoopbackAddr(t)
-	serve := exec.CommandContext(ctx, crane, "registry", "serve", "--address", addr)
-	if err := serve.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { serve.Process.Kill(); serve.Wait() })
-	waitListening(t, addr)
+	crane, addr := serveRegistry(ctx, t)
 
 	out := t.TempDir()
 	images, overlays := filepath.Join(out, "image"), filepath.Join(out, "deploy")
@@ -81,6 +69,26 @@ func TestMakePushRunsTheImageItBuiltFromTheUsersRegistry(t *testing.T) {
 		}
 	}
 	runOverlay(ctx, t, filepath.Join(overlays, "namespace"), want)
+}
+
+// serveRegistry builds crane from tools/image's pinned module and serves its in-memory
+// registry on a loopback address until the test ends.
+func serveRegistry(ctx context.Context, t *testing.T) (crane, addr string) {
+	t.Helper()
+	crane = filepath.Join(t.TempDir(), "crane")
+	build := exec.CommandContext(ctx, "go", "build", "-o", crane, "github.com/google/go-containerregistry/cmd/crane")
+	build.Dir, build.Env = filepath.Join(repoRoot(t), "tools", "image"), append(os.Environ(), "GOWORK=off")
+	if msg, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build crane: %v\n%s", err, msg)
+	}
+	addr = freeLoopbackAddr(t)
+	serve := exec.CommandContext(ctx, crane, "registry", "serve", "--address", addr)
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { serve.Process.Kill(); serve.Wait() })
+	waitListening(t, addr)
+	return crane, addr
 }
 
 // manifestTag is the tag of the reloader image a manifest names.

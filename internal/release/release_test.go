@@ -384,23 +384,11 @@ func checkSBOMs(t *testing.T, out string) {
 // pushed and checked against the digest the manifests pin, each platform's config is read back,
 // the docker tarballs validate, and the chart pushed is the one packaged, at its digest.
 func checkPush(ctx context.Context, t *testing.T, out string) {
-	crane := filepath.Join(t.TempDir(), "crane")
-	build := exec.CommandContext(ctx, "go", "build", "-o", crane, "github.com/google/go-containerregistry/cmd/crane")
-	build.Dir, build.Env = filepath.Join(repoRoot(t), "tools", "image"), append(os.Environ(), "GOWORK=off")
-	if msg, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build crane: %v\n%s", err, msg)
-	}
 	helm, err := testcluster.EnsureHelm(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := freeLoopbackAddr(t)
-	serve := exec.CommandContext(ctx, crane, "registry", "serve", "--address", addr)
-	if err := serve.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { serve.Process.Kill(); serve.Wait() })
-	waitListening(t, addr)
+	crane, addr := serveRegistry(ctx, t)
 
 	script := exec.CommandContext(ctx, "bash", filepath.Join(repoRoot(t), ".github", "scripts", "push-release.sh"))
 	script.Env = append(os.Environ(), "CRANE="+crane, "HELM="+helm, "IMAGE="+addr+"/reloader", "CHARTS=oci://"+addr+"/charts",
