@@ -2,6 +2,7 @@ package reloader
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -63,6 +64,9 @@ type workloadKind struct {
 	// unfinished, when set, finishes a reload that left no object behind to sync (a Job deleted
 	// whose create failed, jobs.go); every sync of the key calls it first, the object there or not.
 	unfinished func(ctx context.Context, namespace, name string) error
+	// templateRef, when set, names the object whose pod template the workload runs in place of
+	// its own (an Argo Rollout's spec.workloadRef, as "Deployment \"web\""), or "" if none.
+	templateRef func(obj any) string
 	// probe, when set, lists the kind once at start: a kind the reloader may not list is turned
 	// off instead of keeping the caches from syncing (jobs.go).
 	probe func(ctx context.Context) error
@@ -163,7 +167,16 @@ func kindTable(c *kube.Clients, ns string, transform cache.TransformFunc, key ru
 		{TypeCronJobs, always, func() *workloadKind { return cronJobKind(c, ns, c.Link, transform, key) }},
 		{TypeJobs, always, func() *workloadKind { return jobKind(c, ns, c.Link, transform) }},
 		{TypeRollouts, func(o Options) bool { return o.ArgoRollouts }, func() *workloadKind {
-			return dynamicKind("Rollout", rolloutsGVR, c.Dynamic, ns, c.Link, transform)
+			k := dynamicKind("Rollout", rolloutsGVR, c.Dynamic, ns, c.Link, transform)
+			k.templateRef = workloadRef
+			// Argo refuses a template beside a workloadRef: the reloader never writes one there.
+			k.template = func(o any) (metav1.Object, *corev1.PodTemplateSpec) {
+				if workloadRef(o) != "" {
+					return o.(*unstructured.Unstructured), nil
+				}
+				return unstructuredTemplate(o)
+			}
+			return k
 		}},
 		{TypeDeploymentConfigs, func(o Options) bool { return o.OpenShift }, func() *workloadKind {
 			return dynamicKind("DeploymentConfig", deploymentConfigsGVR, c.Dynamic, ns, c.Link, transform)
@@ -212,6 +225,17 @@ func unstructuredTemplate(o any) (metav1.Object, *corev1.PodTemplateSpec) {
 		return u, nil
 	}
 	return u, &tmpl
+}
+
+// workloadRef names the object an Argo Rollout's spec.workloadRef points to, or "" if it has none.
+func workloadRef(o any) string {
+	ref, found, err := unstructured.NestedMap(o.(*unstructured.Unstructured).Object, "spec", "workloadRef")
+	if err != nil || !found {
+		return ""
+	}
+	kind, _ := ref["kind"].(string)
+	name, _ := ref["name"].(string)
+	return fmt.Sprintf("%s %q", kind, name)
 }
 
 // selectKinds builds the enabled workload kinds, keyed by Kind.
