@@ -41,7 +41,11 @@ func (a *annotationCheck) knownKeys() []string {
 // do not exist, once as a Warning Event and a log line.
 func (a *annotationCheck) check(k *workloadKind, obj any) {
 	meta, tmpl := k.template(obj)
-	elsewhere := k.templateRef != nil && k.templateRef(obj) != ""
+	elsewhere := false
+	if k.templateRef != nil {
+		kind, _ := k.templateRef(obj)
+		elsewhere = kind != ""
+	}
 	if tmpl == nil && !elsewhere || !a.caches.allowed(meta.GetNamespace()) {
 		return
 	}
@@ -113,14 +117,17 @@ func (a *annotationCheck) keysChanged(old, obj metav1.Object) bool {
 // template beside the reference. A change of that object's template is what rolls it out.
 func (a *annotationCheck) checkTemplateRef(k *workloadKind, obj any, meta metav1.Object) {
 	uid := string(meta.GetUID())
-	ref := k.templateRef(obj)
-	if ref == "" || !a.annotations.Of(meta.GetAnnotations(), nil).RequestsReload() {
+	kind, name := k.templateRef(obj)
+	if kind == "" || !a.annotations.Of(meta.GetAnnotations(), nil).RequestsReload() {
 		a.reports.clear(uid, "TemplateElsewhere")
 		return
 	}
-	msg := fmt.Sprintf("%s's pod template is %s's (spec.workloadRef), so the reloader does not reload it from its own annotations; "+
-		"put the reload annotations on %s instead: the reloader then changes that template, and Argo Rollouts rolls this %s out from it",
-		k.name, ref, ref, k.name)
+	ref := fmt.Sprintf("%s %q", kind, name)
+	todo := fmt.Sprintf("put the reload annotations on %s instead: the reloader then changes its template, and Argo Rollouts rolls this %s out from it", ref, k.name)
+	if kind != "Deployment" {
+		todo = fmt.Sprintf("the reloader does not reload a %s: reference a Deployment carrying the reload annotations, or give this %s its own spec.template", kind, k.name)
+	}
+	msg := fmt.Sprintf("%s's pod template is %s's (spec.workloadRef), so the reloader does not reload it from its own annotations; %s", k.name, ref, todo)
 	if a.reports.warn(obj, uid, "TemplateElsewhere", msg) {
 		a.log.Warn("a workload's reload annotations cannot apply: its pod template is another object's", "kind", k.name,
 			"namespace", meta.GetNamespace(), "name", meta.GetName(), "templateOf", ref)

@@ -135,6 +135,11 @@ func TestARolloutWithAWorkloadRefIsWarnedThatItsAnnotationsCannotApply(t *testin
 	if _, err := rollouts.Create(context.Background(), ref, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	ref.SetName("by-rs")
+	_ = unstructured.SetNestedMap(ref.Object, map[string]any{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-rs"}, "spec", "workloadRef")
+	if _, err := rollouts.Create(context.Background(), ref, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	createCustom(t, rolloutsGVR, "Rollout", ns, "own", named("configmap", "app-config"))
 	startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { o.ArgoRollouts = true }})
 
@@ -142,6 +147,10 @@ func TestARolloutWithAWorkloadRefIsWarnedThatItsAnnotationsCannotApply(t *testin
 	if !strings.Contains(msg, `Rollout's pod template is Deployment "web"'s (spec.workloadRef)`) ||
 		!strings.Contains(msg, `put the reload annotations on Deployment "web" instead`) {
 		t.Fatalf("the warning does not say why and what to do: %q", msg)
+	}
+	// The reloader reloads no ReplicaSet: annotating it would not help.
+	if msg := waitWarning(t, ns, "by-rs", "TemplateElsewhere"); !strings.Contains(msg, "the reloader does not reload a ReplicaSet") {
+		t.Fatalf("the warning advises annotating a ReplicaSet: %q", msg)
 	}
 	// The positive control: a Rollout with its own template reloads, and is not warned; the
 	// referenced Deployment reloads, which is what rolls the Rollout out under Argo.
