@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader"
 )
 
@@ -127,8 +128,9 @@ func TestARolloutWithAWorkloadRefIsWarnedThatItsAnnotationsCannotApply(t *testin
 	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), nil)
 	ref := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": rolloutsGVR.GroupVersion().String(), "kind": "Rollout",
-		"metadata": map[string]any{"name": "by-ref", "annotations": map[string]any{"reloader.stakater.com/auto": "true"}},
-		"spec": map[string]any{"replicas": int64(0),
+		"metadata": map[string]any{"name": "by-ref", "annotations": map[string]any{"configmap.reloader.stakater.com/reload": "app-config"}},
+		// Argo takes an empty template beside a workloadRef, and refuses any other.
+		"spec": map[string]any{"replicas": int64(0), "template": map[string]any{},
 			"workloadRef": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}},
 	}}
 	rollouts := dynamic.NewForConfigOrDie(cluster.Config).Resource(rolloutsGVR).Namespace(ns)
@@ -167,9 +169,47 @@ func TestARolloutWithAWorkloadRefIsWarnedThatItsAnnotationsCannotApply(t *testin
 	if n := countEvents(t, ns, "by-ref", "TemplateElsewhere"); n != 1 {
 		t.Fatalf("%d TemplateElsewhere events, want 1: %q", n, eventMessages(t, ns, "by-ref"))
 	}
-	// Argo refuses a template beside a workloadRef: none is written.
+	// Argo refuses a template beside a workloadRef: nothing is written into the empty one.
 	_, u := templateEnv(t, rolloutsGVR, ns, "by-ref", cmVar)
-	if _, found, _ := unstructured.NestedMap(u.Object, "spec", "template"); found {
-		t.Fatalf("a template was written beside the workloadRef: %v", u.Object["spec"])
+	if tmpl, _, _ := unstructured.NestedMap(u.Object, "spec", "template"); len(tmpl) > 0 {
+		t.Fatalf("a template was written beside the workloadRef: %v", tmpl)
+	}
+}
+
+func TestAWorkloadRefRolloutsEmptyTemplateIsNeitherWrittenNorRetried(t *testing.T) {
+	t.Parallel()
+	ensureCRDs(t)
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	ref := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": rolloutsGVR.GroupVersion().String(), "kind": "Rollout",
+		"metadata": map[string]any{"name": "by-ref", "annotations": map[string]any{"configmap.reloader.stakater.com/reload": "app-config"}},
+		"spec": map[string]any{"replicas": int64(0), "template": map[string]any{},
+			"workloadRef": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}},
+	}}
+	if _, err := dynamic.NewForConfigOrDie(cluster.Config).Resource(rolloutsGVR).Namespace(ns).Create(context.Background(), ref, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createCustom(t, rolloutsGVR, "Rollout", ns, "own", named("configmap", "app-config"))
+	// The annotations strategy writes a marker whatever the containers: into an empty template too.
+	r := startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { o.ArgoRollouts, o.Strategy = true, policy.StrategyAnnotations }})
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+	// The positive control: the Rollout with its own template gets the marker.
+	waitFor(t, 10*time.Second, "own reloaded", func() (bool, error) {
+		_, u := templateEnv(t, rolloutsGVR, ns, "own", cmVar)
+		got, _, _ := unstructured.NestedString(u.Object, "spec", "template", "metadata", "annotations", "reloader/config-hashes")
+		return strings.Contains(got, hash), nil
+	})
+	settle(t)
+	_, u := templateEnv(t, rolloutsGVR, ns, "by-ref", cmVar)
+	if tmpl, _, _ := unstructured.NestedMap(u.Object, "spec", "template"); len(tmpl) > 0 {
+		t.Fatalf("a template was written beside the workloadRef, which Argo refuses: %v", tmpl)
+	}
+	// Judged as a template of its own, the empty one was never current: its sync was retried
+	// without end.
+	for _, line := range strings.Split(r.log.String(), "\n") {
+		if strings.Contains(line, "retrying") && strings.Contains(line, "/by-ref") {
+			t.Fatalf("the Rollout's sync is retried: %s", line)
+		}
 	}
 }
