@@ -123,18 +123,31 @@ func (c *caches) allowed(ns string) bool {
 	return c.selector.Matches(labels.Set(obj.(*corev1.Namespace).Labels))
 }
 
-// missingNamed reports the configs a workload's reload annotations name that do not exist: a
-// typo there would otherwise mean a workload that silently never reloads.
+// missingNamed reports the configs a workload's reload annotations name that do not exist, and
+// the items read as patterns that match no config: a typo there (or an upper-case name, which
+// is read as a pattern and can match nothing) would otherwise mean a workload that silently
+// never reloads.
 func (c *caches) missingNamed(pol policy.Policy, ns string) []string {
 	var out []string
+	suffix := ""
+	if c.labelSelector != "" {
+		suffix = " or does not match --resource-label-selector"
+	}
 	for _, r := range pol.Named() {
 		if c.watched(r.Kind) && c.lookup(configKey(r, ns)) == nil {
-			msg := fmt.Sprintf("%s %q named in a reload annotation does not exist", r.Kind, r.Name)
-			if c.labelSelector != "" {
-				msg += " or does not match --resource-label-selector"
-			}
-			out = append(out, msg)
+			out = append(out, fmt.Sprintf("%s %q named in a reload annotation does not exist%s", r.Kind, r.Name, suffix))
 		}
+	}
+	matched := c.matchedByPattern(pol, ns)
+	for _, p := range pol.Patterns() {
+		if !c.watched(p.Kind) || slices.ContainsFunc(matched, func(r policy.ConfigRef) bool { return p.Matches(r) }) {
+			continue
+		}
+		if lower, ok := policy.CaseSlip(p.Item); ok {
+			out = append(out, fmt.Sprintf("%q in a reload annotation is not a %s name: names are lower case, so it can match none (did you mean %q?)", p.Item, p.Kind, lower))
+			continue
+		}
+		out = append(out, fmt.Sprintf("%q in a reload annotation is not a %s name, and as a pattern it matches no %s%s", p.Item, p.Kind, p.Kind, suffix))
 	}
 	return out
 }

@@ -178,6 +178,9 @@ func (c *Controller) watchWorkloads(k *workloadKind) error {
 			if om, nm := metadataOf(old), metadataOf(obj); !decisive(c.decisiveAnnotations, om.(metav1.Object), nm.(metav1.Object)) {
 				// A status update: what the index holds depends on nothing it changes.
 				c.tracker.watch(k, nm) // it may end a rollout
+				if c.annotationCheck.keysChanged(om.(metav1.Object), nm.(metav1.Object)) {
+					c.annotationCheck.check(k, unpacked(obj))
+				}
 				return
 			}
 			old, obj = unpacked(old), unpacked(obj)
