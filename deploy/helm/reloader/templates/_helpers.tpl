@@ -155,6 +155,10 @@ takes bare names too). YAML list. */}}
 {{- with $s.ignoredWorkloadTypes }}
 - --ignored-workload-types={{ join "," . }}
 {{- end }}
+{{- /* The reloader's own default is helm.sh/release.v1; "" caches every Secret type. */}}
+{{- if ne (toString .Values.ignoreSecretTypes) "helm.sh/release.v1" }}
+- {{ printf "--ignore-secret-types=%s" (toString .Values.ignoreSecretTypes) | quote }}
+{{- end }}
 {{- range concat $s.annotationFlags .Values.extraArgs }}
 - {{ . | quote }}
 {{- end }}
