@@ -82,6 +82,9 @@ type Options struct {
 	// TombstoneRetention is how long a deleted config's entry outlives its last reference
 	// (default 24h): a recreation within it is compared with the content before the deletion.
 	TombstoneRetention time.Duration
+	// StateCheckPeriod is how often the state's shards are checked, and what they lost written
+	// back (state.Store.Keep); default DefaultStateCheckPeriod.
+	StateCheckPeriod time.Duration
 	// ArgoRollouts and OpenShift enable those workload kinds (through the dynamic client).
 	ArgoRollouts, OpenShift bool
 	// IgnoredWorkloadTypes turns kinds off: deployments, statefulsets, daemonsets, ...
@@ -195,6 +198,9 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 	}
 	if opts.TombstoneRetention <= 0 {
 		opts.TombstoneRetention = 24 * time.Hour
+	}
+	if opts.StateCheckPeriod <= 0 {
+		opts.StateCheckPeriod = DefaultStateCheckPeriod
 	}
 	c := &Controller{
 		opts:    opts,
@@ -331,7 +337,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		close(stateDone) // what the state learns stays in memory
 	} else {
 		go func() { defer close(stateDone); c.state.Run(stateCtx, 50*time.Millisecond) }()
-		go c.state.Keep(stateCtx, stateCheckPeriod)
+		go c.state.Keep(stateCtx, c.opts.StateCheckPeriod)
 	}
 	var workers sync.WaitGroup
 	for range c.opts.Workers {
@@ -435,9 +441,10 @@ func (c *Controller) startedUp(ctx context.Context, noted <-chan struct{}) {
 // defaultStateWriteWait bounds startedUp's wait for the state's first write.
 const defaultStateWriteWait = 30 * time.Second
 
-// stateCheckPeriod is how often the state's shards are checked, and what they lost
-// written back (state.Store.Keep).
-const stateCheckPeriod = 10 * time.Second
+// DefaultStateCheckPeriod is the default StateCheckPeriod. Each check of an idle shard is a
+// metadata GET, whose managedFields list every key: a minute keeps that below one request per
+// hundred changes at a change a second (BENCHMARKS.md).
+const DefaultStateCheckPeriod = time.Minute
 
 // shutdown closes every coalescing window and lets the workers drain the queue for at most the
 // grace period.

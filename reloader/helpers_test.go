@@ -65,6 +65,8 @@ func startControllerAs(t *testing.T, cfg *rest.Config, ns string, o controllerOp
 		Annotations: policy.DefaultAnnotations(),
 		Log:         slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Metrics:     metrics.New("test"),
+		// A lost state is written back within seconds, not the default minute.
+		StateCheckPeriod: 2 * time.Second,
 	}
 	if o.tweak != nil {
 		o.tweak(&opts)
