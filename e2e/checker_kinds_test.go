@@ -109,7 +109,8 @@ func (o *wobj) controller() types.UID {
 }
 
 // newWorkload is the object create-workload makes: nothing runs for long or on a schedule (no
-// replicas, suspended CronJobs and Jobs), so a sequence costs the cluster little, yet every
+// replicas, suspended Jobs, CronJobs scheduled once a year whose Jobs are suspended; a
+// suspended CronJob runs no Job for a reload), so a sequence costs the cluster little, yet every
 // reload is seen: a template change, a CronJob's run (a new Job), a Job created again.
 func newWorkload(kind, name string, meta map[string]string, tmpl corev1.PodTemplateSpec) (*unstructured.Unstructured, error) {
 	zero, yes := int32(0), true
@@ -124,7 +125,7 @@ func newWorkload(kind, name string, meta map[string]string, tmpl corev1.PodTempl
 	case kindDaemonSet:
 		obj = &appsv1.DaemonSet{ObjectMeta: om, Spec: appsv1.DaemonSetSpec{Selector: sel, Template: tmpl}}
 	case kindCronJob:
-		obj = &batchv1.CronJob{ObjectMeta: om, Spec: batchv1.CronJobSpec{Schedule: "0 0 1 1 *", Suspend: &yes,
+		obj = &batchv1.CronJob{ObjectMeta: om, Spec: batchv1.CronJobSpec{Schedule: "0 0 1 1 *",
 			JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Suspend: &yes, Template: tmpl}}}}
 	case kindJob:
 		obj = &batchv1.Job{ObjectMeta: om, Spec: batchv1.JobSpec{Suspend: &yes, Template: tmpl}}

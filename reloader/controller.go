@@ -33,6 +33,7 @@ import (
 
 	"github.com/reloader/reloader/alert"
 	"github.com/reloader/reloader/coalesce"
+	"github.com/reloader/reloader/confighash"
 	"github.com/reloader/reloader/internal/kube"
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
@@ -157,11 +158,15 @@ type Controller struct {
 	entries         *workloadEntries // holds and strips of each workload in the state (workloadentries.go)
 	annotationCheck *annotationCheck // malformed or dangling reload annotations, said once (annotationcheck.go)
 	webhook         *webhookSync     // with --webhook-url, the config sync (webhook.go)
+	suspensions     *suspensions     // no Job for a suspended CronJob until its resume (cronjobsuspend.go)
 
 	ready atomic.Bool
 	busy  atomic.Int32 // workers inside a sync
 	// stakater: stakater's variables are still compared (stakater.go).
 	stakater atomic.Bool
+	// runOnlyKey signs notes while no hash key is loaded (--resources-to-ignore=secrets): what it
+	// signed is trusted only by this process (noteKey).
+	runOnlyKey confighash.Key
 }
 
 // Ready reports whether the caches have synced and the controller is processing changes.
@@ -202,6 +207,7 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 		caches: &caches{annotations: opts.Annotations, selector: opts.NamespaceSelector, ignored: opts.NamespacesToIgnore,
 			labelSelector: opts.ResourceLabelSelector},
 	}
+	c.runOnlyKey, _ = HashKeyOf(newHashKeySecret(""))
 	c.strips = newStrips(c.state, c.names)
 	c.records = &records{annotations: opts.Annotations, hashKey: &c.opts.HashKey, store: c.state, names: c.names, strips: c.strips}
 	c.state.OnWrite = c.metrics.ObserveStateWrite
@@ -226,14 +232,15 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 	c.tombstones = &tombstones{store: c.state, names: c.names, clock: opts.Clock, log: c.log, retention: opts.TombstoneRetention,
 		reloadOnCreate: opts.ReloadOnCreate, reloadOnDelete: opts.ReloadOnDelete, namespace: opts.Namespace,
 		watched: c.caches.watched, enqueue: c.queue.Add, enqueueAfter: c.queue.AddAfter}
+	c.suspensions = &suspensions{reports: c.reports, log: c.log}
 	c.lag = &lagCheck{store: c.state, names: c.names, lookup: c.caches.lookup, live: liveVersion(clients)}
 	c.validation = &validation{store: c.state, names: c.names, reports: c.reports, log: c.log, counter: c.metrics.InvalidChanges,
 		gates: c.gates, enqueue: c.queue.Add, dependents: c.rule.dependents, lookup: c.caches.lookup,
-		watched: c.caches.watched}
+		watched: c.caches.watched, webhook: opts.Webhook.URL != ""}
 	if opts.Webhook.URL != "" {
 		c.webhook = &webhookSync{webhook: opts.Webhook, annotations: opts.Annotations, reloadOnCreate: opts.ReloadOnCreate,
 			reloadOnDelete: opts.ReloadOnDelete, caches: c.caches, changes: c.changes, store: c.state, names: c.names,
-			records: c.records, tombstones: c.tombstones, log: c.log}
+			records: c.records, tombstones: c.tombstones, validation: c.validation, log: c.log}
 	}
 	if err := c.buildInformers(); err != nil {
 		return nil, err
@@ -264,7 +271,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	if first {
 		c.log.Info("no state found: recording the current hash of every config; only workloads whose marker differs are reloaded")
 	}
-	c.stakater.Store(!stakaterCompared(c.state))
+	c.stakater.Store(stakaterToCompare(c.state, first, c.opts.HashKey.inherited, c.log))
 	if probePermissions(ctx, c.clients, c.opts.Namespace, c.opts.StateNamespace, c.log) {
 		c.events.StartRecordingToSink(&quietSink{sink: kube.EventSink{Client: c.clients.Events}, log: c.log})
 	}
@@ -306,6 +313,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	stateCtx, stopState := context.WithCancel(context.WithoutCancel(ctx))
 	stateDone := make(chan struct{})
 	go func() { defer close(stateDone); c.state.Run(stateCtx, 50*time.Millisecond) }()
+	go c.state.Keep(stateCtx, stateCheckPeriod)
 	var workers sync.WaitGroup
 	for range c.opts.Workers {
 		workers.Go(func() {
@@ -319,7 +327,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	go c.tombstones.sweep(workCtx)
 	noted := make(chan struct{}) // closed once the note that stakater's variables were compared is done
-	if c.stakater.Load() {
+	if !stakaterCompared(c.state) {
 		go func() {
 			defer close(noted)
 			noteStakaterCompared(workCtx, c.state, c.drained, &c.stakater, c.log)
@@ -404,6 +412,10 @@ func (c *Controller) startedUp(ctx context.Context, noted <-chan struct{}) {
 
 // defaultStateWriteWait bounds startedUp's wait for the state's first write.
 const defaultStateWriteWait = 30 * time.Second
+
+// stateCheckPeriod is how often the state's shards are checked, and what they lost
+// written back (state.Store.Keep).
+const stateCheckPeriod = 10 * time.Second
 
 // shutdown closes every coalescing window and lets the workers drain the queue for at most the
 // grace period.

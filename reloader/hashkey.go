@@ -45,6 +45,9 @@ type HashKey struct {
 	// DefaultHashKeySecret. It is created when missing.
 	Secret string
 	key    confighash.Key
+	// inherited: at load the Secret already existed, made by a reloader (its managed-by label):
+	// a reloader ran here before this start.
+	inherited bool
 }
 
 func (h HashKey) secretName() string { return cmp.Or(h.Secret, DefaultHashKeySecret) }
@@ -59,6 +62,15 @@ func HashKeyOf(s *corev1.Secret) (confighash.Key, error) {
 	return k, nil
 }
 
+// noteKey is the key the reloader's notes are signed with (Job recreations, CronJob runs): the
+// hash key once loaded, else a key of this process alone.
+func (c *Controller) noteKey() confighash.Key {
+	if k := c.opts.HashKey.key; k.ID() != "" {
+		return k
+	}
+	return c.runOnlyKey
+}
+
 // errKeyNotCreated: the key Secret is missing and the reloader may not create it (Collaborne's
 // Role, seed 002, grants no create on secrets).
 var errKeyNotCreated = errors.New("the hash key Secret is missing and may not be created")
@@ -70,12 +82,14 @@ type secretGetCreator interface {
 }
 
 // readOrCreateHashKey returns the key in Secret name of namespace, creating the Secret with a
-// new random key when it is missing; created reports that it did.
-func readOrCreateHashKey(ctx context.Context, secrets secretGetCreator, namespace, name string) (key confighash.Key, created bool, err error) {
+// new random key when it is missing; created reports that it did, inherited that it existed,
+// made by a reloader.
+func readOrCreateHashKey(ctx context.Context, secrets secretGetCreator, namespace, name string) (key confighash.Key, created, inherited bool, err error) {
 	s, err := secrets.Get(ctx, name, metav1.GetOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
-		return confighash.Key{}, false, explainSecret("get", namespace, name, err)
+		return confighash.Key{}, false, false, explainSecret("get", namespace, name, err)
 	}
+	inherited = err == nil && s.Labels["app.kubernetes.io/managed-by"] == "reloader"
 	if err != nil {
 		s, err = secrets.Create(ctx, newHashKeySecret(name), metav1.CreateOptions{})
 		switch {
@@ -84,16 +98,16 @@ func readOrCreateHashKey(ctx context.Context, secrets secretGetCreator, namespac
 		case apierrors.IsAlreadyExists(err):
 			// Another replica created it between our read and our create: use its key.
 			if s, err = secrets.Get(ctx, name, metav1.GetOptions{}); err != nil {
-				return confighash.Key{}, false, explainSecret("get", namespace, name, err)
+				return confighash.Key{}, false, false, explainSecret("get", namespace, name, err)
 			}
 		case apierrors.IsForbidden(err):
-			return confighash.Key{}, false, fmt.Errorf("%w: %w", errKeyNotCreated, explainSecret("create", namespace, name, err))
+			return confighash.Key{}, false, false, fmt.Errorf("%w: %w", errKeyNotCreated, explainSecret("create", namespace, name, err))
 		default:
-			return confighash.Key{}, false, explainSecret("create", namespace, name, err)
+			return confighash.Key{}, false, false, explainSecret("create", namespace, name, err)
 		}
 	}
 	key, err = HashKeyOf(s)
-	return key, created, err
+	return key, created, inherited, err
 }
 
 // newHashKeySecret is a new key Secret: MinKeyLen random bytes, immutable so that it is never
@@ -132,9 +146,9 @@ func (h *HashKey) load(ctx context.Context, secrets secretGetCreator, ns string,
 	name := h.secretName()
 	backoff, said := 200*time.Millisecond, ""
 	for {
-		key, created, err := readOrCreateHashKey(ctx, secrets, ns, name)
+		key, created, inherited, err := readOrCreateHashKey(ctx, secrets, ns, name)
 		if err == nil {
-			h.key = key
+			h.key, h.inherited = key, inherited
 			msg := "hash key of Secret hashes loaded"
 			if created {
 				msg = "made a new hash key for Secret hashes; hashes made under an earlier key restart nothing"

@@ -83,7 +83,7 @@ func TestReadOrCreateHashKey(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			key, created, err := readOrCreateHashKey(context.Background(), tt.f, "ns", DefaultHashKeySecret)
+			key, created, _, err := readOrCreateHashKey(context.Background(), tt.f, "ns", DefaultHashKeySecret)
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("err = %v, want one saying %q", err, tt.err)

@@ -47,7 +47,7 @@ const jobTemplatePath = "/spec/jobTemplate/spec/template"
 
 // cronJobKind reloads a CronJob: one patch writes the markers into its job template and names
 // the Job to run; resume then creates that Job.
-func cronJobKind(c *kube.Clients, ns string, link *kube.Link, transform cache.TransformFunc) *workloadKind {
+func cronJobKind(c *kube.Clients, ns string, link *kube.Link, transform cache.TransformFunc, key runKey) *workloadKind {
 	k := typedKind("CronJob", &batchv1.CronJob{},
 		func(cj *batchv1.CronJob) *corev1.PodTemplateSpec { return &cj.Spec.JobTemplate.Spec.Template },
 		func(ns string) typedClient[*batchv1.CronJob, *batchv1.CronJobList] { return c.CronJobs(ns) }, ns, link, transform)
@@ -57,7 +57,7 @@ func cronJobKind(c *kube.Clients, ns string, link *kube.Link, transform cache.Tr
 			return nil, errStale
 		}
 		cj := obj.(*batchv1.CronJob)
-		body, err = cronJobPatch(cj, body)
+		body, err = cronJobPatch(cj, body, key)
 		if err != nil {
 			return nil, err
 		}
@@ -76,32 +76,47 @@ func cronJobKind(c *kube.Clients, ns string, link *kube.Link, transform cache.Tr
 	}
 	k.resume = func(ctx context.Context, obj any) error {
 		cj := obj.(*batchv1.CronJob)
-		name := cj.Annotations[pendingJobAnnotation]
-		if name == "" {
+		v := cj.Annotations[pendingJobAnnotation]
+		if v == "" {
 			return nil
+		}
+		name, why := key.recorded(cj, v)
+		if why != "" {
+			if err := clearPendingJob(ctx, c, cj, v); err != nil {
+				return err
+			}
+			return droppedRun{why: why}
+		}
+		if suspended(cj) {
+			return nil // a suspended CronJob's Job waits for its resume (cronjobsuspend.go)
 		}
 		_, err := c.Jobs(cj.Namespace).Create(ctx, jobFromCronJob(cj, name), metav1.CreateOptions{FieldManager: "reloader"})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create Job %s/%s for CronJob %s: %w", cj.Namespace, name, cj.Name, err)
 		}
-		at := "/metadata/annotations/" + strings.ReplaceAll(pendingJobAnnotation, "/", "~1")
-		clear, _ := json.Marshal([]policy.JSONOp{{Op: "test", Path: at, Value: name}, {Op: "remove", Path: at}})
-		_, err = c.CronJobs(cj.Namespace).Patch(ctx, cj.Name, types.JSONPatchType, clear, metav1.PatchOptions{})
-		if isStale(err) || apierrors.IsNotFound(err) {
-			return nil // already cleared, or the CronJob is gone
-		}
-		if err != nil {
-			return fmt.Errorf("clear %s on CronJob %s/%s: %w", pendingJobAnnotation, cj.Namespace, cj.Name, err)
-		}
-		return nil
+		return clearPendingJob(ctx, c, cj, v)
 	}
 	return k
 }
 
+// clearPendingJob removes the CronJob's pendingJobAnnotation if it still holds v.
+func clearPendingJob(ctx context.Context, c *kube.Clients, cj *batchv1.CronJob, v string) error {
+	at := "/metadata/annotations/" + strings.ReplaceAll(pendingJobAnnotation, "/", "~1")
+	clear, _ := json.Marshal([]policy.JSONOp{{Op: "test", Path: at, Value: v}, {Op: "remove", Path: at}})
+	_, err := c.CronJobs(cj.Namespace).Patch(ctx, cj.Name, types.JSONPatchType, clear, metav1.PatchOptions{})
+	if isStale(err) || apierrors.IsNotFound(err) {
+		return nil // already cleared, or the CronJob is gone
+	}
+	if err != nil {
+		return fmt.Errorf("clear %s on CronJob %s/%s: %w", pendingJobAnnotation, cj.Namespace, cj.Name, err)
+	}
+	return nil
+}
+
 // cronJobPatch moves policy's ops to the job template and adds the name of the Job to run.
 // The name is fixed by the CronJob's UID and the resourceVersion the patch tests, so each
-// reload has its own.
-func cronJobPatch(cj *batchv1.CronJob, body []byte) ([]byte, error) {
+// reload has its own. The name is recorded signed (runKey.record).
+func cronJobPatch(cj *batchv1.CronJob, body []byte, key runKey) ([]byte, error) {
 	var ops []policy.JSONOp
 	if err := json.Unmarshal(body, &ops); err != nil {
 		return nil, fmt.Errorf("decode patch of CronJob %s/%s: %w", cj.Namespace, cj.Name, err)
@@ -112,7 +127,7 @@ func cronJobPatch(cj *batchv1.CronJob, body []byte) ([]byte, error) {
 		}
 	}
 	sum := sha1.Sum([]byte(string(cj.UID) + "/" + cj.ResourceVersion))
-	job := cj.Name[:min(len(cj.Name), 48)] + "-reload-" + hex.EncodeToString(sum[:])[:7]
+	job := key.record(cj, cj.Name[:min(len(cj.Name), 48)]+"-reload-"+hex.EncodeToString(sum[:])[:7])
 	if cj.Annotations == nil && !createsAnnotations(ops) { // an op before may have created the map
 		ops = append(ops, policy.JSONOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{pendingJobAnnotation: job}})
 	} else {
@@ -206,15 +221,9 @@ func (c *Controller) wireJobs() {
 	notes := func(ctx context.Context) (*corev1.ConfigMap, error) {
 		return c.clients.ConfigMaps(c.opts.StateNamespace).Get(ctx, c.state.ShardName(0), metav1.GetOptions{})
 	}
-	runKey, _ := HashKeyOf(newHashKeySecret(""))
 	c.jobs = &jobRuns{jobs: func(ns string) jobClient { return c.clients.Jobs(ns) }, notes: notes, store: c.state, reports: c.reports,
 		metrics: c.metrics, log: c.log, enqueue: c.queue.Add, markers: c.currentMarkers, cached: k.cached,
-		key: func() confighash.Key {
-			if key := c.opts.HashKey.key; key.ID() != "" {
-				return key
-			}
-			return runKey // no hash key is loaded (--resources-to-ignore=secrets): notes last this run
-		},
+		key: c.noteKey,
 		inScope: func(ns string) bool {
 			if c.opts.Namespace != "" {
 				return ns == c.opts.Namespace

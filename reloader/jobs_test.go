@@ -218,10 +218,9 @@ func TestACronJobReloadInterruptedBeforeItsJobRunsItOnceAtTheNextStart(t *testin
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
 	cj := createCronJob(t, ns, "nightly", named("configmap", "app-config"))
-	patch := `{"metadata":{"annotations":{"reloader/pending-job":"nightly-reload-abc1234"}}}`
-	if _, err := cluster.Client().BatchV1().CronJobs(ns).Patch(context.Background(), "nightly", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	startController(t, ns, controllerOpts{}).stop(t) // makes the hash key runs are signed with
+	run := signedRun(t, ns, cj, "nightly-reload-abc1234")
+	recordRun(t, ns, "nightly", run)
 	startController(t, ns, controllerOpts{})
 	waitFor(t, 30*time.Second, "the pending Job", func() (bool, error) { return len(jobsOf(t, ns, cj.UID)) == 1, nil })
 	settle(t)
@@ -229,9 +228,7 @@ func TestACronJobReloadInterruptedBeforeItsJobRunsItOnceAtTheNextStart(t *testin
 		t.Fatalf("Jobs %v, want exactly nightly-reload-abc1234", jobs)
 	}
 	// The Job exists but the annotation came back (the stop fell after the create): no second.
-	if _, err := cluster.Client().BatchV1().CronJobs(ns).Patch(context.Background(), "nightly", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	recordRun(t, ns, "nightly", run)
 	startController(t, ns, controllerOpts{})
 	waitFor(t, 30*time.Second, "the annotation cleared", func() (bool, error) {
 		c, err := cluster.Client().BatchV1().CronJobs(ns).Get(context.Background(), "nightly", metav1.GetOptions{})

@@ -289,8 +289,7 @@ func (ru *rule) stateFacts(f *policy.Facts, w workloadView, r policy.ConfigRef, 
 		f.KeysSame = ru.keysSame(skey, rec, keys)
 	}
 	if !known && ru.stakater.Load() {
-		v, ok := policy.EnvValue(w.tmpl, policy.StakaterVar(r))
-		f.StakaterStale = ok && v != rec.Stakater.String()
+		f.StakaterStale = ru.stakaterStale(w, r, rec)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/state"
 )
 
@@ -16,8 +17,10 @@ import (
 // deleted) is then a config never seen, which restarts nothing, and not compared again with a
 // variable from stakater's last restart: that variable lags by every change since, read by the
 // workload or not (soak seed 1795725183900764066@4 restarted a CronJob for a change of a key it
-// does not read, once a corrupt entry made its state unknown). A start killed before the note
-// compares again at the next start, so no change stakater missed is lost.
+// does not read, once a corrupt entry made its state unknown). A start killed before the note,
+// having recorded some configs, compares again at the next start, so no change stakater missed
+// is lost; one that finds no state at all but the key an earlier reloader made does not
+// (stakaterToCompare).
 const stakaterComparedKey = "reloader.stakater-compared"
 
 // stakaterCompared reports whether a reloader has made the first comparison with this state.
@@ -26,8 +29,27 @@ func stakaterCompared(store *state.Store) bool {
 	return ok
 }
 
+// stakaterToCompare reports whether this start compares stakater's variables: not once a start
+// noted the comparison over, nor when the state holds nothing (empty) while the hash key Secret
+// was made by a reloader before this start (keyInherited). Then a reloader ran here and its state
+// was lost: the switch is over, and a variable from stakater's last restart would restart
+// workloads for every change since, read or not. A first start killed before its note left the
+// entries it recorded, so the next start still compares.
+func stakaterToCompare(store *state.Store, empty, keyInherited bool, log *slog.Logger) bool {
+	if stakaterCompared(store) {
+		return false
+	}
+	if empty && keyInherited {
+		log.Info("the state is empty but an earlier reloader made the hash key Secret: the state was lost, " +
+			"the switch from stakater is over, and stakater's variables are not compared")
+		return false
+	}
+	return true
+}
+
 // noteStakaterCompared waits until the start-up's syncs are done (drained), flushes the state
-// they wrote, notes that the comparison is over, and stops comparing. It gives up when ctx ends:
+// they wrote, notes that the comparison is over (or, when stakaterToCompare found it over
+// already, that it is), and stops comparing. It gives up when ctx ends:
 // the next start compares again.
 func noteStakaterCompared(ctx context.Context, store *state.Store, drained func(context.Context, time.Duration) bool,
 	comparing *atomic.Bool, log *slog.Logger) {
@@ -46,4 +68,28 @@ func noteStakaterCompared(ctx context.Context, store *state.Store, drained func(
 		return
 	}
 	comparing.Store(false)
+}
+
+// stakaterStale reports whether w carries stakater's variable for r with a value that vouches
+// for no content w reloads on. stakater names the variable from the config's name upper-cased,
+// each run of other characters folded to one '_' (policy.StakaterVar), so configs of one kind
+// whose names fold alike share one variable, holding the hash of the one stakater reloaded on
+// last. The value vouches for each of them whose current hash it equals, and says nothing of the
+// others, which are then judged as never seen: a restart only when it equals none, for a change
+// stakater surely missed.
+func (ru *rule) stakaterStale(w workloadView, r policy.ConfigRef, rec *configRecord) bool {
+	name := policy.StakaterVar(r)
+	v, ok := policy.EnvValue(w.tmpl, name)
+	if !ok || v == rec.Stakater.String() {
+		return false
+	}
+	for _, other := range ru.reloadsOn(w) {
+		if other == r || policy.StakaterVar(other) != name {
+			continue
+		}
+		if o := ru.caches.lookup(configKey(other, w.key.namespace)); o != nil && v == o.Stakater.String() {
+			return false
+		}
+	}
+	return true
 }

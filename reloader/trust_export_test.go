@@ -23,3 +23,13 @@ func SignedJobNote(s *corev1.Secret, oldUID types.UID, job *batchv1.Job) (key, v
 
 // ReasonJobNoteDropped is the reason of the Warning on the state ConfigMap of a note dropped.
 const ReasonJobNoteDropped = reasonJobNoteDropped
+
+// RecordedRun is the value of reloader/pending-job with which a reloader whose hash key is k
+// records that its reload of cj is to run Job job.
+func RecordedRun(k confighash.Key, cj *batchv1.CronJob, job string) string {
+	return runKey(func() confighash.Key { return k }).record(cj, job)
+}
+
+// ReasonPendingJobDropped is the reason of the Warning on a CronJob whose recorded run is not
+// started.
+const ReasonPendingJobDropped = reasonPendingJobDropped

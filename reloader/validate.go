@@ -41,6 +41,7 @@ type validation struct {
 	dependents func(k key, rec *configRecord) []dependent
 	lookup     func(k key) *configRecord
 	watched    func(configKind string) bool
+	webhook    bool // --webhook-url: a change calls the URL instead of restarting workloads
 }
 
 // validateConfigMap describes the first declared key of cm that does not parse, or "".
@@ -91,6 +92,9 @@ func (v *validation) invalid(k key, rec *configRecord, fresh bool) {
 	}
 	last, stranded := v.stranded(k)
 	msg := "Content " + short(rec.hash()) + " not rolled out: " + rec.Invalid() + "; no workload is restarted for it"
+	if v.webhook {
+		msg = "Content " + short(rec.hash()) + " not notified: " + rec.Invalid() + "; --webhook-url is not called for it"
+	}
 	if len(stranded) > 0 {
 		msg += ". The last valid content, " + short(last.hash()) + ", was replaced before " + workloadNames(stranded) +
 			" reloaded for it and is not rolled out either: a restart would now load content that does not validate"

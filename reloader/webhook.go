@@ -13,7 +13,8 @@ import (
 // instead of reloading: no workload is watched or patched. A change (policy.WebhookDue) calls the
 // webhook, and only once it answered does the state record the content, so a failed call is
 // retried, and a change made while the reloader was down is notified at its start. A crash
-// between the call and the state write calls it again on the next start.
+// between the call and the state write calls it again on the next start. Content that does not
+// validate calls nothing and is not recorded, as in workload mode (validate.go).
 type webhookSync struct {
 	webhook                        alert.Webhook
 	annotations                    policy.Annotations
@@ -24,12 +25,13 @@ type webhookSync struct {
 	names                          entryKeys
 	records                        *records
 	tombstones                     *tombstones
+	validation                     *validation
 	log                            *slog.Logger
 }
 
 // sync calls the webhook for a change of config k, then records its content.
 func (ws *webhookSync) sync(ctx context.Context, k key) error {
-	ws.changes.take(k)
+	fresh := ws.changes.take(k)
 	if !ws.caches.allowed(k.namespace) {
 		return nil
 	}
@@ -37,6 +39,12 @@ func (ws *webhookSync) sync(ctx context.Context, k key) error {
 	if rec != nil && ws.annotations.Ignores(rec.Annotations()) {
 		return nil
 	}
+	if rec != nil && rec.Invalid() != "" {
+		ws.validation.invalid(k, rec, fresh)
+		ws.changes.forget(k)
+		return nil
+	}
+	ws.validation.valid(rec)
 	skey := ws.names.config(k)
 	e, known := ws.store.Get(skey)
 	var current policy.Content

@@ -132,7 +132,7 @@ type kindEntry struct {
 }
 
 // kindTable lists every workload kind; adding a kind is adding an entry.
-func kindTable(c *kube.Clients, ns string, transform cache.TransformFunc) []kindEntry {
+func kindTable(c *kube.Clients, ns string, transform cache.TransformFunc, key runKey) []kindEntry {
 	always := func(Options) bool { return true }
 	return []kindEntry{
 		{TypeDeployments, always, func() *workloadKind {
@@ -160,7 +160,7 @@ func kindTable(c *kube.Clients, ns string, transform cache.TransformFunc) []kind
 			}
 			return k
 		}},
-		{TypeCronJobs, always, func() *workloadKind { return cronJobKind(c, ns, c.Link, transform) }},
+		{TypeCronJobs, always, func() *workloadKind { return cronJobKind(c, ns, c.Link, transform, key) }},
 		{TypeJobs, always, func() *workloadKind { return jobKind(c, ns, c.Link, transform) }},
 		{TypeRollouts, func(o Options) bool { return o.ArgoRollouts }, func() *workloadKind {
 			return dynamicKind("Rollout", rolloutsGVR, c.Dynamic, ns, c.Link, transform)
@@ -215,9 +215,9 @@ func unstructuredTemplate(o any) (metav1.Object, *corev1.PodTemplateSpec) {
 }
 
 // selectKinds builds the enabled workload kinds, keyed by Kind.
-func selectKinds(opts Options, c *kube.Clients, transform cache.TransformFunc) map[string]*workloadKind {
+func selectKinds(opts Options, c *kube.Clients, transform cache.TransformFunc, key runKey) map[string]*workloadKind {
 	kinds := map[string]*workloadKind{}
-	for _, e := range kindTable(c, opts.Namespace, transform) {
+	for _, e := range kindTable(c, opts.Namespace, transform, key) {
 		if e.enabled(opts) && !slices.Contains(opts.IgnoredWorkloadTypes, e.typ) {
 			k := e.build()
 			kinds[k.name] = k

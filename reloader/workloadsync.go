@@ -49,7 +49,10 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 		return err
 	}
 	if kind.resume != nil {
-		if err := kind.resume(ctx, obj); err != nil {
+		var dropped droppedRun
+		if err := kind.resume(ctx, obj); errors.As(err, &dropped) {
+			c.dropRun(obj, dropped)
+		} else if err != nil {
 			return err
 		}
 	}
@@ -64,6 +67,9 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 	c.tracker.liftStale(d.staleHolds)
 	c.records.needed(w.key.namespace, d.unmarked)
 	changes := d.changes
+	if c.suspensions.holds(w, len(changes) > 0) {
+		return nil // cronjobsuspend.go
+	}
 	if len(changes) == 0 {
 		if c.gates.resumes(w) && c.validation.holds(w) {
 			return nil // the resume would restart pods on content that does not validate

@@ -48,7 +48,12 @@ type shardIO struct {
 	// version is each shard's resourceVersion as our last read or write of it left it; a write
 	// applies only to that version. "" when unknown: the write is unconditional.
 	version [MaxShards]string
-	writer  string // the fenced store's name (Fence); "" writes unconditionally
+	// checked is each shard's resourceVersion as a check last found it (keep.go): a version
+	// someone else left, with nothing of ours to write back.
+	checked [MaxShards]string
+	// wrote is when a write of ours to each shard last answered: the shard existed then.
+	wrote  [MaxShards]time.Time
+	writer string // the fenced store's name (Fence); "" writes unconditionally
 }
 
 // shardName returns the name of shard i.
@@ -78,11 +83,25 @@ func (io *shardIO) setVersion(i int, version string) {
 	io.version[i] = version
 }
 
+// setWritten keeps the version a write of ours to shard i left, and when it answered.
+func (io *shardIO) setWritten(i int, version string) {
+	io.mu.Lock()
+	defer io.mu.Unlock()
+	io.version[i], io.wrote[i] = version, time.Now()
+}
+
+// writtenWithin reports whether a write of ours to shard i answered within d.
+func (io *shardIO) writtenWithin(i int, d time.Duration) bool {
+	io.mu.Lock()
+	defer io.mu.Unlock()
+	return time.Since(io.wrote[i]) < d
+}
+
 // forget drops every known version, before a Load reads them again.
 func (io *shardIO) forget() {
 	io.mu.Lock()
 	defer io.mu.Unlock()
-	io.version = [MaxShards]string{}
+	io.version, io.checked = [MaxShards]string{}, [MaxShards]string{}
 }
 
 // get reads shard i whole, and keeps its version.
@@ -154,7 +173,7 @@ func (io *shardIO) patchOnVersion(ctx context.Context, shard int, changes map[st
 	if err != nil {
 		return err
 	}
-	io.setVersion(shard, versionOf(out))
+	io.setWritten(shard, versionOf(out))
 	return nil
 }
 
@@ -164,23 +183,39 @@ type VersionReader interface {
 	ResourceVersion(ctx context.Context, name string) (string, error)
 }
 
-// fetchVersion reads shard's current resourceVersion.
+// fetchVersion reads shard's current resourceVersion, and keeps it.
 func (io *shardIO) fetchVersion(ctx context.Context, shard int) error {
-	name := io.shardName(shard)
-	var version string
-	var err error
-	if r, ok := io.client.(VersionReader); ok {
-		version, err = r.ResourceVersion(ctx, name)
-	} else {
-		var cm *corev1.ConfigMap
-		cm, err = io.client.Get(ctx, name, metav1.GetOptions{})
-		version = versionOf(cm)
-	}
+	version, err := io.readVersion(ctx, shard)
 	if err != nil {
-		return fmt.Errorf("read the version of state ConfigMap %s/%s after a conflict: %w", io.namespace, name, err)
+		return fmt.Errorf("read the version of state ConfigMap %s/%s after a conflict: %w", io.namespace, io.shardName(shard), err)
 	}
 	io.setVersion(shard, version)
 	return nil
+}
+
+// readVersion reads shard's current resourceVersion, metadata only where the client can.
+func (io *shardIO) readVersion(ctx context.Context, shard int) (string, error) {
+	name := io.shardName(shard)
+	if r, ok := io.client.(VersionReader); ok {
+		return r.ResourceVersion(ctx, name)
+	}
+	cm, err := io.client.Get(ctx, name, metav1.GetOptions{})
+	return versionOf(cm), err
+}
+
+// knows reports whether version is what our last read or write of shard left, or what a check
+// (keep.go) found holding what memory holds.
+func (io *shardIO) knows(shard int, version string) bool {
+	io.mu.Lock()
+	defer io.mu.Unlock()
+	return version != "" && (version == io.version[shard] || version == io.checked[shard])
+}
+
+// setChecked records that shard, at version, was found holding what memory holds, or made to.
+func (io *shardIO) setChecked(shard int, version string) {
+	io.mu.Lock()
+	defer io.mu.Unlock()
+	io.checked[shard] = version
 }
 
 // create creates shard i holding data; if someone created it since our read, data is merged in.
@@ -195,7 +230,7 @@ func (io *shardIO) create(ctx context.Context, i int, data map[string]string) er
 		return io.patchAll(ctx, i, data)
 	}
 	if err == nil {
-		io.setVersion(i, versionOf(out))
+		io.setWritten(i, versionOf(out))
 		io.log.Info("created state ConfigMap", "configmap", cm.Name, "namespace", io.namespace, "entries", len(data))
 	}
 	return io.explain("create", cm.Name, err)
@@ -209,7 +244,7 @@ func (io *shardIO) patchAll(ctx context.Context, i int, data map[string]string) 
 	}
 	out, err := io.client.Patch(ctx, io.shardName(i), types.MergePatchType, body, metav1.PatchOptions{})
 	if err == nil {
-		io.setVersion(i, versionOf(out))
+		io.setWritten(i, versionOf(out))
 	}
 	return io.explain("patch", io.shardName(i), err)
 }

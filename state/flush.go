@@ -21,7 +21,9 @@ type pending struct {
 	redundant map[string]struct{}
 	// gone lists, for dirty keys, the shards whose stored copy must be removed by the next flush:
 	// the key was deleted or moved away from there, or was found there corrupt or twice.
-	gone     map[string]shardSet
+	gone map[string]shardSet
+	// others: the first shard's other keys must be written back (keep.go).
+	others   bool
 	flushing int           // flushes between taking the dirty keys and finishing their writes
 	kick     chan struct{} // wakes Run; kept across reset
 }
@@ -35,6 +37,7 @@ func newPending() pending {
 // reset forgets everything due: a Load starts over.
 func (p *pending) reset() {
 	p.dirty, p.redundant, p.gone = map[string]struct{}{}, map[string]struct{}{}, map[string]shardSet{}
+	p.others = false
 }
 
 // mark makes key due and wakes Run.
@@ -76,6 +79,8 @@ type flusher struct {
 	// others are the keys of the first shard that are not entries (a Job recreation's note), as
 	// last read or written: a deleted first shard is recreated with them too.
 	others map[string]string
+	// checkedAt is when Keep last checked each shard; only Keep's goroutine uses it.
+	checkedAt [MaxShards]time.Time
 }
 
 // entrySource is what the flusher needs of the store's entries; it holds the store's lock while
@@ -154,7 +159,7 @@ func (f *flusher) run(ctx context.Context, linger time.Duration) {
 // last flush would otherwise wait for the caller.
 func (f *flusher) flushOnExit(ctx context.Context) {
 	f.mu.Lock()
-	dirty := len(f.due.dirty) > 0 || len(f.due.redundant) > 0
+	dirty := len(f.due.dirty) > 0 || len(f.due.redundant) > 0 || f.due.others
 	f.mu.Unlock()
 	if !dirty {
 		return
@@ -203,7 +208,8 @@ func (f *flusher) flush(ctx context.Context, redundant bool) error {
 
 // takeDirty places memory-only entries that fit now, then groups the dirty keys by shard: the
 // value where the entry lives, nil (a removal) in every other shard it is gone from. Redundant
-// entries go along: all of them, or (all false) those of the shards written anyway.
+// entries go along: all of them, or (all false) those of the shards written anyway; the first
+// shard's other keys, when a check found them lost (keep.go).
 func (f *flusher) takeDirty(all bool) [MaxShards]map[string]*string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -239,6 +245,12 @@ func (f *flusher) takeDirty(all bool) [MaxShards]map[string]*string {
 		}
 		delete(f.due.redundant, k) // written, or gone, or memory only: placeUnsaved makes it dirty
 	}
+	if f.due.others {
+		for k, v := range f.others {
+			add(0, k, &v)
+		}
+		f.due.others = false
+	}
 	f.due.dirty = map[string]struct{}{}
 	f.due.gone = map[string]shardSet{}
 	return out
@@ -256,6 +268,10 @@ func (f *flusher) requeue(shard int, changes map[string]*string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for k, v := range changes {
+		if _, other := f.others[k]; other {
+			f.due.others = true
+			continue
+		}
 		if v == nil {
 			f.due.removeFrom(k, shard)
 		}
@@ -298,7 +314,7 @@ func (f *flusher) create(ctx context.Context, i int) error {
 func (f *flusher) clean() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return len(f.due.dirty) == 0 && f.due.flushing == 0
+	return len(f.due.dirty) == 0 && !f.due.others && f.due.flushing == 0
 }
 
 // other is Store.Other.

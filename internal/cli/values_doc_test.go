@@ -290,7 +290,7 @@ func valueChecks() map[string]func(string) error {
 		policy.RestartedAt:      nil, // written, never read
 		"reloader/state-writer": nil, // written, never read (state/fence.go)
 		"reloader/description":  nil, // written on the hash-key Secret, never read
-		"reloader/pending-job":  nil, // read by reloader/jobs.go as a Job name, unchecked
+		"reloader/pending-job":  nil, // read by reloader/jobs.go as a Job name, signed (cronjobrun.go)
 		// Flags.
 		"--webhook-url": func(v string) error {
 			c, err := parseFlags("--webhook-url=" + v)

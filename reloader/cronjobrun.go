@@ -1,0 +1,68 @@
+package reloader
+
+import (
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/reloader/reloader/confighash"
+)
+
+// The Job a CronJob's reload runs is named in the CronJob's pendingJobAnnotation until it
+// exists. Whoever may patch a CronJob may write that annotation, on any CronJob, watched or
+// not; so its value carries a MAC under the hash key's note sub-key for runs
+// (confighash.NoteMAC) over the CronJob's UID and the Job's name, "<job> <mac>". Only a run
+// this reloader recorded is started; any other value starts nothing and is removed, said once.
+
+// cronRunPurpose names the sub-key of the hash key that recorded runs are signed with.
+const cronRunPurpose = "cronjob-run"
+
+// reasonPendingJobDropped is the Warning, on the CronJob, of a recorded run not started.
+const reasonPendingJobDropped = "PendingJobDropped"
+
+// runKey is the key recorded runs and Job recreation notes are signed with (Controller.noteKey).
+type runKey func() confighash.Key
+
+func runSigned(cj *batchv1.CronJob, job string) []byte {
+	return []byte(string(cj.UID) + "\x00" + job)
+}
+
+// record is the annotation's value naming job, the run of a reload of cj.
+func (k runKey) record(cj *batchv1.CronJob, job string) string {
+	return job + " " + k().NoteMAC(cronRunPurpose, runSigned(cj, job))
+}
+
+// recorded is the Job the annotation's value v names, or why it is not one this reloader
+// recorded for cj (a value without a MAC was written by hand, by another actor, or by a version
+// before runs were signed).
+func (k runKey) recorded(cj *batchv1.CronJob, v string) (job, why string) {
+	job, mac, found := strings.Cut(v, " ")
+	if !found || mac == "" {
+		return "", "it carries no MAC"
+	}
+	switch ok, other := k().VerifyNote(cronRunPurpose, runSigned(cj, job), mac); {
+	case other:
+		return "", "its MAC names another hash key"
+	case !ok:
+		return "", "its MAC does not verify for this CronJob"
+	}
+	return job, ""
+}
+
+// droppedRun: a CronJob's recorded run that is not started (runKey.recorded), its annotation
+// removed.
+type droppedRun struct{ why string }
+
+func (e droppedRun) Error() string {
+	return "not started: " + e.why
+}
+
+// dropRun says, once (the annotation is gone), that a recorded run was not started.
+func (c *Controller) dropRun(obj any, d droppedRun) {
+	cj := obj.(*batchv1.CronJob)
+	c.log.Error("dropped a Job run recorded on a CronJob: no Job is created for it", "namespace", cj.Namespace,
+		"name", cj.Name, "annotation", pendingJobAnnotation, "reason", d.why)
+	c.reports.event(cj, corev1.EventTypeWarning, reasonPendingJobDropped,
+		"Removed "+pendingJobAnnotation+", no Job created: "+d.why+" (written by someone other than this reloader)")
+}

@@ -1,0 +1,49 @@
+package reloader
+
+import (
+	"log/slog"
+
+	batchv1 "k8s.io/api/batch/v1"
+)
+
+// A suspended CronJob (spec.suspend: true) runs no Job for a reload: its owner stopped it
+// running. Its due reload is held with its markers unwritten, so the rule still finds it due;
+// its resume is an update that syncs it, and it then reloads once with everything due, or not
+// at all if its configs came back to what its markers say. The hold is derived from the cache
+// alone, so a restart of the reloader finds it again (and says its Event again).
+
+// reasonHeldSuspended is the Warning on a suspended CronJob whose reload is held.
+const reasonHeldSuspended = "ReloadHeldSuspended"
+
+// suspensions is the part that holds the reloads of suspended CronJobs.
+type suspensions struct {
+	reports *reporter
+	log     *slog.Logger
+}
+
+// holds reports whether w's reload, due says whether one is, waits for the resume of its
+// CronJob. It is said once per suspension, not per change.
+func (s *suspensions) holds(w workloadView, due bool) bool {
+	if _, ok := w.obj.(*batchv1.CronJob); !ok {
+		return false
+	}
+	if !suspended(w.obj) {
+		s.reports.clear(string(w.meta.GetUID()), reasonHeldSuspended) // a later suspension is news
+		return false
+	}
+	if !due {
+		return false
+	}
+	msg := "Reload held: the CronJob is suspended (spec.suspend), so no Job is run for a config change. " +
+		"When it is resumed, one Job runs if its configs still differ from what its job template's markers say"
+	if s.reports.warn(w.obj, string(w.meta.GetUID()), reasonHeldSuspended, msg) {
+		s.log.Info("reload held: the CronJob is suspended", "kind", w.kind.name, "namespace", w.key.namespace, "name", w.key.name)
+	}
+	return true
+}
+
+// suspended reports a CronJob whose spec.suspend is true.
+func suspended(obj any) bool {
+	cj, ok := obj.(*batchv1.CronJob)
+	return ok && cj.Spec.Suspend != nil && *cj.Spec.Suspend
+}
