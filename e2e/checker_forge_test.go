@@ -17,8 +17,8 @@ import (
 
 // Generator version 9 (issue 48), drawn from a tenth random stream so that versions 1 to 8 keep
 // their sequences:
-//   - forge: a well-formed entry the reloader did not write, put into the state ConfigMap, then
-//     a SIGTERM or kill -9 so that the next start reads it. Held to what SECURITY.md ("Who can
+//   - forge: a well-formed entry the reloader did not write, put into the state ConfigMap while a
+//     replica is down, so that its next start reads it. Held to what SECURITY.md ("Who can
 //     write the state can …") says each kind may make the reloader do: a Job recreation note
 //     (unsigned, signed under another key, or signed under the real key for a namespace outside
 //     --namespace) nothing; a config entry or a tombstone restart once the workloads that reload
@@ -73,7 +73,7 @@ const (
 	forgeHold      = "hold"           // a hold of a workload on its config's current content
 )
 
-// forge draws a forged state entry and a stop of a replica, whose next start reads it. Over all
+// forge draws a replica down and a forged state entry, which its next start reads. Over all
 // namespaces, only --namespace bounds which notes are acted on, so a note for another namespace
 // is forged under another key instead.
 func (g *generator) forge(s sequence) []action {
@@ -101,7 +101,16 @@ func (g *generator) forge(s sequence) []action {
 		p := pick(g.tenth, pairs)
 		a.Key, a.Target = p[0], p[1]
 	}
-	return []action{a, {Op: pick(g.tenth, []string{"sigterm", "kill"}), Pause: time.Duration(g.tenth.IntN(400)) * time.Millisecond}}
+	// Forged while the replica is down: a running reloader writes back its own shard within
+	// writeBackWithin, which removes what it did not write.
+	a.Pause = time.Duration(g.tenth.IntN(400)) * time.Millisecond
+	out := []action{{Op: "down", Dur: time.Duration(1500+g.tenth.IntN(1500)) * time.Millisecond, Pause: time.Duration(100+g.tenth.IntN(200)) * time.Millisecond}, a}
+	if a.Value == forgeHold {
+		// The hold ends with the config's next change, made while the replica is down, which
+		// its workload must take: judged at once, before a later change heals a loss.
+		out = append(out, action{Op: "update", Target: a.Target, Key: "a", Value: fmt.Sprint(2000 + g.tenth.IntN(1000)), Pause: g.coalesce + raceMargin}, action{Op: "quiet"})
+	}
+	return out
 }
 
 // stateLostUnderARunningReloader creates a workload reading a config (w-s<n>, a name the other
@@ -142,8 +151,9 @@ type forgery struct {
 	jobNS    string // notes: the Job it names
 }
 
-// forgedHash is a well-formed content hash of no content any config has.
-var forgedHash = strings.Repeat("f", confighash.PlainLen)
+// forgedHash is a well-formed content hash of no content any config has (not the 'f's a hold of
+// a deletion holds).
+var forgedHash = strings.Repeat("e", confighash.PlainLen)
 
 // forge writes action a's forged entry into the state ConfigMap and records it.
 func (w *world) forge(a action) error {
