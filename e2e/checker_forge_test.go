@@ -86,10 +86,13 @@ func (g *generator) forge(s sequence) []action {
 	case forgeEntry, forgeTombstone:
 		a.Target = pick(g.tenth, cms)
 	case forgeStrip, forgeHold:
+		// A live workload whose template changes in place, and a ConfigMap it reloads on: where
+		// a strip or a hold has something to act on.
 		var pairs [][2]string
 		for _, w := range workloadNames {
 			for _, r := range g.refs[w] {
-				if g.workloads[w] && slices.Contains(cms, r.Config) {
+				reloads, _ := triggers(g.modes[w], g.refs[w], r.Config)
+				if g.workloads[w] && reloads && slices.Contains(cms, r.Config) && slices.Contains(templateKinds[:3], kindOrDefault(g.kinds[w])) {
 					pairs = append(pairs, [2]string{w, r.Config})
 				}
 			}
