@@ -5,7 +5,7 @@ BIN     := bin/reloader
 # The same flags as the Dockerfile, so the binary tested here is the one shipped.
 BUILD_FLAGS := -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
 
-.PHONY: all build tools test check run demo bench soak clean image release test-matrix docs
+.PHONY: all build tools test check lint run demo bench soak clean image push registry-set release test-matrix docs
 
 all: build
 
@@ -14,19 +14,44 @@ build:
 
 # Builds etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok from the pinned
 # modules under tools/ into the user cache (first run only, a few minutes).
-tools:
+tools: $(CRANE)
 	$(GO) run ./internal/testcluster/cmd/testbin
+
+# Go tools pinned by the modules under tools/, built once into the user cache under a name that
+# holds the hash of their module's go.sum, so bumping the pin rebuilds them.
+TOOLS_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/reloader/tools
+tool = $(TOOLS_CACHE)/$(1)-$(shell cat tools/$(2)/go.mod tools/$(2)/go.sum | sha256sum | cut -c1-12)
+CRANE         := $(call tool,crane,image)
+GOLANGCI_LINT := $(call tool,golangci-lint,golangci-lint)
+ACTIONLINT    := $(call tool,actionlint,actionlint)
+$(CRANE):         PKG := github.com/google/go-containerregistry/cmd/crane
+$(CRANE):         MOD := image
+$(GOLANGCI_LINT): PKG := github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+$(GOLANGCI_LINT): MOD := golangci-lint
+$(ACTIONLINT):    PKG := github.com/rhysd/actionlint/cmd/actionlint
+$(ACTIONLINT):    MOD := actionlint
+$(CRANE) $(GOLANGCI_LINT) $(ACTIONLINT):
+	@mkdir -p $(TOOLS_CACHE)
+	@echo "building $(notdir $@) from tools/$(MOD) (first run only)"
+	cd tools/$(MOD) && GOWORK=off $(GO) build -o $@.tmp-$$$$ $(PKG) && mv $@.tmp-$$$$ $@
 
 check:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 
+# golangci-lint (.golangci.yml) over the module, actionlint over .github/workflows.
+lint: $(GOLANGCI_LINT) $(ACTIONLINT)
+	$(GOLANGCI_LINT) run ./...
+	$(ACTIONLINT)
+
 # The tests mostly wait on a shared control plane, so many run at once (-parallel), on 2 cores too.
-test: tools build check
+test: tools build check lint
 	$(GO) test -count=1 -timeout 30m -parallel 8 ./...
 
+# PORT is the reloader's /metrics and health port; make run checks it is free before starting.
+PORT ?= 8080
 run: tools build
-	$(GO) run ./internal/devenv -reloader $(BIN)
+	$(GO) run ./internal/devenv -reloader $(BIN) -port $(PORT)
 
 demo: tools build
 	$(GO) run ./internal/devenv -reloader $(BIN) -demo
@@ -65,9 +90,23 @@ REVISION          ?= $(shell git rev-parse HEAD 2>/dev/null)
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
 export SOURCE_DATE_EPOCH
 
-# bin/image/: an OCI layout (oci/) of linux/amd64 and linux/arm64, and a docker-save tarball each.
+# bin/image/: an OCI layout (oci/) of every platform, and a docker-save tarball each, tagged with
+# the version the manifests under deploy/ name (the chart's appVersion), so they run it as they are.
+# PLATFORMS picks some (e.g. PLATFORMS=linux/amd64); IMAGE_OUT and OVERLAYS move the outputs.
+PLATFORMS     ?= linux/amd64,linux/arm64,linux/arm/v7
+IMAGE_OUT     ?= bin/image
+OVERLAYS      ?= bin/deploy
+IMAGE_VERSION ?= $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$$/\1/p' deploy/helm/reloader/Chart.yaml)
 image:
-	$(GO) run ./internal/release/cmd/release --images-only --version $(VERSION) --revision "$(REVISION)" --out bin/image
+	$(GO) run ./internal/release/cmd/release --images-only --version $(IMAGE_VERSION) --revision "$(REVISION)" --platforms $(PLATFORMS) --out $(IMAGE_OUT)
+
+# Pushes $(IMAGE_OUT) to $(REGISTRY)/reloader:$(IMAGE_VERSION) with the pinned crane and writes
+# $(OVERLAYS)/{namespace,cluster}/, overlays of deploy/ that run it (kubectl apply -k).
+push: registry-set image $(CRANE)
+	$(GO) run ./internal/release/cmd/release --push $(REGISTRY) --crane $(CRANE) --version $(IMAGE_VERSION) --out $(IMAGE_OUT) --overlays $(OVERLAYS)
+
+registry-set:
+	@test -n "$(REGISTRY)" || { echo "usage: make push REGISTRY=host[:port][/path], e.g. REGISTRY=localhost:5001"; exit 1; }
 
 # dist/: binaries, images, rendered manifests, the chart, SBOMs and SHA256SUMS (RELEASING.md).
 release:

@@ -267,7 +267,7 @@ var knownFlags = map[string]bool{
 	"configmap-annotation": true, "secret-annotation": true, "auto-annotation": true,
 	"configmap-auto-annotation": true, "secret-auto-annotation": true, "auto-search-annotation": true,
 	"search-match-annotation": true, "ignore-annotation": true, "pause-deployment-annotation": true,
-	"pause-deployment-time-annotation": true,
+	"pause-deployment-time-annotation": true, "ignore-secret-types": true,
 }
 
 // args returns the reloader container's flags as name → value ("" for a bare boolean flag).

@@ -57,10 +57,14 @@ func helm(t *testing.T, args ...string) (stdout []byte, err error) {
 	return out.Bytes(), nil
 }
 
+// monitoringAPIs tells helm template that prometheus-operator's API exists, as the tests that
+// render the chart register its CRDs; without it the chart skips the monitors.
+var monitoringAPIs = []string{"--api-versions", "monitoring.coreos.com/v1/ServiceMonitor", "--api-versions", "monitoring.coreos.com/v1/PodMonitor"}
+
 // render runs helm template for release rl in namespace ns with --set values.
 func render(t *testing.T, ns string, set ...string) ([]byte, error) {
 	t.Helper()
-	args := []string{"template", releaseName, chartDir, "--namespace", ns}
+	args := append([]string{"template", releaseName, chartDir, "--namespace", ns}, monitoringAPIs...)
 	for _, s := range set {
 		args = append(args, "--set", s)
 	}

@@ -25,7 +25,7 @@ var stakaterValues = filepath.Join("helm", "testdata", "stakater-values.yaml")
 // empty) and --set values.
 func renderWith(t *testing.T, ns, valuesFile string, set ...string) ([]byte, error) {
 	t.Helper()
-	args := []string{"template", releaseName, chartDir, "--namespace", ns}
+	args := append([]string{"template", releaseName, chartDir, "--namespace", ns}, monitoringAPIs...)
 	if valuesFile != "" {
 		args = append(args, "--values", valuesFile)
 	}

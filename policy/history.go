@@ -69,6 +69,17 @@ type Entry struct {
 	Configs []string
 }
 
+// NamesRollbackOf reports whether a history annotation names a rolled-back reload that applied
+// config, named as Entry.Configs names it. Only a history that names a rollback is parsed.
+func NamesRollbackOf(history, config string) bool {
+	if !strings.Contains(history, rolledBackSuffix) {
+		return false
+	}
+	return slices.ContainsFunc(ParseHistory(history), func(e Entry) bool {
+		return e.RolledBack && slices.Contains(e.Configs, config)
+	})
+}
+
 // String is the entry's line:
 // "<RFC 3339 time> <outcome>[+rolled-back] g<generation> [t<template>] [s<RFC 3339 time>] <configs>".
 func (r Entry) String() string {

@@ -170,7 +170,7 @@ func containerEnvOps(c corev1.Container, ci int, wanted []Change, dropCollaborne
 func envIndex(op JSONOp) int {
 	rest := op.Path[strings.LastIndex(op.Path, "/env/")+len("/env/"):]
 	var i int
-	fmt.Sscan(strings.TrimSuffix(rest, "/name"), &i)
+	_, _ = fmt.Sscan(strings.TrimSuffix(rest, "/name"), &i) // our own paths: a digit run
 	return i
 }
 

@@ -226,6 +226,46 @@ func deploymentConfigProgress(u *unstructured.Unstructured) (Progress, string) {
 	return Rolling, ""
 }
 
+// RollbackStarts is how many pods a rollback of the reload at generation gen starts on the
+// restored template, read from the workload's status just before it: each reads the configs as
+// they are then, the content rolled back for. A Deployment, Argo Rollout or DeploymentConfig
+// brings the old pods back up to its replicas, so the pods its rollout took down start again;
+// a StatefulSet or a DaemonSet replaces each pod it had updated. A controller that never
+// observed gen took nothing down. The status cannot tell an old pod restarted for another
+// reason (an eviction) meanwhile: it counts as one that never stopped.
+func RollbackStarts(obj any, gen int64) int32 {
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		s := o.Status
+		if s.ObservedGeneration < gen {
+			return 0
+		}
+		return max(0, replicas(o.Spec.Replicas)-(s.Replicas-s.UpdatedReplicas))
+	case *appsv1.StatefulSet:
+		if o.Status.ObservedGeneration < gen {
+			return 0
+		}
+		return o.Status.UpdatedReplicas
+	case *appsv1.DaemonSet:
+		if o.Status.ObservedGeneration < gen {
+			return 0
+		}
+		return o.Status.UpdatedNumberScheduled
+	case *unstructured.Unstructured:
+		if observedGeneration(o) < gen {
+			return 0
+		}
+		want, found, _ := unstructured.NestedInt64(o.Object, "spec", "replicas")
+		if !found {
+			want = 1
+		}
+		total, _, _ := unstructured.NestedInt64(o.Object, "status", "replicas")
+		updated, _, _ := unstructured.NestedInt64(o.Object, "status", "updatedReplicas")
+		return int32(max(0, want-(total-updated)))
+	}
+	return 0
+}
+
 // observedGeneration reads status.observedGeneration as a number or a decimal string; absent or
 // unreadable is notObserved, below any generation.
 func observedGeneration(u *unstructured.Unstructured) int64 {

@@ -1,15 +1,21 @@
 package reloader
 
 import (
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/reloader/reloader/policy"
 )
 
 // annotationCheck reports a workload's reload annotations that are malformed or name configs
-// that do not exist, once, when they are applied: as a Warning Event and a log line. A reload
+// that do not exist, keys under the reloader's prefixes that it does not read, and a Rollout
+// whose pod template is another object's, once, when they are applied: as a Warning Event and
+// a log line. Once is per workload and message, in memory: a restart says it again. A reload
 // schedule or a safe-reload annotation that does not parse is said the same way, with the
 // Warning the gate or the tracker would give when a reload comes (warnSchedule, warnFollow).
 type annotationCheck struct {
@@ -20,18 +26,40 @@ type annotationCheck struct {
 	reports     *reporter
 	log         *slog.Logger
 	ready       func() bool // whether the caches have synced: until then every config looks missing
+
+	knownOnce sync.Once
+	known     []string // the annotation keys the reloader reads or writes (knownKeys)
 }
 
-// check reports a workload's malformed annotations, and the configs they name that do
-// not exist, once as a Warning Event and a log line.
+// knownKeys lists the annotation keys the reloader reads or writes, under the configured names.
+func (a *annotationCheck) knownKeys() []string {
+	a.knownOnce.Do(func() { a.known = a.annotations.KnownKeys(pendingJobAnnotation) })
+	return a.known
+}
+
+// check reports a workload's malformed or unknown annotations, and the configs they name that
+// do not exist, once as a Warning Event and a log line.
 func (a *annotationCheck) check(k *workloadKind, obj any) {
 	meta, tmpl := k.template(obj)
-	if tmpl == nil || !a.caches.allowed(meta.GetNamespace()) {
+	elsewhere := false
+	if k.templateRef != nil {
+		kind, _ := k.templateRef(obj)
+		elsewhere = kind != ""
+	}
+	if tmpl == nil && !elsewhere || !a.caches.allowed(meta.GetNamespace()) {
 		return
 	}
 	if !a.ready() {
 		return // every config would look missing; checkAll runs once the caches synced
 	}
+	if k.templateRef != nil {
+		a.checkTemplateRef(k, obj, meta)
+	}
+	if tmpl == nil {
+		a.checkKeys(k, obj, meta, nil)
+		return
+	}
+	a.checkKeys(k, obj, meta, tmpl.Annotations)
 	if g := a.annotations.GateOf(meta.GetAnnotations(), tmpl.Annotations, a.gate); len(g.Problems) > 0 {
 		warnSchedule(a.reports, a.log, k.name, obj, meta, g.Problems)
 	}
@@ -54,7 +82,55 @@ func (a *annotationCheck) check(k *workloadKind, obj any) {
 		log.Warn("malformed reload annotation", "problems", strings.Join(pol.Problems, "; "))
 	}
 	if len(missing) > 0 {
-		log.Warn("a config named in a reload annotation does not exist", "problems", strings.Join(missing, "; "))
+		log.Warn("a config named in a reload annotation does not exist, or a pattern matches none", "problems", strings.Join(missing, "; "))
+	}
+}
+
+// checkKeys reports the keys under the reloader's prefixes that it neither reads nor writes,
+// each with the nearest key it reads.
+func (a *annotationCheck) checkKeys(k *workloadKind, obj any, meta metav1.Object, tmpl map[string]string) {
+	uid := string(meta.GetUID())
+	unknown := a.annotations.UnknownKeys(a.knownKeys(), meta.GetAnnotations(), tmpl)
+	if len(unknown) == 0 {
+		a.reports.clear(uid, "UnknownAnnotation")
+		return
+	}
+	msgs, keys := make([]string, len(unknown)), make([]string, len(unknown))
+	for i, u := range unknown {
+		msgs[i], keys[i] = u.String(), u.Key
+	}
+	if a.reports.warn(obj, uid, "UnknownAnnotation", strings.Join(msgs, "; ")) {
+		a.log.Warn("an annotation under the reloader's prefixes is not one it reads", "kind", k.name,
+			"namespace", meta.GetNamespace(), "name", meta.GetName(), "keys", strings.Join(keys, ","))
+	}
+}
+
+// keysChanged reports whether an update that changes nothing the reloader reads adds or drops
+// a key checkKeys reports: it is checked then, as it would be if the key were spelt right.
+func (a *annotationCheck) keysChanged(old, obj metav1.Object) bool {
+	known := a.knownKeys()
+	return !slices.Equal(a.annotations.UnknownKeys(known, old.GetAnnotations()), a.annotations.UnknownKeys(known, obj.GetAnnotations()))
+}
+
+// checkTemplateRef reports a workload whose own reload annotations cannot apply: its pod
+// template is another object's (an Argo Rollout's spec.workloadRef), and the reloader writes no
+// template beside the reference. A change of that object's template is what rolls it out.
+func (a *annotationCheck) checkTemplateRef(k *workloadKind, obj any, meta metav1.Object) {
+	uid := string(meta.GetUID())
+	kind, name := k.templateRef(obj)
+	if kind == "" || !a.annotations.Of(meta.GetAnnotations(), nil).RequestsReload() {
+		a.reports.clear(uid, "TemplateElsewhere")
+		return
+	}
+	ref := fmt.Sprintf("%s %q", kind, name)
+	todo := fmt.Sprintf("put the reload annotations on %s instead: the reloader then changes its template, and Argo Rollouts rolls this %s out from it", ref, k.name)
+	if kind != "Deployment" {
+		todo = fmt.Sprintf("the reloader does not reload a %s: reference a Deployment carrying the reload annotations, or give this %s its own spec.template", kind, k.name)
+	}
+	msg := fmt.Sprintf("%s's pod template is %s's (spec.workloadRef), so the reloader does not reload it from its own annotations; %s", k.name, ref, todo)
+	if a.reports.warn(obj, uid, "TemplateElsewhere", msg) {
+		a.log.Warn("a workload's reload annotations cannot apply: its pod template is another object's", "kind", k.name,
+			"namespace", meta.GetNamespace(), "name", meta.GetName(), "templateOf", ref)
 	}
 }
 

@@ -3,6 +3,7 @@ package reloader
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,8 +23,10 @@ type caches struct {
 	// selector and ignored: --namespace-selector and --namespaces-to-ignore.
 	selector labels.Selector
 	ignored  []string
-	// labelSelector is --resource-label-selector, named where a config looks missing.
-	labelSelector string
+	// labelSelector and ignoredSecretTypes (--resource-label-selector, --ignore-secret-types)
+	// are named where a config looks missing.
+	labelSelector      string
+	ignoredSecretTypes []string
 }
 
 // watched reports whether configs of this kind are watched (--resources-to-ignore).
@@ -123,20 +126,44 @@ func (c *caches) allowed(ns string) bool {
 	return c.selector.Matches(labels.Set(obj.(*corev1.Namespace).Labels))
 }
 
-// missingNamed reports the configs a workload's reload annotations name that do not exist: a
-// typo there would otherwise mean a workload that silently never reloads.
+// missingNamed reports the configs a workload's reload annotations name that do not exist, and
+// the items read as patterns that match no config: a typo there (or an upper-case name, which
+// is read as a pattern and can match nothing) would otherwise mean a workload that silently
+// never reloads.
 func (c *caches) missingNamed(pol policy.Policy, ns string) []string {
 	var out []string
 	for _, r := range pol.Named() {
 		if c.watched(r.Kind) && c.lookup(configKey(r, ns)) == nil {
-			msg := fmt.Sprintf("%s %q named in a reload annotation does not exist", r.Kind, r.Name)
-			if c.labelSelector != "" {
-				msg += " or does not match --resource-label-selector"
-			}
-			out = append(out, msg)
+			out = append(out, fmt.Sprintf("%s %q named in a reload annotation does not exist%s", r.Kind, r.Name, c.unseenWhy(r.Kind)))
 		}
 	}
+	matched := c.matchedByPattern(pol, ns)
+	for _, p := range pol.Patterns() {
+		if !c.watched(p.Kind) || slices.ContainsFunc(matched, func(r policy.ConfigRef) bool { return p.Matches(r) }) {
+			continue
+		}
+		if lower, ok := policy.CaseSlip(p.Item); ok {
+			out = append(out, fmt.Sprintf("%q in a reload annotation is not a %s name: names are lower case, so it can match none (did you mean %q?)", p.Item, p.Kind, lower))
+			continue
+		}
+		out = append(out, fmt.Sprintf("%q in a reload annotation is not a %s name, and as a pattern it matches no %s%s", p.Item, p.Kind, p.Kind, c.unseenWhy(p.Kind)))
+	}
 	return out
+}
+
+// unseenWhy names the flags that keep configs of a kind out of the caches, for missingNamed.
+func (c *caches) unseenWhy(kind string) string {
+	var why []string
+	if c.labelSelector != "" {
+		why = append(why, "does not match --resource-label-selector")
+	}
+	if kind == policy.KindSecret && len(c.ignoredSecretTypes) > 0 {
+		why = append(why, "is of a type in --ignore-secret-types ("+strings.Join(c.ignoredSecretTypes, ",")+")")
+	}
+	if len(why) == 0 {
+		return ""
+	}
+	return " or " + strings.Join(why, " or ")
 }
 
 // indexed returns the workloads of a kind indexed under the config, decoded: those naming or

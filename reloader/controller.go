@@ -51,6 +51,8 @@ type Options struct {
 	ResourceLabelSelector string
 	// IgnoreConfigMaps / IgnoreSecrets turn one kind of config off (--resources-to-ignore).
 	IgnoreConfigMaps, IgnoreSecrets bool
+	// IgnoreSecretTypes are Secret types kept out of the list/watch (--ignore-secret-types).
+	IgnoreSecretTypes []string
 	// StateNamespace and StateName locate the state ConfigMaps.
 	StateNamespace string
 	StateName      string
@@ -205,7 +207,7 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 		decisiveAnnotations: append(opts.Annotations.OnWorkload(), opts.Annotations.GateAnnotations()...),
 		events:              record.NewBroadcaster(),
 		caches: &caches{annotations: opts.Annotations, selector: opts.NamespaceSelector, ignored: opts.NamespacesToIgnore,
-			labelSelector: opts.ResourceLabelSelector},
+			labelSelector: opts.ResourceLabelSelector, ignoredSecretTypes: opts.IgnoreSecretTypes},
 	}
 	c.runOnlyKey, _ = HashKeyOf(newHashKeySecret(""))
 	c.strips = newStrips(c.state, c.names)

@@ -58,6 +58,12 @@ func (e entryKeys) strip(w key, r policy.ConfigRef) string {
 	return workloadEntryKey(stripPrefix, w.kind, e.ns(w.namespace), w.name, r.Kind, r.Name)
 }
 
+// rollbackRead is the state key of the content of config r that the pods a rollback of workload
+// w started read, though its marker says another (track.go).
+func (e entryKeys) rollbackRead(w key, r policy.ConfigRef) string {
+	return workloadEntryKey(rollbackReadPrefix, w.kind, e.ns(w.namespace), w.name, r.Kind, r.Name)
+}
+
 // maxKeyLen is the longest key a ConfigMap accepts.
 const maxKeyLen = 253
 
@@ -67,6 +73,8 @@ const (
 	stripPrefix   = "strip."
 	pendingPrefix = "pending."
 	pausePrefix   = "pause."
+	// rollbackReadPrefix: "rbread.", what the pods a rollback started read.
+	rollbackReadPrefix = "rbread."
 )
 
 // workloadEntryKey is the key of a workload's entry for a config (a hold, a strip):
@@ -86,10 +94,10 @@ func workloadEntryKey(prefix, workloadKind, namespace, name, configKind, config 
 	return prefix + configKind + ".-" + hex.EncodeToString(sum[:])
 }
 
-// configKindOf is the kind of config a state key belongs to: a config's entries, a hold's and a
-// strip's; "" for any other.
+// configKindOf is the kind of config a state key belongs to: a config's entries, a hold's, a
+// strip's and a rollback read's; "" for any other.
 func configKindOf(key string) string {
-	for _, p := range []string{holdPrefix, stripPrefix} {
+	for _, p := range []string{holdPrefix, stripPrefix, rollbackReadPrefix} {
 		if rest, ok := strings.CutPrefix(key, p); ok {
 			kind, _, _ := strings.Cut(rest, ".")
 			return kind
@@ -99,7 +107,7 @@ func configKindOf(key string) string {
 }
 
 // contentEntries is the kind of state entry of a workload and a config that holds a content hash
-// (a hold, a strip): keyed only for a Secret, and as long as such a hash may be.
+// (a hold, a strip, a rollback read): keyed only for a Secret, and as long as such a hash may be.
 func contentEntries(prefix string) state.EntryKind {
 	return state.EntryKind{
 		Prefix: prefix,
@@ -121,9 +129,9 @@ func contentEntries(prefix string) state.EntryKind {
 	}
 }
 
-// newStore is the state over client, with the entries the parts keep: holds, strips, pending
-// reloads and pauses of ours.
+// newStore is the state over client, with the entries the parts keep: holds, strips, rollback
+// reads, pending reloads and pauses of ours.
 func newStore(client state.ConfigMapClient, namespace, name string, log *slog.Logger) *state.Store {
-	return state.New(client, namespace, name, log, contentEntries(holdPrefix), contentEntries(stripPrefix), pendingEntries(),
-		pauseEntries())
+	return state.New(client, namespace, name, log, contentEntries(holdPrefix), contentEntries(stripPrefix),
+		contentEntries(rollbackReadPrefix), pendingEntries(), pauseEntries())
 }

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/reloader/reloader/confighash"
@@ -30,7 +31,9 @@ func (c *Controller) buildInformers() error {
 			func(o *metav1.ListOptions) { bySelector(o); o.FieldSelector = notState }, c.records.transform)
 	}
 	if !c.opts.IgnoreSecrets {
-		c.caches.configs[policy.KindSecret] = kube.NewInformer[*corev1.SecretList](c.clients.Link, c.clients.Secrets(ns), &corev1.Secret{}, bySelector, c.records.transform)
+		byType := excludeSecretTypes(c.opts.IgnoreSecretTypes)
+		c.caches.configs[policy.KindSecret] = kube.NewInformer[*corev1.SecretList](c.clients.Link, c.clients.Secrets(ns), &corev1.Secret{},
+			func(o *metav1.ListOptions) { bySelector(o); o.FieldSelector = byType }, c.records.transform)
 	}
 	c.caches.kinds = map[string]*workloadKind{}
 	if c.opts.Webhook.URL == "" { // --webhook-url reloads nothing, so it watches no workload
@@ -76,6 +79,16 @@ func excludeState(namespace, stateNamespace string, shardName func(int) string) 
 		parts[i] = "metadata.name!=" + shardName(i)
 	}
 	return strings.Join(parts, ",")
+}
+
+// excludeSecretTypes is a field selector that keeps Secrets of these types out of the list and
+// watch (the API server selects Secrets on "type"): they are never sent, cached nor recorded.
+func excludeSecretTypes(types []string) string {
+	sel := make([]fields.Selector, 0, len(types))
+	for _, t := range types {
+		sel = append(sel, fields.OneTermNotEqualSelector("type", t))
+	}
+	return fields.AndSelectors(sel...).String()
 }
 
 // watchError makes a refused list or watch say which permission is missing, through slog,
@@ -178,6 +191,9 @@ func (c *Controller) watchWorkloads(k *workloadKind) error {
 			if om, nm := metadataOf(old), metadataOf(obj); !decisive(c.decisiveAnnotations, om.(metav1.Object), nm.(metav1.Object)) {
 				// A status update: what the index holds depends on nothing it changes.
 				c.tracker.watch(k, nm) // it may end a rollout
+				if c.annotationCheck.keysChanged(om.(metav1.Object), nm.(metav1.Object)) {
+					c.annotationCheck.check(k, unpacked(obj))
+				}
 				return
 			}
 			old, obj = unpacked(old), unpacked(obj)

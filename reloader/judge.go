@@ -132,8 +132,9 @@ func (ru *rule) judge(w workloadView, r policy.ConfigRef, rec *configRecord) (j 
 		ReloadOnCreate: ru.reloadOnCreate,
 		ReloadOnDelete: ru.reloadOnDelete,
 	}
-	// The pods of its last restart may have read a content the marker does not say (unseen.go).
-	force := f.Exists && ru.restarts.unseen(w.key, r)
+	// The pods of its last restart may have read a content the marker does not say (unseen.go),
+	// or those a rollback started the content rolled back for (track.go).
+	force := f.Exists && (ru.restarts.unseen(w.key, r) || ru.tracker.rollbackRan(w, r, heldAs(want.Value)))
 	if force {
 		f.Marker = policy.Stale
 	}

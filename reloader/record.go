@@ -394,8 +394,9 @@ func (r *configRecord) hash() string {
 	return r.content.String()
 }
 
-// rolloutStatus keeps of a Deployment's status what policy.RolloutProgress reads: the counts and
-// the Progressing condition's type, status and reason (not its message or times).
+// rolloutStatus keeps of a Deployment's status what policy.RolloutProgress and
+// policy.RollbackStarts read: the counts and the Progressing condition's type, status and reason
+// (not its message or times).
 func rolloutStatus(s appsv1.DeploymentStatus) appsv1.DeploymentStatus {
 	out := appsv1.DeploymentStatus{ObservedGeneration: s.ObservedGeneration, Replicas: s.Replicas,
 		UpdatedReplicas: s.UpdatedReplicas, AvailableReplicas: s.AvailableReplicas}
@@ -408,15 +409,16 @@ func rolloutStatus(s appsv1.DeploymentStatus) appsv1.DeploymentStatus {
 }
 
 // keepRolloutStatus keeps of an Argo Rollout's or DeploymentConfig's status what
-// policy.RolloutProgress and policy.OwnerPaused read: observedGeneration, phase, message,
-// controllerPause, and the conditions' and pause conditions' types and reasons.
+// policy.RolloutProgress, policy.OwnerPaused and policy.RollbackStarts read: observedGeneration,
+// phase, message, controllerPause, the replica counts, and the conditions' and pause conditions'
+// types and reasons.
 func keepRolloutStatus(u *unstructured.Unstructured) {
 	status, ok := u.Object["status"].(map[string]any)
 	if !ok {
 		return
 	}
 	kept := map[string]any{}
-	for _, f := range []string{"observedGeneration", "phase", "message", "controllerPause"} {
+	for _, f := range []string{"observedGeneration", "phase", "message", "controllerPause", "replicas", "updatedReplicas"} {
 		if v, ok := status[f]; ok {
 			kept[f] = v
 		}

@@ -241,16 +241,18 @@ func shortOrDeleted(v string) string {
 }
 
 // reloaded completes a reload's patch: a superseded rollout is reported, and the holds of
-// the configs reloaded are lifted, since the workload now runs their newer content.
+// the configs reloaded are lifted, and what a rollback's pods read of them forgotten, since the
+// workload now runs their newer content.
 func (t *tracker) reloaded(w workloadView, changes []policy.Change, superseded *policy.Entry) {
 	for _, ch := range changes {
-		hk := t.names.hold(w.key, ch.Ref)
-		if _, ok := t.store.Value(hk); ok {
-			t.store.DeleteEntry(hk)
+		for _, k := range []string{t.names.hold(w.key, ch.Ref), t.names.rollbackRead(w.key, ch.Ref)} {
+			if _, ok := t.store.Value(k); ok {
+				t.store.DeleteEntry(k)
+			}
 		}
 	}
 	if superseded != nil {
-		t.reportOutcome(w, *superseded, policy.OutcomeSuperseded, "a newer reload replaced it", false)
+		t.reportOutcome(w, *superseded, policy.OutcomeSuperseded, "a newer reload replaced it", false, rollbackStart{})
 	}
 }
 
@@ -385,15 +387,15 @@ func (t *tracker) finish(ctx context.Context, w workloadView, f policy.Follow, e
 	// 1795711302120981478@4 rolled back a reload on top of another actor's change).
 	ops := []policy.JSONOp{policy.HistoryTest(ann[policy.HistoryAnnotation]),
 		{Op: "test", Path: "/metadata/generation", Value: w.meta.GetGeneration()}}
-	rollback, undoRan := false, func() {}
+	rollback, undoRan, started := false, func() {}, rollbackStart{}
 	if (outcome == policy.OutcomeFailed || outcome == policy.OutcomeTimedOut) && f.Rollback {
-		restore, undo, ok, err := t.holdAndRestore(ctx, w)
+		restore, starts, undo, ok, err := t.holdAndRestore(ctx, w, entry)
 		if err != nil {
 			return err
 		}
 		if ok {
 			ops = append(ops, restore.Ops(w.tmpl)...)
-			history[0].RolledBack, rollback, undoRan = true, true, undo
+			history[0].RolledBack, rollback, undoRan, started = true, true, undo, starts
 		}
 	}
 	text := policy.FormatHistory(history)
@@ -430,7 +432,7 @@ func (t *tracker) finish(ctx context.Context, w workloadView, f policy.Follow, e
 	if outcome == policy.OutcomeSuperseded {
 		t.liftUnsentHolds(w)
 	}
-	t.reportOutcome(w, entry, outcome, why, rollback)
+	t.reportOutcome(w, entry, outcome, why, rollback, started)
 	return nil
 }
 
@@ -474,32 +476,100 @@ func (t *tracker) liftUnsentHolds(w workloadView) {
 }
 
 // holdAndRestore holds the content the reload applied, durably, notes what the pods put back run
-// (strips.ranBefore), and returns what it replaced, for the rollback to send, with the undo of
-// those notes for a rollback that is not sent. A workload without a readable restore record is
-// not rolled back.
-func (t *tracker) holdAndRestore(ctx context.Context, w workloadView) (policy.Restore, func(), bool, error) {
+// (strips.ranBefore) and what the pods the rollback starts read (noteRollbackReads), and returns
+// what it replaced, for the rollback to send, and what those pods read, with the undo of those
+// notes for a rollback that is not sent. A workload without a readable restore record is not
+// rolled back.
+func (t *tracker) holdAndRestore(ctx context.Context, w workloadView, entry policy.Entry) (policy.Restore, rollbackStart, func(), bool, error) {
 	raw, ok := w.meta.GetAnnotations()[policy.RestoreAnnotation]
 	if !ok {
-		return policy.Restore{}, nil, false, nil
+		return policy.Restore{}, rollbackStart{}, nil, false, nil
 	}
 	restore, err := policy.ParseRestore(raw)
 	if err != nil {
 		t.reports.warn(w.obj, string(w.meta.GetUID()), "RollbackFailed", "Cannot roll back: "+err.Error())
-		return policy.Restore{}, nil, false, nil
+		return policy.Restore{}, rollbackStart{}, nil, false, nil
 	}
 	for ref, v := range restore.Applied {
 		t.store.SetValue(t.names.hold(w.key, policy.RestoreRef(ref)), heldAs(v))
 	}
-	undo := t.strips.ranBefore(w.key, restore.Ran)
+	undoRan := t.strips.ranBefore(w.key, restore.Ran)
+	starts := rollbackStarts(w, entry, restore)
+	undoReads := t.noteRollbackReads(w.key, starts)
+	undo := func() { undoReads(); undoRan() }
 	if err := t.store.Flush(ctx); err != nil {
 		undo()
-		return policy.Restore{}, nil, false, fmt.Errorf("record the hold of %s before rolling it back: %w", w.key, err)
+		return policy.Restore{}, rollbackStart{}, nil, false, fmt.Errorf("record the hold of %s before rolling it back: %w", w.key, err)
 	}
-	return restore, undo, true, nil
+	return restore, starts, undo, true, nil
 }
 
-// reportOutcome tells the outcome through the metrics, an Event on the workload and the log.
-func (t *tracker) reportOutcome(w workloadView, entry policy.Entry, outcome, why string, rolledBack bool) {
+// rollbackStart is what the pods a rollback starts read: pods of them start on the restored
+// template while each config of reads holds the content rolled back for (policy.RollbackStarts).
+type rollbackStart struct {
+	pods  int32
+	reads map[policy.ConfigRef]string
+}
+
+// rollbackStarts is what the pods the rollback of entry's reload, restore, starts read: the
+// content it applied of each config, which the hold keeps and the marker put back does not say.
+// A deletion is not noted: pods that wait for the config start on what it reappears with.
+func rollbackStarts(w workloadView, entry policy.Entry, restore policy.Restore) rollbackStart {
+	n := policy.RollbackStarts(w.obj, entry.Generation)
+	if n == 0 {
+		return rollbackStart{}
+	}
+	reads := map[policy.ConfigRef]string{}
+	for ref, v := range restore.Applied {
+		if v != "" {
+			reads[policy.RestoreRef(ref)] = v
+		}
+	}
+	return rollbackStart{pods: n, reads: reads}
+}
+
+// noteRollbackReads notes in the state what the pods a rollback of w starts read, for a return
+// of the config to the restored marker's content to restart them (rollbackRan). undo puts back
+// what was noted before, for a rollback that is not sent.
+func (t *tracker) noteRollbackReads(w key, s rollbackStart) (undo func()) {
+	before := map[string]*string{}
+	for r, v := range s.reads {
+		k := t.names.rollbackRead(w, r)
+		if old, ok := t.store.Value(k); ok {
+			before[k] = &old
+		} else {
+			before[k] = nil
+		}
+		t.store.SetValue(k, v)
+	}
+	return func() {
+		for k, v := range before {
+			if v == nil {
+				t.store.DeleteEntry(k)
+			} else {
+				t.store.SetValue(k, *v)
+			}
+		}
+	}
+}
+
+// rollbackRan reports whether pods of w that a rollback started run another content of r than
+// value, the one its marker or the state is judged against: they read the content rolled back
+// for, which the marker put back does not say (issue 53: a revert to the marker's content left
+// them on the broken one). The entry counts only while w's history names a rollback of that
+// content: a forged one needs an edit of the workload too, which can restart it anyway.
+func (t *tracker) rollbackRan(w workloadView, r policy.ConfigRef, value string) bool {
+	history := w.meta.GetAnnotations()[policy.HistoryAnnotation]
+	if history == "" {
+		return false // most workloads: no entry is looked up
+	}
+	v, ok := t.store.Value(t.names.rollbackRead(w.key, r))
+	return ok && v != value && policy.NamesRollbackOf(history, fmt.Sprintf("%s/%s@%s", r.Kind, r.Name, shortOrDeleted(v)))
+}
+
+// reportOutcome tells the outcome through the metrics, an Event on the workload and the log;
+// started, what the pods a rollback starts read.
+func (t *tracker) reportOutcome(w workloadView, entry policy.Entry, outcome, why string, rolledBack bool, started rollbackStart) {
 	m := t.metrics.Rollouts
 	m.Outcomes.WithLabelValues(w.kind.name, outcome).Inc()
 	m.Duration.WithLabelValues(w.kind.name, outcome).Observe(t.clock.Now().Sub(entry.At).Seconds())
@@ -520,13 +590,35 @@ func (t *tracker) reportOutcome(w workloadView, entry policy.Entry, outcome, why
 	if rolledBack {
 		m.Rollbacks.WithLabelValues(w.kind.name, metrics.ResultSuccess).Inc()
 		t.reports.clear(string(w.meta.GetUID()), "RollbackFailed")
-		t.reports.event(w.obj, corev1.EventTypeWarning, "RolledBack", "Restored the pod template from before the reload for "+what+
-			"; this content is held: it reloads this workload again only once it changes")
-		log.Warn("rolled back; the config content is held until it changes")
+		msg := "Restored the pod template from before the reload for " + what + "; this content is held: it reloads this workload again only once it changes"
+		if len(started.reads) > 0 {
+			msg += fmt.Sprintf("; %s while %s holds the content rolled back for; revert or fix it to restart them",
+				podsStart(started.pods), readNames(started.reads))
+		}
+		t.reports.event(w.obj, corev1.EventTypeWarning, "RolledBack", msg)
+		log.Warn("rolled back; the config content is held until it changes", "pods_started", started.pods)
 	}
 }
 
 func configsOf(e policy.Entry) string { return strings.Join(e.Configs, ", ") }
+
+// podsStart says how many pods start: "1 pod starts", "2 pods start".
+func podsStart(n int32) string {
+	if n == 1 {
+		return "1 pod starts"
+	}
+	return fmt.Sprintf("%d pods start", n)
+}
+
+// readNames lists the configs of reads, sorted.
+func readNames(reads map[policy.ConfigRef]string) string {
+	names := make([]string, 0, len(reads))
+	for r := range reads {
+		names = append(names, refName(r))
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
+}
 
 // heldAs is what a hold names for a config's content value ("": the config is deleted). A
 // rolled-back deletion is held too: unheld, the deletion was due again at once, and each of its

@@ -271,11 +271,15 @@ func TestRollbackRestoresThePreviousReplicaSetAndHoldsTheBrokenContent(t *testin
 }
 
 // A revert to the content the rolled-back workload runs reloads nothing, but it is a change:
-// the broken content applied again afterwards is reloaded (and rolled back) again, not held.
+// the broken content applied again afterwards is reloaded (and rolled back) again, not held. The
+// rollout surged, so the rollback started no pod on the broken content (a revert after one that
+// did restarts them: TestARevertAfterARollbackRestartsThePodsTheRollbackStartedOnTheBrokenContent).
 func TestARevertEndsAHoldSoTheBrokenContentAppliedAgainReloads(t *testing.T) {
 	t.Parallel()
-	ns, gen := heldWhileRunningFixed(t)
-	updateConfigMap(t, ns, "app", fixedConfig) // what web runs since the rollback
+	ns := cluster.NewNamespace(t)
+	broken := brokenRolledBack(t, ns, rollbackCase{surge: true})
+	gen := getDeployment(t, ns, "web").Generation
+	broken.revert(t) // to fixedConfig, what web runs since the rollback
 	wantReloads(t, ns, "web", gen, 0)
 	waitHoldLifted(t, ns, "the revert")
 	updateConfigMap(t, ns, "app", brokenConfig)
@@ -1331,38 +1335,24 @@ func reloadForOther(t *testing.T, ns string) {
 }
 
 // A workload's first reload fails and is rolled back to its template without a marker: its
-// pods run the content from before. A revert to that content restarts nothing; the broken
-// content applied again afterwards reloads it (positive control).
+// pods run the content from before (the rollout surged: the rollback started no pod). A revert to
+// that content restarts nothing; the broken content applied again afterwards reloads it
+// (positive control).
 func TestARevertAfterAFirstReloadWasRolledBackRestartsNothing(t *testing.T) {
 	for _, restart := range []bool{false, true} {
 		t.Run(map[bool]string{false: "same process", true: "a reloader started since"}[restart], func(t *testing.T) {
 			t.Parallel()
-			revertAfterFirstRollback(t, restart)
+			ns := cluster.NewNamespace(t)
+			broken := brokenRolledBack(t, ns, rollbackCase{surge: true, first: true, restart: restart})
+			gen := getDeployment(t, ns, "web").Generation
+			broken.revert(t) // to goodConfig, what web's pods run since the rollback
+			waitHoldLifted(t, ns, "the revert")
+			wantReloads(t, ns, "web", gen, 0)
+
+			updateConfigMap(t, ns, "app", brokenConfig)
+			waitEnv(t, ns, "web", appVar, hashOfData(brokenConfig))
 		})
 	}
-}
-
-// revertAfterFirstRollback runs TestARevertAfterAFirstReloadWasRolledBackRestartsNothing; restart:
-// the reloader is replaced between the rollback and the revert, and knows only the state.
-func revertAfterFirstRollback(t *testing.T, restart bool) {
-	ns := cluster.NewNamespace(t)
-	followedDeployment(t, ns, map[string]string{"configmap.reloader.stakater.com/reload": "app", policy.RollbackAnnotation: "true"})
-	r := startController(t, ns, controllerOpts{})
-	rollbackScenario(t, ns, func() {})
-	wantHeld(t, ns)
-	if restart {
-		settle(t)
-		r.stop(t)
-		startController(t, ns, controllerOpts{})
-		settle(t)
-	}
-	gen := getDeployment(t, ns, "web").Generation
-	updateConfigMap(t, ns, "app", goodConfig) // what web's pods run since the rollback
-	waitHoldLifted(t, ns, "the revert")
-	wantReloads(t, ns, "web", gen, 0)
-
-	updateConfigMap(t, ns, "app", brokenConfig)
-	waitEnv(t, ns, "web", appVar, hashOfData(brokenConfig))
 }
 
 // Two reloads patched into a Deployment during its pause roll out as one at its end; when that

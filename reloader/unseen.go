@@ -42,6 +42,10 @@ import (
 // restart of its own whose reads hold what the markers say: where a marker is behind its config
 // (a reload held after a rollback, deferred by a gate), the workload is reloaded once more even
 // if the config returns to the marker's content, which the pods no longer run.
+//
+// A rollback of ours that starts pods on the restored template (policy.RollbackStarts) is a
+// restart too, whose pods read the content rolled back for: that is noted in the state
+// (tracker.noteRollbackReads), which outlives a restart of the reloader, not here.
 
 // restarts holds the last restart of each workload, and the one in flight.
 type restarts struct {

@@ -63,6 +63,9 @@ type workloadKind struct {
 	// unfinished, when set, finishes a reload that left no object behind to sync (a Job deleted
 	// whose create failed, jobs.go); every sync of the key calls it first, the object there or not.
 	unfinished func(ctx context.Context, namespace, name string) error
+	// templateRef, when set, returns the kind and name of the object whose pod template the
+	// workload runs in place of its own (an Argo Rollout's spec.workloadRef); "" if none.
+	templateRef func(obj any) (kind, name string)
 	// probe, when set, lists the kind once at start: a kind the reloader may not list is turned
 	// off instead of keeping the caches from syncing (jobs.go).
 	probe func(ctx context.Context) error
@@ -163,7 +166,16 @@ func kindTable(c *kube.Clients, ns string, transform cache.TransformFunc, key ru
 		{TypeCronJobs, always, func() *workloadKind { return cronJobKind(c, ns, c.Link, transform, key) }},
 		{TypeJobs, always, func() *workloadKind { return jobKind(c, ns, c.Link, transform) }},
 		{TypeRollouts, func(o Options) bool { return o.ArgoRollouts }, func() *workloadKind {
-			return dynamicKind("Rollout", rolloutsGVR, c.Dynamic, ns, c.Link, transform)
+			k := dynamicKind("Rollout", rolloutsGVR, c.Dynamic, ns, c.Link, transform)
+			k.templateRef = workloadRef
+			// Argo refuses a template beside a workloadRef: the reloader never writes one there.
+			k.template = func(o any) (metav1.Object, *corev1.PodTemplateSpec) {
+				if kind, _ := workloadRef(o); kind != "" {
+					return o.(*unstructured.Unstructured), nil
+				}
+				return unstructuredTemplate(o)
+			}
+			return k
 		}},
 		{TypeDeploymentConfigs, func(o Options) bool { return o.OpenShift }, func() *workloadKind {
 			return dynamicKind("DeploymentConfig", deploymentConfigsGVR, c.Dynamic, ns, c.Link, transform)
@@ -212,6 +224,21 @@ func unstructuredTemplate(o any) (metav1.Object, *corev1.PodTemplateSpec) {
 		return u, nil
 	}
 	return u, &tmpl
+}
+
+// workloadRef returns the kind and name of the object an Argo Rollout's spec.workloadRef points
+// to; kind is "" if it has none.
+func workloadRef(o any) (kind, name string) {
+	ref, found, err := unstructured.NestedMap(o.(*unstructured.Unstructured).Object, "spec", "workloadRef")
+	if err != nil || !found {
+		return "", ""
+	}
+	kind, _ = ref["kind"].(string)
+	name, _ = ref["name"].(string)
+	if kind == "" {
+		kind = "workload" // Argo requires the kind: a Rollout without one runs nothing
+	}
+	return kind, name
 }
 
 // selectKinds builds the enabled workload kinds, keyed by Kind.

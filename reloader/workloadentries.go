@@ -5,8 +5,8 @@ import (
 	"github.com/reloader/reloader/state"
 )
 
-// workloadEntries are the state entries that belong to a workload, its holds and strips: named
-// by entryKeys, and forgotten when the workload goes.
+// workloadEntries are the state entries that belong to a workload, its holds, strips and
+// rollback reads: named by entryKeys, and forgotten when the workload goes.
 type workloadEntries struct {
 	annotations policy.Annotations
 	caches      *caches
@@ -32,7 +32,7 @@ func (we *workloadEntries) forgetGone() {
 			}
 		}
 	}
-	for _, e := range we.store.Keys(holdPrefix, stripPrefix) {
+	for _, e := range we.store.Keys(holdPrefix, stripPrefix, rollbackReadPrefix) {
 		if !live[e] {
 			we.store.DeleteEntry(e)
 		}
@@ -56,9 +56,9 @@ func (we *workloadEntries) keysOf(k *workloadKind, obj any) []string {
 		refs = append(refs, r)
 	}
 	w := key{k.name, meta.GetNamespace(), meta.GetName()}
-	out := make([]string, 0, 2*len(refs))
+	out := make([]string, 0, 3*len(refs))
 	for _, r := range refs {
-		out = append(out, we.names.hold(w, r), we.names.strip(w, r))
+		out = append(out, we.names.hold(w, r), we.names.strip(w, r), we.names.rollbackRead(w, r))
 	}
 	return out
 }

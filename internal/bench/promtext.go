@@ -43,7 +43,7 @@ func parseMetrics(r io.Reader) (metricSet, error) {
 
 func parseSample(line string) (sample, error) {
 	s := sample{labels: map[string]string{}}
-	rest := line
+	var rest string
 	if i := strings.IndexAny(line, "{ "); i >= 0 && line[i] == '{' {
 		s.name = line[:i]
 		end, err := parseLabels(line[i+1:], s.labels)

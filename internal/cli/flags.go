@@ -66,6 +66,7 @@ type Flags struct {
 	NamespaceSelector     Selector `help:"Label selector: only namespaces matching it are watched (all-namespaces mode; needs list/watch on namespaces). stakater's key:value and key:* forms are accepted; the flag may repeat."`
 	ResourceLabelSelector Selector `help:"Label selector pushed into the list/watch of ConfigMaps and Secrets: others are never cached nor tracked. stakater's key:value and key:* forms are accepted; the flag may repeat."`
 	ResourcesToIgnore     string   `help:"configmaps or secrets: do not watch that kind of config."`
+	IgnoreSecretTypes     []string `default:"helm.sh/release.v1" help:"Secret types never listed, watched nor tracked (a field selector on type). Empty: every type."`
 	ReloadOnCreate        bool     `help:"Reload dependents when a config they reference is created."`
 	ReloadOnDelete        bool     `help:"Reload every dependent that ran a config when it is deleted (its marker says deleted)."`
 
@@ -140,6 +141,11 @@ func (c *Flags) Validate() error {
 	if r := strings.ToLower(c.ResourcesToIgnore); r != "" && r != "configmaps" && r != "secrets" {
 		return fmt.Errorf("--resources-to-ignore: must be configmaps or secrets, got %q", c.ResourcesToIgnore)
 	}
+	for _, t := range c.IgnoreSecretTypes {
+		if t == "" || strings.TrimSpace(t) != t {
+			return fmt.Errorf("--ignore-secret-types: empty type or spaces around one in %q; an empty value caches every type", strings.Join(c.IgnoreSecretTypes, ","))
+		}
+	}
 	for flag, sel := range map[string]Selector{"--namespace-selector": c.NamespaceSelector, "--resource-label-selector": c.ResourceLabelSelector} {
 		if _, err := labels.Parse(string(sel)); err != nil {
 			return fmt.Errorf("%s: %w", flag, err)
@@ -187,7 +193,7 @@ func (c *Flags) Options(ns, stateNS string, log *slog.Logger, m *metrics.Metrics
 	return reloader.Options{
 		Namespace: ns, NamespaceSelector: nsSelector, NamespacesToIgnore: c.NamespacesToIgnore,
 		ResourceLabelSelector: string(c.ResourceLabelSelector),
-		IgnoreConfigMaps:      ignore == "configmaps", IgnoreSecrets: ignore == "secrets",
+		IgnoreConfigMaps:      ignore == "configmaps", IgnoreSecrets: ignore == "secrets", IgnoreSecretTypes: c.IgnoreSecretTypes,
 		StateNamespace: stateNS, StateName: c.Configmap, HashKey: reloader.HashKey{Secret: c.HashKeySecret},
 		CoalescePeriod: period, CoalesceMaxWait: maxWait, ShutdownGrace: c.ShutdownGrace,
 		Strategy: strategy, ReloadOnCreate: c.ReloadOnCreate, ReloadOnDelete: c.ReloadOnDelete,

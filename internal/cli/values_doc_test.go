@@ -311,7 +311,7 @@ func valueChecks() map[string]func(string) error {
 		"--auto-annotation", "--configmap-auto-annotation", "--secret-auto-annotation", "--auto-search-annotation",
 		"--search-match-annotation", "--configmap-annotation", "--secret-annotation", "--ignore-annotation",
 		"--pause-deployment-annotation", "--pause-deployment-time-annotation", "--ignored-workload-types",
-		"--namespaces-to-ignore", "--namespace-selector", "--resource-label-selector", "--resources-to-ignore",
+		"--namespaces-to-ignore", "--namespace-selector", "--resource-label-selector", "--resources-to-ignore", "--ignore-secret-types",
 		"--rollout-timeout", "--reload-window", "--min-reload-interval", "--is-Argo-Rollouts", "--pprof-addr"} {
 		checks[f] = flagValue(f)
 	}

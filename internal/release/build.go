@@ -54,8 +54,14 @@ func Images(ctx context.Context, o Options) error {
 // buildBinary builds the static reloader for platform with the flags `make build` uses, the
 // version stamped in.
 func buildBinary(ctx context.Context, o Options, platform, out string) error {
-	goos, goarch, _ := strings.Cut(platform, "/")
+	goos, goarch, goarm, err := goPlatform(platform)
+	if err != nil {
+		return err
+	}
 	env := []string{"CGO_ENABLED=0", "GOOS=" + goos, "GOARCH=" + goarch}
+	if goarm != "" {
+		env = append(env, "GOARM="+goarm)
+	}
 	ldflags := "-s -w -X main.version=" + o.Version
 	if _, err := run(ctx, o.Root, env, "go", "build", "-trimpath", "-ldflags", ldflags, "-o", out, "."); err != nil {
 		return fmt.Errorf("build %s binary: %w", platform, err)

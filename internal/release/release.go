@@ -29,7 +29,7 @@ type Options struct {
 	Root string
 	// Out is the output directory; Release empties it first.
 	Out string
-	// Platforms are linux/ARCH pairs; empty means linux/amd64 and linux/arm64.
+	// Platforms are linux/ARCH or linux/arm/v7; empty means DefaultPlatforms.
 	Platforms []string
 	// Created is stamped into the images and the SBOM (reproducible builds: the commit time).
 	Created time.Time
@@ -49,7 +49,7 @@ var imageTag = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
 
 func (o *Options) defaults() {
 	if len(o.Platforms) == 0 {
-		o.Platforms = []string{"linux/amd64", "linux/arm64"}
+		o.Platforms = DefaultPlatforms
 	}
 	if o.Log == nil {
 		o.Log = io.Discard
@@ -82,6 +82,24 @@ func Release(ctx context.Context, o Options) error {
 		}
 	}
 	return writeChecksums(o.Out)
+}
+
+// DefaultPlatforms are the platforms a release builds binaries and images for.
+var DefaultPlatforms = []string{"linux/amd64", "linux/arm64", "linux/arm/v7"}
+
+// goPlatform is the GOOS, GOARCH and, for linux/arm/vN, GOARM that build for platform.
+func goPlatform(platform string) (goos, goarch, goarm string, err error) {
+	goos, arch, _ := strings.Cut(platform, "/")
+	goarch, variant, _ := strings.Cut(arch, "/")
+	switch {
+	case goos != "linux" || goarch == "":
+		return "", "", "", fmt.Errorf("platform %q: want linux/ARCH or linux/arm/v7", platform)
+	case goarch == "arm" && (variant == "v6" || variant == "v7"):
+		return goos, goarch, strings.TrimPrefix(variant, "v"), nil
+	case variant != "":
+		return "", "", "", fmt.Errorf("platform %q: only arm takes a variant (v6 or v7)", platform)
+	}
+	return goos, goarch, "", nil
 }
 
 // binaryName is the file name of the static binary for platform ("linux/arm64").

@@ -34,7 +34,8 @@ import (
 // release that forgot to rewrite one of them fails.
 const version = "v9.8.7"
 
-var platforms = []string{"linux/amd64", "linux/arm64"}
+// platforms are release.DefaultPlatforms, sorted.
+var platforms = []string{"linux/amd64", "linux/arm/v7", "linux/arm64"}
 
 // TestReleaseWritesEveryArtifactAtItsVersion runs the release into a temporary directory and
 // checks each artifact: the checksums, the images (config, files, the binary inside running
@@ -125,11 +126,11 @@ func checkImages(t *testing.T, out string, created time.Time) {
 	l.blobJSON(t, l.index.Manifests[0].Digest, &idx)
 	var got []string
 	for _, m := range idx.Manifests {
-		platform := m.Platform.OS + "/" + m.Platform.Architecture
+		platform := strings.TrimSuffix(m.Platform.OS+"/"+m.Platform.Architecture+"/"+m.Platform.Variant, "/")
 		got = append(got, platform)
 		t.Run(platform, func(t *testing.T) {
 			img := l.image(t, m.Digest)
-			checkImageConfig(t, img.config, m.Platform.Architecture, created)
+			checkImageConfig(t, img.config, strings.TrimPrefix(platform, "linux/"), created)
 			checkDockerfile(t, img.config)
 			files := img.files(t, l)
 			checkImageFiles(t, files)
@@ -146,8 +147,8 @@ func checkImages(t *testing.T, out string, created time.Time) {
 
 func checkImageConfig(t *testing.T, cfg imageConfig, arch string, created time.Time) {
 	c := cfg.Config
-	if cfg.OS != "linux" || cfg.Architecture != arch {
-		t.Errorf("config platform %s/%s, want linux/%s", cfg.OS, cfg.Architecture, arch)
+	if cfg.platform() != "linux/"+arch {
+		t.Errorf("config platform %s, want linux/%s", cfg.platform(), arch)
 	}
 	if !slices.Equal(c.Entrypoint, []string{"/reloader"}) || len(c.Cmd) != 0 {
 		t.Errorf("entrypoint %q cmd %q, want [/reloader] and no cmd", c.Entrypoint, c.Cmd)
@@ -255,8 +256,7 @@ func checkBinaryRuns(t *testing.T, binary []byte) {
 // image tagged with the version, whose config is that platform's.
 func checkDockerTarballs(t *testing.T, out string) {
 	for _, p := range platforms {
-		arch := strings.TrimPrefix(p, "linux/")
-		files := readTar(t, filepath.Join(out, "reloader-"+version+"-linux-"+arch+".tar"))
+		files := readTar(t, filepath.Join(out, "reloader-"+version+"-"+strings.ReplaceAll(p, "/", "-")+".tar"))
 		var manifest []struct {
 			Config   string
 			RepoTags []string
@@ -270,8 +270,8 @@ func checkDockerTarballs(t *testing.T, out string) {
 			t.Errorf("%s: tags %v, %d layers; want [%s:%s] and 2", p, m.RepoTags, len(m.Layers), release.ImageRepository, version)
 		}
 		var cfg imageConfig
-		if err := json.Unmarshal(files[m.Config], &cfg); err != nil || cfg.Architecture != arch {
-			t.Errorf("%s: config %s: arch %q (%v)", p, m.Config, cfg.Architecture, err)
+		if err := json.Unmarshal(files[m.Config], &cfg); err != nil || cfg.platform() != p {
+			t.Errorf("%s: config %s: platform %q (%v)", p, m.Config, cfg.platform(), err)
 		}
 	}
 }
@@ -361,7 +361,7 @@ func checkSBOMs(t *testing.T, out string) {
 		}
 		main := bom.Metadata.Component
 		if main == nil || main.Name != "github.com/reloader/reloader" || main.Version != version ||
-			!strings.Contains(main.PackageURL, "goarch="+strings.TrimPrefix(p, "linux/")) {
+			!strings.Contains(main.PackageURL, "goarch="+strings.Split(p, "/")[1]) {
 			t.Errorf("%s: main component %+v", p, main)
 		}
 		var names []string
@@ -384,23 +384,11 @@ func checkSBOMs(t *testing.T, out string) {
 // pushed and checked against the digest the manifests pin, each platform's config is read back,
 // the docker tarballs validate, and the chart pushed is the one packaged, at its digest.
 func checkPush(ctx context.Context, t *testing.T, out string) {
-	crane := filepath.Join(t.TempDir(), "crane")
-	build := exec.CommandContext(ctx, "go", "build", "-o", crane, "github.com/google/go-containerregistry/cmd/crane")
-	build.Dir, build.Env = filepath.Join(repoRoot(t), "tools", "image"), append(os.Environ(), "GOWORK=off")
-	if msg, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build crane: %v\n%s", err, msg)
-	}
 	helm, err := testcluster.EnsureHelm(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := freeLoopbackAddr(t)
-	serve := exec.CommandContext(ctx, crane, "registry", "serve", "--address", addr)
-	if err := serve.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { serve.Process.Kill(); serve.Wait() })
-	waitListening(t, addr)
+	crane, addr := serveRegistry(ctx, t)
 
 	script := exec.CommandContext(ctx, "bash", filepath.Join(repoRoot(t), ".github", "scripts", "push-release.sh"))
 	script.Env = append(os.Environ(), "CRANE="+crane, "HELM="+helm, "IMAGE="+addr+"/reloader", "CHARTS=oci://"+addr+"/charts",
@@ -426,8 +414,8 @@ func checkPush(ctx context.Context, t *testing.T, out string) {
 		if err := json.Unmarshal(runCrane(ctx, t, crane, "config", "--platform", p, ref), &cfg); err != nil {
 			t.Fatal(err)
 		}
-		if cfg.OS+"/"+cfg.Architecture != p || cfg.Config.User != "65532:65532" {
-			t.Errorf("pushed index, %s: config for %s/%s user %q", p, cfg.OS, cfg.Architecture, cfg.Config.User)
+		if cfg.platform() != p || cfg.Config.User != "65532:65532" {
+			t.Errorf("pushed index, %s: config for %s user %q", p, cfg.platform(), cfg.Config.User)
 		}
 		runCrane(ctx, t, crane, "validate", "--tarball", filepath.Join(out, "reloader-"+version+"-"+strings.ReplaceAll(p, "/", "-")+".tar"))
 	}
@@ -494,7 +482,7 @@ type descriptor struct {
 	MediaType   string            `json:"mediaType"`
 	Digest      string            `json:"digest"`
 	Annotations map[string]string `json:"annotations"`
-	Platform    struct{ OS, Architecture string }
+	Platform    struct{ OS, Architecture, Variant string }
 }
 
 type ociIndex struct {
@@ -504,6 +492,7 @@ type ociIndex struct {
 type imageConfig struct {
 	OS           string `json:"os"`
 	Architecture string `json:"architecture"`
+	Variant      string `json:"variant"`
 	Config       struct {
 		Entrypoint, Cmd []string
 		User            string
@@ -511,6 +500,11 @@ type imageConfig struct {
 		ExposedPorts    map[string]struct{}
 		Labels          map[string]string
 	} `json:"config"`
+}
+
+// platform is os/architecture[/variant], as the platforms are written.
+func (c imageConfig) platform() string {
+	return strings.TrimSuffix(c.OS+"/"+c.Architecture+"/"+c.Variant, "/")
 }
 
 type layout struct {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	cdx "github.com/CycloneDX/cyclonedx-go"
@@ -47,9 +46,15 @@ func binarySBOM(path string, o Options, platform string) (*cdx.BOM, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read build info of %s: %w", path, err)
 	}
-	goos, goarch, _ := strings.Cut(platform, "/")
+	goos, goarch, goarm, err := goPlatform(platform)
+	if err != nil {
+		return nil, err
+	}
 	main := component(cdx.ComponentTypeApplication, module, o.Version)
 	main.PackageURL += "?goarch=" + goarch + "&goos=" + goos
+	if goarm != "" {
+		main.PackageURL += "&goarm=" + goarm
+	}
 	main.BOMRef = main.PackageURL
 	main.Properties = &[]cdx.Property{{Name: "vcs.revision", Value: o.Revision}}
 	deps := []cdx.Component{component(cdx.ComponentTypeLibrary, "stdlib", info.GoVersion)}

@@ -43,6 +43,7 @@ type binary struct {
 	module string // directory under tools/
 	pkg    string // package to go build
 	path   *string
+	stamp  bool // stamp the Kubernetes version into /version (see kubeLDFlags)
 }
 
 const (
@@ -79,11 +80,11 @@ const (
 
 func (b *Binaries) binaries() []binary {
 	return []binary{
-		{"etcd", "etcd", "go.etcd.io/etcd/server/v3", &b.Etcd},
-		{"kube-apiserver", b.KubeModule, "k8s.io/kubernetes/cmd/kube-apiserver", &b.KubeAPIServer},
-		{"kube-controller-manager", b.KubeModule, "k8s.io/kubernetes/cmd/kube-controller-manager", &b.KubeControllerManager},
-		{"kube-scheduler", b.KubeModule, "k8s.io/kubernetes/cmd/kube-scheduler", &b.KubeScheduler},
-		{"kwok", "kwok", "sigs.k8s.io/kwok/cmd/kwok", &b.Kwok},
+		{"etcd", "etcd", "go.etcd.io/etcd/server/v3", &b.Etcd, false},
+		{"kube-apiserver", b.KubeModule, "k8s.io/kubernetes/cmd/kube-apiserver", &b.KubeAPIServer, true},
+		{"kube-controller-manager", b.KubeModule, "k8s.io/kubernetes/cmd/kube-controller-manager", &b.KubeControllerManager, false},
+		{"kube-scheduler", b.KubeModule, "k8s.io/kubernetes/cmd/kube-scheduler", &b.KubeScheduler, false},
+		{"kwok", "kwok", "sigs.k8s.io/kwok/cmd/kwok", &b.Kwok, false},
 	}
 }
 
@@ -163,10 +164,53 @@ func EnsureHelm(ctx context.Context, log io.Writer) (string, error) {
 		return path, nil
 	}
 	fmt.Fprintf(log, "building %s (first run only, a minute or two)...\n", helmName)
-	if err := goBuild(ctx, filepath.Join(tools, helmModule), helmPkg, path); err != nil {
+	flags, err := helmLDFlags(ctx, filepath.Join(tools, helmModule))
+	if err != nil {
+		return "", err
+	}
+	if err := goBuild(ctx, filepath.Join(tools, helmModule), helmPkg, path, flags...); err != nil {
 		return "", fmt.Errorf("build %s (%s in %s): %w", helmName, helmPkg, filepath.Join(tools, helmModule), err)
 	}
 	return path, nil
+}
+
+// helmLDFlags stamp the Kubernetes version of helm's client-go as the one helm template assumes,
+// as helm's own release build does (unstamped, it assumes v1.20, below the chart's kubeVersion).
+func helmLDFlags(ctx context.Context, dir string) ([]string, error) {
+	_, minor, err := moduleVersion(ctx, dir, "k8s.io/client-go", "v0.%d.")
+	if err != nil {
+		return nil, err
+	}
+	pkg := "helm.sh/helm/v3/pkg/chartutil"
+	return []string{"-ldflags", fmt.Sprintf("-X %s.k8sVersionMajor=1 -X %s.k8sVersionMinor=%d", pkg, pkg, minor)}, nil
+}
+
+// kubeLDFlags stamp the pinned Kubernetes version into the API server's /version, as
+// Kubernetes' own build does; unstamped it says v0.0.0-master, which helm cannot parse, so a
+// chart's kubeVersion refuses every install.
+func kubeLDFlags(ctx context.Context, dir string) ([]string, error) {
+	v, minor, err := moduleVersion(ctx, dir, "k8s.io/kubernetes", "v1.%d.")
+	if err != nil {
+		return nil, err
+	}
+	pkg := "k8s.io/component-base/version"
+	return []string{"-ldflags", fmt.Sprintf("-X %s.gitVersion=%s -X %s.gitMajor=1 -X %s.gitMinor=%d -X %s.gitTreeState=clean",
+		pkg, v, pkg, pkg, minor, pkg)}, nil
+}
+
+// moduleVersion is the version of mod that the module in dir requires, and its minor number
+// read with format.
+func moduleVersion(ctx context.Context, dir, mod, format string) (string, int, error) {
+	out, err := goCommand(ctx, dir, "list", "-m", "-f", "{{.Version}}", mod)
+	if err != nil {
+		return "", 0, fmt.Errorf("read the version of %s in %s: %w", mod, dir, err)
+	}
+	v := strings.TrimSpace(string(out))
+	var minor int
+	if _, err := fmt.Sscanf(v, format, &minor); err != nil {
+		return "", 0, fmt.Errorf("version %q of %s in %s: %w", v, mod, dir, err)
+	}
+	return v, minor, nil
 }
 
 // resolveBinaries picks each binary from KUBEBUILDER_ASSETS when it is there
@@ -201,7 +245,14 @@ func (b *Binaries) buildMissing(ctx context.Context, tools string, log io.Writer
 			continue
 		}
 		fmt.Fprintf(log, "building %s (first run only, a few minutes)...\n", bin.name)
-		if err := goBuild(ctx, filepath.Join(tools, bin.module), bin.pkg, *bin.path); err != nil {
+		var flags []string
+		if bin.stamp {
+			var err error
+			if flags, err = kubeLDFlags(ctx, filepath.Join(tools, bin.module)); err != nil {
+				return err
+			}
+		}
+		if err := goBuild(ctx, filepath.Join(tools, bin.module), bin.pkg, *bin.path, flags...); err != nil {
 			return fmt.Errorf("build %s (%s in %s): %w", bin.name, bin.pkg, filepath.Join(tools, bin.module), err)
 		}
 	}
@@ -210,10 +261,10 @@ func (b *Binaries) buildMissing(ctx context.Context, tools string, log io.Writer
 
 // goBuild builds pkg in module dir to a temporary name next to out and
 // renames it into place, so out either is complete or does not exist.
-func goBuild(ctx context.Context, dir, pkg, out string) error {
+func goBuild(ctx context.Context, dir, pkg, out string, flags ...string) error {
 	tmp := fmt.Sprintf("%s.tmp-%d", out, os.Getpid())
 	defer os.Remove(tmp)
-	if _, err := goCommand(ctx, dir, "build", "-o", tmp, pkg); err != nil {
+	if _, err := goCommand(ctx, dir, append(append([]string{"build"}, flags...), "-o", tmp, pkg)...); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp, out); err != nil {
@@ -369,7 +420,8 @@ func cacheDir(tools, kube string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("locate user cache dir: %w", err)
 	}
-	return filepath.Join(base, "reloader", "testbin", sum), nil
+	// "-kv": kube-apiserver stamped by kubeLDFlags; binaries cached before it are not reused.
+	return filepath.Join(base, "reloader", "testbin", sum+"-kv"), nil
 }
 
 // helmCacheDir returns $RELOADER_TESTBIN_DIR, or a user cache directory keyed
@@ -386,7 +438,8 @@ func helmCacheDir(tools string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("locate user cache dir: %w", err)
 	}
-	return filepath.Join(base, "reloader", "testbin", helmName+"-"+sum), nil
+	// "-kv": built with helmLDFlags; helms cached before them are not reused.
+	return filepath.Join(base, "reloader", "testbin", helmName+"-"+sum+"-kv"), nil
 }
 
 // toolsHash returns the first 12 hex digits of a sha256 over the go.mod and

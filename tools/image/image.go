@@ -37,14 +37,14 @@ func build(opts options) error {
 		if err != nil {
 			return fmt.Errorf("build %s image: %w", platform, err)
 		}
-		arch := strings.TrimPrefix(platform, "linux/")
-		tarPath := filepath.Join(opts.out, fmt.Sprintf("reloader-%s-linux-%s.tar", opts.version, arch))
+		arch, variant := archVariant(platform)
+		tarPath := filepath.Join(opts.out, fmt.Sprintf("reloader-%s-%s.tar", opts.version, strings.ReplaceAll(platform, "/", "-")))
 		if err := tarball.WriteToFile(tarPath, tag, img); err != nil {
 			return fmt.Errorf("write %s: %w", tarPath, err)
 		}
 		index = mutate.AppendManifests(index, mutate.IndexAddendum{
 			Add:        img,
-			Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: arch}},
+			Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: arch, Variant: variant}},
 		})
 	}
 	return writeLayout(filepath.Join(opts.out, "oci"), index, tag.String())
@@ -102,7 +102,8 @@ func platformImage(opts options, platform string) (v1.Image, error) {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
 	cfg = cfg.DeepCopy()
-	cfg.OS, cfg.Architecture = "linux", strings.TrimPrefix(platform, "linux/")
+	cfg.OS = "linux"
+	cfg.Architecture, cfg.Variant = archVariant(platform)
 	cfg.Created = v1.Time{Time: opts.created}
 	for i := range cfg.History {
 		cfg.History[i].Created = cfg.Created
@@ -133,6 +134,12 @@ func imageConfig(opts options) v1.Config {
 			"org.opencontainers.image.created":     opts.created.Format("2006-01-02T15:04:05Z"),
 		},
 	}
+}
+
+// archVariant splits "linux/arm/v7" into "arm" and "v7" ("linux/amd64" into "amd64" and "").
+func archVariant(platform string) (arch, variant string) {
+	arch, variant, _ = strings.Cut(strings.TrimPrefix(platform, "linux/"), "/")
+	return arch, variant
 }
 
 func opener(data []byte) tarball.Opener {

@@ -1,6 +1,6 @@
 // Command image builds the reloader's container images without a container engine: the static
 // binary on an empty base that holds only CA certificates and a non-root user, one image per
-// platform, written as an OCI layout (an index of every platform, for crane and podman) and as
+// platform (linux/amd64, linux/arm64, linux/arm/v7), written as an OCI layout (an index of every platform, for crane and podman) and as
 // one docker-save tarball per platform (for docker load and kind load image-archive).
 //
 // With -base-tar it writes only the base filesystem as a tar, which the Dockerfile unpacks, so

@@ -31,9 +31,38 @@ any reloader.* value is given. Prints "true" or nothing.
 {{- define "reloader.stakaterLayout" -}}
 {{- if kindIs "bool" .Values.stakaterLabels -}}
 {{- if .Values.stakaterLabels }}true{{ end -}}
-{{- else if .Values.reloader -}}
+{{- else if or .Values.reloader (include "reloader.previous" . | fromJson) -}}
 true
 {{- end -}}
+{{- end -}}
+
+{{/*
+The release's live Deployment in stakater's layout (selected by app and release), found with
+lookup: stakater Reloader's chart's, or this chart's in that layout. JSON {name, selector,
+clusterWide}, or {} when there is none (and always under helm template and --dry-run).
+clusterWide: a ClusterRoleBinding of this release binds a ServiceAccount of the release
+namespace, so watching every namespace grants nothing the cluster did not already grant.
+*/}}
+{{- define "reloader.previous" -}}
+{{- $out := dict -}}
+{{- range (lookup "apps/v1" "Deployment" .Release.Namespace "").items | default list -}}
+{{- $sel := .spec.selector.matchLabels | default dict -}}
+{{- if and (eq (index (.metadata.annotations | default dict) "meta.helm.sh/release-name") $.Release.Name) (eq (toString $sel.release) $.Release.Name) $sel.app -}}
+{{- $out = dict "name" .metadata.name "selector" $sel "clusterWide" false -}}
+{{- end -}}
+{{- end -}}
+{{- if $out -}}
+{{- range $name := list (printf "%s-role-binding" $out.name) $out.name -}}
+{{- $b := lookup "rbac.authorization.k8s.io/v1" "ClusterRoleBinding" "" $name -}}
+{{- $a := ($b.metadata | default dict).annotations | default dict -}}
+{{- if and (eq (index $a "meta.helm.sh/release-name") $.Release.Name) (eq (index $a "meta.helm.sh/release-namespace") $.Release.Namespace) -}}
+{{- range $b.subjects | default list -}}
+{{- if and (eq .kind "ServiceAccount") (eq (toString .namespace) $.Release.Namespace) }}{{ $_ := set $out "clusterWide" true }}{{ end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $out -}}
 {{- end -}}
 
 {{/* Labels that select the pods; stakater's reloader.matchLabels adds to them. */}}
@@ -125,6 +154,10 @@ takes bare names too). YAML list. */}}
 {{- end }}
 {{- with $s.ignoredWorkloadTypes }}
 - --ignored-workload-types={{ join "," . }}
+{{- end }}
+{{- /* The reloader's own default is helm.sh/release.v1; "" caches every Secret type. */}}
+{{- if ne (toString .Values.ignoreSecretTypes) "helm.sh/release.v1" }}
+- {{ printf "--ignore-secret-types=%s" (toString .Values.ignoreSecretTypes) | quote }}
 {{- end }}
 {{- range concat $s.annotationFlags .Values.extraArgs }}
 - {{ . | quote }}
@@ -234,5 +267,30 @@ ServiceMonitor's Service, or kubernetes-pods for a scrape by the prometheus.io a
 {{- if and (or $s.namespaceSelector $s.namespacesToIgnore) (not $s.watchGlobally) -}}
 {{- fail "namespaceSelector and namespacesToIgnore need watchGlobally=true: a namespace-scoped reloader watches only its own namespace (stakater: reloader.namespaceSelector, reloader.ignoreNamespaces)" -}}
 {{- end -}}
+{{- include "reloader.validateSwitch" . -}}
 {{- /* values.schema.json checks each value alone (reloadStrategy, logFormat, ...). */ -}}
+{{- end -}}
+
+
+{{/*
+helm upgrade over a release whose Deployment selects by app and release (stakater's layout)
+must keep that Deployment: its selector cannot change, and a new name would delete it. Rendering
+fails, before anything changes, naming the value to add.
+*/}}
+{{- define "reloader.validateSwitch" -}}
+{{- $prev := include "reloader.previous" . | fromJson -}}
+{{- if $prev -}}
+{{- $what := printf "release %s runs Deployment %s, which selects its pods by app and release as stakater Reloader's chart does; helm cannot change that selector" .Release.Name $prev.name -}}
+{{- if not (include "reloader.stakaterLayout" .) -}}
+{{- fail (printf "%s: add --set stakaterLabels=true to switch it in place" $what) -}}
+{{- end -}}
+{{- $name := include "reloader.fullname" . -}}
+{{- if ne $name $prev.name -}}
+{{- fail (printf "%s, and this chart would name it %s: add --set fullnameOverride=%s to switch it in place" $what $name $prev.name) -}}
+{{- end -}}
+{{- $sel := include "reloader.selectorLabels" . | fromYaml -}}
+{{- if ne (toJson $sel) (toJson $prev.selector) -}}
+{{- fail (printf "%s, and this chart would select %s instead of %s: add --set reloader.matchLabels.<key>=<value> for each label beyond app and release" $what (toJson $sel) (toJson $prev.selector)) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}

@@ -8,6 +8,9 @@ value left out takes its layout's default. Returned as JSON (named templates ret
   $s := include "reloader.settings" . | fromJson
 */}}
 {{- define "reloader.settings" -}}
+{{- if not (hasKey .Values "stateConfigMap") -}}
+{{- fail "the values lack this chart's defaults: helm upgrade --reuse-values keeps the previous chart's defaults (stakater's) in their place; use --reset-then-reuse-values instead, which keeps your values over this chart's defaults" -}}
+{{- end -}}
 {{- $v := .Values -}}
 {{- $r := $v.reloader | default dict -}}
 {{- $d := $r.deployment | default dict -}}
@@ -17,6 +20,10 @@ value left out takes its layout's default. Returned as JSON (named templates ret
 {{- $global := not (empty $r) -}}
 {{- if kindIs "bool" $v.watchGlobally }}{{ $global = $v.watchGlobally }}{{ end -}}
 {{- if kindIs "bool" $r.watchGlobally }}{{ $global = $r.watchGlobally }}{{ end -}}
+{{- /* Given no scope at all, helm upgrade keeps the scope of the release's live objects. */ -}}
+{{- if not (or $r (kindIs "bool" $v.watchGlobally) $v.namespaces) -}}
+{{- with include "reloader.previous" . | fromJson }}{{ $global = .clusterWide }}{{ end -}}
+{{- end -}}
 {{- $_ := set $s "watchGlobally" $global -}}
 {{- $_ = set $s "namespaces" (include "reloader.namespaces" . | fromJsonArray) -}}
 {{- $le := $v.leaderElection.enabled -}}

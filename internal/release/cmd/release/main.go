@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
@@ -19,8 +20,11 @@ type cli struct {
 	Version    string   `required:"" help:"Release version (vMAJOR.MINOR.PATCH); with --images-only, any image tag."`
 	Revision   string   `help:"Source commit for the image labels and the SBOM."`
 	Out        string   `default:"dist" help:"Output directory."`
-	Platforms  []string `default:"linux/amd64,linux/arm64" help:"Platforms to build."`
+	Platforms  []string `default:"linux/amd64,linux/arm64,linux/arm/v7" help:"Platforms to build."`
 	ImagesOnly bool     `help:"Build only the binaries and the images."`
+	Push       string   `placeholder:"REGISTRY" help:"Push the image --out holds (make image) to REGISTRY/reloader:VERSION and write kustomize overlays that run it."`
+	Crane      string   `help:"The crane binary, for --push."`
+	Overlays   string   `default:"bin/deploy" help:"Where --push writes its overlays, one per deploy/ base."`
 }
 
 func main() {
@@ -45,10 +49,25 @@ func runRelease(ctx context.Context, c cli) error {
 	}
 	o := release.Options{Version: c.Version, Revision: c.Revision, Root: root, Out: c.Out,
 		Platforms: c.Platforms, Created: created, Log: os.Stderr}
+	if c.Push != "" {
+		return push(ctx, c, root)
+	}
 	if c.ImagesOnly {
 		return release.Images(ctx, o)
 	}
 	return release.Release(ctx, o)
+}
+
+func push(ctx context.Context, c cli, root string) error {
+	ref, err := release.Push(ctx, release.PushOptions{Crane: c.Crane, Registry: c.Push, Version: c.Version,
+		Images: c.Out, Root: root, Overlays: c.Overlays})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("pushed %s\nrun it in your cluster, watching one namespace or all of them:\n"+
+		"  kubectl -n NAMESPACE apply -k %s\n  kubectl apply -k %s\n",
+		ref, filepath.Join(c.Overlays, "namespace"), filepath.Join(c.Overlays, "cluster"))
+	return nil
 }
 
 // sourceDateEpoch is $SOURCE_DATE_EPOCH (the Makefile passes the commit time), else now.
