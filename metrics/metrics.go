@@ -15,6 +15,7 @@ import (
 const (
 	ResultSuccess = "success"
 	ResultFailure = "failure"
+	ResultDryRun  = "dry-run" // a reload --dry-run reported instead of doing
 )
 
 // Metrics holds every collector the reloader updates.
@@ -144,6 +145,12 @@ func (m *Metrics) ObserveReload(kind, namespace string, since time.Time) {
 func (m *Metrics) CountReload(kind, result, namespace string) {
 	m.Reloads.WithLabelValues(m.labels(namespace, kind, result)...).Inc()
 	m.Stakater.reload(kind, result, namespace, -1)
+}
+
+// CountDryRun records a reload that --dry-run reported and did not do; stakater's counters,
+// which count reloads done, are left alone.
+func (m *Metrics) CountDryRun(kind, namespace string) {
+	m.Reloads.WithLabelValues(m.labels(namespace, kind, ResultDryRun)...).Inc()
 }
 
 // ObserveStateWrite counts one write of a state ConfigMap (shard) and its result.

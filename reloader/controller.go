@@ -104,6 +104,10 @@ type Options struct {
 	// reloading: no workload is watched (webhook.go).
 	Webhook alert.Webhook
 
+	// DryRun judges and reports but writes nothing: no workload, Job, state, hash key Secret,
+	// webhook call or alert; each due reload is a WouldReload Event instead (dryrun.go).
+	DryRun bool
+
 	// stateWriteWait replaces defaultStateWriteWait when set (tests: export_test.go).
 	stateWriteWait time.Duration
 }
@@ -161,6 +165,7 @@ type Controller struct {
 	annotationCheck *annotationCheck // malformed or dangling reload annotations, said once (annotationcheck.go)
 	webhook         *webhookSync     // with --webhook-url, the config sync (webhook.go)
 	suspensions     *suspensions     // no Job for a suspended CronJob until its resume (cronjobsuspend.go)
+	rehearsal       *rehearsal       // with --dry-run, what is reported instead of done (dryrun.go)
 
 	ready atomic.Bool
 	busy  atomic.Int32 // workers inside a sync
@@ -197,7 +202,7 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 		log:     opts.Log,
 		metrics: opts.Metrics,
 		names:   entryKeys{single: opts.Namespace != ""},
-		state:   newStore(clients.StateConfigMaps(opts.StateNamespace), opts.StateNamespace, opts.StateName, opts.Log),
+		state:   newStore(stateClient(clients, opts), opts.StateNamespace, opts.StateName, opts.Log),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(retryLimiter(),
 			workqueue.TypedRateLimitingQueueConfig[key]{Name: "reloader", MetricsProvider: opts.Metrics.WorkqueueProvider()}),
 		refusals: workqueue.NewTypedItemExponentialFailureRateLimiter[key](refusedRetryMin, refusedRetryMax),
@@ -235,6 +240,10 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 		reloadOnCreate: opts.ReloadOnCreate, reloadOnDelete: opts.ReloadOnDelete, namespace: opts.Namespace,
 		watched: c.caches.watched, enqueue: c.queue.Add, enqueueAfter: c.queue.AddAfter}
 	c.suspensions = &suspensions{reports: c.reports, log: c.log}
+	c.rehearsal = newRehearsal(c.reports, c.metrics, c.log, opts.Clock.Now)
+	if opts.DryRun {
+		c.rule.rehearsed = c.rehearsal.view
+	}
 	c.lag = &lagCheck{store: c.state, names: c.names, lookup: c.caches.lookup, live: liveVersion(clients)}
 	c.validation = &validation{store: c.state, names: c.names, reports: c.reports, log: c.log, counter: c.metrics.InvalidChanges,
 		gates: c.gates, enqueue: c.queue.Add, dependents: c.rule.dependents, lookup: c.caches.lookup,
@@ -267,7 +276,11 @@ func (c *Controller) Run(ctx context.Context) error {
 		return nil // stopped before the API server answered
 	}
 	// A reloader that watches no Secrets needs no key.
-	if !c.opts.IgnoreSecrets && !c.opts.HashKey.load(ctx, c.clients.Secrets(c.opts.StateNamespace), c.opts.StateNamespace, c.log) {
+	var secrets secretGetCreator = c.clients.Secrets(c.opts.StateNamespace)
+	if c.opts.DryRun {
+		secrets = readOnlySecrets{secrets}
+	}
+	if !c.opts.IgnoreSecrets && !c.opts.HashKey.load(ctx, secrets, c.opts.StateNamespace, c.log) {
 		return nil // stopped before the hash key was read
 	}
 	if first {
@@ -301,7 +314,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		c.opts.Synced()
 	}
 	// Once the config caches hold the content now: a Job is created with its markers.
-	if c.caches.kinds["Job"] != nil {
+	if c.caches.kinds["Job"] != nil && !c.opts.DryRun {
 		c.jobs.resume(ctx)
 	}
 	c.startupPass()
@@ -314,8 +327,12 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer stopWork()
 	stateCtx, stopState := context.WithCancel(context.WithoutCancel(ctx))
 	stateDone := make(chan struct{})
-	go func() { defer close(stateDone); c.state.Run(stateCtx, 50*time.Millisecond) }()
-	go c.state.Keep(stateCtx, stateCheckPeriod)
+	if c.opts.DryRun {
+		close(stateDone) // what the state learns stays in memory
+	} else {
+		go func() { defer close(stateDone); c.state.Run(stateCtx, 50*time.Millisecond) }()
+		go c.state.Keep(stateCtx, stateCheckPeriod)
+	}
 	var workers sync.WaitGroup
 	for range c.opts.Workers {
 		workers.Go(func() {
@@ -324,12 +341,15 @@ func (c *Controller) Run(ctx context.Context) error {
 		})
 	}
 	go reportGauges(workCtx, c.metrics, c.state, func() int { return c.coalescer.Pending() + c.queued() })
-	if c.opts.Alerts != nil {
+	if c.opts.Alerts != nil && !c.opts.DryRun {
 		go c.opts.Alerts.Run(workCtx)
 	}
 	go c.tombstones.sweep(workCtx)
 	noted := make(chan struct{}) // closed once the note that stakater's variables were compared is done
-	if !stakaterCompared(c.state) {
+	if c.opts.DryRun {
+		go c.rehearsal.endStakaterComparison(workCtx, c.drained, &c.stakater)
+		close(noted)
+	} else if !stakaterCompared(c.state) {
 		go func() {
 			defer close(noted)
 			noteStakaterCompared(workCtx, c.state, c.drained, &c.stakater, c.log)
@@ -346,7 +366,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.shutdown(&workers, stopWork)
 	stopState()
 	<-stateDone
-	if c.opts.ShutdownGrace == 0 {
+	if c.opts.ShutdownGrace == 0 || c.opts.DryRun {
 		return nil
 	}
 	flushCtx, cancel := context.WithTimeout(context.Background(), c.opts.ShutdownGrace)
@@ -394,7 +414,7 @@ func (c *Controller) startedUp(ctx context.Context, noted <-chan struct{}) {
 	done := func() bool {
 		select {
 		case <-noted:
-			return c.state.Clean()
+			return c.stateClean()
 		default:
 			return false
 		}
@@ -516,6 +536,9 @@ func (c *Controller) sync(ctx context.Context, k key) error {
 		return c.syncWorkload(ctx, kind, k)
 	}
 	if kind, ok := c.caches.kinds[strings.TrimPrefix(k.kind, rolloutPrefix)]; ok {
+		if c.opts.DryRun {
+			return nil // a dry run follows no rollout: it started none
+		}
 		return c.syncRollout(ctx, kind, k)
 	}
 	return fmt.Errorf("queue key %s: unknown kind", k)
@@ -554,8 +577,11 @@ func newBucket(qps float64, burst int) *rate.Limiter { return rate.NewLimiter(ra
 // Idle reports whether nothing is in flight: no open window, nothing queued, no sync running and
 // no state write pending. Tests and the benchmark wait on it instead of sleeping.
 func (c *Controller) Idle() bool {
-	return c.ready.Load() && c.coalescer.Pending() == 0 && c.queued() == 0 && c.busy.Load() == 0 && c.state.Clean()
+	return c.ready.Load() && c.coalescer.Pending() == 0 && c.queued() == 0 && c.busy.Load() == 0 && c.stateClean()
 }
+
+// stateClean reports that the state has nothing left to write; a dry run writes nothing.
+func (c *Controller) stateClean() bool { return c.opts.DryRun || c.state.Clean() }
 
 // queued counts the keys waiting: in the work queue and behind it in the start-up backlog.
 func (c *Controller) queued() int { return c.queue.Len() + c.backlog.len() }

@@ -100,7 +100,7 @@ func readOrCreateHashKey(ctx context.Context, secrets secretGetCreator, namespac
 			if s, err = secrets.Get(ctx, name, metav1.GetOptions{}); err != nil {
 				return confighash.Key{}, false, false, explainSecret("get", namespace, name, err)
 			}
-		case apierrors.IsForbidden(err):
+		case apierrors.IsForbidden(err), errors.Is(err, errDryRunCreate):
 			return confighash.Key{}, false, false, fmt.Errorf("%w: %w", errKeyNotCreated, explainSecret("create", namespace, name, err))
 		default:
 			return confighash.Key{}, false, false, explainSecret("create", namespace, name, err)
@@ -160,6 +160,12 @@ func (h *HashKey) load(ctx context.Context, secrets secretGetCreator, ns string,
 			// A key for this run only is a lost key at every start: it restarts nothing (see
 			// docs/design.md, "Secret hash keys"), at the cost of Secret changes made while down.
 			h.key, _ = HashKeyOf(newHashKeySecret(name))
+			if errors.Is(err, errDryRunCreate) {
+				log.Warn("dry run: no hash key Secret, and a dry run creates none: Secret hashes use a key held in memory for this run, "+
+					"so Secret markers written under another key do not compare; Secret changes made before this start are not reported",
+					"secret", ns+"/"+name, "key_id", h.key.ID())
+				return true
+			}
 			log.Warn("the reloader may not create its hash key Secret: Secret hashes use a key held in memory for this run; "+
 				"restarts restart nothing, but a Secret change made while the reloader is down is not caught up; "+
 				"grant create on secrets, or create the Secret yourself (data key \"key\", at least 32 random bytes)",

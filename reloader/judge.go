@@ -28,6 +28,8 @@ type rule struct {
 	// stakater: stakater's variables are compared, until the first comparison is over
 	// (stakater.go); a config entry the state loses later is not compared again.
 	stakater *atomic.Bool
+	// rehearsed, with --dry-run, is a workload as the patches reported would have left it.
+	rehearsed func(kind *workloadKind, obj any) any
 }
 
 // workloadView is a cached workload read once: its metadata, template, annotations policy and
@@ -88,6 +90,9 @@ func (ru *rule) view(kind *workloadKind, obj any) (workloadView, bool) {
 // viewInAnyNamespace is the workload read once, whether its namespace is in the selection or
 // not: what its pods read does not depend on the selection.
 func (ru *rule) viewInAnyNamespace(kind *workloadKind, obj any) (workloadView, bool) {
+	if ru.rehearsed != nil {
+		obj = ru.rehearsed(kind, obj) // dryrun.go: as the dry run's reported patches left it
+	}
 	meta, tmpl := kind.template(obj)
 	if tmpl == nil {
 		return workloadView{}, false

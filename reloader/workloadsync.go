@@ -39,7 +39,7 @@ const (
 // syncWorkload patches, in one patch, every config marker of the workload that differs from
 // what the rule wants.
 func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key) error {
-	if kind.unfinished != nil {
+	if kind.unfinished != nil && !c.opts.DryRun {
 		if err := kind.unfinished(ctx, k.namespace, k.name); err != nil {
 			return err
 		}
@@ -48,7 +48,7 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 	if err != nil || !exists {
 		return err
 	}
-	if kind.resume != nil {
+	if kind.resume != nil && !c.opts.DryRun {
 		var dropped droppedRun
 		if err := kind.resume(ctx, obj); errors.As(err, &dropped) {
 			c.dropRun(obj, dropped)
@@ -58,7 +58,7 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 	}
 	w, ok := c.rule.view(kind, obj)
 	if !ok {
-		if w, ok := c.rule.viewInAnyNamespace(kind, obj); ok {
+		if w, ok := c.rule.viewInAnyNamespace(kind, obj); ok && !c.opts.DryRun {
 			return c.gates.endRememberedPause(ctx, w, c.tracker.resumed) // pauses.go
 		}
 		return nil
@@ -69,6 +69,9 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 	changes := d.changes
 	if c.suspensions.holds(w, len(changes) > 0) {
 		return nil // cronjobsuspend.go
+	}
+	if c.opts.DryRun {
+		return c.rehearse(w, changes) // dryrun.go: the one place a dry run parts from acting
 	}
 	if len(changes) == 0 {
 		if c.gates.resumes(w) && c.validation.holds(w) {

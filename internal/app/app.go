@@ -61,7 +61,14 @@ func Run(f cli.Flags, version string, hooks Hooks) error {
 	cfg.Wrap(link.Wrap)
 	var e *leader.Election
 	leaseNS := f.LeaseNamespace(stateNSs)
-	if f.LeaderElect || f.EnableHA {
+	if f.DryRun {
+		// Outermost: nothing the controller might still try is sent.
+		cfg.Wrap(dryRunGuard)
+		log.Info("dry run: reloads are reported as WouldReload Events and changed nothing; no state, Job, Secret or Lease is written")
+	}
+	if (f.LeaderElect || f.EnableHA) && f.DryRun {
+		log.Info("dry run: leader election is off; this process takes no Lease, so it never stands in for or fences a real reloader")
+	} else if f.LeaderElect || f.EnableHA {
 		if leaseNS == "" {
 			return errors.New("--leader-election-namespace: required with several --namespaces outside a cluster ($POD_NAMESPACE unset)")
 		}

@@ -47,6 +47,7 @@ type Flags struct {
 	LeaderElectionRetryPeriod   time.Duration `default:"2s" help:"How often candidates try to acquire and the leader renews; at most a third of --leader-election-renew-deadline."`
 	MetricsByNamespace          bool          `help:"Add a namespace label to the reload metrics (more series: opt-in)."`
 	EnablePprof                 bool          `help:"Serve Go profiles at /debug/pprof/ on --port. Off by default: profiles expose internals."`
+	DryRun                      bool          `help:"Judge and report, but change nothing: each due reload is a WouldReload Event, a log line and reloader_reloads_total{result=\"dry-run\"}; no workload, Job, state, Secret or Lease is written (docs/migrating.md)."`
 
 	AlternativeConfigmapAnnotation []string `help:"Extra workload annotation keys listing ConfigMaps to reload on, like configmap.reloader.stakater.com/reload."`
 	AlternativeSecretAnnotation    []string `help:"Extra workload annotation keys listing Secrets to reload on, like secret.reloader.stakater.com/reload."`
@@ -125,6 +126,9 @@ func (c *Flags) Validate() error {
 	if err := c.validateStakater(); err != nil {
 		return err
 	}
+	if c.DryRun && c.WebhookURL != "" {
+		return errors.New("--dry-run: not supported with --webhook-url, which reloads nothing to rehearse; drop one of them")
+	}
 	if c.ShutdownGrace < 0 {
 		return fmt.Errorf("--shutdown-grace: must not be negative, got %s", c.ShutdownGrace)
 	}
@@ -198,7 +202,7 @@ func (c *Flags) Options(ns, stateNS string, log *slog.Logger, m *metrics.Metrics
 		CoalescePeriod: period, CoalesceMaxWait: maxWait, ShutdownGrace: c.ShutdownGrace,
 		Strategy: strategy, ReloadOnCreate: c.ReloadOnCreate, ReloadOnDelete: c.ReloadOnDelete,
 		ArgoRollouts: c.IsArgoRollouts || argo, OpenShift: c.IsOpenshift, IgnoredWorkloadTypes: c.IgnoredWorkloadTypes,
-		Annotations: c.annotations(), Log: log, Metrics: m,
+		Annotations: c.annotations(), Log: log, Metrics: m, DryRun: c.DryRun,
 		Follow: policy.Follow{Track: c.TrackRollouts || c.Rollback, Rollback: c.Rollback, Timeout: c.RolloutTimeout},
 		Gate:   policy.GateDefaults{Window: c.ReloadWindow, MinInterval: c.MinReloadInterval},
 	}

@@ -1,0 +1,207 @@
+package reloader
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/reloader/reloader/internal/kube"
+	"github.com/reloader/reloader/metrics"
+	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/state"
+)
+
+// rehearsal is --dry-run's act: it reports a due reload instead of patching. Nothing is written,
+// so the rule judges each workload as the reported patches would have left it (view); and each
+// (workload, config content) is reported once per process, also when another writer's version
+// of the workload has replaced that view.
+type rehearsal struct {
+	reports *reporter
+	metrics *metrics.Metrics
+	log     *slog.Logger
+	clock   func() time.Time
+
+	mu   sync.Mutex
+	said map[key]map[policy.ConfigRef]string // workload → config → the value last reported
+	// as holds each workload as the patches reported would have left it, over the cached
+	// version they were computed from: the rule judges that, so a later change (a revert too)
+	// is judged against what a real run would have written.
+	as map[key]rehearsed
+}
+
+// rehearsed is a workload as the reported patches would have left it (obj), over base, the
+// resourceVersion of the cached object they were applied to.
+type rehearsed struct {
+	base string
+	obj  any
+}
+
+func newRehearsal(reports *reporter, m *metrics.Metrics, log *slog.Logger, clock func() time.Time) *rehearsal {
+	return &rehearsal{reports: reports, metrics: m, log: log, clock: clock, said: map[key]map[policy.ConfigRef]string{}, as: map[key]rehearsed{}}
+}
+
+// pretend records w (as viewed: with the patches reported before) as the patch of changes would
+// have left it.
+func (r *rehearsal) pretend(w workloadView, changes []policy.Change) error {
+	ops, err := w.target.Ops(w.meta, w.tmpl, changes, r.clock())
+	if err != nil || len(ops) == 0 {
+		return err
+	}
+	obj, err := patched(w.obj, ops)
+	if err != nil {
+		return fmt.Errorf("dry run: the patch of %s: %w", w.key, err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.as[w.key] = rehearsed{base: w.meta.GetResourceVersion(), obj: obj}
+	return nil
+}
+
+// view is obj as the patches reported would have left it, while the cache holds the version they
+// were applied to. A newer version, written by someone else, is the truth again: the workload is
+// judged by it and by the state in memory, as a real run judges one whose marker was removed.
+func (r *rehearsal) view(kind *workloadKind, obj any) any {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return obj
+	}
+	k := key{kind.name, m.GetNamespace(), m.GetName()}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	as, ok := r.as[k]
+	switch {
+	case !ok:
+		return obj
+	case as.base != m.GetResourceVersion():
+		delete(r.as, k)
+		return obj
+	}
+	return as.obj
+}
+
+// patched is a copy of obj with the JSON patch ops applied.
+func patched(obj any, ops []policy.JSONOp) (any, error) {
+	doc, err := json.Marshal(obj)
+	if err != nil {
+		return nil, fmt.Errorf("encode workload: %w", err)
+	}
+	body, err := json.Marshal(ops)
+	if err != nil {
+		return nil, fmt.Errorf("encode patch: %w", err)
+	}
+	p, err := jsonpatch.DecodePatch(body)
+	if err != nil {
+		return nil, fmt.Errorf("decode patch: %w", err)
+	}
+	if doc, err = p.Apply(doc); err != nil {
+		return nil, fmt.Errorf("apply patch: %w", err)
+	}
+	out := reflect.New(reflect.TypeOf(obj).Elem()).Interface()
+	if err := json.Unmarshal(doc, out); err != nil {
+		return nil, fmt.Errorf("decode patched workload: %w", err)
+	}
+	return out, nil
+}
+
+// report tells, once, the changes of w not already told: a WouldReload Event, a log line and
+// reloader_reloads_total{result="dry-run"}.
+func (r *rehearsal) report(w workloadView, changes []policy.Change) {
+	fresh := r.unsaid(w.key, changes)
+	if len(fresh) == 0 {
+		return
+	}
+	what := describe(fresh)
+	r.metrics.CountDryRun(w.kind.name, w.key.namespace)
+	r.reports.event(w.obj, corev1.EventTypeNormal, "WouldReload", "Would reload for "+what+" (dry run: nothing was changed)")
+	r.log.Info("would reload workload (dry run)", "kind", w.kind.name, "namespace", w.key.namespace, "name", w.key.name, "configs", what)
+}
+
+// unsaid records changes as told for workload k and returns those that were not yet.
+func (r *rehearsal) unsaid(k key, changes []policy.Change) []policy.Change {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	said := r.said[k]
+	if said == nil {
+		said = map[policy.ConfigRef]string{}
+		r.said[k] = said
+	}
+	var fresh []policy.Change
+	for _, ch := range changes {
+		if v, ok := said[ch.Ref]; !ok || v != ch.Value {
+			said[ch.Ref] = ch.Value
+			fresh = append(fresh, ch)
+		}
+	}
+	return fresh
+}
+
+// rehearse is syncWorkload's dry-run end: what is due and not held by validation or a closed
+// gate is reported; nothing is written (no pause started or ended, no Job run, no state).
+func (c *Controller) rehearse(w workloadView, changes []policy.Change) error {
+	if len(changes) == 0 || c.validation.holds(w) {
+		return nil
+	}
+	if v := c.gates.of(w).Decide(c.opts.Clock.Now()); v.Action == policy.Hold {
+		c.gates.deferrals.hold(w.key, v.Until, v.Reason) // synced again when the gate opens
+		return nil
+	}
+	c.rehearsal.report(w, changes)
+	return c.rehearsal.pretend(w, changes)
+}
+
+// readOnlySecrets refuses the hash key Secret's creation: a dry run writes nothing, so without
+// the Secret it hashes Secrets under a key of its own (HashKey.load says so).
+type readOnlySecrets struct{ secretGetCreator }
+
+func (readOnlySecrets) Create(context.Context, *corev1.Secret, metav1.CreateOptions) (*corev1.Secret, error) {
+	return nil, errDryRunCreate
+}
+
+// errDryRunCreate: a dry run creates no hash key Secret.
+var errDryRunCreate = errors.New("a dry run creates no Secret")
+
+// readOnlyState is the state's client in a dry run: the state lives in memory only. The first
+// shard's creation at load is not sent, and no write is.
+type readOnlyState struct{ state.ConfigMapClient }
+
+func (readOnlyState) Create(_ context.Context, cm *corev1.ConfigMap, _ metav1.CreateOptions) (*corev1.ConfigMap, error) {
+	return cm.DeepCopy(), nil
+}
+
+func (readOnlyState) Patch(context.Context, string, types.PatchType, []byte, metav1.PatchOptions, ...string) (*corev1.ConfigMap, error) {
+	return nil, errDryRunWrite
+}
+
+// errDryRunWrite: a dry run writes no state.
+var errDryRunWrite = errors.New("a dry run writes no state")
+
+// stateClient is the state's client: read-only in a dry run.
+func stateClient(clients *kube.Clients, opts Options) state.ConfigMapClient {
+	if opts.DryRun {
+		return readOnlyState{clients.StateConfigMaps(opts.StateNamespace)}
+	}
+	return clients.StateConfigMaps(opts.StateNamespace)
+}
+
+// endStakaterComparison is noteStakaterCompared in memory: once the start-up's syncs are done,
+// the dry run judges by its own state, as a real run after its first start does.
+func (r *rehearsal) endStakaterComparison(ctx context.Context, drained func(context.Context, time.Duration) bool, comparing *atomic.Bool) {
+	for !drained(ctx, time.Second) {
+		if ctx.Err() != nil {
+			return
+		}
+	}
+	comparing.Store(false)
+}
