@@ -33,11 +33,12 @@ import (
 //     (checker_fold_test.go).
 
 // How often, after a main action, the tenth stream draws each of its actions.
-const forgeEvery, lossEvery, ownerPauseEvery, foldUpdateEvery = 8, 20, 10, 6
+const forgeEvery, lossEvery, ownerPauseEvery, foldUpdateEvery = 8, 60, 10, 6
 
 // writeBackWithin bounds how long a running reloader takes to write back a state ConfigMap
-// deleted under it (docs/design.md, "Repair": a check every 10 s).
-const writeBackWithin = 12 * time.Second
+// deleted under it (docs/design.md, "Repair"): it checks its shards every minute, and skips a
+// shard one of its writes reached within the last minute, so an idle deletion waits up to two.
+const writeBackWithin = 130 * time.Second
 
 // tenthActions draws gen 9's actions after a main action. They change nothing the other streams
 // read (the generator's world, its fresh values), so version 9 without them is version 8.
@@ -105,7 +106,7 @@ func (g *generator) forge(s sequence) []action {
 		a.Key, a.Target = p[0], p[1]
 	}
 	// Forged while the replica is down: a running reloader writes back its own shard within
-	// writeBackWithin, which removes what it did not write.
+	// writeBackWithin, and removes what it did not write.
 	a.Pause = time.Duration(g.tenth.IntN(400)) * time.Millisecond
 	out := []action{{Op: "down", Dur: time.Duration(1500+g.tenth.IntN(1500)) * time.Millisecond, Pause: time.Duration(100+g.tenth.IntN(200)) * time.Millisecond}, a}
 	if a.Value == forgeHold {

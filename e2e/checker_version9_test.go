@@ -56,7 +56,7 @@ func TestVersion9AddsItsTenthStreamAndChangesNothingElse(t *testing.T) {
 	for what, least := range map[string]int{
 		"forge " + forgeUnsigned: 10, "forge " + forgeOtherKey: 10, "forge " + forgeOutside: 5, "forge " + forgeEntry: 20,
 		"forge " + forgeTombstone: 10, "forge " + forgeStrip: 15, "forge " + forgeHold: 15,
-		"state-delete": 20, "down": 20, "owner-pause": 40,
+		"state-delete": 15, "down": 20, "owner-pause": 40,
 		"create-workload " + foldedWorkloadName: 5, "update " + foldedName: 10,
 	} {
 		if drawn[what] < least {
