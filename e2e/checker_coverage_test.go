@@ -31,6 +31,7 @@ func coverage(s sequence) map[string]int {
 	setting(len(s.Validated) > 0, "setting: validated configs")
 	setting(s.Rollback, "setting: --rollback")
 	setting(s.NsSelector, "setting: --namespace-selector")
+	setting(s.Fold, "setting: two configs folding into one stakater variable")
 	for i, a := range s.Actions {
 		c["action: "+a.Op]++
 		switch a.Op {
@@ -60,6 +61,11 @@ func coverage(s sequence) map[string]int {
 			gateCoverage(c, a.Gate)
 		case "hashkey":
 			c["hash key: "+a.Value]++
+		case "forge":
+			c["forged state entry: "+a.Value]++
+		}
+		if a.Op == "state-delete" && a.Tenth {
+			c["state deleted under a running reloader, then a downtime"]++
 		}
 	}
 	return c

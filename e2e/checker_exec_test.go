@@ -52,6 +52,12 @@ type world struct {
 	// leader lost on its own (its renew deadline passed in an outage), which opens a span with
 	// no leader as a stop does.
 	stopping map[*proc]bool
+	// forgedJobs numbers the Jobs forged notes name; outside is a namespace the reloader does
+	// not watch (gen 9, checker_forge_test.go).
+	forgedJobs int
+	outside    string
+	// resumes: the owner's resume of each Deployment it paused (gen 9), by name.
+	resumes map[string]func()
 }
 
 // downtime is a replica stopped for a while: it starts again at the first action after until.
@@ -66,7 +72,7 @@ func newWorld(t *testing.T, ctx context.Context, seq sequence) *world {
 	}
 	w := &world{t: t, ctx: ctx, ns: cluster.NewNamespace(t), seq: seq, rec: newRecorder(seq), dyn: dyn,
 		rnd: rand.New(rand.NewPCG(seq.Seed, 7)), lifts: map[string]func(){}, faults: map[string]int{}, downs: map[int]downtime{},
-		stopping: map[*proc]bool{}}
+		stopping: map[*proc]bool{}, resumes: map[string]func(){}}
 	w.gate = newGate(t, strings.TrimPrefix(cluster.Config.Host, "https://"))
 	w.gate.open.Store(true)
 	w.kube = kubeconfigThrough(t, w.gate)
@@ -115,7 +121,10 @@ var errNotThere = errors.New("not there")
 func (w *world) setup() (ran int) {
 	ctx := w.ctx
 	for _, c := range configNames {
-		w.must(w.writeConfig(c, content{"a": "0", "b": "0"}, true))
+		w.must(w.writeConfig(c, firstContent(c), true))
+	}
+	if w.seq.Fold {
+		w.must(w.writeConfig(foldedName, firstContent(foldedName), true))
 	}
 	list, err := cluster.Client().AppsV1().Deployments(w.ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -157,8 +166,12 @@ func (w *world) setup() (ran int) {
 // (state-delete, state-corrupt), which records its own loss.
 func (w *world) noteUnknown(name string) {
 	e, err := w.stateEntry(name)
-	gone := apierrors.IsNotFound(err) || strings.HasPrefix(e, "deleted@") && strings.HasSuffix(e, ":")
-	if gone {
+	hashless := strings.HasPrefix(e, "deleted@") && strings.HasSuffix(e, ":")
+	gone := apierrors.IsNotFound(err) || hashless
+	switch {
+	case apierrors.IsNotFound(err):
+		w.rec.stateGone(name)
+	case hashless:
 		w.rec.forget(name)
 	}
 	w.rec.unknownBefore(name, gone || err == nil && e == "")
@@ -416,10 +429,14 @@ func (w *world) do(a action) error {
 		return w.retry(a.String(), func() error { return w.replaceHashKey(a.Value == "replace") })
 	case "state-delete":
 		w.faults[a.Op]++
-		w.rec.forget(configNames...)
+		w.rec.stateDeleted()
 		return w.retry(a.String(), func() error {
 			return cluster.Client().CoreV1().ConfigMaps(w.ns).Delete(w.ctx, "reloader-state", metav1.DeleteOptions{})
 		})
+	case "forge":
+		return w.forge(a)
+	case "owner-pause":
+		return w.ownerPause(a.Target, a.Dur)
 	case "state-corrupt":
 		w.faults[a.Op]++
 		w.rec.forget(a.Target)
@@ -705,7 +722,7 @@ func stakaterVars(tmpl *corev1.PodTemplateSpec, a action) map[string]bool {
 		lagged[c] = true
 	}
 	for _, c := range a.Cur {
-		set(c, content{"a": "0", "b": "0"})
+		set(c, firstContent(c))
 	}
 	return lagged
 }
@@ -828,9 +845,10 @@ func (w *world) deleteWorkload(name string) error {
 // edited is what an edit of a workload set: an annotation mode, a gate, or what its template
 // reads (a reref).
 type edited struct {
-	mode string
-	gate *gateSpec
-	refs []ref
+	mode   string
+	gate   *gateSpec
+	refs   []ref
+	paused *bool // an owner's pause or resume (gen 9)
 }
 
 // updateWorkload applies edit to the live workload name and records what it set.
@@ -875,6 +893,9 @@ func (w *world) updateWorkload(name string, edit func(o *wobj, onTemplate bool) 
 	if e.refs != nil {
 		l.rerefs = append(l.rerefs, reref{at: at, rv: rvOf(out), before: l.refs})
 		l.refs = e.refs
+	}
+	if e.paused != nil {
+		l.ownerPausedBy(*e.paused, at)
 	}
 	if out.GetGeneration() != before { // the update was based on o, so only it moved the generation
 		l.ownChanges++
@@ -1054,6 +1075,7 @@ func (w *world) heal() {
 		delete(w.lifts, name)
 	}
 	w.mu.Unlock()
+	w.resumeAll()
 	w.wake(true)
 	w.rec.mu.Lock()
 	out := w.rec.outNow()
@@ -1106,7 +1128,7 @@ func (w *world) leading(timeout time.Duration) bool {
 // the deleted ones, which it returns.
 func (w *world) finalRound() (recreated []string) {
 	w.rec.setStep("the final round")
-	for _, c := range configNames {
+	for _, c := range w.configsInWorld() {
 		w.rec.mu.Lock()
 		ignored := w.rec.isIgnored(c)
 		w.rec.mu.Unlock()
@@ -1116,7 +1138,7 @@ func (w *world) finalRound() (recreated []string) {
 	}
 	w.openGates()
 	time.Sleep(raceMargin)
-	for _, c := range configNames {
+	for _, c := range w.configsInWorld() {
 		if _, ok := w.current(c); ok {
 			w.must(w.do(action{Op: "update", Target: c, Key: "a", Value: validJSON}))
 		} else {
@@ -1184,6 +1206,14 @@ func (w *world) changeAgain(recreated []string) {
 		}
 		w.must(w.do(action{Op: "update", Target: c, Key: "a", Value: "final-2"}))
 	}
+}
+
+// configsInWorld are the configs of the sequence's world: the fifth one only where it was made.
+func (w *world) configsInWorld() []string {
+	if w.seq.Fold {
+		return judgedConfigs
+	}
+	return configNames
 }
 
 // waitRecorded waits up to timeout for the state ConfigMap to hold content for config name.

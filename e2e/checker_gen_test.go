@@ -61,6 +61,8 @@ type action struct {
 	// stakater Reloader's variable for, with the hash of an older content (Lag: stakater missed
 	// the config's last change) or of the current one (Cur).
 	Lag, Cur []string
+	// Tenth: drawn from gen 9's tenth stream (checker_forge_test.go); older versions have none.
+	Tenth bool
 	// Gen 3. create-workload: the workload's kind ("" is a Deployment), whether its annotations
 	// sit on its pod template rather than its metadata, and its first gate (see gateSpec).
 	Kind       string
@@ -117,6 +119,11 @@ func (a action) String() string {
 		fmt.Fprintf(&b, " mode=%s", a.Mode)
 	case "reref":
 		fmt.Fprintf(&b, " reads=%v", a.Refs)
+	case "forge":
+		fmt.Fprintf(&b, " %s", a.Value)
+		if a.Key != "" {
+			fmt.Fprintf(&b, " of %s", a.Key)
+		}
 	}
 	if a.Dur > 0 {
 		fmt.Fprintf(&b, " for=%s", a.Dur)
@@ -161,7 +168,10 @@ type sequence struct {
 	// the sequence's namespace matches at the start; ns-leave and ns-enter actions take it out
 	// of the selection and back (checker_scope_test.go).
 	NsSelector bool
-	Actions    []action
+	// Fold (gen 9, in switches from stakater): the world has a fifth config, foldedName, whose
+	// stakater variable is cm--2's, and a workload reading both (foldedWorkload).
+	Fold    bool
+	Actions []action
 }
 
 func (s sequence) String() string {
@@ -173,6 +183,9 @@ func (s sequence) String() string {
 	}
 	if s.Gen >= 4 {
 		fmt.Fprintf(&b, "  namespace-selector %t\n", s.NsSelector)
+	}
+	if s.Gen >= 9 {
+		fmt.Fprintf(&b, "  folded stakater variable %t\n", s.Fold)
 	}
 	for i, a := range s.Actions {
 		fmt.Fprintf(&b, "  %2d. %s\n", i+1, a)
@@ -227,10 +240,14 @@ type generator struct {
 	eighth *rand.Rand
 	// gen 8 draws, from a ninth stream, which named workloads name their configs by patterns.
 	ninth *rand.Rand
+	// gen 9 draws, from a tenth stream, forged state entries, a state lost under a running
+	// reloader, owner pauses and the folded stakater variable (checker_forge_test.go).
+	tenth    *rand.Rand
+	lossRuns int // the workloads gen 9's state-loss scenario created (w-s<n>)
 }
 
 // latestGen is the generator version new seeds run with.
-const latestGen = 8
+const latestGen = 9
 
 // generate makes the sequence of seed under generator version gen: n actions, faults included
 // when faults is set.
@@ -243,7 +260,8 @@ func generate(seed uint64, gen, n int, faults bool) sequence {
 		sixth:   rand.New(rand.NewPCG(seed^0x3c6ef372fe94f82b, seed^0xa54ff53a5f1d36f1)),
 		seventh: rand.New(rand.NewPCG(seed^0x510e527fade682d1, seed^0x9b05688c2b3e6c1f)),
 		eighth:  rand.New(rand.NewPCG(seed^0x1f83d9abfb41bd6b, seed^0x5be0cd19137e2179)),
-		ninth:   rand.New(rand.NewPCG(seed^0x6a09e667f3bcc908, seed^0xbb67ae8584caa73b))}
+		ninth:   rand.New(rand.NewPCG(seed^0x6a09e667f3bcc908, seed^0xbb67ae8584caa73b)),
+		tenth:   rand.New(rand.NewPCG(seed^0xcbbb9d5dc1059ed8, seed^0x629a292a367cd507))}
 	for _, c := range configNames {
 		g.configs[c] = true // the world starts with every config, content "0"
 	}
@@ -261,6 +279,9 @@ func generate(seed uint64, gen, n int, faults bool) sequence {
 	if gen >= 4 {
 		s.NsSelector = g.fifth.IntN(3) == 0
 	}
+	if gen >= 9 && s.Migrate {
+		s.Fold = g.tenth.IntN(2) == 0
+	}
 	for range 3 + g.rnd.IntN(2) { // a few workloads from the start
 		a := g.createWorkload()
 		if s.Migrate {
@@ -268,7 +289,11 @@ func generate(seed uint64, gen, n int, faults bool) sequence {
 		}
 		s.Actions = append(s.Actions, a)
 	}
-	for main := len(s.Actions); main < n; main++ {
+	first := len(s.Actions) // the folded workload is no main action
+	if s.Fold {
+		s.Actions = append(s.Actions, g.foldedWorkload())
+	}
+	for main := first; main < n; main++ {
 		s.Actions = append(s.Actions, g.next())
 		if faults {
 			s.Actions = append(s.Actions, g.extras()...)
@@ -309,6 +334,9 @@ func generate(seed uint64, gen, n int, faults bool) sequence {
 		}
 		if s.NsSelector {
 			s.Actions = append(s.Actions, g.scopeAction()...)
+		}
+		if gen >= 9 {
+			s.Actions = append(s.Actions, g.tenthActions(s)...)
 		}
 	}
 	return s

@@ -172,7 +172,7 @@ func markers(t *corev1.PodTemplateSpec) map[string]string {
 	out := map[string]string{}
 	var hashes map[string]string
 	_ = json.Unmarshal([]byte(t.Annotations["reloader/config-hashes"]), &hashes)
-	for _, c := range configNames {
+	for _, c := range judgedConfigs {
 		r := configRef(c)
 		if v, ok := policy.EnvValue(t, policy.EnvVarName(r)); ok {
 			out[c] = "env:" + v

@@ -136,6 +136,9 @@ type workloadLife struct {
 	// jobGone: when the watch saw the Job deleted (the first half of a reload), for
 	// outOfScope.
 	jobGone []time.Time
+	// Gen 9: its owner's pauses (checker_ownerpause_test.go), and the writes seen to resume it.
+	ownerPauses []pauseSpan
+	unpauses    []change
 }
 
 // genMove is a write seen through the watch that moved a workload's generation to gen.
@@ -201,11 +204,11 @@ type recorder struct {
 	configs   map[string][]configEvent
 	ignored   map[string][]modeEvent // "true"/"false" per config
 	workloads map[types.UID]*workloadLife
-	own       map[int64]bool         // resourceVersions the checker wrote to Deployments
-	blind     [][2]time.Time         // outages and API server restarts
-	changedAt time.Time              // when a template last changed
-	gaps      int                    // watch gaps caught up by a list: restarts there may be undercounted
-	amnesia   map[string][]time.Time // when the state lost each config's entry
+	own       map[int64]bool    // resourceVersions the checker wrote to Deployments
+	blind     [][2]time.Time    // outages and API server restarts
+	changedAt time.Time         // when a template last changed
+	gaps      int               // watch gaps caught up by a list: restarts there may be undercounted
+	amnesia   map[string][]loss // when the state lost each config's entry
 	// unknownNext: configs whose next write finds no content for them in the state.
 	unknownNext map[string]bool
 	starts      []time.Time // when reloader processes started
@@ -229,6 +232,8 @@ type recorder struct {
 	stateLosses []time.Time
 	// kills: when a replica was killed (kill -9), for unwritten.
 	kills []time.Time
+	// forgeries: entries the checker forged into the state (gen 9, checker_forge_test.go).
+	forgeries []forgery
 }
 
 func (r *recorder) lastRestart() time.Time {
@@ -239,7 +244,7 @@ func (r *recorder) lastRestart() time.Time {
 
 func newRecorder(seq sequence) *recorder {
 	return &recorder{configs: map[string][]configEvent{}, ignored: map[string][]modeEvent{},
-		workloads: map[types.UID]*workloadLife{}, own: map[int64]bool{}, amnesia: map[string][]time.Time{}, unknownNext: map[string]bool{},
+		workloads: map[types.UID]*workloadLife{}, own: map[int64]bool{}, amnesia: map[string][]loss{}, unknownNext: map[string]bool{},
 		onCreate: seq.OnCreate, onDelete: seq.OnDelete, window: seq.Window, rollback: seq.Rollback, validated: seq.Validated, jobsSeen: map[types.UID]bool{}}
 }
 
@@ -281,16 +286,37 @@ func (r *recorder) unknownBefore(name string, unknown bool) {
 	r.unknownNext[name] = unknown
 }
 
-// forget notes that the state lost the entries of configs.
+// forget notes that the state lost the entries of configs: corrupted, or a tombstone with no
+// hash.
 func (r *recorder) forget(configs ...string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, c := range configs {
-		r.amnesia[c] = append(r.amnesia[c], time.Now())
+		r.amnesia[c] = append(r.amnesia[c], loss{at: time.Now()})
 	}
-	if len(configs) == len(configNames) { // only the state's deletion forgets every config
-		r.stateLosses = append(r.stateLosses, time.Now())
+}
+
+// stateDeleted notes that the checker deleted the state ConfigMap.
+func (r *recorder) stateDeleted() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := time.Now()
+	for _, c := range judgedConfigs {
+		r.amnesia[c] = append(r.amnesia[c], loss{at: now, deleted: now})
 	}
+	r.stateLosses = append(r.stateLosses, now)
+}
+
+// stateGone notes that the state ConfigMap was found missing before a write of config c: lost
+// at its last deletion, or never written.
+func (r *recorder) stateGone(c string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l := loss{at: time.Now()}
+	if n := len(r.stateLosses); n > 0 {
+		l.deleted = r.stateLosses[n-1]
+	}
+	r.amnesia[c] = append(r.amnesia[c], l)
 }
 
 // lostWithState reports whether Job w may be gone for good: the reloader deleted it to create
@@ -307,7 +333,7 @@ func (r *recorder) lostWithState(w *workloadLife) bool {
 		return false // created again since
 	}
 	for _, f := range r.stateLosses {
-		if f.After(gone) && slices.ContainsFunc(r.starts, func(s time.Time) bool { return s.After(f) }) {
+		if f.After(gone) && slices.ContainsFunc(r.starts, func(s time.Time) bool { return s.After(f) }) && r.unknowable(loss{at: f, deleted: f}) {
 			return true
 		}
 	}
@@ -474,15 +500,20 @@ func (r *recorder) seen(kind string, u *unstructured.Unstructured, watched bool)
 	w.seenTmpl = *o.tmpl.DeepCopy()
 	// A paused Deployment restarts nothing until it is resumed, and its resume rolls out the
 	// template as it is then: the pods read their configs at the resume.
+	// A template change while its owner pauses it is the reloader's reload all the same (gen 9):
+	// its rollout waits for the resume, and its clock with it.
 	wasPaused := w.paused
 	if w.paused = pausedOf(kind, u); w.paused && !wasPaused {
 		w.pausedAt = time.Now()
 	}
-	if w.paused || equality.Semantic.DeepEqual(w.tmpl, o.tmpl) {
+	if wasPaused && !w.paused {
+		w.unpauses = append(w.unpauses, change{rv: rvOf(u), at: time.Now()})
+	}
+	if w.paused && !w.ownerPaused() || equality.Semantic.DeepEqual(w.tmpl, o.tmpl) {
 		return
 	}
 	r.restarted(w, o, rvOf(u))
-	if wasPaused {
+	if wasPaused && !w.paused {
 		w.resumes = append(w.resumes, resume{restart: len(w.restarts) - 1, pausedAt: w.pausedAt})
 	}
 }
@@ -531,7 +562,7 @@ func (r *recorder) jobCreated(o *wobj) {
 func touchedConfigs(before, after *corev1.PodTemplateSpec) map[string]bool {
 	out := map[string]bool{}
 	m0, m1 := markers(before), markers(after)
-	for _, c := range configNames {
+	for _, c := range judgedConfigs {
 		if m0[c] != m1[c] {
 			out[c] = true
 		}
@@ -646,7 +677,7 @@ func (r *recorder) judged() int {
 	defer r.mu.Unlock()
 	n := 0
 	for _, w := range r.lives() {
-		for _, c := range configNames {
+		for _, c := range judgedConfigs {
 			if _, ok := r.held(w, c); ok {
 				n++
 			}
@@ -670,14 +701,17 @@ func (r *recorder) lost() []violation {
 		return nil // nothing is owed while the namespace is out of the selection
 	}
 	for _, w := range r.lives() {
+		if w.ownerPaused() {
+			continue // its owner's resume rolls out what its template holds then
+		}
 		if w.gate().holds(r.window) || r.readsInvalid(w) {
 			continue // held until its gate opens, or what it reads validates: the final round does both
 		}
 		if r.lostWithState(w) || r.lostWithKey(w) {
 			continue // runs nothing: its recreation went with the state and the process, or was dropped
 		}
-		for _, c := range configNames {
-			if last, ok := r.held(w, c); ok && r.stale(w, c) && !r.baseline(w, c) && !r.keyBaseline(w, c) && !r.heldByRollback(w, c) && !r.leftBehind(w, c) {
+		for _, c := range judgedConfigs {
+			if last, ok := r.held(w, c); ok && r.stale(w, c) && !r.baseline(w, c) && !r.keyBaseline(w, c) && !r.heldByRollback(w, c) && !r.leftBehind(w, c) && !r.heldByForgery(w, c) {
 				out = append(out, violation(fmt.Sprintf("lost: %s (mode %s, reads %s) runs an old content of %s, changed at rv %d by %s\n%s", w.name, w.mode(), w.reads(), c, last.rv, last.by, r.story(w, c))))
 			}
 		}
@@ -878,9 +912,12 @@ func (r *recorder) baseline(w *workloadLife, c string) bool {
 		return false // with --reload-on-delete, an absence is a baseline too
 	}
 	now := es[len(es)-1].read(whole)
-	for _, f := range r.amnesia[c] {
+	for _, l := range r.amnesia[c] {
+		if !r.unknowable(l) {
+			continue // written back from memory by the reloader that ran through it
+		}
 		for _, st := range r.starts {
-			if st.Before(f) {
+			if st.Before(l.at) {
 				continue
 			}
 			var at string
@@ -953,8 +990,8 @@ func (r *recorder) forgotten(c string, ch change) bool {
 	if !ch.unknown {
 		return false
 	}
-	for _, f := range r.amnesia[c] {
-		if f.Before(ch.at) && slices.ContainsFunc(r.starts, func(s time.Time) bool { return s.After(f) }) {
+	for _, l := range r.amnesia[c] {
+		if l.at.Before(ch.at) && slices.ContainsFunc(r.starts, func(s time.Time) bool { return s.After(l.at) }) && r.unknowable(l) {
 			return true
 		}
 	}
@@ -1014,7 +1051,7 @@ func (r *recorder) excess() []violation {
 		}
 		byReloader := r.byReloader(w)
 		bound := len(r.rollbacks(w).rollback)
-		for _, c := range configNames {
+		for _, c := range judgedConfigs {
 			bound += r.bound(w, c)
 		}
 		if byReloader > bound {
@@ -1036,7 +1073,7 @@ func (r *recorder) history(w *workloadLife) string {
 		}
 	}
 	b.WriteString("; changes:")
-	for _, c := range configNames {
+	for _, c := range judgedConfigs {
 		for _, ch := range r.changes(c, true) {
 			if r.counts(w, c, ch) {
 				fmt.Fprintf(&b, " %s@%d(%s)", c, ch.rv, ch.by)
@@ -1051,7 +1088,7 @@ func (r *recorder) history(w *workloadLife) string {
 // and needs one. The caller holds r.mu.
 func (r *recorder) unjustified(w *workloadLife) (int64, []string, bool) {
 	pending := map[string][]change{}
-	for _, c := range configNames {
+	for _, c := range judgedConfigs {
 		pending[c] = r.excuses(w, c)
 		for _, ch := range r.changes(c, true) {
 			if r.counts(w, c, ch) {
@@ -1067,7 +1104,7 @@ func (r *recorder) unjustified(w *workloadLife) (int64, []string, bool) {
 		}
 		carried := false
 		var touched []string
-		for _, c := range configNames {
+		for _, c := range judgedConfigs {
 			if !w.touched[i][c] {
 				continue
 			}
@@ -1119,6 +1156,7 @@ func (r *recorder) excuses(w *workloadLife, c string) []change {
 			out = append(out, change{rv: s.rv, at: s.at, by: "a strip no reloader saw"})
 		}
 	}
+	out = append(out, r.forgedRestarts(w, c)...)
 	return append(out, r.holdsLost(w, c)...)
 }
 
@@ -1135,7 +1173,7 @@ func (r *recorder) holdsLost(w *workloadLife, c string) []change {
 			continue
 		}
 		for _, f := range r.stateLosses {
-			if f.After(w.restartAt[i]) && slices.ContainsFunc(r.starts, func(s time.Time) bool { return s.After(f) }) {
+			if f.After(w.restartAt[i]) && slices.ContainsFunc(r.starts, func(s time.Time) bool { return s.After(f) }) && r.unknowable(loss{at: f, deleted: f}) {
 				out = append(out, change{rv: w.restarts[i], at: w.restartAt[i], by: "a hold lost with the state"})
 				break
 			}
@@ -1261,7 +1299,7 @@ func (r *recorder) gated(w *workloadLife) []violation {
 		resumed[rs.restart] = true
 	}
 	for i, rv := range w.restarts {
-		if w.kind != kindDeployment || r.own[rv] || paired.rollback[i] || resumed[i] {
+		if w.kind != kindDeployment || r.own[rv] || paired.rollback[i] || resumed[i] || w.ownerPausedAt(w.restartAt[i]) {
 			continue
 		}
 		at := w.restartAt[i]
@@ -1271,6 +1309,9 @@ func (r *recorder) gated(w *workloadLife) []violation {
 		}
 	}
 	for _, rs := range w.resumes {
+		if r.own[w.restarts[rs.restart]] {
+			continue // its owner's resume
+		}
 		at := w.restartAt[rs.restart]
 		g, ok := w.gateSince(rs.pausedAt.Add(-raceMargin), at)
 		if d := g.pausePeriod(); ok && d > 0 && at.Sub(rs.pausedAt) < d-500*time.Millisecond {
@@ -1278,6 +1319,7 @@ func (r *recorder) gated(w *workloadLife) []violation {
 				w.kind, w.name, w.restarts[rs.restart], at.Sub(rs.pausedAt).Round(time.Millisecond), g)))
 		}
 	}
+	out = append(out, r.ownerPauseViolations(w, paired)...)
 	for i := range paired.rollback {
 		j := paired.of[i]
 		for k := j + 1; k < i; k++ {

@@ -244,7 +244,7 @@ func (w *world) settle() []violation {
 			if err := w.generations(); err != nil {
 				w.t.Fatal(err)
 			}
-			return append(lost, w.rec.excess()...)
+			return slices.Concat(lost, w.rec.excess(), w.forgedJobsCreated())
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
