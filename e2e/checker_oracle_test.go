@@ -1157,6 +1157,7 @@ func (r *recorder) excuses(w *workloadLife, c string) []change {
 		}
 	}
 	out = append(out, r.forgedRestarts(w, c)...)
+	out = append(out, r.reappearances(w, c)...)
 	return append(out, r.holdsLost(w, c)...)
 }
 
