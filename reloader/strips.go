@@ -129,11 +129,14 @@ func (s *strips) watchDue(c key, deps []dependent) {
 // unsure notes, at a start, each dependent of config c the state judges due as running another
 // content: while no reloader watched, another actor may have restarted it and it may run the
 // config's content (watch); without a strip, a return of the config to the state's content
-// would leave it there.
+// would leave it there. So too a dependent an earlier process noted waiting for c (awaits): c
+// came back while no reloader watched, and may have changed since the pods took it, or been
+// read anew by another actor's restart (checker seed 408@9): which content they run is unknown.
 func (s *strips) unsure(c key, deps []dependent) {
 	r := policy.ConfigRef{Kind: c.kind, Name: c.name}
 	for _, d := range deps {
-		if d.byState && d.reload && restartedByOthers(d.workload) {
+		v, noted := s.store.Value(s.names.strip(d.workload, r))
+		if d.byState && d.reload && restartedByOthers(d.workload) || noted && v == awaited {
 			s.remember(d.workload, r, otherContent, d.keys)
 		}
 	}
