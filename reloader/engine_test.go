@@ -309,25 +309,7 @@ func TestStakaterChangeIsCaughtUpForNamesWithRunsOfSymbols(t *testing.T) {
 func TestStakatersVariableIsComparedOnlyAtTheFirstStart(t *testing.T) {
 	t.Parallel()
 	ns := cluster.NewNamespace(t)
-	createConfigMap(t, ns, "app-config", map[string]string{"a": "1", "b": "1"})
-	createDeployment(t, ns, "web", 0, map[string]string{"reloader.stakater.com/auto": "true"}, func(s *corev1.PodSpec) {
-		current := confighash.StakaterConfigMap(&corev1.ConfigMap{Data: map[string]string{"a": "1", "b": "1"}})
-		s.Containers[0].Env = append(s.Containers[0].Env,
-			corev1.EnvVar{Name: "STAKATER_APP_CONFIG_CONFIGMAP", Value: current},
-			corev1.EnvVar{Name: "A", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
-				LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"}, Key: "a"}}})
-	})
-	before := getDeployment(t, ns, "web").Generation
-	r := startController(t, ns, controllerOpts{})
-	settle(t)
-	waitFor(t, 30*time.Second, "the first comparison noted", func() (bool, error) {
-		return stateEntry(t, ns, "reloader.stakater-compared") != "", nil
-	})
-	wantReloads(t, ns, "web", before, 0)
-	// A change of key b: web reads a alone and is not reloaded; stakater's variable now lags.
-	updateConfigMap(t, ns, "app-config", map[string]string{"a": "1", "b": "2"})
-	settle(t)
-	wantReloads(t, ns, "web", before, 0)
+	r, before := switchedFromStakater(t, ns)
 
 	r.stop(t)
 	cms := cluster.Client().CoreV1().ConfigMaps(ns)
