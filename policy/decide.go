@@ -187,12 +187,3 @@ func pickBool(b bool, a, c Reason) Reason {
 func ranBeforeDeletion(f facts) bool {
 	return f.State.Known && f.State.Hash != "" && (!f.State.Deleted || !f.Created.After(f.State.Since))
 }
-
-// Facts and Reload are the rule as reloader/judge.go calls it until it gathers PairFacts.
-type Facts = facts
-
-// Reload is reload without its reason.
-func Reload(f Facts) bool {
-	r, _ := reload(f)
-	return r
-}
