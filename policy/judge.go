@@ -226,6 +226,58 @@ func sameKeys(a, b []string) bool {
 	return (a == nil) == (b == nil) && slices.Equal(a, b)
 }
 
+// OthersRead is what the pods that another actor's change of a workload started read of a config.
+type OthersRead int
+
+// What such pods read.
+const (
+	ReadNothing OthersRead = iota // nothing to note: the workload does not reload on it, or has no marker of it
+	ReadAbsent                    // nothing yet: the config is absent and they wait for it
+	ReadNone                      // nothing: the config is absent and they start without it
+	ReadCurrent                   // its content, as the marker says
+	ReadVouched                   // its content, which the marker does not say but the pods before ran
+	ReadOther                     // another content than the marker says, which one unknown
+)
+
+// ReadByOthers is what the pods another actor's restart started read of the config: where a
+// marker is current, its content; where it is behind, another content (the restart memory may
+// vouch that the pods before ran the current one); an absent config, nothing, waited for or not.
+func ReadByOthers(f PairFacts) OthersRead {
+	switch {
+	case !f.Triggers:
+		return ReadNothing
+	case !f.Exists && f.Waits:
+		return ReadAbsent
+	case !f.Exists:
+		return ReadNone
+	case f.Marker == Current:
+		return ReadCurrent
+	case f.Marker != Stale:
+		return ReadNothing
+	}
+	if v, ok := f.Runs.Running(true, f.Keys, f.NoneOfKeys, f.Want.Value); ok && v == f.Want.Value {
+		return ReadVouched
+	}
+	return ReadOther
+}
+
+// UndecidedOf are the values a marker of a config may hold that leave the judgement to the state
+// (Content.Undecided), for a workload whose pod reads the config as u and reloads on keys of it
+// (nil: all of it): for keys, the whole content the state records (st); for the whole config
+// read only in part, part's values, the content of the keys the pod reads (called only then).
+func UndecidedOf(keys []string, u Use, st Recorded, part func() Content) []string {
+	switch {
+	case keys != nil && (!st.Known || st.Deleted || st.Hash == ""):
+		return nil
+	case keys != nil:
+		return []string{st.Hash}
+	case u.Whole || len(u.Keys) == 0:
+		return nil
+	}
+	p := part()
+	return []string{p.Value, p.Legacy}
+}
+
 // ruleFacts are the facts reload weighs, with the marker as it counts (marker): the state's
 // entry where the state decides (byState), or where a deletion may reach a workload without a
 // marker.

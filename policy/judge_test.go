@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -292,5 +293,54 @@ func TestEveryReasonSaysWhy(t *testing.T) {
 		if s := r.String(); s == "" || s == "unknown" {
 			t.Errorf("reason %d has no words", int(r))
 		}
+	}
+}
+
+func TestUndecidedOfLeavesToTheStateWhatAMarkerCannotSay(t *testing.T) {
+	part := func() Content { return Content{Value: plainA, Legacy: plainB} }
+	tests := []struct {
+		name string
+		keys []string
+		u    Use
+		st   Recorded
+		want []string
+	}{
+		{"keys: the whole content the state records", []string{"k"}, Use{Whole: true}, live(plainB), []string{plainB}},
+		{"keys: nothing recorded", []string{"k"}, Use{Whole: true}, Recorded{}, nil},
+		{"keys: a tombstone", []string{"k"}, Use{Whole: true}, tomb(plainB), nil},
+		{"keys: a tombstone without content", []string{"k"}, Use{Whole: true}, tomb(""), nil},
+		{"whole, read whole", nil, Use{Whole: true}, live(plainB), nil},
+		{"whole, read in part: those keys' values", nil, Use{Keys: []string{"k"}}, live(plainB), []string{plainA, plainB}},
+		{"whole, read through nothing named", nil, Use{}, live(plainB), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := UndecidedOf(tt.keys, tt.u, tt.st, part); !slices.Equal(got, tt.want) {
+				t.Fatalf("UndecidedOf = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestReadByOthersSaysWhatAnotherActorsRestartRead(t *testing.T) {
+	tests := []struct {
+		name string
+		f    pf
+		want OthersRead
+	}{
+		{"not reloaded on", on(plainA).marker(Current).set(func(p *PairFacts) { p.Triggers = false }), ReadNothing},
+		{"absent, waited for", gone().set(func(p *PairFacts) { p.Waits = true }), ReadAbsent},
+		{"absent, optional", gone(), ReadNone},
+		{"a current marker", on(plainA).marker(Current), ReadCurrent},
+		{"a stale marker: another content (TestPodsAnotherActorRestartedWhileAReloadWasHeldAreReloadedWhenTheConfigReturns)", on(plainA).marker(Stale), ReadOther},
+		{"a stale marker the pods before ran past (seed 1795669739113515711@4)", on(plainA).marker(Stale).runs(plainA), ReadVouched},
+		{"no marker: a strip notes it (seed 1795727042036173470@4)", on(plainA), ReadNothing},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ReadByOthers(PairFacts(tt.f)); got != tt.want {
+				t.Fatalf("ReadByOthers = %d, want %d", got, tt.want)
+			}
+		})
 	}
 }

@@ -191,35 +191,19 @@ func (ru *rule) wantedExisting(w workloadView, r policy.ConfigRef) (rec *configR
 // not exist) and the keys it reads (nil: all); triggers is false when w does not reload on r.
 func (ru *rule) wanted(w workloadView, r policy.ConfigRef, rec *configRecord) (want policy.Content, keys []string, triggers bool) {
 	matched := rec != nil && ru.annotations.Matches(rec.Annotations())
-	ok, keys := w.policy.Triggers(r, w.uses[r], matched)
-	if !ok {
+	triggers, keys = w.policy.Triggers(r, w.uses[r], matched)
+	switch {
+	case !triggers:
 		return want, nil, false
+	case rec == nil:
+		return want, keys, true // no content to read
 	}
-	if rec != nil {
-		want = ru.records.content(rec, keys)
-	}
-	if rec != nil {
-		want.Undecided = ru.undecided(rec, r, w.key.namespace, w.uses[r], keys)
-	}
+	u := w.uses[r]
+	want = ru.records.content(rec, keys)
+	e, known := ru.store.Get(ru.names.config(configKey(r, w.key.namespace)))
+	want.Undecided = policy.UndecidedOf(keys, u, policy.Recorded{Known: known, Deleted: e.Deleted, Hash: e.Hash},
+		func() policy.Content { return ru.records.content(rec, u.Keys) })
 	return want, keys, true
-}
-
-// undecided are the values a marker of rec may hold that leave the judgement to the state
-// (policy.Content.Undecided), for a workload whose pod reads rec as u and reloads on keys of it
-// (nil: all of it).
-func (ru *rule) undecided(rec *configRecord, r policy.ConfigRef, ns string, u policy.Use, keys []string) []string {
-	if keys != nil {
-		e, known := ru.store.Get(ru.names.config(configKey(r, ns)))
-		if !known || e.Deleted || e.Hash == "" {
-			return nil
-		}
-		return []string{e.Hash}
-	}
-	if u.Whole || len(u.Keys) == 0 {
-		return nil
-	}
-	part := ru.records.content(rec, u.Keys)
-	return []string{part.Value, part.Legacy}
 }
 
 // keyStates gives, for each of keys (nil: none), rec's current content of it and the state's
@@ -237,28 +221,20 @@ func (ru *rule) keyStates(c key, rec *configRecord, keys []string) func() []poli
 }
 
 // readByOthers is what pods that another actor's change of w started read of config r (nil:
-// nothing to note).
+// nothing to note), as policy.ReadByOthers says.
 func (ru *rule) readByOthers(w workloadView, r policy.ConfigRef) *read {
-	rec := ru.caches.lookup(configKey(r, w.key.namespace))
-	want, keys, triggers := ru.wanted(w, r, rec)
-	switch {
-	case !triggers:
-		return nil
-	case rec == nil && policy.Waits(&w.tmpl.Spec, r):
-		return &read{keys: keys, absent: true}
-	case rec == nil:
-		return &read{keys: keys, none: true}
-	}
-	switch w.target.MarkerOf(w.meta.GetAnnotations(), w.tmpl, r, want) {
-	case policy.Current:
-		return &read{value: want.Value, keys: keys}
-	case policy.Stale:
-		runs, runKeys, known := ru.restarts.runs(w.key, r)
-		rr := policy.RestartRuns{Value: runs, Keys: runKeys, Known: known}
-		if v, ok := rr.Running(true, keys, keys != nil && holdsNoneOf(rec)(keys), want.Value); ok && v == want.Value {
-			return &read{value: want.Value, keys: keys, vouched: true} // the pods before ran it too
-		}
-		return &read{value: otherContent, keys: keys}
+	f := ru.pairFacts(w, r, ru.caches.lookup(configKey(r, w.key.namespace)))
+	switch policy.ReadByOthers(f) {
+	case policy.ReadAbsent:
+		return &read{keys: f.Keys, absent: true}
+	case policy.ReadNone:
+		return &read{keys: f.Keys, none: true}
+	case policy.ReadCurrent:
+		return &read{value: f.Want.Value, keys: f.Keys}
+	case policy.ReadVouched:
+		return &read{value: f.Want.Value, keys: f.Keys, vouched: true}
+	case policy.ReadOther:
+		return &read{value: otherContent, keys: f.Keys}
 	}
 	return nil
 }
