@@ -68,13 +68,13 @@ func TestEnvOpsDropCollaborneVariablesWithAReload(t *testing.T) {
 // A state entry Collaborne wrote for the current content is current; one for other content is a
 // change made while switching.
 func TestReloadTakesOverCollaborneStateEntries(t *testing.T) {
-	f := Facts{Exists: true, Hash: "ours", Collaborne: "c1", Marker: NoMarker}
+	f := facts{Exists: true, Hash: "ours", Collaborne: "c1", Marker: NoMarker}
 	f.State = Recorded{Known: true, Hash: "c1"}
-	if Reload(f) {
+	if got, _ := reload(f); got {
 		t.Error("Collaborne's entry for the current content reloads")
 	}
 	f.State = Recorded{Known: true, Hash: "c0"}
-	if !Reload(f) {
+	if got, _ := reload(f); !got {
 		t.Error("Collaborne's entry for other content does not reload")
 	}
 }

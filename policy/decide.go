@@ -83,8 +83,9 @@ type Recorded struct {
 	Since time.Time
 }
 
-// Facts are what the reloader knows of one workload and one config it reloads on.
-type Facts struct {
+// facts are what reload weighs for one workload and one config it reloads on, the marker as it
+// counts after the restart memory and the strips spoke (Judge).
+type facts struct {
 	Exists bool   // the config exists now
 	Hash   string // its content hash, when it exists
 	// Legacy is a Secret's plain content hash, as versions before keyed hashes recorded it.
@@ -107,7 +108,8 @@ type Facts struct {
 	Collaborne string
 }
 
-// Reload is the one rule of the reloader: does the workload need a reload for this config?
+// reload is the one rule of the reloader: does the workload need a reload for this config? why
+// is the fact that decided, 0 where the marker did.
 //
 // A workload carrying a marker is reloaded exactly when the marker differs from the config's
 // current content, so reverts, recreations and partial rollouts need no history. Only a workload
@@ -123,36 +125,65 @@ type Facts struct {
 //
 // With --reload-on-delete a deletion is a change: a marker of other content is set to the
 // deletion, and a workload without one is reloaded too if it ran the content (ranBeforeDeletion).
-func Reload(f Facts) bool {
+func reload(f facts) (bool, Reason) {
 	if !f.Exists {
-		return f.ReloadOnDelete && (f.Marker == Stale || f.Marker == NoMarker && ranBeforeDeletion(f))
+		return deletion(f)
 	}
 	switch f.Marker {
-	case Current:
-		return false
-	case Stale:
-		return true
+	case Current, Stale:
+		return f.Marker == Stale, 0
 	}
 	switch {
+	case !f.State.Known && f.StakaterStale:
+		return true, StakaterMissed
 	case !f.State.Known:
-		return f.StakaterStale
-	case f.State.Deleted && f.State.Hash == "":
+		return false, StateUnknown
+	case f.State.Deleted && f.State.Hash == "" && f.MarkedUnderOtherKey:
 		// A marker under a lost key says a content was rolled out to the workload after all,
 		// by a process that stopped before recording it; which one is unknown, and like every
 		// value under a lost key it restarts nothing.
-		return f.ReloadOnCreate && !f.MarkedUnderOtherKey
+		return false, MarkedUnderLostKey
+	case f.State.Deleted && f.State.Hash == "":
+		return f.ReloadOnCreate, pickBool(f.ReloadOnCreate, ReloadOnCreate, Tombstone)
 	case Content{Value: f.Hash, Legacy: f.Legacy, Collaborne: f.Collaborne}.Match(f.State.Hash) != Differs:
-		return false
-	case f.KeyLevel:
-		return !f.KeysSame
+		return false, StateSame
+	case f.KeyLevel && f.KeysSame:
+		return false, KeysUnchanged
 	}
-	return true
+	return true, StateDiffers
+}
+
+// deletion is reload for a config that does not exist.
+func deletion(f facts) (bool, Reason) {
+	switch {
+	case f.Marker == Current:
+		return false, 0
+	case !f.ReloadOnDelete:
+		return false, DeletionIgnored
+	case f.Marker == Stale:
+		return true, 0
+	case ranBeforeDeletion(f):
+		return true, RanBeforeDeletion
+	case !f.State.Known:
+		return false, StateUnknown
+	case f.State.Hash == "":
+		return false, NothingRolledOut
+	}
+	return false, CreatedAfterDeletion
+}
+
+// pickBool is a when b holds, else c.
+func pickBool(b bool, a, c Reason) Reason {
+	if b {
+		return a
+	}
+	return c
 }
 
 // ranBeforeDeletion reports whether a workload without a marker of a deleted config ran its
 // content: the state recorded a content rolled out, and the workload existed when the config
 // was deleted (by the tombstone's time, to the second, a tie counting as before; without a
 // tombstone yet, the deletion is being handled now). A workload created later never read it.
-func ranBeforeDeletion(f Facts) bool {
+func ranBeforeDeletion(f facts) bool {
 	return f.State.Known && f.State.Hash != "" && (!f.State.Deleted || !f.Created.After(f.State.Since))
 }

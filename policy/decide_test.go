@@ -70,46 +70,46 @@ func TestReloadRule(t *testing.T) {
 	tombAt := func(h string, at time.Time) Recorded { return Recorded{Known: true, Deleted: true, Hash: h, Since: at} }
 	tests := []struct {
 		name string
-		f    Facts
+		f    facts
 		want bool
 	}{
-		{"marker holds the current content", Facts{Exists: true, Hash: a, Marker: Current, State: live(b)}, false},
-		{"marker holds other content, whatever the state says (a revert after a partial rollout)", Facts{Exists: true, Hash: a, Marker: Stale, State: live(a)}, true},
-		{"no marker, state holds the current content (stripped by helm upgrade)", Facts{Exists: true, Hash: a, State: live(a)}, false},
-		{"no marker, state holds other content", Facts{Exists: true, Hash: a, State: live(b)}, true},
-		{"no marker, key-level, its keys unchanged", Facts{Exists: true, Hash: a, State: live(b), KeyLevel: true, KeysSame: true}, false},
-		{"no marker, key-level, a key it reads changed", Facts{Exists: true, Hash: a, State: live(b), KeyLevel: true}, true},
-		{"no marker, never recorded (first start, corrupt entry, new scope)", Facts{Exists: true, Hash: a}, false},
-		{"never recorded, even with --reload-on-create", Facts{Exists: true, Hash: a, ReloadOnCreate: true}, false},
-		{"never recorded, stakater missed a change", Facts{Exists: true, Hash: a, StakaterStale: true}, true},
-		{"recreated with other content", Facts{Exists: true, Hash: a, State: tomb(b)}, true},
-		{"recreated with the same content", Facts{Exists: true, Hash: a, State: tomb(a)}, false},
-		{"appeared after being absent, without --reload-on-create", Facts{Exists: true, Hash: a, State: tomb("")}, false},
-		{"appeared after being absent, with --reload-on-create", Facts{Exists: true, Hash: a, State: tomb(""), ReloadOnCreate: true}, true},
-		{"deleted, without --reload-on-delete", Facts{Marker: Stale, State: live(a)}, false},
-		{"deleted, with --reload-on-delete, marker still there", Facts{Marker: Stale, State: live(a), ReloadOnDelete: true}, true},
-		{"deleted, with --reload-on-delete, marker set to the deletion", Facts{Marker: Current, State: tomb(a), ReloadOnDelete: true}, false},
-		{"deleted, with --reload-on-delete, no marker, seen deleted now: it ran the content", Facts{Marker: NoMarker, State: live(a), ReloadOnDelete: true}, true},
-		{"deleted, with --reload-on-delete, no marker, created before the deletion", Facts{Marker: NoMarker, State: tombAt(a, t0), Created: t0.Add(-time.Hour), ReloadOnDelete: true}, true},
-		{"deleted, with --reload-on-delete, no marker, created in the deletion's second", Facts{Marker: NoMarker, State: tombAt(a, t0), Created: t0, ReloadOnDelete: true}, true},
-		{"deleted, with --reload-on-delete, no marker, created after the deletion: never read it", Facts{Marker: NoMarker, State: tombAt(a, t0), Created: t0.Add(time.Second), ReloadOnDelete: true}, false},
-		{"deleted, with --reload-on-delete, no marker, no content was rolled out", Facts{Marker: NoMarker, State: tombAt("", t0), Created: t0.Add(-time.Hour), ReloadOnDelete: true}, false},
-		{"deleted, with --reload-on-delete, no marker, never recorded", Facts{Marker: NoMarker, ReloadOnDelete: true}, false},
-		{"deleted, without --reload-on-delete, no marker, it ran the content", Facts{Marker: NoMarker, State: live(a)}, false},
+		{"marker holds the current content", facts{Exists: true, Hash: a, Marker: Current, State: live(b)}, false},
+		{"marker holds other content, whatever the state says (a revert after a partial rollout)", facts{Exists: true, Hash: a, Marker: Stale, State: live(a)}, true},
+		{"no marker, state holds the current content (stripped by helm upgrade)", facts{Exists: true, Hash: a, State: live(a)}, false},
+		{"no marker, state holds other content", facts{Exists: true, Hash: a, State: live(b)}, true},
+		{"no marker, key-level, its keys unchanged", facts{Exists: true, Hash: a, State: live(b), KeyLevel: true, KeysSame: true}, false},
+		{"no marker, key-level, a key it reads changed", facts{Exists: true, Hash: a, State: live(b), KeyLevel: true}, true},
+		{"no marker, never recorded (first start, corrupt entry, new scope)", facts{Exists: true, Hash: a}, false},
+		{"never recorded, even with --reload-on-create", facts{Exists: true, Hash: a, ReloadOnCreate: true}, false},
+		{"never recorded, stakater missed a change", facts{Exists: true, Hash: a, StakaterStale: true}, true},
+		{"recreated with other content", facts{Exists: true, Hash: a, State: tomb(b)}, true},
+		{"recreated with the same content", facts{Exists: true, Hash: a, State: tomb(a)}, false},
+		{"appeared after being absent, without --reload-on-create", facts{Exists: true, Hash: a, State: tomb("")}, false},
+		{"appeared after being absent, with --reload-on-create", facts{Exists: true, Hash: a, State: tomb(""), ReloadOnCreate: true}, true},
+		{"deleted, without --reload-on-delete", facts{Marker: Stale, State: live(a)}, false},
+		{"deleted, with --reload-on-delete, marker still there", facts{Marker: Stale, State: live(a), ReloadOnDelete: true}, true},
+		{"deleted, with --reload-on-delete, marker set to the deletion", facts{Marker: Current, State: tomb(a), ReloadOnDelete: true}, false},
+		{"deleted, with --reload-on-delete, no marker, seen deleted now: it ran the content", facts{Marker: NoMarker, State: live(a), ReloadOnDelete: true}, true},
+		{"deleted, with --reload-on-delete, no marker, created before the deletion", facts{Marker: NoMarker, State: tombAt(a, t0), Created: t0.Add(-time.Hour), ReloadOnDelete: true}, true},
+		{"deleted, with --reload-on-delete, no marker, created in the deletion's second", facts{Marker: NoMarker, State: tombAt(a, t0), Created: t0, ReloadOnDelete: true}, true},
+		{"deleted, with --reload-on-delete, no marker, created after the deletion: never read it", facts{Marker: NoMarker, State: tombAt(a, t0), Created: t0.Add(time.Second), ReloadOnDelete: true}, false},
+		{"deleted, with --reload-on-delete, no marker, no content was rolled out", facts{Marker: NoMarker, State: tombAt("", t0), Created: t0.Add(-time.Hour), ReloadOnDelete: true}, false},
+		{"deleted, with --reload-on-delete, no marker, never recorded", facts{Marker: NoMarker, ReloadOnDelete: true}, false},
+		{"deleted, without --reload-on-delete, no marker, it ran the content", facts{Marker: NoMarker, State: live(a)}, false},
 		// Secrets: the state may hold what an earlier version wrote, or a value under a lost key.
-		{"no marker, state holds the legacy plain hash of this content (upgrade)", Facts{Exists: true, Hash: keyedA, Legacy: plainA, State: live(plainA)}, false},
-		{"no marker, state holds the legacy plain hash of other content (changed during the upgrade)", Facts{Exists: true, Hash: keyedA, Legacy: plainA, State: live(plainB)}, true},
-		{"no marker, state holds this content under the current key", Facts{Exists: true, Hash: keyedA, Legacy: plainA, State: live(keyedA)}, false},
-		{"no marker, state holds other content under the current key", Facts{Exists: true, Hash: keyedA, Legacy: plainA, State: live(keyedB)}, true},
-		{"no marker, state holds a value under a lost key: cannot tell, no restart", Facts{Exists: true, Hash: keyedA, Legacy: plainA, State: live(otherKeyB)}, false},
-		{"recreated, tombstone under a lost key", Facts{Exists: true, Hash: keyedA, Legacy: plainA, State: tomb(otherKeyB)}, false},
-		{"recreated, tombstone holds the legacy hash of other content", Facts{Exists: true, Hash: keyedA, Legacy: plainA, State: tomb(plainB)}, true},
-		{"appeared after being absent, marked under a lost key: rolled out by a process that did not record it", Facts{Exists: true, Hash: keyedA, State: tomb(""), ReloadOnCreate: true, MarkedUnderOtherKey: true}, false},
-		{"no marker, key-level, state under a lost key", Facts{Exists: true, Hash: keyedA, Legacy: plainA, State: live(otherKeyB), KeyLevel: true}, false},
+		{"no marker, state holds the legacy plain hash of this content (upgrade)", facts{Exists: true, Hash: keyedA, Legacy: plainA, State: live(plainA)}, false},
+		{"no marker, state holds the legacy plain hash of other content (changed during the upgrade)", facts{Exists: true, Hash: keyedA, Legacy: plainA, State: live(plainB)}, true},
+		{"no marker, state holds this content under the current key", facts{Exists: true, Hash: keyedA, Legacy: plainA, State: live(keyedA)}, false},
+		{"no marker, state holds other content under the current key", facts{Exists: true, Hash: keyedA, Legacy: plainA, State: live(keyedB)}, true},
+		{"no marker, state holds a value under a lost key: cannot tell, no restart", facts{Exists: true, Hash: keyedA, Legacy: plainA, State: live(otherKeyB)}, false},
+		{"recreated, tombstone under a lost key", facts{Exists: true, Hash: keyedA, Legacy: plainA, State: tomb(otherKeyB)}, false},
+		{"recreated, tombstone holds the legacy hash of other content", facts{Exists: true, Hash: keyedA, Legacy: plainA, State: tomb(plainB)}, true},
+		{"appeared after being absent, marked under a lost key: rolled out by a process that did not record it", facts{Exists: true, Hash: keyedA, State: tomb(""), ReloadOnCreate: true, MarkedUnderOtherKey: true}, false},
+		{"no marker, key-level, state under a lost key", facts{Exists: true, Hash: keyedA, Legacy: plainA, State: live(otherKeyB), KeyLevel: true}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := Reload(tt.f); got != tt.want {
+			if got, _ := reload(tt.f); got != tt.want {
 				t.Fatalf("Reload = %v, want %v", got, tt.want)
 			}
 		})

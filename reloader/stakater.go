@@ -70,26 +70,20 @@ func noteStakaterCompared(ctx context.Context, store *state.Store, drained func(
 	comparing.Store(false)
 }
 
-// stakaterStale reports whether w carries stakater's variable for r with a value that vouches
-// for no content w reloads on. stakater names the variable from the config's name upper-cased,
-// each run of other characters folded to one '_' (policy.StakaterVar), so configs of one kind
-// whose names fold alike share one variable, holding the hash of the one stakater reloaded on
-// last. The value vouches for each of them whose current hash it equals, and says nothing of the
-// others, which are then judged as never seen: a restart only when it equals none, for a change
-// stakater surely missed.
-func (ru *rule) stakaterStale(w workloadView, r policy.ConfigRef, rec *configRecord) bool {
-	name := policy.StakaterVar(r)
-	v, ok := policy.EnvValue(w.tmpl, name)
-	if !ok || v == rec.Stakater.String() {
-		return false
-	}
-	for _, other := range ru.reloadsOn(w) {
-		if other == r || policy.StakaterVar(other) != name {
-			continue
+// stakaterOthers gives stakater's hashes of the other configs w reloads on whose names fold to
+// r's variable (policy.StakaterFacts).
+func (ru *rule) stakaterOthers(w workloadView, r policy.ConfigRef) func() []string {
+	return func() []string {
+		var out []string
+		name := policy.StakaterVar(r)
+		for _, other := range ru.reloadsOn(w) {
+			if other == r || policy.StakaterVar(other) != name {
+				continue
+			}
+			if o := ru.caches.lookup(configKey(other, w.key.namespace)); o != nil {
+				out = append(out, o.Stakater.String())
+			}
 		}
-		if o := ru.caches.lookup(configKey(other, w.key.namespace)); o != nil && v == o.Stakater.String() {
-			return false
-		}
+		return out
 	}
-	return true
 }
