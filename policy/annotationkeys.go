@@ -34,13 +34,35 @@ func (a Annotations) KnownKeys(extra ...string) []string {
 }
 
 // UnknownKey is an annotation key in the reloader's scope that it neither reads nor writes, with
-// the known key nearest to it.
+// the known key nearest to it, or, for a key of a stakater feature the reloader lacks, why it
+// does nothing (Unsupported).
 type UnknownKey struct {
 	Key, Nearest string
+	Unsupported  string
 }
 
 func (u UnknownKey) String() string {
+	if u.Unsupported != "" {
+		return fmt.Sprintf("annotation %s is not one the reloader reads: %s", u.Key, u.Unsupported)
+	}
 	return fmt.Sprintf("annotation %s is not one the reloader reads; did you mean %s?", u.Key, u.Nearest)
+}
+
+// csiUnsupported is why stakater Reloader's SecretProviderClass keys do nothing here: no key of
+// ours is near in meaning, whatever the edit distance says.
+const csiUnsupported = "it is stakater Reloader's Secrets Store CSI integration (SecretProviderClass), " +
+	"which the reloader does not support; let the driver sync the secret into a Kubernetes Secret " +
+	"(secretObjects) and reload on that Secret"
+
+// unsupported says why a key of stakater Reloader (internal/pkg/options/flags.go) for a feature
+// the reloader does not have does nothing; "" for any other key.
+func unsupported(key string) string {
+	switch key {
+	case "secretproviderclass.reloader.stakater.com/reload", "secretproviderclass.reloader.stakater.com/auto",
+		"secretproviderclasses.exclude.reloader.stakater.com/reload":
+		return csiUnsupported
+	}
+	return ""
 }
 
 // UnknownKeys returns the in-scope keys of the annotation maps that known (KnownKeys' list)
@@ -56,6 +78,10 @@ func (a Annotations) UnknownKeys(known []string, annotations ...map[string]strin
 	}
 	var out []UnknownKey
 	for _, k := range slices.Sorted(maps.Keys(seen)) {
+		if why := unsupported(k); why != "" {
+			out = append(out, UnknownKey{Key: k, Unsupported: why})
+			continue
+		}
 		out = append(out, UnknownKey{Key: k, Nearest: a.nearest(k)})
 	}
 	return out

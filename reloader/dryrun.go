@@ -147,6 +147,15 @@ func (r *rehearsal) unsaid(k key, changes []policy.Change) []policy.Change {
 	return fresh
 }
 
+// forget drops what was told and pretended of a deleted workload: one created again under its
+// name is another workload, whose due reloads a real run would make.
+func (r *rehearsal) forget(k key) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.said, k)
+	delete(r.as, k)
+}
+
 // rehearse is syncWorkload's dry-run end: what is due and not held by validation or a closed
 // gate is reported; nothing is written (no pause started or ended, no Job run, no state).
 func (c *Controller) rehearse(w workloadView, changes []policy.Change) error {

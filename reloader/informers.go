@@ -300,6 +300,7 @@ func (c *Controller) workloadGone(k *workloadKind, obj any) {
 		c.tracker.forget(w)
 		c.entries.lift(k, obj)
 		c.gates.forget(w)
+		c.rehearsal.forget(w)
 		c.caches.configsOf(k, obj, c.queue.Add)
 	}
 }
