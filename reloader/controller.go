@@ -44,6 +44,9 @@ import (
 type Options struct {
 	// Namespace to watch; empty watches all namespaces.
 	Namespace string
+	// ListNamespace, when set, limits the informers to one namespace, the state's keys still
+	// following Namespace (reloader explain: explain.go).
+	ListNamespace string
 	// NamespaceSelector and NamespacesToIgnore narrow all-namespaces mode.
 	NamespaceSelector  labels.Selector
 	NamespacesToIgnore []string
