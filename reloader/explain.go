@@ -33,8 +33,10 @@ type Explanation struct {
 	Name      string `json:"name"`
 	// Watched: the workload's namespace is in the reloader's selection.
 	Watched bool `json:"watched"`
-	// Due: a reload is due for at least one config (held or not).
+	// Due: a reload is due for at least one config (held or not). Next is what the sync does:
+	// up-to-date, reload, held-suspended, held-invalid or held-by-gate.
 	Due      bool     `json:"due"`
+	Next     string   `json:"next"`
 	Decision string   `json:"decision"`
 	Problems []string `json:"problems,omitempty"` // its annotations' problems, as the Warning Events say them
 	Gate     Gate     `json:"gate"`
@@ -179,7 +181,7 @@ func (c *Controller) Explain(ctx context.Context, q Query) (Explanation, error) 
 		}
 	}
 	slices.SortFunc(e.Configs, func(a, b Config) int { return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name)) })
-	e.Due = len(p.changes) > 0
+	e.Due, e.Next = len(p.changes) > 0, stepNames[p.next]
 	e.Decision = planWords(p, e.Watched, q.Namespace, now)
 	return e, nil
 }
@@ -275,6 +277,10 @@ func pairWords(pr pair, p plan, whyNot string, now time.Time) string {
 	}
 	return "up to date: the marker holds the current content"
 }
+
+// stepNames name the steps in Explanation.Next.
+var stepNames = map[step]string{stepUpToDate: "up-to-date", stepReload: "reload", stepSuspended: "held-suspended",
+	stepInvalid: "held-invalid", stepGated: "held-by-gate"}
 
 // stepWords says what the sync does with a due reload.
 func stepWords(p plan, now time.Time) string {
