@@ -50,6 +50,10 @@ func main() {
 		explain(os.Args[2:])
 		return
 	}
+	if cli.IsPlugin(os.Args[0]) { // kubectl reloader must not start a controller
+		fmt.Fprintln(os.Stderr, "usage: kubectl reloader explain [-n NAMESPACE] KIND/NAME [CONFIG-KIND/NAME] [-o json]")
+		os.Exit(2)
+	}
 	if os.Getenv("GOGC") == "" { // else it holds for every heap size
 		go gctune.Follow(context.Background(), time.Second)
 	}

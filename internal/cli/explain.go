@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"strings"
 
@@ -17,6 +18,15 @@ const ExplainCommand = "explain"
 // IsExplain reports whether a command line (without the program's name) asks for explain: its
 // first argument is the word, which no flag of the controller's takes as a value there.
 func IsExplain(args []string) bool { return len(args) > 0 && args[0] == ExplainCommand }
+
+// PluginName is the executable's name as a kubectl plugin: kubectl reloader ... runs it.
+const PluginName = "kubectl-reloader"
+
+// IsPlugin reports whether the executable runs as the kubectl plugin (its name, argv0, is
+// PluginName): then explain is the only command, and the controller never starts from it.
+func IsPlugin(argv0 string) bool {
+	return strings.TrimSuffix(filepath.Base(argv0), ".exe") == PluginName
+}
 
 // Explain is reloader explain's command line: the workload, where to find the running reloader,
 // and the controller's own flags, which judge when no running reloader is found.

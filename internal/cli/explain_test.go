@@ -76,3 +76,12 @@ func TestARunningReloadersArgsAreParsedWithItsEnvironment(t *testing.T) {
 		t.Error("an unknown flag parsed")
 	}
 }
+
+func TestOnlyTheKubectlPluginsNameIsThePlugin(t *testing.T) {
+	for argv0, want := range map[string]bool{"kubectl-reloader": true, "/usr/local/bin/kubectl-reloader": true,
+		"reloader": false, "/bin/reloader": false} {
+		if got := IsPlugin(argv0); got != want {
+			t.Errorf("IsPlugin(%q) = %t, want %t", argv0, got, want)
+		}
+	}
+}
