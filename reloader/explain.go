@@ -175,9 +175,8 @@ func (c *Controller) Explain(ctx context.Context, q Query) (Explanation, error) 
 	if q.Config != nil {
 		e.Configs = slices.DeleteFunc(e.Configs, func(x Config) bool { return x.Kind != q.Config.Kind || x.Name != q.Config.Name })
 		if len(e.Configs) == 0 {
-			rec := c.caches.lookup(configKey(*q.Config, w.key.namespace))
-			e.Configs = append(e.Configs, Config{Kind: q.Config.Kind, Name: q.Config.Name, Exists: rec != nil,
-				Decision: fmt.Sprintf("not reloaded: %s %q is neither read by the pod spec nor named in a reload annotation", q.Config.Kind, q.Config.Name)})
+			r := *q.Config
+			e.Configs = append(e.Configs, c.explainPair(w, p, pair{ref: r, watched: c.caches.watched(r.Kind), rec: c.caches.lookup(configKey(r, w.key.namespace))}))
 		}
 	}
 	slices.SortFunc(e.Configs, func(a, b Config) int { return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name)) })
@@ -192,7 +191,10 @@ func (c *Controller) explainPair(w workloadView, p plan, pr pair) Config {
 		ReloadsOn: pr.triggers, Keys: pr.j.keys, Reload: pr.triggers && pr.j.reload}
 	if pr.rec != nil {
 		out.Invalid = pr.rec.Invalid()
-		want, _, _ := c.rule.wanted(w, pr.ref, pr.rec)
+		want, _, ok := c.rule.wanted(w, pr.ref, pr.rec)
+		if !ok {
+			want = c.records.content(pr.rec, nil)
+		}
 		out.Hash = short(want.Value)
 	}
 	for _, m := range policy.MarkerCopies(w.meta.GetAnnotations(), w.tmpl, pr.ref) {
@@ -233,16 +235,19 @@ func rolledBackAt(history string, r policy.ConfigRef) *time.Time {
 // explainWhyNot says why w does not reload on config pr.ref at all, or "" when it does.
 func (c *Controller) explainWhyNot(w workloadView, pr pair) string {
 	a := c.opts.Annotations
+	candidate := slices.Contains(c.rule.reloadsOn(w), pr.ref)
 	switch {
 	case pr.triggers:
 		return ""
+	case !candidate && len(policy.ReferencesTo(&w.tmpl.Spec, pr.ref)) == 0:
+		return fmt.Sprintf("%s %q is neither read by the pod spec nor named in a reload annotation", pr.ref.Kind, pr.ref.Name)
 	case !pr.watched:
 		return fmt.Sprintf("the reloader does not watch %ss (--resources-to-ignore)", pr.ref.Kind)
 	case pr.rec != nil && a.Ignores(pr.rec.Annotations()):
 		return fmt.Sprintf("the %s carries %s=\"true\"", pr.ref.Kind, a.Ignore)
-	case pr.rec != nil && pr.rec.Invalid() != "":
+	case candidate && pr.rec != nil && pr.rec.Invalid() != "":
 		return "" // judged: held, not ignored (pairWords)
-	case slices.Contains(c.rule.reloadsOn(w), pr.ref):
+	case candidate:
 		return fmt.Sprintf("search mode (%s) reloads only on configs that carry %s=\"true\"", a.Search, a.Match)
 	}
 	typed, named := a.ConfigMapAuto, a.ConfigMap
