@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/client-go/tools/cache"
-
 	"github.com/reloader/reloader/policy"
 )
 
@@ -105,14 +103,7 @@ func (c *Controller) Observe(ctx context.Context) error {
 	}
 	c.stakater.Store(stakaterToCompare(c.state, first, c.opts.HashKey.inherited, c.log))
 	c.informers = dropForbiddenKinds(ctx, c.caches.kinds, c.informers, c.log)
-	for _, inf := range c.informers {
-		go inf.RunWithContext(ctx)
-	}
-	synced := hasSynced(c.informers)
-	for _, k := range c.caches.kinds {
-		synced = append(synced, k.byConfig.synced)
-	}
-	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+	if !c.runInformers(ctx, ctx) {
 		return fmt.Errorf("list the configs and workloads of namespace %q: %w", c.opts.listNamespace(), cmp.Or(ctx.Err(), errors.New("not synced")))
 	}
 	c.startupPass() // in memory: the state is read only, and no worker takes the keys

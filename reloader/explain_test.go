@@ -113,6 +113,18 @@ func agrees(t *testing.T, ns, kind, name string, e reloader.Explanation) *runnin
 	return r
 }
 
+// wantReloadNow is a positive control: explain now says the workload reloads now, and a
+// controller started on that state does.
+func wantReloadNow(t *testing.T, ns, kind, name, after string) reloader.Explanation {
+	t.Helper()
+	e := explainNow(t, ns, kind, name, nil, nil)
+	agrees(t, ns, kind, name, e)
+	if e.Next != "reload" {
+		t.Fatalf("%s: %q, %s", after, e.Next, e.Decision)
+	}
+	return e
+}
+
 // recorded runs a controller until the state holds what it found, then stops it: the state a
 // reloader leaves behind, for explain to read while none runs.
 func recorded(t *testing.T, ns string) {
@@ -169,11 +181,7 @@ func TestExplainSaysWhenAClosedWindowOpensAndTheControllerWaits(t *testing.T) {
 
 	// Positive control: without the window, explain says it reloads now, and it does.
 	updateDeployment(t, ns, "web", func(d *appsv1.Deployment) { delete(d.Annotations, policy.WindowAnnotation) })
-	e = explainNow(t, ns, "Deployment", "web", nil, nil)
-	agrees(t, ns, "Deployment", "web", e)
-	if e.Next != "reload" {
-		t.Fatalf("without the window: %q, %s", e.Next, e.Decision)
-	}
+	wantReloadNow(t, ns, "Deployment", "web", "without the window")
 }
 
 func TestExplainSaysWhenTheMinimumIntervalEndsAndTheControllerWaits(t *testing.T) {
@@ -194,11 +202,7 @@ func TestExplainSaysWhenTheMinimumIntervalEndsAndTheControllerWaits(t *testing.T
 
 	// Positive control: with the interval gone, explain says it reloads now, and it does.
 	updateDeployment(t, ns, "web", func(d *appsv1.Deployment) { delete(d.Annotations, policy.MinIntervalAnnotation) })
-	e = explainNow(t, ns, "Deployment", "web", nil, nil)
-	agrees(t, ns, "Deployment", "web", e)
-	if e.Next != "reload" {
-		t.Fatalf("without the interval: %q, %s", e.Next, e.Decision)
-	}
+	wantReloadNow(t, ns, "Deployment", "web", "without the interval")
 }
 
 func TestExplainSaysAPausePeriodHoldsAndUntilWhen(t *testing.T) {
@@ -232,11 +236,7 @@ func TestExplainSaysAPausePeriodHoldsAndUntilWhen(t *testing.T) {
 	if _, err := cluster.Client().AppsV1().StatefulSets(ns).Update(context.Background(), s, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e = explainNow(t, ns, "StatefulSet", "db", nil, nil)
-	agrees(t, ns, "StatefulSet", "db", e)
-	if e.Next != "reload" {
-		t.Fatalf("without the pause period: %q, %s", e.Next, e.Decision)
-	}
+	wantReloadNow(t, ns, "StatefulSet", "db", "without the pause period")
 }
 
 func TestExplainSaysAContentRolledBackIsHeldUntilANewContent(t *testing.T) {
@@ -289,11 +289,7 @@ func TestExplainSaysContentThatDoesNotValidateHoldsTheReload(t *testing.T) {
 
 	// Positive control: fixed, explain says it reloads now, and it does.
 	updateConfigMap(t, ns, "app-config", map[string]string{"app.json": `{"v": 1}`})
-	e = explainNow(t, ns, "Deployment", "web", nil, nil)
-	agrees(t, ns, "Deployment", "web", e)
-	if e.Next != "reload" {
-		t.Fatalf("fixed: %q, %s", e.Next, e.Decision)
-	}
+	wantReloadNow(t, ns, "Deployment", "web", "fixed")
 }
 
 func TestExplainSaysAMisspeltKeyIsNotReadAndNamesTheNearest(t *testing.T) {
@@ -317,10 +313,8 @@ func TestExplainSaysAMisspeltKeyIsNotReadAndNamesTheNearest(t *testing.T) {
 		d.Annotations = named("configmap", "app-config")
 	})
 	updateConfigMap(t, ns, "app-config", map[string]string{"v": "2"})
-	e = explainNow(t, ns, "Deployment", "web", nil, nil)
-	agrees(t, ns, "Deployment", "web", e)
-	if e.Next != "reload" || len(e.Problems) != 0 {
-		t.Fatalf("spelt right: %q, %s, %q", e.Next, e.Decision, e.Problems)
+	if e = wantReloadNow(t, ns, "Deployment", "web", "spelt right"); len(e.Problems) != 0 {
+		t.Errorf("spelt right, problems: %q", e.Problems)
 	}
 }
 
@@ -365,10 +359,8 @@ func TestExplainSaysANamespaceOutsideTheSelectionIsNotWatched(t *testing.T) {
 	wantWords(t, "the decision", e.Decision, fmt.Sprintf("not reloaded: the reloader does not watch namespace %q", ns))
 
 	// Positive control: watching it, explain says it reloads now, and it does.
-	e = explainNow(t, ns, "Deployment", "web", nil, nil)
-	agrees(t, ns, "Deployment", "web", e)
-	if !e.Watched || e.Next != "reload" {
-		t.Fatalf("watched: %+v", e)
+	if e = wantReloadNow(t, ns, "Deployment", "web", "watched"); !e.Watched {
+		t.Errorf("watched, said not: %+v", e)
 	}
 }
 
@@ -395,9 +387,5 @@ func TestExplainSaysAMarkerStrippedByHelmUpgradeIsNotAChange(t *testing.T) {
 
 	// Positive control: a change after the strip; explain says it reloads now, and it does.
 	updateConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
-	e = explainNow(t, ns, "Deployment", "web", nil, nil)
-	agrees(t, ns, "Deployment", "web", e)
-	if e.Next != "reload" {
-		t.Fatalf("after a change: %q, %s", e.Next, e.Decision)
-	}
+	wantReloadNow(t, ns, "Deployment", "web", "after a change")
 }
