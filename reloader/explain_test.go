@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -388,4 +389,66 @@ func TestExplainSaysAMarkerStrippedByHelmUpgradeIsNotAChange(t *testing.T) {
 	// Positive control: a change after the strip; explain says it reloads now, and it does.
 	updateConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
 	wantReloadNow(t, ns, "Deployment", "web", "after a change")
+}
+
+// markersOf are Deployment name's markers, by config.
+func markersOf(t *testing.T, ns, name string) map[string][]policy.MarkerCopy {
+	t.Helper()
+	d := getDeployment(t, ns, name)
+	out := map[string][]policy.MarkerCopy{}
+	for _, c := range []string{"app-config", "extra", "other"} {
+		out[c] = policy.MarkerCopies(d.Annotations, &d.Spec.Template, policy.ConfigRef{Kind: policy.KindConfigMap, Name: c})
+	}
+	return out
+}
+
+// Explain and the controller agree config by config: over workloads in several states at once,
+// a controller started on the state explain read rewrites the marker of exactly the configs
+// explain said reload now, and of no other.
+func TestExplainAgreesWithTheControllerConfigByConfig(t *testing.T) {
+	t.Parallel()
+	ns := cluster.NewNamespace(t)
+	for _, c := range []string{"app-config", "extra", "other"} {
+		createConfigMap(t, ns, c, map[string]string{"v": "0"})
+	}
+	reads := func(names ...string) func(*corev1.PodSpec) {
+		return func(s *corev1.PodSpec) {
+			for _, n := range names {
+				s.Containers[0].EnvFrom = append(s.Containers[0].EnvFrom, corev1.EnvFromSource{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: n}}})
+			}
+		}
+	}
+	states := map[string]map[string]string{
+		"both":    named("configmap", "app-config,extra"),                                                                        // one config changes, one does not
+		"auto":    {"reloader.stakater.com/auto": "true"},                                                                        // reads app-config and extra
+		"window":  withAnnotations(named("configmap", "app-config"), map[string]string{policy.WindowAnnotation: closedWindow()}), // held
+		"typo":    {"configmap.reloader.stakater.com/reloads": "app-config"},                                                     // reads it, reloads on nothing
+		"other":   named("configmap", "other"),                                                                                   // names a config that stays
+		"pattern": named("configmap", "app-.*"),                                                                                  // a pattern
+	}
+	for name, a := range states {
+		createDeployment(t, ns, name, 0, a, reads("app-config", "extra"))
+	}
+	recorded(t, ns)
+	updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+	said := map[string]reloader.Explanation{}
+	before := map[string]map[string][]policy.MarkerCopy{}
+	for name := range states {
+		said[name] = explainNow(t, ns, "Deployment", name, nil, nil)
+		before[name] = markersOf(t, ns, name)
+	}
+	if said["both"].Next != "reload" || said["window"].Next != "held-by-gate" || said["typo"].Next != "up-to-date" {
+		t.Fatalf("positive control: both %q, window %q, typo %q", said["both"].Next, said["window"].Next, said["typo"].Next)
+	}
+	startController(t, ns, controllerOpts{})
+	settle(t)
+	for name, e := range said {
+		after := markersOf(t, ns, name)
+		for _, c := range e.Configs {
+			changed := !slices.Equal(before[name][c.Name], after[c.Name])
+			if reloads := c.Reload && e.Next == "reload"; changed != reloads {
+				t.Errorf("%s, %s/%s: explain said %q (%s); its marker changed: %t", name, c.Kind, c.Name, e.Next, c.Decision, changed)
+			}
+		}
+	}
 }
