@@ -32,7 +32,8 @@ type Explanation struct {
 	// Watched: the workload's namespace is in the reloader's selection.
 	Watched bool `json:"watched"`
 	// Due: a reload is due for at least one config (held or not). Next is what the sync does:
-	// up-to-date, reload, held-suspended, held-invalid or held-by-gate.
+	// up-to-date, reload, held-suspended, held-invalid or held-by-gate; or nothing, the
+	// workload being out of its reach: not-watched or no-template.
 	Due      bool     `json:"due"`
 	Next     string   `json:"next"`
 	Decision string   `json:"decision"`
@@ -145,7 +146,7 @@ func (c *Controller) Explain(ctx context.Context, q Query) (Explanation, error) 
 	w, ok := c.rule.viewInAnyNamespace(kind, obj)
 	if !ok {
 		e.Problems = c.templateElsewhere(kind, obj)
-		e.Decision = "not reloaded: it has no pod template of its own"
+		e.Decision, e.Next = "not reloaded: it has no pod template of its own", NextNoTemplate
 		return e, nil
 	}
 	e.Problems = c.annotationProblems(w)
@@ -159,21 +160,27 @@ func (c *Controller) Explain(ctx context.Context, q Query) (Explanation, error) 
 	}
 	for r := range w.uses {
 		if !seen[r] {
-			seen[r] = true
-			e.Configs = append(e.Configs, c.explainPair(w, p, pair{ref: r, watched: c.caches.watched(r.Kind), rec: c.caches.lookup(configKey(r, w.key.namespace))}))
+			e.Configs = append(e.Configs, c.explainPair(w, p, c.unjudged(w, r)))
 		}
 	}
 	if q.Config != nil {
 		e.Configs = slices.DeleteFunc(e.Configs, func(x Config) bool { return x.Kind != q.Config.Kind || x.Name != q.Config.Name })
 		if len(e.Configs) == 0 {
-			r := *q.Config
-			e.Configs = append(e.Configs, c.explainPair(w, p, pair{ref: r, watched: c.caches.watched(r.Kind), rec: c.caches.lookup(configKey(r, w.key.namespace))}))
+			e.Configs = append(e.Configs, c.explainPair(w, p, c.unjudged(w, *q.Config)))
 		}
 	}
 	slices.SortFunc(e.Configs, func(a, b Config) int { return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name)) })
 	e.Due, e.Next = len(p.changes) > 0, stepNames[p.next]
+	if !e.Watched {
+		e.Next = NextNotWatched
+	}
 	e.Decision = planWords(p, e.Watched, q.Namespace, now)
 	return e, nil
+}
+
+// unjudged is config r of w as the sync does not judge it: w does not reload on it.
+func (c *Controller) unjudged(w workloadView, r policy.ConfigRef) pair {
+	return pair{ref: r, watched: c.caches.watched(r.Kind), rec: c.caches.lookup(configKey(r, w.key.namespace))}
 }
 
 // explainPair is one config of w as the plan judged it.
@@ -273,6 +280,12 @@ func pairWords(pr pair, p plan, whyNot string, now time.Time) string {
 	}
 	return "up to date: the marker holds the current content"
 }
+
+// Explanation.Next of a workload the sync does not reach.
+const (
+	NextNotWatched = "not-watched"
+	NextNoTemplate = "no-template"
+)
 
 // stepNames name the steps in Explanation.Next.
 var stepNames = map[step]string{stepUpToDate: "up-to-date", stepReload: "reload", stepSuspended: "held-suspended",

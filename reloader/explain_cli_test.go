@@ -14,6 +14,7 @@ import (
 
 	"github.com/reloader/reloader/internal/app"
 	"github.com/reloader/reloader/internal/cli"
+	"github.com/reloader/reloader/reloader"
 )
 
 // runExplain runs `reloader explain args...` against the test cluster through its kubeconfig
@@ -114,7 +115,7 @@ func TestTheExplainCommandSaysANamespaceTheReloaderDoesNotWatch(t *testing.T) {
 	if err := json.Unmarshal([]byte(runExplain(t, "--reloader-namespace", ns, "-n", other, "deploy/web", "-o", "json")), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if rep.Watched || !strings.Contains(rep.Decision, "not reloaded: the reloader watches namespaces "+ns+", not namespace") {
+	if rep.Watched || rep.Next != reloader.NextNotWatched || !strings.Contains(rep.Decision, "not reloaded: the reloader watches namespaces "+ns+", not namespace") {
 		t.Fatalf("%+v", rep)
 	}
 }

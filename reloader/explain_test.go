@@ -354,7 +354,7 @@ func TestExplainSaysANamespaceOutsideTheSelectionIsNotWatched(t *testing.T) {
 	updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
 	allBut := func(o *reloader.Options) { o.Namespace, o.NamespacesToIgnore = "", []string{ns} }
 	e := explainNow(t, ns, "Deployment", "web", nil, allBut)
-	if e.Watched {
+	if e.Watched || e.Next != reloader.NextNotWatched {
 		t.Fatalf("said watched: %+v", e)
 	}
 	wantWords(t, "the decision", e.Decision, fmt.Sprintf("not reloaded: the reloader does not watch namespace %q", ns))

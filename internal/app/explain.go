@@ -110,7 +110,7 @@ func explainWith(ctx context.Context, clients *kube.Clients, flags *cli.Flags, r
 	run.State = stateNS + "/" + flags.Configmap
 	rep := Report{Reloader: *run}
 	if !listed {
-		rep.Explanation = reloader.Explanation{Kind: q.Kind, Namespace: q.Namespace, Name: q.Name,
+		rep.Explanation = reloader.Explanation{Kind: q.Kind, Namespace: q.Namespace, Name: q.Name, Next: reloader.NextNotWatched,
 			Decision: fmt.Sprintf("not reloaded: the reloader watches %s, not namespace %q", run.Scope, q.Namespace)}
 		return rep, nil
 	}
