@@ -5,7 +5,7 @@ BIN     := bin/reloader
 # The same flags as the Dockerfile, so the binary tested here is the one shipped.
 BUILD_FLAGS := -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
 
-.PHONY: all build tools test check lint run demo bench soak clean image push registry-set release test-matrix docs
+.PHONY: all build install-kubectl-plugin tools test check lint run demo bench soak clean image push registry-set release test-matrix docs
 
 all: build
 
@@ -116,6 +116,10 @@ release:
 # Rewrites docs/flags.md's generated block from --help (TestFlagsDocIsTheHelpOutput holds it there).
 docs:
 	$(GO) test -count=1 -run '^TestFlagsDocIsTheHelpOutput$$' ./internal/cli -args -update
+
+# Installs bin/reloader as the kubectl plugin kubectl-reloader (kubectl reloader explain ...).
+install-kubectl-plugin: build
+	install -m 0755 $(BIN) $(or $(PLUGIN_DIR),$(HOME)/.local/bin)/kubectl-reloader
 
 clean:
 	rm -rf bin dist

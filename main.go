@@ -7,8 +7,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/signal"
 	"runtime/debug"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/alecthomas/kong"
@@ -43,6 +45,15 @@ func memoryLimit(getenv func(string) string) (limit int64, ok bool) {
 }
 
 func main() {
+	// reloader explain (kubectl reloader explain, installed as kubectl-reloader): reads only.
+	if cli.IsExplain(os.Args[1:]) {
+		explain(os.Args[2:])
+		return
+	}
+	if cli.IsPlugin(os.Args[0]) { // kubectl reloader must not start a controller
+		fmt.Fprintln(os.Stderr, "usage: kubectl reloader explain [-n NAMESPACE] KIND/NAME [CONFIG-KIND/NAME] [-o json]")
+		os.Exit(2)
+	}
 	if os.Getenv("GOGC") == "" { // else it holds for every heap size
 		go gctune.Follow(context.Background(), time.Second)
 	}
@@ -71,6 +82,22 @@ func main() {
 	}
 	if err := app.Run(flags, version, hooks); err != nil {
 		fmt.Fprintln(os.Stderr, "reloader: error:", err)
+		os.Exit(1)
+	}
+}
+
+// explain runs reloader explain with args (after the word) and exits non-zero on an error.
+func explain(args []string) {
+	x, p, err := cli.ParseExplain(args, version)
+	if p == nil {
+		fmt.Fprintln(os.Stderr, "reloader explain: error:", err)
+		os.Exit(2)
+	}
+	p.FatalIfErrorf(err)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := app.Explain(ctx, x, version, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "reloader explain: error:", err)
 		os.Exit(1)
 	}
 }

@@ -52,6 +52,9 @@ func AllContainers(spec *corev1.PodSpec) []*corev1.Container {
 }
 
 func itemKeys(items []corev1.KeyToPath) []string {
+	if len(items) == 0 {
+		return nil
+	}
 	keys := make([]string, len(items))
 	for i, it := range items {
 		keys[i] = it.Key
@@ -162,4 +165,74 @@ func Waits(spec *corev1.PodSpec, r ConfigRef) bool {
 		}
 	}
 	return false
+}
+
+// How a pod spec reads a config (Reference.How).
+const (
+	ReadEnvFrom   = "envFrom"
+	ReadEnvKey    = "env key ref"
+	ReadVolume    = "volume"
+	ReadProjected = "projected volume"
+)
+
+// Reference is one place where a pod spec reads a config: how, in which container or volume,
+// whether it is optional, and which keys (none: all of them).
+type Reference struct {
+	How       string   `json:"how"`
+	Container string   `json:"container,omitempty"` // envFrom and env key refs
+	Init      bool     `json:"init,omitempty"`      // the container is an init container
+	Env       string   `json:"env,omitempty"`       // an env key ref's variable
+	Volume    string   `json:"volume,omitempty"`    // volumes and projected volumes
+	Optional  bool     `json:"optional"`
+	Keys      []string `json:"keys,omitempty"`
+}
+
+// ReferencesTo lists every place where spec reads config r, volumes first, then containers
+// (init containers first) in order; what UsesOf sums up per config.
+func ReferencesTo(spec *corev1.PodSpec, r ConfigRef) []Reference {
+	var out []Reference
+	is := func(kind, name string) bool { return kind == r.Kind && name == r.Name }
+	opt := func(o *bool) bool { return o != nil && *o }
+	for _, v := range spec.Volumes {
+		switch {
+		case v.ConfigMap != nil && is(KindConfigMap, v.ConfigMap.Name):
+			out = append(out, Reference{How: ReadVolume, Volume: v.Name, Optional: opt(v.ConfigMap.Optional), Keys: itemKeys(v.ConfigMap.Items)})
+		case v.Secret != nil && is(KindSecret, v.Secret.SecretName):
+			out = append(out, Reference{How: ReadVolume, Volume: v.Name, Optional: opt(v.Secret.Optional), Keys: itemKeys(v.Secret.Items)})
+		}
+		if v.Projected == nil {
+			continue
+		}
+		for _, s := range v.Projected.Sources {
+			switch {
+			case s.ConfigMap != nil && is(KindConfigMap, s.ConfigMap.Name):
+				out = append(out, Reference{How: ReadProjected, Volume: v.Name, Optional: opt(s.ConfigMap.Optional), Keys: itemKeys(s.ConfigMap.Items)})
+			case s.Secret != nil && is(KindSecret, s.Secret.Name):
+				out = append(out, Reference{How: ReadProjected, Volume: v.Name, Optional: opt(s.Secret.Optional), Keys: itemKeys(s.Secret.Items)})
+			}
+		}
+	}
+	for i, c := range AllContainers(spec) {
+		init := i < len(spec.InitContainers)
+		for _, e := range c.EnvFrom {
+			switch {
+			case e.ConfigMapRef != nil && is(KindConfigMap, e.ConfigMapRef.Name):
+				out = append(out, Reference{How: ReadEnvFrom, Container: c.Name, Init: init, Optional: opt(e.ConfigMapRef.Optional)})
+			case e.SecretRef != nil && is(KindSecret, e.SecretRef.Name):
+				out = append(out, Reference{How: ReadEnvFrom, Container: c.Name, Init: init, Optional: opt(e.SecretRef.Optional)})
+			}
+		}
+		for _, e := range c.Env {
+			if e.ValueFrom == nil {
+				continue
+			}
+			switch cm, sec := e.ValueFrom.ConfigMapKeyRef, e.ValueFrom.SecretKeyRef; {
+			case cm != nil && is(KindConfigMap, cm.Name):
+				out = append(out, Reference{How: ReadEnvKey, Container: c.Name, Init: init, Env: e.Name, Optional: opt(cm.Optional), Keys: []string{cm.Key}})
+			case sec != nil && is(KindSecret, sec.Name):
+				out = append(out, Reference{How: ReadEnvKey, Container: c.Name, Init: init, Env: e.Name, Optional: opt(sec.Optional), Keys: []string{sec.Key}})
+			}
+		}
+	}
+	return out
 }

@@ -44,6 +44,9 @@ import (
 type Options struct {
 	// Namespace to watch; empty watches all namespaces.
 	Namespace string
+	// ListNamespace, when set, limits the informers to one namespace, the state's keys still
+	// following Namespace (reloader explain: explain.go).
+	ListNamespace string
 	// NamespaceSelector and NamespacesToIgnore narrow all-namespaces mode.
 	NamespaceSelector  labels.Selector
 	NamespacesToIgnore []string
@@ -304,15 +307,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.informers = dropForbiddenKinds(ctx, c.caches.kinds, c.informers, c.log)
 	c.metrics.Zero(slices.Sorted(maps.Keys(c.caches.kinds)), slices.Sorted(maps.Keys(c.caches.configs)),
 		[]string{policy.OutcomeSucceeded, policy.OutcomeFailed, policy.OutcomeTimedOut, policy.OutcomeSuperseded})
-	for _, inf := range c.informers {
-		go inf.RunWithContext(watchCtx)
-	}
-	// The start-up pass reads the workloads' index, which their handlers keep (dependents.go).
-	synced := hasSynced(c.informers)
-	for _, k := range c.caches.kinds {
-		synced = append(synced, k.byConfig.synced)
-	}
-	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+	if !c.runInformers(watchCtx, ctx) {
 		c.log.Info("stopped before the caches synced")
 		return nil
 	}
@@ -568,6 +563,19 @@ func reportGauges(ctx context.Context, m *metrics.Metrics, store *state.Store, p
 		case <-t.C:
 		}
 	}
+}
+
+// runInformers runs the informers until run ends, and waits, until wait ends, for them and the
+// workloads' index, which their handlers keep and the start-up pass reads (dependents.go).
+func (c *Controller) runInformers(run, wait context.Context) bool {
+	for _, inf := range c.informers {
+		go inf.RunWithContext(run)
+	}
+	synced := hasSynced(c.informers)
+	for _, k := range c.caches.kinds {
+		synced = append(synced, k.byConfig.synced)
+	}
+	return cache.WaitForCacheSync(wait.Done(), synced...)
 }
 
 // hasSynced lists the informers' HasSynced, to wait on.

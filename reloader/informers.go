@@ -22,7 +22,7 @@ import (
 // buildInformers creates only the informers the options need: configs stripped by the transform
 // and filtered by the label selector, and the enabled workload kinds; and wires their events.
 func (c *Controller) buildInformers() error {
-	ns := c.opts.Namespace
+	ns := c.opts.listNamespace()
 	bySelector := func(o *metav1.ListOptions) { o.LabelSelector = c.opts.ResourceLabelSelector }
 	notState := excludeState(c.opts.Namespace, c.opts.StateNamespace, c.state.ShardName)
 	c.caches.configs = map[string]cache.SharedIndexInformer{}

@@ -244,7 +244,7 @@ func workloadRef(o any) (kind, name string) {
 // selectKinds builds the enabled workload kinds, keyed by Kind.
 func selectKinds(opts Options, c *kube.Clients, transform cache.TransformFunc, key runKey) map[string]*workloadKind {
 	kinds := map[string]*workloadKind{}
-	for _, e := range kindTable(c, opts.Namespace, transform, key) {
+	for _, e := range kindTable(c, opts.listNamespace(), transform, key) {
 		if e.enabled(opts) && !slices.Contains(opts.IgnoredWorkloadTypes, e.typ) {
 			k := e.build()
 			kinds[k.name] = k

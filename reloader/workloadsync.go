@@ -63,29 +63,24 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 		}
 		return nil
 	}
-	d := c.dueChanges(w)
-	c.tracker.liftStale(d.staleHolds)
-	c.records.needed(w.key.namespace, d.unmarked)
-	changes := d.changes
+	p := c.plan(w)
+	c.tracker.liftStale(p.staleHolds)
+	c.records.needed(w.key.namespace, p.unmarked)
+	changes := p.changes
 	if c.suspensions.holds(w, len(changes) > 0) {
 		return nil // cronjobsuspend.go
 	}
 	if c.opts.DryRun {
 		return c.rehearse(w, changes) // dryrun.go: the one place a dry run parts from acting
 	}
-	if len(changes) == 0 {
-		if c.gates.resumes(w) && c.validation.holds(w) {
-			return nil // the resume would restart pods on content that does not validate
-		}
-		return c.gates.settle(ctx, w, c.tracker.resumed) // gates.go
-	}
-	// Before the gate, so that no pause period starts for a reload that does not happen.
-	if c.validation.holds(w) {
+	if p.validated && c.validation.holds(w) {
 		return nil // validate.go
 	}
+	if len(changes) == 0 {
+		return c.gates.settle(ctx, w, c.tracker.resumed) // gates.go
+	}
 	// Safe reloads (gates.go): a closed gate holds the reload until it opens.
-	g := c.gates.of(w)
-	v, held, err := c.gates.apply(ctx, w, g, changes)
+	v, held, err := c.gates.apply(ctx, w, p.gate, changes)
 	if held {
 		return err
 	}
@@ -96,8 +91,61 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 	if err != nil || len(ops) == 0 {
 		return err
 	}
-	ops = append(ops, c.gates.ops(w, g, v)...)
-	return c.patch(ctx, w, d, ops)
+	ops = append(ops, c.gates.ops(w, p.gate, v)...)
+	return c.patch(ctx, w, p.due, ops)
+}
+
+// step is what the sync of a workload does next (plan).
+type step int
+
+const (
+	stepUpToDate  step = iota // nothing due: a hold is dropped, a pause ended (gates.settle)
+	stepSuspended             // due, for a CronJob that is suspended (cronjobsuspend.go)
+	stepInvalid               // due, or a resume, while the pods read content that does not validate (validate.go)
+	stepGated                 // due, and the gate is closed or starts a pause (gates.go)
+	stepReload                // due, and the gate lets it through
+)
+
+// plan is what the rule and the holds say of a workload now, read only: syncWorkload acts on
+// it and Explain tells it, so the two cannot part.
+type plan struct {
+	due
+	next step
+	// validated: invalid was looked up (a due reload, or the resume of a pause that ended).
+	validated bool
+	invalid   []string       // the configs the pods read whose content does not validate
+	gate      policy.Gate    // with a reload due: the workload's gate
+	verdict   policy.Verdict // with a reload due: the gate's verdict now
+}
+
+// plan judges workload w against every config it reloads on, and says which hold, if any,
+// keeps what is due; it only reads.
+func (c *Controller) plan(w workloadView) plan {
+	p := plan{due: c.dueChanges(w)}
+	due := len(p.changes) > 0
+	switch {
+	case due && suspended(w.obj):
+		p.next = stepSuspended
+		return p
+	case !due && !c.gates.resumes(w):
+		return p
+	}
+	p.validated, p.invalid = true, c.validation.invalidUsed(w)
+	if due {
+		p.gate = c.gates.of(w)
+		p.verdict = p.gate.Decide(c.opts.Clock.Now())
+	}
+	switch {
+	case len(p.invalid) > 0:
+		p.next = stepInvalid
+	case !due:
+		p.next = stepUpToDate // the resume ends the pause
+	case p.verdict.Action == policy.Hold || p.verdict.Action == policy.StartPause:
+		p.next = stepGated
+	default:
+		p.next = stepReload
+	}
+	return p
 }
 
 // due is what the rule asks of a workload: the changes, in the order of its candidates; what
@@ -110,6 +158,17 @@ type due struct {
 	staleHolds []dependent
 	held       []policy.ConfigRef
 	unmarked   []policy.ConfigRef // existing configs no marker of the workload decides for
+	pairs      []pair             // every config it reloads on, as judged (Explain tells them)
+}
+
+// pair is one config a workload reloads on, as dueChanges judged it; rec is nil when the
+// config does not exist, and nothing is judged of a kind not watched.
+type pair struct {
+	ref      policy.ConfigRef
+	watched  bool
+	rec      *configRecord
+	j        judgement
+	triggers bool
 }
 
 // dueChanges judges workload w against every config it reloads on; it only reads.
@@ -117,10 +176,12 @@ func (c *Controller) dueChanges(w workloadView) due {
 	d := due{reads: map[policy.ConfigRef]*read{}}
 	for _, r := range c.rule.reloadsOn(w) {
 		if !c.caches.watched(r.Kind) {
+			d.pairs = append(d.pairs, pair{ref: r})
 			continue
 		}
 		rec := c.caches.lookup(configKey(r, w.key.namespace))
 		j, triggers := c.rule.judge(w, r, rec)
+		d.pairs = append(d.pairs, pair{ref: r, watched: true, rec: rec, j: j, triggers: triggers})
 		if j.staleHold {
 			d.staleHolds = append(d.staleHolds, dependent{workload: w.key, judgement: j})
 		}
