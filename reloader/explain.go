@@ -75,6 +75,9 @@ type Config struct {
 	RolledBackAt      *time.Time `json:"rolledBackAt,omitempty"`
 	Reload            bool       `json:"reload"` // a reload is due for it
 	Decision          string     `json:"decision"`
+	// Why is the fact that decided, in policy.Judge's words; "" where the workload does not
+	// reload on the config at all (Decision says why).
+	Why string `json:"why,omitempty"`
 }
 
 // Marker is one copy of the workload's marker of a config: where it sits, and its short value.
@@ -209,6 +212,9 @@ func (c *Controller) explainPair(w workloadView, p plan, pr pair) Config {
 		out.RolledBackAt = rolledBackAt(w.meta.GetAnnotations()[policy.HistoryAnnotation], pr.ref)
 	}
 	out.Decision = pairWords(pr, p, c.explainWhyNot(w, pr), c.opts.Clock.Now())
+	if pr.triggers {
+		out.Why = pr.j.reason.String()
+	}
 	return out
 }
 

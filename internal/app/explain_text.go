@@ -96,6 +96,9 @@ func configText(c reloader.Config) string {
 		line("held", "after a rollback%s", since)
 	}
 	line("decision", "%s", c.Decision)
+	if c.Why != "" {
+		line("why", "%s", c.Why)
+	}
 	return b.String()
 }
 
