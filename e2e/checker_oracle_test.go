@@ -1015,8 +1015,36 @@ func (r *recorder) unordered(w *workloadLife, c string, at time.Time) bool {
 			return true
 		}
 	}
+	if r.switchedOn(w, c, at) {
+		return true
+	}
 	for _, e := range r.ignored[c] {
 		if r.near(e.at, at) || e.at.After(at) {
+			return true
+		}
+	}
+	return false
+}
+
+// switchedOn reports whether a reref of CronJob w after at made it reload on c, which its
+// template read before without reloading on it (an exclude moved off c, or named mode naming c):
+// that is a switch of annotation mode, as an annotate action is (README, the stated trade-off of
+// a switch made while a change has not reached every dependent). A Deployment's reref rolls its
+// pods, which read c's content then; a CronJob's runs nothing, so the reloader cannot tell
+// whether its last run read c before or after the change (seed 228@9). The caller holds r.mu.
+func (r *recorder) switchedOn(w *workloadLife, c string, at time.Time) bool {
+	if w.kind != kindCronJob {
+		return false
+	}
+	for i, e := range w.rerefs {
+		after := w.refs
+		if i+1 < len(w.rerefs) {
+			after = w.rerefs[i+1].before
+		}
+		read := slices.ContainsFunc(e.before, func(rf ref) bool { return rf.Config == c })
+		was, _ := triggers(w.mode(), e.before, c)
+		is, _ := triggers(w.mode(), after, c)
+		if e.at.After(at) && read && !was && is {
 			return true
 		}
 	}
