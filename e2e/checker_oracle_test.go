@@ -98,6 +98,12 @@ type workloadLife struct {
 	// removed: the configs the restart was for.
 	touched   []map[string]bool
 	restartAt []time.Time // when the watch reported each of restarts
+	// folding: the template changes seen while the reloader pauses it, which its resume rolls
+	// out as one restart, each with the configs whose marker it changed; folded keeps them by
+	// the index in restarts of that resume, so that the checker's own among them (a reref, an
+	// image), known by rv perhaps only later, touch nothing for the reloader (seed 173@9).
+	folding []markerWrite
+	folded  map[int][]markerWrite
 	// lagged: configs it carried stakater Reloader's variable for, with an older content's hash,
 	// at its creation (a switch from stakater): it runs lagContent of them until restarted.
 	lagged map[string]bool
@@ -139,6 +145,12 @@ type workloadLife struct {
 	// Gen 9: its owner's pauses (checker_ownerpause_test.go), and the writes seen to resume it.
 	ownerPauses []pauseSpan
 	unpauses    []change
+}
+
+// markerWrite is a write of a workload's template, and the configs whose marker it changed.
+type markerWrite struct {
+	rv      int64
+	touched map[string]bool
 }
 
 // genMove is a write seen through the watch that moved a workload's generation to gen.
@@ -383,6 +395,13 @@ func (r *recorder) ownWrite(rv int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.own[rv] = true
+	for _, w := range r.lives() {
+		for i, fold := range w.folded {
+			if slices.ContainsFunc(fold, func(m markerWrite) bool { return m.rv == rv }) {
+				r.refold(w, i)
+			}
+		}
+	}
 }
 
 func (r *recorder) blindFrom(from, to time.Time) {
@@ -497,6 +516,7 @@ func (r *recorder) seen(kind string, u *unstructured.Unstructured, watched bool)
 	if equality.Semantic.DeepEqual(w.seenTmpl, o.tmpl) && watched && prev > 0 && gen == prev+1 {
 		w.sameTmpl = append(w.sameTmpl, genMove{rvOf(u), gen})
 	}
+	write := markerWrite{rvOf(u), touchedConfigs(&w.seenTmpl, &o.tmpl)}
 	w.seenTmpl = *o.tmpl.DeepCopy()
 	// A paused Deployment restarts nothing until it is resumed, and its resume rolls out the
 	// template as it is then: the pods read their configs at the resume.
@@ -509,8 +529,16 @@ func (r *recorder) seen(kind string, u *unstructured.Unstructured, watched bool)
 	if wasPaused && !w.paused {
 		w.unpauses = append(w.unpauses, change{rv: rvOf(u), at: time.Now()})
 	}
-	if w.paused && !w.ownerPaused() || equality.Semantic.DeepEqual(w.tmpl, o.tmpl) {
+	if w.paused && !w.ownerPaused() {
+		w.folding = append(w.folding, write)
 		return
+	}
+	if equality.Semantic.DeepEqual(w.tmpl, o.tmpl) {
+		w.folding = nil
+		return
+	}
+	if len(w.folding) > 0 {
+		w.folding = append(w.folding, write)
 	}
 	r.restarted(w, o, rvOf(u))
 	if wasPaused && !w.paused {
@@ -527,6 +555,13 @@ type resume struct {
 // restarted records a reload of w that gave it o's template. The caller holds r.mu.
 func (r *recorder) restarted(w *workloadLife, o *wobj, rv int64) {
 	w.touched = append(w.touched, touchedConfigs(&w.tmpl, &o.tmpl))
+	if len(w.folding) > 0 {
+		if w.folded == nil {
+			w.folded = map[int][]markerWrite{}
+		}
+		w.folded[len(w.restarts)], w.folding = w.folding, nil
+		r.refold(w, len(w.restarts))
+	}
 	w.marks = append(w.marks, markers(&o.tmpl))
 	var head policy.Entry
 	if h := policy.ParseHistory(o.u.GetAnnotations()[policy.HistoryAnnotation]); len(h) > 0 {
@@ -538,6 +573,22 @@ func (r *recorder) restarted(w *workloadLife, o *wobj, rv int64) {
 	w.tmpl = *o.tmpl.DeepCopy()
 	w.restarts = append(w.restarts, rv)
 	r.changedAt = time.Now()
+}
+
+// refold sets what restart i of w, a resume, touched: where the checker wrote the template during
+// the pause, only the configs whose marker the other writes changed. The caller holds r.mu.
+func (r *recorder) refold(w *workloadLife, i int) {
+	fold := w.folded[i]
+	if !slices.ContainsFunc(fold, func(m markerWrite) bool { return r.own[m.rv] }) {
+		return
+	}
+	touched := map[string]bool{}
+	for _, m := range fold {
+		if !r.own[m.rv] {
+			maps.Copy(touched, m.touched)
+		}
+	}
+	w.touched[i] = touched
 }
 
 // jobCreated records a new Job: a run of the CronJob that controls it, or a Job workload
@@ -1015,8 +1066,36 @@ func (r *recorder) unordered(w *workloadLife, c string, at time.Time) bool {
 			return true
 		}
 	}
+	if r.switchedOn(w, c, at) {
+		return true
+	}
 	for _, e := range r.ignored[c] {
 		if r.near(e.at, at) || e.at.After(at) {
+			return true
+		}
+	}
+	return false
+}
+
+// switchedOn reports whether a reref of CronJob w after at made it reload on c, which its
+// template read before without reloading on it (an exclude moved off c, or named mode naming c):
+// that is a switch of annotation mode, as an annotate action is (README, the stated trade-off of
+// a switch made while a change has not reached every dependent). A Deployment's reref rolls its
+// pods, which read c's content then; a CronJob's runs nothing, so the reloader cannot tell
+// whether its last run read c before or after the change (seed 228@9). The caller holds r.mu.
+func (r *recorder) switchedOn(w *workloadLife, c string, at time.Time) bool {
+	if w.kind != kindCronJob {
+		return false
+	}
+	for i, e := range w.rerefs {
+		after := w.refs
+		if i+1 < len(w.rerefs) {
+			after = w.rerefs[i+1].before
+		}
+		read := slices.ContainsFunc(e.before, func(rf ref) bool { return rf.Config == c })
+		was, _ := triggers(w.mode(), e.before, c)
+		is, _ := triggers(w.mode(), after, c)
+		if e.at.After(at) && read && !was && is {
 			return true
 		}
 	}
@@ -1730,6 +1809,85 @@ func TestALostPairsReportTellsItsRestartsAndTheConfigsEvents(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("report lacks %q:\n%s", want, got)
 		}
+	}
+}
+
+// A reload paused its Deployment for a pause period (rv 611, for cm-1's change at rv 610), the
+// checker then rolled out other values of its chart (rv 617, a reref dropping every marker,
+// cm--2's among them), and the pause's end rolled both out (rv 621). That resume is the
+// reloader's restart for cm-1, not for cm--2: the checker removed cm--2's marker, whether the
+// watch shows its write as the checker's before or after the resume (seed 173@9). The same
+// writes all by the reloader are a restart for cm--2 with no change to take.
+func TestACheckersWriteDuringAPausePeriodTouchesNothingForTheReloader(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		own      string // when the checker's write is known as its own: "before", "after", or never
+		excessOK bool
+	}{
+		{name: "known before the resume", own: "before", excessOK: true},
+		{name: "known after the resume", own: "after", excessOK: true},
+		{name: "all by the reloader", own: "", excessOK: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			at := secondsFromNow()
+			r := newRecorder(sequence{})
+			r.configs["cm--2"] = []configEvent{{rv: 1, at: at(-30), exists: true, data: content{"a": "A"}}}
+			r.configs["cm-1"] = []configEvent{{rv: 1, at: at(-30), exists: true, data: content{"a": "A"}},
+				{rv: 610, at: at(-10), exists: true, data: content{"a": "B"}, by: "the change"}}
+			read := []ref{{Config: "cm-1", Whole: true}, {Config: "cm--2"}}
+			tmpl := func(refs []ref, hashes string) corev1.PodTemplateSpec {
+				t := podTemplate(kindDeployment, "w-0", refs)
+				if hashes != "" {
+					t.Annotations = map[string]string{"reloader/config-hashes": hashes}
+				}
+				return t
+			}
+			before := tmpl(read, `{"configmap/cm--2":"h1"}`) // as created, carrying a marker of cm--2
+			u, err := newWorkload(kindDeployment, "w-0", nil, before)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u.SetUID("uid-0")
+			o, _ := decodeWorkload(kindDeployment, u)
+			w := &workloadLife{kind: kindDeployment, name: "w-0", uid: u.GetUID(), createdRV: 2, createdAt: at(-60),
+				refs: []ref{{Config: "cm-0", Whole: true}}, modes: []modeEvent{{at: at(-60), mode: modeAuto}},
+				rerefs: []reref{{at: at(-5), rv: 617, before: read}}, tmpl: o.tmpl, seenTmpl: o.tmpl, watchGen: 1}
+			r.workloads[u.GetUID()] = w
+			event := func(gen, rv int64, paused bool, tmpl corev1.PodTemplateSpec) {
+				v := u.DeepCopy()
+				v.SetGeneration(gen)
+				v.SetResourceVersion(strconv.FormatInt(rv, 10))
+				raw, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(&tmpl)
+				_ = unstructured.SetNestedMap(v.Object, raw, wkinds[kindDeployment].tmplPath...)
+				_ = unstructured.SetNestedField(v.Object, paused, "spec", "paused")
+				r.seen(kindDeployment, v, true)
+			}
+			event(2, 611, true, tmpl(read, `{"configmap/cm--2":"h1","configmap/cm-1":"h2"}`)) // the reload, paused
+			if tc.own == "before" {
+				r.ownWrite(617)
+			}
+			rerefed := tmpl([]ref{{Config: "cm-0", Whole: true}}, "")
+			event(3, 617, true, rerefed)  // the checker's reref
+			event(4, 621, false, rerefed) // the pause period's end
+			if tc.own == "after" {
+				r.ownWrite(617)
+			}
+			w.generation, w.ownChanges = 4, 1
+			if tc.own == "" {
+				w.ownChanges = 0
+			}
+			if got := slices.Sorted(maps.Keys(w.touched[len(w.touched)-1])); tc.excessOK && !slices.Equal(got, []string{"cm-1"}) {
+				t.Errorf("the resume touched %v, want [cm-1]", got)
+			}
+			excess := r.excess()
+			if (len(excess) == 0) != tc.excessOK {
+				t.Errorf("excess %v, want none %t", excess, tc.excessOK)
+			}
+			if !tc.excessOK && !strings.Contains(fmt.Sprint(excess), "restarted at rv 621 for [cm--2]") {
+				t.Errorf("not reported as a restart for cm--2 without a change: %v", excess)
+			}
+		})
 	}
 }
 

@@ -304,3 +304,61 @@ func TestARerefMovesWhatAWorkloadIsHeldTo(t *testing.T) {
 		})
 	}
 }
+
+// A workload in exclude mode read cm--2 and sec-0, excluding cm--2, when cm--2 changed (at 5);
+// a reref (rv 10) moved the exclude to sec-0, and the reloader then restarted it for cm--2. For
+// a CronJob the reref is a switch of annotation mode: it ran no Job, and nothing tells the
+// reloader whether its last run read cm--2 before or after the change, so the restart is the
+// README's stated trade-off, allowed as for an annotate action (seed 228@9). A Deployment's
+// reref rolled its pods onto cm--2's content, so a restart of it is one without a change; so is
+// one of a CronJob whose reref left cm--2 excluded, or began reading cm--2 only then.
+func TestACronJobsRerefThatStopsExcludingAConfigIsASwitchOfMode(t *testing.T) {
+	t.Parallel()
+	excludes := func(c string, rest ...string) []ref {
+		out := []ref{{Config: c, Whole: true}}
+		for _, o := range rest {
+			out = append(out, ref{Config: o, Whole: true})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name          string
+		kind          string
+		before, after []ref
+		excessOK      bool
+	}{
+		{name: "a CronJob's exclude moved off the config", kind: kindCronJob, before: excludes("cm--2", "sec-0"), after: excludes("sec-0", "cm--2", "cm-0"), excessOK: true},
+		{name: "a Deployment's exclude moved off the config", kind: kindDeployment, before: excludes("cm--2", "sec-0"), after: excludes("sec-0", "cm--2", "cm-0")},
+		{name: "a CronJob's exclude kept on the config", kind: kindCronJob, before: excludes("cm--2", "sec-0"), after: excludes("cm--2", "cm-0")},
+		{name: "a CronJob that began reading the config", kind: kindCronJob, before: excludes("sec-0", "cm-0"), after: excludes("sec-0", "cm--2")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			at := secondsFromNow()
+			r := newRecorder(sequence{})
+			r.configs["cm--2"] = []configEvent{
+				{rv: 1, at: at(-10), exists: true, data: content{"a": "A"}},
+				{rv: 5, at: at(5), exists: true, data: content{"a": "B"}, by: "the change"},
+			}
+			r.own[10] = true
+			w := &workloadLife{kind: tc.kind, name: "w-4", uid: "uid-4", createdRV: 2, createdAt: at(-5),
+				refs: tc.after, modes: []modeEvent{{at: at(-5), mode: modeExclude}},
+				rerefs:   []reref{{at: at(10), rv: 10, before: tc.before}},
+				restarts: []int64{10, 25}, touched: []map[string]bool{{}, {"cm--2": true}}, restartAt: []time.Time{at(10), at(25)},
+				generation: 3, ownChanges: 1} // its creation, the reref, the reload
+			if tc.kind == kindCronJob {
+				w.runs = []int64{26} // the reload's run
+			}
+			r.workloads[w.uid] = w
+			excess := r.excess()
+			if (len(excess) == 0) != tc.excessOK {
+				t.Errorf("excess %v, want none %t", excess, tc.excessOK)
+			}
+			if !tc.excessOK && !strings.Contains(fmt.Sprint(excess), "excess: w-4") {
+				t.Errorf("not reported as a restart without a change: %v", excess)
+			}
+			if _, held := r.held(w, "cm--2"); held {
+				t.Errorf("held to the change made before the reref")
+			}
+		})
+	}
+}
