@@ -296,6 +296,7 @@ func (c *Controller) workloadGone(k *workloadKind, obj any) {
 		w := key{k.name, meta.GetNamespace(), meta.GetName()}
 		c.reports.forget(string(meta.GetUID()))
 		c.strips.workloadGone(w)
+		c.notes.workloadGone(w)
 		c.restarts.workloadGone(w, meta.GetResourceVersion())
 		c.tracker.forget(w)
 		c.entries.lift(k, obj)

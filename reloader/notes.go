@@ -2,6 +2,7 @@ package reloader
 
 import (
 	"slices"
+	"sync"
 
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/state"
@@ -18,6 +19,9 @@ type notes struct {
 	records  *records
 	store    *state.Store
 	names    entryKeys
+	// pausedOn: workload key → the hash of the template its rollouts were paused on, for the
+	// pauses this process saw begin (resumed).
+	pausedOn sync.Map
 }
 
 // stripped compares a workload's template before and after a change of it: a marker that
@@ -167,18 +171,34 @@ func (n *notes) setsMarkers(ov, nv workloadView) bool {
 // resumed notes, for a workload whose rollouts were paused and no longer are (a pause period's
 // end, or anyone's resume), that its pods restart on the template as it is, reading each config
 // as it is then (podsRestarted). A resume in the patch of a reload of ours is noted by the
-// reload.
+// reload. A resume that finds the template this process saw the pause begin on rolls out
+// nothing: the pods run what they ran (checker seed 326@9: noted as waiting for a config absent
+// at an owner's resume, a workload was taken to run the content it came back with).
 func (n *notes) resumed(k *workloadKind, old, obj any) {
-	if k.paused == nil || !k.paused(old) || k.paused(obj) {
+	if k.paused == nil {
 		return
 	}
+	w := objectKey(k.name, obj)
+	switch {
+	case !k.paused(old) && k.paused(obj):
+		if _, tmpl := k.template(old); tmpl != nil {
+			n.pausedOn.Store(w, wholeTemplateHash(tmpl))
+		}
+		return
+	case !k.paused(old) || k.paused(obj):
+		return
+	}
+	on, seen := n.pausedOn.LoadAndDelete(w)
 	ov, ok := n.rule.view(k, old)
 	nv, ok2 := n.rule.view(k, obj)
-	if !ok || !ok2 || n.marked(ov, nv) {
+	if !ok || !ok2 || n.marked(ov, nv) || seen && on == wholeTemplateHash(nv.tmpl) {
 		return
 	}
 	n.podsRestarted(nv)
 }
+
+// workloadGone forgets a deleted workload's pause.
+func (n *notes) workloadGone(w key) { n.pausedOn.Delete(w) }
 
 // marked reports whether a change of a workload changed a marker: a reload, a rollback or a strip.
 func (n *notes) marked(ov, nv workloadView) bool {

@@ -453,12 +453,19 @@ func keepRolloutStatus(u *unstructured.Unstructured) {
 // while a closed window held a lagging one, and 1795691391691440064@4, the same under a lost
 // key). A dependent the state judges that is due (a stakater variable that lags) is first noted
 // as running another content (a strip), so that the entry does not hide its reload, after a
-// restart too.
+// restart too. An entry that holds the content gains the per-key entries its key readers need
+// (keysRolledOut).
 func (rs *records) baseline(k key, rec *configRecord, deps []dependent) {
 	if rec == nil {
 		return
 	}
-	if e, known := rs.store.Get(rs.names.config(k)); known && rs.content(rec, nil).Match(e.Hash) != policy.OtherKey {
+	skey := rs.names.config(k)
+	e, known := rs.store.Get(skey)
+	switch m := rs.content(rec, nil).Match(e.Hash); {
+	case known && !e.Deleted && m == policy.Same:
+		rs.keysRolledOut(skey, rec, deps) // the entry holds this content: so do its keys
+		return
+	case known && m != policy.OtherKey:
 		return
 	}
 	r := policy.ConfigRef{Kind: k.kind, Name: k.name}
@@ -491,19 +498,30 @@ func (rs *records) rolledOut(k key, rec *configRecord, deps []dependent) {
 	}
 	set(skey, rec.hash())
 	r := policy.ConfigRef{Kind: k.kind, Name: k.name}
-	read := map[string]bool{}
 	for _, d := range deps {
 		if d.stripped && !d.behind {
 			rs.strips.caughtUp(d.workload, r, d.change.Value)
 		}
+	}
+	// A per-key entry left from an earlier content would vouch for a key it no longer
+	// describes (policy.Content.Undecided relies on it): only this content's entries stay.
+	rs.store.KeepDataKeys(skey, rs.keysRolledOut(skey, rec, deps))
+}
+
+// keysRolledOut writes the per-key entries of the keys the dependents read, for rec's content,
+// which the config's entry skey records as rolled out, and returns their keys. A key reader the
+// entry judges needs its key's entry, even while another dependent holds the entry back: one
+// never recorded counts as changed (checker seed 13@8: a workload made to read a key while
+// another was held restarted for a change of another key).
+func (rs *records) keysRolledOut(skey string, rec *configRecord, deps []dependent) map[string]bool {
+	read := map[string]bool{}
+	for _, d := range deps {
 		for _, dk := range d.keys {
 			read[state.KeyOf(skey, dk)] = true
 			rs.store.Set(state.KeyOf(skey, dk), rs.keyContent(rec, dk).Value)
 		}
 	}
-	// A per-key entry left from an earlier content would vouch for a key it no longer
-	// describes (policy.Content.Undecided relies on it): only this content's entries stay.
-	rs.store.KeepDataKeys(skey, read)
+	return read
 }
 
 // restated reports whether every dependent's own marker says what it runs of the config.

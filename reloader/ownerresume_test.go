@@ -1,0 +1,49 @@
+package reloader_test
+
+import (
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/reloader/reloader/confighash"
+)
+
+// Checker seed 326@9: a Deployment whose owner paused and resumed it while its config was absent
+// was noted as restarted then, its pods waiting for the config and running whatever it came back
+// with; so the recreation with other content did not reload it. A resume that finds the template
+// it paused on rolls out nothing: the pods still run the content from before the deletion. The
+// same pause with a template change in between (the control) does restart the pods, which then
+// take the recreation, and are not reloaded for it.
+func TestAnOwnersPauseAndResumeWhileItsConfigIsAbsentRestartsNothing(t *testing.T) {
+	t.Parallel()
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	startController(t, ns, controllerOpts{})
+	auto := map[string]string{"reloader.stakater.com/auto": "true"}
+	gens := map[string]int64{}
+	for _, name := range []string{"resumed", "rolled"} {
+		createDeployment(t, ns, name, 0, auto, envFromCM("app-config"))
+	}
+	waitFor(t, 10*time.Second, "app-config recorded", func() (bool, error) {
+		return stateEntry(t, ns, "v1.ConfigMap_app-config") != "", nil
+	})
+	settle(t)
+	deleteConfigMap(t, ns, "app-config")
+	settle(t)
+	for _, name := range []string{"resumed", "rolled"} {
+		updateDeployment(t, ns, name, func(d *appsv1.Deployment) { d.Spec.Paused = true })
+	}
+	updateDeployment(t, ns, "rolled", func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "fake:2" })
+	for _, name := range []string{"resumed", "rolled"} {
+		gens[name] = updateDeployment(t, ns, name, func(d *appsv1.Deployment) { d.Spec.Paused = false }).Generation
+	}
+	settle(t)
+
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
+	hash := confighash.ConfigMap(&corev1.ConfigMap{Data: map[string]string{"v": "B"}})
+	waitEnv(t, ns, "resumed", cmVar, hash)
+	wantReloads(t, ns, "resumed", gens["resumed"], 1)
+	wantReloads(t, ns, "rolled", gens["rolled"], 0)
+}
