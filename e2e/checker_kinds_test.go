@@ -148,11 +148,6 @@ func podTemplate(kind, name string, refs []ref) corev1.PodTemplateSpec {
 	return t
 }
 
-// dynamicClient is the cluster's dynamic client, made once per world.
-func dynamicClient() (dynamic.Interface, error) {
-	return dynamic.NewForConfig(cluster.Config)
-}
-
 func (w *world) workloads(kind string) dynamic.ResourceInterface {
 	return w.dyn.Resource(wkinds[kind].gvr).Namespace(w.ns)
 }
