@@ -35,6 +35,7 @@ func coverage(s sequence) map[string]int {
 	setting(s.Rollouts, "setting: rollouts complete (controllers, kwok)")
 	setting(s.Rollouts && s.Rollback, "setting: rollouts complete, --rollback")
 	setting(s.Webhook, "setting: --webhook-url")
+	setting(s.Argo, "setting: Argo Rollouts (--is-argo-rollouts)")
 	for i, a := range s.Actions {
 		c["action: "+a.Op]++
 		switch a.Op {
@@ -61,6 +62,9 @@ func coverage(s sequence) map[string]int {
 			}
 			if a.Broken {
 				c["workload: broken Deployment (pods never Ready)"]++
+			}
+			if a.Kind == kindRollout && a.Dur > 0 {
+				c["workload: Argo Rollout with a pause step"]++
 			}
 			gateCoverage(c, a.Gate)
 		case "gate":

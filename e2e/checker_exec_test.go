@@ -88,6 +88,9 @@ func newWorld(t *testing.T, ctx context.Context, seq sequence) *world {
 		w.hook = newReceiver()
 		t.Cleanup(w.hook.srv.Close)
 	}
+	if seq.Argo {
+		ensureRolloutCRD(ctx, t, cl, dyn)
+	}
 	w.gate = newGate(t, strings.TrimPrefix(cl.Config.Host, "https://"))
 	w.gate.open.Store(true)
 	w.kube = kubeconfigOf(t, cl, w.gate)
@@ -246,6 +249,9 @@ func (w *world) launch() *proc {
 	}
 	if w.hook != nil {
 		args = append(args, "--webhook-url", w.hook.srv.URL+"/hook")
+	}
+	if w.seq.Argo {
+		args = append(args, "--is-argo-rollouts")
 	}
 	p := launch(w.t, w.ns, w.kube, args...)
 	go w.watch(p)
@@ -737,6 +743,9 @@ func (w *world) createWorkload(a action) error {
 	w.rec.workloads[out.GetUID()] = &workloadLife{name: a.Target, kind: kind, uid: out.GetUID(), refs: a.Refs, createdRV: rvOf(out), createdAt: at,
 		modes: []modeEvent{{at: at, mode: a.Mode}}, tmpl: o.tmpl, seenTmpl: o.tmpl, marks0: markers(&o.tmpl), generation: out.GetGeneration(), watchGen: out.GetGeneration(), lagged: lagged,
 		onTemplate: a.OnTemplate, gates: []gateEvent{{at: at, gate: a.Gate}}, broken: broken}
+	if kind == kindRollout {
+		go w.actAsArgo(a.Target, out.GetUID(), a.Dur)
+	}
 	return nil
 }
 
@@ -792,7 +801,11 @@ func stakaterHash(c string, data content) string {
 // generations reads the generation of every live workload whose template changes in place, for
 // the oracle's count.
 func (w *world) generations() error {
-	for _, kind := range templateKinds {
+	kinds := templateKinds
+	if w.seq.Argo {
+		kinds = append(slices.Clone(kinds), kindRollout)
+	}
+	for _, kind := range kinds {
 		list, err := w.workloads(kind).List(w.ctx, metav1.ListOptions{})
 		if err != nil {
 			return err

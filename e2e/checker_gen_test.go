@@ -111,6 +111,9 @@ func (a action) String() string {
 		if len(a.Lag)+len(a.Cur) > 0 {
 			fmt.Fprintf(&b, " stakater-lags=%v stakater-current=%v", a.Lag, a.Cur)
 		}
+		if a.Kind == kindRollout && a.Dur > 0 {
+			fmt.Fprintf(&b, " pause-step=%s", a.Dur)
+		}
 		if a.Kind != "" {
 			fmt.Fprintf(&b, " kind=%s gate=%s", a.Kind, a.Gate)
 			if a.OnTemplate {
@@ -185,6 +188,9 @@ type sequence struct {
 	// Webhook (gen 10) runs the reloader with --webhook-url to a receiver of the test's
 	// (checker_webhook_test.go).
 	Webhook bool
+	// Argo (gen 10) runs the reloader with --is-argo-rollouts and creates Rollouts, whose
+	// status the checker writes as Argo's controller would (checker_argo_test.go).
+	Argo    bool
 	Actions []action
 }
 
@@ -202,7 +208,7 @@ func (s sequence) String() string {
 		fmt.Fprintf(&b, "  folded stakater variable %t\n", s.Fold)
 	}
 	if s.Gen >= 10 {
-		fmt.Fprintf(&b, "  rollouts complete %t, webhook-url %t\n", s.Rollouts, s.Webhook)
+		fmt.Fprintf(&b, "  rollouts complete %t, webhook-url %t, Argo Rollouts %t\n", s.Rollouts, s.Webhook, s.Argo)
 	}
 	for i, a := range s.Actions {
 		fmt.Fprintf(&b, "  %2d. %s\n", i+1, a)
@@ -369,6 +375,9 @@ func generate(seed uint64, gen, n int, faults bool) sequence {
 	}
 	if s.Rollouts {
 		g.breakSome(s.Actions)
+	}
+	if gen >= 10 {
+		g.argoRollouts(&s)
 	}
 	return s
 }

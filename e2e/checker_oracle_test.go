@@ -226,6 +226,7 @@ type recorder struct {
 	window    string
 	rollback  bool
 	rollouts  bool // gen 10: rollouts complete (checker_rollouts_test.go)
+	argo      bool // gen 10: Argo Rollouts (checker_argo_test.go)
 	validated []string
 	keyLosses []time.Time // when the key of Secret hashes was deleted or replaced
 	jobsSeen  map[types.UID]bool
@@ -248,7 +249,7 @@ func (r *recorder) lastRestart() time.Time {
 func newRecorder(seq sequence) *recorder {
 	return &recorder{configs: map[string][]configEvent{}, ignored: map[string][]modeEvent{},
 		workloads: map[types.UID]*workloadLife{}, own: map[int64]bool{}, amnesia: map[string][]loss{}, unknownNext: map[string]bool{},
-		onCreate: seq.OnCreate, onDelete: seq.OnDelete, window: seq.Window, rollback: seq.Rollback, rollouts: seq.Rollouts, validated: seq.Validated, jobsSeen: map[types.UID]bool{}}
+		onCreate: seq.OnCreate, onDelete: seq.OnDelete, window: seq.Window, rollback: seq.Rollback, rollouts: seq.Rollouts, argo: seq.Argo, validated: seq.Validated, jobsSeen: map[types.UID]bool{}}
 }
 
 // absent is what a workload reads of a deleted config, with --reload-on-delete.
@@ -399,6 +400,9 @@ func (r *recorder) blindFrom(from, to time.Time) {
 // serve from the last version seen (410 Gone), a list catches up and the gap is counted.
 func (r *recorder) watch(ctx context.Context, ns, rv string, dyn dynamic.Interface) {
 	for kind, k := range wkinds {
+		if kind == kindRollout && !r.argo {
+			continue // no Rollout CRD
+		}
 		go r.watchKind(ctx, kind, dyn.Resource(k.gvr).Namespace(ns), rv)
 	}
 }
@@ -1501,8 +1505,8 @@ func (r *recorder) rollbacks(w *workloadLife) pairs {
 // content that reload rolled out: the reloader holds it, and w runs what it ran before
 // (docs/safe-reloads.md, "Safe reloads"). The caller holds r.mu.
 func (r *recorder) heldByRollback(w *workloadLife, c string) bool {
-	if r.rollouts && !w.broken {
-		return false // where rollouts complete, only a failed one is rolled back (rolloutViolations)
+	if r.completes(w) {
+		return false // a rollout that completes is not rolled back (rolloutViolations)
 	}
 	p := r.rollbacks(w)
 	last := -1

@@ -143,12 +143,12 @@ func rolloutSpec(u *unstructured.Unstructured, broken bool) error {
 // ownerPauseViolations), and a rollback, as the reloader's history says, that did not put back
 // the markers its reload replaced or came sooner than a rollout fails. The caller holds r.mu.
 func (r *recorder) rolloutViolations(w *workloadLife, paired pairs) []violation {
-	if !r.rollouts {
+	if !r.rollouts && w.kind != kindRollout {
 		return nil
 	}
 	var out []violation
 	for i := range paired.rollback {
-		if !w.broken && !w.ownerPausedAt(w.restartAt[i]) {
+		if r.completes(w) && !w.ownerPausedAt(w.restartAt[i]) {
 			out = append(out, violation(fmt.Sprintf("rollback: %s %s rolled back its reload at rv %d (rv %d), a rollout that completes: its pods become Ready",
 				w.kind, w.name, w.restarts[paired.of[i]], w.restarts[i])))
 		}
@@ -168,6 +168,12 @@ func (r *recorder) rolloutViolations(w *workloadLife, paired pairs) []violation 
 		j = i
 	}
 	return out
+}
+
+// completes reports whether every rollout of w completes: a Deployment that is not broken where
+// rollouts complete, or a Rollout, whose status the checker writes. The caller holds r.mu.
+func (r *recorder) completes(w *workloadLife) bool {
+	return r.rollouts && !w.broken || w.kind == kindRollout
 }
 
 // brokenRollbacks counts the rollbacks of broken Deployments: the failures rollback judged.

@@ -30,6 +30,9 @@ func TestVersion10AddsItsEleventhStreamAndChangesNothingElse(t *testing.T) {
 	drawn := map[string]int{}
 	for seed := range uint64(60) {
 		seq := generate(seed, 10, 40, true)
+		if seq.Argo {
+			drawn["argo"]++
+		}
 		if seq.Webhook {
 			drawn["webhook"]++
 		}
@@ -54,7 +57,7 @@ func TestVersion10AddsItsEleventhStreamAndChangesNothingElse(t *testing.T) {
 			a.Broken = false
 			kept = append(kept, a)
 		}
-		seq.Actions, seq.Gen, seq.Rollouts, seq.Webhook = kept, 9, false, false
+		seq.Actions, seq.Gen, seq.Rollouts, seq.Webhook, seq.Argo = kept, 9, false, false, false
 		if want := generate(seed, 9, 40, true); !reflect.DeepEqual(seq, want) {
 			t.Fatalf("seed %d: version 10 without its eleventh stream is not version 9's sequence:\n%s\nwant\n%s", seed, seq, want)
 		}
@@ -62,7 +65,7 @@ func TestVersion10AddsItsEleventhStreamAndChangesNothingElse(t *testing.T) {
 	for what, least := range map[string]int{
 		"rollouts": 8, "rollouts with rollback": 4, "broken": 8,
 		"forge-run " + forgeRunUnsigned: 5, "forge-run " + forgeRunOther: 5,
-		"webhook": 3, "webhook-invalid ": 5,
+		"webhook": 3, "webhook-invalid ": 5, "argo": 2, "create-workload ": 4,
 	} {
 		if drawn[what] < least {
 			t.Errorf("60 seeds of version 10 draw %d of %q, want at least %d (drawn: %v)", drawn[what], what, least, drawn)
