@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -45,19 +46,10 @@ func (g *generator) rolloutsComplete(rollback bool) bool {
 // breakSome makes a third of the Deployments the first streams create broken.
 func (g *generator) breakSome(actions []action) {
 	for i, a := range actions {
-		if a.Op == "create-workload" && kindOrDefault(a.Kind) == kindDeployment && isWorkloadName(a.Target) {
+		if a.Op == "create-workload" && kindOrDefault(a.Kind) == kindDeployment && slices.Contains(workloadNames, a.Target) {
 			actions[i].Broken = g.eleventh.IntN(3) == 0
 		}
 	}
-}
-
-func isWorkloadName(name string) bool {
-	for _, n := range workloadNames {
-		if n == name {
-			return true
-		}
-	}
-	return false
 }
 
 // eleventhActions draws gen 10's actions after a main action.
