@@ -32,6 +32,10 @@ func coverage(s sequence) map[string]int {
 	setting(s.Rollback, "setting: --rollback")
 	setting(s.NsSelector, "setting: --namespace-selector")
 	setting(s.Fold, "setting: two configs folding into one stakater variable")
+	setting(s.Rollouts, "setting: rollouts complete (controllers, kwok)")
+	setting(s.Rollouts && s.Rollback, "setting: rollouts complete, --rollback")
+	setting(s.Webhook, "setting: --webhook-url")
+	setting(s.Argo, "setting: Argo Rollouts (--is-argo-rollouts)")
 	for i, a := range s.Actions {
 		c["action: "+a.Op]++
 		switch a.Op {
@@ -56,6 +60,12 @@ func coverage(s sequence) map[string]int {
 			if a.OnTemplate {
 				c["annotations on the pod template"]++
 			}
+			if a.Broken {
+				c["workload: broken Deployment (pods never Ready)"]++
+			}
+			if a.Kind == kindRollout && a.Dur > 0 {
+				c["workload: Argo Rollout with a pause step"]++
+			}
 			gateCoverage(c, a.Gate)
 		case "gate":
 			gateCoverage(c, a.Gate)
@@ -63,6 +73,8 @@ func coverage(s sequence) map[string]int {
 			c["hash key: "+a.Value]++
 		case "forge":
 			c["forged state entry: "+a.Value]++
+		case "forge-run":
+			c["forged CronJob run: "+a.Value]++
 		}
 		if a.Op == "state-delete" && a.Tenth {
 			c["state deleted under a running reloader, then a downtime"]++

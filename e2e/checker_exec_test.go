@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/reloader/reloader/confighash"
+	"github.com/reloader/reloader/internal/testcluster"
 	"github.com/reloader/reloader/state"
 )
 
@@ -33,6 +34,7 @@ import (
 type world struct {
 	t    *testing.T
 	ctx  context.Context
+	cl   *testcluster.Cluster // the e2e cluster, or where rollouts complete (gen 10)
 	ns   string
 	seq  sequence
 	gate *gate
@@ -58,6 +60,11 @@ type world struct {
 	outside    string
 	// resumes: the owner's resume of each Deployment it paused (gen 9), by name.
 	resumes map[string]func()
+	// hook receives --webhook-url's calls (gen 10, checker_webhook_test.go); hookViolations
+	// are what webhookInvalid found; finalAt is when the final round began.
+	hook           *receiver
+	hookViolations []violation
+	finalAt        time.Time
 }
 
 // downtime is a replica stopped for a while: it starts again at the first action after until.
@@ -66,16 +73,27 @@ type downtime struct {
 }
 
 func newWorld(t *testing.T, ctx context.Context, seq sequence) *world {
-	dyn, err := dynamicClient()
+	cl := cluster
+	if seq.Rollouts {
+		cl = rolloutsCluster(t)
+	}
+	dyn, err := dynamic.NewForConfig(cl.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &world{t: t, ctx: ctx, ns: cluster.NewNamespace(t), seq: seq, rec: newRecorder(seq), dyn: dyn,
+	w := &world{t: t, ctx: ctx, cl: cl, ns: cl.NewNamespace(t), seq: seq, rec: newRecorder(seq), dyn: dyn,
 		rnd: rand.New(rand.NewPCG(seq.Seed, 7)), lifts: map[string]func(){}, faults: map[string]int{}, downs: map[int]downtime{},
 		stopping: map[*proc]bool{}, resumes: map[string]func(){}}
-	w.gate = newGate(t, strings.TrimPrefix(cluster.Config.Host, "https://"))
+	if seq.Webhook {
+		w.hook = newReceiver()
+		t.Cleanup(w.hook.srv.Close)
+	}
+	if seq.Argo {
+		ensureRolloutCRD(ctx, t, cl, dyn)
+	}
+	w.gate = newGate(t, strings.TrimPrefix(cl.Config.Host, "https://"))
 	w.gate.open.Store(true)
-	w.kube = kubeconfigThrough(t, w.gate)
+	w.kube = kubeconfigOf(t, cl, w.gate)
 	return w
 }
 
@@ -126,7 +144,7 @@ func (w *world) setup() (ran int) {
 	if w.seq.Fold {
 		w.must(w.writeConfig(foldedName, firstContent(foldedName), true))
 	}
-	list, err := cluster.Client().AppsV1().Deployments(w.ns).List(ctx, metav1.ListOptions{})
+	list, err := w.cl.Client().AppsV1().Deployments(w.ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -183,7 +201,7 @@ func (w *world) stateEntry(name string) (string, error) {
 	if isSecret(name) {
 		kind = "Secret"
 	}
-	cm, err := cluster.Client().CoreV1().ConfigMaps(w.ns).Get(w.ctx, "reloader-state", metav1.GetOptions{})
+	cm, err := w.cl.Client().CoreV1().ConfigMaps(w.ns).Get(w.ctx, "reloader-state", metav1.GetOptions{})
 	if err != nil {
 		return "", err
 	}
@@ -214,7 +232,10 @@ func (w *world) launch() *proc {
 	if w.seq.Strategy != "" {
 		args = append(args, "--reload-strategy", w.seq.Strategy)
 	}
-	if w.seq.Rollback {
+	switch {
+	case w.seq.Rollback && w.seq.Rollouts:
+		args = append(args, "--rollback", "--rollout-timeout", rolloutsTimeout.String())
+	case w.seq.Rollback:
 		args = append(args, "--rollback", "--rollout-timeout", rolloutTimeout.String())
 	}
 	switch w.seq.Window {
@@ -225,6 +246,12 @@ func (w *world) launch() *proc {
 	}
 	if w.seq.NsSelector {
 		args = append(args, w.scopeArgs()...)
+	}
+	if w.hook != nil {
+		args = append(args, "--webhook-url", w.hook.srv.URL+"/hook")
+	}
+	if w.seq.Argo {
+		args = append(args, "--is-argo-rollouts")
 	}
 	p := launch(w.t, w.ns, w.kube, args...)
 	go w.watch(p)
@@ -277,7 +304,7 @@ func (w *world) configMeta(name string) metav1.ObjectMeta {
 
 // writeConfig creates (create) or replaces the data of config name, and records the write.
 func (w *world) writeConfig(name string, data content, create bool) error {
-	ctx, core := w.ctx, cluster.Client().CoreV1()
+	ctx, core := w.ctx, w.cl.Client().CoreV1()
 	var obj metav1.Object
 	var err error
 	if isSecret(name) {
@@ -414,7 +441,7 @@ func (w *world) do(a action) error {
 	case "apiserver-restart":
 		w.faults[a.Op]++
 		from := time.Now()
-		if err := cluster.RestartAPIServer(w.ctx, a.Dur, w.rnd.IntN(2) == 0); err != nil {
+		if err := w.cl.RestartAPIServer(w.ctx, a.Dur, w.rnd.IntN(2) == 0); err != nil {
 			return fmt.Errorf("restart the API server: %w", err)
 		}
 		w.rec.blindFrom(from, time.Now())
@@ -431,10 +458,14 @@ func (w *world) do(a action) error {
 		w.faults[a.Op]++
 		w.rec.stateDeleted()
 		return w.retry(a.String(), func() error {
-			return cluster.Client().CoreV1().ConfigMaps(w.ns).Delete(w.ctx, "reloader-state", metav1.DeleteOptions{})
+			return w.cl.Client().CoreV1().ConfigMaps(w.ns).Delete(w.ctx, "reloader-state", metav1.DeleteOptions{})
 		})
 	case "forge":
 		return w.forge(a)
+	case "forge-run":
+		return w.forgeRun(a)
+	case "webhook-invalid":
+		return w.webhookInvalid(a)
 	case "owner-pause":
 		return w.ownerPause(a.Target, a.Dur)
 	case "state-corrupt":
@@ -446,7 +477,7 @@ func (w *world) do(a action) error {
 		}
 		patch := fmt.Sprintf(`{"data":{"v1.%s_%s":"not a hash"}}`, kind, a.Target)
 		return w.retry(a.String(), func() error {
-			_, err := cluster.Client().CoreV1().ConfigMaps(w.ns).Patch(w.ctx, "reloader-state", types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+			_, err := w.cl.Client().CoreV1().ConfigMaps(w.ns).Patch(w.ctx, "reloader-state", types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 			return err
 		})
 	default:
@@ -456,7 +487,7 @@ func (w *world) do(a action) error {
 }
 
 func (w *world) deleteConfig(name string) error {
-	core := cluster.Client().CoreV1()
+	core := w.cl.Client().CoreV1()
 	ctx, cancel := context.WithTimeout(w.ctx, 5*time.Second)
 	defer cancel()
 	events := w.watchConfig(ctx, name)
@@ -487,7 +518,7 @@ func (w *world) deleteConfig(name string) error {
 // at the restart), and the list taken then was later than a reload for the deletion, which looked
 // older than it (soak seed 1795798155855983840@6). nil if a fault refuses it.
 func (w *world) watchConfig(ctx context.Context, name string) watch.Interface {
-	core := cluster.Client().CoreV1()
+	core := w.cl.Client().CoreV1()
 	list, err := core.ConfigMaps(w.ns).List(ctx, metav1.ListOptions{Limit: 1})
 	if err != nil {
 		return nil
@@ -522,7 +553,7 @@ func (w *world) deletionRV(events watch.Interface) int64 {
 		}
 	}
 	var rv int64
-	if list, err := cluster.Client().CoreV1().ConfigMaps(w.ns).List(w.ctx, metav1.ListOptions{Limit: 1}); err == nil {
+	if list, err := w.cl.Client().CoreV1().ConfigMaps(w.ns).List(w.ctx, metav1.ListOptions{Limit: 1}); err == nil {
 		rv, _ = strconv.ParseInt(list.ResourceVersion, 10, 64)
 	}
 	return rv
@@ -530,7 +561,7 @@ func (w *world) deletionRV(events watch.Interface) int64 {
 
 func (w *world) ignore(name, value string) error {
 	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{"reloader.stakater.com/ignore":%q}}}`, value))
-	core := cluster.Client().CoreV1()
+	core := w.cl.Client().CoreV1()
 	at := time.Now()
 	var err error
 	if isSecret(name) {
@@ -677,6 +708,10 @@ func (w *world) createWorkload(a action) error {
 	kind := kindOrDefault(a.Kind)
 	meta := map[string]string{"checker/refs": refsNote(a.Refs)}
 	tmpl := podTemplate(kind, a.Target, a.Refs)
+	broken := w.seq.Rollouts && a.Broken && kind == kindDeployment
+	if broken {
+		breakTemplate(&tmpl)
+	}
 	ann := meta
 	if a.OnTemplate {
 		tmpl.Annotations = map[string]string{}
@@ -690,6 +725,11 @@ func (w *world) createWorkload(a action) error {
 	if err != nil {
 		return err
 	}
+	if w.seq.Rollouts && kind == kindDeployment {
+		if err := rolloutSpec(u, broken); err != nil {
+			return err
+		}
+	}
 	out, err := w.workloads(kind).Create(w.ctx, u, metav1.CreateOptions{})
 	if err != nil {
 		return err
@@ -702,7 +742,10 @@ func (w *world) createWorkload(a action) error {
 	defer w.rec.mu.Unlock()
 	w.rec.workloads[out.GetUID()] = &workloadLife{name: a.Target, kind: kind, uid: out.GetUID(), refs: a.Refs, createdRV: rvOf(out), createdAt: at,
 		modes: []modeEvent{{at: at, mode: a.Mode}}, tmpl: o.tmpl, seenTmpl: o.tmpl, marks0: markers(&o.tmpl), generation: out.GetGeneration(), watchGen: out.GetGeneration(), lagged: lagged,
-		onTemplate: a.OnTemplate, gates: []gateEvent{{at: at, gate: a.Gate}}}
+		onTemplate: a.OnTemplate, gates: []gateEvent{{at: at, gate: a.Gate}}, broken: broken}
+	if kind == kindRollout {
+		go w.actAsArgo(a.Target, out.GetUID(), a.Dur)
+	}
 	return nil
 }
 
@@ -758,7 +801,11 @@ func stakaterHash(c string, data content) string {
 // generations reads the generation of every live workload whose template changes in place, for
 // the oracle's count.
 func (w *world) generations() error {
-	for _, kind := range templateKinds {
+	kinds := templateKinds
+	if w.seq.Argo {
+		kinds = append(slices.Clone(kinds), kindRollout)
+	}
+	for _, kind := range kinds {
 		list, err := w.workloads(kind).List(w.ctx, metav1.ListOptions{})
 		if err != nil {
 			return err
@@ -916,6 +963,7 @@ func stripMarkers(o *wobj, onTemplate bool) edited {
 			}
 		}
 	}
+	keepBroken(&o.tmpl, &t)
 	o.tmpl = t
 	return edited{}
 }
@@ -1013,7 +1061,7 @@ func (w *world) refuse(name string, d time.Duration, inForce bool) {
 	case kindJob:
 		op, allowed = admissionv1.Create, other
 	}
-	remove, err := cluster.DenyWrites(w.ctx, policyName, rule, op, allowed, "refused by the checker's admission policy")
+	remove, err := w.cl.DenyWrites(w.ctx, policyName, rule, op, allowed, "refused by the checker's admission policy")
 	if err != nil {
 		w.t.Logf("refusal of %s not put in force: %v", name, err)
 	}
@@ -1128,6 +1176,7 @@ func (w *world) leading(timeout time.Duration) bool {
 // the deleted ones, which it returns.
 func (w *world) finalRound() (recreated []string) {
 	w.rec.setStep("the final round")
+	w.finalAt = time.Now()
 	for _, c := range w.configsInWorld() {
 		w.rec.mu.Lock()
 		ignored := w.rec.isIgnored(c)
@@ -1153,7 +1202,7 @@ func (w *world) finalRound() (recreated []string) {
 // it with another key. Each running replica keeps the key it read at its start; the next start
 // reads the new one, or makes one.
 func (w *world) replaceHashKey(replace bool) error {
-	secrets := cluster.Client().CoreV1().Secrets(w.ns)
+	secrets := w.cl.Client().CoreV1().Secrets(w.ns)
 	err := secrets.Delete(w.ctx, "reloader-hash-key", metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err

@@ -184,7 +184,7 @@ func (w *world) forge(a action) error {
 		w.rec.mu.Unlock()
 		prefix, hash := "strip.", forgedHash
 		if a.Value == forgeHold {
-			cm, err := cluster.Client().CoreV1().ConfigMaps(w.ns).Get(w.ctx, a.Target, metav1.GetOptions{})
+			cm, err := w.cl.Client().CoreV1().ConfigMaps(w.ns).Get(w.ctx, a.Target, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
 				return nil // nothing to hold
 			}
@@ -201,7 +201,7 @@ func (w *world) forge(a action) error {
 			return err
 		}
 		f.at = time.Now()
-		cm, err := cluster.Client().CoreV1().ConfigMaps(w.ns).Patch(w.ctx, "reloader-state", types.MergePatchType, patch, metav1.PatchOptions{})
+		cm, err := w.cl.Client().CoreV1().ConfigMaps(w.ns).Patch(w.ctx, "reloader-state", types.MergePatchType, patch, metav1.PatchOptions{})
 		if apierrors.IsNotFound(err) {
 			return errNotThere // no state to forge into: the next start begins from nothing anyway
 		}
@@ -261,7 +261,7 @@ func (w *world) forgedNote(f *forgery) (key, value string, err error) {
 			secret[i] = byte(w.rnd.IntN(256))
 		}
 		if f.kind == forgeOutside {
-			s, err := cluster.Client().CoreV1().Secrets(w.ns).Get(w.ctx, "reloader-hash-key", metav1.GetOptions{})
+			s, err := w.cl.Client().CoreV1().Secrets(w.ns).Get(w.ctx, "reloader-hash-key", metav1.GetOptions{})
 			if err != nil {
 				return "", "", fmt.Errorf("read the hash key to sign a note: %w", err)
 			}
@@ -283,7 +283,7 @@ func (w *world) outsideNamespace() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.outside == "" {
-		w.outside = cluster.NewNamespace(w.t)
+		w.outside = w.cl.NewNamespace(w.t)
 	}
 	return w.outside
 }
@@ -293,7 +293,7 @@ func (w *world) outsideNamespace() string {
 func (w *world) forgedJobsCreated() []violation {
 	var out []violation
 	for _, f := range w.rec.forgedNotes() {
-		_, err := cluster.Client().BatchV1().Jobs(f.jobNS).Get(w.ctx, f.job, metav1.GetOptions{})
+		_, err := w.cl.Client().BatchV1().Jobs(f.jobNS).Get(w.ctx, f.job, metav1.GetOptions{})
 		if err == nil {
 			out = append(out, violation(fmt.Sprintf("forged: Job %s/%s exists, created from a forged note (%s, written at rv %d)", f.jobNS, f.job, f.kind, f.rv)))
 		} else if !apierrors.IsNotFound(err) {

@@ -63,6 +63,10 @@ type action struct {
 	Lag, Cur []string
 	// Tenth: drawn from gen 9's tenth stream (checker_forge_test.go); older versions have none.
 	Tenth bool
+	// Eleventh: drawn from gen 10's eleventh stream (checker_rollouts_test.go). Broken: a
+	// Deployment created in a sequence whose rollouts complete (sequence.Rollouts) whose pods
+	// never become Ready, so that every rollout of it fails at its progress deadline.
+	Eleventh, Broken bool
 	// Gen 3. create-workload: the workload's kind ("" is a Deployment), whether its annotations
 	// sit on its pod template rather than its metadata, and its first gate (see gateSpec).
 	Kind       string
@@ -107,11 +111,17 @@ func (a action) String() string {
 		if len(a.Lag)+len(a.Cur) > 0 {
 			fmt.Fprintf(&b, " stakater-lags=%v stakater-current=%v", a.Lag, a.Cur)
 		}
+		if a.Kind == kindRollout && a.Dur > 0 {
+			fmt.Fprintf(&b, " pause-step=%s", a.Dur)
+		}
 		if a.Kind != "" {
 			fmt.Fprintf(&b, " kind=%s gate=%s", a.Kind, a.Gate)
 			if a.OnTemplate {
 				b.WriteString(" on-template")
 			}
+		}
+		if a.Broken {
+			b.WriteString(" broken")
 		}
 	case "gate":
 		fmt.Fprintf(&b, " %s", a.Gate)
@@ -119,7 +129,7 @@ func (a action) String() string {
 		fmt.Fprintf(&b, " mode=%s", a.Mode)
 	case "reref":
 		fmt.Fprintf(&b, " reads=%v", a.Refs)
-	case "forge":
+	case "forge", "forge-run":
 		fmt.Fprintf(&b, " %s", a.Value)
 		if a.Key != "" {
 			fmt.Fprintf(&b, " of %s", a.Key)
@@ -170,7 +180,17 @@ type sequence struct {
 	NsSelector bool
 	// Fold (gen 9, in switches from stakater): the world has a fifth config, foldedName, whose
 	// stakater variable is cm--2's, and a workload reading both (foldedWorkload).
-	Fold    bool
+	Fold bool
+	// Rollouts (gen 10) runs the sequence on a cluster whose rollouts complete: a controller
+	// manager, a scheduler and kwok, Deployments with one replica, some of them Broken
+	// (checker_rollouts_test.go).
+	Rollouts bool
+	// Webhook (gen 10) runs the reloader with --webhook-url to a receiver of the test's
+	// (checker_webhook_test.go).
+	Webhook bool
+	// Argo (gen 10) runs the reloader with --is-argo-rollouts and creates Rollouts, whose
+	// status the checker writes as Argo's controller would (checker_argo_test.go).
+	Argo    bool
 	Actions []action
 }
 
@@ -186,6 +206,9 @@ func (s sequence) String() string {
 	}
 	if s.Gen >= 9 {
 		fmt.Fprintf(&b, "  folded stakater variable %t\n", s.Fold)
+	}
+	if s.Gen >= 10 {
+		fmt.Fprintf(&b, "  rollouts complete %t, webhook-url %t, Argo Rollouts %t\n", s.Rollouts, s.Webhook, s.Argo)
 	}
 	for i, a := range s.Actions {
 		fmt.Fprintf(&b, "  %2d. %s\n", i+1, a)
@@ -244,10 +267,13 @@ type generator struct {
 	// reloader, owner pauses and the folded stakater variable (checker_forge_test.go).
 	tenth    *rand.Rand
 	lossRuns int // the workloads gen 9's state-loss scenario created (w-s<n>)
+	// gen 10 draws, from an eleventh stream, its cluster whose rollouts complete and which of
+	// its Deployments are broken (checker_rollouts_test.go).
+	eleventh *rand.Rand
 }
 
 // latestGen is the generator version new seeds run with.
-const latestGen = 9
+const latestGen = 10
 
 // generate makes the sequence of seed under generator version gen: n actions, faults included
 // when faults is set.
@@ -256,12 +282,13 @@ func generate(seed uint64, gen, n int, faults bool) sequence {
 		third:   rand.New(rand.NewPCG(seed^0xda942042e4dd58b5, seed^0x2545f4914f6cdd1d)),
 		configs: map[string]bool{}, workloads: map[string]bool{}, refs: map[string][]ref{}, modes: map[string]string{}, ignored: map[string]bool{}, faults: faults,
 		gen: gen, fourth: rand.New(rand.NewPCG(seed^0x94d049bb133111eb, seed^0xbf58476d1ce4e5b9)), kinds: map[string]string{},
-		fifth:   rand.New(rand.NewPCG(seed^0x2127599bf4325c37, seed^0x880355f21e6d1965)),
-		sixth:   rand.New(rand.NewPCG(seed^0x3c6ef372fe94f82b, seed^0xa54ff53a5f1d36f1)),
-		seventh: rand.New(rand.NewPCG(seed^0x510e527fade682d1, seed^0x9b05688c2b3e6c1f)),
-		eighth:  rand.New(rand.NewPCG(seed^0x1f83d9abfb41bd6b, seed^0x5be0cd19137e2179)),
-		ninth:   rand.New(rand.NewPCG(seed^0x6a09e667f3bcc908, seed^0xbb67ae8584caa73b)),
-		tenth:   rand.New(rand.NewPCG(seed^0xcbbb9d5dc1059ed8, seed^0x629a292a367cd507))}
+		fifth:    rand.New(rand.NewPCG(seed^0x2127599bf4325c37, seed^0x880355f21e6d1965)),
+		sixth:    rand.New(rand.NewPCG(seed^0x3c6ef372fe94f82b, seed^0xa54ff53a5f1d36f1)),
+		seventh:  rand.New(rand.NewPCG(seed^0x510e527fade682d1, seed^0x9b05688c2b3e6c1f)),
+		eighth:   rand.New(rand.NewPCG(seed^0x1f83d9abfb41bd6b, seed^0x5be0cd19137e2179)),
+		ninth:    rand.New(rand.NewPCG(seed^0x6a09e667f3bcc908, seed^0xbb67ae8584caa73b)),
+		tenth:    rand.New(rand.NewPCG(seed^0xcbbb9d5dc1059ed8, seed^0x629a292a367cd507)),
+		eleventh: rand.New(rand.NewPCG(seed^0x9159015a3070dd17, seed^0x152fecd8f70e5939))}
 	for _, c := range configNames {
 		g.configs[c] = true // the world starts with every config, content "0"
 	}
@@ -281,6 +308,10 @@ func generate(seed uint64, gen, n int, faults bool) sequence {
 	}
 	if gen >= 9 && s.Migrate {
 		s.Fold = g.tenth.IntN(2) == 0
+	}
+	if gen >= 10 {
+		s.Rollouts = g.rolloutsComplete(s.Rollback)
+		s.Webhook = g.webhookMode(s)
 	}
 	for range 3 + g.rnd.IntN(2) { // a few workloads from the start
 		a := g.createWorkload()
@@ -338,6 +369,15 @@ func generate(seed uint64, gen, n int, faults bool) sequence {
 		if gen >= 9 {
 			s.Actions = append(s.Actions, g.tenthActions(s)...)
 		}
+		if gen >= 10 {
+			s.Actions = append(s.Actions, g.eleventhActions(s)...)
+		}
+	}
+	if s.Rollouts {
+		g.breakSome(s.Actions)
+	}
+	if gen >= 10 {
+		g.argoRollouts(&s)
 	}
 	return s
 }

@@ -34,6 +34,7 @@ var wkinds = map[string]wkind{
 	kindDaemonSet:   {schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "daemonsets"}, []string{"spec", "template"}},
 	kindCronJob:     {schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "cronjobs"}, []string{"spec", "jobTemplate", "spec", "template"}},
 	kindJob:         {schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}, []string{"spec", "template"}},
+	kindRollout:     {rolloutGVR, []string{"spec", "template"}}, // gen 10, in sequences with Argo Rollouts
 }
 
 // kindOrDefault is a create-workload's kind: generator versions before 3 make Deployments.
@@ -129,6 +130,16 @@ func newWorkload(kind, name string, meta map[string]string, tmpl corev1.PodTempl
 			JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Suspend: &yes, Template: tmpl}}}}
 	case kindJob:
 		obj = &batchv1.Job{ObjectMeta: om, Spec: batchv1.JobSpec{Suspend: &yes, Template: tmpl}}
+	case kindRollout:
+		raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&tmpl)
+		if err != nil {
+			return nil, fmt.Errorf("encode the pod template of %s %s: %w", kind, name, err)
+		}
+		ann := map[string]any{}
+		for k, v := range meta {
+			ann[k] = v
+		}
+		return newRollout(name, ann, raw), nil
 	default:
 		return nil, fmt.Errorf("unknown workload kind %q", kind)
 	}
@@ -146,11 +157,6 @@ func podTemplate(kind, name string, refs []ref) corev1.PodTemplateSpec {
 		t.Spec.RestartPolicy = corev1.RestartPolicyNever
 	}
 	return t
-}
-
-// dynamicClient is the cluster's dynamic client, made once per world.
-func dynamicClient() (dynamic.Interface, error) {
-	return dynamic.NewForConfig(cluster.Config)
 }
 
 func (w *world) workloads(kind string) dynamic.ResourceInterface {

@@ -144,7 +144,9 @@ type workloadLife struct {
 	jobGone []time.Time
 	// Gen 9: its owner's pauses (checker_ownerpause_test.go), and the writes seen to resume it.
 	ownerPauses []pauseSpan
-	unpauses    []change
+	// broken (gen 10, where rollouts complete): a Deployment whose pods never become Ready.
+	broken   bool
+	unpauses []change
 }
 
 // markerWrite is a write of a workload's template, and the configs whose marker it changed.
@@ -235,6 +237,8 @@ type recorder struct {
 	// window is the reloader's --reload-window, as the generator names it ("", open, closed).
 	window    string
 	rollback  bool
+	rollouts  bool // gen 10: rollouts complete (checker_rollouts_test.go)
+	argo      bool // gen 10: Argo Rollouts (checker_argo_test.go)
 	validated []string
 	keyLosses []time.Time // when the key of Secret hashes was deleted or replaced
 	jobsSeen  map[types.UID]bool
@@ -257,7 +261,7 @@ func (r *recorder) lastRestart() time.Time {
 func newRecorder(seq sequence) *recorder {
 	return &recorder{configs: map[string][]configEvent{}, ignored: map[string][]modeEvent{},
 		workloads: map[types.UID]*workloadLife{}, own: map[int64]bool{}, amnesia: map[string][]loss{}, unknownNext: map[string]bool{},
-		onCreate: seq.OnCreate, onDelete: seq.OnDelete, window: seq.Window, rollback: seq.Rollback, validated: seq.Validated, jobsSeen: map[types.UID]bool{}}
+		onCreate: seq.OnCreate, onDelete: seq.OnDelete, window: seq.Window, rollback: seq.Rollback, rollouts: seq.Rollouts, argo: seq.Argo, validated: seq.Validated, jobsSeen: map[types.UID]bool{}}
 }
 
 // absent is what a workload reads of a deleted config, with --reload-on-delete.
@@ -415,6 +419,9 @@ func (r *recorder) blindFrom(from, to time.Time) {
 // serve from the last version seen (410 Gone), a list catches up and the gap is counted.
 func (r *recorder) watch(ctx context.Context, ns, rv string, dyn dynamic.Interface) {
 	for kind, k := range wkinds {
+		if kind == kindRollout && !r.argo {
+			continue // no Rollout CRD
+		}
 		go r.watchKind(ctx, kind, dyn.Resource(k.gvr).Namespace(ns), rv)
 	}
 }
@@ -717,9 +724,14 @@ func (r *recorder) summary() string {
 		byReloader += r.byReloader(w)
 		byChecker += w.ownChanges
 	}
+	rollbacks := r.brokenRollbacks()
 	r.mu.Unlock()
-	return fmt.Sprintf("%d workloads, %d restarts by the reloader, %d by the checker, %d (workload, config) pairs held to a change, %d watch gaps",
+	s := fmt.Sprintf("%d workloads, %d restarts by the reloader, %d by the checker, %d (workload, config) pairs held to a change, %d watch gaps",
 		len(r.workloads), byReloader, byChecker, r.judged(), r.gaps)
+	if r.rollouts {
+		s += fmt.Sprintf(", %d rollbacks of broken Deployments", rollbacks)
+	}
+	return s
 }
 
 // judged counts the pairs lost() holds to a change.
@@ -1400,6 +1412,7 @@ func (r *recorder) gated(w *workloadLife) []violation {
 		}
 	}
 	out = append(out, r.ownerPauseViolations(w, paired)...)
+	out = append(out, r.rolloutViolations(w, paired)...)
 	for i := range paired.rollback {
 		j := paired.of[i]
 		for k := j + 1; k < i; k++ {
@@ -1571,6 +1584,9 @@ func (r *recorder) rollbacks(w *workloadLife) pairs {
 // content that reload rolled out: the reloader holds it, and w runs what it ran before
 // (docs/safe-reloads.md, "Safe reloads"). The caller holds r.mu.
 func (r *recorder) heldByRollback(w *workloadLife, c string) bool {
+	if r.completes(w) {
+		return false // a rollout that completes is not rolled back (rolloutViolations)
+	}
 	p := r.rollbacks(w)
 	last := -1
 	for i, rv := range w.restarts {

@@ -72,7 +72,7 @@ func (w *world) setScope(in bool) error {
 	}
 	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%s}}}`, w.scopeLabel(), value)
 	before := time.Now()
-	ns, err := cluster.Client().CoreV1().Namespaces().Patch(w.ctx, w.ns, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	ns, err := w.cl.Client().CoreV1().Namespaces().Patch(w.ctx, w.ns, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	if err == nil {
 		w.rec.scoped(in, before, time.Now(), rvOf(ns))
 	}

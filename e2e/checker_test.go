@@ -201,6 +201,9 @@ func runSequence(t *testing.T, seq sequence) outcome {
 		time.Sleep(a.Pause)
 	}
 	w.heal()
+	if w.hook != nil {
+		defer func() { w.t.Logf("seed %d: %d webhook calls", seq.Seed, w.hook.since(time.Time{})) }()
+	}
 	o := outcome{actions: len(seq.Actions), faults: w.faults}
 	o.violations = w.settle()
 	t.Logf("seed %d: %s; faults %v", seq.Seed, w.rec.summary(), w.faults)
@@ -238,6 +241,16 @@ func (w *world) settle() []violation {
 	}
 	deadline := time.Now().Add(90 * time.Second)
 	for {
+		if w.hook != nil {
+			if time.Since(w.rec.lastRestart()) > quiet && time.Since(w.hook.last()) > quiet || time.Now().After(deadline) {
+				if err := w.generations(); err != nil {
+					w.t.Fatal(err)
+				}
+				return slices.Concat(w.webhookViolations(), w.forgedJobsCreated())
+			}
+			time.Sleep(200 * time.Millisecond)
+			continue
+		}
 		lost := w.rec.lost()
 		done := len(lost) == 0 && time.Since(w.rec.lastRestart()) > quiet
 		if done || time.Now().After(deadline) {

@@ -45,6 +45,10 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := testcluster.Main(m, testcluster.Options{Log: os.Stderr, Audit: true}, &cluster)
+	if err := stopRolloutsCluster(); err != nil {
+		fmt.Fprintf(os.Stderr, "stop the cluster whose rollouts complete: %v\n", err)
+		code = max(code, 1)
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

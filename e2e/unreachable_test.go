@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/reloader/reloader/internal/testcluster"
 )
 
 // gate is a TCP proxy to the API server that, while closed, drops every connection: the API
@@ -111,11 +113,17 @@ func forward(c net.Conn, target string) {
 // through the gate.
 func kubeconfigThrough(t *testing.T, g *gate) string {
 	t.Helper()
-	data, err := os.ReadFile(cluster.Kubeconfig)
+	return kubeconfigOf(t, cluster, g)
+}
+
+// kubeconfigOf is kubeconfigThrough for cluster c.
+func kubeconfigOf(t *testing.T, c *testcluster.Cluster, g *gate) string {
+	t.Helper()
+	data, err := os.ReadFile(c.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	host := strings.TrimPrefix(cluster.Config.Host, "https://")
+	host := strings.TrimPrefix(c.Config.Host, "https://")
 	path := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := os.WriteFile(path, []byte(strings.ReplaceAll(string(data), host, g.addr)), 0o600); err != nil {
 		t.Fatal(err)
