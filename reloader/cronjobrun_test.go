@@ -9,6 +9,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/reloader/reloader/confighash"
@@ -118,5 +119,53 @@ func TestAPendingJobOnACronJobTheReloaderDoesNotReloadRunsNoJob(t *testing.T) {
 	settle(t)
 	if jobs := jobNames(t, ns, plain.UID); len(jobs) != 0 {
 		t.Errorf("Jobs %v of a CronJob the reloader does not reload", jobs)
+	}
+}
+
+// A reloader judges recorded runs only where it watches. Out of its namespace selection a run
+// it cannot verify may be another reloader's (signed under that one's key): it is left alone,
+// with no Warning, while the same forgery inside the selection is removed (the positive
+// control). A run of its own is still finished there, as it began it (seed 156@10: a reloader
+// dropped the runs other sequences' reloaders had recorded in their namespaces).
+func TestAPendingJobOutsideTheSelectionIsLeftToWhoeverWatchesIt(t *testing.T) {
+	t.Parallel()
+	stateNS, in, out := cluster.NewNamespace(t), cluster.NewNamespace(t), cluster.NewNamespace(t)
+	labelNamespace(t, in, map[string]string{"reloader-test": in})
+	for _, ns := range []string{in, out} {
+		createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	}
+	forgedIn := createCronJob(t, in, "forged", named("configmap", "app-config"))
+	theirs := createCronJob(t, out, "theirs", named("configmap", "app-config"))
+	ours := createCronJob(t, out, "ours", named("configmap", "app-config"))
+	opts := controllerOpts{tweak: func(o *reloader.Options) {
+		o.Namespace = ""
+		o.NamespaceSelector = labels.SelectorFromSet(labels.Set{"reloader-test": in})
+	}}
+	startController(t, stateNS, opts).stop(t) // makes the hash key
+	recordRun(t, in, "forged", "forged-reload-abc1234")
+	recordRun(t, out, "theirs", "theirs-reload-abc1234")
+	recordRun(t, out, "ours", signedRun(t, stateNS, ours, "ours-reload-abc1234"))
+
+	startController(t, stateNS, opts)
+	waitFor(t, 30*time.Second, "the forged run inside the selection removed", func() (bool, error) {
+		return pendingJob(t, in, "forged") == "", nil
+	})
+	waitFor(t, 30*time.Second, "our own run outside the selection finished", func() (bool, error) {
+		return len(jobsOf(t, out, ours.UID)) == 1 && pendingJob(t, out, "ours") == "", nil
+	})
+	settle(t)
+	if got := countEvents(t, in, "forged", reloader.ReasonPendingJobDropped); got != 1 {
+		t.Errorf("inside the selection: %d Warnings %s, want 1", got, reloader.ReasonPendingJobDropped)
+	}
+	if v := pendingJob(t, out, "theirs"); v != "theirs-reload-abc1234" {
+		t.Errorf("outside the selection, a run it cannot verify was changed to %q", v)
+	}
+	if got := countEvents(t, out, "theirs", reloader.ReasonPendingJobDropped); got != 0 {
+		t.Errorf("outside the selection: %d Warnings %s, want none", got, reloader.ReasonPendingJobDropped)
+	}
+	for _, cj := range []*batchv1.CronJob{forgedIn, theirs} {
+		if jobs := jobNames(t, cj.Namespace, cj.UID); len(jobs) != 0 {
+			t.Errorf("CronJob %s/%s: Jobs %v for a run the reloader did not record", cj.Namespace, cj.Name, jobs)
+		}
 	}
 }

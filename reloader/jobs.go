@@ -67,20 +67,23 @@ func cronJobKind(c *kube.Clients, ns string, link *kube.Link, transform cache.Tr
 		}
 		// The Job is created at once; if this fails, the CronJob's own update event brings it
 		// back to resume, which retries.
-		_ = k.resume(ctx, out)
+		_ = k.resume(ctx, out, true)
 		return out, nil
 	}
 	k.probe = func(ctx context.Context) error {
 		_, err := c.CronJobs(ns).List(ctx, metav1.ListOptions{Limit: 1})
 		return err
 	}
-	k.resume = func(ctx context.Context, obj any) error {
+	k.resume = func(ctx context.Context, obj any, watched bool) error {
 		cj := obj.(*batchv1.CronJob)
 		v := cj.Annotations[pendingJobAnnotation]
 		if v == "" {
 			return nil
 		}
 		name, why := key.recorded(cj, v)
+		if why != "" && !watched {
+			return nil // another reloader's run, perhaps: not ours to judge
+		}
 		if why != "" {
 			if err := clearPendingJob(ctx, c, cj, v); err != nil {
 				return err

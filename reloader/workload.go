@@ -58,8 +58,10 @@ type workloadKind struct {
 	// pause period pauses it (policy.Gate.Pausable).
 	paused func(obj any) bool
 	// resume, when set, finishes a reload that a patch recorded but did not complete (a
-	// CronJob's Job to create, jobs.go); every sync of the workload calls it first.
-	resume func(ctx context.Context, obj any) error
+	// CronJob's Job to create, jobs.go); every sync of the workload calls it first. watched:
+	// the workload's namespace is in the selection; out of it, only a run of ours is finished,
+	// and anything else is left to whoever watches it.
+	resume func(ctx context.Context, obj any, watched bool) error
 	// unfinished, when set, finishes a reload that left no object behind to sync (a Job deleted
 	// whose create failed, jobs.go); every sync of the key calls it first, the object there or not.
 	unfinished func(ctx context.Context, namespace, name string) error

@@ -50,7 +50,7 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 	}
 	if kind.resume != nil && !c.opts.DryRun {
 		var dropped droppedRun
-		if err := kind.resume(ctx, obj); errors.As(err, &dropped) {
+		if err := kind.resume(ctx, obj, c.caches.allowed(k.namespace)); errors.As(err, &dropped) {
 			c.dropRun(obj, dropped)
 		} else if err != nil {
 			return err
