@@ -231,6 +231,17 @@ func valueChecks() map[string]func(string) error {
 		}
 		return nil
 	}
+	// stakater's keys of features the reloader lacks: every value is said to do nothing.
+	unsupported := func(key string) func(string) error {
+		return func(v string) error {
+			for _, u := range a.UnknownKeys(a.KnownKeys(), map[string]string{key: v}) {
+				if u.Unsupported != "" {
+					return errors.New(u.String())
+				}
+			}
+			return nil
+		}
+	}
 	const hashes = "reloader/config-hashes"
 	const lastReloadedFrom = "reloader.stakater.com/last-reloaded-from"
 	checks := map[string]func(string) error{
@@ -244,7 +255,10 @@ func valueChecks() map[string]func(string) error {
 		a.ConfigMapExclude:    reloadAnnotation(a.ConfigMapExclude),
 		a.SecretExclude:       reloadAnnotation(a.SecretExclude),
 		policy.KindAnnotation: reloadAnnotation(policy.KindAnnotation),
-		a.Match:               func(v string) error { return isTrue(a.Matches(map[string]string{a.Match: v}), "a match") },
+		"secretproviderclass.reloader.stakater.com/auto":             unsupported("secretproviderclass.reloader.stakater.com/auto"),
+		"secretproviderclass.reloader.stakater.com/reload":           unsupported("secretproviderclass.reloader.stakater.com/reload"),
+		"secretproviderclasses.exclude.reloader.stakater.com/reload": unsupported("secretproviderclasses.exclude.reloader.stakater.com/reload"),
+		a.Match: func(v string) error { return isTrue(a.Matches(map[string]string{a.Match: v}), "a match") },
 		a.Ignore: func(v string) error {
 			return isTrue(a.Ignores(map[string]string{a.Ignore: v}), "ignore")
 		},
