@@ -20,6 +20,11 @@ func (c *Controller) syncConfig(k key) error {
 		return nil
 	}
 	rec := c.caches.lookup(k)
+	if c.entered.take(k) && rec != nil {
+		// The namespace was out of the selection: a config that came back meanwhile is judged
+		// as at a start, which could not judge the dependents there (rule.view).
+		c.strips.unsure(k, c.rule.dependents(k, rec))
+	}
 	if rec != nil && rec.Invalid() != "" {
 		c.validation.invalid(k, rec, fresh) // validate.go
 		// After invalid, which judges the last valid content with the holds still in place.

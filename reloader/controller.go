@@ -151,6 +151,7 @@ type Controller struct {
 	backlog   *backlog                        // the start-up's keys, fed to queue a window at a time (backlog.go)
 	coalescer *coalesce.Coalescer[key]
 	changes   *changeLog
+	entered   *enteredConfigs // configs whose namespace entered the selection (entered.go)
 	events    record.EventBroadcaster
 	reports   *reporter
 
@@ -216,6 +217,7 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 			workqueue.TypedRateLimitingQueueConfig[key]{Name: "reloader", MetricsProvider: opts.Metrics.WorkqueueProvider()}),
 		refusals: workqueue.NewTypedItemExponentialFailureRateLimiter[key](refusedRetryMin, refusedRetryMax),
 		changes:  newChangeLog(),
+		entered:  &enteredConfigs{},
 		restarts: newRestarts(),
 
 		decisiveAnnotations: append(opts.Annotations.OnWorkload(), opts.Annotations.GateAnnotations()...),

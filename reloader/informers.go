@@ -318,6 +318,9 @@ func (c *Controller) watchNamespaces() error {
 	_, err := c.caches.namespaces.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(old, obj any) {
 			for _, k := range c.caches.entered(old, obj) {
+				if _, config := c.caches.configs[k.kind]; config {
+					c.entered.mark(k)
+				}
 				c.queue.Add(k)
 			}
 		},

@@ -641,20 +641,31 @@ func (t *tracker) forget(w key) { t.templatesRead.Delete(w) }
 // that content reloads the workload (a revert to what it runs does not, nor does content that
 // does not validate), so that the held content applied again is a change like any other: stale
 // says so, for the sync to lift it (liftStale).
+// A hold made under a lost hash key (written before the loss, or by a rollback of a reload made
+// under it) is taken as holding value, as a state entry under another key is (docs/design.md,
+// "Secret hash keys"), and as stale too, for the sync to re-record it under the current key.
 func (t *tracker) held(w key, r policy.ConfigRef, value string) (held, stale bool) {
 	v, ok := t.store.Value(t.names.hold(w, r))
+	if ok && (policy.Content{Value: value}).Match(v) == policy.OtherKey {
+		return true, true
+	}
 	return ok && v == value, ok && v != value
 }
 
 // liftStale lifts the holds that the judged content ended (judgement.staleHold), unless one was
-// written for that content since.
+// written for that content since; one under a lost hash key that still holds (held) is
+// re-recorded under the current key, so that the next content ends it.
 func (t *tracker) liftStale(deps []dependent) {
 	for _, d := range deps {
 		if !d.staleHold {
 			continue
 		}
 		k := t.names.hold(d.workload, d.change.Ref)
-		if v, ok := t.store.Value(k); ok && v != heldAs(d.change.Value) {
+		switch v, ok := t.store.Value(k); {
+		case !ok || v == heldAs(d.change.Value):
+		case d.held:
+			t.store.SetValue(k, heldAs(d.change.Value))
+		default:
 			t.store.DeleteEntry(k)
 		}
 	}
