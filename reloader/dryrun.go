@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/reloader/reloader/internal/kube"
@@ -42,10 +44,31 @@ type rehearsal struct {
 }
 
 // rehearsed is a workload as the reported patches would have left it (obj), over base, the
-// resourceVersion of the cached object they were applied to.
+// resourceVersion of the cached object they were applied to, and what of that object a write
+// of its status alone leaves as it was (spec).
 type rehearsed struct {
 	base string
+	spec specOf
 	obj  any
+}
+
+// specOf is what of a workload a write of its status alone leaves as it was: a controller's
+// status update is no other writer's version, and keeps the reported patches standing.
+type specOf struct {
+	uid         types.UID
+	generation  int64
+	labels      map[string]string
+	annotations map[string]string
+}
+
+func specOfMeta(m metav1.Object) specOf {
+	return specOf{uid: m.GetUID(), generation: m.GetGeneration(), labels: m.GetLabels(), annotations: m.GetAnnotations()}
+}
+
+// same reports whether m is the object s was taken of, but for its status.
+func (s specOf) same(m metav1.Object) bool {
+	return s.uid == m.GetUID() && s.generation == m.GetGeneration() &&
+		maps.Equal(s.labels, m.GetLabels()) && maps.Equal(s.annotations, m.GetAnnotations())
 }
 
 func newRehearsal(reports *reporter, m *metrics.Metrics, log *slog.Logger, clock func() time.Time) *rehearsal {
@@ -65,13 +88,18 @@ func (r *rehearsal) pretend(w workloadView, changes []policy.Change) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.as[w.key] = rehearsed{base: w.meta.GetResourceVersion(), obj: obj}
+	spec := specOfMeta(w.meta) // w is the cached object, unless patches were reported before
+	if prev, ok := r.as[w.key]; ok && prev.base == w.meta.GetResourceVersion() {
+		spec = prev.spec
+	}
+	r.as[w.key] = rehearsed{base: w.meta.GetResourceVersion(), spec: spec, obj: obj}
 	return nil
 }
 
 // view is obj as the patches reported would have left it, while the cache holds the version they
-// were applied to. A newer version, written by someone else, is the truth again: the workload is
-// judged by it and by the state in memory, as a real run judges one whose marker was removed.
+// were applied to, or one that differs from it by its status only. A newer version, written by
+// someone else, is the truth again: the workload is judged by it and by the state in memory, as a
+// real run judges one whose marker was removed.
 func (r *rehearsal) view(kind *workloadKind, obj any) any {
 	m, err := meta.Accessor(obj)
 	if err != nil {
@@ -84,11 +112,26 @@ func (r *rehearsal) view(kind *workloadKind, obj any) any {
 	switch {
 	case !ok:
 		return obj
-	case as.base != m.GetResourceVersion():
+	case as.base == m.GetResourceVersion():
+		return as.obj
+	case !as.spec.same(m):
 		delete(r.as, k)
 		return obj
 	}
-	return as.obj
+	// Only its status was written (a Job's, a Deployment's controller): the patches stand, over
+	// the new version.
+	moved, ok := as.obj.(runtime.Object)
+	if !ok {
+		delete(r.as, k)
+		return obj
+	}
+	moved = moved.DeepCopyObject()
+	if mm, err := meta.Accessor(moved); err == nil {
+		mm.SetResourceVersion(m.GetResourceVersion())
+	}
+	as.base, as.obj = m.GetResourceVersion(), moved
+	r.as[k] = as
+	return moved
 }
 
 // patched is a copy of obj with the JSON patch ops applied.
