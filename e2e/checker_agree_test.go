@@ -1,0 +1,240 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/reloader/reloader/reloader"
+)
+
+// The agreement rule (issue 49, point 5): once the controller has settled, a reloader started
+// now must have nothing to do. reloader explain is that reloader: it loads the same state,
+// syncs the same caches and runs the same start-up pass and plan, in memory. So at every
+// settled point the checker asks it about every live workload, with the replicas' flags, and
+// "reload" is a violation: the settled controller left a change undone, or its next start
+// would restart the workload once more.
+
+// explainReport is what reloader explain -o json prints, as far as the checker reads it.
+type explainReport struct {
+	Reloader struct {
+		Found bool     `json:"found"`
+		Flags string   `json:"flags"`
+		Notes []string `json:"notes"`
+	} `json:"reloader"`
+	reloader.Explanation
+}
+
+// explainTarget is a live workload to explain, with what the oracle knows holds its reloads.
+type explainTarget struct {
+	kind, name string
+	gated      bool // its gate holds every reload (a closed window, a value that is none)
+	invalid    bool // it reads a config whose content does not validate
+}
+
+// agree explains every live workload and returns a violation for each whose answer the
+// settled controller contradicts. Only a settled world is asked: the caller has seen every
+// change reach its workloads and no restart for the quiet period.
+func (w *world) agree() []violation {
+	if !explainKnown() {
+		return nil // an older build under test (RELOADER_BINARY), from before reloader explain
+	}
+	targets, out := w.rec.explainTargets()
+	args, err := w.explainArgs()
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	start := time.Now()
+	var vs []violation
+	for _, tg := range targets {
+		rep, err := w.explain(args, tg)
+		if err != nil {
+			vs = append(vs, violation(fmt.Sprintf("disagree: explain of %s %s failed: %v", tg.kind, tg.name, err)))
+			continue
+		}
+		if rep.Reloader.Found {
+			w.t.Fatalf("explain judged %s with a running reloader's flags (%s), not the replicas': the checker's replicas run no pod", tg.name, rep.Reloader.Flags)
+		}
+		if v := disagreement(tg, rep, out); v != "" {
+			vs = append(vs, v)
+		}
+	}
+	w.t.Logf("seed %d: explain agrees on %d workload(s) in %s", w.seq.Seed, len(targets)-len(vs), time.Since(start).Round(time.Millisecond))
+	return vs
+}
+
+// disagreement is the violation of one explanation, or "". out: the namespace is out of
+// --namespace-selector now, where the oracle owes nothing.
+func disagreement(tg explainTarget, rep explainReport, out bool) violation {
+	var due, whys []string
+	for _, c := range rep.Configs {
+		if c.Reload {
+			due = append(due, c.Kind+"/"+c.Name)
+			whys = append(whys, c.Why)
+		}
+	}
+	why := strings.Join(slices.Compact(whys), "; ")
+	switch rep.Next {
+	case "up-to-date":
+		return ""
+	case reloader.NextNotWatched:
+		if out {
+			return ""
+		}
+		return violation(fmt.Sprintf("disagree: explain says the reloader does not watch %s, but the namespace is in its selection", tg.name))
+	case "held-by-gate":
+		if tg.gated {
+			return "" // the oracle owes it nothing until its gate opens (recorder.lost)
+		}
+	case "held-invalid":
+		if tg.invalid {
+			return "" // the oracle owes it nothing while it reads that content
+		}
+	case "reload":
+		return violation(fmt.Sprintf("disagree: explain says %s reloads for %v (why: %s), but the settled controller does not", tg.name, due, why))
+	}
+	return violation(fmt.Sprintf("disagree: explain says %s is %s for %v (why: %s: %s), which the oracle knows no hold for", tg.name, rep.Next, due, why, rep.Decision))
+}
+
+// explainTargets are the live workloads, and whether the namespace is out of the selection.
+func (r *recorder) explainTargets() ([]explainTarget, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []explainTarget
+	for _, w := range r.lives() {
+		if w.deletedAt.IsZero() {
+			out = append(out, explainTarget{kind: w.kind, name: w.name, gated: w.gate().holds(r.window), invalid: r.readsInvalid(w)})
+		}
+	}
+	slices.SortFunc(out, func(a, b explainTarget) int { return strings.Compare(a.name, b.name) })
+	return out, r.outNow()
+}
+
+// explainArgs are the flags the replica launched last runs with, its kubeconfig (through the
+// gate) replaced by the cluster's: explain judges with them, since it finds no reloader pod.
+// Its Lease holder is a process, not a pod, so explain falls back to its own flags (agree
+// checks that it did).
+//
+// The one exception: with the hash key Secret deleted (a hashkey action), explain judges
+// ConfigMaps only. It refuses to make up a key, while the next start makes one, under which a
+// Secret's marker counts as none and its state entry as current: nothing restarts for a Secret
+// (docs/design.md, "A lost or rotated key restarts nothing"). A replaced key is judged whole.
+func (w *world) explainArgs() ([]string, error) {
+	p := w.procs[len(w.procs)-1]
+	args := slices.Clone(p.cmd.Args[1:])
+	for i := range args[:len(args)-1] {
+		if args[i] == "--kubeconfig" {
+			args[i+1] = cluster.Kubeconfig
+		}
+	}
+	_, err := cluster.Client().CoreV1().Secrets(w.ns).Get(w.ctx, "reloader-hash-key", metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		args = append(args, "--resources-to-ignore", "secrets")
+	case err != nil:
+		return nil, fmt.Errorf("read the hash key Secret: %w", err)
+	}
+	return append(args, "--reloader-namespace", w.ns, "--namespace-of-workload", w.ns, "-o", "json"), nil
+}
+
+// explain runs reloader explain about one workload.
+func (w *world) explain(args []string, tg explainTarget) (explainReport, error) {
+	ctx, cancel := context.WithTimeout(w.ctx, time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, binary, slices.Concat([]string{"explain"}, args, []string{strings.ToLower(tg.kind) + "/" + tg.name})...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return explainReport{}, fmt.Errorf("%w: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	var rep explainReport
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		return explainReport{}, fmt.Errorf("decode its JSON: %w\n%s", err, stdout.String())
+	}
+	return rep, nil
+}
+
+// explainKnown reports whether the binary under test has reloader explain: an older build
+// given as RELOADER_BINARY may not, and is checked without the agreement rule.
+var explainKnown = sync.OnceValue(func() bool {
+	return exec.Command(binary, "explain", "--help").Run() == nil
+})
+
+// The rule, in process: reload is a violation; a hold only where the oracle knows it holds.
+func TestExplainsAnswerAtASettledPointIsJudgedByWhatTheOracleKnowsHolds(t *testing.T) {
+	t.Parallel()
+	report := func(next string, reload bool) explainReport {
+		var r explainReport
+		r.Next = next
+		r.Configs = []reloader.Config{{Kind: "ConfigMap", Name: "cm-0", Reload: reload, Why: "MarkerDiffers"}, {Kind: "Secret", Name: "sec-0"}}
+		return r
+	}
+	free := explainTarget{kind: kindDeployment, name: "w-1"}
+	held := explainTarget{kind: kindDeployment, name: "w-1", gated: true, invalid: true}
+	for _, c := range []struct {
+		name   string
+		tg     explainTarget
+		rep    explainReport
+		out    bool
+		want   string // a prefix of the violation; "" for none
+		reason string
+	}{
+		{"up to date", free, report("up-to-date", false), false, "", "nothing to do"},
+		{"reload", free, report("reload", true), false, "disagree: explain says w-1 reloads for [ConfigMap/cm-0] (why: MarkerDiffers), but the settled controller does not", "a fresh start would restart it"},
+		{"reload, held where the oracle knows", held, report("reload", true), false, "disagree: explain says w-1 reloads", "the oracle's holds excuse no reload"},
+		{"gated where the oracle knows", held, report("held-by-gate", true), false, "", "the final round opens it"},
+		{"gated where the oracle knows no gate", free, report("held-by-gate", true), false, "disagree: explain says w-1 is held-by-gate for [ConfigMap/cm-0]", "a gate the checker never set"},
+		{"invalid where the oracle knows", held, report("held-invalid", true), false, "", "the content does not validate"},
+		{"invalid where the oracle knows none", free, report("held-invalid", true), false, "disagree: explain says w-1 is held-invalid", "a content the checker wrote valid"},
+		{"suspended", held, report("held-suspended", true), false, "disagree: explain says w-1 is held-suspended", "the checker suspends no CronJob"},
+		{"not watched while out", free, report(reloader.NextNotWatched, false), true, "", "out of the selection"},
+		{"not watched while in", free, report(reloader.NextNotWatched, false), false, "disagree: explain says the reloader does not watch w-1", "in the selection"},
+	} {
+		got := string(disagreement(c.tg, c.rep, c.out))
+		if c.want == "" && got != "" || c.want != "" && !strings.HasPrefix(got, c.want) {
+			t.Errorf("%s (%s): got %q, want %q", c.name, c.reason, got, c.want)
+		}
+	}
+}
+
+// On the real binary: a settled world agrees; a change the stopped reloader never saw is a
+// disagreement (the positive control); with the hash key deleted, ConfigMaps are still judged.
+func TestExplainDisagreesWithAReloaderThatMissedAChangeAlsoWithoutTheHashKey(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	w := newWorld(t, ctx, sequence{Seed: 49, Gen: latestGen, Replicas: 1})
+	w.setup()
+	w.must(w.do(action{Op: "create-workload", Target: "w-0", Mode: modeAuto, Refs: []ref{{Config: "cm-0", Whole: true}, {Config: "sec-0", Whole: true}}}))
+	if vs := w.settle(); len(vs) > 0 {
+		t.Fatalf("a new workload: %s", joinViolations(vs))
+	}
+	w.must(w.do(action{Op: "update", Target: "cm-0", Key: "a", Value: "2"}))
+	waitFor(t, 30*time.Second, "w-0 restarted for cm-0's change", func() (bool, error) { return !w.rec.lastRestart().IsZero(), nil })
+	if vs := w.settle(); len(vs) > 0 {
+		t.Fatalf("after a reload: %s", joinViolations(vs))
+	}
+	w.stop(0)
+	if err := w.procs[0].terminate(t); err != nil {
+		t.Logf("replica's exit: %v", err)
+	}
+	w.must(w.do(action{Op: "update", Target: "cm-0", Key: "a", Value: "3"}))
+	want := "disagree: explain says w-0 reloads for [ConfigMap/cm-0]"
+	if vs := w.agree(); len(vs) != 1 || !strings.HasPrefix(string(vs[0]), want) {
+		t.Fatalf("a change no reloader saw: got %q, want one %q", vs, want)
+	}
+	w.must(w.replaceHashKey(false))
+	if vs := w.agree(); len(vs) != 1 || !strings.HasPrefix(string(vs[0]), want) {
+		t.Fatalf("the hash key deleted: got %q, want one %q", vs, want)
+	}
+}
