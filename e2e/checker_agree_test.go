@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader"
 )
 
@@ -40,6 +41,9 @@ type explainTarget struct {
 	kind, name string
 	gated      bool // its gate holds every reload (a closed window, a value that is none)
 	invalid    bool // it reads a config whose content does not validate
+	// remembered: configs whose current content the running reloader knows its pods read
+	// (recorder.remembered), whatever its marker says.
+	remembered map[string]bool
 }
 
 // agree explains every live workload and returns a violation for each whose answer the
@@ -78,15 +82,19 @@ func (w *world) agree() []violation {
 func disagreement(tg explainTarget, rep explainReport, out bool) violation {
 	var due, whys []string
 	for _, c := range rep.Configs {
-		if c.Reload {
+		if c.Reload && !(tg.remembered[c.Name] && c.Why == policy.MarkerStale.String()) {
 			due = append(due, c.Kind+"/"+c.Name)
 			whys = append(whys, c.Why)
 		}
 	}
 	why := strings.Join(slices.Compact(whys), "; ")
-	switch rep.Next {
-	case "up-to-date":
+	switch {
+	case rep.Next == "up-to-date":
 		return ""
+	case len(due) == 0 && rep.Next != reloader.NextNotWatched:
+		return "" // every config due is one the running reloader remembers its pods read
+	}
+	switch rep.Next {
 	case reloader.NextNotWatched:
 		if out {
 			return ""
@@ -113,11 +121,32 @@ func (r *recorder) explainTargets() ([]explainTarget, bool) {
 	var out []explainTarget
 	for _, w := range r.lives() {
 		if w.deletedAt.IsZero() {
-			out = append(out, explainTarget{kind: w.kind, name: w.name, gated: w.gate().holds(r.window), invalid: r.readsInvalid(w)})
+			tg := explainTarget{kind: w.kind, name: w.name, gated: w.gate().holds(r.window), invalid: r.readsInvalid(w), remembered: map[string]bool{}}
+			for _, c := range judgedConfigs {
+				tg.remembered[c] = r.remembered(w, c)
+			}
+			out = append(out, tg)
 		}
 	}
 	slices.SortFunc(out, func(a, b explainTarget) int { return strings.Compare(a.name, b.name) })
 	return out, r.outNow()
+}
+
+// remembered reports whether the running reloader knows that the pods of w's last restart read
+// config c as it is now, which explain cannot know (docs/explain.md, "What it cannot know"):
+// that restart was the reloader's, made after c's last write, and no reloader process began
+// since, which would have forgotten it. Its marker of c may still name an older content: a
+// reload for another config sets no marker of a config not due itself (a creation, without
+// --reload-on-create; fixed seed 2@1's final round), and the pods read it all the same
+// (policy.RestartRunsThis). A reloader started now would restart w once more for c: not a
+// change lost, and not beyond the changes of c the oracle counts. The caller holds r.mu.
+func (r *recorder) remembered(w *workloadLife, c string) bool {
+	n := len(w.restarts)
+	es := r.configs[c]
+	if n == 0 || r.own[w.restarts[n-1]] || len(es) == 0 || !es[len(es)-1].at.Before(w.restartAt[n-1]) {
+		return false
+	}
+	return !slices.ContainsFunc(r.starts, func(st time.Time) bool { return st.After(w.restartAt[n-1]) })
 }
 
 // explainArgs are the flags the replica launched last runs with, its kubeconfig (through the
@@ -176,11 +205,14 @@ func TestExplainsAnswerAtASettledPointIsJudgedByWhatTheOracleKnowsHolds(t *testi
 	report := func(next string, reload bool) explainReport {
 		var r explainReport
 		r.Next = next
-		r.Configs = []reloader.Config{{Kind: "ConfigMap", Name: "cm-0", Reload: reload, Why: "MarkerDiffers"}, {Kind: "Secret", Name: "sec-0"}}
+		r.Configs = []reloader.Config{{Kind: "ConfigMap", Name: "cm-0", Reload: reload, Why: policy.MarkerStale.String()}, {Kind: "Secret", Name: "sec-0"}}
 		return r
 	}
 	free := explainTarget{kind: kindDeployment, name: "w-1"}
 	held := explainTarget{kind: kindDeployment, name: "w-1", gated: true, invalid: true}
+	known := explainTarget{kind: kindDeployment, name: "w-1", remembered: map[string]bool{"cm-0": true}}
+	other := report("reload", true)
+	other.Configs[0].Why = policy.StateDiffers.String()
 	for _, c := range []struct {
 		name   string
 		tg     explainTarget
@@ -190,13 +222,15 @@ func TestExplainsAnswerAtASettledPointIsJudgedByWhatTheOracleKnowsHolds(t *testi
 		reason string
 	}{
 		{"up to date", free, report("up-to-date", false), false, "", "nothing to do"},
-		{"reload", free, report("reload", true), false, "disagree: explain says w-1 reloads for [ConfigMap/cm-0] (why: MarkerDiffers), but the settled controller does not", "a fresh start would restart it"},
+		{"reload", free, report("reload", true), false, "disagree: explain says w-1 reloads for [ConfigMap/cm-0] (why: the marker says the pods run another content), but the settled controller does not", "a fresh start would restart it"},
 		{"reload, held where the oracle knows", held, report("reload", true), false, "disagree: explain says w-1 reloads", "the oracle's holds excuse no reload"},
 		{"gated where the oracle knows", held, report("held-by-gate", true), false, "", "the final round opens it"},
 		{"gated where the oracle knows no gate", free, report("held-by-gate", true), false, "disagree: explain says w-1 is held-by-gate for [ConfigMap/cm-0]", "a gate the checker never set"},
 		{"invalid where the oracle knows", held, report("held-invalid", true), false, "", "the content does not validate"},
 		{"invalid where the oracle knows none", free, report("held-invalid", true), false, "disagree: explain says w-1 is held-invalid", "a content the checker wrote valid"},
 		{"suspended", held, report("held-suspended", true), false, "disagree: explain says w-1 is held-suspended", "the checker suspends no CronJob"},
+		{"reload the running reloader knows its pods need not", known, report("reload", true), false, "", "its memory of the last restart"},
+		{"reload it knows for another reason", known, other, false, "disagree: explain says w-1 reloads for [ConfigMap/cm-0] (why: there is no marker", "only a stale marker is excused"},
 		{"not watched while out", free, report(reloader.NextNotWatched, false), true, "", "out of the selection"},
 		{"not watched while in", free, report(reloader.NextNotWatched, false), false, "disagree: explain says the reloader does not watch w-1", "in the selection"},
 	} {
@@ -236,5 +270,32 @@ func TestExplainDisagreesWithAReloaderThatMissedAChangeAlsoWithoutTheHashKey(t *
 	w.must(w.replaceHashKey(false))
 	if vs := w.agree(); len(vs) != 1 || !strings.HasPrefix(string(vs[0]), want) {
 		t.Fatalf("the hash key deleted: got %q, want one %q", vs, want)
+	}
+}
+
+// The running reloader remembers what its last restart's pods read until a process starts.
+func TestTheRunningReloaderRemembersWhatItsLastRestartsPodsRead(t *testing.T) {
+	t.Parallel()
+	at := secondsFromNow()
+	r := newRecorder(sequence{})
+	r.configs["cm-1"] = []configEvent{{rv: 1, at: at(0), exists: true}, {rv: 5, at: at(10), exists: true}}
+	w := &workloadLife{name: "w-0", restarts: []int64{3, 6}, restartAt: []time.Time{at(5), at(11)}}
+	r.starts = []time.Time{at(1)}
+	if !r.remembered(w, "cm-1") {
+		t.Error("a restart after the config's last write, by the process running since: not remembered")
+	}
+	r.own[6] = true
+	if r.remembered(w, "cm-1") {
+		t.Error("the checker's own restart counted as the reloader's memory")
+	}
+	r.own[6] = false
+	r.configs["cm-1"] = append(r.configs["cm-1"], configEvent{rv: 7, at: at(12), exists: true})
+	if r.remembered(w, "cm-1") {
+		t.Error("a write after the last restart counted as read by its pods")
+	}
+	r.configs["cm-1"] = r.configs["cm-1"][:2]
+	r.starts = append(r.starts, at(13))
+	if r.remembered(w, "cm-1") {
+		t.Error("a process started after the restart counted as remembering it")
 	}
 }
