@@ -29,9 +29,8 @@ import (
 // explainReport is what reloader explain -o json prints, as far as the checker reads it.
 type explainReport struct {
 	Reloader struct {
-		Found bool     `json:"found"`
-		Flags string   `json:"flags"`
-		Notes []string `json:"notes"`
+		Found bool   `json:"found"`
+		Flags string `json:"flags"`
 	} `json:"reloader"`
 	reloader.Explanation
 }
@@ -154,7 +153,7 @@ func (r *recorder) remembered(w *workloadLife, c string) bool {
 // Its Lease holder is a process, not a pod, so explain falls back to its own flags (agree
 // checks that it did).
 //
-// The one exception: with the hash key Secret deleted (a hashkey action), explain judges
+// An exception: with the hash key Secret deleted (a hashkey action), explain judges
 // ConfigMaps only. It refuses to make up a key, while the next start makes one, under which a
 // Secret's marker counts as none and its state entry as current: nothing restarts for a Secret
 // (docs/design.md, "A lost or rotated key restarts nothing"). A replaced key is judged whole.
