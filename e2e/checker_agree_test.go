@@ -47,10 +47,13 @@ type explainTarget struct {
 
 // agree explains every live workload and returns a violation for each whose answer the
 // settled controller contradicts. Only a settled world is asked: the caller has seen every
-// change reach its workloads and no restart for the quiet period.
-func (w *world) agree() []violation {
+// change reach its workloads and no restart for the quiet period. heldUntil is when the last
+// pause or minimum interval that holds a due reload of a workload ends, if one does: the
+// running controller waits for it too (the quiet period counts from the last restart, and a
+// reload may be due before any), so the caller asks again after it.
+func (w *world) agree() (vs []violation, heldUntil time.Time) {
 	if !explainKnown() {
-		return nil // an older build under test (RELOADER_BINARY), from before reloader explain
+		return nil, heldUntil // an older build under test (RELOADER_BINARY), from before reloader explain
 	}
 	targets, out := w.rec.explainTargets()
 	args, err := w.explainArgs()
@@ -58,7 +61,6 @@ func (w *world) agree() []violation {
 		w.t.Fatal(err)
 	}
 	start := time.Now()
-	var vs []violation
 	for _, tg := range targets {
 		rep, err := w.explain(args, tg)
 		if err != nil {
@@ -70,10 +72,28 @@ func (w *world) agree() []violation {
 		}
 		if v := disagreement(tg, rep, out); v != "" {
 			vs = append(vs, v)
+			if until := gateEnds(rep); until.After(heldUntil) {
+				heldUntil = until
+			}
 		}
 	}
 	w.t.Logf("seed %d: explain agrees on %d workload(s) in %s", w.seq.Seed, len(targets)-len(vs), time.Since(start).Round(time.Millisecond))
-	return vs
+	return vs, heldUntil
+}
+
+// gateEnds is when the pause or minimum interval that holds a workload's due reload ends, or
+// zero: a window does not end by itself in the checker (closed windows open hours later).
+func gateEnds(rep explainReport) time.Time {
+	var at time.Time
+	if rep.Next != "held-by-gate" {
+		return at
+	}
+	for _, t := range []*time.Time{rep.Gate.PauseUntil, rep.Gate.NextAllowed} {
+		if t != nil && t.After(at) {
+			at = *t
+		}
+	}
+	return at
 }
 
 // disagreement is the violation of one explanation, or "". out: the namespace is out of
@@ -131,18 +151,18 @@ func (r *recorder) explainTargets() ([]explainTarget, bool) {
 	return out, r.outNow()
 }
 
-// remembered reports whether the running reloader knows that the pods of w's last restart read
-// config c as it is now, which explain cannot know (docs/explain.md, "What it cannot know"):
-// that restart was the reloader's, made after c's last write, and no reloader process began
-// since, which would have forgotten it. Its marker of c may still name an older content: a
-// reload for another config sets no marker of a config not due itself (a creation, without
-// --reload-on-create; fixed seed 2@1's final round), and the pods read it all the same
-// (policy.RestartRunsThis). A reloader started now would restart w once more for c: not a
-// change lost, and not beyond the changes of c the oracle counts. The caller holds r.mu.
+// remembered reports whether the running reloader knows from its memory of w's last restart
+// that w's pods run config c as it is now, which explain cannot know (docs/explain.md, "What it
+// cannot know"): that restart was the reloader's, no reloader process began since (a start
+// forgets it), and the oracle too finds the pods running c's current content. Their marker of c
+// may still name an older one: a reload for another config sets no marker of a config not due
+// itself (a creation without --reload-on-create: fixed seed 2@1's final round), and pods
+// restarted while c was absent wait for it and start on its recreation (seed 4906@9, a Job).
+// A reloader started now would restart w once more for c: no change lost, and none beyond the
+// changes of c the oracle counts. The caller holds r.mu.
 func (r *recorder) remembered(w *workloadLife, c string) bool {
 	n := len(w.restarts)
-	es := r.configs[c]
-	if n == 0 || r.own[w.restarts[n-1]] || len(es) == 0 || !es[len(es)-1].at.Before(w.restartAt[n-1]) {
+	if n == 0 || r.own[w.restarts[n-1]] || r.stale(w, c) {
 		return false
 	}
 	return !slices.ContainsFunc(r.starts, func(st time.Time) bool { return st.After(w.restartAt[n-1]) })
@@ -263,11 +283,11 @@ func TestExplainDisagreesWithAReloaderThatMissedAChangeAlsoWithoutTheHashKey(t *
 	}
 	w.must(w.do(action{Op: "update", Target: "cm-0", Key: "a", Value: "3"}))
 	want := "disagree: explain says w-0 reloads for [ConfigMap/cm-0]"
-	if vs := w.agree(); len(vs) != 1 || !strings.HasPrefix(string(vs[0]), want) {
+	if vs, _ := w.agree(); len(vs) != 1 || !strings.HasPrefix(string(vs[0]), want) {
 		t.Fatalf("a change no reloader saw: got %q, want one %q", vs, want)
 	}
 	w.must(w.replaceHashKey(false))
-	if vs := w.agree(); len(vs) != 1 || !strings.HasPrefix(string(vs[0]), want) {
+	if vs, _ := w.agree(); len(vs) != 1 || !strings.HasPrefix(string(vs[0]), want) {
 		t.Fatalf("the hash key deleted: got %q, want one %q", vs, want)
 	}
 }
@@ -276,9 +296,11 @@ func TestExplainDisagreesWithAReloaderThatMissedAChangeAlsoWithoutTheHashKey(t *
 func TestTheRunningReloaderRemembersWhatItsLastRestartsPodsRead(t *testing.T) {
 	t.Parallel()
 	at := secondsFromNow()
+	v := func(x string) content { return content{"a": x, "b": x} }
 	r := newRecorder(sequence{})
-	r.configs["cm-1"] = []configEvent{{rv: 1, at: at(0), exists: true}, {rv: 5, at: at(10), exists: true}}
-	w := &workloadLife{name: "w-0", restarts: []int64{3, 6}, restartAt: []time.Time{at(5), at(11)}}
+	r.configs["cm-1"] = []configEvent{{rv: 1, at: at(0), exists: true, data: v("1")}, {rv: 5, at: at(10), exists: true, data: v("2")}}
+	w := &workloadLife{name: "w-0", refs: []ref{{Config: "cm-1", Whole: true}}, modes: []modeEvent{{at: at(0), mode: modeAuto}},
+		restarts: []int64{3, 6}, restartAt: []time.Time{at(5), at(11)}}
 	r.starts = []time.Time{at(1)}
 	if !r.remembered(w, "cm-1") {
 		t.Error("a restart after the config's last write, by the process running since: not remembered")
@@ -288,13 +310,37 @@ func TestTheRunningReloaderRemembersWhatItsLastRestartsPodsRead(t *testing.T) {
 		t.Error("the checker's own restart counted as the reloader's memory")
 	}
 	r.own[6] = false
-	r.configs["cm-1"] = append(r.configs["cm-1"], configEvent{rv: 7, at: at(12), exists: true})
+	r.configs["cm-1"] = append(r.configs["cm-1"], configEvent{rv: 7, at: at(12), exists: true, data: v("3")})
 	if r.remembered(w, "cm-1") {
 		t.Error("a write after the last restart counted as read by its pods")
 	}
-	r.configs["cm-1"] = r.configs["cm-1"][:2]
+	r.configs["cm-1"][1] = configEvent{rv: 5, at: at(10)} // deleted before the restart: its pods wait for it
+	if !r.remembered(w, "cm-1") {
+		t.Error("pods restarted while the config was absent, which started on its recreation: not remembered")
+	}
 	r.starts = append(r.starts, at(13))
 	if r.remembered(w, "cm-1") {
 		t.Error("a process started after the restart counted as remembering it")
+	}
+}
+
+// A pause or minimum interval explain reports holding a due reload is waited out, a window not.
+func TestThePauseOrIntervalThatHoldsADueReloadIsWaitedOut(t *testing.T) {
+	t.Parallel()
+	at := secondsFromNow()
+	pause, next := at(2), at(3)
+	var r explainReport
+	r.Next, r.Gate.PauseUntil, r.Gate.NextAllowed = "held-by-gate", &pause, &next
+	if got := gateEnds(r); !got.Equal(next) {
+		t.Errorf("a pause and an interval: waited until %v, want the later, %v", got, next)
+	}
+	opens := at(3600)
+	r.Gate = reloader.Gate{WindowOpens: &opens}
+	if got := gateEnds(r); !got.IsZero() {
+		t.Errorf("a closed window: waited until %v, want not at all", got)
+	}
+	r.Next, r.Gate.PauseUntil = "up-to-date", &pause
+	if got := gateEnds(r); !got.IsZero() {
+		t.Errorf("nothing due: waited until %v, want not at all", got)
 	}
 }
