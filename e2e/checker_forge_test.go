@@ -1,12 +1,15 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
+	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -261,11 +264,9 @@ func (w *world) forgedNote(f *forgery) (key, value string, err error) {
 			secret[i] = byte(w.rnd.IntN(256))
 		}
 		if f.kind == forgeOutside {
-			s, err := w.cl.Client().CoreV1().Secrets(w.ns).Get(w.ctx, "reloader-hash-key", metav1.GetOptions{})
-			if err != nil {
+			if secret, err = w.reloaderKey(secret); err != nil {
 				return "", "", fmt.Errorf("read the hash key to sign a note: %w", err)
 			}
-			secret = s.Data["key"]
 		}
 		k, err := confighash.NewKey(secret)
 		if err != nil {
@@ -393,4 +394,35 @@ func (r *recorder) disturbed(from, to time.Time) bool {
 // ConfigMap deleted (or found gone), is when it was deleted.
 type loss struct {
 	at, deleted time.Time
+}
+
+// A hashkey action may delete the key Secret before a note-outside forgery (seed 4903@9): the
+// executor then signs the note under another key and the sequence goes on, rather than stopping
+// on the missing Secret. No reloader runs here: the forgery is only written and recorded.
+func TestANoteOutsideForgedWithoutTheHashKeyIsWrittenUnderAnotherKey(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	w := newWorld(t, ctx, sequence{Seed: 4903, Gen: 9, Replicas: 1})
+	states := w.cl.Client().CoreV1().ConfigMaps(w.ns)
+	if _, err := states.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "reloader-state"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.forge(action{Op: "forge", Value: forgeOutside, Target: "cm-0"}); err != nil {
+		t.Fatalf("forge %s without the hash key: %v", forgeOutside, err)
+	}
+	notes := w.rec.forgedNotes()
+	if len(notes) != 1 {
+		t.Fatalf("forged notes recorded: %d, want 1", len(notes))
+	}
+	cm, err := states.Get(ctx, "reloader-state", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var note struct {
+		MAC string `json:"mac"`
+	}
+	if err := json.Unmarshal([]byte(cm.Data["reloader.job-recreation_"+notes[0].jobNS+"_"+notes[0].job]), &note); err != nil || note.MAC == "" {
+		t.Fatalf("the forged note in the state: %v, mac %q, data %v", err, note.MAC, cm.Data)
+	}
 }

@@ -120,7 +120,7 @@ func (ru *rule) pairFacts(w workloadView, r policy.ConfigRef, rec *configRecord)
 	ann := w.meta.GetAnnotations()
 	want, keys, triggers := ru.wanted(w, r, rec)
 	runs, read, known := ru.restarts.runs(w.key, r)
-	held, staleHold := ru.tracker.held(w.key, r, heldAs(want.Value))
+	held, staleHold := ru.tracker.held(w.key, r, want)
 	stakaterValue, stakaterSet := policy.EnvValue(w.tmpl, policy.StakaterVar(r))
 	e, inState := ru.store.Get(ru.names.config(configKey(r, w.key.namespace)))
 	f := policy.PairFacts{

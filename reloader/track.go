@@ -644,9 +644,12 @@ func (t *tracker) forget(w key) { t.templatesRead.Delete(w) }
 // A hold made under a lost hash key (written before the loss, or by a rollback of a reload made
 // under it) is taken as holding value, as a state entry under another key is (docs/design.md,
 // "Secret hash keys"), and as stale too, for the sync to re-record it under the current key.
-func (t *tracker) held(w key, r policy.ConfigRef, value string) (held, stale bool) {
+// So is one of the whole content (want.Whole) where the workload now reloads on some keys:
+// its annotations switched from naming the config to auto, as a marker's does (seed 4936@9).
+func (t *tracker) held(w key, r policy.ConfigRef, want policy.Content) (held, stale bool) {
+	value := heldAs(want.Value)
 	v, ok := t.store.Value(t.names.hold(w, r))
-	if ok && (policy.Content{Value: value}).Match(v) == policy.OtherKey {
+	if ok && ((policy.Content{Value: value}).Match(v) == policy.OtherKey || want.Whole != "" && v == want.Whole) {
 		return true, true
 	}
 	return ok && v == value, ok && v != value

@@ -186,7 +186,7 @@ func TestTheTrackerJudgesARolloutByItsStatusItsDeadlineAndWhoseTemplateItIs(t *t
 		w := f.followed(2, 2, 12*time.Second, "")
 		a, c := strings.Repeat("a", 40), strings.Repeat("c", 40)
 		f.store.SetValue(f.t.names.hold(w.key, appRef), a)
-		held, stale := f.t.held(w.key, appRef, c)
+		held, stale := f.t.held(w.key, appRef, policy.Content{Value: c})
 		if held || !stale {
 			t.Fatalf("other content: held %v, stale %v; want the hold ended", held, stale)
 		}
@@ -212,6 +212,6 @@ func TestTheTrackerJudgesARolloutByItsStatusItsDeadlineAndWhoseTemplateItIs(t *t
 
 // isHeld reports whether the tracker holds value of appRef for workload w.
 func (f *trackerFixture) isHeld(w key, value string) bool {
-	held, _ := f.t.held(w, appRef, value)
+	held, _ := f.t.held(w, appRef, policy.Content{Value: value})
 	return held
 }
