@@ -117,21 +117,61 @@ func (a *annotationCheck) keysChanged(old, obj metav1.Object) bool {
 // template beside the reference. A change of that object's template is what rolls it out.
 func (a *annotationCheck) checkTemplateRef(k *workloadKind, obj any, meta metav1.Object) {
 	uid := string(meta.GetUID())
-	kind, name := k.templateRef(obj)
-	if kind == "" || !a.annotations.Of(meta.GetAnnotations(), nil).RequestsReload() {
+	msg := a.templateRefProblem(k, obj, meta)
+	if msg == "" {
 		a.reports.clear(uid, "TemplateElsewhere")
 		return
+	}
+	if a.reports.warn(obj, uid, "TemplateElsewhere", msg) {
+		kind, name := k.templateRef(obj)
+		a.log.Warn("a workload's reload annotations cannot apply: its pod template is another object's", "kind", k.name,
+			"namespace", meta.GetNamespace(), "name", meta.GetName(), "templateOf", fmt.Sprintf("%s %q", kind, name))
+	}
+}
+
+// templateRefProblem is what TemplateElsewhere says of a workload whose pod template is another
+// object's and whose annotations ask for reloads; "" when there is nothing to say.
+func (a *annotationCheck) templateRefProblem(k *workloadKind, obj any, meta metav1.Object) string {
+	kind, name := k.templateRef(obj)
+	if kind == "" || !a.annotations.Of(meta.GetAnnotations(), nil).RequestsReload() {
+		return ""
 	}
 	ref := fmt.Sprintf("%s %q", kind, name)
 	todo := fmt.Sprintf("put the reload annotations on %s instead: the reloader then changes its template, and Argo Rollouts rolls this %s out from it", ref, k.name)
 	if kind != "Deployment" {
 		todo = fmt.Sprintf("the reloader does not reload a %s: reference a Deployment carrying the reload annotations, or give this %s its own spec.template", kind, k.name)
 	}
-	msg := fmt.Sprintf("%s's pod template is %s's (spec.workloadRef), so the reloader does not reload it from its own annotations; %s", k.name, ref, todo)
-	if a.reports.warn(obj, uid, "TemplateElsewhere", msg) {
-		a.log.Warn("a workload's reload annotations cannot apply: its pod template is another object's", "kind", k.name,
-			"namespace", meta.GetNamespace(), "name", meta.GetName(), "templateOf", ref)
+	return fmt.Sprintf("%s's pod template is %s's (spec.workloadRef), so the reloader does not reload it from its own annotations; %s", k.name, ref, todo)
+}
+
+// problems are what the Warning Events of check say of a workload's annotations, as explain
+// tells them: unknown keys, the workload's own template reference, schedules and follow
+// annotations that do not parse, malformed reload annotations and configs they name that do
+// not exist.
+func (a *annotationCheck) problems(k *workloadKind, obj any) []string {
+	meta, tmpl := k.template(obj)
+	var tmplAnn map[string]string
+	if tmpl != nil {
+		tmplAnn = tmpl.Annotations
 	}
+	var out []string
+	for _, u := range a.annotations.UnknownKeys(a.knownKeys(), meta.GetAnnotations(), tmplAnn) {
+		out = append(out, u.String())
+	}
+	if k.templateRef != nil {
+		if p := a.templateRefProblem(k, obj, meta); p != "" {
+			out = append(out, p)
+		}
+	}
+	if tmpl == nil {
+		return out
+	}
+	out = append(out, a.annotations.GateOf(meta.GetAnnotations(), tmpl.Annotations, a.gate).Problems...)
+	_, follow := policy.FollowOf(meta.GetAnnotations(), tmpl.Annotations, a.follow)
+	out = append(out, follow...)
+	pol := a.annotations.Of(meta.GetAnnotations(), tmpl.Annotations)
+	out = append(out, pol.Problems...)
+	return append(out, a.caches.missingNamed(pol, meta.GetNamespace())...)
 }
 
 // checkAll checks every cached workload's annotations once the caches have synced, for

@@ -146,13 +146,12 @@ func (c *Controller) Explain(ctx context.Context, q Query) (Explanation, error) 
 	}
 	e := Explanation{Kind: q.Kind, Namespace: q.Namespace, Name: q.Name,
 		Watched: c.caches.allowed(q.Namespace) && (c.opts.Namespace == "" || c.opts.Namespace == q.Namespace)}
+	e.Problems = c.annotationCheck.problems(kind, obj) // as its Warning Events say them
 	w, ok := c.rule.viewInAnyNamespace(kind, obj)
 	if !ok {
-		e.Problems = c.templateElsewhere(kind, obj)
 		e.Decision, e.Next = "not reloaded: it has no pod template of its own", NextNoTemplate
 		return e, nil
 	}
-	e.Problems = c.annotationProblems(w)
 	p := c.plan(w)
 	now := c.opts.Clock.Now()
 	e.Gate = gateNow(c.gates.of(w), now)
@@ -369,37 +368,6 @@ func gateNow(g policy.Gate, now time.Time) Gate {
 		}
 	}
 	return out
-}
-
-// annotationProblems are what the Warning Events of annotationCheck say of w's annotations.
-func (c *Controller) annotationProblems(w workloadView) []string {
-	a := c.annotationCheck
-	var out []string
-	for _, u := range a.annotations.UnknownKeys(a.knownKeys(), w.meta.GetAnnotations(), w.tmpl.Annotations) {
-		out = append(out, u.String())
-	}
-	out = append(out, c.gates.of(w).Problems...)
-	_, follow := policy.FollowOf(w.meta.GetAnnotations(), w.tmpl.Annotations, a.follow)
-	out = append(out, follow...)
-	out = append(out, w.policy.Problems...)
-	return append(out, c.caches.missingNamed(w.policy, w.key.namespace)...)
-}
-
-// templateElsewhere are the problems of a workload without a pod template of its own (an Argo
-// Rollout's spec.workloadRef), as annotationCheck words them.
-func (c *Controller) templateElsewhere(kind *workloadKind, obj any) []string {
-	meta, _ := kind.template(obj)
-	out := c.opts.Annotations.UnknownKeys(c.annotationCheck.knownKeys(), meta.GetAnnotations())
-	var msgs []string
-	for _, u := range out {
-		msgs = append(msgs, u.String())
-	}
-	if kind.templateRef != nil {
-		if k, name := kind.templateRef(obj); k != "" {
-			msgs = append(msgs, fmt.Sprintf("its pod template is %s %q's (spec.workloadRef): put the reload annotations on that %s; the reloader reloads it, and Argo Rollouts rolls this %s out from it", k, name, k, kind.name))
-		}
-	}
-	return msgs
 }
 
 // kindOffWhy names the flags that turn a workload kind off.

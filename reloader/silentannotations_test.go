@@ -2,6 +2,7 @@ package reloader_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -153,6 +154,15 @@ func TestARolloutWithAWorkloadRefIsWarnedThatItsAnnotationsCannotApply(t *testin
 	// The reloader reloads no ReplicaSet: annotating it would not help.
 	if msg := waitWarning(t, ns, "by-rs", "TemplateElsewhere"); !strings.Contains(msg, "the reloader does not reload a ReplicaSet") {
 		t.Fatalf("the warning advises annotating a ReplicaSet: %q", msg)
+	}
+	// explain tells each Rollout what its Warning says.
+	argo := func(o *reloader.Options) { o.ArgoRollouts = true }
+	for name, want := range map[string]string{"by-ref": `put the reload annotations on Deployment "web" instead`,
+		"by-rs": "the reloader does not reload a ReplicaSet"} {
+		e := explainNow(t, ns, "Rollout", name, nil, argo)
+		if !slices.ContainsFunc(e.Problems, func(p string) bool { return strings.Contains(p, want) }) {
+			t.Errorf("explain of %s says %q, not %q", name, e.Problems, want)
+		}
 	}
 	// The positive control: a Rollout with its own template reloads, and is not warned; the
 	// referenced Deployment reloads, which is what rolls the Rollout out under Argo.
