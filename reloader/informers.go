@@ -317,9 +317,21 @@ func (c *Controller) watchNamespaces() error {
 	c.caches.namespaces = kube.NewInformer[*corev1.NamespaceList](c.clients.Link, c.clients.Namespaces(), &corev1.Namespace{}, kube.NoTweak, c.records.transform)
 	_, err := c.caches.namespaces.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(old, obj any) {
-			for _, k := range c.caches.entered(old, obj) {
+			ns := obj.(*corev1.Namespace).Name
+			if c.caches.left(old, obj) {
+				c.entered.leave(ns, c.opts.Clock.Now())
+				return
+			}
+			keys := c.caches.entered(old, obj)
+			if keys == nil {
+				return
+			}
+			// The configs the state has entries of, too: one deleted while out is judged then.
+			keys = append(keys, c.stateConfigs(ns)...)
+			left := c.entered.enter(ns)
+			for _, k := range keys {
 				if _, config := c.caches.configs[k.kind]; config {
-					c.entered.mark(k)
+					c.entered.mark(k, left)
 				}
 				c.queue.Add(k)
 			}
@@ -329,4 +341,20 @@ func (c *Controller) watchNamespaces() error {
 		return fmt.Errorf("watch namespaces: %w", err)
 	}
 	return nil
+}
+
+// stateConfigs lists the configs of namespace ns of a watched kind that the state has an entry
+// of, live or tombstoned.
+func (c *Controller) stateConfigs(ns string) []key {
+	var out []key
+	for _, skey := range c.state.ConfigKeys() {
+		kind, ens, name, ok := state.ParseKey(skey)
+		if ens == "" {
+			ens = c.opts.Namespace
+		}
+		if _, watched := c.caches.configs[kind]; ok && watched && ens == ns {
+			out = append(out, key{kind, ns, name})
+		}
+	}
+	return out
 }
