@@ -13,7 +13,8 @@ const UnrecordedContent = "0000000000000000000000000000000000000000"
 // recorded before the namespace left at left (zero: not seen leaving, before this process).
 // While out, the config may have changed and been read by a dependent created then, and no
 // reloader saw either: so when a dependent was created at or after the leave (created: each
-// dependent's creation, to the second), or the leave's time is unknown. A dependent created
+// dependent's creation, to the second; left is when the reloader saw the leave, up to
+// LeaveMargin after it was made), or the leave's time is unknown. A dependent created
 // before it ran the recorded content, or carries a marker that decides: keeping that content
 // restarts none of them for a recreation with it. Where both kinds exist, the older ones are
 // restarted once by such a recreation: one restart rather than a lost change.
@@ -21,7 +22,7 @@ func UnseenOnEntry(left time.Time, created []time.Time) bool {
 	if left.IsZero() {
 		return true
 	}
-	since := left.Truncate(time.Second)
+	since := left.Add(-LeaveMargin).Truncate(time.Second)
 	for _, c := range created {
 		if !c.Before(since) {
 			return true
@@ -29,3 +30,7 @@ func UnseenOnEntry(left time.Time, created []time.Time) bool {
 	}
 	return false
 }
+
+// LeaveMargin is how long before the reloader saw a namespace leave the selection a creation
+// may have come after the leave: the namespace's and the workloads' watches are not ordered.
+const LeaveMargin = 2 * time.Second

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader"
 )
 
@@ -126,10 +127,15 @@ func TestAConfigDeletedWhileItsNamespaceWasOutOfTheSelectionRestartsNothingOnARe
 	}}
 	a0 := map[string]string{"a": "0"}
 	createConfigMap(t, ns, "cm-1", a0)
-	createDeployment(t, ns, "w-0", 0, named("configmap", "cm-1"), nil)
+	created := createDeployment(t, ns, "w-0", 0, named("configmap", "cm-1"), nil).CreationTimestamp.Time
 	r := startController(t, stateNS, opts)
 	waitRecorded(t, r, "v1.ConfigMap_"+ns+"_cm-1", hashOfData(a0))
 	settle(t)
+	// Creation times are to the second, and one within policy.LeaveMargin of the leave may be
+	// after it.
+	waitFor(t, 5*time.Second, "w-0's creation older than the margin", func() (bool, error) {
+		return time.Now().Add(-policy.LeaveMargin).Truncate(time.Second).After(created), nil
+	})
 
 	labelNamespace(t, ns, nil)
 	deleteConfigMap(t, ns, "cm-1")
