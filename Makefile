@@ -63,7 +63,7 @@ bench: tools build
 
 # Runs random sequences of edits and faults on a local control plane for DURATION, prints each
 # sequence's outcome and the totals (sequences, actions, faults, violations), and keeps the whole
-# log in bin/soak/ (RELIABILITY.md; a log worth keeping is copied to docs/soak-logs/).
+# log in bin/soak/ (RELIABILITY.md; a log worth keeping is copied to docs/lab/soak-logs/).
 DURATION ?= 10m
 soak: tools
 	@mkdir -p bin/soak

@@ -228,8 +228,9 @@ func (c *caches) entered(old, obj any) []key {
 }
 
 // inNamespace lists what inf holds in namespace ns. client-go's namespace index costs about 40
-// bytes per object (BENCHMARKS.md), and only patterns and --namespace-selector read it, so it is
-// added on first use; adding it indexes what the cache holds, and later changes keep it.
+// bytes per object (docs/lab/benchmarks-sessions.md), and only patterns and
+// --namespace-selector read it, so it is added on first use; adding it indexes what the cache
+// holds, and later changes keep it.
 func inNamespace(inf cache.SharedIndexInformer, ns string) []any {
 	objs, err := inf.GetIndexer().ByIndex(cache.NamespaceIndex, ns)
 	if err == nil {
