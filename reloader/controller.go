@@ -298,8 +298,8 @@ func (c *Controller) Run(ctx context.Context) error {
 		c.log.Info("no state found: recording the current hash of every config; only workloads whose marker differs are reloaded")
 	}
 	c.stakater.Store(stakaterToCompare(c.state, first, c.opts.HashKey.inherited, c.log))
-	if probePermissions(ctx, c.clients, c.opts.Namespace, c.opts.StateNamespace, c.log) {
-		c.events.StartRecordingToSink(&quietSink{sink: kube.EventSink{Client: c.clients.Events}, log: c.log})
+	if kube.ProbePermissions(ctx, c.clients, c.opts.Namespace, c.opts.StateNamespace, c.log) {
+		c.events.StartRecordingToSink(kube.NewQuietSink(kube.EventSink{Client: c.clients.Events}, c.log))
 	}
 	defer c.events.Shutdown()
 	// The informers outlive ctx until the shutdown flush is over: the workloads' update events
