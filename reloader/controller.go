@@ -25,7 +25,6 @@ import (
 
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -33,7 +32,6 @@ import (
 
 	"github.com/reloader/reloader/alert"
 	"github.com/reloader/reloader/coalesce"
-	"github.com/reloader/reloader/confighash"
 	"github.com/reloader/reloader/internal/kube"
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
@@ -178,9 +176,6 @@ type Controller struct {
 	busy  atomic.Int32 // workers inside a sync
 	// stakater: stakater's variables are still compared (stakater.go).
 	stakater atomic.Bool
-	// runOnlyKey signs notes while no hash key is loaded (--resources-to-ignore=secrets): what it
-	// signed is trusted only by this process (noteKey).
-	runOnlyKey confighash.Key
 }
 
 // Ready reports whether the caches have synced and the controller is processing changes.
@@ -225,7 +220,7 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 		caches: &caches{annotations: opts.Annotations, selector: opts.NamespaceSelector, ignored: opts.NamespacesToIgnore,
 			labelSelector: opts.ResourceLabelSelector, ignoredSecretTypes: opts.IgnoreSecretTypes},
 	}
-	c.runOnlyKey, _ = HashKeyOf(newHashKeySecret(""))
+	c.opts.HashKey.runOnly, _ = HashKeyOf(newHashKeySecret(""))
 	c.strips = newStrips(c.state, c.names)
 	c.records = &records{annotations: opts.Annotations, hashKey: &c.opts.HashKey, store: c.state, names: c.names, strips: c.strips}
 	c.state.OnWrite = c.metrics.ObserveStateWrite
@@ -467,7 +462,7 @@ func (c *Controller) drained(ctx context.Context, grace time.Duration) bool {
 	deadline := time.Now().Add(grace)
 	quietSince := time.Now()
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		if c.queued() != 0 || c.busy.Load() != 0 || c.restarts.writesUnseen(c.cachedVersion) {
+		if c.queued() != 0 || c.busy.Load() != 0 || c.restarts.writesUnseen(c.caches.version) {
 			quietSince = time.Now()
 		} else if time.Since(quietSince) >= 200*time.Millisecond {
 			return true
@@ -475,23 +470,6 @@ func (c *Controller) drained(ctx context.Context, grace time.Duration) bool {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return false
-}
-
-// cachedVersion is the resourceVersion of workload w in its cache, if it is there.
-func (c *Controller) cachedVersion(w key) (string, bool) {
-	k := c.caches.kinds[w.kind]
-	if k == nil {
-		return "", false
-	}
-	obj, ok, err := k.informer.GetStore().GetByKey(w.cacheKey())
-	if err != nil || !ok {
-		return "", false
-	}
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return "", false
-	}
-	return m.GetResourceVersion(), true
 }
 
 func (c *Controller) processNext(ctx context.Context) bool {

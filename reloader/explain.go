@@ -101,7 +101,7 @@ func (c *Controller) Observe(ctx context.Context) error {
 		return fmt.Errorf("read the state ConfigMap %s/%s: %w", c.opts.StateNamespace, c.opts.StateName, err)
 	}
 	if !c.opts.IgnoreSecrets {
-		if err := c.readHashKey(ctx); err != nil {
+		if err := c.opts.HashKey.read(ctx, readOnlySecrets{c.clients.Secrets(c.opts.StateNamespace)}, c.opts.StateNamespace); err != nil {
 			return err
 		}
 	}
@@ -111,20 +111,6 @@ func (c *Controller) Observe(ctx context.Context) error {
 		return fmt.Errorf("list the configs and workloads of namespace %q: %w", c.opts.listNamespace(), cmp.Or(ctx.Err(), errors.New("not synced")))
 	}
 	c.startupPass() // in memory: the state is read only, and no worker takes the keys
-	return nil
-}
-
-// readHashKey reads the key of Secret hashes once: without it no Secret hash compares.
-func (c *Controller) readHashKey(ctx context.Context) error {
-	name := c.opts.HashKey.secretName()
-	key, _, inherited, err := readOrCreateHashKey(ctx, readOnlySecrets{c.clients.Secrets(c.opts.StateNamespace)}, c.opts.StateNamespace, name)
-	if errors.Is(err, errDryRunCreate) {
-		return fmt.Errorf("the hash key Secret %s/%s does not exist: the reloader has not run there, or under another --state-namespace", c.opts.StateNamespace, name)
-	}
-	if err != nil {
-		return fmt.Errorf("read the hash key Secret (Secret hashes compare only under its key): %w", err)
-	}
-	c.opts.HashKey.key, c.opts.HashKey.inherited = key, inherited
 	return nil
 }
 

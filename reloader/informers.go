@@ -37,7 +37,7 @@ func (c *Controller) buildInformers() error {
 	}
 	c.caches.kinds = map[string]*workloadKind{}
 	if c.opts.Webhook.URL == "" { // --webhook-url reloads nothing, so it watches no workload
-		c.caches.kinds = selectKinds(c.opts, c.clients, c.records.transform, c.noteKey)
+		c.caches.kinds = selectKinds(c.opts, c.clients, c.records.transform, c.opts.HashKey.noteKey)
 		c.wireJobs()
 	}
 	all := map[string]cache.SharedIndexInformer{}

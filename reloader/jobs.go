@@ -226,7 +226,7 @@ func (c *Controller) wireJobs() {
 	}
 	c.jobs = &jobRuns{jobs: func(ns string) jobClient { return c.clients.Jobs(ns) }, notes: notes, store: c.state, reports: c.reports,
 		metrics: c.metrics, log: c.log, enqueue: c.queue.Add, markers: c.currentMarkers, cached: k.cached,
-		key: c.noteKey,
+		key: c.opts.HashKey.noteKey,
 		inScope: func(ns string) bool {
 			if c.opts.Namespace != "" {
 				return ns == c.opts.Namespace

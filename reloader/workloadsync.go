@@ -51,7 +51,7 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 	if kind.resume != nil && !c.opts.DryRun {
 		var dropped droppedRun
 		if err := kind.resume(ctx, obj, c.caches.allowed(k.namespace)); errors.As(err, &dropped) {
-			c.dropRun(obj, dropped)
+			dropped.tell(obj, c.reports, c.log)
 		} else if err != nil {
 			return err
 		}
