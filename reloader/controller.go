@@ -163,6 +163,7 @@ type Controller struct {
 	gates           *gates           // reloads held by their gate (gates.go)
 	lag             *lagCheck        // a config cache behind the workload cache (lag.go)
 	tracker         *tracker         // follows reloads to the end of their rollouts (track.go)
+	rollouts        rollouts         // the sync of a rollout key (rollouts.go)
 	jobs            *jobRuns         // a Job run again: deleted, created again (jobs.go)
 	outcomes        *outcomes        // how each reload's patch ended, told (outcomes.go)
 	tombstones      *tombstones      // entries of configs that do not exist (tombstones.go)
@@ -238,6 +239,7 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 	c.rule = &rule{annotations: opts.Annotations, strategy: opts.Strategy, reloadOnCreate: opts.ReloadOnCreate,
 		reloadOnDelete: opts.ReloadOnDelete, caches: c.caches, records: c.records, store: c.state, names: c.names,
 		tracker: c.tracker, restarts: c.restarts, strips: c.strips, stakater: &c.stakater}
+	c.rollouts = rollouts{rule: c.rule, tracker: c.tracker}
 	c.notes = &notes{rule: c.rule, strips: c.strips, restarts: c.restarts, records: c.records, store: c.state, names: c.names}
 	c.outcomes = &outcomes{reports: c.reports, metrics: c.metrics, log: c.log, alerts: opts.Alerts, view: c.rule.view}
 	c.annotationCheck = &annotationCheck{annotations: opts.Annotations, gate: opts.Gate, follow: opts.Follow, caches: c.caches, reports: c.reports, log: c.log, ready: c.ready.Load}
@@ -254,6 +256,7 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 	c.validation = &validation{store: c.state, names: c.names, reports: c.reports, log: c.log, counter: c.metrics.InvalidChanges,
 		gates: c.gates, enqueue: c.queue.Add, dependents: c.rule.dependents, lookup: c.caches.lookup,
 		watched: c.caches.watched, webhook: opts.Webhook.URL != ""}
+	c.rehearsal.validation, c.rehearsal.gates = c.validation, c.gates
 	if opts.Webhook.URL != "" {
 		c.webhook = &webhookSync{webhook: opts.Webhook, annotations: opts.Annotations, reloadOnCreate: opts.ReloadOnCreate,
 			reloadOnDelete: opts.ReloadOnDelete, caches: c.caches, changes: c.changes, store: c.state, names: c.names,
@@ -521,7 +524,7 @@ func (c *Controller) sync(ctx context.Context, k key) error {
 		if c.opts.DryRun {
 			return nil // a dry run follows no rollout: it started none
 		}
-		return c.syncRollout(ctx, kind, k)
+		return c.rollouts.sync(ctx, kind, k)
 	}
 	return fmt.Errorf("queue key %s: unknown kind", k)
 }

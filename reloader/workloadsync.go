@@ -71,7 +71,7 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 		return nil // cronjobsuspend.go
 	}
 	if c.opts.DryRun {
-		return c.rehearse(w, changes) // dryrun.go: the one place a dry run parts from acting
+		return c.rehearsal.rehearse(w, changes) // dryrun.go: the one place a dry run parts from acting
 	}
 	if p.validated && c.validation.holds(w) {
 		return nil // validate.go
