@@ -164,6 +164,8 @@ type Controller struct {
 	lag             *lagCheck        // a config cache behind the workload cache (lag.go)
 	tracker         *tracker         // follows reloads to the end of their rollouts (track.go)
 	rollouts        rollouts         // the sync of a rollout key (rollouts.go)
+	planner         *planner         // what is due of a workload, and what holds it (planner.go)
+	explainer       *Explainer       // reloader explain: what the sync would do, and why (explain.go)
 	jobs            *jobRuns         // a Job run again: deleted, created again (jobs.go)
 	outcomes        *outcomes        // how each reload's patch ended, told (outcomes.go)
 	tombstones      *tombstones      // entries of configs that do not exist (tombstones.go)
@@ -257,6 +259,10 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 		gates: c.gates, enqueue: c.queue.Add, dependents: c.rule.dependents, lookup: c.caches.lookup,
 		watched: c.caches.watched, webhook: opts.Webhook.URL != ""}
 	c.rehearsal.validation, c.rehearsal.gates = c.validation, c.gates
+	c.planner = &planner{rule: c.rule, caches: c.caches, gates: c.gates, validation: c.validation, clock: opts.Clock}
+	c.explainer = &Explainer{annotations: opts.Annotations, namespace: opts.Namespace, clock: opts.Clock, caches: c.caches,
+		store: c.state, names: c.names, rule: c.rule, records: c.records, gates: c.gates, planner: c.planner,
+		annotationCheck: c.annotationCheck}
 	if opts.Webhook.URL != "" {
 		c.webhook = &webhookSync{webhook: opts.Webhook, annotations: opts.Annotations, reloadOnCreate: opts.ReloadOnCreate,
 			reloadOnDelete: opts.ReloadOnDelete, caches: c.caches, changes: c.changes, store: c.state, names: c.names,

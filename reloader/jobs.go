@@ -225,7 +225,7 @@ func (c *Controller) wireJobs() {
 		return c.clients.ConfigMaps(c.opts.StateNamespace).Get(ctx, c.state.ShardName(0), metav1.GetOptions{})
 	}
 	c.jobs = &jobRuns{jobs: func(ns string) jobClient { return c.clients.Jobs(ns) }, notes: notes, store: c.state, reports: c.reports,
-		metrics: c.metrics, log: c.log, enqueue: c.queue.Add, markers: c.currentMarkers, cached: k.cached,
+		metrics: c.metrics, log: c.log, enqueue: c.queue.Add, markers: c.planner.currentMarkers, cached: k.cached,
 		key: c.opts.HashKey.noteKey,
 		inScope: func(ns string) bool {
 			if c.opts.Namespace != "" {
@@ -455,41 +455,6 @@ func (j *jobRuns) refreshMarkers(r *jobRecreation) {
 		return
 	}
 	r.Job = job
-}
-
-// currentMarkers gives a written-down Job the markers of the content its configs hold now: its
-// pods read that content when they start, so the markers of the content the recreation was
-// decided on would have it recreated once more, a run for no change (checker seed 21@3). A
-// config whose content does not validate keeps its marker, as in any reload. Its gate's
-// annotations are those of a reload now: under a minimum interval the next reload counts from
-// this creation, not from the decision, which a refusal or a stop may have left far behind
-// (soak seed 1795656990008005199). A Job in a namespace that left the selection since the
-// decision is created too (it was deleted), and its pods read the content now as well: created
-// with the old markers, it was recreated for nothing once the namespace came back (soak seed
-// 1795668697359437002@4).
-func (c *Controller) currentMarkers(job *batchv1.Job) (*batchv1.Job, error) {
-	w, ok := c.rule.viewInAnyNamespace(c.caches.kinds["Job"], job)
-	if !ok {
-		return job, nil
-	}
-	now := c.opts.Clock.Now()
-	d := c.dueChanges(w)
-	ops, err := w.target.Ops(w.meta, w.tmpl, d.changes, now)
-	if err != nil {
-		return job, err
-	}
-	if len(ops) > 0 {
-		ops = ops[1:] // the resourceVersion test: a written-down Job has none
-	}
-	ops = append(ops, c.gates.ops(w, c.gates.of(w), policy.Verdict{Action: policy.ReloadNow})...)
-	if len(ops) == 0 {
-		return job, nil
-	}
-	body, err := json.Marshal(ops)
-	if err != nil {
-		return nil, fmt.Errorf("encode the markers of Job %s/%s: %w", job.Namespace, job.Name, err)
-	}
-	return recreatedJob(job, body)
 }
 
 // note writes r under key in the first state ConfigMap, or removes it (r nil),
