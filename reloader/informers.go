@@ -37,7 +37,15 @@ func (c *Controller) buildInformers() error {
 	c.caches.kinds = map[string]*workloadKind{}
 	if c.opts.Webhook.URL == "" { // --webhook-url reloads nothing, so it watches no workload
 		c.caches.kinds = selectKinds(c.opts, c.clients, c.records.transform, c.opts.HashKey.noteKey)
-		c.wireJobs()
+		if k := c.caches.kinds["Job"]; k != nil {
+			notes := func(ctx context.Context) (*corev1.ConfigMap, error) {
+				return c.clients.ConfigMaps(c.opts.StateNamespace).Get(ctx, c.state.ShardName(0), metav1.GetOptions{})
+			}
+			c.jobs = &jobRuns{jobs: func(ns string) jobClient { return c.clients.Jobs(ns) }, notes: notes, store: c.state, reports: c.reports,
+				metrics: c.metrics, log: c.log, enqueue: c.queue.Add, markers: c.planner.currentMarkers, invalid: c.planner.jobInvalid,
+				cached: k.cached, key: c.opts.HashKey.noteKey, inScope: c.opts.inScope}
+			c.jobs.wire(k)
+		}
 	}
 	e := &events{enqueue: c.queue.Add, backlog: c.backlog, coalescer: c.coalescer, clock: c.opts.Clock,
 		reloadOnCreate: c.opts.ReloadOnCreate, metrics: c.metrics, decisiveAnnotations: c.decisiveAnnotations,

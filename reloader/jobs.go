@@ -155,7 +155,7 @@ func jobFromCronJob(cj *batchv1.CronJob, name string) *batchv1.Job {
 }
 
 // jobKind serves Jobs; their reload, which needs the state ConfigMap, is wired by the
-// controller (wireJobs).
+// controller (jobRuns.wire).
 func jobKind(c *kube.Clients, ns string, link *kube.Link, transform cache.TransformFunc) *workloadKind {
 	k := typedKind("Job", &batchv1.Job{},
 		func(j *batchv1.Job) *corev1.PodTemplateSpec {
@@ -214,32 +214,17 @@ type jobClient interface {
 	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
 }
 
-// wireJobs makes a Job's reload a recreation: deleted, and created again under the same name
-// with the markers in its template (a Job's template cannot be changed in place).
-func (c *Controller) wireJobs() {
-	k := c.caches.kinds["Job"]
-	if k == nil {
-		return
+// inScope says whether namespace ns is one this reloader may act in (jobRuns.inScope).
+func (o Options) inScope(ns string) bool {
+	if o.Namespace != "" {
+		return ns == o.Namespace
 	}
-	notes := func(ctx context.Context) (*corev1.ConfigMap, error) {
-		return c.clients.ConfigMaps(c.opts.StateNamespace).Get(ctx, c.state.ShardName(0), metav1.GetOptions{})
-	}
-	c.jobs = &jobRuns{jobs: func(ns string) jobClient { return c.clients.Jobs(ns) }, notes: notes, store: c.state, reports: c.reports,
-		metrics: c.metrics, log: c.log, enqueue: c.queue.Add, markers: c.planner.currentMarkers, cached: k.cached,
-		key: c.opts.HashKey.noteKey,
-		inScope: func(ns string) bool {
-			if c.opts.Namespace != "" {
-				return ns == c.opts.Namespace
-			}
-			return ns != "" && !slices.Contains(c.opts.NamespacesToIgnore, ns)
-		},
-		invalid: func(job *batchv1.Job) []string {
-			w, ok := c.rule.viewInAnyNamespace(k, job)
-			if !ok {
-				return nil
-			}
-			return c.validation.invalidUsed(w)
-		}}
+	return ns != "" && !slices.Contains(o.NamespacesToIgnore, ns)
+}
+
+// wire makes a Job's reload, for Jobs of kind k, a recreation: deleted, and created again under
+// the same name with the markers in its template (a Job's template cannot be changed in place).
+func (j *jobRuns) wire(k *workloadKind) {
 	k.reload = func(ctx context.Context, ns, name string, body []byte) (any, error) {
 		obj, ok, err := k.cached(ns + "/" + name)
 		if err != nil || !ok {
@@ -250,9 +235,9 @@ func (c *Controller) wireJobs() {
 		if err != nil {
 			return nil, err
 		}
-		return c.jobs.recreate(ctx, old, job)
+		return j.recreate(ctx, old, job)
 	}
-	k.unfinished = c.jobs.finishFailed
+	k.unfinished = j.finishFailed
 }
 
 // jobRecreationPrefix starts the key, in the first state ConfigMap, under which a Job's

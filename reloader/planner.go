@@ -123,3 +123,12 @@ func (pl *planner) currentMarkers(job *batchv1.Job) (*batchv1.Job, error) {
 	}
 	return recreatedJob(job, body)
 }
+
+// jobInvalid lists the configs the pods of Job job would read whose content does not validate.
+func (pl *planner) jobInvalid(job *batchv1.Job) []string {
+	w, ok := pl.rule.viewInAnyNamespace(pl.caches.kinds["Job"], job)
+	if !ok {
+		return nil
+	}
+	return pl.validation.invalidUsed(w)
+}
