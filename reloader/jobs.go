@@ -398,7 +398,7 @@ func (j *jobRuns) finish(ctx context.Context, key string, r jobRecreation, refre
 // before (resume): the Job is gone, so no event of its own would bring it back. A
 // refusal is retried as a refused patch is, up to every refusedRetryMax; the failure was
 // reported once, by the sync that deleted the Job, or at the start. The Job created is the one
-// written down, with the markers of the configs' content now (currentMarkers).
+// written down, with the markers of the configs' content now (planner.currentMarkers).
 func (j *jobRuns) finishFailed(ctx context.Context, ns, name string) error {
 	key := jobRecreationKey(ns, name)
 	v, ok := j.recreations.Load(key)
