@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
@@ -240,4 +241,21 @@ func inNamespace(inf cache.SharedIndexInformer, ns string) []any {
 	_ = inf.AddIndexers(cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	objs, _ = inf.GetIndexer().ByIndex(cache.NamespaceIndex, ns) // an informer stopped answers nothing
 	return objs
+}
+
+// version is the resourceVersion of workload w in its cache, if it is there.
+func (c *caches) version(w key) (string, bool) {
+	k := c.kinds[w.kind]
+	if k == nil {
+		return "", false
+	}
+	obj, ok, err := k.informer.GetStore().GetByKey(w.cacheKey())
+	if err != nil || !ok {
+		return "", false
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return "", false
+	}
+	return m.GetResourceVersion(), true
 }
