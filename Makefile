@@ -38,6 +38,7 @@ $(CRANE) $(GOLANGCI_LINT) $(ACTIONLINT):
 check:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
+	@sh internal/dev/check-links.sh
 
 # golangci-lint (.golangci.yml) over the module, actionlint over .github/workflows.
 lint: $(GOLANGCI_LINT) $(ACTIONLINT)

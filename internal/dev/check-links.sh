@@ -1,7 +1,7 @@
 #!/bin/sh
 # Checks every relative link in the repository's Markdown files: the file (or folder) exists,
 # and an anchor is a heading of the target (GitHub's slug) or an <a id>. Prints the broken ones
-# and the counts; exits 1 if any is broken. Run from anywhere: sh docs/lab/check-links.sh
+# and the counts; exits 1 if any is broken. Run from anywhere: sh internal/dev/check-links.sh
 set -u
 cd "$(git rev-parse --show-toplevel)" || exit 2
 export LC_ALL=C
