@@ -15,7 +15,7 @@ build:
 # Builds etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok from the pinned
 # modules under tools/ into the user cache (first run only, a few minutes).
 tools: $(CRANE)
-	$(GO) run ./internal/testcluster/cmd/testbin
+	$(GO) run ./internal/dev/testcluster/cmd/testbin
 
 # Go tools pinned by the modules under tools/, built once into the user cache under a name that
 # holds the hash of their module's go.sum, so bumping the pin rebuilds them.
@@ -38,6 +38,7 @@ $(CRANE) $(GOLANGCI_LINT) $(ACTIONLINT):
 check:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
+	@sh internal/dev/check-links.sh
 
 # golangci-lint (.golangci.yml) over the module, actionlint over .github/workflows.
 lint: $(GOLANGCI_LINT) $(ACTIONLINT)
@@ -51,19 +52,19 @@ test: tools build check lint
 # PORT is the reloader's /metrics and health port; make run checks it is free before starting.
 PORT ?= 8080
 run: tools build
-	$(GO) run ./internal/devenv -reloader $(BIN) -port $(PORT)
+	$(GO) run ./internal/dev/devenv -reloader $(BIN) -port $(PORT)
 
 demo: tools build
-	$(GO) run ./internal/devenv -reloader $(BIN) -demo
+	$(GO) run ./internal/dev/devenv -reloader $(BIN) -demo
 
 # Measures bin/reloader on a local control plane (under 15 minutes) and writes
 # bench-results/<timestamp>.jsonl; e.g. BENCH_FLAGS="-scenarios latency,burst".
 bench: tools build
-	$(GO) run ./internal/bench -reloader $(BIN) $(BENCH_FLAGS)
+	$(GO) run ./internal/dev/bench -reloader $(BIN) $(BENCH_FLAGS)
 
 # Runs random sequences of edits and faults on a local control plane for DURATION, prints each
 # sequence's outcome and the totals (sequences, actions, faults, violations), and keeps the whole
-# log in bin/soak/ (RELIABILITY.md; a log worth keeping is copied to docs/soak-logs/).
+# log in bin/soak/ (RELIABILITY.md; a log worth keeping is copied to docs/lab/soak-logs/).
 DURATION ?= 10m
 soak: tools
 	@mkdir -p bin/soak
@@ -78,7 +79,7 @@ KUBE_VERSIONS   ?= 1.35 1.36 1.37
 MATRIX_PACKAGES ?= ./reloader/ ./deploy/
 test-matrix: build
 	@for v in $(KUBE_VERSIONS); do \
-		dirs=$$(RELOADER_KUBE_VERSION=$$v $(GO) run ./internal/testcluster/cmd/testbin) || exit 1; \
+		dirs=$$(RELOADER_KUBE_VERSION=$$v $(GO) run ./internal/dev/testcluster/cmd/testbin) || exit 1; \
 		bins=$$(echo "$$dirs" | head -1); \
 		echo "== Kubernetes $$v: $$($(GO) version -m $$bins/kube-apiserver | grep -w 'mod.*k8s.io/kubernetes')"; \
 		RELOADER_KUBE_VERSION=$$v $(GO) test -count=1 -timeout 30m $(MATRIX_PACKAGES) || exit 1; \
@@ -98,12 +99,12 @@ IMAGE_OUT     ?= bin/image
 OVERLAYS      ?= bin/deploy
 IMAGE_VERSION ?= $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$$/\1/p' deploy/helm/reloader/Chart.yaml)
 image:
-	$(GO) run ./internal/release/cmd/release --images-only --version $(IMAGE_VERSION) --revision "$(REVISION)" --platforms $(PLATFORMS) --out $(IMAGE_OUT)
+	$(GO) run ./internal/dev/release/cmd/release --images-only --version $(IMAGE_VERSION) --revision "$(REVISION)" --platforms $(PLATFORMS) --out $(IMAGE_OUT)
 
 # Pushes $(IMAGE_OUT) to $(REGISTRY)/reloader:$(IMAGE_VERSION) with the pinned crane and writes
 # $(OVERLAYS)/{namespace,cluster}/, overlays of deploy/ that run it (kubectl apply -k).
 push: registry-set image $(CRANE)
-	$(GO) run ./internal/release/cmd/release --push $(REGISTRY) --crane $(CRANE) --version $(IMAGE_VERSION) --out $(IMAGE_OUT) --overlays $(OVERLAYS)
+	$(GO) run ./internal/dev/release/cmd/release --push $(REGISTRY) --crane $(CRANE) --version $(IMAGE_VERSION) --out $(IMAGE_OUT) --overlays $(OVERLAYS)
 
 registry-set:
 	@test -n "$(REGISTRY)" || { echo "usage: make push REGISTRY=host[:port][/path], e.g. REGISTRY=localhost:5001"; exit 1; }
@@ -111,7 +112,7 @@ registry-set:
 # dist/: binaries, images, rendered manifests, the chart, SBOMs and SHA256SUMS (RELEASING.md).
 release:
 	@case "$(VERSION)" in v[0-9]*.[0-9]*.[0-9]*) ;; *) echo "usage: make release VERSION=vX.Y.Z"; exit 1;; esac
-	$(GO) run ./internal/release/cmd/release --version $(VERSION) --revision "$(REVISION)" --out dist
+	$(GO) run ./internal/dev/release/cmd/release --version $(VERSION) --revision "$(REVISION)" --out dist
 
 # Rewrites docs/flags.md's generated block from --help (TestFlagsDocIsTheHelpOutput holds it there).
 docs:

@@ -67,7 +67,8 @@ func main() {
 
 	hooks := app.Hooks{
 		// Once the lists are in: the code that decoded them is most of the executable's pages
-		// mapped by then, and the start-up pass that follows maps its own (BENCHMARKS.md).
+		// mapped by then, and the start-up pass that follows maps its own
+		// (docs/lab/benchmarks-sessions.md).
 		Synced: func() error {
 			_, err := pageout.Executable()
 			return err

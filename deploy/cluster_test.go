@@ -20,8 +20,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/reloader/reloader/confighash"
+	"github.com/reloader/reloader/internal/dev/testcluster"
 	"github.com/reloader/reloader/internal/kube"
-	"github.com/reloader/reloader/internal/testcluster"
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader"

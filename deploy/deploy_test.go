@@ -27,7 +27,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes/scheme"
 
-	"github.com/reloader/reloader/internal/testcluster"
+	"github.com/reloader/reloader/internal/dev/testcluster"
 	"github.com/reloader/reloader/state"
 )
 

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/reloader/reloader/internal/release"
+	"github.com/reloader/reloader/internal/dev/release"
 )
 
 // renderBase renders the kustomize base in dir as an overlay setting namespace would (none

@@ -10,7 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/reloader/reloader/internal/release"
+	"github.com/reloader/reloader/internal/dev/release"
 )
 
 // TestSourcesNameOneReleasedImage: the plain manifests, the chart's appVersion and the top of

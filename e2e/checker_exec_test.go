@@ -25,7 +25,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/reloader/reloader/confighash"
-	"github.com/reloader/reloader/internal/testcluster"
+	"github.com/reloader/reloader/internal/dev/testcluster"
 	"github.com/reloader/reloader/state"
 )
 

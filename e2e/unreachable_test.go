@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/reloader/reloader/internal/testcluster"
+	"github.com/reloader/reloader/internal/dev/testcluster"
 )
 
 // gate is a TCP proxy to the API server that, while closed, drops every connection: the API

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
@@ -235,8 +236,9 @@ func (c *caches) entered(old, obj any) []key {
 }
 
 // inNamespace lists what inf holds in namespace ns. client-go's namespace index costs about 40
-// bytes per object (BENCHMARKS.md), and only patterns and --namespace-selector read it, so it is
-// added on first use; adding it indexes what the cache holds, and later changes keep it.
+// bytes per object (docs/lab/benchmarks-sessions.md), and only patterns and
+// --namespace-selector read it, so it is added on first use; adding it indexes what the cache
+// holds, and later changes keep it.
 func inNamespace(inf cache.SharedIndexInformer, ns string) []any {
 	objs, err := inf.GetIndexer().ByIndex(cache.NamespaceIndex, ns)
 	if err == nil {
@@ -246,4 +248,21 @@ func inNamespace(inf cache.SharedIndexInformer, ns string) []any {
 	_ = inf.AddIndexers(cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	objs, _ = inf.GetIndexer().ByIndex(cache.NamespaceIndex, ns) // an informer stopped answers nothing
 	return objs
+}
+
+// version is the resourceVersion of workload w in its cache, if it is there.
+func (c *caches) version(w key) (string, bool) {
+	k := c.kinds[w.kind]
+	if k == nil {
+		return "", false
+	}
+	obj, ok, err := k.informer.GetStore().GetByKey(w.cacheKey())
+	if err != nil || !ok {
+		return "", false
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return "", false
+	}
+	return m.GetResourceVersion(), true
 }

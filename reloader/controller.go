@@ -25,7 +25,6 @@ import (
 
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -33,7 +32,6 @@ import (
 
 	"github.com/reloader/reloader/alert"
 	"github.com/reloader/reloader/coalesce"
-	"github.com/reloader/reloader/confighash"
 	"github.com/reloader/reloader/internal/kube"
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
@@ -165,6 +163,9 @@ type Controller struct {
 	gates           *gates           // reloads held by their gate (gates.go)
 	lag             *lagCheck        // a config cache behind the workload cache (lag.go)
 	tracker         *tracker         // follows reloads to the end of their rollouts (track.go)
+	rollouts        rollouts         // the sync of a rollout key (rollouts.go)
+	planner         *planner         // what is due of a workload, and what holds it (planner.go)
+	explainer       *Explainer       // reloader explain: what the sync would do, and why (explain.go)
 	jobs            *jobRuns         // a Job run again: deleted, created again (jobs.go)
 	outcomes        *outcomes        // how each reload's patch ended, told (outcomes.go)
 	tombstones      *tombstones      // entries of configs that do not exist (tombstones.go)
@@ -178,9 +179,6 @@ type Controller struct {
 	busy  atomic.Int32 // workers inside a sync
 	// stakater: stakater's variables are still compared (stakater.go).
 	stakater atomic.Bool
-	// runOnlyKey signs notes while no hash key is loaded (--resources-to-ignore=secrets): what it
-	// signed is trusted only by this process (noteKey).
-	runOnlyKey confighash.Key
 }
 
 // Ready reports whether the caches have synced and the controller is processing changes.
@@ -225,7 +223,7 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 		caches: &caches{annotations: opts.Annotations, selector: opts.NamespaceSelector, ignored: opts.NamespacesToIgnore,
 			labelSelector: opts.ResourceLabelSelector, ignoredSecretTypes: opts.IgnoreSecretTypes},
 	}
-	c.runOnlyKey, _ = HashKeyOf(newHashKeySecret(""))
+	c.opts.HashKey.runOnly, _ = HashKeyOf(newHashKeySecret(""))
 	c.strips = newStrips(c.state, c.names)
 	c.records = &records{annotations: opts.Annotations, hashKey: &c.opts.HashKey, store: c.state, names: c.names, strips: c.strips}
 	c.state.OnWrite = c.metrics.ObserveStateWrite
@@ -243,6 +241,7 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 	c.rule = &rule{annotations: opts.Annotations, strategy: opts.Strategy, reloadOnCreate: opts.ReloadOnCreate,
 		reloadOnDelete: opts.ReloadOnDelete, caches: c.caches, records: c.records, store: c.state, names: c.names,
 		tracker: c.tracker, restarts: c.restarts, strips: c.strips, stakater: &c.stakater}
+	c.rollouts = rollouts{rule: c.rule, tracker: c.tracker}
 	c.notes = &notes{rule: c.rule, strips: c.strips, restarts: c.restarts, records: c.records, store: c.state, names: c.names}
 	c.outcomes = &outcomes{reports: c.reports, metrics: c.metrics, log: c.log, alerts: opts.Alerts, view: c.rule.view}
 	c.annotationCheck = &annotationCheck{annotations: opts.Annotations, gate: opts.Gate, follow: opts.Follow, caches: c.caches, reports: c.reports, log: c.log, ready: c.ready.Load}
@@ -259,6 +258,11 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 	c.validation = &validation{store: c.state, names: c.names, reports: c.reports, log: c.log, counter: c.metrics.InvalidChanges,
 		gates: c.gates, enqueue: c.queue.Add, dependents: c.rule.dependents, lookup: c.caches.lookup,
 		watched: c.caches.watched, webhook: opts.Webhook.URL != ""}
+	c.rehearsal.validation, c.rehearsal.gates = c.validation, c.gates
+	c.planner = &planner{rule: c.rule, caches: c.caches, gates: c.gates, validation: c.validation, clock: opts.Clock}
+	c.explainer = &Explainer{annotations: opts.Annotations, namespace: opts.Namespace, clock: opts.Clock, caches: c.caches,
+		store: c.state, names: c.names, rule: c.rule, records: c.records, gates: c.gates, planner: c.planner,
+		annotationCheck: c.annotationCheck}
 	if opts.Webhook.URL != "" {
 		c.webhook = &webhookSync{webhook: opts.Webhook, annotations: opts.Annotations, reloadOnCreate: opts.ReloadOnCreate,
 			reloadOnDelete: opts.ReloadOnDelete, caches: c.caches, changes: c.changes, store: c.state, names: c.names,
@@ -298,8 +302,8 @@ func (c *Controller) Run(ctx context.Context) error {
 		c.log.Info("no state found: recording the current hash of every config; only workloads whose marker differs are reloaded")
 	}
 	c.stakater.Store(stakaterToCompare(c.state, first, c.opts.HashKey.inherited, c.log))
-	if probePermissions(ctx, c.clients, c.opts.Namespace, c.opts.StateNamespace, c.log) {
-		c.events.StartRecordingToSink(&quietSink{sink: kube.EventSink{Client: c.clients.Events}, log: c.log})
+	if kube.ProbePermissions(ctx, c.clients, c.opts.Namespace, c.opts.StateNamespace, c.log) {
+		c.events.StartRecordingToSink(kube.NewQuietSink(kube.EventSink{Client: c.clients.Events}, c.log))
 	}
 	defer c.events.Shutdown()
 	// The informers outlive ctx until the shutdown flush is over: the workloads' update events
@@ -467,7 +471,7 @@ func (c *Controller) drained(ctx context.Context, grace time.Duration) bool {
 	deadline := time.Now().Add(grace)
 	quietSince := time.Now()
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		if c.queued() != 0 || c.busy.Load() != 0 || c.restarts.writesUnseen(c.cachedVersion) {
+		if c.queued() != 0 || c.busy.Load() != 0 || c.restarts.writesUnseen(c.caches.version) {
 			quietSince = time.Now()
 		} else if time.Since(quietSince) >= 200*time.Millisecond {
 			return true
@@ -475,23 +479,6 @@ func (c *Controller) drained(ctx context.Context, grace time.Duration) bool {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return false
-}
-
-// cachedVersion is the resourceVersion of workload w in its cache, if it is there.
-func (c *Controller) cachedVersion(w key) (string, bool) {
-	k := c.caches.kinds[w.kind]
-	if k == nil {
-		return "", false
-	}
-	obj, ok, err := k.informer.GetStore().GetByKey(w.cacheKey())
-	if err != nil || !ok {
-		return "", false
-	}
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return "", false
-	}
-	return m.GetResourceVersion(), true
 }
 
 func (c *Controller) processNext(ctx context.Context) bool {
@@ -543,7 +530,7 @@ func (c *Controller) sync(ctx context.Context, k key) error {
 		if c.opts.DryRun {
 			return nil // a dry run follows no rollout: it started none
 		}
-		return c.syncRollout(ctx, kind, k)
+		return c.rollouts.sync(ctx, kind, k)
 	}
 	return fmt.Errorf("queue key %s: unknown kind", k)
 }

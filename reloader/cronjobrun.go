@@ -1,6 +1,7 @@
 package reloader
 
 import (
+	"log/slog"
 	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -21,7 +22,7 @@ const cronRunPurpose = "cronjob-run"
 // reasonPendingJobDropped is the Warning, on the CronJob, of a recorded run not started.
 const reasonPendingJobDropped = "PendingJobDropped"
 
-// runKey is the key recorded runs and Job recreation notes are signed with (Controller.noteKey).
+// runKey is the key recorded runs and Job recreation notes are signed with (HashKey.noteKey).
 type runKey func() confighash.Key
 
 func runSigned(cj *batchv1.CronJob, job string) []byte {
@@ -58,11 +59,11 @@ func (e droppedRun) Error() string {
 	return "not started: " + e.why
 }
 
-// dropRun says, once (the annotation is gone), that a recorded run was not started.
-func (c *Controller) dropRun(obj any, d droppedRun) {
+// tell says, once (the annotation is gone), that the recorded run of CronJob obj was not started.
+func (d droppedRun) tell(obj any, reports *reporter, log *slog.Logger) {
 	cj := obj.(*batchv1.CronJob)
-	c.log.Error("dropped a Job run recorded on a CronJob: no Job is created for it", "namespace", cj.Namespace,
+	log.Error("dropped a Job run recorded on a CronJob: no Job is created for it", "namespace", cj.Namespace,
 		"name", cj.Name, "annotation", pendingJobAnnotation, "reason", d.why)
-	c.reports.event(cj, corev1.EventTypeWarning, reasonPendingJobDropped,
+	reports.event(cj, corev1.EventTypeWarning, reasonPendingJobDropped,
 		"Removed "+pendingJobAnnotation+", no Job created: "+d.why+" (written by someone other than this reloader)")
 }

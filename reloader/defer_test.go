@@ -19,7 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/reloader/reloader/internal/clocktest"
+	"github.com/reloader/reloader/internal/dev/clocktest"
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader"
 )

@@ -12,9 +12,9 @@ import (
 // them, and by pattern keys (caches.indexKeys). Its event handlers keep it (informers.go),
 // in place of a client-go index: that one keeps a set (a Go map) per config, most of them with
 // one workload, and computes every object's keys twice per update, old and new, each a decode
-// of the packed workload (about 0.24 KB per config at 50,000, BENCHMARKS.md). Here a config's
-// workloads are a slice, and keys are computed once per event from the object the handler has
-// already decoded.
+// of the packed workload (about 0.24 KB per config at 50,000,
+// docs/lab/benchmarks-sessions.md). Here a config's workloads are a slice, and keys are
+// computed once per event from the object the handler has already decoded.
 //
 // It lags the cache by the handler's delay: a workload in the cache whose add event is not yet
 // handled is not listed. That event then syncs the workload and queues its configs, as before.

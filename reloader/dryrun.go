@@ -34,6 +34,9 @@ type rehearsal struct {
 	metrics *metrics.Metrics
 	log     *slog.Logger
 	clock   func() time.Time
+	// validation and gates hold what a real run would hold (rehearse).
+	validation *validation
+	gates      *gates
 
 	mu   sync.Mutex
 	said map[key]map[policy.ConfigRef]string // workload → config → the value last reported
@@ -201,16 +204,16 @@ func (r *rehearsal) forget(k key) {
 
 // rehearse is syncWorkload's dry-run end: what is due and not held by validation or a closed
 // gate is reported; nothing is written (no pause started or ended, no Job run, no state).
-func (c *Controller) rehearse(w workloadView, changes []policy.Change) error {
-	if len(changes) == 0 || c.validation.holds(w) {
+func (r *rehearsal) rehearse(w workloadView, changes []policy.Change) error {
+	if len(changes) == 0 || r.validation.holds(w) {
 		return nil
 	}
-	if v := c.gates.of(w).Decide(c.opts.Clock.Now()); v.Action == policy.Hold {
-		c.gates.deferrals.hold(w.key, v.Until, v.Reason) // synced again when the gate opens
+	if v := r.gates.of(w).Decide(r.clock()); v.Action == policy.Hold {
+		r.gates.deferrals.hold(w.key, v.Until, v.Reason) // synced again when the gate opens
 		return nil
 	}
-	c.rehearsal.report(w, changes)
-	return c.rehearsal.pretend(w, changes)
+	r.report(w, changes)
+	return r.pretend(w, changes)
 }
 
 // readOnlySecrets refuses the hash key Secret's creation: a dry run writes nothing, so without

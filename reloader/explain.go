@@ -9,7 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/reloader/reloader/coalesce"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/state"
 )
 
 // Explain (reloader explain) tells what the controller would do with one workload, and why,
@@ -101,7 +103,7 @@ func (c *Controller) Observe(ctx context.Context) error {
 		return fmt.Errorf("read the state ConfigMap %s/%s: %w", c.opts.StateNamespace, c.opts.StateName, err)
 	}
 	if !c.opts.IgnoreSecrets {
-		if err := c.readHashKey(ctx); err != nil {
+		if err := c.opts.HashKey.read(ctx, readOnlySecrets{c.clients.Secrets(c.opts.StateNamespace)}, c.opts.StateNamespace); err != nil {
 			return err
 		}
 	}
@@ -114,26 +116,30 @@ func (c *Controller) Observe(ctx context.Context) error {
 	return nil
 }
 
-// readHashKey reads the key of Secret hashes once: without it no Secret hash compares.
-func (c *Controller) readHashKey(ctx context.Context) error {
-	name := c.opts.HashKey.secretName()
-	key, _, inherited, err := readOrCreateHashKey(ctx, readOnlySecrets{c.clients.Secrets(c.opts.StateNamespace)}, c.opts.StateNamespace, name)
-	if errors.Is(err, errDryRunCreate) {
-		return fmt.Errorf("the hash key Secret %s/%s does not exist: the reloader has not run there, or under another --state-namespace", c.opts.StateNamespace, name)
-	}
-	if err != nil {
-		return fmt.Errorf("read the hash key Secret (Secret hashes compare only under its key): %w", err)
-	}
-	c.opts.HashKey.key, c.opts.HashKey.inherited = key, inherited
-	return nil
+// Explainer tells what the sync would do with one workload, and why: reloader explain's part.
+type Explainer struct {
+	annotations     policy.Annotations
+	namespace       string // Options.Namespace: the one namespace watched, if set
+	clock           coalesce.Clock
+	caches          *caches
+	store           *state.Store
+	names           entryKeys
+	rule            *rule
+	records         *records
+	gates           *gates
+	planner         *planner
+	annotationCheck *annotationCheck
 }
 
+// Explainer is the part that tells workloads; Observe first.
+func (c *Controller) Explainer() *Explainer { return c.explainer }
+
 // Explain tells what the sync of the workload q names would do now, and why, config by config.
-func (c *Controller) Explain(ctx context.Context, q Query) (Explanation, error) {
+func (x *Explainer) Explain(ctx context.Context, q Query) (Explanation, error) {
 	if err := ctx.Err(); err != nil {
 		return Explanation{}, err
 	}
-	kind := c.caches.kinds[q.Kind]
+	kind := x.caches.kinds[q.Kind]
 	if kind == nil {
 		return Explanation{}, fmt.Errorf("the reloader does not reload %ss: %s", q.Kind, kindOffWhy(q.Kind))
 	}
@@ -145,30 +151,30 @@ func (c *Controller) Explain(ctx context.Context, q Query) (Explanation, error) 
 		return Explanation{}, fmt.Errorf("%s %s/%s not found", q.Kind, q.Namespace, q.Name)
 	}
 	e := Explanation{Kind: q.Kind, Namespace: q.Namespace, Name: q.Name,
-		Watched: c.caches.allowed(q.Namespace) && (c.opts.Namespace == "" || c.opts.Namespace == q.Namespace)}
-	e.Problems = c.annotationCheck.problems(kind, obj) // as its Warning Events say them
-	w, ok := c.rule.viewInAnyNamespace(kind, obj)
+		Watched: x.caches.allowed(q.Namespace) && (x.namespace == "" || x.namespace == q.Namespace)}
+	e.Problems = x.annotationCheck.problems(kind, obj) // as its Warning Events say them
+	w, ok := x.rule.viewInAnyNamespace(kind, obj)
 	if !ok {
 		e.Decision, e.Next = "not reloaded: it has no pod template of its own", NextNoTemplate
 		return e, nil
 	}
-	p := c.plan(w)
-	now := c.opts.Clock.Now()
-	e.Gate = gateNow(c.gates.of(w), now)
+	p := x.planner.plan(w)
+	now := x.clock.Now()
+	e.Gate = gateNow(x.gates.of(w), now)
 	seen := map[policy.ConfigRef]bool{}
 	for _, pr := range p.pairs {
 		seen[pr.ref] = true
-		e.Configs = append(e.Configs, c.explainPair(w, p, pr))
+		e.Configs = append(e.Configs, x.explainPair(w, p, pr))
 	}
 	for r := range w.uses {
 		if !seen[r] {
-			e.Configs = append(e.Configs, c.explainPair(w, p, c.unjudged(w, r)))
+			e.Configs = append(e.Configs, x.explainPair(w, p, x.unjudged(w, r)))
 		}
 	}
 	if q.Config != nil {
 		e.Configs = slices.DeleteFunc(e.Configs, func(x Config) bool { return x.Kind != q.Config.Kind || x.Name != q.Config.Name })
 		if len(e.Configs) == 0 {
-			e.Configs = append(e.Configs, c.explainPair(w, p, c.unjudged(w, *q.Config)))
+			e.Configs = append(e.Configs, x.explainPair(w, p, x.unjudged(w, *q.Config)))
 		}
 	}
 	slices.SortFunc(e.Configs, func(a, b Config) int { return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name)) })
@@ -181,26 +187,26 @@ func (c *Controller) Explain(ctx context.Context, q Query) (Explanation, error) 
 }
 
 // unjudged is config r of w as the sync does not judge it: w does not reload on it.
-func (c *Controller) unjudged(w workloadView, r policy.ConfigRef) pair {
-	return pair{ref: r, watched: c.caches.watched(r.Kind), rec: c.caches.lookup(configKey(r, w.key.namespace))}
+func (x *Explainer) unjudged(w workloadView, r policy.ConfigRef) pair {
+	return pair{ref: r, watched: x.caches.watched(r.Kind), rec: x.caches.lookup(configKey(r, w.key.namespace))}
 }
 
 // explainPair is one config of w as the plan judged it.
-func (c *Controller) explainPair(w workloadView, p plan, pr pair) Config {
+func (x *Explainer) explainPair(w workloadView, p plan, pr pair) Config {
 	out := Config{Kind: pr.ref.Kind, Name: pr.ref.Name, Exists: pr.rec != nil, Read: policy.ReferencesTo(&w.tmpl.Spec, pr.ref),
 		ReloadsOn: pr.triggers, Keys: pr.j.keys, Reload: pr.triggers && pr.j.reload}
 	if pr.rec != nil {
 		out.Invalid = pr.rec.Invalid()
-		want, _, ok := c.rule.wanted(w, pr.ref, pr.rec)
+		want, _, ok := x.rule.wanted(w, pr.ref, pr.rec)
 		if !ok {
-			want = c.records.content(pr.rec, nil)
+			want = x.records.content(pr.rec, nil)
 		}
 		out.Hash = short(want.Value)
 	}
 	for _, m := range policy.MarkerCopies(w.meta.GetAnnotations(), w.tmpl, pr.ref) {
 		out.Markers = append(out.Markers, Marker{Place: m.Place, Value: shortMarker(m.Value)})
 	}
-	if st, known := c.state.Get(c.names.config(configKey(pr.ref, w.key.namespace))); known {
+	if st, known := x.store.Get(x.names.config(configKey(pr.ref, w.key.namespace))); known {
 		out.State = short(st.Hash)
 		if st.Deleted {
 			out.State = "deleted since " + st.Since.UTC().Format(time.RFC3339)
@@ -210,7 +216,7 @@ func (c *Controller) explainPair(w workloadView, p plan, pr pair) Config {
 		out.HeldAfterRollback = true
 		out.RolledBackAt = rolledBackAt(w.meta.GetAnnotations()[policy.HistoryAnnotation], pr.ref)
 	}
-	out.Decision = pairWords(pr, p, c.explainWhyNot(w, pr), c.opts.Clock.Now())
+	out.Decision = pairWords(pr, p, x.explainWhyNot(w, pr), x.clock.Now())
 	if pr.triggers {
 		out.Why = pr.j.reason.String()
 	}
@@ -236,9 +242,9 @@ func rolledBackAt(history string, r policy.ConfigRef) *time.Time {
 }
 
 // explainWhyNot says why w does not reload on config pr.ref at all, or "" when it does.
-func (c *Controller) explainWhyNot(w workloadView, pr pair) string {
-	a := c.opts.Annotations
-	candidate := slices.Contains(c.rule.reloadsOn(w), pr.ref)
+func (x *Explainer) explainWhyNot(w workloadView, pr pair) string {
+	a := x.annotations
+	candidate := slices.Contains(x.rule.reloadsOn(w), pr.ref)
 	switch {
 	case pr.triggers:
 		return ""

@@ -62,7 +62,7 @@ func explainNow(t *testing.T, ns, kind, name string, config *policy.ConfigRef, t
 	if err := ctrl.Observe(ctx); err != nil {
 		t.Fatal(err)
 	}
-	e, err := ctrl.Explain(ctx, reloader.Query{Kind: kind, Namespace: ns, Name: name, Config: config})
+	e, err := ctrl.Explainer().Explain(ctx, reloader.Query{Kind: kind, Namespace: ns, Name: name, Config: config})
 	if err != nil {
 		t.Fatal(err)
 	}

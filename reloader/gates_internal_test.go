@@ -13,7 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/reloader/reloader/internal/clocktest"
+	"github.com/reloader/reloader/internal/dev/clocktest"
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/state"

@@ -48,6 +48,9 @@ type HashKey struct {
 	// inherited: at load the Secret already existed, made by a reloader (its managed-by label):
 	// a reloader ran here before this start.
 	inherited bool
+	// runOnly signs notes while no key is loaded (--resources-to-ignore=secrets): what it
+	// signed is trusted only by this process (noteKey).
+	runOnly confighash.Key
 }
 
 func (h HashKey) secretName() string { return cmp.Or(h.Secret, DefaultHashKeySecret) }
@@ -64,11 +67,11 @@ func HashKeyOf(s *corev1.Secret) (confighash.Key, error) {
 
 // noteKey is the key the reloader's notes are signed with (Job recreations, CronJob runs): the
 // hash key once loaded, else a key of this process alone.
-func (c *Controller) noteKey() confighash.Key {
-	if k := c.opts.HashKey.key; k.ID() != "" {
+func (h *HashKey) noteKey() confighash.Key {
+	if k := h.key; k.ID() != "" {
 		return k
 	}
-	return c.runOnlyKey
+	return h.runOnly
 }
 
 // errKeyNotCreated: the key Secret is missing and the reloader may not create it (Collaborne's
@@ -183,6 +186,21 @@ func (h *HashKey) load(ctx context.Context, secrets secretGetCreator, ns string,
 		}
 		backoff = min(2*backoff, 5*time.Second)
 	}
+}
+
+// read reads the key once, from its Secret in namespace ns, creating none (secrets is read
+// only): without it no Secret hash compares.
+func (h *HashKey) read(ctx context.Context, secrets secretGetCreator, ns string) error {
+	name := h.secretName()
+	key, _, inherited, err := readOrCreateHashKey(ctx, secrets, ns, name)
+	if errors.Is(err, errDryRunCreate) {
+		return fmt.Errorf("the hash key Secret %s/%s does not exist: the reloader has not run there, or under another --state-namespace", ns, name)
+	}
+	if err != nil {
+		return fmt.Errorf("read the hash key Secret (Secret hashes compare only under its key): %w", err)
+	}
+	h.key, h.inherited = key, inherited
+	return nil
 }
 
 // content is what a dependent reading keys of rec (nil: all of it) should carry: a ConfigMap's

@@ -155,7 +155,7 @@ func jobFromCronJob(cj *batchv1.CronJob, name string) *batchv1.Job {
 }
 
 // jobKind serves Jobs; their reload, which needs the state ConfigMap, is wired by the
-// controller (wireJobs).
+// controller (jobRuns.wire).
 func jobKind(c *kube.Clients, ns string, link *kube.Link, transform cache.TransformFunc) *workloadKind {
 	k := typedKind("Job", &batchv1.Job{},
 		func(j *batchv1.Job) *corev1.PodTemplateSpec {
@@ -214,32 +214,17 @@ type jobClient interface {
 	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
 }
 
-// wireJobs makes a Job's reload a recreation: deleted, and created again under the same name
-// with the markers in its template (a Job's template cannot be changed in place).
-func (c *Controller) wireJobs() {
-	k := c.caches.kinds["Job"]
-	if k == nil {
-		return
+// inScope says whether namespace ns is one this reloader may act in (jobRuns.inScope).
+func (o Options) inScope(ns string) bool {
+	if o.Namespace != "" {
+		return ns == o.Namespace
 	}
-	notes := func(ctx context.Context) (*corev1.ConfigMap, error) {
-		return c.clients.ConfigMaps(c.opts.StateNamespace).Get(ctx, c.state.ShardName(0), metav1.GetOptions{})
-	}
-	c.jobs = &jobRuns{jobs: func(ns string) jobClient { return c.clients.Jobs(ns) }, notes: notes, store: c.state, reports: c.reports,
-		metrics: c.metrics, log: c.log, enqueue: c.queue.Add, markers: c.currentMarkers, cached: k.cached,
-		key: c.noteKey,
-		inScope: func(ns string) bool {
-			if c.opts.Namespace != "" {
-				return ns == c.opts.Namespace
-			}
-			return ns != "" && !slices.Contains(c.opts.NamespacesToIgnore, ns)
-		},
-		invalid: func(job *batchv1.Job) []string {
-			w, ok := c.rule.viewInAnyNamespace(k, job)
-			if !ok {
-				return nil
-			}
-			return c.validation.invalidUsed(w)
-		}}
+	return ns != "" && !slices.Contains(o.NamespacesToIgnore, ns)
+}
+
+// wire makes a Job's reload, for Jobs of kind k, a recreation: deleted, and created again under
+// the same name with the markers in its template (a Job's template cannot be changed in place).
+func (j *jobRuns) wire(k *workloadKind) {
 	k.reload = func(ctx context.Context, ns, name string, body []byte) (any, error) {
 		obj, ok, err := k.cached(ns + "/" + name)
 		if err != nil || !ok {
@@ -250,9 +235,9 @@ func (c *Controller) wireJobs() {
 		if err != nil {
 			return nil, err
 		}
-		return c.jobs.recreate(ctx, old, job)
+		return j.recreate(ctx, old, job)
 	}
-	k.unfinished = c.jobs.finishFailed
+	k.unfinished = j.finishFailed
 }
 
 // jobRecreationPrefix starts the key, in the first state ConfigMap, under which a Job's
@@ -413,7 +398,7 @@ func (j *jobRuns) finish(ctx context.Context, key string, r jobRecreation, refre
 // before (resume): the Job is gone, so no event of its own would bring it back. A
 // refusal is retried as a refused patch is, up to every refusedRetryMax; the failure was
 // reported once, by the sync that deleted the Job, or at the start. The Job created is the one
-// written down, with the markers of the configs' content now (currentMarkers).
+// written down, with the markers of the configs' content now (planner.currentMarkers).
 func (j *jobRuns) finishFailed(ctx context.Context, ns, name string) error {
 	key := jobRecreationKey(ns, name)
 	v, ok := j.recreations.Load(key)
@@ -455,41 +440,6 @@ func (j *jobRuns) refreshMarkers(r *jobRecreation) {
 		return
 	}
 	r.Job = job
-}
-
-// currentMarkers gives a written-down Job the markers of the content its configs hold now: its
-// pods read that content when they start, so the markers of the content the recreation was
-// decided on would have it recreated once more, a run for no change (checker seed 21@3). A
-// config whose content does not validate keeps its marker, as in any reload. Its gate's
-// annotations are those of a reload now: under a minimum interval the next reload counts from
-// this creation, not from the decision, which a refusal or a stop may have left far behind
-// (soak seed 1795656990008005199). A Job in a namespace that left the selection since the
-// decision is created too (it was deleted), and its pods read the content now as well: created
-// with the old markers, it was recreated for nothing once the namespace came back (soak seed
-// 1795668697359437002@4).
-func (c *Controller) currentMarkers(job *batchv1.Job) (*batchv1.Job, error) {
-	w, ok := c.rule.viewInAnyNamespace(c.caches.kinds["Job"], job)
-	if !ok {
-		return job, nil
-	}
-	now := c.opts.Clock.Now()
-	d := c.dueChanges(w)
-	ops, err := w.target.Ops(w.meta, w.tmpl, d.changes, now)
-	if err != nil {
-		return job, err
-	}
-	if len(ops) > 0 {
-		ops = ops[1:] // the resourceVersion test: a written-down Job has none
-	}
-	ops = append(ops, c.gates.ops(w, c.gates.of(w), policy.Verdict{Action: policy.ReloadNow})...)
-	if len(ops) == 0 {
-		return job, nil
-	}
-	body, err := json.Marshal(ops)
-	if err != nil {
-		return nil, fmt.Errorf("encode the markers of Job %s/%s: %w", job.Namespace, job.Name, err)
-	}
-	return recreatedJob(job, body)
 }
 
 // note writes r under key in the first state ConfigMap, or removes it (r nil),

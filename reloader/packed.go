@@ -17,8 +17,8 @@ import (
 // stripped object (record.go) as protobuf, decoded each time it is read (unpacked). A stripped
 // Deployment decoded takes about 2.5 KB of Go structs (ObjectMeta and PodSpec are large even
 // when nearly empty), its protobuf a fifth of that; with a workload per five configs, that was
-// about 0.4 KB per config at 50,000 (BENCHMARKS.md). Reads decode: a few microseconds per
-// workload a config change judges, or per workload event.
+// about 0.4 KB per config at 50,000 (docs/lab/benchmarks-sessions.md). Reads decode: a few
+// microseconds per workload a config change judges, or per workload event.
 type packedWorkload struct {
 	kind            packKind
 	Name            string

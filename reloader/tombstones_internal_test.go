@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/reloader/reloader/internal/clocktest"
+	"github.com/reloader/reloader/internal/dev/clocktest"
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/state"
 )

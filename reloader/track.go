@@ -267,19 +267,6 @@ func (t *tracker) watch(k *workloadKind, obj any) {
 	}
 }
 
-// syncRollout reads a followed workload from the cache, for the tracker to judge its rollout.
-func (c *Controller) syncRollout(ctx context.Context, kind *workloadKind, k key) error {
-	obj, exists, err := kind.cached(k.cacheKey())
-	if err != nil || !exists {
-		return err
-	}
-	w, ok := c.rule.view(kind, obj)
-	if !ok {
-		return nil
-	}
-	return c.tracker.sync(ctx, k, w)
-}
-
 // sync judges a followed rollout from the cached status and writes its outcome once it has one;
 // until then it comes back at the timeout (k is its rollout key), or earlier with the
 // workload's next event.

@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/reloader/reloader/internal/clocktest"
+	"github.com/reloader/reloader/internal/dev/clocktest"
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/state"

@@ -25,7 +25,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/reloader/reloader/confighash"
-	"github.com/reloader/reloader/internal/testcluster"
+	"github.com/reloader/reloader/internal/dev/testcluster"
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader"
 )

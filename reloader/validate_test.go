@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/reloader/reloader/internal/clocktest"
+	"github.com/reloader/reloader/internal/dev/clocktest"
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader"
 )

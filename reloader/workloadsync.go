@@ -51,7 +51,7 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 	if kind.resume != nil && !c.opts.DryRun {
 		var dropped droppedRun
 		if err := kind.resume(ctx, obj, c.caches.allowed(k.namespace)); errors.As(err, &dropped) {
-			c.dropRun(obj, dropped)
+			dropped.tell(obj, c.reports, c.log)
 		} else if err != nil {
 			return err
 		}
@@ -63,7 +63,7 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 		}
 		return nil
 	}
-	p := c.plan(w)
+	p := c.planner.plan(w)
 	c.tracker.liftStale(p.staleHolds)
 	c.records.needed(w.key.namespace, p.unmarked)
 	changes := p.changes
@@ -71,7 +71,7 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 		return nil // cronjobsuspend.go
 	}
 	if c.opts.DryRun {
-		return c.rehearse(w, changes) // dryrun.go: the one place a dry run parts from acting
+		return c.rehearsal.rehearse(w, changes) // dryrun.go: the one place a dry run parts from acting
 	}
 	if p.validated && c.validation.holds(w) {
 		return nil // validate.go
@@ -118,36 +118,6 @@ type plan struct {
 	verdict   policy.Verdict // with a reload due: the gate's verdict now
 }
 
-// plan judges workload w against every config it reloads on, and says which hold, if any,
-// keeps what is due; it only reads.
-func (c *Controller) plan(w workloadView) plan {
-	p := plan{due: c.dueChanges(w)}
-	due := len(p.changes) > 0
-	switch {
-	case due && suspended(w.obj):
-		p.next = stepSuspended
-		return p
-	case !due && !c.gates.resumes(w):
-		return p
-	}
-	p.validated, p.invalid = true, c.validation.invalidUsed(w)
-	if due {
-		p.gate = c.gates.of(w)
-		p.verdict = p.gate.Decide(c.opts.Clock.Now())
-	}
-	switch {
-	case len(p.invalid) > 0:
-		p.next = stepInvalid
-	case !due:
-		p.next = stepUpToDate // the resume ends the pause
-	case p.verdict.Action == policy.Hold || p.verdict.Action == policy.StartPause:
-		p.next = stepGated
-	default:
-		p.next = stepReload
-	}
-	return p
-}
-
 // due is what the rule asks of a workload: the changes, in the order of its candidates; what
 // each existing config it reloads on was judged against (unseen.go); the holds on it that have
 // ended (tracker.liftStale); and the configs whose content a hold keeps from it, which its
@@ -169,45 +139,6 @@ type pair struct {
 	rec      *configRecord
 	j        judgement
 	triggers bool
-}
-
-// dueChanges judges workload w against every config it reloads on; it only reads.
-func (c *Controller) dueChanges(w workloadView) due {
-	d := due{reads: map[policy.ConfigRef]*read{}}
-	for _, r := range c.rule.reloadsOn(w) {
-		if !c.caches.watched(r.Kind) {
-			d.pairs = append(d.pairs, pair{ref: r})
-			continue
-		}
-		rec := c.caches.lookup(configKey(r, w.key.namespace))
-		j, triggers := c.rule.judge(w, r, rec)
-		d.pairs = append(d.pairs, pair{ref: r, watched: true, rec: rec, j: j, triggers: triggers})
-		if j.staleHold {
-			d.staleHolds = append(d.staleHolds, dependent{workload: w.key, judgement: j})
-		}
-		switch {
-		case triggers && rec != nil:
-			// A config this restart leaves behind its marker (its reload held, or left to the
-			// state) is read by the new pods as it is: they run it whatever the marker says.
-			d.reads[r] = &read{value: j.change.Value, keys: j.keys, vouched: j.vouched || j.behind && !j.reload}
-		case triggers && policy.Waits(&w.tmpl.Spec, r):
-			// Left as it is, or set to the deletion: the pods wait for the config (unseen.go).
-			d.reads[r] = &read{keys: j.keys, absent: true}
-		case triggers:
-			// Read through optional key refs only: the pods start without it (unseen.go).
-			d.reads[r] = &read{keys: j.keys, none: true}
-		}
-		if triggers && j.reload {
-			d.changes = append(d.changes, j.change)
-		}
-		if triggers && j.held {
-			d.held = append(d.held, r)
-		}
-		if triggers && rec != nil && !j.ownMarker() {
-			d.unmarked = append(d.unmarked, r)
-		}
-	}
-	return d
 }
 
 func (c *Controller) patch(ctx context.Context, w workloadView, d due, ops []policy.JSONOp) error {

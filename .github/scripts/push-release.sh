@@ -3,7 +3,7 @@
 # dist/oci to $IMAGE:$VERSION, checked to have the digest the rendered manifests pin, then the
 # packaged chart to $CHARTS. Prints DIGEST=<image index digest> and CHART_DIGEST=<chart digest>.
 # CRANE and HELM are the pinned tools; HELM_FLAGS adds flags to helm push (the release test
-# passes --plain-http for its loopback registry). internal/release's test runs this script.
+# passes --plain-http for its loopback registry). internal/dev/release's test runs this script.
 set -euo pipefail
 : "${CRANE:?} ${HELM:?} ${IMAGE:?} ${CHARTS:?} ${VERSION:?}"
 dist=${DIST:-dist}

@@ -125,7 +125,7 @@ func explainWith(ctx context.Context, clients *kube.Clients, flags *cli.Flags, r
 	if err := ctrl.Observe(ctx); err != nil {
 		return rep, err
 	}
-	if rep.Explanation, err = ctrl.Explain(ctx, q); err != nil {
+	if rep.Explanation, err = ctrl.Explainer().Explain(ctx, q); err != nil {
 		return rep, err
 	}
 	return rep, nil

@@ -2,7 +2,7 @@
 // heap gets a small headroom, so that a small installation's peaks stay low, and a large one a
 // larger headroom, so that collections of a large heap stay as rare as they were. GOGC applies
 // one percentage to every size: 20 kept the peaks of 5,000 configs under 40 MiB but nearly
-// doubled the reload latency at 50,000 (BENCHMARKS.md).
+// doubled the reload latency at 50,000 (docs/lab/benchmarks-sessions.md).
 package gctune
 
 import (

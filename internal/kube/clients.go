@@ -1,5 +1,5 @@
 // Package kube owns the reloader's access to the API server: typed clients over a scheme of only
-// the types it uses, informer construction, and the Event sink.
+// the types it uses, informer construction, the Event sink, and the permission probe.
 package kube
 
 import (

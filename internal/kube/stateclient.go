@@ -25,7 +25,7 @@ type typedConfigMaps interface {
 // never reads, so Patch and Create stream it away instead of reading it into memory: measured,
 // buffering the patches' answers was four fifths of all the bytes the reloader allocated while
 // configs changed, and the decoded answers to the shards' creation were 2 MB of the settled heap
-// at 50,000 configs (BENCHMARKS.md).
+// at 50,000 configs (docs/lab/benchmarks-sessions.md).
 type StateClient struct {
 	typedConfigMaps
 	rest  rest.Interface

@@ -10,9 +10,10 @@ import (
 // The HTTP/2 receive buffers of the connection to the API server. Left to x/net's defaults, a
 // stream may buffer 4 MiB and the connection 1 GiB of data the reloader has not read yet; every
 // informer's start-up list arrives at once, and those buffers held 5.7 to 7.7 MB at the start-up
-// peak (BENCHMARKS.md). One namespace's watches (about ten) have stream windows that together
-// stay under the connection's, so a slow reader cannot hold up the others; over several
-// namespaces they may not, but an informer's reader hands events on without waiting.
+// peak (docs/lab/benchmarks-sessions.md). One namespace's watches (about ten) have stream
+// windows that together stay under the connection's, so a slow reader cannot hold up the
+// others; over several namespaces they may not, but an informer's reader hands events on
+// without waiting.
 const (
 	streamReceiveBuffer = 256 << 10
 	connReceiveBuffer   = 4 << 20

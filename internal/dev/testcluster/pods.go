@@ -23,7 +23,7 @@ const controllers = "*,-nodeipam,-nodelifecycle,-serviceaccount-token"
 // registers one fake node that is Ready and schedulable.
 func (c *Cluster) startPodComponents(ctx context.Context, bins Binaries, certs pki) error {
 	begin := time.Now()
-	kcm, err := c.run("kube-controller-manager", bins.KubeControllerManager,
+	kcm, err := c.procs.run("kube-controller-manager", bins.KubeControllerManager,
 		"--kubeconfig", c.Kubeconfig,
 		"--controllers", controllers,
 		"--leader-elect=false",
@@ -41,7 +41,7 @@ func (c *Cluster) startPodComponents(ctx context.Context, bins Binaries, certs p
 	if err != nil {
 		return err
 	}
-	if _, err := c.run("kube-scheduler", bins.KubeScheduler,
+	if _, err := c.procs.run("kube-scheduler", bins.KubeScheduler,
 		"--kubeconfig", c.Kubeconfig,
 		"--leader-elect=false",
 		"--secure-port=0",
@@ -53,7 +53,7 @@ func (c *Cluster) startPodComponents(ctx context.Context, bins Binaries, certs p
 	if err != nil {
 		return fmt.Errorf("write kwok stage: %w", err)
 	}
-	kwok, err := c.run("kwok", bins.Kwok,
+	kwok, err := c.procs.run("kwok", bins.Kwok,
 		"--kubeconfig", c.Kubeconfig,
 		"--config", bins.KwokStages,
 		"--config", notReady,
@@ -70,10 +70,10 @@ func (c *Cluster) startPodComponents(ctx context.Context, bins Binaries, certs p
 	if err := kcm.waitFor(ctx, "service account default/default", controllerTimeout, c.serviceAccountExists("default", "default")); err != nil {
 		return err
 	}
-	if err := c.checkRunning(); err != nil {
+	if err := c.procs.checkRunning(); err != nil {
 		return err
 	}
-	c.logf("controller manager, scheduler, kwok and node %s ready in %s", NodeName, time.Since(begin).Round(time.Millisecond))
+	c.procs.logf("controller manager, scheduler, kwok and node %s ready in %s", NodeName, time.Since(begin).Round(time.Millisecond))
 	return nil
 }
 
@@ -167,14 +167,4 @@ func (c *Cluster) serviceAccountExists(namespace, name string) func(context.Cont
 		_, err := c.client.CoreV1().ServiceAccounts(namespace).Get(ctx, name, metav1.GetOptions{})
 		return err == nil, err
 	}
-}
-
-// checkRunning fails if any component has already exited.
-func (c *Cluster) checkRunning() error {
-	for _, p := range c.processes {
-		if p.exited() {
-			return p.failure("exited (%v)", p.err)
-		}
-	}
-	return nil
 }

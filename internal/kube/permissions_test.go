@@ -1,4 +1,4 @@
-package reloader
+package kube
 
 import (
 	"errors"
@@ -23,7 +23,7 @@ func (s refusingSink) Patch(*corev1.Event, []byte) (*corev1.Event, error) { retu
 func TestRefusedEventsAreSaidOnceAndDropped(t *testing.T) {
 	var log strings.Builder
 	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "events"}, "e", errors.New("rbac"))
-	s := &quietSink{sink: refusingSink{forbidden}, log: slog.New(slog.NewTextHandler(&log, nil))}
+	s := NewQuietSink(refusingSink{forbidden}, slog.New(slog.NewTextHandler(&log, nil)))
 	e := &corev1.Event{}
 	e.Namespace = "ns"
 	for range 3 {
@@ -38,7 +38,7 @@ func TestRefusedEventsAreSaidOnceAndDropped(t *testing.T) {
 		t.Fatalf("said %d times, want once:\n%s", n, log.String())
 	}
 	other := errors.New("connection refused")
-	s = &quietSink{sink: refusingSink{other}, log: slog.New(slog.NewTextHandler(&log, nil))}
+	s = NewQuietSink(refusingSink{other}, slog.New(slog.NewTextHandler(&log, nil)))
 	if _, err := s.Create(e); !errors.Is(err, other) {
 		t.Fatalf("a transient error was hidden: %v", err)
 	}

@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/reloader/reloader/internal/testcluster"
+	"github.com/reloader/reloader/internal/dev/testcluster"
 )
 
 const (

@@ -77,10 +77,10 @@ func readFile(path string) string {
 }
 
 // onFreePorts picks n ports and starts a component on them with start, which
-// runs it (Cluster.run) and waits until it is ready. When the component
+// runs it (components.run) and waits until it is ready. When the component
 // exited because a port was taken after the pick (another test process chose
 // it too), it is dropped and started again on new ports, up to bindAttempts.
-func (c *Cluster) onFreePorts(name string, n int, start func(ports []int) error) error {
+func (c *components) onFreePorts(name string, n int, start func(ports []int) error) error {
 	for attempt := 1; ; attempt++ {
 		ports, err := freePorts(n)
 		if err != nil {
@@ -96,7 +96,7 @@ func (c *Cluster) onFreePorts(name string, n int, start func(ports []int) error)
 
 // dropPortLoser removes the last started component when it has exited
 // because one of its ports was in use, and reports whether it did.
-func (c *Cluster) dropPortLoser() bool {
+func (c *components) dropPortLoser() bool {
 	if len(c.processes) == 0 {
 		return false
 	}

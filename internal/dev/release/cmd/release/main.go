@@ -13,7 +13,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
-	"github.com/reloader/reloader/internal/release"
+	"github.com/reloader/reloader/internal/dev/release"
 )
 
 type cli struct {

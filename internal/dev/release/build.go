@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/reloader/reloader/internal/testcluster"
+	"github.com/reloader/reloader/internal/dev/testcluster"
 )
 
 // ImageRepository is the repository every release image and manifest names.

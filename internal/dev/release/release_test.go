@@ -26,8 +26,8 @@ import (
 
 	cdx "github.com/CycloneDX/cyclonedx-go"
 
-	"github.com/reloader/reloader/internal/release"
-	"github.com/reloader/reloader/internal/testcluster"
+	"github.com/reloader/reloader/internal/dev/release"
+	"github.com/reloader/reloader/internal/dev/testcluster"
 )
 
 // version differs from the one the source manifests and Chart.yaml name (v0.1.0), so a
@@ -638,7 +638,7 @@ func tarFiles(t *testing.T, r io.Reader) map[string][]byte {
 
 func repoRoot(t *testing.T) string {
 	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", ".."))
+	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,10 +71,8 @@ type Cluster struct {
 	AuditLog string
 
 	client    kubernetes.Interface
-	processes []*process // in start order
-	apiserver int        // its index in processes
+	procs     components
 	removeDir bool
-	log       io.Writer
 	audit     bool
 
 	stopOnce sync.Once
@@ -93,39 +91,40 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, err
 	}
 	if err := c.start(ctx, opts.Pods); err != nil {
-		c.stopProcesses()
+		c.procs.stopAll()
 		return nil, fmt.Errorf("start test cluster (files kept in %s): %w", c.Dir, err)
 	}
-	c.logf("cluster ready in %s (pods: %t, dir: %s)", time.Since(begin).Round(time.Millisecond), opts.Pods, c.Dir)
+	c.procs.logf("cluster ready in %s (pods: %t, dir: %s)", time.Since(begin).Round(time.Millisecond), opts.Pods, c.Dir)
 	return c, nil
 }
 
 func newCluster(opts Options) (*Cluster, error) {
-	c := &Cluster{Dir: opts.Dir, log: opts.Log, audit: opts.Audit}
-	if c.log == nil {
-		c.log = io.Discard
-	}
+	c := &Cluster{Dir: opts.Dir, audit: opts.Audit}
 	if c.Dir == "" {
 		dir, err := os.MkdirTemp("", "testcluster-")
 		if err != nil {
 			return nil, fmt.Errorf("create cluster dir: %w", err)
 		}
 		c.Dir, c.removeDir = dir, true
-		return c, nil
+	} else {
+		dir, err := filepath.Abs(c.Dir)
+		if err != nil {
+			return nil, fmt.Errorf("resolve cluster dir: %w", err)
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("create cluster dir: %w", err)
+		}
+		c.Dir = dir
 	}
-	dir, err := filepath.Abs(c.Dir)
-	if err != nil {
-		return nil, fmt.Errorf("resolve cluster dir: %w", err)
+	c.procs = components{dir: c.Dir, log: opts.Log}
+	if c.procs.log == nil {
+		c.procs.log = io.Discard
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("create cluster dir: %w", err)
-	}
-	c.Dir = dir
 	return c, nil
 }
 
 func (c *Cluster) start(ctx context.Context, pods bool) error {
-	bins, err := EnsureBinaries(ctx, c.log)
+	bins, err := EnsureBinaries(ctx, c.procs.log)
 	if err != nil {
 		return err
 	}
@@ -149,10 +148,10 @@ func (c *Cluster) start(ctx context.Context, pods bool) error {
 func (c *Cluster) startEtcd(ctx context.Context, bins Binaries) (string, error) {
 	begin := time.Now()
 	var clientURL string
-	err := c.onFreePorts("etcd", 2, func(ports []int) error {
+	err := c.procs.onFreePorts("etcd", 2, func(ports []int) error {
 		clientURL = localURL("http", ports[0])
 		peerURL := localURL("http", ports[1])
-		p, err := c.run("etcd", bins.Etcd,
+		p, err := c.procs.run("etcd", bins.Etcd,
 			"--name", contextName,
 			"--data-dir", filepath.Join(c.Dir, "etcd"),
 			"--listen-client-urls", clientURL,
@@ -171,7 +170,7 @@ func (c *Cluster) startEtcd(ctx context.Context, bins Binaries) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	c.logf("etcd ready in %s", time.Since(begin).Round(time.Millisecond))
+	c.procs.logf("etcd ready in %s", time.Since(begin).Round(time.Millisecond))
 	return clientURL, nil
 }
 
@@ -210,9 +209,9 @@ func (c *Cluster) startAPIServer(ctx context.Context, bins Binaries, certs pki, 
 		c.AuditLog = filepath.Join(c.Dir, "audit.log")
 		args = append(args, "--audit-policy-file", policy, "--audit-log-path", c.AuditLog)
 	}
-	err = c.onFreePorts("kube-apiserver", 1, func(ports []int) error {
-		c.apiserver = len(c.processes)
-		p, err := c.run("kube-apiserver", bins.KubeAPIServer, append(args, "--secure-port", strconv.Itoa(ports[0]))...)
+	err = c.procs.onFreePorts("kube-apiserver", 1, func(ports []int) error {
+		c.procs.apiserver = len(c.procs.processes)
+		p, err := c.procs.run("kube-apiserver", bins.KubeAPIServer, append(args, "--secure-port", strconv.Itoa(ports[0]))...)
 		if err != nil {
 			return err
 		}
@@ -224,11 +223,11 @@ func (c *Cluster) startAPIServer(ctx context.Context, bins Binaries, certs pki, 
 	if err != nil {
 		return err
 	}
-	p := c.processes[c.apiserver]
+	p := c.procs.processes[c.procs.apiserver]
 	if err := p.waitFor(ctx, "namespace default", apiserverTimeout, c.namespaceExists("default")); err != nil {
 		return err
 	}
-	c.logf("kube-apiserver ready in %s", time.Since(begin).Round(time.Millisecond))
+	c.procs.logf("kube-apiserver ready in %s", time.Since(begin).Round(time.Millisecond))
 	return nil
 }
 
@@ -297,7 +296,7 @@ func (c *Cluster) ServiceAccountConfig(ctx context.Context, namespace, name stri
 // keeps it down for down, starts it again on the same port and waits until it is ready: the
 // fault a client sees when the API server is upgraded or crashes. Not safe to call concurrently.
 func (c *Cluster) RestartAPIServer(ctx context.Context, down time.Duration, kill bool) error {
-	old := c.processes[c.apiserver]
+	old := c.procs.processes[c.procs.apiserver]
 	grace := stopGrace
 	if kill {
 		grace = 0
@@ -312,7 +311,7 @@ func (c *Cluster) RestartAPIServer(ctx context.Context, down time.Duration, kill
 	if err != nil {
 		return err
 	}
-	c.processes[c.apiserver] = p
+	c.procs.processes[c.procs.apiserver] = p
 	return p.waitFor(ctx, "/readyz to return 200 after a restart", apiserverTimeout, c.readyz)
 }
 
@@ -325,40 +324,14 @@ func (c *Cluster) Stop() error {
 }
 
 func (c *Cluster) stop() error {
-	var errs []error
-	for _, p := range c.processes {
-		if p.exited() {
-			errs = append(errs, p.failure("exited before Stop (%v)", p.err))
-		}
-	}
-	c.stopProcesses()
+	errs := c.procs.exitedEarly()
+	c.procs.stopAll()
 	if c.removeDir {
 		if err := os.RemoveAll(c.Dir); err != nil {
 			errs = append(errs, fmt.Errorf("remove cluster dir: %w", err))
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// stopProcesses stops components in reverse start order, clients first.
-func (c *Cluster) stopProcesses() {
-	for i := len(c.processes) - 1; i >= 0; i-- {
-		c.processes[i].stop(stopGrace)
-	}
-}
-
-// run starts a component with its log in Dir and registers it for Stop.
-func (c *Cluster) run(name, binary string, args ...string) (*process, error) {
-	p, err := startProcess(name, binary, c.Dir, args...)
-	if err != nil {
-		return nil, err
-	}
-	c.processes = append(c.processes, p)
-	return p, nil
-}
-
-func (c *Cluster) logf(format string, args ...any) {
-	fmt.Fprintf(c.log, "testcluster: "+format+"\n", args...)
 }
 
 // auditPolicy logs the metadata of write requests once, when the response is complete.

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/reloader/reloader/confighash"
-	"github.com/reloader/reloader/internal/testcluster"
+	"github.com/reloader/reloader/internal/dev/testcluster"
 	"github.com/reloader/reloader/reloader"
 )
 

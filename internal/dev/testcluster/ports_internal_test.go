@@ -42,7 +42,7 @@ func TestFreePortsAreDistinctAndBelowTheEphemeralRange(t *testing.T) {
 
 // fakeComponent starts /bin/sh running script as a component and
 // waits until it is ready (running for a moment) or exits.
-func fakeComponent(ctx context.Context, c *Cluster, script string) error {
+func fakeComponent(ctx context.Context, c *components, script string) error {
 	p, err := c.run("fake", "/bin/sh", "-c", script)
 	if err != nil {
 		return err
@@ -69,8 +69,8 @@ func TestOnFreePortsStartsAComponentAgainOnlyWhenItLostAPort(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := &Cluster{Dir: t.TempDir(), log: io.Discard}
-			t.Cleanup(c.stopProcesses)
+			c := &components{dir: t.TempDir(), log: io.Discard}
+			t.Cleanup(c.stopAll)
 			attempts := 0
 			err := c.onFreePorts("fake", 2, func(ports []int) error {
 				if len(ports) != 2 {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/reloader/reloader/internal/testcluster"
+	"github.com/reloader/reloader/internal/dev/testcluster"
 )
 
 // populationNamespace holds the population; the reloader watches only it.

@@ -1,0 +1,243 @@
+package reloader
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/reloader/reloader/coalesce"
+	"github.com/reloader/reloader/metrics"
+	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/state"
+)
+
+// events is the informers' handlers: each event is recorded with the parts that follow it, and
+// its keys queued (or, at start-up, put in the backlog).
+type events struct {
+	enqueue        func(key)
+	backlog        *backlog
+	coalescer      *coalesce.Coalescer[key]
+	clock          coalesce.Clock
+	reloadOnCreate bool
+	metrics        *metrics.Metrics
+	// decisiveAnnotations are the workload annotations the reloader reads (decisive).
+	decisiveAnnotations []string
+
+	caches          *caches
+	records         *records
+	changes         *changeLog
+	entered         *enteredConfigs
+	reports         *reporter
+	strips          *strips
+	notes           *notes
+	restarts        *restarts
+	tracker         *tracker
+	entries         *workloadEntries
+	gates           *gates
+	rehearsal       *rehearsal
+	annotationCheck *annotationCheck
+	state           *state.Store
+	namespace       string // --namespace: the namespace of a state entry that names none
+}
+
+// watchConfigs queues a config on every event. A content change, creation or deletion seen
+// while running is also logged as a change: it opens (or extends) its dependents' windows.
+func (e *events) watchConfigs(kind string, inf cache.SharedIndexInformer) error {
+	_, err := inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initial bool) {
+			k := objectKey(kind, obj)
+			e.metrics.Stakater.ConfigEvent("add", kind, e.caches.allowed(k.namespace))
+			if initial {
+				return // the start-up pass decides, once the caches have synced
+			}
+			e.strips.configChanged(k, holdsNoneOf(obj.(*configRecord)))
+			e.notes.configChanged(k, obj.(*configRecord))
+			e.changes.observe(k, e.clock.Now())
+			e.enqueue(k)
+		},
+		UpdateFunc: func(old, obj any) {
+			k := objectKey(kind, obj)
+			e.metrics.Stakater.ConfigEvent("update", kind, e.caches.allowed(k.namespace))
+			if before, after := old.(*configRecord), obj.(*configRecord); before.content != after.content {
+				e.strips.configChanged(k, func(keys []string) bool {
+					return e.records.content(before, keys).Value == e.records.content(after, keys).Value
+				})
+				e.notes.configChanged(k, after)
+				e.changes.observe(k, e.clock.Now())
+			}
+			e.enqueue(k)
+		},
+		DeleteFunc: func(obj any) {
+			k := objectKey(kind, obj)
+			e.metrics.Stakater.ConfigEvent("delete", kind, e.caches.allowed(k.namespace))
+			e.strips.configChanged(k, holdsNoneOf(recordOf(obj)))
+			e.changes.observe(k, e.clock.Now())
+			e.enqueue(k)
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("watch %ss: %w", kind, err)
+	}
+	return nil
+}
+
+// watchWorkloads indexes workloads by the configs they reload on. A new workload, or one whose
+// spec or annotations changed (our own patch included), is synced, and its configs too, so that
+// their state advances once it holds their content, or once it stops reloading on them.
+func (e *events) watchWorkloads(k *workloadKind) error {
+	k.byConfig = newDependents()
+	reg, err := k.informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initial bool) {
+			obj = unpacked(obj)
+			e.index(k, nil, obj)
+			if !initial {
+				e.notes.created(k, obj)
+			}
+			e.workloadChanged(k, obj, initial)
+			e.tracker.watch(k, obj)
+		},
+		UpdateFunc: func(old, obj any) {
+			if om, nm := metadataOf(old), metadataOf(obj); !decisive(e.decisiveAnnotations, om.(metav1.Object), nm.(metav1.Object)) {
+				// A status update: what the index holds depends on nothing it changes.
+				e.tracker.watch(k, nm) // it may end a rollout
+				if e.annotationCheck.keysChanged(om.(metav1.Object), nm.(metav1.Object)) {
+					e.annotationCheck.check(k, unpacked(obj))
+				}
+				return
+			}
+			old, obj = unpacked(old), unpacked(obj)
+			e.index(k, old, obj)
+			o, n := old.(metav1.Object), obj.(metav1.Object)
+			if o.GetGeneration() != n.GetGeneration() {
+				e.notes.stripped(k, old, obj)
+				e.notes.restartedByOthers(k, old, obj)
+				e.notes.resumed(k, old, obj)
+			}
+			e.workloadChanged(k, obj, false)
+			// The configs it reloaded on before are synced too: one it no longer reloads on may
+			// have had its state held back by it alone.
+			e.caches.configsOf(k, old, e.enqueue)
+			e.tracker.watch(k, obj)
+		},
+		DeleteFunc: func(obj any) {
+			obj = unpacked(obj)
+			e.index(k, deletedObject(obj), nil)
+			e.workloadGone(k, obj)
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("watch %ss: %w", k.name, err)
+	}
+	k.byConfig.synced = reg.HasSynced
+	return nil
+}
+
+// index files a workload under the configs it may reload on, in place of those of old (the
+// object it was filed with; nil for a new one), before its event is handled: what the event
+// queues reads the index. obj is nil for a deleted one; both are decoded.
+func (e *events) index(k *workloadKind, old, obj any) {
+	var from, to []key
+	w := old
+	if old != nil {
+		from = e.caches.indexKeys(k, old)
+	}
+	if obj != nil {
+		to, w = e.caches.indexKeys(k, obj), obj
+	}
+	k.byConfig.move(objectKey(k.name, w).cacheKey(), from, to)
+}
+
+// workloadChanged syncs the workload, unless a window is open for it (its sync will come), and
+// queues its configs. At start-up, the start-up pass queues the configs that need it; only
+// those read by single keys are queued here, so their per-key state exists before a change,
+// and with --reload-on-create all, so that an absent one gets its tombstone. The start-up's
+// keys wait in the backlog (backlog.go).
+func (e *events) workloadChanged(k *workloadKind, obj any, initial bool) {
+	e.annotationCheck.check(k, obj)
+	meta, tmpl := k.template(obj)
+	add := e.enqueue
+	if initial {
+		add = e.backlog.add
+	}
+	if w := (key{k.name, meta.GetNamespace(), meta.GetName()}); !e.coalescer.Open(w) {
+		add(w)
+	}
+	if !initial || e.reloadOnCreate {
+		e.caches.configsOf(k, obj, add)
+		return
+	}
+	if tmpl == nil {
+		return
+	}
+	for r, u := range policy.UsesOf(&tmpl.Spec) {
+		if e.caches.watched(r.Kind) && len(u.Keys) > 0 {
+			add(configKey(r, meta.GetNamespace()))
+		}
+	}
+}
+
+// workloadGone forgets a deleted workload; its configs are synced, since it no longer holds
+// back their state.
+func (e *events) workloadGone(k *workloadKind, obj any) {
+	obj = deletedObject(obj)
+	if meta, _ := k.template(obj); meta != nil {
+		w := key{k.name, meta.GetNamespace(), meta.GetName()}
+		e.reports.forget(string(meta.GetUID()))
+		e.strips.workloadGone(w)
+		e.notes.workloadGone(w)
+		e.restarts.workloadGone(w, meta.GetResourceVersion())
+		e.tracker.forget(w)
+		e.entries.lift(k, obj)
+		e.gates.forget(w)
+		e.rehearsal.forget(w)
+		e.caches.configsOf(k, obj, e.enqueue)
+	}
+}
+
+// watchNamespaces follows namespace labels for --namespace-selector.
+func (e *events) watchNamespaces(namespaces cache.SharedIndexInformer) error {
+	_, err := namespaces.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(old, obj any) {
+			ns := obj.(*corev1.Namespace).Name
+			if e.caches.left(old, obj) {
+				e.entered.leave(ns, e.clock.Now())
+				return
+			}
+			keys := e.caches.entered(old, obj)
+			if keys == nil {
+				return
+			}
+			// The configs the state has entries of, too: one deleted while out is judged then.
+			keys = append(keys, e.stateConfigs(ns)...)
+			left := e.entered.enter(ns)
+			for _, k := range keys {
+				if _, config := e.caches.configs[k.kind]; config {
+					e.entered.mark(k, left)
+				}
+				e.enqueue(k)
+			}
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("watch namespaces: %w", err)
+	}
+	return nil
+}
+
+// stateConfigs lists the configs of namespace ns of a watched kind that the state has an entry
+// of, live or tombstoned.
+func (e *events) stateConfigs(ns string) []key {
+	var out []key
+	for _, skey := range e.state.ConfigKeys() {
+		kind, ens, name, ok := state.ParseKey(skey)
+		if ens == "" {
+			ens = e.namespace
+		}
+		if _, watched := e.caches.configs[kind]; ok && watched && ens == ns {
+			out = append(out, key{kind, ns, name})
+		}
+	}
+	return out
+}

@@ -1,0 +1,134 @@
+package reloader
+
+import (
+	"encoding/json"
+	"fmt"
+
+	batchv1 "k8s.io/api/batch/v1"
+
+	"github.com/reloader/reloader/coalesce"
+	"github.com/reloader/reloader/policy"
+)
+
+// planner judges a workload now, read only: what is due and which hold keeps it (plan), for the
+// sync to act on and Explain to tell.
+type planner struct {
+	rule       *rule
+	caches     *caches
+	gates      *gates
+	validation *validation
+	clock      coalesce.Clock
+}
+
+// plan judges workload w against every config it reloads on, and says which hold, if any,
+// keeps what is due; it only reads.
+func (pl *planner) plan(w workloadView) plan {
+	p := plan{due: pl.dueChanges(w)}
+	due := len(p.changes) > 0
+	switch {
+	case due && suspended(w.obj):
+		p.next = stepSuspended
+		return p
+	case !due && !pl.gates.resumes(w):
+		return p
+	}
+	p.validated, p.invalid = true, pl.validation.invalidUsed(w)
+	if due {
+		p.gate = pl.gates.of(w)
+		p.verdict = p.gate.Decide(pl.clock.Now())
+	}
+	switch {
+	case len(p.invalid) > 0:
+		p.next = stepInvalid
+	case !due:
+		p.next = stepUpToDate // the resume ends the pause
+	case p.verdict.Action == policy.Hold || p.verdict.Action == policy.StartPause:
+		p.next = stepGated
+	default:
+		p.next = stepReload
+	}
+	return p
+}
+
+// dueChanges judges workload w against every config it reloads on; it only reads.
+func (pl *planner) dueChanges(w workloadView) due {
+	d := due{reads: map[policy.ConfigRef]*read{}}
+	for _, r := range pl.rule.reloadsOn(w) {
+		if !pl.caches.watched(r.Kind) {
+			d.pairs = append(d.pairs, pair{ref: r})
+			continue
+		}
+		rec := pl.caches.lookup(configKey(r, w.key.namespace))
+		j, triggers := pl.rule.judge(w, r, rec)
+		d.pairs = append(d.pairs, pair{ref: r, watched: true, rec: rec, j: j, triggers: triggers})
+		if j.staleHold {
+			d.staleHolds = append(d.staleHolds, dependent{workload: w.key, judgement: j})
+		}
+		switch {
+		case triggers && rec != nil:
+			// A config this restart leaves behind its marker (its reload held, or left to the
+			// state) is read by the new pods as it is: they run it whatever the marker says.
+			d.reads[r] = &read{value: j.change.Value, keys: j.keys, vouched: j.vouched || j.behind && !j.reload}
+		case triggers && policy.Waits(&w.tmpl.Spec, r):
+			// Left as it is, or set to the deletion: the pods wait for the config (unseen.go).
+			d.reads[r] = &read{keys: j.keys, absent: true}
+		case triggers:
+			// Read through optional key refs only: the pods start without it (unseen.go).
+			d.reads[r] = &read{keys: j.keys, none: true}
+		}
+		if triggers && j.reload {
+			d.changes = append(d.changes, j.change)
+		}
+		if triggers && j.held {
+			d.held = append(d.held, r)
+		}
+		if triggers && rec != nil && !j.ownMarker() {
+			d.unmarked = append(d.unmarked, r)
+		}
+	}
+	return d
+}
+
+// currentMarkers gives a written-down Job the markers of the content its configs hold now: its
+// pods read that content when they start, so the markers of the content the recreation was
+// decided on would have it recreated once more, a run for no change (checker seed 21@3). A
+// config whose content does not validate keeps its marker, as in any reload. Its gate's
+// annotations are those of a reload now: under a minimum interval the next reload counts from
+// this creation, not from the decision, which a refusal or a stop may have left far behind
+// (soak seed 1795656990008005199). A Job in a namespace that left the selection since the
+// decision is created too (it was deleted), and its pods read the content now as well: created
+// with the old markers, it was recreated for nothing once the namespace came back (soak seed
+// 1795668697359437002@4).
+func (pl *planner) currentMarkers(job *batchv1.Job) (*batchv1.Job, error) {
+	w, ok := pl.rule.viewInAnyNamespace(pl.caches.kinds["Job"], job)
+	if !ok {
+		return job, nil
+	}
+	now := pl.clock.Now()
+	d := pl.dueChanges(w)
+	ops, err := w.target.Ops(w.meta, w.tmpl, d.changes, now)
+	if err != nil {
+		return job, err
+	}
+	if len(ops) > 0 {
+		ops = ops[1:] // the resourceVersion test: a written-down Job has none
+	}
+	ops = append(ops, pl.gates.ops(w, pl.gates.of(w), policy.Verdict{Action: policy.ReloadNow})...)
+	if len(ops) == 0 {
+		return job, nil
+	}
+	body, err := json.Marshal(ops)
+	if err != nil {
+		return nil, fmt.Errorf("encode the markers of Job %s/%s: %w", job.Namespace, job.Name, err)
+	}
+	return recreatedJob(job, body)
+}
+
+// jobInvalid lists the configs the pods of Job job would read whose content does not validate.
+func (pl *planner) jobInvalid(job *batchv1.Job) []string {
+	w, ok := pl.rule.viewInAnyNamespace(pl.caches.kinds["Job"], job)
+	if !ok {
+		return nil
+	}
+	return pl.validation.invalidUsed(w)
+}

@@ -1,0 +1,23 @@
+package reloader
+
+import "context"
+
+// rollouts is the sync of a rollout key: it reads the followed workload from the cache, for the
+// tracker to judge its rollout.
+type rollouts struct {
+	rule    *rule
+	tracker *tracker
+}
+
+// sync reads the workload of rollout key k from the cache and hands it to the tracker.
+func (r rollouts) sync(ctx context.Context, kind *workloadKind, k key) error {
+	obj, exists, err := kind.cached(k.cacheKey())
+	if err != nil || !exists {
+		return err
+	}
+	w, ok := r.rule.view(kind, obj)
+	if !ok {
+		return nil
+	}
+	return r.tracker.sync(ctx, k, w)
+}
