@@ -145,6 +145,8 @@ func reload(f facts) (bool, Reason) {
 		return false, MarkedUnderLostKey
 	case f.State.Deleted && f.State.Hash == "":
 		return f.ReloadOnCreate, pickBool(f.ReloadOnCreate, ReloadOnCreate, Tombstone)
+	case f.State.Deleted && f.State.Hash == UnrecordedContent:
+		return true, UnrecordedTombstone
 	case Content{Value: f.Hash, Legacy: f.Legacy, Collaborne: f.Collaborne}.Match(f.State.Hash) != Differs:
 		return false, StateSame
 	case f.KeyLevel && f.KeysSame:

@@ -37,6 +37,7 @@ const (
 	NothingRolledOut
 	CreatedAfterDeletion
 	Held
+	UnrecordedTombstone
 )
 
 var reasonWords = [...]string{
@@ -70,6 +71,7 @@ var reasonWords = [...]string{
 	NothingRolledOut:     "there is no marker, and the state records no content rolled out before the deletion",
 	CreatedAfterDeletion: "the workload was created after the config's deletion and never read it",
 	Held:                 "this content's reload was rolled back: it is held until the content changes",
+	UnrecordedTombstone:  "there is no marker, and the config may have had a content the state never recorded before its deletion",
 }
 
 // String says the reason in plain words.

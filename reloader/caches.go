@@ -207,14 +207,21 @@ func (c *caches) referenced(k key) bool {
 	return false
 }
 
+// left reports whether a namespace's update takes it out of the selection.
+func (c *caches) left(old, obj any) bool {
+	was := c.selector.Matches(labels.Set(old.(*corev1.Namespace).Labels))
+	return was && !c.allowed(obj.(*corev1.Namespace).Name)
+}
+
 // entered lists the configs and workloads of a namespace that just entered the selection, to
-// be synced. Configs the state has never seen are recorded then, and restart nothing.
+// be synced (nil: it did not enter). Configs the state has never seen are recorded then, and
+// restart nothing.
 func (c *caches) entered(old, obj any) []key {
 	ns := obj.(*corev1.Namespace)
 	if c.selector.Matches(labels.Set(old.(*corev1.Namespace).Labels)) || !c.allowed(ns.Name) {
 		return nil
 	}
-	var out []key
+	out := []key{} // not nil: the namespace entered
 	for kind, inf := range c.configs {
 		for _, o := range inNamespace(inf, ns.Name) {
 			out = append(out, objectKey(kind, o))

@@ -2,6 +2,7 @@ package reloader
 
 import (
 	"github.com/reloader/reloader/confighash"
+	"github.com/reloader/reloader/policy"
 )
 
 // dependent is a workload that reloads on a config, with what the rule says of it.
@@ -20,7 +21,8 @@ func (c *Controller) syncConfig(k key) error {
 		return nil
 	}
 	rec := c.caches.lookup(k)
-	if c.entered.take(k) && rec != nil {
+	left, entered := c.entered.take(k)
+	if entered && rec != nil {
 		// The namespace was out of the selection: a config that came back meanwhile is judged
 		// as at a start, which could not judge the dependents there (rule.view).
 		c.strips.unsure(k, c.rule.dependents(k, rec))
@@ -35,6 +37,9 @@ func (c *Controller) syncConfig(k key) error {
 	c.validation.valid(rec)
 	if rec == nil && fresh {
 		c.tombstones.deleted(k) // before judging: the time says which dependents ran the content
+	}
+	if rec == nil && entered {
+		c.tombstones.entered(k, policy.UnseenOnEntry(left, c.rule.created(k)))
 	}
 	deps := c.rule.dependents(k, rec)
 	c.tracker.liftStale(deps)

@@ -3,12 +3,14 @@ package reloader
 import (
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/reloader/reloader/coalesce"
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/state"
 )
 
 // events is the informers' handlers: each event is recorded with the parts that follow it, and
@@ -36,6 +38,8 @@ type events struct {
 	gates           *gates
 	rehearsal       *rehearsal
 	annotationCheck *annotationCheck
+	state           *state.Store
+	namespace       string // --namespace: the namespace of a state entry that names none
 }
 
 // watchConfigs queues a config on every event. A content change, creation or deletion seen
@@ -196,9 +200,21 @@ func (e *events) workloadGone(k *workloadKind, obj any) {
 func (e *events) watchNamespaces(namespaces cache.SharedIndexInformer) error {
 	_, err := namespaces.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(old, obj any) {
-			for _, k := range e.caches.entered(old, obj) {
+			ns := obj.(*corev1.Namespace).Name
+			if e.caches.left(old, obj) {
+				e.entered.leave(ns, e.clock.Now())
+				return
+			}
+			keys := e.caches.entered(old, obj)
+			if keys == nil {
+				return
+			}
+			// The configs the state has entries of, too: one deleted while out is judged then.
+			keys = append(keys, e.stateConfigs(ns)...)
+			left := e.entered.enter(ns)
+			for _, k := range keys {
 				if _, config := e.caches.configs[k.kind]; config {
-					e.entered.mark(k)
+					e.entered.mark(k, left)
 				}
 				e.enqueue(k)
 			}
@@ -208,4 +224,20 @@ func (e *events) watchNamespaces(namespaces cache.SharedIndexInformer) error {
 		return fmt.Errorf("watch namespaces: %w", err)
 	}
 	return nil
+}
+
+// stateConfigs lists the configs of namespace ns of a watched kind that the state has an entry
+// of, live or tombstoned.
+func (e *events) stateConfigs(ns string) []key {
+	var out []key
+	for _, skey := range e.state.ConfigKeys() {
+		kind, ens, name, ok := state.ParseKey(skey)
+		if ens == "" {
+			ens = e.namespace
+		}
+		if _, watched := e.caches.configs[kind]; ok && watched && ens == ns {
+			out = append(out, key{kind, ns, name})
+		}
+	}
+	return out
 }

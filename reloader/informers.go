@@ -51,7 +51,8 @@ func (c *Controller) buildInformers() error {
 		reloadOnCreate: c.opts.ReloadOnCreate, metrics: c.metrics, decisiveAnnotations: c.decisiveAnnotations,
 		caches: c.caches, records: c.records, changes: c.changes, entered: c.entered, reports: c.reports,
 		strips: c.strips, notes: c.notes, restarts: c.restarts, tracker: c.tracker, entries: c.entries,
-		gates: c.gates, rehearsal: c.rehearsal, annotationCheck: c.annotationCheck}
+		gates: c.gates, rehearsal: c.rehearsal, annotationCheck: c.annotationCheck,
+		state: c.state, namespace: c.opts.Namespace}
 	all := map[string]cache.SharedIndexInformer{}
 	for kind, inf := range c.caches.configs {
 		all[kind+"s"] = inf

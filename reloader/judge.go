@@ -3,6 +3,7 @@ package reloader
 import (
 	"slices"
 	"sync/atomic"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -253,6 +254,21 @@ func (ru *rule) cachedVersion(namespace string) func(policy.ConfigRef, *read) (v
 // dependents judges every workload that reloads on the config.
 func (ru *rule) dependents(k key, rec *configRecord) []dependent {
 	return ru.judgeAll(k, rec, func(_ judgement, triggers bool) bool { return triggers })
+}
+
+// created lists when each workload that reloads on the config was created.
+func (ru *rule) created(k key) []time.Time {
+	var out []time.Time
+	for _, kind := range ru.caches.kinds {
+		for _, o := range ru.caches.indexed(kind, k) {
+			if w, ok := ru.view(kind, o); ok {
+				if _, triggers := ru.judge(w, policy.ConfigRef{Kind: k.kind, Name: k.name}, nil); triggers {
+					out = append(out, w.meta.GetCreationTimestamp().Time)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // staleHolds judges every workload that reloads on the config, for the holds on it that the

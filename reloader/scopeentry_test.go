@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader"
 )
 
@@ -64,4 +65,87 @@ func TestAConfigBackWhileItsNamespaceWasOutReloadsPodsThatWaitedForIt(t *testing
 	if n := strings.Count(r.log.String(), "reloaded workload"); n != 1 {
 		t.Fatalf("w-0 reloaded %d times on the entry, want 1:\n%s", n, r.log.String())
 	}
+}
+
+// ConfigMap cm-1 is recorded with a=0, which w-0 carries a marker of. Its namespace leaves the
+// selection; meanwhile cm-1 changes to a=3, w-2, naming it, is created (its pods read a=3) and
+// cm-1 is deleted. Once the namespace is in again, cm-1 is created with a=0: w-2, without a
+// marker, runs another content and is reloaded once; w-0's marker holds a=0 and it is not. The
+// entry tombstoned cm-1 with the content recorded before the leave, which the recreation
+// matched (checker seed 4928@9).
+func TestAConfigDeletedWhileItsNamespaceWasOutOfTheSelectionReloadsOnItsRecreationWhatWasCreatedMeanwhile(t *testing.T) {
+	for _, onCreate := range []bool{true, false} {
+		t.Run(map[bool]string{true: "reload-on-create", false: "not on create"}[onCreate], func(t *testing.T) {
+			stateNS, ns := cluster.NewNamespace(t), cluster.NewNamespace(t)
+			selected := map[string]string{"reloader-test": ns}
+			labelNamespace(t, ns, selected)
+			opts := controllerOpts{tweak: func(o *reloader.Options) {
+				o.Namespace = ""
+				o.NamespaceSelector = labels.SelectorFromSet(labels.Set(selected))
+				o.ReloadOnCreate = onCreate
+			}}
+			const marker = "_RELOADER_-configmap-cm-1"
+			a0 := map[string]string{"a": "0"}
+			createConfigMap(t, ns, "cm-1", map[string]string{"a": "5"})
+			createDeployment(t, ns, "w-0", 0, named("configmap", "cm-1"), nil)
+			r := startController(t, stateNS, opts)
+			settle(t)
+			updateConfigMap(t, ns, "cm-1", a0)
+			waitEnv(t, ns, "w-0", marker, hashOfData(a0))
+			waitRecorded(t, r, "v1.ConfigMap_"+ns+"_cm-1", hashOfData(a0))
+			settle(t)
+
+			labelNamespace(t, ns, nil)
+			updateConfigMap(t, ns, "cm-1", map[string]string{"a": "3"})
+			createDeployment(t, ns, "w-2", 0, named("configmap", "cm-1"), nil)
+			deleteConfigMap(t, ns, "cm-1")
+			settle(t)
+			before := map[string]int64{"w-0": getDeployment(t, ns, "w-0").Generation, "w-2": getDeployment(t, ns, "w-2").Generation}
+
+			done := configSyncs(t, r)
+			labelNamespace(t, ns, selected)
+			judgedAfter(t, r, done, "the entry")
+			createConfigMap(t, ns, "cm-1", a0)
+			waitEnv(t, ns, "w-2", marker, hashOfData(a0))
+			wantReloads(t, ns, "w-2", before["w-2"], 1)
+			wantReloads(t, ns, "w-0", before["w-0"], 0)
+		})
+	}
+}
+
+// ConfigMap cm-1 is recorded with a=0, which w-0, without a marker, runs. Its namespace leaves
+// the selection, cm-1 is deleted, and once the namespace is in again it is created with a=0:
+// no dependent came while the namespace was out, so w-0 still runs that content and nothing is
+// restarted (policy.UnseenOnEntry).
+func TestAConfigDeletedWhileItsNamespaceWasOutOfTheSelectionRestartsNothingOnARecreationWithTheRecordedContent(t *testing.T) {
+	stateNS, ns := cluster.NewNamespace(t), cluster.NewNamespace(t)
+	selected := map[string]string{"reloader-test": ns}
+	labelNamespace(t, ns, selected)
+	opts := controllerOpts{tweak: func(o *reloader.Options) {
+		o.Namespace = ""
+		o.NamespaceSelector = labels.SelectorFromSet(labels.Set(selected))
+	}}
+	a0 := map[string]string{"a": "0"}
+	createConfigMap(t, ns, "cm-1", a0)
+	created := createDeployment(t, ns, "w-0", 0, named("configmap", "cm-1"), nil).CreationTimestamp.Time
+	r := startController(t, stateNS, opts)
+	waitRecorded(t, r, "v1.ConfigMap_"+ns+"_cm-1", hashOfData(a0))
+	settle(t)
+	// Creation times are to the second, and one within policy.LeaveMargin of the leave may be
+	// after it.
+	waitFor(t, 5*time.Second, "w-0's creation older than the margin", func() (bool, error) {
+		return time.Now().Add(-policy.LeaveMargin).Truncate(time.Second).After(created), nil
+	})
+
+	labelNamespace(t, ns, nil)
+	deleteConfigMap(t, ns, "cm-1")
+	settle(t)
+	before := getDeployment(t, ns, "w-0").Generation
+	done := configSyncs(t, r)
+	labelNamespace(t, ns, selected)
+	judgedAfter(t, r, done, "the entry")
+	done = configSyncs(t, r)
+	createConfigMap(t, ns, "cm-1", a0)
+	judgedAfter(t, r, done, "the recreation")
+	wantReloads(t, ns, "w-0", before, 0)
 }

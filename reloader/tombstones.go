@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/reloader/reloader/coalesce"
+	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/state"
 )
 
@@ -89,6 +90,21 @@ func (ts *tombstones) deleted(k key) {
 		ts.store.Tombstone(skey, e.Hash, now)
 		ts.log.Info("config deleted", "kind", k.kind, "namespace", k.namespace, "name", k.name)
 	}
+}
+
+// entered tombstones config k, found deleted when its namespace entered the selection: with
+// policy.UnrecordedContent where unseen (policy.UnseenOnEntry) and the state holds a content of
+// it, so that its recreation reloads a dependent without a marker; else deleted does, as for a
+// deletion seen.
+func (ts *tombstones) entered(k key, unseen bool) {
+	skey := ts.names.config(k)
+	e, known := ts.store.Get(skey)
+	if !known || e.Hash == "" || !unseen {
+		return
+	}
+	ts.store.Tombstone(skey, policy.UnrecordedContent, ts.clock.Now())
+	ts.log.Info("config deleted while its namespace was out of the selection", "kind", k.kind,
+		"namespace", k.namespace, "name", k.name)
 }
 
 // queueAll queues the config of every tombstone, to settle or prune it.

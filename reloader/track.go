@@ -632,11 +632,14 @@ func (t *tracker) forget(w key) { t.templatesRead.Delete(w) }
 // under it) is taken as holding value, as a state entry under another key is (docs/design.md,
 // "Secret hash keys"), and as stale too, for the sync to re-record it under the current key.
 // So is one of the whole content (want.Whole) where the workload now reloads on some keys:
-// its annotations switched from naming the config to auto, as a marker's does (seed 4936@9).
+// its annotations switched from naming the config to auto, as a marker's does (seed 4936@9);
+// and one of the keys' values the pods read (want.Undecided) where it now reloads on the whole
+// content: the reverse switch.
 func (t *tracker) held(w key, r policy.ConfigRef, want policy.Content) (held, stale bool) {
 	value := heldAs(want.Value)
 	v, ok := t.store.Value(t.names.hold(w, r))
-	if ok && ((policy.Content{Value: value}).Match(v) == policy.OtherKey || want.Whole != "" && v == want.Whole) {
+	if ok && ((policy.Content{Value: value}).Match(v) == policy.OtherKey || want.Whole != "" && v == want.Whole ||
+		want.Whole == "" && v != value && slices.Contains(want.Undecided, v)) {
 		return true, true
 	}
 	return ok && v == value, ok && v != value

@@ -224,6 +224,19 @@ func (s *Store) Count(match func(key string, e Entry) bool) int {
 	return n
 }
 
+// ConfigKeys returns the key of every config entry, live or tombstoned.
+func (s *Store) ConfigKeys() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for k := range s.entries.m {
+		if isConfigEntry(k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 // Tombstones returns a snapshot of every tombstoned config entry (key → Entry).
 func (s *Store) Tombstones() map[string]Entry {
 	s.mu.Lock()
