@@ -50,8 +50,8 @@ type stripped struct {
 }
 
 // otherContent is a strip's value for a workload known to run another content than the
-// config's, which one unknown: a well-formed hash that no content has.
-const otherContent = "0000000000000000000000000000000000000000"
+// config's, which one unknown: the same value as a tombstone of an unrecorded content.
+const otherContent = policy.UnrecordedContent
 
 // awaited is a strip's value for pods that wait for an absent config, restarted while it did not
 // exist: they run whatever content it next has (awaits). Another well-formed hash no content has.
