@@ -182,10 +182,10 @@ func (w *world) explainArgs() ([]string, error) {
 	args := slices.Clone(p.cmd.Args[1:])
 	for i := range args[:len(args)-1] {
 		if args[i] == "--kubeconfig" {
-			args[i+1] = cluster.Kubeconfig
+			args[i+1] = w.cl.Kubeconfig
 		}
 	}
-	_, err := cluster.Client().CoreV1().Secrets(w.ns).Get(w.ctx, "reloader-hash-key", metav1.GetOptions{})
+	_, err := w.cl.Client().CoreV1().Secrets(w.ns).Get(w.ctx, "reloader-hash-key", metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		args = append(args, "--resources-to-ignore", "secrets")
