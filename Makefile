@@ -5,7 +5,7 @@ BIN     := bin/reloader
 # The same flags as the Dockerfile, so the binary tested here is the one shipped.
 BUILD_FLAGS := -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
 
-.PHONY: all build install-kubectl-plugin tools test check lint run demo bench soak clean image push registry-set release test-matrix docs
+.PHONY: all build install-kubectl-plugin tools test test-unit check lint run demo bench soak clean image push registry-set release test-matrix docs
 
 all: build
 
@@ -44,6 +44,15 @@ check:
 lint: $(GOLANGCI_LINT) $(ACTIONLINT)
 	$(GOLANGCI_LINT) run ./...
 	$(ACTIONLINT)
+
+# The packages whose tests start no control plane (a package that starts one has its own, e.g.
+# state/integration); test-unit refuses one that links the test cluster. make test runs them too.
+UNIT_PACKAGES := . ./alert/ ./coalesce/ ./confighash/ ./internal/app/ ./internal/cli/ ./internal/gctune/ \
+	./internal/kube/ ./internal/leader/ ./internal/pageout/ ./metrics/ ./policy/ ./state/
+test-unit:
+	@! $(GO) list -deps -test $(UNIT_PACKAGES) | grep -x '.*/internal/dev/testcluster' || \
+		{ echo "a package in UNIT_PACKAGES links internal/dev/testcluster"; exit 1; }
+	$(GO) test -count=1 $(UNIT_PACKAGES)
 
 # The tests mostly wait on a shared control plane, so many run at once (-parallel), on 2 cores too.
 test: tools build check lint

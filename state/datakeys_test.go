@@ -10,8 +10,8 @@ import (
 // Only the data keys named stay, in memory and in the ConfigMap; other configs' are untouched.
 func TestKeepDataKeysRemovesTheOthersOfThatConfigOnly(t *testing.T) {
 	ctx := context.Background()
-	ns := cluster.NewNamespace(t)
-	s := newStore(cluster.Client(), ns, nil)
+	c := newMemClient()
+	s := newStore(c, nil)
 	if _, err := s.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +27,7 @@ func TestKeepDataKeysRemovesTheOthersOfThatConfigOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	again := newStore(cluster.Client(), ns, nil)
+	again := newStore(c, nil)
 	if _, err := again.Load(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -27,13 +27,13 @@ var noteKind = state.EntryKind{
 	},
 }
 
-func loadedWithNotes(t *testing.T, ns string, log *bytes.Buffer) *state.Store {
+func loadedWithNotes(t *testing.T, c *memClient, log *bytes.Buffer) *state.Store {
 	t.Helper()
 	var w io.Writer = io.Discard
 	if log != nil {
 		w = log
 	}
-	s := state.New(cluster.Client().CoreV1().ConfigMaps(ns), ns, "reloader-state", textLog(w), noteKind)
+	s := state.New(c, "default", "reloader-state", textLog(w), noteKind)
 	if _, err := s.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -43,9 +43,9 @@ func loadedWithNotes(t *testing.T, ns string, log *bytes.Buffer) *state.Store {
 // An entry of a registered kind is the owner's: stored as given, loaded back, listed by prefix,
 // never a config (no tombstone, no ParseKey), and a value its kind refuses is never written.
 func TestAnEntryOfARegisteredKindIsStoredAsItsOwnerEncodesIt(t *testing.T) {
-	ns := cluster.NewNamespace(t)
+	c := newMemClient()
 	var log bytes.Buffer
-	s := loadedWithNotes(t, ns, &log)
+	s := loadedWithNotes(t, c, &log)
 	note, long := "note.web", "note."+strings.Repeat("w", 240)
 	s.SetValue(note, "note:1")
 	s.SetValue(long, "note:22")
@@ -63,11 +63,11 @@ func TestAnEntryOfARegisteredKindIsStoredAsItsOwnerEncodesIt(t *testing.T) {
 		t.Error("ParseKey reads a note as a config entry")
 	}
 	flush(t, s)
-	if got := stored(t, ns)[note]; got != "note:1" {
+	if got := stored(t, c)[note]; got != "note:1" {
 		t.Fatalf("stored %q, want note:1 as given", got)
 	}
 
-	again := loadedWithNotes(t, ns, nil)
+	again := loadedWithNotes(t, c, nil)
 	if got := again.Keys("note."); len(got) != 2 || got[0] != note && got[1] != note {
 		t.Fatalf("notes after a restart: %v, want %s and the long one", got, note)
 	}
@@ -79,7 +79,7 @@ func TestAnEntryOfARegisteredKindIsStoredAsItsOwnerEncodesIt(t *testing.T) {
 	}
 	again.DeleteEntry(note)
 	flush(t, again)
-	if _, ok := stored(t, ns)[note]; ok {
+	if _, ok := stored(t, c)[note]; ok {
 		t.Fatal("a deleted note is still stored")
 	}
 }
@@ -87,23 +87,22 @@ func TestAnEntryOfARegisteredKindIsStoredAsItsOwnerEncodesIt(t *testing.T) {
 // A value its kind refuses, stored by hand, is corrupt and dropped at load, as is a note's value
 // under a config key; a key of no registered kind is someone else's, and kept as it is.
 func TestAStoredValueItsKindRefusesIsCorrupt(t *testing.T) {
-	ns := cluster.NewNamespace(t)
+	c := newMemClient()
 	cfg := state.Key("ConfigMap", "", "cfg")
-	s := loadedWithNotes(t, ns, nil)
+	s := loadedWithNotes(t, c, nil)
 	s.Set(cfg, hashOf("cfg"))
 	s.SetValue("note.web", "note:1")
 	flush(t, s)
-	cms := cluster.Client().CoreV1().ConfigMaps(ns)
-	cm, err := cms.Get(context.Background(), "reloader-state", metav1.GetOptions{})
+	cm, err := c.Get(context.Background(), "reloader-state", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cm.Data[cfg], cm.Data["note.web"], cm.Data["other.web"] = "note:1", hashOf("x"), "anything"
-	if _, err := cms.Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
+	if _, err := c.Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var log bytes.Buffer
-	again := loadedWithNotes(t, ns, &log)
+	again := loadedWithNotes(t, c, &log)
 	if _, ok := again.Get(cfg); ok {
 		t.Error("a note's value under a config key was loaded")
 	}
@@ -114,7 +113,7 @@ func TestAStoredValueItsKindRefusesIsCorrupt(t *testing.T) {
 		t.Errorf("no corruption logged: %s", log.String())
 	}
 	flush(t, again)
-	if got := stored(t, ns); got["other.web"] != "anything" || got[cfg] != "" || got["note.web"] != "" {
+	if got := stored(t, c); got["other.web"] != "anything" || got[cfg] != "" || got["note.web"] != "" {
 		t.Errorf("stored %v; want the corrupt entries removed and someone else's key kept", got)
 	}
 }

@@ -9,8 +9,8 @@ import (
 )
 
 func TestARedundantEntryIsDueOnlyWhenNeeded(t *testing.T) {
-	ns := cluster.NewNamespace(t)
-	s := loaded(t, ns, nil)
+	c := newMemClient()
+	s := loaded(t, c, nil)
 	quiet, other := state.Key("ConfigMap", "", "quiet"), state.Key("ConfigMap", "", "other")
 	s.SetRedundant(quiet, hashOf("a"))
 	if e, _ := s.Get(quiet); e.Hash != hashOf("a") {
@@ -33,13 +33,13 @@ func TestARedundantEntryIsDueOnlyWhenNeeded(t *testing.T) {
 }
 
 func TestARedundantEntryGoesWithTheNextWrite(t *testing.T) {
-	ns := cluster.NewNamespace(t)
-	s := loaded(t, ns, nil)
+	c := newMemClient()
+	s := loaded(t, c, nil)
 	quiet, other := state.Key("ConfigMap", "", "quiet"), state.Key("ConfigMap", "", "other")
 	s.SetRedundant(quiet, hashOf("a"))
 	s.Set(other, hashOf("b"))
 	flush(t, s)
-	got := stored(t, ns)
+	got := stored(t, c)
 	if got[quiet] != hashOf("a") || got[other] != hashOf("b") {
 		t.Fatalf("stored %v, want both entries", got)
 	}
@@ -47,14 +47,14 @@ func TestARedundantEntryGoesWithTheNextWrite(t *testing.T) {
 	s.SetRedundant(quiet, hashOf("c"))
 	s.Set(quiet, hashOf("d"))
 	flush(t, s)
-	if v := stored(t, ns)[quiet]; v != hashOf("d") {
+	if v := stored(t, c)[quiet]; v != hashOf("d") {
 		t.Fatalf("stored %q, want the later Set", v)
 	}
 }
 
 func TestRunWritesRedundantEntriesWhenItsContextEnds(t *testing.T) {
-	ns := cluster.NewNamespace(t)
-	s := loaded(t, ns, nil)
+	c := newMemClient()
+	s := loaded(t, c, nil)
 	writes := 0
 	s.OnWrite = func(string, error) { writes++ }
 	ctx, cancel := context.WithCancel(context.Background())
@@ -64,14 +64,14 @@ func TestRunWritesRedundantEntriesWhenItsContextEnds(t *testing.T) {
 	s.SetRedundant(k, hashOf("a"))
 	cancel()
 	<-done
-	if v := stored(t, ns)[k]; v != hashOf("a") || writes != 1 {
+	if v := stored(t, c)[k]; v != hashOf("a") || writes != 1 {
 		t.Fatalf("stored %q in %d writes, want the redundant entry in one write at exit", v, writes)
 	}
 }
 
 func TestAnEntrySetAndRemovedBetweenTwoFlushesCostsNoWrite(t *testing.T) {
-	ns := cluster.NewNamespace(t)
-	s := loaded(t, ns, nil)
+	c := newMemClient()
+	s := loaded(t, c, nil)
 	writes := 0
 	s.OnWrite = func(string, error) { writes++ }
 	brief, kept := state.Key("ConfigMap", "", "brief"), state.Key("ConfigMap", "", "kept")
@@ -87,22 +87,22 @@ func TestAnEntrySetAndRemovedBetweenTwoFlushesCostsNoWrite(t *testing.T) {
 	flush(t, s)
 	s.Delete(brief)
 	flush(t, s)
-	got := stored(t, ns)
+	got := stored(t, c)
 	if _, left := got[brief]; left || got[kept] != hashOf("b") || writes != 2 {
 		t.Fatalf("stored %v in %d writes, want the removal written and the other entry kept", got, writes)
 	}
 	// And one loaded from the shard.
-	again := loaded(t, ns, nil)
+	again := loaded(t, c, nil)
 	again.Delete(kept)
 	flush(t, again)
-	if _, left := stored(t, ns)[kept]; left {
+	if _, left := stored(t, c)[kept]; left {
 		t.Fatal("the removal of a loaded entry was not written")
 	}
 }
 
 func TestRedundantEntriesGoOnlyWithWritesOfTheirShard(t *testing.T) {
-	ns := cluster.NewNamespace(t)
-	s, budget := smallStore(t, ns, nil)
+	c := newMemClient()
+	s, budget := smallStore(t, c, nil)
 	for i := range perShard + 1 {
 		s.Set(entryKey(i), hashOf("old"))
 	}
@@ -119,14 +119,14 @@ func TestRedundantEntriesGoOnlyWithWritesOfTheirShard(t *testing.T) {
 	if shard := <-written; shard != "reloader-state" {
 		t.Fatalf("wrote %s, want the first shard", shard)
 	}
-	got := storedValues(t, storedShards(t, ns, budget))
+	got := storedValues(t, storedShards(t, c, budget))
 	if got[inFirst] != hashOf("new") || got[inSecond] != hashOf("old") {
 		t.Fatalf("stored %s=%q and %s=%q: want the first shard's redundant entry written along, the second's left",
 			inFirst, got[inFirst], inSecond, got[inSecond])
 	}
 	cancel()
 	<-done
-	if v := storedValues(t, storedShards(t, ns, budget))[inSecond]; v != hashOf("new") {
+	if v := storedValues(t, storedShards(t, c, budget))[inSecond]; v != hashOf("new") {
 		t.Fatalf("after the exit the second shard holds %q, want the redundant entry", v)
 	}
 }

@@ -55,8 +55,8 @@ func TestRunStopsBackingOffWhenItsContextEnds(t *testing.T) {
 }
 
 func TestRunWritesWhatIsPendingWhenItsContextEnds(t *testing.T) {
-	ns := cluster.NewNamespace(t)
-	s := loaded(t, ns, nil)
+	c := newMemClient()
+	s := loaded(t, c, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	// A linger far longer than the test: only the end of ctx can cut it short.
@@ -69,7 +69,7 @@ func TestRunWritesWhatIsPendingWhenItsContextEnds(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run still lingering after its context ended")
 	}
-	if v := stored(t, ns)[k]; v != hashOf("a") {
+	if v := stored(t, c)[k]; v != hashOf("a") {
 		t.Fatalf("stored %q, want the entry set before the context ended", v)
 	}
 }
@@ -91,10 +91,10 @@ func (r *refuseNext) Patch(ctx context.Context, name string, pt types.PatchType,
 
 // A refused write stays due, removals included, and the next flush makes it: nothing is lost.
 func TestTheNextFlushMakesAWriteThatFailed(t *testing.T) {
-	ns := cluster.NewNamespace(t)
+	c := newMemClient()
 	ctx := context.Background()
-	client := &refuseNext{ConfigMapClient: cluster.Client().CoreV1().ConfigMaps(ns)}
-	s := state.New(client, ns, "reloader-state", slog.New(slog.DiscardHandler))
+	client := &refuseNext{ConfigMapClient: c}
+	s := state.New(client, "default", "reloader-state", slog.New(slog.DiscardHandler))
 	if _, err := s.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestTheNextFlushMakesAWriteThatFailed(t *testing.T) {
 		t.Fatal("the store is clean after a refused write")
 	}
 	flush(t, s)
-	data := stored(t, ns)
+	data := stored(t, c)
 	if _, ok := data[removed]; ok || data[set] != hashOf("s") {
 		t.Fatalf("after the second flush the state holds %v, want %s removed and %s=%s", data, removed, set, hashOf("s"))
 	}

@@ -20,9 +20,9 @@ const perShard = 5
 func entryKey(i int) string { return fmt.Sprintf("v1.ConfigMap_e-%03d", i) }
 
 // smallStore returns a loaded Store whose shards hold perShard config entries each.
-func smallStore(t *testing.T, ns string, log *bytes.Buffer) (*state.Store, int) {
+func smallStore(t *testing.T, c *memClient, log *bytes.Buffer) (*state.Store, int) {
 	t.Helper()
-	s := newStore(cluster.Client(), ns, log)
+	s := newStore(c, log)
 	budget := perShard * state.Reserved(entryKey(0))
 	state.SetBudget(s, budget)
 	if _, err := s.Load(context.Background()); err != nil {
@@ -31,11 +31,11 @@ func smallStore(t *testing.T, ns string, log *bytes.Buffer) (*state.Store, int) 
 	return s, budget
 }
 
-// storedShards returns the data of every state ConfigMap in ns, failing the test if one holds
+// storedShards returns the data of every state ConfigMap c holds, failing the test if one holds
 // more than budget bytes of keys and values.
-func storedShards(t *testing.T, ns string, budget int) map[string]map[string]string {
+func storedShards(t *testing.T, c *memClient, budget int) map[string]map[string]string {
 	t.Helper()
-	cms, err := cluster.Client().CoreV1().ConfigMaps(ns).List(context.Background(), metav1.ListOptions{})
+	cms, err := c.List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,9 +72,9 @@ func storedValues(t *testing.T, shards map[string]map[string]string) map[string]
 }
 
 func TestAFullStateKeepsNewEntriesInMemoryAndWritesThemWhenRoomAppears(t *testing.T) {
-	ns := cluster.NewNamespace(t)
+	c := newMemClient()
 	var log bytes.Buffer
-	s, budget := smallStore(t, ns, &log)
+	s, budget := smallStore(t, c, &log)
 	capacity := perShard * state.MaxShards
 	for i := range capacity + 3 {
 		s.Set(entryKey(i), hashOf(fmt.Sprint(i)))
@@ -86,7 +86,7 @@ func TestAFullStateKeepsNewEntriesInMemoryAndWritesThemWhenRoomAppears(t *testin
 	if n := strings.Count(log.String(), "state is full"); n != 1 {
 		t.Fatalf("%d log lines about the full state, want 1 for the transition:\n%s", n, log.String())
 	}
-	if n := len(storedValues(t, storedShards(t, ns, budget))); n != capacity {
+	if n := len(storedValues(t, storedShards(t, c, budget))); n != capacity {
 		t.Fatalf("%d entries stored, want %d", n, capacity)
 	}
 
@@ -95,7 +95,7 @@ func TestAFullStateKeepsNewEntriesInMemoryAndWritesThemWhenRoomAppears(t *testin
 		s.Tombstone(entryKey(i), "", time.Unix(1795000000, 0))
 	}
 	flush(t, s)
-	storedShards(t, ns, budget)
+	storedShards(t, c, budget)
 
 	// Deleting two stored entries makes room for two of the memory-only ones.
 	s.Delete(entryKey(0))
@@ -104,7 +104,7 @@ func TestAFullStateKeepsNewEntriesInMemoryAndWritesThemWhenRoomAppears(t *testin
 	if n := s.Unsaved(); n != 1 {
 		t.Fatalf("after two deletions Unsaved = %d, want 1", n)
 	}
-	values := storedValues(t, storedShards(t, ns, budget))
+	values := storedValues(t, storedShards(t, c, budget))
 	if len(values) != capacity {
 		t.Fatalf("%d entries stored after two deletions, want %d", len(values), capacity)
 	}
@@ -164,22 +164,22 @@ func TestAKeyReAddedBeforeTheFlushIsStoredOnce(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ns := cluster.NewNamespace(t)
-			s, budget := smallStore(t, ns, nil)
+			c := newMemClient()
+			s, budget := smallStore(t, c, nil)
 			k := entryKey(7)
 			for i := range 2 * perShard {
 				s.Set(entryKey(i), hashOf("old"))
 			}
 			flush(t, s)
-			if shards := storedShards(t, ns, budget); shards["reloader-state-1"][k] == "" {
+			if shards := storedShards(t, c, budget); shards["reloader-state-1"][k] == "" {
 				t.Fatalf("setup: %s is not in shard 1: %v", k, shards)
 			}
 			tt.reAdd(s, k, hashOf("new"))
 			flush(t, s)
-			if v := storedValues(t, storedShards(t, ns, budget))[k]; v != hashOf("new") {
+			if v := storedValues(t, storedShards(t, c, budget))[k]; v != hashOf("new") {
 				t.Fatalf("stored %s = %q, want the new hash", k, v)
 			}
-			if e, _ := loaded(t, ns, nil).Get(k); e.Hash != hashOf("new") {
+			if e, _ := loaded(t, c, nil).Get(k); e.Hash != hashOf("new") {
 				t.Fatalf("reloaded %s = %+v, want the new hash", k, e)
 			}
 		})
@@ -188,16 +188,16 @@ func TestAKeyReAddedBeforeTheFlushIsStoredOnce(t *testing.T) {
 
 func TestAnEntryStoredTwiceIsLoadedFromTheLowerShardAndRemovedFromTheOther(t *testing.T) {
 	ctx := context.Background()
-	ns := cluster.NewNamespace(t)
+	c := newMemClient()
 	k := entryKey(1)
 	for name, v := range map[string]string{"reloader-state": hashOf("lower"), "reloader-state-2": hashOf("higher")} {
-		if _, err := cluster.Client().CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+		if _, err := c.Create(ctx, &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{k: v}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var log bytes.Buffer
-	s := loaded(t, ns, &log)
+	s := loaded(t, c, &log)
 	if e, _ := s.Get(k); e.Hash != hashOf("lower") {
 		t.Fatalf("loaded %+v, want the lower shard's copy", e)
 	}
@@ -205,38 +205,7 @@ func TestAnEntryStoredTwiceIsLoadedFromTheLowerShardAndRemovedFromTheOther(t *te
 		t.Fatalf("no log line about the duplicate:\n%s", log.String())
 	}
 	flush(t, s)
-	if v := storedValues(t, storedShards(t, ns, state.ShardBudget))[k]; v != hashOf("lower") {
+	if v := storedValues(t, storedShards(t, c, state.ShardBudget))[k]; v != hashOf("lower") {
 		t.Fatalf("stored %q, want the lower shard's copy only", v)
-	}
-}
-
-// At the real budget, with every shard full: the entries that do not fit stay in memory, and the
-// flush succeeds. The engine before tombstones put them all in the last shard, which grew to
-// 2.15 MB and could never be written (reproduced with this sequence on d7ae632).
-func TestAStateFullAtTheRealBudgetIsNeverWrittenPastIt(t *testing.T) {
-	ns := cluster.NewNamespace(t)
-	var log bytes.Buffer
-	s := newStore(cluster.Client(), ns, &log)
-	if _, err := s.Load(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	// A 45-byte key and a 40-byte hash, each counted at its largest size: 8 × 800 KB hold fewer
-	// than 77,000 of them.
-	for i := range 95000 {
-		s.Set(fmt.Sprintf("v1.ConfigMap_config-with-a-long-name-%06d", i), fmt.Sprintf("%040x", i))
-	}
-	if err := s.Flush(context.Background()); err != nil {
-		t.Fatalf("flush of a full state: %v", err)
-	}
-	if s.Unsaved() == 0 {
-		t.Fatal("no entry is reported as kept in memory only")
-	}
-	for _, st := range s.Stats() {
-		if st.Bytes > state.ShardBudget {
-			t.Errorf("%s counts %d bytes, past the %d budget", st.Name, st.Bytes, state.ShardBudget)
-		}
-	}
-	if n := strings.Count(log.String(), "state is full"); n != 1 {
-		t.Errorf("%d log lines say the state is full, want 1", n)
 	}
 }

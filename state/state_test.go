@@ -6,38 +6,19 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
-	"github.com/reloader/reloader/internal/dev/testcluster"
 	"github.com/reloader/reloader/state"
 )
-
-var cluster *testcluster.Cluster
-
-func TestMain(m *testing.M) {
-	// A fuzz worker process runs only the fuzz target, which needs no cluster: starting one per
-	// worker would cost seconds and a kube-apiserver each.
-	if f := flag.Lookup("test.fuzzworker"); f != nil {
-		flag.Parse()
-		if f.Value.String() == "true" {
-			os.Exit(m.Run())
-		}
-	}
-	os.Exit(testcluster.Main(m, testcluster.Options{Log: os.Stderr}, &cluster))
-}
 
 func hashOf(s string) string {
 	sum := sha1.Sum([]byte(s))
@@ -48,12 +29,12 @@ func hashOf(s string) string {
 func keyedOf(s string) string { return "hmac-2b39b88d-" + hashOf(s) }
 
 // newStore logs to log, or to stderr when log is nil.
-func newStore(client kubernetes.Interface, ns string, log *bytes.Buffer) *state.Store {
+func newStore(client state.ConfigMapClient, log *bytes.Buffer) *state.Store {
 	var w io.Writer = os.Stderr
 	if log != nil {
 		w = log
 	}
-	return state.New(client.CoreV1().ConfigMaps(ns), ns, "reloader-state", textLog(w))
+	return state.New(client, "default", "reloader-state", textLog(w))
 }
 
 func textLog(w io.Writer) *slog.Logger {
@@ -130,20 +111,20 @@ func TestKeysNeverCollide(t *testing.T) {
 
 func TestFirstLoadCreatesStateAndReportsFirstStart(t *testing.T) {
 	ctx := context.Background()
-	ns := cluster.NewNamespace(t)
-	s := newStore(cluster.Client(), ns, nil)
+	c := newMemClient()
+	s := newStore(c, nil)
 	first, err := s.Load(ctx)
 	if err != nil || !first {
 		t.Fatalf("Load = %v, %v; want first start", first, err)
 	}
-	if _, err := cluster.Client().CoreV1().ConfigMaps(ns).Get(ctx, "reloader-state", metav1.GetOptions{}); err != nil {
+	if _, err := c.Get(ctx, "reloader-state", metav1.GetOptions{}); err != nil {
 		t.Fatalf("state ConfigMap not created: %v", err)
 	}
 	s.Set(state.Key("ConfigMap", "", "app"), hashOf("1"))
 	if err := s.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	again := newStore(cluster.Client(), ns, nil)
+	again := newStore(c, nil)
 	if first, err := again.Load(ctx); err != nil || first {
 		t.Fatalf("second Load = %v, %v; want not first", first, err)
 	}
@@ -152,122 +133,10 @@ func TestFirstLoadCreatesStateAndReportsFirstStart(t *testing.T) {
 	}
 }
 
-func TestThirtyThousandEntriesStayUnderTheObjectLimit(t *testing.T) {
-	ctx := context.Background()
-	ns := cluster.NewNamespace(t)
-	s := newStore(cluster.Client(), ns, nil)
-	if _, err := s.Load(ctx); err != nil {
-		t.Fatal(err)
-	}
-	const n = 30000
-	for i := range n {
-		// All-namespaces keys with realistic name lengths.
-		s.Set(state.Key("ConfigMap", fmt.Sprintf("team-%03d", i%500), fmt.Sprintf("service-%05d-config", i)), hashOf(fmt.Sprint(i)))
-	}
-	if err := s.Flush(ctx); err != nil {
-		t.Fatalf("flush 30000 entries (the API server rejects any ConfigMap over 1 MiB): %v", err)
-	}
-	cms, err := cluster.Client().CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	total := 0
-	for _, cm := range cms.Items {
-		size := 0
-		for k, v := range cm.Data {
-			size += len(k) + len(v)
-		}
-		if size > 1<<20 {
-			t.Errorf("%s holds %d bytes, over 1 MiB", cm.Name, size)
-		}
-		total += len(cm.Data)
-		t.Logf("%s: %d entries, %d bytes", cm.Name, len(cm.Data), size)
-	}
-	if total != n {
-		t.Fatalf("stored %d entries, want %d", total, n)
-	}
-	again := newStore(cluster.Client(), ns, nil)
-	if _, err := again.Load(ctx); err != nil {
-		t.Fatal(err)
-	}
-	entries := 0
-	for _, st := range again.Stats() {
-		entries += st.Entries
-	}
-	if entries != n {
-		t.Fatalf("reloaded %d entries, want %d", entries, n)
-	}
-}
-
-func TestConcurrentWritersKeepEachOthersKeys(t *testing.T) {
-	ctx := context.Background()
-	ns := cluster.NewNamespace(t)
-	const writers, keys = 4, 50
-	var wg sync.WaitGroup
-	for w := range writers {
-		wg.Go(func() {
-			s := newStore(cluster.Client(), ns, nil)
-			// Every writer races to create the missing ConfigMap, then patches its own keys.
-			if _, err := s.Load(ctx); err != nil {
-				t.Error(err)
-				return
-			}
-			for k := range keys {
-				s.Set(state.Key("Secret", "", fmt.Sprintf("w%d-k%d", w, k)), hashOf(fmt.Sprint(w, k)))
-				if k%10 == 9 {
-					if err := s.Flush(ctx); err != nil {
-						t.Error(err)
-					}
-				}
-			}
-		})
-	}
-	wg.Wait()
-	cm, err := cluster.Client().CoreV1().ConfigMaps(ns).Get(ctx, "reloader-state", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(cm.Data) != writers*keys {
-		t.Fatalf("state holds %d keys, want %d: a writer clobbered another's keys", len(cm.Data), writers*keys)
-	}
-}
-
-func TestDeletedStateIsRecreatedFromMemory(t *testing.T) {
-	ctx := context.Background()
-	ns := cluster.NewNamespace(t)
-	var log bytes.Buffer
-	s := newStore(cluster.Client(), ns, &log)
-	if _, err := s.Load(ctx); err != nil {
-		t.Fatal(err)
-	}
-	s.Set("v1.ConfigMap_a", hashOf("a"))
-	s.Set("v1.ConfigMap_b", hashOf("b"))
-	if err := s.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := cluster.Client().CoreV1().ConfigMaps(ns).Delete(ctx, "reloader-state", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	s.Set("v1.ConfigMap_c", hashOf("c"))
-	if err := s.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	cm, err := cluster.Client().CoreV1().ConfigMaps(ns).Get(ctx, "reloader-state", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(cm.Data) != 3 {
-		t.Fatalf("recreated state holds %v, want a, b and c", cm.Data)
-	}
-	if !strings.Contains(log.String(), "state ConfigMap is missing; recreating it from memory") {
-		t.Fatalf("no log line about the recreation:\n%s", log.String())
-	}
-}
-
 func TestCorruptEntryIsDroppedWithALogLine(t *testing.T) {
 	ctx := context.Background()
-	ns := cluster.NewNamespace(t)
-	_, err := cluster.Client().CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+	c := newMemClient()
+	_, err := c.Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "reloader-state"},
 		Data:       map[string]string{"v1.ConfigMap_good": hashOf("g"), "v1.ConfigMap_bad": "not-a-hash", "someone.else": "kept"},
 	}, metav1.CreateOptions{})
@@ -275,7 +144,7 @@ func TestCorruptEntryIsDroppedWithALogLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	var log bytes.Buffer
-	s := newStore(cluster.Client(), ns, &log)
+	s := newStore(c, &log)
 	if first, err := s.Load(ctx); err != nil || first {
 		t.Fatalf("Load = %v, %v", first, err)
 	}
@@ -292,57 +161,17 @@ func TestCorruptEntryIsDroppedWithALogLine(t *testing.T) {
 	if err := s.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	cm, _ := cluster.Client().CoreV1().ConfigMaps(ns).Get(ctx, "reloader-state", metav1.GetOptions{})
+	cm, _ := c.Get(ctx, "reloader-state", metav1.GetOptions{})
 	want := map[string]string{"someone.else": "kept", "v1.ConfigMap_good": "deleted@1795000000:" + hashOf("g")}
 	if fmt.Sprint(cm.Data) != fmt.Sprint(want) {
 		t.Fatalf("state after flush = %v, want the corrupt entry gone, the good one tombstoned and the foreign key kept: %v", cm.Data, want)
 	}
 }
 
-func TestMissingPermissionIsNamed(t *testing.T) {
-	ctx := context.Background()
-	ns := cluster.NewNamespace(t)
-	client := cluster.Client()
-	if _, err := client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "reloader"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	// get but no create: the reloader cannot make the missing state ConfigMap.
-	if _, err := client.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Name: "get-only"},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := client.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "get-only"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "get-only"},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "reloader", Namespace: ns}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := cluster.ServiceAccountConfig(ctx, ns, "reloader")
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := newStore(kubernetes.NewForConfigOrDie(cfg), ns, nil)
-	// RBAC takes a moment to see the new binding; until then even get is refused.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		_, err = store.Load(ctx)
-		if err != nil && strings.Contains(err.Error(), `lacks permission "create" on configmaps`) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Load error = %v, want one naming the missing create permission", err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
 func TestDeletingAConfigDeletesItsDataKeyEntries(t *testing.T) {
 	ctx := context.Background()
-	ns := cluster.NewNamespace(t)
-	s := newStore(cluster.Client(), ns, nil)
+	c := newMemClient()
+	s := newStore(c, nil)
 	if _, err := s.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +183,7 @@ func TestDeletingAConfigDeletesItsDataKeyEntries(t *testing.T) {
 	if err := s.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	again := newStore(cluster.Client(), ns, nil)
+	again := newStore(c, nil)
 	if _, err := again.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -382,9 +211,9 @@ func (f *failOnce) Get(ctx context.Context, name string, opts metav1.GetOptions)
 }
 
 func TestALoadRetriedAfterAFailureCountsNothingTwice(t *testing.T) {
-	ns := cluster.NewNamespace(t)
+	c := newMemClient()
 	ctx := context.Background()
-	first := newStore(cluster.Client(), ns, nil)
+	first := newStore(c, nil)
 	if _, err := first.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -393,9 +222,9 @@ func TestALoadRetriedAfterAFailureCountsNothingTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	client := &failOnce{ConfigMapClient: cluster.Client().CoreV1().ConfigMaps(ns), shard: "reloader-state-1"}
+	client := &failOnce{ConfigMapClient: c, shard: "reloader-state-1"}
 	var log bytes.Buffer
-	retried := state.New(client, ns, "reloader-state", textLog(&log))
+	retried := state.New(client, "default", "reloader-state", textLog(&log))
 	if _, err := retried.Load(ctx); err == nil {
 		t.Fatal("the failing Load reported no error")
 	}

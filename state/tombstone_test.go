@@ -15,10 +15,10 @@ import (
 	"github.com/reloader/reloader/state"
 )
 
-// loaded returns a Store that has loaded the state in ns.
-func loaded(t *testing.T, ns string, log *bytes.Buffer) *state.Store {
+// loaded returns a Store that has loaded the state c holds.
+func loaded(t *testing.T, c *memClient, log *bytes.Buffer) *state.Store {
 	t.Helper()
-	s := newStore(cluster.Client(), ns, log)
+	s := newStore(c, log)
 	if _, err := s.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -32,58 +32,19 @@ func flush(t *testing.T, s *state.Store) {
 	}
 }
 
-// stored returns the data of the first state ConfigMap in ns.
-func stored(t *testing.T, ns string) map[string]string {
+// stored returns the data of the first state ConfigMap c holds.
+func stored(t *testing.T, c *memClient) map[string]string {
 	t.Helper()
-	cm, err := cluster.Client().CoreV1().ConfigMaps(ns).Get(context.Background(), "reloader-state", metav1.GetOptions{})
+	cm, err := c.Get(context.Background(), "reloader-state", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return cm.Data
 }
 
-func TestTombstonesRoundTripThroughTheAPIServer(t *testing.T) {
-	ns := cluster.NewNamespace(t)
-	s := loaded(t, ns, nil)
-	deleted, absent := state.Key("ConfigMap", "", "deleted"), state.Key("Secret", "", "absent")
-	at := time.Unix(1795000000, 123456789)
-	s.Set(deleted, hashOf("last"))
-	s.Set(state.KeyOf(deleted, "x"), hashOf("x"))
-	s.Tombstone(deleted, "", at)
-	s.Tombstone(absent, "", at)
-	flush(t, s)
-
-	data := stored(t, ns)
-	for k, want := range map[string]string{
-		deleted:                   "deleted@1795000000:" + hashOf("last"),
-		absent:                    "deleted@1795000000:",
-		state.KeyOf(deleted, "x"): hashOf("x"),
-	} {
-		if data[k] != want {
-			t.Errorf("stored %s = %q, want %q", k, data[k], want)
-		}
-	}
-
-	again := loaded(t, ns, nil)
-	since := time.Unix(1795000000, 0)
-	for k, want := range map[string]state.Entry{
-		deleted:                   {Hash: hashOf("last"), Deleted: true, Since: since},
-		absent:                    {Deleted: true, Since: since},
-		state.KeyOf(deleted, "x"): {Hash: hashOf("x")},
-	} {
-		got, ok := again.Get(k)
-		if !ok || got.Hash != want.Hash || got.Deleted != want.Deleted || !got.Since.Equal(want.Since) {
-			t.Errorf("reloaded %s = %+v, %v; want %+v", k, got, ok, want)
-		}
-	}
-	if got := again.Tombstones(); len(got) != 2 {
-		t.Errorf("Tombstones() = %v, want %s and %s", got, deleted, absent)
-	}
-}
-
 func TestSetRevivesATombstone(t *testing.T) {
-	ns := cluster.NewNamespace(t)
-	s := loaded(t, ns, nil)
+	c := newMemClient()
+	s := loaded(t, c, nil)
 	k := state.Key("ConfigMap", "", "app")
 	s.Tombstone(k, hashOf("old"), time.Unix(1795000000, 0))
 	flush(t, s)
@@ -92,17 +53,17 @@ func TestSetRevivesATombstone(t *testing.T) {
 		t.Fatalf("after Set, Get = %+v, want live with the new hash", e)
 	}
 	flush(t, s)
-	if v := stored(t, ns)[k]; v != hashOf("new") {
+	if v := stored(t, c)[k]; v != hashOf("new") {
 		t.Fatalf("stored %q, want the bare new hash", v)
 	}
-	if n := len(loaded(t, ns, nil).Tombstones()); n != 0 {
+	if n := len(loaded(t, c, nil).Tombstones()); n != 0 {
 		t.Fatalf("reloaded state has %d tombstones, want none", n)
 	}
 }
 
 func TestTombstoneMissingKeepsAnExistingTombstonesSince(t *testing.T) {
-	ns := cluster.NewNamespace(t)
-	s := loaded(t, ns, nil)
+	c := newMemClient()
+	s := loaded(t, c, nil)
 	old, gone, live := state.Key("ConfigMap", "", "old"), state.Key("ConfigMap", "", "gone"), state.Key("ConfigMap", "", "live")
 	t1, t2 := time.Unix(1795000000, 0), time.Unix(1795000600, 0)
 	s.Set(old, hashOf("old"))
@@ -115,7 +76,7 @@ func TestTombstoneMissingKeepsAnExistingTombstonesSince(t *testing.T) {
 	}
 	flush(t, s)
 
-	again := loaded(t, ns, nil)
+	again := loaded(t, c, nil)
 	for k, want := range map[string]state.Entry{
 		old:                    {Hash: hashOf("old"), Deleted: true, Since: t1},
 		gone:                   {Hash: hashOf("gone"), Deleted: true, Since: t2},
@@ -206,7 +167,7 @@ func TestTombstoneMissingTombstonesAConfigWithOnlyDataKeyEntriesLeft(t *testing.
 
 func TestCorruptTombstoneIsDroppedOnLoad(t *testing.T) {
 	ctx := context.Background()
-	ns := cluster.NewNamespace(t)
+	c := newMemClient()
 	good := "deleted@1795000000:" + hashOf("g")
 	corrupt := map[string]string{
 		"v1.ConfigMap_bad-time":      "deleted@soon:" + hashOf("t"),
@@ -225,13 +186,13 @@ func TestCorruptTombstoneIsDroppedOnLoad(t *testing.T) {
 	for k, v := range corrupt {
 		data[k] = v
 	}
-	_, err := cluster.Client().CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+	_, err := c.Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "reloader-state"}, Data: data}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var log bytes.Buffer
-	s := loaded(t, ns, &log)
+	s := loaded(t, c, &log)
 	for k := range corrupt {
 		if e, ok := s.Get(k); ok {
 			t.Errorf("corrupt %s loaded as %+v", k, e)
@@ -244,7 +205,7 @@ func TestCorruptTombstoneIsDroppedOnLoad(t *testing.T) {
 		t.Errorf("good tombstone = %+v, %v", e, ok)
 	}
 	flush(t, s)
-	if got := stored(t, ns); !maps.Equal(got, want) {
+	if got := stored(t, c); !maps.Equal(got, want) {
 		t.Fatalf("after flush the state holds %v, want only the good entries %v", got, want)
 	}
 }
