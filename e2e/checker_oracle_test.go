@@ -774,7 +774,7 @@ func (r *recorder) lost() []violation {
 			continue // runs nothing: its recreation went with the state and the process, or was dropped
 		}
 		for _, c := range judgedConfigs {
-			if last, ok := r.held(w, c); ok && r.stale(w, c) && !r.baseline(w, c) && !r.keyBaseline(w, c) && !r.heldByRollback(w, c) && !r.leftBehind(w, c) && !r.heldByForgery(w, c) {
+			if last, ok := r.held(w, c); ok && r.stale(w, c) && !r.baseline(w, c) && !r.keyBaseline(w, c) && !r.heldByRollback(w, c) && !r.leftBehind(w, c) && !r.heldByForgery(w, c) && !r.deletionMaskedByForgery(w, c) {
 				out = append(out, violation(fmt.Sprintf("lost: %s (mode %s, reads %s) runs an old content of %s, changed at rv %d by %s\n%s", w.name, w.mode(), w.reads(), c, last.rv, last.by, r.story(w, c))))
 			}
 		}
