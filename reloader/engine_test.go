@@ -1293,6 +1293,40 @@ func TestPodsThatTookAReappearanceAreNotReloadedForItByALaterProcess(t *testing.
 	}
 }
 
+// As above, but the later process starts before the reappearance and sees it live: the
+// state notes that web's pods wait for app-config, so they start on B; that restarts nothing
+// (it restarted web once for B), and B is recorded as rolled out.
+func TestPodsThatWaitedForAConfigAreNotReloadedForItsReappearanceByALaterProcess(t *testing.T) {
+	t.Parallel()
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), envFromCM("app-config")) // its pods wait for it
+	onDelete := controllerOpts{tweak: func(o *reloader.Options) { o.ReloadOnDelete = true }}
+	first := startController(t, ns, onDelete)
+	settle(t)
+	deleteConfigMap(t, ns, "app-config")
+	waitEnv(t, ns, "web", cmVar, policy.DeletedMarker)
+	first.settle()
+	first.stop(t)
+
+	second := startController(t, ns, onDelete)
+	settle(t)
+	web := templateChanges(t, ns, "web")
+	hashB := confighash.ConfigMap(&corev1.ConfigMap{Data: map[string]string{"v": "B"}})
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "B"}) // the waiting pods start on B
+	waitRecorded(t, second, "v1.ConfigMap_app-config", hashB)
+	settle(t)
+	if n := web(); n != 0 {
+		t.Fatalf("web's template changed %d times at the reappearance, want 0: its pods started on it", n)
+	}
+	hashC := updateConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
+	waitEnv(t, ns, "web", cmVar, hashC)
+	settle(t)
+	if n := web(); n != 1 {
+		t.Fatalf("web's template changed %d times after a change to C, want 1", n)
+	}
+}
+
 // reappearanceTakenThenDeletedAgain runs web, whose pods wait for app-config, through its
 // deletion (a reload), its reappearance (the pods start on it, no reload) and between, then stops
 // the controller, deletes the config again and starts another one: web is reloaded once, for
