@@ -180,7 +180,7 @@ type marked struct {
 // the content it reappeared with (deleted again, that content is gone whatever the marker says);
 // or they wait for it still, and run nothing of it, as a deletion's marker says (soak seed
 // 1795828528856311681@7). A process that did not see that restart learns it from the state
-// (RanSince).
+// (RanSince; Strip, the content the state notes they took).
 func (f PairFacts) runs() marked {
 	m := marked{marker: f.Marker, reason: markerReason(f.Marker, f.Exists)}
 	switch {
@@ -195,6 +195,11 @@ func (f PairFacts) runs() marked {
 		return marked{marker: Current, vouched: true, reason: RestartRunsThis}
 	case known:
 		return marked{marker: Stale, force: true, reason: RestartRunsOther}
+	case f.Exists && m.marker == Stale && f.Waits && f.RanSince && f.Strip == Current:
+		// Restarted while the config was absent, the pods started on the content it reappeared
+		// with, which a process that saw it noted in the state: a later one reads it there
+		// (soak seed 1796182876957345445@10).
+		return marked{marker: Current, vouched: true, reason: TookReappearance}
 	case !f.Exists && f.ReloadOnDelete && m.marker != Stale && f.Waits && f.RanSince:
 		return marked{marker: Stale, force: true, reason: TookBeforeDeletion}
 	case !f.Exists && m.marker == NoMarker && f.Awaiting:

@@ -38,6 +38,7 @@ const (
 	CreatedAfterDeletion
 	Held
 	UnrecordedTombstone
+	TookReappearance
 )
 
 var reasonWords = [...]string{
@@ -72,6 +73,7 @@ var reasonWords = [...]string{
 	CreatedAfterDeletion: "the workload was created after the config's deletion and never read it",
 	Held:                 "this content's reload was rolled back: it is held until the content changes",
 	UnrecordedTombstone:  "there is no marker, and the config may have had a content the state never recorded before its deletion",
+	TookReappearance:     "the pods, restarted while the config was absent, started on this content when it reappeared, as the state notes",
 }
 
 // String says the reason in plain words.

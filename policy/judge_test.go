@@ -178,6 +178,12 @@ func TestJudgeDecidesEachCaseOfTheRule(t *testing.T) {
 			gone().set(onDelete).set(awaiting).state(live(a)), false, Awaiting, "", ""},
 		{"without the wait, the state's content rolled out reloads it (seed 1795828528856311681@7, control)",
 			gone().set(onDelete).state(live(a)), true, RanBeforeDeletion, "", a},
+		{"pods noted in the state to have taken the reappearance still there restart nothing in a later process (TestPodsThatTookAReappearanceAreNotReloadedForItByALaterProcess, soak seed 1796182876957345445@10)",
+			on(b).marker(Stale).set(waitsRan).strip(Current).state(live(b)), false, TookReappearance, "vouched", ""},
+		{"a change since that reappearance reloads them once (TestPodsThatTookAReappearanceAreNotReloadedForItByALaterProcess, control)",
+			on(c).marker(Stale).set(waitsRan).strip(Stale).state(live(b)), true, MarkerStale, "behind", ""},
+		{"a note of pods that do not wait for the config says nothing against a stale marker",
+			on(b).marker(Stale).set(ranSince).strip(Current).state(live(b)), true, MarkerStale, "behind", ""},
 
 		// Collaborne's variable.
 		{"Collaborne's variable of this content restarts nothing (TestSwitchingFromCollaborneRestartsNothingThatIsCurrent)",

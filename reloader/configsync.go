@@ -42,11 +42,12 @@ func (c *Controller) syncConfig(k key) error {
 		c.tombstones.entered(k, policy.UnseenOnEntry(left, c.rule.created(k)))
 	}
 	deps := c.rule.dependents(k, rec)
+	if rec != nil && c.strips.reappeared(k, deps) {
+		// The pods that waited for it started on this content: judged again with that note.
+		deps = c.rule.dependents(k, rec)
+	}
 	c.tracker.liftStale(deps)
 	c.strips.watchDue(k, deps)
-	if rec != nil {
-		c.strips.reappeared(k, deps)
-	}
 	c.tombstones.noteReach(k, rec, deps, fresh)
 	c.gates.wake(deps) // gates.go
 	var due []key

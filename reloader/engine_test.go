@@ -1256,6 +1256,77 @@ func TestPodsThatTookAReappearanceKeepItsNoteThroughASpecChangeThatRestartsNothi
 	})
 }
 
+// Soak seed 1796182876957345445@10: as above, but the config is still there, with the content
+// the pods took, when the later process starts. The marker says the deletion; the state notes
+// that the pods started on the reappearance: that process restarts nothing (it restarted web
+// for content its pods ran). A change after that restarts web once.
+func TestPodsThatTookAReappearanceAreNotReloadedForItByALaterProcess(t *testing.T) {
+	t.Parallel()
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), envFromCM("app-config")) // its pods wait for it
+	onDelete := controllerOpts{tweak: func(o *reloader.Options) { o.ReloadOnDelete = true }}
+	first := startController(t, ns, onDelete)
+	settle(t)
+	deleteConfigMap(t, ns, "app-config")
+	waitEnv(t, ns, "web", cmVar, policy.DeletedMarker)
+	first.settle()
+	web := templateChanges(t, ns, "web")
+	hashB := confighash.ConfigMap(&corev1.ConfigMap{Data: map[string]string{"v": "B"}})
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "B"}) // the waiting pods start on B
+	waitFor(t, 10*time.Second, "the state notes that web runs B", func() (bool, error) {
+		return stateEntry(t, ns, "strip.ConfigMap.Deployment_web_app-config") == hashB, nil
+	})
+	first.settle()
+	first.stop(t)
+
+	startController(t, ns, onDelete)
+	settle(t)
+	if n := web(); n != 0 {
+		t.Fatalf("web's template changed %d times, want 0: its pods run B, as the state notes", n)
+	}
+	hashC := updateConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
+	waitEnv(t, ns, "web", cmVar, hashC)
+	settle(t)
+	if n := web(); n != 1 {
+		t.Fatalf("web's template changed %d times after a change to C, want 1", n)
+	}
+}
+
+// As above, but the later process starts before the reappearance and sees it live: the
+// state notes that web's pods wait for app-config, so they start on B; that restarts nothing
+// (it restarted web once for B), and B is recorded as rolled out.
+func TestPodsThatWaitedForAConfigAreNotReloadedForItsReappearanceByALaterProcess(t *testing.T) {
+	t.Parallel()
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), envFromCM("app-config")) // its pods wait for it
+	onDelete := controllerOpts{tweak: func(o *reloader.Options) { o.ReloadOnDelete = true }}
+	first := startController(t, ns, onDelete)
+	settle(t)
+	deleteConfigMap(t, ns, "app-config")
+	waitEnv(t, ns, "web", cmVar, policy.DeletedMarker)
+	first.settle()
+	first.stop(t)
+
+	second := startController(t, ns, onDelete)
+	settle(t)
+	web := templateChanges(t, ns, "web")
+	hashB := confighash.ConfigMap(&corev1.ConfigMap{Data: map[string]string{"v": "B"}})
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "B"}) // the waiting pods start on B
+	waitRecorded(t, second, "v1.ConfigMap_app-config", hashB)
+	settle(t)
+	if n := web(); n != 0 {
+		t.Fatalf("web's template changed %d times at the reappearance, want 0: its pods started on it", n)
+	}
+	hashC := updateConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
+	waitEnv(t, ns, "web", cmVar, hashC)
+	settle(t)
+	if n := web(); n != 1 {
+		t.Fatalf("web's template changed %d times after a change to C, want 1", n)
+	}
+}
+
 // reappearanceTakenThenDeletedAgain runs web, whose pods wait for app-config, through its
 // deletion (a reload), its reappearance (the pods start on it, no reload) and between, then stops
 // the controller, deletes the config again and starts another one: web is reloaded once, for

@@ -352,14 +352,16 @@ func (s *strips) rolledBack(w key, refs []policy.ConfigRef) (undo func()) {
 }
 
 // reappeared notes, for each dependent of config c (which exists) whose pods waited for it
-// (awaits), that they run its content: they started on it.
-func (s *strips) reappeared(c key, deps []dependent) {
+// (awaits), that they run its content: they started on it. noted: any did.
+func (s *strips) reappeared(c key, deps []dependent) (noted bool) {
 	r := policy.ConfigRef{Kind: c.kind, Name: c.name}
 	for _, d := range deps {
 		if v, ok := s.store.Value(s.names.strip(d.workload, r)); ok && v == awaited {
 			s.remember(d.workload, r, d.change.Value, d.keys)
+			noted = true
 		}
 	}
+	return noted
 }
 
 // ranSince reports whether the state notes that the pods of w run a content of config r: one
