@@ -27,6 +27,11 @@
 // moves: it counts against the budget at the size of the longest value it could take, so it can
 // always be updated in place. When no shard has room the entry is kept in memory only (see
 // Store.Unsaved) and written once room appears: a full state is never written past its budget.
+// Its owner may mark a config spare (Store.SetSpare: no workload reads it). A full state gives
+// spare entries' room to entries that are not spare: such an entry that finds no room evicts
+// saved spare entries of one shard to memory only, and the flush removes them there; a spare entry
+// never evicts. So past the ceiling only spare entries are lost at a restart, unless entries that
+// are not spare alone fill every shard.
 // A key deleted and re-added before the flush returns to its old shard if that has room; if not,
 // the flush removes it there, so that no key is ever stored twice. Writes are JSON merge patches
 // of the changed keys only, so keys written by others survive. An unfenced store's writes are

@@ -55,9 +55,75 @@ func (s *Store) update(key string, e Entry) bool {
 	return true
 }
 
-// place picks the shard for key and counts its bytes there. The caller holds s.mu.
+// place picks the shard for key and counts its bytes there. A key that is not spare and finds no
+// room takes it from spare saved entries, which go to memory only; a spare key never evicts. The
+// caller holds s.mu.
 func (s *Store) place(key string) int {
-	return s.room.place(s.kinds.reserve(key), s.flusher.due.gone[key])
+	size, spare := s.kinds.reserve(key), s.isSpare(key)
+	shard := s.room.place(size, s.flusher.due.gone[key])
+	if shard == memoryOnly && !spare {
+		shard = s.evictFor(size)
+	}
+	if spare && shard != memoryOnly {
+		s.room.spare[shard] += size
+	}
+	return shard
+}
+
+// isSpare reports whether key is an entry of a config its owner marked spare (SetSpare).
+func (s *Store) isSpare(key string) bool {
+	if !isConfigPrefixed(key) {
+		return false
+	}
+	_, ok := s.spare[ConfigOf(key)]
+	return ok
+}
+
+// evictFor moves spare saved entries of one shard to memory only until that shard has room for
+// size bytes, counts size there and returns it; memoryOnly if no shard can make room that way.
+func (s *Store) evictFor(size int) int {
+	target := memoryOnly
+	for i := range MaxShards {
+		if s.room.bytes[i]-s.room.spare[i]+size <= s.room.budget {
+			target = i
+			break
+		}
+	}
+	if target == memoryOnly {
+		return memoryOnly
+	}
+	for config := range s.spare {
+		for _, k := range s.family(config) {
+			e, ok := s.entries.m[k]
+			if !ok || !e.in(target) {
+				continue
+			}
+			s.evict(k, e)
+			if s.room.fits(target, size) {
+				s.room.bytes[target] += size
+				return target
+			}
+		}
+	}
+	return memoryOnly // unreachable while room.spare counts right
+}
+
+// family returns config's entry key and those of its data-key entries.
+func (s *Store) family(config string) []string {
+	out := []string{config}
+	for k := range s.children[config] {
+		out = append(out, k)
+	}
+	return out
+}
+
+// evict moves the saved spare entry e of key to memory only: its bytes leave its shard, and the
+// next flush removes it there, as for a deleted key.
+func (s *Store) evict(key string, e entry) {
+	s.unplace(key, e)
+	e.shard, e.stored = memoryOnly, false
+	s.entries.m[key] = e
+	s.room.setUnsaved(key, true)
 }
 
 // unplace takes key out of its shard: its bytes no longer count there, and the next flush
@@ -67,17 +133,33 @@ func (s *Store) unplace(key string, e entry) {
 	if e.shard == memoryOnly {
 		return
 	}
-	s.room.bytes[e.shard] -= s.kinds.reserve(key)
+	size := s.kinds.reserve(key)
+	s.room.bytes[e.shard] -= size
+	if s.isSpare(key) {
+		s.room.spare[e.shard] -= size
+	}
 	if e.stored {
 		s.flusher.due.removeFrom(key, int(e.shard))
 		s.flusher.due.mark(key)
 	}
 }
 
-// placeUnsaved moves memory-only entries into shards that have room again.
+// placeUnsaved moves memory-only entries into shards that have room again: entries that are not
+// spare first, which may evict spare ones, then spare ones where room is left.
 func (s *Store) placeUnsaved() {
+	var keys, spare []string
 	for k := range s.room.unsaved {
+		if s.isSpare(k) {
+			spare = append(spare, k)
+		} else {
+			keys = append(keys, k)
+		}
+	}
+	for _, k := range append(keys, spare...) {
 		e := s.entries.m[k]
+		if e.shard != memoryOnly {
+			continue
+		}
 		e.shard = int8(s.place(k))
 		if e.shard == memoryOnly {
 			continue
@@ -93,6 +175,7 @@ func (s *Store) placeUnsaved() {
 type room struct {
 	budget  int                 // bytes per shard: ShardBudget, smaller in tests
 	bytes   [MaxShards]int      // keys and values held by each shard, ours and others'
+	spare   [MaxShards]int      // of bytes, those of spare entries: room an entry not spare may take
 	unsaved map[string]struct{} // entries kept in memory only, waiting for room
 	log     *slog.Logger
 }
