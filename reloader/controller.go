@@ -114,6 +114,8 @@ type Options struct {
 
 	// stateWriteWait replaces defaultStateWriteWait when set (tests: export_test.go).
 	stateWriteWait time.Duration
+	// stateBudget replaces state.ShardBudget when set (tests: export_test.go).
+	stateBudget int
 }
 
 // DefaultRolloutTimeout is how long a followed rollout may run before it counts as timed out,
@@ -227,6 +229,9 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 	c.strips = newStrips(c.state, c.names)
 	c.records = &records{annotations: opts.Annotations, hashKey: &c.opts.HashKey, store: c.state, names: c.names, strips: c.strips}
 	c.state.OnWrite = c.metrics.ObserveStateWrite
+	if opts.stateBudget > 0 {
+		state.SetBudget(c.state, opts.stateBudget)
+	}
 	if opts.StateWriter != "" {
 		c.state.Fence(opts.StateWriter)
 	}
