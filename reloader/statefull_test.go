@@ -35,7 +35,8 @@ func storedState(t *testing.T, ns string) map[string]string {
 // A state filled by configs no workload reads: a config that a workload starts reading takes
 // the room of an unread one's entry, so its entry is saved, and a change made to it while the
 // reloader is down is caught up at the next start. Before spare entries, its entry stayed in
-// memory only and that change was missed.
+// memory only and that change was missed. The full state is said once, as a Warning Event and a
+// gauge.
 func TestAReadConfigsEntryIsSavedInAFullStateAndItsChangeWhileDownIsCaughtUp(t *testing.T) {
 	t.Parallel()
 	ns := cluster.NewNamespace(t)
@@ -56,6 +57,12 @@ func TestAReadConfigsEntryIsSavedInAFullStateAndItsChangeWhileDownIsCaughtUp(t *
 		}
 		return true, nil
 	})
+	// The full state is said once: a Warning Event on the first state ConfigMap, and the gauge.
+	spareGauge := r.metrics.StateMemoryOnly.WithLabelValues("true")
+	readGauge := r.metrics.StateMemoryOnly.WithLabelValues("false")
+	waitFor(t, 10*time.Second, "the full state reported", func() (bool, error) {
+		return countEvents(t, ns, "reloader-state", "StateFull") == 1 && value(t, spareGauge) > 0, nil
+	})
 
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
 	before := createDeployment(t, ns, "api", 0, named("configmap", "app-config"), nil).Generation
@@ -67,6 +74,12 @@ func TestAReadConfigsEntryIsSavedInAFullStateAndItsChangeWhileDownIsCaughtUp(t *
 		})
 	if err != nil {
 		t.Errorf("app-config's entry is not saved in the full state (%v); the state holds %d entries", err, len(storedState(t, ns)))
+	}
+	waitFor(t, 10*time.Second, "no read entry in memory only", func() (bool, error) {
+		return value(t, readGauge) == 0 && value(t, spareGauge) > 0, nil
+	})
+	if n := countEvents(t, ns, "reloader-state", "StateFull"); n != 1 {
+		t.Errorf("%d StateFull Events, want 1: the state stayed full", n)
 	}
 	settle(t)
 	r.stop(t)
