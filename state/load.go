@@ -72,7 +72,7 @@ func (s *Store) loadShard(i int, data map[string]string) {
 		s.children.link(k, true)
 		s.room.bytes[i] += s.kinds.reserve(k)
 		if s.isSpare(k) {
-			s.room.spare[i] += s.kinds.reserve(k)
+			s.room.addSpare(k, i, s.kinds.reserve(k))
 		}
 	}
 }
@@ -87,6 +87,6 @@ func (s *Store) drop(key string, i int) {
 func (s *Store) forgetAll() {
 	s.entries, s.children = newEntryMap(), children{}
 	s.flusher.forget()
-	s.room.bytes, s.room.spare, s.room.unsaved = [MaxShards]int{}, [MaxShards]int{}, map[string]struct{}{}
+	s.room.forget()
 	s.io.forget()
 }

@@ -65,7 +65,7 @@ func (s *Store) place(key string) int {
 		shard = s.evictFor(size)
 	}
 	if spare && shard != memoryOnly {
-		s.room.spare[shard] += size
+		s.room.addSpare(key, shard, size)
 	}
 	return shard
 }
@@ -82,30 +82,23 @@ func (s *Store) isSpare(key string) bool {
 // evictFor moves spare saved entries of one shard to memory only until that shard has room for
 // size bytes, counts size there and returns it; memoryOnly if no shard can make room that way.
 func (s *Store) evictFor(size int) int {
-	target := memoryOnly
 	for i := range MaxShards {
-		if s.room.bytes[i]-s.room.spare[i]+size <= s.room.budget {
-			target = i
-			break
+		if s.room.bytes[i]-s.room.spareBytes[i]+size > s.room.budget {
+			continue
 		}
-	}
-	if target == memoryOnly {
-		return memoryOnly
-	}
-	for config := range s.spare {
-		for _, k := range s.family(config) {
-			e, ok := s.entries.m[k]
-			if !ok || !e.in(target) {
-				continue
-			}
-			s.evict(k, e)
-			if s.room.fits(target, size) {
-				s.room.bytes[target] += size
-				return target
+		for !s.room.fits(i, size) && len(s.room.spareIn[i]) > 0 {
+			for k := range s.room.spareIn[i] {
+				s.evict(k, s.entries.m[k])
+				break
 			}
 		}
+		if !s.room.fits(i, size) {
+			continue // not reached while spareBytes counts spareIn
+		}
+		s.room.bytes[i] += size
+		return i
 	}
-	return memoryOnly // unreachable while room.spare counts right
+	return memoryOnly
 }
 
 // family returns config's entry key and those of its data-key entries.
@@ -136,7 +129,7 @@ func (s *Store) unplace(key string, e entry) {
 	size := s.kinds.reserve(key)
 	s.room.bytes[e.shard] -= size
 	if s.isSpare(key) {
-		s.room.spare[e.shard] -= size
+		s.room.dropSpare(key, int(e.shard), size)
 	}
 	if e.stored {
 		s.flusher.due.removeFrom(key, int(e.shard))
@@ -173,11 +166,14 @@ func (s *Store) placeUnsaved() {
 // room counts how full each shard is against its budget, and which entries no shard had room
 // for. It knows sizes and keys, not entries. The store's lock guards it.
 type room struct {
-	budget  int                 // bytes per shard: ShardBudget, smaller in tests
-	bytes   [MaxShards]int      // keys and values held by each shard, ours and others'
-	spare   [MaxShards]int      // of bytes, those of spare entries: room an entry not spare may take
-	unsaved map[string]struct{} // entries kept in memory only, waiting for room
-	log     *slog.Logger
+	budget int            // bytes per shard: ShardBudget, smaller in tests
+	bytes  [MaxShards]int // keys and values held by each shard, ours and others'
+	// spareIn are the spare entries each shard holds, and spareBytes their bytes: room an entry
+	// that is not spare may take.
+	spareIn    [MaxShards]map[string]struct{}
+	spareBytes [MaxShards]int
+	unsaved    map[string]struct{} // entries kept in memory only, waiting for room
+	log        *slog.Logger
 }
 
 // place picks a shard with room for size bytes and counts them there. A shard in gone (the key
@@ -198,6 +194,27 @@ func (r *room) place(size int, gone shardSet) int {
 		}
 	}
 	return memoryOnly
+}
+
+// addSpare counts key, a spare entry of size bytes, as held by shard.
+func (r *room) addSpare(key string, shard, size int) {
+	if r.spareIn[shard] == nil {
+		r.spareIn[shard] = map[string]struct{}{}
+	}
+	r.spareIn[shard][key] = struct{}{}
+	r.spareBytes[shard] += size
+}
+
+// dropSpare undoes addSpare.
+func (r *room) dropSpare(key string, shard, size int) {
+	delete(r.spareIn[shard], key)
+	r.spareBytes[shard] -= size
+}
+
+// forget empties the counts before a Load.
+func (r *room) forget() {
+	r.bytes, r.spareIn, r.spareBytes = [MaxShards]int{}, [MaxShards]map[string]struct{}{}, [MaxShards]int{}
+	r.unsaved = map[string]struct{}{}
 }
 
 func (r *room) fits(shard, size int) bool {

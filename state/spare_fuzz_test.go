@@ -83,6 +83,7 @@ func checkRoom(t *testing.T, s *Store) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var bytes, spare [MaxShards]int
+	var spareIn [MaxShards]int
 	for k, e := range s.entries.m {
 		_, unsaved := s.room.unsaved[k]
 		if unsaved != (e.shard == memoryOnly) {
@@ -94,6 +95,10 @@ func checkRoom(t *testing.T, s *Store) {
 		bytes[e.shard] += s.kinds.reserve(k)
 		if s.isSpare(k) {
 			spare[e.shard] += s.kinds.reserve(k)
+			spareIn[e.shard]++
+			if _, ok := s.room.spareIn[e.shard][k]; !ok {
+				t.Fatalf("spare %s in shard %d is not listed as one", k, e.shard)
+			}
 		}
 	}
 	for k := range s.room.unsaved {
@@ -101,8 +106,13 @@ func checkRoom(t *testing.T, s *Store) {
 			t.Fatalf("%s is unsaved and not an entry", k)
 		}
 	}
-	if bytes != s.room.bytes || spare != s.room.spare {
-		t.Fatalf("shards count %v bytes, %v spare; their entries take %v, %v", s.room.bytes, s.room.spare, bytes, spare)
+	if bytes != s.room.bytes || spare != s.room.spareBytes {
+		t.Fatalf("shards count %v bytes, %v spare; their entries take %v, %v", s.room.bytes, s.room.spareBytes, bytes, spare)
+	}
+	for i, n := range spareIn {
+		if len(s.room.spareIn[i]) != n {
+			t.Fatalf("shard %d lists %d spare entries, holds %d", i, len(s.room.spareIn[i]), n)
+		}
 	}
 	for i, n := range bytes {
 		if n > s.room.budget {
@@ -122,9 +132,9 @@ func checkRoomAfterFlush(t *testing.T, s *Store) {
 			continue
 		}
 		for i := range MaxShards {
-			if s.room.bytes[i]-s.room.spare[i]+s.kinds.reserve(k) <= s.room.budget {
+			if s.room.bytes[i]-s.room.spareBytes[i]+s.kinds.reserve(k) <= s.room.budget {
 				t.Fatalf("%s (not spare) is in memory only, but shard %d holds %d bytes of which %d spare",
-					k, i, s.room.bytes[i], s.room.spare[i])
+					k, i, s.room.bytes[i], s.room.spareBytes[i])
 			}
 		}
 	}

@@ -296,22 +296,25 @@ func (s *Store) SetSpare(config string, spare bool) {
 	}
 }
 
-// setSpare marks config spare or not and moves its saved entries' bytes in or out of the
-// shards' spare bytes. The caller holds s.mu.
+// setSpare marks config spare or not and moves its saved entries in or out of the shards'
+// spare ones. The caller holds s.mu.
 func (s *Store) setSpare(config string, spare bool) {
-	sign := -1
+	if _, was := s.spare[config]; was == spare {
+		return
+	}
 	if spare {
 		s.spare[config] = struct{}{}
-		sign = 1
 	} else {
-		if _, ok := s.spare[config]; !ok {
-			return
-		}
 		delete(s.spare, config)
 	}
 	for _, k := range s.family(config) {
-		if e, ok := s.entries.m[k]; ok && e.shard != memoryOnly {
-			s.room.spare[e.shard] += sign * s.kinds.reserve(k)
+		e, ok := s.entries.m[k]
+		switch {
+		case !ok || e.shard == memoryOnly:
+		case spare:
+			s.room.addSpare(k, int(e.shard), s.kinds.reserve(k))
+		default:
+			s.room.dropSpare(k, int(e.shard), s.kinds.reserve(k))
 		}
 	}
 }
