@@ -294,7 +294,7 @@ func checkPrometheusRule(t *testing.T, ns string, prs []*unstructured.Unstructur
 		}
 	}
 	for _, want := range []string{"ReloaderDown", "ReloaderReloadFailures", "ReloaderStateWriteFailures",
-		"ReloaderStateShardsNearlyExhausted", "ReloaderStateConfigMapNearSizeLimit", "ReloaderPendingReloadsBacklog"} {
+		"ReloaderStateShardsNearlyExhausted", "ReloaderStateConfigMapNearSizeLimit", "ReloaderStateFull", "ReloaderPendingReloadsBacklog"} {
 		if !slices.Contains(alerts, want) {
 			t.Errorf("PrometheusRule lacks alert %s (has %v)", want, alerts)
 		}

@@ -30,6 +30,7 @@ type Metrics struct {
 	StateEntries    *prometheus.GaugeVec     // configmap
 	StateBytes      *prometheus.GaugeVec     // configmap
 	StateWrites     *prometheus.CounterVec   // configmap, result
+	StateMemoryOnly *prometheus.GaugeVec     // spare: entries no state shard had room for
 	Leader          prometheus.Gauge
 	OnDeleteSkipped *prometheus.CounterVec // kind: template changed but OnDelete strategy restarts nothing
 	APIRequests     *prometheus.CounterVec // verb, resource: requests this process sent to the API server
@@ -102,6 +103,10 @@ func New(version string, opts ...Option) *Metrics {
 		StateWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "reloader_state_writes_total", Help: "Batched writes of a state ConfigMap, by result (success, failure).",
 		}, []string{"configmap", "result"}),
+		StateMemoryOnly: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "reloader_state_memory_only_entries",
+			Help: "State entries no state ConfigMap has room for, kept in memory only and lost at a restart; spare=\"true\" for configs no workload reads.",
+		}, []string{"spare"}),
 		Leader: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "reloader_leader", Help: "1 while this replica acts (leader, or leader election off), else 0.",
 		}),
@@ -120,7 +125,7 @@ func New(version string, opts ...Option) *Metrics {
 	})
 	build.Set(1)
 	r.MustRegister(m.Reloads, m.Coalesced, m.Pending, m.Latency, m.Changes, m.StateEntries, m.StateBytes,
-		m.StateWrites, m.Leader, m.OnDeleteSkipped, m.APIRequests, m.Alerts, build,
+		m.StateWrites, m.StateMemoryOnly, m.Leader, m.OnDeleteSkipped, m.APIRequests, m.Alerts, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	r.MustRegister(newQueueCollectors(m)...)
 	m.Rollouts = newRollouts(r)

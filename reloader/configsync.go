@@ -46,6 +46,7 @@ func (c *Controller) syncConfig(k key) error {
 		// The pods that waited for it started on this content: judged again with that note.
 		deps = c.rule.dependents(k, rec)
 	}
+	c.markSpare(k, len(deps) == 0)
 	c.tracker.liftStale(deps)
 	c.strips.watchDue(k, deps)
 	c.tombstones.noteReach(k, rec, deps, fresh)
@@ -123,9 +124,10 @@ func (c *Controller) startupPass() {
 			skey := c.names.config(k)
 			live[skey] = true
 			e, known := c.state.Get(skey)
+			spare := c.markSpare(k, true)
 			switch {
 			case known && !e.Deleted && e.Hash == r.hash():
-			case !known && !c.caches.referenced(k) && c.caches.allowed(k.namespace):
+			case !known && spare && c.caches.allowed(k.namespace):
 				c.state.Set(skey, r.hash())
 			default:
 				c.strips.unsure(k, c.rule.dependents(k, r))
@@ -137,6 +139,16 @@ func (c *Controller) startupPass() {
 		c.log.Info("configs deleted while the reloader was down", "entries", n)
 	}
 	c.tombstones.queueAll()
+}
+
+// markSpare tells the state whether config k is spare: no workload reads or names it (unread:
+// none of its dependents was found), so that a full state gives its entry's room to a read
+// config's. A config turns read as soon as a workload's sync queues it, before its entry is
+// needed at a restart. It reports the mark.
+func (c *Controller) markSpare(k key, unread bool) bool {
+	spare := unread && !c.caches.referenced(k)
+	c.state.SetSpare(c.names.config(k), spare)
+	return spare
 }
 
 // short abbreviates a hash for logs and Events: its first 8 hex digits, of the HMAC for a keyed

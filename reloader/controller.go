@@ -25,6 +25,7 @@ import (
 
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -114,6 +115,8 @@ type Options struct {
 
 	// stateWriteWait replaces defaultStateWriteWait when set (tests: export_test.go).
 	stateWriteWait time.Duration
+	// stateBudget replaces state.ShardBudget when set (tests: export_test.go).
+	stateBudget int
 }
 
 // DefaultRolloutTimeout is how long a followed rollout may run before it counts as timed out,
@@ -227,6 +230,9 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 	c.strips = newStrips(c.state, c.names)
 	c.records = &records{annotations: opts.Annotations, hashKey: &c.opts.HashKey, store: c.state, names: c.names, strips: c.strips}
 	c.state.OnWrite = c.metrics.ObserveStateWrite
+	if opts.stateBudget > 0 {
+		state.SetBudget(c.state, opts.stateBudget)
+	}
 	if opts.StateWriter != "" {
 		c.state.Fence(opts.StateWriter)
 	}
@@ -347,7 +353,9 @@ func (c *Controller) Run(ctx context.Context) error {
 			}
 		})
 	}
-	go reportGauges(workCtx, c.metrics, c.state, func() int { return c.coalescer.Pending() + c.queued() })
+	full := false // reportGauges's goroutine alone uses it
+	go reportGauges(workCtx, c.metrics, c.state, func() int { return c.coalescer.Pending() + c.queued() },
+		func(unsaved, spare int) { full = c.warnStateFull(full, unsaved, spare) })
 	if c.opts.Alerts != nil && !c.opts.DryRun {
 		go c.opts.Alerts.Run(workCtx)
 	}
@@ -536,8 +544,10 @@ func (c *Controller) sync(ctx context.Context, k key) error {
 }
 
 // reportGauges refreshes, until ctx ends, the gauges that are cheaper to sample than to track:
-// the state's size, and the reloads pending (in a window or queued).
-func reportGauges(ctx context.Context, m *metrics.Metrics, store *state.Store, pending func() int) {
+// the state's size and its entries kept in memory only, which it passes to unsaved as well, and
+// the reloads pending (in a window or queued).
+func reportGauges(ctx context.Context, m *metrics.Metrics, store *state.Store, pending func() int,
+	unsaved func(n, spare int)) {
 	t := time.NewTicker(2 * time.Second)
 	defer t.Stop()
 	for {
@@ -545,6 +555,10 @@ func reportGauges(ctx context.Context, m *metrics.Metrics, store *state.Store, p
 			m.StateEntries.WithLabelValues(s.Name).Set(float64(s.Entries))
 			m.StateBytes.WithLabelValues(s.Name).Set(float64(s.Bytes))
 		}
+		n, spare := store.Unsaved(), store.UnsavedSpare()
+		m.StateMemoryOnly.WithLabelValues("true").Set(float64(spare))
+		m.StateMemoryOnly.WithLabelValues("false").Set(float64(n - spare))
+		unsaved(n, spare)
 		m.Pending.Set(float64(pending()))
 		select {
 		case <-ctx.Done():
@@ -589,3 +603,28 @@ func (c *Controller) stateClean() bool { return c.opts.DryRun || c.state.Clean()
 
 // queued counts the keys waiting: in the work queue and behind it in the start-up backlog.
 func (c *Controller) queued() int { return c.queue.Len() + c.backlog.len() }
+
+// reasonStateFull is the Warning, on the first state ConfigMap, of a state with no room left.
+const reasonStateFull = "StateFull"
+
+// warnStateFull says, once each time the state turns full (was: it was full at the last
+// sample), that entries are kept in memory only, as a Warning Event on the first state
+// ConfigMap; the state logs it too. It reports whether the state is full.
+func (c *Controller) warnStateFull(was bool, unsaved, spare int) bool {
+	full := unsaved > 0
+	if full && !was && !c.opts.DryRun {
+		// The ConfigMap as read, with its UID, so that kubectl describe lists the Event.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		shard, err := c.clients.StateConfigMaps(c.opts.StateNamespace).Get(ctx, c.opts.StateName, metav1.GetOptions{})
+		if err != nil {
+			shard = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: c.opts.StateNamespace, Name: c.opts.StateName}}
+		}
+		c.reports.event(shard, corev1.EventTypeWarning, reasonStateFull, fmt.Sprintf(
+			"The state is full: %d entries are kept in memory only and lost at a restart, %d of them of configs no workload reads; "+
+				"a change made while the reloader is down to a config whose entry is lost is not caught up. "+
+				"Exclude configs (--ignore-secret-types, --resource-label-selector, --namespaces-to-ignore)",
+			unsaved, spare))
+	}
+	return full
+}

@@ -42,3 +42,7 @@ func (c *Controller) Recorded(key string) string {
 // SetStateWriteWait bounds the start-up hook's wait for the state's first write to d, in place
 // of 30 s.
 func SetStateWriteWait(o *Options, d time.Duration) { o.stateWriteWait = d }
+
+// SetStateBudget makes each state shard hold bytes, in place of state.ShardBudget, so that a few
+// configs fill the state.
+func SetStateBudget(o *Options, bytes int) { o.stateBudget = bytes }

@@ -24,14 +24,19 @@
 //
 // One ConfigMap holds at most 1 MiB, so entries spread over shards: <name>, <name>-1, ... up to
 // MaxShards, each filled to ShardBudget. A new entry goes to the first shard with room and never
-// moves: it counts against the budget at the size of the longest value it could take, so it can
-// always be updated in place. When no shard has room the entry is kept in memory only (see
-// Store.Unsaved) and written once room appears: a full state is never written past its budget.
-// A key deleted and re-added before the flush returns to its old shard if that has room; if not,
-// the flush removes it there, so that no key is ever stored twice. Writes are JSON merge patches
-// of the changed keys only, so keys written by others survive. An unfenced store's writes are
-// unconditional; a fenced one's (leader election, fence.go) name the shard's resourceVersion,
-// and a conflict costs a read of that version and a second attempt.
+// moves (unless evicted, below): it counts against the budget at the size of the longest value it
+// could take, so it can always be updated in place. When no shard has room the entry is kept in
+// memory only (see Store.Unsaved) and written once room appears: a full state is never written
+// past its budget. Its owner may mark a config spare (Store.SetSpare: no workload reads it). A
+// full state gives spare entries' room to entries that are not spare: such an entry that finds no
+// room evicts saved spare entries of one shard to memory only, and the flush removes them there; a
+// spare entry never evicts. So past the ceiling only spare entries are lost at a restart, unless
+// entries that are not spare alone fill every shard. A key deleted and re-added before the flush
+// returns to its old shard if that has room; if not, the flush removes it there, so that no key is
+// ever stored twice. Writes are JSON merge patches of the changed keys only, so keys written by
+// others survive. An unfenced store's writes are unconditional; a fenced one's (leader election,
+// fence.go) name the shard's resourceVersion, and a conflict costs a read of that version and a
+// second attempt.
 //
 // Changes are written behind: a flush starts shortly after the first change and writes all of
 // them. An entry its owner calls redundant (Store.SetRedundant) starts no flush: it goes along

@@ -69,8 +69,11 @@ func (s *Store) loadShard(i int, data map[string]string) {
 			continue
 		}
 		s.entries.put(k, e, i, true)
-		s.room.bytes[i] += s.kinds.reserve(k)
 		s.children.link(k, true)
+		s.room.bytes[i] += s.kinds.reserve(k)
+		if s.isSpare(k) {
+			s.room.addSpare(k, i, s.kinds.reserve(k))
+		}
 	}
 }
 
@@ -84,6 +87,6 @@ func (s *Store) drop(key string, i int) {
 func (s *Store) forgetAll() {
 	s.entries, s.children = newEntryMap(), children{}
 	s.flusher.forget()
-	s.room.bytes, s.room.unsaved = [MaxShards]int{}, map[string]struct{}{}
+	s.room.forget()
 	s.io.forget()
 }

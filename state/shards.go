@@ -55,9 +55,68 @@ func (s *Store) update(key string, e Entry) bool {
 	return true
 }
 
-// place picks the shard for key and counts its bytes there. The caller holds s.mu.
+// place picks the shard for key and counts its bytes there. A key that is not spare and finds no
+// room takes it from spare saved entries, which go to memory only; a spare key never evicts. The
+// caller holds s.mu.
 func (s *Store) place(key string) int {
-	return s.room.place(s.kinds.reserve(key), s.flusher.due.gone[key])
+	size, spare := s.kinds.reserve(key), s.isSpare(key)
+	shard := s.room.place(size, s.flusher.due.gone[key])
+	if shard == memoryOnly && !spare {
+		shard = s.evictFor(size)
+	}
+	if spare && shard != memoryOnly {
+		s.room.addSpare(key, shard, size)
+	}
+	return shard
+}
+
+// isSpare reports whether key is an entry of a config its owner marked spare (SetSpare).
+func (s *Store) isSpare(key string) bool {
+	if !isConfigPrefixed(key) {
+		return false
+	}
+	_, ok := s.spare[ConfigOf(key)]
+	return ok
+}
+
+// evictFor moves spare saved entries of one shard to memory only until that shard has room for
+// size bytes, counts size there and returns it; memoryOnly if no shard can make room that way.
+func (s *Store) evictFor(size int) int {
+	for i := range MaxShards {
+		if s.room.bytes[i]-s.room.spareBytes[i]+size > s.room.budget {
+			continue
+		}
+		for !s.room.fits(i, size) && len(s.room.spareIn[i]) > 0 {
+			for k := range s.room.spareIn[i] {
+				s.evict(k, s.entries.m[k])
+				break
+			}
+		}
+		if !s.room.fits(i, size) {
+			continue // not reached while spareBytes counts spareIn
+		}
+		s.room.bytes[i] += size
+		return i
+	}
+	return memoryOnly
+}
+
+// family returns config's entry key and those of its data-key entries.
+func (s *Store) family(config string) []string {
+	out := []string{config}
+	for k := range s.children[config] {
+		out = append(out, k)
+	}
+	return out
+}
+
+// evict moves the saved spare entry e of key to memory only: its bytes leave its shard, and the
+// next flush removes it there, as for a deleted key.
+func (s *Store) evict(key string, e entry) {
+	s.unplace(key, e)
+	e.shard, e.stored = memoryOnly, false
+	s.entries.m[key] = e
+	s.room.setUnsaved(key, true)
 }
 
 // unplace takes key out of its shard: its bytes no longer count there, and the next flush
@@ -67,17 +126,33 @@ func (s *Store) unplace(key string, e entry) {
 	if e.shard == memoryOnly {
 		return
 	}
-	s.room.bytes[e.shard] -= s.kinds.reserve(key)
+	size := s.kinds.reserve(key)
+	s.room.bytes[e.shard] -= size
+	if s.isSpare(key) {
+		s.room.dropSpare(key, int(e.shard), size)
+	}
 	if e.stored {
 		s.flusher.due.removeFrom(key, int(e.shard))
 		s.flusher.due.mark(key)
 	}
 }
 
-// placeUnsaved moves memory-only entries into shards that have room again.
+// placeUnsaved moves memory-only entries into shards that have room again: entries that are not
+// spare first, which may evict spare ones, then spare ones where room is left.
 func (s *Store) placeUnsaved() {
+	var keys, spare []string
 	for k := range s.room.unsaved {
+		if s.isSpare(k) {
+			spare = append(spare, k)
+		} else {
+			keys = append(keys, k)
+		}
+	}
+	for _, k := range append(keys, spare...) {
 		e := s.entries.m[k]
+		if e.shard != memoryOnly {
+			continue
+		}
 		e.shard = int8(s.place(k))
 		if e.shard == memoryOnly {
 			continue
@@ -91,10 +166,14 @@ func (s *Store) placeUnsaved() {
 // room counts how full each shard is against its budget, and which entries no shard had room
 // for. It knows sizes and keys, not entries. The store's lock guards it.
 type room struct {
-	budget  int                 // bytes per shard: ShardBudget, smaller in tests
-	bytes   [MaxShards]int      // keys and values held by each shard, ours and others'
-	unsaved map[string]struct{} // entries kept in memory only, waiting for room
-	log     *slog.Logger
+	budget int            // bytes per shard: ShardBudget, smaller in tests
+	bytes  [MaxShards]int // keys and values held by each shard, ours and others'
+	// spareIn are the spare entries each shard holds, and spareBytes their bytes: room an entry
+	// that is not spare may take.
+	spareIn    [MaxShards]map[string]struct{}
+	spareBytes [MaxShards]int
+	unsaved    map[string]struct{} // entries kept in memory only, waiting for room
+	log        *slog.Logger
 }
 
 // place picks a shard with room for size bytes and counts them there. A shard in gone (the key
@@ -115,6 +194,27 @@ func (r *room) place(size int, gone shardSet) int {
 		}
 	}
 	return memoryOnly
+}
+
+// addSpare counts key, a spare entry of size bytes, as held by shard.
+func (r *room) addSpare(key string, shard, size int) {
+	if r.spareIn[shard] == nil {
+		r.spareIn[shard] = map[string]struct{}{}
+	}
+	r.spareIn[shard][key] = struct{}{}
+	r.spareBytes[shard] += size
+}
+
+// dropSpare undoes addSpare.
+func (r *room) dropSpare(key string, shard, size int) {
+	delete(r.spareIn[shard], key)
+	r.spareBytes[shard] -= size
+}
+
+// forget empties the counts before a Load.
+func (r *room) forget() {
+	r.bytes, r.spareIn, r.spareBytes = [MaxShards]int{}, [MaxShards]map[string]struct{}{}, [MaxShards]int{}
+	r.unsaved = map[string]struct{}{}
 }
 
 func (r *room) fits(shard, size int) bool {

@@ -46,8 +46,11 @@ type Store struct {
 	mu       sync.Mutex
 	entries  entryMap
 	children children
-	room     room    // how full each shard is (shards.go)
-	flusher  flusher // writes the changes behind, and the first shard's other keys (flush.go)
+	room     room // how full each shard is (shards.go)
+	// spare holds the configs whose owner reads them from no workload (SetSpare): their entries
+	// give up their room to others' when the state is full. It outlives a Load.
+	spare   map[string]struct{}
+	flusher flusher // writes the changes behind, and the first shard's other keys (flush.go)
 	// OnWrite, if set, is told of every shard write attempt and its error (for metrics).
 	OnWrite func(shard string, err error)
 }
@@ -69,6 +72,7 @@ func New(client ConfigMapClient, namespace, name string, log *slog.Logger, kinds
 		room:     room{budget: ShardBudget, unsaved: map[string]struct{}{}, log: log},
 		entries:  newEntryMap(),
 		children: children{},
+		spare:    map[string]struct{}{},
 	}
 	s.flusher = flusher{io: io, log: log, kinds: s.kinds, mu: &s.mu, entries: s, onWrite: &s.OnWrite,
 		due: newPending(), others: map[string]string{}}
@@ -267,6 +271,75 @@ func (s *Store) Delete(config string) {
 		s.deleteLocked(k)
 	}
 	s.deleteLocked(config)
+	s.setSpare(config, false)
+}
+
+// SetSpare marks config (a config entry key) spare or not: the entries of a spare config are
+// kept like any other while there is room, but when the state is full an entry that is not spare
+// takes a spare one's room, and that one is kept in memory only (Unsaved) until room appears. A
+// spare entry never takes another's room. An entry that stops being spare while in memory only
+// is written once room is found, by evicting a spare one if need be, at the next flush.
+func (s *Store) SetSpare(config string, spare bool) {
+	if !isConfigEntry(config) {
+		s.log.Error("refusing to mark spare a key that is no config entry", "key", config)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, was := s.spare[config]
+	if was == spare {
+		return
+	}
+	s.setSpare(config, spare)
+	if !spare && s.unsavedIn(config) {
+		s.flusher.due.wake()
+	}
+}
+
+// setSpare marks config spare or not and moves its saved entries in or out of the shards'
+// spare ones. The caller holds s.mu.
+func (s *Store) setSpare(config string, spare bool) {
+	if _, was := s.spare[config]; was == spare {
+		return
+	}
+	if spare {
+		s.spare[config] = struct{}{}
+	} else {
+		delete(s.spare, config)
+	}
+	for _, k := range s.family(config) {
+		e, ok := s.entries.m[k]
+		switch {
+		case !ok || e.shard == memoryOnly:
+		case spare:
+			s.room.addSpare(k, int(e.shard), s.kinds.reserve(k))
+		default:
+			s.room.dropSpare(k, int(e.shard), s.kinds.reserve(k))
+		}
+	}
+}
+
+// unsavedIn reports whether an entry of config is kept in memory only. The caller holds s.mu.
+func (s *Store) unsavedIn(config string) bool {
+	for _, k := range s.family(config) {
+		if _, ok := s.room.unsaved[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// UnsavedSpare returns how many of the entries kept in memory only (Unsaved) are spare ones.
+func (s *Store) UnsavedSpare() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for k := range s.room.unsaved {
+		if s.isSpare(k) {
+			n++
+		}
+	}
+	return n
 }
 
 // KeepDataKeys removes config's data-key entries that are not in keep; the removals are written

@@ -40,3 +40,45 @@ func TestAStateFullAtTheRealBudgetIsNeverWrittenPastIt(t *testing.T) {
 		t.Errorf("%d log lines say the state is full, want 1", n)
 	}
 }
+
+// A full state on the API server: the entries of read configs added past its capacity take the
+// room of spare ones, so a restart loads every read config's entry and loses only spare ones.
+func TestAFullStateKeepsReadEntriesAcrossARestartAndDropsSpareOnes(t *testing.T) {
+	ns := cluster.NewNamespace(t)
+	key := func(i int) string { return fmt.Sprintf("v1.ConfigMap_c-%04d", i) }
+	const perShard = 20
+	capacity := perShard * state.MaxShards
+	budget := perShard * state.Reserved(key(0))
+	open := func() *state.Store {
+		s := newStore(cluster.Client(), ns, nil)
+		state.SetBudget(s, budget)
+		if _, err := s.Load(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	s := open()
+	for i := range capacity {
+		s.SetSpare(key(i), true)
+		s.Set(key(i), hashOf(key(i)))
+	}
+	flush(t, s)
+	const read = 30
+	for i := capacity; i < capacity+read; i++ {
+		s.Set(key(i), hashOf(key(i)))
+	}
+	flush(t, s)
+	if n, spare := s.Unsaved(), s.UnsavedSpare(); n != read || spare != read {
+		t.Fatalf("Unsaved = %d, of them spare %d; want %d spare ones", n, spare, read)
+	}
+
+	restarted := open()
+	for i := capacity; i < capacity+read; i++ {
+		if e, ok := restarted.Get(key(i)); !ok || e.Hash != hashOf(key(i)) {
+			t.Errorf("read config %s after a restart: %+v, %v", key(i), e, ok)
+		}
+	}
+	if n := restarted.Count(func(string, state.Entry) bool { return true }); n != capacity {
+		t.Errorf("%d entries loaded, want the %d the shards hold", n, capacity)
+	}
+}
