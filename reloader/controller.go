@@ -355,7 +355,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	full := false // reportGauges's goroutine alone uses it
 	go reportGauges(workCtx, c.metrics, c.state, func() int { return c.coalescer.Pending() + c.queued() },
-		func(unsaved, spare int) { full = c.warnStateFull(full, unsaved, spare) })
+		func(unsaved, spare int) { full = c.warnStateFull(workCtx, full, unsaved, spare) })
 	if c.opts.Alerts != nil && !c.opts.DryRun {
 		go c.opts.Alerts.Run(workCtx)
 	}
@@ -610,11 +610,11 @@ const reasonStateFull = "StateFull"
 // warnStateFull says, once each time the state turns full (was: it was full at the last
 // sample), that entries are kept in memory only, as a Warning Event on the first state
 // ConfigMap; the state logs it too. It reports whether the state is full.
-func (c *Controller) warnStateFull(was bool, unsaved, spare int) bool {
+func (c *Controller) warnStateFull(ctx context.Context, was bool, unsaved, spare int) bool {
 	full := unsaved > 0
 	if full && !was && !c.opts.DryRun {
 		// The ConfigMap as read, with its UID, so that kubectl describe lists the Event.
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		shard, err := c.clients.StateConfigMaps(c.opts.StateNamespace).Get(ctx, c.opts.StateName, metav1.GetOptions{})
 		if err != nil {
