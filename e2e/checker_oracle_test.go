@@ -197,6 +197,17 @@ func (w *workloadLife) refsAt(at time.Time) []ref {
 	return w.refs
 }
 
+// refsAtRV is what w's template read at resourceVersion rv: its refs before the first reref
+// made after it.
+func (w *workloadLife) refsAtRV(rv int64) []ref {
+	for _, e := range w.rerefs {
+		if e.rv > rv {
+			return e.before
+		}
+	}
+	return w.refs
+}
+
 // reads is what w's template read over its life, for a report: its refs, and each set a reref
 // gave it.
 func (w *workloadLife) reads() string {
@@ -716,7 +727,8 @@ func triggers(m string, refs []ref, c string) (ok, whole bool) {
 }
 
 // summary says how much the oracle had to judge: restarts by the reloader and by the checker,
-// and how many (workload, config) pairs the lost-change check held to a change.
+// how many (workload, config) pairs the lost-change check held to a change, and how many of
+// them it could not judge, their pods having waited for another config (stale).
 func (r *recorder) summary() string {
 	r.mu.Lock()
 	var byReloader, byChecker int
@@ -726,8 +738,9 @@ func (r *recorder) summary() string {
 	}
 	rollbacks := r.brokenRollbacks()
 	r.mu.Unlock()
-	s := fmt.Sprintf("%d workloads, %d restarts by the reloader, %d by the checker, %d (workload, config) pairs held to a change, %d watch gaps",
-		len(r.workloads), byReloader, byChecker, r.judged(), r.gaps)
+	judged, unjudged := r.judged()
+	s := fmt.Sprintf("%d workloads, %d restarts by the reloader, %d by the checker, %d (workload, config) pairs held to a change (%d not judged: waited for another config), %d watch gaps",
+		len(r.workloads), byReloader, byChecker, judged, unjudged, r.gaps)
 	if r.rollouts {
 		s += fmt.Sprintf(", %d rollbacks of broken Deployments", rollbacks)
 	}
@@ -735,18 +748,20 @@ func (r *recorder) summary() string {
 }
 
 // judged counts the pairs lost() holds to a change.
-func (r *recorder) judged() int {
+func (r *recorder) judged() (held, unjudged int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	n := 0
 	for _, w := range r.lives() {
 		for _, c := range judgedConfigs {
 			if _, ok := r.held(w, c); ok {
-				n++
+				held++
+				if r.staleAfterOthers(w, c) {
+					unjudged++
+				}
 			}
 		}
 	}
-	return n
+	return held, unjudged
 }
 
 // violation is a broken promise, in words.
@@ -816,52 +831,63 @@ func (r *recorder) story(w *workloadLife, c string) string {
 
 // stale reports whether what w reads of c differs from what its pods read when they last
 // started: at its last template change (for a CronJob, its last run: the reloader's), or its
-// creation. Pods started while the config was
-// absent wait for it and start when the kubelet next tries, some time after it reappears: they
-// are taken to read what it holds raceMargin after its reappearance (a content replaced sooner
-// than that may or may not have been read, and no reloader can know which). Pods that read it
-// only through optional key refs do not wait: they run without the key. A workload that
-// never took a content (its window closed after the config went back, or was deleted) and runs
-// the current one is not stale. The caller holds r.mu.
+// creation. Pods started while a config they need was absent, or lacked a key they need, wait
+// for all of them and start when the kubelet next tries, some time after the last one is there
+// (podsStart): they are taken to read what c holds raceMargin after that (a content replaced
+// sooner than that may or may not have been read, and no reloader can know which). Pods still
+// waiting read nothing yet: they will read what c holds when they start (soak seed
+// 1796187324768317270@10: cm-0 came back while cm-1, which the pods also need, did not). Pods
+// that read c only through optional key refs do not wait for it: they run without it.
+//
+// The reloader judges each config apart: it takes waiting pods to read c when c itself is back,
+// not when the last config they need is (docs/design.md, "How it works"). So a pair is stale
+// only when both ways of waiting say so; pairs stale only when the pods wait for every config
+// are not judged, and summary counts them (staleAfterOthers). The caller holds r.mu.
 func (r *recorder) stale(w *workloadLife, c string) bool {
+	return r.staleWaiting(w, c, false) && r.staleWaiting(w, c, true)
+}
+
+// staleAfterOthers reports whether w's pods, waiting for every config they need, run an old
+// content of c, though pods waiting for c alone would not: a change of c the reloader may
+// miss, which stale does not judge. The caller holds r.mu.
+func (r *recorder) staleAfterOthers(w *workloadLife, c string) bool {
+	return r.staleWaiting(w, c, true) && !r.staleWaiting(w, c, false)
+}
+
+// staleWaiting is stale with pods that wait for every config they need (all), or for c alone.
+// The caller holds r.mu.
+func (r *recorder) staleWaiting(w *workloadLife, c string, all bool) bool {
 	if es := r.configs[c]; len(es) > 0 && es[len(es)-1].invalid {
 		return false // a content that does not validate is never rolled out
 	}
 	_, whole := triggers(w.mode(), w.refs, c)
-	started := w.createdRV
-	paired := r.rollbacks(w)
-	for i, rv := range w.restarts {
-		if w.kind == kindCronJob && r.own[rv] {
-			continue // another actor's change of a CronJob's template runs no Job (seed 1795701072860836955@4)
-		}
-		if _, undone := paired.undone[i]; !undone && !paired.rollback[i] {
-			started = max(started, rv)
-		}
+	started := r.lastStart(w)
+	only := c
+	if all {
+		only = ""
+	}
+	readyRV, readyAt, ready := r.podsStart(w, started, only)
+	if !ready {
+		return false
 	}
 	// Pods read an optional key ref of a missing config as no key at all, and start without
 	// waiting for it (seed 1795657828041649782@4 took such pods to read the next content).
-	optional := optionalOnly(w.refs, c)
 	gone := absent
-	if optional {
+	if optionalOnly(w.refs, c) {
 		gone = ""
 	}
+	waitUntil := readyAt.Add(raceMargin)
 	var then, now, first string
-	var waitUntil time.Time
-	missing, waiting, unseenLater := true, false, false
+	unseenLater := false
 	for _, e := range r.configs[c] {
 		v := e.read(whole)
-		if optional && !e.exists {
+		if !e.exists {
 			v = gone
 		}
 		switch {
-		case e.rv <= started:
-			missing = !e.exists
-			if e.exists || optional {
-				then = v
-			}
-		case missing && e.exists && !waiting && !optional:
-			then, waiting, waitUntil, first = v, true, e.at.Add(raceMargin), v
-		case waiting && e.exists && e.at.Before(waitUntil):
+		case e.rv <= readyRV:
+			then, first = v, v
+		case readyRV > started && e.at.Before(waitUntil):
 			then, unseenLater = v, unseenLater || r.blindAt(e.at)
 		}
 		if e.exists {
@@ -870,9 +896,6 @@ func (r *recorder) stale(w *workloadLife, c string) bool {
 	}
 	if r.onDelete && !r.exists(c) { // the deletion is what the workload should run
 		now = gone
-		if missing && !waiting {
-			then = gone
-		}
 	}
 	if w.lagged[c] && len(w.restarts) == 0 {
 		then = configEvent{exists: true, data: lagContent}.read(whole)
@@ -885,6 +908,70 @@ func (r *recorder) stale(w *workloadLife, c string) bool {
 		return false
 	}
 	return then != now
+}
+
+// lastStart is the resourceVersion at which w's pods last started: its last template change
+// that was not undone by a rollback (for a CronJob, its last run: the reloader's), or its
+// creation. The caller holds r.mu.
+func (r *recorder) lastStart(w *workloadLife) int64 {
+	started := w.createdRV
+	paired := r.rollbacks(w)
+	for i, rv := range w.restarts {
+		if w.kind == kindCronJob && r.own[rv] {
+			continue // another actor's change of a CronJob's template runs no Job (seed 1795701072860836955@4)
+		}
+		if _, undone := paired.undone[i]; !undone && !paired.rollback[i] {
+			started = max(started, rv)
+		}
+	}
+	return started
+}
+
+// podsStart is when the pods that started at rv started to run: rv itself when every config
+// their template needs (a ref that is not optional) was there with the keys they read, else the
+// first event after rv that completed the set. ok is false while one is still missing. With
+// only set, the pods are taken to wait for that config's existence alone, as the reloader
+// takes them to. The caller holds r.mu.
+func (r *recorder) podsStart(w *workloadLife, rv int64, only string) (int64, time.Time, bool) {
+	var needs []ref
+	for _, rf := range w.refsAtRV(rv) {
+		if !rf.Optional && (only == "" || rf.Config == only) {
+			needs = append(needs, rf)
+		}
+	}
+	type event struct {
+		config string
+		configEvent
+	}
+	var after []event
+	have := map[string]configEvent{}
+	for _, rf := range needs {
+		for _, e := range r.configs[rf.Config] {
+			if e.rv <= rv {
+				have[rf.Config] = e
+			} else {
+				after = append(after, event{rf.Config, e})
+			}
+		}
+	}
+	complete := func() bool {
+		return !slices.ContainsFunc(needs, func(rf ref) bool {
+			e := have[rf.Config]
+			_, key := e.data["a"]
+			return !e.exists || only == "" && !rf.Whole && !key
+		})
+	}
+	if complete() {
+		return rv, time.Time{}, true
+	}
+	slices.SortStableFunc(after, func(a, b event) int { return cmp.Compare(a.rv, b.rv) })
+	for _, e := range after {
+		have[e.config] = e.configEvent
+		if complete() {
+			return e.rv, e.at, true
+		}
+	}
+	return 0, time.Time{}, false
 }
 
 // optionalOnly reports whether every ref of refs to config c is an optional key ref.
@@ -1728,6 +1815,73 @@ func TestAnotherActorsChangeOfACronJobsTemplateStartsNothing(t *testing.T) {
 			restarts: []int64{20}, touched: []map[string]bool{{}}, restartAt: []time.Time{at(20)}}
 		if got := r.stale(w, "cm-0"); got != want {
 			t.Errorf("%s: stale %v after the checker's template change at rv 20 and a revert, want %v", kind, got, want)
+		}
+	}
+}
+
+// Pods restarted while cm-0 and cm-1 were both deleted wait for both: cm-0 coming back alone
+// starts nothing, and they read what cm-0 holds when cm-1 is back too (soak seed
+// 1796187324768317270@10). The positive control: with cm-1 there all along, the pods start
+// on cm-0's first return and run its old content.
+func TestPodsWaitForEveryConfigTheyNeedBeforeTheyReadAny(t *testing.T) {
+	t.Parallel()
+	at := secondsFromNow()
+	final := configEvent{rv: 50, at: at(50), exists: true, data: content{"a": "F"}}
+	cm0 := []configEvent{
+		{rv: 5, at: at(5), exists: true, data: content{"a": "0"}},
+		{rv: 15, at: at(15)},
+		{rv: 30, at: at(30), exists: true, data: content{"a": "A"}},
+		{rv: 35, at: at(35)},
+		final,
+	}
+	for name, tc := range map[string]struct {
+		cm1   []configEvent
+		stale bool
+	}{
+		"cm-1 back with cm-0's last return": {cm1: []configEvent{{rv: 6, at: at(6), exists: true, data: content{"a": "1"}}, {rv: 16, at: at(16)}, {rv: 51, at: at(51), exists: true, data: content{"a": "F"}}}},
+		"cm-1 there all along":              {cm1: []configEvent{{rv: 6, at: at(6), exists: true, data: content{"a": "1"}}}, stale: true},
+		"cm-1 never back":                   {cm1: []configEvent{{rv: 6, at: at(6), exists: true, data: content{"a": "1"}}, {rv: 16, at: at(16)}}},
+		"cm-1 back without the key read":    {cm1: []configEvent{{rv: 6, at: at(6), exists: true, data: content{"a": "1"}}, {rv: 16, at: at(16)}, {rv: 31, at: at(31), exists: true, data: content{"b": "1"}}, {rv: 52, at: at(52), exists: true, data: content{"a": "F"}}}},
+	} {
+		r := newRecorder(sequence{})
+		r.configs["cm-0"], r.configs["cm-1"] = cm0, tc.cm1
+		w := &workloadLife{kind: kindDeployment, name: "w-1", createdRV: 8, refs: []ref{{Config: "cm-0", Whole: true}, {Config: "cm-1"}},
+			modes: []modeEvent{{mode: modeAuto}}, restarts: []int64{20}, touched: []map[string]bool{{}}, restartAt: []time.Time{at(20)}}
+		r.own[20] = true
+		if got := r.stale(w, "cm-0"); got != tc.stale {
+			t.Errorf("%s: stale %v, want %v", name, got, tc.stale)
+		}
+	}
+}
+
+// Pods restarted on cm-0's A while cm-1 was deleted start when cm-1 is back, on cm-0's B; cm-0
+// then goes back to A. They run B, but the reloader, which takes them to run A, does not know:
+// stale does not judge the pair, and staleAfterOthers counts it. With cm-1 there all along the
+// pods run A: neither says anything (the control).
+func TestAChangeMadeWhilePodsWaitForAnotherConfigIsCountedNotJudged(t *testing.T) {
+	t.Parallel()
+	at := secondsFromNow()
+	cm0 := []configEvent{
+		{rv: 5, at: at(5), exists: true, data: content{"a": "A"}},
+		{rv: 30, at: at(30), exists: true, data: content{"a": "B"}},
+		{rv: 50, at: at(50), exists: true, data: content{"a": "A"}},
+	}
+	for name, tc := range map[string]struct {
+		cm1     []configEvent
+		counted bool
+	}{
+		"cm-1 back between": {cm1: []configEvent{{rv: 6, at: at(6), exists: true, data: content{"a": "1"}}, {rv: 16, at: at(16)}, {rv: 40, at: at(40), exists: true, data: content{"a": "1"}}}, counted: true},
+		"cm-1 there":        {cm1: []configEvent{{rv: 6, at: at(6), exists: true, data: content{"a": "1"}}}},
+	} {
+		r := newRecorder(sequence{})
+		r.configs["cm-0"], r.configs["cm-1"] = cm0, tc.cm1
+		w := &workloadLife{kind: kindDeployment, name: "w-1", createdRV: 8, refs: []ref{{Config: "cm-0", Whole: true}, {Config: "cm-1", Whole: true}},
+			modes: []modeEvent{{mode: modeAuto}}, restarts: []int64{20}, touched: []map[string]bool{{}}, restartAt: []time.Time{at(20)}}
+		if r.stale(w, "cm-0") {
+			t.Errorf("%s: judged stale", name)
+		}
+		if got := r.staleAfterOthers(w, "cm-0"); got != tc.counted {
+			t.Errorf("%s: staleAfterOthers %v, want %v", name, got, tc.counted)
 		}
 	}
 }
