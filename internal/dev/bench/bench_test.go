@@ -185,7 +185,7 @@ rest_client_request_duration_seconds_bucket{verb="POST",host="h",le="0.016"} 1
 rest_client_request_duration_seconds_count{verb="POST",host="h"} 19
 `)
 	r := &result{Details: map[string]any{}}
-	(&lab{}).apiCost(r, before, after, 10)
+	apiCost(r, before, after, 10)
 	got := map[string]float64{}
 	for _, c := range r.Checks {
 		got[c.Name] = c.Measured

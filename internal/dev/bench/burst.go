@@ -17,9 +17,13 @@ const (
 	burstConfigKiB  = 1
 )
 
-func (l *lab) burstParams() map[string]any {
-	return map[string]any{"configmaps": l.cfg.burstConfigMaps, "secrets": l.cfg.burstSecrets,
-		"window": burstWindow.String(), "coalesce_period": l.cfg.burstPeriod.String()}
+// burstScenario checks that a burst of changes to one Deployment's configs is coalesced into
+// one reload.
+type burstScenario struct{ *kit }
+
+func (bs *burstScenario) params() map[string]any {
+	return map[string]any{"configmaps": bs.cfg.burstConfigMaps, "secrets": bs.cfg.burstSecrets,
+		"window": burstWindow.String(), "coalesce_period": bs.cfg.burstPeriod.String()}
 }
 
 // burstConfig is one config the burst Deployment uses.
@@ -28,20 +32,20 @@ type burstConfig struct {
 	name string
 }
 
-// burst updates every config of one Deployment within a second; with coalescing, the
+// run updates every config of one Deployment within a second; with coalescing, the
 // Deployment's pod template must change exactly once.
-func (l *lab) burst(ctx context.Context, c *testcluster.Cluster, r *result) error {
-	e, configs, err := l.burstEnv(ctx, c)
+func (bs *burstScenario) run(ctx context.Context, c *testcluster.Cluster, r *result) error {
+	e, configs, err := bs.makeEnv(ctx, c)
 	if err != nil {
 		return err
 	}
 	defer e.close()
-	p, err := l.startReloader(e, scBurst, l.cfg.burstPeriod)
+	p, err := bs.procs.start(e, scBurst, bs.cfg.burstPeriod)
 	if err != nil {
 		return err
 	}
 	defer p.stop()
-	if _, err := l.ready(ctx, p); err != nil {
+	if _, err := bs.procs.ready(ctx, p); err != nil {
 		return err
 	}
 	if err := sleep(ctx, restartSettle); err != nil {
@@ -55,11 +59,11 @@ func (l *lab) burst(ctx context.Context, c *testcluster.Cluster, r *result) erro
 	if err != nil {
 		return err
 	}
-	return l.burstOutcome(ctx, e, p, r, reloads, before[burstDeployment].generation)
+	return bs.outcome(ctx, e, p, r, reloads, before[burstDeployment].generation)
 }
 
-// burstEnv creates the burst namespace, its configs and the one Deployment using them all.
-func (l *lab) burstEnv(ctx context.Context, c *testcluster.Cluster) (*env, []burstConfig, error) {
+// makeEnv creates the burst namespace, its configs and the one Deployment using them all.
+func (bs *burstScenario) makeEnv(ctx context.Context, c *testcluster.Cluster) (*env, []burstConfig, error) {
 	client, err := bulkClient(c)
 	if err != nil {
 		return nil, nil, err
@@ -70,14 +74,14 @@ func (l *lab) burstEnv(ctx context.Context, c *testcluster.Cluster) (*env, []bur
 	body := filler(burstConfigKiB << 10)
 	var configs []burstConfig
 	var cmNames, secretNames []string
-	for i := range l.cfg.burstConfigMaps {
+	for i := range bs.cfg.burstConfigMaps {
 		name := fmt.Sprintf("burst-cm-%d", i)
 		if _, err := client.CoreV1().ConfigMaps(burstNamespace).Create(ctx, newConfigMap(name, body), metav1.CreateOptions{}); err != nil {
 			return nil, nil, fmt.Errorf("create ConfigMap %s: %w", name, err)
 		}
 		cmNames, configs = append(cmNames, name), append(configs, burstConfig{"configmap", name})
 	}
-	for i := range l.cfg.burstSecrets {
+	for i := range bs.cfg.burstSecrets {
 		name := fmt.Sprintf("burst-secret-%d", i)
 		if _, err := client.CoreV1().Secrets(burstNamespace).Create(ctx, newSecret(name, []byte(body)), metav1.CreateOptions{}); err != nil {
 			return nil, nil, fmt.Errorf("create Secret %s: %w", name, err)
@@ -116,12 +120,12 @@ func burstUpdates(ctx context.Context, e *env, configs []burstConfig) ([]reload,
 	return out, nil
 }
 
-// burstOutcome waits for every change to reach the template, then for one more coalescing
+// outcome waits for every change to reach the template, then for one more coalescing
 // period, and counts the template revisions.
-func (l *lab) burstOutcome(ctx context.Context, e *env, p *reloaderProc, r *result, reloads []reload, genBefore int64) error {
-	maxWait := 5 * l.cfg.burstPeriod // the reloader's default --coalesce-max-wait
-	lt := awaitReloads(ctx, e, reloads, maxWait+l.cfg.timeout)
-	if err := sleep(ctx, l.cfg.burstPeriod+restartSettle); err != nil {
+func (bs *burstScenario) outcome(ctx context.Context, e *env, p *reloaderProc, r *result, reloads []reload, genBefore int64) error {
+	maxWait := 5 * bs.cfg.burstPeriod // the reloader's default --coalesce-max-wait
+	lt := awaitReloads(ctx, e, reloads, maxWait+bs.cfg.timeout)
+	if err := sleep(ctx, bs.cfg.burstPeriod+restartSettle); err != nil {
 		return err
 	}
 	after, err := e.deployments(ctx)
@@ -140,5 +144,5 @@ func (l *lab) burstOutcome(ctx context.Context, e *env, p *reloaderProc, r *resu
 		info("reloader_coalesced_total", met.get("reloader_coalesced_total"), unitCount))
 	r.detail("watched_revisions", e.tracker.revisionsOf(burstDeployment))
 	r.detail("reloads_by_result", met.byLabels("reloader_reloads_total", "result"))
-	return l.stopGracefully(p, r)
+	return stopGracefully(p, r)
 }

@@ -5,30 +5,33 @@ import (
 	"fmt"
 )
 
-// growthPoint measures settled memory, reload latency and API requests per change at one
+// growthScenario measures one size of the growth population.
+type growthScenario struct{ *kit }
+
+// run measures settled memory, reload latency and API requests per change at one
 // population size.
-func (l *lab) growthPoint(ctx context.Context, e *env, r *result) error {
+func (gs *growthScenario) run(ctx context.Context, e *env, r *result) error {
 	name := fmt.Sprintf("%s-%d", scGrowth, e.pop.ConfigMaps+e.pop.Secrets)
-	p, err := l.startReloader(e, name, 0)
+	p, err := gs.procs.start(e, name, 0)
 	if err != nil {
 		return err
 	}
 	defer p.stop()
-	settled, err := l.measureSettled(ctx, p, r, name)
+	settled, err := gs.measureSettled(ctx, p, r, name)
 	if err != nil {
 		return err
 	}
 	r.add(info("RSS settled", mib(settled.RSS), unitMiB), info("VmHWM at settle", mib(settled.HWM), unitMiB))
-	l.logf("%s: %d updates, %s apart", name, l.cfg.growthSamples, l.cfg.growthInterval)
-	first, err := l.firstReload(ctx, e, r, l.cfg.growthInterval)
+	gs.logf("%s: %d updates, %s apart", name, gs.cfg.growthSamples, gs.cfg.growthInterval)
+	first, err := gs.firstReload(ctx, e, r, gs.cfg.growthInterval)
 	if err != nil {
 		return err
 	}
-	before, err := l.apiSnapshot(ctx, e, p)
+	before, err := apiSnapshot(ctx, e, p)
 	if err != nil {
 		return err
 	}
-	lt, err := measureLatency(ctx, e, l.cfg.growthSamples, l.cfg.growthInterval, l.cfg.timeout)
+	lt, err := measureLatency(ctx, e, gs.cfg.growthSamples, gs.cfg.growthInterval, gs.cfg.timeout)
 	if err != nil {
 		return err
 	}
@@ -36,17 +39,17 @@ func (l *lab) growthPoint(ctx context.Context, e *env, r *result) error {
 	if err := sleep(ctx, drainWait); err != nil {
 		return err
 	}
-	after, err := l.apiSnapshot(ctx, e, p)
+	after, err := apiSnapshot(ctx, e, p)
 	if err != nil {
 		return err
 	}
 	r.add(lt.checks()...)
 	r.detail("background_during_latency", background(before, after))
-	l.apiCost(r, before, after, l.cfg.growthSamples)
+	apiCost(r, before, after, gs.cfg.growthSamples)
 	r.detail("latency_ms", lt.millis())
-	l.addPaths(r, p, lt)
+	gs.addPaths(r, p, lt)
 	r.detail("setup_seconds", round1(e.setup.Seconds()))
-	return l.stopGracefully(p, r)
+	return stopGracefully(p, r)
 }
 
 // background tells whether the start-up work was over when the latency samples began: the

@@ -17,6 +17,9 @@ import (
 // final scrape; the state store lingers 50 ms before writing.
 const drainWait = 2 * time.Second
 
+// latencyScenario measures reload latency and the API requests per change on a population.
+type latencyScenario struct{ *kit }
+
 // latencies are reload latencies: from an update call returning to the watch showing the new
 // hash in the dependent's pod template.
 type latencies struct {
@@ -101,8 +104,8 @@ func measureLatency(ctx context.Context, e *env, n int, interval, timeout time.D
 // latency; the samples begin interval later. The start-up hands the executable's pages back to
 // the kernel (main.go), so this reload reads the code of the reload path from disk again, which
 // no later one does. The caller counts a miss with the samples' misses.
-func (l *lab) firstReload(ctx context.Context, e *env, r *result, interval time.Duration) (latencies, error) {
-	first, err := measureLatency(ctx, e, 1, 0, l.cfg.timeout)
+func (k *kit) firstReload(ctx context.Context, e *env, r *result, interval time.Duration) (latencies, error) {
+	first, err := measureLatency(ctx, e, 1, 0, k.cfg.timeout)
 	if err != nil {
 		return first, err
 	}
@@ -112,30 +115,30 @@ func (l *lab) firstReload(ctx context.Context, e *env, r *result, interval time.
 	return first, sleep(ctx, interval)
 }
 
-func (l *lab) latencyParams(e *env) map[string]any {
-	return map[string]any{"population": e.pop, "samples": l.cfg.samples, "interval": l.cfg.interval.String(),
-		"timeout": l.cfg.timeout.String(), "coalesce_period": "0s"}
+func (ls *latencyScenario) params(e *env) map[string]any {
+	return map[string]any{"population": e.pop, "samples": ls.cfg.samples, "interval": ls.cfg.interval.String(),
+		"timeout": ls.cfg.timeout.String(), "coalesce_period": "0s"}
 }
 
-// latency measures reload latency with --coalesce-period=0 and, from the reloader's request
+// run measures reload latency with --coalesce-period=0 and, from the reloader's request
 // counter, the API requests it sends per config change.
-func (l *lab) latency(ctx context.Context, e *env, r *result) error {
-	p, err := l.startSettled(ctx, e, scLatency, 0)
+func (ls *latencyScenario) run(ctx context.Context, e *env, r *result) error {
+	p, err := ls.procs.startSettled(ctx, e, scLatency, 0)
 	if err != nil {
 		return err
 	}
 	defer p.stop()
-	first, err := l.firstReload(ctx, e, r, l.cfg.interval)
+	first, err := ls.firstReload(ctx, e, r, ls.cfg.interval)
 	if err != nil {
 		return err
 	}
-	before, err := l.apiSnapshot(ctx, e, p)
+	before, err := apiSnapshot(ctx, e, p)
 	if err != nil {
 		return err
 	}
-	cpuDone := l.profileCPU(ctx, p, r)
-	l.logf("latency: %d updates, %s apart", l.cfg.samples, l.cfg.interval)
-	lt, err := measureLatency(ctx, e, l.cfg.samples, l.cfg.interval, l.cfg.timeout)
+	cpuDone := ls.prof.profileCPU(ctx, p, r)
+	ls.logf("latency: %d updates, %s apart", ls.cfg.samples, ls.cfg.interval)
+	lt, err := measureLatency(ctx, e, ls.cfg.samples, ls.cfg.interval, ls.cfg.timeout)
 	if err != nil {
 		return err
 	}
@@ -143,16 +146,16 @@ func (l *lab) latency(ctx context.Context, e *env, r *result) error {
 	if err := sleep(ctx, drainWait); err != nil {
 		return err
 	}
-	after, err := l.apiSnapshot(ctx, e, p)
+	after, err := apiSnapshot(ctx, e, p)
 	if err != nil {
 		return err
 	}
 	<-cpuDone
 	r.add(lt.checks()...)
 	r.detail("latency_ms", lt.millis())
-	l.addPaths(r, p, lt)
-	l.apiCost(r, before, after, l.cfg.samples)
-	return l.stopGracefully(p, r)
+	ls.addPaths(r, p, lt)
+	apiCost(r, before, after, ls.cfg.samples)
+	return stopGracefully(p, r)
 }
 
 // snapshot is a scrape and the CPU time at one moment; api is the API server's scrape, when
@@ -163,10 +166,10 @@ type snapshot struct {
 	api     metricSet
 }
 
-// apiSnapshot is snapshot with the API server's metrics: whether a slow reload was the
+// apiSnapshot is takeSnapshot with the API server's metrics: whether a slow reload was the
 // reloader's or the API server's.
-func (l *lab) apiSnapshot(ctx context.Context, e *env, p *reloaderProc) (snapshot, error) {
-	s, err := l.snapshot(ctx, p)
+func apiSnapshot(ctx context.Context, e *env, p *reloaderProc) (snapshot, error) {
+	s, err := takeSnapshot(ctx, p)
 	if err != nil {
 		return s, err
 	}
@@ -178,7 +181,8 @@ func (l *lab) apiSnapshot(ctx context.Context, e *env, p *reloaderProc) (snapsho
 	return s, wrap(err, "parse the API server's metrics")
 }
 
-func (l *lab) snapshot(ctx context.Context, p *reloaderProc) (snapshot, error) {
+// takeSnapshot scrapes the reloader and reads its CPU time.
+func takeSnapshot(ctx context.Context, p *reloaderProc) (snapshot, error) {
 	m, err := p.metrics(ctx)
 	if err != nil {
 		return snapshot{}, err
@@ -199,7 +203,7 @@ const (
 
 // apiCost adds the requests per change, by verb and resource, and the reloader's own view of
 // the changes.
-func (l *lab) apiCost(r *result, before, after snapshot, changes int) {
+func apiCost(r *result, before, after snapshot, changes int) {
 	const requests = "reloader_api_requests_total"
 	d := delta(before.metrics.byLabels(requests, "verb", "resource"), after.metrics.byLabels(requests, "verb", "resource"))
 	perChange := map[string]float64{}
@@ -264,30 +268,9 @@ func apiServerCost(r *result, before, after metricSet, changes int) {
 		info("API server collections", grown("go_gc_duration_seconds_count", nil), unitCount))
 }
 
-// profileCPU records a CPU profile during the first seconds of the latency run, if enabled.
-func (l *lab) profileCPU(ctx context.Context, p *reloaderProc, r *result) <-chan struct{} {
-	done := make(chan struct{})
-	seconds := int(l.cfg.cpuProfile / time.Second)
-	if seconds <= 0 {
-		close(done)
-		return done
-	}
-	go func() {
-		defer close(done)
-		path, top, err := l.cpuProfile(ctx, p, scLatency+"-cpu.pb.gz", seconds)
-		if err != nil {
-			l.logf("latency: CPU profile: %v", err)
-			return
-		}
-		r.detail("cpu_profile", path)
-		r.detail("cpu_top", top)
-	}()
-	return done
-}
-
 // logIssues adds the warnings and errors the reloader processes logged, keeping the first few
 // of each process in the details.
-func (l *lab) logIssues(r *result, procs ...*reloaderProc) error {
+func logIssues(r *result, procs ...*reloaderProc) error {
 	var warnings, errs int
 	for _, p := range procs {
 		w, e, first, err := scanLog(p.logPath)

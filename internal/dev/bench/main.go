@@ -207,11 +207,11 @@ func run(ctx context.Context, cfg config) error {
 		return err
 	}
 	defer l.close()
-	l.logf("results go to %s, logs and profiles to %s", l.jsonlPath, l.dir)
+	l.logf("results go to %s, logs and profiles to %s", l.report.jsonlPath, l.report.dir)
 	l.runAll(ctx)
-	l.printReport(os.Stdout)
-	l.plotGrowth()
-	if n := l.failed(); n > 0 {
+	l.report.printReport(os.Stdout, l.kit.procs.version)
+	l.report.plotGrowth()
+	if n := l.report.failed(); n > 0 {
 		return fmt.Errorf("%d scenario(s) could not run; see the errors above", n)
 	}
 	return nil
@@ -228,20 +228,6 @@ func plotFrom(paths []string, out string) error {
 		return err
 	}
 	return writeGrowthPlot(rows, out)
-}
-
-// plotGrowth draws this run's growth results, if it has any, into its results directory.
-func (l *lab) plotGrowth() {
-	rows, err := growthRows(l.results)
-	if err != nil || len(rows) == 0 {
-		return
-	}
-	path := filepath.Join(l.dir, "growth.png")
-	if err := writeGrowthPlot(rows, path); err != nil {
-		l.logf("growth plot: %v", err)
-		return
-	}
-	fmt.Printf("growth plot: %s\n", path)
 }
 
 // snapshotBinary copies the reloader binary to a temporary directory, so that a rebuild of

@@ -16,44 +16,51 @@ const (
 	targetGrowthKiB  = 1 // RSS settled per extra config, between two growth sizes
 )
 
+// memoryScenario measures the reloader's memory on a population; it keeps the run on the
+// base population for a run with larger ConfigMaps to compare with.
+type memoryScenario struct {
+	*kit
+	baseline *memoryNumbers
+}
+
 // memoryNumbers is the base memory run that memory-large compares with, in MiB.
 type memoryNumbers struct {
 	settled, startupPeak, updatePeak float64
 }
 
-// memory measures the reloader's RSS after its caches sync and settle, and its peak while
+// run measures the reloader's RSS after its caches sync and settle, and its peak while
 // ConfigMaps are updated. The run on the base population sets the absolute targets; a run with
 // larger ConfigMaps is compared with it.
-func (l *lab) memory(ctx context.Context, e *env, r *result) error {
+func (mem *memoryScenario) run(ctx context.Context, e *env, r *result) error {
 	name := memoryName(e.pop)
-	p, err := l.startReloader(e, name, 0)
+	p, err := mem.procs.start(e, name, 0)
 	if err != nil {
 		return err
 	}
 	defer p.stop()
-	settled, err := l.measureSettled(ctx, p, r, name)
+	settled, err := mem.measureSettled(ctx, p, r, name)
 	if err != nil {
 		return err
 	}
-	peak, err := l.measureUpdatePeak(ctx, e, p, r)
+	peak, err := mem.measureUpdatePeak(ctx, e, p, r)
 	if err != nil {
 		return err
 	}
-	l.memoryTargets(e.pop, r, memoryNumbers{settled: mib(settled.RSS), startupPeak: mib(settled.HWM), updatePeak: mib(peak)})
+	mem.targets(e.pop, r, memoryNumbers{settled: mib(settled.RSS), startupPeak: mib(settled.HWM), updatePeak: mib(peak)})
 	r.detail("setup_seconds", round1(e.setup.Seconds()))
-	return l.stopGracefully(p, r)
+	return stopGracefully(p, r)
 }
 
 // measureSettled waits for /readyz and the settle time, then records memory, CPU time, Go
 // runtime statistics and a heap profile; with -startup-profile also the profile of the start-up
 // peak.
-func (l *lab) measureSettled(ctx context.Context, p *reloaderProc, r *result, name string) (memStatus, error) {
+func (k *kit) measureSettled(ctx context.Context, p *reloaderProc, r *result, name string) (memStatus, error) {
 	var w *startupWatch
-	if l.cfg.startupProfile {
+	if k.cfg.startupProfile {
 		w = watchStartup(ctx, p)
 		defer w.halt()
 	}
-	ready, err := l.ready(ctx, p)
+	ready, err := k.procs.ready(ctx, p)
 	if err != nil {
 		return memStatus{}, err
 	}
@@ -61,13 +68,13 @@ func (l *lab) measureSettled(ctx context.Context, p *reloaderProc, r *result, na
 	if err != nil {
 		return memStatus{}, err
 	}
-	l.logf("%s ready after %s (%.1f s CPU); settling for %s", name, ready.Round(time.Millisecond), cpu, l.cfg.settle)
+	k.logf("%s ready after %s (%.1f s CPU); settling for %s", name, ready.Round(time.Millisecond), cpu, k.cfg.settle)
 	r.add(info("time to /readyz", ready.Seconds(), unitSeconds), info("CPU to /readyz", cpu, unitSeconds))
-	if err := sleep(ctx, l.cfg.settle); err != nil {
+	if err := sleep(ctx, k.cfg.settle); err != nil {
 		return memStatus{}, err
 	}
 	if w != nil {
-		if err := w.finish(ctx, l, r, name); err != nil {
+		if err := w.finish(ctx, k.prof, r, name); err != nil {
 			return memStatus{}, err
 		}
 	}
@@ -85,7 +92,7 @@ func (l *lab) measureSettled(ctx context.Context, p *reloaderProc, r *result, na
 	r.detail("go_runtime_settled", runtimeStats(met))
 	r.detail("state_entries", met.sum("reloader_state_entries", nil))
 	r.detail("state_bytes", met.byLabels("reloader_state_bytes", "configmap"))
-	path, top, err := l.heapProfile(ctx, p, name+"-heap-settled.pb.gz")
+	path, top, err := k.prof.heapProfile(ctx, p, name+"-heap-settled.pb.gz")
 	if err != nil {
 		return memStatus{}, err
 	}
@@ -112,7 +119,7 @@ func runtimeStats(m metricSet) map[string]float64 {
 // measureUpdatePeak updates ConfigMaps that have dependents, spread over the update window,
 // waits for their reloads, and returns the peak RSS in that phase: the larger of the 100 ms
 // samples and VmHWM, which is reset first.
-func (l *lab) measureUpdatePeak(ctx context.Context, e *env, p *reloaderProc, r *result) (int64, error) {
+func (mem *memoryScenario) measureUpdatePeak(ctx context.Context, e *env, p *reloaderProc, r *result) (int64, error) {
 	if err := resetPeak(p.pid()); err != nil {
 		r.detail("reset_peak_error", err.Error()+"; the update peak includes the startup peak")
 	}
@@ -121,12 +128,12 @@ func (l *lab) measureUpdatePeak(ctx context.Context, e *env, p *reloaderProc, r 
 	if err != nil {
 		return 0, err
 	}
-	l.logf("updating %d ConfigMaps over %s", l.cfg.updates, l.cfg.updateWindow)
-	reloads, err := spreadUpdates(ctx, e, l.cfg.updates, l.cfg.updateWindow)
+	mem.logf("updating %d ConfigMaps over %s", mem.cfg.updates, mem.cfg.updateWindow)
+	reloads, err := spreadUpdates(ctx, e, mem.cfg.updates, mem.cfg.updateWindow)
 	if err != nil {
 		return 0, err
 	}
-	lat := awaitReloads(ctx, e, reloads, l.cfg.timeout)
+	lat := awaitReloads(ctx, e, reloads, mem.cfg.timeout)
 	m, err := p.memory()
 	if err != nil {
 		return 0, err
@@ -144,19 +151,19 @@ func (l *lab) measureUpdatePeak(ctx context.Context, e *env, p *reloaderProc, r 
 	return max(sampled, m.HWM), nil
 }
 
-// memoryTargets adds the memory checks: absolute targets for the base population, growth
+// targets adds the memory checks: absolute targets for the base population, growth
 // relative to the base run for larger ConfigMaps.
-func (l *lab) memoryTargets(pop population, r *result, got memoryNumbers) {
-	if pop.ConfigMapKiB == l.cfg.pop.ConfigMapKiB {
+func (mem *memoryScenario) targets(pop population, r *result, got memoryNumbers) {
+	if pop.ConfigMapKiB == mem.cfg.pop.ConfigMapKiB {
 		r.add(atMost("RSS settled", got.settled, targetSettledMiB, unitMiB),
 			atMost("VmHWM at settle (startup peak)", got.startupPeak, targetPeakMiB, unitMiB),
-			atMost(fmt.Sprintf("peak RSS during %d updates", l.cfg.updates), got.updatePeak, targetPeakMiB, unitMiB))
-		l.baseline = &got
+			atMost(fmt.Sprintf("peak RSS during %d updates", mem.cfg.updates), got.updatePeak, targetPeakMiB, unitMiB))
+		mem.baseline = &got
 		return
 	}
 	r.add(info("RSS settled", got.settled, unitMiB), info("VmHWM at settle (startup peak)", got.startupPeak, unitMiB),
-		info(fmt.Sprintf("peak RSS during %d updates", l.cfg.updates), got.updatePeak, unitMiB))
-	base := l.baseline
+		info(fmt.Sprintf("peak RSS during %d updates", mem.cfg.updates), got.updatePeak, unitMiB))
+	base := mem.baseline
 	if base == nil {
 		r.detail("note", "no base memory run in this invocation to compare with")
 		return
@@ -183,15 +190,4 @@ func spreadUpdates(ctx context.Context, e *env, n int, window time.Duration) ([]
 		out = append(out, rl)
 	}
 	return out, nil
-}
-
-// stopGracefully sends SIGTERM, checks the exit code and counts warnings and errors the
-// reloader logged.
-func (l *lab) stopGracefully(p *reloaderProc, r *result) error {
-	code, err := p.terminate()
-	if err != nil {
-		return err
-	}
-	r.add(exactly("exit code after SIGTERM", float64(code), 0, unitCount))
-	return l.logIssues(r, p)
 }

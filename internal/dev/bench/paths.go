@@ -142,10 +142,10 @@ func samplePaths(logPath string, started time.Time, seen []seenReload) ([]sample
 func round2ms(d time.Duration) float64 { return math.Round(ms(d)*100) / 100 }
 
 // addPaths records the samples' paths and the slowest one's parts, if the log holds them.
-func (l *lab) addPaths(r *result, p *reloaderProc, lt latencies) {
+func (k *kit) addPaths(r *result, p *reloaderProc, lt latencies) {
 	paths, err := samplePaths(p.logPath, p.started, lt.seen)
 	if err != nil {
-		l.logf("sample paths: %v", err)
+		k.logf("sample paths: %v", err)
 		return
 	}
 	if len(paths) == 0 {

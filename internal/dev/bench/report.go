@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -96,22 +97,60 @@ func (r *result) add(c ...check) { r.Checks = append(r.Checks, c...) }
 
 func (r *result) detail(key string, v any) { r.Details[key] = v }
 
-func (l *lab) writeJSON(r *result) {
-	b, err := json.Marshal(r)
-	if err == nil {
-		_, err = fmt.Fprintf(l.jsonl, "%s\n", b)
+// report keeps the scenarios' results: each goes to the .jsonl file as it comes, and all are
+// printed as one report at the end.
+type report struct {
+	begin     time.Time
+	dir       string // logs and profiles of this run
+	jsonlPath string
+	jsonl     *os.File
+	results   []*result
+	// growthSamples is -growth-samples, for the growth table's title.
+	growthSamples int
+	logf          func(format string, args ...any)
+}
+
+// newReport creates dir and the .jsonl file at jsonlPath.
+func newReport(dir, jsonlPath string, growthSamples int, begin time.Time, logf func(string, ...any)) (*report, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create results directory: %w", err)
 	}
+	f, err := os.Create(jsonlPath)
 	if err != nil {
-		l.logf("write %s: %v", l.jsonlPath, err)
+		return nil, fmt.Errorf("create results file: %w", err)
+	}
+	return &report{begin: begin, dir: dir, jsonlPath: jsonlPath, jsonl: f, growthSamples: growthSamples, logf: logf}, nil
+}
+
+func (rp *report) close() {
+	if err := rp.jsonl.Close(); err != nil {
+		rp.logf("close %s: %v", rp.jsonlPath, err)
 	}
 }
 
-// printReport prints every check, then the growth table and the profile summaries.
-func (l *lab) printReport(w io.Writer) {
-	fmt.Fprintf(w, "\nreloader %s benchmark, %s, %s wall time\n\n", l.version, time.Now().Format("2006-01-02"), time.Since(l.begin).Round(time.Second))
+// add keeps r and writes it to the .jsonl file.
+func (rp *report) add(r *result) {
+	rp.results = append(rp.results, r)
+	rp.writeJSON(r)
+}
+
+func (rp *report) writeJSON(r *result) {
+	b, err := json.Marshal(r)
+	if err == nil {
+		_, err = fmt.Fprintf(rp.jsonl, "%s\n", b)
+	}
+	if err != nil {
+		rp.logf("write %s: %v", rp.jsonlPath, err)
+	}
+}
+
+// printReport prints every check of the reloader of version, then the growth table and the
+// profile summaries.
+func (rp *report) printReport(w io.Writer, version string) {
+	fmt.Fprintf(w, "\nreloader %s benchmark, %s, %s wall time\n\n", version, time.Now().Format("2006-01-02"), time.Since(rp.begin).Round(time.Second))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SCENARIO\tMEASURE\tMEASURED\tTARGET\tRESULT")
-	for _, r := range l.results {
+	for _, r := range rp.results {
 		for _, c := range r.Checks {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Scenario, c.Name, format(c.Measured, c.Unit), c.Target, c.Verdict)
 		}
@@ -120,15 +159,15 @@ func (l *lab) printReport(w io.Writer) {
 		}
 	}
 	tw.Flush()
-	l.printGrowth(w)
-	l.printProfiles(w)
-	fmt.Fprintf(w, "\nresults: %s\nlogs and profiles: %s\n", l.jsonlPath, l.dir)
+	rp.printGrowth(w)
+	rp.printProfiles(w)
+	fmt.Fprintf(w, "\nresults: %s\nlogs and profiles: %s\n", rp.jsonlPath, rp.dir)
 }
 
 // printGrowth prints the growth scenarios as one table, a row per size.
-func (l *lab) printGrowth(w io.Writer) {
+func (rp *report) printGrowth(w io.Writer) {
 	var rows []*result
-	for _, r := range l.results {
+	for _, r := range rp.results {
 		if strings.HasPrefix(r.Scenario, scGrowth+"-") && r.Error == "" {
 			rows = append(rows, r)
 		}
@@ -137,7 +176,7 @@ func (l *lab) printGrowth(w io.Writer) {
 		return
 	}
 	cols := []string{"time to /readyz", "CPU to /readyz", "RSS settled", "VmHWM at settle", "heap in use settled", "latency p50", "latency p99", "reloads missed", "API requests per change (excl. list/watch)", "reloader CPU time / changes"}
-	fmt.Fprintf(w, "\ngrowth (%d latency samples per size)\n\n", l.cfg.growthSamples)
+	fmt.Fprintf(w, "\ngrowth (%d latency samples per size)\n\n", rp.growthSamples)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "ConfigMaps\tSecrets\tDeployments\tnamespaces\t%s\t\n", strings.Join(cols, "\t"))
 	for _, r := range rows {
@@ -164,8 +203,8 @@ func (r *result) value(name string) string {
 }
 
 // printProfiles prints the profile summaries the scenarios kept.
-func (l *lab) printProfiles(w io.Writer) {
-	for _, r := range l.results {
+func (rp *report) printProfiles(w io.Writer) {
+	for _, r := range rp.results {
 		if strings.HasPrefix(r.Scenario, scGrowth) {
 			continue // the growth profiles are in the results directory
 		}
@@ -182,10 +221,24 @@ func (l *lab) printProfiles(w io.Writer) {
 	}
 }
 
+// plotGrowth draws this run's growth results, if it has any, into its results directory.
+func (rp *report) plotGrowth() {
+	rows, err := growthRows(rp.results)
+	if err != nil || len(rows) == 0 {
+		return
+	}
+	path := filepath.Join(rp.dir, "growth.png")
+	if err := writeGrowthPlot(rows, path); err != nil {
+		rp.logf("growth plot: %v", err)
+		return
+	}
+	fmt.Printf("growth plot: %s\n", path)
+}
+
 // failed counts scenarios that ended in an error.
-func (l *lab) failed() int {
+func (rp *report) failed() int {
 	n := 0
-	for _, r := range l.results {
+	for _, r := range rp.results {
 		if r.Error != "" {
 			n++
 		}

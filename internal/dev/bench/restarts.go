@@ -19,14 +19,17 @@ const restartSettle = 3 * time.Second
 // stateName is the reloader's default state ConfigMap; further shards are <name>-1, <name>-2, ...
 const stateName = "reloader-state"
 
-func (l *lab) restartParams(e *env) map[string]any {
-	return map[string]any{"population": e.pop, "kill_trials": l.cfg.killTrials,
-		"max_kill_delay": l.cfg.maxKillDelay.String(), "settle_after_restart": restartSettle.String(), "coalesce_period": "0s"}
+// restartsScenario checks restarts and crashes of the reloader on a population.
+type restartsScenario struct{ *kit }
+
+func (rsc *restartsScenario) params(e *env) map[string]any {
+	return map[string]any{"population": e.pop, "kill_trials": rsc.cfg.killTrials,
+		"max_kill_delay": rsc.cfg.maxKillDelay.String(), "settle_after_restart": restartSettle.String(), "coalesce_period": "0s"}
 }
 
 // restartRun is the sequence of reloader processes of the restarts scenario.
 type restartRun struct {
-	l     *lab
+	k     *kit
 	e     *env
 	r     *result
 	cur   *reloaderProc
@@ -35,11 +38,11 @@ type restartRun struct {
 	badExits int
 }
 
-// restarts checks that restarting the reloader restarts nothing that did not change, and that a
+// run checks that restarting the reloader restarts nothing that did not change, and that a
 // change is applied exactly once when the reloader crashes right after it or misses it while
 // stopped.
-func (l *lab) restarts(ctx context.Context, e *env, r *result) error {
-	rs := &restartRun{l: l, e: e, r: r}
+func (rsc *restartsScenario) run(ctx context.Context, e *env, r *result) error {
+	rs := &restartRun{k: rsc.kit, e: e, r: r}
 	defer rs.stopAll()
 	steps := []func(context.Context) error{rs.start, rs.gracefulNoChange, rs.crashes, rs.changeWhileStopped, rs.terminate}
 	for _, step := range steps {
@@ -48,18 +51,18 @@ func (l *lab) restarts(ctx context.Context, e *env, r *result) error {
 		}
 	}
 	r.add(exactly("SIGTERMs with a non-zero exit code", float64(rs.badExits), 0, unitCount))
-	return l.logIssues(r, rs.procs...)
+	return logIssues(r, rs.procs...)
 }
 
 // start runs the next reloader process and waits for /readyz.
 func (rs *restartRun) start(ctx context.Context) error {
-	p, err := rs.l.startReloader(rs.e, fmt.Sprintf("%s-%d", scRestarts, len(rs.procs)+1), 0)
+	p, err := rs.k.procs.start(rs.e, fmt.Sprintf("%s-%d", scRestarts, len(rs.procs)+1), 0)
 	if err != nil {
 		return err
 	}
 	rs.procs = append(rs.procs, p)
 	rs.cur = p
-	_, err = rs.l.ready(ctx, p)
+	_, err = rs.k.procs.ready(ctx, p)
 	return err
 }
 
@@ -124,7 +127,7 @@ type trial struct {
 func (rs *restartRun) crashes(ctx context.Context) error {
 	var trials []trial
 	var lost, double, others int
-	for range rs.l.cfg.killTrials {
+	for range rs.k.cfg.killTrials {
 		t, err := rs.crashTrial(ctx)
 		if err != nil {
 			return err
@@ -143,7 +146,7 @@ func (rs *restartRun) crashes(ctx context.Context) error {
 func (rs *restartRun) crashTrial(ctx context.Context) (trial, error) {
 	var t trial
 	err := rs.aroundChange(ctx, &t, func(rl reload) error {
-		delay := rand.N(rs.l.cfg.maxKillDelay + 1)
+		delay := rand.N(rs.k.cfg.maxKillDelay + 1)
 		if err := sleep(ctx, time.Until(rl.updated.Add(delay))); err != nil {
 			return err
 		}
@@ -156,7 +159,7 @@ func (rs *restartRun) crashTrial(ctx context.Context) (trial, error) {
 		t.StateBeforeKill = written
 		return err
 	})
-	rs.l.logf("restarts: kill -9 %.0f ms after the update (patch seen before: %t, state written before: %t): revisions %d, applied %t",
+	rs.k.logf("restarts: kill -9 %.0f ms after the update (patch seen before: %t, state written before: %t): revisions %d, applied %t",
 		t.DelayMs, t.PatchedBeforeKill, t.StateBeforeKill, t.Revisions, t.Applied)
 	return t, err
 }
@@ -195,7 +198,7 @@ func (rs *restartRun) aroundChange(ctx context.Context, t *trial, between func(r
 	if err := rs.start(ctx); err != nil {
 		return err
 	}
-	rs.e.tracker.wait(ctx, rl.key(), time.Now().Add(rs.l.cfg.timeout))
+	rs.e.tracker.wait(ctx, rl.key(), time.Now().Add(rs.k.cfg.timeout))
 	if err := sleep(ctx, restartSettle); err != nil {
 		return err
 	}

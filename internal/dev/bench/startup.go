@@ -80,7 +80,7 @@ func (w *startupWatch) halt() {
 
 // finish stops the watch, saves the profile of the peak to dir/<name>-heap-startup-peak.pb.gz
 // and records it, its summaries by in-use and allocated space, and the GC trace of the log.
-func (w *startupWatch) finish(ctx context.Context, l *lab, r *result, name string) error {
+func (w *startupWatch) finish(ctx context.Context, f *profiler, r *result, name string) error {
 	w.halt()
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -92,17 +92,17 @@ func (w *startupWatch) finish(ctx context.Context, l *lab, r *result, name strin
 	if w.profile == nil {
 		return nil
 	}
-	dst := filepath.Join(l.dir, name+"-heap-startup-peak.pb.gz")
+	dst := filepath.Join(f.dir, name+"-heap-startup-peak.pb.gz")
 	if err := os.WriteFile(dst, w.profile, 0o644); err != nil {
 		return fmt.Errorf("save start-up profile: %w", err)
 	}
 	out["profile"] = dst
-	inuse, err := l.pprofTop(ctx, dst, "", "-sample_index=inuse_space")
+	inuse, err := f.pprofTop(ctx, dst, "", "-sample_index=inuse_space")
 	if err != nil {
 		return err
 	}
 	out["inuse_top"] = inuse
-	alloc, err := l.pprofTop(ctx, dst, ".alloc", "-sample_index=alloc_space")
+	alloc, err := f.pprofTop(ctx, dst, ".alloc", "-sample_index=alloc_space")
 	if err != nil {
 		return err
 	}

@@ -17,47 +17,50 @@ import (
 // rollout is in progress: any request it sent per followed workload would show here.
 const trackingWindow = 20 * time.Second
 
-// trackingPop is the tracking scenario's population: the configured Deployments, each with its
+// trackingScenario measures rollout tracking with every Deployment of a population followed.
+type trackingScenario struct{ *kit }
+
+// pop is the tracking scenario's population: the configured Deployments, each with its
 // two ConfigMaps and one Secret, of 1 KiB, so that creating it takes seconds.
-func (l *lab) trackingPop() population {
-	d := l.cfg.pop.Deployments
+func (ts *trackingScenario) pop() population {
+	d := ts.cfg.pop.Deployments
 	return population{ConfigMaps: 2 * d, Secrets: d, Deployments: d, ConfigMapKiB: 1, SecretKiB: 1}
 }
 
-// tracking measures rollout tracking (--track-rollouts) with every Deployment followed at once.
+// run measures rollout tracking (--track-rollouts) with every Deployment followed at once.
 // First a reloader without tracking reloads every Deployment once, for the RSS to compare with.
 // The bench's control plane runs no controller manager, so no rollout progresses by itself: after
 // one more reload each, with tracking, all of them stay in progress for the tracking window, in
 // which the reloader must send no request at all. Then the bench writes each Deployment's status
 // as the deployment controller would on completion, and counts the requests per finished rollout
 // (its outcome).
-func (l *lab) tracking(ctx context.Context, e *env, r *result) error {
-	if err := l.untracked(ctx, e, r); err != nil {
+func (ts *trackingScenario) run(ctx context.Context, e *env, r *result) error {
+	if err := ts.untracked(ctx, e, r); err != nil {
 		return err
 	}
-	p, err := l.startSettled(ctx, e, scTracking, 0, "--track-rollouts")
+	p, err := ts.procs.startSettled(ctx, e, scTracking, 0, "--track-rollouts")
 	if err != nil {
 		return err
 	}
 	defer p.stop()
-	start, err := l.trackingSample(ctx, p, r, "before any reload")
+	start, err := trackingSample(ctx, p, r, "before any reload")
 	if err != nil {
 		return err
 	}
-	if err := l.reloadAll(ctx, e, r); err != nil {
+	if err := ts.reloadAll(ctx, e, r); err != nil {
 		return err
 	}
-	if err := l.quiet(ctx, p); err != nil { // the reloads' Events and state writes drain first
+	if err := quiet(ctx, p); err != nil { // the reloads' Events and state writes drain first
 		return err
 	}
-	tracked, err := l.trackingSample(ctx, p, r, fmt.Sprintf("%d rollouts followed", e.pop.Deployments))
+	tracked, err := trackingSample(ctx, p, r, fmt.Sprintf("%d rollouts followed", e.pop.Deployments))
 	if err != nil {
 		return err
 	}
 	if err := sleep(ctx, trackingWindow); err != nil {
 		return err
 	}
-	after, err := l.trackingSample(ctx, p, r, fmt.Sprintf("%d rollouts followed, %s later", e.pop.Deployments, trackingWindow))
+	after, err := trackingSample(ctx, p, r, fmt.Sprintf("%d rollouts followed, %s later", e.pop.Deployments, trackingWindow))
 	if err != nil {
 		return err
 	}
@@ -66,7 +69,7 @@ func (l *lab) tracking(ctx context.Context, e *env, r *result) error {
 	if err := completeRollouts(ctx, e); err != nil {
 		return err
 	}
-	done, err := l.awaitOutcomes(ctx, p, float64(e.pop.Deployments))
+	done, err := awaitOutcomes(ctx, p, float64(e.pop.Deployments))
 	if err != nil {
 		return err
 	}
@@ -78,39 +81,39 @@ func (l *lab) tracking(ctx context.Context, e *env, r *result) error {
 		}
 	}
 	r.add(info("outcomes succeeded", done.metrics.sum("reloader_rollouts_total", map[string]string{"outcome": "succeeded"}), unitCount))
-	if _, err := l.trackingSample(ctx, p, r, fmt.Sprintf("%d rollouts succeeded", e.pop.Deployments)); err != nil {
+	if _, err := trackingSample(ctx, p, r, fmt.Sprintf("%d rollouts succeeded", e.pop.Deployments)); err != nil {
 		return err
 	}
-	return l.stopGracefully(p, r)
+	return stopGracefully(p, r)
 }
 
 // untracked reloads every Deployment once with a reloader that does not follow rollouts, and
 // records its RSS afterwards.
-func (l *lab) untracked(ctx context.Context, e *env, r *result) error {
-	p, err := l.startSettled(ctx, e, scTracking+"-off", 0)
+func (ts *trackingScenario) untracked(ctx context.Context, e *env, r *result) error {
+	p, err := ts.procs.startSettled(ctx, e, scTracking+"-off", 0)
 	if err != nil {
 		return err
 	}
 	defer p.stop()
-	if _, err := l.trackingSample(ctx, p, r, "tracking off, before any reload"); err != nil {
+	if _, err := trackingSample(ctx, p, r, "tracking off, before any reload"); err != nil {
 		return err
 	}
-	if err := l.reloadAll(ctx, e, r); err != nil {
+	if err := ts.reloadAll(ctx, e, r); err != nil {
 		return err
 	}
 	if err := sleep(ctx, 2*time.Second); err != nil {
 		return err
 	}
-	if _, err := l.trackingSample(ctx, p, r, fmt.Sprintf("tracking off, %d reloads done", e.pop.Deployments)); err != nil {
+	if _, err := trackingSample(ctx, p, r, fmt.Sprintf("tracking off, %d reloads done", e.pop.Deployments)); err != nil {
 		return err
 	}
-	return l.stopGracefully(p, r)
+	return stopGracefully(p, r)
 }
 
 // quiet waits until the reloader has sent no request but watches for 3 s in a row: the Events of
 // a thousand reloads leave at the client's rate limit, seconds after the reloads.
-func (l *lab) quiet(ctx context.Context, p *reloaderProc) error {
-	prev, err := l.snapshot(ctx, p)
+func quiet(ctx context.Context, p *reloaderProc) error {
+	prev, err := takeSnapshot(ctx, p)
 	if err != nil {
 		return err
 	}
@@ -118,7 +121,7 @@ func (l *lab) quiet(ctx context.Context, p *reloaderProc) error {
 		if err := sleep(ctx, 3*time.Second); err != nil {
 			return err
 		}
-		cur, err := l.snapshot(ctx, p)
+		cur, err := takeSnapshot(ctx, p)
 		if err != nil {
 			return err
 		}
@@ -131,8 +134,8 @@ func (l *lab) quiet(ctx context.Context, p *reloaderProc) error {
 }
 
 // trackingSample is a snapshot with its RSS recorded under label.
-func (l *lab) trackingSample(ctx context.Context, p *reloaderProc, r *result, label string) (snapshot, error) {
-	s, err := l.snapshot(ctx, p)
+func trackingSample(ctx context.Context, p *reloaderProc, r *result, label string) (snapshot, error) {
+	s, err := takeSnapshot(ctx, p)
 	if err != nil {
 		return s, err
 	}
@@ -145,9 +148,9 @@ func (l *lab) trackingSample(ctx context.Context, p *reloaderProc, r *result, la
 }
 
 // reloadAll changes the first ConfigMap of every Deployment and waits for every reload.
-func (l *lab) reloadAll(ctx context.Context, e *env, r *result) error {
+func (ts *trackingScenario) reloadAll(ctx context.Context, e *env, r *result) error {
 	reloads := make([]reload, e.pop.Deployments)
-	err := forEach(ctx, e.pop.Deployments, l.cfg.workers, func(ctx context.Context, i int) error {
+	err := forEach(ctx, e.pop.Deployments, ts.cfg.workers, func(ctx context.Context, i int) error {
 		rl, err := e.updateConfigMap(ctx, 2*i)
 		reloads[i] = rl
 		return err
@@ -178,10 +181,10 @@ func completeRollouts(ctx context.Context, e *env) error {
 }
 
 // awaitOutcomes waits until the reloader has reported n succeeded rollouts.
-func (l *lab) awaitOutcomes(ctx context.Context, p *reloaderProc, n float64) (snapshot, error) {
+func awaitOutcomes(ctx context.Context, p *reloaderProc, n float64) (snapshot, error) {
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		s, err := l.snapshot(ctx, p)
+		s, err := takeSnapshot(ctx, p)
 		if err != nil {
 			return s, err
 		}
