@@ -43,6 +43,12 @@ type explainTarget struct {
 	// remembered: configs whose current content the running reloader knows its pods read
 	// (recorder.remembered), whatever its marker says.
 	remembered map[string]bool
+	// waiting: configs the reloader takes w's pods to be behind on, which they have not read
+	// yet, or read later than it takes them to: they waited for another config too (stale).
+	// Whether it reloads them now, after a refused patch's backoff, or not at all, they run c's
+	// current content, and the oracle does not wait for it (soak seed 1796187324768317270@10
+	// made fixed seed 1795446428096566055@1 settle before such a retry).
+	waiting map[string]bool
 }
 
 // agree explains every live workload and returns a violation for each whose answer the
@@ -101,7 +107,7 @@ func gateEnds(rep explainReport) time.Time {
 func disagreement(tg explainTarget, rep explainReport, out bool) violation {
 	var due, whys []string
 	for _, c := range rep.Configs {
-		if c.Reload && !(tg.remembered[c.Name] && c.Why == policy.MarkerStale.String()) {
+		if c.Reload && !(tg.remembered[c.Name] && c.Why == policy.MarkerStale.String()) && !tg.waiting[c.Name] {
 			due = append(due, c.Kind+"/"+c.Name)
 			whys = append(whys, c.Why)
 		}
@@ -140,9 +146,10 @@ func (r *recorder) explainTargets() ([]explainTarget, bool) {
 	var out []explainTarget
 	for _, w := range r.lives() {
 		if w.deletedAt.IsZero() {
-			tg := explainTarget{kind: w.kind, name: w.name, gated: w.gate().holds(r.window), invalid: r.readsInvalid(w), remembered: map[string]bool{}}
+			tg := explainTarget{kind: w.kind, name: w.name, gated: w.gate().holds(r.window), invalid: r.readsInvalid(w), remembered: map[string]bool{}, waiting: map[string]bool{}}
 			for _, c := range judgedConfigs {
 				tg.remembered[c] = r.remembered(w, c)
+				tg.waiting[c] = r.staleWaiting(w, c, false) && !r.staleWaiting(w, c, true)
 			}
 			out = append(out, tg)
 		}
