@@ -114,7 +114,7 @@ func (c *Controller) openWindows(due []key, fresh bool) {
 // never shrink, small. Entries of configs deleted while the reloader was down become tombstones.
 func (c *Controller) startupPass() {
 	if !c.opts.IgnoreSecrets {
-		reportStateHashes(c.state, c.opts.HashKey.key.ID(), c.log)
+		reportStateHashes(c.state.Configs(), c.opts.HashKey.key.ID(), c.log)
 	}
 	live := map[string]bool{}
 	for kind, inf := range c.caches.configs {
@@ -123,19 +123,19 @@ func (c *Controller) startupPass() {
 			k := key{kind, r.Namespace(), r.Name}
 			skey := c.names.config(k)
 			live[skey] = true
-			e, known := c.state.Get(skey)
+			e, known := c.state.Configs().Get(skey)
 			spare := c.markSpare(k, true)
 			switch {
 			case known && !e.Deleted && e.Hash == r.hash():
 			case !known && spare && c.caches.allowed(k.namespace):
-				c.state.Set(skey, r.hash())
+				c.state.Configs().Set(skey, r.hash())
 			default:
 				c.strips.unsure(k, c.rule.dependents(k, r))
 				c.backlog.add(k)
 			}
 		}
 	}
-	if n := c.state.TombstoneMissing(func(k string) bool { return live[k] }, c.opts.Clock.Now()); n > 0 {
+	if n := c.state.Configs().TombstoneMissing(func(k string) bool { return live[k] }, c.opts.Clock.Now()); n > 0 {
 		c.log.Info("configs deleted while the reloader was down", "entries", n)
 	}
 	c.tombstones.queueAll()
@@ -147,7 +147,7 @@ func (c *Controller) startupPass() {
 // needed at a restart. It reports the mark.
 func (c *Controller) markSpare(k key, unread bool) bool {
 	spare := unread && !c.caches.referenced(k)
-	c.state.SetSpare(c.names.config(k), spare)
+	c.state.Configs().SetSpare(c.names.config(k), spare)
 	return spare
 }
 

@@ -227,8 +227,8 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 			labelSelector: opts.ResourceLabelSelector, ignoredSecretTypes: opts.IgnoreSecretTypes},
 	}
 	c.opts.HashKey.runOnly, _ = HashKeyOf(newHashKeySecret(""))
-	c.strips = newStrips(c.state, c.names)
-	c.records = &records{annotations: opts.Annotations, hashKey: &c.opts.HashKey, store: c.state, names: c.names, strips: c.strips}
+	c.strips = newStrips(c.state.Kind(stripPrefix), c.names)
+	c.records = &records{annotations: opts.Annotations, hashKey: &c.opts.HashKey, store: c.state.Configs(), names: c.names, strips: c.strips}
 	c.state.OnWrite = c.metrics.ObserveStateWrite
 	if opts.stateBudget > 0 {
 		state.SetBudget(c.state, opts.stateBudget)
@@ -239,20 +239,22 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 	c.backlog = newBacklog(c.queue)
 	c.reports = newReporter(c.events.NewRecorder(clients.Scheme, corev1.EventSource{Component: "reloader"}), opts.Log)
 	c.coalescer = coalesce.New(opts.CoalescePeriod, opts.CoalesceMaxWait, opts.Clock, c.queue.Add)
-	c.gates = &gates{annotations: opts.Annotations, defaults: opts.Gate, clock: opts.Clock, store: c.state, names: c.names,
-		reports: c.reports, log: c.log, gauge: c.metrics.Deferred, enqueue: c.queue.Add, deferrals: newDeferrals(opts.Clock, c.queue.Add)}
-	c.tracker = &tracker{defaults: opts.Follow, clock: opts.Clock, store: c.state, names: c.names, reports: c.reports, log: c.log,
+	c.gates = &gates{annotations: opts.Annotations, defaults: opts.Gate, clock: opts.Clock, store: c.state.Kind(pendingPrefix, pausePrefix),
+		names: c.names, reports: c.reports, log: c.log, gauge: c.metrics.Deferred, enqueue: c.queue.Add, deferrals: newDeferrals(opts.Clock, c.queue.Add)}
+	c.tracker = &tracker{defaults: opts.Follow, clock: opts.Clock, store: c.state.Kind(holdPrefix, rollbackReadPrefix),
+		flush: c.state.Flush, names: c.names, reports: c.reports, log: c.log,
 		metrics: c.metrics, restarts: c.restarts, strips: c.strips, enqueue: c.queue.Add, enqueueAfter: c.queue.AddAfter, pauseOf: c.gates.pauseOf,
 		pausedAt: opts.Annotations.PausedAt}
 	c.rule = &rule{annotations: opts.Annotations, strategy: opts.Strategy, reloadOnCreate: opts.ReloadOnCreate,
-		reloadOnDelete: opts.ReloadOnDelete, caches: c.caches, records: c.records, store: c.state, names: c.names,
+		reloadOnDelete: opts.ReloadOnDelete, caches: c.caches, records: c.records, store: c.state.Configs(), names: c.names,
 		tracker: c.tracker, restarts: c.restarts, strips: c.strips, stakater: &c.stakater}
 	c.rollouts = rollouts{rule: c.rule, tracker: c.tracker}
-	c.notes = &notes{rule: c.rule, strips: c.strips, restarts: c.restarts, records: c.records, store: c.state, names: c.names}
+	c.notes = &notes{rule: c.rule, strips: c.strips, restarts: c.restarts, records: c.records, store: c.state.Configs(), names: c.names}
 	c.outcomes = &outcomes{reports: c.reports, metrics: c.metrics, log: c.log, alerts: opts.Alerts, view: c.rule.view}
 	c.annotationCheck = &annotationCheck{annotations: opts.Annotations, gate: opts.Gate, follow: opts.Follow, caches: c.caches, reports: c.reports, log: c.log, ready: c.ready.Load}
-	c.entries = &workloadEntries{annotations: opts.Annotations, caches: c.caches, store: c.state, names: c.names}
-	c.tombstones = &tombstones{store: c.state, names: c.names, clock: opts.Clock, log: c.log, retention: opts.TombstoneRetention,
+	c.entries = &workloadEntries{annotations: opts.Annotations, caches: c.caches,
+		store: c.state.Kind(holdPrefix, stripPrefix, rollbackReadPrefix), names: c.names}
+	c.tombstones = &tombstones{store: c.state.Configs(), names: c.names, clock: opts.Clock, log: c.log, retention: opts.TombstoneRetention,
 		reloadOnCreate: opts.ReloadOnCreate, reloadOnDelete: opts.ReloadOnDelete, namespace: opts.Namespace,
 		watched: c.caches.watched, enqueue: c.queue.Add, enqueueAfter: c.queue.AddAfter}
 	c.suspensions = &suspensions{reports: c.reports, log: c.log}
@@ -260,18 +262,18 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 	if opts.DryRun {
 		c.rule.rehearsed = c.rehearsal.view
 	}
-	c.lag = &lagCheck{store: c.state, names: c.names, lookup: c.caches.lookup, live: liveVersion(clients)}
-	c.validation = &validation{store: c.state, names: c.names, reports: c.reports, log: c.log, counter: c.metrics.InvalidChanges,
+	c.lag = &lagCheck{store: c.state.Configs(), names: c.names, lookup: c.caches.lookup, live: liveVersion(clients)}
+	c.validation = &validation{store: c.state.Configs(), names: c.names, reports: c.reports, log: c.log, counter: c.metrics.InvalidChanges,
 		gates: c.gates, enqueue: c.queue.Add, dependents: c.rule.dependents, lookup: c.caches.lookup,
 		watched: c.caches.watched, webhook: opts.Webhook.URL != ""}
 	c.rehearsal.validation, c.rehearsal.gates = c.validation, c.gates
 	c.planner = &planner{rule: c.rule, caches: c.caches, gates: c.gates, validation: c.validation, clock: opts.Clock}
 	c.explainer = &Explainer{annotations: opts.Annotations, namespace: opts.Namespace, clock: opts.Clock, caches: c.caches,
-		store: c.state, names: c.names, rule: c.rule, records: c.records, gates: c.gates, planner: c.planner,
+		store: c.state.Configs(), names: c.names, rule: c.rule, records: c.records, gates: c.gates, planner: c.planner,
 		annotationCheck: c.annotationCheck}
 	if opts.Webhook.URL != "" {
 		c.webhook = &webhookSync{webhook: opts.Webhook, annotations: opts.Annotations, reloadOnCreate: opts.ReloadOnCreate,
-			reloadOnDelete: opts.ReloadOnDelete, caches: c.caches, changes: c.changes, store: c.state, names: c.names,
+			reloadOnDelete: opts.ReloadOnDelete, caches: c.caches, changes: c.changes, store: c.state.Configs(), names: c.names,
 			records: c.records, tombstones: c.tombstones, validation: c.validation, log: c.log}
 	}
 	if err := c.buildInformers(); err != nil {
@@ -555,7 +557,7 @@ func reportGauges(ctx context.Context, m *metrics.Metrics, store *state.Store, p
 			m.StateEntries.WithLabelValues(s.Name).Set(float64(s.Entries))
 			m.StateBytes.WithLabelValues(s.Name).Set(float64(s.Bytes))
 		}
-		n, spare := store.Unsaved(), store.UnsavedSpare()
+		n, spare := store.Unsaved(), store.Configs().UnsavedSpare()
 		m.StateMemoryOnly.WithLabelValues("true").Set(float64(spare))
 		m.StateMemoryOnly.WithLabelValues("false").Set(float64(n - spare))
 		unsaved(n, spare)

@@ -38,7 +38,7 @@ type events struct {
 	gates           *gates
 	rehearsal       *rehearsal
 	annotationCheck *annotationCheck
-	state           *state.Store
+	state           *state.Configs
 	namespace       string // --namespace: the namespace of a state entry that names none
 }
 

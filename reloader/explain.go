@@ -122,7 +122,7 @@ type Explainer struct {
 	namespace       string // Options.Namespace: the one namespace watched, if set
 	clock           coalesce.Clock
 	caches          *caches
-	store           *state.Store
+	store           *state.Configs
 	names           entryKeys
 	rule            *rule
 	records         *records

@@ -32,7 +32,7 @@ func (c *Controller) JudgeRolloutAsCached(ctx context.Context, d *appsv1.Deploym
 // a tombstone). A change every dependent's marker holds is written with the state's next write
 // only (records.rolledOut), so the ConfigMap may still show the content before.
 func (c *Controller) Recorded(key string) string {
-	e, ok := c.state.Get(key)
+	e, ok := c.state.Configs().Get(key)
 	if !ok || e.Deleted {
 		return ""
 	}

@@ -38,7 +38,7 @@ type gates struct {
 	annotations policy.Annotations
 	defaults    policy.GateDefaults
 	clock       coalesce.Clock
-	store       *state.Store
+	store       *state.KindView
 	names       entryKeys
 	reports     *reporter
 	log         *slog.Logger
@@ -157,7 +157,7 @@ func (g *gates) holdInvalid(w workloadView) {
 
 // release forgets a workload's held reload: it happened, or is no longer due.
 func (g *gates) release(w workloadView) {
-	g.store.DeleteEntry(g.names.pending(w.key))
+	g.store.Delete(g.names.pending(w.key))
 	if g.deferrals.release(w.key) {
 		g.reports.clear(string(w.meta.GetUID()), "ReloadScheduleInvalid", reasonHeldInvalid)
 		g.report()
@@ -166,7 +166,7 @@ func (g *gates) release(w workloadView) {
 
 // forget drops the hold and the remembered pause of a deleted workload.
 func (g *gates) forget(k key) {
-	g.store.DeleteEntry(g.names.pending(k))
+	g.store.Delete(g.names.pending(k))
 	g.forgetPause(k)
 	if g.deferrals.release(k) {
 		g.report()
@@ -282,9 +282,9 @@ func (g *gates) forgetGone(kinds map[string]*workloadKind) {
 			live[g.names.pending(k)], live[g.names.pause(k)] = true, true
 		}
 	}
-	for _, pk := range g.store.Keys(pendingPrefix, pausePrefix) {
+	for _, pk := range g.store.Keys() {
 		if !live[pk] {
-			g.store.DeleteEntry(pk)
+			g.store.Delete(pk)
 		}
 	}
 }

@@ -33,7 +33,7 @@ func newGatesFixture(store *state.Store) *gatesFixture {
 	f := &gatesFixture{store: store, queued: make(chan key, 10), events: record.NewFakeRecorder(100), clock: clocktest.New(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))}
 	log := slog.New(slog.DiscardHandler)
 	enqueue := func(k key) { f.queued <- k }
-	f.g = &gates{annotations: policy.DefaultAnnotations(), clock: f.clock, store: store, names: entryKeys{single: true},
+	f.g = &gates{annotations: policy.DefaultAnnotations(), clock: f.clock, store: store.Kind(pendingPrefix, pausePrefix), names: entryKeys{single: true},
 		reports: newReporter(f.events, log), log: log, gauge: metrics.New("test").Deferred, enqueue: enqueue,
 		deferrals: newDeferrals(f.clock, enqueue)}
 	return f
@@ -75,7 +75,7 @@ func TestAHeldReloadIsSaidOnceRememberedAndReleased(t *testing.T) {
 	if ev := f.drainEvents(); len(ev) != 1 || !strings.Contains(ev[0], "ReloadDeferred") || !strings.Contains(ev[0], "until 2026-11-26T12:30:00Z") {
 		t.Fatalf("events %q, want one ReloadDeferred until 12:30", ev)
 	}
-	if _, pending := store.Value(f.g.names.pending(w.key)); !pending {
+	if _, pending := store.Kind(pendingPrefix).Value(f.g.names.pending(w.key)); !pending {
 		t.Fatal("no pending entry for the held reload")
 	}
 	if got := testutil.ToFloat64(f.g.gauge.WithLabelValues(policy.ReasonMinInterval)); got != 1 {
@@ -115,7 +115,7 @@ func TestAHeldReloadIsSaidOnceRememberedAndReleased(t *testing.T) {
 		t.Fatal("nothing queued when the interval ended")
 	}
 	f.g.release(w)
-	if _, pending := store.Value(f.g.names.pending(w.key)); pending {
+	if _, pending := store.Kind(pendingPrefix).Value(f.g.names.pending(w.key)); pending {
 		t.Fatal("the pending entry outlived the release")
 	}
 	if got := testutil.ToFloat64(f.g.gauge.WithLabelValues(policy.ReasonMinInterval)); got != 0 {

@@ -230,7 +230,7 @@ func (rs *records) keyContent(rec *configRecord, dataKey string) policy.Content 
 
 // reportStateHashes says once, at start, how many state entries hold Secret hashes that the
 // current key did not make. Each is re-recorded under the current key when its config is synced.
-func reportStateHashes(store *state.Store, id string, log *slog.Logger) {
+func reportStateHashes(store *state.Configs, id string, log *slog.Logger) {
 	other := store.Count(func(_ string, e state.Entry) bool {
 		kid, keyed := confighash.KeyIDOf(e.Hash)
 		return keyed && kid != id

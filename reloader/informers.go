@@ -41,7 +41,7 @@ func (c *Controller) buildInformers() error {
 			notes := func(ctx context.Context) (*corev1.ConfigMap, error) {
 				return c.clients.ConfigMaps(c.opts.StateNamespace).Get(ctx, c.state.ShardName(0), metav1.GetOptions{})
 			}
-			c.jobs = &jobRuns{jobs: func(ns string) jobClient { return c.clients.Jobs(ns) }, notes: notes, store: c.state, reports: c.reports,
+			c.jobs = &jobRuns{jobs: func(ns string) jobClient { return c.clients.Jobs(ns) }, notes: notes, writeOther: c.state.WriteOther, reports: c.reports,
 				metrics: c.metrics, log: c.log, enqueue: c.queue.Add, markers: c.planner.currentMarkers, invalid: c.planner.jobInvalid,
 				cached: k.cached, key: c.opts.HashKey.noteKey, inScope: c.opts.inScope}
 			c.jobs.wire(k)
@@ -52,7 +52,7 @@ func (c *Controller) buildInformers() error {
 		caches: c.caches, records: c.records, changes: c.changes, entered: c.entered, reports: c.reports,
 		strips: c.strips, notes: c.notes, restarts: c.restarts, tracker: c.tracker, entries: c.entries,
 		gates: c.gates, rehearsal: c.rehearsal, annotationCheck: c.annotationCheck,
-		state: c.state, namespace: c.opts.Namespace}
+		state: c.state.Configs(), namespace: c.opts.Namespace}
 	all := map[string]cache.SharedIndexInformer{}
 	for kind, inf := range c.caches.configs {
 		all[kind+"s"] = inf

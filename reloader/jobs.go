@@ -25,7 +25,6 @@ import (
 	"github.com/reloader/reloader/internal/kube"
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
-	"github.com/reloader/reloader/state"
 )
 
 // CronJobs and Jobs are reloaded with stakater Reloader's semantics: a CronJob runs a new Job
@@ -192,12 +191,13 @@ type jobRuns struct {
 	// this reloader may act in.
 	key     func() confighash.Key
 	inScope func(namespace string) bool
-	store   *state.Store
-	reports *reporter
-	metrics *metrics.Metrics
-	log     *slog.Logger
-	enqueue func(key)
-	markers func(job *batchv1.Job) (*batchv1.Job, error)
+	// writeOther is the state's WriteOther: the notes are the first shard's other keys.
+	writeOther func(ctx context.Context, key string, value *string) error
+	reports    *reporter
+	metrics    *metrics.Metrics
+	log        *slog.Logger
+	enqueue    func(key)
+	markers    func(job *batchv1.Job) (*batchv1.Job, error)
 	// invalid lists the configs a Job's pods would read whose content does not validate.
 	invalid func(job *batchv1.Job) []string
 	cached  func(key string) (any, bool, error) // the Job informer's GetByKey
@@ -453,7 +453,7 @@ func (j *jobRuns) note(ctx context.Context, key string, r *jobRecreation) error 
 		}
 		value = &v
 	}
-	if err := j.store.WriteOther(ctx, key, value); err != nil {
+	if err := j.writeOther(ctx, key, value); err != nil {
 		return fmt.Errorf("write down a Job recreation: %w", err)
 	}
 	if r != nil {

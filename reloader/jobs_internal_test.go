@@ -94,7 +94,7 @@ func newJobsFixture() *jobsFixture {
 	f := &jobsFixture{api: &memoryJobs{jobs: map[string]*batchv1.Job{}}, events: record.NewFakeRecorder(100), cached: map[string]*batchv1.Job{}}
 	log := slog.New(slog.DiscardHandler)
 	f.store = newStore(&memoryConfigMaps{shards: map[string]*corev1.ConfigMap{}}, "ns", "reloader-state", log)
-	f.j = &jobRuns{jobs: func(string) jobClient { return f.api }, store: f.store, reports: newReporter(f.events, log),
+	f.j = &jobRuns{jobs: func(string) jobClient { return f.api }, writeOther: f.store.WriteOther, reports: newReporter(f.events, log),
 		metrics: metrics.New("test"), log: log, enqueue: func(k key) { f.queued = append(f.queued, k) },
 		markers: func(job *batchv1.Job) (*batchv1.Job, error) {
 			f.markers++

@@ -21,7 +21,7 @@ type rule struct {
 	reloadOnCreate, reloadOnDelete bool
 	caches                         *caches
 	records                        *records
-	store                          *state.Store
+	store                          *state.Configs
 	names                          entryKeys
 	tracker                        *tracker  // holds: reloads rolled back
 	restarts                       *restarts // what a restart's pods may read unseen (unseen.go)

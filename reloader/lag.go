@@ -29,7 +29,7 @@ import (
 // lagCheck is the part that tells a change of a workload made by another writer from a config
 // cache behind the workload cache, with a live read of the config.
 type lagCheck struct {
-	store  *state.Store
+	store  *state.Configs
 	names  entryKeys
 	lookup func(k key) *configRecord
 	// live reads a config's resourceVersion from the API server ("" when it is gone).

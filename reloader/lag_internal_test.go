@@ -50,10 +50,10 @@ func TestALiveReadConfirmsOnlyAMarkerTheCacheCannotExplain(t *testing.T) {
 			store := newStore(nil, "ns", "reloader-state", slog.New(slog.DiscardHandler))
 			names := entryKeys{single: true}
 			if tc.recorded != "" {
-				store.Set(names.config(key{policy.KindConfigMap, "ns", "app"}), tc.recorded)
+				store.Configs().Set(names.config(key{policy.KindConfigMap, "ns", "app"}), tc.recorded)
 			}
 			reads := 0
-			l := &lagCheck{store: store, names: names,
+			l := &lagCheck{store: store.Configs(), names: names,
 				lookup: func(key) *configRecord {
 					content, _ := confighash.Pack(a)
 					return &configRecord{Name: "app", ns: unique.Make("ns"), rv: 10, content: content}

@@ -17,7 +17,7 @@ type notes struct {
 	strips   *strips
 	restarts *restarts
 	records  *records
-	store    *state.Store
+	store    *state.Configs
 	names    entryKeys
 	// pausedOn: workload key → the hash of the template its rollouts were paused on, for the
 	// pauses this process saw begin (resumed).

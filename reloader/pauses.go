@@ -32,7 +32,7 @@ func (g *gates) rememberPause(w workloadView, pausedAt, end time.Time) {
 // forgetPause forgets the pause remembered for workload k, if any.
 func (g *gates) forgetPause(k key) {
 	if _, ok := g.store.Value(g.names.pause(k)); ok {
-		g.store.DeleteEntry(g.names.pause(k))
+		g.store.Delete(g.names.pause(k))
 	}
 }
 
@@ -49,7 +49,7 @@ func (g *gates) endRememberedPause(ctx context.Context, w workloadView, rolloutS
 	end, pausedAt, uid, err := decodePause(v)
 	gate := g.of(w)
 	if err != nil || uid != string(w.meta.GetUID()) || !gate.PausedAt.Equal(pausedAt) || len(g.resumeStakater(w)) == 0 {
-		g.store.DeleteEntry(pk) // ended, or replaced, by someone else: no longer ours to end
+		g.store.Delete(pk) // ended, or replaced, by someone else: no longer ours to end
 		if g.deferrals.release(w.key) {
 			g.report()
 		}
@@ -65,7 +65,7 @@ func (g *gates) endRememberedPause(ctx context.Context, w workloadView, rolloutS
 	if err := writeMeta(ctx, w, ops, "end the pause period of"); err != nil {
 		return err
 	}
-	g.store.DeleteEntry(pk)
+	g.store.Delete(pk)
 	if g.deferrals.release(w.key) {
 		g.report()
 	}

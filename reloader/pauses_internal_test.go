@@ -50,7 +50,7 @@ func TestOnlyAPauseTheStateAndTheDeploymentBothNameIsEndedOutsideTheSelection(t 
 				return w.obj, nil
 			}
 			if c.entry != "" {
-				f.store.SetValue(f.g.names.pause(w.key), c.entry)
+				f.store.Kind(pausePrefix).SetValue(f.g.names.pause(w.key), c.entry)
 			}
 			f.clock.Advance(c.advance)
 			if err := f.g.endRememberedPause(context.Background(), w, func(workloadView) []policy.JSONOp { return nil }); err != nil {
@@ -59,7 +59,7 @@ func TestOnlyAPauseTheStateAndTheDeploymentBothNameIsEndedOutsideTheSelection(t 
 			if ended := len(sent) == 1 && strings.Contains(sent[0], `"path":"/spec/paused","value":false`); ended != c.ends || len(sent) > 1 {
 				t.Errorf("patches %q; want the pause ended: %t", sent, c.ends)
 			}
-			if _, kept := f.store.Value(f.g.names.pause(w.key)); kept != c.kept {
+			if _, kept := f.store.Kind(pausePrefix).Value(f.g.names.pause(w.key)); kept != c.kept {
 				t.Errorf("entry kept %t, want %t", kept, c.kept)
 			}
 			if held := f.g.deferrals.isHeld(w.key); held != c.heldUntilItsEnd {

@@ -236,8 +236,8 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // content is fully rolled out. Its transform also strips workloads before they enter their caches.
 type records struct {
 	annotations policy.Annotations
-	hashKey     *HashKey     // loaded at start (hashkey.go)
-	store       *state.Store // nil in unit tests
+	hashKey     *HashKey       // loaded at start (hashkey.go)
+	store       *state.Configs // nil in unit tests
 	names       entryKeys
 	strips      *strips // a baseline notes who runs another content (baseline)
 }

@@ -30,7 +30,7 @@ import (
 type strips struct {
 	mu    sync.Mutex
 	m     map[key]map[policy.ConfigRef]stripped
-	store *state.Store
+	store *state.KindView
 	names entryKeys
 }
 
@@ -57,7 +57,7 @@ const otherContent = policy.UnrecordedContent
 // exist: they run whatever content it next has (awaits). Another well-formed hash no content has.
 const awaited = "0000000000000000000000000000000000000001"
 
-func newStrips(store *state.Store, names entryKeys) *strips {
+func newStrips(store *state.KindView, names entryKeys) *strips {
 	return &strips{m: map[key]map[policy.ConfigRef]stripped{}, store: store, names: names}
 }
 
@@ -273,7 +273,7 @@ func (s *strips) forget(w key, r policy.ConfigRef) {
 	if len(s.m[w]) == 0 {
 		delete(s.m, w)
 	}
-	s.store.DeleteEntry(s.names.strip(w, r))
+	s.store.Delete(s.names.strip(w, r))
 }
 
 // marker is what workload w, without a marker for r, carries in effect against value: what it
@@ -329,7 +329,7 @@ func (s *strips) awaits(w key, refs []policy.ConfigRef) (undo func()) {
 			if v, ok := before[r]; ok {
 				s.store.SetValue(s.names.strip(w, r), v)
 			} else {
-				s.store.DeleteEntry(s.names.strip(w, r))
+				s.store.Delete(s.names.strip(w, r))
 			}
 		}
 	}

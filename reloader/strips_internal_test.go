@@ -57,10 +57,10 @@ func TestAStripSaysWhatAWorkloadWithoutAMarkerRuns(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store := newStore(nil, "ns", "reloader-state", slog.New(slog.DiscardHandler))
-			s := newStrips(store, entryKeys{single: true})
+			s := newStrips(store.Kind(stripPrefix), entryKeys{single: true})
 			tc.act(s)
 			if tc.restarted {
-				s = newStrips(store, entryKeys{single: true})
+				s = newStrips(store.Kind(stripPrefix), entryKeys{single: true})
 			}
 			if got := s.marker(w, r, tc.want); got != tc.marker {
 				t.Errorf("marker = %v, want %v", got, tc.marker)
@@ -119,9 +119,9 @@ func TestPodsThatWaitForAConfigRunWhatItComesBackWith(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store := newStore(nil, "ns", "reloader-state", slog.New(slog.DiscardHandler))
-			s := newStrips(store, entryKeys{single: true})
+			s := newStrips(store.Kind(stripPrefix), entryKeys{single: true})
 			tc.act(s)
-			s = newStrips(store, entryKeys{single: true}) // as a later process reads it
+			s = newStrips(store.Kind(stripPrefix), entryKeys{single: true}) // as a later process reads it
 			if got := s.ranSince(w, r); got != tc.ranSince {
 				t.Errorf("ranSince = %t, want %t", got, tc.ranSince)
 			}

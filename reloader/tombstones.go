@@ -17,7 +17,7 @@ import (
 // --reload-on-delete; and that prunes it once nothing references the config for the retention
 // period.
 type tombstones struct {
-	store                          *state.Store
+	store                          *state.Configs
 	names                          entryKeys
 	clock                          coalesce.Clock
 	log                            *slog.Logger

@@ -23,7 +23,7 @@ type tombstonesFixture struct {
 func newTombstonesFixture(reloadOnCreate, reloadOnDelete bool) *tombstonesFixture {
 	f := &tombstonesFixture{store: newStore(nil, "ns", "reloader-state", slog.New(slog.DiscardHandler)),
 		clock: clocktest.New(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)), after: map[key]time.Duration{}}
-	f.ts = &tombstones{store: f.store, names: entryKeys{single: true}, clock: f.clock, log: slog.New(slog.DiscardHandler),
+	f.ts = &tombstones{store: f.store.Configs(), names: entryKeys{single: true}, clock: f.clock, log: slog.New(slog.DiscardHandler),
 		retention: 24 * time.Hour, reloadOnCreate: reloadOnCreate, reloadOnDelete: reloadOnDelete, namespace: "ns",
 		watched:      func(kind string) bool { return kind == policy.KindConfigMap },
 		enqueue:      func(k key) { f.queued = append(f.queued, k) },
@@ -68,14 +68,14 @@ func TestATombstoneKeepsWhatARecreationIsJudgedAgainst(t *testing.T) {
 			f := newTombstonesFixture(tc.reloadOnCreate, tc.reloadOnDelete)
 			skey := f.ts.names.config(cfg)
 			if tc.recorded != "" {
-				f.store.Set(skey, tc.recorded)
+				f.store.Configs().Set(skey, tc.recorded)
 			}
 			if tc.age > 0 {
-				f.store.Tombstone(skey, tc.recorded, f.clock.Now().Add(-tc.age))
+				f.store.Configs().Tombstone(skey, tc.recorded, f.clock.Now().Add(-tc.age))
 			}
 			f.ts.noteReach(cfg, nil, tc.deps, true)
 			f.ts.settle(cfg, tc.referenced)
-			e, known := f.store.Get(skey)
+			e, known := f.store.Configs().Get(skey)
 			switch {
 			case tc.want == nil && known:
 				t.Fatalf("entry %+v, want none", e)
@@ -95,7 +95,7 @@ func TestATombstoneAgesFromTheDeletion(t *testing.T) {
 	f := newTombstonesFixture(false, false)
 	cfg := key{policy.KindConfigMap, "ns", "app"}
 	skey := f.ts.names.config(cfg)
-	f.store.Set(skey, strings.Repeat("a", 40))
+	f.store.Configs().Set(skey, strings.Repeat("a", 40))
 	f.ts.settle(cfg, false)
 	f.clock.Advance(20 * time.Hour)
 	f.ts.settle(cfg, false)
@@ -104,7 +104,7 @@ func TestATombstoneAgesFromTheDeletion(t *testing.T) {
 	}
 	f.clock.Advance(4 * time.Hour)
 	f.ts.settle(cfg, false)
-	if e, known := f.store.Get(skey); known {
+	if e, known := f.store.Configs().Get(skey); known {
 		t.Fatalf("entry %+v past the retention, want it pruned", e)
 	}
 }
@@ -114,9 +114,9 @@ func TestATombstoneAgesFromTheDeletion(t *testing.T) {
 func TestEveryTombstoneOfAWatchedKindIsQueued(t *testing.T) {
 	f := newTombstonesFixture(false, false)
 	now := f.clock.Now()
-	f.store.Tombstone(f.ts.names.config(key{policy.KindConfigMap, "ns", "app"}), strings.Repeat("a", 40), now)
-	f.store.Tombstone(f.ts.names.config(key{policy.KindSecret, "ns", "db"}), "", now) // Secrets not watched
-	f.store.Set(f.ts.names.config(key{policy.KindConfigMap, "ns", "live"}), strings.Repeat("b", 40))
+	f.store.Configs().Tombstone(f.ts.names.config(key{policy.KindConfigMap, "ns", "app"}), strings.Repeat("a", 40), now)
+	f.store.Configs().Tombstone(f.ts.names.config(key{policy.KindSecret, "ns", "db"}), "", now) // Secrets not watched
+	f.store.Configs().Set(f.ts.names.config(key{policy.KindConfigMap, "ns", "live"}), strings.Repeat("b", 40))
 	f.ts.queueAll()
 	if len(f.queued) != 1 || f.queued[0] != (key{policy.KindConfigMap, "ns", "app"}) {
 		t.Fatalf("queued %v, want only ConfigMap ns/app", f.queued)

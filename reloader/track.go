@@ -36,7 +36,8 @@ import (
 type tracker struct {
 	defaults     policy.Follow
 	clock        coalesce.Clock
-	store        *state.Store
+	store        *state.KindView             // holds and rollback reads
+	flush        func(context.Context) error // the state's Flush
 	names        entryKeys
 	reports      *reporter
 	log          *slog.Logger
@@ -247,7 +248,7 @@ func (t *tracker) reloaded(w workloadView, changes []policy.Change, superseded *
 	for _, ch := range changes {
 		for _, k := range []string{t.names.hold(w.key, ch.Ref), t.names.rollbackRead(w.key, ch.Ref)} {
 			if _, ok := t.store.Value(k); ok {
-				t.store.DeleteEntry(k)
+				t.store.Delete(k)
 			}
 		}
 	}
@@ -457,7 +458,7 @@ func (t *tracker) liftUnsentHolds(w workloadView) {
 	for ref, v := range restore.Applied {
 		hk := t.names.hold(w.key, policy.RestoreRef(ref))
 		if held, ok := t.store.Value(hk); ok && held == heldAs(v) {
-			t.store.DeleteEntry(hk)
+			t.store.Delete(hk)
 		}
 	}
 }
@@ -484,7 +485,7 @@ func (t *tracker) holdAndRestore(ctx context.Context, w workloadView, entry poli
 	starts := rollbackStarts(w, entry, restore)
 	undoReads := t.noteRollbackReads(w.key, starts)
 	undo := func() { undoReads(); undoRan() }
-	if err := t.store.Flush(ctx); err != nil {
+	if err := t.flush(ctx); err != nil {
 		undo()
 		return policy.Restore{}, rollbackStart{}, nil, false, fmt.Errorf("record the hold of %s before rolling it back: %w", w.key, err)
 	}
@@ -532,7 +533,7 @@ func (t *tracker) noteRollbackReads(w key, s rollbackStart) (undo func()) {
 	return func() {
 		for k, v := range before {
 			if v == nil {
-				t.store.DeleteEntry(k)
+				t.store.Delete(k)
 			} else {
 				t.store.SetValue(k, *v)
 			}
@@ -659,7 +660,7 @@ func (t *tracker) liftStale(deps []dependent) {
 		case d.held:
 			t.store.SetValue(k, heldAs(d.change.Value))
 		default:
-			t.store.DeleteEntry(k)
+			t.store.Delete(k)
 		}
 	}
 }

@@ -63,8 +63,8 @@ func newTrackerFixture(rollback bool) *trackerFixture {
 	f.store = newStore(&memoryConfigMaps{shards: map[string]*corev1.ConfigMap{}}, "ns", "reloader-state", log)
 	names := entryKeys{single: true}
 	f.t = &tracker{defaults: policy.Follow{Track: true, Rollback: rollback, Timeout: 10 * time.Second}, clock: f.clock,
-		store: f.store, names: names, reports: newReporter(f.events, log), log: log, metrics: metrics.New("test"),
-		restarts: newRestarts(), strips: newStrips(f.store, names), enqueue: func(key) {},
+		store: f.store.Kind(holdPrefix, rollbackReadPrefix), flush: f.store.Flush, names: names, reports: newReporter(f.events, log), log: log, metrics: metrics.New("test"),
+		restarts: newRestarts(), strips: newStrips(f.store.Kind(stripPrefix), names), enqueue: func(key) {},
 		enqueueAfter: func(_ key, d time.Duration) { f.after = append(f.after, d) }}
 	f.kind = &workloadKind{name: "Deployment",
 		reload: func(_ context.Context, _, _ string, body []byte) (any, error) {
@@ -185,7 +185,7 @@ func TestTheTrackerJudgesARolloutByItsStatusItsDeadlineAndWhoseTemplateItIs(t *t
 		f := newTrackerFixture(true)
 		w := f.followed(2, 2, 12*time.Second, "")
 		a, c := strings.Repeat("a", 40), strings.Repeat("c", 40)
-		f.store.SetValue(f.t.names.hold(w.key, appRef), a)
+		f.store.Kind(holdPrefix).SetValue(f.t.names.hold(w.key, appRef), a)
 		held, stale := f.t.held(w.key, appRef, policy.Content{Value: c})
 		if held || !stale {
 			t.Fatalf("other content: held %v, stale %v; want the hold ended", held, stale)
@@ -202,7 +202,7 @@ func TestTheTrackerJudgesARolloutByItsStatusItsDeadlineAndWhoseTemplateItIs(t *t
 		f := newTrackerFixture(true)
 		w := f.followed(2, 2, 12*time.Second, "")
 		c := strings.Repeat("c", 40)
-		f.store.SetValue(f.t.names.hold(w.key, appRef), c) // a rollback of c's reload, after the judgement
+		f.store.Kind(holdPrefix).SetValue(f.t.names.hold(w.key, appRef), c) // a rollback of c's reload, after the judgement
 		f.t.liftStale([]dependent{{workload: w.key, judgement: judgement{change: policy.Change{Ref: appRef, Value: c}, staleHold: true}}})
 		if !f.isHeld(w.key, c) {
 			t.Fatal("a hold of the judged content was lifted")

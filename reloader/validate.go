@@ -31,7 +31,7 @@ import (
 // (dependents) and reads configs through its cache (lookup).
 type validation struct {
 	underway   sync.Map // config key → *configRecord: its valid content while reloads for it are due
-	store      *state.Store
+	store      *state.Configs
 	names      entryKeys
 	reports    *reporter
 	log        *slog.Logger

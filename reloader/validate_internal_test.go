@@ -25,7 +25,7 @@ type validationFixture struct {
 func newValidationFixture() *validationFixture {
 	store := newStore(nil, "ns", "reloader-state", slog.New(slog.DiscardHandler))
 	f := &validationFixture{gatesFixture: newGatesFixture(store), configs: map[key]*configRecord{}, due: map[string][]key{}}
-	f.v = &validation{store: store, names: f.g.names, reports: f.g.reports, log: f.g.log, counter: metrics.New("test").InvalidChanges,
+	f.v = &validation{store: store.Configs(), names: f.g.names, reports: f.g.reports, log: f.g.log, counter: metrics.New("test").InvalidChanges,
 		gates: f.g, enqueue: f.g.enqueue, lookup: func(k key) *configRecord { return f.configs[k] },
 		watched: func(string) bool { return true },
 		dependents: func(_ key, rec *configRecord) []dependent {
@@ -67,7 +67,7 @@ func TestInvalidContentIsSaidOnceAndNamesWhatItStranded(t *testing.T) {
 	if got := testutil.ToFloat64(f.v.counter.WithLabelValues(policy.KindConfigMap)); got != 1 {
 		t.Fatalf("invalid changes counted %v, want 1", got)
 	}
-	if e, _ := f.store.Get(f.g.names.config(k)); e.Hash != invalid.hash() {
+	if e, _ := f.store.Configs().Get(f.g.names.config(k)); e.Hash != invalid.hash() {
 		t.Fatalf("state entry %q, want the content as it is (%s): the state never saw the config", e.Hash, invalid.hash())
 	}
 	select {

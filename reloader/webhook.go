@@ -21,7 +21,7 @@ type webhookSync struct {
 	reloadOnCreate, reloadOnDelete bool
 	caches                         *caches
 	changes                        *changeLog
-	store                          *state.Store
+	store                          *state.Configs
 	names                          entryKeys
 	records                        *records
 	tombstones                     *tombstones

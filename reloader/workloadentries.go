@@ -10,14 +10,14 @@ import (
 type workloadEntries struct {
 	annotations policy.Annotations
 	caches      *caches
-	store       *state.Store
+	store       *state.KindView
 	names       entryKeys
 }
 
 // lift forgets the holds and strips of a deleted workload.
 func (we *workloadEntries) lift(k *workloadKind, obj any) {
 	for _, e := range we.keysOf(k, obj) {
-		we.store.DeleteEntry(e)
+		we.store.Delete(e)
 	}
 }
 
@@ -32,9 +32,9 @@ func (we *workloadEntries) forgetGone() {
 			}
 		}
 	}
-	for _, e := range we.store.Keys(holdPrefix, stripPrefix, rollbackReadPrefix) {
+	for _, e := range we.store.Keys() {
 		if !live[e] {
-			we.store.DeleteEntry(e)
+			we.store.Delete(e)
 		}
 	}
 }

@@ -17,12 +17,12 @@ func TestKeepDataKeysRemovesTheOthersOfThatConfigOnly(t *testing.T) {
 	}
 	app, other := state.Key("ConfigMap", "", "app"), state.Key("ConfigMap", "", "other")
 	for _, k := range []string{app, state.KeyOf(app, "a"), state.KeyOf(app, "b"), other, state.KeyOf(other, "a")} {
-		s.Set(k, hashOf(k))
+		s.Configs().Set(k, hashOf(k))
 	}
 	if err := s.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	s.KeepDataKeys(app, map[string]bool{state.KeyOf(app, "b"): true})
+	s.Configs().KeepDataKeys(app, map[string]bool{state.KeyOf(app, "b"): true})
 	if err := s.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func TestKeepDataKeysRemovesTheOthersOfThatConfigOnly(t *testing.T) {
 	}
 	for _, st := range []*state.Store{s, again} {
 		for k, want := range map[string]bool{app: true, state.KeyOf(app, "a"): false, state.KeyOf(app, "b"): true, other: true, state.KeyOf(other, "a"): true} {
-			if _, ok := st.Get(k); ok != want {
+			if _, ok := st.Configs().Get(k); ok != want {
 				t.Errorf("%s present = %v, want %v", k, ok, want)
 			}
 		}

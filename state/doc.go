@@ -22,12 +22,18 @@
 // reloads this way (package reloader, entrykeys.go). Keys of no kind it knows belong to someone
 // else and are left alone.
 //
+// Each part reaches the state through a view, not the Store: Store.Configs for the config
+// entries, Store.Kind for the entries of the kinds its owner names, which panics on a key of any
+// other kind, so that no part writes another's entries. The Store itself keeps the lifecycle
+// (Load, Run, Keep, Flush, Fence), the shards' stats and the first shard's other keys
+// (Other, WriteOther); where each entry sits is its table's (shards.go).
+//
 // One ConfigMap holds at most 1 MiB, so entries spread over shards: <name>, <name>-1, ... up to
 // MaxShards, each filled to ShardBudget. A new entry goes to the first shard with room and never
 // moves (unless evicted, below): it counts against the budget at the size of the longest value it
 // could take, so it can always be updated in place. When no shard has room the entry is kept in
 // memory only (see Store.Unsaved) and written once room appears: a full state is never written
-// past its budget. Its owner may mark a config spare (Store.SetSpare: no workload reads it). A
+// past its budget. Its owner may mark a config spare (Configs.SetSpare: no workload reads it). A
 // full state gives spare entries' room to entries that are not spare: such an entry that finds no
 // room evicts saved spare entries of one shard to memory only, and the flush removes them there; a
 // spare entry never evicts. So past the ceiling only spare entries are lost at a restart, unless
@@ -39,6 +45,6 @@
 // second attempt.
 //
 // Changes are written behind: a flush starts shortly after the first change and writes all of
-// them. An entry its owner calls redundant (Store.SetRedundant) starts no flush: it goes along
-// with the next one, or with the flush at exit, unless the owner asks for it (Store.Need).
+// them. An entry its owner calls redundant (Configs.SetRedundant) starts no flush: it goes along
+// with the next one, or with the flush at exit, unless the owner asks for it (Configs.Need).
 package state

@@ -204,8 +204,8 @@ func FuzzLoadCorruptState(f *testing.F) {
 			}
 		}
 		got := map[string]Entry{}
-		for k, e := range s.entries.m {
-			got[k] = s.entries.public(k, e)
+		for k, e := range s.t.entries.m {
+			got[k] = s.t.entries.public(k, e)
 		}
 		if !maps.Equal(got, want) {
 			t.Fatalf("Load kept %v, want %v", got, want)
@@ -243,11 +243,11 @@ func FuzzLoadCorruptState(f *testing.F) {
 		if _, err := again.Load(context.Background()); err != nil {
 			t.Fatalf("second Load: %v", err)
 		}
-		if len(again.entries.m) != len(want) || !again.Clean() {
-			t.Fatalf("second Load: %d entries (want %d), clean %v", len(again.entries.m), len(want), again.Clean())
+		if len(again.t.entries.m) != len(want) || !again.Clean() {
+			t.Fatalf("second Load: %d entries (want %d), clean %v", len(again.t.entries.m), len(want), again.Clean())
 		}
 		for k, e := range want {
-			if g, _ := again.Get(k); g != e {
+			if g, _ := again.Configs().Get(k); g != e {
 				t.Fatalf("second Load: %q is %+v, want %+v", k, g, e)
 			}
 		}

@@ -2,8 +2,11 @@ package state
 
 import (
 	"errors"
+	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // EntryKind is a kind of entry the store keeps for its owner without knowing what it means: every
@@ -61,43 +64,79 @@ func (ks kindSet) decode(k, v string) (Entry, error) {
 	return e, err
 }
 
-// Value returns the value of the entry under key, of a registered kind.
-func (s *Store) Value(key string) (string, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, ok := s.entries.m[key]
+// KindView is the view of the entries of some registered kinds (Store.Kind), for the part that
+// owns them: it reads, writes and lists those entries only. A key of another kind is a mistake in
+// the part's wiring, not in the state: the view panics on it, in Value as in the writes, so that
+// a part can neither write nor read another part's entries.
+type KindView struct {
+	mu    *sync.Mutex // the store's
+	t     *table
+	log   *slog.Logger
+	kinds kindSet // a subset of the store's
+}
+
+// Kind returns the view of the entries of the registered kinds whose prefixes are given. It
+// panics on a prefix no registered kind has.
+func (s *Store) Kind(prefixes ...string) *KindView {
+	v := &KindView{mu: &s.mu, t: &s.t, log: s.log}
+	for _, p := range prefixes {
+		i := slices.IndexFunc(s.kinds, func(k EntryKind) bool { return k.Prefix == p })
+		if i < 0 {
+			panic(fmt.Sprintf("state: no registered kind of entry has the prefix %q", p))
+		}
+		v.kinds = append(v.kinds, s.kinds[i])
+	}
+	return v
+}
+
+// of returns the kind of key, panicking if it is not one of the view's.
+func (v *KindView) of(key string) *EntryKind {
+	k := v.kinds.of(key)
+	if k == nil {
+		panic(fmt.Sprintf("state: key %q is of none of this view's kinds", key))
+	}
+	return k
+}
+
+// Value returns the value of the entry under key.
+func (v *KindView) Value(key string) (string, bool) {
+	v.of(key)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	e, ok := v.t.entries.m[key]
 	if !ok || !e.opaque {
 		return "", false
 	}
-	return s.entries.public(key, e).Hash, true
+	return v.t.entries.public(key, e).Hash, true
 }
 
-// SetValue records value under key, of a registered kind; it is written by the next flush. A key
-// of no registered kind, or a value its kind refuses, is refused and logged: it would not load
-// back.
-func (s *Store) SetValue(key, value string) {
-	k := s.kinds.of(key)
-	if k == nil {
-		s.log.Error("refusing to record a state value under a key of no registered kind", "key", key)
+// SetValue records value under key; it is written by the next flush. A value its kind refuses is
+// refused and logged: it would not load back.
+func (v *KindView) SetValue(key, value string) {
+	if err := v.of(key).Valid(key, value); err != nil {
+		v.log.Error("refusing to record a state value its kind does not accept", "key", key, "reason", err.Error())
 		return
 	}
-	if err := k.Valid(key, value); err != nil {
-		s.log.Error("refusing to record a state value its kind does not accept", "key", key, "reason", err.Error())
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.put(key, Entry{Hash: value, opaque: true})
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.t.put(key, Entry{Hash: value, opaque: true})
 }
 
-// Keys returns, sorted, the key of every entry whose key starts with one of prefixes, each the
-// Prefix of a registered kind.
-func (s *Store) Keys(prefixes ...string) []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// Delete removes the entry under key; the removal is written by the next flush.
+func (v *KindView) Delete(key string) {
+	v.of(key)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.t.remove(key)
+}
+
+// Keys returns, sorted, the key of every entry of the view's kinds.
+func (v *KindView) Keys() []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	var out []string
-	for k, e := range s.entries.m {
-		if e.opaque && slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(k, p) }) {
+	for k, e := range v.t.entries.m {
+		if e.opaque && v.kinds.of(k) != nil {
 			out = append(out, k)
 		}
 	}

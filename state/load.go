@@ -40,7 +40,7 @@ func (s *Store) Load(ctx context.Context) (first bool, err error) {
 			}
 		}
 	}
-	return len(s.entries.m) == 0, nil
+	return len(s.t.entries.m) == 0, nil
 }
 
 // loadShard takes in shard i's entries. Shards load in order, so a key already loaded sits in a
@@ -49,7 +49,7 @@ func (s *Store) Load(ctx context.Context) (first bool, err error) {
 func (s *Store) loadShard(i int, data map[string]string) {
 	for k, v := range data {
 		if !s.kinds.owns(k) {
-			s.room.bytes[i] += len(k) + len(v)
+			s.t.room.bytes[i] += len(k) + len(v)
 			if i == 0 {
 				s.flusher.others[k] = v
 			}
@@ -62,17 +62,17 @@ func (s *Store) loadShard(i int, data map[string]string) {
 			s.drop(k, i)
 			continue
 		}
-		if kept, dup := s.entries.m[k]; dup {
+		if kept, dup := s.t.entries.m[k]; dup {
 			s.log.Warn("state entry is stored twice; keeping the copy in the lower shard",
 				"configmap", s.ShardName(i), "key", k, "kept_in", s.ShardName(int(kept.shard)))
 			s.drop(k, i)
 			continue
 		}
-		s.entries.put(k, e, i, true)
-		s.children.link(k, true)
-		s.room.bytes[i] += s.kinds.reserve(k)
-		if s.isSpare(k) {
-			s.room.addSpare(k, i, s.kinds.reserve(k))
+		s.t.entries.put(k, e, i, true)
+		s.t.children.link(k, true)
+		s.t.room.bytes[i] += s.kinds.reserve(k)
+		if s.t.isSpare(k) {
+			s.t.room.addSpare(k, i, s.kinds.reserve(k))
 		}
 	}
 }
@@ -85,8 +85,8 @@ func (s *Store) drop(key string, i int) {
 
 // forgetAll empties the in-memory copy before a Load.
 func (s *Store) forgetAll() {
-	s.entries, s.children = newEntryMap(), children{}
+	s.t.entries, s.t.children = newEntryMap(), children{}
 	s.flusher.forget()
-	s.room.forget()
+	s.t.room.forget()
 	s.io.forget()
 }

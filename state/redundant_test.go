@@ -12,21 +12,21 @@ func TestARedundantEntryIsDueOnlyWhenNeeded(t *testing.T) {
 	c := newMemClient()
 	s := loaded(t, c, nil)
 	quiet, other := state.Key("ConfigMap", "", "quiet"), state.Key("ConfigMap", "", "other")
-	s.SetRedundant(quiet, hashOf("a"))
-	if e, _ := s.Get(quiet); e.Hash != hashOf("a") {
+	s.Configs().SetRedundant(quiet, hashOf("a"))
+	if e, _ := s.Configs().Get(quiet); e.Hash != hashOf("a") {
 		t.Fatalf("memory holds %q, want the redundant entry", e.Hash)
 	}
 	if !s.Clean() {
 		t.Fatal("a redundant entry made a write due")
 	}
 	// The positive control: the same call made by Set is due.
-	s.Set(other, hashOf("b"))
+	s.Configs().Set(other, hashOf("b"))
 	if s.Clean() {
 		t.Fatal("a set entry is not due")
 	}
 	flush(t, s)
-	s.SetRedundant(quiet, hashOf("c"))
-	s.Need(quiet)
+	s.Configs().SetRedundant(quiet, hashOf("c"))
+	s.Configs().Need(quiet)
 	if s.Clean() {
 		t.Fatal("a needed redundant entry is not due")
 	}
@@ -36,16 +36,16 @@ func TestARedundantEntryGoesWithTheNextWrite(t *testing.T) {
 	c := newMemClient()
 	s := loaded(t, c, nil)
 	quiet, other := state.Key("ConfigMap", "", "quiet"), state.Key("ConfigMap", "", "other")
-	s.SetRedundant(quiet, hashOf("a"))
-	s.Set(other, hashOf("b"))
+	s.Configs().SetRedundant(quiet, hashOf("a"))
+	s.Configs().Set(other, hashOf("b"))
 	flush(t, s)
 	got := stored(t, c)
 	if got[quiet] != hashOf("a") || got[other] != hashOf("b") {
 		t.Fatalf("stored %v, want both entries", got)
 	}
 	// Set after SetRedundant: due, and written once.
-	s.SetRedundant(quiet, hashOf("c"))
-	s.Set(quiet, hashOf("d"))
+	s.Configs().SetRedundant(quiet, hashOf("c"))
+	s.Configs().Set(quiet, hashOf("d"))
 	flush(t, s)
 	if v := stored(t, c)[quiet]; v != hashOf("d") {
 		t.Fatalf("stored %q, want the later Set", v)
@@ -61,7 +61,7 @@ func TestRunWritesRedundantEntriesWhenItsContextEnds(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); s.Run(ctx, time.Millisecond) }()
 	k := state.Key("ConfigMap", "", "app")
-	s.SetRedundant(k, hashOf("a"))
+	s.Configs().SetRedundant(k, hashOf("a"))
 	cancel()
 	<-done
 	if v := stored(t, c)[k]; v != hashOf("a") || writes != 1 {
@@ -75,17 +75,17 @@ func TestAnEntrySetAndRemovedBetweenTwoFlushesCostsNoWrite(t *testing.T) {
 	writes := 0
 	s.OnWrite = func(string, error) { writes++ }
 	brief, kept := state.Key("ConfigMap", "", "brief"), state.Key("ConfigMap", "", "kept")
-	s.Set(brief, hashOf("a"))
-	s.Delete(brief)
+	s.Configs().Set(brief, hashOf("a"))
+	s.Configs().Delete(brief)
 	flush(t, s)
 	if writes != 0 {
 		t.Fatalf("%d writes for an entry no shard ever held", writes)
 	}
 	// The positive control: once written, the same removal is a write.
-	s.Set(brief, hashOf("a"))
-	s.Set(kept, hashOf("b"))
+	s.Configs().Set(brief, hashOf("a"))
+	s.Configs().Set(kept, hashOf("b"))
 	flush(t, s)
-	s.Delete(brief)
+	s.Configs().Delete(brief)
 	flush(t, s)
 	got := stored(t, c)
 	if _, left := got[brief]; left || got[kept] != hashOf("b") || writes != 2 {
@@ -93,7 +93,7 @@ func TestAnEntrySetAndRemovedBetweenTwoFlushesCostsNoWrite(t *testing.T) {
 	}
 	// And one loaded from the shard.
 	again := loaded(t, c, nil)
-	again.Delete(kept)
+	again.Configs().Delete(kept)
 	flush(t, again)
 	if _, left := stored(t, c)[kept]; left {
 		t.Fatal("the removal of a loaded entry was not written")
@@ -104,7 +104,7 @@ func TestRedundantEntriesGoOnlyWithWritesOfTheirShard(t *testing.T) {
 	c := newMemClient()
 	s, budget := smallStore(t, c, nil)
 	for i := range perShard + 1 {
-		s.Set(entryKey(i), hashOf("old"))
+		s.Configs().Set(entryKey(i), hashOf("old"))
 	}
 	flush(t, s)
 	written := make(chan string, 10)
@@ -113,9 +113,9 @@ func TestRedundantEntriesGoOnlyWithWritesOfTheirShard(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); s.Run(ctx, time.Millisecond) }()
 	inFirst, inSecond := entryKey(0), entryKey(perShard)
-	s.SetRedundant(inFirst, hashOf("new"))
-	s.SetRedundant(inSecond, hashOf("new"))
-	s.Set(entryKey(1), hashOf("new"))
+	s.Configs().SetRedundant(inFirst, hashOf("new"))
+	s.Configs().SetRedundant(inSecond, hashOf("new"))
+	s.Configs().Set(entryKey(1), hashOf("new"))
 	if shard := <-written; shard != "reloader-state" {
 		t.Fatalf("wrote %s, want the first shard", shard)
 	}

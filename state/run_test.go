@@ -35,7 +35,7 @@ func TestRunStopsBackingOffWhenItsContextEnds(t *testing.T) {
 	s := state.New(failingClient{}, "ns", "reloader-state", slog.New(slog.DiscardHandler))
 	failures := make(chan error, 100)
 	s.OnWrite = func(_ string, err error) { failures <- err }
-	s.Set(state.Key("ConfigMap", "", "app"), hashOf("a"))
+	s.Configs().Set(state.Key("ConfigMap", "", "app"), hashOf("a"))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -62,7 +62,7 @@ func TestRunWritesWhatIsPendingWhenItsContextEnds(t *testing.T) {
 	// A linger far longer than the test: only the end of ctx can cut it short.
 	go func() { defer close(done); s.Run(ctx, time.Hour) }()
 	k := state.Key("ConfigMap", "", "app")
-	s.Set(k, hashOf("a"))
+	s.Configs().Set(k, hashOf("a"))
 	cancel()
 	select {
 	case <-done:
@@ -99,10 +99,10 @@ func TestTheNextFlushMakesAWriteThatFailed(t *testing.T) {
 		t.Fatal(err)
 	}
 	removed, set := state.Key("ConfigMap", "", "removed"), state.Key("ConfigMap", "", "set")
-	s.Set(removed, hashOf("r"))
+	s.Configs().Set(removed, hashOf("r"))
 	flush(t, s)
-	s.DeleteEntry(removed)
-	s.Set(set, hashOf("s"))
+	s.Configs().DeleteEntry(removed)
+	s.Configs().Set(set, hashOf("s"))
 	client.refuse = true
 	if err := s.Flush(ctx); err == nil {
 		t.Fatal("a refused write reported no error")

@@ -2,11 +2,31 @@ package state
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/reloader/reloader/confighash"
 )
 
-// Placement: which shard holds which entry, and how full each shard is. The caller holds s.mu.
+// Placement: which shard holds which entry, and how full each shard is. The store's lock guards
+// all of it.
+
+// table is the store's entries and where each sits: its shard, or memory only; which configs are
+// spare; and the eviction of spare entries when the state is full. Every change it makes is
+// marked due for the flusher. It knows no API call and checks no key or value: the views do
+// (views.go). The store's lock guards it.
+type table struct {
+	kinds    kindSet // the store's, fixed
+	entries  entryMap
+	children children
+	room     room // how full each shard is
+	// spare holds the configs whose owner reads them from no workload (SetSpare): their entries
+	// give up their room to others' when the state is full. It outlives a Load.
+	spare map[string]struct{}
+	due   *pending // the flusher's
+}
+
+// current returns the entries, for the flusher.
+func (t *table) current() entryMap { return t.entries }
 
 // tombstoneOverhead is what a tombstone adds to its hash: the prefix, a time with as many digits
 // as maxUnix, and ':'.
@@ -33,78 +53,77 @@ func reserved(key string) int { return len(key) + maxValue(key) }
 
 // put stores e under key: in its shard if it has one, else in a shard with room, else in memory
 // only.
-func (s *Store) put(key string, e Entry) {
-	if s.update(key, e) {
-		s.flusher.due.mark(key)
+func (t *table) put(key string, e Entry) {
+	if t.update(key, e) {
+		t.due.mark(key)
 	}
 }
 
 // update is put without marking key dirty; it reports whether the entry changed.
-func (s *Store) update(key string, e Entry) bool {
-	old, had := s.entries.m[key]
-	if had && encodeEntry(s.entries.public(key, old)) == encodeEntry(e) {
+func (t *table) update(key string, e Entry) bool {
+	old, had := t.entries.m[key]
+	if had && encodeEntry(t.entries.public(key, old)) == encodeEntry(e) {
 		return false
 	}
 	shard := int(old.shard)
 	if !had || shard == memoryOnly {
-		shard = s.place(key)
+		shard = t.place(key)
 	}
-	s.entries.put(key, e, shard, had && old.stored && shard == int(old.shard))
-	s.room.setUnsaved(key, shard == memoryOnly)
-	s.children.link(key, true)
+	t.entries.put(key, e, shard, had && old.stored && shard == int(old.shard))
+	t.room.setUnsaved(key, shard == memoryOnly)
+	t.children.link(key, true)
 	return true
 }
 
 // place picks the shard for key and counts its bytes there. A key that is not spare and finds no
-// room takes it from spare saved entries, which go to memory only; a spare key never evicts. The
-// caller holds s.mu.
-func (s *Store) place(key string) int {
-	size, spare := s.kinds.reserve(key), s.isSpare(key)
-	shard := s.room.place(size, s.flusher.due.gone[key])
+// room takes it from spare saved entries, which go to memory only; a spare key never evicts.
+func (t *table) place(key string) int {
+	size, spare := t.kinds.reserve(key), t.isSpare(key)
+	shard := t.room.place(size, t.due.gone[key])
 	if shard == memoryOnly && !spare {
-		shard = s.evictFor(size)
+		shard = t.evictFor(size)
 	}
 	if spare && shard != memoryOnly {
-		s.room.addSpare(key, shard, size)
+		t.room.addSpare(key, shard, size)
 	}
 	return shard
 }
 
 // isSpare reports whether key is an entry of a config its owner marked spare (SetSpare).
-func (s *Store) isSpare(key string) bool {
+func (t *table) isSpare(key string) bool {
 	if !isConfigPrefixed(key) {
 		return false
 	}
-	_, ok := s.spare[ConfigOf(key)]
+	_, ok := t.spare[ConfigOf(key)]
 	return ok
 }
 
 // evictFor moves spare saved entries of one shard to memory only until that shard has room for
 // size bytes, counts size there and returns it; memoryOnly if no shard can make room that way.
-func (s *Store) evictFor(size int) int {
+func (t *table) evictFor(size int) int {
 	for i := range MaxShards {
-		if s.room.bytes[i]-s.room.spareBytes[i]+size > s.room.budget {
+		if t.room.bytes[i]-t.room.spareBytes[i]+size > t.room.budget {
 			continue
 		}
-		for !s.room.fits(i, size) && len(s.room.spareIn[i]) > 0 {
-			for k := range s.room.spareIn[i] {
-				s.evict(k, s.entries.m[k])
+		for !t.room.fits(i, size) && len(t.room.spareIn[i]) > 0 {
+			for k := range t.room.spareIn[i] {
+				t.evict(k, t.entries.m[k])
 				break
 			}
 		}
-		if !s.room.fits(i, size) {
+		if !t.room.fits(i, size) {
 			continue // not reached while spareBytes counts spareIn
 		}
-		s.room.bytes[i] += size
+		t.room.bytes[i] += size
 		return i
 	}
 	return memoryOnly
 }
 
 // family returns config's entry key and those of its data-key entries.
-func (s *Store) family(config string) []string {
+func (t *table) family(config string) []string {
 	out := []string{config}
-	for k := range s.children[config] {
+	for k := range t.children[config] {
 		out = append(out, k)
 	}
 	return out
@@ -112,54 +131,136 @@ func (s *Store) family(config string) []string {
 
 // evict moves the saved spare entry e of key to memory only: its bytes leave its shard, and the
 // next flush removes it there, as for a deleted key.
-func (s *Store) evict(key string, e entry) {
-	s.unplace(key, e)
+func (t *table) evict(key string, e entry) {
+	t.unplace(key, e)
 	e.shard, e.stored = memoryOnly, false
-	s.entries.m[key] = e
-	s.room.setUnsaved(key, true)
+	t.entries.m[key] = e
+	t.room.setUnsaved(key, true)
 }
 
 // unplace takes key out of its shard: its bytes no longer count there, and the next flush
 // removes it there if it may be stored there: an entry set and removed between two flushes
 // costs no write.
-func (s *Store) unplace(key string, e entry) {
+func (t *table) unplace(key string, e entry) {
 	if e.shard == memoryOnly {
 		return
 	}
-	size := s.kinds.reserve(key)
-	s.room.bytes[e.shard] -= size
-	if s.isSpare(key) {
-		s.room.dropSpare(key, int(e.shard), size)
+	size := t.kinds.reserve(key)
+	t.room.bytes[e.shard] -= size
+	if t.isSpare(key) {
+		t.room.dropSpare(key, int(e.shard), size)
 	}
 	if e.stored {
-		s.flusher.due.removeFrom(key, int(e.shard))
-		s.flusher.due.mark(key)
+		t.due.removeFrom(key, int(e.shard))
+		t.due.mark(key)
 	}
 }
 
 // placeUnsaved moves memory-only entries into shards that have room again: entries that are not
 // spare first, which may evict spare ones, then spare ones where room is left.
-func (s *Store) placeUnsaved() {
+func (t *table) placeUnsaved() {
 	var keys, spare []string
-	for k := range s.room.unsaved {
-		if s.isSpare(k) {
+	for k := range t.room.unsaved {
+		if t.isSpare(k) {
 			spare = append(spare, k)
 		} else {
 			keys = append(keys, k)
 		}
 	}
 	for _, k := range append(keys, spare...) {
-		e := s.entries.m[k]
+		e := t.entries.m[k]
 		if e.shard != memoryOnly {
 			continue
 		}
-		e.shard = int8(s.place(k))
+		e.shard = int8(t.place(k))
 		if e.shard == memoryOnly {
 			continue
 		}
-		s.entries.m[k] = e
-		s.room.setUnsaved(k, false)
-		s.flusher.due.mark(k)
+		t.entries.m[k] = e
+		t.room.setUnsaved(k, false)
+		t.due.mark(k)
+	}
+}
+
+// tombstone is Configs.Tombstone, the caller holding the lock.
+func (t *table) tombstone(config, hash string, at time.Time) {
+	next := Entry{Hash: hash, Deleted: true, Since: sinceOf(at)}
+	if e, ok := t.entries.m[config]; ok {
+		old := t.entries.public(config, e)
+		if hash == "" {
+			next.Hash = old.Hash
+		}
+		if e.deleted {
+			next.Since = old.Since
+		}
+	}
+	t.put(config, next)
+}
+
+// setSpare marks config spare or not and moves its saved entries in or out of the shards'
+// spare ones.
+func (t *table) setSpare(config string, spare bool) {
+	if _, was := t.spare[config]; was == spare {
+		return
+	}
+	if spare {
+		t.spare[config] = struct{}{}
+	} else {
+		delete(t.spare, config)
+	}
+	for _, k := range t.family(config) {
+		e, ok := t.entries.m[k]
+		switch {
+		case !ok || e.shard == memoryOnly:
+		case spare:
+			t.room.addSpare(k, int(e.shard), t.kinds.reserve(k))
+		default:
+			t.room.dropSpare(k, int(e.shard), t.kinds.reserve(k))
+		}
+	}
+}
+
+// unsavedIn reports whether an entry of config is kept in memory only.
+func (t *table) unsavedIn(config string) bool {
+	for _, k := range t.family(config) {
+		if _, ok := t.room.unsaved[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// remove forgets key and its placement; the next flush removes it where it was stored.
+func (t *table) remove(key string) {
+	e, ok := t.entries.m[key]
+	if !ok {
+		return
+	}
+	t.unplace(key, e)
+	t.entries.remove(key)
+	t.room.setUnsaved(key, false)
+	t.children.link(key, false)
+}
+
+// children indexes each config's data-key entries, so deleting a config does not scan.
+type children map[string]map[string]bool
+
+// link adds (or removes) a data-key entry in its config's children; config entries are skipped.
+func (c children) link(key string, add bool) {
+	config := ConfigOf(key)
+	if config == key {
+		return
+	}
+	if add {
+		if c[config] == nil {
+			c[config] = map[string]bool{}
+		}
+		c[config][key] = true
+		return
+	}
+	delete(c[config], key)
+	if len(c[config]) == 0 {
+		delete(c, config)
 	}
 }
 

@@ -77,7 +77,7 @@ func TestAFullStateKeepsNewEntriesInMemoryAndWritesThemWhenRoomAppears(t *testin
 	s, budget := smallStore(t, c, &log)
 	capacity := perShard * state.MaxShards
 	for i := range capacity + 3 {
-		s.Set(entryKey(i), hashOf(fmt.Sprint(i)))
+		s.Configs().Set(entryKey(i), hashOf(fmt.Sprint(i)))
 	}
 	flush(t, s)
 	if n := s.Unsaved(); n != 3 {
@@ -92,14 +92,14 @@ func TestAFullStateKeepsNewEntriesInMemoryAndWritesThemWhenRoomAppears(t *testin
 
 	// Every entry turning into a tombstone still fits its shard.
 	for i := range capacity + 3 {
-		s.Tombstone(entryKey(i), "", time.Unix(1795000000, 0))
+		s.Configs().Tombstone(entryKey(i), "", time.Unix(1795000000, 0))
 	}
 	flush(t, s)
 	storedShards(t, c, budget)
 
 	// Deleting two stored entries makes room for two of the memory-only ones.
-	s.Delete(entryKey(0))
-	s.Delete(entryKey(1))
+	s.Configs().Delete(entryKey(0))
+	s.Configs().Delete(entryKey(1))
 	flush(t, s)
 	if n := s.Unsaved(); n != 1 {
 		t.Fatalf("after two deletions Unsaved = %d, want 1", n)
@@ -109,19 +109,19 @@ func TestAFullStateKeepsNewEntriesInMemoryAndWritesThemWhenRoomAppears(t *testin
 		t.Fatalf("%d entries stored after two deletions, want %d", len(values), capacity)
 	}
 	for k, v := range values {
-		if e, _ := s.Get(k); !e.Deleted || !strings.HasSuffix(v, ":"+e.Hash) {
+		if e, _ := s.Configs().Get(k); !e.Deleted || !strings.HasSuffix(v, ":"+e.Hash) {
 			t.Errorf("stored %s = %q, in memory %+v", k, v, e)
 		}
 	}
 
 	// Room for the last one ends the full state; filling it again is logged again, once.
-	s.Delete(entryKey(2))
+	s.Configs().Delete(entryKey(2))
 	flush(t, s)
 	if n := s.Unsaved(); n != 0 || !strings.Contains(log.String(), "state has room again") {
 		t.Fatalf("Unsaved = %d, log:\n%s", n, log.String())
 	}
-	s.Set(entryKey(900), hashOf("900"))
-	s.Set(entryKey(901), hashOf("901"))
+	s.Configs().Set(entryKey(900), hashOf("900"))
+	s.Configs().Set(entryKey(901), hashOf("901"))
 	if n := strings.Count(log.String(), "state is full"); n != 2 {
 		t.Fatalf("%d log lines about the full state, want 2 for two transitions:\n%s", n, log.String())
 	}
@@ -135,31 +135,31 @@ func TestAKeyReAddedBeforeTheFlushIsStoredOnce(t *testing.T) {
 		reAdd func(s *state.Store, k, v string)
 	}{
 		{"room back in a lower shard", func(s *state.Store, k, v string) {
-			s.Delete(entryKey(0))
-			s.Delete(k)
-			s.Set(k, v)
+			s.Configs().Delete(entryKey(0))
+			s.Configs().Delete(k)
+			s.Configs().Set(k, v)
 		}},
 		{"its shard filled meanwhile", func(s *state.Store, k, v string) {
-			s.Delete(k)
-			s.Set(entryKey(100), hashOf("took its place"))
-			s.Delete(entryKey(0))
-			s.Set(k, v)
+			s.Configs().Delete(k)
+			s.Configs().Set(entryKey(100), hashOf("took its place"))
+			s.Configs().Delete(entryKey(0))
+			s.Configs().Set(k, v)
 		}},
 		{"moved twice", func(s *state.Store, k, v string) {
-			s.Delete(k)
-			s.Set(entryKey(100), hashOf("took its place"))
-			s.Delete(entryKey(0))
-			s.Set(k, hashOf("in shard 0"))
-			s.Delete(k)
-			s.Set(entryKey(101), hashOf("took its place"))
-			s.Delete(entryKey(5))
-			s.Set(k, v)
+			s.Configs().Delete(k)
+			s.Configs().Set(entryKey(100), hashOf("took its place"))
+			s.Configs().Delete(entryKey(0))
+			s.Configs().Set(k, hashOf("in shard 0"))
+			s.Configs().Delete(k)
+			s.Configs().Set(entryKey(101), hashOf("took its place"))
+			s.Configs().Delete(entryKey(5))
+			s.Configs().Set(k, v)
 		}},
 		{"tombstoned in between", func(s *state.Store, k, v string) {
-			s.Delete(entryKey(0))
-			s.Delete(k)
-			s.Tombstone(k, hashOf("tombstoned"), time.Unix(1795000000, 0))
-			s.Set(k, v)
+			s.Configs().Delete(entryKey(0))
+			s.Configs().Delete(k)
+			s.Configs().Tombstone(k, hashOf("tombstoned"), time.Unix(1795000000, 0))
+			s.Configs().Set(k, v)
 		}},
 	}
 	for _, tt := range tests {
@@ -168,7 +168,7 @@ func TestAKeyReAddedBeforeTheFlushIsStoredOnce(t *testing.T) {
 			s, budget := smallStore(t, c, nil)
 			k := entryKey(7)
 			for i := range 2 * perShard {
-				s.Set(entryKey(i), hashOf("old"))
+				s.Configs().Set(entryKey(i), hashOf("old"))
 			}
 			flush(t, s)
 			if shards := storedShards(t, c, budget); shards["reloader-state-1"][k] == "" {
@@ -179,7 +179,7 @@ func TestAKeyReAddedBeforeTheFlushIsStoredOnce(t *testing.T) {
 			if v := storedValues(t, storedShards(t, c, budget))[k]; v != hashOf("new") {
 				t.Fatalf("stored %s = %q, want the new hash", k, v)
 			}
-			if e, _ := loaded(t, c, nil).Get(k); e.Hash != hashOf("new") {
+			if e, _ := loaded(t, c, nil).Configs().Get(k); e.Hash != hashOf("new") {
 				t.Fatalf("reloaded %s = %+v, want the new hash", k, e)
 			}
 		})
@@ -198,7 +198,7 @@ func TestAnEntryStoredTwiceIsLoadedFromTheLowerShardAndRemovedFromTheOther(t *te
 	}
 	var log bytes.Buffer
 	s := loaded(t, c, &log)
-	if e, _ := s.Get(k); e.Hash != hashOf("lower") {
+	if e, _ := s.Configs().Get(k); e.Hash != hashOf("lower") {
 		t.Fatalf("loaded %+v, want the lower shard's copy", e)
 	}
 	if !strings.Contains(log.String(), "state entry is stored twice") {

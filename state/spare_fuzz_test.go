@@ -44,15 +44,15 @@ func FuzzSparePlacement(f *testing.F) {
 			k := keys[b&15]
 			switch b >> 4 & 7 {
 			case 0:
-				s.Set(k, fmt.Sprintf("%040x", n))
+				s.Configs().Set(k, fmt.Sprintf("%040x", n))
 			case 1:
-				s.SetSpare(k, true)
+				s.Configs().SetSpare(k, true)
 				marks[k] = true
 			case 2:
-				s.SetSpare(k, false)
+				s.Configs().SetSpare(k, false)
 				delete(marks, k)
 			case 3:
-				s.Delete(k)
+				s.Configs().Delete(k)
 				delete(marks, k)
 			case 4:
 				if err := s.Flush(ctx); err != nil {
@@ -60,16 +60,16 @@ func FuzzSparePlacement(f *testing.F) {
 				}
 				checkRoomAfterFlush(t, s)
 			case 5:
-				s.Tombstone(k, "", time.Unix(1795000000, 0))
+				s.Configs().Tombstone(k, "", time.Unix(1795000000, 0))
 			case 6:
-				s.Set(KeyOf(k, "d"), fmt.Sprintf("%040x", n))
+				s.Configs().Set(KeyOf(k, "d"), fmt.Sprintf("%040x", n))
 			case 7:
 				if err := s.Flush(ctx); err != nil {
 					t.Fatal(err)
 				}
 				s = open()
 				for m := range marks {
-					s.SetSpare(m, true)
+					s.Configs().SetSpare(m, true)
 				}
 			}
 			checkRoom(t, s)
@@ -84,8 +84,8 @@ func checkRoom(t *testing.T, s *Store) {
 	defer s.mu.Unlock()
 	var bytes, spare [MaxShards]int
 	var spareIn [MaxShards]int
-	for k, e := range s.entries.m {
-		_, unsaved := s.room.unsaved[k]
+	for k, e := range s.t.entries.m {
+		_, unsaved := s.t.room.unsaved[k]
 		if unsaved != (e.shard == memoryOnly) {
 			t.Fatalf("%s in shard %d, unsaved %v", k, e.shard, unsaved)
 		}
@@ -93,30 +93,30 @@ func checkRoom(t *testing.T, s *Store) {
 			continue
 		}
 		bytes[e.shard] += s.kinds.reserve(k)
-		if s.isSpare(k) {
+		if s.t.isSpare(k) {
 			spare[e.shard] += s.kinds.reserve(k)
 			spareIn[e.shard]++
-			if _, ok := s.room.spareIn[e.shard][k]; !ok {
+			if _, ok := s.t.room.spareIn[e.shard][k]; !ok {
 				t.Fatalf("spare %s in shard %d is not listed as one", k, e.shard)
 			}
 		}
 	}
-	for k := range s.room.unsaved {
-		if _, ok := s.entries.m[k]; !ok {
+	for k := range s.t.room.unsaved {
+		if _, ok := s.t.entries.m[k]; !ok {
 			t.Fatalf("%s is unsaved and not an entry", k)
 		}
 	}
-	if bytes != s.room.bytes || spare != s.room.spareBytes {
-		t.Fatalf("shards count %v bytes, %v spare; their entries take %v, %v", s.room.bytes, s.room.spareBytes, bytes, spare)
+	if bytes != s.t.room.bytes || spare != s.t.room.spareBytes {
+		t.Fatalf("shards count %v bytes, %v spare; their entries take %v, %v", s.t.room.bytes, s.t.room.spareBytes, bytes, spare)
 	}
 	for i, n := range spareIn {
-		if len(s.room.spareIn[i]) != n {
-			t.Fatalf("shard %d lists %d spare entries, holds %d", i, len(s.room.spareIn[i]), n)
+		if len(s.t.room.spareIn[i]) != n {
+			t.Fatalf("shard %d lists %d spare entries, holds %d", i, len(s.t.room.spareIn[i]), n)
 		}
 	}
 	for i, n := range bytes {
-		if n > s.room.budget {
-			t.Fatalf("shard %d holds %d bytes, past its budget of %d", i, n, s.room.budget)
+		if n > s.t.room.budget {
+			t.Fatalf("shard %d holds %d bytes, past its budget of %d", i, n, s.t.room.budget)
 		}
 	}
 }
@@ -127,14 +127,14 @@ func checkRoomAfterFlush(t *testing.T, s *Store) {
 	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for k := range s.room.unsaved {
-		if s.isSpare(k) {
+	for k := range s.t.room.unsaved {
+		if s.t.isSpare(k) {
 			continue
 		}
 		for i := range MaxShards {
-			if s.room.bytes[i]-s.room.spareBytes[i]+s.kinds.reserve(k) <= s.room.budget {
+			if s.t.room.bytes[i]-s.t.room.spareBytes[i]+s.kinds.reserve(k) <= s.t.room.budget {
 				t.Fatalf("%s (not spare) is in memory only, but shard %d holds %d bytes of which %d spare",
-					k, i, s.room.bytes[i], s.room.spareBytes[i])
+					k, i, s.t.room.bytes[i], s.t.room.spareBytes[i])
 			}
 		}
 	}

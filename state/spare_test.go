@@ -15,8 +15,8 @@ func TestAFullStateGivesSpareEntriesRoomToReadOnes(t *testing.T) {
 	spare := func(i int) string { return entryKey(i) }
 	read := func(i int) string { return entryKey(500 + i) }
 	set := func(s *state.Store, key string, isSpare bool) {
-		s.SetSpare(key, isSpare)
-		s.Set(key, hashOf(key))
+		s.Configs().SetSpare(key, isSpare)
+		s.Configs().Set(key, hashOf(key))
 	}
 	cases := []struct {
 		name string
@@ -56,7 +56,7 @@ func TestAFullStateGivesSpareEntriesRoomToReadOnes(t *testing.T) {
 				set(s, spare(i), true)
 			}
 			flush(t, s)
-			s.SetSpare(spare(capacity+1), false)
+			s.Configs().SetSpare(spare(capacity+1), false)
 		},
 		saved:   []string{spare(capacity + 1)},
 		unsaved: 3, unsavedSpare: 3,
@@ -68,7 +68,7 @@ func TestAFullStateGivesSpareEntriesRoomToReadOnes(t *testing.T) {
 			}
 			flush(t, s)
 			for i := range 2 {
-				s.SetSpare(read(i), true)
+				s.Configs().SetSpare(read(i), true)
 			}
 			set(s, read(capacity), false)
 		},
@@ -87,8 +87,8 @@ func TestAFullStateGivesSpareEntriesRoomToReadOnes(t *testing.T) {
 		name: "a deleted spare config's mark goes with it",
 		run: func(t *testing.T, s *state.Store) {
 			set(s, spare(0), true)
-			s.Delete(spare(0))
-			s.Set(spare(0), hashOf("again")) // not marked: kept like a read entry
+			s.Configs().Delete(spare(0))
+			s.Configs().Set(spare(0), hashOf("again")) // not marked: kept like a read entry
 			for i := range capacity {
 				set(s, read(i), false)
 			}
@@ -103,7 +103,7 @@ func TestAFullStateGivesSpareEntriesRoomToReadOnes(t *testing.T) {
 			s, budget := smallStore(t, c, &log)
 			tc.run(t, s)
 			flush(t, s)
-			if n, sp := s.Unsaved(), s.UnsavedSpare(); n != tc.unsaved || sp != tc.unsavedSpare {
+			if n, sp := s.Unsaved(), s.Configs().UnsavedSpare(); n != tc.unsaved || sp != tc.unsavedSpare {
 				t.Fatalf("Unsaved = %d, of them spare %d; want %d and %d", n, sp, tc.unsaved, tc.unsavedSpare)
 			}
 			values := storedValues(t, storedShards(t, c, budget))
@@ -116,13 +116,13 @@ func TestAFullStateGivesSpareEntriesRoomToReadOnes(t *testing.T) {
 				}
 			}
 			for k := range values { // what is stored is what memory holds
-				if e, ok := s.Get(k); !ok || values[k] != e.Hash {
+				if e, ok := s.Configs().Get(k); !ok || values[k] != e.Hash {
 					t.Errorf("stored %s = %q, in memory %+v (%v)", k, values[k], e, ok)
 				}
 			}
 			restarted, _ := smallStore(t, c, &log)
 			for _, k := range tc.saved {
-				if _, ok := restarted.Get(k); !ok {
+				if _, ok := restarted.Configs().Get(k); !ok {
 					t.Errorf("%s is lost at a restart", k)
 				}
 			}

@@ -120,7 +120,7 @@ func TestFirstLoadCreatesStateAndReportsFirstStart(t *testing.T) {
 	if _, err := c.Get(ctx, "reloader-state", metav1.GetOptions{}); err != nil {
 		t.Fatalf("state ConfigMap not created: %v", err)
 	}
-	s.Set(state.Key("ConfigMap", "", "app"), hashOf("1"))
+	s.Configs().Set(state.Key("ConfigMap", "", "app"), hashOf("1"))
 	if err := s.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestFirstLoadCreatesStateAndReportsFirstStart(t *testing.T) {
 	if first, err := again.Load(ctx); err != nil || first {
 		t.Fatalf("second Load = %v, %v; want not first", first, err)
 	}
-	if e, _ := again.Get(state.Key("ConfigMap", "", "app")); e != (state.Entry{Hash: hashOf("1")}) {
+	if e, _ := again.Configs().Get(state.Key("ConfigMap", "", "app")); e != (state.Entry{Hash: hashOf("1")}) {
 		t.Fatalf("reloaded entry = %+v", e)
 	}
 }
@@ -148,14 +148,14 @@ func TestCorruptEntryIsDroppedWithALogLine(t *testing.T) {
 	if first, err := s.Load(ctx); err != nil || first {
 		t.Fatalf("Load = %v, %v", first, err)
 	}
-	if _, ok := s.Get("v1.ConfigMap_bad"); ok {
+	if _, ok := s.Configs().Get("v1.ConfigMap_bad"); ok {
 		t.Fatal("corrupt entry was loaded")
 	}
 	if !strings.Contains(log.String(), "state entry is corrupt") || !strings.Contains(log.String(), "v1.ConfigMap_bad") {
 		t.Fatalf("no log line naming the corrupt entry:\n%s", log.String())
 	}
 	at := time.Unix(1795000000, 0)
-	if n := s.TombstoneMissing(func(string) bool { return false }, at); n != 1 {
+	if n := s.Configs().TombstoneMissing(func(string) bool { return false }, at); n != 1 {
 		t.Fatalf("TombstoneMissing marked %d entries, want 1 (only ours)", n)
 	}
 	if err := s.Flush(ctx); err != nil {
@@ -177,9 +177,9 @@ func TestDeletingAConfigDeletesItsDataKeyEntries(t *testing.T) {
 	}
 	app, other := state.Key("ConfigMap", "", "app"), state.Key("ConfigMap", "", "app2")
 	for _, k := range []string{app, state.KeyOf(app, "x"), state.KeyOf(app, "y"), other, state.KeyOf(other, "x")} {
-		s.Set(k, hashOf(k))
+		s.Configs().Set(k, hashOf(k))
 	}
-	s.Delete(app)
+	s.Configs().Delete(app)
 	if err := s.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func TestDeletingAConfigDeletesItsDataKeyEntries(t *testing.T) {
 		t.Fatal(err)
 	}
 	for k, want := range map[string]bool{app: false, state.KeyOf(app, "x"): false, state.KeyOf(app, "y"): false, other: true, state.KeyOf(other, "x"): true} {
-		if _, got := again.Get(k); got != want {
+		if _, got := again.Configs().Get(k); got != want {
 			t.Errorf("after deleting %s, entry %s present = %v, want %v", app, k, got, want)
 		}
 	}
@@ -217,7 +217,7 @@ func TestALoadRetriedAfterAFailureCountsNothingTwice(t *testing.T) {
 	if _, err := first.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
-	first.Set(state.Key("ConfigMap", "", "a"), strings.Repeat("a", 40))
+	first.Configs().Set(state.Key("ConfigMap", "", "a"), strings.Repeat("a", 40))
 	if err := first.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}

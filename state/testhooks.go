@@ -8,7 +8,7 @@ package state
 func SetBudget(s *Store, bytes int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.room.budget = bytes
+	s.t.room.budget = bytes
 }
 
 // Reserved is how many bytes key takes of its shard's budget.

@@ -46,17 +46,17 @@ func TestSetRevivesATombstone(t *testing.T) {
 	c := newMemClient()
 	s := loaded(t, c, nil)
 	k := state.Key("ConfigMap", "", "app")
-	s.Tombstone(k, hashOf("old"), time.Unix(1795000000, 0))
+	s.Configs().Tombstone(k, hashOf("old"), time.Unix(1795000000, 0))
 	flush(t, s)
-	s.Set(k, hashOf("new"))
-	if e, _ := s.Get(k); e != (state.Entry{Hash: hashOf("new")}) {
+	s.Configs().Set(k, hashOf("new"))
+	if e, _ := s.Configs().Get(k); e != (state.Entry{Hash: hashOf("new")}) {
 		t.Fatalf("after Set, Get = %+v, want live with the new hash", e)
 	}
 	flush(t, s)
 	if v := stored(t, c)[k]; v != hashOf("new") {
 		t.Fatalf("stored %q, want the bare new hash", v)
 	}
-	if n := len(loaded(t, c, nil).Tombstones()); n != 0 {
+	if n := len(loaded(t, c, nil).Configs().Tombstones()); n != 0 {
 		t.Fatalf("reloaded state has %d tombstones, want none", n)
 	}
 }
@@ -66,12 +66,12 @@ func TestTombstoneMissingKeepsAnExistingTombstonesSince(t *testing.T) {
 	s := loaded(t, c, nil)
 	old, gone, live := state.Key("ConfigMap", "", "old"), state.Key("ConfigMap", "", "gone"), state.Key("ConfigMap", "", "live")
 	t1, t2 := time.Unix(1795000000, 0), time.Unix(1795000600, 0)
-	s.Set(old, hashOf("old"))
-	s.Tombstone(old, "", t1)
-	s.Set(gone, hashOf("gone"))
-	s.Set(state.KeyOf(gone, "k"), hashOf("k"))
-	s.Set(live, hashOf("live"))
-	if n := s.TombstoneMissing(func(config string) bool { return config == live }, t2); n != 1 {
+	s.Configs().Set(old, hashOf("old"))
+	s.Configs().Tombstone(old, "", t1)
+	s.Configs().Set(gone, hashOf("gone"))
+	s.Configs().Set(state.KeyOf(gone, "k"), hashOf("k"))
+	s.Configs().Set(live, hashOf("live"))
+	if n := s.Configs().TombstoneMissing(func(config string) bool { return config == live }, t2); n != 1 {
 		t.Fatalf("TombstoneMissing = %d, want 1: only %s was live until now", n, gone)
 	}
 	flush(t, s)
@@ -83,7 +83,7 @@ func TestTombstoneMissingKeepsAnExistingTombstonesSince(t *testing.T) {
 		state.KeyOf(gone, "k"): {Hash: hashOf("k")},
 		live:                   {Hash: hashOf("live")},
 	} {
-		got, ok := again.Get(k)
+		got, ok := again.Configs().Get(k)
 		if !ok || got.Hash != want.Hash || got.Deleted != want.Deleted || !got.Since.Equal(want.Since) {
 			t.Errorf("%s = %+v, %v; want %+v", k, got, ok, want)
 		}
@@ -99,16 +99,16 @@ func TestTombstoneKeepsSinceAndAKnownHash(t *testing.T) {
 		do   func()
 		want state.Entry
 	}{
-		{"absent config", func() { s.Tombstone(k, "", t1) }, state.Entry{Deleted: true, Since: t1}},
-		{"hash learnt later", func() { s.Tombstone(k, hashOf("a"), t2) }, state.Entry{Hash: hashOf("a"), Deleted: true, Since: t1}},
-		{"no hash keeps it", func() { s.Tombstone(k, "", t2) }, state.Entry{Hash: hashOf("a"), Deleted: true, Since: t1}},
-		{"revived", func() { s.Set(k, hashOf("b")) }, state.Entry{Hash: hashOf("b")}},
-		{"deleted again", func() { s.Tombstone(k, "", t2) }, state.Entry{Hash: hashOf("b"), Deleted: true, Since: t2}},
-		{"delete then tombstone clears the hash", func() { s.Delete(k); s.Tombstone(k, "", t1) }, state.Entry{Deleted: true, Since: t1}},
+		{"absent config", func() { s.Configs().Tombstone(k, "", t1) }, state.Entry{Deleted: true, Since: t1}},
+		{"hash learnt later", func() { s.Configs().Tombstone(k, hashOf("a"), t2) }, state.Entry{Hash: hashOf("a"), Deleted: true, Since: t1}},
+		{"no hash keeps it", func() { s.Configs().Tombstone(k, "", t2) }, state.Entry{Hash: hashOf("a"), Deleted: true, Since: t1}},
+		{"revived", func() { s.Configs().Set(k, hashOf("b")) }, state.Entry{Hash: hashOf("b")}},
+		{"deleted again", func() { s.Configs().Tombstone(k, "", t2) }, state.Entry{Hash: hashOf("b"), Deleted: true, Since: t2}},
+		{"delete then tombstone clears the hash", func() { s.Configs().Delete(k); s.Configs().Tombstone(k, "", t1) }, state.Entry{Deleted: true, Since: t1}},
 	}
 	for _, st := range steps {
 		st.do()
-		got, _ := s.Get(k)
+		got, _ := s.Configs().Get(k)
 		if got.Hash != st.want.Hash || got.Deleted != st.want.Deleted || !got.Since.Equal(st.want.Since) {
 			t.Fatalf("%s: Get = %+v, want %+v", st.name, got, st.want)
 		}
@@ -124,21 +124,21 @@ func TestValuesThatWouldNotLoadBackAreRefused(t *testing.T) {
 		do   func(*state.Store)
 		key  string
 	}{
-		{"a tombstone value set as a hash", func(s *state.Store) { s.Set(config, "deleted@1795000000:") }, config},
-		{"an upper-case hash", func(s *state.Store) { s.Set(config, strings.ToUpper(hashOf("a"))) }, config},
-		{"a data-key tombstone", func(s *state.Store) { s.Tombstone(dataKey, "", at) }, dataKey},
-		{"a tombstone with a bad hash", func(s *state.Store) { s.Tombstone(config, "nope", at) }, config},
-		{"a keyed hash under a ConfigMap", func(s *state.Store) { s.Set(config, keyedOf("a")) }, config},
-		{"a keyed hash under a ConfigMap's data key", func(s *state.Store) { s.Set(dataKey, keyedOf("a")) }, dataKey},
-		{"a tombstone with a keyed hash under a ConfigMap", func(s *state.Store) { s.Tombstone(config, keyedOf("a"), at) }, config},
-		{"a malformed keyed hash under a Secret", func(s *state.Store) { s.Set("v1.Secret_db", "hmac-0000-"+hashOf("a")) }, "v1.Secret_db"},
+		{"a tombstone value set as a hash", func(s *state.Store) { s.Configs().Set(config, "deleted@1795000000:") }, config},
+		{"an upper-case hash", func(s *state.Store) { s.Configs().Set(config, strings.ToUpper(hashOf("a"))) }, config},
+		{"a data-key tombstone", func(s *state.Store) { s.Configs().Tombstone(dataKey, "", at) }, dataKey},
+		{"a tombstone with a bad hash", func(s *state.Store) { s.Configs().Tombstone(config, "nope", at) }, config},
+		{"a keyed hash under a ConfigMap", func(s *state.Store) { s.Configs().Set(config, keyedOf("a")) }, config},
+		{"a keyed hash under a ConfigMap's data key", func(s *state.Store) { s.Configs().Set(dataKey, keyedOf("a")) }, dataKey},
+		{"a tombstone with a keyed hash under a ConfigMap", func(s *state.Store) { s.Configs().Tombstone(config, keyedOf("a"), at) }, config},
+		{"a malformed keyed hash under a Secret", func(s *state.Store) { s.Configs().Set("v1.Secret_db", "hmac-0000-"+hashOf("a")) }, "v1.Secret_db"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var log bytes.Buffer
 			s := state.New(nil, "", "reloader-state", textLog(&log))
 			tt.do(s)
-			if e, ok := s.Get(tt.key); ok {
+			if e, ok := s.Configs().Get(tt.key); ok {
 				t.Fatalf("recorded %+v", e)
 			}
 			if !strings.Contains(log.String(), "refusing to record") || !strings.Contains(log.String(), "key="+tt.key) {
@@ -151,16 +151,16 @@ func TestValuesThatWouldNotLoadBackAreRefused(t *testing.T) {
 func TestTombstoneMissingTombstonesAConfigWithOnlyDataKeyEntriesLeft(t *testing.T) {
 	s := state.New(nil, "", "reloader-state", slog.New(slog.DiscardHandler))
 	config := state.Key("ConfigMap", "", "app")
-	s.Set(state.KeyOf(config, "x"), hashOf("x"))
+	s.Configs().Set(state.KeyOf(config, "x"), hashOf("x"))
 	at := time.Unix(1795000000, 0)
-	if n := s.TombstoneMissing(func(string) bool { return false }, at); n != 1 {
+	if n := s.Configs().TombstoneMissing(func(string) bool { return false }, at); n != 1 {
 		t.Fatalf("TombstoneMissing = %d, want 1", n)
 	}
-	if e, _ := s.Get(config); !e.Deleted || e.Hash != "" || !e.Since.Equal(at) {
+	if e, _ := s.Configs().Get(config); !e.Deleted || e.Hash != "" || !e.Since.Equal(at) {
 		t.Fatalf("config entry = %+v, want a tombstone without a hash since %v", e, at)
 	}
-	s.Delete(config)
-	if _, ok := s.Get(state.KeyOf(config, "x")); ok {
+	s.Configs().Delete(config)
+	if _, ok := s.Configs().Get(state.KeyOf(config, "x")); ok {
 		t.Fatal("pruning the tombstone left its data-key entry")
 	}
 }
@@ -194,14 +194,14 @@ func TestCorruptTombstoneIsDroppedOnLoad(t *testing.T) {
 	var log bytes.Buffer
 	s := loaded(t, c, &log)
 	for k := range corrupt {
-		if e, ok := s.Get(k); ok {
+		if e, ok := s.Configs().Get(k); ok {
 			t.Errorf("corrupt %s loaded as %+v", k, e)
 		}
 		if !strings.Contains(log.String(), "key="+k) {
 			t.Errorf("no log line names corrupt %s", k)
 		}
 	}
-	if e, ok := s.Get("v1.ConfigMap_good"); !ok || !e.Deleted {
+	if e, ok := s.Configs().Get("v1.ConfigMap_good"); !ok || !e.Deleted {
 		t.Errorf("good tombstone = %+v, %v", e, ok)
 	}
 	flush(t, s)

@@ -63,7 +63,7 @@ type write func(ctx context.Context, s *state.Store, value string) (key, want st
 // entryWrite is the store's own write: an entry, flushed.
 func entryWrite(ctx context.Context, s *state.Store, value string) (string, string, error) {
 	key := state.Key("ConfigMap", "", "app")
-	s.Set(key, hashOf(value))
+	s.Configs().Set(key, hashOf(value))
 	return key, hashOf(value), s.Flush(ctx)
 }
 
@@ -183,7 +183,7 @@ func TestAFencedStoreWritesAgainAfterSomeoneElsesEditAndKeepsTheirKey(t *testing
 	}
 	setStateKey(t, ns, "someone-else", "kept")
 	key := state.Key("ConfigMap", "", "app")
-	s.Set(key, hashOf("v1"))
+	s.Configs().Set(key, hashOf("v1"))
 	if err := s.Flush(ctx); err != nil {
 		t.Fatalf("flush after someone else's edit: %v", err)
 	}
@@ -213,7 +213,7 @@ func TestAFencedLoadReadsAgainWhenTheStateIsWrittenWhileRead(t *testing.T) {
 	if _, err := s.Load(ctx); err != nil {
 		t.Fatalf("the Load retried: %v", err)
 	}
-	if e, _ := s.Get(key); e.Hash != hashOf("late") {
+	if e, _ := s.Configs().Get(key); e.Hash != hashOf("late") {
 		t.Errorf("after the retried Load memory holds %q, want the late write's hash", e.Hash)
 	}
 }

@@ -50,7 +50,7 @@ func TestAShardLostUnderARunningStoreIsWrittenBack(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i := range 2 * perShard {
-				s.Set(entryKey(i), hashOf(entryKey(i)))
+				s.Configs().Set(entryKey(i), hashOf(entryKey(i)))
 			}
 			flush(t, s)
 			note := "job"
@@ -129,7 +129,7 @@ func TestAShardWrittenWithinThePeriodIsNotReadByTheCheck(t *testing.T) {
 	if _, err := s.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
-	s.Set(entryKey(0), hashOf("0"))
+	s.Configs().Set(entryKey(0), hashOf("0"))
 	flush(t, s)
 	go s.Run(ctx, 10*time.Millisecond)
 	const period = 300 * time.Millisecond
@@ -137,7 +137,7 @@ func TestAShardWrittenWithinThePeriodIsNotReadByTheCheck(t *testing.T) {
 
 	before := client.gets.Load()
 	for i := range 20 { // 2 s of writes, 100 ms apart: six periods
-		s.Set(entryKey(0), hashOf(strconv.Itoa(i)))
+		s.Configs().Set(entryKey(0), hashOf(strconv.Itoa(i)))
 		time.Sleep(100 * time.Millisecond)
 	}
 	if n := client.gets.Load() - before; n != 0 {

@@ -23,7 +23,7 @@ func TestAStateFullAtTheRealBudgetIsNeverWrittenPastIt(t *testing.T) {
 	// A 45-byte key and a 40-byte hash, each counted at its largest size: 8 × 800 KB hold fewer
 	// than 77,000 of them.
 	for i := range 95000 {
-		s.Set(fmt.Sprintf("v1.ConfigMap_config-with-a-long-name-%06d", i), fmt.Sprintf("%040x", i))
+		s.Configs().Set(fmt.Sprintf("v1.ConfigMap_config-with-a-long-name-%06d", i), fmt.Sprintf("%040x", i))
 	}
 	if err := s.Flush(context.Background()); err != nil {
 		t.Fatalf("flush of a full state: %v", err)
@@ -59,26 +59,26 @@ func TestAFullStateKeepsReadEntriesAcrossARestartAndDropsSpareOnes(t *testing.T)
 	}
 	s := open()
 	for i := range capacity {
-		s.SetSpare(key(i), true)
-		s.Set(key(i), hashOf(key(i)))
+		s.Configs().SetSpare(key(i), true)
+		s.Configs().Set(key(i), hashOf(key(i)))
 	}
 	flush(t, s)
 	const read = 30
 	for i := capacity; i < capacity+read; i++ {
-		s.Set(key(i), hashOf(key(i)))
+		s.Configs().Set(key(i), hashOf(key(i)))
 	}
 	flush(t, s)
-	if n, spare := s.Unsaved(), s.UnsavedSpare(); n != read || spare != read {
+	if n, spare := s.Unsaved(), s.Configs().UnsavedSpare(); n != read || spare != read {
 		t.Fatalf("Unsaved = %d, of them spare %d; want %d spare ones", n, spare, read)
 	}
 
 	restarted := open()
 	for i := capacity; i < capacity+read; i++ {
-		if e, ok := restarted.Get(key(i)); !ok || e.Hash != hashOf(key(i)) {
+		if e, ok := restarted.Configs().Get(key(i)); !ok || e.Hash != hashOf(key(i)) {
 			t.Errorf("read config %s after a restart: %+v, %v", key(i), e, ok)
 		}
 	}
-	if n := restarted.Count(func(string, state.Entry) bool { return true }); n != capacity {
+	if n := restarted.Configs().Count(func(string, state.Entry) bool { return true }); n != capacity {
 		t.Errorf("%d entries loaded, want the %d the shards hold", n, capacity)
 	}
 }

@@ -27,7 +27,7 @@ func TestThirtyThousandEntriesStayUnderTheObjectLimit(t *testing.T) {
 	const n = 30000
 	for i := range n {
 		// All-namespaces keys with realistic name lengths.
-		s.Set(state.Key("ConfigMap", fmt.Sprintf("team-%03d", i%500), fmt.Sprintf("service-%05d-config", i)), hashOf(fmt.Sprint(i)))
+		s.Configs().Set(state.Key("ConfigMap", fmt.Sprintf("team-%03d", i%500), fmt.Sprintf("service-%05d-config", i)), hashOf(fmt.Sprint(i)))
 	}
 	if err := s.Flush(ctx); err != nil {
 		t.Fatalf("flush 30000 entries (the API server rejects any ConfigMap over 1 MiB): %v", err)
@@ -78,7 +78,7 @@ func TestConcurrentWritersKeepEachOthersKeys(t *testing.T) {
 				return
 			}
 			for k := range keys {
-				s.Set(state.Key("Secret", "", fmt.Sprintf("w%d-k%d", w, k)), hashOf(fmt.Sprint(w, k)))
+				s.Configs().Set(state.Key("Secret", "", fmt.Sprintf("w%d-k%d", w, k)), hashOf(fmt.Sprint(w, k)))
 				if k%10 == 9 {
 					if err := s.Flush(ctx); err != nil {
 						t.Error(err)
@@ -105,15 +105,15 @@ func TestDeletedStateIsRecreatedFromMemory(t *testing.T) {
 	if _, err := s.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
-	s.Set("v1.ConfigMap_a", hashOf("a"))
-	s.Set("v1.ConfigMap_b", hashOf("b"))
+	s.Configs().Set("v1.ConfigMap_a", hashOf("a"))
+	s.Configs().Set("v1.ConfigMap_b", hashOf("b"))
 	if err := s.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := cluster.Client().CoreV1().ConfigMaps(ns).Delete(ctx, "reloader-state", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	s.Set("v1.ConfigMap_c", hashOf("c"))
+	s.Configs().Set("v1.ConfigMap_c", hashOf("c"))
 	if err := s.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -12,10 +12,10 @@ func TestTombstonesRoundTripThroughTheAPIServer(t *testing.T) {
 	s := loaded(t, ns, nil)
 	deleted, absent := state.Key("ConfigMap", "", "deleted"), state.Key("Secret", "", "absent")
 	at := time.Unix(1795000000, 123456789)
-	s.Set(deleted, hashOf("last"))
-	s.Set(state.KeyOf(deleted, "x"), hashOf("x"))
-	s.Tombstone(deleted, "", at)
-	s.Tombstone(absent, "", at)
+	s.Configs().Set(deleted, hashOf("last"))
+	s.Configs().Set(state.KeyOf(deleted, "x"), hashOf("x"))
+	s.Configs().Tombstone(deleted, "", at)
+	s.Configs().Tombstone(absent, "", at)
 	flush(t, s)
 
 	data := stored(t, ns)
@@ -36,12 +36,12 @@ func TestTombstonesRoundTripThroughTheAPIServer(t *testing.T) {
 		absent:                    {Deleted: true, Since: since},
 		state.KeyOf(deleted, "x"): {Hash: hashOf("x")},
 	} {
-		got, ok := again.Get(k)
+		got, ok := again.Configs().Get(k)
 		if !ok || got.Hash != want.Hash || got.Deleted != want.Deleted || !got.Since.Equal(want.Since) {
 			t.Errorf("reloaded %s = %+v, %v; want %+v", k, got, ok, want)
 		}
 	}
-	if got := again.Tombstones(); len(got) != 2 {
+	if got := again.Configs().Tombstones(); len(got) != 2 {
 		t.Errorf("Tombstones() = %v, want %s and %s", got, deleted, absent)
 	}
 }
