@@ -43,11 +43,15 @@ type explainTarget struct {
 	// remembered: configs whose current content the running reloader knows its pods read
 	// (recorder.remembered), whatever its marker says.
 	remembered map[string]bool
-	// waiting: configs the reloader takes w's pods to be behind on, which they have not read
-	// yet, or read later than it takes them to: they waited for another config too (stale).
-	// Whether it reloads them now, after a refused patch's backoff, or not at all, they run c's
-	// current content, and the oracle does not wait for it (soak seed 1796187324768317270@10
-	// made fixed seed 1795446428096566055@1 settle before such a retry).
+	// waiting: configs w's pods have not read yet, since they still wait for a config they need
+	// (every one of them then), or read later than the reloader takes them to: they waited for
+	// another config too (stale). Whether it reloads them now, after a refused patch's backoff,
+	// or not at all, they run each one's current content, and the oracle does not wait for it
+	// (soak seed 1796187324768317270@10 made fixed seed 1795446428096566055@1 settle before such
+	// a retry). Nor can explain know what the running reloader saw of them: a fresh process
+	// reloads pods that waited for a config that came back unseen, the running one knows they
+	// took it (soak seed 1796193212583686282@10: cm-1 came back while the namespace was out of
+	// the selection).
 	waiting map[string]bool
 }
 
@@ -146,10 +150,12 @@ func (r *recorder) explainTargets() ([]explainTarget, bool) {
 	var out []explainTarget
 	for _, w := range r.lives() {
 		if w.deletedAt.IsZero() {
+			_, _, started := r.podsStart(w, r.lastStart(w), "")
+			waiting := !started
 			tg := explainTarget{kind: w.kind, name: w.name, gated: w.gate().holds(r.window), invalid: r.readsInvalid(w), remembered: map[string]bool{}, waiting: map[string]bool{}}
 			for _, c := range judgedConfigs {
 				tg.remembered[c] = r.remembered(w, c)
-				tg.waiting[c] = r.staleWaiting(w, c, false) && !r.staleWaiting(w, c, true)
+				tg.waiting[c] = waiting || r.staleWaiting(w, c, false) && !r.staleWaiting(w, c, true)
 			}
 			out = append(out, tg)
 		}
