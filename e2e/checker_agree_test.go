@@ -82,13 +82,34 @@ func (w *world) agree() (vs []violation, heldUntil time.Time) {
 		}
 		if v := disagreement(tg, rep, out); v != "" {
 			vs = append(vs, v)
-			if until := gateEnds(rep); until.After(heldUntil) {
+			until := gateEnds(rep)
+			if rep.Next == "reload" {
+				until = later(until, w.retriedBy(tg.name))
+			}
+			if until.After(heldUntil) {
 				heldUntil = until
 			}
 		}
 	}
 	w.t.Logf("seed %d: explain agrees on %d workload(s) in %s", w.seq.Seed, len(targets)-len(vs), time.Since(start).Round(time.Millisecond))
 	return vs, heldUntil
+}
+
+// refusedRetry is how long after a refusal ends the reloader retries the refused patch at the
+// latest (reloader's refusedRetryMax), with a margin.
+const refusedRetry = 31 * time.Second
+
+// retriedBy is when the reloader has retried a patch of workload name that a refusal of the
+// checker's refused, if that may still be ahead: a reload explain finds due may be waiting
+// for it, so the caller asks again after it. Zero otherwise.
+func (w *world) retriedBy(name string) time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	till, ok := w.refusedTill[name]
+	if !ok || time.Since(till) > refusedRetry {
+		return time.Time{}
+	}
+	return till.Add(refusedRetry)
 }
 
 // gateEnds is when the pause or minimum interval that holds a workload's due reload ends, or

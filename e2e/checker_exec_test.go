@@ -43,13 +43,16 @@ type world struct {
 	rnd  *rand.Rand
 	dyn  dynamic.Interface
 
-	procs  []*proc
-	mu     sync.Mutex
-	lifts  map[string]func() // refusals in force, by workload
-	faults map[string]int    // injected, by kind
-	reopen *time.Timer
-	cutAt  time.Time        // when the outage in force began
-	downs  map[int]downtime // replicas stopped by a down action, by index in procs
+	procs []*proc
+	mu    sync.Mutex
+	lifts map[string]func() // refusals in force, by workload
+	// refusedTill: when each workload's last refusal ends (or ended); the reloader retries a
+	// refused patch within refusedRetry of that.
+	refusedTill map[string]time.Time
+	faults      map[string]int // injected, by kind
+	reopen      *time.Timer
+	cutAt       time.Time        // when the outage in force began
+	downs       map[int]downtime // replicas stopped by a down action, by index in procs
 	// stopping holds the replicas the checker stopped: an exit of any other one that led is a
 	// leader lost on its own (its renew deadline passed in an outage), which opens a span with
 	// no leader as a stop does.
@@ -82,7 +85,7 @@ func newWorld(t *testing.T, ctx context.Context, seq sequence) *world {
 		t.Fatal(err)
 	}
 	w := &world{t: t, ctx: ctx, cl: cl, ns: cl.NewNamespace(t), seq: seq, rec: newRecorder(seq), dyn: dyn,
-		rnd: rand.New(rand.NewPCG(seq.Seed, 7)), lifts: map[string]func(){}, faults: map[string]int{}, downs: map[int]downtime{},
+		rnd: rand.New(rand.NewPCG(seq.Seed, 7)), lifts: map[string]func(){}, refusedTill: map[string]time.Time{}, faults: map[string]int{}, downs: map[int]downtime{},
 		stopping: map[*proc]bool{}, resumes: map[string]func(){}}
 	if seq.Webhook {
 		w.hook = newReceiver()
@@ -1075,6 +1078,7 @@ func (w *world) refuse(name string, d time.Duration, inForce bool) {
 		})
 	}
 	w.lifts[name] = lift
+	w.refusedTill[name] = time.Now().Add(d)
 	w.mu.Unlock()
 	w.t.Cleanup(lift)
 	if inForce && err == nil {
@@ -1121,6 +1125,7 @@ func (w *world) heal() {
 	for name, lift := range w.lifts {
 		lift()
 		delete(w.lifts, name)
+		w.refusedTill[name] = time.Now()
 	}
 	w.mu.Unlock()
 	w.resumeAll()
