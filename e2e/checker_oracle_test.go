@@ -132,6 +132,11 @@ type workloadLife struct {
 	// marks0 are the reloader's markers at its creation, marks after each of restarts.
 	marks0 map[string]string
 	marks  []map[string]string
+	// found: for each of restarts, the markers of the template seen just before it; for a
+	// resume, the last template written during the pause, which a rollback of it puts back.
+	// seenMarks are those of seenTmpl, kept as it is replaced.
+	found     []map[string]string
+	seenMarks map[string]string
 	// rolledBack: for each of restarts, whether the reloader's history on the workload says, as
 	// of that write, that its newest reload was rolled back, where the restart before did not:
 	// a rollback writes that in the same patch as the template it restores. A reload for a
@@ -535,6 +540,7 @@ func (r *recorder) seen(kind string, u *unstructured.Unstructured, watched bool)
 		w.sameTmpl = append(w.sameTmpl, genMove{rvOf(u), gen})
 	}
 	write := markerWrite{rvOf(u), touchedConfigs(&w.seenTmpl, &o.tmpl)}
+	w.seenMarks = markers(&w.seenTmpl)
 	w.seenTmpl = *o.tmpl.DeepCopy()
 	// A paused Deployment restarts nothing until it is resumed, and its resume rolls out the
 	// template as it is then: the pods read their configs at the resume.
@@ -581,6 +587,7 @@ func (r *recorder) restarted(w *workloadLife, o *wobj, rv int64) {
 		r.refold(w, len(w.restarts))
 	}
 	w.marks = append(w.marks, markers(&o.tmpl))
+	w.found = append(w.found, w.seenMarks)
 	var head policy.Entry
 	if h := policy.ParseHistory(o.u.GetAnnotations()[policy.HistoryAnnotation]); len(h) > 0 {
 		head = h[0]
@@ -1652,6 +1659,12 @@ func (r *recorder) rollbacks(w *workloadLife) pairs {
 			if j > 0 {
 				before = w.marks[j-1]
 			}
+			if j < len(w.found) && w.found[j] != nil && slices.ContainsFunc(w.resumes, func(rs resume) bool { return rs.restart == j }) {
+				// A reload that rode on a resume found the template written during the pause
+				// (soak seed 1796195658658212531@10: a reload patched in then, its resume held
+				// while a config did not validate).
+				before = w.found[j]
+			}
 			back := true
 			for c := range w.touched[i] {
 				back = back && w.marks[i][c] == before[c]
@@ -1927,6 +1940,31 @@ func TestAKeyLossBaselineWaitsForTheNamespaceToEnterTheSelection(t *testing.T) {
 	r.outs = []outSpan{{left: at(25), leftRV: 25, entered: at(40), enterRV: 40}}
 	if !r.keyBaseline(w, "sec-0") {
 		t.Error("not excused: the namespace entered the selection after the change, and its first judgement took it as current")
+	}
+}
+
+// A reload that rode on a resume found the template written during the pause (a marker B of
+// cm-0 patched in then); its rollback puts that back, not the markers of the restart before
+// (A): it is paired with the resume (soak seed 1796195658658212531@10). The control: the same
+// restart taken for no resume is not.
+func TestARollbackOfAReloadThatRodeOnAResumePutsBackThePausedTemplate(t *testing.T) {
+	t.Parallel()
+	at := secondsFromNow()
+	r := newRecorder(sequence{Rollback: true})
+	w := &workloadLife{kind: kindDeployment, name: "w-2", marks0: map[string]string{},
+		restarts:   []int64{100, 200, 210},
+		touched:    []map[string]bool{{"cm-0": true}, {"cm-0": true}, {"cm-0": true}},
+		marks:      []map[string]string{{"cm-0": "A"}, {"cm-0": "C"}, {"cm-0": "B"}},
+		found:      []map[string]string{{}, {"cm-0": "B"}, {"cm-0": "C"}},
+		resumes:    []resume{{restart: 1, pausedAt: at(150)}},
+		restartAt:  []time.Time{at(100), at(200), at(204)},
+		rolledBack: []bool{false, false, true}}
+	if p := r.rollbacks(w); !p.rollback[2] || p.of[2] != 1 {
+		t.Fatalf("the rollback of the resume's reload was not paired with it: %+v", p)
+	}
+	w.resumes = nil
+	if p := r.rollbacks(w); p.rollback[2] {
+		t.Fatalf("paired though the reload was no resume: the markers went back to none of the restart before: %+v", p)
 	}
 }
 
