@@ -160,14 +160,7 @@ func (w *world) actAsArgo(name string, uid types.UID, pauseFor time.Duration) {
 // argoPaused records a pause step of Rollout uid beginning (paused) or ending, as its owner's
 // pause: a reload is not timed out nor rolled back while it lasts.
 func (w *world) argoPaused(uid types.UID, paused bool, at time.Time) {
-	w.rec.mu.Lock()
-	defer w.rec.mu.Unlock()
-	l := w.rec.workloads[uid]
-	if l == nil || paused == l.ownerPaused() {
-		return
-	}
-	if paused {
+	if w.rec.argoPaused(uid, paused, at) {
 		w.faults["Argo pause step"]++
 	}
-	l.ownerPausedBy(paused, at)
 }

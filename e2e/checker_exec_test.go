@@ -344,36 +344,9 @@ func (w *world) writeConfig(name string, data content, create bool) error {
 		}
 	}
 	if err == nil {
-		w.rec.config(name, configEvent{rv: rvOf(obj), at: time.Now(), exists: true, data: data})
+		w.rec.written(name, rvOf(obj), data)
 	}
 	return err
-}
-
-// previous returns the content config name had before its last write, if it exists now and
-// existed then with another content: what a revert of its last change writes.
-func (w *world) previous(name string) (content, bool) {
-	w.rec.mu.Lock()
-	defer w.rec.mu.Unlock()
-	es := w.rec.configs[name]
-	if len(es) < 2 || !es[len(es)-1].exists || !es[len(es)-2].exists || es[len(es)-2].data.whole() == es[len(es)-1].data.whole() {
-		return nil, false
-	}
-	return maps.Clone(es[len(es)-2].data), true
-}
-
-// current returns the content the checker last wrote to config name.
-func (w *world) current(name string) (content, bool) {
-	w.rec.mu.Lock()
-	defer w.rec.mu.Unlock()
-	es := w.rec.configs[name]
-	if len(es) == 0 || !es[len(es)-1].exists {
-		return nil, false
-	}
-	out := content{}
-	for k, v := range es[len(es)-1].data {
-		out[k] = v
-	}
-	return out, true
 }
 
 func (w *world) do(a action) error {
@@ -381,7 +354,7 @@ func (w *world) do(a action) error {
 	case "update", "binary":
 		w.noteUnknown(a.Target)
 		return w.retry(a.String(), func() error {
-			data, ok := w.current(a.Target)
+			data, ok := w.rec.current(a.Target)
 			if !ok {
 				return errNotThere
 			}
@@ -391,7 +364,7 @@ func (w *world) do(a action) error {
 	case "revert":
 		w.noteUnknown(a.Target)
 		return w.retry(a.String(), func() error {
-			data, ok := w.previous(a.Target)
+			data, ok := w.rec.previous(a.Target)
 			if !ok {
 				return errNotThere
 			}
@@ -501,13 +474,7 @@ func (w *world) deleteConfig(name string) error {
 		err = core.ConfigMaps(w.ns).Delete(w.ctx, name, metav1.DeleteOptions{})
 	}
 	if err == nil {
-		w.rec.config(name, configEvent{rv: w.deletionRV(events), at: time.Now()})
-		// The ignore annotation goes with the object: a recreated config is not ignored.
-		w.rec.mu.Lock()
-		if w.rec.isIgnored(name) {
-			w.rec.ignored[name] = append(w.rec.ignored[name], modeEvent{at: time.Now(), mode: "false"})
-		}
-		w.rec.mu.Unlock()
+		w.rec.configDeleted(name, w.deletionRV(events))
 	}
 	if events != nil {
 		events.Stop()
@@ -573,9 +540,7 @@ func (w *world) ignore(name, value string) error {
 		_, err = core.ConfigMaps(w.ns).Patch(w.ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
 	}
 	if err == nil {
-		w.rec.mu.Lock()
-		w.rec.ignored[name] = append(w.rec.ignored[name], modeEvent{at: at, mode: value})
-		w.rec.mu.Unlock()
+		w.rec.ignoreSet(name, at, value)
 	}
 	return err
 }
@@ -741,11 +706,7 @@ func (w *world) createWorkload(a action) error {
 	if err != nil {
 		return err
 	}
-	w.rec.mu.Lock()
-	defer w.rec.mu.Unlock()
-	w.rec.workloads[out.GetUID()] = &workloadLife{name: a.Target, kind: kind, uid: out.GetUID(), refs: a.Refs, createdRV: rvOf(out), createdAt: at,
-		modes: []modeEvent{{at: at, mode: a.Mode}}, tmpl: o.tmpl, seenTmpl: o.tmpl, marks0: markers(&o.tmpl), generation: out.GetGeneration(), watchGen: out.GetGeneration(), lagged: lagged,
-		onTemplate: a.OnTemplate, gates: []gateEvent{{at: at, gate: a.Gate}}, broken: broken}
+	w.rec.created(a, kind, out, o, at, lagged, broken)
 	if kind == kindRollout {
 		go w.actAsArgo(a.Target, out.GetUID(), a.Dur)
 	}
@@ -821,35 +782,18 @@ func (w *world) generations() error {
 				w.t.Logf("the list shows a template change of %s %s the watch had not shown yet (rv %s)", kind, d.GetName(), d.GetResourceVersion())
 				w.rec.seen(kind, d, false)
 			}
-			w.rec.mu.Lock()
-			if l := w.rec.workloads[d.GetUID()]; l != nil {
-				l.generation = d.GetGeneration()
-			}
-			w.rec.mu.Unlock()
-		}
-	}
-	return nil
-}
-
-func (w *world) live(name string) *workloadLife {
-	w.rec.mu.Lock()
-	defer w.rec.mu.Unlock()
-	for _, l := range w.rec.workloads {
-		if l.name == name && l.deletedAt.IsZero() {
-			return l
+			w.rec.generationSeen(d.GetUID(), d.GetGeneration())
 		}
 	}
 	return nil
 }
 
 func (w *world) deleteWorkload(name string) error {
-	l := w.live(name)
+	l := w.rec.live(name)
 	if l == nil {
 		return errNotThere
 	}
-	w.rec.mu.Lock()
-	uid := l.uid
-	w.rec.mu.Unlock()
+	uid := w.rec.uidOf(l)
 	// The reloader deleted the Job to create it again, and has not yet (a refusal holds the
 	// creation): the deletion asked for is done. Its life ends here, so that a Job the checker
 	// creates under the name next is not taken for the reloader's creation (seed 2@7: a
@@ -858,9 +802,7 @@ func (w *world) deleteWorkload(name string) error {
 		if !apierrors.IsNotFound(err) || l.kind != kindJob {
 			return false
 		}
-		w.rec.mu.Lock()
-		l.deletedAt = time.Now()
-		w.rec.mu.Unlock()
+		w.rec.jobGone(l, time.Now())
 		return true
 	}
 	o, err := w.getWorkload(w.ctx, l.kind, name)
@@ -885,9 +827,7 @@ func (w *world) deleteWorkload(name string) error {
 		return nil
 	}
 	if err == nil {
-		w.rec.mu.Lock()
-		l.deletedAt, l.generation = at, o.u.GetGeneration()
-		w.rec.mu.Unlock()
+		w.rec.deleted(l, at, o.u.GetGeneration())
 	}
 	return err
 }
@@ -903,7 +843,7 @@ type edited struct {
 
 // updateWorkload applies edit to the live workload name and records what it set.
 func (w *world) updateWorkload(name string, edit func(o *wobj, onTemplate bool) edited) error {
-	l := w.live(name)
+	l := w.rec.live(name)
 	if l == nil {
 		return errNotThere
 	}
@@ -911,9 +851,7 @@ func (w *world) updateWorkload(name string, edit func(o *wobj, onTemplate bool) 
 	if err != nil {
 		return err
 	}
-	w.rec.mu.Lock()
-	uid := l.uid
-	w.rec.mu.Unlock()
+	uid := w.rec.uidOf(l)
 	if o.u.GetUID() != uid {
 		return errNotThere
 	}
@@ -932,25 +870,7 @@ func (w *world) updateWorkload(name string, edit func(o *wobj, onTemplate bool) 
 	if out.GetResourceVersion() != read {
 		w.rec.ownWrite(rvOf(out))
 	}
-	w.rec.mu.Lock()
-	defer w.rec.mu.Unlock()
-	if e.mode != "" {
-		l.modes = append(l.modes, modeEvent{at: at, mode: e.mode})
-	}
-	if e.gate != nil {
-		l.gates = append(l.gates, gateEvent{at: at, gate: *e.gate})
-	}
-	if e.refs != nil {
-		l.rerefs = append(l.rerefs, reref{at: at, rv: rvOf(out), before: l.refs})
-		l.refs = e.refs
-	}
-	if e.paused != nil {
-		l.ownerPausedBy(*e.paused, at)
-	}
-	if out.GetGeneration() != before { // the update was based on o, so only it moved the generation
-		l.ownChanges++
-		l.strips = append(l.strips, change{rv: rvOf(out), at: at})
-	}
+	w.rec.edited(l, at, rvOf(out), e, out.GetGeneration() != before)
 	return nil
 }
 
@@ -1049,7 +969,7 @@ func (w *world) outage(d time.Duration) {
 func (w *world) refuse(name string, d time.Duration, inForce bool) {
 	w.faults["refusal"]++
 	w.mu.Lock()
-	l := w.live(name)
+	l := w.rec.live(name)
 	if w.lifts[name] != nil || l == nil {
 		w.mu.Unlock()
 		return
@@ -1130,10 +1050,7 @@ func (w *world) heal() {
 	w.mu.Unlock()
 	w.resumeAll()
 	w.wake(true)
-	w.rec.mu.Lock()
-	out := w.rec.outNow()
-	w.rec.mu.Unlock()
-	if out {
+	if w.rec.isOut() {
 		w.must(w.retry("ns-enter", func() error { return w.setScope(true) }))
 	}
 	// A leader cut off past its renew deadline exits by design; as Kubernetes would, start it
@@ -1183,17 +1100,14 @@ func (w *world) finalRound() (recreated []string) {
 	w.rec.setStep("the final round")
 	w.finalAt = time.Now()
 	for _, c := range w.configsInWorld() {
-		w.rec.mu.Lock()
-		ignored := w.rec.isIgnored(c)
-		w.rec.mu.Unlock()
-		if ignored {
+		if w.rec.ignoredNow(c) {
 			w.must(w.do(action{Op: "ignore", Target: c, Value: "false"}))
 		}
 	}
 	w.openGates()
 	time.Sleep(raceMargin)
 	for _, c := range w.configsInWorld() {
-		if _, ok := w.current(c); ok {
+		if _, ok := w.rec.current(c); ok {
 			w.must(w.do(action{Op: "update", Target: c, Key: "a", Value: validJSON}))
 		} else {
 			w.must(w.do(action{Op: "recreate", Target: c, Value: validJSON}))
@@ -1229,14 +1143,7 @@ func (w *world) replaceHashKey(replace bool) error {
 // openGates gives every live workload whose gate holds its reloads one that does not: none, or
 // a window open all day where --reload-window is closed. Its held reloads then happen, once.
 func (w *world) openGates() {
-	w.rec.mu.Lock()
-	var held []string
-	for _, l := range w.rec.lives() {
-		if l.deletedAt.IsZero() && l.gate().holds(w.seq.Window) {
-			held = append(held, l.name)
-		}
-	}
-	w.rec.mu.Unlock()
+	held := w.rec.heldByGates(w.seq.Window)
 	open := action{Op: "gate"}
 	if w.seq.Window == "closed" {
 		open.Gate = gateSpec{Kind: "window", Value: "open"}

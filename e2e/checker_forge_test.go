@@ -183,13 +183,11 @@ func (w *world) forge(a action) error {
 		f.since = time.Unix(time.Now().Unix()-60, 0)
 		key, value = w.configKey(a.Target), fmt.Sprintf("deleted@%d:%s", f.since.Unix(), forgedHash)
 	case forgeStrip, forgeHold:
-		l := w.live(a.Key)
+		l := w.rec.live(a.Key)
 		if l == nil {
 			return nil // deleted since the generator drew it
 		}
-		w.rec.mu.Lock()
 		kind := l.kind
-		w.rec.mu.Unlock()
 		prefix, hash := "strip.", forgedHash
 		if a.Value == forgeHold {
 			cm, err := w.cl.Client().CoreV1().ConfigMaps(w.ns).Get(w.ctx, a.Target, metav1.GetOptions{})

@@ -46,7 +46,7 @@ func (g *generator) forgeRun() []action {
 // forgeRun writes a forged pending-job annotation on CronJob a.Target, naming a Job
 // forged-<n> that nothing else creates, and records it as a forgery whose Job must never exist.
 func (w *world) forgeRun(a action) error {
-	if l := w.live(a.Target); l == nil || l.kind != kindCronJob {
+	if l := w.rec.live(a.Target); l == nil || l.kind != kindCronJob {
 		return nil
 	}
 	w.mu.Lock()

@@ -57,14 +57,11 @@ func (w *workloadLife) ownerPausedAt(t time.Time) bool {
 // background (or at the next heal). A Deployment under a pause period of the reloader's is
 // left alone: that pause is the reloader's to end.
 func (w *world) ownerPause(name string, d time.Duration) error {
-	l := w.live(name)
+	l := w.rec.live(name)
 	if l == nil {
 		return nil
 	}
-	w.rec.mu.Lock()
-	skip := l.kind != kindDeployment || l.gate().pausePeriod() > 0 || l.ownerPaused()
-	w.rec.mu.Unlock()
-	if skip {
+	if w.rec.ownerPauseSkips(l) {
 		return nil
 	}
 	w.faults["owner pause"]++

@@ -117,13 +117,11 @@ func (g *generator) eighthPause() time.Duration {
 
 // modeOf is the annotation mode the recorder holds for the live workload name ("" if none).
 func (w *world) modeOf(name string) string {
-	l := w.live(name)
+	l := w.rec.live(name)
 	if l == nil {
 		return ""
 	}
-	w.rec.mu.Lock()
-	defer w.rec.mu.Unlock()
-	return l.mode()
+	return w.rec.modeNow(l)
 }
 
 // rerefTemplate is a helm upgrade with other values: the chart's template for refs, without the

@@ -101,10 +101,8 @@ func (r *receiver) last() time.Time {
 // calling nothing for it; then a valid content, which must call the webhook if the state knew
 // the config (a config the state lost is a first content, as for workloads).
 func (w *world) webhookInvalid(a action) error {
-	w.rec.mu.Lock()
-	ignored := w.rec.isIgnored(a.Target)
-	w.rec.mu.Unlock()
-	data, ok := w.current(a.Target)
+	ignored := w.rec.ignoredNow(a.Target)
+	data, ok := w.rec.current(a.Target)
 	if w.hook == nil || ignored || !ok {
 		return nil
 	}
@@ -148,13 +146,7 @@ func (w *world) webhookViolations() []violation {
 	w.hook.mu.Lock()
 	out = append(out, w.hook.bad...)
 	w.hook.mu.Unlock()
-	w.rec.mu.Lock()
-	for _, l := range w.rec.lives() {
-		if n := w.rec.byReloader(l); n > 0 {
-			out = append(out, violation(fmt.Sprintf("webhook: %s %s was restarted %d time(s) by the reloader, which only calls the webhook", l.kind, l.name, n)))
-		}
-	}
-	w.rec.mu.Unlock()
+	out = append(out, w.rec.reloaderRestarts()...)
 	if !w.finalAt.IsZero() && w.hook.since(w.finalAt) == 0 {
 		out = append(out, violation("webhook: no call after the final change of every config"))
 	}
