@@ -1,4 +1,4 @@
-package e2e
+package checker
 
 import (
 	"cmp"
@@ -11,14 +11,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
@@ -28,16 +26,16 @@ import (
 	"github.com/reloader/reloader/policy"
 )
 
-// raceMargin is how close in time a workload's creation or annotation change and a change of a
+// RaceMargin is how close in time a workload's creation or annotation change and a change of a
 // config it reads may be before the oracle cannot tell what the reloader should do: its watches
 // of the two resources are independent and may deliver the two events in either order.
-const raceMargin = 2 * time.Second
+const RaceMargin = 2 * time.Second
 
-// content is a config's data at one point: data and binaryData, by key.
-type content map[string]string
+// Content is a config's data at one point: data and binaryData, by key.
+type Content map[string]string
 
 // whole is the content as one comparable string.
-func (c content) whole() string {
+func (c Content) whole() string {
 	var b strings.Builder
 	for _, k := range slices.Sorted(maps.Keys(c)) {
 		fmt.Fprintf(&b, "%q=%q;", k, c[k])
@@ -50,7 +48,7 @@ type configEvent struct {
 	rv     int64
 	at     time.Time
 	exists bool
-	data   content
+	data   Content
 	// unknown: the state held no content for the config just before this write (noteUnknown).
 	unknown bool
 	by      string // the action that wrote it, for the report
@@ -71,13 +69,13 @@ type change struct {
 	deleted bool
 }
 
-// workloadLife is one workload, from its creation to its deletion. A Job created again by the
+// WorkloadLife is one workload, from its creation to its deletion. A Job created again by the
 // reloader keeps its life: its name is the workload.
-type workloadLife struct {
+type WorkloadLife struct {
 	name string
-	kind string
+	Kind string
 	uid  types.UID // a Job's: the current one
-	refs []ref     // what its template reads now
+	refs []Ref     // what its template reads now
 	// rerefs: the checker's changes of what its template reads (gen 7), oldest first.
 	rerefs    []reref
 	createdRV int64
@@ -127,7 +125,7 @@ type workloadLife struct {
 	// Gen 3: a CronJob's runs (Jobs it controls, created after it), and the workload's gates,
 	// oldest first.
 	runs       []int64
-	onTemplate bool
+	OnTemplate bool
 	gates      []gateEvent
 	// marks0 are the reloader's markers at its creation, marks after each of restarts.
 	marks0 map[string]string
@@ -147,7 +145,7 @@ type workloadLife struct {
 	// jobGone: when the watch saw the Job deleted (the first half of a reload), for
 	// outOfScope.
 	jobGone []time.Time
-	// Gen 9: its owner's pauses (checker_ownerpause_test.go), and the writes seen to resume it.
+	// Gen 9: its owner's pauses (ownerpause.go), and the writes seen to resume it.
 	ownerPauses []pauseSpan
 	// broken (gen 10, where rollouts complete): a Deployment whose pods never become Ready.
 	broken   bool
@@ -166,13 +164,13 @@ type genMove struct{ rv, gen int64 }
 // gateEvent is a gate annotation written at a moment.
 type gateEvent struct {
 	at   time.Time
-	gate gateSpec
+	gate GateSpec
 }
 
 // gate is the workload's gate now.
-func (w *workloadLife) gate() gateSpec {
+func (w *WorkloadLife) gate() GateSpec {
 	if len(w.gates) == 0 {
-		return gateSpec{}
+		return GateSpec{}
 	}
 	return w.gates[len(w.gates)-1].gate
 }
@@ -182,18 +180,18 @@ type modeEvent struct {
 	mode string
 }
 
-func (w *workloadLife) mode() string { return w.modes[len(w.modes)-1].mode }
+func (w *WorkloadLife) mode() string { return w.modes[len(w.modes)-1].mode }
 
 // reref is a change by the checker of the configs a workload's template reads: when it was
 // written (before the write, as modes are), its resourceVersion, and the refs before it.
 type reref struct {
 	at     time.Time
 	rv     int64
-	before []ref
+	before []Ref
 }
 
 // refsAt is what w's template read at a moment: its refs before the first reref after it.
-func (w *workloadLife) refsAt(at time.Time) []ref {
+func (w *WorkloadLife) refsAt(at time.Time) []Ref {
 	for _, e := range w.rerefs {
 		if e.at.After(at) {
 			return e.before
@@ -204,7 +202,7 @@ func (w *workloadLife) refsAt(at time.Time) []ref {
 
 // refsAtRV is what w's template read at resourceVersion rv: its refs before the first reref
 // made after it.
-func (w *workloadLife) refsAtRV(rv int64) []ref {
+func (w *WorkloadLife) refsAtRV(rv int64) []Ref {
 	for _, e := range w.rerefs {
 		if e.rv > rv {
 			return e.before
@@ -215,7 +213,7 @@ func (w *workloadLife) refsAtRV(rv int64) []ref {
 
 // reads is what w's template read over its life, for a report: its refs, and each set a reref
 // gave it.
-func (w *workloadLife) reads() string {
+func (w *WorkloadLife) reads() string {
 	if len(w.rerefs) == 0 {
 		return fmt.Sprint(w.refs)
 	}
@@ -227,13 +225,13 @@ func (w *workloadLife) reads() string {
 	return b.String()
 }
 
-// recorder keeps the history the oracle judges: the checker's own writes, and every template
+// Recorder keeps the history the oracle judges: the checker's own writes, and every template
 // change the API server reports through a watch that resumes across faults.
-type recorder struct {
+type Recorder struct {
 	mu        sync.Mutex
 	configs   map[string][]configEvent
 	ignored   map[string][]modeEvent // "true"/"false" per config
-	workloads map[types.UID]*workloadLife
+	workloads map[types.UID]*WorkloadLife
 	own       map[int64]bool    // resourceVersions the checker wrote to Deployments
 	blind     [][2]time.Time    // outages and API server restarts
 	changedAt time.Time         // when a template last changed
@@ -253,8 +251,8 @@ type recorder struct {
 	// window is the reloader's --reload-window, as the generator names it ("", open, closed).
 	window    string
 	rollback  bool
-	rollouts  bool // gen 10: rollouts complete (checker_rollouts_test.go)
-	argo      bool // gen 10: Argo Rollouts (checker_argo_test.go)
+	rollouts  bool // gen 10: rollouts complete (rollouts.go)
+	argo      bool // gen 10: Argo Rollouts (argo.go)
 	validated []string
 	keyLosses []time.Time // when the key of Secret hashes was deleted or replaced
 	jobsSeen  map[types.UID]bool
@@ -264,19 +262,19 @@ type recorder struct {
 	stateLosses []time.Time
 	// kills: when a replica was killed (kill -9), for unwritten.
 	kills []time.Time
-	// forgeries: entries the checker forged into the state (gen 9, checker_forge_test.go).
-	forgeries []forgery
+	// forgeries: entries the checker forged into the state (gen 9, forge.go).
+	forgeries []Forgery
 }
 
-func (r *recorder) lastRestart() time.Time {
+func (r *Recorder) LastRestart() time.Time {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.changedAt
 }
 
-func newRecorder(seq sequence) *recorder {
-	return &recorder{configs: map[string][]configEvent{}, ignored: map[string][]modeEvent{},
-		workloads: map[types.UID]*workloadLife{}, own: map[int64]bool{}, amnesia: map[string][]loss{}, unknownNext: map[string]bool{},
+func NewRecorder(seq Sequence) *Recorder {
+	return &Recorder{configs: map[string][]configEvent{}, ignored: map[string][]modeEvent{},
+		workloads: map[types.UID]*WorkloadLife{}, own: map[int64]bool{}, amnesia: map[string][]loss{}, unknownNext: map[string]bool{},
 		onCreate: seq.OnCreate, onDelete: seq.OnDelete, window: seq.Window, rollback: seq.Rollback, rollouts: seq.Rollouts, argo: seq.Argo, validated: seq.Validated, jobsSeen: map[types.UID]bool{}}
 }
 
@@ -294,12 +292,12 @@ func (e configEvent) read(whole bool) string {
 	return e.data["a"]
 }
 
-func rvOf(o metav1.Object) int64 {
+func RVOf(o metav1.Object) int64 {
 	n, _ := strconv.ParseInt(o.GetResourceVersion(), 10, 64)
 	return n
 }
 
-func (r *recorder) config(name string, e configEvent) {
+func (r *Recorder) config(name string, e configEvent) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e.unknown, e.by = r.unknownNext[name], r.step
@@ -310,17 +308,17 @@ func (r *recorder) config(name string, e configEvent) {
 	r.configs[name] = append(r.configs[name], e)
 }
 
-// unknownBefore notes whether the state holds no content for config name, just before the
+// UnknownBefore notes whether the state holds no content for config name, just before the
 // checker's next write of it.
-func (r *recorder) unknownBefore(name string, unknown bool) {
+func (r *Recorder) UnknownBefore(name string, unknown bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.unknownNext[name] = unknown
 }
 
-// forget notes that the state lost the entries of configs: corrupted, or a tombstone with no
+// Forget notes that the state lost the entries of configs: corrupted, or a tombstone with no
 // hash.
-func (r *recorder) forget(configs ...string) {
+func (r *Recorder) Forget(configs ...string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, c := range configs {
@@ -328,20 +326,20 @@ func (r *recorder) forget(configs ...string) {
 	}
 }
 
-// stateDeleted notes that the checker deleted the state ConfigMap.
-func (r *recorder) stateDeleted() {
+// StateDeleted notes that the checker deleted the state ConfigMap.
+func (r *Recorder) StateDeleted() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := time.Now()
-	for _, c := range judgedConfigs {
+	for _, c := range JudgedConfigs {
 		r.amnesia[c] = append(r.amnesia[c], loss{at: now, deleted: now})
 	}
 	r.stateLosses = append(r.stateLosses, now)
 }
 
-// stateGone notes that the state ConfigMap was found missing before a write of config c: lost
+// StateGone notes that the state ConfigMap was found missing before a write of config c: lost
 // at its last deletion, or never written.
-func (r *recorder) stateGone(c string) {
+func (r *Recorder) StateGone(c string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	l := loss{at: time.Now()}
@@ -356,8 +354,8 @@ func (r *recorder) stateGone(c string) {
 // recreation's note was deleted and a reloader process started after that, so no process
 // remembers the Job (seed 1795657828041649784@4: a refused create, state-delete, kill -9).
 // Nothing in the cluster records it any more; no reloader can create it. The caller holds r.mu.
-func (r *recorder) lostWithState(w *workloadLife) bool {
-	if w.kind != kindJob || len(w.jobGone) == 0 {
+func (r *Recorder) lostWithState(w *WorkloadLife) bool {
+	if w.Kind != KindJob || len(w.jobGone) == 0 {
 		return false
 	}
 	gone := w.jobGone[len(w.jobGone)-1]
@@ -377,23 +375,23 @@ func (r *recorder) lostWithState(w *workloadLife) bool {
 // loading the key at its start, drops a note it cannot verify (docs/design.md, "Signed Job
 // recreation notes"). Which key signed it is not observed, so any key loss in the sequence
 // excuses a Job never created again since its deletion. The caller holds r.mu.
-func (r *recorder) lostWithKey(w *workloadLife) bool {
-	if w.kind != kindJob || len(w.jobGone) == 0 || len(r.keyLosses) == 0 {
+func (r *Recorder) lostWithKey(w *WorkloadLife) bool {
+	if w.Kind != KindJob || len(w.jobGone) == 0 || len(r.keyLosses) == 0 {
 		return false
 	}
 	n := len(w.restartAt)
 	return n == 0 || !w.restartAt[n-1].After(w.jobGone[len(w.jobGone)-1])
 }
 
-func (r *recorder) setStep(s string) {
+func (r *Recorder) SetStep(s string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.step = s
 }
 
-// stopped notes that a replica was stopped (SIGTERM, kill -9, a downtime), or that a leader exited
+// Stopped notes that a replica was stopped (SIGTERM, kill -9, a downtime), or that a leader exited
 // on its own.
-func (r *recorder) stopped() {
+func (r *Recorder) Stopped() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.leaderless.IsZero() {
@@ -401,7 +399,7 @@ func (r *recorder) stopped() {
 	}
 }
 
-func (r *recorder) started() {
+func (r *Recorder) Started() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.leaderless.IsZero() {
@@ -411,7 +409,7 @@ func (r *recorder) started() {
 	r.starts = append(r.starts, time.Now())
 }
 
-func (r *recorder) ownWrite(rv int64) {
+func (r *Recorder) OwnWrite(rv int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.own[rv] = true
@@ -424,25 +422,25 @@ func (r *recorder) ownWrite(rv int64) {
 	}
 }
 
-func (r *recorder) blindFrom(from, to time.Time) {
+func (r *Recorder) BlindFrom(from, to time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.blind = append(r.blind, [2]time.Time{from, to})
 }
 
-// watch follows the namespace's workloads of every kind from resourceVersion rv until ctx ends.
+// Watch follows the namespace's workloads of every kind from resourceVersion rv until ctx ends.
 // client-go's RetryWatcher resumes across broken connections; if the API server can no longer
 // serve from the last version seen (410 Gone), a list catches up and the gap is counted.
-func (r *recorder) watch(ctx context.Context, ns, rv string, dyn dynamic.Interface) {
-	for kind, k := range wkinds {
-		if kind == kindRollout && !r.argo {
+func (r *Recorder) Watch(ctx context.Context, ns, rv string, dyn dynamic.Interface) {
+	for kind, k := range WorkloadKinds {
+		if kind == KindRollout && !r.argo {
 			continue // no Rollout CRD
 		}
-		go r.watchKind(ctx, kind, dyn.Resource(k.gvr).Namespace(ns), rv)
+		go r.watchKind(ctx, kind, dyn.Resource(k.GVR).Namespace(ns), rv)
 	}
 }
 
-func (r *recorder) watchKind(ctx context.Context, kind string, client dynamic.ResourceInterface, rv string) {
+func (r *Recorder) watchKind(ctx context.Context, kind string, client dynamic.ResourceInterface, rv string) {
 	lw := &cache.ListWatch{WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 		return client.Watch(ctx, o)
 	}}
@@ -458,7 +456,7 @@ func (r *recorder) watchKind(ctx context.Context, kind string, client dynamic.Re
 			r.gaps++
 			r.mu.Unlock()
 			for i := range list.Items {
-				r.seen(kind, &list.Items[i], false)
+				r.Seen(kind, &list.Items[i], false)
 			}
 			rv = list.GetResourceVersion()
 		}
@@ -468,7 +466,7 @@ func (r *recorder) watchKind(ctx context.Context, kind string, client dynamic.Re
 
 // follow records the watch's events until it ends, and returns the last version seen, or "" when
 // the watch ended on an error.
-func (r *recorder) follow(ctx context.Context, kind string, w watch.Interface, rv string) string {
+func (r *Recorder) follow(ctx context.Context, kind string, w watch.Interface, rv string) string {
 	for {
 		select {
 		case <-ctx.Done():
@@ -483,9 +481,9 @@ func (r *recorder) follow(ctx context.Context, kind string, w watch.Interface, r
 			if u, ok := ev.Object.(*unstructured.Unstructured); ok {
 				rv = u.GetResourceVersion()
 				if ev.Type == watch.Modified || ev.Type == watch.Added {
-					r.seen(kind, u, true)
+					r.Seen(kind, u, true)
 				}
-				if ev.Type == watch.Deleted && kind == kindJob {
+				if ev.Type == watch.Deleted && kind == KindJob {
 					r.jobDeleted(u)
 				}
 			}
@@ -493,35 +491,35 @@ func (r *recorder) follow(ctx context.Context, kind string, w watch.Interface, r
 	}
 }
 
-// behind reports whether u, a workload as listed, has a template other than the last one the
+// Behind reports whether u, a workload as listed, has a template other than the last one the
 // watch showed.
-func (r *recorder) behind(kind string, u *unstructured.Unstructured) bool {
-	o, err := decodeWorkload(kind, u)
+func (r *Recorder) Behind(kind string, u *unstructured.Unstructured) bool {
+	o, err := DecodeWorkload(kind, u)
 	if err != nil {
 		return false
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	w := r.workloads[u.GetUID()]
-	return w != nil && (!equality.Semantic.DeepEqual(w.seenTmpl, o.tmpl) || w.paused != pausedOf(kind, u))
+	return w != nil && (!equality.Semantic.DeepEqual(w.seenTmpl, o.Template) || w.paused != pausedOf(kind, u))
 }
 
 // pausedOf reports a Deployment's spec.paused.
 func pausedOf(kind string, u *unstructured.Unstructured) bool {
 	paused, _, _ := unstructured.NestedBool(u.Object, "spec", "paused")
-	return kind == kindDeployment && paused
+	return kind == KindDeployment && paused
 }
 
-// seen records a workload's new template, and a Job's creation: a CronJob's run, or a Job
+// Seen records a workload's new template, and a Job's creation: a CronJob's run, or a Job
 // created again. watched says u is a watch event, right after the one (or the list) before it.
-func (r *recorder) seen(kind string, u *unstructured.Unstructured, watched bool) {
-	o, err := decodeWorkload(kind, u)
+func (r *Recorder) Seen(kind string, u *unstructured.Unstructured, watched bool) {
+	o, err := DecodeWorkload(kind, u)
 	if err != nil {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if kind == kindJob {
+	if kind == KindJob {
 		if r.jobsSeen[u.GetUID()] {
 			return
 		}
@@ -536,12 +534,12 @@ func (r *recorder) seen(kind string, u *unstructured.Unstructured, watched bool)
 	}
 	gen, prev := u.GetGeneration(), w.watchGen
 	w.watchGen = gen
-	if equality.Semantic.DeepEqual(w.seenTmpl, o.tmpl) && watched && prev > 0 && gen == prev+1 {
-		w.sameTmpl = append(w.sameTmpl, genMove{rvOf(u), gen})
+	if equality.Semantic.DeepEqual(w.seenTmpl, o.Template) && watched && prev > 0 && gen == prev+1 {
+		w.sameTmpl = append(w.sameTmpl, genMove{RVOf(u), gen})
 	}
-	write := markerWrite{rvOf(u), touchedConfigs(&w.seenTmpl, &o.tmpl)}
+	write := markerWrite{RVOf(u), touchedConfigs(&w.seenTmpl, &o.Template)}
 	w.seenMarks = markers(&w.seenTmpl)
-	w.seenTmpl = *o.tmpl.DeepCopy()
+	w.seenTmpl = *o.Template.DeepCopy()
 	// A paused Deployment restarts nothing until it is resumed, and its resume rolls out the
 	// template as it is then: the pods read their configs at the resume.
 	// A template change while its owner pauses it is the reloader's reload all the same (gen 9):
@@ -551,20 +549,20 @@ func (r *recorder) seen(kind string, u *unstructured.Unstructured, watched bool)
 		w.pausedAt = time.Now()
 	}
 	if wasPaused && !w.paused {
-		w.unpauses = append(w.unpauses, change{rv: rvOf(u), at: time.Now()})
+		w.unpauses = append(w.unpauses, change{rv: RVOf(u), at: time.Now()})
 	}
 	if w.paused && !w.ownerPaused() {
 		w.folding = append(w.folding, write)
 		return
 	}
-	if equality.Semantic.DeepEqual(w.tmpl, o.tmpl) {
+	if equality.Semantic.DeepEqual(w.tmpl, o.Template) {
 		w.folding = nil
 		return
 	}
 	if len(w.folding) > 0 {
 		w.folding = append(w.folding, write)
 	}
-	r.restarted(w, o, rvOf(u))
+	r.restarted(w, o, RVOf(u))
 	if wasPaused && !w.paused {
 		w.resumes = append(w.resumes, resume{restart: len(w.restarts) - 1, pausedAt: w.pausedAt})
 	}
@@ -577,8 +575,8 @@ type resume struct {
 }
 
 // restarted records a reload of w that gave it o's template. The caller holds r.mu.
-func (r *recorder) restarted(w *workloadLife, o *wobj, rv int64) {
-	w.touched = append(w.touched, touchedConfigs(&w.tmpl, &o.tmpl))
+func (r *Recorder) restarted(w *WorkloadLife, o *Object, rv int64) {
+	w.touched = append(w.touched, touchedConfigs(&w.tmpl, &o.Template))
 	if len(w.folding) > 0 {
 		if w.folded == nil {
 			w.folded = map[int][]markerWrite{}
@@ -586,23 +584,23 @@ func (r *recorder) restarted(w *workloadLife, o *wobj, rv int64) {
 		w.folded[len(w.restarts)], w.folding = w.folding, nil
 		r.refold(w, len(w.restarts))
 	}
-	w.marks = append(w.marks, markers(&o.tmpl))
+	w.marks = append(w.marks, markers(&o.Template))
 	w.found = append(w.found, w.seenMarks)
 	var head policy.Entry
-	if h := policy.ParseHistory(o.u.GetAnnotations()[policy.HistoryAnnotation]); len(h) > 0 {
+	if h := policy.ParseHistory(o.Obj.GetAnnotations()[policy.HistoryAnnotation]); len(h) > 0 {
 		head = h[0]
 	}
 	w.rolledBack = append(w.rolledBack, head.RolledBack && !(w.lastHead.RolledBack && w.lastHead.At.Equal(head.At)))
 	w.lastHead = head
 	w.restartAt = append(w.restartAt, time.Now())
-	w.tmpl = *o.tmpl.DeepCopy()
+	w.tmpl = *o.Template.DeepCopy()
 	w.restarts = append(w.restarts, rv)
 	r.changedAt = time.Now()
 }
 
 // refold sets what restart i of w, a resume, touched: where the checker wrote the template during
 // the pause, only the configs whose marker the other writes changed. The caller holds r.mu.
-func (r *recorder) refold(w *workloadLife, i int) {
+func (r *Recorder) refold(w *WorkloadLife, i int) {
 	fold := w.folded[i]
 	if !slices.ContainsFunc(fold, func(m markerWrite) bool { return r.own[m.rv] }) {
 		return
@@ -618,17 +616,17 @@ func (r *recorder) refold(w *workloadLife, i int) {
 
 // jobCreated records a new Job: a run of the CronJob that controls it, or a Job workload
 // created again by the reloader (a new UID under its name). The caller holds r.mu.
-func (r *recorder) jobCreated(o *wobj) {
-	if cj := r.workloads[o.controller()]; cj != nil && cj.kind == kindCronJob {
-		cj.runs = append(cj.runs, rvOf(o.u))
+func (r *Recorder) jobCreated(o *Object) {
+	if cj := r.workloads[o.controller()]; cj != nil && cj.Kind == KindCronJob {
+		cj.runs = append(cj.runs, RVOf(o.Obj))
 		r.changedAt = time.Now()
 		return
 	}
 	for _, w := range r.workloads {
-		if w.kind == kindJob && w.name == o.u.GetName() && w.deletedAt.IsZero() && w.uid != o.u.GetUID() && w.createdRV < rvOf(o.u) {
-			r.workloads[o.u.GetUID()] = w
-			w.uid = o.u.GetUID()
-			r.restarted(w, o, rvOf(o.u))
+		if w.Kind == KindJob && w.name == o.Obj.GetName() && w.deletedAt.IsZero() && w.uid != o.Obj.GetUID() && w.createdRV < RVOf(o.Obj) {
+			r.workloads[o.Obj.GetUID()] = w
+			w.uid = o.Obj.GetUID()
+			r.restarted(w, o, RVOf(o.Obj))
 			return
 		}
 	}
@@ -638,7 +636,7 @@ func (r *recorder) jobCreated(o *wobj) {
 func touchedConfigs(before, after *corev1.PodTemplateSpec) map[string]bool {
 	out := map[string]bool{}
 	m0, m1 := markers(before), markers(after)
-	for _, c := range judgedConfigs {
+	for _, c := range JudgedConfigs {
 		if m0[c] != m1[c] {
 			out[c] = true
 		}
@@ -647,7 +645,7 @@ func touchedConfigs(before, after *corev1.PodTemplateSpec) map[string]bool {
 }
 
 func configRef(c string) policy.ConfigRef {
-	if isSecret(c) {
+	if IsSecret(c) {
 		return policy.ConfigRef{Kind: policy.KindSecret, Name: c}
 	}
 	return policy.ConfigRef{Kind: policy.KindConfigMap, Name: c}
@@ -657,14 +655,14 @@ func configRef(c string) policy.ConfigRef {
 // key "a") that may restart a workload. A content that does not validate counts: no reload may
 // take it, but a restart for another config gives the pods it, and the next valid content is
 // then a change for them.
-func (r *recorder) changes(name string, whole bool) []change {
+func (r *Recorder) changes(name string, whole bool) []change {
 	return r.changesSince(name, whole, time.Time{}, true)
 }
 
 // changesSince is changes for a workload created at from: if the config did not exist then, the
 // first content it gets after is what the workload first sees, not a change. Without invalidToo
 // a content that does not validate is no change (none is to be rolled out).
-func (r *recorder) changesSince(name string, whole bool, from time.Time, invalidToo bool) []change {
+func (r *Recorder) changesSince(name string, whole bool, from time.Time, invalidToo bool) []change {
 	var out []change
 	last, seen, exists, reset := "", false, false, !from.IsZero()
 	for _, e := range r.configs[name] {
@@ -687,12 +685,12 @@ func (r *recorder) changesSince(name string, whole bool, from time.Time, invalid
 	return out
 }
 
-func (r *recorder) exists(name string) bool {
+func (r *Recorder) exists(name string) bool {
 	es := r.configs[name]
 	return len(es) > 0 && es[len(es)-1].exists
 }
 
-func (r *recorder) isIgnored(name string) bool {
+func (r *Recorder) isIgnored(name string) bool {
 	es := r.ignored[name]
 	return len(es) > 0 && es[len(es)-1].mode == "true"
 }
@@ -700,12 +698,12 @@ func (r *recorder) isIgnored(name string) bool {
 // near reports whether two moments are too close for the reloader to see them in order: within
 // raceMargin, or both inside one outage (plus raceMargin after it), when the reloader's watches
 // catch up in no particular order.
-func (r *recorder) near(a, b time.Time) bool {
-	if a.Sub(b).Abs() < raceMargin {
+func (r *Recorder) near(a, b time.Time) bool {
+	if a.Sub(b).Abs() < RaceMargin {
 		return true
 	}
 	for _, w := range r.blind {
-		in := func(t time.Time) bool { return !t.Before(w[0].Add(-raceMargin)) && t.Before(w[1].Add(raceMargin)) }
+		in := func(t time.Time) bool { return !t.Before(w[0].Add(-RaceMargin)) && t.Before(w[1].Add(RaceMargin)) }
 		if in(a) && in(b) {
 			return true
 		}
@@ -715,7 +713,7 @@ func (r *recorder) near(a, b time.Time) bool {
 
 // triggers reports whether a workload in mode m reloads on config c, and whether on its whole
 // content, as stakater's annotations define.
-func triggers(m string, refs []ref, c string) (ok, whole bool) {
+func triggers(m string, refs []Ref, c string) (ok, whole bool) {
 	var reads, wholeRef bool
 	for _, rf := range refs {
 		if rf.Config == c {
@@ -733,10 +731,10 @@ func triggers(m string, refs []ref, c string) (ok, whole bool) {
 	return true, wholeRef
 }
 
-// summary says how much the oracle had to judge: restarts by the reloader and by the checker,
+// Summary says how much the oracle had to judge: restarts by the reloader and by the checker,
 // how many (workload, config) pairs the lost-change check held to a change, and how many of
 // them it could not judge, their pods having waited for another config (stale).
-func (r *recorder) summary() string {
+func (r *Recorder) Summary() string {
 	r.mu.Lock()
 	var byReloader, byChecker int
 	for _, w := range r.lives() {
@@ -755,11 +753,11 @@ func (r *recorder) summary() string {
 }
 
 // judged counts the pairs lost() holds to a change.
-func (r *recorder) judged() (held, unjudged int) {
+func (r *Recorder) judged() (held, unjudged int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, w := range r.lives() {
-		for _, c := range judgedConfigs {
+		for _, c := range JudgedConfigs {
 			if _, ok := r.held(w, c); ok {
 				held++
 				if r.staleAfterOthers(w, c) {
@@ -771,17 +769,17 @@ func (r *recorder) judged() (held, unjudged int) {
 	return held, unjudged
 }
 
-// violation is a broken promise, in words.
-type violation string
+// Violation is a broken promise, in words.
+type Violation string
 
-// lost lists, for each live workload and config it reloads on now, a workload that runs another
+// Lost lists, for each live workload and config it reloads on now, a workload that runs another
 // content than the config's current one (stale) although it should have taken its last change
 // (held). Pairs whose annotations, ignore flag or creation were too close to that change to be
 // ordered are skipped (see near).
-func (r *recorder) lost() []violation {
+func (r *Recorder) Lost() []Violation {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []violation
+	var out []Violation
 	if r.outNow() {
 		return nil // nothing is owed while the namespace is out of the selection
 	}
@@ -795,9 +793,9 @@ func (r *recorder) lost() []violation {
 		if r.lostWithState(w) || r.lostWithKey(w) {
 			continue // runs nothing: its recreation went with the state and the process, or was dropped
 		}
-		for _, c := range judgedConfigs {
+		for _, c := range JudgedConfigs {
 			if last, ok := r.held(w, c); ok && r.stale(w, c) && !r.baseline(w, c) && !r.keyBaseline(w, c) && !r.heldByRollback(w, c) && !r.leftBehind(w, c) && !r.heldByForgery(w, c) && !r.deletionMaskedByForgery(w, c) {
-				out = append(out, violation(fmt.Sprintf("lost: %s (mode %s, reads %s) runs an old content of %s, changed at rv %d by %s\n%s", w.name, w.mode(), w.reads(), c, last.rv, last.by, r.story(w, c))))
+				out = append(out, Violation(fmt.Sprintf("lost: %s (mode %s, reads %s) runs an old content of %s, changed at rv %d by %s\n%s", w.name, w.mode(), w.reads(), c, last.rv, last.by, r.story(w, c))))
 			}
 		}
 	}
@@ -807,7 +805,7 @@ func (r *recorder) lost() []violation {
 // story is what the oracle knew of a lost pair, for the report: the workload's restarts (and
 // which were the checker's, rollbacks, or undone) and the config's events. A soak's violation is
 // often not reproduced by a replay; this is what is left to trace it with.
-func (r *recorder) story(w *workloadLife, c string) string {
+func (r *Recorder) story(w *WorkloadLife, c string) string {
 	var b strings.Builder
 	p := r.rollbacks(w)
 	fmt.Fprintf(&b, "      %s created at rv %d; restarts:", w.name, w.createdRV)
@@ -850,20 +848,20 @@ func (r *recorder) story(w *workloadLife, c string) string {
 // not when the last config they need is (docs/design.md, "How it works"). So a pair is stale
 // only when both ways of waiting say so; pairs stale only when the pods wait for every config
 // are not judged, and summary counts them (staleAfterOthers). The caller holds r.mu.
-func (r *recorder) stale(w *workloadLife, c string) bool {
+func (r *Recorder) stale(w *WorkloadLife, c string) bool {
 	return r.staleWaiting(w, c, false) && r.staleWaiting(w, c, true)
 }
 
 // staleAfterOthers reports whether w's pods, waiting for every config they need, run an old
 // content of c, though pods waiting for c alone would not: a change of c the reloader may
 // miss, which stale does not judge. The caller holds r.mu.
-func (r *recorder) staleAfterOthers(w *workloadLife, c string) bool {
+func (r *Recorder) staleAfterOthers(w *WorkloadLife, c string) bool {
 	return r.staleWaiting(w, c, true) && !r.staleWaiting(w, c, false)
 }
 
 // staleWaiting is stale with pods that wait for every config they need (all), or for c alone.
 // The caller holds r.mu.
-func (r *recorder) staleWaiting(w *workloadLife, c string, all bool) bool {
+func (r *Recorder) staleWaiting(w *WorkloadLife, c string, all bool) bool {
 	if es := r.configs[c]; len(es) > 0 && es[len(es)-1].invalid {
 		return false // a content that does not validate is never rolled out
 	}
@@ -883,7 +881,7 @@ func (r *recorder) staleWaiting(w *workloadLife, c string, all bool) bool {
 	if optionalOnly(w.refs, c) {
 		gone = ""
 	}
-	waitUntil := readyAt.Add(raceMargin)
+	waitUntil := readyAt.Add(RaceMargin)
 	var then, now, first string
 	unseenLater := false
 	for _, e := range r.configs[c] {
@@ -920,11 +918,11 @@ func (r *recorder) staleWaiting(w *workloadLife, c string, all bool) bool {
 // lastStart is the resourceVersion at which w's pods last started: its last template change
 // that was not undone by a rollback (for a CronJob, its last run: the reloader's), or its
 // creation. The caller holds r.mu.
-func (r *recorder) lastStart(w *workloadLife) int64 {
+func (r *Recorder) lastStart(w *WorkloadLife) int64 {
 	started := w.createdRV
 	paired := r.rollbacks(w)
 	for i, rv := range w.restarts {
-		if w.kind == kindCronJob && r.own[rv] {
+		if w.Kind == KindCronJob && r.own[rv] {
 			continue // another actor's change of a CronJob's template runs no Job (seed 1795701072860836955@4)
 		}
 		if _, undone := paired.undone[i]; !undone && !paired.rollback[i] {
@@ -939,8 +937,8 @@ func (r *recorder) lastStart(w *workloadLife) int64 {
 // first event after rv that completed the set. ok is false while one is still missing. With
 // only set, the pods are taken to wait for that config's existence alone, as the reloader
 // takes them to. The caller holds r.mu.
-func (r *recorder) podsStart(w *workloadLife, rv int64, only string) (int64, time.Time, bool) {
-	var needs []ref
+func (r *Recorder) podsStart(w *WorkloadLife, rv int64, only string) (int64, time.Time, bool) {
+	var needs []Ref
 	for _, rf := range w.refsAtRV(rv) {
 		if !rf.Optional && (only == "" || rf.Config == only) {
 			needs = append(needs, rf)
@@ -962,7 +960,7 @@ func (r *recorder) podsStart(w *workloadLife, rv int64, only string) (int64, tim
 		}
 	}
 	complete := func() bool {
-		return !slices.ContainsFunc(needs, func(rf ref) bool {
+		return !slices.ContainsFunc(needs, func(rf Ref) bool {
 			e := have[rf.Config]
 			_, key := e.data["a"]
 			return !e.exists || only == "" && !rf.Whole && !key
@@ -982,7 +980,7 @@ func (r *recorder) podsStart(w *workloadLife, rv int64, only string) (int64, tim
 }
 
 // optionalOnly reports whether every ref of refs to config c is an optional key ref.
-func optionalOnly(refs []ref, c string) bool {
+func optionalOnly(refs []Ref, c string) bool {
 	found := false
 	for _, rf := range refs {
 		if rf.Config == c {
@@ -997,7 +995,7 @@ func optionalOnly(refs []ref, c string) bool {
 
 // held returns the last change of config c that live workload w must have taken, if any. The
 // caller holds r.mu.
-func (r *recorder) held(w *workloadLife, c string) (change, bool) {
+func (r *Recorder) held(w *WorkloadLife, c string) (change, bool) {
 	ok, whole := triggers(w.mode(), w.refs, c)
 	if !w.deletedAt.IsZero() || !ok || !r.exists(c) && !r.onDelete || r.isIgnored(c) {
 		return change{}, false
@@ -1023,7 +1021,7 @@ func (r *recorder) held(w *workloadLife, c string) (change, bool) {
 // one it stopped reading meanwhile may have been judged while it did not read it. A CronJob
 // still reading c is owed its run: the checker's change of its template runs no Job. The caller
 // holds r.mu.
-func (r *recorder) readSince(w *workloadLife, c string, ch change) bool {
+func (r *Recorder) readSince(w *WorkloadLife, c string, ch change) bool {
 	if ok, _ := triggers(w.mode(), w.refs, c); !ok || !r.readAt(w, c, ch) {
 		return false
 	}
@@ -1037,7 +1035,7 @@ func (r *recorder) readSince(w *workloadLife, c string, ch change) bool {
 
 // readAt reports whether w reloaded on change ch of config c, by what its template read when
 // it was made: the whole content, or key a, which ch changed. The caller holds r.mu.
-func (r *recorder) readAt(w *workloadLife, c string, ch change) bool {
+func (r *Recorder) readAt(w *WorkloadLife, c string, ch change) bool {
 	ok, whole := triggers(w.mode(), w.refsAt(ch.at), c)
 	return ok && (whole || slices.ContainsFunc(r.changes(c, false), func(k change) bool { return k.rv == ch.rv }))
 }
@@ -1048,7 +1046,7 @@ func (r *recorder) readAt(w *workloadLife, c string, ch change) bool {
 // baseline (docs/design.md, "How it works"; RELIABILITY.md). Only a workload the reloader has not
 // restarted for c since its creation or the checker's last template change counts: one it
 // restarted carries a marker, which decides instead. The caller holds r.mu.
-func (r *recorder) baseline(w *workloadLife, c string) bool {
+func (r *Recorder) baseline(w *WorkloadLife, c string) bool {
 	since := w.createdAt
 	for i, rv := range w.restarts {
 		if r.own[rv] {
@@ -1059,7 +1057,7 @@ func (r *recorder) baseline(w *workloadLife, c string) bool {
 		// A Secret's marker made before its hash key was lost counts as none (keyBaseline):
 		// the state decides for it too (soak seed 1795806970990510843@6: the key replaced, the
 		// reload for the next change refused until a kill, the Secret's entry corrupt).
-		if !r.own[rv] && w.touched[i][c] && w.restartAt[i].After(since) && !(isSecret(c) && r.keyLostAfter(w.restartAt[i])) {
+		if !r.own[rv] && w.touched[i][c] && w.restartAt[i].After(since) && !(IsSecret(c) && r.keyLostAfter(w.restartAt[i])) {
 			return false
 		}
 	}
@@ -1102,7 +1100,7 @@ func (r *recorder) baseline(w *workloadLife, c string) bool {
 // another actor's restart: seed 1795768489456149832@5, the marker `deleted`, the config
 // recreated, the image changed, then a new process and a second deletion). The fault is the
 // stop; the excuse ends with w's next restart. The caller holds r.mu.
-func (r *recorder) leftBehind(w *workloadLife, c string) bool {
+func (r *Recorder) leftBehind(w *WorkloadLife, c string) bool {
 	paired := r.rollbacks(w)
 	last, marked := -1, -1
 	for i := range w.restarts {
@@ -1143,7 +1141,7 @@ func (r *recorder) leftBehind(w *workloadLife, c string) bool {
 // found. For a workload without a marker such a change is indistinguishable from a first start,
 // or a first content, which restarts nothing (docs/design.md, "How it works"). The final round is
 // judged the same way: a config that was absent when the state was lost has no content in it.
-func (r *recorder) forgotten(c string, ch change) bool {
+func (r *Recorder) forgotten(c string, ch change) bool {
 	if !ch.unknown {
 		return false
 	}
@@ -1156,7 +1154,7 @@ func (r *recorder) forgotten(c string, ch change) bool {
 }
 
 // unordered reports whether anything deciding if w reloads on c happened too close to at.
-func (r *recorder) unordered(w *workloadLife, c string, at time.Time) bool {
+func (r *Recorder) unordered(w *WorkloadLife, c string, at time.Time) bool {
 	if r.near(w.createdAt, at) {
 		return true
 	}
@@ -1189,8 +1187,8 @@ func (r *recorder) unordered(w *workloadLife, c string, at time.Time) bool {
 // a switch made while a change has not reached every dependent). A Deployment's reref rolls its
 // pods, which read c's content then; a CronJob's runs nothing, so the reloader cannot tell
 // whether its last run read c before or after the change (seed 228@9). The caller holds r.mu.
-func (r *recorder) switchedOn(w *workloadLife, c string, at time.Time) bool {
-	if w.kind != kindCronJob {
+func (r *Recorder) switchedOn(w *WorkloadLife, c string, at time.Time) bool {
+	if w.Kind != KindCronJob {
 		return false
 	}
 	for i, e := range w.rerefs {
@@ -1198,7 +1196,7 @@ func (r *recorder) switchedOn(w *workloadLife, c string, at time.Time) bool {
 		if i+1 < len(w.rerefs) {
 			after = w.rerefs[i+1].before
 		}
-		read := slices.ContainsFunc(e.before, func(rf ref) bool { return rf.Config == c })
+		read := slices.ContainsFunc(e.before, func(rf Ref) bool { return rf.Config == c })
 		was, _ := triggers(w.mode(), e.before, c)
 		is, _ := triggers(w.mode(), after, c)
 		if e.at.After(at) && read && !was && is {
@@ -1208,7 +1206,7 @@ func (r *recorder) switchedOn(w *workloadLife, c string, at time.Time) bool {
 	return false
 }
 
-// excess lists workloads the reloader restarted more often than the changes of what they reload
+// Excess lists workloads the reloader restarted more often than the changes of what they reload
 // on during their life: a double restart, or one without a change. A change counts when the
 // workload reloaded on it at the time, or when a creation, annotation or ignore change was too
 // close to it to tell. It judges the total, counted exactly by generation, and each restart
@@ -1217,10 +1215,10 @@ func (r *recorder) switchedOn(w *workloadLife, c string, at time.Time) bool {
 // it and not carried by an earlier restart. A restart for one config may set another's
 // variable too (the reloader gives a workload every marker it lacks when it restarts it
 // anyway), so a restart is not held to each config it touched.
-func (r *recorder) excess() []violation {
+func (r *Recorder) Excess() []Violation {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []violation
+	var out []Violation
 	for _, w := range r.lives() {
 		out = append(out, r.gated(w)...)
 		out = append(out, r.outOfScope(w)...)
@@ -1231,16 +1229,16 @@ func (r *recorder) excess() []violation {
 			}
 		}
 		if rv, touched, bad := r.unjustified(w); bad {
-			out = append(out, violation(fmt.Sprintf("excess: %s (reads %s, modes %v) restarted at rv %d for %v with no change of them left to take since its restarts before; %s",
+			out = append(out, Violation(fmt.Sprintf("excess: %s (reads %s, modes %v) restarted at rv %d for %v with no change of them left to take since its restarts before; %s",
 				w.name, w.reads(), w.modeNames(), rv, touched, r.history(w))))
 		}
 		byReloader := r.byReloader(w)
 		bound := len(r.rollbacks(w).rollback)
-		for _, c := range judgedConfigs {
+		for _, c := range JudgedConfigs {
 			bound += r.bound(w, c)
 		}
 		if byReloader > bound {
-			out = append(out, violation(fmt.Sprintf("excess: %s (reads %s, modes %v) restarted %d times by the reloader (seen at rv %v) for %d changes of what it reloads on; generation %d, own changes %d, %s",
+			out = append(out, Violation(fmt.Sprintf("excess: %s (reads %s, modes %v) restarted %d times by the reloader (seen at rv %v) for %d changes of what it reloads on; generation %d, own changes %d, %s",
 				w.name, w.reads(), w.modeNames(), byReloader, watched, bound, w.generation, w.ownChanges, r.history(w))))
 		}
 	}
@@ -1249,7 +1247,7 @@ func (r *recorder) excess() []violation {
 
 // history lists, for a report, the reloader's restarts of w with the configs each touched, and
 // the changes that count for w. The caller holds r.mu.
-func (r *recorder) history(w *workloadLife) string {
+func (r *Recorder) history(w *WorkloadLife) string {
 	var b strings.Builder
 	b.WriteString("restarts:")
 	for i, rv := range w.restarts {
@@ -1258,7 +1256,7 @@ func (r *recorder) history(w *workloadLife) string {
 		}
 	}
 	b.WriteString("; changes:")
-	for _, c := range judgedConfigs {
+	for _, c := range JudgedConfigs {
 		for _, ch := range r.changes(c, true) {
 			if r.counts(w, c, ch) {
 				fmt.Fprintf(&b, " %s@%d(%s)", c, ch.rv, ch.by)
@@ -1271,9 +1269,9 @@ func (r *recorder) history(w *workloadLife) string {
 // unjustified returns a restart of w by the reloader that carried no change: each restart takes
 // the earliest change not yet taken, made before it, of each config whose variable it touched,
 // and needs one. The caller holds r.mu.
-func (r *recorder) unjustified(w *workloadLife) (int64, []string, bool) {
+func (r *Recorder) unjustified(w *WorkloadLife) (int64, []string, bool) {
 	pending := map[string][]change{}
-	for _, c := range judgedConfigs {
+	for _, c := range JudgedConfigs {
 		pending[c] = r.excuses(w, c)
 		for _, ch := range r.changes(c, true) {
 			if r.counts(w, c, ch) {
@@ -1289,7 +1287,7 @@ func (r *recorder) unjustified(w *workloadLife) (int64, []string, bool) {
 		}
 		carried := false
 		var touched []string
-		for _, c := range judgedConfigs {
+		for _, c := range JudgedConfigs {
 			if !w.touched[i][c] {
 				continue
 			}
@@ -1312,7 +1310,7 @@ func (r *recorder) unjustified(w *workloadLife) (int64, []string, bool) {
 // for a later restart. A change made within raceMargin before it may have come after the
 // reloader read the config, and keeps its credit.
 func paid(pending []change, rv int64, at time.Time) []change {
-	for len(pending) > 0 && pending[0].rv < rv && pending[0].at.Before(at.Add(-raceMargin)) {
+	for len(pending) > 0 && pending[0].rv < rv && pending[0].at.Before(at.Add(-RaceMargin)) {
 		pending = pending[1:]
 	}
 	return pending
@@ -1328,7 +1326,7 @@ func paid(pending []change, rv int64, at time.Time) []change {
 // strip's own rollout gave its pods the content of that moment, which the reloader cannot
 // tell from an older one. A creation or strip seen just before a kill -9 counts as unseen
 // (unwritten). The caller holds r.mu.
-func (r *recorder) excuses(w *workloadLife, c string) []change {
+func (r *Recorder) excuses(w *WorkloadLife, c string) []change {
 	var out []change
 	if w.lagged[c] {
 		out = append(out, change{rv: w.createdRV, at: w.createdAt, by: "the switch from stakater"})
@@ -1351,7 +1349,7 @@ func (r *recorder) excuses(w *workloadLife, c string) []change {
 // process knows the hold then, and the content is reloaded again (soak seed
 // 1795100000000000002@5: a stakater variable that lagged, rolled out, rolled back, the state
 // deleted while the reloader was down). The caller holds r.mu.
-func (r *recorder) holdsLost(w *workloadLife, c string) []change {
+func (r *Recorder) holdsLost(w *WorkloadLife, c string) []change {
 	var out []change
 	paired := r.rollbacks(w)
 	for i := range paired.rollback {
@@ -1372,8 +1370,8 @@ func (r *recorder) holdsLost(w *workloadLife, c string) []change {
 // of it to the state: the store's 50 ms linger and a write under load.
 const writeBehind = 500 * time.Millisecond
 
-// killed notes a kill -9 of a replica.
-func (r *recorder) killed() {
+// Killed notes a kill -9 of a replica.
+func (r *Recorder) Killed() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.kills = append(r.kills, time.Now())
@@ -1382,19 +1380,19 @@ func (r *recorder) killed() {
 // unwritten reports whether t falls within writeBehind before a kill -9: what the reloader saw
 // then may be lost with the process, as if it had not seen it (docs/design.md: a kill -9
 // before a strip's entry is written restarts it once). The caller holds r.mu.
-func (r *recorder) unwritten(t time.Time) bool {
+func (r *Recorder) unwritten(t time.Time) bool {
 	return slices.ContainsFunc(r.kills, func(k time.Time) bool { return !t.After(k) && k.Sub(t) < writeBehind })
 }
 
 // blindAt reports whether t falls in an outage, an API server restart, a replica's downtime or
 // a span with no leader after a replica was stopped or a leader exited, or within raceMargin after
 // one.
-func (r *recorder) blindAt(t time.Time) bool {
-	return slices.ContainsFunc(r.blind, func(b [2]time.Time) bool { return !t.Before(b[0]) && t.Before(b[1].Add(raceMargin)) })
+func (r *Recorder) blindAt(t time.Time) bool {
+	return slices.ContainsFunc(r.blind, func(b [2]time.Time) bool { return !t.Before(b[0]) && t.Before(b[1].Add(RaceMargin)) })
 }
 
 // bound is how many restarts of w changes of config c allow. The caller holds r.mu.
-func (r *recorder) bound(w *workloadLife, c string) int {
+func (r *Recorder) bound(w *WorkloadLife, c string) int {
 	n := len(r.excuses(w, c))
 	for _, ch := range r.changes(c, true) {
 		if r.counts(w, c, ch) {
@@ -1405,7 +1403,7 @@ func (r *recorder) bound(w *workloadLife, c string) int {
 }
 
 // counts reports whether change ch of config c may restart w.
-func (r *recorder) counts(w *workloadLife, c string, ch change) bool {
+func (r *Recorder) counts(w *WorkloadLife, c string, ch change) bool {
 	if ch.rv < w.createdRV && !r.near(ch.at, w.createdAt) || !w.deletedAt.IsZero() && ch.at.After(w.deletedAt) {
 		return false
 	}
@@ -1417,7 +1415,7 @@ func (r *recorder) counts(w *workloadLife, c string, ch change) bool {
 	return !r.isIgnored(c) && r.readAt(w, c, ch)
 }
 
-func (w *workloadLife) modeNames() []string {
+func (w *WorkloadLife) modeNames() []string {
 	out := make([]string, len(w.modes))
 	for i, m := range w.modes {
 		out[i] = m.mode
@@ -1427,9 +1425,9 @@ func (w *workloadLife) modeNames() []string {
 
 // lives lists each workload life once (a Job created again is under two UIDs). The caller holds
 // r.mu.
-func (r *recorder) lives() []*workloadLife {
-	var out []*workloadLife
-	seen := map[*workloadLife]bool{}
+func (r *Recorder) lives() []*WorkloadLife {
+	var out []*WorkloadLife
+	seen := map[*WorkloadLife]bool{}
 	for _, w := range r.workloads {
 		if !seen[w] {
 			seen[w] = true
@@ -1442,8 +1440,8 @@ func (r *recorder) lives() []*workloadLife {
 // byReloader counts the reloads of w: template changes by generation, less the writes by
 // others than the checker seen to move it without one, or a Job's new Jobs. The caller holds
 // r.mu.
-func (r *recorder) byReloader(w *workloadLife) int {
-	if w.kind == kindJob {
+func (r *Recorder) byReloader(w *WorkloadLife) int {
+	if w.Kind == KindJob {
 		return len(w.restarts)
 	}
 	n := int(w.generation) - 1 - w.ownChanges
@@ -1459,25 +1457,25 @@ func (r *recorder) byReloader(w *workloadLife) int {
 // window, a schedule that does not parse), two reloads closer than a minimum interval, and, for
 // a CronJob, a Job run by anything but a reload (a metadata write, a pause) or a reload that
 // ran none. A gate counts from raceMargin after it was written. The caller holds r.mu.
-func (r *recorder) gated(w *workloadLife) []violation {
-	var out []violation
+func (r *Recorder) gated(w *WorkloadLife) []Violation {
+	var out []Violation
 	paired := r.rollbacks(w)
 	for i, rv := range w.restarts {
 		if r.own[rv] || paired.rollback[i] {
 			continue
 		}
 		at := w.restartAt[i]
-		if g, ok := w.gateSince(at.Add(-raceMargin), at); ok && g.holds(r.window) {
-			out = append(out, violation(fmt.Sprintf("gated: %s %s reloaded at rv %d while its gate %s held every reload (reload-window %q)",
-				w.kind, w.name, rv, g, r.window)))
+		if g, ok := w.gateSince(at.Add(-RaceMargin), at); ok && g.holds(r.window) {
+			out = append(out, Violation(fmt.Sprintf("gated: %s %s reloaded at rv %d while its gate %s held every reload (reload-window %q)",
+				w.Kind, w.name, rv, g, r.window)))
 		}
 		if i == 0 || r.own[w.restarts[i-1]] || paired.rollback[i-1] {
 			continue
 		}
 		prev := w.restartAt[i-1]
-		if g, ok := w.gateSince(prev.Add(-raceMargin), at); ok && g.minInterval() > 0 && at.Sub(prev) < g.minInterval()-500*time.Millisecond {
-			out = append(out, violation(fmt.Sprintf("gated: %s %s reloaded at rv %d and %d, %s apart, under %s",
-				w.kind, w.name, w.restarts[i-1], rv, at.Sub(prev).Round(time.Millisecond), g)))
+		if g, ok := w.gateSince(prev.Add(-RaceMargin), at); ok && g.minInterval() > 0 && at.Sub(prev) < g.minInterval()-500*time.Millisecond {
+			out = append(out, Violation(fmt.Sprintf("gated: %s %s reloaded at rv %d and %d, %s apart, under %s",
+				w.Kind, w.name, w.restarts[i-1], rv, at.Sub(prev).Round(time.Millisecond), g)))
 		}
 	}
 	resumed := map[int]bool{}
@@ -1485,13 +1483,13 @@ func (r *recorder) gated(w *workloadLife) []violation {
 		resumed[rs.restart] = true
 	}
 	for i, rv := range w.restarts {
-		if w.kind != kindDeployment || r.own[rv] || paired.rollback[i] || resumed[i] || w.ownerPausedAt(w.restartAt[i]) {
+		if w.Kind != KindDeployment || r.own[rv] || paired.rollback[i] || resumed[i] || w.ownerPausedAt(w.restartAt[i]) {
 			continue
 		}
 		at := w.restartAt[i]
-		if g, ok := w.gateSince(at.Add(-raceMargin), at); ok && g.pausePeriod() > 0 {
-			out = append(out, violation(fmt.Sprintf("gated: %s %s reloaded at rv %d without a pause, under %s",
-				w.kind, w.name, rv, g)))
+		if g, ok := w.gateSince(at.Add(-RaceMargin), at); ok && g.pausePeriod() > 0 {
+			out = append(out, Violation(fmt.Sprintf("gated: %s %s reloaded at rv %d without a pause, under %s",
+				w.Kind, w.name, rv, g)))
 		}
 	}
 	for _, rs := range w.resumes {
@@ -1499,10 +1497,10 @@ func (r *recorder) gated(w *workloadLife) []violation {
 			continue // its owner's resume
 		}
 		at := w.restartAt[rs.restart]
-		g, ok := w.gateSince(rs.pausedAt.Add(-raceMargin), at)
+		g, ok := w.gateSince(rs.pausedAt.Add(-RaceMargin), at)
 		if d := g.pausePeriod(); ok && d > 0 && at.Sub(rs.pausedAt) < d-500*time.Millisecond {
-			out = append(out, violation(fmt.Sprintf("gated: %s %s resumed at rv %d, %s after its pause began, under %s",
-				w.kind, w.name, w.restarts[rs.restart], at.Sub(rs.pausedAt).Round(time.Millisecond), g)))
+			out = append(out, Violation(fmt.Sprintf("gated: %s %s resumed at rv %d, %s after its pause began, under %s",
+				w.Kind, w.name, w.restarts[rs.restart], at.Sub(rs.pausedAt).Round(time.Millisecond), g)))
 		}
 	}
 	out = append(out, r.ownerPauseViolations(w, paired)...)
@@ -1510,23 +1508,23 @@ func (r *recorder) gated(w *workloadLife) []violation {
 	for i := range paired.rollback {
 		j := paired.of[i]
 		for k := j + 1; k < i; k++ {
-			if r.own[w.restarts[k]] && w.restartAt[k].Before(w.restartAt[i].Add(-raceMargin)) {
-				out = append(out, violation(fmt.Sprintf("rollback: %s %s rolled back its reload at rv %d (rv %d) after another actor changed its template (rv %d): the failure was theirs",
-					w.kind, w.name, w.restarts[j], w.restarts[i], w.restarts[k])))
+			if r.own[w.restarts[k]] && w.restartAt[k].Before(w.restartAt[i].Add(-RaceMargin)) {
+				out = append(out, Violation(fmt.Sprintf("rollback: %s %s rolled back its reload at rv %d (rv %d) after another actor changed its template (rv %d): the failure was theirs",
+					w.Kind, w.name, w.restarts[j], w.restarts[i], w.restarts[k])))
 			}
 		}
 	}
 	for i, rv := range w.restarts {
 		for c := range w.touched[i] {
 			if !r.own[rv] && !paired.rollback[i] && r.invalidAt(c, w.restartAt[i]) {
-				out = append(out, violation(fmt.Sprintf("invalid: %s %s reloaded at rv %d for %s, whose content did not validate", w.kind, w.name, rv, c)))
+				out = append(out, Violation(fmt.Sprintf("invalid: %s %s reloaded at rv %d for %s, whose content did not validate", w.Kind, w.name, rv, c)))
 			}
 		}
 	}
-	if w.kind == kindCronJob {
+	if w.Kind == KindCronJob {
 		reloads := r.byReloader(w)
 		if len(w.runs) > reloads || w.deletedAt.IsZero() && len(w.runs) < reloads {
-			out = append(out, violation(fmt.Sprintf("runs: CronJob %s ran %d Jobs (at rv %v) for %d reloads of its template",
+			out = append(out, Violation(fmt.Sprintf("runs: CronJob %s ran %d Jobs (at rv %v) for %d reloads of its template",
 				w.name, len(w.runs), w.runs, reloads)))
 		}
 	}
@@ -1534,8 +1532,8 @@ func (r *recorder) gated(w *workloadLife) []violation {
 }
 
 // gateSince returns the gate w had throughout [from, to], if no gate was written in between.
-func (w *workloadLife) gateSince(from, to time.Time) (gateSpec, bool) {
-	var g gateSpec
+func (w *WorkloadLife) gateSince(from, to time.Time) (GateSpec, bool) {
+	var g GateSpec
 	for _, e := range w.gates {
 		if e.at.After(to) {
 			break
@@ -1548,15 +1546,15 @@ func (w *workloadLife) gateSince(from, to time.Time) (gateSpec, bool) {
 	return g, true
 }
 
-// keyLost notes that the key of Secret hashes was deleted or replaced.
-func (r *recorder) keyLost() {
+// KeyLost notes that the key of Secret hashes was deleted or replaced.
+func (r *Recorder) KeyLost() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.keyLosses = append(r.keyLosses, time.Now())
 }
 
 // keyLostAfter reports whether the hash key was lost after t. The caller holds r.mu.
-func (r *recorder) keyLostAfter(t time.Time) bool {
+func (r *Recorder) keyLostAfter(t time.Time) bool {
 	return slices.ContainsFunc(r.keyLosses, func(f time.Time) bool { return f.After(t) })
 }
 
@@ -1567,9 +1565,9 @@ func (r *recorder) keyLostAfter(t time.Time) bool {
 // its key was lost is not caught up). A content that did not validate then was never rolled
 // out: the first valid one after it is taken as current instead (seed 1795701072860836929@4).
 // The caller holds r.mu.
-func (r *recorder) keyBaseline(w *workloadLife, c string) bool {
+func (r *Recorder) keyBaseline(w *WorkloadLife, c string) bool {
 	es := r.configs[c]
-	if !isSecret(c) || len(es) == 0 || !es[len(es)-1].exists {
+	if !IsSecret(c) || len(es) == 0 || !es[len(es)-1].exists {
 		return false
 	}
 	_, whole := triggers(w.mode(), w.refs, c)
@@ -1642,9 +1640,9 @@ type pairs struct {
 // run with --rollback: the same configs touched, each marker back to its value before that
 // restart, at least the rollout timeout later (no rollout completes in the checker's cluster,
 // so every followed reload times out). The caller holds r.mu.
-func (r *recorder) rollbacks(w *workloadLife) pairs {
+func (r *Recorder) rollbacks(w *WorkloadLife) pairs {
 	p := pairs{rollback: map[int]bool{}, of: map[int]int{}, undone: map[int]int{}}
-	if !r.rollback || w.kind == kindJob || w.kind == kindCronJob {
+	if !r.rollback || w.Kind == KindJob || w.Kind == KindCronJob {
 		// CronJobs and Jobs are not followed, so never rolled back (docs/safe-reloads.md, "Safe reloads"):
 		// a reload that puts a marker back (a deletion after a recreation) is a run (seed 13@3).
 		return p
@@ -1654,7 +1652,7 @@ func (r *recorder) rollbacks(w *workloadLife) pairs {
 		if r.own[rv] {
 			continue
 		}
-		if j >= 0 && i < len(w.rolledBack) && w.rolledBack[i] && w.restartAt[i].Sub(w.restartAt[j]) >= rolloutTimeout-500*time.Millisecond && maps.Equal(w.touched[i], w.touched[j]) {
+		if j >= 0 && i < len(w.rolledBack) && w.rolledBack[i] && w.restartAt[i].Sub(w.restartAt[j]) >= RolloutTimeout-500*time.Millisecond && maps.Equal(w.touched[i], w.touched[j]) {
 			before := w.marks0
 			if j > 0 {
 				before = w.marks[j-1]
@@ -1683,7 +1681,7 @@ func (r *recorder) rollbacks(w *workloadLife) pairs {
 // heldByRollback reports whether w's last reload for c was rolled back and c still holds the
 // content that reload rolled out: the reloader holds it, and w runs what it ran before
 // (docs/safe-reloads.md, "Safe reloads"). The caller holds r.mu.
-func (r *recorder) heldByRollback(w *workloadLife, c string) bool {
+func (r *Recorder) heldByRollback(w *WorkloadLife, c string) bool {
 	if r.completes(w) {
 		return false // a rollout that completes is not rolled back (rolloutViolations)
 	}
@@ -1710,397 +1708,22 @@ func (r *recorder) heldByRollback(w *workloadLife, c string) bool {
 
 // invalidAt reports whether, at a moment, config c held content that does not validate, written
 // more than raceMargin before. The caller holds r.mu.
-func (r *recorder) invalidAt(c string, at time.Time) bool {
+func (r *Recorder) invalidAt(c string, at time.Time) bool {
 	var last *configEvent
 	for i, e := range r.configs[c] {
 		if e.at.Before(at) {
 			last = &r.configs[c][i]
 		}
 	}
-	return last != nil && last.invalid && last.at.Before(at.Add(-raceMargin))
+	return last != nil && last.invalid && last.at.Before(at.Add(-RaceMargin))
 }
 
 // readsInvalid reports whether a config w reads holds content that does not validate now: the
 // reloader holds every reload of w until it does (a restart would load it). The caller holds
 // r.mu.
-func (r *recorder) readsInvalid(w *workloadLife) bool {
-	return slices.ContainsFunc(w.refs, func(rf ref) bool {
+func (r *Recorder) readsInvalid(w *WorkloadLife) bool {
+	return slices.ContainsFunc(w.refs, func(rf Ref) bool {
 		es := r.configs[rf.Config]
 		return len(es) > 0 && es[len(es)-1].invalid
 	})
-}
-
-// A Deployment's generation moves with its annotations: the reloader's outcome written alone
-// (seed 1795669739113515711@4) is no restart; the same move across a watch gap counts, since a
-// reload and its rollback leave the template as it was too; and a template change still counts.
-func TestAGenerationMovedWithoutATemplateChangeIsNoRestart(t *testing.T) {
-	t.Parallel()
-	r := newRecorder(sequence{})
-	u, err := newWorkload(kindDeployment, "w-4", nil, podTemplate(kindDeployment, "w-4", nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.SetUID("uid-4")
-	o, _ := decodeWorkload(kindDeployment, u)
-	w := &workloadLife{kind: kindDeployment, name: "w-4", uid: u.GetUID(), tmpl: o.tmpl}
-	r.workloads[u.GetUID()] = w
-	event := func(gen, rv int64, watched bool, annotation string) {
-		v := u.DeepCopy()
-		v.SetGeneration(gen)
-		v.SetResourceVersion(strconv.FormatInt(rv, 10))
-		if annotation != "" {
-			tmpl := podTemplate(kindDeployment, "w-4", nil)
-			tmpl.Annotations = map[string]string{"checker/t": annotation}
-			raw, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(&tmpl)
-			_ = unstructured.SetNestedMap(v.Object, raw, wkinds[kindDeployment].tmplPath...)
-		}
-		r.seen(kindDeployment, v, watched)
-	}
-	event(1, 10, true, "")
-	event(2, 11, true, "a") // a reload
-	event(3, 12, true, "a") // its outcome, written alone into the metadata
-	w.generation = 3
-	if got := r.byReloader(w); got != 1 {
-		t.Errorf("reloads counted %d, want 1: an annotation-only write counted as a restart", got)
-	}
-	event(5, 20, false, "a") // a gap: a reload and its rollback, caught up by a list
-	w.generation = 5
-	if got := r.byReloader(w); got != 3 {
-		t.Errorf("reloads counted %d after a gap, want 3: the two moves across it count, the annotation-only write does not", got)
-	}
-	event(6, 21, true, "b") // a positive control: a template change right after counts
-	w.generation = 6
-	if got := r.byReloader(w); got != 4 {
-		t.Errorf("reloads counted %d after a template change, want 4", got)
-	}
-}
-
-// A restart for another config started the pods on c's held content B while c's marker said A;
-// then the reloader was stopped, and c went back to A: the stated limit, excused. The excuse
-// needs the stop, and c back at the marker's content, and ends with the next restart.
-func TestALossLeftBehindByAStoppedReloaderIsTheStatedLimit(t *testing.T) {
-	t.Parallel()
-	at := secondsFromNow()
-	r := newRecorder(sequence{})
-	r.configs["cm-0"] = []configEvent{
-		{rv: 5, at: at(5), exists: true, data: content{"a": "A"}},
-		{rv: 15, at: at(15), exists: true, data: content{"a": "B"}}, // held
-		{rv: 25, at: at(25), exists: true, data: content{"a": "A"}}, // back at the marker's
-	}
-	w := &workloadLife{name: "w-0", refs: []ref{{Config: "cm-0"}, {Config: "cm-1"}}, modes: []modeEvent{{mode: modeAuto}},
-		restarts:  []int64{10, 20},
-		touched:   []map[string]bool{{"cm-0": true}, {"cm-1": true}},
-		restartAt: []time.Time{at(10), at(20)}}
-	if r.leftBehind(w, "cm-0") {
-		t.Fatal("excused without a reloader stop")
-	}
-	r.starts = []time.Time{at(22)}
-	if !r.leftBehind(w, "cm-0") {
-		t.Fatal("not excused: the pods of the restart at rv 20 read B, the marker says A, and a stop forgot it")
-	}
-	r.configs["cm-0"] = append(r.configs["cm-0"], configEvent{rv: 30, at: at(30), exists: true, data: content{"a": "C"}})
-	if r.leftBehind(w, "cm-0") {
-		t.Error("excused while c is at neither content: the marker is stale, and any reloader reloads")
-	}
-	r.configs["cm-0"] = r.configs["cm-0"][:3]
-	w.restarts, w.touched, w.restartAt = append(w.restarts, 40), append(w.touched, map[string]bool{"cm-1": true}), append(w.restartAt, at(40))
-	r.configs["cm-0"] = append(r.configs["cm-0"][:2], configEvent{rv: 45, at: at(45), exists: true, data: content{"a": "A"}})
-	if r.leftBehind(w, "cm-0") {
-		t.Error("excused after a restart made after the stop: its reloader knew what the pods read")
-	}
-}
-
-// The checker changes a CronJob's image while cm-0 holds B, then cm-0 goes back to A: no Job
-// ran in between, so the CronJob's next Job reads A and nothing is owed. A Deployment's pods,
-// restarted by the same change, read B (the positive control).
-func TestAnotherActorsChangeOfACronJobsTemplateStartsNothing(t *testing.T) {
-	t.Parallel()
-	at := secondsFromNow()
-	r := newRecorder(sequence{})
-	r.configs["cm-0"] = []configEvent{
-		{rv: 5, at: at(5), exists: true, data: content{"a": "A"}},
-		{rv: 15, at: at(15), exists: true, data: content{"a": "B"}},
-		{rv: 25, at: at(25), exists: true, data: content{"a": "A"}},
-	}
-	r.own[20] = true
-	for kind, want := range map[string]bool{kindCronJob: false, kindDeployment: true} {
-		w := &workloadLife{kind: kind, name: "w-0", createdRV: 8, refs: []ref{{Config: "cm-0"}}, modes: []modeEvent{{mode: modeAuto}},
-			restarts: []int64{20}, touched: []map[string]bool{{}}, restartAt: []time.Time{at(20)}}
-		if got := r.stale(w, "cm-0"); got != want {
-			t.Errorf("%s: stale %v after the checker's template change at rv 20 and a revert, want %v", kind, got, want)
-		}
-	}
-}
-
-// Pods restarted while cm-0 and cm-1 were both deleted wait for both: cm-0 coming back alone
-// starts nothing, and they read what cm-0 holds when cm-1 is back too (soak seed
-// 1796187324768317270@10). The positive control: with cm-1 there all along, the pods start
-// on cm-0's first return and run its old content.
-func TestPodsWaitForEveryConfigTheyNeedBeforeTheyReadAny(t *testing.T) {
-	t.Parallel()
-	at := secondsFromNow()
-	final := configEvent{rv: 50, at: at(50), exists: true, data: content{"a": "F"}}
-	cm0 := []configEvent{
-		{rv: 5, at: at(5), exists: true, data: content{"a": "0"}},
-		{rv: 15, at: at(15)},
-		{rv: 30, at: at(30), exists: true, data: content{"a": "A"}},
-		{rv: 35, at: at(35)},
-		final,
-	}
-	for name, tc := range map[string]struct {
-		cm1   []configEvent
-		stale bool
-	}{
-		"cm-1 back with cm-0's last return": {cm1: []configEvent{{rv: 6, at: at(6), exists: true, data: content{"a": "1"}}, {rv: 16, at: at(16)}, {rv: 51, at: at(51), exists: true, data: content{"a": "F"}}}},
-		"cm-1 there all along":              {cm1: []configEvent{{rv: 6, at: at(6), exists: true, data: content{"a": "1"}}}, stale: true},
-		"cm-1 never back":                   {cm1: []configEvent{{rv: 6, at: at(6), exists: true, data: content{"a": "1"}}, {rv: 16, at: at(16)}}},
-		"cm-1 back without the key read":    {cm1: []configEvent{{rv: 6, at: at(6), exists: true, data: content{"a": "1"}}, {rv: 16, at: at(16)}, {rv: 31, at: at(31), exists: true, data: content{"b": "1"}}, {rv: 52, at: at(52), exists: true, data: content{"a": "F"}}}},
-	} {
-		r := newRecorder(sequence{})
-		r.configs["cm-0"], r.configs["cm-1"] = cm0, tc.cm1
-		w := &workloadLife{kind: kindDeployment, name: "w-1", createdRV: 8, refs: []ref{{Config: "cm-0", Whole: true}, {Config: "cm-1"}},
-			modes: []modeEvent{{mode: modeAuto}}, restarts: []int64{20}, touched: []map[string]bool{{}}, restartAt: []time.Time{at(20)}}
-		r.own[20] = true
-		if got := r.stale(w, "cm-0"); got != tc.stale {
-			t.Errorf("%s: stale %v, want %v", name, got, tc.stale)
-		}
-	}
-}
-
-// Pods restarted on cm-0's A while cm-1 was deleted start when cm-1 is back, on cm-0's B; cm-0
-// then goes back to A. They run B, but the reloader, which takes them to run A, does not know:
-// stale does not judge the pair, and staleAfterOthers counts it. With cm-1 there all along the
-// pods run A: neither says anything (the control).
-func TestAChangeMadeWhilePodsWaitForAnotherConfigIsCountedNotJudged(t *testing.T) {
-	t.Parallel()
-	at := secondsFromNow()
-	cm0 := []configEvent{
-		{rv: 5, at: at(5), exists: true, data: content{"a": "A"}},
-		{rv: 30, at: at(30), exists: true, data: content{"a": "B"}},
-		{rv: 50, at: at(50), exists: true, data: content{"a": "A"}},
-	}
-	for name, tc := range map[string]struct {
-		cm1     []configEvent
-		counted bool
-	}{
-		"cm-1 back between": {cm1: []configEvent{{rv: 6, at: at(6), exists: true, data: content{"a": "1"}}, {rv: 16, at: at(16)}, {rv: 40, at: at(40), exists: true, data: content{"a": "1"}}}, counted: true},
-		"cm-1 there":        {cm1: []configEvent{{rv: 6, at: at(6), exists: true, data: content{"a": "1"}}}},
-	} {
-		r := newRecorder(sequence{})
-		r.configs["cm-0"], r.configs["cm-1"] = cm0, tc.cm1
-		w := &workloadLife{kind: kindDeployment, name: "w-1", createdRV: 8, refs: []ref{{Config: "cm-0", Whole: true}, {Config: "cm-1", Whole: true}},
-			modes: []modeEvent{{mode: modeAuto}}, restarts: []int64{20}, touched: []map[string]bool{{}}, restartAt: []time.Time{at(20)}}
-		if r.stale(w, "cm-0") {
-			t.Errorf("%s: judged stale", name)
-		}
-		if got := r.staleAfterOthers(w, "cm-0"); got != tc.counted {
-			t.Errorf("%s: staleAfterOthers %v, want %v", name, got, tc.counted)
-		}
-	}
-}
-
-// The hash key is lost while sec-0 holds content that does not validate; the next start takes
-// the first valid content after it as current (its entry and the markers were made under the
-// lost key), so a workload running another content is excused for it, and only for it.
-func TestTheFirstValidContentAfterAStartWithALostKeyIsItsBaseline(t *testing.T) {
-	t.Parallel()
-	at := secondsFromNow()
-	r := newRecorder(sequence{})
-	r.configs["sec-0"] = []configEvent{
-		{rv: 5, at: at(5), exists: true, data: content{"a": "1"}},
-		{rv: 15, at: at(15), exists: true, data: content{"a": "{"}, invalid: true},
-		{rv: 35, at: at(35), exists: true, data: content{"a": "2"}},
-	}
-	r.keyLosses, r.starts = []time.Time{at(20)}, []time.Time{at(30)}
-	w := &workloadLife{kind: kindDeployment, name: "w-0", refs: []ref{{Config: "sec-0"}}, modes: []modeEvent{{mode: modeAuto}}}
-	if !r.keyBaseline(w, "sec-0") {
-		t.Error("not excused: the first valid content after the start is what that start took as current")
-	}
-	r.configs["sec-0"] = append(r.configs["sec-0"], configEvent{rv: 45, at: at(45), exists: true, data: content{"a": "3"}})
-	if r.keyBaseline(w, "sec-0") {
-		t.Error("excused for a second valid content: it changed from the one taken as current")
-	}
-}
-
-// A reloader that starts after a loss of the hash key while its namespace is out of the
-// selection first judges the namespace's Secrets when it enters again: the content then is the
-// one the lost key's entries are taken for, not the one at the start.
-func TestAKeyLossBaselineWaitsForTheNamespaceToEnterTheSelection(t *testing.T) {
-	at := secondsFromNow()
-	r := newRecorder(sequence{})
-	r.configs["sec-0"] = []configEvent{
-		{rv: 5, at: at(5), exists: true, data: content{"a": "1"}},
-		{rv: 35, at: at(35), exists: true, data: content{"a": "2"}},
-	}
-	r.keyLosses, r.starts = []time.Time{at(20)}, []time.Time{at(30)}
-	w := &workloadLife{kind: kindDeployment, name: "w-0", refs: []ref{{Config: "sec-0"}}, modes: []modeEvent{{mode: modeAuto}}}
-	if r.keyBaseline(w, "sec-0") {
-		t.Error("the control: with the namespace in the selection, a change after the start is excused")
-	}
-	r.outs = []outSpan{{left: at(25), leftRV: 25, entered: at(40), enterRV: 40}}
-	if !r.keyBaseline(w, "sec-0") {
-		t.Error("not excused: the namespace entered the selection after the change, and its first judgement took it as current")
-	}
-}
-
-// A reload that rode on a resume found the template written during the pause (a marker B of
-// cm-0 patched in then); its rollback puts that back, not the markers of the restart before
-// (A): it is paired with the resume (soak seed 1796195658658212531@10). The control: the same
-// restart taken for no resume is not.
-func TestARollbackOfAReloadThatRodeOnAResumePutsBackThePausedTemplate(t *testing.T) {
-	t.Parallel()
-	at := secondsFromNow()
-	r := newRecorder(sequence{Rollback: true})
-	w := &workloadLife{kind: kindDeployment, name: "w-2", marks0: map[string]string{},
-		restarts:   []int64{100, 200, 210},
-		touched:    []map[string]bool{{"cm-0": true}, {"cm-0": true}, {"cm-0": true}},
-		marks:      []map[string]string{{"cm-0": "A"}, {"cm-0": "C"}, {"cm-0": "B"}},
-		found:      []map[string]string{{}, {"cm-0": "B"}, {"cm-0": "C"}},
-		resumes:    []resume{{restart: 1, pausedAt: at(150)}},
-		restartAt:  []time.Time{at(100), at(200), at(204)},
-		rolledBack: []bool{false, false, true}}
-	if p := r.rollbacks(w); !p.rollback[2] || p.of[2] != 1 {
-		t.Fatalf("the rollback of the resume's reload was not paired with it: %+v", p)
-	}
-	w.resumes = nil
-	if p := r.rollbacks(w); p.rollback[2] {
-		t.Fatalf("paired though the reload was no resume: the markers went back to none of the restart before: %+v", p)
-	}
-}
-
-// A reload for a config's deletion, rolloutTimeout after the reload that added the config's
-// marker, gives back the markers from before that reload, as a rollback of it would; only the
-// reloader's history on the workload, written in the rollback's own patch, tells them apart
-// (soak seed 1795734170280237632@4: another actor's change in between made the deletion's
-// reload a "rollback after another actor's change").
-func TestADeletionReloadIsNoRollbackOfTheReloadBefore(t *testing.T) {
-	t.Parallel()
-	at := secondsFromNow()
-	r := newRecorder(sequence{Rollback: true})
-	w := &workloadLife{kind: kindDeployment, name: "w-3", marks0: map[string]string{},
-		restarts:   []int64{220, 223, 239},
-		touched:    []map[string]bool{{"cm--2": true}, {}, {"cm--2": true}},
-		marks:      []map[string]string{{"cm--2": "X"}, {"cm--2": "X"}, {}},
-		restartAt:  []time.Time{at(0), at(1), at(6)},
-		rolledBack: []bool{false, false, false}}
-	r.own[223] = true
-	if p := r.rollbacks(w); len(p.rollback) != 0 {
-		t.Fatalf("the deletion's reload was taken for a rollback: %+v", p)
-	}
-	if v := r.gated(w); len(v) != 0 {
-		t.Fatalf("violations for a deletion's reload: %v", v)
-	}
-	w.rolledBack[2] = true // the control: the same restart, said to be a rollback
-	if p := r.rollbacks(w); !p.rollback[2] || p.of[2] != 0 {
-		t.Fatalf("a rollback the history names was not paired with the reload it undid: %+v", p)
-	}
-	if v := r.gated(w); len(v) != 1 || !strings.Contains(string(v[0]), "the failure was theirs") {
-		t.Fatalf("a rollback after another actor's change was not reported: %v", v)
-	}
-}
-
-// A lost pair's report carries what the oracle knew: each restart, whose it was, and the
-// config's events, since a soak's violation is often not reproduced by a replay.
-func TestALostPairsReportTellsItsRestartsAndTheConfigsEvents(t *testing.T) {
-	t.Parallel()
-	at := secondsFromNow()
-	r := newRecorder(sequence{})
-	r.configs["cm-0"] = []configEvent{
-		{rv: 5, at: at(5), exists: true, data: content{"a": "A"}},
-		{rv: 15, at: at(15), exists: true, data: content{"a": "B"}, by: "action 3 (update)", unknown: true},
-	}
-	r.own[12] = true
-	w := &workloadLife{name: "w-0", createdRV: 3, refs: []ref{{Config: "cm-0"}}, modes: []modeEvent{{mode: modeAuto}},
-		restarts: []int64{10, 12}, touched: []map[string]bool{{"cm-0": true}, {}}, restartAt: []time.Time{at(10), at(12)}}
-	got := r.story(w, "cm-0")
-	for _, want := range []string{"created at rv 3", "rv 10 at", "for [cm-0]", "rv 12 at", "(the checker's)", `rv 15 at`, `"B" by action 3 (update) (state held none)`} {
-		if !strings.Contains(got, want) {
-			t.Errorf("report lacks %q:\n%s", want, got)
-		}
-	}
-}
-
-// A reload paused its Deployment for a pause period (rv 611, for cm-1's change at rv 610), the
-// checker then rolled out other values of its chart (rv 617, a reref dropping every marker,
-// cm--2's among them), and the pause's end rolled both out (rv 621). That resume is the
-// reloader's restart for cm-1, not for cm--2: the checker removed cm--2's marker, whether the
-// watch shows its write as the checker's before or after the resume (seed 173@9). The same
-// writes all by the reloader are a restart for cm--2 with no change to take.
-func TestACheckersWriteDuringAPausePeriodTouchesNothingForTheReloader(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		name     string
-		own      string // when the checker's write is known as its own: "before", "after", or never
-		excessOK bool
-	}{
-		{name: "known before the resume", own: "before", excessOK: true},
-		{name: "known after the resume", own: "after", excessOK: true},
-		{name: "all by the reloader", own: "", excessOK: false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			at := secondsFromNow()
-			r := newRecorder(sequence{})
-			r.configs["cm--2"] = []configEvent{{rv: 1, at: at(-30), exists: true, data: content{"a": "A"}}}
-			r.configs["cm-1"] = []configEvent{{rv: 1, at: at(-30), exists: true, data: content{"a": "A"}},
-				{rv: 610, at: at(-10), exists: true, data: content{"a": "B"}, by: "the change"}}
-			read := []ref{{Config: "cm-1", Whole: true}, {Config: "cm--2"}}
-			tmpl := func(refs []ref, hashes string) corev1.PodTemplateSpec {
-				t := podTemplate(kindDeployment, "w-0", refs)
-				if hashes != "" {
-					t.Annotations = map[string]string{"reloader/config-hashes": hashes}
-				}
-				return t
-			}
-			before := tmpl(read, `{"configmap/cm--2":"h1"}`) // as created, carrying a marker of cm--2
-			u, err := newWorkload(kindDeployment, "w-0", nil, before)
-			if err != nil {
-				t.Fatal(err)
-			}
-			u.SetUID("uid-0")
-			o, _ := decodeWorkload(kindDeployment, u)
-			w := &workloadLife{kind: kindDeployment, name: "w-0", uid: u.GetUID(), createdRV: 2, createdAt: at(-60),
-				refs: []ref{{Config: "cm-0", Whole: true}}, modes: []modeEvent{{at: at(-60), mode: modeAuto}},
-				rerefs: []reref{{at: at(-5), rv: 617, before: read}}, tmpl: o.tmpl, seenTmpl: o.tmpl, watchGen: 1}
-			r.workloads[u.GetUID()] = w
-			event := func(gen, rv int64, paused bool, tmpl corev1.PodTemplateSpec) {
-				v := u.DeepCopy()
-				v.SetGeneration(gen)
-				v.SetResourceVersion(strconv.FormatInt(rv, 10))
-				raw, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(&tmpl)
-				_ = unstructured.SetNestedMap(v.Object, raw, wkinds[kindDeployment].tmplPath...)
-				_ = unstructured.SetNestedField(v.Object, paused, "spec", "paused")
-				r.seen(kindDeployment, v, true)
-			}
-			event(2, 611, true, tmpl(read, `{"configmap/cm--2":"h1","configmap/cm-1":"h2"}`)) // the reload, paused
-			if tc.own == "before" {
-				r.ownWrite(617)
-			}
-			rerefed := tmpl([]ref{{Config: "cm-0", Whole: true}}, "")
-			event(3, 617, true, rerefed)  // the checker's reref
-			event(4, 621, false, rerefed) // the pause period's end
-			if tc.own == "after" {
-				r.ownWrite(617)
-			}
-			w.generation, w.ownChanges = 4, 1
-			if tc.own == "" {
-				w.ownChanges = 0
-			}
-			if got := slices.Sorted(maps.Keys(w.touched[len(w.touched)-1])); tc.excessOK && !slices.Equal(got, []string{"cm-1"}) {
-				t.Errorf("the resume touched %v, want [cm-1]", got)
-			}
-			excess := r.excess()
-			if (len(excess) == 0) != tc.excessOK {
-				t.Errorf("excess %v, want none %t", excess, tc.excessOK)
-			}
-			if !tc.excessOK && !strings.Contains(fmt.Sprint(excess), "restarted at rv 621 for [cm--2]") {
-				t.Errorf("not reported as a restart for cm--2 without a change: %v", excess)
-			}
-		})
-	}
-}
-
-// secondsFromNow returns the moment s seconds from now, for tables of events.
-func secondsFromNow() func(s int) time.Time {
-	t0 := time.Now()
-	return func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 }
