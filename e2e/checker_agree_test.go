@@ -28,7 +28,7 @@ func (w *world) agree() (vs []checker.Violation, heldUntil time.Time) {
 	if !explainKnown() {
 		return nil, heldUntil // an older build under test (RELOADER_BINARY), from before reloader explain
 	}
-	targets, out := w.rec.ExplainTargets()
+	targets, out := w.rec.Oracle.ExplainTargets()
 	args, err := w.explainArgs()
 	if err != nil {
 		w.t.Fatal(err)

@@ -95,7 +95,7 @@ func (w *world) actAsArgo(name string, uid types.UID, pauseFor time.Duration) {
 // argoPaused records a pause step of Rollout uid beginning (paused) or ending, as its owner's
 // pause: a reload is not timed out nor rolled back while it lasts.
 func (w *world) argoPaused(uid types.UID, paused bool, at time.Time) {
-	if w.rec.ArgoPaused(uid, paused, at) {
+	if w.rec.Workloads.ArgoPaused(uid, paused, at) {
 		w.faults["Argo pause step"]++
 	}
 }

@@ -176,7 +176,7 @@ func (w *world) setup() (ran int) {
 }
 
 // noteUnknown records, before config name changes, whether the state ConfigMap holds content
-// for it. If not, the change is one the state may not know about (see recorder.forgotten), but
+// for it. If not, the change is one the state may not know about (see checker's forgotten), but
 // only a loss the reloader did not cause itself can excuse it: the state ConfigMap gone (a
 // state-delete fault, or never written because the leader that recorded it could not reach the
 // API server before it had to exit), or a tombstone without a hash ("deleted@<unix>:": the
@@ -262,7 +262,7 @@ func (w *world) launch() *proc {
 // watch records when process p begins from the state it found: once it leads and is ready (its
 // state loaded, its caches synced). Its launch time would be too early: a process started
 // during an outage loads the state only once the API server answers, possibly after the state
-// lost an entry (recorder.forgotten). It also records a leader that exits on its own as a stop
+// lost an entry (checker's forgotten). It also records a leader that exits on its own as a stop
 // (soak seed 1795476458054184883: a leader past its renew deadline in an outage, and a
 // workload created before the next one led).
 func (w *world) watch(p *proc) {
@@ -342,7 +342,7 @@ func (w *world) writeConfig(name string, data checker.Content, create bool) erro
 		}
 	}
 	if err == nil {
-		w.rec.Written(name, checker.RVOf(obj), data)
+		w.rec.Configs.Written(name, checker.RVOf(obj), data)
 	}
 	return err
 }
@@ -352,7 +352,7 @@ func (w *world) do(a checker.Action) error {
 	case "update", "binary":
 		w.noteUnknown(a.Target)
 		return w.retry(a.String(), func() error {
-			data, ok := w.rec.Current(a.Target)
+			data, ok := w.rec.Configs.Current(a.Target)
 			if !ok {
 				return errNotThere
 			}
@@ -362,7 +362,7 @@ func (w *world) do(a checker.Action) error {
 	case "revert":
 		w.noteUnknown(a.Target)
 		return w.retry(a.String(), func() error {
-			data, ok := w.rec.Previous(a.Target)
+			data, ok := w.rec.Configs.Previous(a.Target)
 			if !ok {
 				return errNotThere
 			}
@@ -474,7 +474,7 @@ func (w *world) deleteConfig(name string) error {
 		err = core.ConfigMaps(w.ns).Delete(w.ctx, name, metav1.DeleteOptions{})
 	}
 	if err == nil {
-		w.rec.ConfigDeleted(name, w.deletionRV(events))
+		w.rec.Configs.ConfigDeleted(name, w.deletionRV(events))
 	}
 	if events != nil {
 		events.Stop()
@@ -540,7 +540,7 @@ func (w *world) ignore(name, value string) error {
 		_, err = core.ConfigMaps(w.ns).Patch(w.ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
 	}
 	if err == nil {
-		w.rec.IgnoreSet(name, at, value)
+		w.rec.Configs.IgnoreSet(name, at, value)
 	}
 	return err
 }
@@ -592,7 +592,7 @@ func (w *world) createWorkload(a checker.Action) error {
 	if err != nil {
 		return err
 	}
-	w.rec.Created(a, kind, out, o, at, lagged, broken)
+	w.rec.Workloads.Created(a, kind, out, o, at, lagged, broken)
 	if kind == checker.KindRollout {
 		go w.actAsArgo(a.Target, out.GetUID(), a.Dur)
 	}
@@ -626,11 +626,11 @@ func (w *world) generations() error {
 }
 
 func (w *world) deleteWorkload(name string) error {
-	l := w.rec.Live(name)
+	l := w.rec.Workloads.Live(name)
 	if l == nil {
 		return errNotThere
 	}
-	uid := w.rec.UIDOf(l)
+	uid := w.rec.Workloads.UIDOf(l)
 	// The reloader deleted the Job to create it again, and has not yet (a refusal holds the
 	// creation): the deletion asked for is done. Its life ends here, so that a Job the checker
 	// creates under the name next is not taken for the reloader's creation (seed 2@7: a
@@ -639,7 +639,7 @@ func (w *world) deleteWorkload(name string) error {
 		if !apierrors.IsNotFound(err) || l.Kind != checker.KindJob {
 			return false
 		}
-		w.rec.JobGone(l, time.Now())
+		w.rec.Workloads.JobGone(l, time.Now())
 		return true
 	}
 	o, err := w.getWorkload(w.ctx, l.Kind, name)
@@ -664,14 +664,14 @@ func (w *world) deleteWorkload(name string) error {
 		return nil
 	}
 	if err == nil {
-		w.rec.Deleted(l, at, o.Obj.GetGeneration())
+		w.rec.Workloads.Deleted(l, at, o.Obj.GetGeneration())
 	}
 	return err
 }
 
 // updateWorkload applies edit to the live workload name and records what it set.
 func (w *world) updateWorkload(name string, edit func(o *checker.Object, onTemplate bool) checker.Edited) error {
-	l := w.rec.Live(name)
+	l := w.rec.Workloads.Live(name)
 	if l == nil {
 		return errNotThere
 	}
@@ -679,7 +679,7 @@ func (w *world) updateWorkload(name string, edit func(o *checker.Object, onTempl
 	if err != nil {
 		return err
 	}
-	uid := w.rec.UIDOf(l)
+	uid := w.rec.Workloads.UIDOf(l)
 	if o.Obj.GetUID() != uid {
 		return errNotThere
 	}
@@ -696,9 +696,9 @@ func (w *world) updateWorkload(name string, edit func(o *checker.Object, onTempl
 	// writer's, perhaps the reloader's (seed 1795681571291661043@4: a gate set to what it was
 	// took the reload before it for the checker's, and its rollback went unpaired).
 	if out.GetResourceVersion() != read {
-		w.rec.OwnWrite(checker.RVOf(out))
+		w.rec.Workloads.OwnWrite(checker.RVOf(out))
 	}
-	w.rec.Edited(l, at, checker.RVOf(out), e, out.GetGeneration() != before)
+	w.rec.Workloads.Edited(l, at, checker.RVOf(out), e, out.GetGeneration() != before)
 	return nil
 }
 
@@ -780,7 +780,7 @@ func (w *world) outage(d time.Duration) {
 func (w *world) refuse(name string, d time.Duration, inForce bool) {
 	w.faults["refusal"]++
 	w.mu.Lock()
-	l := w.rec.Live(name)
+	l := w.rec.Workloads.Live(name)
 	if w.lifts[name] != nil || l == nil {
 		w.mu.Unlock()
 		return
@@ -911,14 +911,14 @@ func (w *world) finalRound() (recreated []string) {
 	w.rec.SetStep("the final round")
 	w.finalAt = time.Now()
 	for _, c := range w.configsInWorld() {
-		if w.rec.IgnoredNow(c) {
+		if w.rec.Configs.IgnoredNow(c) {
 			w.must(w.do(checker.Action{Op: "ignore", Target: c, Value: "false"}))
 		}
 	}
 	w.openGates()
 	time.Sleep(checker.RaceMargin)
 	for _, c := range w.configsInWorld() {
-		if _, ok := w.rec.Current(c); ok {
+		if _, ok := w.rec.Configs.Current(c); ok {
 			w.must(w.do(checker.Action{Op: "update", Target: c, Key: "a", Value: checker.ValidJSON}))
 		} else {
 			w.must(w.do(checker.Action{Op: "recreate", Target: c, Value: checker.ValidJSON}))
@@ -954,7 +954,7 @@ func (w *world) replaceHashKey(replace bool) error {
 // openGates gives every live workload whose gate holds its reloads one that does not: none, or
 // a window open all day where --reload-window is closed. Its held reloads then happen, once.
 func (w *world) openGates() {
-	held := w.rec.HeldByGates(w.seq.Window)
+	held := w.rec.Workloads.HeldByGates(w.seq.Window)
 	open := checker.Action{Op: "gate"}
 	if w.seq.Window == "closed" {
 		open.Gate = checker.GateSpec{Kind: "window", Value: "open"}
@@ -967,7 +967,7 @@ func (w *world) openGates() {
 
 // changeAgain changes each recreated config once more, once the state holds it. A recreation
 // after the state lost the config is a first content, which reloads nothing
-// (recorder.forgotten); this change must reach every reader, so that the positive control never
+// (checker's forgotten); this change must reach every reader, so that the positive control never
 // passes for want of a change to judge. It runs after the final round was judged, so that it
 // cannot hide a recreation the reloader missed.
 func (w *world) changeAgain(recreated []string) {
@@ -1008,11 +1008,11 @@ const maxGate = 3 * time.Second
 
 // modeOf is the annotation mode the recorder holds for the live workload name ("" if none).
 func (w *world) modeOf(name string) string {
-	l := w.rec.Live(name)
+	l := w.rec.Workloads.Live(name)
 	if l == nil {
 		return ""
 	}
-	return w.rec.ModeNow(l)
+	return w.rec.Workloads.ModeNow(l)
 }
 
 func (w *world) workloads(kind string) dynamic.ResourceInterface {

@@ -39,7 +39,7 @@ func (w *world) forge(a checker.Action) error {
 		f.Since = time.Unix(time.Now().Unix()-60, 0)
 		key, value = w.configKey(a.Target), fmt.Sprintf("deleted@%d:%s", f.Since.Unix(), forgedHash)
 	case checker.ForgeStrip, checker.ForgeHold:
-		l := w.rec.Live(a.Key)
+		l := w.rec.Workloads.Live(a.Key)
 		if l == nil {
 			return nil // deleted since the generator drew it
 		}
@@ -69,7 +69,7 @@ func (w *world) forge(a checker.Action) error {
 		}
 		if err == nil {
 			f.RV = checker.RVOf(cm)
-			w.rec.Forged(f)
+			w.rec.Configs.Forged(f)
 		}
 		return err
 	})
@@ -152,7 +152,7 @@ func (w *world) outsideNamespace() string {
 // note the reloader did not write must create nothing.
 func (w *world) forgedJobsCreated() []checker.Violation {
 	var out []checker.Violation
-	for _, f := range w.rec.ForgedNotes() {
+	for _, f := range w.rec.Configs.ForgedNotes() {
 		_, err := w.cl.Client().BatchV1().Jobs(f.JobNS).Get(w.ctx, f.Job, metav1.GetOptions{})
 		if err == nil {
 			out = append(out, checker.Violation(fmt.Sprintf("forged: Job %s/%s exists, created from a forged note (%s, written at rv %d)", f.JobNS, f.Job, f.Kind, f.RV)))
@@ -178,7 +178,7 @@ func TestANoteOutsideForgedWithoutTheHashKeyIsWrittenUnderAnotherKey(t *testing.
 	if err := w.forge(checker.Action{Op: "forge", Value: checker.ForgeOutside, Target: "cm-0"}); err != nil {
 		t.Fatalf("forge %s without the hash key: %v", checker.ForgeOutside, err)
 	}
-	notes := w.rec.ForgedNotes()
+	notes := w.rec.Configs.ForgedNotes()
 	if len(notes) != 1 {
 		t.Fatalf("forged notes recorded: %d, want 1", len(notes))
 	}

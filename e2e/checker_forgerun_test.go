@@ -16,7 +16,7 @@ import (
 // forgeRun writes a forged pending-job annotation on CronJob a.Target, naming a Job
 // forged-<n> that nothing else creates, and records it as a forgery whose Job must never exist.
 func (w *world) forgeRun(a checker.Action) error {
-	if l := w.rec.Live(a.Target); l == nil || l.Kind != checker.KindCronJob {
+	if l := w.rec.Workloads.Live(a.Target); l == nil || l.Kind != checker.KindCronJob {
 		return nil
 	}
 	w.mu.Lock()
@@ -41,7 +41,7 @@ func (w *world) forgeRun(a checker.Action) error {
 		out, err := w.workloads(checker.KindCronJob).Patch(w.ctx, a.Target, types.MergePatchType, patch, metav1.PatchOptions{})
 		if err == nil {
 			f.RV = checker.RVOf(out)
-			w.rec.Forged(f)
+			w.rec.Configs.Forged(f)
 		}
 		return err
 	})

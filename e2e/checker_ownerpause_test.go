@@ -13,11 +13,11 @@ import (
 // background (or at the next heal). A Deployment under a pause period of the reloader's is
 // left alone: that pause is the reloader's to end.
 func (w *world) ownerPause(name string, d time.Duration) error {
-	l := w.rec.Live(name)
+	l := w.rec.Workloads.Live(name)
 	if l == nil {
 		return nil
 	}
-	if w.rec.OwnerPauseSkips(l) {
+	if w.rec.Workloads.OwnerPauseSkips(l) {
 		return nil
 	}
 	w.faults["owner pause"]++

@@ -133,7 +133,7 @@ func runSequence(t *testing.T, seq checker.Sequence) outcome {
 		// The switch from stakater is judged alone, before anything changes: a lagging variable
 		// must be rolled out once, a current one must restart nothing.
 		if vs := w.settle(); len(vs) > 0 {
-			t.Logf("seed %d after the first start: %s", seq.Seed, w.rec.Summary())
+			t.Logf("seed %d after the first start: %s", seq.Seed, w.rec.Oracle.Summary())
 			w.logReplicas()
 			return outcome{actions: ran, faults: w.faults, violations: vs}
 		}
@@ -149,7 +149,7 @@ func runSequence(t *testing.T, seq checker.Sequence) outcome {
 		if a.Op == "quiet" || a.Op == "hashkey" && seq.Gen >= 4 {
 			w.heal()
 			if vs := w.settle(); len(vs) > 0 {
-				t.Logf("seed %d at the quiet point of action %d: %s", seq.Seed, i+1, w.rec.Summary())
+				t.Logf("seed %d at the quiet point of action %d: %s", seq.Seed, i+1, w.rec.Oracle.Summary())
 				w.logReplicas()
 				return outcome{actions: i + 1, faults: w.faults, violations: vs}
 			}
@@ -168,17 +168,17 @@ func runSequence(t *testing.T, seq checker.Sequence) outcome {
 	}
 	o := outcome{actions: len(seq.Actions), faults: w.faults}
 	o.violations = w.settle()
-	t.Logf("seed %d: %s; faults %v", seq.Seed, w.rec.Summary(), w.faults)
+	t.Logf("seed %d: %s; faults %v", seq.Seed, w.rec.Oracle.Summary(), w.faults)
 	if len(o.violations) == 0 {
 		// The positive control: one more change of every config, which every workload that
 		// reloads on it must now take, once.
 		recreated := w.finalRound()
 		o.violations = w.settle()
-		t.Logf("seed %d after a final change of every config: %s", seq.Seed, w.rec.Summary())
+		t.Logf("seed %d after a final change of every config: %s", seq.Seed, w.rec.Oracle.Summary())
 		if len(o.violations) == 0 && len(recreated) > 0 {
 			w.changeAgain(recreated)
 			o.violations = w.settle()
-			t.Logf("seed %d after one more change of the recreated configs: %s", seq.Seed, w.rec.Summary())
+			t.Logf("seed %d after one more change of the recreated configs: %s", seq.Seed, w.rec.Oracle.Summary())
 		}
 	}
 	if len(o.violations) > 0 {
@@ -219,13 +219,13 @@ func (w *world) settle() []checker.Violation {
 			time.Sleep(200 * time.Millisecond)
 			continue
 		}
-		lost := w.rec.Lost()
+		lost := w.rec.Oracle.Lost()
 		done := len(lost) == 0 && time.Since(later(w.rec.LastRestart(), begun)) > quiet && time.Now().After(heldUntil)
 		if done || time.Now().After(deadline) {
 			if err := w.generations(); err != nil {
 				w.t.Fatal(err)
 			}
-			vs := slices.Concat(lost, w.rec.Excess(), w.forgedJobsCreated())
+			vs := slices.Concat(lost, w.rec.Oracle.Excess(), w.forgedJobsCreated())
 			if len(vs) == 0 && done {
 				var until time.Time // settled: a reloader started now has nothing to do (checker_agree_test.go)
 				if vs, until = w.agree(); !until.IsZero() && until.Add(quiet).Before(deadline) && until.Add(quiet).After(heldUntil) {

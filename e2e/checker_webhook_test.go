@@ -66,8 +66,8 @@ func (r *receiver) last() time.Time {
 // calling nothing for it; then a valid content, which must call the webhook if the state knew
 // the config (a config the state lost is a first content, as for workloads).
 func (w *world) webhookInvalid(a checker.Action) error {
-	ignored := w.rec.IgnoredNow(a.Target)
-	data, ok := w.rec.Current(a.Target)
+	ignored := w.rec.Configs.IgnoredNow(a.Target)
+	data, ok := w.rec.Configs.Current(a.Target)
 	if w.hook == nil || ignored || !ok {
 		return nil
 	}
@@ -111,7 +111,7 @@ func (w *world) webhookViolations() []checker.Violation {
 	w.hook.mu.Lock()
 	out = append(out, w.hook.bad...)
 	w.hook.mu.Unlock()
-	out = append(out, w.rec.ReloaderRestarts()...)
+	out = append(out, w.rec.Oracle.ReloaderRestarts()...)
 	if !w.finalAt.IsZero() && w.hook.since(w.finalAt) == 0 {
 		out = append(out, checker.Violation("webhook: no call after the final change of every config"))
 	}

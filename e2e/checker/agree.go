@@ -32,7 +32,7 @@ type ExplainTarget struct {
 	gated      bool // its gate holds every reload (a closed window, a value that is none)
 	invalid    bool // it reads a config whose content does not validate
 	// remembered: configs whose current content the running reloader knows its pods read
-	// (recorder.remembered), whatever its marker says.
+	// (reads.remembered), whatever its marker says.
 	remembered map[string]bool
 	// waiting: configs w's pods have not read yet, since they still wait for a config they need
 	// (every one of them then), or read later than the reloader takes them to: they waited for
@@ -86,7 +86,7 @@ func Disagreement(tg ExplainTarget, rep ExplainReport, out bool) Violation {
 		return Violation(fmt.Sprintf("disagree: explain says the reloader does not watch %s, but the namespace is in its selection", tg.Name))
 	case "held-by-gate":
 		if tg.gated {
-			return "" // the oracle owes it nothing until its gate opens (recorder.lost)
+			return "" // the oracle owes it nothing until its gate opens (Oracle.Lost)
 		}
 	case "held-invalid":
 		if tg.invalid {
@@ -99,18 +99,18 @@ func Disagreement(tg ExplainTarget, rep ExplainReport, out bool) Violation {
 }
 
 // ExplainTargets are the live workloads, and whether the namespace is out of the selection.
-func (r *Recorder) ExplainTargets() ([]ExplainTarget, bool) {
+func (r *Oracle) ExplainTargets() ([]ExplainTarget, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []ExplainTarget
 	for _, w := range r.lives() {
 		if w.deletedAt.IsZero() {
-			_, _, started := r.podsStart(w, r.lastStart(w), "")
+			_, _, started := r.reads.podsStart(w, r.reads.lastStart(w), "")
 			waiting := !started
-			tg := ExplainTarget{Kind: w.Kind, Name: w.name, gated: w.gate().holds(r.window), invalid: r.readsInvalid(w), remembered: map[string]bool{}, waiting: map[string]bool{}}
+			tg := ExplainTarget{Kind: w.Kind, Name: w.name, gated: w.gate().holds(r.window), invalid: r.reads.readsInvalid(w), remembered: map[string]bool{}, waiting: map[string]bool{}}
 			for _, c := range JudgedConfigs {
-				tg.remembered[c] = r.remembered(w, c)
-				tg.waiting[c] = waiting || r.staleWaiting(w, c, false) && !r.staleWaiting(w, c, true)
+				tg.remembered[c] = r.reads.remembered(w, c)
+				tg.waiting[c] = waiting || r.reads.staleWaiting(w, c, false) && !r.reads.staleWaiting(w, c, true)
 			}
 			out = append(out, tg)
 		}
@@ -128,7 +128,7 @@ func (r *Recorder) ExplainTargets() ([]ExplainTarget, bool) {
 // restarted while c was absent wait for it and start on its recreation (seed 4906@9, a Job).
 // A reloader started now would restart w once more for c: no change lost, and none beyond the
 // changes of c the oracle counts. The caller holds r.mu.
-func (r *Recorder) remembered(w *WorkloadLife, c string) bool {
+func (r *reads) remembered(w *WorkloadLife, c string) bool {
 	n := len(w.restarts)
 	if n == 0 || r.own[w.restarts[n-1]] || r.stale(w, c) {
 		return false

@@ -61,24 +61,24 @@ func TestTheRunningReloaderRemembersWhatItsLastRestartsPodsRead(t *testing.T) {
 	w := &WorkloadLife{name: "w-0", refs: []Ref{{Config: "cm-1", Whole: true}}, modes: []modeEvent{{at: at(0), mode: ModeAuto}},
 		restarts: []int64{3, 6}, restartAt: []time.Time{at(5), at(11)}}
 	r.starts = []time.Time{at(1)}
-	if !r.remembered(w, "cm-1") {
+	if !r.reads.remembered(w, "cm-1") {
 		t.Error("a restart after the config's last write, by the process running since: not remembered")
 	}
 	r.own[6] = true
-	if r.remembered(w, "cm-1") {
+	if r.reads.remembered(w, "cm-1") {
 		t.Error("the checker's own restart counted as the reloader's memory")
 	}
 	r.own[6] = false
 	r.configs["cm-1"] = append(r.configs["cm-1"], configEvent{rv: 7, at: at(12), exists: true, data: v("3")})
-	if r.remembered(w, "cm-1") {
+	if r.reads.remembered(w, "cm-1") {
 		t.Error("a write after the last restart counted as read by its pods")
 	}
 	r.configs["cm-1"][1] = configEvent{rv: 5, at: at(10)} // deleted before the restart: its pods wait for it
-	if !r.remembered(w, "cm-1") {
+	if !r.reads.remembered(w, "cm-1") {
 		t.Error("pods restarted while the config was absent, which started on its recreation: not remembered")
 	}
 	r.starts = append(r.starts, at(13))
-	if r.remembered(w, "cm-1") {
+	if r.reads.remembered(w, "cm-1") {
 		t.Error("a process started after the restart counted as remembering it")
 	}
 }

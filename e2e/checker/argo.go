@@ -27,7 +27,7 @@ var RolloutGVR = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1a
 // argoRollouts draws, after every other draw of the eleventh stream (so that the sequences
 // without them keep theirs), the Rollouts of a sequence and where they are created: before a
 // quiet point, or right after the first workloads.
-func (g *generator) argoRollouts(s *Sequence) {
+func (g *laterDraws) argoRollouts(s *Sequence) {
 	if !s.Rollback || s.Rollouts || s.Webhook || g.eleventh.IntN(2) != 0 {
 		return
 	}

@@ -26,7 +26,7 @@ const (
 var gateDurations = []string{"1s", "2s", "3s"}
 
 // settings draws the reloader's flags of gen 3, and the configs that are validated.
-func (g *generator) settings() (strategy, window string, validated []string) {
+func (g *featureDraws) settings() (strategy, window string, validated []string) {
 	strategy = pick(g.fourth, []string{"env-vars", "env-vars", "annotations"})
 	window = pick(g.fourth, []string{"", "", "", "", "", "", "open", "closed"})
 	for _, c := range ConfigNames {
@@ -45,13 +45,13 @@ const (
 )
 
 // invalidUpdate writes a content a validated config refuses: its key a does not parse.
-func (g *generator) invalidUpdate() Action {
+func (g *featureDraws) invalidUpdate() Action {
 	return Action{Op: "update", Target: pick(g.fourth, g.validated), Key: "a", Value: InvalidJSON,
 		Pause: time.Duration(g.fourth.IntN(1500)) * time.Millisecond}
 }
 
 // features draws a new workload's kind, where its annotations sit, and its first gate.
-func (g *generator) features(a *Action) {
+func (g *featureDraws) features(a *Action) {
 	a.Kind = pick(g.fourth, []string{KindDeployment, KindDeployment, kindStatefulSet, kindDaemonSet, KindCronJob, KindCronJob, KindJob, KindJob})
 	a.OnTemplate = g.fourth.IntN(3) == 0
 	if g.fourth.IntN(2) == 0 {
@@ -60,7 +60,7 @@ func (g *generator) features(a *Action) {
 }
 
 // gate draws a gate annotation: mostly valid, sometimes empty or malformed.
-func (g *generator) gate() GateSpec {
+func (g *featureDraws) gate() GateSpec {
 	kind := pick(g.fourth, []string{"pause", "pause", "min", "min", "window"})
 	switch n := g.fourth.IntN(10); {
 	case n <= 1:
@@ -75,7 +75,7 @@ func (g *generator) gate() GateSpec {
 }
 
 // gateAction sets a live workload's gate, or removes it.
-func (g *generator) gateAction() Action {
+func (g *featureDraws) gateAction() Action {
 	w, ok := g.existing(g.workloads, workloadNames)
 	if !ok {
 		return g.createWorkload()
@@ -89,7 +89,7 @@ func (g *generator) gateAction() Action {
 
 // hashKey deletes the key of Secret hashes, or replaces it with another, and half the time
 // restarts a replica, which reads the key only at its start.
-func (g *generator) hashKey() []Action {
+func (g *featureDraws) hashKey() []Action {
 	out := []Action{{Op: "hashkey", Value: pick(g.fourth, []string{"delete", "replace"}), Pause: time.Duration(g.fourth.IntN(400)) * time.Millisecond}}
 	if g.fourth.IntN(2) == 0 {
 		out = append(out, Action{Op: pick(g.fourth, []string{"sigterm", "kill"}), Pause: time.Duration(g.fourth.IntN(400)) * time.Millisecond})
@@ -100,7 +100,7 @@ func (g *generator) hashKey() []Action {
 // image is another actor's rollout: a new image for a workload's container (a Job's template
 // cannot change, so it is refused and skipped there). During a followed reload's rollout, it
 // supersedes that reload: what rolls out is theirs, and nothing may be rolled back.
-func (g *generator) image() Action {
+func (g *featureDraws) image() Action {
 	w, ok := g.existing(g.workloads, workloadNames)
 	if !ok {
 		return g.createWorkload()
@@ -112,7 +112,7 @@ func (g *generator) image() Action {
 // theirRollout changes a config, then, once the reload's rollout is under way and before it
 // times out, changes the image of a dependent: another actor's rollout supersedes ours, and
 // rolling it back would blame them for its failure.
-func (g *generator) theirRollout() []Action {
+func (g *featureDraws) theirRollout() []Action {
 	names := slices.Clone(ConfigNames)
 	g.fourth.Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
 	for _, c := range names {

@@ -38,7 +38,7 @@ func FirstContent(c string) Content {
 
 // foldedWorkload is the workload reading cm--2 and the fifth config, with stakater's one
 // variable for both: the current hash of one of them (Cur), or an older one (Lag).
-func (g *generator) foldedWorkload() Action {
+func (g *laterDraws) foldedWorkload() Action {
 	a := Action{Op: "create-workload", Target: foldedWorkloadName, Mode: pick(g.tenth, []string{ModeAuto, modeNamed}), Kind: KindDeployment,
 		Refs: []Ref{{Config: "cm--2", Whole: true}, {Config: FoldedName, Whole: true}}, Tenth: true}
 	c := pick(g.tenth, []string{"cm--2", FoldedName})

@@ -20,7 +20,7 @@ import (
 //   - A state ConfigMap deleted under a running reloader, past writeBackWithin with nothing
 //     else happening, then a replica down while a config changes: the running reloader must
 //     have written the state back from memory, so no excuse of a lost state covers the change
-//     (recorder.unknowable).
+//     (history.unknowable).
 //   - An owner's `kubectl rollout pause` and resume of a Deployment (ownerpause.go).
 //   - In a third of the switches from stakater, a config whose stakater variable is cm--2's
 //     (fold.go).
@@ -35,7 +35,7 @@ const writeBackWithin = 130 * time.Second
 
 // tenthActions draws gen 9's actions after a main action. They change nothing the other streams
 // read (the generator's world, its fresh values), so version 9 without them is version 8.
-func (g *generator) tenthActions(s Sequence) []Action {
+func (g *laterDraws) tenthActions(s Sequence) []Action {
 	var out []Action
 	if g.faults && g.tenth.IntN(forgeEvery) == 0 {
 		out = append(out, g.forge(s)...)
@@ -70,7 +70,7 @@ const (
 // forge draws a replica down and a forged state entry, which its next start reads. Over all
 // namespaces, only --namespace bounds which notes are acted on, so a note for another namespace
 // is forged under another key instead.
-func (g *generator) forge(s Sequence) []Action {
+func (g *laterDraws) forge(s Sequence) []Action {
 	a := Action{Op: "forge", Value: pick(g.tenth, []string{ForgeUnsigned, ForgeOtherKey, ForgeOutside, ForgeEntry, ForgeEntry, ForgeTombstone, ForgeStrip, ForgeStrip, ForgeHold, ForgeHold})}
 	if a.Value == ForgeOutside && s.NsSelector {
 		a.Value = ForgeOtherKey
@@ -115,7 +115,7 @@ func (g *generator) forge(s Sequence) []Action {
 // ConfigMap, waits past writeBackWithin, then stops a replica for a few seconds and changes the
 // config meanwhile: the state the next leader loads must be the one written back, which knows
 // the content before the change, so the workload restarts.
-func (g *generator) stateLostUnderARunningReloader() []Action {
+func (g *laterDraws) stateLostUnderARunningReloader() []Action {
 	var live []string
 	for _, c := range ConfigNames {
 		if g.configs[c] && !g.ignored[c] {
@@ -150,14 +150,14 @@ type Forgery struct {
 }
 
 // Forged records a forgery.
-func (r *Recorder) Forged(f Forgery) {
+func (r *ConfigLog) Forged(f Forgery) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.forgeries = append(r.forgeries, f)
 }
 
 // ForgedNotes are the forged Job recreation notes.
-func (r *Recorder) ForgedNotes() []Forgery {
+func (r *ConfigLog) ForgedNotes() []Forgery {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []Forgery
@@ -173,7 +173,7 @@ func (r *Recorder) ForgedNotes() []Forgery {
 // may take: one per forged entry or tombstone of c, and per forged strip of w for c, made while
 // w reloaded on c (SECURITY.md: such an entry restarts once the workloads that reload on the
 // config). Never one of a workload that does not reload on c. The caller holds r.mu.
-func (r *Recorder) forgedRestarts(w *WorkloadLife, c string) []change {
+func (r *excess) forgedRestarts(w *WorkloadLife, c string) []change {
 	var out []change
 	for _, f := range r.forgeries {
 		if f.Config != c || f.Kind == ForgeHold || f.Workload != "" && f.Workload != w.name || f.At.Before(w.createdAt) {
@@ -189,7 +189,7 @@ func (r *Recorder) forgedRestarts(w *WorkloadLife, c string) []change {
 // heldByForgery reports whether a forged hold of w on c's content stands: c has not changed
 // since it was written (SECURITY.md: a hold keeps the workload from reloading to the content
 // held, until the config changes again). The caller holds r.mu.
-func (r *Recorder) heldByForgery(w *WorkloadLife, c string) bool {
+func (r *Oracle) heldByForgery(w *WorkloadLife, c string) bool {
 	es := r.configs[c]
 	return slices.ContainsFunc(r.forgeries, func(f Forgery) bool {
 		return f.Kind == ForgeHold && f.Workload == w.name && f.Config == c && f.At.After(w.createdAt) &&
@@ -204,7 +204,7 @@ func (r *Recorder) heldByForgery(w *WorkloadLife, c string) bool {
 // them, so the deletion was judged from the state holding the forgery; and w carries no marker
 // of c and was created after the tombstone's date, so by it w never ran c
 // (policy.CreatedAfterDeletion). The caller holds r.mu.
-func (r *Recorder) deletionMaskedByForgery(w *WorkloadLife, c string) bool {
+func (r *Oracle) deletionMaskedByForgery(w *WorkloadLife, c string) bool {
 	es := r.configs[c]
 	if len(es) == 0 || es[len(es)-1].exists || markers(&w.tmpl)[c] != "" {
 		return false
@@ -245,7 +245,7 @@ func (w *WorkloadLife) modeAt(at time.Time) string {
 // deleted (or found gone), only if no leader ran undisturbed long enough to write it back from
 // memory (writeBackWithin): an outage, an API server restart, a stop or a downtime meanwhile.
 // The caller holds r.mu.
-func (r *Recorder) unknowable(l loss) bool {
+func (r *history) unknowable(l loss) bool {
 	if l.deleted.IsZero() {
 		return true
 	}
@@ -258,7 +258,7 @@ func (r *Recorder) unknowable(l loss) bool {
 
 // disturbed reports whether anything stopped the leader from writing between from and to.
 // The caller holds r.mu.
-func (r *Recorder) disturbed(from, to time.Time) bool {
+func (r *history) disturbed(from, to time.Time) bool {
 	if !r.leaderless.IsZero() && r.leaderless.Before(to) {
 		return true
 	}

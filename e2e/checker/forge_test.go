@@ -53,8 +53,8 @@ func TestATombstoneForgedBeforeADeletionMayHideItFromAWorkloadCreatedSinceItsDat
 			if !tc.runThrough {
 				r.blind = [][2]time.Time{{at(12), at(25)}}
 			}
-			if got := len(r.Lost()) > 0; got != tc.lost {
-				t.Errorf("lost %v, want some %t", r.Lost(), tc.lost)
+			if got := len(r.Oracle.Lost()) > 0; got != tc.lost {
+				t.Errorf("lost %v, want some %t", r.Oracle.Lost(), tc.lost)
 			}
 		})
 	}

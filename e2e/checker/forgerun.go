@@ -21,7 +21,7 @@ const (
 )
 
 // forgeRun draws a forged run of a live CronJob. Nil when none lives.
-func (g *generator) forgeRun() []Action {
+func (g *laterDraws) forgeRun() []Action {
 	var live []string
 	for _, w := range workloadNames {
 		if g.workloads[w] && g.kinds[w] == KindCronJob {

@@ -270,7 +270,19 @@ type generator struct {
 	// gen 10 draws, from an eleventh stream, its cluster whose rollouts complete and which of
 	// its Deployments are broken (rollouts.go).
 	eleventh *rand.Rand
+	// feat and later draw what versions 3 to 8, and 9 and 10, added.
+	feat  *featureDraws
+	later *laterDraws
 }
+
+// featureDraws draws what versions 3 to 8 added (features.go, scope.go, refs.go): the
+// features beside the core engine, the namespace selector, changes of what a workload reads and
+// reload annotations by pattern, each from a stream of its own.
+type featureDraws struct{ *generator }
+
+// laterDraws draws what versions 9 and 10 added (forge.go, fold.go, ownerpause.go,
+// forgerun.go, rollouts.go, webhook.go, argo.go) from the tenth and eleventh streams.
+type laterDraws struct{ *generator }
 
 // LatestGen is the generator version new seeds run with.
 const LatestGen = 10
@@ -289,6 +301,7 @@ func Generate(seed uint64, gen, n int, faults bool) Sequence {
 		ninth:    rand.New(rand.NewPCG(seed^0x6a09e667f3bcc908, seed^0xbb67ae8584caa73b)),
 		tenth:    rand.New(rand.NewPCG(seed^0xcbbb9d5dc1059ed8, seed^0x629a292a367cd507)),
 		eleventh: rand.New(rand.NewPCG(seed^0x9159015a3070dd17, seed^0x152fecd8f70e5939))}
+	g.feat, g.later = &featureDraws{g}, &laterDraws{g}
 	for _, c := range ConfigNames {
 		g.configs[c] = true // the world starts with every config, content "0"
 	}
@@ -299,7 +312,7 @@ func Generate(seed uint64, gen, n int, faults bool) Sequence {
 	}
 	s.OnCreate, s.OnDelete, s.Migrate = g.more.IntN(3) == 0, g.more.IntN(3) == 0, g.more.IntN(3) == 0
 	if gen >= 3 {
-		s.Strategy, s.Window, s.Validated = g.settings()
+		s.Strategy, s.Window, s.Validated = g.feat.settings()
 		s.Rollback = g.fourth.IntN(4) == 0
 		g.validated = s.Validated
 	}
@@ -310,8 +323,8 @@ func Generate(seed uint64, gen, n int, faults bool) Sequence {
 		s.Fold = g.tenth.IntN(2) == 0
 	}
 	if gen >= 10 {
-		s.Rollouts = g.rolloutsComplete(s.Rollback)
-		s.Webhook = g.webhookMode(s)
+		s.Rollouts = g.later.rolloutsComplete(s.Rollback)
+		s.Webhook = g.later.webhookMode(s)
 	}
 	for range 3 + g.rnd.IntN(2) { // a few workloads from the start
 		a := g.createWorkload()
@@ -322,7 +335,7 @@ func Generate(seed uint64, gen, n int, faults bool) Sequence {
 	}
 	first := len(s.Actions) // the folded workload is no main action
 	if s.Fold {
-		s.Actions = append(s.Actions, g.foldedWorkload())
+		s.Actions = append(s.Actions, g.later.foldedWorkload())
 	}
 	for main := first; main < n; main++ {
 		s.Actions = append(s.Actions, g.next())
@@ -333,10 +346,10 @@ func Generate(seed uint64, gen, n int, faults bool) Sequence {
 			s.Actions = append(s.Actions, g.scenario()...)
 		}
 		if gen >= 3 && g.fourth.IntN(6) == 0 {
-			s.Actions = append(s.Actions, g.gateAction())
+			s.Actions = append(s.Actions, g.feat.gateAction())
 		}
 		if gen >= 3 && len(g.validated) > 0 && g.fourth.IntN(8) == 0 {
-			s.Actions = append(s.Actions, g.invalidUpdate())
+			s.Actions = append(s.Actions, g.feat.invalidUpdate())
 		}
 		if gen >= 3 && g.fourth.IntN(15) == 0 {
 			s.Actions = append(s.Actions, Action{Op: "quiet"})
@@ -349,35 +362,35 @@ func Generate(seed uint64, gen, n int, faults bool) Sequence {
 			s.Actions = append(s.Actions, g.createdAfterAMarkedChange()...)
 		}
 		if gen >= 7 && g.eighth.IntN(rerefEvery) == 0 {
-			s.Actions = append(s.Actions, g.reref()...)
+			s.Actions = append(s.Actions, g.feat.reref()...)
 		}
 		if gen >= 7 && g.eighth.IntN(replaceEvery) == 0 {
-			s.Actions = append(s.Actions, g.replaceWorkload()...)
+			s.Actions = append(s.Actions, g.feat.replaceWorkload()...)
 		}
 		if gen >= 3 && faults && g.fourth.IntN(25) == 0 {
-			s.Actions = append(s.Actions, g.hashKey()...)
+			s.Actions = append(s.Actions, g.feat.hashKey()...)
 		}
 		if gen >= 3 && g.fourth.IntN(12) == 0 {
-			s.Actions = append(s.Actions, g.image())
+			s.Actions = append(s.Actions, g.feat.image())
 		}
 		if gen >= 3 && s.Rollback && g.fourth.IntN(6) == 0 {
-			s.Actions = append(s.Actions, g.theirRollout()...)
+			s.Actions = append(s.Actions, g.feat.theirRollout()...)
 		}
 		if s.NsSelector {
-			s.Actions = append(s.Actions, g.scopeAction()...)
+			s.Actions = append(s.Actions, g.feat.scopeAction()...)
 		}
 		if gen >= 9 {
-			s.Actions = append(s.Actions, g.tenthActions(s)...)
+			s.Actions = append(s.Actions, g.later.tenthActions(s)...)
 		}
 		if gen >= 10 {
-			s.Actions = append(s.Actions, g.eleventhActions(s)...)
+			s.Actions = append(s.Actions, g.later.eleventhActions(s)...)
 		}
 	}
 	if s.Rollouts {
-		g.breakSome(s.Actions)
+		g.later.breakSome(s.Actions)
 	}
 	if gen >= 10 {
-		g.argoRollouts(&s)
+		g.later.argoRollouts(&s)
 	}
 	return s
 }
@@ -544,7 +557,7 @@ func (g *generator) createWorkload() Action {
 	refs := drawRefs(g.rnd, g.more)
 	a := Action{Op: "create-workload", Target: w, Mode: g.mode(), Refs: refs}
 	if g.gen >= 3 {
-		g.features(&a)
+		g.feat.features(&a)
 	}
 	g.created(a)
 	return a

@@ -181,3 +181,10 @@ func lowerKind(r policy.ConfigRef) string {
 	}
 	return "configmap"
 }
+
+func configRef(c string) policy.ConfigRef {
+	if IsSecret(c) {
+		return policy.ConfigRef{Kind: policy.KindSecret, Name: c}
+	}
+	return policy.ConfigRef{Kind: policy.KindConfigMap, Name: c}
+}

@@ -12,7 +12,7 @@ import (
 // deletion is a change anyway (changes), and is not listed twice. Any template change counts
 // as a restart (the reloader's, a rollback, the checker's), from raceMargin before the
 // deletion on: generous, as excess must be. The caller holds r.mu.
-func (r *Recorder) reappearances(w *WorkloadLife, c string) []change {
+func (r *excess) reappearances(w *WorkloadLife, c string) []change {
 	if ok, _ := triggers(w.mode(), w.refs, c); !ok || !optionalOnly(w.refs, c) {
 		return nil
 	}
@@ -42,7 +42,7 @@ func (r *Recorder) reappearances(w *WorkloadLife, c string) []change {
 
 // restartedBetween reports whether w's template changed between from and to. The caller holds
 // r.mu.
-func (r *Recorder) restartedBetween(w *WorkloadLife, from, to time.Time) bool {
+func (r *history) restartedBetween(w *WorkloadLife, from, to time.Time) bool {
 	for _, at := range w.restartAt {
 		if at.After(from) && at.Before(to) {
 			return true

@@ -43,8 +43,8 @@ func TestAReappearanceAfterARestartWithoutAnOptionalConfigIsAChange(t *testing.T
 				marks:     []map[string]string{{"cm-0": "X"}, {"cm-0": "X", "sec-0": "Y"}},
 				restartAt: []time.Time{at(tc.restartAt), at(40)}, rolledBack: []bool{false, false}}
 			r.workloads[types.UID("w-0")] = w
-			if got := len(r.Excess()) > 0; got != tc.excess {
-				t.Errorf("excess %v, want some %t", r.Excess(), tc.excess)
+			if got := len(r.Oracle.Excess()) > 0; got != tc.excess {
+				t.Errorf("excess %v, want some %t", r.Oracle.Excess(), tc.excess)
 			}
 		})
 	}

@@ -16,7 +16,7 @@ import (
 //   - the reloader does not resume a Deployment its owner paused.
 
 // ownerPause draws an owner's pause of a live Deployment. Nil when none lives.
-func (g *generator) ownerPause() []Action {
+func (g *laterDraws) ownerPause() []Action {
 	var live []string
 	for _, w := range workloadNames {
 		if g.workloads[w] && KindOrDefault(g.kinds[w]) == KindDeployment {
@@ -64,7 +64,7 @@ func (w *WorkloadLife) ownerPausedBy(paused bool, at time.Time) {
 
 // ownerPauseViolations lists what w's owner pauses forbid that happened: a rollback while its
 // owner paused it, and a resume that was not the owner's while paused. The caller holds r.mu.
-func (r *Recorder) ownerPauseViolations(w *WorkloadLife, paired pairs) []Violation {
+func (r *gates) ownerPauseViolations(w *WorkloadLife, paired pairs) []Violation {
 	var out []Violation
 	for i := range paired.rollback {
 		if w.ownerPausedAt(w.restartAt[i]) {

@@ -20,7 +20,7 @@ import (
 //     the same name, reading other configs: across an API server restart or a watch gap the
 //     reloader may see it as an update with another UID.
 //
-// What the oracle expects (recorder.readSince, readAt): a change counts for a workload by what
+// What the oracle expects (reads.readSince, readAt): a change counts for a workload by what
 // its template read when the change was made; a workload is held to a change only if it still
 // reads the config, and read it through every reref since (the reref's own rollout gives its
 // pods what the config holds then: the checker's last template change, as for a strip).
@@ -31,7 +31,7 @@ const rerefEvery, replaceEvery = 8, 16
 
 // reref draws a change of what a live workload's template reads, and half the time a change of
 // a config it began or stopped reading. Nil when no workload but Jobs lives.
-func (g *generator) reref() []Action {
+func (g *featureDraws) reref() []Action {
 	var live []string
 	for _, w := range workloadNames {
 		if g.workloads[w] && g.kinds[w] != KindJob {
@@ -62,7 +62,7 @@ func (g *generator) reref() []Action {
 }
 
 // readers are the existing configs refs reads and others does not.
-func (g *generator) readers(refs, others []Ref) []string {
+func (g *featureDraws) readers(refs, others []Ref) []string {
 	var out []string
 	for _, r := range refs {
 		if g.configs[r.Config] && !slices.ContainsFunc(others, func(o Ref) bool { return o.Config == r.Config }) {
@@ -74,7 +74,7 @@ func (g *generator) readers(refs, others []Ref) []string {
 
 // replaceWorkload deletes a live workload and, with no pause, creates one of the same kind
 // under its name reading other configs. Nil when none lives.
-func (g *generator) replaceWorkload() []Action {
+func (g *featureDraws) replaceWorkload() []Action {
 	var live []string
 	for _, n := range workloadNames {
 		if g.workloads[n] {
@@ -92,7 +92,7 @@ func (g *generator) replaceWorkload() []Action {
 }
 
 // otherRefs draws refs other than before, as a creation draws them.
-func (g *generator) otherRefs(before []Ref) []Ref {
+func (g *featureDraws) otherRefs(before []Ref) []Ref {
 	refs := drawRefs(g.eighth, g.eighth)
 	for i := 0; i < 10 && slices.Equal(refs, before); i++ {
 		refs = drawRefs(g.eighth, g.eighth)
@@ -101,7 +101,7 @@ func (g *generator) otherRefs(before []Ref) []Ref {
 }
 
 // eighthPause is a pause after a gen 7 action: mostly short, now and then past raceMargin.
-func (g *generator) eighthPause() time.Duration {
+func (g *featureDraws) eighthPause() time.Duration {
 	if g.eighth.IntN(3) == 0 {
 		return time.Duration(2000+g.eighth.IntN(1500)) * time.Millisecond
 	}

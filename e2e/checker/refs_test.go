@@ -152,19 +152,19 @@ func TestARerefMovesWhatAWorkloadIsHeldTo(t *testing.T) {
 				rerefs:   []reref{{at: at(10), rv: 10, before: []Ref{{Config: "cm-0", Whole: true}}}},
 				restarts: []int64{10}, touched: []map[string]bool{{}}, restartAt: []time.Time{at(10)}, generation: 2, ownChanges: 1}
 			r.workloads[w.uid] = w
-			if _, held := r.held(w, tc.config); held != tc.held {
+			if _, held := r.Oracle.held(w, tc.config); held != tc.held {
 				t.Errorf("held %t, want %t", held, tc.held)
 			}
-			if lost := r.Lost(); (len(lost) > 0) != tc.held {
+			if lost := r.Oracle.Lost(); (len(lost) > 0) != tc.held {
 				t.Errorf("lost %v, want a loss %t", lost, tc.held)
 			}
-			if got := r.counts(w, tc.config, change{rv: ch.rv, at: ch.at}); got != tc.counts {
+			if got := r.excess.counts(w, tc.config, change{rv: ch.rv, at: ch.at}); got != tc.counts {
 				t.Errorf("counts %t, want %t", got, tc.counts)
 			}
 			// The reloader restarts it for the config at rv 25.
 			w.restarts, w.touched, w.restartAt = append(w.restarts, 25), append(w.touched, map[string]bool{tc.config: true}), append(w.restartAt, at(25))
 			w.generation = 3 // its creation, the reref, the reload
-			excess := r.Excess()
+			excess := r.Oracle.Excess()
 			if (len(excess) == 0) != tc.excessOK {
 				t.Errorf("excess %v, want none %t", excess, tc.excessOK)
 			}
@@ -219,14 +219,14 @@ func TestACronJobsRerefThatStopsExcludingAConfigIsASwitchOfMode(t *testing.T) {
 				w.runs = []int64{26} // the reload's run
 			}
 			r.workloads[w.uid] = w
-			excess := r.Excess()
+			excess := r.Oracle.Excess()
 			if (len(excess) == 0) != tc.excessOK {
 				t.Errorf("excess %v, want none %t", excess, tc.excessOK)
 			}
 			if !tc.excessOK && !strings.Contains(fmt.Sprint(excess), "excess: w-4") {
 				t.Errorf("not reported as a restart without a change: %v", excess)
 			}
-			if _, held := r.held(w, "cm--2"); held {
+			if _, held := r.Oracle.held(w, "cm--2"); held {
 				t.Errorf("held to the change made before the reref")
 			}
 		})

@@ -20,7 +20,7 @@ import (
 
 // rolloutsComplete draws whether the sequence runs where rollouts complete: half the
 // sequences with --rollback, where rollbacks are judged, and a tenth of the others.
-func (g *generator) rolloutsComplete(rollback bool) bool {
+func (g *laterDraws) rolloutsComplete(rollback bool) bool {
 	if rollback {
 		return g.eleventh.IntN(2) == 0
 	}
@@ -28,7 +28,7 @@ func (g *generator) rolloutsComplete(rollback bool) bool {
 }
 
 // breakSome makes a third of the Deployments the first streams create broken.
-func (g *generator) breakSome(actions []Action) {
+func (g *laterDraws) breakSome(actions []Action) {
 	for i, a := range actions {
 		if a.Op == "create-workload" && KindOrDefault(a.Kind) == KindDeployment && slices.Contains(workloadNames, a.Target) {
 			actions[i].Broken = g.eleventh.IntN(3) == 0
@@ -37,7 +37,7 @@ func (g *generator) breakSome(actions []Action) {
 }
 
 // eleventhActions draws gen 10's actions after a main action.
-func (g *generator) eleventhActions(s Sequence) []Action {
+func (g *laterDraws) eleventhActions(s Sequence) []Action {
 	var out []Action
 	if g.eleventh.IntN(forgeRunEvery) == 0 {
 		out = append(out, g.forgeRun()...)
@@ -80,7 +80,7 @@ func keepBroken(from, to *corev1.PodTemplateSpec) {
 // Deployment that is not broken (its rollout completes; one its owner paused is judged by
 // ownerPauseViolations), and a rollback, as the reloader's history says, that did not put back
 // the markers its reload replaced or came sooner than a rollout fails. The caller holds r.mu.
-func (r *Recorder) rolloutViolations(w *WorkloadLife, paired pairs) []Violation {
+func (r *gates) rolloutViolations(w *WorkloadLife, paired pairs) []Violation {
 	if !r.rollouts && w.Kind != KindRollout {
 		return nil
 	}
@@ -110,13 +110,13 @@ func (r *Recorder) rolloutViolations(w *WorkloadLife, paired pairs) []Violation 
 
 // completes reports whether every rollout of w completes: a Deployment that is not broken where
 // rollouts complete, or a Rollout, whose status the checker writes. The caller holds r.mu.
-func (r *Recorder) completes(w *WorkloadLife) bool {
+func (r *gates) completes(w *WorkloadLife) bool {
 	return r.rollouts && !w.broken || w.Kind == KindRollout
 }
 
 // brokenRollbacks counts the rollbacks of broken Deployments: the failures rollback judged.
 // The caller holds r.mu.
-func (r *Recorder) brokenRollbacks() int {
+func (r *gates) brokenRollbacks() int {
 	n := 0
 	for _, w := range r.lives() {
 		if w.broken {

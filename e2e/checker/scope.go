@@ -26,13 +26,13 @@ import (
 //     so it holds the content from before the leave: a config recreated while out is a change
 //     against that content, not a config the state never saw. heal() (quiet points and the end)
 //     makes it enter, and no loss is judged while it is out.
-//   - The span out counts as blind (recorder.blindAt): on entering, the reloader sees the
+//   - The span out counts as blind (history.blindAt): on entering, the reloader sees the
 //     namespace's workloads and configs at once, in no order, so a workload created or
 //     stripped while out may take a change made before it, as after an outage.
 
 // scopeAction draws, after a main action, a namespace leaving the selection now and then, and
 // entering it again a few actions later.
-func (g *generator) scopeAction() []Action {
+func (g *featureDraws) scopeAction() []Action {
 	pause := time.Duration(g.fifth.IntN(400)) * time.Millisecond
 	if g.fifth.IntN(3) == 0 {
 		pause = time.Duration(1000+g.fifth.IntN(2000)) * time.Millisecond
@@ -71,7 +71,7 @@ func (r *Recorder) Scoped(in bool, before, after time.Time, rv int64) {
 }
 
 // outNow reports whether the namespace is out of the selection. The caller holds r.mu.
-func (r *Recorder) outNow() bool {
+func (r *history) outNow() bool {
 	return len(r.outs) > 0 && r.outs[len(r.outs)-1].enterRV == 0
 }
 
@@ -79,7 +79,7 @@ func (r *Recorder) outNow() bool {
 // the namespace was out of the selection then, when it entered again (seed
 // 1795200000000000180@5: a key lost, a start while out, a change of a Secret while out, taken
 // at the entry as the content the lost key's entries stood for). The caller holds r.mu.
-func (r *Recorder) inScopeFrom(t time.Time) time.Time {
+func (r *history) inScopeFrom(t time.Time) time.Time {
 	for _, o := range r.outs {
 		if o.enterRV != 0 && !o.left.After(t) && o.entered.After(t) {
 			return o.entered
@@ -91,7 +91,7 @@ func (r *Recorder) inScopeFrom(t time.Time) time.Time {
 // outOfScope lists the reloads of w made while its namespace was out of the selection: written
 // after the label's removal and seen more than raceMargin after it (a reload already under way
 // may land in that margin), and before the label came back. The caller holds r.mu.
-func (r *Recorder) outOfScope(w *WorkloadLife) []Violation {
+func (r *excess) outOfScope(w *WorkloadLife) []Violation {
 	var out []Violation
 	for i, rv := range w.restarts {
 		if r.own[rv] {

@@ -64,7 +64,7 @@ func TestGenerator4IsGenerator3WithTheNamespaceSelector(t *testing.T) {
 func TestAReloadWhileTheNamespaceIsOutIsAViolation(t *testing.T) {
 	t.Parallel()
 	left := time.Now()
-	r := &Recorder{own: map[int64]bool{}, outs: []outSpan{{left: left, leftRV: 100, entered: left.Add(10 * time.Second), enterRV: 200}}}
+	r := newRecorder(&history{own: map[int64]bool{}, outs: []outSpan{{left: left, leftRV: 100, entered: left.Add(10 * time.Second), enterRV: 200}}})
 	for _, tc := range []struct {
 		rv   int64
 		at   time.Time
@@ -77,7 +77,7 @@ func TestAReloadWhileTheNamespaceIsOutIsAViolation(t *testing.T) {
 		{150, left.Add(RaceMargin + time.Nanosecond), true},
 	} {
 		w := &WorkloadLife{Kind: KindDeployment, name: "w-0", restarts: []int64{tc.rv}, restartAt: []time.Time{tc.at}}
-		if got := len(r.outOfScope(w)) > 0; got != tc.want {
+		if got := len(r.excess.outOfScope(w)) > 0; got != tc.want {
 			t.Errorf("reload at rv %d, %s after the leave: violation %t, want %t", tc.rv, tc.at.Sub(left), got, tc.want)
 		}
 	}
@@ -88,13 +88,13 @@ func TestAReloadWhileTheNamespaceIsOutIsAViolation(t *testing.T) {
 		want bool
 	}{{-time.Second, false}, {RaceMargin + time.Second, true}} {
 		w := &WorkloadLife{Kind: KindJob, name: "w-0", restarts: []int64{150}, restartAt: []time.Time{left.Add(5 * time.Second)}, jobGone: []time.Time{left.Add(tc.gone)}}
-		if got := len(r.outOfScope(w)) > 0; got != tc.want {
+		if got := len(r.excess.outOfScope(w)) > 0; got != tc.want {
 			t.Errorf("Job deleted %s after the leave, created again while out: violation %t, want %t", tc.gone, got, tc.want)
 		}
 	}
 	r.outs = append(r.outs, outSpan{left: left.Add(time.Minute), leftRV: 300})
 	w := &WorkloadLife{Kind: KindDeployment, name: "w-0", restarts: []int64{400}, restartAt: []time.Time{left.Add(2 * time.Minute)}}
-	if len(r.outOfScope(w)) == 0 {
+	if len(r.excess.outOfScope(w)) == 0 {
 		t.Error("a reload while the namespace is still out is no violation")
 	}
 }

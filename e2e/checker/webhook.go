@@ -22,13 +22,13 @@ const webhookInvalidEvery = 6
 
 // webhookMode draws a --webhook-url sequence: a fifth of the sequences with validated configs that
 // run neither where rollouts complete nor over all namespaces.
-func (g *generator) webhookMode(s Sequence) bool {
+func (g *laterDraws) webhookMode(s Sequence) bool {
 	return !s.Rollouts && !s.NsSelector && len(s.Validated) > 0 && g.eleventh.IntN(5) == 0
 }
 
 // webhookInvalid draws a quiet point, then an invalid content of a validated config that exists
 // and is not ignored, then a valid one. Nil when there is none.
-func (g *generator) webhookInvalid() []Action {
+func (g *laterDraws) webhookInvalid() []Action {
 	var live []string
 	for _, c := range g.validated {
 		if g.configs[c] && !g.ignored[c] {

@@ -3,6 +3,7 @@ package checker
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -13,13 +14,13 @@ import (
 // recorder's lock, so that the executor never touches what the recorder keeps.
 
 // Written records the checker's write of content data to config name at rv.
-func (r *Recorder) Written(name string, rv int64, data Content) {
+func (r *ConfigLog) Written(name string, rv int64, data Content) {
 	r.config(name, configEvent{rv: rv, at: time.Now(), exists: true, data: data})
 }
 
 // ConfigDeleted records the checker's deletion of config name, at rv. The ignore annotation
 // goes with the object: a recreated config is not ignored.
-func (r *Recorder) ConfigDeleted(name string, rv int64) {
+func (r *ConfigLog) ConfigDeleted(name string, rv int64) {
 	r.config(name, configEvent{rv: rv, at: time.Now()})
 	r.mu.Lock()
 	if r.isIgnored(name) {
@@ -29,14 +30,14 @@ func (r *Recorder) ConfigDeleted(name string, rv int64) {
 }
 
 // IgnoreSet records the checker's write of config name's ignore annotation ("true"/"false").
-func (r *Recorder) IgnoreSet(name string, at time.Time, value string) {
+func (r *ConfigLog) IgnoreSet(name string, at time.Time, value string) {
 	r.mu.Lock()
 	r.ignored[name] = append(r.ignored[name], modeEvent{at: at, mode: value})
 	r.mu.Unlock()
 }
 
 // IgnoredNow is whether config name is ignored now.
-func (r *Recorder) IgnoredNow(name string) bool {
+func (r *ConfigLog) IgnoredNow(name string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.isIgnored(name)
@@ -44,7 +45,7 @@ func (r *Recorder) IgnoredNow(name string) bool {
 
 // Previous returns the content config name had before its last write, if it exists now and
 // existed then with another content: what a revert of its last change writes.
-func (r *Recorder) Previous(name string) (Content, bool) {
+func (r *ConfigLog) Previous(name string) (Content, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	es := r.configs[name]
@@ -55,7 +56,7 @@ func (r *Recorder) Previous(name string) (Content, bool) {
 }
 
 // Current returns the content the checker last wrote to config name.
-func (r *Recorder) Current(name string) (Content, bool) {
+func (r *ConfigLog) Current(name string) (Content, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	es := r.configs[name]
@@ -71,7 +72,7 @@ func (r *Recorder) Current(name string) (Content, bool) {
 
 // Created records the workload the checker created by a, as the API server returned it (out,
 // decoded as o) at, with the configs whose stakater variable lags.
-func (r *Recorder) Created(a Action, kind string, out *unstructured.Unstructured, o *Object, at time.Time, lagged map[string]bool, broken bool) {
+func (r *WorkloadLog) Created(a Action, kind string, out *unstructured.Unstructured, o *Object, at time.Time, lagged map[string]bool, broken bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.workloads[out.GetUID()] = &WorkloadLife{name: a.Target, Kind: kind, uid: out.GetUID(), refs: a.Refs, createdRV: RVOf(out), createdAt: at,
@@ -80,7 +81,7 @@ func (r *Recorder) Created(a Action, kind string, out *unstructured.Unstructured
 }
 
 // Live is the live workload name, or nil.
-func (r *Recorder) Live(name string) *WorkloadLife {
+func (r *WorkloadLog) Live(name string) *WorkloadLife {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, l := range r.workloads {
@@ -92,7 +93,7 @@ func (r *Recorder) Live(name string) *WorkloadLife {
 }
 
 // UIDOf is l's UID now: a Job's changes as the reloader creates it again.
-func (r *Recorder) UIDOf(l *WorkloadLife) types.UID {
+func (r *WorkloadLog) UIDOf(l *WorkloadLife) types.UID {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return l.uid
@@ -108,14 +109,14 @@ func (r *Recorder) GenerationSeen(uid types.UID, generation int64) {
 }
 
 // JobGone ends the life of a Job found deleted at.
-func (r *Recorder) JobGone(l *WorkloadLife, at time.Time) {
+func (r *WorkloadLog) JobGone(l *WorkloadLife, at time.Time) {
 	r.mu.Lock()
 	l.deletedAt = at
 	r.mu.Unlock()
 }
 
 // Deleted records the checker's deletion of l at, at its last generation.
-func (r *Recorder) Deleted(l *WorkloadLife, at time.Time, generation int64) {
+func (r *WorkloadLog) Deleted(l *WorkloadLife, at time.Time, generation int64) {
 	r.mu.Lock()
 	l.deletedAt, l.generation = at, generation
 	r.mu.Unlock()
@@ -123,7 +124,7 @@ func (r *Recorder) Deleted(l *WorkloadLife, at time.Time, generation int64) {
 
 // Edited records the checker's update of l at, written at rv, which set e; moved: it moved the
 // workload's generation, a template change of the checker's own.
-func (r *Recorder) Edited(l *WorkloadLife, at time.Time, rv int64, e Edited, moved bool) {
+func (r *WorkloadLog) Edited(l *WorkloadLife, at time.Time, rv int64, e Edited, moved bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if e.Mode != "" {
@@ -146,7 +147,7 @@ func (r *Recorder) Edited(l *WorkloadLife, at time.Time, rv int64, e Edited, mov
 }
 
 // ModeNow is l's annotation mode now.
-func (r *Recorder) ModeNow(l *WorkloadLife) string {
+func (r *WorkloadLog) ModeNow(l *WorkloadLife) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return l.mode()
@@ -154,7 +155,7 @@ func (r *Recorder) ModeNow(l *WorkloadLife) string {
 
 // OwnerPauseSkips is whether an owner's pause of l is skipped: only a Deployment with no pause
 // period of its own and not paused already is paused by its owner.
-func (r *Recorder) OwnerPauseSkips(l *WorkloadLife) bool {
+func (r *WorkloadLog) OwnerPauseSkips(l *WorkloadLife) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return l.Kind != KindDeployment || l.gate().pausePeriod() > 0 || l.ownerPaused()
@@ -162,7 +163,7 @@ func (r *Recorder) OwnerPauseSkips(l *WorkloadLife) bool {
 
 // ArgoPaused records a pause step of Rollout uid beginning (paused) or ending, as its owner's
 // pause, and reports whether that began a pause.
-func (r *Recorder) ArgoPaused(uid types.UID, paused bool, at time.Time) (began bool) {
+func (r *WorkloadLog) ArgoPaused(uid types.UID, paused bool, at time.Time) (began bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	l := r.workloads[uid]
@@ -175,7 +176,7 @@ func (r *Recorder) ArgoPaused(uid types.UID, paused bool, at time.Time) (began b
 
 // HeldByGates names the live workloads whose gate holds their reloads under --reload-window
 // window.
-func (r *Recorder) HeldByGates(window string) []string {
+func (r *WorkloadLog) HeldByGates(window string) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var held []string
@@ -196,14 +197,27 @@ func (r *Recorder) IsOut() bool {
 
 // ReloaderRestarts is a violation for each workload the reloader restarted, where it only calls
 // a webhook.
-func (r *Recorder) ReloaderRestarts() []Violation {
+func (r *Oracle) ReloaderRestarts() []Violation {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []Violation
 	for _, l := range r.lives() {
-		if n := r.byReloader(l); n > 0 {
+		if n := r.excess.byReloader(l); n > 0 {
 			out = append(out, Violation(fmt.Sprintf("webhook: %s %s was restarted %d time(s) by the reloader, which only calls the webhook", l.Kind, l.name, n)))
 		}
 	}
 	return out
+}
+
+func (r *WorkloadLog) OwnWrite(rv int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.own[rv] = true
+	for _, w := range r.lives() {
+		for i, fold := range w.folded {
+			if slices.ContainsFunc(fold, func(m markerWrite) bool { return m.rv == rv }) {
+				r.refold(w, i)
+			}
+		}
+	}
 }
