@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"math/rand/v2"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,7 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/reloader/reloader/confighash"
+	"github.com/reloader/reloader/e2e/checker"
 	"github.com/reloader/reloader/internal/dev/testcluster"
 	"github.com/reloader/reloader/state"
 )
@@ -36,10 +34,10 @@ type world struct {
 	ctx  context.Context
 	cl   *testcluster.Cluster // the e2e cluster, or where rollouts complete (gen 10)
 	ns   string
-	seq  sequence
+	seq  checker.Sequence
 	gate *gate
 	kube string // the kubeconfig through the gate
-	rec  *recorder
+	rec  *checker.Recorder
 	rnd  *rand.Rand
 	dyn  dynamic.Interface
 
@@ -66,7 +64,7 @@ type world struct {
 	// hook receives --webhook-url's calls (gen 10, checker_webhook_test.go); hookViolations
 	// are what webhookInvalid found; finalAt is when the final round began.
 	hook           *receiver
-	hookViolations []violation
+	hookViolations []checker.Violation
 	finalAt        time.Time
 }
 
@@ -75,7 +73,7 @@ type downtime struct {
 	from, until time.Time
 }
 
-func newWorld(t *testing.T, ctx context.Context, seq sequence) *world {
+func newWorld(t *testing.T, ctx context.Context, seq checker.Sequence) *world {
 	cl := cluster
 	if seq.Rollouts {
 		cl = rolloutsCluster(t)
@@ -84,7 +82,7 @@ func newWorld(t *testing.T, ctx context.Context, seq sequence) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &world{t: t, ctx: ctx, cl: cl, ns: cl.NewNamespace(t), seq: seq, rec: newRecorder(seq), dyn: dyn,
+	w := &world{t: t, ctx: ctx, cl: cl, ns: cl.NewNamespace(t), seq: seq, rec: checker.NewRecorder(seq), dyn: dyn,
 		rnd: rand.New(rand.NewPCG(seq.Seed, 7)), lifts: map[string]func(){}, refusedTill: map[string]time.Time{}, faults: map[string]int{}, downs: map[int]downtime{},
 		stopping: map[*proc]bool{}, resumes: map[string]func(){}}
 	if seq.Webhook {
@@ -141,17 +139,17 @@ var errNotThere = errors.New("not there")
 // the sequence's first workloads are created before, and it returns how many actions it ran.
 func (w *world) setup() (ran int) {
 	ctx := w.ctx
-	for _, c := range configNames {
-		w.must(w.writeConfig(c, firstContent(c), true))
+	for _, c := range checker.ConfigNames {
+		w.must(w.writeConfig(c, checker.FirstContent(c), true))
 	}
 	if w.seq.Fold {
-		w.must(w.writeConfig(foldedName, firstContent(foldedName), true))
+		w.must(w.writeConfig(checker.FoldedName, checker.FirstContent(checker.FoldedName), true))
 	}
 	list, err := w.cl.Client().AppsV1().Deployments(w.ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	w.rec.watch(ctx, w.ns, list.ResourceVersion, w.dyn)
+	w.rec.Watch(ctx, w.ns, list.ResourceVersion, w.dyn)
 	if w.seq.NsSelector {
 		w.must(w.setScope(true)) // the namespace starts in the selection
 	}
@@ -169,16 +167,16 @@ func (w *world) setup() (ran int) {
 	if !w.leading(30 * time.Second) {
 		w.t.Fatal("no replica leads 30 s after the start")
 	}
-	if w.seq.NsSelector && !w.seq.Migrate && !w.waitRecorded(configNames[0], 30*time.Second) {
+	if w.seq.NsSelector && !w.seq.Migrate && !w.waitRecorded(checker.ConfigNames[0], 30*time.Second) {
 		// Nothing reads it yet, so the first start records it at once: the reloader does not
 		// see the namespace in its selection, or keeps its state under other keys.
-		w.t.Fatalf("over all namespaces with a namespace selector, the state holds no content for %s 30 s after the start", configNames[0])
+		w.t.Fatalf("over all namespaces with a namespace selector, the state holds no content for %s 30 s after the start", checker.ConfigNames[0])
 	}
 	return ran
 }
 
 // noteUnknown records, before config name changes, whether the state ConfigMap holds content
-// for it. If not, the change is one the state may not know about (see recorder.forgotten), but
+// for it. If not, the change is one the state may not know about (see checker's forgotten), but
 // only a loss the reloader did not cause itself can excuse it: the state ConfigMap gone (a
 // state-delete fault, or never written because the leader that recorded it could not reach the
 // API server before it had to exit), or a tombstone without a hash ("deleted@<unix>:": the
@@ -191,17 +189,17 @@ func (w *world) noteUnknown(name string) {
 	gone := apierrors.IsNotFound(err) || hashless
 	switch {
 	case apierrors.IsNotFound(err):
-		w.rec.stateGone(name)
+		w.rec.StateGone(name)
 	case hashless:
-		w.rec.forget(name)
+		w.rec.Forget(name)
 	}
-	w.rec.unknownBefore(name, gone || err == nil && e == "")
+	w.rec.UnknownBefore(name, gone || err == nil && e == "")
 }
 
 // stateEntry reads config name's entry in the state ConfigMap.
 func (w *world) stateEntry(name string) (string, error) {
 	kind := "ConfigMap"
-	if isSecret(name) {
+	if checker.IsSecret(name) {
 		kind = "Secret"
 	}
 	cm, err := w.cl.Client().CoreV1().ConfigMaps(w.ns).Get(w.ctx, "reloader-state", metav1.GetOptions{})
@@ -239,13 +237,13 @@ func (w *world) launch() *proc {
 	case w.seq.Rollback && w.seq.Rollouts:
 		args = append(args, "--rollback", "--rollout-timeout", rolloutsTimeout.String())
 	case w.seq.Rollback:
-		args = append(args, "--rollback", "--rollout-timeout", rolloutTimeout.String())
+		args = append(args, "--rollback", "--rollout-timeout", checker.RolloutTimeout.String())
 	}
 	switch w.seq.Window {
 	case "open":
-		args = append(args, "--reload-window", openWindow)
+		args = append(args, "--reload-window", checker.OpenWindow)
 	case "closed":
-		args = append(args, "--reload-window", closedWindow(time.Now()))
+		args = append(args, "--reload-window", checker.ClosedWindow(time.Now()))
 	}
 	if w.seq.NsSelector {
 		args = append(args, w.scopeArgs()...)
@@ -264,7 +262,7 @@ func (w *world) launch() *proc {
 // watch records when process p begins from the state it found: once it leads and is ready (its
 // state loaded, its caches synced). Its launch time would be too early: a process started
 // during an outage loads the state only once the API server answers, possibly after the state
-// lost an entry (recorder.forgotten). It also records a leader that exits on its own as a stop
+// lost an entry (checker's forgotten). It also records a leader that exits on its own as a stop
 // (soak seed 1795476458054184883: a leader past its renew deadline in an outage, and a
 // workload created before the next one led).
 func (w *world) watch(p *proc) {
@@ -275,12 +273,12 @@ func (w *world) watch(p *proc) {
 			own := w.stopping[p]
 			w.mu.Unlock()
 			if led && !own {
-				w.rec.stopped()
+				w.rec.Stopped()
 			}
 			return
 		}
 		if !led && p.scrape("reloader_leader") == "1" && p.ready(0) {
-			w.rec.started()
+			w.rec.Started()
 			led = true
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -292,7 +290,7 @@ func (w *world) stop(i int) {
 	w.mu.Lock()
 	w.stopping[w.procs[i]] = true
 	w.mu.Unlock()
-	w.rec.stopped()
+	w.rec.Stopped()
 }
 
 // configMeta is what config name is created with: its name, and for a config the sequence
@@ -306,11 +304,11 @@ func (w *world) configMeta(name string) metav1.ObjectMeta {
 }
 
 // writeConfig creates (create) or replaces the data of config name, and records the write.
-func (w *world) writeConfig(name string, data content, create bool) error {
+func (w *world) writeConfig(name string, data checker.Content, create bool) error {
 	ctx, core := w.ctx, w.cl.Client().CoreV1()
 	var obj metav1.Object
 	var err error
-	if isSecret(name) {
+	if checker.IsSecret(name) {
 		s := &corev1.Secret{ObjectMeta: w.configMeta(name), Data: map[string][]byte{}}
 		for k, v := range data {
 			s.Data[k] = []byte(v)
@@ -344,44 +342,17 @@ func (w *world) writeConfig(name string, data content, create bool) error {
 		}
 	}
 	if err == nil {
-		w.rec.config(name, configEvent{rv: rvOf(obj), at: time.Now(), exists: true, data: data})
+		w.rec.Configs.Written(name, checker.RVOf(obj), data)
 	}
 	return err
 }
 
-// previous returns the content config name had before its last write, if it exists now and
-// existed then with another content: what a revert of its last change writes.
-func (w *world) previous(name string) (content, bool) {
-	w.rec.mu.Lock()
-	defer w.rec.mu.Unlock()
-	es := w.rec.configs[name]
-	if len(es) < 2 || !es[len(es)-1].exists || !es[len(es)-2].exists || es[len(es)-2].data.whole() == es[len(es)-1].data.whole() {
-		return nil, false
-	}
-	return maps.Clone(es[len(es)-2].data), true
-}
-
-// current returns the content the checker last wrote to config name.
-func (w *world) current(name string) (content, bool) {
-	w.rec.mu.Lock()
-	defer w.rec.mu.Unlock()
-	es := w.rec.configs[name]
-	if len(es) == 0 || !es[len(es)-1].exists {
-		return nil, false
-	}
-	out := content{}
-	for k, v := range es[len(es)-1].data {
-		out[k] = v
-	}
-	return out, true
-}
-
-func (w *world) do(a action) error {
+func (w *world) do(a checker.Action) error {
 	switch a.Op {
 	case "update", "binary":
 		w.noteUnknown(a.Target)
 		return w.retry(a.String(), func() error {
-			data, ok := w.current(a.Target)
+			data, ok := w.rec.Configs.Current(a.Target)
 			if !ok {
 				return errNotThere
 			}
@@ -391,7 +362,7 @@ func (w *world) do(a action) error {
 	case "revert":
 		w.noteUnknown(a.Target)
 		return w.retry(a.String(), func() error {
-			data, ok := w.previous(a.Target)
+			data, ok := w.rec.Configs.Previous(a.Target)
 			if !ok {
 				return errNotThere
 			}
@@ -403,9 +374,9 @@ func (w *world) do(a action) error {
 		return w.retry(a.String(), func() error { return w.deleteConfig(a.Target) })
 	case "recreate":
 		w.noteUnknown(a.Target)
-		data := content{"a": a.Value, "b": a.Value}
+		data := checker.Content{"a": a.Value, "b": a.Value}
 		if a.Only != "" {
-			data = content{a.Only: a.Value}
+			data = checker.Content{a.Only: a.Value}
 		}
 		return w.retry(a.String(), func() error { return w.writeConfig(a.Target, data, true) })
 	case "ignore":
@@ -415,26 +386,28 @@ func (w *world) do(a action) error {
 	case "delete-workload":
 		return w.retry(a.String(), func() error { return w.deleteWorkload(a.Target) })
 	case "strip":
-		return w.retry(a.String(), func() error { return w.updateWorkload(a.Target, stripMarkers) })
+		return w.retry(a.String(), func() error { return w.updateWorkload(a.Target, checker.StripMarkers) })
 	case "annotate":
 		return w.retry(a.String(), func() error {
-			return w.updateWorkload(a.Target, func(o *wobj, onTemplate bool) edited {
-				ann := o.annotations(onTemplate)
-				setMode(ann, refsOf(o.u.GetAnnotations()), a.Mode)
-				o.setAnnotations(onTemplate, ann)
-				return edited{mode: a.Mode}
+			return w.updateWorkload(a.Target, func(o *checker.Object, onTemplate bool) checker.Edited {
+				ann := o.Annotations(onTemplate)
+				checker.SetMode(ann, checker.RefsOf(o.Obj.GetAnnotations()), a.Mode)
+				o.SetAnnotations(onTemplate, ann)
+				return checker.Edited{Mode: a.Mode}
 			})
 		})
 	case "reref":
 		return w.retry(a.String(), func() error {
 			mode := w.modeOf(a.Target)
-			return w.updateWorkload(a.Target, func(o *wobj, onTemplate bool) edited { return rerefTemplate(o, onTemplate, a.Refs, mode) })
+			return w.updateWorkload(a.Target, func(o *checker.Object, onTemplate bool) checker.Edited {
+				return checker.RerefTemplate(o, onTemplate, a.Refs, mode)
+			})
 		})
 	case "image":
 		return w.retry(a.String(), func() error {
-			return w.updateWorkload(a.Target, func(o *wobj, _ bool) edited {
-				o.tmpl.Spec.Containers[0].Image = a.Value
-				return edited{}
+			return w.updateWorkload(a.Target, func(o *checker.Object, _ bool) checker.Edited {
+				o.Template.Spec.Containers[0].Image = a.Value
+				return checker.Edited{}
 			})
 		})
 	case "gate":
@@ -447,7 +420,7 @@ func (w *world) do(a action) error {
 		if err := w.cl.RestartAPIServer(w.ctx, a.Dur, w.rnd.IntN(2) == 0); err != nil {
 			return fmt.Errorf("restart the API server: %w", err)
 		}
-		w.rec.blindFrom(from, time.Now())
+		w.rec.BlindFrom(from, time.Now())
 	case "outage":
 		w.outage(a.Dur)
 	case "ns-leave", "ns-enter":
@@ -459,7 +432,7 @@ func (w *world) do(a action) error {
 		return w.retry(a.String(), func() error { return w.replaceHashKey(a.Value == "replace") })
 	case "state-delete":
 		w.faults[a.Op]++
-		w.rec.stateDeleted()
+		w.rec.StateDeleted()
 		return w.retry(a.String(), func() error {
 			return w.cl.Client().CoreV1().ConfigMaps(w.ns).Delete(w.ctx, "reloader-state", metav1.DeleteOptions{})
 		})
@@ -473,9 +446,9 @@ func (w *world) do(a action) error {
 		return w.ownerPause(a.Target, a.Dur)
 	case "state-corrupt":
 		w.faults[a.Op]++
-		w.rec.forget(a.Target)
+		w.rec.Forget(a.Target)
 		kind := "ConfigMap"
-		if isSecret(a.Target) {
+		if checker.IsSecret(a.Target) {
 			kind = "Secret"
 		}
 		patch := fmt.Sprintf(`{"data":{"v1.%s_%s":"not a hash"}}`, kind, a.Target)
@@ -495,19 +468,13 @@ func (w *world) deleteConfig(name string) error {
 	defer cancel()
 	events := w.watchConfig(ctx, name)
 	var err error
-	if isSecret(name) {
+	if checker.IsSecret(name) {
 		err = core.Secrets(w.ns).Delete(w.ctx, name, metav1.DeleteOptions{})
 	} else {
 		err = core.ConfigMaps(w.ns).Delete(w.ctx, name, metav1.DeleteOptions{})
 	}
 	if err == nil {
-		w.rec.config(name, configEvent{rv: w.deletionRV(events), at: time.Now()})
-		// The ignore annotation goes with the object: a recreated config is not ignored.
-		w.rec.mu.Lock()
-		if w.rec.isIgnored(name) {
-			w.rec.ignored[name] = append(w.rec.ignored[name], modeEvent{at: time.Now(), mode: "false"})
-		}
-		w.rec.mu.Unlock()
+		w.rec.Configs.ConfigDeleted(name, w.deletionRV(events))
 	}
 	if events != nil {
 		events.Stop()
@@ -528,7 +495,7 @@ func (w *world) watchConfig(ctx context.Context, name string) watch.Interface {
 	}
 	opts := metav1.ListOptions{FieldSelector: "metadata.name=" + name, ResourceVersion: list.ResourceVersion}
 	var events watch.Interface
-	if isSecret(name) {
+	if checker.IsSecret(name) {
 		events, err = core.Secrets(w.ns).Watch(ctx, opts)
 	} else {
 		events, err = core.ConfigMaps(w.ns).Watch(ctx, opts)
@@ -548,7 +515,7 @@ func (w *world) deletionRV(events watch.Interface) int64 {
 	if events != nil {
 		for ev := range events.ResultChan() {
 			if m, ok := ev.Object.(metav1.Object); ok && ev.Type == watch.Deleted {
-				return rvOf(m)
+				return checker.RVOf(m)
 			}
 			if ev.Type == watch.Error {
 				break
@@ -567,168 +534,52 @@ func (w *world) ignore(name, value string) error {
 	core := w.cl.Client().CoreV1()
 	at := time.Now()
 	var err error
-	if isSecret(name) {
+	if checker.IsSecret(name) {
 		_, err = core.Secrets(w.ns).Patch(w.ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
 	} else {
 		_, err = core.ConfigMaps(w.ns).Patch(w.ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
 	}
 	if err == nil {
-		w.rec.mu.Lock()
-		w.rec.ignored[name] = append(w.rec.ignored[name], modeEvent{at: at, mode: value})
-		w.rec.mu.Unlock()
+		w.rec.Configs.IgnoreSet(name, at, value)
 	}
 	return err
 }
 
-// template is the pod template a chart would render for refs: what create-workload writes and
-// what a helm upgrade restores, markers stripped.
-func template(name string, refs []ref) corev1.PodTemplateSpec {
-	c := corev1.Container{Name: "app", Image: "fake"}
-	for _, r := range refs {
-		switch {
-		case r.Whole && isSecret(r.Config):
-			c.EnvFrom = append(c.EnvFrom, corev1.EnvFromSource{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: r.Config}}})
-		case r.Whole:
-			c.EnvFrom = append(c.EnvFrom, corev1.EnvFromSource{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: r.Config}}})
-		case isSecret(r.Config):
-			c.Env = append(c.Env, corev1.EnvVar{Name: "A_" + strings.ReplaceAll(r.Config, "-", "_"), ValueFrom: &corev1.EnvVarSource{
-				SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: r.Config}, Key: "a", Optional: optional(r)}}})
-		default:
-			c.Env = append(c.Env, corev1.EnvVar{Name: "A_" + strings.ReplaceAll(r.Config, "-", "_"), ValueFrom: &corev1.EnvVarSource{
-				ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: r.Config}, Key: "a", Optional: optional(r)}}})
-		}
-	}
-	return corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}}, Spec: corev1.PodSpec{Containers: []corev1.Container{c}}}
-}
-
-func optional(r ref) *bool {
-	if !r.Optional {
-		return nil
-	}
-	return &r.Optional
-}
-
-var modeAnnotations = []string{"reloader.stakater.com/auto", "configmap.reloader.stakater.com/reload", "secret.reloader.stakater.com/reload",
-	"configmaps.exclude.reloader.stakater.com/reload", "secrets.exclude.reloader.stakater.com/reload"}
-
-// setMode sets, in ann, the annotations of mode m for the configs refs reads.
-func setMode(ann map[string]string, refs []ref, m string) {
-	for _, k := range modeAnnotations {
-		delete(ann, k)
-	}
-	var cms, secrets []string
-	for _, r := range refs {
-		if isSecret(r.Config) {
-			secrets = append(secrets, r.Config)
-		} else {
-			cms = append(cms, r.Config)
-		}
-	}
-	switch m {
-	case modeAuto:
-		ann[modeAnnotations[0]] = "true"
-	case modeNamed:
-		if len(cms) > 0 {
-			ann[modeAnnotations[1]] = strings.Join(cms, ",")
-		}
-		if len(secrets) > 0 {
-			ann[modeAnnotations[2]] = strings.Join(secrets, ",")
-		}
-	case modePattern:
-		if len(cms) > 0 {
-			ann[modeAnnotations[1]] = patternOf(cms)
-		}
-		if len(secrets) > 0 {
-			ann[modeAnnotations[2]] = patternOf(secrets)
-		}
-	case modeExclude:
-		ann[modeAnnotations[0]] = "true"
-		first := refs[0].Config
-		if isSecret(first) {
-			ann[modeAnnotations[4]] = first
-		} else {
-			ann[modeAnnotations[3]] = first
-		}
-	}
-}
-
-// patternOf is a reload annotation's regular expression that matches names and no other name:
-// one name's last character as a class ("cm-[0]"), or an alternation of several
-// ("(cm-0|cm--2)"). Neither is a valid config name, so the reloader reads both as patterns.
-func patternOf(names []string) string {
-	if len(names) == 1 {
-		n := names[0]
-		return n[:len(n)-1] + "[" + n[len(n)-1:] + "]"
-	}
-	return "(" + strings.Join(names, "|") + ")"
-}
-
 // setGate replaces, in ann, every gate annotation with g's.
 // gateEdit sets the gate of action a on its workload.
-func (w *world) gateEdit(a action) func() error {
+func (w *world) gateEdit(a checker.Action) func() error {
 	return func() error {
-		return w.updateWorkload(a.Target, func(o *wobj, onTemplate bool) edited {
-			ann := o.annotations(onTemplate)
-			setGate(ann, a.Gate, time.Now())
-			o.setAnnotations(onTemplate, ann)
-			return edited{gate: &a.Gate}
+		return w.updateWorkload(a.Target, func(o *checker.Object, onTemplate bool) checker.Edited {
+			ann := o.Annotations(onTemplate)
+			checker.SetGate(ann, a.Gate, time.Now())
+			o.SetAnnotations(onTemplate, ann)
+			return checker.Edited{Gate: &a.Gate}
 		})
 	}
 }
 
-func setGate(ann map[string]string, g gateSpec, now time.Time) {
-	for _, k := range gateAnnotations {
-		delete(ann, k)
-	}
-	if g.Kind != "" {
-		ann[gateAnnotations[g.Kind]] = g.annotationValue(now)
-	}
-}
-
-// refsOf reads back the refs a workload was created with (kept in an annotation of the checker
-// on its metadata).
-func refsOf(meta map[string]string) []ref {
-	var out []ref
-	for _, s := range strings.Split(meta["checker/refs"], " ") {
-		// The inverse of ref.String: a strip re-renders the template from it, and an optional
-		// key read as required would make the reloader's pods wait where the oracle's do not.
-		name, key, _ := strings.Cut(s, ".")
-		out = append(out, ref{Config: name, Whole: key == "", Optional: key == "a?"})
-	}
-	return out
-}
-
-// refsNote is the checker/refs annotation for refs, which refsOf reads back.
-func refsNote(refs []ref) string {
-	names := make([]string, len(refs))
-	for i, r := range refs {
-		names[i] = r.String()
-	}
-	return strings.Join(names, " ")
-}
-
-func (w *world) createWorkload(a action) error {
-	kind := kindOrDefault(a.Kind)
-	meta := map[string]string{"checker/refs": refsNote(a.Refs)}
-	tmpl := podTemplate(kind, a.Target, a.Refs)
-	broken := w.seq.Rollouts && a.Broken && kind == kindDeployment
+func (w *world) createWorkload(a checker.Action) error {
+	kind := checker.KindOrDefault(a.Kind)
+	meta := map[string]string{"checker/refs": checker.RefsNote(a.Refs)}
+	tmpl := checker.PodTemplate(kind, a.Target, a.Refs)
+	broken := w.seq.Rollouts && a.Broken && kind == checker.KindDeployment
 	if broken {
-		breakTemplate(&tmpl)
+		checker.BreakTemplate(&tmpl)
 	}
 	ann := meta
 	if a.OnTemplate {
 		tmpl.Annotations = map[string]string{}
 		ann = tmpl.Annotations
 	}
-	setMode(ann, a.Refs, a.Mode)
+	checker.SetMode(ann, a.Refs, a.Mode)
 	at := time.Now()
-	setGate(ann, a.Gate, at)
-	lagged := stakaterVars(&tmpl, a)
-	u, err := newWorkload(kind, a.Target, meta, tmpl)
+	checker.SetGate(ann, a.Gate, at)
+	lagged := checker.StakaterVars(&tmpl, a)
+	u, err := checker.NewWorkload(kind, a.Target, meta, tmpl)
 	if err != nil {
 		return err
 	}
-	if w.seq.Rollouts && kind == kindDeployment {
+	if w.seq.Rollouts && kind == checker.KindDeployment {
 		if err := rolloutSpec(u, broken); err != nil {
 			return err
 		}
@@ -737,76 +588,23 @@ func (w *world) createWorkload(a action) error {
 	if err != nil {
 		return err
 	}
-	o, err := decodeWorkload(kind, out)
+	o, err := checker.DecodeWorkload(kind, out)
 	if err != nil {
 		return err
 	}
-	w.rec.mu.Lock()
-	defer w.rec.mu.Unlock()
-	w.rec.workloads[out.GetUID()] = &workloadLife{name: a.Target, kind: kind, uid: out.GetUID(), refs: a.Refs, createdRV: rvOf(out), createdAt: at,
-		modes: []modeEvent{{at: at, mode: a.Mode}}, tmpl: o.tmpl, seenTmpl: o.tmpl, marks0: markers(&o.tmpl), generation: out.GetGeneration(), watchGen: out.GetGeneration(), lagged: lagged,
-		onTemplate: a.OnTemplate, gates: []gateEvent{{at: at, gate: a.Gate}}, broken: broken}
-	if kind == kindRollout {
+	w.rec.Workloads.Created(a, kind, out, o, at, lagged, broken)
+	if kind == checker.KindRollout {
 		go w.actAsArgo(a.Target, out.GetUID(), a.Dur)
 	}
 	return nil
 }
 
-// lagContent is what a workload switched from stakater Reloader runs of a config whose variable
-// lags: stakater reloaded it for this content, and missed the change to the world's first one.
-var lagContent = content{"a": "s", "b": "s"}
-
-// stakaterVars gives the pod template stakater Reloader's variables as a.Lag and a.Cur ask, and
-// returns the configs whose variable lags.
-func stakaterVars(tmpl *corev1.PodTemplateSpec, a action) map[string]bool {
-	lagged := map[string]bool{}
-	set := func(c string, data content) {
-		tmpl.Spec.Containers[0].Env = append(tmpl.Spec.Containers[0].Env, corev1.EnvVar{Name: stakaterName(c), Value: stakaterHash(c, data)})
-	}
-	for _, c := range a.Lag {
-		set(c, lagContent)
-		lagged[c] = true
-	}
-	for _, c := range a.Cur {
-		set(c, firstContent(c))
-	}
-	return lagged
-}
-
-// stakaterName is the variable stakater Reloader keeps config c's hash in, written here from its
-// convention rather than taken from the reloader's code, so that the checker judges that code:
-// STAKATER_, the name in upper case with each run of characters other than letters and digits
-// as one '_', then _CONFIGMAP or _SECRET.
-func stakaterName(c string) string {
-	kind := "_CONFIGMAP"
-	if isSecret(c) {
-		kind = "_SECRET"
-	}
-	return "STAKATER_" + symbolRuns.ReplaceAllString(strings.ToUpper(c), "_") + kind
-}
-
-// symbolRuns are what stakater's variable names fold into one '_'.
-var symbolRuns = regexp.MustCompile(`[^A-Z0-9]+`)
-
-// stakaterHash is stakater Reloader's hash of config c with data (confighash's, which the
-// confighash tests compare with stakater's).
-func stakaterHash(c string, data content) string {
-	if isSecret(c) {
-		s := &corev1.Secret{Data: map[string][]byte{}}
-		for k, v := range data {
-			s.Data[k] = []byte(v)
-		}
-		return confighash.StakaterSecret(s)
-	}
-	return confighash.StakaterConfigMap(&corev1.ConfigMap{Data: data})
-}
-
 // generations reads the generation of every live workload whose template changes in place, for
 // the oracle's count.
 func (w *world) generations() error {
-	kinds := templateKinds
+	kinds := checker.TemplateKinds
 	if w.seq.Argo {
-		kinds = append(slices.Clone(kinds), kindRollout)
+		kinds = append(slices.Clone(kinds), checker.KindRollout)
 	}
 	for _, kind := range kinds {
 		list, err := w.workloads(kind).List(w.ctx, metav1.ListOptions{})
@@ -817,112 +615,80 @@ func (w *world) generations() error {
 			d := &list.Items[i]
 			// The watch may lag the list: a template change it has not shown yet is taken from
 			// the list, as after a gap, so that generations and restarts describe one moment.
-			if w.rec.behind(kind, d) {
+			if w.rec.Behind(kind, d) {
 				w.t.Logf("the list shows a template change of %s %s the watch had not shown yet (rv %s)", kind, d.GetName(), d.GetResourceVersion())
-				w.rec.seen(kind, d, false)
+				w.rec.Seen(kind, d, false)
 			}
-			w.rec.mu.Lock()
-			if l := w.rec.workloads[d.GetUID()]; l != nil {
-				l.generation = d.GetGeneration()
-			}
-			w.rec.mu.Unlock()
-		}
-	}
-	return nil
-}
-
-func (w *world) live(name string) *workloadLife {
-	w.rec.mu.Lock()
-	defer w.rec.mu.Unlock()
-	for _, l := range w.rec.workloads {
-		if l.name == name && l.deletedAt.IsZero() {
-			return l
+			w.rec.GenerationSeen(d.GetUID(), d.GetGeneration())
 		}
 	}
 	return nil
 }
 
 func (w *world) deleteWorkload(name string) error {
-	l := w.live(name)
+	l := w.rec.Workloads.Live(name)
 	if l == nil {
 		return errNotThere
 	}
-	w.rec.mu.Lock()
-	uid := l.uid
-	w.rec.mu.Unlock()
+	uid := w.rec.Workloads.UIDOf(l)
 	// The reloader deleted the Job to create it again, and has not yet (a refusal holds the
 	// creation): the deletion asked for is done. Its life ends here, so that a Job the checker
 	// creates under the name next is not taken for the reloader's creation (seed 2@7: a
 	// workload replaced at once, its new Job counted as a restart of the old one).
 	jobGone := func(err error) bool {
-		if !apierrors.IsNotFound(err) || l.kind != kindJob {
+		if !apierrors.IsNotFound(err) || l.Kind != checker.KindJob {
 			return false
 		}
-		w.rec.mu.Lock()
-		l.deletedAt = time.Now()
-		w.rec.mu.Unlock()
+		w.rec.Workloads.JobGone(l, time.Now())
 		return true
 	}
-	o, err := w.getWorkload(w.ctx, l.kind, name)
+	o, err := w.getWorkload(w.ctx, l.Kind, name)
 	if jobGone(err) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	if o.u.GetUID() != uid {
-		if l.kind == kindJob { // created again by the reloader, not yet shown by the watch: retried
+	if o.Obj.GetUID() != uid {
+		if l.Kind == checker.KindJob { // created again by the reloader, not yet shown by the watch: retried
 			return fmt.Errorf("job %s has a UID the watch has not shown yet", name)
 		}
 		return errNotThere
 	}
-	at, rv := time.Now(), o.u.GetResourceVersion()
+	at, rv := time.Now(), o.Obj.GetResourceVersion()
 	background := metav1.DeletePropagationBackground
 	// The precondition makes the generation read the last one: a reload in between fails it.
-	err = w.workloads(l.kind).Delete(w.ctx, name, metav1.DeleteOptions{PropagationPolicy: &background,
+	err = w.workloads(l.Kind).Delete(w.ctx, name, metav1.DeleteOptions{PropagationPolicy: &background,
 		Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}})
 	if jobGone(err) {
 		return nil
 	}
 	if err == nil {
-		w.rec.mu.Lock()
-		l.deletedAt, l.generation = at, o.u.GetGeneration()
-		w.rec.mu.Unlock()
+		w.rec.Workloads.Deleted(l, at, o.Obj.GetGeneration())
 	}
 	return err
 }
 
-// edited is what an edit of a workload set: an annotation mode, a gate, or what its template
-// reads (a reref).
-type edited struct {
-	mode   string
-	gate   *gateSpec
-	refs   []ref
-	paused *bool // an owner's pause or resume (gen 9)
-}
-
 // updateWorkload applies edit to the live workload name and records what it set.
-func (w *world) updateWorkload(name string, edit func(o *wobj, onTemplate bool) edited) error {
-	l := w.live(name)
+func (w *world) updateWorkload(name string, edit func(o *checker.Object, onTemplate bool) checker.Edited) error {
+	l := w.rec.Workloads.Live(name)
 	if l == nil {
 		return errNotThere
 	}
-	o, err := w.getWorkload(w.ctx, l.kind, name)
+	o, err := w.getWorkload(w.ctx, l.Kind, name)
 	if err != nil {
 		return err
 	}
-	w.rec.mu.Lock()
-	uid := l.uid
-	w.rec.mu.Unlock()
-	if o.u.GetUID() != uid {
+	uid := w.rec.Workloads.UIDOf(l)
+	if o.Obj.GetUID() != uid {
 		return errNotThere
 	}
-	at, before, read := time.Now(), o.u.GetGeneration(), o.u.GetResourceVersion()
-	e := edit(o, l.onTemplate)
-	if err := o.store(); err != nil {
+	at, before, read := time.Now(), o.Obj.GetGeneration(), o.Obj.GetResourceVersion()
+	e := edit(o, l.OnTemplate)
+	if err := o.Store(); err != nil {
 		return err
 	}
-	out, err := w.workloads(l.kind).Update(w.ctx, o.u, metav1.UpdateOptions{})
+	out, err := w.workloads(l.Kind).Update(w.ctx, o.Obj, metav1.UpdateOptions{})
 	if err != nil {
 		return err
 	}
@@ -930,45 +696,10 @@ func (w *world) updateWorkload(name string, edit func(o *wobj, onTemplate bool) 
 	// writer's, perhaps the reloader's (seed 1795681571291661043@4: a gate set to what it was
 	// took the reload before it for the checker's, and its rollback went unpaired).
 	if out.GetResourceVersion() != read {
-		w.rec.ownWrite(rvOf(out))
+		w.rec.Workloads.OwnWrite(checker.RVOf(out))
 	}
-	w.rec.mu.Lock()
-	defer w.rec.mu.Unlock()
-	if e.mode != "" {
-		l.modes = append(l.modes, modeEvent{at: at, mode: e.mode})
-	}
-	if e.gate != nil {
-		l.gates = append(l.gates, gateEvent{at: at, gate: *e.gate})
-	}
-	if e.refs != nil {
-		l.rerefs = append(l.rerefs, reref{at: at, rv: rvOf(out), before: l.refs})
-		l.refs = e.refs
-	}
-	if e.paused != nil {
-		l.ownerPausedBy(*e.paused, at)
-	}
-	if out.GetGeneration() != before { // the update was based on o, so only it moved the generation
-		l.ownChanges++
-		l.strips = append(l.strips, change{rv: rvOf(out), at: at})
-	}
+	w.rec.Workloads.Edited(l, at, checker.RVOf(out), e, out.GetGeneration() != before)
 	return nil
-}
-
-// stripMarkers is a helm upgrade: the template goes back to the chart's, without the
-// reloader's variables or annotations (the chart's own annotations stay).
-func stripMarkers(o *wobj, onTemplate bool) edited {
-	t := podTemplate(o.kind, o.u.GetName(), refsOf(o.u.GetAnnotations()))
-	if onTemplate {
-		t.Annotations = map[string]string{}
-		for _, k := range slices.Concat(modeAnnotations, slices.Collect(maps.Values(gateAnnotations))) {
-			if v, ok := o.tmpl.Annotations[k]; ok {
-				t.Annotations[k] = v
-			}
-		}
-	}
-	keepBroken(&o.tmpl, &t)
-	o.tmpl = t
-	return edited{}
 }
 
 func (w *world) restartReloader(kill bool) {
@@ -976,7 +707,7 @@ func (w *world) restartReloader(kill bool) {
 	w.stop(i)
 	if kill {
 		w.faults["kill -9"]++
-		w.rec.killed()
+		w.rec.Killed()
 		w.procs[i].kill()
 	} else {
 		w.faults["sigterm"]++
@@ -997,7 +728,7 @@ func (w *world) down(d time.Duration) {
 	w.faults["down"]++
 	w.stop(i)
 	if w.rnd.IntN(2) == 0 {
-		w.rec.killed()
+		w.rec.Killed()
 		w.procs[i].kill()
 	} else {
 		_ = w.procs[i].cmd.Process.Signal(syscall.SIGTERM)
@@ -1021,7 +752,7 @@ func (w *world) wake(all bool) {
 func (w *world) up(i int) {
 	if d, ok := w.downs[i]; ok {
 		delete(w.downs, i)
-		w.rec.blindFrom(d.from, time.Now())
+		w.rec.BlindFrom(d.from, time.Now())
 	}
 	w.procs[i] = w.launch()
 }
@@ -1039,7 +770,7 @@ func (w *world) outage(d time.Duration) {
 	w.gate.close()
 	w.reopen = time.AfterFunc(d, func() {
 		w.gate.open.Store(true)
-		w.rec.blindFrom(from, time.Now())
+		w.rec.BlindFrom(from, time.Now())
 	})
 }
 
@@ -1049,19 +780,19 @@ func (w *world) outage(d time.Duration) {
 func (w *world) refuse(name string, d time.Duration, inForce bool) {
 	w.faults["refusal"]++
 	w.mu.Lock()
-	l := w.live(name)
+	l := w.rec.Workloads.Live(name)
 	if w.lifts[name] != nil || l == nil {
 		w.mu.Unlock()
 		return
 	}
 	policyName := "refuse-" + w.ns + "-" + name
-	rule := admissionv1.Rule{APIGroups: []string{wkinds[l.kind].gvr.Group}, APIVersions: []string{"v1"}, Resources: []string{wkinds[l.kind].gvr.Resource}}
+	rule := admissionv1.Rule{APIGroups: []string{checker.WorkloadKinds[l.Kind].GVR.Group}, APIVersions: []string{"v1"}, Resources: []string{checker.WorkloadKinds[l.Kind].GVR.Resource}}
 	other := fmt.Sprintf("object.metadata.namespace != %q || object.metadata.name != %q", w.ns, name)
 	op, allowed := admissionv1.Update, other+" || object.spec.template == oldObject.spec.template"
-	switch l.kind {
-	case kindCronJob:
+	switch l.Kind {
+	case checker.KindCronJob:
 		allowed = other + " || object.spec.jobTemplate == oldObject.spec.jobTemplate"
-	case kindJob:
+	case checker.KindJob:
 		op, allowed = admissionv1.Create, other
 	}
 	remove, err := w.cl.DenyWrites(w.ctx, policyName, rule, op, allowed, "refused by the checker's admission policy")
@@ -1082,7 +813,7 @@ func (w *world) refuse(name string, d time.Duration, inForce bool) {
 	w.mu.Unlock()
 	w.t.Cleanup(lift)
 	if inForce && err == nil {
-		w.waitRefused(l.kind, name)
+		w.waitRefused(l.Kind, name)
 	}
 	time.AfterFunc(d, func() {
 		lift()
@@ -1096,14 +827,14 @@ func (w *world) refuse(name string, d time.Duration, inForce bool) {
 // applies a new policy some time after its creation.
 func (w *world) waitRefused(kind, name string) {
 	probe := []byte(`{"spec":{"template":{"metadata":{"annotations":{"checker/probe":"x"}}}}}`)
-	if kind == kindCronJob {
+	if kind == checker.KindCronJob {
 		probe = []byte(`{"spec":{"jobTemplate":{"spec":{"template":{"metadata":{"annotations":{"checker/probe":"x"}}}}}}}`)
 	}
 	dry := []string{metav1.DryRunAll}
 	err := wait.PollUntilContextTimeout(w.ctx, 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
 		var err error
-		if kind == kindJob {
-			u, _ := newWorkload(kindJob, name, nil, podTemplate(kindJob, name, nil))
+		if kind == checker.KindJob {
+			u, _ := checker.NewWorkload(checker.KindJob, name, nil, checker.PodTemplate(checker.KindJob, name, nil))
 			_, err = w.workloads(kind).Create(ctx, u, metav1.CreateOptions{DryRun: dry})
 		} else {
 			_, err = w.workloads(kind).Patch(ctx, name, types.MergePatchType, probe, metav1.PatchOptions{DryRun: dry})
@@ -1120,7 +851,7 @@ func (w *world) heal() {
 	w.mu.Lock()
 	if w.reopen != nil && w.reopen.Stop() {
 		w.gate.open.Store(true)
-		w.rec.blindFrom(w.cutAt, time.Now())
+		w.rec.BlindFrom(w.cutAt, time.Now())
 	}
 	for name, lift := range w.lifts {
 		lift()
@@ -1130,10 +861,7 @@ func (w *world) heal() {
 	w.mu.Unlock()
 	w.resumeAll()
 	w.wake(true)
-	w.rec.mu.Lock()
-	out := w.rec.outNow()
-	w.rec.mu.Unlock()
-	if out {
+	if w.rec.IsOut() {
 		w.must(w.retry("ns-enter", func() error { return w.setScope(true) }))
 	}
 	// A leader cut off past its renew deadline exits by design; as Kubernetes would, start it
@@ -1180,23 +908,20 @@ func (w *world) leading(timeout time.Duration) bool {
 // finalRound lifts every ignore, then gives every config a content no action writes, recreating
 // the deleted ones, which it returns.
 func (w *world) finalRound() (recreated []string) {
-	w.rec.setStep("the final round")
+	w.rec.SetStep("the final round")
 	w.finalAt = time.Now()
 	for _, c := range w.configsInWorld() {
-		w.rec.mu.Lock()
-		ignored := w.rec.isIgnored(c)
-		w.rec.mu.Unlock()
-		if ignored {
-			w.must(w.do(action{Op: "ignore", Target: c, Value: "false"}))
+		if w.rec.Configs.IgnoredNow(c) {
+			w.must(w.do(checker.Action{Op: "ignore", Target: c, Value: "false"}))
 		}
 	}
 	w.openGates()
-	time.Sleep(raceMargin)
+	time.Sleep(checker.RaceMargin)
 	for _, c := range w.configsInWorld() {
-		if _, ok := w.current(c); ok {
-			w.must(w.do(action{Op: "update", Target: c, Key: "a", Value: validJSON}))
+		if _, ok := w.rec.Configs.Current(c); ok {
+			w.must(w.do(checker.Action{Op: "update", Target: c, Key: "a", Value: checker.ValidJSON}))
 		} else {
-			w.must(w.do(action{Op: "recreate", Target: c, Value: validJSON}))
+			w.must(w.do(checker.Action{Op: "recreate", Target: c, Value: checker.ValidJSON}))
 			recreated = append(recreated, c)
 		}
 	}
@@ -1212,7 +937,7 @@ func (w *world) replaceHashKey(replace bool) error {
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	w.rec.keyLost()
+	w.rec.KeyLost()
 	if !replace {
 		return nil
 	}
@@ -1229,17 +954,10 @@ func (w *world) replaceHashKey(replace bool) error {
 // openGates gives every live workload whose gate holds its reloads one that does not: none, or
 // a window open all day where --reload-window is closed. Its held reloads then happen, once.
 func (w *world) openGates() {
-	w.rec.mu.Lock()
-	var held []string
-	for _, l := range w.rec.lives() {
-		if l.deletedAt.IsZero() && l.gate().holds(w.seq.Window) {
-			held = append(held, l.name)
-		}
-	}
-	w.rec.mu.Unlock()
-	open := action{Op: "gate"}
+	held := w.rec.Workloads.HeldByGates(w.seq.Window)
+	open := checker.Action{Op: "gate"}
 	if w.seq.Window == "closed" {
-		open.Gate = gateSpec{Kind: "window", Value: "open"}
+		open.Gate = checker.GateSpec{Kind: "window", Value: "open"}
 	}
 	for _, name := range held {
 		open.Target = name
@@ -1249,25 +967,25 @@ func (w *world) openGates() {
 
 // changeAgain changes each recreated config once more, once the state holds it. A recreation
 // after the state lost the config is a first content, which reloads nothing
-// (recorder.forgotten); this change must reach every reader, so that the positive control never
+// (checker's forgotten); this change must reach every reader, so that the positive control never
 // passes for want of a change to judge. It runs after the final round was judged, so that it
 // cannot hide a recreation the reloader missed.
 func (w *world) changeAgain(recreated []string) {
-	w.rec.setStep("the change after the final round")
+	w.rec.SetStep("the change after the final round")
 	for _, c := range recreated {
 		if !w.waitRecorded(c, 10*time.Second) {
 			w.t.Errorf("the state holds no content for %s 10 s after its recreation, with every replica ready and one leading", c)
 		}
-		w.must(w.do(action{Op: "update", Target: c, Key: "a", Value: "final-2"}))
+		w.must(w.do(checker.Action{Op: "update", Target: c, Key: "a", Value: "final-2"}))
 	}
 }
 
 // configsInWorld are the configs of the sequence's world: the fifth one only where it was made.
 func (w *world) configsInWorld() []string {
 	if w.seq.Fold {
-		return judgedConfigs
+		return checker.JudgedConfigs
 	}
-	return configNames
+	return checker.ConfigNames
 }
 
 // waitRecorded waits up to timeout for the state ConfigMap to hold content for config name.
@@ -1285,12 +1003,27 @@ func tail(s string, n int) string {
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
-// A strip re-renders a workload's template from its checker/refs annotation: each ref must read
-// back as written, an optional key above all (it decides whether the pods wait for the config).
-func TestRefsReadBackAsTheyWereWritten(t *testing.T) {
-	t.Parallel()
-	refs := []ref{{Config: "cm-0", Whole: true}, {Config: "cm-1"}, {Config: "sec-0", Optional: true}}
-	if got := refsOf(map[string]string{"checker/refs": refsNote(refs)}); !slices.Equal(got, refs) {
-		t.Fatalf("refs %v read back as %v", refs, got)
+// maxGate is the longest a valid gate of gateDurations holds a reload.
+const maxGate = 3 * time.Second
+
+// modeOf is the annotation mode the recorder holds for the live workload name ("" if none).
+func (w *world) modeOf(name string) string {
+	l := w.rec.Workloads.Live(name)
+	if l == nil {
+		return ""
 	}
+	return w.rec.Workloads.ModeNow(l)
+}
+
+func (w *world) workloads(kind string) dynamic.ResourceInterface {
+	return w.dyn.Resource(checker.WorkloadKinds[kind].GVR).Namespace(w.ns)
+}
+
+// getWorkload reads the live workload of kind and name.
+func (w *world) getWorkload(ctx context.Context, kind, name string) (*checker.Object, error) {
+	u, err := w.workloads(kind).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return checker.DecodeWorkload(kind, u)
 }

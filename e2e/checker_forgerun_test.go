@@ -10,52 +10,22 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/reloader/reloader/confighash"
+	"github.com/reloader/reloader/e2e/checker"
 )
-
-// Generator version 10: a forged CronJob run. The reloader names the Job a CronJob's reload is
-// to run in the CronJob's reloader/pending-job annotation, "<job> <mac>", signed under the hash
-// key for that CronJob's UID (reloader/cronjobrun.go). Whoever may patch a CronJob may write
-// that annotation: one without a MAC, or signed under the real key for another CronJob, must
-// start no Job (the forged Job never exists: `forged:`; and a CronJob runs one Job per reload
-// of its template: `runs:`).
-
-// forgeRunEvery: how often, after a main action, the eleventh stream forges a run.
-const forgeRunEvery = 8
-
-// Forged runs.
-const (
-	forgeRunUnsigned = "run-unsigned" // a Job name with no MAC
-	forgeRunOther    = "run-other"    // signed under the reloader's key, for another CronJob's UID
-)
-
-// forgeRun draws a forged run of a live CronJob. Nil when none lives.
-func (g *generator) forgeRun() []action {
-	var live []string
-	for _, w := range workloadNames {
-		if g.workloads[w] && g.kinds[w] == kindCronJob {
-			live = append(live, w)
-		}
-	}
-	if len(live) == 0 {
-		return nil
-	}
-	return []action{{Op: "forge-run", Target: pick(g.eleventh, live), Value: pick(g.eleventh, []string{forgeRunUnsigned, forgeRunOther}),
-		Pause: time.Duration(g.eleventh.IntN(400)) * time.Millisecond}}
-}
 
 // forgeRun writes a forged pending-job annotation on CronJob a.Target, naming a Job
 // forged-<n> that nothing else creates, and records it as a forgery whose Job must never exist.
-func (w *world) forgeRun(a action) error {
-	if l := w.live(a.Target); l == nil || l.kind != kindCronJob {
+func (w *world) forgeRun(a checker.Action) error {
+	if l := w.rec.Workloads.Live(a.Target); l == nil || l.Kind != checker.KindCronJob {
 		return nil
 	}
 	w.mu.Lock()
 	w.forgedJobs++
-	f := forgery{kind: a.Value, workload: a.Target, job: fmt.Sprintf("forged-%d", w.forgedJobs), jobNS: w.ns}
+	f := checker.Forgery{Kind: a.Value, Workload: a.Target, Job: fmt.Sprintf("forged-%d", w.forgedJobs), JobNS: w.ns}
 	w.mu.Unlock()
-	value := f.job
-	if a.Value == forgeRunOther {
-		mac, err := w.runMAC(f.job)
+	value := f.Job
+	if a.Value == checker.ForgeRunOther {
+		mac, err := w.runMAC(f.Job)
 		if err != nil {
 			return err
 		}
@@ -67,11 +37,11 @@ func (w *world) forgeRun(a action) error {
 		if err != nil {
 			return err
 		}
-		f.at = time.Now()
-		out, err := w.workloads(kindCronJob).Patch(w.ctx, a.Target, types.MergePatchType, patch, metav1.PatchOptions{})
+		f.At = time.Now()
+		out, err := w.workloads(checker.KindCronJob).Patch(w.ctx, a.Target, types.MergePatchType, patch, metav1.PatchOptions{})
 		if err == nil {
-			f.rv = rvOf(out)
-			w.rec.forged(f)
+			f.RV = checker.RVOf(out)
+			w.rec.Configs.Forged(f)
 		}
 		return err
 	})

@@ -1,70 +1,23 @@
 package e2e
 
 import (
-	"fmt"
 	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/reloader/reloader/e2e/checker"
 )
-
-// Generator version 9: an owner's `kubectl rollout pause` of a Deployment (spec.paused, no
-// annotation of the reloader's), resumed by the owner 1 to 5 s later, or at the next quiet
-// point. The reloader may still change a paused Deployment's template (its pods roll out at the
-// resume); what the oracle holds it to (docs/safe-reloads.md):
-//   - a workload its owner paused is not held to a change while paused (the resume rolls out
-//     what the template holds then);
-//   - a rollback of a reload made while the owner paused the Deployment is a violation: its
-//     rollout could not progress, so its clock stops;
-//   - the reloader does not resume a Deployment its owner paused.
-
-// ownerPause draws an owner's pause of a live Deployment. Nil when none lives.
-func (g *generator) ownerPause() []action {
-	var live []string
-	for _, w := range workloadNames {
-		if g.workloads[w] && kindOrDefault(g.kinds[w]) == kindDeployment {
-			live = append(live, w)
-		}
-	}
-	if len(live) == 0 {
-		return nil
-	}
-	return []action{{Op: "owner-pause", Target: pick(g.tenth, live), Dur: time.Duration(1000+g.tenth.IntN(4000)) * time.Millisecond,
-		Pause: time.Duration(g.tenth.IntN(400)) * time.Millisecond}}
-}
-
-// pauseSpan is an owner's pause: from its write to its resume's (to zero while paused).
-type pauseSpan struct{ from, to time.Time }
-
-// ownerPaused reports whether w's owner pauses it now. The caller holds r.mu.
-func (w *workloadLife) ownerPaused() bool {
-	n := len(w.ownerPauses)
-	return n > 0 && w.ownerPauses[n-1].to.IsZero()
-}
-
-// ownerPausedAt reports whether w's owner paused it at t, raceMargin after the pause was
-// written (the reloader sees it some time after). The caller holds r.mu.
-func (w *workloadLife) ownerPausedAt(t time.Time) bool {
-	for _, p := range w.ownerPauses {
-		if t.After(p.from.Add(raceMargin)) && (p.to.IsZero() || t.Before(p.to)) {
-			return true
-		}
-	}
-	return false
-}
 
 // ownerPause pauses Deployment name as its owner would, and resumes it after d in the
 // background (or at the next heal). A Deployment under a pause period of the reloader's is
 // left alone: that pause is the reloader's to end.
 func (w *world) ownerPause(name string, d time.Duration) error {
-	l := w.live(name)
+	l := w.rec.Workloads.Live(name)
 	if l == nil {
 		return nil
 	}
-	w.rec.mu.Lock()
-	skip := l.kind != kindDeployment || l.gate().pausePeriod() > 0 || l.ownerPaused()
-	w.rec.mu.Unlock()
-	if skip {
+	if w.rec.Workloads.OwnerPauseSkips(l) {
 		return nil
 	}
 	w.faults["owner pause"]++
@@ -93,13 +46,13 @@ func (w *world) ownerPause(name string, d time.Duration) error {
 
 // setPaused writes Deployment name's spec.paused, as `kubectl rollout pause` and `resume` do.
 func (w *world) setPaused(name string, paused bool) error {
-	return w.updateWorkload(name, func(o *wobj, _ bool) edited {
+	return w.updateWorkload(name, func(o *checker.Object, _ bool) checker.Edited {
 		if paused {
-			_ = unstructured.SetNestedField(o.u.Object, true, "spec", "paused")
+			_ = unstructured.SetNestedField(o.Obj.Object, true, "spec", "paused")
 		} else {
-			unstructured.RemoveNestedField(o.u.Object, "spec", "paused")
+			unstructured.RemoveNestedField(o.Obj.Object, "spec", "paused")
 		}
-		return edited{paused: &paused}
+		return checker.Edited{Paused: &paused}
 	})
 }
 
@@ -115,34 +68,4 @@ func (w *world) resumeAll() {
 	for _, resume := range all {
 		resume()
 	}
-}
-
-// ownerPausedBy records an owner's pause (paused) or resume of w, written at at. The caller holds
-// r.mu.
-func (w *workloadLife) ownerPausedBy(paused bool, at time.Time) {
-	n := len(w.ownerPauses)
-	switch {
-	case paused:
-		w.ownerPauses = append(w.ownerPauses, pauseSpan{from: at})
-	case n > 0 && w.ownerPauses[n-1].to.IsZero():
-		w.ownerPauses[n-1].to = time.Now()
-	}
-}
-
-// ownerPauseViolations lists what w's owner pauses forbid that happened: a rollback while its
-// owner paused it, and a resume that was not the owner's while paused. The caller holds r.mu.
-func (r *recorder) ownerPauseViolations(w *workloadLife, paired pairs) []violation {
-	var out []violation
-	for i := range paired.rollback {
-		if w.ownerPausedAt(w.restartAt[i]) {
-			out = append(out, violation(fmt.Sprintf("rollback: %s %s rolled back its reload at rv %d (rv %d) while its owner paused it: the rollout could not progress",
-				w.kind, w.name, w.restarts[paired.of[i]], w.restarts[i])))
-		}
-	}
-	for _, u := range w.unpauses {
-		if g, ok := w.gateSince(u.at.Add(-raceMargin), u.at); !r.own[u.rv] && w.ownerPausedAt(u.at) && ok && g.pausePeriod() == 0 {
-			out = append(out, violation(fmt.Sprintf("resumed: %s %s was resumed at rv %d while its owner paused it", w.kind, w.name, u.rv)))
-		}
-	}
-	return out
 }

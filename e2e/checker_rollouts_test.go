@@ -4,26 +4,15 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"slices"
 	"sync"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/reloader/reloader/e2e/checker"
 	"github.com/reloader/reloader/internal/dev/testcluster"
 )
-
-// Generator version 10 (issue 48, point 8), drawn from an eleventh random stream so that
-// versions 1 to 9 keep their sequences. About a fifth of its sequences (half of those with
-// --rollback, a tenth of the others) run on a second cluster whose rollouts complete: a
-// controller manager, a scheduler and kwok, as `make run` has. Its Deployments run one
-// replica; a third of those the first stream creates are broken: their pods never become Ready
-// (testcluster.NotReadyWhen), so each of their rollouts fails at a progress deadline of
-// brokenDeadline. The oracle judges rollbacks there (rolloutViolations): a rollback of a
-// Deployment that is not broken is a violation, as is one that does not put back the markers
-// its reload replaced; and only a right rollback holds a content (heldByRollback).
 
 // rolloutsTimeout is --rollout-timeout where rollouts complete: far past what a rollout of one
 // kwok pod takes, so that only a broken Deployment's rollout fails.
@@ -33,39 +22,6 @@ const rolloutsTimeout = 60 * time.Second
 // after they begin (the condition's times are whole seconds, so rolloutTimeout, the shortest
 // span the oracle takes for a rollback, stays below it).
 const brokenDeadline = 4
-
-// rolloutsComplete draws whether the sequence runs where rollouts complete: half the
-// sequences with --rollback, where rollbacks are judged, and a tenth of the others.
-func (g *generator) rolloutsComplete(rollback bool) bool {
-	if rollback {
-		return g.eleventh.IntN(2) == 0
-	}
-	return g.eleventh.IntN(10) == 0
-}
-
-// breakSome makes a third of the Deployments the first streams create broken.
-func (g *generator) breakSome(actions []action) {
-	for i, a := range actions {
-		if a.Op == "create-workload" && kindOrDefault(a.Kind) == kindDeployment && slices.Contains(workloadNames, a.Target) {
-			actions[i].Broken = g.eleventh.IntN(3) == 0
-		}
-	}
-}
-
-// eleventhActions draws gen 10's actions after a main action.
-func (g *generator) eleventhActions(s sequence) []action {
-	var out []action
-	if g.eleventh.IntN(forgeRunEvery) == 0 {
-		out = append(out, g.forgeRun()...)
-	}
-	if s.Webhook && g.eleventh.IntN(webhookInvalidEvery) == 0 {
-		out = append(out, g.webhookInvalid()...)
-	}
-	for i := range out {
-		out[i].Eleventh = true
-	}
-	return out
-}
 
 // The cluster whose rollouts complete, started by the first sequence that needs it and
 // stopped by TestMain.
@@ -96,26 +52,6 @@ func stopRolloutsCluster() error {
 	return podsCluster.Stop()
 }
 
-// brokenEnv is what makes a pod never Ready on the cluster's kwok node: the variable kwok's
-// stage reads, and another holding the same value.
-var brokenEnv = []corev1.EnvVar{{Name: testcluster.NotReadyWhen, Value: "broken"}, {Name: "CHECKER_BROKEN", Value: "broken"}}
-
-// breakTemplate makes tmpl's pods never Ready.
-func breakTemplate(tmpl *corev1.PodTemplateSpec) {
-	tmpl.Spec.Containers[0].Env = append(tmpl.Spec.Containers[0].Env, brokenEnv...)
-}
-
-// keepBroken carries brokenEnv from a template into the one a helm upgrade renders: the chart
-// stays broken.
-func keepBroken(from, to *corev1.PodTemplateSpec) {
-	for _, e := range from.Spec.Containers[0].Env {
-		if e.Name == testcluster.NotReadyWhen {
-			breakTemplate(to)
-			return
-		}
-	}
-}
-
 // rolloutSpec gives a Deployment of a sequence whose rollouts complete one replica, and a
 // broken one a short progress deadline.
 func rolloutSpec(u *unstructured.Unstructured, broken bool) error {
@@ -130,52 +66,9 @@ func rolloutSpec(u *unstructured.Unstructured, broken bool) error {
 	return nil
 }
 
-// rolloutViolations lists, where rollouts complete, the rollbacks of w that were wrong: of a
-// Deployment that is not broken (its rollout completes; one its owner paused is judged by
-// ownerPauseViolations), and a rollback, as the reloader's history says, that did not put back
-// the markers its reload replaced or came sooner than a rollout fails. The caller holds r.mu.
-func (r *recorder) rolloutViolations(w *workloadLife, paired pairs) []violation {
-	if !r.rollouts && w.kind != kindRollout {
-		return nil
+// The checker names the cluster's not-ready variable without importing testcluster.
+func TestBrokenPodsUseTheClustersNotReadyVariable(t *testing.T) {
+	if checker.NotReadyWhen != testcluster.NotReadyWhen {
+		t.Fatalf("checker.NotReadyWhen = %q, want testcluster.NotReadyWhen %q", checker.NotReadyWhen, testcluster.NotReadyWhen)
 	}
-	var out []violation
-	for i := range paired.rollback {
-		if r.completes(w) && !w.ownerPausedAt(w.restartAt[i]) {
-			out = append(out, violation(fmt.Sprintf("rollback: %s %s rolled back its reload at rv %d (rv %d), a rollout that completes: its pods become Ready",
-				w.kind, w.name, w.restarts[paired.of[i]], w.restarts[i])))
-		}
-	}
-	j := -1 // the reloader's last restart before i
-	for i, rv := range w.restarts {
-		if r.own[rv] {
-			continue
-		}
-		if j >= 0 && i < len(w.rolledBack) && w.rolledBack[i] && !paired.rollback[i] {
-			why := "did not put back the markers of before it"
-			if d := w.restartAt[i].Sub(w.restartAt[j]); d < rolloutTimeout-500*time.Millisecond {
-				why = fmt.Sprintf("came %s after it, sooner than any rollout fails here", d.Round(time.Millisecond))
-			}
-			out = append(out, violation(fmt.Sprintf("rollback: %s %s rolled back its reload at rv %d (rv %d), and %s", w.kind, w.name, w.restarts[j], rv, why)))
-		}
-		j = i
-	}
-	return out
-}
-
-// completes reports whether every rollout of w completes: a Deployment that is not broken where
-// rollouts complete, or a Rollout, whose status the checker writes. The caller holds r.mu.
-func (r *recorder) completes(w *workloadLife) bool {
-	return r.rollouts && !w.broken || w.kind == kindRollout
-}
-
-// brokenRollbacks counts the rollbacks of broken Deployments: the failures rollback judged.
-// The caller holds r.mu.
-func (r *recorder) brokenRollbacks() int {
-	n := 0
-	for _, w := range r.lives() {
-		if w.broken {
-			n += len(r.rollbacks(w).rollback)
-		}
-	}
-	return n
 }

@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/reloader/reloader/e2e/checker"
 )
 
 var (
@@ -20,64 +21,24 @@ var (
 	logTail        = flag.Int("checker.logtail", 60, "on a violation, print this many of each replica's last log lines")
 )
 
-// fixedSeeds are the sequences `make test` runs. A seed that once found a bug joins this list,
-// so the bug stays found: 1795446428096566055 found, in the third 30-minute soak, a workload
-// restarted twice after a helm-style strip while the state was behind; 1795459093681678810, in
-// the fifth, a recreation lost after a restart had dropped the content kept for an unmarked
-// dependent; 1795463652687504867, in the sixth, that the checker held a restart to each config
-// it touched. Seed 2 begins with a switch from stakater, which the build before Engine v2 fails
-// (docs/lab/reliability-results.md says what the seeds find on older builds). They keep the
-// generator version they were found with, so that they keep their actions. Seeds 1046@8 and
-// 1050@8 found bugs too, but the two added 225 s to the e2e suite (1050@8 restarts the API
-// server, so it runs alone): the control-plane tests named in docs/lab/reliability-results.md
-// keep those bugs found.
-var fixedSeeds = []seedGen{{2, 1}, {1795446428096566055, 1}, {1795459093681678810, 1}, {1795463652687504867, 1}}
-
-// seedGen is a seed and the generator version that gives its actions.
-type seedGen struct {
-	seed uint64
-	gen  int
-}
-
-// parseSeeds reads -checker.seeds: "7,8@1" is seed 7 under the latest generator and seed 8
-// under version 1.
-func parseSeeds(s string) ([]seedGen, error) {
-	var out []seedGen
-	for _, f := range strings.Split(s, ",") {
-		seed, gen, found := strings.Cut(strings.TrimSpace(f), "@")
-		sg := seedGen{gen: latestGen}
-		var err error
-		if sg.seed, err = strconv.ParseUint(seed, 10, 64); err != nil {
-			return nil, fmt.Errorf("seed %q: %w", f, err)
-		}
-		if found {
-			if sg.gen, err = strconv.Atoi(gen); err != nil || sg.gen < 1 || sg.gen > latestGen {
-				return nil, fmt.Errorf("seed %q: the generator version is 1 to %d", f, latestGen)
-			}
-		}
-		out = append(out, sg)
-	}
-	return out, nil
-}
-
 // outcome is what one sequence did and found.
 type outcome struct {
 	actions    int
 	faults     map[string]int
-	violations []violation
+	violations []checker.Violation
 }
 
 func TestRandomSequencesKeepEveryPromise(t *testing.T) {
-	seeds := fixedSeeds
+	seeds := checker.FixedSeeds
 	if *checkerSeeds != "" {
 		var err error
-		if seeds, err = parseSeeds(*checkerSeeds); err != nil {
+		if seeds, err = checker.ParseSeeds(*checkerSeeds); err != nil {
 			t.Fatalf("-checker.seeds: %v", err)
 		}
 	}
 	for _, sg := range seeds {
-		t.Run(fmt.Sprintf("%d@%d", sg.seed, sg.gen), func(t *testing.T) {
-			seq := generate(sg.seed, sg.gen, *checkerActions, true)
+		t.Run(fmt.Sprintf("%d@%d", sg.Seed, sg.Gen), func(t *testing.T) {
+			seq := checker.Generate(sg.Seed, sg.Gen, *checkerActions, true)
 			if !restartsTheAPIServer(seq) {
 				t.Parallel() // after the loop, beside the others that leave the API server alone
 			}
@@ -102,9 +63,9 @@ func TestSoak(t *testing.T) {
 	deadline := time.Now().Add(*soakFor)
 	var sequences, actions, violations int
 	faults := map[string]int{}
-	cov := newCoverageTable()
+	cov := checker.NewCoverageTable()
 	for seed := uint64(time.Now().UnixNano()); time.Now().Before(deadline); seed++ {
-		seq := generate(seed, latestGen, *checkerActions, true)
+		seq := checker.Generate(seed, checker.LatestGen, *checkerActions, true)
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			o := runSequence(t, seq)
 			sequences++
@@ -114,7 +75,7 @@ func TestSoak(t *testing.T) {
 			}
 			ran := seq
 			ran.Actions = seq.Actions[:min(o.actions, len(seq.Actions))]
-			cov.add(ran, o.faults)
+			cov.Add(ran, o.faults)
 			violations += len(o.violations)
 			if len(o.violations) > 0 {
 				t.Errorf("%d violation(s):\n  %s\n%s", len(o.violations), joinViolations(o.violations), seq)
@@ -135,7 +96,7 @@ func TestSoak(t *testing.T) {
 // minimize drops ever smaller runs of actions from seq while the rest still breaks a promise,
 // within tries reruns. Timing varies between runs, so the result is a sequence that failed
 // once, not one that always fails.
-func minimize(t *testing.T, seq sequence, tries int) sequence {
+func minimize(t *testing.T, seq checker.Sequence, tries int) checker.Sequence {
 	best := seq
 	for chunk := len(best.Actions) / 2; chunk >= 1 && tries > 0; chunk /= 2 {
 		for i := 0; i < len(best.Actions) && tries > 0; {
@@ -154,7 +115,7 @@ func minimize(t *testing.T, seq sequence, tries int) sequence {
 	return best
 }
 
-func joinViolations(vs []violation) string {
+func joinViolations(vs []checker.Violation) string {
 	s := make([]string, len(vs))
 	for i, v := range vs {
 		s[i] = string(v)
@@ -163,7 +124,7 @@ func joinViolations(vs []violation) string {
 }
 
 // runSequence runs seq in a new namespace, waits for quiet and judges.
-func runSequence(t *testing.T, seq sequence) outcome {
+func runSequence(t *testing.T, seq checker.Sequence) outcome {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	w := newWorld(t, ctx, seq)
@@ -172,7 +133,7 @@ func runSequence(t *testing.T, seq sequence) outcome {
 		// The switch from stakater is judged alone, before anything changes: a lagging variable
 		// must be rolled out once, a current one must restart nothing.
 		if vs := w.settle(); len(vs) > 0 {
-			t.Logf("seed %d after the first start: %s", seq.Seed, w.rec.summary())
+			t.Logf("seed %d after the first start: %s", seq.Seed, w.rec.Oracle.Summary())
 			w.logReplicas()
 			return outcome{actions: ran, faults: w.faults, violations: vs}
 		}
@@ -180,7 +141,7 @@ func runSequence(t *testing.T, seq sequence) outcome {
 	for i, a := range seq.Actions[ran:] {
 		i += ran
 		w.wake(false)
-		w.rec.setStep(fmt.Sprintf("action %d (%s)", i+1, a.Op))
+		w.rec.SetStep(fmt.Sprintf("action %d (%s)", i+1, a.Op))
 		// A quiet point (gen 3): every fault ends and what happened so far is judged, so that a
 		// loss a later change would heal is still found. From gen 4 a loss of the hash key comes
 		// after one too: with no change left to roll out, any restart of a Secret's dependents
@@ -188,7 +149,7 @@ func runSequence(t *testing.T, seq sequence) outcome {
 		if a.Op == "quiet" || a.Op == "hashkey" && seq.Gen >= 4 {
 			w.heal()
 			if vs := w.settle(); len(vs) > 0 {
-				t.Logf("seed %d at the quiet point of action %d: %s", seq.Seed, i+1, w.rec.summary())
+				t.Logf("seed %d at the quiet point of action %d: %s", seq.Seed, i+1, w.rec.Oracle.Summary())
 				w.logReplicas()
 				return outcome{actions: i + 1, faults: w.faults, violations: vs}
 			}
@@ -207,17 +168,17 @@ func runSequence(t *testing.T, seq sequence) outcome {
 	}
 	o := outcome{actions: len(seq.Actions), faults: w.faults}
 	o.violations = w.settle()
-	t.Logf("seed %d: %s; faults %v", seq.Seed, w.rec.summary(), w.faults)
+	t.Logf("seed %d: %s; faults %v", seq.Seed, w.rec.Oracle.Summary(), w.faults)
 	if len(o.violations) == 0 {
 		// The positive control: one more change of every config, which every workload that
 		// reloads on it must now take, once.
 		recreated := w.finalRound()
 		o.violations = w.settle()
-		t.Logf("seed %d after a final change of every config: %s", seq.Seed, w.rec.summary())
+		t.Logf("seed %d after a final change of every config: %s", seq.Seed, w.rec.Oracle.Summary())
 		if len(o.violations) == 0 && len(recreated) > 0 {
 			w.changeAgain(recreated)
 			o.violations = w.settle()
-			t.Logf("seed %d after one more change of the recreated configs: %s", seq.Seed, w.rec.summary())
+			t.Logf("seed %d after one more change of the recreated configs: %s", seq.Seed, w.rec.Oracle.Summary())
 		}
 	}
 	if len(o.violations) > 0 {
@@ -235,7 +196,7 @@ func (w *world) logReplicas() {
 // settle waits until every change has reached its workloads and nothing has restarted (nor
 // been done by the checker) for a quiet period, then judges. A lost change has until the deadline to arrive (a refused patch is
 // retried every 30 s at most); an excess restart is judged after the quiet period.
-func (w *world) settle() []violation {
+func (w *world) settle() []checker.Violation {
 	quiet := w.seq.Coalesce + 3*time.Second
 	if w.seq.Gen >= 3 {
 		quiet += maxGate // a pause or minimum interval holds a reload this long
@@ -249,7 +210,7 @@ func (w *world) settle() []violation {
 	var heldUntil time.Time // a quiet period after the pause or minimum interval explain reported
 	for {
 		if w.hook != nil {
-			if time.Since(w.rec.lastRestart()) > quiet && time.Since(w.hook.last()) > quiet || time.Now().After(deadline) {
+			if time.Since(w.rec.LastRestart()) > quiet && time.Since(w.hook.last()) > quiet || time.Now().After(deadline) {
 				if err := w.generations(); err != nil {
 					w.t.Fatal(err)
 				}
@@ -258,13 +219,13 @@ func (w *world) settle() []violation {
 			time.Sleep(200 * time.Millisecond)
 			continue
 		}
-		lost := w.rec.lost()
-		done := len(lost) == 0 && time.Since(later(w.rec.lastRestart(), begun)) > quiet && time.Now().After(heldUntil)
+		lost := w.rec.Oracle.Lost()
+		done := len(lost) == 0 && time.Since(later(w.rec.LastRestart(), begun)) > quiet && time.Now().After(heldUntil)
 		if done || time.Now().After(deadline) {
 			if err := w.generations(); err != nil {
 				w.t.Fatal(err)
 			}
-			vs := slices.Concat(lost, w.rec.excess(), w.forgedJobsCreated())
+			vs := slices.Concat(lost, w.rec.Oracle.Excess(), w.forgedJobsCreated())
 			if len(vs) == 0 && done {
 				var until time.Time // settled: a reloader started now has nothing to do (checker_agree_test.go)
 				if vs, until = w.agree(); !until.IsZero() && until.Add(quiet).Before(deadline) && until.Add(quiet).After(heldUntil) {
@@ -280,6 +241,6 @@ func (w *world) settle() []violation {
 
 // restartsTheAPIServer reports whether seq restarts the shared API server: a fault every other
 // test running at that moment would see.
-func restartsTheAPIServer(seq sequence) bool {
-	return slices.ContainsFunc(seq.Actions, func(a action) bool { return a.Op == "apiserver-restart" })
+func restartsTheAPIServer(seq checker.Sequence) bool {
+	return slices.ContainsFunc(seq.Actions, func(a checker.Action) bool { return a.Op == "apiserver-restart" })
 }

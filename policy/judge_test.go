@@ -55,7 +55,7 @@ func flagsOf(j Judgement) string {
 }
 
 // TestJudgeDecidesEachCaseOfTheRule holds one row per case of the rule: the control-plane tests
-// and the checker seeds it mirrors are named in the row (fixed seeds: e2e/checker_test.go).
+// and the checker seeds it mirrors are named in the row (fixed seeds: e2e/checker/seeds.go).
 func TestJudgeDecidesEachCaseOfTheRule(t *testing.T) {
 	const a, b, c = plainA, plainB, "c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0"
 	t0 := time.Date(2026, 11, 27, 2, 0, 0, 0, time.UTC)

@@ -1,4 +1,4 @@
-package e2e
+package checker
 
 import (
 	"crypto/sha256"
@@ -13,8 +13,8 @@ import (
 func TestFixedSeedsKeepTheirActions(t *testing.T) {
 	t.Parallel()
 	sum := sha256.New()
-	for _, sg := range fixedSeeds {
-		fmt.Fprint(sum, generate(sg.seed, sg.gen, 40, true))
+	for _, sg := range FixedSeeds {
+		fmt.Fprint(sum, Generate(sg.Seed, sg.Gen, 40, true))
 	}
 	const want = "c14b77ba5493fc475b244dc0c34e021d205dbe163c6be84a03b1bd72e3a2f081"
 	if got := hex.EncodeToString(sum.Sum(nil)); got != want {
@@ -26,17 +26,17 @@ func TestSeedsNameTheirGeneratorVersion(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		in   string
-		want []seedGen
+		want []SeedGen
 		err  bool
 	}{
-		{in: "7", want: []seedGen{{7, latestGen}}},
-		{in: "7, 8@1", want: []seedGen{{7, latestGen}, {8, 1}}},
+		{in: "7", want: []SeedGen{{7, LatestGen}}},
+		{in: "7, 8@1", want: []SeedGen{{7, LatestGen}, {8, 1}}},
 		{in: "8@0", err: true},
-		{in: fmt.Sprintf("8@%d", latestGen+1), err: true},
+		{in: fmt.Sprintf("8@%d", LatestGen+1), err: true},
 		{in: "x", err: true},
 		{in: "8@x", err: true},
 	} {
-		got, err := parseSeeds(tc.in)
+		got, err := ParseSeeds(tc.in)
 		if (err != nil) != tc.err || !slices.Equal(got, tc.want) {
 			t.Errorf("parseSeeds(%q) = %v, %v; want %v, error %t", tc.in, got, err, tc.want, tc.err)
 		}

@@ -1,4 +1,4 @@
-package e2e
+package checker
 
 import (
 	"reflect"
@@ -23,7 +23,7 @@ func TestAPatternMatchesTheConfigsItWasMadeOfAndNoOther(t *testing.T) {
 			t.Errorf("pattern %q of %v is a valid config name: the reloader would read it as a name", p, names)
 		}
 		re := regexp.MustCompile("^" + p + "$") // as the reloader anchors it
-		for _, c := range slices.Concat(configNames, []string{"cm-00", "xcm-0", "cm-"}) {
+		for _, c := range slices.Concat(ConfigNames, []string{"cm-00", "xcm-0", "cm-"}) {
 			if want := slices.Contains(names, c); re.MatchString(c) != want {
 				t.Errorf("pattern %q of %v matches %q: %t, want %t", p, names, c, !want, want)
 			}
@@ -37,7 +37,7 @@ func TestVersion8NamesConfigsByPatternsAndChangesNothingElse(t *testing.T) {
 	t.Parallel()
 	patterns := 0
 	for seed := range uint64(60) {
-		seq := generate(seed, 8, 40, true)
+		seq := Generate(seed, 8, 40, true)
 		for i, a := range seq.Actions {
 			if a.Mode == modePattern {
 				patterns++
@@ -45,7 +45,7 @@ func TestVersion8NamesConfigsByPatternsAndChangesNothingElse(t *testing.T) {
 			}
 		}
 		seq.Gen = 7
-		if want := generate(seed, 7, 40, true); !reflect.DeepEqual(seq, want) {
+		if want := Generate(seed, 7, 40, true); !reflect.DeepEqual(seq, want) {
 			t.Fatalf("seed %d: version 8, patterns read as names, is not version 7's sequence:\n%s\nwant\n%s", seed, seq, want)
 		}
 	}

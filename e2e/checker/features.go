@@ -1,4 +1,4 @@
-package e2e
+package checker
 
 import (
 	"fmt"
@@ -14,25 +14,22 @@ import (
 
 // Workload kinds, as the executor makes them.
 const (
-	kindDeployment  = "Deployment"
+	KindDeployment  = "Deployment"
 	kindStatefulSet = "StatefulSet"
 	kindDaemonSet   = "DaemonSet"
-	kindCronJob     = "CronJob"
-	kindJob         = "Job"
+	KindCronJob     = "CronJob"
+	KindJob         = "Job"
 )
 
 // gateDurations are the pause periods and minimum intervals drawn: short, so that a sequence
 // waits for them in seconds.
 var gateDurations = []string{"1s", "2s", "3s"}
 
-// maxGate is the longest a valid gate of gateDurations holds a reload.
-const maxGate = 3 * time.Second
-
 // settings draws the reloader's flags of gen 3, and the configs that are validated.
-func (g *generator) settings() (strategy, window string, validated []string) {
+func (g *featureDraws) settings() (strategy, window string, validated []string) {
 	strategy = pick(g.fourth, []string{"env-vars", "env-vars", "annotations"})
 	window = pick(g.fourth, []string{"", "", "", "", "", "", "open", "closed"})
-	for _, c := range configNames {
+	for _, c := range ConfigNames {
 		if g.fourth.IntN(3) == 0 {
 			validated = append(validated, c)
 		}
@@ -43,19 +40,19 @@ func (g *generator) settings() (strategy, window string, validated []string) {
 // invalidJSON is a value of key a that a validated config refuses; validJSON one the final round
 // writes (every value of values is a JSON number too).
 const (
-	invalidJSON = "{"
-	validJSON   = `"final"`
+	InvalidJSON = "{"
+	ValidJSON   = `"final"`
 )
 
 // invalidUpdate writes a content a validated config refuses: its key a does not parse.
-func (g *generator) invalidUpdate() action {
-	return action{Op: "update", Target: pick(g.fourth, g.validated), Key: "a", Value: invalidJSON,
+func (g *featureDraws) invalidUpdate() Action {
+	return Action{Op: "update", Target: pick(g.fourth, g.validated), Key: "a", Value: InvalidJSON,
 		Pause: time.Duration(g.fourth.IntN(1500)) * time.Millisecond}
 }
 
 // features draws a new workload's kind, where its annotations sit, and its first gate.
-func (g *generator) features(a *action) {
-	a.Kind = pick(g.fourth, []string{kindDeployment, kindDeployment, kindStatefulSet, kindDaemonSet, kindCronJob, kindCronJob, kindJob, kindJob})
+func (g *featureDraws) features(a *Action) {
+	a.Kind = pick(g.fourth, []string{KindDeployment, KindDeployment, kindStatefulSet, kindDaemonSet, KindCronJob, KindCronJob, KindJob, KindJob})
 	a.OnTemplate = g.fourth.IntN(3) == 0
 	if g.fourth.IntN(2) == 0 {
 		a.Gate = g.gate()
@@ -63,27 +60,27 @@ func (g *generator) features(a *action) {
 }
 
 // gate draws a gate annotation: mostly valid, sometimes empty or malformed.
-func (g *generator) gate() gateSpec {
+func (g *featureDraws) gate() GateSpec {
 	kind := pick(g.fourth, []string{"pause", "pause", "min", "min", "window"})
 	switch n := g.fourth.IntN(10); {
 	case n <= 1:
-		return gateSpec{Kind: kind, Value: ""}
+		return GateSpec{Kind: kind, Value: ""}
 	case n == 2:
-		return gateSpec{Kind: kind, Value: map[string]string{"pause": "soon", "min": "-5s", "window": "Mon"}[kind]}
+		return GateSpec{Kind: kind, Value: map[string]string{"pause": "soon", "min": "-5s", "window": "Mon"}[kind]}
 	case kind == "window":
-		return gateSpec{Kind: kind, Value: pick(g.fourth, []string{"open", "open", "closed"})}
+		return GateSpec{Kind: kind, Value: pick(g.fourth, []string{"open", "open", "closed"})}
 	default:
-		return gateSpec{Kind: kind, Value: pick(g.fourth, gateDurations)}
+		return GateSpec{Kind: kind, Value: pick(g.fourth, gateDurations)}
 	}
 }
 
 // gateAction sets a live workload's gate, or removes it.
-func (g *generator) gateAction() action {
+func (g *featureDraws) gateAction() Action {
 	w, ok := g.existing(g.workloads, workloadNames)
 	if !ok {
 		return g.createWorkload()
 	}
-	a := action{Op: "gate", Target: w, Pause: time.Duration(g.fourth.IntN(400)) * time.Millisecond}
+	a := Action{Op: "gate", Target: w, Pause: time.Duration(g.fourth.IntN(400)) * time.Millisecond}
 	if g.fourth.IntN(4) != 0 {
 		a.Gate = g.gate()
 	}
@@ -92,10 +89,10 @@ func (g *generator) gateAction() action {
 
 // hashKey deletes the key of Secret hashes, or replaces it with another, and half the time
 // restarts a replica, which reads the key only at its start.
-func (g *generator) hashKey() []action {
-	out := []action{{Op: "hashkey", Value: pick(g.fourth, []string{"delete", "replace"}), Pause: time.Duration(g.fourth.IntN(400)) * time.Millisecond}}
+func (g *featureDraws) hashKey() []Action {
+	out := []Action{{Op: "hashkey", Value: pick(g.fourth, []string{"delete", "replace"}), Pause: time.Duration(g.fourth.IntN(400)) * time.Millisecond}}
 	if g.fourth.IntN(2) == 0 {
-		out = append(out, action{Op: pick(g.fourth, []string{"sigterm", "kill"}), Pause: time.Duration(g.fourth.IntN(400)) * time.Millisecond})
+		out = append(out, Action{Op: pick(g.fourth, []string{"sigterm", "kill"}), Pause: time.Duration(g.fourth.IntN(400)) * time.Millisecond})
 	}
 	return out
 }
@@ -103,20 +100,20 @@ func (g *generator) hashKey() []action {
 // image is another actor's rollout: a new image for a workload's container (a Job's template
 // cannot change, so it is refused and skipped there). During a followed reload's rollout, it
 // supersedes that reload: what rolls out is theirs, and nothing may be rolled back.
-func (g *generator) image() action {
+func (g *featureDraws) image() Action {
 	w, ok := g.existing(g.workloads, workloadNames)
 	if !ok {
 		return g.createWorkload()
 	}
 	g.fresh++
-	return action{Op: "image", Target: w, Value: fmt.Sprintf("fake-%d", g.fresh), Pause: time.Duration(g.fourth.IntN(1500)) * time.Millisecond}
+	return Action{Op: "image", Target: w, Value: fmt.Sprintf("fake-%d", g.fresh), Pause: time.Duration(g.fourth.IntN(1500)) * time.Millisecond}
 }
 
 // theirRollout changes a config, then, once the reload's rollout is under way and before it
 // times out, changes the image of a dependent: another actor's rollout supersedes ours, and
 // rolling it back would blame them for its failure.
-func (g *generator) theirRollout() []action {
-	names := slices.Clone(configNames)
+func (g *featureDraws) theirRollout() []Action {
+	names := slices.Clone(ConfigNames)
 	g.fourth.Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
 	for _, c := range names {
 		deps := g.dependents(c)
@@ -125,16 +122,16 @@ func (g *generator) theirRollout() []action {
 		}
 		g.fresh++
 		settle := g.coalesce + time.Duration(700+g.fourth.IntN(800))*time.Millisecond
-		return []action{
+		return []Action{
 			{Op: "update", Target: c, Key: "a", Value: fmt.Sprint(4 + g.fresh%5), Pause: settle},
-			{Op: "image", Target: pick(g.fourth, deps), Value: fmt.Sprintf("fake-%d", g.fresh), Pause: rolloutTimeout},
+			{Op: "image", Target: pick(g.fourth, deps), Value: fmt.Sprintf("fake-%d", g.fresh), Pause: RolloutTimeout},
 		}
 	}
 	return nil
 }
 
-// rolloutTimeout is --rollout-timeout in sequences with rollback on.
-const rolloutTimeout = 3 * time.Second
+// RolloutTimeout is --rollout-timeout in sequences with rollback on.
+const RolloutTimeout = 3 * time.Second
 
 // Gate annotations, as the reloader reads them by default.
 var gateAnnotations = map[string]string{
@@ -143,26 +140,26 @@ var gateAnnotations = map[string]string{
 	"window": "reloader/window",
 }
 
-// openWindow is open all day, every day.
-const openWindow = "00:00-24:00"
+// OpenWindow is open all day, every day.
+const OpenWindow = "00:00-24:00"
 
-// closedWindow is a one-minute window twelve hours from now, in UTC: closed for the whole of a
+// ClosedWindow is a one-minute window twelve hours from now, in UTC: closed for the whole of a
 // sequence.
-func closedWindow(now time.Time) string {
+func ClosedWindow(now time.Time) string {
 	t := now.UTC().Add(12 * time.Hour)
 	return fmt.Sprintf("%02d:%02d-%02d:%02d", t.Hour(), t.Minute(), t.Add(time.Minute).Hour(), t.Add(time.Minute).Minute())
 }
 
 // annotationValue is what the executor writes for a gate.
-func (g gateSpec) annotationValue(now time.Time) string {
+func (g GateSpec) annotationValue(now time.Time) string {
 	if g.Kind != "window" {
 		return g.Value
 	}
 	switch g.Value {
 	case "open":
-		return openWindow
+		return OpenWindow
 	case "closed":
-		return closedWindow(now)
+		return ClosedWindow(now)
 	}
 	return g.Value
 }
@@ -171,7 +168,7 @@ func (g gateSpec) annotationValue(now time.Time) string {
 // or a value that does not parse (an empty one included), which holds reloads until it is fixed.
 // flagWindow is the sequence's --reload-window, which a workload without a window of its own
 // follows.
-func (g gateSpec) holds(flagWindow string) bool {
+func (g GateSpec) holds(flagWindow string) bool {
 	switch {
 	case g.Kind == "window":
 		return g.Value != "open"
@@ -184,13 +181,13 @@ func (g gateSpec) holds(flagWindow string) bool {
 }
 
 // minInterval is the minimum interval the gate sets between two reloads, or 0.
-func (g gateSpec) minInterval() time.Duration { return g.period("min") }
+func (g GateSpec) minInterval() time.Duration { return g.period("min") }
 
 // pausePeriod is a pause gate's period (0: another gate, or a value that is no period).
-func (g gateSpec) pausePeriod() time.Duration { return g.period("pause") }
+func (g GateSpec) pausePeriod() time.Duration { return g.period("pause") }
 
 // period is the gate's duration if it is of kind, else 0 (also for a value that is none).
-func (g gateSpec) period(kind string) time.Duration {
+func (g GateSpec) period(kind string) time.Duration {
 	d, err := time.ParseDuration(g.Value)
 	if g.Kind != kind || err != nil || d < 0 {
 		return 0

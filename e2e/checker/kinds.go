@@ -1,7 +1,6 @@
-package e2e
+package checker
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 
@@ -13,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/reloader/reloader/policy"
 )
@@ -24,84 +22,84 @@ import (
 
 // wkind is where a kind lives in the API and where its pod template is.
 type wkind struct {
-	gvr      schema.GroupVersionResource
+	GVR      schema.GroupVersionResource
 	tmplPath []string
 }
 
-var wkinds = map[string]wkind{
-	kindDeployment:  {schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, []string{"spec", "template"}},
+var WorkloadKinds = map[string]wkind{
+	KindDeployment:  {schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, []string{"spec", "template"}},
 	kindStatefulSet: {schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "statefulsets"}, []string{"spec", "template"}},
 	kindDaemonSet:   {schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "daemonsets"}, []string{"spec", "template"}},
-	kindCronJob:     {schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "cronjobs"}, []string{"spec", "jobTemplate", "spec", "template"}},
-	kindJob:         {schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}, []string{"spec", "template"}},
-	kindRollout:     {rolloutGVR, []string{"spec", "template"}}, // gen 10, in sequences with Argo Rollouts
+	KindCronJob:     {schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "cronjobs"}, []string{"spec", "jobTemplate", "spec", "template"}},
+	KindJob:         {schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}, []string{"spec", "template"}},
+	KindRollout:     {RolloutGVR, []string{"spec", "template"}}, // gen 10, in sequences with Argo Rollouts
 }
 
-// kindOrDefault is a create-workload's kind: generator versions before 3 make Deployments.
-func kindOrDefault(k string) string {
+// KindOrDefault is a create-workload's kind: generator versions before 3 make Deployments.
+func KindOrDefault(k string) string {
 	if k == "" {
-		return kindDeployment
+		return KindDeployment
 	}
 	return k
 }
 
-// templateKinds are the kinds whose template changes in place; a Job's is immutable, and
+// TemplateKinds are the kinds whose template changes in place; a Job's is immutable, and
 // its reload is a new Job under the same name.
-var templateKinds = []string{kindDeployment, kindStatefulSet, kindDaemonSet, kindCronJob}
+var TemplateKinds = []string{KindDeployment, kindStatefulSet, kindDaemonSet, KindCronJob}
 
-// wobj is a workload as the checker reads it: the object, and its pod template decoded.
-type wobj struct {
-	kind string
-	u    *unstructured.Unstructured
-	tmpl corev1.PodTemplateSpec
+// Object is a workload as the checker reads it: the object, and its pod template decoded.
+type Object struct {
+	kind     string
+	Obj      *unstructured.Unstructured
+	Template corev1.PodTemplateSpec
 }
 
-func decodeWorkload(kind string, u *unstructured.Unstructured) (*wobj, error) {
-	o := &wobj{kind: kind, u: u}
-	raw, found, err := unstructured.NestedMap(u.Object, wkinds[kind].tmplPath...)
+func DecodeWorkload(kind string, u *unstructured.Unstructured) (*Object, error) {
+	o := &Object{kind: kind, Obj: u}
+	raw, found, err := unstructured.NestedMap(u.Object, WorkloadKinds[kind].tmplPath...)
 	if err != nil || !found {
 		return nil, fmt.Errorf("%s %s has no pod template: %v", kind, u.GetName(), err)
 	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &o.tmpl); err != nil {
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &o.Template); err != nil {
 		return nil, fmt.Errorf("decode the pod template of %s %s: %w", kind, u.GetName(), err)
 	}
 	return o, nil
 }
 
-// store writes the (edited) pod template back into the object.
-func (o *wobj) store() error {
-	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&o.tmpl)
+// Store writes the (edited) pod template back into the object.
+func (o *Object) Store() error {
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&o.Template)
 	if err != nil {
-		return fmt.Errorf("encode the pod template of %s %s: %w", o.kind, o.u.GetName(), err)
+		return fmt.Errorf("encode the pod template of %s %s: %w", o.kind, o.Obj.GetName(), err)
 	}
-	return unstructured.SetNestedMap(o.u.Object, raw, wkinds[o.kind].tmplPath...)
+	return unstructured.SetNestedMap(o.Obj.Object, raw, WorkloadKinds[o.kind].tmplPath...)
 }
 
-// annotations are where the workload's reload annotations sit: its metadata's, or its pod
+// Annotations are where the workload's reload annotations sit: its metadata's, or its pod
 // template's (onTemplate).
-func (o *wobj) annotations(onTemplate bool) map[string]string {
+func (o *Object) Annotations(onTemplate bool) map[string]string {
 	if onTemplate {
-		if o.tmpl.Annotations == nil {
-			o.tmpl.Annotations = map[string]string{}
+		if o.Template.Annotations == nil {
+			o.Template.Annotations = map[string]string{}
 		}
-		return o.tmpl.Annotations
+		return o.Template.Annotations
 	}
-	a := o.u.GetAnnotations()
+	a := o.Obj.GetAnnotations()
 	if a == nil {
 		a = map[string]string{}
 	}
 	return a
 }
 
-// setAnnotations stores what annotations(onTemplate) returned, after an edit.
-func (o *wobj) setAnnotations(onTemplate bool, a map[string]string) {
+// SetAnnotations stores what annotations(onTemplate) returned, after an edit.
+func (o *Object) SetAnnotations(onTemplate bool, a map[string]string) {
 	if !onTemplate {
-		o.u.SetAnnotations(a)
+		o.Obj.SetAnnotations(a)
 	}
 }
 
-func (o *wobj) controller() types.UID {
-	for _, r := range o.u.GetOwnerReferences() {
+func (o *Object) controller() types.UID {
+	for _, r := range o.Obj.GetOwnerReferences() {
 		if r.Controller != nil && *r.Controller {
 			return r.UID
 		}
@@ -109,28 +107,28 @@ func (o *wobj) controller() types.UID {
 	return ""
 }
 
-// newWorkload is the object create-workload makes: nothing runs for long or on a schedule (no
+// NewWorkload is the object create-workload makes: nothing runs for long or on a schedule (no
 // replicas, suspended Jobs, CronJobs scheduled once a year whose Jobs are suspended; a
 // suspended CronJob runs no Job for a reload), so a sequence costs the cluster little, yet every
 // reload is seen: a template change, a CronJob's run (a new Job), a Job created again.
-func newWorkload(kind, name string, meta map[string]string, tmpl corev1.PodTemplateSpec) (*unstructured.Unstructured, error) {
+func NewWorkload(kind, name string, meta map[string]string, tmpl corev1.PodTemplateSpec) (*unstructured.Unstructured, error) {
 	zero, yes := int32(0), true
 	om := metav1.ObjectMeta{Name: name, Annotations: meta}
 	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}
 	var obj runtime.Object
 	switch kind {
-	case kindDeployment:
+	case KindDeployment:
 		obj = &appsv1.Deployment{ObjectMeta: om, Spec: appsv1.DeploymentSpec{Replicas: &zero, Selector: sel, Template: tmpl}}
 	case kindStatefulSet:
 		obj = &appsv1.StatefulSet{ObjectMeta: om, Spec: appsv1.StatefulSetSpec{Replicas: &zero, Selector: sel, ServiceName: name, Template: tmpl}}
 	case kindDaemonSet:
 		obj = &appsv1.DaemonSet{ObjectMeta: om, Spec: appsv1.DaemonSetSpec{Selector: sel, Template: tmpl}}
-	case kindCronJob:
+	case KindCronJob:
 		obj = &batchv1.CronJob{ObjectMeta: om, Spec: batchv1.CronJobSpec{Schedule: "0 0 1 1 *",
 			JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Suspend: &yes, Template: tmpl}}}}
-	case kindJob:
+	case KindJob:
 		obj = &batchv1.Job{ObjectMeta: om, Spec: batchv1.JobSpec{Suspend: &yes, Template: tmpl}}
-	case kindRollout:
+	case KindRollout:
 		raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&tmpl)
 		if err != nil {
 			return nil, fmt.Errorf("encode the pod template of %s %s: %w", kind, name, err)
@@ -150,26 +148,13 @@ func newWorkload(kind, name string, meta map[string]string, tmpl corev1.PodTempl
 	return &unstructured.Unstructured{Object: raw}, nil
 }
 
-// podTemplate is template() made valid for kind: a Job's pods must not restart in place.
-func podTemplate(kind, name string, refs []ref) corev1.PodTemplateSpec {
+// PodTemplate is template() made valid for kind: a Job's pods must not restart in place.
+func PodTemplate(kind, name string, refs []Ref) corev1.PodTemplateSpec {
 	t := template(name, refs)
-	if kind == kindCronJob || kind == kindJob {
+	if kind == KindCronJob || kind == KindJob {
 		t.Spec.RestartPolicy = corev1.RestartPolicyNever
 	}
 	return t
-}
-
-func (w *world) workloads(kind string) dynamic.ResourceInterface {
-	return w.dyn.Resource(wkinds[kind].gvr).Namespace(w.ns)
-}
-
-// getWorkload reads the live workload of kind and name.
-func (w *world) getWorkload(ctx context.Context, kind, name string) (*wobj, error) {
-	u, err := w.workloads(kind).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return decodeWorkload(kind, u)
 }
 
 // markers reads the reloader's marker of every config from a pod template, whichever strategy
@@ -178,7 +163,7 @@ func markers(t *corev1.PodTemplateSpec) map[string]string {
 	out := map[string]string{}
 	var hashes map[string]string
 	_ = json.Unmarshal([]byte(t.Annotations["reloader/config-hashes"]), &hashes)
-	for _, c := range judgedConfigs {
+	for _, c := range JudgedConfigs {
 		r := configRef(c)
 		if v, ok := policy.EnvValue(t, policy.EnvVarName(r)); ok {
 			out[c] = "env:" + v
@@ -195,4 +180,11 @@ func lowerKind(r policy.ConfigRef) string {
 		return "secret"
 	}
 	return "configmap"
+}
+
+func configRef(c string) policy.ConfigRef {
+	if IsSecret(c) {
+		return policy.ConfigRef{Kind: policy.KindSecret, Name: c}
+	}
+	return policy.ConfigRef{Kind: policy.KindConfigMap, Name: c}
 }

@@ -1,4 +1,4 @@
-package e2e
+package checker
 
 import (
 	"slices"
@@ -16,32 +16,32 @@ import (
 // without it is version 8.
 
 const (
-	foldedName         = "cm-2"
+	FoldedName         = "cm-2"
 	foldedWorkloadName = "w-f"
 )
 
 // foldedContent is the fifth config's first content: not the others' ("0" everywhere), so that
 // the two configs' stakater hashes differ.
-var foldedContent = content{"a": "0", "b": "f"}
+var foldedContent = Content{"a": "0", "b": "f"}
 
-// judgedConfigs are the configs the oracle judges: the world's, and the fifth one, which
+// JudgedConfigs are the configs the oracle judges: the world's, and the fifth one, which
 // exists only in folded sequences (a config that never existed has no change).
-var judgedConfigs = append(slices.Clone(configNames), foldedName)
+var JudgedConfigs = append(slices.Clone(ConfigNames), FoldedName)
 
-// firstContent is what config c is created with at the setup.
-func firstContent(c string) content {
-	if c == foldedName {
+// FirstContent is what config c is created with at the setup.
+func FirstContent(c string) Content {
+	if c == FoldedName {
 		return foldedContent
 	}
-	return content{"a": "0", "b": "0"}
+	return Content{"a": "0", "b": "0"}
 }
 
 // foldedWorkload is the workload reading cm--2 and the fifth config, with stakater's one
 // variable for both: the current hash of one of them (Cur), or an older one (Lag).
-func (g *generator) foldedWorkload() action {
-	a := action{Op: "create-workload", Target: foldedWorkloadName, Mode: pick(g.tenth, []string{modeAuto, modeNamed}), Kind: kindDeployment,
-		Refs: []ref{{Config: "cm--2", Whole: true}, {Config: foldedName, Whole: true}}, Tenth: true}
-	c := pick(g.tenth, []string{"cm--2", foldedName})
+func (g *laterDraws) foldedWorkload() Action {
+	a := Action{Op: "create-workload", Target: foldedWorkloadName, Mode: pick(g.tenth, []string{ModeAuto, modeNamed}), Kind: KindDeployment,
+		Refs: []Ref{{Config: "cm--2", Whole: true}, {Config: FoldedName, Whole: true}}, Tenth: true}
+	c := pick(g.tenth, []string{"cm--2", FoldedName})
 	if g.tenth.IntN(3) == 0 {
 		a.Lag = []string{c}
 	} else {

@@ -1,11 +1,10 @@
-package e2e
+package checker
 
 import (
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
-	"testing"
 )
 
 // coverage counts, per feature, the actions of a sequence that exercise it. A setting of the
@@ -13,7 +12,7 @@ import (
 // under it; an action counts under its operation and under what it carries (a workload's kind,
 // where its annotations sit, its gate). The soak adds these up into RELIABILITY.md's coverage
 // table (issue 24's acceptance).
-func coverage(s sequence) map[string]int {
+func coverage(s Sequence) map[string]int {
 	c := map[string]int{}
 	all := len(s.Actions)
 	setting := func(on bool, name string) {
@@ -45,7 +44,7 @@ func coverage(s sequence) map[string]int {
 				c["workload: deleted and created again at once"]++
 			}
 		case "update":
-			if a.Value == invalidJSON {
+			if a.Value == InvalidJSON {
 				c["content: invalid (does not validate)"]++
 			}
 		case "annotate":
@@ -54,7 +53,7 @@ func coverage(s sequence) map[string]int {
 			modeCoverage(c, a.Mode)
 			kind := a.Kind
 			if kind == "" {
-				kind = kindDeployment
+				kind = KindDeployment
 			}
 			c["kind: "+kind]++
 			if a.OnTemplate {
@@ -63,7 +62,7 @@ func coverage(s sequence) map[string]int {
 			if a.Broken {
 				c["workload: broken Deployment (pods never Ready)"]++
 			}
-			if a.Kind == kindRollout && a.Dur > 0 {
+			if a.Kind == KindRollout && a.Dur > 0 {
 				c["workload: Argo Rollout with a pause step"]++
 			}
 			gateCoverage(c, a.Gate)
@@ -94,7 +93,7 @@ func modeCoverage(c map[string]int, m string) {
 }
 
 // gateCoverage counts a gate annotation a workload is created or updated with.
-func gateCoverage(c map[string]int, g gateSpec) {
+func gateCoverage(c map[string]int, g GateSpec) {
 	switch {
 	case g.Kind == "":
 		c["gate: removed or none"]++
@@ -115,12 +114,12 @@ type coverageTable struct {
 	sequences, actions map[string]int
 }
 
-func newCoverageTable() *coverageTable {
+func NewCoverageTable() *coverageTable {
 	return &coverageTable{sequences: map[string]int{}, actions: map[string]int{}}
 }
 
-// add counts one sequence: what its actions exercised, and the faults the run injected.
-func (t *coverageTable) add(s sequence, faults map[string]int) {
+// Add counts one sequence: what its actions exercised, and the faults the run injected.
+func (t *coverageTable) Add(s Sequence, faults map[string]int) {
 	for k, n := range coverage(s) {
 		t.sequences[k]++
 		t.actions[k] += n
@@ -141,53 +140,4 @@ func (t *coverageTable) String() string {
 		fmt.Fprintf(&b, "| %s | %d | %d |\n", k, t.sequences[k], t.actions[k])
 	}
 	return b.String()
-}
-
-func TestCoverageCountsEachActionUnderItsOperationAndEverySettingItRanUnder(t *testing.T) {
-	t.Parallel()
-	s := sequence{Gen: 3, OnDelete: true, Strategy: "annotations", Actions: []action{
-		{Op: "create-workload", Kind: kindCronJob, OnTemplate: true, Gate: gateSpec{Kind: "pause", Value: ""}},
-		{Op: "create-workload", Gate: gateSpec{Kind: "min", Value: "2s"}},
-		{Op: "update", Value: invalidJSON},
-		{Op: "gate", Gate: gateSpec{Kind: "window", Value: "closed"}},
-		{Op: "hashkey", Value: "replace"},
-		{Op: "reref", Target: "w-1"},
-		{Op: "delete-workload", Target: "w-1"},
-		{Op: "create-workload", Target: "w-1"},
-	}}
-	want := map[string]int{
-		"setting: --reload-on-delete":                 8,
-		"setting: annotations strategy":               8,
-		"action: create-workload":                     3,
-		"action: reref":                               1,
-		"action: delete-workload":                     1,
-		"workload: deleted and created again at once": 1,
-		"action: update":                              1,
-		"action: gate":                                1,
-		"action: hashkey":                             1,
-		"kind: CronJob":                               1,
-		"kind: Deployment":                            2,
-		"annotations on the pod template":             1,
-		"gate: pause, empty":                          1,
-		"gate: min":                                   1,
-		"gate: removed or none":                       1,
-		"gate: window closed":                         1,
-		"content: invalid (does not validate)":        1,
-		"hash key: replace":                           1,
-	}
-	if got := coverage(s); !maps.Equal(got, want) {
-		t.Errorf("coverage:\n got %v\nwant %v", got, want)
-	}
-	tab := newCoverageTable()
-	tab.add(s, map[string]int{"outage": 2, "refusal": 0})
-	tab.add(sequence{Actions: []action{{Op: "update", Value: "1"}}}, nil)
-	if tab.sequences["action: update"] != 2 || tab.actions["action: update"] != 2 {
-		t.Errorf("two sequences with one update each: %d sequences, %d actions", tab.sequences["action: update"], tab.actions["action: update"])
-	}
-	if tab.sequences["fault: outage"] != 1 || tab.actions["fault: outage"] != 2 {
-		t.Errorf("an outage injected twice in one sequence: %d sequences, %d times", tab.sequences["fault: outage"], tab.actions["fault: outage"])
-	}
-	if _, ok := tab.sequences["fault: refusal"]; ok {
-		t.Error("a fault never injected is counted")
-	}
 }

@@ -1,0 +1,105 @@
+package checker
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader"
+)
+
+// The rule, in process: reload is a violation; a hold only where the oracle knows it holds.
+func TestExplainsAnswerAtASettledPointIsJudgedByWhatTheOracleKnowsHolds(t *testing.T) {
+	t.Parallel()
+	report := func(next string, reload bool) ExplainReport {
+		var r ExplainReport
+		r.Next = next
+		r.Configs = []reloader.Config{{Kind: "ConfigMap", Name: "cm-0", Reload: reload, Why: policy.MarkerStale.String()}, {Kind: "Secret", Name: "sec-0"}}
+		return r
+	}
+	free := ExplainTarget{Kind: KindDeployment, Name: "w-1"}
+	held := ExplainTarget{Kind: KindDeployment, Name: "w-1", gated: true, invalid: true}
+	known := ExplainTarget{Kind: KindDeployment, Name: "w-1", remembered: map[string]bool{"cm-0": true}}
+	other := report("reload", true)
+	other.Configs[0].Why = policy.StateDiffers.String()
+	for _, c := range []struct {
+		name   string
+		tg     ExplainTarget
+		rep    ExplainReport
+		out    bool
+		want   string // a prefix of the violation; "" for none
+		reason string
+	}{
+		{"up to date", free, report("up-to-date", false), false, "", "nothing to do"},
+		{"reload", free, report("reload", true), false, "disagree: explain says w-1 reloads for [ConfigMap/cm-0] (why: the marker says the pods run another content), but the settled controller does not", "a fresh start would restart it"},
+		{"reload, held where the oracle knows", held, report("reload", true), false, "disagree: explain says w-1 reloads", "the oracle's holds excuse no reload"},
+		{"gated where the oracle knows", held, report("held-by-gate", true), false, "", "the final round opens it"},
+		{"gated where the oracle knows no gate", free, report("held-by-gate", true), false, "disagree: explain says w-1 is held-by-gate for [ConfigMap/cm-0]", "a gate the checker never set"},
+		{"invalid where the oracle knows", held, report("held-invalid", true), false, "", "the content does not validate"},
+		{"invalid where the oracle knows none", free, report("held-invalid", true), false, "disagree: explain says w-1 is held-invalid", "a content the checker wrote valid"},
+		{"suspended", held, report("held-suspended", true), false, "disagree: explain says w-1 is held-suspended", "the checker suspends no CronJob"},
+		{"reload the running reloader knows its pods need not", known, report("reload", true), false, "", "its memory of the last restart"},
+		{"reload it knows for another reason", known, other, false, "disagree: explain says w-1 reloads for [ConfigMap/cm-0] (why: there is no marker", "only a stale marker is excused"},
+		{"not watched while out", free, report(reloader.NextNotWatched, false), true, "", "out of the selection"},
+		{"not watched while in", free, report(reloader.NextNotWatched, false), false, "disagree: explain says the reloader does not watch w-1", "in the selection"},
+	} {
+		got := string(Disagreement(c.tg, c.rep, c.out))
+		if c.want == "" && got != "" || c.want != "" && !strings.HasPrefix(got, c.want) {
+			t.Errorf("%s (%s): got %q, want %q", c.name, c.reason, got, c.want)
+		}
+	}
+}
+
+// The running reloader remembers what its last restart's pods read until a process starts.
+func TestTheRunningReloaderRemembersWhatItsLastRestartsPodsRead(t *testing.T) {
+	t.Parallel()
+	at := secondsFromNow()
+	v := func(x string) Content { return Content{"a": x, "b": x} }
+	r := NewRecorder(Sequence{})
+	r.configs["cm-1"] = []configEvent{{rv: 1, at: at(0), exists: true, data: v("1")}, {rv: 5, at: at(10), exists: true, data: v("2")}}
+	w := &WorkloadLife{name: "w-0", refs: []Ref{{Config: "cm-1", Whole: true}}, modes: []modeEvent{{at: at(0), mode: ModeAuto}},
+		restarts: []int64{3, 6}, restartAt: []time.Time{at(5), at(11)}}
+	r.starts = []time.Time{at(1)}
+	if !r.reads.remembered(w, "cm-1") {
+		t.Error("a restart after the config's last write, by the process running since: not remembered")
+	}
+	r.own[6] = true
+	if r.reads.remembered(w, "cm-1") {
+		t.Error("the checker's own restart counted as the reloader's memory")
+	}
+	r.own[6] = false
+	r.configs["cm-1"] = append(r.configs["cm-1"], configEvent{rv: 7, at: at(12), exists: true, data: v("3")})
+	if r.reads.remembered(w, "cm-1") {
+		t.Error("a write after the last restart counted as read by its pods")
+	}
+	r.configs["cm-1"][1] = configEvent{rv: 5, at: at(10)} // deleted before the restart: its pods wait for it
+	if !r.reads.remembered(w, "cm-1") {
+		t.Error("pods restarted while the config was absent, which started on its recreation: not remembered")
+	}
+	r.starts = append(r.starts, at(13))
+	if r.reads.remembered(w, "cm-1") {
+		t.Error("a process started after the restart counted as remembering it")
+	}
+}
+
+// A pause or minimum interval explain reports holding a due reload is waited out, a window not.
+func TestThePauseOrIntervalThatHoldsADueReloadIsWaitedOut(t *testing.T) {
+	t.Parallel()
+	at := secondsFromNow()
+	pause, next := at(2), at(3)
+	var r ExplainReport
+	r.Next, r.Gate.PauseUntil, r.Gate.NextAllowed = "held-by-gate", &pause, &next
+	if got := GateEnds(r); !got.Equal(next) {
+		t.Errorf("a pause and an interval: waited until %v, want the later, %v", got, next)
+	}
+	opens := at(3600)
+	r.Gate = reloader.Gate{WindowOpens: &opens}
+	if got := GateEnds(r); !got.IsZero() {
+		t.Errorf("a closed window: waited until %v, want not at all", got)
+	}
+	r.Next, r.Gate.PauseUntil = "up-to-date", &pause
+	if got := GateEnds(r); !got.IsZero() {
+		t.Errorf("nothing due: waited until %v, want not at all", got)
+	}
+}
