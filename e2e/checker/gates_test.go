@@ -1,9 +1,14 @@
 package checker
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // A reload that rode on a resume found the template written during the pause (a marker B of
@@ -28,6 +33,70 @@ func TestARollbackOfAReloadThatRodeOnAResumePutsBackThePausedTemplate(t *testing
 	w.resumes = nil
 	if p := r.gates.rollbacks(w); p.rollback[2] {
 		t.Fatalf("paired though the reload was no resume: the markers went back to none of the restart before: %+v", p)
+	}
+}
+
+// A reload written with the reloader's own pause (a pause-period gate) restarts at the resume,
+// which changes no template; its rollback puts back the template from before the reload, and
+// is paired with it (soak seed 1796211078146740227@10 took it for a second reload, ungated).
+// The control: a reload that rides on the resume is undone to the template of the pause.
+func TestARollbackOfAReloadResumedAfterItsPausePutsBackTheTemplateBeforeIt(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		duringB  bool   // the reload is written with the pause, the resume changes nothing
+		rollBack string // the marker the rollback writes
+		paired   bool
+	}{
+		{"resumed alone, rolled back to the marker before the reload", true, "h1", true},
+		{"resumed alone, the marker written is no rollback", true, "h3", false},
+		{"rode on the resume, rolled back to the marker of the pause", false, "h1", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := NewRecorder(Sequence{Rollback: true})
+			tmpl := func(hash string) corev1.PodTemplateSpec {
+				t := PodTemplate(KindDeployment, "w-3", nil)
+				t.Annotations = map[string]string{"reloader/config-hashes": `{"configmap/cm-1":"` + hash + `"}`}
+				return t
+			}
+			u, err := NewWorkload(KindDeployment, "w-3", nil, tmpl("h0"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			u.SetUID("uid-3")
+			o, _ := DecodeWorkload(KindDeployment, u)
+			w := &WorkloadLife{Kind: KindDeployment, name: "w-3", uid: u.GetUID(), marks0: markers(&o.Template),
+				tmpl: o.Template, seenTmpl: o.Template, watchGen: 1}
+			r.workloads[u.GetUID()] = w
+			event := func(gen, rv int64, paused bool, t corev1.PodTemplateSpec) {
+				v := u.DeepCopy()
+				v.SetGeneration(gen)
+				v.SetResourceVersion(strconv.FormatInt(rv, 10))
+				raw, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(&t)
+				_ = unstructured.SetNestedMap(v.Object, raw, WorkloadKinds[KindDeployment].tmplPath...)
+				_ = unstructured.SetNestedField(v.Object, paused, "spec", "paused")
+				r.Seen(KindDeployment, v, true)
+			}
+			event(2, 300, false, tmpl("h1")) // an earlier reload
+			if tc.duringB {
+				event(3, 476, true, tmpl("h2"))  // the reload, with our pause
+				event(4, 478, false, tmpl("h2")) // the pause period's end
+			} else {
+				event(3, 476, true, tmpl("h1"))  // a pause
+				event(4, 478, false, tmpl("h2")) // the reload, with the resume
+			}
+			event(5, 482, false, tmpl(tc.rollBack))
+			if len(w.restarts) != 3 {
+				t.Fatalf("restarts %v, want 3", w.restarts)
+			}
+			// The rollout clock and the history, as the reloader writes them with a rollback.
+			w.restartAt[2] = w.restartAt[1].Add(RolloutTimeout)
+			w.rolledBack[2] = true
+			p := r.gates.rollbacks(w)
+			if got := p.rollback[2] && p.of[2] == 1; got != tc.paired {
+				t.Fatalf("the write at rv 482 paired as a rollback of the reload at rv 478: %t, want %t (%+v; found %v)", got, tc.paired, p, w.found)
+			}
+		})
 	}
 }
 

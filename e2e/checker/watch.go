@@ -133,7 +133,9 @@ func (r *Recorder) Seen(kind string, u *unstructured.Unstructured, watched bool)
 		w.sameTmpl = append(w.sameTmpl, genMove{RVOf(u), gen})
 	}
 	write := markerWrite{RVOf(u), touchedConfigs(&w.seenTmpl, &o.Template)}
-	w.seenMarks = markers(&w.seenTmpl)
+	if len(write.touched) > 0 {
+		w.seenMarks = markers(&w.seenTmpl)
+	}
 	w.seenTmpl = *o.Template.DeepCopy()
 	// A paused Deployment restarts nothing until it is resumed, and its resume rolls out the
 	// template as it is then: the pods read their configs at the resume.

@@ -72,9 +72,10 @@ type WorkloadLife struct {
 	// marks0 are the reloader's markers at its creation, marks after each of restarts.
 	marks0 map[string]string
 	marks  []map[string]string
-	// found: for each of restarts, the markers of the template seen just before it; for a
-	// resume, the last template written during the pause, which a rollback of it puts back.
-	// seenMarks are those of seenTmpl, kept as it is replaced.
+	// found: for each of restarts, the markers just before the last write that changed a
+	// marker, which a rollback of it puts back: for a resume that carries a reload, the
+	// template written during the pause; for a resume alone, the template before the reload
+	// written with the pause. seenMarks are those, kept as the template is replaced.
 	found     []map[string]string
 	seenMarks map[string]string
 	// rolledBack: for each of restarts, whether the reloader's history on the workload says, as
