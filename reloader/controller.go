@@ -119,6 +119,14 @@ type Options struct {
 	stateBudget int
 }
 
+// inScope says whether namespace ns is one this reloader may act in (the Jobs it recreates).
+func (o Options) inScope(ns string) bool {
+	if o.Namespace != "" {
+		return ns == o.Namespace
+	}
+	return ns != "" && !slices.Contains(o.NamespacesToIgnore, ns)
+}
+
 // DefaultRolloutTimeout is how long a followed rollout may run before it counts as timed out,
 // unless a flag or annotation says otherwise: longer than a Deployment's default progress
 // deadline (10 minutes), so that for Deployments the deadline decides.

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"slices"
 	"strings"
 	"sync"
 
@@ -212,14 +211,6 @@ type jobClient interface {
 	Get(ctx context.Context, name string, opts metav1.GetOptions) (*batchv1.Job, error)
 	Create(ctx context.Context, job *batchv1.Job, opts metav1.CreateOptions) (*batchv1.Job, error)
 	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
-}
-
-// inScope says whether namespace ns is one this reloader may act in (jobRuns.inScope).
-func (o Options) inScope(ns string) bool {
-	if o.Namespace != "" {
-		return ns == o.Namespace
-	}
-	return ns != "" && !slices.Contains(o.NamespacesToIgnore, ns)
 }
 
 // wire makes a Job's reload, for Jobs of kind k, a recreation: deleted, and created again under

@@ -19,6 +19,7 @@ import (
 	"github.com/reloader/reloader/confighash"
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/state"
+	"github.com/reloader/reloader/state/statetest"
 )
 
 var jobsResource = schema.GroupResource{Group: "batch", Resource: "jobs"}
@@ -93,7 +94,7 @@ type jobsFixture struct {
 func newJobsFixture() *jobsFixture {
 	f := &jobsFixture{api: &memoryJobs{jobs: map[string]*batchv1.Job{}}, events: record.NewFakeRecorder(100), cached: map[string]*batchv1.Job{}}
 	log := slog.New(slog.DiscardHandler)
-	f.store = newStore(&memoryConfigMaps{shards: map[string]*corev1.ConfigMap{}}, "ns", "reloader-state", log)
+	f.store = newStore(statetest.NewConfigMaps(), "ns", "reloader-state", log)
 	f.j = &jobRuns{jobs: func(string) jobClient { return f.api }, writeOther: f.store.WriteOther, reports: newReporter(f.events, log),
 		metrics: metrics.New("test"), log: log, enqueue: func(k key) { f.queued = append(f.queued, k) },
 		markers: func(job *batchv1.Job) (*batchv1.Job, error) {

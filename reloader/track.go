@@ -170,14 +170,6 @@ func (t *tracker) reloadTemplate(ctx context.Context, w workloadView, ops []poli
 	return policy.TemplateHash(after), []policy.JSONOp{guard}, nil
 }
 
-// rolls reports whether a reload of the workload starts a rollout its status tells the end of.
-// A CronJob's reload runs a Job and a Job's recreates it; under the OnDelete update strategy a
-// template change rolls nothing. Those reloads are not followed.
-func rolls(obj any) bool {
-	p, _ := policy.RolloutProgress(obj)
-	return p != policy.Untracked
-}
-
 // templateRead is a generation of a followed workload whose template was read to be still the one
 // of the reload at generation reload.
 type templateRead struct{ reload, read int64 }
@@ -222,16 +214,6 @@ func (t *tracker) progressing(w workloadView, changes []policy.Change) policy.En
 		e.Configs = append(e.Configs, fmt.Sprintf("%s/%s@%s", ch.Ref.Kind, ch.Ref.Name, shortOrDeleted(ch.Value)))
 	}
 	return e
-}
-
-// createsAnnotations reports whether a patch creates the metadata annotations map.
-func createsAnnotations(ops []policy.JSONOp) bool {
-	for _, op := range ops {
-		if op.Path == "/metadata/annotations" {
-			return true
-		}
-	}
-	return false
 }
 
 func shortOrDeleted(v string) string {

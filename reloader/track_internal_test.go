@@ -10,39 +10,15 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/reloader/reloader/internal/dev/clocktest"
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/state"
+	"github.com/reloader/reloader/state/statetest"
 )
-
-// memoryConfigMaps is a state.ConfigMapClient that keeps the shards in memory: plumbing, so
-// that a hold the tracker flushes before a rollback is written somewhere.
-type memoryConfigMaps struct{ shards map[string]*corev1.ConfigMap }
-
-func (m *memoryConfigMaps) Get(_ context.Context, name string, _ metav1.GetOptions) (*corev1.ConfigMap, error) {
-	if cm, ok := m.shards[name]; ok {
-		return cm.DeepCopy(), nil
-	}
-	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, name)
-}
-
-func (m *memoryConfigMaps) Create(_ context.Context, cm *corev1.ConfigMap, _ metav1.CreateOptions) (*corev1.ConfigMap, error) {
-	cm = cm.DeepCopy()
-	cm.ResourceVersion = "1"
-	m.shards[cm.Name] = cm
-	return cm.DeepCopy(), nil
-}
-
-func (m *memoryConfigMaps) Patch(_ context.Context, name string, _ types.PatchType, _ []byte, _ metav1.PatchOptions, _ ...string) (*corev1.ConfigMap, error) {
-	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: "2"}}, nil
-}
 
 // trackerFixture is the tracker over an in-memory state, a fake Event recorder, a manual clock
 // and a Deployment kind whose writes are recorded and whose live read is set by the test.
@@ -60,7 +36,7 @@ type trackerFixture struct {
 func newTrackerFixture(rollback bool) *trackerFixture {
 	log := slog.New(slog.DiscardHandler)
 	f := &trackerFixture{events: record.NewFakeRecorder(100), clock: clocktest.New(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))}
-	f.store = newStore(&memoryConfigMaps{shards: map[string]*corev1.ConfigMap{}}, "ns", "reloader-state", log)
+	f.store = newStore(statetest.NewConfigMaps(), "ns", "reloader-state", log)
 	names := entryKeys{single: true}
 	f.t = &tracker{defaults: policy.Follow{Track: true, Rollback: rollback, Timeout: 10 * time.Second}, clock: f.clock,
 		store: f.store.Kind(holdPrefix, rollbackReadPrefix), flush: f.store.Flush, names: names, reports: newReporter(f.events, log), log: log, metrics: metrics.New("test"),

@@ -170,9 +170,6 @@ func (v *validation) valid(rec *configRecord) {
 // safe where a restart too many is not. The hold is derived from the caches alone, so a restart
 // of the reloader finds it again; it keeps no state entry, and says its Warning again.
 
-// reasonHeldInvalid is the Warning on a workload held by a config's invalid content.
-const reasonHeldInvalid = "ReloadHeldInvalidConfig"
-
 // holds holds w's due reload, and reports whether it did, when its pods read a config
 // whose current content does not validate.
 func (v *validation) holds(w workloadView) bool {

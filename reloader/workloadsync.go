@@ -250,10 +250,10 @@ func refused(err error) bool {
 		apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err)
 }
 
-// describe names the configs of a reload with their short hashes, in a stable order.
 // refName names a config in Events and logs: "<Kind>/<name>".
 func refName(r policy.ConfigRef) string { return r.Kind + "/" + r.Name }
 
+// describe names the configs of a reload with their short hashes, in a stable order.
 func describe(changes []policy.Change) string {
 	parts := make([]string, 0, len(changes))
 	for _, ch := range changes {
@@ -265,3 +265,24 @@ func describe(changes []policy.Change) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// rolls reports whether a reload of the workload starts a rollout its status tells the end of.
+// A CronJob's reload runs a Job and a Job's recreates it; under the OnDelete update strategy a
+// template change rolls nothing. Those reloads are not followed.
+func rolls(obj any) bool {
+	p, _ := policy.RolloutProgress(obj)
+	return p != policy.Untracked
+}
+
+// createsAnnotations reports whether a patch creates the metadata annotations map.
+func createsAnnotations(ops []policy.JSONOp) bool {
+	for _, op := range ops {
+		if op.Path == "/metadata/annotations" {
+			return true
+		}
+	}
+	return false
+}
+
+// reasonHeldInvalid is the Warning on a workload held by a config's invalid content.
+const reasonHeldInvalid = "ReloadHeldInvalidConfig"
