@@ -28,7 +28,7 @@ func TestTheBacklogHandsTheQueueAWindowAtATimeInOrder(t *testing.T) {
 		if q.Len() > backlogWindow {
 			t.Fatalf("queue holds %d keys, more than the window %d", q.Len(), backlogWindow)
 		}
-		got = append(got, k.name)
+		got = append(got, k.Name)
 	}
 	if got[backlogWindow] != "live" {
 		t.Errorf("key %d out of the queue is %q, want the live one right after the first window", backlogWindow, got[backlogWindow])

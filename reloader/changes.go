@@ -55,7 +55,7 @@ func (l *changeLog) oldest(ns string, changes []policy.Change) (time.Time, bool)
 	defer l.mu.Unlock()
 	var out time.Time
 	for _, ch := range changes {
-		if t, ok := l.since[configKey(ch.Ref, ns)]; ok && (out.IsZero() || t.Before(out)) {
+		if t, ok := l.since[ConfigKey(ch.Ref, ns)]; ok && (out.IsZero() || t.Before(out)) {
 			out = t
 		}
 	}

@@ -133,12 +133,12 @@ func (o Options) inScope(ns string) bool {
 const DefaultRolloutTimeout = 15 * time.Minute
 
 // key names a queued object: a config (ConfigMap, Secret) or a workload (Deployment, ...).
-type key struct{ kind, namespace, name string }
+type key struct{ Kind, Namespace, Name string }
 
-func (k key) String() string { return k.kind + "/" + k.namespace + "/" + k.name }
+func (k key) String() string { return k.Kind + "/" + k.Namespace + "/" + k.Name }
 
-// cacheKey is the key an informer caches the object under.
-func (k key) cacheKey() string { return k.namespace + "/" + k.name }
+// CacheKey is the key an informer caches the object under.
+func (k key) CacheKey() string { return k.Namespace + "/" + k.Name }
 
 // Controller restarts workloads when the configs they depend on change.
 type Controller struct {
@@ -245,7 +245,7 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 		c.state.Fence(opts.StateWriter)
 	}
 	c.backlog = newBacklog(c.queue)
-	c.reports = newReporter(c.events.NewRecorder(clients.Scheme, corev1.EventSource{Component: "reloader"}), opts.Log)
+	c.reports = NewReporter(c.events.NewRecorder(clients.Scheme, corev1.EventSource{Component: "reloader"}), opts.Log)
 	c.coalescer = coalesce.New(opts.CoalescePeriod, opts.CoalesceMaxWait, opts.Clock, c.queue.Add)
 	c.gates = &gates{annotations: opts.Annotations, defaults: opts.Gate, clock: opts.Clock, store: c.state.Kind(pendingPrefix, pausePrefix),
 		names: c.names, reports: c.reports, log: c.log, gauge: c.metrics.Deferred, enqueue: c.queue.Add, deferrals: newDeferrals(opts.Clock, c.queue.Add)}
@@ -511,7 +511,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	start := time.Now()
 	err := c.sync(ctx, k)
 	c.metrics.Stakater.Reconciled(err != nil && !errors.Is(err, errStale), time.Since(start))
-	var later retryLater
+	var later RetryLater
 	switch {
 	case err == nil:
 		c.queue.Forget(k)
@@ -534,17 +534,17 @@ func (c *Controller) processNext(ctx context.Context) bool {
 }
 
 func (c *Controller) sync(ctx context.Context, k key) error {
-	if _, ok := c.caches.configs[k.kind]; ok {
-		defer c.metrics.Stakater.ConfigSynced(k.kind)
+	if _, ok := c.caches.configs[k.Kind]; ok {
+		defer c.metrics.Stakater.ConfigSynced(k.Kind)
 		if c.webhook != nil {
 			return c.webhook.sync(ctx, k)
 		}
 		return c.syncConfig(k)
 	}
-	if kind, ok := c.caches.kinds[k.kind]; ok {
+	if kind, ok := c.caches.kinds[k.Kind]; ok {
 		return c.syncWorkload(ctx, kind, k)
 	}
-	if kind, ok := c.caches.kinds[strings.TrimPrefix(k.kind, rolloutPrefix)]; ok {
+	if kind, ok := c.caches.kinds[strings.TrimPrefix(k.Kind, rolloutPrefix)]; ok {
 		if c.opts.DryRun {
 			return nil // a dry run follows no rollout: it started none
 		}
@@ -586,7 +586,7 @@ func (c *Controller) runInformers(run, wait context.Context) bool {
 	}
 	synced := hasSynced(c.informers)
 	for _, k := range c.caches.kinds {
-		synced = append(synced, k.byConfig.synced)
+		synced = append(synced, k.ByConfig.Synced)
 	}
 	return cache.WaitForCacheSync(wait.Done(), synced...)
 }
@@ -630,7 +630,7 @@ func (c *Controller) warnStateFull(ctx context.Context, was bool, unsaved, spare
 		if err != nil {
 			shard = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: c.opts.StateNamespace, Name: c.opts.StateName}}
 		}
-		c.reports.event(shard, corev1.EventTypeWarning, reasonStateFull, fmt.Sprintf(
+		c.reports.Event(shard, corev1.EventTypeWarning, reasonStateFull, fmt.Sprintf(
 			"The state is full: %d entries are kept in memory only and lost at a restart, %d of them of configs no workload reads; "+
 				"a change made while the reloader is down to a config whose entry is lost is not caught up. "+
 				"Exclude configs (--ignore-secret-types, --resource-label-selector, --namespaces-to-ignore)",

@@ -64,6 +64,6 @@ func (d droppedRun) tell(obj any, reports *reporter, log *slog.Logger) {
 	cj := obj.(*batchv1.CronJob)
 	log.Error("dropped a Job run recorded on a CronJob: no Job is created for it", "namespace", cj.Namespace,
 		"name", cj.Name, "annotation", pendingJobAnnotation, "reason", d.why)
-	reports.event(cj, corev1.EventTypeWarning, reasonPendingJobDropped,
+	reports.Event(cj, corev1.EventTypeWarning, reasonPendingJobDropped,
 		"Removed "+pendingJobAnnotation+", no Job created: "+d.why+" (written by someone other than this reloader)")
 }

@@ -24,11 +24,11 @@ type suspensions struct {
 // holds reports whether w's reload, due says whether one is, waits for the resume of its
 // CronJob. It is said once per suspension, not per change.
 func (s *suspensions) holds(w workloadView, due bool) bool {
-	if _, ok := w.obj.(*batchv1.CronJob); !ok {
+	if _, ok := w.Obj.(*batchv1.CronJob); !ok {
 		return false
 	}
-	if !suspended(w.obj) {
-		s.reports.clear(string(w.meta.GetUID()), reasonHeldSuspended) // a later suspension is news
+	if !suspended(w.Obj) {
+		s.reports.Clear(string(w.Meta.GetUID()), reasonHeldSuspended) // a later suspension is news
 		return false
 	}
 	if !due {
@@ -36,8 +36,8 @@ func (s *suspensions) holds(w workloadView, due bool) bool {
 	}
 	msg := "Reload held: the CronJob is suspended (spec.suspend), so no Job is run for a config change. " +
 		"When it is resumed, one Job runs if its configs still differ from what its job template's markers say"
-	if s.reports.warn(w.obj, string(w.meta.GetUID()), reasonHeldSuspended, msg) {
-		s.log.Info("reload held: the CronJob is suspended", "kind", w.kind.name, "namespace", w.key.namespace, "name", w.key.name)
+	if s.reports.Warn(w.Obj, string(w.Meta.GetUID()), reasonHeldSuspended, msg) {
+		s.log.Info("reload held: the CronJob is suspended", "kind", w.Kind.Name, "namespace", w.Key.Namespace, "name", w.Key.Name)
 	}
 	return true
 }

@@ -22,11 +22,11 @@ import (
 type dependents struct {
 	mu sync.RWMutex
 	on map[indexKey][]string // config or pattern key → the workloads' cache keys (namespace/name)
-	// synced reports that the handler has seen the informer's initial list.
-	synced cache.InformerSynced
+	// Synced reports that the handler has seen the informer's initial list.
+	Synced cache.InformerSynced
 }
 
-func newDependents() *dependents { return &dependents{on: map[indexKey][]string{}} }
+func NewDependents() *dependents { return &dependents{on: map[indexKey][]string{}} }
 
 // indexKey is a key as the index files it, its kind and namespace interned: 32 bytes, not 48,
 // in an entry kept per config that has a dependent.
@@ -36,13 +36,13 @@ type indexKey struct {
 }
 
 func indexKeyOf(k key) indexKey {
-	return indexKey{name: k.name, kind: unique.Make(k.kind), ns: unique.Make(k.namespace)}
+	return indexKey{name: k.Name, kind: unique.Make(k.Kind), ns: unique.Make(k.Namespace)}
 }
 
-// move files workload w under keys to in place of from, the keys of the object it was filed
+// Move files workload w under keys to in place of from, the keys of the object it was filed
 // with last (none for a new workload; to is none for a deleted one). It keeps no copy of a
 // workload's keys: the handler has the old object, and a copy would cost more than the index.
-func (d *dependents) move(w string, from, to []key) {
+func (d *dependents) Move(w string, from, to []key) {
 	if slices.Equal(from, to) {
 		return // a status update
 	}
@@ -70,15 +70,15 @@ func (d *dependents) drop(k indexKey, w string) {
 	d.on[k] = slices.Clip(ws)
 }
 
-// of returns the cache keys of the workloads indexed under k, a copy the caller may keep.
-func (d *dependents) of(k key) []string {
+// Of returns the cache keys of the workloads indexed under k, a copy the caller may keep.
+func (d *dependents) Of(k key) []string {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	return slices.Clone(d.on[indexKeyOf(k)])
 }
 
-// any reports whether a workload is indexed under k.
-func (d *dependents) any(k key) bool {
+// Any reports whether a workload is indexed under k.
+func (d *dependents) Any(k key) bool {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	return len(d.on[indexKeyOf(k)]) > 0

@@ -21,11 +21,11 @@ func (c *Controller) JudgeRolloutAsCached(ctx context.Context, d *appsv1.Deploym
 	if err != nil {
 		return err
 	}
-	w, ok := c.rule.view(kind, unpacked(obj))
+	w, ok := c.rule.view(kind, Unpacked(obj))
 	if !ok {
 		return nil
 	}
-	return c.tracker.sync(ctx, rolloutKey(w.key), w)
+	return c.tracker.sync(ctx, rolloutKey(w.Key), w)
 }
 
 // Recorded is the content the state holds in memory under a config's entry key ("" for none or

@@ -167,7 +167,7 @@ func TestShortAbbreviatesTheSum(t *testing.T) {
 		"hmac-2b39b88d-d6977694a4bafa99d117193180cd6c0ddaa384ae": "d6977694",
 		"": "",
 	} {
-		if got := short(v); got != want {
+		if got := Short(v); got != want {
 			t.Errorf("short(%q) = %q, want %q", v, got, want)
 		}
 	}

@@ -43,7 +43,7 @@ func (c *Controller) buildInformers() error {
 			}
 			c.jobs = &jobRuns{jobs: func(ns string) jobClient { return c.clients.Jobs(ns) }, notes: notes, writeOther: c.state.WriteOther, reports: c.reports,
 				metrics: c.metrics, log: c.log, enqueue: c.queue.Add, markers: c.planner.currentMarkers, invalid: c.planner.jobInvalid,
-				cached: k.cached, key: c.opts.HashKey.noteKey, inScope: c.opts.inScope}
+				cached: k.Cached, key: c.opts.HashKey.noteKey, inScope: c.opts.inScope}
 			c.jobs.wire(k)
 		}
 	}
@@ -61,7 +61,7 @@ func (c *Controller) buildInformers() error {
 		}
 	}
 	for _, k := range c.caches.kinds {
-		all[k.name+"s"] = k.informer
+		all[k.Name+"s"] = k.Informer
 		if err := e.watchWorkloads(k); err != nil {
 			return err
 		}
@@ -166,7 +166,7 @@ func decisive(annotations []string, old, obj metav1.Object) bool {
 	return false
 }
 
-func configKey(r policy.ConfigRef, ns string) key { return key{r.Kind, ns, r.Name} }
+func ConfigKey(r policy.ConfigRef, ns string) key { return key{r.Kind, ns, r.Name} }
 
 // patternKey indexes the workloads whose reload annotations hold a pattern for configs of this
 // kind in this namespace: no config has an empty name.

@@ -46,11 +46,11 @@ const jobTemplatePath = "/spec/jobTemplate/spec/template"
 // cronJobKind reloads a CronJob: one patch writes the markers into its job template and names
 // the Job to run; resume then creates that Job.
 func cronJobKind(c *kube.Clients, ns string, link *kube.Link, transform cache.TransformFunc, key runKey) *workloadKind {
-	k := typedKind("CronJob", &batchv1.CronJob{},
+	k := TypedKind("CronJob", &batchv1.CronJob{},
 		func(cj *batchv1.CronJob) *corev1.PodTemplateSpec { return &cj.Spec.JobTemplate.Spec.Template },
-		func(ns string) typedClient[*batchv1.CronJob, *batchv1.CronJobList] { return c.CronJobs(ns) }, ns, link, transform)
-	k.reload = func(ctx context.Context, ns, name string, body []byte) (any, error) {
-		obj, ok, err := k.cached(ns + "/" + name)
+		func(ns string) TypedClient[*batchv1.CronJob, *batchv1.CronJobList] { return c.CronJobs(ns) }, ns, link, transform)
+	k.Reload = func(ctx context.Context, ns, name string, body []byte) (any, error) {
+		obj, ok, err := k.Cached(ns + "/" + name)
 		if err != nil || !ok {
 			return nil, errStale
 		}
@@ -65,14 +65,14 @@ func cronJobKind(c *kube.Clients, ns string, link *kube.Link, transform cache.Tr
 		}
 		// The Job is created at once; if this fails, the CronJob's own update event brings it
 		// back to resume, which retries.
-		_ = k.resume(ctx, out, true)
+		_ = k.Resume(ctx, out, true)
 		return out, nil
 	}
-	k.probe = func(ctx context.Context) error {
+	k.Probe = func(ctx context.Context) error {
 		_, err := c.CronJobs(ns).List(ctx, metav1.ListOptions{Limit: 1})
 		return err
 	}
-	k.resume = func(ctx context.Context, obj any, watched bool) error {
+	k.Resume = func(ctx context.Context, obj any, watched bool) error {
 		cj := obj.(*batchv1.CronJob)
 		v := cj.Annotations[pendingJobAnnotation]
 		if v == "" {
@@ -129,7 +129,7 @@ func cronJobPatch(cj *batchv1.CronJob, body []byte, key runKey) ([]byte, error) 
 	}
 	sum := sha1.Sum([]byte(string(cj.UID) + "/" + cj.ResourceVersion))
 	job := key.record(cj, cj.Name[:min(len(cj.Name), 48)]+"-reload-"+hex.EncodeToString(sum[:])[:7])
-	if cj.Annotations == nil && !createsAnnotations(ops) { // an op before may have created the map
+	if cj.Annotations == nil && !CreatesAnnotations(ops) { // an op before may have created the map
 		ops = append(ops, policy.JSONOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{pendingJobAnnotation: job}})
 	} else {
 		ops = append(ops, policy.JSONOp{Op: "add", Path: "/metadata/annotations/" + strings.ReplaceAll(pendingJobAnnotation, "/", "~1"), Value: job})
@@ -155,15 +155,15 @@ func jobFromCronJob(cj *batchv1.CronJob, name string) *batchv1.Job {
 // jobKind serves Jobs; their reload, which needs the state ConfigMap, is wired by the
 // controller (jobRuns.wire).
 func jobKind(c *kube.Clients, ns string, link *kube.Link, transform cache.TransformFunc) *workloadKind {
-	k := typedKind("Job", &batchv1.Job{},
+	k := TypedKind("Job", &batchv1.Job{},
 		func(j *batchv1.Job) *corev1.PodTemplateSpec {
 			if ranByCronJob(j) {
 				return nil
 			}
 			return &j.Spec.Template
 		},
-		func(ns string) typedClient[*batchv1.Job, *batchv1.JobList] { return c.Jobs(ns) }, ns, link, transform)
-	k.probe = func(ctx context.Context) error {
+		func(ns string) TypedClient[*batchv1.Job, *batchv1.JobList] { return c.Jobs(ns) }, ns, link, transform)
+	k.Probe = func(ctx context.Context) error {
 		_, err := c.Jobs(ns).List(ctx, metav1.ListOptions{Limit: 1})
 		return err
 	}
@@ -216,8 +216,8 @@ type jobClient interface {
 // wire makes a Job's reload, for Jobs of kind k, a recreation: deleted, and created again under
 // the same name with the markers in its template (a Job's template cannot be changed in place).
 func (j *jobRuns) wire(k *workloadKind) {
-	k.reload = func(ctx context.Context, ns, name string, body []byte) (any, error) {
-		obj, ok, err := k.cached(ns + "/" + name)
+	k.Reload = func(ctx context.Context, ns, name string, body []byte) (any, error) {
+		obj, ok, err := k.Cached(ns + "/" + name)
 		if err != nil || !ok {
 			return nil, errStale
 		}
@@ -228,7 +228,7 @@ func (j *jobRuns) wire(k *workloadKind) {
 		}
 		return j.recreate(ctx, old, job)
 	}
-	k.unfinished = j.finishFailed
+	k.Unfinished = j.finishFailed
 }
 
 // jobRecreationPrefix starts the key, in the first state ConfigMap, under which a Job's
@@ -304,7 +304,7 @@ func (j *jobRuns) trusted(key, v string) (r jobRecreation, why string) {
 // state ConfigMap that held it (a forged note's Job may not exist, or be anyone's).
 func (j *jobRuns) drop(ctx context.Context, shard *corev1.ConfigMap, key, why string) {
 	j.log.Error("dropped a Job recreation written down in the state: no Job is created for it", "key", key, "reason", why)
-	j.reports.event(shard, corev1.EventTypeWarning, reasonJobNoteDropped,
+	j.reports.Event(shard, corev1.EventTypeWarning, reasonJobNoteDropped,
 		"Dropped "+key+" from the state, no Job created: "+why)
 	if err := j.note(ctx, key, nil); err != nil {
 		j.log.Error("cannot remove a dropped Job recreation from the state; it is dropped again at the next start", "key", key, "err", err)
@@ -403,16 +403,16 @@ func (j *jobRuns) finishFailed(ctx context.Context, ns, name string) error {
 		return nil // woken when the content validates (wakeHeld)
 	}
 	j.held.Delete(key)
-	if err != nil && refused(err) {
-		return retryLater{err: err}
+	if err != nil && Refused(err) {
+		return RetryLater{Err: err}
 	} else if err != nil {
 		return err
 	}
-	j.reports.forget(string(r.OldUID))
-	j.reports.forget(key)
+	j.reports.Forget(string(r.OldUID))
+	j.reports.Forget(key)
 	if created {
 		j.metrics.CountReload("Job", metrics.ResultSuccess, ns)
-		j.reports.event(out, corev1.EventTypeNormal, "Reloaded", "Created again: its recreation's create had failed")
+		j.reports.Event(out, corev1.EventTypeNormal, "Reloaded", "Created again: its recreation's create had failed")
 		j.log.Info("created a Job again whose recreation's create had failed", "namespace", ns, "name", name)
 	}
 	if obj, ok, _ := j.cached(ns + "/" + name); ok && out != nil && obj.(metav1.Object).GetUID() == r.OldUID {
@@ -506,7 +506,7 @@ func (j *jobRuns) warnHeld(note string, r jobRecreation, held heldInvalid) {
 	j.held.Store(note, r.Job.Namespace)
 	msg := "Run held: the Job was deleted to be created again, and " + held.Error() + " (see its InvalidConfig Event); " +
 		"it is created once that content is fixed, reverted or the config deleted"
-	if j.reports.warn(r.Job, note, reasonHeldInvalid, msg) {
+	if j.reports.Warn(r.Job, note, ReasonHeldInvalid, msg) {
 		j.log.Warn("Job creation held: its pods would read a config whose content does not validate", "namespace", r.Job.Namespace,
 			"name", r.Job.Name, "configs", strings.Join(held.configs, ", "))
 	}

@@ -95,7 +95,7 @@ func newJobsFixture() *jobsFixture {
 	f := &jobsFixture{api: &memoryJobs{jobs: map[string]*batchv1.Job{}}, events: record.NewFakeRecorder(100), cached: map[string]*batchv1.Job{}}
 	log := slog.New(slog.DiscardHandler)
 	f.store = newStore(statetest.NewConfigMaps(), "ns", "reloader-state", log)
-	f.j = &jobRuns{jobs: func(string) jobClient { return f.api }, writeOther: f.store.WriteOther, reports: newReporter(f.events, log),
+	f.j = &jobRuns{jobs: func(string) jobClient { return f.api }, writeOther: f.store.WriteOther, reports: NewReporter(f.events, log),
 		metrics: metrics.New("test"), log: log, enqueue: func(k key) { f.queued = append(f.queued, k) },
 		markers: func(job *batchv1.Job) (*batchv1.Job, error) {
 			f.markers++
@@ -191,7 +191,7 @@ func TestARefusedJobCreateIsFinishedByTheNextSyncWithTheMarkersOfNow(t *testing.
 	if _, err := f.j.recreate(ctx, old, job); err == nil {
 		t.Fatal("recreate with its create refused: no error")
 	}
-	var later retryLater
+	var later RetryLater
 	if err := f.j.finishFailed(ctx, "ns", "run"); !errors.As(err, &later) {
 		t.Fatalf("finishFailed while still refused: %v, want a retry later", err)
 	}
@@ -294,8 +294,8 @@ func TestAJobCreatedLateIsHeldWhileItWouldReadContentThatDoesNotValidate(t *test
 			if _, ok := f.api.jobs["run"]; ok {
 				t.Fatal("the Job was created while a config it reads does not validate")
 			}
-			if ev := drain(f.events); len(ev) != 1 || !strings.Contains(ev[0], reasonHeldInvalid) || !strings.Contains(ev[0], "ConfigMap app") {
-				t.Fatalf("events %q, want one %s naming the config", ev, reasonHeldInvalid)
+			if ev := drain(f.events); len(ev) != 1 || !strings.Contains(ev[0], ReasonHeldInvalid) || !strings.Contains(ev[0], "ConfigMap app") {
+				t.Fatalf("events %q, want one %s naming the config", ev, ReasonHeldInvalid)
 			}
 			f.queued = nil
 			f.j.wakeHeld("other")

@@ -85,6 +85,6 @@ func markedView(rv, marker string) workloadView {
 		c.Env = []corev1.EnvVar{{Name: policy.EnvVarName(appRef), Value: marker}}
 	}
 	d.Spec.Template.Spec.Containers = []corev1.Container{c}
-	return workloadView{key: key{"Deployment", "ns", "web"}, kind: &workloadKind{name: "Deployment"}, obj: d, meta: d,
-		tmpl: &d.Spec.Template, target: policy.Target{Strategy: policy.StrategyEnvVars}}
+	return workloadView{Key: key{"Deployment", "ns", "web"}, Kind: &workloadKind{Name: "Deployment"}, Obj: d, Meta: d,
+		Tmpl: &d.Spec.Template, Target: policy.Target{Strategy: policy.StrategyEnvVars}}
 }

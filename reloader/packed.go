@@ -20,22 +20,22 @@ import (
 // about 0.4 KB per config at 50,000 (docs/lab/benchmarks-sessions.md). Reads decode: a few
 // microseconds per workload a config change judges, or per workload event.
 type packedWorkload struct {
-	kind            packKind
+	kind            PackKind
 	Name            string
 	Namespace       string
 	ResourceVersion string // the informer tells a resync from an update by it
 	raw             []byte
 }
 
-// packKind says which type a packedWorkload decodes to.
-type packKind uint8
+// PackKind says which type a packedWorkload decodes to.
+type PackKind uint8
 
 const (
-	packDeployment packKind = iota + 1
-	packStatefulSet
-	packDaemonSet
-	packCronJob
-	packJob
+	PackDeployment PackKind = iota + 1
+	PackStatefulSet
+	PackDaemonSet
+	PackCronJob
+	PackJob
 )
 
 // protoObject is a k8s.io/api type with its generated protobuf encoding.
@@ -44,8 +44,8 @@ type protoObject interface {
 	Marshal() ([]byte, error)
 }
 
-// pack encodes a stripped workload for the cache; one that does not encode is kept as it is.
-func pack(kind packKind, o protoObject) any {
+// Pack encodes a stripped workload for the cache; one that does not encode is kept as it is.
+func Pack(kind PackKind, o protoObject) any {
 	raw, err := o.Marshal()
 	if err != nil {
 		return o
@@ -57,15 +57,15 @@ func pack(kind packKind, o protoObject) any {
 func (p *packedWorkload) decode() (any, error) {
 	var o interface{ Unmarshal([]byte) error }
 	switch p.kind {
-	case packDeployment:
+	case PackDeployment:
 		o = &appsv1.Deployment{}
-	case packStatefulSet:
+	case PackStatefulSet:
 		o = &appsv1.StatefulSet{}
-	case packDaemonSet:
+	case PackDaemonSet:
 		o = &appsv1.DaemonSet{}
-	case packCronJob:
+	case PackCronJob:
 		o = &batchv1.CronJob{}
-	case packJob:
+	case PackJob:
 		o = &batchv1.Job{}
 	default:
 		return nil, fmt.Errorf("cached workload %s/%s: unknown packed kind %d", p.Namespace, p.Name, p.kind)
@@ -76,10 +76,10 @@ func (p *packedWorkload) decode() (any, error) {
 	return o, nil
 }
 
-// metadataOf returns a cached object with its metadata alone decoded, when it is a packed
+// MetadataOf returns a cached object with its metadata alone decoded, when it is a packed
 // workload (an object of its type, all else empty): a status update, the most frequent event
 // during a rollout, needs no more. Anything else is returned as it is.
-func metadataOf(obj any) any {
+func MetadataOf(obj any) any {
 	p, ok := obj.(*packedWorkload)
 	if !ok {
 		return obj
@@ -87,30 +87,30 @@ func metadataOf(obj any) any {
 	// The protobuf encoding of every packed type starts with its metadata, field 1.
 	n, w := binary.Uvarint(p.raw[min(1, len(p.raw)):])
 	if len(p.raw) == 0 || p.raw[0] != 1<<3|2 || w <= 0 || n > uint64(len(p.raw)-1-w) {
-		return unpacked(obj)
+		return Unpacked(obj)
 	}
 	var m metav1.ObjectMeta
 	if err := m.Unmarshal(p.raw[1+w : 1+w+int(n)]); err != nil {
-		return unpacked(obj)
+		return Unpacked(obj)
 	}
 	switch p.kind {
-	case packDeployment:
+	case PackDeployment:
 		return &appsv1.Deployment{ObjectMeta: m}
-	case packStatefulSet:
+	case PackStatefulSet:
 		return &appsv1.StatefulSet{ObjectMeta: m}
-	case packDaemonSet:
+	case PackDaemonSet:
 		return &appsv1.DaemonSet{ObjectMeta: m}
-	case packCronJob:
+	case PackCronJob:
 		return &batchv1.CronJob{ObjectMeta: m}
 	}
 	return &batchv1.Job{ObjectMeta: m}
 }
 
-// unpacked returns a cached object as the rest of the reloader reads it: a packed workload
+// Unpacked returns a cached object as the rest of the reloader reads it: a packed workload
 // decoded (a new object each time, which the caller may keep), a deletion tombstone with its
 // object decoded, anything else as it is. The bytes were encoded by pack from a decoded object,
 // so they decode: a failure is a broken invariant, not an input to handle.
-func unpacked(obj any) any {
+func Unpacked(obj any) any {
 	switch o := obj.(type) {
 	case *packedWorkload:
 		out, err := o.decode()
@@ -119,7 +119,7 @@ func unpacked(obj any) any {
 		}
 		return out
 	case cache.DeletedFinalStateUnknown:
-		o.Obj = unpacked(o.Obj)
+		o.Obj = Unpacked(o.Obj)
 		return o
 	}
 	return obj

@@ -26,7 +26,7 @@ func (pl *planner) plan(w workloadView) plan {
 	p := plan{due: pl.dueChanges(w)}
 	due := len(p.changes) > 0
 	switch {
-	case due && suspended(w.obj):
+	case due && suspended(w.Obj):
 		p.next = stepSuspended
 		return p
 	case !due && !pl.gates.resumes(w):
@@ -58,18 +58,18 @@ func (pl *planner) dueChanges(w workloadView) due {
 			d.pairs = append(d.pairs, pair{ref: r})
 			continue
 		}
-		rec := pl.caches.lookup(configKey(r, w.key.namespace))
+		rec := pl.caches.lookup(ConfigKey(r, w.Key.Namespace))
 		j, triggers := pl.rule.judge(w, r, rec)
 		d.pairs = append(d.pairs, pair{ref: r, watched: true, rec: rec, j: j, triggers: triggers})
 		if j.staleHold {
-			d.staleHolds = append(d.staleHolds, dependent{workload: w.key, judgement: j})
+			d.staleHolds = append(d.staleHolds, dependent{workload: w.Key, judgement: j})
 		}
 		switch {
 		case triggers && rec != nil:
 			// A config this restart leaves behind its marker (its reload held, or left to the
 			// state) is read by the new pods as it is: they run it whatever the marker says.
 			d.reads[r] = &read{value: j.change.Value, keys: j.keys, vouched: j.vouched || j.behind && !j.reload}
-		case triggers && policy.Waits(&w.tmpl.Spec, r):
+		case triggers && policy.Waits(&w.Tmpl.Spec, r):
 			// Left as it is, or set to the deletion: the pods wait for the config (unseen.go).
 			d.reads[r] = &read{keys: j.keys, absent: true}
 		case triggers:
@@ -106,7 +106,7 @@ func (pl *planner) currentMarkers(job *batchv1.Job) (*batchv1.Job, error) {
 	}
 	now := pl.clock.Now()
 	d := pl.dueChanges(w)
-	ops, err := w.target.Ops(w.meta, w.tmpl, d.changes, now)
+	ops, err := w.Target.Ops(w.Meta, w.Tmpl, d.changes, now)
 	if err != nil {
 		return job, err
 	}

@@ -19,20 +19,20 @@ type reporter struct {
 	said map[string]map[string]string // workload UID → reason → message
 }
 
-func newReporter(recorder record.EventRecorder, log *slog.Logger) *reporter {
+func NewReporter(recorder record.EventRecorder, log *slog.Logger) *reporter {
 	return &reporter{recorder: recorder, log: log, said: map[string]map[string]string{}}
 }
 
-// event records an Event on obj.
-func (r *reporter) event(obj any, typ, reason, message string) {
+// Event records an Event on obj.
+func (r *reporter) Event(obj any, typ, reason, message string) {
 	if o, ok := obj.(runtime.Object); ok {
 		r.recorder.Event(o, typ, reason, message)
 	}
 }
 
-// warn records a Warning unless the same one was already said for this workload; it reports
+// Warn records a Warning unless the same one was already said for this workload; it reports
 // whether it did.
-func (r *reporter) warn(obj any, uid, reason, message string) bool {
+func (r *reporter) Warn(obj any, uid, reason, message string) bool {
 	r.mu.Lock()
 	if r.said[uid] == nil {
 		r.said[uid] = map[string]string{}
@@ -41,13 +41,13 @@ func (r *reporter) warn(obj any, uid, reason, message string) bool {
 	r.said[uid][reason] = message
 	r.mu.Unlock()
 	if !seen {
-		r.event(obj, corev1.EventTypeWarning, reason, message)
+		r.Event(obj, corev1.EventTypeWarning, reason, message)
 	}
 	return !seen
 }
 
-// clear forgets the given reasons for a workload, so they are said again if they recur.
-func (r *reporter) clear(uid string, reasons ...string) {
+// Clear forgets the given reasons for a workload, so they are said again if they recur.
+func (r *reporter) Clear(uid string, reasons ...string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, reason := range reasons {
@@ -58,8 +58,8 @@ func (r *reporter) clear(uid string, reasons ...string) {
 	}
 }
 
-// forget drops everything said about a deleted workload.
-func (r *reporter) forget(uid string) {
+// Forget drops everything said about a deleted workload.
+func (r *reporter) Forget(uid string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.said, uid)

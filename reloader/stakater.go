@@ -80,7 +80,7 @@ func (ru *rule) stakaterOthers(w workloadView, r policy.ConfigRef) func() []stri
 			if other == r || policy.StakaterVar(other) != name {
 				continue
 			}
-			if o := ru.caches.lookup(configKey(other, w.key.namespace)); o != nil {
+			if o := ru.caches.lookup(ConfigKey(other, w.Key.Namespace)); o != nil {
 				out = append(out, o.Stakater.String())
 			}
 		}

@@ -92,7 +92,7 @@ func TestAWorkloadReadingInvalidContentIsHeldUntilItIsFixed(t *testing.T) {
 	f := newValidationFixture()
 	r := policy.ConfigRef{Kind: policy.KindConfigMap, Name: "app"}
 	w := gatedView(nil)
-	w.uses = map[policy.ConfigRef]policy.Use{r: {Whole: true}}
+	w.Uses = map[policy.ConfigRef]policy.Use{r: {Whole: true}}
 	f.configs[key{r.Kind, "ns", r.Name}] = configMapRecord("b", "not json")
 
 	for range 2 {
@@ -100,8 +100,8 @@ func TestAWorkloadReadingInvalidContentIsHeldUntilItIsFixed(t *testing.T) {
 			t.Fatal("not held while the pods read invalid content")
 		}
 	}
-	if ev := f.drainEvents(); len(ev) != 1 || !strings.HasPrefix(ev[0], "Warning "+reasonHeldInvalid) {
-		t.Fatalf("events %q, want one %s", ev, reasonHeldInvalid)
+	if ev := f.drainEvents(); len(ev) != 1 || !strings.HasPrefix(ev[0], "Warning "+ReasonHeldInvalid) {
+		t.Fatalf("events %q, want one %s", ev, ReasonHeldInvalid)
 	}
 	if got := testutil.ToFloat64(f.g.gauge.WithLabelValues(policy.ReasonInvalidConfig)); got != 1 {
 		t.Fatalf("deferred gauge %v, want 1", got)

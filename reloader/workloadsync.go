@@ -21,12 +21,12 @@ import (
 // from the newer version.
 var errStale = errors.New("the workload changed since it was read")
 
-// retryLater is an error that should be retried only after a while: a refused patch is not
+// RetryLater is an error that should be retried only after a while: a refused patch is not
 // going to be accepted the next millisecond.
-type retryLater struct{ err error }
+type RetryLater struct{ Err error }
 
-func (e retryLater) Error() string { return e.err.Error() }
-func (e retryLater) Unwrap() error { return e.err }
+func (e RetryLater) Error() string { return e.Err.Error() }
+func (e RetryLater) Unwrap() error { return e.Err }
 
 // A refused or reverted patch is tried again after refusedRetryMin, doubling up to
 // refusedRetryMax: a policy lifted is noticed within seconds, one that stays costs a request
@@ -39,18 +39,18 @@ const (
 // syncWorkload patches, in one patch, every config marker of the workload that differs from
 // what the rule wants.
 func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key) error {
-	if kind.unfinished != nil && !c.opts.DryRun {
-		if err := kind.unfinished(ctx, k.namespace, k.name); err != nil {
+	if kind.Unfinished != nil && !c.opts.DryRun {
+		if err := kind.Unfinished(ctx, k.Namespace, k.Name); err != nil {
 			return err
 		}
 	}
-	obj, exists, err := kind.cached(k.cacheKey())
+	obj, exists, err := kind.Cached(k.CacheKey())
 	if err != nil || !exists {
 		return err
 	}
-	if kind.resume != nil && !c.opts.DryRun {
+	if kind.Resume != nil && !c.opts.DryRun {
 		var dropped droppedRun
-		if err := kind.resume(ctx, obj, c.caches.allowed(k.namespace)); errors.As(err, &dropped) {
+		if err := kind.Resume(ctx, obj, c.caches.allowed(k.Namespace)); errors.As(err, &dropped) {
 			dropped.tell(obj, c.reports, c.log)
 		} else if err != nil {
 			return err
@@ -65,7 +65,7 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 	}
 	p := c.planner.plan(w)
 	c.tracker.liftStale(p.staleHolds)
-	c.records.needed(w.key.namespace, p.unmarked)
+	c.records.needed(w.Key.Namespace, p.unmarked)
 	changes := p.changes
 	if c.suspensions.holds(w, len(changes) > 0) {
 		return nil // cronjobsuspend.go
@@ -87,7 +87,7 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 	if err := c.lag.confirm(ctx, w, changes); err != nil {
 		return err // lag.go
 	}
-	ops, err := w.target.Ops(w.meta, w.tmpl, changes, c.opts.Clock.Now())
+	ops, err := w.Target.Ops(w.Meta, w.Tmpl, changes, c.opts.Clock.Now())
 	if err != nil || len(ops) == 0 {
 		return err
 	}
@@ -149,13 +149,13 @@ func (c *Controller) patch(ctx context.Context, w workloadView, d due, ops []pol
 	}
 	// Read before the patch: its own update event may come back, and let the state advance and
 	// forget the change, before the call returns.
-	since, known := c.changes.oldest(w.key.namespace, changes)
-	c.restarts.begin(w.key, reads, c.rule.cachedVersion(w.key.namespace))
-	undo := c.strips.runNothing(w.key, unmarkedNone(w, reads, changes))
-	undoAwaits := c.strips.awaits(w.key, waiting(reads))
-	out, err := send(ctx, w, ops, w.kind.reload)
-	paused := err == nil && w.kind.paused != nil && w.kind.paused(out)
-	for _, k := range c.restarts.finished(w.key, writtenVersion(out, err), paused) {
+	since, known := c.changes.oldest(w.Key.Namespace, changes)
+	c.restarts.begin(w.Key, reads, c.rule.cachedVersion(w.Key.Namespace))
+	undo := c.strips.runNothing(w.Key, unmarkedNone(w, reads, changes))
+	undoAwaits := c.strips.awaits(w.Key, waiting(reads))
+	out, err := Send(ctx, w, ops, w.Kind.Reload)
+	paused := err == nil && w.Kind.Paused != nil && w.Kind.Paused(out)
+	for _, k := range c.restarts.finished(w.Key, WrittenVersion(out, err), paused) {
 		c.queue.Add(k)
 	}
 	if err != nil {
@@ -170,7 +170,7 @@ func (c *Controller) patch(ctx context.Context, w workloadView, d due, ops []pol
 		return c.outcomes.failed(w, "ReloadFailed", fmt.Sprintf("Reload for %s failed: %v", what, err), err)
 	}
 	if c.outcomes.reverted(w, out, changes) {
-		err := fmt.Errorf("patch of %s %s/%s was accepted, but the template does not hold the new values: an admission webhook or policy may be reverting it", w.kind.name, w.key.namespace, w.key.name)
+		err := fmt.Errorf("patch of %s %s/%s was accepted, but the template does not hold the new values: an admission webhook or policy may be reverting it", w.Kind.Name, w.Key.Namespace, w.Key.Name)
 		return c.outcomes.failed(w, "ReloadReverted", fmt.Sprintf("Reload for %s was reverted by the API server; it is retried at least every %s", what, refusedRetryMax), err)
 	}
 	c.gates.release(w)
@@ -187,7 +187,7 @@ func unmarkedNone(w workloadView, reads map[policy.ConfigRef]*read, changes []po
 	out := map[policy.ConfigRef][]string{}
 	for r, rd := range reads {
 		changed := slices.ContainsFunc(changes, func(ch policy.Change) bool { return ch.Ref == r })
-		if rd.none && !changed && len(policy.MarkerCopies(w.meta.GetAnnotations(), w.tmpl, r)) == 0 {
+		if rd.none && !changed && len(policy.MarkerCopies(w.Meta.GetAnnotations(), w.Tmpl, r)) == 0 {
 			out[r] = rd.keys
 		}
 	}
@@ -206,23 +206,23 @@ func waiting(reads map[policy.ConfigRef]*read) []policy.ConfigRef {
 	return out
 }
 
-// writtenVersion is the resourceVersion a reload's patch wrote ("" when it failed).
-func writtenVersion(out any, err error) string {
+// WrittenVersion is the resourceVersion a reload's patch wrote ("" when it failed).
+func WrittenVersion(out any, err error) string {
 	if m, ok := out.(metav1.Object); ok && err == nil {
 		return m.GetResourceVersion()
 	}
 	return ""
 }
 
-// send is the one patch sender: it encodes ops and applies them to w through write (the kind's
+// Send is the one patch sender: it encodes ops and applies them to w through write (the kind's
 // reload, which restarts or runs, or its writeMeta, which never does). A patch computed from a
 // version of w that is no longer current, or of an object gone from the cache, is errStale.
-func send(ctx context.Context, w workloadView, ops []policy.JSONOp, write func(ctx context.Context, namespace, name string, body []byte) (any, error)) (any, error) {
+func Send(ctx context.Context, w workloadView, ops []policy.JSONOp, write func(ctx context.Context, namespace, name string, body []byte) (any, error)) (any, error) {
 	body, err := json.Marshal(ops)
 	if err != nil {
-		return nil, fmt.Errorf("encode patch of %s: %w", w.key, err)
+		return nil, fmt.Errorf("encode patch of %s: %w", w.Key, err)
 	}
-	out, err := write(ctx, w.key.namespace, w.key.name, body)
+	out, err := write(ctx, w.Key.Namespace, w.Key.Name, body)
 	if isStale(err) || errors.Is(err, errStale) {
 		return out, errStale
 	}
@@ -243,21 +243,21 @@ func isStale(err error) bool {
 		strings.HasPrefix(s.Message, "the server rejected our request due to an error in our request")
 }
 
-// refused reports an answer that will not change by itself: forbidden, invalid, denied by
+// Refused reports an answer that will not change by itself: forbidden, invalid, denied by
 // admission, or over quota.
-func refused(err error) bool {
+func Refused(err error) bool {
 	return apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) ||
 		apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err)
 }
 
-// refName names a config in Events and logs: "<Kind>/<name>".
-func refName(r policy.ConfigRef) string { return r.Kind + "/" + r.Name }
+// RefName names a config in Events and logs: "<Kind>/<name>".
+func RefName(r policy.ConfigRef) string { return r.Kind + "/" + r.Name }
 
 // describe names the configs of a reload with their short hashes, in a stable order.
 func describe(changes []policy.Change) string {
 	parts := make([]string, 0, len(changes))
 	for _, ch := range changes {
-		v := short(ch.Value)
+		v := Short(ch.Value)
 		if v == "" {
 			v = policy.DeletedMarker
 		}
@@ -266,16 +266,16 @@ func describe(changes []policy.Change) string {
 	return strings.Join(parts, ", ")
 }
 
-// rolls reports whether a reload of the workload starts a rollout its status tells the end of.
+// Rolls reports whether a reload of the workload starts a rollout its status tells the end of.
 // A CronJob's reload runs a Job and a Job's recreates it; under the OnDelete update strategy a
 // template change rolls nothing. Those reloads are not followed.
-func rolls(obj any) bool {
+func Rolls(obj any) bool {
 	p, _ := policy.RolloutProgress(obj)
 	return p != policy.Untracked
 }
 
-// createsAnnotations reports whether a patch creates the metadata annotations map.
-func createsAnnotations(ops []policy.JSONOp) bool {
+// CreatesAnnotations reports whether a patch creates the metadata annotations map.
+func CreatesAnnotations(ops []policy.JSONOp) bool {
 	for _, op := range ops {
 		if op.Path == "/metadata/annotations" {
 			return true
@@ -284,5 +284,5 @@ func createsAnnotations(ops []policy.JSONOp) bool {
 	return false
 }
 
-// reasonHeldInvalid is the Warning on a workload held by a config's invalid content.
-const reasonHeldInvalid = "ReloadHeldInvalidConfig"
+// ReasonHeldInvalid is the Warning on a workload held by a config's invalid content.
+const ReasonHeldInvalid = "ReloadHeldInvalidConfig"
