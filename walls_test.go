@@ -29,7 +29,10 @@ type wall struct {
 // vocabulary below it and its own kind of state entries, never the root package that wires the
 // parts together. A sub-package missing here fails the test, so a new one is ruled on when it is
 // added.
-var walls = map[string]wall{}
+var walls = map[string]wall{
+	"reloader/internal/report": {},
+	"reloader/workload":        {},
+}
 
 // wallBreaches lists how the packages under dir of fsys break the walls; dir is the root
 // package, its sub-packages are ruled by walls.

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/workload"
 )
 
 // caches is what the informers hold, read only: the configs by key, the workloads by the configs
@@ -64,7 +65,7 @@ func (c *caches) matchedByPattern(pol policy.Policy, ns string) []policy.ConfigR
 	return out
 }
 
-// indexKeys are the keys a workload is indexed under (dependents.go): every config whose change
+// indexKeys are the keys a workload is indexed under (workload.Dependents): every config whose change
 // may reload it, and a pattern key for each config kind its reload annotations hold patterns
 // for. obj is decoded.
 func (c *caches) indexKeys(k *workloadKind, obj any) []key {
@@ -77,7 +78,7 @@ func (c *caches) indexKeys(k *workloadKind, obj any) []key {
 	kinds := pol.PatternKinds()
 	keys := make([]key, 0, len(refs)+len(kinds))
 	for _, r := range refs {
-		keys = append(keys, ConfigKey(r, meta.GetNamespace()))
+		keys = append(keys, workload.ConfigKey(r, meta.GetNamespace()))
 	}
 	for _, kind := range kinds {
 		keys = append(keys, patternKey(kind, meta.GetNamespace()))
@@ -95,7 +96,7 @@ func (c *caches) configsOf(k *workloadKind, obj any, add func(key)) {
 	if meta, tmpl := k.Template(obj); tmpl != nil {
 		pol := c.annotations.Of(meta.GetAnnotations(), tmpl.Annotations)
 		for _, r := range c.matchedByPattern(pol, meta.GetNamespace()) {
-			add(ConfigKey(r, meta.GetNamespace()))
+			add(workload.ConfigKey(r, meta.GetNamespace()))
 		}
 	}
 }
@@ -104,12 +105,12 @@ func objectKey(kind string, obj any) key {
 	obj = deletedObject(obj)
 	switch r := obj.(type) {
 	case *configRecord:
-		return key{kind, r.Namespace(), r.Name}
+		return key{Kind: kind, Namespace: r.Namespace(), Name: r.Name}
 	case *packedWorkload:
-		return key{kind, r.Namespace, r.Name}
+		return key{Kind: kind, Namespace: r.Namespace, Name: r.Name}
 	}
 	m := obj.(metav1.Object)
-	return key{kind, m.GetNamespace(), m.GetName()}
+	return key{Kind: kind, Namespace: m.GetNamespace(), Name: m.GetName()}
 }
 
 // allowed applies --namespaces-to-ignore and --namespace-selector.
@@ -134,7 +135,7 @@ func (c *caches) allowed(ns string) bool {
 func (c *caches) missingNamed(pol policy.Policy, ns string) []string {
 	var out []string
 	for _, r := range pol.Named() {
-		if c.watched(r.Kind) && c.lookup(ConfigKey(r, ns)) == nil {
+		if c.watched(r.Kind) && c.lookup(workload.ConfigKey(r, ns)) == nil {
 			out = append(out, fmt.Sprintf("%s %q named in a reload annotation does not exist%s", r.Kind, r.Name, c.unseenWhy(r.Kind)))
 		}
 	}

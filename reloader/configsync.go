@@ -1,8 +1,8 @@
 package reloader
 
 import (
-	"github.com/reloader/reloader/confighash"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/workload"
 )
 
 // dependent is a workload that reloads on a config, with what the rule says of it.
@@ -73,7 +73,7 @@ func (c *Controller) syncConfig(k key) error {
 		if fresh {
 			c.metrics.Changes.WithLabelValues(k.Kind).Inc()
 			c.log.Info("config changed", "kind", k.Kind, "namespace", k.Namespace, "name", k.Name,
-				"hash", Short(rec.hash()), "dependents", len(due))
+				"hash", workload.Short(rec.hash()), "dependents", len(due))
 		}
 		c.openWindows(due, fresh)
 		return nil
@@ -120,7 +120,7 @@ func (c *Controller) startupPass() {
 	for kind, inf := range c.caches.configs {
 		for _, obj := range inf.GetStore().List() {
 			r := obj.(*configRecord)
-			k := key{kind, r.Namespace(), r.Name}
+			k := key{Kind: kind, Namespace: r.Namespace(), Name: r.Name}
 			skey := c.names.config(k)
 			live[skey] = true
 			e, known := c.state.Configs().Get(skey)
@@ -149,11 +149,4 @@ func (c *Controller) markSpare(k key, unread bool) bool {
 	spare := unread && !c.caches.referenced(k)
 	c.state.Configs().SetSpare(c.names.config(k), spare)
 	return spare
-}
-
-// Short abbreviates a hash for logs and Events: its first 8 hex digits, of the HMAC for a keyed
-// value.
-func Short(hash string) string {
-	sum := confighash.SumOf(hash)
-	return sum[:min(len(sum), 8)]
 }

@@ -36,6 +36,8 @@ import (
 	"github.com/reloader/reloader/internal/kube"
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/internal/report"
+	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
 
@@ -131,14 +133,6 @@ func (o Options) inScope(ns string) bool {
 // unless a flag or annotation says otherwise: longer than a Deployment's default progress
 // deadline (10 minutes), so that for Deployments the deadline decides.
 const DefaultRolloutTimeout = 15 * time.Minute
-
-// key names a queued object: a config (ConfigMap, Secret) or a workload (Deployment, ...).
-type key struct{ Kind, Namespace, Name string }
-
-func (k key) String() string { return k.Kind + "/" + k.Namespace + "/" + k.Name }
-
-// CacheKey is the key an informer caches the object under.
-func (k key) CacheKey() string { return k.Namespace + "/" + k.Name }
 
 // Controller restarts workloads when the configs they depend on change.
 type Controller struct {
@@ -245,7 +239,7 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 		c.state.Fence(opts.StateWriter)
 	}
 	c.backlog = newBacklog(c.queue)
-	c.reports = NewReporter(c.events.NewRecorder(clients.Scheme, corev1.EventSource{Component: "reloader"}), opts.Log)
+	c.reports = report.New(c.events.NewRecorder(clients.Scheme, corev1.EventSource{Component: "reloader"}), opts.Log)
 	c.coalescer = coalesce.New(opts.CoalescePeriod, opts.CoalesceMaxWait, opts.Clock, c.queue.Add)
 	c.gates = &gates{annotations: opts.Annotations, defaults: opts.Gate, clock: opts.Clock, store: c.state.Kind(pendingPrefix, pausePrefix),
 		names: c.names, reports: c.reports, log: c.log, gauge: c.metrics.Deferred, enqueue: c.queue.Add, deferrals: newDeferrals(opts.Clock, c.queue.Add)}
@@ -510,13 +504,13 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	defer c.queue.Done(k)
 	start := time.Now()
 	err := c.sync(ctx, k)
-	c.metrics.Stakater.Reconciled(err != nil && !errors.Is(err, errStale), time.Since(start))
-	var later RetryLater
+	c.metrics.Stakater.Reconciled(err != nil && !errors.Is(err, workload.ErrStale), time.Since(start))
+	var later workload.RetryLater
 	switch {
 	case err == nil:
 		c.queue.Forget(k)
 		c.refusals.Forget(k)
-	case errors.Is(err, errStale):
+	case errors.Is(err, workload.ErrStale):
 		c.log.Debug("the cache is behind the workload; retrying", "key", k.String())
 		c.queue.AddRateLimited(k)
 	case errors.As(err, &later):
@@ -579,7 +573,7 @@ func reportGauges(ctx context.Context, m *metrics.Metrics, store *state.Store, p
 }
 
 // runInformers runs the informers until run ends, and waits, until wait ends, for them and the
-// workloads' index, which their handlers keep and the start-up pass reads (dependents.go).
+// workloads' index, which their handlers keep and the start-up pass reads (workload.Dependents).
 func (c *Controller) runInformers(run, wait context.Context) bool {
 	for _, inf := range c.informers {
 		go inf.RunWithContext(run)

@@ -108,7 +108,7 @@ func (r *rehearsal) view(kind *workloadKind, obj any) any {
 	if err != nil {
 		return obj
 	}
-	k := key{kind.Name, m.GetNamespace(), m.GetName()}
+	k := key{Kind: kind.Name, Namespace: m.GetNamespace(), Name: m.GetName()}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	as, ok := r.as[k]

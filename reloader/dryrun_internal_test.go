@@ -10,14 +10,15 @@ import (
 
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/internal/report"
 )
 
 func TestADryRunReportsAgainForAWorkloadCreatedAgainUnderADeletedOnesName(t *testing.T) {
 	events := record.NewFakeRecorder(10)
 	log := slog.New(slog.DiscardHandler)
-	r := newRehearsal(NewReporter(events, log), metrics.New("test"), log, nil)
+	r := newRehearsal(report.New(events, log), metrics.New("test"), log, nil)
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", ResourceVersion: "1"}}
-	w := workloadView{Key: key{"Deployment", "ns", "web"}, Kind: &workloadKind{Name: "Deployment"}, Obj: d, Meta: d, Tmpl: &d.Spec.Template}
+	w := workloadView{Key: key{Kind: "Deployment", Namespace: "ns", Name: "web"}, Kind: &workloadKind{Name: "Deployment"}, Obj: d, Meta: d, Tmpl: &d.Spec.Template}
 	changes := []policy.Change{{Ref: policy.ConfigRef{Kind: policy.KindConfigMap, Name: "app-config"}, Value: "abc"}}
 	told := func() int { return len(events.Events) }
 

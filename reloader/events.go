@@ -10,6 +10,7 @@ import (
 	"github.com/reloader/reloader/coalesce"
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
 
@@ -87,10 +88,10 @@ func (e *events) watchConfigs(kind string, inf cache.SharedIndexInformer) error 
 // spec or annotations changed (our own patch included), is synced, and its configs too, so that
 // their state advances once it holds their content, or once it stops reloading on them.
 func (e *events) watchWorkloads(k *workloadKind) error {
-	k.ByConfig = NewDependents()
+	k.ByConfig = workload.NewDependents()
 	reg, err := k.Informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
-			obj = Unpacked(obj)
+			obj = workload.Unpacked(obj)
 			e.index(k, nil, obj)
 			if !initial {
 				e.notes.created(k, obj)
@@ -99,15 +100,15 @@ func (e *events) watchWorkloads(k *workloadKind) error {
 			e.tracker.watch(k, obj)
 		},
 		UpdateFunc: func(old, obj any) {
-			if om, nm := MetadataOf(old), MetadataOf(obj); !decisive(e.decisiveAnnotations, om.(metav1.Object), nm.(metav1.Object)) {
+			if om, nm := workload.MetadataOf(old), workload.MetadataOf(obj); !decisive(e.decisiveAnnotations, om.(metav1.Object), nm.(metav1.Object)) {
 				// A status update: what the index holds depends on nothing it changes.
 				e.tracker.watch(k, nm) // it may end a rollout
 				if e.annotationCheck.keysChanged(om.(metav1.Object), nm.(metav1.Object)) {
-					e.annotationCheck.check(k, Unpacked(obj))
+					e.annotationCheck.check(k, workload.Unpacked(obj))
 				}
 				return
 			}
-			old, obj = Unpacked(old), Unpacked(obj)
+			old, obj = workload.Unpacked(old), workload.Unpacked(obj)
 			e.index(k, old, obj)
 			o, n := old.(metav1.Object), obj.(metav1.Object)
 			if o.GetGeneration() != n.GetGeneration() {
@@ -122,7 +123,7 @@ func (e *events) watchWorkloads(k *workloadKind) error {
 			e.tracker.watch(k, obj)
 		},
 		DeleteFunc: func(obj any) {
-			obj = Unpacked(obj)
+			obj = workload.Unpacked(obj)
 			e.index(k, deletedObject(obj), nil)
 			e.workloadGone(k, obj)
 		},
@@ -161,7 +162,7 @@ func (e *events) workloadChanged(k *workloadKind, obj any, initial bool) {
 	if initial {
 		add = e.backlog.add
 	}
-	if w := (key{k.Name, meta.GetNamespace(), meta.GetName()}); !e.coalescer.Open(w) {
+	if w := (key{Kind: k.Name, Namespace: meta.GetNamespace(), Name: meta.GetName()}); !e.coalescer.Open(w) {
 		add(w)
 	}
 	if !initial || e.reloadOnCreate {
@@ -173,7 +174,7 @@ func (e *events) workloadChanged(k *workloadKind, obj any, initial bool) {
 	}
 	for r, u := range policy.UsesOf(&tmpl.Spec) {
 		if e.caches.watched(r.Kind) && len(u.Keys) > 0 {
-			add(ConfigKey(r, meta.GetNamespace()))
+			add(workload.ConfigKey(r, meta.GetNamespace()))
 		}
 	}
 }
@@ -183,7 +184,7 @@ func (e *events) workloadChanged(k *workloadKind, obj any, initial bool) {
 func (e *events) workloadGone(k *workloadKind, obj any) {
 	obj = deletedObject(obj)
 	if meta, _ := k.Template(obj); meta != nil {
-		w := key{k.Name, meta.GetNamespace(), meta.GetName()}
+		w := key{Kind: k.Name, Namespace: meta.GetNamespace(), Name: meta.GetName()}
 		e.reports.Forget(string(meta.GetUID()))
 		e.strips.workloadGone(w)
 		e.notes.workloadGone(w)
@@ -236,7 +237,7 @@ func (e *events) stateConfigs(ns string) []key {
 			ens = e.namespace
 		}
 		if _, watched := e.caches.configs[kind]; ok && watched && ens == ns {
-			out = append(out, key{kind, ns, name})
+			out = append(out, key{Kind: kind, Namespace: ns, Name: name})
 		}
 	}
 	return out

@@ -11,6 +11,7 @@ import (
 
 	"github.com/reloader/reloader/coalesce"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
 
@@ -188,7 +189,7 @@ func (x *Explainer) Explain(ctx context.Context, q Query) (Explanation, error) {
 
 // unjudged is config r of w as the sync does not judge it: w does not reload on it.
 func (x *Explainer) unjudged(w workloadView, r policy.ConfigRef) pair {
-	return pair{ref: r, watched: x.caches.watched(r.Kind), rec: x.caches.lookup(ConfigKey(r, w.Key.Namespace))}
+	return pair{ref: r, watched: x.caches.watched(r.Kind), rec: x.caches.lookup(workload.ConfigKey(r, w.Key.Namespace))}
 }
 
 // explainPair is one config of w as the plan judged it.
@@ -201,13 +202,13 @@ func (x *Explainer) explainPair(w workloadView, p plan, pr pair) Config {
 		if !ok {
 			want = x.records.content(pr.rec, nil)
 		}
-		out.Hash = Short(want.Value)
+		out.Hash = workload.Short(want.Value)
 	}
 	for _, m := range policy.MarkerCopies(w.Meta.GetAnnotations(), w.Tmpl, pr.ref) {
 		out.Markers = append(out.Markers, Marker{Place: m.Place, Value: shortMarker(m.Value)})
 	}
-	if st, known := x.store.Get(x.names.config(ConfigKey(pr.ref, w.Key.Namespace))); known {
-		out.State = Short(st.Hash)
+	if st, known := x.store.Get(x.names.config(workload.ConfigKey(pr.ref, w.Key.Namespace))); known {
+		out.State = workload.Short(st.Hash)
 		if st.Deleted {
 			out.State = "deleted since " + st.Since.UTC().Format(time.RFC3339)
 		}
@@ -228,13 +229,13 @@ func shortMarker(v string) string {
 	if v == policy.DeletedMarker || v == "" {
 		return v
 	}
-	return Short(v)
+	return workload.Short(v)
 }
 
 // rolledBackAt is when the newest rolled-back reload that applied r was made, from w's history.
 func rolledBackAt(history string, r policy.ConfigRef) *time.Time {
 	for _, e := range policy.ParseHistory(history) {
-		if e.RolledBack && slices.ContainsFunc(e.Configs, func(s string) bool { return strings.HasPrefix(s, RefName(r)+"@") }) {
+		if e.RolledBack && slices.ContainsFunc(e.Configs, func(s string) bool { return strings.HasPrefix(s, workload.RefName(r)+"@") }) {
 			return &e.At
 		}
 	}
@@ -335,7 +336,7 @@ func gateWords(g policy.Gate, v policy.Verdict, now time.Time) string {
 func planWords(p plan, watched bool, ns string, now time.Time) string {
 	var what []string
 	for _, ch := range p.changes {
-		what = append(what, RefName(ch.Ref))
+		what = append(what, workload.RefName(ch.Ref))
 	}
 	switch {
 	case !watched:

@@ -20,6 +20,7 @@ import (
 
 	"github.com/reloader/reloader/coalesce"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
 
@@ -116,7 +117,7 @@ func (g *gates) hold(w workloadView, changes []policy.Change, gate policy.Gate, 
 	g.reports.Clear(string(w.Meta.GetUID()), "ReloadScheduleInvalid")
 	names := make([]string, len(changes))
 	for i, ch := range changes {
-		names[i] = RefName(ch.Ref)
+		names[i] = workload.RefName(ch.Ref)
 	}
 	what := strings.Join(names, ", ")
 	until := v.Until.UTC().Format(time.RFC3339)
@@ -159,7 +160,7 @@ func (g *gates) holdInvalid(w workloadView) {
 func (g *gates) release(w workloadView) {
 	g.store.Delete(g.names.pending(w.Key))
 	if g.deferrals.release(w.Key) {
-		g.reports.Clear(string(w.Meta.GetUID()), "ReloadScheduleInvalid", ReasonHeldInvalid)
+		g.reports.Clear(string(w.Meta.GetUID()), "ReloadScheduleInvalid", workload.ReasonHeldInvalid)
 		g.report()
 	}
 }
@@ -292,9 +293,9 @@ func (g *gates) forgetGone(kinds map[string]*workloadKind) {
 // writeMeta applies a patch of the workload's metadata only, through the kind's writeMeta: it
 // restarts nothing, and runs or recreates no Job.
 func writeMeta(ctx context.Context, w workloadView, ops []policy.JSONOp, doing string) error {
-	_, err := Send(ctx, w, ops, w.Kind.WriteMeta)
-	if errors.Is(err, errStale) {
-		return errStale
+	_, err := workload.Send(ctx, w, ops, w.Kind.WriteMeta)
+	if errors.Is(err, workload.ErrStale) {
+		return workload.ErrStale
 	}
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", doing, w.Key, err)

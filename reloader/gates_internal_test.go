@@ -16,6 +16,7 @@ import (
 	"github.com/reloader/reloader/internal/dev/clocktest"
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/internal/report"
 	"github.com/reloader/reloader/state"
 )
 
@@ -34,14 +35,14 @@ func newGatesFixture(store *state.Store) *gatesFixture {
 	log := slog.New(slog.DiscardHandler)
 	enqueue := func(k key) { f.queued <- k }
 	f.g = &gates{annotations: policy.DefaultAnnotations(), clock: f.clock, store: store.Kind(pendingPrefix, pausePrefix), names: entryKeys{single: true},
-		reports: NewReporter(f.events, log), log: log, gauge: metrics.New("test").Deferred, enqueue: enqueue,
+		reports: report.New(f.events, log), log: log, gauge: metrics.New("test").Deferred, enqueue: enqueue,
 		deferrals: newDeferrals(f.clock, enqueue)}
 	return f
 }
 
 func gatedView(annotations map[string]string) workloadView {
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "u1", ResourceVersion: "7", Annotations: annotations}}
-	return workloadView{Key: key{"Deployment", "ns", "web"}, Kind: &workloadKind{Name: "Deployment"}, Obj: d, Meta: d, Tmpl: &d.Spec.Template}
+	return workloadView{Key: key{Kind: "Deployment", Namespace: "ns", Name: "web"}, Kind: &workloadKind{Name: "Deployment"}, Obj: d, Meta: d, Tmpl: &d.Spec.Template}
 }
 
 func (f *gatesFixture) drainEvents() []string {

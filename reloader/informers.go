@@ -166,8 +166,6 @@ func decisive(annotations []string, old, obj metav1.Object) bool {
 	return false
 }
 
-func ConfigKey(r policy.ConfigRef, ns string) key { return key{r.Kind, ns, r.Name} }
-
 // patternKey indexes the workloads whose reload annotations hold a pattern for configs of this
 // kind in this namespace: no config has an empty name.
-func patternKey(kind, ns string) key { return key{kind, ns, ""} }
+func patternKey(kind, ns string) key { return key{Kind: kind, Namespace: ns} }

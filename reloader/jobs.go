@@ -24,6 +24,7 @@ import (
 	"github.com/reloader/reloader/internal/kube"
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/workload"
 )
 
 // CronJobs and Jobs are reloaded with stakater Reloader's semantics: a CronJob runs a new Job
@@ -46,13 +47,13 @@ const jobTemplatePath = "/spec/jobTemplate/spec/template"
 // cronJobKind reloads a CronJob: one patch writes the markers into its job template and names
 // the Job to run; resume then creates that Job.
 func cronJobKind(c *kube.Clients, ns string, link *kube.Link, transform cache.TransformFunc, key runKey) *workloadKind {
-	k := TypedKind("CronJob", &batchv1.CronJob{},
+	k := workload.TypedKind("CronJob", &batchv1.CronJob{},
 		func(cj *batchv1.CronJob) *corev1.PodTemplateSpec { return &cj.Spec.JobTemplate.Spec.Template },
-		func(ns string) TypedClient[*batchv1.CronJob, *batchv1.CronJobList] { return c.CronJobs(ns) }, ns, link, transform)
+		func(ns string) workload.TypedClient[*batchv1.CronJob, *batchv1.CronJobList] { return c.CronJobs(ns) }, ns, link, transform)
 	k.Reload = func(ctx context.Context, ns, name string, body []byte) (any, error) {
 		obj, ok, err := k.Cached(ns + "/" + name)
 		if err != nil || !ok {
-			return nil, errStale
+			return nil, workload.ErrStale
 		}
 		cj := obj.(*batchv1.CronJob)
 		body, err = cronJobPatch(cj, body, key)
@@ -105,7 +106,7 @@ func clearPendingJob(ctx context.Context, c *kube.Clients, cj *batchv1.CronJob, 
 	at := "/metadata/annotations/" + strings.ReplaceAll(pendingJobAnnotation, "/", "~1")
 	clear, _ := json.Marshal([]policy.JSONOp{{Op: "test", Path: at, Value: v}, {Op: "remove", Path: at}})
 	_, err := c.CronJobs(cj.Namespace).Patch(ctx, cj.Name, types.JSONPatchType, clear, metav1.PatchOptions{})
-	if isStale(err) || apierrors.IsNotFound(err) {
+	if workload.IsStale(err) || apierrors.IsNotFound(err) {
 		return nil // already cleared, or the CronJob is gone
 	}
 	if err != nil {
@@ -129,7 +130,7 @@ func cronJobPatch(cj *batchv1.CronJob, body []byte, key runKey) ([]byte, error) 
 	}
 	sum := sha1.Sum([]byte(string(cj.UID) + "/" + cj.ResourceVersion))
 	job := key.record(cj, cj.Name[:min(len(cj.Name), 48)]+"-reload-"+hex.EncodeToString(sum[:])[:7])
-	if cj.Annotations == nil && !CreatesAnnotations(ops) { // an op before may have created the map
+	if cj.Annotations == nil && !workload.CreatesAnnotations(ops) { // an op before may have created the map
 		ops = append(ops, policy.JSONOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{pendingJobAnnotation: job}})
 	} else {
 		ops = append(ops, policy.JSONOp{Op: "add", Path: "/metadata/annotations/" + strings.ReplaceAll(pendingJobAnnotation, "/", "~1"), Value: job})
@@ -155,14 +156,14 @@ func jobFromCronJob(cj *batchv1.CronJob, name string) *batchv1.Job {
 // jobKind serves Jobs; their reload, which needs the state ConfigMap, is wired by the
 // controller (jobRuns.wire).
 func jobKind(c *kube.Clients, ns string, link *kube.Link, transform cache.TransformFunc) *workloadKind {
-	k := TypedKind("Job", &batchv1.Job{},
+	k := workload.TypedKind("Job", &batchv1.Job{},
 		func(j *batchv1.Job) *corev1.PodTemplateSpec {
 			if ranByCronJob(j) {
 				return nil
 			}
 			return &j.Spec.Template
 		},
-		func(ns string) TypedClient[*batchv1.Job, *batchv1.JobList] { return c.Jobs(ns) }, ns, link, transform)
+		func(ns string) workload.TypedClient[*batchv1.Job, *batchv1.JobList] { return c.Jobs(ns) }, ns, link, transform)
 	k.Probe = func(ctx context.Context) error {
 		_, err := c.Jobs(ns).List(ctx, metav1.ListOptions{Limit: 1})
 		return err
@@ -219,7 +220,7 @@ func (j *jobRuns) wire(k *workloadKind) {
 	k.Reload = func(ctx context.Context, ns, name string, body []byte) (any, error) {
 		obj, ok, err := k.Cached(ns + "/" + name)
 		if err != nil || !ok {
-			return nil, errStale
+			return nil, workload.ErrStale
 		}
 		old := obj.(*batchv1.Job)
 		job, err := recreatedJob(old, body)
@@ -332,7 +333,7 @@ func (j *jobRuns) recreate(ctx context.Context, old, job *batchv1.Job) (*batchv1
 	case out == nil && err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err):
 		return nil, err
 	case out == nil:
-		return nil, errStale // changed or recreated by someone else: judged again
+		return nil, workload.ErrStale // changed or recreated by someone else: judged again
 	}
 	return out, nil
 }
@@ -403,8 +404,8 @@ func (j *jobRuns) finishFailed(ctx context.Context, ns, name string) error {
 		return nil // woken when the content validates (wakeHeld)
 	}
 	j.held.Delete(key)
-	if err != nil && Refused(err) {
-		return RetryLater{Err: err}
+	if err != nil && workload.Refused(err) {
+		return workload.RetryLater{Err: err}
 	} else if err != nil {
 		return err
 	}
@@ -416,7 +417,7 @@ func (j *jobRuns) finishFailed(ctx context.Context, ns, name string) error {
 		j.log.Info("created a Job again whose recreation's create had failed", "namespace", ns, "name", name)
 	}
 	if obj, ok, _ := j.cached(ns + "/" + name); ok && out != nil && obj.(metav1.Object).GetUID() == r.OldUID {
-		return errStale // the cache has not seen the delete yet: judge the Job that exists now
+		return workload.ErrStale // the cache has not seen the delete yet: judge the Job that exists now
 	}
 	return nil
 }
@@ -485,7 +486,7 @@ func (j *jobRuns) resume(ctx context.Context) {
 			j.log.Error("cannot finish a Job recreation left unfinished; retrying", "key", note, "err", err)
 			j.metrics.CountReload("Job", metrics.ResultFailure, r.Job.Namespace)
 			j.recreations.Store(note, r)
-			j.enqueue(key{"Job", r.Job.Namespace, r.Job.Name})
+			j.enqueue(key{Kind: "Job", Namespace: r.Job.Namespace, Name: r.Job.Name})
 		} else if created {
 			j.log.Info("created a Job again whose recreation a stopped reloader left unfinished", "namespace", r.Job.Namespace, "name", r.Job.Name)
 		}
@@ -506,7 +507,7 @@ func (j *jobRuns) warnHeld(note string, r jobRecreation, held heldInvalid) {
 	j.held.Store(note, r.Job.Namespace)
 	msg := "Run held: the Job was deleted to be created again, and " + held.Error() + " (see its InvalidConfig Event); " +
 		"it is created once that content is fixed, reverted or the config deleted"
-	if j.reports.Warn(r.Job, note, ReasonHeldInvalid, msg) {
+	if j.reports.Warn(r.Job, note, workload.ReasonHeldInvalid, msg) {
 		j.log.Warn("Job creation held: its pods would read a config whose content does not validate", "namespace", r.Job.Namespace,
 			"name", r.Job.Name, "configs", strings.Join(held.configs, ", "))
 	}
@@ -519,7 +520,7 @@ func (j *jobRuns) wakeHeld(ns string) {
 	j.held.Range(func(note, v any) bool {
 		if v.(string) == ns {
 			if r, ok := j.recreations.Load(note); ok {
-				j.enqueue(key{"Job", ns, r.(jobRecreation).Job.Name})
+				j.enqueue(key{Kind: "Job", Namespace: ns, Name: r.(jobRecreation).Job.Name})
 			}
 		}
 		return true
@@ -542,7 +543,7 @@ func recreatedJob(old *batchv1.Job, body []byte) (*batchv1.Job, error) {
 		return nil, fmt.Errorf("encode Job %s/%s: %w", old.Namespace, old.Name, err)
 	}
 	if doc, err = p.Apply(doc); err != nil {
-		return nil, errors.Join(errStale, fmt.Errorf("apply patch to Job %s/%s: %w", old.Namespace, old.Name, err))
+		return nil, errors.Join(workload.ErrStale, fmt.Errorf("apply patch to Job %s/%s: %w", old.Namespace, old.Name, err))
 	}
 	job := &batchv1.Job{}
 	if err := json.Unmarshal(doc, job); err != nil {

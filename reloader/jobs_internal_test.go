@@ -18,6 +18,8 @@ import (
 
 	"github.com/reloader/reloader/confighash"
 	"github.com/reloader/reloader/metrics"
+	"github.com/reloader/reloader/reloader/internal/report"
+	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 	"github.com/reloader/reloader/state/statetest"
 )
@@ -95,7 +97,7 @@ func newJobsFixture() *jobsFixture {
 	f := &jobsFixture{api: &memoryJobs{jobs: map[string]*batchv1.Job{}}, events: record.NewFakeRecorder(100), cached: map[string]*batchv1.Job{}}
 	log := slog.New(slog.DiscardHandler)
 	f.store = newStore(statetest.NewConfigMaps(), "ns", "reloader-state", log)
-	f.j = &jobRuns{jobs: func(string) jobClient { return f.api }, writeOther: f.store.WriteOther, reports: NewReporter(f.events, log),
+	f.j = &jobRuns{jobs: func(string) jobClient { return f.api }, writeOther: f.store.WriteOther, reports: report.New(f.events, log),
 		metrics: metrics.New("test"), log: log, enqueue: func(k key) { f.queued = append(f.queued, k) },
 		markers: func(job *batchv1.Job) (*batchv1.Job, error) {
 			f.markers++
@@ -135,7 +137,7 @@ func TestAJobRunAgainIsCreatedOnceWhateverHappensBetweenItsDeleteAndCreate(t *te
 		noted   bool                                   // the note is still written down after
 	}{
 		{name: "deleted and created again", created: 1},
-		{name: "changed since it was judged: nothing deleted, judged again", want: errStale.Error(),
+		{name: "changed since it was judged: nothing deleted, judged again", want: workload.ErrStale.Error(),
 			before: func(f *jobsFixture, old *batchv1.Job) { f.api.jobs["run"].ResourceVersion = "99" }},
 		{name: "already recreated by someone else: theirs is kept",
 			before: func(f *jobsFixture, old *batchv1.Job) {
@@ -146,7 +148,7 @@ func TestAJobRunAgainIsCreatedOnceWhateverHappensBetweenItsDeleteAndCreate(t *te
 			before: func(f *jobsFixture, _ *batchv1.Job) { f.api.createErr = refused }},
 		{name: "still being deleted: the note stays", want: "still being deleted", noted: true,
 			before: func(f *jobsFixture, _ *batchv1.Job) { f.api.finalizer = true }},
-		{name: "its namespace gone: nothing to create", want: errStale.Error(),
+		{name: "its namespace gone: nothing to create", want: workload.ErrStale.Error(),
 			before: func(f *jobsFixture, _ *batchv1.Job) {
 				f.api.createErr = apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, "ns")
 			}},
@@ -191,7 +193,7 @@ func TestARefusedJobCreateIsFinishedByTheNextSyncWithTheMarkersOfNow(t *testing.
 	if _, err := f.j.recreate(ctx, old, job); err == nil {
 		t.Fatal("recreate with its create refused: no error")
 	}
-	var later RetryLater
+	var later workload.RetryLater
 	if err := f.j.finishFailed(ctx, "ns", "run"); !errors.As(err, &later) {
 		t.Fatalf("finishFailed while still refused: %v, want a retry later", err)
 	}
@@ -200,8 +202,8 @@ func TestARefusedJobCreateIsFinishedByTheNextSyncWithTheMarkersOfNow(t *testing.
 		t.Fatalf("a config sync woke a refused (not held) create: %v; it keeps its own retry", f.queued)
 	}
 	f.api.createErr = nil
-	if err := f.j.finishFailed(ctx, "ns", "run"); !errors.Is(err, errStale) {
-		t.Fatalf("finishFailed with the old Job still cached: %v, want errStale", err)
+	if err := f.j.finishFailed(ctx, "ns", "run"); !errors.Is(err, workload.ErrStale) {
+		t.Fatalf("finishFailed with the old Job still cached: %v, want workload.ErrStale", err)
 	}
 	created, ok := f.api.jobs["run"]
 	if !ok || created.UID == old.UID || created.Annotations["marker"] != "now" || f.markers != 2 {
@@ -247,7 +249,7 @@ func TestJobRecreationsLeftByAStoppedReloaderAreFinishedAtStart(t *testing.T) {
 	}
 	f.api.createErr = apierrors.NewForbidden(jobsResource, "a", errors.New("quota"))
 	f.j.resume(ctx)
-	if _, noted := f.j.recreations.Load(jobRecreationKey("ns", "a")); !noted || len(f.queued) != 1 || f.queued[0] != (key{"Job", "ns", "a"}) {
+	if _, noted := f.j.recreations.Load(jobRecreationKey("ns", "a")); !noted || len(f.queued) != 1 || f.queued[0] != (key{Kind: "Job", Namespace: "ns", Name: "a"}) {
 		t.Fatalf("a refused create at start: noted %v, queued %v; want it kept and Job ns/a queued", noted, f.queued)
 	}
 }
@@ -294,13 +296,13 @@ func TestAJobCreatedLateIsHeldWhileItWouldReadContentThatDoesNotValidate(t *test
 			if _, ok := f.api.jobs["run"]; ok {
 				t.Fatal("the Job was created while a config it reads does not validate")
 			}
-			if ev := drain(f.events); len(ev) != 1 || !strings.Contains(ev[0], ReasonHeldInvalid) || !strings.Contains(ev[0], "ConfigMap app") {
-				t.Fatalf("events %q, want one %s naming the config", ev, ReasonHeldInvalid)
+			if ev := drain(f.events); len(ev) != 1 || !strings.Contains(ev[0], workload.ReasonHeldInvalid) || !strings.Contains(ev[0], "ConfigMap app") {
+				t.Fatalf("events %q, want one %s naming the config", ev, workload.ReasonHeldInvalid)
 			}
 			f.queued = nil
 			f.j.wakeHeld("other")
 			f.j.wakeHeld("ns")
-			if len(f.queued) != 1 || f.queued[0] != (key{"Job", "ns", "run"}) {
+			if len(f.queued) != 1 || f.queued[0] != (key{Kind: "Job", Namespace: "ns", Name: "run"}) {
 				t.Fatalf("woken: %v, want Job ns/run alone", f.queued)
 			}
 

@@ -5,10 +5,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
 
@@ -31,19 +29,6 @@ type rule struct {
 	stakater *atomic.Bool
 	// rehearsed, with --dry-run, is a workload as the patches reported would have left it.
 	rehearsed func(kind *workloadKind, obj any) any
-}
-
-// workloadView is a cached workload read once: its metadata, template, annotations policy and
-// the configs its pod spec uses.
-type workloadView struct {
-	Key    key
-	Kind   *workloadKind
-	Obj    any
-	Meta   metav1.Object
-	Tmpl   *corev1.PodTemplateSpec
-	Policy policy.Policy
-	Uses   map[policy.ConfigRef]policy.Use
-	Target policy.Target
 }
 
 // judgement is what the rule says of one workload and one config (policy.Judgement): the value
@@ -94,7 +79,7 @@ func (ru *rule) viewInAnyNamespace(kind *workloadKind, obj any) (workloadView, b
 		return workloadView{}, false
 	}
 	return workloadView{
-		Key:    key{kind.Name, meta.GetNamespace(), meta.GetName()},
+		Key:    key{Kind: kind.Name, Namespace: meta.GetNamespace(), Name: meta.GetName()},
 		Kind:   kind,
 		Obj:    obj,
 		Meta:   meta,
@@ -123,7 +108,7 @@ func (ru *rule) pairFacts(w workloadView, r policy.ConfigRef, rec *configRecord)
 	runs, read, known := ru.restarts.runs(w.Key, r)
 	held, staleHold := ru.tracker.held(w.Key, r, want)
 	stakaterValue, stakaterSet := policy.EnvValue(w.Tmpl, policy.StakaterVar(r))
-	e, inState := ru.store.Get(ru.names.config(ConfigKey(r, w.Key.Namespace)))
+	e, inState := ru.store.Get(ru.names.config(workload.ConfigKey(r, w.Key.Namespace)))
 	f := policy.PairFacts{
 		Ref:                 r,
 		Triggers:            triggers,
@@ -161,7 +146,7 @@ func (ru *rule) configFacts(f *policy.PairFacts, w workloadView, rec *configReco
 	f.NoneOfKeys = f.Keys != nil && holdsNoneOf(rec)(f.Keys)
 	f.Collaborne = policy.CollaborneMarker(w.Tmpl, f.Ref, rec.Collaborne.String())
 	f.Strip = ru.strips.marker(w.Key, f.Ref, f.Want.Value)
-	f.KeyStates = ru.keyStates(ConfigKey(f.Ref, w.Key.Namespace), rec, f.Keys)
+	f.KeyStates = ru.keyStates(workload.ConfigKey(f.Ref, w.Key.Namespace), rec, f.Keys)
 	f.Stakater.Hash = rec.Stakater.String()
 	f.Stakater.Others = ru.stakaterOthers(w, f.Ref)
 }
@@ -181,7 +166,7 @@ func (ru *rule) reloadsOn(w workloadView) []policy.ConfigRef {
 // wantedExisting is wanted for a config that exists, with its record; ok is false when it does
 // not exist or w does not reload on it.
 func (ru *rule) wantedExisting(w workloadView, r policy.ConfigRef) (rec *configRecord, want policy.Content, keys []string, ok bool) {
-	if rec = ru.caches.lookup(ConfigKey(r, w.Key.Namespace)); rec == nil {
+	if rec = ru.caches.lookup(workload.ConfigKey(r, w.Key.Namespace)); rec == nil {
 		return nil, want, nil, false
 	}
 	want, keys, ok = ru.wanted(w, r, rec)
@@ -201,7 +186,7 @@ func (ru *rule) wanted(w workloadView, r policy.ConfigRef, rec *configRecord) (w
 	}
 	u := w.Uses[r]
 	want = ru.records.content(rec, keys)
-	e, known := ru.store.Get(ru.names.config(ConfigKey(r, w.Key.Namespace)))
+	e, known := ru.store.Get(ru.names.config(workload.ConfigKey(r, w.Key.Namespace)))
 	want.Undecided = policy.UndecidedOf(keys, u, policy.Recorded{Known: known, Deleted: e.Deleted, Hash: e.Hash},
 		func() policy.Content { return ru.records.content(rec, u.Keys) })
 	return want, keys, true
@@ -224,7 +209,7 @@ func (ru *rule) keyStates(c key, rec *configRecord, keys []string) func() []poli
 // readByOthers is what pods that another actor's change of w started read of config r (nil:
 // nothing to note), as policy.ReadByOthers says.
 func (ru *rule) readByOthers(w workloadView, r policy.ConfigRef) *read {
-	f := ru.pairFacts(w, r, ru.caches.lookup(ConfigKey(r, w.Key.Namespace)))
+	f := ru.pairFacts(w, r, ru.caches.lookup(workload.ConfigKey(r, w.Key.Namespace)))
 	switch policy.ReadByOthers(f) {
 	case policy.ReadAbsent:
 		return &read{keys: f.Keys, absent: true}
@@ -243,7 +228,7 @@ func (ru *rule) readByOthers(w workloadView, r policy.ConfigRef) *read {
 // cachedVersion gives a config's version in the cache now, with the content a read takes of it.
 func (ru *rule) cachedVersion(namespace string) func(policy.ConfigRef, *read) (version, bool) {
 	return func(r policy.ConfigRef, rd *read) (version, bool) {
-		rec := ru.caches.lookup(ConfigKey(r, namespace))
+		rec := ru.caches.lookup(workload.ConfigKey(r, namespace))
 		if rec == nil {
 			return version{}, false
 		}

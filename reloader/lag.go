@@ -8,7 +8,7 @@ package reloader
 // cache's: a second replica acting at once (leader election off by mistake), or a leader's
 // last patch seen by its successor. Patching it "back" to the cached content would restart the
 // workload twice. Before such a patch, the config is read live; when it is newer than the
-// cache, the patch waits for the informer (errStale, retried soon), which then judges it again.
+// cache, the patch waits for the informer (workload.ErrStale, retried soon), which then judges it again.
 //
 // The read is rare: it needs a stale marker that is not the content the state records, on a
 // workload written after the config. A marker an old manifest put back passes the same check,
@@ -23,6 +23,7 @@ import (
 
 	"github.com/reloader/reloader/internal/kube"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
 
@@ -36,10 +37,10 @@ type lagCheck struct {
 	live func(ctx context.Context, r policy.ConfigRef, namespace string) (string, error)
 }
 
-// confirm returns errStale when a change of w may come from a config cache behind w.
+// confirm returns workload.ErrStale when a change of w may come from a config cache behind w.
 func (l *lagCheck) confirm(ctx context.Context, w workloadView, changes []policy.Change) error {
 	for _, ch := range changes {
-		rec := l.lookup(ConfigKey(ch.Ref, w.Key.Namespace))
+		rec := l.lookup(workload.ConfigKey(ch.Ref, w.Key.Namespace))
 		if rec == nil || !l.markerUnseen(w, ch, rec) {
 			continue
 		}
@@ -50,7 +51,7 @@ func (l *lagCheck) confirm(ctx context.Context, w workloadView, changes []policy
 		case err != nil:
 			return fmt.Errorf("read %s %s/%s to confirm the cache before patching %s: %w", ch.Ref.Kind, w.Key.Namespace, ch.Ref.Name, w.Key, err)
 		case rv != rec.ResourceVersion():
-			return errStale
+			return workload.ErrStale
 		}
 	}
 	return nil
@@ -66,7 +67,7 @@ func (l *lagCheck) markerUnseen(w workloadView, ch policy.Change, rec *configRec
 	if w.Target.MarkerOf(meta, w.Tmpl, ch.Ref, policy.Content{Value: ch.Value}) != policy.Stale {
 		return false // no marker: the state asked for the change
 	}
-	e, known := l.store.Get(l.names.config(ConfigKey(ch.Ref, w.Key.Namespace)))
+	e, known := l.store.Get(l.names.config(workload.ConfigKey(ch.Ref, w.Key.Namespace)))
 	return !known || e.Hash == "" || w.Target.MarkerOf(meta, w.Tmpl, ch.Ref, policy.Content{Value: e.Hash}) != policy.Current
 }
 

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
 
@@ -97,7 +98,7 @@ func (n *notes) created(k *workloadKind, obj any) {
 		if !u.Whole {
 			keys = u.Keys
 		}
-		if rec := n.rule.caches.lookup(ConfigKey(r, v.Key.Namespace)); rec != nil {
+		if rec := n.rule.caches.lookup(workload.ConfigKey(r, v.Key.Namespace)); rec != nil {
 			n.runs(v, r, rec, n.records.content(rec, keys), keys)
 		}
 	}
@@ -116,7 +117,7 @@ func (n *notes) runs(v workloadView, r policy.ConfigRef, rec *configRecord, want
 // entry holds the content it says the same, and later changes are best judged by it (one made
 // while the config was ignored, for one, restarts nothing once the ignore is lifted).
 func (n *notes) strip(w key, r policy.ConfigRef, rec *configRecord, value string, keys []string) {
-	e, known := n.store.Get(n.names.config(ConfigKey(r, w.Namespace)))
+	e, known := n.store.Get(n.names.config(workload.ConfigKey(r, w.Namespace)))
 	if known && !e.Deleted && n.records.content(rec, nil).Match(e.Hash) != policy.Differs {
 		n.strips.forget(w, r)
 		return
@@ -141,7 +142,7 @@ func (n *notes) configChanged(k key, rec *configRecord) {
 func (n *notes) restartedByOthers(k *workloadKind, old, obj any) {
 	ov, ok := n.rule.view(k, old)
 	nv, ok2 := n.rule.view(k, obj)
-	if !ok || !ok2 || !Rolls(obj) || k.Paused != nil && k.Paused(obj) || wholeTemplateHash(ov.Tmpl) == wholeTemplateHash(nv.Tmpl) {
+	if !ok || !ok2 || !workload.Rolls(obj) || k.Paused != nil && k.Paused(obj) || wholeTemplateHash(ov.Tmpl) == wholeTemplateHash(nv.Tmpl) {
 		return
 	}
 	if n.setsMarkers(ov, nv) {

@@ -10,6 +10,7 @@ import (
 	"github.com/reloader/reloader/alert"
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/workload"
 )
 
 // outcomes records how a reload's patch ended, in the metrics, Events, the log and alerts: the
@@ -28,8 +29,8 @@ func (o *outcomes) failed(w workloadView, reason, message string, err error) err
 	o.metrics.CountReload(w.Kind.Name, metrics.ResultFailure, w.Key.Namespace)
 	o.reports.Warn(w.Obj, string(w.Meta.GetUID()), reason, message)
 	err = fmt.Errorf("patch %s: %w", w.Key, err)
-	if reason == "ReloadReverted" || Refused(err) {
-		return RetryLater{Err: err}
+	if reason == "ReloadReverted" || workload.Refused(err) {
+		return workload.RetryLater{Err: err}
 	}
 	return err
 }

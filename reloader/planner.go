@@ -8,6 +8,7 @@ import (
 
 	"github.com/reloader/reloader/coalesce"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/workload"
 )
 
 // planner judges a workload now, read only: what is due and which hold keeps it (plan), for the
@@ -58,7 +59,7 @@ func (pl *planner) dueChanges(w workloadView) due {
 			d.pairs = append(d.pairs, pair{ref: r})
 			continue
 		}
-		rec := pl.caches.lookup(ConfigKey(r, w.Key.Namespace))
+		rec := pl.caches.lookup(workload.ConfigKey(r, w.Key.Namespace))
 		j, triggers := pl.rule.judge(w, r, rec)
 		d.pairs = append(d.pairs, pair{ref: r, watched: true, rec: rec, j: j, triggers: triggers})
 		if j.staleHold {

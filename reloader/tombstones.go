@@ -118,7 +118,7 @@ func (ts *tombstones) queueAll() {
 			ns = ts.namespace
 		}
 		if ts.watched(kind) {
-			ts.enqueue(key{kind, ns, name})
+			ts.enqueue(key{Kind: kind, Namespace: ns, Name: name})
 		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/reloader/reloader/coalesce"
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
 
@@ -58,7 +59,9 @@ type tracker struct {
 // rolloutPrefix starts the kind of a queue key that follows a workload's rollout.
 const rolloutPrefix = "rollout:"
 
-func rolloutKey(w key) key { return key{rolloutPrefix + w.Kind, w.Namespace, w.Name} }
+func rolloutKey(w key) key {
+	return key{Kind: rolloutPrefix + w.Kind, Namespace: w.Namespace, Name: w.Name}
+}
 
 // pause says how a pause period holds w's rollout back, not at all without pauseOf.
 func (t *tracker) pause(w workloadView) (held bool, extra time.Duration) {
@@ -114,7 +117,7 @@ func (t *tracker) ops(ctx context.Context, w workloadView, changes []policy.Chan
 		history[0].Outcome, history[0].Stopped = policy.OutcomeSuperseded, time.Time{}
 		superseded = &history[0]
 	}
-	follow := f.Track && Rolls(w.Obj)
+	follow := f.Track && workload.Rolls(w.Obj)
 	if !follow && superseded == nil {
 		return ops, nil, nil
 	}
@@ -142,7 +145,7 @@ func (t *tracker) ops(ctx context.Context, w workloadView, changes []policy.Chan
 		v := r.Encode()
 		set[policy.RestoreAnnotation] = &v
 	}
-	exists := ann != nil || CreatesAnnotations(ops)
+	exists := ann != nil || workload.CreatesAnnotations(ops)
 	return append(append(ops, guard...), policy.MetaAnnotationOps(ann, exists, set)...), superseded, nil
 }
 
@@ -153,18 +156,18 @@ func (t *tracker) ops(ctx context.Context, w workloadView, changes []policy.Chan
 func (t *tracker) reloadTemplate(ctx context.Context, w workloadView, ops []policy.JSONOp) (string, []policy.JSONOp, error) {
 	obj, err := w.Kind.Get(ctx, w.Key.Namespace, w.Key.Name)
 	if apierrors.IsNotFound(err) {
-		return "", nil, errStale
+		return "", nil, workload.ErrStale
 	}
 	if err != nil {
 		return "", nil, fmt.Errorf("read the pod template of %s: %w", w.Key, err)
 	}
 	meta, tmpl := w.Kind.Template(obj)
 	if tmpl == nil || meta.GetGeneration() != w.Meta.GetGeneration() {
-		return "", nil, errStale
+		return "", nil, workload.ErrStale
 	}
 	after, err := policy.TemplateAfter(tmpl, ops)
 	if err != nil {
-		return "", nil, errors.Join(errStale, fmt.Errorf("reload of %s: %w", w.Key, err)) // the patch would not apply either
+		return "", nil, errors.Join(workload.ErrStale, fmt.Errorf("reload of %s: %w", w.Key, err)) // the patch would not apply either
 	}
 	guard := policy.JSONOp{Op: "test", Path: "/metadata/generation", Value: meta.GetGeneration()}
 	return policy.TemplateHash(after), []policy.JSONOp{guard}, nil
@@ -217,7 +220,7 @@ func (t *tracker) progressing(w workloadView, changes []policy.Change) policy.En
 }
 
 func shortOrDeleted(v string) string {
-	if s := Short(v); s != "" {
+	if s := workload.Short(v); s != "" {
 		return s
 	}
 	return policy.DeletedMarker
@@ -246,7 +249,7 @@ func (t *tracker) watch(k *workloadKind, obj any) {
 		return
 	}
 	if _, ok := policy.Pending(meta.GetAnnotations()); ok {
-		t.enqueue(rolloutKey(key{k.Name, meta.GetNamespace(), meta.GetName()}))
+		t.enqueue(rolloutKey(key{Kind: k.Name, Namespace: meta.GetNamespace(), Name: meta.GetName()}))
 	}
 }
 
@@ -259,7 +262,7 @@ func (t *tracker) sync(ctx context.Context, k key, w workloadView) error {
 		return nil
 	}
 	if t.restarts.behindRollback(w.Key, w.Meta.GetResourceVersion()) {
-		return errStale // the cache has not shown our rollback, which ended this rollout
+		return workload.ErrStale // the cache has not shown our rollback, which ended this rollout
 	}
 	f := t.follow(w)
 	// Only the reload's own template is its rollout: once someone else replaced it, what rolls
@@ -376,9 +379,9 @@ func (t *tracker) finish(ctx context.Context, w workloadView, f policy.Follow, e
 		undoAwaits = t.strips.rolledBack(w.Key, slices.Collect(maps.Keys(w.Uses)))
 		undoPutBack = t.strips.putBack(w.Key, putBack)
 	}
-	out, err := Send(ctx, w, ops, w.Kind.Reload)
+	out, err := workload.Send(ctx, w, ops, w.Kind.Reload)
 	if rollback {
-		t.restarts.rollbackEnded(w.Key, WrittenVersion(out, err))
+		t.restarts.rollbackEnded(w.Key, workload.WrittenVersion(out, err))
 	}
 	if err != nil {
 		// Nothing was put back: undone in the reverse order of the notes.
@@ -386,10 +389,10 @@ func (t *tracker) finish(ctx context.Context, w workloadView, f policy.Follow, e
 		undoAwaits()
 		undoRan()
 	}
-	if errors.Is(err, errStale) {
+	if errors.Is(err, workload.ErrStale) {
 		// Judged again from a fresher cache. The holds just written stay: the cache may only be
 		// behind our own rollback, which wrote the same ones; a rollout found superseded lifts them.
-		return errStale
+		return workload.ErrStale
 	}
 	if err != nil {
 		if rollback {
@@ -415,7 +418,7 @@ func (t *tracker) warnHeld(w workloadView, held []policy.ConfigRef, what string)
 	}
 	names := make([]string, len(held))
 	for i, r := range held {
-		names[i] = RefName(r)
+		names[i] = workload.RefName(r)
 	}
 	list := strings.Join(names, ", ")
 	msg := fmt.Sprintf("Reload for %s restarted the pods, which read the held content of %s: its reload was rolled back, and the new pods may fail as those did", what, list)
@@ -584,7 +587,7 @@ func podsStart(n int32) string {
 func readNames(reads map[policy.ConfigRef]string) string {
 	names := make([]string, 0, len(reads))
 	for r := range reads {
-		names = append(names, RefName(r))
+		names = append(names, workload.RefName(r))
 	}
 	slices.Sort(names)
 	return strings.Join(names, ", ")

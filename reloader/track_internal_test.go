@@ -16,6 +16,8 @@ import (
 	"github.com/reloader/reloader/internal/dev/clocktest"
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/internal/report"
+	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 	"github.com/reloader/reloader/state/statetest"
 )
@@ -39,7 +41,7 @@ func newTrackerFixture(rollback bool) *trackerFixture {
 	f.store = newStore(statetest.NewConfigMaps(), "ns", "reloader-state", log)
 	names := entryKeys{single: true}
 	f.t = &tracker{defaults: policy.Follow{Track: true, Rollback: rollback, Timeout: 10 * time.Second}, clock: f.clock,
-		store: f.store.Kind(holdPrefix, rollbackReadPrefix), flush: f.store.Flush, names: names, reports: NewReporter(f.events, log), log: log, metrics: metrics.New("test"),
+		store: f.store.Kind(holdPrefix, rollbackReadPrefix), flush: f.store.Flush, names: names, reports: report.New(f.events, log), log: log, metrics: metrics.New("test"),
 		restarts: newRestarts(), strips: newStrips(f.store.Kind(stripPrefix), names), enqueue: func(key) {},
 		enqueueAfter: func(_ key, d time.Duration) { f.after = append(f.after, d) }}
 	f.kind = &workloadKind{Name: "Deployment",
@@ -70,7 +72,7 @@ func (f *trackerFixture) followed(gen, observed int64, age time.Duration, tmplHa
 		Status: appsv1.DeploymentStatus{ObservedGeneration: observed}}
 	d.Spec.Template.Spec.Containers = []corev1.Container{{Name: "app", Env: []corev1.EnvVar{{Name: policy.EnvVarName(appRef), Value: a}}}}
 	f.live = d
-	return workloadView{Key: key{"Deployment", "ns", "web"}, Kind: f.kind, Obj: d, Meta: d, Tmpl: &d.Spec.Template,
+	return workloadView{Key: key{Kind: "Deployment", Namespace: "ns", Name: "web"}, Kind: f.kind, Obj: d, Meta: d, Tmpl: &d.Spec.Template,
 		Target: policy.Target{Strategy: policy.StrategyEnvVars}}
 }
 
@@ -130,8 +132,8 @@ func TestTheTrackerJudgesARolloutByItsStatusItsDeadlineAndWhoseTemplateItIs(t *t
 		// The cache still shows the reload rolling out (resourceVersion 9): a second rollback
 		// would be noted of the restart the first one put back (CI: a reload of the pods put
 		// back for a content they run).
-		if err := f.t.sync(ctx, rolloutKey(w.Key), w); !errors.Is(err, errStale) || len(f.sent) != 1 {
-			t.Fatalf("sync from the cache behind the rollback: %v, sent %d patches; want errStale and nothing more", err, len(f.sent))
+		if err := f.t.sync(ctx, rolloutKey(w.Key), w); !errors.Is(err, workload.ErrStale) || len(f.sent) != 1 {
+			t.Fatalf("sync from the cache behind the rollback: %v, sent %d patches; want workload.ErrStale and nothing more", err, len(f.sent))
 		}
 	})
 	t.Run("past its deadline without rollback", func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
 
@@ -91,18 +92,18 @@ func (v *validation) invalid(k key, rec *configRecord, fresh bool) {
 		v.store.Set(v.names.config(k), rec.hash())
 	}
 	last, stranded := v.stranded(k)
-	msg := "Content " + Short(rec.hash()) + " not rolled out: " + rec.Invalid() + "; no workload is restarted for it"
+	msg := "Content " + workload.Short(rec.hash()) + " not rolled out: " + rec.Invalid() + "; no workload is restarted for it"
 	if v.webhook {
-		msg = "Content " + Short(rec.hash()) + " not notified: " + rec.Invalid() + "; --webhook-url is not called for it"
+		msg = "Content " + workload.Short(rec.hash()) + " not notified: " + rec.Invalid() + "; --webhook-url is not called for it"
 	}
 	if len(stranded) > 0 {
-		msg += ". The last valid content, " + Short(last.hash()) + ", was replaced before " + workloadNames(stranded) +
+		msg += ". The last valid content, " + workload.Short(last.hash()) + ", was replaced before " + workloadNames(stranded) +
 			" reloaded for it and is not rolled out either: a restart would now load content that does not validate"
 	}
 	if v.reports.Warn(rec, string(rec.UID()), "InvalidConfig", msg) && fresh {
 		v.counter.WithLabelValues(k.Kind).Inc()
 		v.log.Warn("config change not rolled out: it does not validate", "kind", k.Kind, "namespace", k.Namespace,
-			"name", k.Name, "hash", Short(rec.hash()), "problem", rec.Invalid(), "stranded", len(stranded))
+			"name", k.Name, "hash", workload.Short(rec.hash()), "problem", rec.Invalid(), "stranded", len(stranded))
 	}
 	for _, w := range stranded {
 		if v.gates.deferrals.isHeld(w) {
@@ -176,7 +177,7 @@ func (v *validation) holds(w workloadView) bool {
 	bad := v.invalidUsed(w)
 	if len(bad) == 0 {
 		// Not held, or no longer for this: should it recur, that is news.
-		v.reports.Clear(string(w.Meta.GetUID()), ReasonHeldInvalid)
+		v.reports.Clear(string(w.Meta.GetUID()), workload.ReasonHeldInvalid)
 		return false
 	}
 	v.gates.holdInvalid(w)
@@ -184,7 +185,7 @@ func (v *validation) holds(w workloadView) bool {
 	names := strings.Join(bad, ", ")
 	msg := "Reload held: the pods read " + names + ", whose current content does not validate (see its InvalidConfig Event); " +
 		"a restart would load it. The reload happens once that content is fixed, reverted or the config deleted"
-	if v.reports.Warn(w.Obj, string(w.Meta.GetUID()), ReasonHeldInvalid, msg) {
+	if v.reports.Warn(w.Obj, string(w.Meta.GetUID()), workload.ReasonHeldInvalid, msg) {
 		v.log.Warn("reload held: the pods read a config whose content does not validate", "kind", w.Kind.Name,
 			"namespace", w.Key.Namespace, "name", w.Key.Name, "configs", names)
 	}
@@ -199,7 +200,7 @@ func (v *validation) invalidUsed(w workloadView) []string {
 		if !v.watched(r.Kind) {
 			continue
 		}
-		if rec := v.lookup(ConfigKey(r, w.Key.Namespace)); rec != nil && rec.Invalid() != "" {
+		if rec := v.lookup(workload.ConfigKey(r, w.Key.Namespace)); rec != nil && rec.Invalid() != "" {
 			out = append(out, r.Kind+" "+r.Name)
 		}
 	}

@@ -55,7 +55,7 @@ func (we *workloadEntries) keysOf(k *workloadKind, obj any) []string {
 	for r := range uses {
 		refs = append(refs, r)
 	}
-	w := key{k.Name, meta.GetNamespace(), meta.GetName()}
+	w := key{Kind: k.Name, Namespace: meta.GetNamespace(), Name: meta.GetName()}
 	out := make([]string, 0, 3*len(refs))
 	for _, r := range refs {
 		out = append(out, we.names.hold(w, r), we.names.strip(w, r), we.names.rollbackRead(w, r))

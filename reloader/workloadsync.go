@@ -2,31 +2,15 @@ package reloader
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/workload"
 )
-
-// errStale: the patch was computed from a version of the workload that is no longer current
-// (the cache has not yet seen our own last write, or someone else wrote). It is retried soon,
-// from the newer version.
-var errStale = errors.New("the workload changed since it was read")
-
-// RetryLater is an error that should be retried only after a while: a refused patch is not
-// going to be accepted the next millisecond.
-type RetryLater struct{ Err error }
-
-func (e RetryLater) Error() string { return e.Err.Error() }
-func (e RetryLater) Unwrap() error { return e.Err }
 
 // A refused or reverted patch is tried again after refusedRetryMin, doubling up to
 // refusedRetryMax: a policy lifted is noticed within seconds, one that stays costs a request
@@ -153,17 +137,17 @@ func (c *Controller) patch(ctx context.Context, w workloadView, d due, ops []pol
 	c.restarts.begin(w.Key, reads, c.rule.cachedVersion(w.Key.Namespace))
 	undo := c.strips.runNothing(w.Key, unmarkedNone(w, reads, changes))
 	undoAwaits := c.strips.awaits(w.Key, waiting(reads))
-	out, err := Send(ctx, w, ops, w.Kind.Reload)
+	out, err := workload.Send(ctx, w, ops, w.Kind.Reload)
 	paused := err == nil && w.Kind.Paused != nil && w.Kind.Paused(out)
-	for _, k := range c.restarts.finished(w.Key, WrittenVersion(out, err), paused) {
+	for _, k := range c.restarts.finished(w.Key, workload.WrittenVersion(out, err), paused) {
 		c.queue.Add(k)
 	}
 	if err != nil {
 		undoAwaits()
 		undo()
 	}
-	if errors.Is(err, errStale) {
-		return errStale
+	if errors.Is(err, workload.ErrStale) {
+		return workload.ErrStale
 	}
 	what := describe(changes)
 	if err != nil {
@@ -206,58 +190,11 @@ func waiting(reads map[policy.ConfigRef]*read) []policy.ConfigRef {
 	return out
 }
 
-// WrittenVersion is the resourceVersion a reload's patch wrote ("" when it failed).
-func WrittenVersion(out any, err error) string {
-	if m, ok := out.(metav1.Object); ok && err == nil {
-		return m.GetResourceVersion()
-	}
-	return ""
-}
-
-// Send is the one patch sender: it encodes ops and applies them to w through write (the kind's
-// reload, which restarts or runs, or its writeMeta, which never does). A patch computed from a
-// version of w that is no longer current, or of an object gone from the cache, is errStale.
-func Send(ctx context.Context, w workloadView, ops []policy.JSONOp, write func(ctx context.Context, namespace, name string, body []byte) (any, error)) (any, error) {
-	body, err := json.Marshal(ops)
-	if err != nil {
-		return nil, fmt.Errorf("encode patch of %s: %w", w.Key, err)
-	}
-	out, err := write(ctx, w.Key.Namespace, w.Key.Name, body)
-	if isStale(err) || errors.Is(err, errStale) {
-		return out, errStale
-	}
-	return out, err
-}
-
-// isStale reports a failed test op of our patch (the resourceVersion, or an env entry's name).
-// The API server answers a JSON patch that does not apply with a bare 422 whose detail it drops,
-// unlike a validation error, which names its causes. Any such patch is recomputed from a fresher
-// cache, which is right for both.
-func isStale(err error) bool {
-	var status apierrors.APIStatus
-	if !errors.As(err, &status) {
-		return false
-	}
-	s := status.Status()
-	return s.Code == http.StatusUnprocessableEntity && (s.Details == nil || len(s.Details.Causes) == 0) &&
-		strings.HasPrefix(s.Message, "the server rejected our request due to an error in our request")
-}
-
-// Refused reports an answer that will not change by itself: forbidden, invalid, denied by
-// admission, or over quota.
-func Refused(err error) bool {
-	return apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) ||
-		apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err)
-}
-
-// RefName names a config in Events and logs: "<Kind>/<name>".
-func RefName(r policy.ConfigRef) string { return r.Kind + "/" + r.Name }
-
 // describe names the configs of a reload with their short hashes, in a stable order.
 func describe(changes []policy.Change) string {
 	parts := make([]string, 0, len(changes))
 	for _, ch := range changes {
-		v := Short(ch.Value)
+		v := workload.Short(ch.Value)
 		if v == "" {
 			v = policy.DeletedMarker
 		}
@@ -265,24 +202,3 @@ func describe(changes []policy.Change) string {
 	}
 	return strings.Join(parts, ", ")
 }
-
-// Rolls reports whether a reload of the workload starts a rollout its status tells the end of.
-// A CronJob's reload runs a Job and a Job's recreates it; under the OnDelete update strategy a
-// template change rolls nothing. Those reloads are not followed.
-func Rolls(obj any) bool {
-	p, _ := policy.RolloutProgress(obj)
-	return p != policy.Untracked
-}
-
-// CreatesAnnotations reports whether a patch creates the metadata annotations map.
-func CreatesAnnotations(ops []policy.JSONOp) bool {
-	for _, op := range ops {
-		if op.Path == "/metadata/annotations" {
-			return true
-		}
-	}
-	return false
-}
-
-// ReasonHeldInvalid is the Warning on a workload held by a config's invalid content.
-const ReasonHeldInvalid = "ReloadHeldInvalidConfig"

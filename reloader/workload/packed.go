@@ -1,4 +1,4 @@
-package reloader
+package workload
 
 import (
 	"encoding/binary"
@@ -13,13 +13,13 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// packedWorkload is what the informer cache keeps of a typed workload: its identity, and the
-// stripped object (record.go) as protobuf, decoded each time it is read (unpacked). A stripped
+// Packed is what the informer cache keeps of a typed workload: its identity, and the stripped
+// object (reloader/record.go) as protobuf, decoded each time it is read (Unpacked). A stripped
 // Deployment decoded takes about 2.5 KB of Go structs (ObjectMeta and PodSpec are large even
 // when nearly empty), its protobuf a fifth of that; with a workload per five configs, that was
 // about 0.4 KB per config at 50,000 (docs/lab/benchmarks-sessions.md). Reads decode: a few
 // microseconds per workload a config change judges, or per workload event.
-type packedWorkload struct {
+type Packed struct {
 	kind            PackKind
 	Name            string
 	Namespace       string
@@ -27,7 +27,7 @@ type packedWorkload struct {
 	raw             []byte
 }
 
-// PackKind says which type a packedWorkload decodes to.
+// PackKind says which type a Packed decodes to.
 type PackKind uint8
 
 const (
@@ -50,11 +50,11 @@ func Pack(kind PackKind, o protoObject) any {
 	if err != nil {
 		return o
 	}
-	return &packedWorkload{kind: kind, Name: o.GetName(), Namespace: o.GetNamespace(), ResourceVersion: o.GetResourceVersion(), raw: raw}
+	return &Packed{kind: kind, Name: o.GetName(), Namespace: o.GetNamespace(), ResourceVersion: o.GetResourceVersion(), raw: raw}
 }
 
 // decode returns a new object of the workload's type, decoded from its protobuf.
-func (p *packedWorkload) decode() (any, error) {
+func (p *Packed) decode() (any, error) {
 	var o interface{ Unmarshal([]byte) error }
 	switch p.kind {
 	case PackDeployment:
@@ -80,7 +80,7 @@ func (p *packedWorkload) decode() (any, error) {
 // workload (an object of its type, all else empty): a status update, the most frequent event
 // during a rollout, needs no more. Anything else is returned as it is.
 func MetadataOf(obj any) any {
-	p, ok := obj.(*packedWorkload)
+	p, ok := obj.(*Packed)
 	if !ok {
 		return obj
 	}
@@ -112,7 +112,7 @@ func MetadataOf(obj any) any {
 // so they decode: a failure is a broken invariant, not an input to handle.
 func Unpacked(obj any) any {
 	switch o := obj.(type) {
-	case *packedWorkload:
+	case *Packed:
 		out, err := o.decode()
 		if err != nil {
 			panic(err)
@@ -125,15 +125,15 @@ func Unpacked(obj any) any {
 	return obj
 }
 
-func (p *packedWorkload) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+func (p *Packed) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
 
 // GetObjectMeta is the workload's identity for meta.Accessor (cache keys, indexes, resyncs): a
 // copy, made only when asked.
-func (p *packedWorkload) GetObjectMeta() metav1.Object {
+func (p *Packed) GetObjectMeta() metav1.Object {
 	return &metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, ResourceVersion: p.ResourceVersion}
 }
 
-func (p *packedWorkload) DeepCopyObject() runtime.Object {
+func (p *Packed) DeepCopyObject() runtime.Object {
 	c := *p
 	c.raw = slices.Clone(p.raw)
 	return &c

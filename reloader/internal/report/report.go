@@ -1,4 +1,6 @@
-package reloader
+// Package report says things once: it records the reloader's Events on workloads, and says a
+// Warning once per workload, reason and message until it is cleared.
+package report
 
 import (
 	"log/slog"
@@ -9,9 +11,9 @@ import (
 	"k8s.io/client-go/tools/record"
 )
 
-// reporter emits Events on workloads. A Warning is sent once per workload, reason and message,
+// Reporter emits Events on workloads. A Warning is sent once per workload, reason and message,
 // until it is cleared, so a problem that persists is said once, not at every retry.
-type reporter struct {
+type Reporter struct {
 	recorder record.EventRecorder
 	log      *slog.Logger
 
@@ -19,12 +21,13 @@ type reporter struct {
 	said map[string]map[string]string // workload UID → reason → message
 }
 
-func NewReporter(recorder record.EventRecorder, log *slog.Logger) *reporter {
-	return &reporter{recorder: recorder, log: log, said: map[string]map[string]string{}}
+// New returns a Reporter that records through recorder.
+func New(recorder record.EventRecorder, log *slog.Logger) *Reporter {
+	return &Reporter{recorder: recorder, log: log, said: map[string]map[string]string{}}
 }
 
 // Event records an Event on obj.
-func (r *reporter) Event(obj any, typ, reason, message string) {
+func (r *Reporter) Event(obj any, typ, reason, message string) {
 	if o, ok := obj.(runtime.Object); ok {
 		r.recorder.Event(o, typ, reason, message)
 	}
@@ -32,7 +35,7 @@ func (r *reporter) Event(obj any, typ, reason, message string) {
 
 // Warn records a Warning unless the same one was already said for this workload; it reports
 // whether it did.
-func (r *reporter) Warn(obj any, uid, reason, message string) bool {
+func (r *Reporter) Warn(obj any, uid, reason, message string) bool {
 	r.mu.Lock()
 	if r.said[uid] == nil {
 		r.said[uid] = map[string]string{}
@@ -47,7 +50,7 @@ func (r *reporter) Warn(obj any, uid, reason, message string) bool {
 }
 
 // Clear forgets the given reasons for a workload, so they are said again if they recur.
-func (r *reporter) Clear(uid string, reasons ...string) {
+func (r *Reporter) Clear(uid string, reasons ...string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, reason := range reasons {
@@ -59,7 +62,7 @@ func (r *reporter) Clear(uid string, reasons ...string) {
 }
 
 // Forget drops everything said about a deleted workload.
-func (r *reporter) Forget(uid string) {
+func (r *Reporter) Forget(uid string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.said, uid)

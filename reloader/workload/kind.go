@@ -1,10 +1,8 @@
-package reloader
+package workload
 
 import (
 	"context"
-	"slices"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -17,33 +15,25 @@ import (
 	"github.com/reloader/reloader/internal/kube"
 )
 
-// Workload type names, as --ignored-workload-types takes them.
-const (
-	TypeDeployments       = "deployments"
-	TypeStatefulSets      = "statefulsets"
-	TypeDaemonSets        = "daemonsets"
-	TypeRollouts          = "rollouts"
-	TypeDeploymentConfigs = "deploymentconfigs"
-)
-
+// The custom resources the reloader restarts, served through the dynamic client.
 var (
-	rolloutsGVR          = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "rollouts"}
-	deploymentConfigsGVR = schema.GroupVersionResource{Group: "apps.openshift.io", Version: "v1", Resource: "deploymentconfigs"}
+	RolloutsGVR          = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "rollouts"}
+	DeploymentConfigsGVR = schema.GroupVersionResource{Group: "apps.openshift.io", Version: "v1", Resource: "deploymentconfigs"}
 )
 
-// workloadKind is one kind of object with a pod template that the reloader can restart.
-type workloadKind struct {
+// Kind is one kind of object with a pod template that the reloader can restart.
+type Kind struct {
 	Name     string // the Kind, as in queue keys and Events
 	Informer cache.SharedIndexInformer
 	// ByConfig indexes the cached objects by the configs they may reload on; their event
-	// handlers keep it (watchWorkloads).
-	ByConfig *dependents
+	// handlers keep it (reloader/informers.go).
+	ByConfig *Dependents
 	// Template returns the object's metadata and pod template (nil if it has none, or is not
-	// reloaded as its own: a Job a CronJob controls, jobs.go).
+	// reloaded as its own: a Job a CronJob controls, reloader/jobs.go).
 	Template func(obj any) (metav1.Object, *corev1.PodTemplateSpec)
 	// Reload applies a reload's (or a rollback's) RFC 6902 JSON patch and returns the object as
 	// written: a restart, or for a CronJob and a Job a run (a CronJob's Job, a Job recreated,
-	// jobs.go).
+	// reloader/jobs.go).
 	Reload func(ctx context.Context, namespace, name string, body []byte) (any, error)
 	// WriteMeta applies a JSON patch of the object alone (the gate's annotations): it never
 	// restarts or runs anything, whatever patch does for the kind.
@@ -58,23 +48,24 @@ type workloadKind struct {
 	// pause period pauses it (policy.Gate.Pausable).
 	Paused func(obj any) bool
 	// Resume, when set, finishes a reload that a patch recorded but did not complete (a
-	// CronJob's Job to create, jobs.go); every sync of the workload calls it first. watched:
-	// the workload's namespace is in the selection; out of it, only a run of ours is finished,
-	// and anything else is left to whoever watches it.
+	// CronJob's Job to create, reloader/jobs.go); every sync of the workload calls it first.
+	// watched: the workload's namespace is in the selection; out of it, only a run of ours is
+	// finished, and anything else is left to whoever watches it.
 	Resume func(ctx context.Context, obj any, watched bool) error
 	// Unfinished, when set, finishes a reload that left no object behind to sync (a Job deleted
-	// whose create failed, jobs.go); every sync of the key calls it first, the object there or not.
+	// whose create failed, reloader/jobs.go); every sync of the key calls it first, the object
+	// there or not.
 	Unfinished func(ctx context.Context, namespace, name string) error
 	// TemplateRef, when set, returns the kind and name of the object whose pod template the
 	// workload runs in place of its own (an Argo Rollout's spec.workloadRef); "" if none.
 	TemplateRef func(obj any) (kind, name string)
 	// Probe, when set, lists the kind once at start: a kind the reloader may not list is turned
-	// off instead of keeping the caches from syncing (jobs.go).
+	// off instead of keeping the caches from syncing (reloader/jobs.go).
 	Probe func(ctx context.Context) error
 }
 
 // Cached returns the workload stored under key (namespace/name) in the kind's cache, decoded.
-func (k *workloadKind) Cached(key string) (any, bool, error) {
+func (k *Kind) Cached(key string) (any, bool, error) {
 	obj, ok, err := k.Informer.GetIndexer().GetByKey(key)
 	if err != nil || !ok {
 		return nil, ok, err
@@ -83,7 +74,7 @@ func (k *workloadKind) Cached(key string) (any, bool, error) {
 }
 
 // List returns every workload of the kind's cache, decoded.
-func (k *workloadKind) List() []any {
+func (k *Kind) List() []any {
 	objs := k.Informer.GetStore().List()
 	for i, o := range objs {
 		objs[i] = Unpacked(o)
@@ -98,8 +89,9 @@ type TypedClient[T any, L runtime.Object] interface {
 	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
 }
 
+// TypedKind serves a kind of the Kubernetes API with a typed client (a gentype client).
 func TypedKind[T metav1.Object, L runtime.Object](name string, example T, tmpl func(T) *corev1.PodTemplateSpec,
-	client func(ns string) TypedClient[T, L], ns string, link *kube.Link, transform cache.TransformFunc) *workloadKind {
+	client func(ns string) TypedClient[T, L], ns string, link *kube.Link, transform cache.TransformFunc) *Kind {
 	write := func(ctx context.Context, ns, n string, body []byte) (any, error) {
 		out, err := client(ns).Patch(ctx, n, types.JSONPatchType, body, metav1.PatchOptions{})
 		if err != nil {
@@ -107,7 +99,7 @@ func TypedKind[T metav1.Object, L runtime.Object](name string, example T, tmpl f
 		}
 		return out, nil
 	}
-	return &workloadKind{
+	return &Kind{
 		Name:     name,
 		Informer: kube.NewInformer[L](link, client(ns), any(example).(runtime.Object), kube.NoTweak, transform),
 		Template: func(o any) (metav1.Object, *corev1.PodTemplateSpec) {
@@ -127,67 +119,9 @@ func TypedKind[T metav1.Object, L runtime.Object](name string, example T, tmpl f
 	}
 }
 
-// kindEntry is one workload kind the reloader can restart: its --ignored-workload-types name,
-// whether the options enable it, and how to build it. Kinds are built on demand, so a kind that
-// is off never gets an informer (which would list and watch it, and need RBAC for it).
-type kindEntry struct {
-	typ     string
-	enabled func(Options) bool
-	build   func() *workloadKind
-}
-
-// kindTable lists every workload kind; adding a kind is adding an entry.
-func kindTable(c *kube.Clients, ns string, transform cache.TransformFunc, key runKey) []kindEntry {
-	always := func(Options) bool { return true }
-	return []kindEntry{
-		{TypeDeployments, always, func() *workloadKind {
-			k := TypedKind("Deployment", &appsv1.Deployment{},
-				func(d *appsv1.Deployment) *corev1.PodTemplateSpec { return &d.Spec.Template },
-				func(ns string) TypedClient[*appsv1.Deployment, *appsv1.DeploymentList] { return c.Deployments(ns) }, ns, c.Link, transform)
-			k.Paused = func(o any) bool { return o.(*appsv1.Deployment).Spec.Paused }
-			return k
-		}},
-		{TypeStatefulSets, always, func() *workloadKind {
-			k := TypedKind("StatefulSet", &appsv1.StatefulSet{},
-				func(s *appsv1.StatefulSet) *corev1.PodTemplateSpec { return &s.Spec.Template },
-				func(ns string) TypedClient[*appsv1.StatefulSet, *appsv1.StatefulSetList] { return c.StatefulSets(ns) }, ns, c.Link, transform)
-			k.OnDelete = func(o any) bool {
-				return o.(*appsv1.StatefulSet).Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType
-			}
-			return k
-		}},
-		{TypeDaemonSets, always, func() *workloadKind {
-			k := TypedKind("DaemonSet", &appsv1.DaemonSet{},
-				func(d *appsv1.DaemonSet) *corev1.PodTemplateSpec { return &d.Spec.Template },
-				func(ns string) TypedClient[*appsv1.DaemonSet, *appsv1.DaemonSetList] { return c.DaemonSets(ns) }, ns, c.Link, transform)
-			k.OnDelete = func(o any) bool {
-				return o.(*appsv1.DaemonSet).Spec.UpdateStrategy.Type == appsv1.OnDeleteDaemonSetStrategyType
-			}
-			return k
-		}},
-		{TypeCronJobs, always, func() *workloadKind { return cronJobKind(c, ns, c.Link, transform, key) }},
-		{TypeJobs, always, func() *workloadKind { return jobKind(c, ns, c.Link, transform) }},
-		{TypeRollouts, func(o Options) bool { return o.ArgoRollouts }, func() *workloadKind {
-			k := DynamicKind("Rollout", rolloutsGVR, c.Dynamic, ns, c.Link, transform)
-			k.TemplateRef = WorkloadRef
-			// Argo refuses a template beside a workloadRef: the reloader never writes one there.
-			k.Template = func(o any) (metav1.Object, *corev1.PodTemplateSpec) {
-				if kind, _ := WorkloadRef(o); kind != "" {
-					return o.(*unstructured.Unstructured), nil
-				}
-				return UnstructuredTemplate(o)
-			}
-			return k
-		}},
-		{TypeDeploymentConfigs, func(o Options) bool { return o.OpenShift }, func() *workloadKind {
-			return DynamicKind("DeploymentConfig", deploymentConfigsGVR, c.Dynamic, ns, c.Link, transform)
-		}},
-	}
-}
-
 // DynamicKind serves a custom resource whose pod template is at spec.template, through the
 // dynamic client, so the reloader takes no dependency on its Go types.
-func DynamicKind(name string, gvr schema.GroupVersionResource, client dynamic.Interface, ns string, link *kube.Link, transform cache.TransformFunc) *workloadKind {
+func DynamicKind(name string, gvr schema.GroupVersionResource, client dynamic.Interface, ns string, link *kube.Link, transform cache.TransformFunc) *Kind {
 	resource := client.Resource(gvr)
 	write := func(ctx context.Context, ns, n string, body []byte) (any, error) {
 		out, err := resource.Namespace(ns).Patch(ctx, n, types.JSONPatchType, body, metav1.PatchOptions{})
@@ -196,7 +130,7 @@ func DynamicKind(name string, gvr schema.GroupVersionResource, client dynamic.In
 		}
 		return out, nil
 	}
-	return &workloadKind{
+	return &Kind{
 		Name:      name,
 		Informer:  kube.NewInformer[*unstructured.UnstructuredList](link, resource.Namespace(ns), &unstructured.Unstructured{}, kube.NoTweak, transform),
 		Template:  UnstructuredTemplate,
@@ -210,7 +144,7 @@ func DynamicKind(name string, gvr schema.GroupVersionResource, client dynamic.In
 			return out, nil
 		},
 		OnDelete:     func(any) bool { return false },
-		CanRestartAt: gvr == rolloutsGVR,
+		CanRestartAt: gvr == RolloutsGVR,
 	}
 }
 
@@ -241,16 +175,4 @@ func WorkloadRef(o any) (kind, name string) {
 		kind = "workload" // Argo requires the kind: a Rollout without one runs nothing
 	}
 	return kind, name
-}
-
-// selectKinds builds the enabled workload kinds, keyed by Kind.
-func selectKinds(opts Options, c *kube.Clients, transform cache.TransformFunc, key runKey) map[string]*workloadKind {
-	kinds := map[string]*workloadKind{}
-	for _, e := range kindTable(c, opts.listNamespace(), transform, key) {
-		if e.enabled(opts) && !slices.Contains(opts.IgnoredWorkloadTypes, e.typ) {
-			k := e.build()
-			kinds[k.Name] = k
-		}
-	}
-	return kinds
 }
