@@ -31,6 +31,7 @@ type wall struct {
 // added.
 var walls = map[string]wall{
 	"reloader/internal/report": {},
+	"reloader/jobs":            {imports: []string{"reloader/internal/report", "reloader/workload"}},
 	"reloader/workload":        {},
 }
 

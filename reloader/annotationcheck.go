@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/jobs"
 )
 
 // annotationCheck reports a workload's reload annotations that are malformed or name configs
@@ -33,7 +34,7 @@ type annotationCheck struct {
 
 // knownKeys lists the annotation keys the reloader reads or writes, under the configured names.
 func (a *annotationCheck) knownKeys() []string {
-	a.knownOnce.Do(func() { a.known = a.annotations.KnownKeys(pendingJobAnnotation) })
+	a.knownOnce.Do(func() { a.known = a.annotations.KnownKeys(jobs.PendingAnnotation) })
 	return a.known
 }
 

@@ -65,7 +65,7 @@ func (c *Controller) syncConfig(k key) error {
 	}
 	c.validation.wake(k, due) // validate.go
 	if c.jobs != nil {
-		c.jobs.wakeHeld(k.Namespace) // jobs.go
+		c.jobs.WakeHeld(k.Namespace) // reloader/jobs
 	}
 	if len(due) > 0 {
 		c.records.baseline(k, rec, deps)

@@ -37,6 +37,7 @@ import (
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader/internal/report"
+	"github.com/reloader/reloader/reloader/jobs"
 	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
@@ -121,8 +122,8 @@ type Options struct {
 	stateBudget int
 }
 
-// inScope says whether namespace ns is one this reloader may act in (the Jobs it recreates).
-func (o Options) inScope(ns string) bool {
+// InScope says whether namespace ns is one this reloader may act in (the Jobs it recreates).
+func (o Options) InScope(ns string) bool {
 	if o.Namespace != "" {
 		return ns == o.Namespace
 	}
@@ -159,26 +160,26 @@ type Controller struct {
 	reports   *reporter
 
 	// The parts, each with its own file.
-	rule            *rule            // the facts of a workload and a config, and the decision (judge.go)
-	records         *records         // what a config is: its record and content values (record.go)
-	notes           *notes           // what pods run that no marker says, from events (notes.go)
-	strips          *strips          // what workloads run without a marker (strips.go)
-	restarts        *restarts        // what each workload's last restart may have given its pods unseen (unseen.go)
-	validation      *validation      // content that does not validate is not rolled out (validate.go)
-	gates           *gates           // reloads held by their gate (gates.go)
-	lag             *lagCheck        // a config cache behind the workload cache (lag.go)
-	tracker         *tracker         // follows reloads to the end of their rollouts (track.go)
-	rollouts        rollouts         // the sync of a rollout key (rollouts.go)
-	planner         *planner         // what is due of a workload, and what holds it (planner.go)
-	explainer       *Explainer       // reloader explain: what the sync would do, and why (explain.go)
-	jobs            *jobRuns         // a Job run again: deleted, created again (jobs.go)
-	outcomes        *outcomes        // how each reload's patch ended, told (outcomes.go)
-	tombstones      *tombstones      // entries of configs that do not exist (tombstones.go)
-	entries         *workloadEntries // holds and strips of each workload in the state (workloadentries.go)
-	annotationCheck *annotationCheck // malformed or dangling reload annotations, said once (annotationcheck.go)
-	webhook         *webhookSync     // with --webhook-url, the config sync (webhook.go)
-	suspensions     *suspensions     // no Job for a suspended CronJob until its resume (cronjobsuspend.go)
-	rehearsal       *rehearsal       // with --dry-run, what is reported instead of done (dryrun.go)
+	rule            *rule             // the facts of a workload and a config, and the decision (judge.go)
+	records         *records          // what a config is: its record and content values (record.go)
+	notes           *notes            // what pods run that no marker says, from events (notes.go)
+	strips          *strips           // what workloads run without a marker (strips.go)
+	restarts        *restarts         // what each workload's last restart may have given its pods unseen (unseen.go)
+	validation      *validation       // content that does not validate is not rolled out (validate.go)
+	gates           *gates            // reloads held by their gate (gates.go)
+	lag             *lagCheck         // a config cache behind the workload cache (lag.go)
+	tracker         *tracker          // follows reloads to the end of their rollouts (track.go)
+	rollouts        rollouts          // the sync of a rollout key (rollouts.go)
+	planner         *planner          // what is due of a workload, and what holds it (planner.go)
+	explainer       *Explainer        // reloader explain: what the sync would do, and why (explain.go)
+	jobs            *jobs.Runs        // a Job run again: deleted, created again (reloader/jobs)
+	outcomes        *outcomes         // how each reload's patch ended, told (outcomes.go)
+	tombstones      *tombstones       // entries of configs that do not exist (tombstones.go)
+	entries         *workloadEntries  // holds and strips of each workload in the state (workloadentries.go)
+	annotationCheck *annotationCheck  // malformed or dangling reload annotations, said once (annotationcheck.go)
+	webhook         *webhookSync      // with --webhook-url, the config sync (webhook.go)
+	suspensions     *jobs.Suspensions // no Job for a suspended CronJob until its resume (reloader/jobs)
+	rehearsal       *rehearsal        // with --dry-run, what is reported instead of done (dryrun.go)
 
 	ready atomic.Bool
 	busy  atomic.Int32 // workers inside a sync
@@ -259,7 +260,7 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 	c.tombstones = &tombstones{store: c.state.Configs(), names: c.names, clock: opts.Clock, log: c.log, retention: opts.TombstoneRetention,
 		reloadOnCreate: opts.ReloadOnCreate, reloadOnDelete: opts.ReloadOnDelete, namespace: opts.Namespace,
 		watched: c.caches.watched, enqueue: c.queue.Add, enqueueAfter: c.queue.AddAfter}
-	c.suspensions = &suspensions{reports: c.reports, log: c.log}
+	c.suspensions = jobs.NewSuspensions(c.reports, c.log)
 	c.rehearsal = newRehearsal(c.reports, c.metrics, c.log, opts.Clock.Now)
 	if opts.DryRun {
 		c.rule.rehearsed = c.rehearsal.view
@@ -332,7 +333,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	// Once the config caches hold the content now: a Job is created with its markers.
 	if c.caches.kinds["Job"] != nil && !c.opts.DryRun {
-		c.jobs.resume(ctx)
+		c.jobs.Resume(ctx)
 	}
 	c.startupPass()
 	c.gates.forgetGone(c.caches.kinds)

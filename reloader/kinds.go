@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/reloader/reloader/internal/kube"
+	"github.com/reloader/reloader/reloader/jobs"
 	"github.com/reloader/reloader/reloader/workload"
 )
 
@@ -20,6 +21,9 @@ const (
 	TypeDaemonSets        = "daemonsets"
 	TypeRollouts          = "rollouts"
 	TypeDeploymentConfigs = "deploymentconfigs"
+	// CronJobs and Jobs are reloaded with stakater Reloader's semantics (reloader/jobs).
+	TypeCronJobs = jobs.TypeCronJobs
+	TypeJobs     = jobs.TypeJobs
 )
 
 // kindEntry is one workload kind the reloader can restart: its --ignored-workload-types name,
@@ -32,7 +36,7 @@ type kindEntry struct {
 }
 
 // kindTable lists every workload kind; adding a kind is adding an entry.
-func kindTable(c *kube.Clients, ns string, transform cache.TransformFunc, key runKey) []kindEntry {
+func kindTable(c *kube.Clients, ns string, transform cache.TransformFunc, key jobs.RunKey) []kindEntry {
 	always := func(Options) bool { return true }
 	return []kindEntry{
 		{TypeDeployments, always, func() *workloadKind {
@@ -66,8 +70,8 @@ func kindTable(c *kube.Clients, ns string, transform cache.TransformFunc, key ru
 			}
 			return k
 		}},
-		{TypeCronJobs, always, func() *workloadKind { return cronJobKind(c, ns, c.Link, transform, key) }},
-		{TypeJobs, always, func() *workloadKind { return jobKind(c, ns, c.Link, transform) }},
+		{TypeCronJobs, always, func() *workloadKind { return jobs.CronJobKind(c, ns, c.Link, transform, key) }},
+		{TypeJobs, always, func() *workloadKind { return jobs.JobKind(c, ns, c.Link, transform) }},
 		{TypeRollouts, func(o Options) bool { return o.ArgoRollouts }, func() *workloadKind {
 			k := workload.DynamicKind("Rollout", workload.RolloutsGVR, c.Dynamic, ns, c.Link, transform)
 			k.TemplateRef = workload.WorkloadRef
@@ -87,7 +91,7 @@ func kindTable(c *kube.Clients, ns string, transform cache.TransformFunc, key ru
 }
 
 // selectKinds builds the enabled workload kinds, keyed by Kind.
-func selectKinds(opts Options, c *kube.Clients, transform cache.TransformFunc, key runKey) map[string]*workloadKind {
+func selectKinds(opts Options, c *kube.Clients, transform cache.TransformFunc, key jobs.RunKey) map[string]*workloadKind {
 	kinds := map[string]*workloadKind{}
 	for _, e := range kindTable(c, opts.listNamespace(), transform, key) {
 		if e.enabled(opts) && !slices.Contains(opts.IgnoredWorkloadTypes, e.typ) {

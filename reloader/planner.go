@@ -8,6 +8,7 @@ import (
 
 	"github.com/reloader/reloader/coalesce"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/jobs"
 	"github.com/reloader/reloader/reloader/workload"
 )
 
@@ -27,7 +28,7 @@ func (pl *planner) plan(w workloadView) plan {
 	p := plan{due: pl.dueChanges(w)}
 	due := len(p.changes) > 0
 	switch {
-	case due && suspended(w.Obj):
+	case due && jobs.Suspended(w.Obj):
 		p.next = stepSuspended
 		return p
 	case !due && !pl.gates.resumes(w):
@@ -90,7 +91,7 @@ func (pl *planner) dueChanges(w workloadView) due {
 	return d
 }
 
-// currentMarkers gives a written-down Job the markers of the content its configs hold now: its
+// CurrentMarkers gives a written-down Job the markers of the content its configs hold now: its
 // pods read that content when they start, so the markers of the content the recreation was
 // decided on would have it recreated once more, a run for no change (checker seed 21@3). A
 // config whose content does not validate keeps its marker, as in any reload. Its gate's
@@ -100,7 +101,7 @@ func (pl *planner) dueChanges(w workloadView) due {
 // decision is created too (it was deleted), and its pods read the content now as well: created
 // with the old markers, it was recreated for nothing once the namespace came back (soak seed
 // 1795668697359437002@4).
-func (pl *planner) currentMarkers(job *batchv1.Job) (*batchv1.Job, error) {
+func (pl *planner) CurrentMarkers(job *batchv1.Job) (*batchv1.Job, error) {
 	w, ok := pl.rule.viewInAnyNamespace(pl.caches.kinds["Job"], job)
 	if !ok {
 		return job, nil
@@ -122,11 +123,11 @@ func (pl *planner) currentMarkers(job *batchv1.Job) (*batchv1.Job, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode the markers of Job %s/%s: %w", job.Namespace, job.Name, err)
 	}
-	return recreatedJob(job, body)
+	return jobs.RecreatedJob(job, body)
 }
 
-// jobInvalid lists the configs the pods of Job job would read whose content does not validate.
-func (pl *planner) jobInvalid(job *batchv1.Job) []string {
+// JobInvalid lists the configs the pods of Job job would read whose content does not validate.
+func (pl *planner) JobInvalid(job *batchv1.Job) []string {
 	w, ok := pl.rule.viewInAnyNamespace(pl.caches.kinds["Job"], job)
 	if !ok {
 		return nil

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/jobs"
 	"github.com/reloader/reloader/reloader/workload"
 )
 
@@ -33,9 +34,9 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 		return err
 	}
 	if kind.Resume != nil && !c.opts.DryRun {
-		var dropped droppedRun
+		var dropped jobs.DroppedRun
 		if err := kind.Resume(ctx, obj, c.caches.allowed(k.Namespace)); errors.As(err, &dropped) {
-			dropped.tell(obj, c.reports, c.log)
+			dropped.Tell(obj, c.reports, c.log)
 		} else if err != nil {
 			return err
 		}
@@ -51,8 +52,8 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 	c.tracker.liftStale(p.staleHolds)
 	c.records.needed(w.Key.Namespace, p.unmarked)
 	changes := p.changes
-	if c.suspensions.holds(w, len(changes) > 0) {
-		return nil // cronjobsuspend.go
+	if c.suspensions.Holds(w, len(changes) > 0) {
+		return nil // reloader/jobs/cronjobsuspend.go
 	}
 	if c.opts.DryRun {
 		return c.rehearsal.rehearse(w, changes) // dryrun.go: the one place a dry run parts from acting
@@ -84,7 +85,7 @@ type step int
 
 const (
 	stepUpToDate  step = iota // nothing due: a hold is dropped, a pause ended (gates.settle)
-	stepSuspended             // due, for a CronJob that is suspended (cronjobsuspend.go)
+	stepSuspended             // due, for a CronJob that is suspended (reloader/jobs)
 	stepInvalid               // due, or a resume, while the pods read content that does not validate (validate.go)
 	stepGated                 // due, and the gate is closed or starts a pause (gates.go)
 	stepReload                // due, and the gate lets it through

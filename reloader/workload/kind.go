@@ -29,11 +29,11 @@ type Kind struct {
 	// handlers keep it (reloader/informers.go).
 	ByConfig *Dependents
 	// Template returns the object's metadata and pod template (nil if it has none, or is not
-	// reloaded as its own: a Job a CronJob controls, reloader/jobs.go).
+	// reloaded as its own: a Job a CronJob controls, reloader/jobs).
 	Template func(obj any) (metav1.Object, *corev1.PodTemplateSpec)
 	// Reload applies a reload's (or a rollback's) RFC 6902 JSON patch and returns the object as
 	// written: a restart, or for a CronJob and a Job a run (a CronJob's Job, a Job recreated,
-	// reloader/jobs.go).
+	// reloader/jobs).
 	Reload func(ctx context.Context, namespace, name string, body []byte) (any, error)
 	// WriteMeta applies a JSON patch of the object alone (the gate's annotations): it never
 	// restarts or runs anything, whatever patch does for the kind.
@@ -48,19 +48,19 @@ type Kind struct {
 	// pause period pauses it (policy.Gate.Pausable).
 	Paused func(obj any) bool
 	// Resume, when set, finishes a reload that a patch recorded but did not complete (a
-	// CronJob's Job to create, reloader/jobs.go); every sync of the workload calls it first.
+	// CronJob's Job to create, reloader/jobs); every sync of the workload calls it first.
 	// watched: the workload's namespace is in the selection; out of it, only a run of ours is
 	// finished, and anything else is left to whoever watches it.
 	Resume func(ctx context.Context, obj any, watched bool) error
 	// Unfinished, when set, finishes a reload that left no object behind to sync (a Job deleted
-	// whose create failed, reloader/jobs.go); every sync of the key calls it first, the object
+	// whose create failed, reloader/jobs); every sync of the key calls it first, the object
 	// there or not.
 	Unfinished func(ctx context.Context, namespace, name string) error
 	// TemplateRef, when set, returns the kind and name of the object whose pod template the
 	// workload runs in place of its own (an Argo Rollout's spec.workloadRef); "" if none.
 	TemplateRef func(obj any) (kind, name string)
 	// Probe, when set, lists the kind once at start: a kind the reloader may not list is turned
-	// off instead of keeping the caches from syncing (reloader/jobs.go).
+	// off instead of keeping the caches from syncing (reloader/jobs).
 	Probe func(ctx context.Context) error
 }
 
