@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/jobs"
 )
 
 // annotationCheck reports a workload's reload annotations that are malformed or name configs
@@ -33,17 +34,17 @@ type annotationCheck struct {
 
 // knownKeys lists the annotation keys the reloader reads or writes, under the configured names.
 func (a *annotationCheck) knownKeys() []string {
-	a.knownOnce.Do(func() { a.known = a.annotations.KnownKeys(pendingJobAnnotation) })
+	a.knownOnce.Do(func() { a.known = a.annotations.KnownKeys(jobs.PendingAnnotation) })
 	return a.known
 }
 
 // check reports a workload's malformed or unknown annotations, and the configs they name that
 // do not exist, once as a Warning Event and a log line.
 func (a *annotationCheck) check(k *workloadKind, obj any) {
-	meta, tmpl := k.template(obj)
+	meta, tmpl := k.Template(obj)
 	elsewhere := false
-	if k.templateRef != nil {
-		kind, _ := k.templateRef(obj)
+	if k.TemplateRef != nil {
+		kind, _ := k.TemplateRef(obj)
 		elsewhere = kind != ""
 	}
 	if tmpl == nil && !elsewhere || !a.caches.allowed(meta.GetNamespace()) {
@@ -52,7 +53,7 @@ func (a *annotationCheck) check(k *workloadKind, obj any) {
 	if !a.ready() {
 		return // every config would look missing; checkAll runs once the caches synced
 	}
-	if k.templateRef != nil {
+	if k.TemplateRef != nil {
 		a.checkTemplateRef(k, obj, meta)
 	}
 	if tmpl == nil {
@@ -61,23 +62,23 @@ func (a *annotationCheck) check(k *workloadKind, obj any) {
 	}
 	a.checkKeys(k, obj, meta, tmpl.Annotations)
 	if g := a.annotations.GateOf(meta.GetAnnotations(), tmpl.Annotations, a.gate); len(g.Problems) > 0 {
-		warnSchedule(a.reports, a.log, k.name, obj, meta, g.Problems)
+		warnSchedule(a.reports, a.log, k.Name, obj, meta, g.Problems)
 	}
 	_, followProblems := policy.FollowOf(meta.GetAnnotations(), tmpl.Annotations, a.follow)
-	warnFollow(a.reports, a.log, k.name, obj, meta, followProblems)
+	warnFollow(a.reports, a.log, k.Name, obj, meta, followProblems)
 	pol := a.annotations.Of(meta.GetAnnotations(), tmpl.Annotations)
 	missing := a.caches.missingNamed(pol, meta.GetNamespace())
 	uid := string(meta.GetUID())
 	problems := append(slices.Clip(pol.Problems), missing...)
 	if len(problems) == 0 {
-		a.reports.clear(uid, "InvalidAnnotation")
+		a.reports.Clear(uid, "InvalidAnnotation")
 		return
 	}
-	if !a.reports.warn(obj, uid, "InvalidAnnotation", strings.Join(problems, "; ")) {
+	if !a.reports.Warn(obj, uid, "InvalidAnnotation", strings.Join(problems, "; ")) {
 		return
 	}
 	// Each log line says what is wrong: a malformed value, or a name that exists nowhere.
-	log := a.log.With("kind", k.name, "namespace", meta.GetNamespace(), "name", meta.GetName())
+	log := a.log.With("kind", k.Name, "namespace", meta.GetNamespace(), "name", meta.GetName())
 	if len(pol.Problems) > 0 {
 		log.Warn("malformed reload annotation", "problems", strings.Join(pol.Problems, "; "))
 	}
@@ -92,15 +93,15 @@ func (a *annotationCheck) checkKeys(k *workloadKind, obj any, meta metav1.Object
 	uid := string(meta.GetUID())
 	unknown := a.annotations.UnknownKeys(a.knownKeys(), meta.GetAnnotations(), tmpl)
 	if len(unknown) == 0 {
-		a.reports.clear(uid, "UnknownAnnotation")
+		a.reports.Clear(uid, "UnknownAnnotation")
 		return
 	}
 	msgs, keys := make([]string, len(unknown)), make([]string, len(unknown))
 	for i, u := range unknown {
 		msgs[i], keys[i] = u.String(), u.Key
 	}
-	if a.reports.warn(obj, uid, "UnknownAnnotation", strings.Join(msgs, "; ")) {
-		a.log.Warn("an annotation under the reloader's prefixes is not one it reads", "kind", k.name,
+	if a.reports.Warn(obj, uid, "UnknownAnnotation", strings.Join(msgs, "; ")) {
+		a.log.Warn("an annotation under the reloader's prefixes is not one it reads", "kind", k.Name,
 			"namespace", meta.GetNamespace(), "name", meta.GetName(), "keys", strings.Join(keys, ","))
 	}
 }
@@ -119,12 +120,12 @@ func (a *annotationCheck) checkTemplateRef(k *workloadKind, obj any, meta metav1
 	uid := string(meta.GetUID())
 	msg := a.templateRefProblem(k, obj, meta)
 	if msg == "" {
-		a.reports.clear(uid, "TemplateElsewhere")
+		a.reports.Clear(uid, "TemplateElsewhere")
 		return
 	}
-	if a.reports.warn(obj, uid, "TemplateElsewhere", msg) {
-		kind, name := k.templateRef(obj)
-		a.log.Warn("a workload's reload annotations cannot apply: its pod template is another object's", "kind", k.name,
+	if a.reports.Warn(obj, uid, "TemplateElsewhere", msg) {
+		kind, name := k.TemplateRef(obj)
+		a.log.Warn("a workload's reload annotations cannot apply: its pod template is another object's", "kind", k.Name,
 			"namespace", meta.GetNamespace(), "name", meta.GetName(), "templateOf", fmt.Sprintf("%s %q", kind, name))
 	}
 }
@@ -132,16 +133,16 @@ func (a *annotationCheck) checkTemplateRef(k *workloadKind, obj any, meta metav1
 // templateRefProblem is what TemplateElsewhere says of a workload whose pod template is another
 // object's and whose annotations ask for reloads; "" when there is nothing to say.
 func (a *annotationCheck) templateRefProblem(k *workloadKind, obj any, meta metav1.Object) string {
-	kind, name := k.templateRef(obj)
+	kind, name := k.TemplateRef(obj)
 	if kind == "" || !a.annotations.Of(meta.GetAnnotations(), nil).RequestsReload() {
 		return ""
 	}
 	ref := fmt.Sprintf("%s %q", kind, name)
-	todo := fmt.Sprintf("put the reload annotations on %s instead: the reloader then changes its template, and Argo Rollouts rolls this %s out from it", ref, k.name)
+	todo := fmt.Sprintf("put the reload annotations on %s instead: the reloader then changes its template, and Argo Rollouts rolls this %s out from it", ref, k.Name)
 	if kind != "Deployment" {
-		todo = fmt.Sprintf("the reloader does not reload a %s: reference a Deployment carrying the reload annotations, or give this %s its own spec.template", kind, k.name)
+		todo = fmt.Sprintf("the reloader does not reload a %s: reference a Deployment carrying the reload annotations, or give this %s its own spec.template", kind, k.Name)
 	}
-	return fmt.Sprintf("%s's pod template is %s's (spec.workloadRef), so the reloader does not reload it from its own annotations; %s", k.name, ref, todo)
+	return fmt.Sprintf("%s's pod template is %s's (spec.workloadRef), so the reloader does not reload it from its own annotations; %s", k.Name, ref, todo)
 }
 
 // problems are what the Warning Events of check say of a workload's annotations, as explain
@@ -149,7 +150,7 @@ func (a *annotationCheck) templateRefProblem(k *workloadKind, obj any, meta meta
 // annotations that do not parse, malformed reload annotations and configs they name that do
 // not exist.
 func (a *annotationCheck) problems(k *workloadKind, obj any) []string {
-	meta, tmpl := k.template(obj)
+	meta, tmpl := k.Template(obj)
 	var tmplAnn map[string]string
 	if tmpl != nil {
 		tmplAnn = tmpl.Annotations
@@ -158,7 +159,7 @@ func (a *annotationCheck) problems(k *workloadKind, obj any) []string {
 	for _, u := range a.annotations.UnknownKeys(a.knownKeys(), meta.GetAnnotations(), tmplAnn) {
 		out = append(out, u.String())
 	}
-	if k.templateRef != nil {
+	if k.TemplateRef != nil {
 		if p := a.templateRefProblem(k, obj, meta); p != "" {
 			out = append(out, p)
 		}
@@ -178,7 +179,7 @@ func (a *annotationCheck) problems(k *workloadKind, obj any) []string {
 // the checks that need them.
 func (a *annotationCheck) checkAll() {
 	for _, k := range a.caches.kinds {
-		for _, obj := range k.list() {
+		for _, obj := range k.List() {
 			a.check(k, obj)
 		}
 	}

@@ -13,12 +13,12 @@ func TestTheBacklogHandsTheQueueAWindowAtATimeInOrder(t *testing.T) {
 	b := newBacklog(q)
 	const n = 3*backlogWindow + 7
 	for i := range n {
-		b.add(key{"ConfigMap", "ns", fmt.Sprint(i)})
+		b.add(key{Kind: "ConfigMap", Namespace: "ns", Name: fmt.Sprint(i)})
 	}
 	if q.Len() != backlogWindow || b.len() != n-backlogWindow {
 		t.Fatalf("after %d adds: queue %d, backlog %d; want %d and %d", n, q.Len(), b.len(), backlogWindow, n-backlogWindow)
 	}
-	live := key{"Secret", "ns", "live"}
+	live := key{Kind: "Secret", Namespace: "ns", Name: "live"}
 	q.Add(live) // an event seen while running goes to the queue directly, ahead of the backlog
 	var got []string
 	for range n + 1 {
@@ -28,7 +28,7 @@ func TestTheBacklogHandsTheQueueAWindowAtATimeInOrder(t *testing.T) {
 		if q.Len() > backlogWindow {
 			t.Fatalf("queue holds %d keys, more than the window %d", q.Len(), backlogWindow)
 		}
-		got = append(got, k.name)
+		got = append(got, k.Name)
 	}
 	if got[backlogWindow] != "live" {
 		t.Errorf("key %d out of the queue is %q, want the live one right after the first window", backlogWindow, got[backlogWindow])

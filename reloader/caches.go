@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/workload"
 )
 
 // caches is what the informers hold, read only: the configs by key, the workloads by the configs
@@ -35,11 +36,11 @@ func (c *caches) watched(kind string) bool { _, ok := c.configs[kind]; return ok
 
 // lookup returns the cached record of a config, or nil if it does not exist (or is not watched).
 func (c *caches) lookup(k key) *configRecord {
-	inf, ok := c.configs[k.kind]
+	inf, ok := c.configs[k.Kind]
 	if !ok {
 		return nil
 	}
-	obj, exists, err := inf.GetIndexer().GetByKey(k.cacheKey())
+	obj, exists, err := inf.GetIndexer().GetByKey(k.CacheKey())
 	if err != nil || !exists {
 		return nil
 	}
@@ -64,11 +65,11 @@ func (c *caches) matchedByPattern(pol policy.Policy, ns string) []policy.ConfigR
 	return out
 }
 
-// indexKeys are the keys a workload is indexed under (dependents.go): every config whose change
+// indexKeys are the keys a workload is indexed under (workload.Dependents): every config whose change
 // may reload it, and a pattern key for each config kind its reload annotations hold patterns
 // for. obj is decoded.
 func (c *caches) indexKeys(k *workloadKind, obj any) []key {
-	meta, tmpl := k.template(obj)
+	meta, tmpl := k.Template(obj)
 	if tmpl == nil {
 		return nil
 	}
@@ -77,7 +78,7 @@ func (c *caches) indexKeys(k *workloadKind, obj any) []key {
 	kinds := pol.PatternKinds()
 	keys := make([]key, 0, len(refs)+len(kinds))
 	for _, r := range refs {
-		keys = append(keys, configKey(r, meta.GetNamespace()))
+		keys = append(keys, workload.ConfigKey(r, meta.GetNamespace()))
 	}
 	for _, kind := range kinds {
 		keys = append(keys, patternKey(kind, meta.GetNamespace()))
@@ -88,14 +89,14 @@ func (c *caches) indexKeys(k *workloadKind, obj any) []key {
 // configsOf passes to add the key of every watched config the workload may reload on.
 func (c *caches) configsOf(k *workloadKind, obj any, add func(key)) {
 	for _, ck := range c.indexKeys(k, obj) {
-		if c.watched(ck.kind) && ck.name != "" {
+		if c.watched(ck.Kind) && ck.Name != "" {
 			add(ck)
 		}
 	}
-	if meta, tmpl := k.template(obj); tmpl != nil {
+	if meta, tmpl := k.Template(obj); tmpl != nil {
 		pol := c.annotations.Of(meta.GetAnnotations(), tmpl.Annotations)
 		for _, r := range c.matchedByPattern(pol, meta.GetNamespace()) {
-			add(configKey(r, meta.GetNamespace()))
+			add(workload.ConfigKey(r, meta.GetNamespace()))
 		}
 	}
 }
@@ -104,12 +105,12 @@ func objectKey(kind string, obj any) key {
 	obj = deletedObject(obj)
 	switch r := obj.(type) {
 	case *configRecord:
-		return key{kind, r.Namespace(), r.Name}
+		return key{Kind: kind, Namespace: r.Namespace(), Name: r.Name}
 	case *packedWorkload:
-		return key{kind, r.Namespace, r.Name}
+		return key{Kind: kind, Namespace: r.Namespace, Name: r.Name}
 	}
 	m := obj.(metav1.Object)
-	return key{kind, m.GetNamespace(), m.GetName()}
+	return key{Kind: kind, Namespace: m.GetNamespace(), Name: m.GetName()}
 }
 
 // allowed applies --namespaces-to-ignore and --namespace-selector.
@@ -134,7 +135,7 @@ func (c *caches) allowed(ns string) bool {
 func (c *caches) missingNamed(pol policy.Policy, ns string) []string {
 	var out []string
 	for _, r := range pol.Named() {
-		if c.watched(r.Kind) && c.lookup(configKey(r, ns)) == nil {
+		if c.watched(r.Kind) && c.lookup(workload.ConfigKey(r, ns)) == nil {
 			out = append(out, fmt.Sprintf("%s %q named in a reload annotation does not exist%s", r.Kind, r.Name, c.unseenWhy(r.Kind)))
 		}
 	}
@@ -171,15 +172,15 @@ func (c *caches) unseenWhy(kind string) string {
 // using it, and those whose reload annotations hold a pattern for its kind and namespace (each
 // once).
 func (c *caches) indexed(kind *workloadKind, k key) []any {
-	names := kind.byConfig.of(k)
-	for _, n := range kind.byConfig.of(patternKey(k.kind, k.namespace)) {
+	names := kind.ByConfig.Of(k)
+	for _, n := range kind.ByConfig.Of(patternKey(k.Kind, k.Namespace)) {
 		if !slices.Contains(names, n) {
 			names = append(names, n)
 		}
 	}
 	objs := make([]any, 0, len(names))
 	for _, n := range names {
-		if o, ok, _ := kind.cached(n); ok {
+		if o, ok, _ := kind.Cached(n); ok {
 			objs = append(objs, o)
 		}
 	}
@@ -189,17 +190,17 @@ func (c *caches) indexed(kind *workloadKind, k key) []any {
 // referenced reports whether any workload's index names the config, triggering or not, or one of
 // its patterns matches it.
 func (c *caches) referenced(k key) bool {
-	r := policy.ConfigRef{Kind: k.kind, Name: k.name}
+	r := policy.ConfigRef{Kind: k.Kind, Name: k.Name}
 	for _, kind := range c.kinds {
-		if kind.byConfig.any(k) {
+		if kind.ByConfig.Any(k) {
 			return true
 		}
-		for _, n := range kind.byConfig.of(patternKey(k.kind, k.namespace)) {
-			o, ok, _ := kind.cached(n)
+		for _, n := range kind.ByConfig.Of(patternKey(k.Kind, k.Namespace)) {
+			o, ok, _ := kind.Cached(n)
 			if !ok {
 				continue
 			}
-			if meta, tmpl := kind.template(o); tmpl != nil && c.annotations.Of(meta.GetAnnotations(), tmpl.Annotations).NamedBy(r) {
+			if meta, tmpl := kind.Template(o); tmpl != nil && c.annotations.Of(meta.GetAnnotations(), tmpl.Annotations).NamedBy(r) {
 				return true
 			}
 		}
@@ -228,8 +229,8 @@ func (c *caches) entered(old, obj any) []key {
 		}
 	}
 	for _, k := range c.kinds {
-		for _, o := range inNamespace(k.informer, ns.Name) {
-			out = append(out, objectKey(k.name, o))
+		for _, o := range inNamespace(k.Informer, ns.Name) {
+			out = append(out, objectKey(k.Name, o))
 		}
 	}
 	return out
@@ -252,11 +253,11 @@ func inNamespace(inf cache.SharedIndexInformer, ns string) []any {
 
 // version is the resourceVersion of workload w in its cache, if it is there.
 func (c *caches) version(w key) (string, bool) {
-	k := c.kinds[w.kind]
+	k := c.kinds[w.Kind]
 	if k == nil {
 		return "", false
 	}
-	obj, ok, err := k.informer.GetStore().GetByKey(w.cacheKey())
+	obj, ok, err := k.Informer.GetStore().GetByKey(w.CacheKey())
 	if err != nil || !ok {
 		return "", false
 	}

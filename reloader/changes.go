@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/workload"
 )
 
 // changeLog remembers, per config, when its current content was first observed while running
@@ -55,7 +56,7 @@ func (l *changeLog) oldest(ns string, changes []policy.Change) (time.Time, bool)
 	defer l.mu.Unlock()
 	var out time.Time
 	for _, ch := range changes {
-		if t, ok := l.since[configKey(ch.Ref, ns)]; ok && (out.IsZero() || t.Before(out)) {
+		if t, ok := l.since[workload.ConfigKey(ch.Ref, ns)]; ok && (out.IsZero() || t.Before(out)) {
 			out = t
 		}
 	}

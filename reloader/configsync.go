@@ -1,8 +1,8 @@
 package reloader
 
 import (
-	"github.com/reloader/reloader/confighash"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/workload"
 )
 
 // dependent is a workload that reloads on a config, with what the rule says of it.
@@ -15,7 +15,7 @@ type dependent struct {
 // and, once none is left, records that content as fully rolled out.
 func (c *Controller) syncConfig(k key) error {
 	fresh := c.changes.take(k)
-	if !c.caches.allowed(k.namespace) {
+	if !c.caches.allowed(k.Namespace) {
 		c.changes.forget(k)
 		c.validation.forget(k)
 		return nil
@@ -54,10 +54,10 @@ func (c *Controller) syncConfig(k key) error {
 	var due []key
 	scanned, matched := map[string]int{}, map[string]int{}
 	for _, d := range deps {
-		scanned[d.workload.kind]++
+		scanned[d.workload.Kind]++
 		if d.reload {
 			due = append(due, d.workload)
-			matched[d.workload.kind]++
+			matched[d.workload.Kind]++
 		}
 	}
 	if fresh {
@@ -65,15 +65,15 @@ func (c *Controller) syncConfig(k key) error {
 	}
 	c.validation.wake(k, due) // validate.go
 	if c.jobs != nil {
-		c.jobs.wakeHeld(k.namespace) // jobs.go
+		c.jobs.WakeHeld(k.Namespace) // reloader/jobs
 	}
 	if len(due) > 0 {
 		c.records.baseline(k, rec, deps)
 		c.validation.rollingOut(k, rec) // validate.go
 		if fresh {
-			c.metrics.Changes.WithLabelValues(k.kind).Inc()
-			c.log.Info("config changed", "kind", k.kind, "namespace", k.namespace, "name", k.name,
-				"hash", short(rec.hash()), "dependents", len(due))
+			c.metrics.Changes.WithLabelValues(k.Kind).Inc()
+			c.log.Info("config changed", "kind", k.Kind, "namespace", k.Namespace, "name", k.Name,
+				"hash", workload.Short(rec.hash()), "dependents", len(due))
 		}
 		c.openWindows(due, fresh)
 		return nil
@@ -120,14 +120,14 @@ func (c *Controller) startupPass() {
 	for kind, inf := range c.caches.configs {
 		for _, obj := range inf.GetStore().List() {
 			r := obj.(*configRecord)
-			k := key{kind, r.Namespace(), r.Name}
+			k := key{Kind: kind, Namespace: r.Namespace(), Name: r.Name}
 			skey := c.names.config(k)
 			live[skey] = true
 			e, known := c.state.Configs().Get(skey)
 			spare := c.markSpare(k, true)
 			switch {
 			case known && !e.Deleted && e.Hash == r.hash():
-			case !known && spare && c.caches.allowed(k.namespace):
+			case !known && spare && c.caches.allowed(k.Namespace):
 				c.state.Configs().Set(skey, r.hash())
 			default:
 				c.strips.unsure(k, c.rule.dependents(k, r))
@@ -149,11 +149,4 @@ func (c *Controller) markSpare(k key, unread bool) bool {
 	spare := unread && !c.caches.referenced(k)
 	c.state.Configs().SetSpare(c.names.config(k), spare)
 	return spare
-}
-
-// short abbreviates a hash for logs and Events: its first 8 hex digits, of the HMAC for a keyed
-// value.
-func short(hash string) string {
-	sum := confighash.SumOf(hash)
-	return sum[:min(len(sum), 8)]
 }

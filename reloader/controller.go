@@ -36,6 +36,9 @@ import (
 	"github.com/reloader/reloader/internal/kube"
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/internal/report"
+	"github.com/reloader/reloader/reloader/jobs"
+	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
 
@@ -119,18 +122,18 @@ type Options struct {
 	stateBudget int
 }
 
+// InScope says whether namespace ns is one this reloader may act in (the Jobs it recreates).
+func (o Options) InScope(ns string) bool {
+	if o.Namespace != "" {
+		return ns == o.Namespace
+	}
+	return ns != "" && !slices.Contains(o.NamespacesToIgnore, ns)
+}
+
 // DefaultRolloutTimeout is how long a followed rollout may run before it counts as timed out,
 // unless a flag or annotation says otherwise: longer than a Deployment's default progress
 // deadline (10 minutes), so that for Deployments the deadline decides.
 const DefaultRolloutTimeout = 15 * time.Minute
-
-// key names a queued object: a config (ConfigMap, Secret) or a workload (Deployment, ...).
-type key struct{ kind, namespace, name string }
-
-func (k key) String() string { return k.kind + "/" + k.namespace + "/" + k.name }
-
-// cacheKey is the key an informer caches the object under.
-func (k key) cacheKey() string { return k.namespace + "/" + k.name }
 
 // Controller restarts workloads when the configs they depend on change.
 type Controller struct {
@@ -157,26 +160,26 @@ type Controller struct {
 	reports   *reporter
 
 	// The parts, each with its own file.
-	rule            *rule            // the facts of a workload and a config, and the decision (judge.go)
-	records         *records         // what a config is: its record and content values (record.go)
-	notes           *notes           // what pods run that no marker says, from events (notes.go)
-	strips          *strips          // what workloads run without a marker (strips.go)
-	restarts        *restarts        // what each workload's last restart may have given its pods unseen (unseen.go)
-	validation      *validation      // content that does not validate is not rolled out (validate.go)
-	gates           *gates           // reloads held by their gate (gates.go)
-	lag             *lagCheck        // a config cache behind the workload cache (lag.go)
-	tracker         *tracker         // follows reloads to the end of their rollouts (track.go)
-	rollouts        rollouts         // the sync of a rollout key (rollouts.go)
-	planner         *planner         // what is due of a workload, and what holds it (planner.go)
-	explainer       *Explainer       // reloader explain: what the sync would do, and why (explain.go)
-	jobs            *jobRuns         // a Job run again: deleted, created again (jobs.go)
-	outcomes        *outcomes        // how each reload's patch ended, told (outcomes.go)
-	tombstones      *tombstones      // entries of configs that do not exist (tombstones.go)
-	entries         *workloadEntries // holds and strips of each workload in the state (workloadentries.go)
-	annotationCheck *annotationCheck // malformed or dangling reload annotations, said once (annotationcheck.go)
-	webhook         *webhookSync     // with --webhook-url, the config sync (webhook.go)
-	suspensions     *suspensions     // no Job for a suspended CronJob until its resume (cronjobsuspend.go)
-	rehearsal       *rehearsal       // with --dry-run, what is reported instead of done (dryrun.go)
+	rule            *rule             // the facts of a workload and a config, and the decision (judge.go)
+	records         *records          // what a config is: its record and content values (record.go)
+	notes           *notes            // what pods run that no marker says, from events (notes.go)
+	strips          *strips           // what workloads run without a marker (strips.go)
+	restarts        *restarts         // what each workload's last restart may have given its pods unseen (unseen.go)
+	validation      *validation       // content that does not validate is not rolled out (validate.go)
+	gates           *gates            // reloads held by their gate (gates.go)
+	lag             *lagCheck         // a config cache behind the workload cache (lag.go)
+	tracker         *tracker          // follows reloads to the end of their rollouts (track.go)
+	rollouts        rollouts          // the sync of a rollout key (rollouts.go)
+	planner         *planner          // what is due of a workload, and what holds it (planner.go)
+	explainer       *Explainer        // reloader explain: what the sync would do, and why (explain.go)
+	jobs            *jobs.Runs        // a Job run again: deleted, created again (reloader/jobs)
+	outcomes        *outcomes         // how each reload's patch ended, told (outcomes.go)
+	tombstones      *tombstones       // entries of configs that do not exist (tombstones.go)
+	entries         *workloadEntries  // holds and strips of each workload in the state (workloadentries.go)
+	annotationCheck *annotationCheck  // malformed or dangling reload annotations, said once (annotationcheck.go)
+	webhook         *webhookSync      // with --webhook-url, the config sync (webhook.go)
+	suspensions     *jobs.Suspensions // no Job for a suspended CronJob until its resume (reloader/jobs)
+	rehearsal       *rehearsal        // with --dry-run, what is reported instead of done (dryrun.go)
 
 	ready atomic.Bool
 	busy  atomic.Int32 // workers inside a sync
@@ -237,7 +240,7 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 		c.state.Fence(opts.StateWriter)
 	}
 	c.backlog = newBacklog(c.queue)
-	c.reports = newReporter(c.events.NewRecorder(clients.Scheme, corev1.EventSource{Component: "reloader"}), opts.Log)
+	c.reports = report.New(c.events.NewRecorder(clients.Scheme, corev1.EventSource{Component: "reloader"}), opts.Log)
 	c.coalescer = coalesce.New(opts.CoalescePeriod, opts.CoalesceMaxWait, opts.Clock, c.queue.Add)
 	c.gates = &gates{annotations: opts.Annotations, defaults: opts.Gate, clock: opts.Clock, store: c.state.Kind(pendingPrefix, pausePrefix),
 		names: c.names, reports: c.reports, log: c.log, gauge: c.metrics.Deferred, enqueue: c.queue.Add, deferrals: newDeferrals(opts.Clock, c.queue.Add)}
@@ -257,7 +260,7 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 	c.tombstones = &tombstones{store: c.state.Configs(), names: c.names, clock: opts.Clock, log: c.log, retention: opts.TombstoneRetention,
 		reloadOnCreate: opts.ReloadOnCreate, reloadOnDelete: opts.ReloadOnDelete, namespace: opts.Namespace,
 		watched: c.caches.watched, enqueue: c.queue.Add, enqueueAfter: c.queue.AddAfter}
-	c.suspensions = &suspensions{reports: c.reports, log: c.log}
+	c.suspensions = jobs.NewSuspensions(c.reports, c.log)
 	c.rehearsal = newRehearsal(c.reports, c.metrics, c.log, opts.Clock.Now)
 	if opts.DryRun {
 		c.rule.rehearsed = c.rehearsal.view
@@ -330,7 +333,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	// Once the config caches hold the content now: a Job is created with its markers.
 	if c.caches.kinds["Job"] != nil && !c.opts.DryRun {
-		c.jobs.resume(ctx)
+		c.jobs.Resume(ctx)
 	}
 	c.startupPass()
 	c.gates.forgetGone(c.caches.kinds)
@@ -502,13 +505,13 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	defer c.queue.Done(k)
 	start := time.Now()
 	err := c.sync(ctx, k)
-	c.metrics.Stakater.Reconciled(err != nil && !errors.Is(err, errStale), time.Since(start))
-	var later retryLater
+	c.metrics.Stakater.Reconciled(err != nil && !errors.Is(err, workload.ErrStale), time.Since(start))
+	var later workload.RetryLater
 	switch {
 	case err == nil:
 		c.queue.Forget(k)
 		c.refusals.Forget(k)
-	case errors.Is(err, errStale):
+	case errors.Is(err, workload.ErrStale):
 		c.log.Debug("the cache is behind the workload; retrying", "key", k.String())
 		c.queue.AddRateLimited(k)
 	case errors.As(err, &later):
@@ -526,17 +529,17 @@ func (c *Controller) processNext(ctx context.Context) bool {
 }
 
 func (c *Controller) sync(ctx context.Context, k key) error {
-	if _, ok := c.caches.configs[k.kind]; ok {
-		defer c.metrics.Stakater.ConfigSynced(k.kind)
+	if _, ok := c.caches.configs[k.Kind]; ok {
+		defer c.metrics.Stakater.ConfigSynced(k.Kind)
 		if c.webhook != nil {
 			return c.webhook.sync(ctx, k)
 		}
 		return c.syncConfig(k)
 	}
-	if kind, ok := c.caches.kinds[k.kind]; ok {
+	if kind, ok := c.caches.kinds[k.Kind]; ok {
 		return c.syncWorkload(ctx, kind, k)
 	}
-	if kind, ok := c.caches.kinds[strings.TrimPrefix(k.kind, rolloutPrefix)]; ok {
+	if kind, ok := c.caches.kinds[strings.TrimPrefix(k.Kind, rolloutPrefix)]; ok {
 		if c.opts.DryRun {
 			return nil // a dry run follows no rollout: it started none
 		}
@@ -571,14 +574,14 @@ func reportGauges(ctx context.Context, m *metrics.Metrics, store *state.Store, p
 }
 
 // runInformers runs the informers until run ends, and waits, until wait ends, for them and the
-// workloads' index, which their handlers keep and the start-up pass reads (dependents.go).
+// workloads' index, which their handlers keep and the start-up pass reads (workload.Dependents).
 func (c *Controller) runInformers(run, wait context.Context) bool {
 	for _, inf := range c.informers {
 		go inf.RunWithContext(run)
 	}
 	synced := hasSynced(c.informers)
 	for _, k := range c.caches.kinds {
-		synced = append(synced, k.byConfig.synced)
+		synced = append(synced, k.ByConfig.Synced)
 	}
 	return cache.WaitForCacheSync(wait.Done(), synced...)
 }
@@ -622,7 +625,7 @@ func (c *Controller) warnStateFull(ctx context.Context, was bool, unsaved, spare
 		if err != nil {
 			shard = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: c.opts.StateNamespace, Name: c.opts.StateName}}
 		}
-		c.reports.event(shard, corev1.EventTypeWarning, reasonStateFull, fmt.Sprintf(
+		c.reports.Event(shard, corev1.EventTypeWarning, reasonStateFull, fmt.Sprintf(
 			"The state is full: %d entries are kept in memory only and lost at a restart, %d of them of configs no workload reads; "+
 				"a change made while the reloader is down to a config whose entry is lost is not caught up. "+
 				"Exclude configs (--ignore-secret-types, --resource-label-selector, --namespaces-to-ignore)",

@@ -81,21 +81,21 @@ func newRehearsal(reports *reporter, m *metrics.Metrics, log *slog.Logger, clock
 // pretend records w (as viewed: with the patches reported before) as the patch of changes would
 // have left it.
 func (r *rehearsal) pretend(w workloadView, changes []policy.Change) error {
-	ops, err := w.target.Ops(w.meta, w.tmpl, changes, r.clock())
+	ops, err := w.Target.Ops(w.Meta, w.Tmpl, changes, r.clock())
 	if err != nil || len(ops) == 0 {
 		return err
 	}
-	obj, err := patched(w.obj, ops)
+	obj, err := patched(w.Obj, ops)
 	if err != nil {
-		return fmt.Errorf("dry run: the patch of %s: %w", w.key, err)
+		return fmt.Errorf("dry run: the patch of %s: %w", w.Key, err)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	spec := specOfMeta(w.meta) // w is the cached object, unless patches were reported before
-	if prev, ok := r.as[w.key]; ok && prev.base == w.meta.GetResourceVersion() {
+	spec := specOfMeta(w.Meta) // w is the cached object, unless patches were reported before
+	if prev, ok := r.as[w.Key]; ok && prev.base == w.Meta.GetResourceVersion() {
 		spec = prev.spec
 	}
-	r.as[w.key] = rehearsed{base: w.meta.GetResourceVersion(), spec: spec, obj: obj}
+	r.as[w.Key] = rehearsed{base: w.Meta.GetResourceVersion(), spec: spec, obj: obj}
 	return nil
 }
 
@@ -108,7 +108,7 @@ func (r *rehearsal) view(kind *workloadKind, obj any) any {
 	if err != nil {
 		return obj
 	}
-	k := key{kind.name, m.GetNamespace(), m.GetName()}
+	k := key{Kind: kind.Name, Namespace: m.GetNamespace(), Name: m.GetName()}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	as, ok := r.as[k]
@@ -164,14 +164,14 @@ func patched(obj any, ops []policy.JSONOp) (any, error) {
 // report tells, once, the changes of w not already told: a WouldReload Event, a log line and
 // reloader_reloads_total{result="dry-run"}.
 func (r *rehearsal) report(w workloadView, changes []policy.Change) {
-	fresh := r.unsaid(w.key, changes)
+	fresh := r.unsaid(w.Key, changes)
 	if len(fresh) == 0 {
 		return
 	}
 	what := describe(fresh)
-	r.metrics.CountDryRun(w.kind.name, w.key.namespace)
-	r.reports.event(w.obj, corev1.EventTypeNormal, "WouldReload", "Would reload for "+what+" (dry run: nothing was changed)")
-	r.log.Info("would reload workload (dry run)", "kind", w.kind.name, "namespace", w.key.namespace, "name", w.key.name, "configs", what)
+	r.metrics.CountDryRun(w.Kind.Name, w.Key.Namespace)
+	r.reports.Event(w.Obj, corev1.EventTypeNormal, "WouldReload", "Would reload for "+what+" (dry run: nothing was changed)")
+	r.log.Info("would reload workload (dry run)", "kind", w.Kind.Name, "namespace", w.Key.Namespace, "name", w.Key.Name, "configs", what)
 }
 
 // unsaid records changes as told for workload k and returns those that were not yet.
@@ -209,7 +209,7 @@ func (r *rehearsal) rehearse(w workloadView, changes []policy.Change) error {
 		return nil
 	}
 	if v := r.gates.of(w).Decide(r.clock()); v.Action == policy.Hold {
-		r.gates.deferrals.hold(w.key, v.Until, v.Reason) // synced again when the gate opens
+		r.gates.deferrals.hold(w.Key, v.Until, v.Reason) // synced again when the gate opens
 		return nil
 	}
 	r.report(w, changes)

@@ -10,14 +10,15 @@ import (
 
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/internal/report"
 )
 
 func TestADryRunReportsAgainForAWorkloadCreatedAgainUnderADeletedOnesName(t *testing.T) {
 	events := record.NewFakeRecorder(10)
 	log := slog.New(slog.DiscardHandler)
-	r := newRehearsal(newReporter(events, log), metrics.New("test"), log, nil)
+	r := newRehearsal(report.New(events, log), metrics.New("test"), log, nil)
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", ResourceVersion: "1"}}
-	w := workloadView{key: key{"Deployment", "ns", "web"}, kind: &workloadKind{name: "Deployment"}, obj: d, meta: d, tmpl: &d.Spec.Template}
+	w := workloadView{Key: key{Kind: "Deployment", Namespace: "ns", Name: "web"}, Kind: &workloadKind{Name: "Deployment"}, Obj: d, Meta: d, Tmpl: &d.Spec.Template}
 	changes := []policy.Change{{Ref: policy.ConfigRef{Kind: policy.KindConfigMap, Name: "app-config"}, Value: "abc"}}
 	told := func() int { return len(events.Events) }
 
@@ -26,7 +27,7 @@ func TestADryRunReportsAgainForAWorkloadCreatedAgainUnderADeletedOnesName(t *tes
 	if got := told(); got != 1 {
 		t.Fatalf("%d Events for one content, want 1", got)
 	}
-	r.forget(w.key)
+	r.forget(w.Key)
 	r.report(w, changes)
 	if got := told(); got != 2 {
 		t.Fatalf("%d Events after the workload was deleted and created again, want 2", got)
@@ -34,7 +35,7 @@ func TestADryRunReportsAgainForAWorkloadCreatedAgainUnderADeletedOnesName(t *tes
 	if len(r.said) != 1 {
 		t.Fatalf("said holds %d workloads, want 1", len(r.said))
 	}
-	r.forget(w.key)
+	r.forget(w.Key)
 	if len(r.said) != 0 || len(r.as) != 0 {
 		t.Fatalf("a deleted workload is still held: said %d, as %d", len(r.said), len(r.as))
 	}

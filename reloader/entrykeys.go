@@ -24,7 +24,7 @@ func (e entryKeys) ns(namespace string) string {
 }
 
 // config is the state key of config k's entry.
-func (e entryKeys) config(k key) string { return state.Key(k.kind, e.ns(k.namespace), k.name) }
+func (e entryKeys) config(k key) string { return state.Key(k.Kind, e.ns(k.Namespace), k.Name) }
 
 // pending is the state key of the reload of workload k a gate holds (gates.go):
 // "pending.<Kind>_[<namespace>_]<name>", hashed past the key limit.
@@ -36,32 +36,32 @@ func (e entryKeys) pause(k key) string { return e.workload(pausePrefix, k) }
 
 // workload is the key of a workload's entry of the kind prefix names.
 func (e entryKeys) workload(prefix string, k key) string {
-	ns := e.ns(k.namespace)
-	s := prefix + k.kind + "_" + k.name
+	ns := e.ns(k.Namespace)
+	s := prefix + k.Kind + "_" + k.Name
 	if ns != "" {
-		s = prefix + k.kind + "_" + ns + "_" + k.name
+		s = prefix + k.Kind + "_" + ns + "_" + k.Name
 	}
 	if len(s) <= maxKeyLen {
 		return s
 	}
-	sum := sha1.Sum([]byte(ns + "/" + k.name))
-	return prefix + k.kind + "__" + hex.EncodeToString(sum[:])
+	sum := sha1.Sum([]byte(ns + "/" + k.Name))
+	return prefix + k.Kind + "__" + hex.EncodeToString(sum[:])
 }
 
 // hold is the state key of a hold on workload w for config r (track.go).
 func (e entryKeys) hold(w key, r policy.ConfigRef) string {
-	return workloadEntryKey(holdPrefix, w.kind, e.ns(w.namespace), w.name, r.Kind, r.Name)
+	return workloadEntryKey(holdPrefix, w.Kind, e.ns(w.Namespace), w.Name, r.Kind, r.Name)
 }
 
 // strip is the state key of what workload w runs of config r without a marker (strips.go).
 func (e entryKeys) strip(w key, r policy.ConfigRef) string {
-	return workloadEntryKey(stripPrefix, w.kind, e.ns(w.namespace), w.name, r.Kind, r.Name)
+	return workloadEntryKey(stripPrefix, w.Kind, e.ns(w.Namespace), w.Name, r.Kind, r.Name)
 }
 
 // rollbackRead is the state key of the content of config r that the pods a rollback of workload
 // w started read, though its marker says another (track.go).
 func (e entryKeys) rollbackRead(w key, r policy.ConfigRef) string {
-	return workloadEntryKey(rollbackReadPrefix, w.kind, e.ns(w.namespace), w.name, r.Kind, r.Name)
+	return workloadEntryKey(rollbackReadPrefix, w.Kind, e.ns(w.Namespace), w.Name, r.Kind, r.Name)
 }
 
 // maxKeyLen is the longest key a ConfigMap accepts.

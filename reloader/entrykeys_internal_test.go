@@ -13,7 +13,7 @@ import (
 // all-namespaces mode, never past a ConfigMap key's 253 bytes, and the config kind readable.
 func TestTheStateKeysOfHoldsStripsAndPendingReloads(t *testing.T) {
 	long := strings.Repeat("w", 240)
-	w, r := key{"Deployment", "prod", "web"}, policy.ConfigRef{Kind: policy.KindSecret, Name: "db"}
+	w, r := key{Kind: "Deployment", Namespace: "prod", Name: "web"}, policy.ConfigRef{Kind: policy.KindSecret, Name: "db"}
 	for _, tc := range []struct {
 		got, want string
 	}{
@@ -28,15 +28,15 @@ func TestTheStateKeysOfHoldsStripsAndPendingReloads(t *testing.T) {
 		}
 	}
 	for _, k := range []string{
-		entryKeys{}.hold(key{"Deployment", "prod", long}, policy.ConfigRef{Kind: policy.KindSecret, Name: long}),
-		entryKeys{}.strip(key{"Deployment", "prod", long}, policy.ConfigRef{Kind: policy.KindConfigMap, Name: long}),
-		entryKeys{}.pending(key{"Deployment", "prod", long}),
+		entryKeys{}.hold(key{Kind: "Deployment", Namespace: "prod", Name: long}, policy.ConfigRef{Kind: policy.KindSecret, Name: long}),
+		entryKeys{}.strip(key{Kind: "Deployment", Namespace: "prod", Name: long}, policy.ConfigRef{Kind: policy.KindConfigMap, Name: long}),
+		entryKeys{}.pending(key{Kind: "Deployment", Namespace: "prod", Name: long}),
 	} {
 		if len(k) > maxKeyLen {
 			t.Errorf("%q is %d bytes, over a ConfigMap key's limit", k, len(k))
 		}
 	}
-	if got := configKindOf(entryKeys{}.hold(key{"Deployment", "prod", long}, r)); got != policy.KindSecret {
+	if got := configKindOf(entryKeys{}.hold(key{Kind: "Deployment", Namespace: "prod", Name: long}, r)); got != policy.KindSecret {
 		t.Errorf("the config kind of a hashed hold key is %q, want Secret", got)
 	}
 }

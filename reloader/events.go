@@ -10,6 +10,7 @@ import (
 	"github.com/reloader/reloader/coalesce"
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
 
@@ -48,7 +49,7 @@ func (e *events) watchConfigs(kind string, inf cache.SharedIndexInformer) error 
 	_, err := inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
 			k := objectKey(kind, obj)
-			e.metrics.Stakater.ConfigEvent("add", kind, e.caches.allowed(k.namespace))
+			e.metrics.Stakater.ConfigEvent("add", kind, e.caches.allowed(k.Namespace))
 			if initial {
 				return // the start-up pass decides, once the caches have synced
 			}
@@ -59,7 +60,7 @@ func (e *events) watchConfigs(kind string, inf cache.SharedIndexInformer) error 
 		},
 		UpdateFunc: func(old, obj any) {
 			k := objectKey(kind, obj)
-			e.metrics.Stakater.ConfigEvent("update", kind, e.caches.allowed(k.namespace))
+			e.metrics.Stakater.ConfigEvent("update", kind, e.caches.allowed(k.Namespace))
 			if before, after := old.(*configRecord), obj.(*configRecord); before.content != after.content {
 				e.strips.configChanged(k, func(keys []string) bool {
 					return e.records.content(before, keys).Value == e.records.content(after, keys).Value
@@ -71,7 +72,7 @@ func (e *events) watchConfigs(kind string, inf cache.SharedIndexInformer) error 
 		},
 		DeleteFunc: func(obj any) {
 			k := objectKey(kind, obj)
-			e.metrics.Stakater.ConfigEvent("delete", kind, e.caches.allowed(k.namespace))
+			e.metrics.Stakater.ConfigEvent("delete", kind, e.caches.allowed(k.Namespace))
 			e.strips.configChanged(k, holdsNoneOf(recordOf(obj)))
 			e.changes.observe(k, e.clock.Now())
 			e.enqueue(k)
@@ -87,10 +88,10 @@ func (e *events) watchConfigs(kind string, inf cache.SharedIndexInformer) error 
 // spec or annotations changed (our own patch included), is synced, and its configs too, so that
 // their state advances once it holds their content, or once it stops reloading on them.
 func (e *events) watchWorkloads(k *workloadKind) error {
-	k.byConfig = newDependents()
-	reg, err := k.informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+	k.ByConfig = workload.NewDependents()
+	reg, err := k.Informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
-			obj = unpacked(obj)
+			obj = workload.Unpacked(obj)
 			e.index(k, nil, obj)
 			if !initial {
 				e.notes.created(k, obj)
@@ -99,15 +100,15 @@ func (e *events) watchWorkloads(k *workloadKind) error {
 			e.tracker.watch(k, obj)
 		},
 		UpdateFunc: func(old, obj any) {
-			if om, nm := metadataOf(old), metadataOf(obj); !decisive(e.decisiveAnnotations, om.(metav1.Object), nm.(metav1.Object)) {
+			if om, nm := workload.MetadataOf(old), workload.MetadataOf(obj); !decisive(e.decisiveAnnotations, om.(metav1.Object), nm.(metav1.Object)) {
 				// A status update: what the index holds depends on nothing it changes.
 				e.tracker.watch(k, nm) // it may end a rollout
 				if e.annotationCheck.keysChanged(om.(metav1.Object), nm.(metav1.Object)) {
-					e.annotationCheck.check(k, unpacked(obj))
+					e.annotationCheck.check(k, workload.Unpacked(obj))
 				}
 				return
 			}
-			old, obj = unpacked(old), unpacked(obj)
+			old, obj = workload.Unpacked(old), workload.Unpacked(obj)
 			e.index(k, old, obj)
 			o, n := old.(metav1.Object), obj.(metav1.Object)
 			if o.GetGeneration() != n.GetGeneration() {
@@ -122,15 +123,15 @@ func (e *events) watchWorkloads(k *workloadKind) error {
 			e.tracker.watch(k, obj)
 		},
 		DeleteFunc: func(obj any) {
-			obj = unpacked(obj)
+			obj = workload.Unpacked(obj)
 			e.index(k, deletedObject(obj), nil)
 			e.workloadGone(k, obj)
 		},
 	})
 	if err != nil {
-		return fmt.Errorf("watch %ss: %w", k.name, err)
+		return fmt.Errorf("watch %ss: %w", k.Name, err)
 	}
-	k.byConfig.synced = reg.HasSynced
+	k.ByConfig.Synced = reg.HasSynced
 	return nil
 }
 
@@ -146,7 +147,7 @@ func (e *events) index(k *workloadKind, old, obj any) {
 	if obj != nil {
 		to, w = e.caches.indexKeys(k, obj), obj
 	}
-	k.byConfig.move(objectKey(k.name, w).cacheKey(), from, to)
+	k.ByConfig.Move(objectKey(k.Name, w).CacheKey(), from, to)
 }
 
 // workloadChanged syncs the workload, unless a window is open for it (its sync will come), and
@@ -156,12 +157,12 @@ func (e *events) index(k *workloadKind, old, obj any) {
 // keys wait in the backlog (backlog.go).
 func (e *events) workloadChanged(k *workloadKind, obj any, initial bool) {
 	e.annotationCheck.check(k, obj)
-	meta, tmpl := k.template(obj)
+	meta, tmpl := k.Template(obj)
 	add := e.enqueue
 	if initial {
 		add = e.backlog.add
 	}
-	if w := (key{k.name, meta.GetNamespace(), meta.GetName()}); !e.coalescer.Open(w) {
+	if w := (key{Kind: k.Name, Namespace: meta.GetNamespace(), Name: meta.GetName()}); !e.coalescer.Open(w) {
 		add(w)
 	}
 	if !initial || e.reloadOnCreate {
@@ -173,7 +174,7 @@ func (e *events) workloadChanged(k *workloadKind, obj any, initial bool) {
 	}
 	for r, u := range policy.UsesOf(&tmpl.Spec) {
 		if e.caches.watched(r.Kind) && len(u.Keys) > 0 {
-			add(configKey(r, meta.GetNamespace()))
+			add(workload.ConfigKey(r, meta.GetNamespace()))
 		}
 	}
 }
@@ -182,9 +183,9 @@ func (e *events) workloadChanged(k *workloadKind, obj any, initial bool) {
 // back their state.
 func (e *events) workloadGone(k *workloadKind, obj any) {
 	obj = deletedObject(obj)
-	if meta, _ := k.template(obj); meta != nil {
-		w := key{k.name, meta.GetNamespace(), meta.GetName()}
-		e.reports.forget(string(meta.GetUID()))
+	if meta, _ := k.Template(obj); meta != nil {
+		w := key{Kind: k.Name, Namespace: meta.GetNamespace(), Name: meta.GetName()}
+		e.reports.Forget(string(meta.GetUID()))
 		e.strips.workloadGone(w)
 		e.notes.workloadGone(w)
 		e.restarts.workloadGone(w, meta.GetResourceVersion())
@@ -213,7 +214,7 @@ func (e *events) watchNamespaces(namespaces cache.SharedIndexInformer) error {
 			keys = append(keys, e.stateConfigs(ns)...)
 			left := e.entered.enter(ns)
 			for _, k := range keys {
-				if _, config := e.caches.configs[k.kind]; config {
+				if _, config := e.caches.configs[k.Kind]; config {
 					e.entered.mark(k, left)
 				}
 				e.enqueue(k)
@@ -236,7 +237,7 @@ func (e *events) stateConfigs(ns string) []key {
 			ens = e.namespace
 		}
 		if _, watched := e.caches.configs[kind]; ok && watched && ens == ns {
-			out = append(out, key{kind, ns, name})
+			out = append(out, key{Kind: kind, Namespace: ns, Name: name})
 		}
 	}
 	return out

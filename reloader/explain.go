@@ -11,6 +11,7 @@ import (
 
 	"github.com/reloader/reloader/coalesce"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
 
@@ -143,7 +144,7 @@ func (x *Explainer) Explain(ctx context.Context, q Query) (Explanation, error) {
 	if kind == nil {
 		return Explanation{}, fmt.Errorf("the reloader does not reload %ss: %s", q.Kind, kindOffWhy(q.Kind))
 	}
-	obj, exists, err := kind.cached(q.Namespace + "/" + q.Name)
+	obj, exists, err := kind.Cached(q.Namespace + "/" + q.Name)
 	if err != nil {
 		return Explanation{}, fmt.Errorf("read %s %s/%s from the cache: %w", q.Kind, q.Namespace, q.Name, err)
 	}
@@ -166,7 +167,7 @@ func (x *Explainer) Explain(ctx context.Context, q Query) (Explanation, error) {
 		seen[pr.ref] = true
 		e.Configs = append(e.Configs, x.explainPair(w, p, pr))
 	}
-	for r := range w.uses {
+	for r := range w.Uses {
 		if !seen[r] {
 			e.Configs = append(e.Configs, x.explainPair(w, p, x.unjudged(w, r)))
 		}
@@ -188,12 +189,12 @@ func (x *Explainer) Explain(ctx context.Context, q Query) (Explanation, error) {
 
 // unjudged is config r of w as the sync does not judge it: w does not reload on it.
 func (x *Explainer) unjudged(w workloadView, r policy.ConfigRef) pair {
-	return pair{ref: r, watched: x.caches.watched(r.Kind), rec: x.caches.lookup(configKey(r, w.key.namespace))}
+	return pair{ref: r, watched: x.caches.watched(r.Kind), rec: x.caches.lookup(workload.ConfigKey(r, w.Key.Namespace))}
 }
 
 // explainPair is one config of w as the plan judged it.
 func (x *Explainer) explainPair(w workloadView, p plan, pr pair) Config {
-	out := Config{Kind: pr.ref.Kind, Name: pr.ref.Name, Exists: pr.rec != nil, Read: policy.ReferencesTo(&w.tmpl.Spec, pr.ref),
+	out := Config{Kind: pr.ref.Kind, Name: pr.ref.Name, Exists: pr.rec != nil, Read: policy.ReferencesTo(&w.Tmpl.Spec, pr.ref),
 		ReloadsOn: pr.triggers, Keys: pr.j.keys, Reload: pr.triggers && pr.j.reload}
 	if pr.rec != nil {
 		out.Invalid = pr.rec.Invalid()
@@ -201,20 +202,20 @@ func (x *Explainer) explainPair(w workloadView, p plan, pr pair) Config {
 		if !ok {
 			want = x.records.content(pr.rec, nil)
 		}
-		out.Hash = short(want.Value)
+		out.Hash = workload.Short(want.Value)
 	}
-	for _, m := range policy.MarkerCopies(w.meta.GetAnnotations(), w.tmpl, pr.ref) {
+	for _, m := range policy.MarkerCopies(w.Meta.GetAnnotations(), w.Tmpl, pr.ref) {
 		out.Markers = append(out.Markers, Marker{Place: m.Place, Value: shortMarker(m.Value)})
 	}
-	if st, known := x.store.Get(x.names.config(configKey(pr.ref, w.key.namespace))); known {
-		out.State = short(st.Hash)
+	if st, known := x.store.Get(x.names.config(workload.ConfigKey(pr.ref, w.Key.Namespace))); known {
+		out.State = workload.Short(st.Hash)
 		if st.Deleted {
 			out.State = "deleted since " + st.Since.UTC().Format(time.RFC3339)
 		}
 	}
 	if pr.triggers && pr.j.held {
 		out.HeldAfterRollback = true
-		out.RolledBackAt = rolledBackAt(w.meta.GetAnnotations()[policy.HistoryAnnotation], pr.ref)
+		out.RolledBackAt = rolledBackAt(w.Meta.GetAnnotations()[policy.HistoryAnnotation], pr.ref)
 	}
 	out.Decision = pairWords(pr, p, x.explainWhyNot(w, pr), x.clock.Now())
 	if pr.triggers {
@@ -228,13 +229,13 @@ func shortMarker(v string) string {
 	if v == policy.DeletedMarker || v == "" {
 		return v
 	}
-	return short(v)
+	return workload.Short(v)
 }
 
 // rolledBackAt is when the newest rolled-back reload that applied r was made, from w's history.
 func rolledBackAt(history string, r policy.ConfigRef) *time.Time {
 	for _, e := range policy.ParseHistory(history) {
-		if e.RolledBack && slices.ContainsFunc(e.Configs, func(s string) bool { return strings.HasPrefix(s, refName(r)+"@") }) {
+		if e.RolledBack && slices.ContainsFunc(e.Configs, func(s string) bool { return strings.HasPrefix(s, workload.RefName(r)+"@") }) {
 			return &e.At
 		}
 	}
@@ -248,7 +249,7 @@ func (x *Explainer) explainWhyNot(w workloadView, pr pair) string {
 	switch {
 	case pr.triggers:
 		return ""
-	case !candidate && len(policy.ReferencesTo(&w.tmpl.Spec, pr.ref)) == 0:
+	case !candidate && len(policy.ReferencesTo(&w.Tmpl.Spec, pr.ref)) == 0:
 		return fmt.Sprintf("%s %q is neither read by the pod spec nor named in a reload annotation", pr.ref.Kind, pr.ref.Name)
 	case !pr.watched:
 		return fmt.Sprintf("the reloader does not watch %ss (--resources-to-ignore)", pr.ref.Kind)
@@ -335,7 +336,7 @@ func gateWords(g policy.Gate, v policy.Verdict, now time.Time) string {
 func planWords(p plan, watched bool, ns string, now time.Time) string {
 	var what []string
 	for _, ch := range p.changes {
-		what = append(what, refName(ch.Ref))
+		what = append(what, workload.RefName(ch.Ref))
 	}
 	switch {
 	case !watched:

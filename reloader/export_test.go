@@ -5,13 +5,15 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+
+	"github.com/reloader/reloader/reloader/workload"
 )
 
-// IsStale exposes isStale to the tests, which check it against the real API server's answers.
-var IsStale = isStale
+// IsStale exposes workload.IsStale to the tests, which check it against the real API server's answers.
+var IsStale = workload.IsStale
 
-// ErrStale exposes errStale: a patch computed from a version that is no longer current.
-var ErrStale = errStale
+// ErrStale exposes workload.ErrStale: a patch computed from a version that is no longer current.
+var ErrStale = workload.ErrStale
 
 // JudgeRolloutAsCached judges the followed rollout of Deployment d as the rollout sync does when
 // the cache holds d: a test's stand-in for a cache that has not shown a later change yet.
@@ -21,11 +23,11 @@ func (c *Controller) JudgeRolloutAsCached(ctx context.Context, d *appsv1.Deploym
 	if err != nil {
 		return err
 	}
-	w, ok := c.rule.view(kind, unpacked(obj))
+	w, ok := c.rule.view(kind, workload.Unpacked(obj))
 	if !ok {
 		return nil
 	}
-	return c.tracker.sync(ctx, rolloutKey(w.key), w)
+	return c.tracker.sync(ctx, rolloutKey(w.Key), w)
 }
 
 // Recorded is the content the state holds in memory under a config's entry key ("" for none or

@@ -20,6 +20,7 @@ import (
 
 	"github.com/reloader/reloader/coalesce"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
 
@@ -49,9 +50,9 @@ type gates struct {
 
 // of reads the workload's gate: its annotations, and whether its kind pauses rollouts.
 func (g *gates) of(w workloadView) policy.Gate {
-	gate := g.annotations.GateOf(w.meta.GetAnnotations(), w.tmpl.Annotations, g.defaults)
-	if w.kind.paused != nil {
-		gate.Pausable, gate.Paused = true, w.kind.paused(w.obj)
+	gate := g.annotations.GateOf(w.Meta.GetAnnotations(), w.Tmpl.Annotations, g.defaults)
+	if w.Kind.Paused != nil {
+		gate.Pausable, gate.Paused = true, w.Kind.Paused(w.Obj)
 	}
 	return gate
 }
@@ -65,7 +66,7 @@ func (g *gates) pauseOf(w workloadView) (held bool, extra time.Duration) {
 	if !gate.Pausable {
 		return false, 0
 	}
-	if _, ours := w.meta.GetAnnotations()[g.annotations.PausedAt]; !ours {
+	if _, ours := w.Meta.GetAnnotations()[g.annotations.PausedAt]; !ours {
 		return false, 0
 	}
 	return gate.Paused, gate.PausePeriod
@@ -81,7 +82,7 @@ func (g *gates) apply(ctx context.Context, w workloadView, gate policy.Gate, cha
 	case policy.ReloadNow, policy.PauseAndReload, policy.ReloadPaused:
 		return v, false, nil
 	case policy.StartPause:
-		ops := append([]policy.JSONOp{rvGuard(w)}, g.annotations.StartPauseOps(w.meta.GetAnnotations(), now)...)
+		ops := append([]policy.JSONOp{rvGuard(w)}, g.annotations.StartPauseOps(w.Meta.GetAnnotations(), now)...)
 		if err := writeMeta(ctx, w, ops, "start the pause period of"); err != nil {
 			return v, true, err
 		}
@@ -95,9 +96,9 @@ func (g *gates) apply(ctx context.Context, w workloadView, gate policy.Gate, cha
 // missed window, another config due), not after a restart: the pending entry keeps a digest of
 // what was said.
 func (g *gates) hold(w workloadView, changes []policy.Change, gate policy.Gate, v policy.Verdict) {
-	g.deferrals.hold(w.key, v.Until, v.Reason)
+	g.deferrals.hold(w.Key, v.Until, v.Reason)
 	g.report()
-	pk := g.names.pending(w.key)
+	pk := g.names.pending(w.Key)
 	stored, pending := g.store.Value(pk)
 	since, said := decodePending(stored)
 	if !pending {
@@ -109,14 +110,14 @@ func (g *gates) hold(w workloadView, changes []policy.Change, gate policy.Gate, 
 			g.store.SetValue(pk, encodePending(since, messageDigest("the schedule does not parse")))
 		}
 		// Said once per problem, not per change: the message names no content.
-		warnSchedule(g.reports, g.log, w.kind.name, w.obj, w.meta, gate.Problems)
+		warnSchedule(g.reports, g.log, w.Kind.Name, w.Obj, w.Meta, gate.Problems)
 		return
 	}
 	// The schedule parses again: should it break later, that is news.
-	g.reports.clear(string(w.meta.GetUID()), "ReloadScheduleInvalid")
+	g.reports.Clear(string(w.Meta.GetUID()), "ReloadScheduleInvalid")
 	names := make([]string, len(changes))
 	for i, ch := range changes {
-		names[i] = refName(ch.Ref)
+		names[i] = workload.RefName(ch.Ref)
 	}
 	what := strings.Join(names, ", ")
 	until := v.Until.UTC().Format(time.RFC3339)
@@ -127,8 +128,8 @@ func (g *gates) hold(w workloadView, changes []policy.Change, gate policy.Gate, 
 		return
 	}
 	g.store.SetValue(pk, encodePending(since, digest))
-	g.reports.event(w.obj, corev1.EventTypeNormal, "ReloadDeferred", msg)
-	g.log.Info("reload deferred", "kind", w.kind.name, "namespace", w.key.namespace, "name", w.key.name,
+	g.reports.Event(w.Obj, corev1.EventTypeNormal, "ReloadDeferred", msg)
+	g.log.Info("reload deferred", "kind", w.Kind.Name, "namespace", w.Key.Namespace, "name", w.Key.Name,
 		"configs", what, "until", until, "reason", v.Reason)
 }
 
@@ -143,7 +144,7 @@ func messageDigest(msg string) string {
 // it, whichever comes first. The message names no content.
 func warnSchedule(reports *reporter, log *slog.Logger, kind string, obj any, meta metav1.Object, problems []string) {
 	joined := strings.Join(problems, "; ")
-	if reports.warn(obj, string(meta.GetUID()), "ReloadScheduleInvalid", "Reloads are held until the schedule is fixed: "+joined) {
+	if reports.Warn(obj, string(meta.GetUID()), "ReloadScheduleInvalid", "Reloads are held until the schedule is fixed: "+joined) {
 		log.Warn("reloads held: the reload schedule does not parse", "kind", kind, "namespace", meta.GetNamespace(),
 			"name", meta.GetName(), "problem", joined)
 	}
@@ -151,15 +152,15 @@ func warnSchedule(reports *reporter, log *slog.Logger, kind string, obj any, met
 
 // holdInvalid holds w's reload until the content it would load validates (validate.go).
 func (g *gates) holdInvalid(w workloadView) {
-	g.deferrals.hold(w.key, time.Time{}, policy.ReasonInvalidConfig)
+	g.deferrals.hold(w.Key, time.Time{}, policy.ReasonInvalidConfig)
 	g.report()
 }
 
 // release forgets a workload's held reload: it happened, or is no longer due.
 func (g *gates) release(w workloadView) {
-	g.store.Delete(g.names.pending(w.key))
-	if g.deferrals.release(w.key) {
-		g.reports.clear(string(w.meta.GetUID()), "ReloadScheduleInvalid", reasonHeldInvalid)
+	g.store.Delete(g.names.pending(w.Key))
+	if g.deferrals.release(w.Key) {
+		g.reports.Clear(string(w.Meta.GetUID()), "ReloadScheduleInvalid", workload.ReasonHeldInvalid)
 		g.report()
 	}
 }
@@ -178,15 +179,15 @@ func (g *gates) forget(k key) {
 // rolloutStarts' ops: the rollout it lets go starts now.
 func (g *gates) settle(ctx context.Context, w workloadView, rolloutStarts func(workloadView) []policy.JSONOp) error {
 	g.release(w)
-	if _, paused := w.meta.GetAnnotations()[g.annotations.PausedAt]; !paused {
-		g.forgetPause(w.key)
+	if _, paused := w.Meta.GetAnnotations()[g.annotations.PausedAt]; !paused {
+		g.forgetPause(w.Key)
 		return nil
 	}
 	// A paused-at that does not parse ends at once: it holds nothing.
 	gate, now := g.of(w), g.clock.Now()
 	if !gate.PausedAt.IsZero() && !gate.PauseExpired(now) {
 		end := gate.PausedAt.Add(gate.PausePeriod)
-		g.deferrals.hold(w.key, end, policy.ReasonPause)
+		g.deferrals.hold(w.Key, end, policy.ReasonPause)
 		if len(g.resumeStakater(w)) > 0 {
 			g.rememberPause(w, gate.PausedAt, end) // pauses.go: ended even outside the selection
 		}
@@ -194,17 +195,17 @@ func (g *gates) settle(ctx context.Context, w workloadView, rolloutStarts func(w
 	}
 	resume := g.resumeStakater(w)
 	if len(resume) == 0 {
-		ops := append([]policy.JSONOp{rvGuard(w)}, g.annotations.EndPauseOps(w.meta.GetAnnotations())...)
+		ops := append([]policy.JSONOp{rvGuard(w)}, g.annotations.EndPauseOps(w.Meta.GetAnnotations())...)
 		return g.endPause(ctx, w, ops)
 	}
 	// The resume rolls out what the pause held: a restart, which the window and the minimum
 	// interval gate, and which the reload's time records.
 	if v := gate.Decide(now); v.Action == policy.Hold {
-		g.deferrals.hold(w.key, v.Until, v.Reason)
+		g.deferrals.hold(w.Key, v.Until, v.Reason)
 		g.report()
 		return nil
 	}
-	ops := append([]policy.JSONOp{rvGuard(w)}, g.annotations.GateOps(w.meta.GetAnnotations(), gate, now)...)
+	ops := append([]policy.JSONOp{rvGuard(w)}, g.annotations.GateOps(w.Meta.GetAnnotations(), gate, now)...)
 	ops = append(ops, rolloutStarts(w)...)
 	return g.endPause(ctx, w, append(ops, resume...))
 }
@@ -214,7 +215,7 @@ func (g *gates) endPause(ctx context.Context, w workloadView, ops []policy.JSONO
 	if err := writeMeta(ctx, w, ops, "end the pause period of"); err != nil {
 		return err
 	}
-	g.forgetPause(w.key)
+	g.forgetPause(w.Key)
 	return nil
 }
 
@@ -229,7 +230,7 @@ func (g *gates) resumes(w workloadView) bool {
 // annotation) when its pause ends, as stakater's own timer would have had it not been lost with
 // stakater's process. A Deployment paused by someone else carries no paused-at and is left alone.
 func (g *gates) resumeStakater(w workloadView) []policy.JSONOp {
-	d, ok := w.obj.(*appsv1.Deployment)
+	d, ok := w.Obj.(*appsv1.Deployment)
 	if !ok || !d.Spec.Paused || d.Annotations[g.annotations.PausedAt] == "" {
 		return nil
 	}
@@ -240,8 +241,8 @@ func (g *gates) resumeStakater(w workloadView) []policy.JSONOp {
 // reload's time and the end of a pause. An Argo restart's ops have just created the annotations
 // map if there was none.
 func (g *gates) ops(w workloadView, gate policy.Gate, v policy.Verdict) []policy.JSONOp {
-	meta := w.meta.GetAnnotations()
-	if meta == nil && w.target.RestartAt {
+	meta := w.Meta.GetAnnotations()
+	if meta == nil && w.Target.RestartAt {
 		meta = map[string]string{}
 	}
 	switch v.Action {
@@ -277,8 +278,8 @@ func (g *gates) report() {
 func (g *gates) forgetGone(kinds map[string]*workloadKind) {
 	live := map[string]bool{}
 	for _, kind := range kinds {
-		for _, obj := range kind.informer.GetStore().List() { // names only: nothing to decode
-			k := objectKey(kind.name, obj)
+		for _, obj := range kind.Informer.GetStore().List() { // names only: nothing to decode
+			k := objectKey(kind.Name, obj)
 			live[g.names.pending(k)], live[g.names.pause(k)] = true, true
 		}
 	}
@@ -292,19 +293,19 @@ func (g *gates) forgetGone(kinds map[string]*workloadKind) {
 // writeMeta applies a patch of the workload's metadata only, through the kind's writeMeta: it
 // restarts nothing, and runs or recreates no Job.
 func writeMeta(ctx context.Context, w workloadView, ops []policy.JSONOp, doing string) error {
-	_, err := send(ctx, w, ops, w.kind.writeMeta)
-	if errors.Is(err, errStale) {
-		return errStale
+	_, err := workload.Send(ctx, w, ops, w.Kind.WriteMeta)
+	if errors.Is(err, workload.ErrStale) {
+		return workload.ErrStale
 	}
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", doing, w.key, err)
+		return fmt.Errorf("%s %s: %w", doing, w.Key, err)
 	}
 	return nil
 }
 
 // rvGuard makes a patch apply only to the version of the workload it was computed from.
 func rvGuard(w workloadView) policy.JSONOp {
-	return policy.JSONOp{Op: "test", Path: "/metadata/resourceVersion", Value: w.meta.GetResourceVersion()}
+	return policy.JSONOp{Op: "test", Path: "/metadata/resourceVersion", Value: w.Meta.GetResourceVersion()}
 }
 
 // deferrals holds one timer per workload whose reload waits.
@@ -383,7 +384,7 @@ func (d *deferrals) heldFor(ns, reason string) []key {
 	defer d.mu.Unlock()
 	var out []key
 	for k, h := range d.held {
-		if k.namespace == ns && h.reason == reason {
+		if k.Namespace == ns && h.reason == reason {
 			out = append(out, k)
 		}
 	}

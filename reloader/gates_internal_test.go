@@ -16,6 +16,7 @@ import (
 	"github.com/reloader/reloader/internal/dev/clocktest"
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/internal/report"
 	"github.com/reloader/reloader/state"
 )
 
@@ -34,14 +35,14 @@ func newGatesFixture(store *state.Store) *gatesFixture {
 	log := slog.New(slog.DiscardHandler)
 	enqueue := func(k key) { f.queued <- k }
 	f.g = &gates{annotations: policy.DefaultAnnotations(), clock: f.clock, store: store.Kind(pendingPrefix, pausePrefix), names: entryKeys{single: true},
-		reports: newReporter(f.events, log), log: log, gauge: metrics.New("test").Deferred, enqueue: enqueue,
+		reports: report.New(f.events, log), log: log, gauge: metrics.New("test").Deferred, enqueue: enqueue,
 		deferrals: newDeferrals(f.clock, enqueue)}
 	return f
 }
 
 func gatedView(annotations map[string]string) workloadView {
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "u1", ResourceVersion: "7", Annotations: annotations}}
-	return workloadView{key: key{"Deployment", "ns", "web"}, kind: &workloadKind{name: "Deployment"}, obj: d, meta: d, tmpl: &d.Spec.Template}
+	return workloadView{Key: key{Kind: "Deployment", Namespace: "ns", Name: "web"}, Kind: &workloadKind{Name: "Deployment"}, Obj: d, Meta: d, Tmpl: &d.Spec.Template}
 }
 
 func (f *gatesFixture) drainEvents() []string {
@@ -75,7 +76,7 @@ func TestAHeldReloadIsSaidOnceRememberedAndReleased(t *testing.T) {
 	if ev := f.drainEvents(); len(ev) != 1 || !strings.Contains(ev[0], "ReloadDeferred") || !strings.Contains(ev[0], "until 2026-11-26T12:30:00Z") {
 		t.Fatalf("events %q, want one ReloadDeferred until 12:30", ev)
 	}
-	if _, pending := store.Kind(pendingPrefix).Value(f.g.names.pending(w.key)); !pending {
+	if _, pending := store.Kind(pendingPrefix).Value(f.g.names.pending(w.Key)); !pending {
 		t.Fatal("no pending entry for the held reload")
 	}
 	if got := testutil.ToFloat64(f.g.gauge.WithLabelValues(policy.ReasonMinInterval)); got != 1 {
@@ -108,14 +109,14 @@ func TestAHeldReloadIsSaidOnceRememberedAndReleased(t *testing.T) {
 	f.clock.Advance(30 * time.Minute)
 	select {
 	case k := <-f.queued:
-		if k != w.key {
-			t.Fatalf("queued %v when the interval ended, want %v", k, w.key)
+		if k != w.Key {
+			t.Fatalf("queued %v when the interval ended, want %v", k, w.Key)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("nothing queued when the interval ended")
 	}
 	f.g.release(w)
-	if _, pending := store.Kind(pendingPrefix).Value(f.g.names.pending(w.key)); pending {
+	if _, pending := store.Kind(pendingPrefix).Value(f.g.names.pending(w.Key)); pending {
 		t.Fatal("the pending entry outlived the release")
 	}
 	if got := testutil.ToFloat64(f.g.gauge.WithLabelValues(policy.ReasonMinInterval)); got != 0 {

@@ -15,6 +15,7 @@ import (
 	"github.com/reloader/reloader/confighash"
 	"github.com/reloader/reloader/internal/kube"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/jobs"
 	"github.com/reloader/reloader/state"
 )
 
@@ -38,13 +39,9 @@ func (c *Controller) buildInformers() error {
 	if c.opts.Webhook.URL == "" { // --webhook-url reloads nothing, so it watches no workload
 		c.caches.kinds = selectKinds(c.opts, c.clients, c.records.transform, c.opts.HashKey.noteKey)
 		if k := c.caches.kinds["Job"]; k != nil {
-			notes := func(ctx context.Context) (*corev1.ConfigMap, error) {
-				return c.clients.ConfigMaps(c.opts.StateNamespace).Get(ctx, c.state.ShardName(0), metav1.GetOptions{})
-			}
-			c.jobs = &jobRuns{jobs: func(ns string) jobClient { return c.clients.Jobs(ns) }, notes: notes, writeOther: c.state.WriteOther, reports: c.reports,
-				metrics: c.metrics, log: c.log, enqueue: c.queue.Add, markers: c.planner.currentMarkers, invalid: c.planner.jobInvalid,
-				cached: k.cached, key: c.opts.HashKey.noteKey, inScope: c.opts.inScope}
-			c.jobs.wire(k)
+			c.jobs = jobs.NewRuns(jobs.Deps{API: jobsAPI{c.clients}, Notes: jobNotes{c}, Key: c.opts.HashKey.noteKey, Scope: c.opts,
+				Planner: c.planner, Queue: c.queue, Cache: k, Reports: c.reports, Metrics: c.metrics, Log: c.log})
+			c.jobs.Wire(k)
 		}
 	}
 	e := &events{enqueue: c.queue.Add, backlog: c.backlog, coalescer: c.coalescer, clock: c.opts.Clock,
@@ -61,7 +58,7 @@ func (c *Controller) buildInformers() error {
 		}
 	}
 	for _, k := range c.caches.kinds {
-		all[k.name+"s"] = k.informer
+		all[k.Name+"s"] = k.Informer
 		if err := e.watchWorkloads(k); err != nil {
 			return err
 		}
@@ -166,8 +163,23 @@ func decisive(annotations []string, old, obj metav1.Object) bool {
 	return false
 }
 
-func configKey(r policy.ConfigRef, ns string) key { return key{r.Kind, ns, r.Name} }
-
 // patternKey indexes the workloads whose reload annotations hold a pattern for configs of this
 // kind in this namespace: no config has an empty name.
-func patternKey(kind, ns string) key { return key{kind, ns, ""} }
+func patternKey(kind, ns string) key { return key{Kind: kind, Namespace: ns} }
+
+// jobsAPI serves reloader/jobs the Jobs of a namespace.
+type jobsAPI struct{ clients *kube.Clients }
+
+func (a jobsAPI) Jobs(ns string) jobs.Client { return a.clients.Jobs(ns) }
+
+// jobNotes serves reloader/jobs the first state ConfigMap, where Job recreations are written
+// down: read from the API server, and written through the store.
+type jobNotes struct{ c *Controller }
+
+func (n jobNotes) Notes(ctx context.Context) (*corev1.ConfigMap, error) {
+	return n.c.clients.ConfigMaps(n.c.opts.StateNamespace).Get(ctx, n.c.state.ShardName(0), metav1.GetOptions{})
+}
+
+func (n jobNotes) WriteOther(ctx context.Context, key string, value *string) error {
+	return n.c.state.WriteOther(ctx, key, value)
+}

@@ -5,10 +5,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
 
@@ -31,19 +29,6 @@ type rule struct {
 	stakater *atomic.Bool
 	// rehearsed, with --dry-run, is a workload as the patches reported would have left it.
 	rehearsed func(kind *workloadKind, obj any) any
-}
-
-// workloadView is a cached workload read once: its metadata, template, annotations policy and
-// the configs its pod spec uses.
-type workloadView struct {
-	key    key
-	kind   *workloadKind
-	obj    any
-	meta   metav1.Object
-	tmpl   *corev1.PodTemplateSpec
-	policy policy.Policy
-	uses   map[policy.ConfigRef]policy.Use
-	target policy.Target
 }
 
 // judgement is what the rule says of one workload and one config (policy.Judgement): the value
@@ -77,7 +62,7 @@ func judgementOf(pj policy.Judgement) judgement {
 // view is the workload read once, if its namespace is in the selection.
 func (ru *rule) view(kind *workloadKind, obj any) (workloadView, bool) {
 	w, ok := ru.viewInAnyNamespace(kind, obj)
-	if !ok || !ru.caches.allowed(w.key.namespace) {
+	if !ok || !ru.caches.allowed(w.Key.Namespace) {
 		return workloadView{}, false
 	}
 	return w, true
@@ -89,21 +74,21 @@ func (ru *rule) viewInAnyNamespace(kind *workloadKind, obj any) (workloadView, b
 	if ru.rehearsed != nil {
 		obj = ru.rehearsed(kind, obj) // dryrun.go: as the dry run's reported patches left it
 	}
-	meta, tmpl := kind.template(obj)
+	meta, tmpl := kind.Template(obj)
 	if tmpl == nil {
 		return workloadView{}, false
 	}
 	return workloadView{
-		key:    key{kind.name, meta.GetNamespace(), meta.GetName()},
-		kind:   kind,
-		obj:    obj,
-		meta:   meta,
-		tmpl:   tmpl,
-		policy: ru.annotations.Of(meta.GetAnnotations(), tmpl.Annotations),
-		uses:   policy.UsesOf(&tmpl.Spec),
-		target: policy.Target{
+		Key:    key{Kind: kind.Name, Namespace: meta.GetNamespace(), Name: meta.GetName()},
+		Kind:   kind,
+		Obj:    obj,
+		Meta:   meta,
+		Tmpl:   tmpl,
+		Policy: ru.annotations.Of(meta.GetAnnotations(), tmpl.Annotations),
+		Uses:   policy.UsesOf(&tmpl.Spec),
+		Target: policy.Target{
 			Strategy:  ru.strategy,
-			RestartAt: kind.canRestartAt && ru.annotations.RestartsAt(meta.GetAnnotations()),
+			RestartAt: kind.CanRestartAt && ru.annotations.RestartsAt(meta.GetAnnotations()),
 		},
 	}, true
 }
@@ -118,33 +103,33 @@ func (ru *rule) judge(w workloadView, r policy.ConfigRef, rec *configRecord) (j 
 // pairFacts gathers, read only, what policy.Judge weighs of workload w and config r: what the
 // workload carries, what the config is, and what the state and the reloader's parts remember.
 func (ru *rule) pairFacts(w workloadView, r policy.ConfigRef, rec *configRecord) policy.PairFacts {
-	ann := w.meta.GetAnnotations()
+	ann := w.Meta.GetAnnotations()
 	want, keys, triggers := ru.wanted(w, r, rec)
-	runs, read, known := ru.restarts.runs(w.key, r)
-	held, staleHold := ru.tracker.held(w.key, r, want)
-	stakaterValue, stakaterSet := policy.EnvValue(w.tmpl, policy.StakaterVar(r))
-	e, inState := ru.store.Get(ru.names.config(configKey(r, w.key.namespace)))
+	runs, read, known := ru.restarts.runs(w.Key, r)
+	held, staleHold := ru.tracker.held(w.Key, r, want)
+	stakaterValue, stakaterSet := policy.EnvValue(w.Tmpl, policy.StakaterVar(r))
+	e, inState := ru.store.Get(ru.names.config(workload.ConfigKey(r, w.Key.Namespace)))
 	f := policy.PairFacts{
 		Ref:                 r,
 		Triggers:            triggers,
 		Exists:              rec != nil,
 		Want:                want,
 		Keys:                keys,
-		Marker:              w.target.MarkerOf(ann, w.tmpl, r, want),
-		MarkedUnderOtherKey: policy.MarkedUnderOtherKey(ann, w.tmpl, r, want),
+		Marker:              w.Target.MarkerOf(ann, w.Tmpl, r, want),
+		MarkedUnderOtherKey: policy.MarkedUnderOtherKey(ann, w.Tmpl, r, want),
 		Held:                held,
 		StaleHold:           staleHold,
-		Unseen:              ru.restarts.unseen(w.key, r),
+		Unseen:              ru.restarts.unseen(w.Key, r),
 		RollbackRan:         ru.tracker.rollbackRan(w, r, heldAs(want.Value)),
 		Runs:                policy.RestartRuns{Value: runs, Keys: read, Known: known},
-		Awaiting:            ru.restarts.awaiting(w.key, r),
-		Waits:               policy.Waits(&w.tmpl.Spec, r),
-		RanSince:            ru.strips.ranSince(w.key, r),
+		Awaiting:            ru.restarts.awaiting(w.Key, r),
+		Waits:               policy.Waits(&w.Tmpl.Spec, r),
+		RanSince:            ru.strips.ranSince(w.Key, r),
 		State:               policy.Recorded{Known: inState, Deleted: e.Deleted, Hash: e.Hash, Since: e.Since},
 		Stakater:            policy.StakaterFacts{Comparing: ru.stakater.Load(), Set: stakaterSet, Value: stakaterValue},
 		ReloadOnCreate:      ru.reloadOnCreate,
 		ReloadOnDelete:      ru.reloadOnDelete,
-		Created:             w.meta.GetCreationTimestamp().Time,
+		Created:             w.Meta.GetCreationTimestamp().Time,
 	}
 	if rec != nil {
 		ru.configFacts(&f, w, rec)
@@ -159,9 +144,9 @@ func (ru *rule) configFacts(f *policy.PairFacts, w workloadView, rec *configReco
 	f.Invalid = rec.Invalid() != ""
 	f.Whole = ru.records.content(rec, nil)
 	f.NoneOfKeys = f.Keys != nil && holdsNoneOf(rec)(f.Keys)
-	f.Collaborne = policy.CollaborneMarker(w.tmpl, f.Ref, rec.Collaborne.String())
-	f.Strip = ru.strips.marker(w.key, f.Ref, f.Want.Value)
-	f.KeyStates = ru.keyStates(configKey(f.Ref, w.key.namespace), rec, f.Keys)
+	f.Collaborne = policy.CollaborneMarker(w.Tmpl, f.Ref, rec.Collaborne.String())
+	f.Strip = ru.strips.marker(w.Key, f.Ref, f.Want.Value)
+	f.KeyStates = ru.keyStates(workload.ConfigKey(f.Ref, w.Key.Namespace), rec, f.Keys)
 	f.Stakater.Hash = rec.Stakater.String()
 	f.Stakater.Others = ru.stakaterOthers(w, f.Ref)
 }
@@ -169,8 +154,8 @@ func (ru *rule) configFacts(f *policy.PairFacts, w workloadView, rec *configReco
 // reloadsOn lists, once each, the configs workload w may reload on: those its pod spec uses or
 // its annotations name, then those its patterns match.
 func (ru *rule) reloadsOn(w workloadView) []policy.ConfigRef {
-	refs := w.policy.Candidates(w.uses)
-	for _, r := range ru.caches.matchedByPattern(w.policy, w.key.namespace) {
+	refs := w.Policy.Candidates(w.Uses)
+	for _, r := range ru.caches.matchedByPattern(w.Policy, w.Key.Namespace) {
 		if !slices.Contains(refs, r) {
 			refs = append(refs, r)
 		}
@@ -181,7 +166,7 @@ func (ru *rule) reloadsOn(w workloadView) []policy.ConfigRef {
 // wantedExisting is wanted for a config that exists, with its record; ok is false when it does
 // not exist or w does not reload on it.
 func (ru *rule) wantedExisting(w workloadView, r policy.ConfigRef) (rec *configRecord, want policy.Content, keys []string, ok bool) {
-	if rec = ru.caches.lookup(configKey(r, w.key.namespace)); rec == nil {
+	if rec = ru.caches.lookup(workload.ConfigKey(r, w.Key.Namespace)); rec == nil {
 		return nil, want, nil, false
 	}
 	want, keys, ok = ru.wanted(w, r, rec)
@@ -192,16 +177,16 @@ func (ru *rule) wantedExisting(w workloadView, r policy.ConfigRef) (rec *configR
 // not exist) and the keys it reads (nil: all); triggers is false when w does not reload on r.
 func (ru *rule) wanted(w workloadView, r policy.ConfigRef, rec *configRecord) (want policy.Content, keys []string, triggers bool) {
 	matched := rec != nil && ru.annotations.Matches(rec.Annotations())
-	triggers, keys = w.policy.Triggers(r, w.uses[r], matched)
+	triggers, keys = w.Policy.Triggers(r, w.Uses[r], matched)
 	switch {
 	case !triggers:
 		return want, nil, false
 	case rec == nil:
 		return want, keys, true // no content to read
 	}
-	u := w.uses[r]
+	u := w.Uses[r]
 	want = ru.records.content(rec, keys)
-	e, known := ru.store.Get(ru.names.config(configKey(r, w.key.namespace)))
+	e, known := ru.store.Get(ru.names.config(workload.ConfigKey(r, w.Key.Namespace)))
 	want.Undecided = policy.UndecidedOf(keys, u, policy.Recorded{Known: known, Deleted: e.Deleted, Hash: e.Hash},
 		func() policy.Content { return ru.records.content(rec, u.Keys) })
 	return want, keys, true
@@ -224,7 +209,7 @@ func (ru *rule) keyStates(c key, rec *configRecord, keys []string) func() []poli
 // readByOthers is what pods that another actor's change of w started read of config r (nil:
 // nothing to note), as policy.ReadByOthers says.
 func (ru *rule) readByOthers(w workloadView, r policy.ConfigRef) *read {
-	f := ru.pairFacts(w, r, ru.caches.lookup(configKey(r, w.key.namespace)))
+	f := ru.pairFacts(w, r, ru.caches.lookup(workload.ConfigKey(r, w.Key.Namespace)))
 	switch policy.ReadByOthers(f) {
 	case policy.ReadAbsent:
 		return &read{keys: f.Keys, absent: true}
@@ -243,7 +228,7 @@ func (ru *rule) readByOthers(w workloadView, r policy.ConfigRef) *read {
 // cachedVersion gives a config's version in the cache now, with the content a read takes of it.
 func (ru *rule) cachedVersion(namespace string) func(policy.ConfigRef, *read) (version, bool) {
 	return func(r policy.ConfigRef, rd *read) (version, bool) {
-		rec := ru.caches.lookup(configKey(r, namespace))
+		rec := ru.caches.lookup(workload.ConfigKey(r, namespace))
 		if rec == nil {
 			return version{}, false
 		}
@@ -262,8 +247,8 @@ func (ru *rule) created(k key) []time.Time {
 	for _, kind := range ru.caches.kinds {
 		for _, o := range ru.caches.indexed(kind, k) {
 			if w, ok := ru.view(kind, o); ok {
-				if _, triggers := ru.judge(w, policy.ConfigRef{Kind: k.kind, Name: k.name}, nil); triggers {
-					out = append(out, w.meta.GetCreationTimestamp().Time)
+				if _, triggers := ru.judge(w, policy.ConfigRef{Kind: k.Kind, Name: k.Name}, nil); triggers {
+					out = append(out, w.Meta.GetCreationTimestamp().Time)
 				}
 			}
 		}
@@ -286,8 +271,8 @@ func (ru *rule) judgeAll(k key, rec *configRecord, keep func(j judgement, trigge
 			if !ok {
 				continue
 			}
-			if j, triggers := ru.judge(w, policy.ConfigRef{Kind: k.kind, Name: k.name}, rec); keep(j, triggers) {
-				out = append(out, dependent{workload: w.key, judgement: j})
+			if j, triggers := ru.judge(w, policy.ConfigRef{Kind: k.Kind, Name: k.Name}, rec); keep(j, triggers) {
+				out = append(out, dependent{workload: w.Key, judgement: j})
 			}
 		}
 	}

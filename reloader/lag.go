@@ -8,7 +8,7 @@ package reloader
 // cache's: a second replica acting at once (leader election off by mistake), or a leader's
 // last patch seen by its successor. Patching it "back" to the cached content would restart the
 // workload twice. Before such a patch, the config is read live; when it is newer than the
-// cache, the patch waits for the informer (errStale, retried soon), which then judges it again.
+// cache, the patch waits for the informer (workload.ErrStale, retried soon), which then judges it again.
 //
 // The read is rare: it needs a stale marker that is not the content the state records, on a
 // workload written after the config. A marker an old manifest put back passes the same check,
@@ -23,6 +23,7 @@ import (
 
 	"github.com/reloader/reloader/internal/kube"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
 
@@ -36,21 +37,21 @@ type lagCheck struct {
 	live func(ctx context.Context, r policy.ConfigRef, namespace string) (string, error)
 }
 
-// confirm returns errStale when a change of w may come from a config cache behind w.
+// confirm returns workload.ErrStale when a change of w may come from a config cache behind w.
 func (l *lagCheck) confirm(ctx context.Context, w workloadView, changes []policy.Change) error {
 	for _, ch := range changes {
-		rec := l.lookup(configKey(ch.Ref, w.key.namespace))
+		rec := l.lookup(workload.ConfigKey(ch.Ref, w.Key.Namespace))
 		if rec == nil || !l.markerUnseen(w, ch, rec) {
 			continue
 		}
-		rv, err := l.live(ctx, ch.Ref, w.key.namespace)
+		rv, err := l.live(ctx, ch.Ref, w.Key.Namespace)
 		switch {
 		case apierrors.IsForbidden(err):
 			return nil // no get permission (a hand-made Role): judge by the cache, as before
 		case err != nil:
-			return fmt.Errorf("read %s %s/%s to confirm the cache before patching %s: %w", ch.Ref.Kind, w.key.namespace, ch.Ref.Name, w.key, err)
+			return fmt.Errorf("read %s %s/%s to confirm the cache before patching %s: %w", ch.Ref.Kind, w.Key.Namespace, ch.Ref.Name, w.Key, err)
 		case rv != rec.ResourceVersion():
-			return errStale
+			return workload.ErrStale
 		}
 	}
 	return nil
@@ -59,15 +60,15 @@ func (l *lagCheck) confirm(ctx context.Context, w workloadView, changes []policy
 // markerUnseen reports whether w, written after the cached version of the config, carries a
 // marker for it that is neither the wanted content nor the content the state records.
 func (l *lagCheck) markerUnseen(w workloadView, ch policy.Change, rec *configRecord) bool {
-	if !writtenBefore(rec.ResourceVersion(), w.meta.GetResourceVersion()) {
+	if !writtenBefore(rec.ResourceVersion(), w.Meta.GetResourceVersion()) {
 		return false
 	}
-	meta := w.meta.GetAnnotations()
-	if w.target.MarkerOf(meta, w.tmpl, ch.Ref, policy.Content{Value: ch.Value}) != policy.Stale {
+	meta := w.Meta.GetAnnotations()
+	if w.Target.MarkerOf(meta, w.Tmpl, ch.Ref, policy.Content{Value: ch.Value}) != policy.Stale {
 		return false // no marker: the state asked for the change
 	}
-	e, known := l.store.Get(l.names.config(configKey(ch.Ref, w.key.namespace)))
-	return !known || e.Hash == "" || w.target.MarkerOf(meta, w.tmpl, ch.Ref, policy.Content{Value: e.Hash}) != policy.Current
+	e, known := l.store.Get(l.names.config(workload.ConfigKey(ch.Ref, w.Key.Namespace)))
+	return !known || e.Hash == "" || w.Target.MarkerOf(meta, w.Tmpl, ch.Ref, policy.Content{Value: e.Hash}) != policy.Current
 }
 
 // liveVersion is lagCheck.live through clients.

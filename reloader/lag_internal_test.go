@@ -16,6 +16,7 @@ import (
 
 	"github.com/reloader/reloader/confighash"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/workload"
 )
 
 // When a reload's change must be confirmed with a live read of its config, and what the read
@@ -41,8 +42,8 @@ func TestALiveReadConfirmsOnlyAMarkerTheCacheCannotExplain(t *testing.T) {
 		{name: "no marker: the state asked for the change", workloadRV: "12", liveRV: "11"},
 		{name: "a marker of the content the state records", workloadRV: "12", marker: b, recorded: b, liveRV: "11"},
 		{name: "the live config is the cached one", workloadRV: "12", marker: b, recorded: c, liveRV: "10", reads: 1},
-		{name: "the live config is newer than the cache", workloadRV: "12", marker: b, recorded: c, liveRV: "11", reads: 1, want: errStale},
-		{name: "the live config is gone", workloadRV: "12", marker: b, liveRV: "", reads: 1, want: errStale},
+		{name: "the live config is newer than the cache", workloadRV: "12", marker: b, recorded: c, liveRV: "11", reads: 1, want: workload.ErrStale},
+		{name: "the live config is gone", workloadRV: "12", marker: b, liveRV: "", reads: 1, want: workload.ErrStale},
 		{name: "no permission to read it: the cache decides", workloadRV: "12", marker: b, liveErr: forbidden, reads: 1},
 		{name: "the read fails", workloadRV: "12", marker: b, liveErr: errors.New("connection refused"), reads: 1, want: errors.New("connection refused")},
 	} {
@@ -50,7 +51,7 @@ func TestALiveReadConfirmsOnlyAMarkerTheCacheCannotExplain(t *testing.T) {
 			store := newStore(nil, "ns", "reloader-state", slog.New(slog.DiscardHandler))
 			names := entryKeys{single: true}
 			if tc.recorded != "" {
-				store.Configs().Set(names.config(key{policy.KindConfigMap, "ns", "app"}), tc.recorded)
+				store.Configs().Set(names.config(key{Kind: policy.KindConfigMap, Namespace: "ns", Name: "app"}), tc.recorded)
 			}
 			reads := 0
 			l := &lagCheck{store: store.Configs(), names: names,
@@ -85,6 +86,6 @@ func markedView(rv, marker string) workloadView {
 		c.Env = []corev1.EnvVar{{Name: policy.EnvVarName(appRef), Value: marker}}
 	}
 	d.Spec.Template.Spec.Containers = []corev1.Container{c}
-	return workloadView{key: key{"Deployment", "ns", "web"}, kind: &workloadKind{name: "Deployment"}, obj: d, meta: d,
-		tmpl: &d.Spec.Template, target: policy.Target{Strategy: policy.StrategyEnvVars}}
+	return workloadView{Key: key{Kind: "Deployment", Namespace: "ns", Name: "web"}, Kind: &workloadKind{Name: "Deployment"}, Obj: d, Meta: d,
+		Tmpl: &d.Spec.Template, Target: policy.Target{Strategy: policy.StrategyEnvVars}}
 }

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
 
@@ -29,32 +30,32 @@ type notes struct {
 func (n *notes) stripped(k *workloadKind, old, obj any) {
 	ov, ok := n.rule.view(k, old)
 	nv, ok2 := n.rule.view(k, obj)
-	if !ok || !ok2 || nv.target.RestartAt {
+	if !ok || !ok2 || nv.Target.RestartAt {
 		return // a Rollout's restartAt markers live on its metadata: dropping them restarts nothing
 	}
 	// A rollback of ours puts back pods from before its reload, which did not take the content
 	// its marker said: what they run was noted before it was sent (tracker.finish).
-	rollback := rolledBackBy(ov.meta.GetAnnotations(), nv.meta.GetAnnotations())
+	rollback := rolledBackBy(ov.Meta.GetAnnotations(), nv.Meta.GetAnnotations())
 	// A spec change that leaves the template alone (a pause, minReadySeconds) restarts no pod:
 	// what was noted of them stands (soak seed 1795773593018830783@5: the note that pods run a
 	// config's reappearance, whatever their marker says, was dropped).
-	restarted := wholeTemplateHash(ov.tmpl) != wholeTemplateHash(nv.tmpl)
+	restarted := wholeTemplateHash(ov.Tmpl) != wholeTemplateHash(nv.Tmpl)
 	for _, r := range n.rule.reloadsOn(nv) {
 		rec, want, keys, ok := n.rule.wantedExisting(nv, r)
 		if !ok {
 			continue
 		}
-		before := ov.target.MarkerOf(ov.meta.GetAnnotations(), ov.tmpl, r, want)
-		after := nv.target.MarkerOf(nv.meta.GetAnnotations(), nv.tmpl, r, want)
+		before := ov.Target.MarkerOf(ov.Meta.GetAnnotations(), ov.Tmpl, r, want)
+		after := nv.Target.MarkerOf(nv.Meta.GetAnnotations(), nv.Tmpl, r, want)
 		switch {
 		case after != policy.NoMarker && (restarted || before == policy.NoMarker):
-			n.strips.forget(nv.key, r)
+			n.strips.forget(nv.Key, r)
 		case after != policy.NoMarker: // the same pods, the same marker
 		case rollback:
-		case before == policy.Current && writtenBefore(rec.ResourceVersion(), nv.meta.GetResourceVersion()):
-			n.strip(nv.key, r, rec, want.Value, keys)
+		case before == policy.Current && writtenBefore(rec.ResourceVersion(), nv.Meta.GetResourceVersion()):
+			n.strip(nv.Key, r, rec, want.Value, keys)
 		case before != policy.NoMarker:
-			n.strips.forget(nv.key, r) // stripped while behind: the state decides
+			n.strips.forget(nv.Key, r) // stripped while behind: the state decides
 		}
 	}
 }
@@ -76,7 +77,7 @@ func rolledBackBy(before, after map[string]string) bool {
 // relist, whose resourceVersion may be later than its creation) is trusted.
 func (n *notes) created(k *workloadKind, obj any) {
 	v, ok := n.rule.view(k, obj)
-	if !ok || v.target.RestartAt || !justCreated(obj) {
+	if !ok || v.Target.RestartAt || !justCreated(obj) {
 		return
 	}
 	refs := n.rule.reloadsOn(v)
@@ -89,7 +90,7 @@ func (n *notes) created(k *workloadKind, obj any) {
 	// later must not restart it for the content it ran from its start (checker seed 1050@8). Noted
 	// as auto mode reads them; a later mode that reads them otherwise finds the note stale and
 	// reloads, as the state would (a note is kept only while the state is behind).
-	for r, u := range v.uses {
+	for r, u := range v.Uses {
 		if slices.Contains(refs, r) || !u.Whole && len(u.Keys) == 0 {
 			continue
 		}
@@ -97,7 +98,7 @@ func (n *notes) created(k *workloadKind, obj any) {
 		if !u.Whole {
 			keys = u.Keys
 		}
-		if rec := n.rule.caches.lookup(configKey(r, v.key.namespace)); rec != nil {
+		if rec := n.rule.caches.lookup(workload.ConfigKey(r, v.Key.Namespace)); rec != nil {
 			n.runs(v, r, rec, n.records.content(rec, keys), keys)
 		}
 	}
@@ -106,8 +107,8 @@ func (n *notes) created(k *workloadKind, obj any) {
 // runs notes that workload v, without a marker for r, runs want: the content of rec, which was
 // written before v's version of it was.
 func (n *notes) runs(v workloadView, r policy.ConfigRef, rec *configRecord, want policy.Content, keys []string) {
-	if writtenBefore(rec.ResourceVersion(), v.meta.GetResourceVersion()) && v.target.MarkerOf(v.meta.GetAnnotations(), v.tmpl, r, want) == policy.NoMarker {
-		n.strip(v.key, r, rec, want.Value, keys)
+	if writtenBefore(rec.ResourceVersion(), v.Meta.GetResourceVersion()) && v.Target.MarkerOf(v.Meta.GetAnnotations(), v.Tmpl, r, want) == policy.NoMarker {
+		n.strip(v.Key, r, rec, want.Value, keys)
 	}
 }
 
@@ -116,7 +117,7 @@ func (n *notes) runs(v workloadView, r policy.ConfigRef, rec *configRecord, want
 // entry holds the content it says the same, and later changes are best judged by it (one made
 // while the config was ignored, for one, restarts nothing once the ignore is lifted).
 func (n *notes) strip(w key, r policy.ConfigRef, rec *configRecord, value string, keys []string) {
-	e, known := n.store.Get(n.names.config(configKey(r, w.namespace)))
+	e, known := n.store.Get(n.names.config(workload.ConfigKey(r, w.Namespace)))
 	if known && !e.Deleted && n.records.content(rec, nil).Match(e.Hash) != policy.Differs {
 		n.strips.forget(w, r)
 		return
@@ -141,7 +142,7 @@ func (n *notes) configChanged(k key, rec *configRecord) {
 func (n *notes) restartedByOthers(k *workloadKind, old, obj any) {
 	ov, ok := n.rule.view(k, old)
 	nv, ok2 := n.rule.view(k, obj)
-	if !ok || !ok2 || !rolls(obj) || k.paused != nil && k.paused(obj) || wholeTemplateHash(ov.tmpl) == wholeTemplateHash(nv.tmpl) {
+	if !ok || !ok2 || !workload.Rolls(obj) || k.Paused != nil && k.Paused(obj) || wholeTemplateHash(ov.Tmpl) == wholeTemplateHash(nv.Tmpl) {
 		return
 	}
 	if n.setsMarkers(ov, nv) {
@@ -156,8 +157,8 @@ func (n *notes) restartedByOthers(k *workloadKind, old, obj any) {
 func (n *notes) setsMarkers(ov, nv workloadView) bool {
 	moved := false
 	for _, r := range n.rule.reloadsOn(nv) {
-		before := policy.MarkerCopies(ov.meta.GetAnnotations(), ov.tmpl, r)
-		after := policy.MarkerCopies(nv.meta.GetAnnotations(), nv.tmpl, r)
+		before := policy.MarkerCopies(ov.Meta.GetAnnotations(), ov.Tmpl, r)
+		after := policy.MarkerCopies(nv.Meta.GetAnnotations(), nv.Tmpl, r)
 		for _, m := range after {
 			if !slices.Contains(before, m) {
 				return true
@@ -165,7 +166,7 @@ func (n *notes) setsMarkers(ov, nv workloadView) bool {
 		}
 		moved = moved || len(before) != len(after)
 	}
-	return moved && rolledBackBy(ov.meta.GetAnnotations(), nv.meta.GetAnnotations())
+	return moved && rolledBackBy(ov.Meta.GetAnnotations(), nv.Meta.GetAnnotations())
 }
 
 // resumed notes, for a workload whose rollouts were paused and no longer are (a pause period's
@@ -175,23 +176,23 @@ func (n *notes) setsMarkers(ov, nv workloadView) bool {
 // nothing: the pods run what they ran (checker seed 326@9: noted as waiting for a config absent
 // at an owner's resume, a workload was taken to run the content it came back with).
 func (n *notes) resumed(k *workloadKind, old, obj any) {
-	if k.paused == nil {
+	if k.Paused == nil {
 		return
 	}
-	w := objectKey(k.name, obj)
+	w := objectKey(k.Name, obj)
 	switch {
-	case !k.paused(old) && k.paused(obj):
-		if _, tmpl := k.template(old); tmpl != nil {
+	case !k.Paused(old) && k.Paused(obj):
+		if _, tmpl := k.Template(old); tmpl != nil {
 			n.pausedOn.Store(w, wholeTemplateHash(tmpl))
 		}
 		return
-	case !k.paused(old) || k.paused(obj):
+	case !k.Paused(old) || k.Paused(obj):
 		return
 	}
 	on, seen := n.pausedOn.LoadAndDelete(w)
 	ov, ok := n.rule.view(k, old)
 	nv, ok2 := n.rule.view(k, obj)
-	if !ok || !ok2 || n.marked(ov, nv) || seen && on == wholeTemplateHash(nv.tmpl) {
+	if !ok || !ok2 || n.marked(ov, nv) || seen && on == wholeTemplateHash(nv.Tmpl) {
 		return
 	}
 	n.podsRestarted(nv)
@@ -203,7 +204,7 @@ func (n *notes) workloadGone(w key) { n.pausedOn.Delete(w) }
 // marked reports whether a change of a workload changed a marker: a reload, a rollback or a strip.
 func (n *notes) marked(ov, nv workloadView) bool {
 	return slices.ContainsFunc(n.rule.reloadsOn(nv), func(r policy.ConfigRef) bool {
-		return !slices.Equal(policy.MarkerCopies(ov.meta.GetAnnotations(), ov.tmpl, r), policy.MarkerCopies(nv.meta.GetAnnotations(), nv.tmpl, r))
+		return !slices.Equal(policy.MarkerCopies(ov.Meta.GetAnnotations(), ov.Tmpl, r), policy.MarkerCopies(nv.Meta.GetAnnotations(), nv.Tmpl, r))
 	})
 }
 
@@ -229,7 +230,7 @@ func (n *notes) podsRestarted(nv workloadView) {
 			n.runs(nv, r, rec, want, keys)
 		}
 	}
-	n.restarts.byOthers(nv.key, nv.meta.GetResourceVersion(), reads, n.rule.cachedVersion(nv.key.namespace))
-	n.strips.runNothing(nv.key, unmarkedNone(nv, reads, nil))
-	n.strips.awaits(nv.key, waiting(reads))
+	n.restarts.byOthers(nv.Key, nv.Meta.GetResourceVersion(), reads, n.rule.cachedVersion(nv.Key.Namespace))
+	n.strips.runNothing(nv.Key, unmarkedNone(nv, reads, nil))
+	n.strips.awaits(nv.Key, waiting(reads))
 }

@@ -38,7 +38,7 @@ func TestSetsMarkersTellsOurReloadsAndRollbacksFromOthersChangesAndStrips(t *tes
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			n := &notes{rule: &rule{annotations: policy.DefaultAnnotations(), caches: &caches{}}}
-			kind := &workloadKind{name: "Deployment", template: func(obj any) (metav1.Object, *corev1.PodTemplateSpec) {
+			kind := &workloadKind{Name: "Deployment", Template: func(obj any) (metav1.Object, *corev1.PodTemplateSpec) {
 				d := obj.(*appsv1.Deployment)
 				return d, &d.Spec.Template
 			}}

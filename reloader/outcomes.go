@@ -10,6 +10,7 @@ import (
 	"github.com/reloader/reloader/alert"
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/workload"
 )
 
 // outcomes records how a reload's patch ended, in the metrics, Events, the log and alerts: the
@@ -25,11 +26,11 @@ type outcomes struct {
 // failed reports a failure once per workload and reason, counts it, and picks when to retry:
 // soon for a transient error, later for a refusal.
 func (o *outcomes) failed(w workloadView, reason, message string, err error) error {
-	o.metrics.CountReload(w.kind.name, metrics.ResultFailure, w.key.namespace)
-	o.reports.warn(w.obj, string(w.meta.GetUID()), reason, message)
-	err = fmt.Errorf("patch %s: %w", w.key, err)
-	if reason == "ReloadReverted" || refused(err) {
-		return retryLater{err: err}
+	o.metrics.CountReload(w.Kind.Name, metrics.ResultFailure, w.Key.Namespace)
+	o.reports.Warn(w.Obj, string(w.Meta.GetUID()), reason, message)
+	err = fmt.Errorf("patch %s: %w", w.Key, err)
+	if reason == "ReloadReverted" || workload.Refused(err) {
+		return workload.RetryLater{Err: err}
 	}
 	return err
 }
@@ -40,12 +41,12 @@ func (o *outcomes) reverted(w workloadView, out any, changes []policy.Change) bo
 	if out == nil {
 		return false
 	}
-	after, ok := o.view(w.kind, out)
+	after, ok := o.view(w.Kind, out)
 	if !ok {
 		return false
 	}
 	for _, ch := range changes {
-		m := after.target.Marker(after.meta.GetAnnotations(), after.tmpl, ch.Ref, ch.Value)
+		m := after.Target.Marker(after.Meta.GetAnnotations(), after.Tmpl, ch.Ref, ch.Value)
 		if m == policy.Stale || ch.Value != "" && m != policy.Current {
 			return true
 		}
@@ -58,20 +59,20 @@ func (o *outcomes) reverted(w workloadView, out any, changes []policy.Change) bo
 // whose update strategy is OnDelete restarts nothing on a template change; that is said, not
 // hidden.
 func (o *outcomes) reloaded(w workloadView, changes []policy.Change, what string, since time.Time, known bool) {
-	o.reports.clear(string(w.meta.GetUID()), "ReloadFailed", "ReloadReverted")
+	o.reports.Clear(string(w.Meta.GetUID()), "ReloadFailed", "ReloadReverted")
 	if known {
-		o.metrics.ObserveReload(w.kind.name, w.key.namespace, since)
+		o.metrics.ObserveReload(w.Kind.Name, w.Key.Namespace, since)
 	} else {
-		o.metrics.CountReload(w.kind.name, metrics.ResultSuccess, w.key.namespace)
+		o.metrics.CountReload(w.Kind.Name, metrics.ResultSuccess, w.Key.Namespace)
 	}
 	o.alert(w, changes)
-	o.reports.event(w.obj, corev1.EventTypeNormal, "Reloaded", "Reloaded for "+what)
-	o.log.Info("reloaded workload", "kind", w.kind.name, "namespace", w.key.namespace, "name", w.key.name, "configs", what)
-	if w.kind.onDelete(w.obj) {
-		o.metrics.OnDeleteSkipped.WithLabelValues(w.kind.name).Inc()
-		o.reports.event(w.obj, corev1.EventTypeWarning, "ReloadNeedsPodDeletion",
+	o.reports.Event(w.Obj, corev1.EventTypeNormal, "Reloaded", "Reloaded for "+what)
+	o.log.Info("reloaded workload", "kind", w.Kind.Name, "namespace", w.Key.Namespace, "name", w.Key.Name, "configs", what)
+	if w.Kind.OnDelete(w.Obj) {
+		o.metrics.OnDeleteSkipped.WithLabelValues(w.Kind.Name).Inc()
+		o.reports.Event(w.Obj, corev1.EventTypeWarning, "ReloadNeedsPodDeletion",
 			"The pod template was updated, but the OnDelete update strategy restarts no pod: delete the pods to load the new config")
-		o.log.Warn("template updated but OnDelete strategy restarts no pod", "kind", w.kind.name, "namespace", w.key.namespace, "name", w.key.name)
+		o.log.Warn("template updated but OnDelete strategy restarts no pod", "kind", w.Kind.Name, "namespace", w.Key.Namespace, "name", w.Key.Name)
 	}
 }
 
@@ -85,5 +86,5 @@ func (o *outcomes) alert(w workloadView, changes []policy.Change) {
 	for i, ch := range changes {
 		refs[i] = alert.ConfigRef{Kind: ch.Ref.Kind, Name: ch.Ref.Name}
 	}
-	o.alerts.Send(alert.ReloadMessage(refs, w.key.namespace, w.kind.name, w.key.name))
+	o.alerts.Send(alert.ReloadMessage(refs, w.Key.Namespace, w.Kind.Name, w.Key.Name))
 }

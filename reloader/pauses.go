@@ -23,9 +23,9 @@ import (
 // rememberPause keeps in the state the running pause of ours on Deployment w, from pausedAt to
 // end.
 func (g *gates) rememberPause(w workloadView, pausedAt, end time.Time) {
-	v := encodePause(end, pausedAt, string(w.meta.GetUID()))
-	if old, ok := g.store.Value(g.names.pause(w.key)); !ok || old != v {
-		g.store.SetValue(g.names.pause(w.key), v)
+	v := encodePause(end, pausedAt, string(w.Meta.GetUID()))
+	if old, ok := g.store.Value(g.names.pause(w.Key)); !ok || old != v {
+		g.store.SetValue(g.names.pause(w.Key), v)
 	}
 }
 
@@ -41,35 +41,35 @@ func (g *gates) forgetPause(k key) {
 // and rolloutStarts' ops, as settle ends it in the selection; until then its timer waits. It
 // ends nothing else, and starts nothing.
 func (g *gates) endRememberedPause(ctx context.Context, w workloadView, rolloutStarts func(workloadView) []policy.JSONOp) error {
-	pk := g.names.pause(w.key)
+	pk := g.names.pause(w.Key)
 	v, ok := g.store.Value(pk)
 	if !ok {
 		return nil
 	}
 	end, pausedAt, uid, err := decodePause(v)
 	gate := g.of(w)
-	if err != nil || uid != string(w.meta.GetUID()) || !gate.PausedAt.Equal(pausedAt) || len(g.resumeStakater(w)) == 0 {
+	if err != nil || uid != string(w.Meta.GetUID()) || !gate.PausedAt.Equal(pausedAt) || len(g.resumeStakater(w)) == 0 {
 		g.store.Delete(pk) // ended, or replaced, by someone else: no longer ours to end
-		if g.deferrals.release(w.key) {
+		if g.deferrals.release(w.Key) {
 			g.report()
 		}
 		return nil
 	}
 	if now := g.clock.Now(); now.Before(end) {
-		g.deferrals.hold(w.key, end, policy.ReasonPause)
+		g.deferrals.hold(w.Key, end, policy.ReasonPause)
 		g.report()
 		return nil
 	}
-	ops := append([]policy.JSONOp{rvGuard(w)}, g.annotations.EndPauseOps(w.meta.GetAnnotations())...)
+	ops := append([]policy.JSONOp{rvGuard(w)}, g.annotations.EndPauseOps(w.Meta.GetAnnotations())...)
 	ops = append(append(ops, rolloutStarts(w)...), g.resumeStakater(w)...)
 	if err := writeMeta(ctx, w, ops, "end the pause period of"); err != nil {
 		return err
 	}
 	g.store.Delete(pk)
-	if g.deferrals.release(w.key) {
+	if g.deferrals.release(w.Key) {
 		g.report()
 	}
-	g.log.Info("pause period ended outside the watched namespaces", "kind", w.kind.name, "namespace", w.key.namespace, "name", w.key.name)
+	g.log.Info("pause period ended outside the watched namespaces", "kind", w.Kind.Name, "namespace", w.Key.Namespace, "name", w.Key.Name)
 	return nil
 }
 

@@ -43,14 +43,14 @@ func TestOnlyAPauseTheStateAndTheDeploymentBothNameIsEndedOutsideTheSelection(t 
 				ann[f.g.annotations.PausedAt] = c.pausedAt
 			}
 			w := gatedView(ann)
-			w.obj.(*appsv1.Deployment).Spec.Paused = c.paused
+			w.Obj.(*appsv1.Deployment).Spec.Paused = c.paused
 			var sent []string
-			w.kind.writeMeta = func(_ context.Context, _, _ string, body []byte) (any, error) {
+			w.Kind.WriteMeta = func(_ context.Context, _, _ string, body []byte) (any, error) {
 				sent = append(sent, string(body))
-				return w.obj, nil
+				return w.Obj, nil
 			}
 			if c.entry != "" {
-				f.store.Kind(pausePrefix).SetValue(f.g.names.pause(w.key), c.entry)
+				f.store.Kind(pausePrefix).SetValue(f.g.names.pause(w.Key), c.entry)
 			}
 			f.clock.Advance(c.advance)
 			if err := f.g.endRememberedPause(context.Background(), w, func(workloadView) []policy.JSONOp { return nil }); err != nil {
@@ -59,10 +59,10 @@ func TestOnlyAPauseTheStateAndTheDeploymentBothNameIsEndedOutsideTheSelection(t 
 			if ended := len(sent) == 1 && strings.Contains(sent[0], `"path":"/spec/paused","value":false`); ended != c.ends || len(sent) > 1 {
 				t.Errorf("patches %q; want the pause ended: %t", sent, c.ends)
 			}
-			if _, kept := f.store.Kind(pausePrefix).Value(f.g.names.pause(w.key)); kept != c.kept {
+			if _, kept := f.store.Kind(pausePrefix).Value(f.g.names.pause(w.Key)); kept != c.kept {
 				t.Errorf("entry kept %t, want %t", kept, c.kept)
 			}
-			if held := f.g.deferrals.isHeld(w.key); held != c.heldUntilItsEnd {
+			if held := f.g.deferrals.isHeld(w.Key); held != c.heldUntilItsEnd {
 				t.Errorf("timer armed %t, want %t", held, c.heldUntilItsEnd)
 			}
 		})

@@ -15,16 +15,16 @@ import (
 // from happening. It is said once, with what to grant. It returns the informers left to run.
 func dropForbiddenKinds(ctx context.Context, kinds map[string]*workloadKind, informers []cache.SharedIndexInformer, log *slog.Logger) []cache.SharedIndexInformer {
 	for name, k := range kinds {
-		if k.probe == nil {
+		if k.Probe == nil {
 			continue
 		}
-		if err := k.probe(ctx); !apierrors.IsForbidden(err) {
+		if err := k.Probe(ctx); !apierrors.IsForbidden(err) {
 			continue
 		}
 		log.Warn("the reloader may not list "+name+"s: their reloads are off; grant get, list and watch on them (and what reloading them needs, see docs/install-and-upgrade.md, \"Permissions\"), or pass --ignored-workload-types to say so",
 			"kind", name)
 		delete(kinds, name)
-		informers = slices.DeleteFunc(informers, func(inf cache.SharedIndexInformer) bool { return inf == k.informer })
+		informers = slices.DeleteFunc(informers, func(inf cache.SharedIndexInformer) bool { return inf == k.Informer })
 	}
 	return informers
 }

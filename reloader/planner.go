@@ -8,6 +8,8 @@ import (
 
 	"github.com/reloader/reloader/coalesce"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/jobs"
+	"github.com/reloader/reloader/reloader/workload"
 )
 
 // planner judges a workload now, read only: what is due and which hold keeps it (plan), for the
@@ -26,7 +28,7 @@ func (pl *planner) plan(w workloadView) plan {
 	p := plan{due: pl.dueChanges(w)}
 	due := len(p.changes) > 0
 	switch {
-	case due && suspended(w.obj):
+	case due && jobs.Suspended(w.Obj):
 		p.next = stepSuspended
 		return p
 	case !due && !pl.gates.resumes(w):
@@ -58,18 +60,18 @@ func (pl *planner) dueChanges(w workloadView) due {
 			d.pairs = append(d.pairs, pair{ref: r})
 			continue
 		}
-		rec := pl.caches.lookup(configKey(r, w.key.namespace))
+		rec := pl.caches.lookup(workload.ConfigKey(r, w.Key.Namespace))
 		j, triggers := pl.rule.judge(w, r, rec)
 		d.pairs = append(d.pairs, pair{ref: r, watched: true, rec: rec, j: j, triggers: triggers})
 		if j.staleHold {
-			d.staleHolds = append(d.staleHolds, dependent{workload: w.key, judgement: j})
+			d.staleHolds = append(d.staleHolds, dependent{workload: w.Key, judgement: j})
 		}
 		switch {
 		case triggers && rec != nil:
 			// A config this restart leaves behind its marker (its reload held, or left to the
 			// state) is read by the new pods as it is: they run it whatever the marker says.
 			d.reads[r] = &read{value: j.change.Value, keys: j.keys, vouched: j.vouched || j.behind && !j.reload}
-		case triggers && policy.Waits(&w.tmpl.Spec, r):
+		case triggers && policy.Waits(&w.Tmpl.Spec, r):
 			// Left as it is, or set to the deletion: the pods wait for the config (unseen.go).
 			d.reads[r] = &read{keys: j.keys, absent: true}
 		case triggers:
@@ -89,7 +91,7 @@ func (pl *planner) dueChanges(w workloadView) due {
 	return d
 }
 
-// currentMarkers gives a written-down Job the markers of the content its configs hold now: its
+// CurrentMarkers gives a written-down Job the markers of the content its configs hold now: its
 // pods read that content when they start, so the markers of the content the recreation was
 // decided on would have it recreated once more, a run for no change (checker seed 21@3). A
 // config whose content does not validate keeps its marker, as in any reload. Its gate's
@@ -99,14 +101,14 @@ func (pl *planner) dueChanges(w workloadView) due {
 // decision is created too (it was deleted), and its pods read the content now as well: created
 // with the old markers, it was recreated for nothing once the namespace came back (soak seed
 // 1795668697359437002@4).
-func (pl *planner) currentMarkers(job *batchv1.Job) (*batchv1.Job, error) {
+func (pl *planner) CurrentMarkers(job *batchv1.Job) (*batchv1.Job, error) {
 	w, ok := pl.rule.viewInAnyNamespace(pl.caches.kinds["Job"], job)
 	if !ok {
 		return job, nil
 	}
 	now := pl.clock.Now()
 	d := pl.dueChanges(w)
-	ops, err := w.target.Ops(w.meta, w.tmpl, d.changes, now)
+	ops, err := w.Target.Ops(w.Meta, w.Tmpl, d.changes, now)
 	if err != nil {
 		return job, err
 	}
@@ -121,11 +123,11 @@ func (pl *planner) currentMarkers(job *batchv1.Job) (*batchv1.Job, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode the markers of Job %s/%s: %w", job.Namespace, job.Name, err)
 	}
-	return recreatedJob(job, body)
+	return jobs.RecreatedJob(job, body)
 }
 
-// jobInvalid lists the configs the pods of Job job would read whose content does not validate.
-func (pl *planner) jobInvalid(job *batchv1.Job) []string {
+// JobInvalid lists the configs the pods of Job job would read whose content does not validate.
+func (pl *planner) JobInvalid(job *batchv1.Job) []string {
 	w, ok := pl.rule.viewInAnyNamespace(pl.caches.kinds["Job"], job)
 	if !ok {
 		return nil

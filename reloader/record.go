@@ -19,6 +19,7 @@ import (
 
 	"github.com/reloader/reloader/confighash"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
 
@@ -243,7 +244,7 @@ type records struct {
 }
 
 // transform strips objects before they enter the informer cache, and packs typed workloads
-// (packed.go): read them through workloadKind.cached and list, or unpacked.
+// (workload.Pack): read them through workload.Kind.Cached and List, or workload.Unpacked.
 func (rs *records) transform(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.ConfigMap:
@@ -277,7 +278,7 @@ func (rs *records) transform(obj any) (any, error) {
 		o.Status = rolloutStatus(o.Status)
 		o.Labels, o.Spec.Selector, o.Spec.Strategy = nil, nil, appsv1.DeploymentStrategy{}
 		stripTemplate(&o.Spec.Template)
-		return pack(packDeployment, o), nil
+		return workload.Pack(workload.PackDeployment, o), nil
 	case *appsv1.StatefulSet:
 		s := o.Status
 		o.Status, o.Spec.VolumeClaimTemplates = appsv1.StatefulSetStatus{ObservedGeneration: s.ObservedGeneration,
@@ -285,20 +286,20 @@ func (rs *records) transform(obj any) (any, error) {
 			CurrentRevision: s.CurrentRevision, UpdateRevision: s.UpdateRevision}, nil
 		o.Labels, o.Spec.Selector = nil, nil
 		stripTemplate(&o.Spec.Template)
-		return pack(packStatefulSet, o), nil
+		return workload.Pack(workload.PackStatefulSet, o), nil
 	case *appsv1.DaemonSet:
 		s := o.Status
 		o.Status = appsv1.DaemonSetStatus{ObservedGeneration: s.ObservedGeneration, DesiredNumberScheduled: s.DesiredNumberScheduled,
 			UpdatedNumberScheduled: s.UpdatedNumberScheduled, NumberAvailable: s.NumberAvailable}
 		o.Labels, o.Spec.Selector = nil, nil
 		stripTemplate(&o.Spec.Template)
-		return pack(packDaemonSet, o), nil
+		return workload.Pack(workload.PackDaemonSet, o), nil
 	case *batchv1.CronJob:
 		o.Status = batchv1.CronJobStatus{}
-		return pack(packCronJob, o), nil
+		return workload.Pack(workload.PackCronJob, o), nil
 	case *batchv1.Job:
 		o.Status = batchv1.JobStatus{} // the template is kept whole: a reload creates a Job from it
-		return pack(packJob, o), nil
+		return workload.Pack(workload.PackJob, o), nil
 	case *unstructured.Unstructured:
 		keepRolloutStatus(o)
 	}
@@ -468,7 +469,7 @@ func (rs *records) baseline(k key, rec *configRecord, deps []dependent) {
 	case known && m != policy.OtherKey:
 		return
 	}
-	r := policy.ConfigRef{Kind: k.kind, Name: k.name}
+	r := policy.ConfigRef{Kind: k.Kind, Name: k.Name}
 	for _, d := range deps {
 		if d.reload && d.byState {
 			rs.strips.remember(d.workload, r, otherContent, d.keys)
@@ -497,7 +498,7 @@ func (rs *records) rolledOut(k key, rec *configRecord, deps []dependent) {
 		set = rs.store.SetRedundant
 	}
 	set(skey, rec.hash())
-	r := policy.ConfigRef{Kind: k.kind, Name: k.name}
+	r := policy.ConfigRef{Kind: k.Kind, Name: k.Name}
 	for _, d := range deps {
 		if d.stripped && !d.behind {
 			rs.strips.caughtUp(d.workload, r, d.change.Value)
@@ -539,6 +540,6 @@ func restated(deps []dependent) bool {
 // is judged by it after a crash too.
 func (rs *records) needed(ns string, refs []policy.ConfigRef) {
 	for _, r := range refs {
-		rs.store.Need(rs.names.config(configKey(r, ns)))
+		rs.store.Need(rs.names.config(workload.ConfigKey(r, ns)))
 	}
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/reloader/reloader/confighash"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/workload"
 )
 
 func TestTheCacheKeepsWhatRolloutTrackingReadsOfACustomWorkloadsStatus(t *testing.T) {
@@ -103,7 +104,7 @@ func TestTheCacheKeepsOfAWorkloadWhatReferencesConfigsAndDropsTheRest(t *testing
 	}
 	before := policy.UsesOf(&d.DeepCopy().Spec.Template.Spec)
 	obj, _ := c.transform(d)
-	got := unpacked(obj).(*appsv1.Deployment)
+	got := workload.Unpacked(obj).(*appsv1.Deployment)
 	spec := &got.Spec.Template.Spec
 	if after := policy.UsesOf(spec); len(before) != 3 || !reflect.DeepEqual(after, before) {
 		t.Errorf("uses after the transform %v, before %v (want the same 3)", after, before)
@@ -169,7 +170,7 @@ func TestTransformingACachedObjectAgainChangesNothing(t *testing.T) {
 	}
 }
 
-// The cache keeps typed workloads packed (packed.go): what the rest of the reloader reads back
+// The cache keeps typed workloads packed (workload.Pack): what the rest of the reloader reads back
 // must be the stripped object, field for field, and the cache must still key, index and tell
 // resyncs by the workload's identity.
 func TestAPackedWorkloadReadsBackAsTheStrippedObject(t *testing.T) {
@@ -207,14 +208,14 @@ func TestAPackedWorkloadReadsBackAsTheStrippedObject(t *testing.T) {
 		// What the cache held before packing: the same transform on a type it does not pack.
 		want := obj.DeepCopyObject()
 		stripForTest(t, want)
-		if got := unpacked(cached); !equality.Semantic.DeepEqual(got, want) {
+		if got := workload.Unpacked(cached); !equality.Semantic.DeepEqual(got, want) {
 			t.Errorf("%T read back differs from the stripped object:\n got  %+v\n want %+v", obj, got, want)
 		}
-		if got := unpacked(cache.DeletedFinalStateUnknown{Key: "team/app", Obj: cached}).(cache.DeletedFinalStateUnknown).Obj; reflect.TypeOf(got) != reflect.TypeOf(obj) {
+		if got := workload.Unpacked(cache.DeletedFinalStateUnknown{Key: "team/app", Obj: cached}).(cache.DeletedFinalStateUnknown).Obj; reflect.TypeOf(got) != reflect.TypeOf(obj) {
 			t.Errorf("%T: a tombstone's object reads back as %T", obj, got)
 		}
 		// A status update reads the metadata alone: all of it, in an object of the same type.
-		got := metadataOf(cached)
+		got := workload.MetadataOf(cached)
 		if reflect.TypeOf(got) != reflect.TypeOf(obj) {
 			t.Fatalf("%T: metadata read back as %T", obj, got)
 		}

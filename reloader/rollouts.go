@@ -11,7 +11,7 @@ type rollouts struct {
 
 // sync reads the workload of rollout key k from the cache and hands it to the tracker.
 func (r rollouts) sync(ctx context.Context, kind *workloadKind, k key) error {
-	obj, exists, err := kind.cached(k.cacheKey())
+	obj, exists, err := kind.Cached(k.CacheKey())
 	if err != nil || !exists {
 		return err
 	}

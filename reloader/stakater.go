@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
 
@@ -80,7 +81,7 @@ func (ru *rule) stakaterOthers(w workloadView, r policy.ConfigRef) func() []stri
 			if other == r || policy.StakaterVar(other) != name {
 				continue
 			}
-			if o := ru.caches.lookup(configKey(other, w.key.namespace)); o != nil {
+			if o := ru.caches.lookup(workload.ConfigKey(other, w.Key.Namespace)); o != nil {
 				out = append(out, o.Stakater.String())
 			}
 		}

@@ -116,7 +116,7 @@ func (s *strips) watch(w key, r policy.ConfigRef, keys []string) {
 
 // watchDue watches each dependent the state judges due, and stops watching the others (watch).
 func (s *strips) watchDue(c key, deps []dependent) {
-	r := policy.ConfigRef{Kind: c.kind, Name: c.name}
+	r := policy.ConfigRef{Kind: c.Kind, Name: c.Name}
 	for _, d := range deps {
 		if d.byState && d.reload && restartedByOthers(d.workload) {
 			s.watch(d.workload, r, d.keys)
@@ -133,7 +133,7 @@ func (s *strips) watchDue(c key, deps []dependent) {
 // came back while no reloader watched, and may have changed since the pods took it, or been
 // read anew by another actor's restart (checker seed 408@9): which content they run is unknown.
 func (s *strips) unsure(c key, deps []dependent) {
-	r := policy.ConfigRef{Kind: c.kind, Name: c.name}
+	r := policy.ConfigRef{Kind: c.Kind, Name: c.Name}
 	for _, d := range deps {
 		v, noted := s.store.Value(s.names.strip(d.workload, r))
 		if d.byState && d.reload && restartedByOthers(d.workload) || noted && v == awaited {
@@ -146,7 +146,7 @@ func (s *strips) unsure(c key, deps []dependent) {
 // whose template cannot change, nor a CronJob's, whose template change starts nothing (its
 // scheduled runs are new pods, each reading the config as it is then).
 func restartedByOthers(w key) bool {
-	return w.kind != "CronJob" && w.kind != "Job"
+	return w.Kind != "CronJob" && w.Kind != "Job"
 }
 
 // unwatch ends watch for w and r, if it holds.
@@ -354,7 +354,7 @@ func (s *strips) rolledBack(w key, refs []policy.ConfigRef) (undo func()) {
 // reappeared notes, for each dependent of config c (which exists) whose pods waited for it
 // (awaits), that they run its content: they started on it. noted: any did.
 func (s *strips) reappeared(c key, deps []dependent) (noted bool) {
-	r := policy.ConfigRef{Kind: c.kind, Name: c.name}
+	r := policy.ConfigRef{Kind: c.Kind, Name: c.Name}
 	for _, d := range deps {
 		if v, ok := s.store.Value(s.names.strip(d.workload, r)); ok && v == awaited {
 			s.remember(d.workload, r, d.change.Value, d.keys)
@@ -378,10 +378,10 @@ func (s *strips) ranSince(w key, r policy.ConfigRef) bool {
 func (s *strips) configChanged(c key, same func(keys []string) bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := policy.ConfigRef{Kind: c.kind, Name: c.name}
+	r := policy.ConfigRef{Kind: c.Kind, Name: c.Name}
 	for w, refs := range s.m {
 		e, ok := refs[r]
-		if !ok || w.namespace != c.namespace || e.watched || e.restored || e.known && e.keys != nil && same != nil && same(e.keys) {
+		if !ok || w.Namespace != c.Namespace || e.watched || e.restored || e.known && e.keys != nil && same != nil && same(e.keys) {
 			continue
 		}
 		refs[r] = stripped{}

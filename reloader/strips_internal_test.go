@@ -12,9 +12,9 @@ import (
 // says, what the state says after a restart, and what a config change leaves of either.
 func TestAStripSaysWhatAWorkloadWithoutAMarkerRuns(t *testing.T) {
 	var (
-		w       = key{"Deployment", "ns", "web"}
+		w       = key{Kind: "Deployment", Namespace: "ns", Name: "web"}
 		r       = policy.ConfigRef{Kind: policy.KindSecret, Name: "db"}
-		cfg     = key{policy.KindSecret, "ns", "db"}
+		cfg     = key{Kind: policy.KindSecret, Namespace: "ns", Name: "db"}
 		keyed   = func(id, sum string) string { return "hmac-" + id + "-" + strings.Repeat(sum, 40) }
 		a, b    = keyed("0000000a", "a"), keyed("0000000a", "b")
 		lostKey = keyed("0000000f", "a") // made under a key the reloader no longer has
@@ -40,7 +40,7 @@ func TestAStripSaysWhatAWorkloadWithoutAMarkerRuns(t *testing.T) {
 		}, false, a, policy.Current},
 		{"a change of a config in another namespace", func(s *strips) {
 			s.remember(w, r, a, nil)
-			s.configChanged(key{policy.KindSecret, "other", "db"}, nil)
+			s.configChanged(key{Kind: policy.KindSecret, Namespace: "other", Name: "db"}, nil)
 		}, false, a, policy.Current},
 		{"forgotten", func(s *strips) {
 			s.remember(w, r, a, nil)
@@ -75,9 +75,9 @@ func TestAStripSaysWhatAWorkloadWithoutAMarkerRuns(t *testing.T) {
 // its undo, for a rollback not sent, puts the note back.
 func TestPodsThatWaitForAConfigRunWhatItComesBackWith(t *testing.T) {
 	var (
-		w   = key{"Deployment", "ns", "web"}
+		w   = key{Kind: "Deployment", Namespace: "ns", Name: "web"}
 		r   = policy.ConfigRef{Kind: policy.KindConfigMap, Name: "app"}
-		cfg = key{policy.KindConfigMap, "ns", "app"}
+		cfg = key{Kind: policy.KindConfigMap, Namespace: "ns", Name: "app"}
 		a   = strings.Repeat("a", 40)
 		dep = []dependent{{workload: w, judgement: judgement{change: policy.Change{Ref: r, Value: a}}}}
 	)

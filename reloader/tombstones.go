@@ -88,7 +88,7 @@ func (ts *tombstones) deleted(k key) {
 		ts.store.Redate(skey, now)
 	default:
 		ts.store.Tombstone(skey, e.Hash, now)
-		ts.log.Info("config deleted", "kind", k.kind, "namespace", k.namespace, "name", k.name)
+		ts.log.Info("config deleted", "kind", k.Kind, "namespace", k.Namespace, "name", k.Name)
 	}
 }
 
@@ -103,8 +103,8 @@ func (ts *tombstones) entered(k key, unseen bool) {
 		return
 	}
 	ts.store.Tombstone(skey, policy.UnrecordedContent, ts.clock.Now())
-	ts.log.Info("config deleted while its namespace was out of the selection", "kind", k.kind,
-		"namespace", k.namespace, "name", k.name)
+	ts.log.Info("config deleted while its namespace was out of the selection", "kind", k.Kind,
+		"namespace", k.Namespace, "name", k.Name)
 }
 
 // queueAll queues the config of every tombstone, to settle or prune it.
@@ -118,7 +118,7 @@ func (ts *tombstones) queueAll() {
 			ns = ts.namespace
 		}
 		if ts.watched(kind) {
-			ts.enqueue(key{kind, ns, name})
+			ts.enqueue(key{Kind: kind, Namespace: ns, Name: name})
 		}
 	}
 }

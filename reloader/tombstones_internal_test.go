@@ -36,11 +36,11 @@ func newTombstonesFixture(reloadOnCreate, reloadOnDelete bool) *tombstonesFixtur
 // creation, and the content again where a deletion could not reach a dependent.
 func TestATombstoneKeepsWhatARecreationIsJudgedAgainst(t *testing.T) {
 	var (
-		cfg     = key{policy.KindConfigMap, "ns", "app"}
+		cfg     = key{Kind: policy.KindConfigMap, Namespace: "ns", Name: "app"}
 		a       = strings.Repeat("a", 40)
 		deleted = func(hash string) state.Entry { return state.Entry{Hash: hash, Deleted: true} }
-		reached = []dependent{{workload: key{"Deployment", "ns", "web"}}}
-		missed  = []dependent{{workload: key{"Deployment", "ns", "web"}, judgement: judgement{untouched: true}}}
+		reached = []dependent{{workload: key{Kind: "Deployment", Namespace: "ns", Name: "web"}}}
+		missed  = []dependent{{workload: key{Kind: "Deployment", Namespace: "ns", Name: "web"}, judgement: judgement{untouched: true}}}
 	)
 	for _, tc := range []struct {
 		name                           string
@@ -93,7 +93,7 @@ func TestATombstoneKeepsWhatARecreationIsJudgedAgainst(t *testing.T) {
 // it, and a config whose content came back holds no tombstone.
 func TestATombstoneAgesFromTheDeletion(t *testing.T) {
 	f := newTombstonesFixture(false, false)
-	cfg := key{policy.KindConfigMap, "ns", "app"}
+	cfg := key{Kind: policy.KindConfigMap, Namespace: "ns", Name: "app"}
 	skey := f.ts.names.config(cfg)
 	f.store.Configs().Set(skey, strings.Repeat("a", 40))
 	f.ts.settle(cfg, false)
@@ -114,11 +114,11 @@ func TestATombstoneAgesFromTheDeletion(t *testing.T) {
 func TestEveryTombstoneOfAWatchedKindIsQueued(t *testing.T) {
 	f := newTombstonesFixture(false, false)
 	now := f.clock.Now()
-	f.store.Configs().Tombstone(f.ts.names.config(key{policy.KindConfigMap, "ns", "app"}), strings.Repeat("a", 40), now)
-	f.store.Configs().Tombstone(f.ts.names.config(key{policy.KindSecret, "ns", "db"}), "", now) // Secrets not watched
-	f.store.Configs().Set(f.ts.names.config(key{policy.KindConfigMap, "ns", "live"}), strings.Repeat("b", 40))
+	f.store.Configs().Tombstone(f.ts.names.config(key{Kind: policy.KindConfigMap, Namespace: "ns", Name: "app"}), strings.Repeat("a", 40), now)
+	f.store.Configs().Tombstone(f.ts.names.config(key{Kind: policy.KindSecret, Namespace: "ns", Name: "db"}), "", now) // Secrets not watched
+	f.store.Configs().Set(f.ts.names.config(key{Kind: policy.KindConfigMap, Namespace: "ns", Name: "live"}), strings.Repeat("b", 40))
 	f.ts.queueAll()
-	if len(f.queued) != 1 || f.queued[0] != (key{policy.KindConfigMap, "ns", "app"}) {
+	if len(f.queued) != 1 || f.queued[0] != (key{Kind: policy.KindConfigMap, Namespace: "ns", Name: "app"}) {
 		t.Fatalf("queued %v, want only ConfigMap ns/app", f.queued)
 	}
 }

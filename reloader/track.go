@@ -18,6 +18,7 @@ import (
 	"github.com/reloader/reloader/coalesce"
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
 
@@ -58,7 +59,9 @@ type tracker struct {
 // rolloutPrefix starts the kind of a queue key that follows a workload's rollout.
 const rolloutPrefix = "rollout:"
 
-func rolloutKey(w key) key { return key{rolloutPrefix + w.kind, w.namespace, w.name} }
+func rolloutKey(w key) key {
+	return key{Kind: rolloutPrefix + w.Kind, Namespace: w.Namespace, Name: w.Name}
+}
 
 // pause says how a pause period holds w's rollout back, not at all without pauseOf.
 func (t *tracker) pause(w workloadView) (held bool, extra time.Duration) {
@@ -73,7 +76,7 @@ func (t *tracker) pause(w workloadView) (held bool, extra time.Duration) {
 // the pause. A resume held by a window, or late after a restart, came seconds after the reload
 // plus the pause period (soak seed 1795789687619408493@6 rolled back 1.2 s after the resume).
 func (t *tracker) resumed(w workloadView) []policy.JSONOp {
-	ann := w.meta.GetAnnotations()
+	ann := w.Meta.GetAnnotations()
 	history := policy.ParseHistory(ann[policy.HistoryAnnotation])
 	if len(history) == 0 || history[0].Outcome != policy.OutcomeProgressing {
 		return nil
@@ -85,8 +88,8 @@ func (t *tracker) resumed(w workloadView) []policy.JSONOp {
 
 // follow reads how the workload's reloads are followed; a malformed annotation is said once.
 func (t *tracker) follow(w workloadView) policy.Follow {
-	f, problems := policy.FollowOf(w.meta.GetAnnotations(), w.tmpl.Annotations, t.defaults)
-	warnFollow(t.reports, t.log, w.kind.name, w.obj, w.meta, problems)
+	f, problems := policy.FollowOf(w.Meta.GetAnnotations(), w.Tmpl.Annotations, t.defaults)
+	warnFollow(t.reports, t.log, w.Kind.Name, w.Obj, w.Meta, problems)
 	return f
 }
 
@@ -96,8 +99,8 @@ func (t *tracker) follow(w workloadView) policy.Follow {
 func warnFollow(reports *reporter, log *slog.Logger, kind string, obj any, meta metav1.Object, problems []string) {
 	uid := string(meta.GetUID())
 	if len(problems) == 0 {
-		reports.clear(uid, "InvalidSafeReloadAnnotation")
-	} else if reports.warn(obj, uid, "InvalidSafeReloadAnnotation", strings.Join(problems, "; ")+"; the default applies") {
+		reports.Clear(uid, "InvalidSafeReloadAnnotation")
+	} else if reports.Warn(obj, uid, "InvalidSafeReloadAnnotation", strings.Join(problems, "; ")+"; the default applies") {
 		log.Warn("invalid safe-reload annotation", "kind", kind, "namespace", meta.GetNamespace(), "name", meta.GetName(),
 			"problems", strings.Join(problems, "; "))
 	}
@@ -107,14 +110,14 @@ func warnFollow(reports *reporter, log *slog.Logger, kind string, obj any, meta 
 // returns the entry the reload supersedes, if one was still progressing.
 func (t *tracker) ops(ctx context.Context, w workloadView, changes []policy.Change, ops []policy.JSONOp) ([]policy.JSONOp, *policy.Entry, error) {
 	f := t.follow(w)
-	ann := w.meta.GetAnnotations()
+	ann := w.Meta.GetAnnotations()
 	history := policy.ParseHistory(ann[policy.HistoryAnnotation])
 	var superseded *policy.Entry
 	if len(history) > 0 && history[0].Outcome == policy.OutcomeProgressing {
 		history[0].Outcome, history[0].Stopped = policy.OutcomeSuperseded, time.Time{}
 		superseded = &history[0]
 	}
-	follow := f.Track && rolls(w.obj)
+	follow := f.Track && workload.Rolls(w.Obj)
 	if !follow && superseded == nil {
 		return ops, nil, nil
 	}
@@ -133,8 +136,8 @@ func (t *tracker) ops(ctx context.Context, w workloadView, changes []policy.Chan
 	}
 	text := policy.FormatHistory(history)
 	set := map[string]*string{policy.HistoryAnnotation: &text, policy.RestoreAnnotation: nil}
-	if r, ok := w.target.RestoreOf(w.tmpl, changes); ok && follow && f.Rollback {
-		if w.kind.paused != nil && w.kind.paused(w.obj) {
+	if r, ok := w.Target.RestoreOf(w.Tmpl, changes); ok && follow && f.Rollback {
+		if w.Kind.Paused != nil && w.Kind.Paused(w.Obj) {
 			if earlier, err := policy.ParseRestore(ann[policy.RestoreAnnotation]); err == nil {
 				r = r.Since(earlier) // nothing of the reload before rolled out
 			}
@@ -142,7 +145,7 @@ func (t *tracker) ops(ctx context.Context, w workloadView, changes []policy.Chan
 		v := r.Encode()
 		set[policy.RestoreAnnotation] = &v
 	}
-	exists := ann != nil || createsAnnotations(ops)
+	exists := ann != nil || workload.CreatesAnnotations(ops)
 	return append(append(ops, guard...), policy.MetaAnnotationOps(ann, exists, set)...), superseded, nil
 }
 
@@ -151,31 +154,23 @@ func (t *tracker) ops(ctx context.Context, w workloadView, changes []policy.Chan
 // so read: the entry's generation and template are then exactly the ones the patch makes. A spec
 // changed since the cache was read is retried from the fresher cache.
 func (t *tracker) reloadTemplate(ctx context.Context, w workloadView, ops []policy.JSONOp) (string, []policy.JSONOp, error) {
-	obj, err := w.kind.get(ctx, w.key.namespace, w.key.name)
+	obj, err := w.Kind.Get(ctx, w.Key.Namespace, w.Key.Name)
 	if apierrors.IsNotFound(err) {
-		return "", nil, errStale
+		return "", nil, workload.ErrStale
 	}
 	if err != nil {
-		return "", nil, fmt.Errorf("read the pod template of %s: %w", w.key, err)
+		return "", nil, fmt.Errorf("read the pod template of %s: %w", w.Key, err)
 	}
-	meta, tmpl := w.kind.template(obj)
-	if tmpl == nil || meta.GetGeneration() != w.meta.GetGeneration() {
-		return "", nil, errStale
+	meta, tmpl := w.Kind.Template(obj)
+	if tmpl == nil || meta.GetGeneration() != w.Meta.GetGeneration() {
+		return "", nil, workload.ErrStale
 	}
 	after, err := policy.TemplateAfter(tmpl, ops)
 	if err != nil {
-		return "", nil, errors.Join(errStale, fmt.Errorf("reload of %s: %w", w.key, err)) // the patch would not apply either
+		return "", nil, errors.Join(workload.ErrStale, fmt.Errorf("reload of %s: %w", w.Key, err)) // the patch would not apply either
 	}
 	guard := policy.JSONOp{Op: "test", Path: "/metadata/generation", Value: meta.GetGeneration()}
 	return policy.TemplateHash(after), []policy.JSONOp{guard}, nil
-}
-
-// rolls reports whether a reload of the workload starts a rollout its status tells the end of.
-// A CronJob's reload runs a Job and a Job's recreates it; under the OnDelete update strategy a
-// template change rolls nothing. Those reloads are not followed.
-func rolls(obj any) bool {
-	p, _ := policy.RolloutProgress(obj)
-	return p != policy.Untracked
 }
 
 // templateRead is a generation of a followed workload whose template was read to be still the one
@@ -190,52 +185,42 @@ type templateRead struct{ reload, read int64 }
 // change does. An entry without a template (written by an older version) is replaced by any
 // spec change.
 func (t *tracker) templateReplaced(ctx context.Context, w workloadView, entry policy.Entry) (bool, error) {
-	gen := w.meta.GetGeneration()
+	gen := w.Meta.GetGeneration()
 	if gen <= entry.Generation {
 		return false, nil
 	}
 	if entry.Template == "" {
 		return true, nil
 	}
-	if v, ok := t.templatesRead.Load(w.key); ok && v.(templateRead) == (templateRead{entry.Generation, gen}) {
+	if v, ok := t.templatesRead.Load(w.Key); ok && v.(templateRead) == (templateRead{entry.Generation, gen}) {
 		return false, nil
 	}
-	obj, err := w.kind.get(ctx, w.key.namespace, w.key.name)
+	obj, err := w.Kind.Get(ctx, w.Key.Namespace, w.Key.Name)
 	if apierrors.IsNotFound(err) {
 		return false, nil // its deletion ends the follow
 	}
 	if err != nil {
-		return false, fmt.Errorf("read the pod template of %s: %w", w.key, err)
+		return false, fmt.Errorf("read the pod template of %s: %w", w.Key, err)
 	}
-	if _, tmpl := w.kind.template(obj); tmpl == nil || policy.TemplateHash(tmpl) != entry.Template {
+	if _, tmpl := w.Kind.Template(obj); tmpl == nil || policy.TemplateHash(tmpl) != entry.Template {
 		return true, nil
 	}
-	t.templatesRead.Store(w.key, templateRead{entry.Generation, gen})
+	t.templatesRead.Store(w.Key, templateRead{entry.Generation, gen})
 	return false, nil
 }
 
 // progressing is the history entry of a reload about to be patched: the generation its template
 // change makes, and each config with its short hash.
 func (t *tracker) progressing(w workloadView, changes []policy.Change) policy.Entry {
-	e := policy.Entry{At: t.clock.Now(), Outcome: policy.OutcomeProgressing, Generation: w.meta.GetGeneration() + 1}
+	e := policy.Entry{At: t.clock.Now(), Outcome: policy.OutcomeProgressing, Generation: w.Meta.GetGeneration() + 1}
 	for _, ch := range changes {
 		e.Configs = append(e.Configs, fmt.Sprintf("%s/%s@%s", ch.Ref.Kind, ch.Ref.Name, shortOrDeleted(ch.Value)))
 	}
 	return e
 }
 
-// createsAnnotations reports whether a patch creates the metadata annotations map.
-func createsAnnotations(ops []policy.JSONOp) bool {
-	for _, op := range ops {
-		if op.Path == "/metadata/annotations" {
-			return true
-		}
-	}
-	return false
-}
-
 func shortOrDeleted(v string) string {
-	if s := short(v); s != "" {
+	if s := workload.Short(v); s != "" {
 		return s
 	}
 	return policy.DeletedMarker
@@ -246,7 +231,7 @@ func shortOrDeleted(v string) string {
 // workload now runs their newer content.
 func (t *tracker) reloaded(w workloadView, changes []policy.Change, superseded *policy.Entry) {
 	for _, ch := range changes {
-		for _, k := range []string{t.names.hold(w.key, ch.Ref), t.names.rollbackRead(w.key, ch.Ref)} {
+		for _, k := range []string{t.names.hold(w.Key, ch.Ref), t.names.rollbackRead(w.Key, ch.Ref)} {
 			if _, ok := t.store.Value(k); ok {
 				t.store.Delete(k)
 			}
@@ -259,12 +244,12 @@ func (t *tracker) reloaded(w workloadView, changes []policy.Change, superseded *
 
 // watch queues the rollout key of a workload whose newest reload is being followed.
 func (t *tracker) watch(k *workloadKind, obj any) {
-	meta, _ := k.template(obj)
+	meta, _ := k.Template(obj)
 	if meta == nil {
 		return
 	}
 	if _, ok := policy.Pending(meta.GetAnnotations()); ok {
-		t.enqueue(rolloutKey(key{k.name, meta.GetNamespace(), meta.GetName()}))
+		t.enqueue(rolloutKey(key{Kind: k.Name, Namespace: meta.GetNamespace(), Name: meta.GetName()}))
 	}
 }
 
@@ -272,12 +257,12 @@ func (t *tracker) watch(k *workloadKind, obj any) {
 // until then it comes back at the timeout (k is its rollout key), or earlier with the
 // workload's next event.
 func (t *tracker) sync(ctx context.Context, k key, w workloadView) error {
-	entry, pending := policy.Pending(w.meta.GetAnnotations())
+	entry, pending := policy.Pending(w.Meta.GetAnnotations())
 	if !pending {
 		return nil
 	}
-	if t.restarts.behindRollback(w.key, w.meta.GetResourceVersion()) {
-		return errStale // the cache has not shown our rollback, which ended this rollout
+	if t.restarts.behindRollback(w.Key, w.Meta.GetResourceVersion()) {
+		return workload.ErrStale // the cache has not shown our rollback, which ended this rollout
 	}
 	f := t.follow(w)
 	// Only the reload's own template is its rollout: once someone else replaced it, what rolls
@@ -287,10 +272,10 @@ func (t *tracker) sync(ctx context.Context, k key, w workloadView) error {
 			return err
 		}
 		return t.finish(ctx, w, f, entry, policy.OutcomeSuperseded, fmt.Sprintf(
-			"another actor changed the pod template (generation %d) before the rollout ended; nothing is rolled back or held", w.meta.GetGeneration()))
+			"another actor changed the pod template (generation %d) before the rollout ended; nothing is rolled back or held", w.Meta.GetGeneration()))
 	}
-	progress, why := policy.RolloutProgress(w.obj)
-	if progress == policy.Stuck && policy.DeadlineBefore(w.obj, entry.At) {
+	progress, why := policy.RolloutProgress(w.Obj)
+	if progress == policy.Stuck && policy.DeadlineBefore(w.Obj, entry.At) {
 		progress = policy.Rolling // the last rollout's deadline, kept until this one progresses
 	}
 	switch progress {
@@ -306,7 +291,7 @@ func (t *tracker) sync(ctx context.Context, k key, w workloadView) error {
 			return nil
 		}
 		// A rollout its owner paused cannot move: its clock stops until the owner resumes it.
-		if paused, how := policy.OwnerPaused(w.obj, t.pausedAt); paused {
+		if paused, how := policy.OwnerPaused(w.Obj, t.pausedAt); paused {
 			return t.stopClock(ctx, w, entry, how)
 		}
 		if !entry.Stopped.IsZero() {
@@ -333,10 +318,10 @@ func (t *tracker) stopClock(ctx context.Context, w workloadView, entry policy.En
 		return err
 	}
 	what := configsOf(entry)
-	t.reports.event(w.obj, corev1.EventTypeNormal, "RolloutPaused", fmt.Sprintf(
+	t.reports.Event(w.Obj, corev1.EventTypeNormal, "RolloutPaused", fmt.Sprintf(
 		"Rollout of the reload for %s paused by its owner (%s); timeout clock stopped", what, how))
-	t.log.Info("rollout paused by its owner; timeout clock stopped", "kind", w.kind.name, "namespace", w.key.namespace,
-		"name", w.key.name, "configs", what, "how", how)
+	t.log.Info("rollout paused by its owner; timeout clock stopped", "kind", w.Kind.Name, "namespace", w.Key.Namespace,
+		"name", w.Key.Name, "configs", what, "how", how)
 	return nil
 }
 
@@ -346,14 +331,14 @@ func (t *tracker) startClock(ctx context.Context, w workloadView, entry policy.E
 	if err := t.rewriteNewest(ctx, w, entry.StartClock(t.clock.Now()), "restart the rollout clock of"); err != nil {
 		return err
 	}
-	t.log.Info("rollout resumed by its owner; timeout clock running", "kind", w.kind.name, "namespace", w.key.namespace,
-		"name", w.key.name, "configs", configsOf(entry))
+	t.log.Info("rollout resumed by its owner; timeout clock running", "kind", w.Kind.Name, "namespace", w.Key.Namespace,
+		"name", w.Key.Name, "configs", configsOf(entry))
 	return nil
 }
 
 // rewriteNewest replaces the newest history entry with e, guarded by the history it read.
 func (t *tracker) rewriteNewest(ctx context.Context, w workloadView, e policy.Entry, doing string) error {
-	ann := w.meta.GetAnnotations()
+	ann := w.Meta.GetAnnotations()
 	history := policy.ParseHistory(ann[policy.HistoryAnnotation])
 	history[0] = e
 	text := policy.FormatHistory(history)
@@ -367,14 +352,14 @@ func (t *tracker) rewriteNewest(ctx context.Context, w workloadView, e policy.En
 // its holds are written to the state: a crash in between finds the reload still progressing and
 // the hold in place, and does both again.
 func (t *tracker) finish(ctx context.Context, w workloadView, f policy.Follow, entry policy.Entry, outcome, why string) error {
-	ann := w.meta.GetAnnotations()
+	ann := w.Meta.GetAnnotations()
 	history := policy.ParseHistory(ann[policy.HistoryAnnotation])
 	history[0].Outcome, history[0].Template, history[0].Stopped = outcome, "", time.Time{}
 	// Judged on this generation: a template change of another actor's that the cache has not
 	// shown yet makes the patch stale, and the rollout is judged again, theirs (soak seed
 	// 1795711302120981478@4 rolled back a reload on top of another actor's change).
 	ops := []policy.JSONOp{policy.HistoryTest(ann[policy.HistoryAnnotation]),
-		{Op: "test", Path: "/metadata/generation", Value: w.meta.GetGeneration()}}
+		{Op: "test", Path: "/metadata/generation", Value: w.Meta.GetGeneration()}}
 	rollback, undoRan, started := false, func() {}, rollbackStart{}
 	if (outcome == policy.OutcomeFailed || outcome == policy.OutcomeTimedOut) && f.Rollback {
 		restore, starts, undo, ok, err := t.holdAndRestore(ctx, w, entry)
@@ -382,7 +367,7 @@ func (t *tracker) finish(ctx context.Context, w workloadView, f policy.Follow, e
 			return err
 		}
 		if ok {
-			ops = append(ops, restore.Ops(w.tmpl)...)
+			ops = append(ops, restore.Ops(w.Tmpl)...)
 			history[0].RolledBack, rollback, undoRan, started = true, true, undo, starts
 		}
 	}
@@ -390,13 +375,13 @@ func (t *tracker) finish(ctx context.Context, w workloadView, f policy.Follow, e
 	ops = append(ops, policy.MetaAnnotationOps(ann, true, map[string]*string{policy.HistoryAnnotation: &text, policy.RestoreAnnotation: nil})...)
 	undoAwaits, undoPutBack := func() {}, func() {}
 	if rollback {
-		putBack := t.restarts.rollbackBegins(w.key)
-		undoAwaits = t.strips.rolledBack(w.key, slices.Collect(maps.Keys(w.uses)))
-		undoPutBack = t.strips.putBack(w.key, putBack)
+		putBack := t.restarts.rollbackBegins(w.Key)
+		undoAwaits = t.strips.rolledBack(w.Key, slices.Collect(maps.Keys(w.Uses)))
+		undoPutBack = t.strips.putBack(w.Key, putBack)
 	}
-	out, err := send(ctx, w, ops, w.kind.reload)
+	out, err := workload.Send(ctx, w, ops, w.Kind.Reload)
 	if rollback {
-		t.restarts.rollbackEnded(w.key, writtenVersion(out, err))
+		t.restarts.rollbackEnded(w.Key, workload.WrittenVersion(out, err))
 	}
 	if err != nil {
 		// Nothing was put back: undone in the reverse order of the notes.
@@ -404,19 +389,19 @@ func (t *tracker) finish(ctx context.Context, w workloadView, f policy.Follow, e
 		undoAwaits()
 		undoRan()
 	}
-	if errors.Is(err, errStale) {
+	if errors.Is(err, workload.ErrStale) {
 		// Judged again from a fresher cache. The holds just written stay: the cache may only be
 		// behind our own rollback, which wrote the same ones; a rollout found superseded lifts them.
-		return errStale
+		return workload.ErrStale
 	}
 	if err != nil {
 		if rollback {
-			t.metrics.Rollouts.Rollbacks.WithLabelValues(w.kind.name, metrics.ResultFailure).Inc()
-			t.reports.warn(w.obj, string(w.meta.GetUID()), "RollbackFailed", fmt.Sprintf("Rolling back the reload for %s failed: %v", configsOf(entry), err))
+			t.metrics.Rollouts.Rollbacks.WithLabelValues(w.Kind.Name, metrics.ResultFailure).Inc()
+			t.reports.Warn(w.Obj, string(w.Meta.GetUID()), "RollbackFailed", fmt.Sprintf("Rolling back the reload for %s failed: %v", configsOf(entry), err))
 		}
-		return fmt.Errorf("record the rollout outcome of %s: %w", w.key, err)
+		return fmt.Errorf("record the rollout outcome of %s: %w", w.Key, err)
 	}
-	t.templatesRead.Delete(w.key)
+	t.templatesRead.Delete(w.Key)
 	if outcome == policy.OutcomeSuperseded {
 		t.liftUnsentHolds(w)
 	}
@@ -433,13 +418,13 @@ func (t *tracker) warnHeld(w workloadView, held []policy.ConfigRef, what string)
 	}
 	names := make([]string, len(held))
 	for i, r := range held {
-		names[i] = refName(r)
+		names[i] = workload.RefName(r)
 	}
 	list := strings.Join(names, ", ")
 	msg := fmt.Sprintf("Reload for %s restarted the pods, which read the held content of %s: its reload was rolled back, and the new pods may fail as those did", what, list)
-	if t.reports.warn(w.obj, string(w.meta.GetUID()), "HeldContentRead", msg) {
-		t.log.Warn("reload restarted pods that read held content", "kind", w.kind.name, "namespace", w.key.namespace,
-			"name", w.key.name, "configs", what, "held", list)
+	if t.reports.Warn(w.Obj, string(w.Meta.GetUID()), "HeldContentRead", msg) {
+		t.log.Warn("reload restarted pods that read held content", "kind", w.Kind.Name, "namespace", w.Key.Namespace,
+			"name", w.Key.Name, "configs", what, "held", list)
 	}
 }
 
@@ -447,7 +432,7 @@ func (t *tracker) warnHeld(w workloadView, held []policy.ConfigRef, what string)
 // stale: another actor had changed the template): the rollout was theirs, nothing is held. Only
 // a hold of the content that reload applied is its own; a reload lifts the older ones.
 func (t *tracker) liftUnsentHolds(w workloadView) {
-	raw, ok := w.meta.GetAnnotations()[policy.RestoreAnnotation]
+	raw, ok := w.Meta.GetAnnotations()[policy.RestoreAnnotation]
 	if !ok {
 		return
 	}
@@ -456,7 +441,7 @@ func (t *tracker) liftUnsentHolds(w workloadView) {
 		return
 	}
 	for ref, v := range restore.Applied {
-		hk := t.names.hold(w.key, policy.RestoreRef(ref))
+		hk := t.names.hold(w.Key, policy.RestoreRef(ref))
 		if held, ok := t.store.Value(hk); ok && held == heldAs(v) {
 			t.store.Delete(hk)
 		}
@@ -469,25 +454,25 @@ func (t *tracker) liftUnsentHolds(w workloadView) {
 // notes for a rollback that is not sent. A workload without a readable restore record is not
 // rolled back.
 func (t *tracker) holdAndRestore(ctx context.Context, w workloadView, entry policy.Entry) (policy.Restore, rollbackStart, func(), bool, error) {
-	raw, ok := w.meta.GetAnnotations()[policy.RestoreAnnotation]
+	raw, ok := w.Meta.GetAnnotations()[policy.RestoreAnnotation]
 	if !ok {
 		return policy.Restore{}, rollbackStart{}, nil, false, nil
 	}
 	restore, err := policy.ParseRestore(raw)
 	if err != nil {
-		t.reports.warn(w.obj, string(w.meta.GetUID()), "RollbackFailed", "Cannot roll back: "+err.Error())
+		t.reports.Warn(w.Obj, string(w.Meta.GetUID()), "RollbackFailed", "Cannot roll back: "+err.Error())
 		return policy.Restore{}, rollbackStart{}, nil, false, nil
 	}
 	for ref, v := range restore.Applied {
-		t.store.SetValue(t.names.hold(w.key, policy.RestoreRef(ref)), heldAs(v))
+		t.store.SetValue(t.names.hold(w.Key, policy.RestoreRef(ref)), heldAs(v))
 	}
-	undoRan := t.strips.ranBefore(w.key, restore.Ran)
+	undoRan := t.strips.ranBefore(w.Key, restore.Ran)
 	starts := rollbackStarts(w, entry, restore)
-	undoReads := t.noteRollbackReads(w.key, starts)
+	undoReads := t.noteRollbackReads(w.Key, starts)
 	undo := func() { undoReads(); undoRan() }
 	if err := t.flush(ctx); err != nil {
 		undo()
-		return policy.Restore{}, rollbackStart{}, nil, false, fmt.Errorf("record the hold of %s before rolling it back: %w", w.key, err)
+		return policy.Restore{}, rollbackStart{}, nil, false, fmt.Errorf("record the hold of %s before rolling it back: %w", w.Key, err)
 	}
 	return restore, starts, undo, true, nil
 }
@@ -503,7 +488,7 @@ type rollbackStart struct {
 // content it applied of each config, which the hold keeps and the marker put back does not say.
 // A deletion is not noted: pods that wait for the config start on what it reappears with.
 func rollbackStarts(w workloadView, entry policy.Entry, restore policy.Restore) rollbackStart {
-	n := policy.RollbackStarts(w.obj, entry.Generation)
+	n := policy.RollbackStarts(w.Obj, entry.Generation)
 	if n == 0 {
 		return rollbackStart{}
 	}
@@ -547,11 +532,11 @@ func (t *tracker) noteRollbackReads(w key, s rollbackStart) (undo func()) {
 // them on the broken one). The entry counts only while w's history names a rollback of that
 // content: a forged one needs an edit of the workload too, which can restart it anyway.
 func (t *tracker) rollbackRan(w workloadView, r policy.ConfigRef, value string) bool {
-	history := w.meta.GetAnnotations()[policy.HistoryAnnotation]
+	history := w.Meta.GetAnnotations()[policy.HistoryAnnotation]
 	if history == "" {
 		return false // most workloads: no entry is looked up
 	}
-	v, ok := t.store.Value(t.names.rollbackRead(w.key, r))
+	v, ok := t.store.Value(t.names.rollbackRead(w.Key, r))
 	return ok && v != value && policy.NamesRollbackOf(history, fmt.Sprintf("%s/%s@%s", r.Kind, r.Name, shortOrDeleted(v)))
 }
 
@@ -559,31 +544,31 @@ func (t *tracker) rollbackRan(w workloadView, r policy.ConfigRef, value string) 
 // started, what the pods a rollback starts read.
 func (t *tracker) reportOutcome(w workloadView, entry policy.Entry, outcome, why string, rolledBack bool, started rollbackStart) {
 	m := t.metrics.Rollouts
-	m.Outcomes.WithLabelValues(w.kind.name, outcome).Inc()
-	m.Duration.WithLabelValues(w.kind.name, outcome).Observe(t.clock.Now().Sub(entry.At).Seconds())
+	m.Outcomes.WithLabelValues(w.Kind.Name, outcome).Inc()
+	m.Duration.WithLabelValues(w.Kind.Name, outcome).Observe(t.clock.Now().Sub(entry.At).Seconds())
 	what := configsOf(entry)
-	log := t.log.With("kind", w.kind.name, "namespace", w.key.namespace, "name", w.key.name, "configs", what, "outcome", outcome)
+	log := t.log.With("kind", w.Kind.Name, "namespace", w.Key.Namespace, "name", w.Key.Name, "configs", what, "outcome", outcome)
 	switch outcome {
 	case policy.OutcomeSucceeded:
-		t.reports.event(w.obj, corev1.EventTypeNormal, "RolloutSucceeded", "Rollout of the reload for "+what+" succeeded")
+		t.reports.Event(w.Obj, corev1.EventTypeNormal, "RolloutSucceeded", "Rollout of the reload for "+what+" succeeded")
 		log.Info("rollout succeeded")
 	case policy.OutcomeSuperseded:
-		t.reports.event(w.obj, corev1.EventTypeNormal, "RolloutSuperseded", "Rollout of the reload for "+what+" was superseded: "+why)
+		t.reports.Event(w.Obj, corev1.EventTypeNormal, "RolloutSuperseded", "Rollout of the reload for "+what+" was superseded: "+why)
 		log.Info("rollout superseded", "why", why)
 	default:
 		reason := map[string]string{policy.OutcomeFailed: "RolloutFailed", policy.OutcomeTimedOut: "RolloutTimedOut"}[outcome]
-		t.reports.event(w.obj, corev1.EventTypeWarning, reason, fmt.Sprintf("Rollout of the reload for %s %s: %s", what, outcome, why))
+		t.reports.Event(w.Obj, corev1.EventTypeWarning, reason, fmt.Sprintf("Rollout of the reload for %s %s: %s", what, outcome, why))
 		log.Warn("rollout "+outcome, "why", why)
 	}
 	if rolledBack {
-		m.Rollbacks.WithLabelValues(w.kind.name, metrics.ResultSuccess).Inc()
-		t.reports.clear(string(w.meta.GetUID()), "RollbackFailed")
+		m.Rollbacks.WithLabelValues(w.Kind.Name, metrics.ResultSuccess).Inc()
+		t.reports.Clear(string(w.Meta.GetUID()), "RollbackFailed")
 		msg := "Restored the pod template from before the reload for " + what + "; this content is held: it reloads this workload again only once it changes"
 		if len(started.reads) > 0 {
 			msg += fmt.Sprintf("; %s while %s holds the content rolled back for; revert or fix it to restart them",
 				podsStart(started.pods), readNames(started.reads))
 		}
-		t.reports.event(w.obj, corev1.EventTypeWarning, "RolledBack", msg)
+		t.reports.Event(w.Obj, corev1.EventTypeWarning, "RolledBack", msg)
 		log.Warn("rolled back; the config content is held until it changes", "pods_started", started.pods)
 	}
 }
@@ -602,7 +587,7 @@ func podsStart(n int32) string {
 func readNames(reads map[policy.ConfigRef]string) string {
 	names := make([]string, 0, len(reads))
 	for r := range reads {
-		names = append(names, refName(r))
+		names = append(names, workload.RefName(r))
 	}
 	slices.Sort(names)
 	return strings.Join(names, ", ")

@@ -10,39 +10,17 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/reloader/reloader/internal/dev/clocktest"
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/internal/report"
+	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
+	"github.com/reloader/reloader/state/statetest"
 )
-
-// memoryConfigMaps is a state.ConfigMapClient that keeps the shards in memory: plumbing, so
-// that a hold the tracker flushes before a rollback is written somewhere.
-type memoryConfigMaps struct{ shards map[string]*corev1.ConfigMap }
-
-func (m *memoryConfigMaps) Get(_ context.Context, name string, _ metav1.GetOptions) (*corev1.ConfigMap, error) {
-	if cm, ok := m.shards[name]; ok {
-		return cm.DeepCopy(), nil
-	}
-	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, name)
-}
-
-func (m *memoryConfigMaps) Create(_ context.Context, cm *corev1.ConfigMap, _ metav1.CreateOptions) (*corev1.ConfigMap, error) {
-	cm = cm.DeepCopy()
-	cm.ResourceVersion = "1"
-	m.shards[cm.Name] = cm
-	return cm.DeepCopy(), nil
-}
-
-func (m *memoryConfigMaps) Patch(_ context.Context, name string, _ types.PatchType, _ []byte, _ metav1.PatchOptions, _ ...string) (*corev1.ConfigMap, error) {
-	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: "2"}}, nil
-}
 
 // trackerFixture is the tracker over an in-memory state, a fake Event recorder, a manual clock
 // and a Deployment kind whose writes are recorded and whose live read is set by the test.
@@ -60,19 +38,19 @@ type trackerFixture struct {
 func newTrackerFixture(rollback bool) *trackerFixture {
 	log := slog.New(slog.DiscardHandler)
 	f := &trackerFixture{events: record.NewFakeRecorder(100), clock: clocktest.New(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))}
-	f.store = newStore(&memoryConfigMaps{shards: map[string]*corev1.ConfigMap{}}, "ns", "reloader-state", log)
+	f.store = newStore(statetest.NewConfigMaps(), "ns", "reloader-state", log)
 	names := entryKeys{single: true}
 	f.t = &tracker{defaults: policy.Follow{Track: true, Rollback: rollback, Timeout: 10 * time.Second}, clock: f.clock,
-		store: f.store.Kind(holdPrefix, rollbackReadPrefix), flush: f.store.Flush, names: names, reports: newReporter(f.events, log), log: log, metrics: metrics.New("test"),
+		store: f.store.Kind(holdPrefix, rollbackReadPrefix), flush: f.store.Flush, names: names, reports: report.New(f.events, log), log: log, metrics: metrics.New("test"),
 		restarts: newRestarts(), strips: newStrips(f.store.Kind(stripPrefix), names), enqueue: func(key) {},
 		enqueueAfter: func(_ key, d time.Duration) { f.after = append(f.after, d) }}
-	f.kind = &workloadKind{name: "Deployment",
-		reload: func(_ context.Context, _, _ string, body []byte) (any, error) {
+	f.kind = &workloadKind{Name: "Deployment",
+		Reload: func(_ context.Context, _, _ string, body []byte) (any, error) {
 			f.sent = append(f.sent, string(body))
 			return f.live, nil
 		},
-		get: func(context.Context, string, string) (any, error) { return f.live, nil },
-		template: func(obj any) (metav1.Object, *corev1.PodTemplateSpec) {
+		Get: func(context.Context, string, string) (any, error) { return f.live, nil },
+		Template: func(obj any) (metav1.Object, *corev1.PodTemplateSpec) {
 			d := obj.(*appsv1.Deployment)
 			return d, &d.Spec.Template
 		}}
@@ -94,8 +72,8 @@ func (f *trackerFixture) followed(gen, observed int64, age time.Duration, tmplHa
 		Status: appsv1.DeploymentStatus{ObservedGeneration: observed}}
 	d.Spec.Template.Spec.Containers = []corev1.Container{{Name: "app", Env: []corev1.EnvVar{{Name: policy.EnvVarName(appRef), Value: a}}}}
 	f.live = d
-	return workloadView{key: key{"Deployment", "ns", "web"}, kind: f.kind, obj: d, meta: d, tmpl: &d.Spec.Template,
-		target: policy.Target{Strategy: policy.StrategyEnvVars}}
+	return workloadView{Key: key{Kind: "Deployment", Namespace: "ns", Name: "web"}, Kind: f.kind, Obj: d, Meta: d, Tmpl: &d.Spec.Template,
+		Target: policy.Target{Strategy: policy.StrategyEnvVars}}
 }
 
 func (f *trackerFixture) reasons() []string {
@@ -118,7 +96,7 @@ func TestTheTrackerJudgesARolloutByItsStatusItsDeadlineAndWhoseTemplateItIs(t *t
 	t.Run("rolling before its deadline", func(t *testing.T) {
 		f := newTrackerFixture(true)
 		w := f.followed(2, 1, 4*time.Second, "")
-		if err := f.t.sync(ctx, rolloutKey(w.key), w); err != nil {
+		if err := f.t.sync(ctx, rolloutKey(w.Key), w); err != nil {
 			t.Fatal(err)
 		}
 		// The history keeps the second, so the deadline counts from the end of it: 10s + 1s - 4s.
@@ -129,13 +107,13 @@ func TestTheTrackerJudgesARolloutByItsStatusItsDeadlineAndWhoseTemplateItIs(t *t
 	t.Run("past its deadline, rolled back and held", func(t *testing.T) {
 		f := newTrackerFixture(true)
 		w := f.followed(2, 2, 12*time.Second, "")
-		if err := f.t.sync(ctx, rolloutKey(w.key), w); err != nil {
+		if err := f.t.sync(ctx, rolloutKey(w.Key), w); err != nil {
 			t.Fatal(err)
 		}
 		if len(f.sent) != 1 || !strings.Contains(f.sent[0], "timed-out+rolled-back") || !strings.Contains(f.sent[0], strings.Repeat("b", 40)) {
 			t.Fatalf("sent %q, want one patch recording timed-out+rolled-back and putting b back", f.sent)
 		}
-		if !f.isHeld(w.key, strings.Repeat("a", 40)) {
+		if !f.isHeld(w.Key, strings.Repeat("a", 40)) {
 			t.Fatal("the rolled-back content is not held")
 		}
 		if got := strings.Join(f.reasons(), ","); got != "RolloutTimedOut,RolledBack" {
@@ -148,36 +126,36 @@ func TestTheTrackerJudgesARolloutByItsStatusItsDeadlineAndWhoseTemplateItIs(t *t
 		written := f.live.DeepCopy()
 		written.ResourceVersion = "12"
 		f.live = written // what the rollback's patch returns
-		if err := f.t.sync(ctx, rolloutKey(w.key), w); err != nil || len(f.sent) != 1 {
+		if err := f.t.sync(ctx, rolloutKey(w.Key), w); err != nil || len(f.sent) != 1 {
 			t.Fatalf("first sync: %v, sent %d patches; want the rollback", err, len(f.sent))
 		}
 		// The cache still shows the reload rolling out (resourceVersion 9): a second rollback
 		// would be noted of the restart the first one put back (CI: a reload of the pods put
 		// back for a content they run).
-		if err := f.t.sync(ctx, rolloutKey(w.key), w); !errors.Is(err, errStale) || len(f.sent) != 1 {
-			t.Fatalf("sync from the cache behind the rollback: %v, sent %d patches; want errStale and nothing more", err, len(f.sent))
+		if err := f.t.sync(ctx, rolloutKey(w.Key), w); !errors.Is(err, workload.ErrStale) || len(f.sent) != 1 {
+			t.Fatalf("sync from the cache behind the rollback: %v, sent %d patches; want workload.ErrStale and nothing more", err, len(f.sent))
 		}
 	})
 	t.Run("past its deadline without rollback", func(t *testing.T) {
 		f := newTrackerFixture(false)
 		w := f.followed(2, 2, 12*time.Second, "")
-		if err := f.t.sync(ctx, rolloutKey(w.key), w); err != nil {
+		if err := f.t.sync(ctx, rolloutKey(w.Key), w); err != nil {
 			t.Fatal(err)
 		}
-		if len(f.sent) != 1 || strings.Contains(f.sent[0], "rolled-back") || f.isHeld(w.key, strings.Repeat("a", 40)) {
+		if len(f.sent) != 1 || strings.Contains(f.sent[0], "rolled-back") || f.isHeld(w.Key, strings.Repeat("a", 40)) {
 			t.Fatalf("sent %q; want the outcome alone, nothing rolled back or held", f.sent)
 		}
 	})
 	t.Run("another actor replaced the template", func(t *testing.T) {
 		f := newTrackerFixture(true)
 		w := f.followed(3, 3, 12*time.Second, "0123abcd") // generation 3: a change after the reload's
-		if err := f.t.sync(ctx, rolloutKey(w.key), w); err != nil {
+		if err := f.t.sync(ctx, rolloutKey(w.Key), w); err != nil {
 			t.Fatal(err)
 		}
 		if len(f.sent) != 1 || !strings.Contains(f.sent[0], "superseded") || strings.Contains(f.sent[0], "rolled-back") {
 			t.Fatalf("sent %q, want one patch recording superseded, nothing rolled back", f.sent)
 		}
-		if f.isHeld(w.key, strings.Repeat("a", 40)) {
+		if f.isHeld(w.Key, strings.Repeat("a", 40)) {
 			t.Fatal("another actor's failure held our content")
 		}
 	})
@@ -185,16 +163,16 @@ func TestTheTrackerJudgesARolloutByItsStatusItsDeadlineAndWhoseTemplateItIs(t *t
 		f := newTrackerFixture(true)
 		w := f.followed(2, 2, 12*time.Second, "")
 		a, c := strings.Repeat("a", 40), strings.Repeat("c", 40)
-		f.store.Kind(holdPrefix).SetValue(f.t.names.hold(w.key, appRef), a)
-		held, stale := f.t.held(w.key, appRef, policy.Content{Value: c})
+		f.store.Kind(holdPrefix).SetValue(f.t.names.hold(w.Key, appRef), a)
+		held, stale := f.t.held(w.Key, appRef, policy.Content{Value: c})
 		if held || !stale {
 			t.Fatalf("other content: held %v, stale %v; want the hold ended", held, stale)
 		}
-		if !f.isHeld(w.key, a) {
+		if !f.isHeld(w.Key, a) {
 			t.Fatal("judging lifted the hold: a read wrote")
 		}
-		f.t.liftStale([]dependent{{workload: w.key, judgement: judgement{change: policy.Change{Ref: appRef, Value: c}, staleHold: true}}})
-		if f.isHeld(w.key, a) {
+		f.t.liftStale([]dependent{{workload: w.Key, judgement: judgement{change: policy.Change{Ref: appRef, Value: c}, staleHold: true}}})
+		if f.isHeld(w.Key, a) {
 			t.Fatal("a hold outlived other content: the held content applied again must be a change")
 		}
 	})
@@ -202,9 +180,9 @@ func TestTheTrackerJudgesARolloutByItsStatusItsDeadlineAndWhoseTemplateItIs(t *t
 		f := newTrackerFixture(true)
 		w := f.followed(2, 2, 12*time.Second, "")
 		c := strings.Repeat("c", 40)
-		f.store.Kind(holdPrefix).SetValue(f.t.names.hold(w.key, appRef), c) // a rollback of c's reload, after the judgement
-		f.t.liftStale([]dependent{{workload: w.key, judgement: judgement{change: policy.Change{Ref: appRef, Value: c}, staleHold: true}}})
-		if !f.isHeld(w.key, c) {
+		f.store.Kind(holdPrefix).SetValue(f.t.names.hold(w.Key, appRef), c) // a rollback of c's reload, after the judgement
+		f.t.liftStale([]dependent{{workload: w.Key, judgement: judgement{change: policy.Change{Ref: appRef, Value: c}, staleHold: true}}})
+		if !f.isHeld(w.Key, c) {
 			t.Fatal("a hold of the judged content was lifted")
 		}
 	})

@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/reloader/reloader/confighash"
+	"github.com/reloader/reloader/reloader/jobs"
 )
 
 // SignedJobNote is the state entry (key and value) that a reloader whose hash key Secret is s
@@ -15,21 +16,19 @@ func SignedJobNote(s *corev1.Secret, oldUID types.UID, job *batchv1.Job) (key, v
 	if err != nil {
 		return "", "", err
 	}
-	j := &jobRuns{key: func() confighash.Key { return k }}
-	key = jobRecreationKey(job.Namespace, job.Name)
-	value, err = j.encode(key, &jobRecreation{OldUID: oldUID, Job: job})
+	key, value, err = jobs.SignedNote(k, oldUID, job)
 	return key, value, err
 }
 
 // ReasonJobNoteDropped is the reason of the Warning on the state ConfigMap of a note dropped.
-const ReasonJobNoteDropped = reasonJobNoteDropped
+const ReasonJobNoteDropped = jobs.ReasonJobNoteDropped
 
 // RecordedRun is the value of reloader/pending-job with which a reloader whose hash key is k
 // records that its reload of cj is to run Job job.
 func RecordedRun(k confighash.Key, cj *batchv1.CronJob, job string) string {
-	return runKey(func() confighash.Key { return k }).record(cj, job)
+	return jobs.RunKey(func() confighash.Key { return k }).Record(cj, job)
 }
 
 // ReasonPendingJobDropped is the reason of the Warning on a CronJob whose recorded run is not
 // started.
-const ReasonPendingJobDropped = reasonPendingJobDropped
+const ReasonPendingJobDropped = jobs.ReasonPendingJobDropped

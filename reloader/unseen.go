@@ -209,9 +209,9 @@ func (s *restarts) replace(w key, p *restart) {
 func (s *restarts) configChanged(c key, rv string, content func(keys []string) string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := policy.ConfigRef{Kind: c.kind, Name: c.name}
+	r := policy.ConfigRef{Kind: c.Kind, Name: c.Name}
 	for w, p := range s.inFlight {
-		if rd := p.reads[r]; rd != nil && w.namespace == c.namespace {
+		if rd := p.reads[r]; rd != nil && w.Namespace == c.Namespace {
 			rd.since = append(rd.since, version{rv, content(rd.keys)})
 		}
 	}
@@ -220,7 +220,7 @@ func (s *restarts) configChanged(c key, rv string, content func(keys []string) s
 	for _, restarts := range []map[key]*restart{s.done, s.before} {
 		for w, p := range restarts {
 			rd := p.reads[r]
-			if rd == nil || w.namespace != c.namespace {
+			if rd == nil || w.Namespace != c.Namespace {
 				continue
 			}
 			// An absent read takes the first version after the patch: the one the pods waited for.

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
 
@@ -91,18 +92,18 @@ func (v *validation) invalid(k key, rec *configRecord, fresh bool) {
 		v.store.Set(v.names.config(k), rec.hash())
 	}
 	last, stranded := v.stranded(k)
-	msg := "Content " + short(rec.hash()) + " not rolled out: " + rec.Invalid() + "; no workload is restarted for it"
+	msg := "Content " + workload.Short(rec.hash()) + " not rolled out: " + rec.Invalid() + "; no workload is restarted for it"
 	if v.webhook {
-		msg = "Content " + short(rec.hash()) + " not notified: " + rec.Invalid() + "; --webhook-url is not called for it"
+		msg = "Content " + workload.Short(rec.hash()) + " not notified: " + rec.Invalid() + "; --webhook-url is not called for it"
 	}
 	if len(stranded) > 0 {
-		msg += ". The last valid content, " + short(last.hash()) + ", was replaced before " + workloadNames(stranded) +
+		msg += ". The last valid content, " + workload.Short(last.hash()) + ", was replaced before " + workloadNames(stranded) +
 			" reloaded for it and is not rolled out either: a restart would now load content that does not validate"
 	}
-	if v.reports.warn(rec, string(rec.UID()), "InvalidConfig", msg) && fresh {
-		v.counter.WithLabelValues(k.kind).Inc()
-		v.log.Warn("config change not rolled out: it does not validate", "kind", k.kind, "namespace", k.namespace,
-			"name", k.name, "hash", short(rec.hash()), "problem", rec.Invalid(), "stranded", len(stranded))
+	if v.reports.Warn(rec, string(rec.UID()), "InvalidConfig", msg) && fresh {
+		v.counter.WithLabelValues(k.Kind).Inc()
+		v.log.Warn("config change not rolled out: it does not validate", "kind", k.Kind, "namespace", k.Namespace,
+			"name", k.Name, "hash", workload.Short(rec.hash()), "problem", rec.Invalid(), "stranded", len(stranded))
 	}
 	for _, w := range stranded {
 		if v.gates.deferrals.isHeld(w) {
@@ -144,7 +145,7 @@ func workloadNames(ws []key) string {
 	const shown = 3
 	names := make([]string, 0, shown)
 	for _, w := range ws[:min(len(ws), shown)] {
-		names = append(names, w.kind+" "+w.name)
+		names = append(names, w.Kind+" "+w.Name)
 	}
 	out := strings.Join(names, ", ")
 	if len(ws) > shown {
@@ -157,7 +158,7 @@ func workloadNames(ws []key) string {
 // invalid content arriving again is said again.
 func (v *validation) valid(rec *configRecord) {
 	if rec != nil {
-		v.reports.clear(string(rec.UID()), "InvalidConfig")
+		v.reports.Clear(string(rec.UID()), "InvalidConfig")
 	}
 }
 
@@ -170,16 +171,13 @@ func (v *validation) valid(rec *configRecord) {
 // safe where a restart too many is not. The hold is derived from the caches alone, so a restart
 // of the reloader finds it again; it keeps no state entry, and says its Warning again.
 
-// reasonHeldInvalid is the Warning on a workload held by a config's invalid content.
-const reasonHeldInvalid = "ReloadHeldInvalidConfig"
-
 // holds holds w's due reload, and reports whether it did, when its pods read a config
 // whose current content does not validate.
 func (v *validation) holds(w workloadView) bool {
 	bad := v.invalidUsed(w)
 	if len(bad) == 0 {
 		// Not held, or no longer for this: should it recur, that is news.
-		v.reports.clear(string(w.meta.GetUID()), reasonHeldInvalid)
+		v.reports.Clear(string(w.Meta.GetUID()), workload.ReasonHeldInvalid)
 		return false
 	}
 	v.gates.holdInvalid(w)
@@ -187,9 +185,9 @@ func (v *validation) holds(w workloadView) bool {
 	names := strings.Join(bad, ", ")
 	msg := "Reload held: the pods read " + names + ", whose current content does not validate (see its InvalidConfig Event); " +
 		"a restart would load it. The reload happens once that content is fixed, reverted or the config deleted"
-	if v.reports.warn(w.obj, string(w.meta.GetUID()), reasonHeldInvalid, msg) {
-		v.log.Warn("reload held: the pods read a config whose content does not validate", "kind", w.kind.name,
-			"namespace", w.key.namespace, "name", w.key.name, "configs", names)
+	if v.reports.Warn(w.Obj, string(w.Meta.GetUID()), workload.ReasonHeldInvalid, msg) {
+		v.log.Warn("reload held: the pods read a config whose content does not validate", "kind", w.Kind.Name,
+			"namespace", w.Key.Namespace, "name", w.Key.Name, "configs", names)
 	}
 	return true
 }
@@ -198,11 +196,11 @@ func (v *validation) holds(w workloadView) bool {
 // not validate.
 func (v *validation) invalidUsed(w workloadView) []string {
 	var out []string
-	for r := range w.uses {
+	for r := range w.Uses {
 		if !v.watched(r.Kind) {
 			continue
 		}
-		if rec := v.lookup(configKey(r, w.key.namespace)); rec != nil && rec.Invalid() != "" {
+		if rec := v.lookup(workload.ConfigKey(r, w.Key.Namespace)); rec != nil && rec.Invalid() != "" {
 			out = append(out, r.Kind+" "+r.Name)
 		}
 	}
@@ -214,7 +212,7 @@ func (v *validation) invalidUsed(w workloadView) []string {
 // content is valid or gone, so that they reload if nothing else holds them. Those due for k
 // itself are left to their coalescing window, which syncs them.
 func (v *validation) wake(k key, due []key) {
-	for _, w := range v.gates.deferrals.heldFor(k.namespace, policy.ReasonInvalidConfig) {
+	for _, w := range v.gates.deferrals.heldFor(k.Namespace, policy.ReasonInvalidConfig) {
 		if !slices.Contains(due, w) {
 			v.enqueue(w)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/reloader/reloader/confighash"
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/workload"
 )
 
 // validationFixture is the validation part over the gates fixture, with the rule's verdicts and
@@ -51,9 +52,9 @@ func configMapRecord(hash, invalid string) *configRecord {
 // had not reached yet; those held by their gate are woken, so that their hold goes.
 func TestInvalidContentIsSaidOnceAndNamesWhatItStranded(t *testing.T) {
 	f := newValidationFixture()
-	k := key{policy.KindConfigMap, "ns", "app"}
+	k := key{Kind: policy.KindConfigMap, Namespace: "ns", Name: "app"}
 	valid, invalid := configMapRecord("a", ""), configMapRecord("b", `key "port": not an integer`)
-	stranded := key{"Deployment", "ns", "web"}
+	stranded := key{Kind: "Deployment", Namespace: "ns", Name: "web"}
 	f.due[valid.hash()] = []key{stranded}
 	f.g.holdInvalid(gatedView(nil)) // web's reload is held: the invalid content wakes it
 
@@ -92,22 +93,22 @@ func TestAWorkloadReadingInvalidContentIsHeldUntilItIsFixed(t *testing.T) {
 	f := newValidationFixture()
 	r := policy.ConfigRef{Kind: policy.KindConfigMap, Name: "app"}
 	w := gatedView(nil)
-	w.uses = map[policy.ConfigRef]policy.Use{r: {Whole: true}}
-	f.configs[key{r.Kind, "ns", r.Name}] = configMapRecord("b", "not json")
+	w.Uses = map[policy.ConfigRef]policy.Use{r: {Whole: true}}
+	f.configs[key{Kind: r.Kind, Namespace: "ns", Name: r.Name}] = configMapRecord("b", "not json")
 
 	for range 2 {
 		if !f.v.holds(w) {
 			t.Fatal("not held while the pods read invalid content")
 		}
 	}
-	if ev := f.drainEvents(); len(ev) != 1 || !strings.HasPrefix(ev[0], "Warning "+reasonHeldInvalid) {
-		t.Fatalf("events %q, want one %s", ev, reasonHeldInvalid)
+	if ev := f.drainEvents(); len(ev) != 1 || !strings.HasPrefix(ev[0], "Warning "+workload.ReasonHeldInvalid) {
+		t.Fatalf("events %q, want one %s", ev, workload.ReasonHeldInvalid)
 	}
 	if got := testutil.ToFloat64(f.g.gauge.WithLabelValues(policy.ReasonInvalidConfig)); got != 1 {
 		t.Fatalf("deferred gauge %v, want 1", got)
 	}
 
-	f.configs[key{r.Kind, "ns", r.Name}] = configMapRecord("c", "")
+	f.configs[key{Kind: r.Kind, Namespace: "ns", Name: r.Name}] = configMapRecord("c", "")
 	if f.v.holds(w) {
 		t.Fatal("still held once the content validates")
 	}

@@ -32,7 +32,7 @@ type webhookSync struct {
 // sync calls the webhook for a change of config k, then records its content.
 func (ws *webhookSync) sync(ctx context.Context, k key) error {
 	fresh := ws.changes.take(k)
-	if !ws.caches.allowed(k.namespace) {
+	if !ws.caches.allowed(k.Namespace) {
 		return nil
 	}
 	rec := ws.caches.lookup(k)
@@ -56,7 +56,7 @@ func (ws *webhookSync) sync(ctx context.Context, k key) error {
 		if err := ws.webhook.Post(ctx); err != nil {
 			return err
 		}
-		ws.log.Info("config changed; called --webhook-url instead of reloading", "kind", k.kind, "namespace", k.namespace, "name", k.name)
+		ws.log.Info("config changed; called --webhook-url instead of reloading", "kind", k.Kind, "namespace", k.Namespace, "name", k.Name)
 	}
 	ws.changes.forget(k)
 	if rec == nil {

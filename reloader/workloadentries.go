@@ -26,7 +26,7 @@ func (we *workloadEntries) lift(k *workloadKind, obj any) {
 func (we *workloadEntries) forgetGone() {
 	live := map[string]bool{}
 	for _, kind := range we.caches.kinds {
-		for _, obj := range kind.list() {
+		for _, obj := range kind.List() {
 			for _, e := range we.keysOf(kind, obj) {
 				live[e] = true
 			}
@@ -45,7 +45,7 @@ func (we *workloadEntries) forgetGone() {
 // loses its entries when the annotation stops naming it while no reloader runs: a switch of
 // mode, which may restart once (docs/annotations.md, "Annotating workloads").
 func (we *workloadEntries) keysOf(k *workloadKind, obj any) []string {
-	meta, tmpl := k.template(obj)
+	meta, tmpl := k.Template(obj)
 	if tmpl == nil {
 		return nil
 	}
@@ -55,7 +55,7 @@ func (we *workloadEntries) keysOf(k *workloadKind, obj any) []string {
 	for r := range uses {
 		refs = append(refs, r)
 	}
-	w := key{k.name, meta.GetNamespace(), meta.GetName()}
+	w := key{Kind: k.Name, Namespace: meta.GetNamespace(), Name: meta.GetName()}
 	out := make([]string, 0, 3*len(refs))
 	for _, r := range refs {
 		out = append(out, we.names.hold(w, r), we.names.strip(w, r), we.names.rollbackRead(w, r))

@@ -2,31 +2,16 @@ package reloader
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/jobs"
+	"github.com/reloader/reloader/reloader/workload"
 )
-
-// errStale: the patch was computed from a version of the workload that is no longer current
-// (the cache has not yet seen our own last write, or someone else wrote). It is retried soon,
-// from the newer version.
-var errStale = errors.New("the workload changed since it was read")
-
-// retryLater is an error that should be retried only after a while: a refused patch is not
-// going to be accepted the next millisecond.
-type retryLater struct{ err error }
-
-func (e retryLater) Error() string { return e.err.Error() }
-func (e retryLater) Unwrap() error { return e.err }
 
 // A refused or reverted patch is tried again after refusedRetryMin, doubling up to
 // refusedRetryMax: a policy lifted is noticed within seconds, one that stays costs a request
@@ -39,19 +24,19 @@ const (
 // syncWorkload patches, in one patch, every config marker of the workload that differs from
 // what the rule wants.
 func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key) error {
-	if kind.unfinished != nil && !c.opts.DryRun {
-		if err := kind.unfinished(ctx, k.namespace, k.name); err != nil {
+	if kind.Unfinished != nil && !c.opts.DryRun {
+		if err := kind.Unfinished(ctx, k.Namespace, k.Name); err != nil {
 			return err
 		}
 	}
-	obj, exists, err := kind.cached(k.cacheKey())
+	obj, exists, err := kind.Cached(k.CacheKey())
 	if err != nil || !exists {
 		return err
 	}
-	if kind.resume != nil && !c.opts.DryRun {
-		var dropped droppedRun
-		if err := kind.resume(ctx, obj, c.caches.allowed(k.namespace)); errors.As(err, &dropped) {
-			dropped.tell(obj, c.reports, c.log)
+	if kind.Resume != nil && !c.opts.DryRun {
+		var dropped jobs.DroppedRun
+		if err := kind.Resume(ctx, obj, c.caches.allowed(k.Namespace)); errors.As(err, &dropped) {
+			dropped.Tell(obj, c.reports, c.log)
 		} else if err != nil {
 			return err
 		}
@@ -65,10 +50,10 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 	}
 	p := c.planner.plan(w)
 	c.tracker.liftStale(p.staleHolds)
-	c.records.needed(w.key.namespace, p.unmarked)
+	c.records.needed(w.Key.Namespace, p.unmarked)
 	changes := p.changes
-	if c.suspensions.holds(w, len(changes) > 0) {
-		return nil // cronjobsuspend.go
+	if c.suspensions.Holds(w, len(changes) > 0) {
+		return nil // reloader/jobs/cronjobsuspend.go
 	}
 	if c.opts.DryRun {
 		return c.rehearsal.rehearse(w, changes) // dryrun.go: the one place a dry run parts from acting
@@ -87,7 +72,7 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 	if err := c.lag.confirm(ctx, w, changes); err != nil {
 		return err // lag.go
 	}
-	ops, err := w.target.Ops(w.meta, w.tmpl, changes, c.opts.Clock.Now())
+	ops, err := w.Target.Ops(w.Meta, w.Tmpl, changes, c.opts.Clock.Now())
 	if err != nil || len(ops) == 0 {
 		return err
 	}
@@ -100,7 +85,7 @@ type step int
 
 const (
 	stepUpToDate  step = iota // nothing due: a hold is dropped, a pause ended (gates.settle)
-	stepSuspended             // due, for a CronJob that is suspended (cronjobsuspend.go)
+	stepSuspended             // due, for a CronJob that is suspended (reloader/jobs)
 	stepInvalid               // due, or a resume, while the pods read content that does not validate (validate.go)
 	stepGated                 // due, and the gate is closed or starts a pause (gates.go)
 	stepReload                // due, and the gate lets it through
@@ -149,28 +134,28 @@ func (c *Controller) patch(ctx context.Context, w workloadView, d due, ops []pol
 	}
 	// Read before the patch: its own update event may come back, and let the state advance and
 	// forget the change, before the call returns.
-	since, known := c.changes.oldest(w.key.namespace, changes)
-	c.restarts.begin(w.key, reads, c.rule.cachedVersion(w.key.namespace))
-	undo := c.strips.runNothing(w.key, unmarkedNone(w, reads, changes))
-	undoAwaits := c.strips.awaits(w.key, waiting(reads))
-	out, err := send(ctx, w, ops, w.kind.reload)
-	paused := err == nil && w.kind.paused != nil && w.kind.paused(out)
-	for _, k := range c.restarts.finished(w.key, writtenVersion(out, err), paused) {
+	since, known := c.changes.oldest(w.Key.Namespace, changes)
+	c.restarts.begin(w.Key, reads, c.rule.cachedVersion(w.Key.Namespace))
+	undo := c.strips.runNothing(w.Key, unmarkedNone(w, reads, changes))
+	undoAwaits := c.strips.awaits(w.Key, waiting(reads))
+	out, err := workload.Send(ctx, w, ops, w.Kind.Reload)
+	paused := err == nil && w.Kind.Paused != nil && w.Kind.Paused(out)
+	for _, k := range c.restarts.finished(w.Key, workload.WrittenVersion(out, err), paused) {
 		c.queue.Add(k)
 	}
 	if err != nil {
 		undoAwaits()
 		undo()
 	}
-	if errors.Is(err, errStale) {
-		return errStale
+	if errors.Is(err, workload.ErrStale) {
+		return workload.ErrStale
 	}
 	what := describe(changes)
 	if err != nil {
 		return c.outcomes.failed(w, "ReloadFailed", fmt.Sprintf("Reload for %s failed: %v", what, err), err)
 	}
 	if c.outcomes.reverted(w, out, changes) {
-		err := fmt.Errorf("patch of %s %s/%s was accepted, but the template does not hold the new values: an admission webhook or policy may be reverting it", w.kind.name, w.key.namespace, w.key.name)
+		err := fmt.Errorf("patch of %s %s/%s was accepted, but the template does not hold the new values: an admission webhook or policy may be reverting it", w.Kind.Name, w.Key.Namespace, w.Key.Name)
 		return c.outcomes.failed(w, "ReloadReverted", fmt.Sprintf("Reload for %s was reverted by the API server; it is retried at least every %s", what, refusedRetryMax), err)
 	}
 	c.gates.release(w)
@@ -187,7 +172,7 @@ func unmarkedNone(w workloadView, reads map[policy.ConfigRef]*read, changes []po
 	out := map[policy.ConfigRef][]string{}
 	for r, rd := range reads {
 		changed := slices.ContainsFunc(changes, func(ch policy.Change) bool { return ch.Ref == r })
-		if rd.none && !changed && len(policy.MarkerCopies(w.meta.GetAnnotations(), w.tmpl, r)) == 0 {
+		if rd.none && !changed && len(policy.MarkerCopies(w.Meta.GetAnnotations(), w.Tmpl, r)) == 0 {
 			out[r] = rd.keys
 		}
 	}
@@ -206,58 +191,11 @@ func waiting(reads map[policy.ConfigRef]*read) []policy.ConfigRef {
 	return out
 }
 
-// writtenVersion is the resourceVersion a reload's patch wrote ("" when it failed).
-func writtenVersion(out any, err error) string {
-	if m, ok := out.(metav1.Object); ok && err == nil {
-		return m.GetResourceVersion()
-	}
-	return ""
-}
-
-// send is the one patch sender: it encodes ops and applies them to w through write (the kind's
-// reload, which restarts or runs, or its writeMeta, which never does). A patch computed from a
-// version of w that is no longer current, or of an object gone from the cache, is errStale.
-func send(ctx context.Context, w workloadView, ops []policy.JSONOp, write func(ctx context.Context, namespace, name string, body []byte) (any, error)) (any, error) {
-	body, err := json.Marshal(ops)
-	if err != nil {
-		return nil, fmt.Errorf("encode patch of %s: %w", w.key, err)
-	}
-	out, err := write(ctx, w.key.namespace, w.key.name, body)
-	if isStale(err) || errors.Is(err, errStale) {
-		return out, errStale
-	}
-	return out, err
-}
-
-// isStale reports a failed test op of our patch (the resourceVersion, or an env entry's name).
-// The API server answers a JSON patch that does not apply with a bare 422 whose detail it drops,
-// unlike a validation error, which names its causes. Any such patch is recomputed from a fresher
-// cache, which is right for both.
-func isStale(err error) bool {
-	var status apierrors.APIStatus
-	if !errors.As(err, &status) {
-		return false
-	}
-	s := status.Status()
-	return s.Code == http.StatusUnprocessableEntity && (s.Details == nil || len(s.Details.Causes) == 0) &&
-		strings.HasPrefix(s.Message, "the server rejected our request due to an error in our request")
-}
-
-// refused reports an answer that will not change by itself: forbidden, invalid, denied by
-// admission, or over quota.
-func refused(err error) bool {
-	return apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) ||
-		apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err)
-}
-
 // describe names the configs of a reload with their short hashes, in a stable order.
-// refName names a config in Events and logs: "<Kind>/<name>".
-func refName(r policy.ConfigRef) string { return r.Kind + "/" + r.Name }
-
 func describe(changes []policy.Change) string {
 	parts := make([]string, 0, len(changes))
 	for _, ch := range changes {
-		v := short(ch.Value)
+		v := workload.Short(ch.Value)
 		if v == "" {
 			v = policy.DeletedMarker
 		}

@@ -5,12 +5,13 @@ import (
 	"testing"
 
 	"github.com/reloader/reloader/state"
+	"github.com/reloader/reloader/state/statetest"
 )
 
 // Only the data keys named stay, in memory and in the ConfigMap; other configs' are untouched.
 func TestKeepDataKeysRemovesTheOthersOfThatConfigOnly(t *testing.T) {
 	ctx := context.Background()
-	c := newMemClient()
+	c := statetest.NewConfigMaps()
 	s := newStore(c, nil)
 	if _, err := s.Load(ctx); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/reloader/reloader/state"
+	"github.com/reloader/reloader/state/statetest"
 )
 
 // noteKind is an entry kind as an owner registers it: "note.<anything>", holding "note:<digits>".
@@ -27,7 +28,7 @@ var noteKind = state.EntryKind{
 	},
 }
 
-func loadedWithNotes(t *testing.T, c *memClient, log *bytes.Buffer) *state.Store {
+func loadedWithNotes(t *testing.T, c *statetest.ConfigMaps, log *bytes.Buffer) *state.Store {
 	t.Helper()
 	var w io.Writer = io.Discard
 	if log != nil {
@@ -43,7 +44,7 @@ func loadedWithNotes(t *testing.T, c *memClient, log *bytes.Buffer) *state.Store
 // An entry of a registered kind is the owner's: stored as given, loaded back, listed by prefix,
 // never a config (no tombstone, no ParseKey), and a value its kind refuses is never written.
 func TestAnEntryOfARegisteredKindIsStoredAsItsOwnerEncodesIt(t *testing.T) {
-	c := newMemClient()
+	c := statetest.NewConfigMaps()
 	var log bytes.Buffer
 	s := loadedWithNotes(t, c, &log)
 	note, long := "note.web", "note."+strings.Repeat("w", 240)
@@ -88,7 +89,7 @@ func TestAnEntryOfARegisteredKindIsStoredAsItsOwnerEncodesIt(t *testing.T) {
 // A value its kind refuses, stored by hand, is corrupt and dropped at load, as is a note's value
 // under a config key; a key of no registered kind is someone else's, and kept as it is.
 func TestAStoredValueItsKindRefusesIsCorrupt(t *testing.T) {
-	c := newMemClient()
+	c := statetest.NewConfigMaps()
 	cfg := state.Key("ConfigMap", "", "cfg")
 	s := loadedWithNotes(t, c, nil)
 	s.Configs().Set(cfg, hashOf("cfg"))
@@ -124,7 +125,7 @@ func TestAStoredValueItsKindRefusesIsCorrupt(t *testing.T) {
 func TestAKindViewRefusesAnotherKindsKey(t *testing.T) {
 	tagKind := noteKind
 	tagKind.Prefix = "tag."
-	s := state.New(newMemClient(), "default", "reloader-state", textLog(io.Discard), noteKind, tagKind)
+	s := state.New(statetest.NewConfigMaps(), "default", "reloader-state", textLog(io.Discard), noteKind, tagKind)
 	if _, err := s.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}

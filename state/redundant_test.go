@@ -6,10 +6,11 @@ import (
 	"time"
 
 	"github.com/reloader/reloader/state"
+	"github.com/reloader/reloader/state/statetest"
 )
 
 func TestARedundantEntryIsDueOnlyWhenNeeded(t *testing.T) {
-	c := newMemClient()
+	c := statetest.NewConfigMaps()
 	s := loaded(t, c, nil)
 	quiet, other := state.Key("ConfigMap", "", "quiet"), state.Key("ConfigMap", "", "other")
 	s.Configs().SetRedundant(quiet, hashOf("a"))
@@ -33,7 +34,7 @@ func TestARedundantEntryIsDueOnlyWhenNeeded(t *testing.T) {
 }
 
 func TestARedundantEntryGoesWithTheNextWrite(t *testing.T) {
-	c := newMemClient()
+	c := statetest.NewConfigMaps()
 	s := loaded(t, c, nil)
 	quiet, other := state.Key("ConfigMap", "", "quiet"), state.Key("ConfigMap", "", "other")
 	s.Configs().SetRedundant(quiet, hashOf("a"))
@@ -53,7 +54,7 @@ func TestARedundantEntryGoesWithTheNextWrite(t *testing.T) {
 }
 
 func TestRunWritesRedundantEntriesWhenItsContextEnds(t *testing.T) {
-	c := newMemClient()
+	c := statetest.NewConfigMaps()
 	s := loaded(t, c, nil)
 	writes := 0
 	s.OnWrite = func(string, error) { writes++ }
@@ -70,7 +71,7 @@ func TestRunWritesRedundantEntriesWhenItsContextEnds(t *testing.T) {
 }
 
 func TestAnEntrySetAndRemovedBetweenTwoFlushesCostsNoWrite(t *testing.T) {
-	c := newMemClient()
+	c := statetest.NewConfigMaps()
 	s := loaded(t, c, nil)
 	writes := 0
 	s.OnWrite = func(string, error) { writes++ }
@@ -101,7 +102,7 @@ func TestAnEntrySetAndRemovedBetweenTwoFlushesCostsNoWrite(t *testing.T) {
 }
 
 func TestRedundantEntriesGoOnlyWithWritesOfTheirShard(t *testing.T) {
-	c := newMemClient()
+	c := statetest.NewConfigMaps()
 	s, budget := smallStore(t, c, nil)
 	for i := range perShard + 1 {
 		s.Configs().Set(entryKey(i), hashOf("old"))

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/reloader/reloader/state"
+	"github.com/reloader/reloader/state/statetest"
 )
 
 // failingClient refuses every write, like an API server that is down.
@@ -55,7 +56,7 @@ func TestRunStopsBackingOffWhenItsContextEnds(t *testing.T) {
 }
 
 func TestRunWritesWhatIsPendingWhenItsContextEnds(t *testing.T) {
-	c := newMemClient()
+	c := statetest.NewConfigMaps()
 	s := loaded(t, c, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -91,7 +92,7 @@ func (r *refuseNext) Patch(ctx context.Context, name string, pt types.PatchType,
 
 // A refused write stays due, removals included, and the next flush makes it: nothing is lost.
 func TestTheNextFlushMakesAWriteThatFailed(t *testing.T) {
-	c := newMemClient()
+	c := statetest.NewConfigMaps()
 	ctx := context.Background()
 	client := &refuseNext{ConfigMapClient: c}
 	s := state.New(client, "default", "reloader-state", slog.New(slog.DiscardHandler))

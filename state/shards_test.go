@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/reloader/reloader/state"
+	"github.com/reloader/reloader/state/statetest"
 )
 
 const perShard = 5
@@ -20,7 +21,7 @@ const perShard = 5
 func entryKey(i int) string { return fmt.Sprintf("v1.ConfigMap_e-%03d", i) }
 
 // smallStore returns a loaded Store whose shards hold perShard config entries each.
-func smallStore(t *testing.T, c *memClient, log *bytes.Buffer) (*state.Store, int) {
+func smallStore(t *testing.T, c *statetest.ConfigMaps, log *bytes.Buffer) (*state.Store, int) {
 	t.Helper()
 	s := newStore(c, log)
 	budget := perShard * state.Reserved(entryKey(0))
@@ -33,7 +34,7 @@ func smallStore(t *testing.T, c *memClient, log *bytes.Buffer) (*state.Store, in
 
 // storedShards returns the data of every state ConfigMap c holds, failing the test if one holds
 // more than budget bytes of keys and values.
-func storedShards(t *testing.T, c *memClient, budget int) map[string]map[string]string {
+func storedShards(t *testing.T, c *statetest.ConfigMaps, budget int) map[string]map[string]string {
 	t.Helper()
 	cms, err := c.List(context.Background(), metav1.ListOptions{})
 	if err != nil {
@@ -72,7 +73,7 @@ func storedValues(t *testing.T, shards map[string]map[string]string) map[string]
 }
 
 func TestAFullStateKeepsNewEntriesInMemoryAndWritesThemWhenRoomAppears(t *testing.T) {
-	c := newMemClient()
+	c := statetest.NewConfigMaps()
 	var log bytes.Buffer
 	s, budget := smallStore(t, c, &log)
 	capacity := perShard * state.MaxShards
@@ -164,7 +165,7 @@ func TestAKeyReAddedBeforeTheFlushIsStoredOnce(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := newMemClient()
+			c := statetest.NewConfigMaps()
 			s, budget := smallStore(t, c, nil)
 			k := entryKey(7)
 			for i := range 2 * perShard {
@@ -188,7 +189,7 @@ func TestAKeyReAddedBeforeTheFlushIsStoredOnce(t *testing.T) {
 
 func TestAnEntryStoredTwiceIsLoadedFromTheLowerShardAndRemovedFromTheOther(t *testing.T) {
 	ctx := context.Background()
-	c := newMemClient()
+	c := statetest.NewConfigMaps()
 	k := entryKey(1)
 	for name, v := range map[string]string{"reloader-state": hashOf("lower"), "reloader-state-2": hashOf("higher")} {
 		if _, err := c.Create(ctx, &corev1.ConfigMap{

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/reloader/reloader/state"
+	"github.com/reloader/reloader/state/statetest"
 )
 
 // When the state is full, entries that are not spare take the room of spare ones, never the
@@ -98,7 +99,7 @@ func TestAFullStateGivesSpareEntriesRoomToReadOnes(t *testing.T) {
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newMemClient()
+			c := statetest.NewConfigMaps()
 			var log bytes.Buffer
 			s, budget := smallStore(t, c, &log)
 			tc.run(t, s)

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/reloader/reloader/state"
+	"github.com/reloader/reloader/state/statetest"
 )
 
 func hashOf(s string) string {
@@ -111,7 +112,7 @@ func TestKeysNeverCollide(t *testing.T) {
 
 func TestFirstLoadCreatesStateAndReportsFirstStart(t *testing.T) {
 	ctx := context.Background()
-	c := newMemClient()
+	c := statetest.NewConfigMaps()
 	s := newStore(c, nil)
 	first, err := s.Load(ctx)
 	if err != nil || !first {
@@ -135,7 +136,7 @@ func TestFirstLoadCreatesStateAndReportsFirstStart(t *testing.T) {
 
 func TestCorruptEntryIsDroppedWithALogLine(t *testing.T) {
 	ctx := context.Background()
-	c := newMemClient()
+	c := statetest.NewConfigMaps()
 	_, err := c.Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "reloader-state"},
 		Data:       map[string]string{"v1.ConfigMap_good": hashOf("g"), "v1.ConfigMap_bad": "not-a-hash", "someone.else": "kept"},
@@ -170,7 +171,7 @@ func TestCorruptEntryIsDroppedWithALogLine(t *testing.T) {
 
 func TestDeletingAConfigDeletesItsDataKeyEntries(t *testing.T) {
 	ctx := context.Background()
-	c := newMemClient()
+	c := statetest.NewConfigMaps()
 	s := newStore(c, nil)
 	if _, err := s.Load(ctx); err != nil {
 		t.Fatal(err)
@@ -211,7 +212,7 @@ func (f *failOnce) Get(ctx context.Context, name string, opts metav1.GetOptions)
 }
 
 func TestALoadRetriedAfterAFailureCountsNothingTwice(t *testing.T) {
-	c := newMemClient()
+	c := statetest.NewConfigMaps()
 	ctx := context.Background()
 	first := newStore(c, nil)
 	if _, err := first.Load(ctx); err != nil {

@@ -13,10 +13,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/reloader/reloader/state"
+	"github.com/reloader/reloader/state/statetest"
 )
 
 // loaded returns a Store that has loaded the state c holds.
-func loaded(t *testing.T, c *memClient, log *bytes.Buffer) *state.Store {
+func loaded(t *testing.T, c *statetest.ConfigMaps, log *bytes.Buffer) *state.Store {
 	t.Helper()
 	s := newStore(c, log)
 	if _, err := s.Load(context.Background()); err != nil {
@@ -33,7 +34,7 @@ func flush(t *testing.T, s *state.Store) {
 }
 
 // stored returns the data of the first state ConfigMap c holds.
-func stored(t *testing.T, c *memClient) map[string]string {
+func stored(t *testing.T, c *statetest.ConfigMaps) map[string]string {
 	t.Helper()
 	cm, err := c.Get(context.Background(), "reloader-state", metav1.GetOptions{})
 	if err != nil {
@@ -43,7 +44,7 @@ func stored(t *testing.T, c *memClient) map[string]string {
 }
 
 func TestSetRevivesATombstone(t *testing.T) {
-	c := newMemClient()
+	c := statetest.NewConfigMaps()
 	s := loaded(t, c, nil)
 	k := state.Key("ConfigMap", "", "app")
 	s.Configs().Tombstone(k, hashOf("old"), time.Unix(1795000000, 0))
@@ -62,7 +63,7 @@ func TestSetRevivesATombstone(t *testing.T) {
 }
 
 func TestTombstoneMissingKeepsAnExistingTombstonesSince(t *testing.T) {
-	c := newMemClient()
+	c := statetest.NewConfigMaps()
 	s := loaded(t, c, nil)
 	old, gone, live := state.Key("ConfigMap", "", "old"), state.Key("ConfigMap", "", "gone"), state.Key("ConfigMap", "", "live")
 	t1, t2 := time.Unix(1795000000, 0), time.Unix(1795000600, 0)
@@ -167,7 +168,7 @@ func TestTombstoneMissingTombstonesAConfigWithOnlyDataKeyEntriesLeft(t *testing.
 
 func TestCorruptTombstoneIsDroppedOnLoad(t *testing.T) {
 	ctx := context.Background()
-	c := newMemClient()
+	c := statetest.NewConfigMaps()
 	good := "deleted@1795000000:" + hashOf("g")
 	corrupt := map[string]string{
 		"v1.ConfigMap_bad-time":      "deleted@soon:" + hashOf("t"),

@@ -1,4 +1,4 @@
-package reloader
+package workload
 
 import (
 	"encoding/binary"
@@ -13,29 +13,29 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// packedWorkload is what the informer cache keeps of a typed workload: its identity, and the
-// stripped object (record.go) as protobuf, decoded each time it is read (unpacked). A stripped
+// Packed is what the informer cache keeps of a typed workload: its identity, and the stripped
+// object (reloader/record.go) as protobuf, decoded each time it is read (Unpacked). A stripped
 // Deployment decoded takes about 2.5 KB of Go structs (ObjectMeta and PodSpec are large even
 // when nearly empty), its protobuf a fifth of that; with a workload per five configs, that was
 // about 0.4 KB per config at 50,000 (docs/lab/benchmarks-sessions.md). Reads decode: a few
 // microseconds per workload a config change judges, or per workload event.
-type packedWorkload struct {
-	kind            packKind
+type Packed struct {
+	kind            PackKind
 	Name            string
 	Namespace       string
 	ResourceVersion string // the informer tells a resync from an update by it
 	raw             []byte
 }
 
-// packKind says which type a packedWorkload decodes to.
-type packKind uint8
+// PackKind says which type a Packed decodes to.
+type PackKind uint8
 
 const (
-	packDeployment packKind = iota + 1
-	packStatefulSet
-	packDaemonSet
-	packCronJob
-	packJob
+	PackDeployment PackKind = iota + 1
+	PackStatefulSet
+	PackDaemonSet
+	PackCronJob
+	PackJob
 )
 
 // protoObject is a k8s.io/api type with its generated protobuf encoding.
@@ -44,28 +44,28 @@ type protoObject interface {
 	Marshal() ([]byte, error)
 }
 
-// pack encodes a stripped workload for the cache; one that does not encode is kept as it is.
-func pack(kind packKind, o protoObject) any {
+// Pack encodes a stripped workload for the cache; one that does not encode is kept as it is.
+func Pack(kind PackKind, o protoObject) any {
 	raw, err := o.Marshal()
 	if err != nil {
 		return o
 	}
-	return &packedWorkload{kind: kind, Name: o.GetName(), Namespace: o.GetNamespace(), ResourceVersion: o.GetResourceVersion(), raw: raw}
+	return &Packed{kind: kind, Name: o.GetName(), Namespace: o.GetNamespace(), ResourceVersion: o.GetResourceVersion(), raw: raw}
 }
 
 // decode returns a new object of the workload's type, decoded from its protobuf.
-func (p *packedWorkload) decode() (any, error) {
+func (p *Packed) decode() (any, error) {
 	var o interface{ Unmarshal([]byte) error }
 	switch p.kind {
-	case packDeployment:
+	case PackDeployment:
 		o = &appsv1.Deployment{}
-	case packStatefulSet:
+	case PackStatefulSet:
 		o = &appsv1.StatefulSet{}
-	case packDaemonSet:
+	case PackDaemonSet:
 		o = &appsv1.DaemonSet{}
-	case packCronJob:
+	case PackCronJob:
 		o = &batchv1.CronJob{}
-	case packJob:
+	case PackJob:
 		o = &batchv1.Job{}
 	default:
 		return nil, fmt.Errorf("cached workload %s/%s: unknown packed kind %d", p.Namespace, p.Name, p.kind)
@@ -76,64 +76,64 @@ func (p *packedWorkload) decode() (any, error) {
 	return o, nil
 }
 
-// metadataOf returns a cached object with its metadata alone decoded, when it is a packed
+// MetadataOf returns a cached object with its metadata alone decoded, when it is a packed
 // workload (an object of its type, all else empty): a status update, the most frequent event
 // during a rollout, needs no more. Anything else is returned as it is.
-func metadataOf(obj any) any {
-	p, ok := obj.(*packedWorkload)
+func MetadataOf(obj any) any {
+	p, ok := obj.(*Packed)
 	if !ok {
 		return obj
 	}
 	// The protobuf encoding of every packed type starts with its metadata, field 1.
 	n, w := binary.Uvarint(p.raw[min(1, len(p.raw)):])
 	if len(p.raw) == 0 || p.raw[0] != 1<<3|2 || w <= 0 || n > uint64(len(p.raw)-1-w) {
-		return unpacked(obj)
+		return Unpacked(obj)
 	}
 	var m metav1.ObjectMeta
 	if err := m.Unmarshal(p.raw[1+w : 1+w+int(n)]); err != nil {
-		return unpacked(obj)
+		return Unpacked(obj)
 	}
 	switch p.kind {
-	case packDeployment:
+	case PackDeployment:
 		return &appsv1.Deployment{ObjectMeta: m}
-	case packStatefulSet:
+	case PackStatefulSet:
 		return &appsv1.StatefulSet{ObjectMeta: m}
-	case packDaemonSet:
+	case PackDaemonSet:
 		return &appsv1.DaemonSet{ObjectMeta: m}
-	case packCronJob:
+	case PackCronJob:
 		return &batchv1.CronJob{ObjectMeta: m}
 	}
 	return &batchv1.Job{ObjectMeta: m}
 }
 
-// unpacked returns a cached object as the rest of the reloader reads it: a packed workload
+// Unpacked returns a cached object as the rest of the reloader reads it: a packed workload
 // decoded (a new object each time, which the caller may keep), a deletion tombstone with its
 // object decoded, anything else as it is. The bytes were encoded by pack from a decoded object,
 // so they decode: a failure is a broken invariant, not an input to handle.
-func unpacked(obj any) any {
+func Unpacked(obj any) any {
 	switch o := obj.(type) {
-	case *packedWorkload:
+	case *Packed:
 		out, err := o.decode()
 		if err != nil {
 			panic(err)
 		}
 		return out
 	case cache.DeletedFinalStateUnknown:
-		o.Obj = unpacked(o.Obj)
+		o.Obj = Unpacked(o.Obj)
 		return o
 	}
 	return obj
 }
 
-func (p *packedWorkload) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+func (p *Packed) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
 
 // GetObjectMeta is the workload's identity for meta.Accessor (cache keys, indexes, resyncs): a
 // copy, made only when asked.
-func (p *packedWorkload) GetObjectMeta() metav1.Object {
+func (p *Packed) GetObjectMeta() metav1.Object {
 	return &metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, ResourceVersion: p.ResourceVersion}
 }
 
-func (p *packedWorkload) DeepCopyObject() runtime.Object {
+func (p *Packed) DeepCopyObject() runtime.Object {
 	c := *p
 	c.raw = slices.Clone(p.raw)
 	return &c

@@ -1,4 +1,6 @@
-package state_test
+// Package statetest holds a state.ConfigMapClient that keeps the shards in memory, so a test can
+// build a real state.Store without an API server.
+package statetest
 
 import (
 	"context"
@@ -15,23 +17,29 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/reloader/reloader/state"
 )
 
-// memClient is a state.ConfigMapClient over ConfigMaps held in memory, for the store's own logic
-// (placement, encoding, entry kinds, tombstones, redundancy, queries). Every write gets a new
-// resourceVersion; a merge patch or update naming another version is a conflict. It knows nothing
-// of permissions, object sizes or timing: what depends on them is proven in state/integration.
-type memClient struct {
+// ConfigMaps is a state.ConfigMapClient over ConfigMaps held in memory, for the store's own logic
+// (placement, encoding, entry kinds, tombstones, redundancy, queries) and for the parts that keep
+// entries in it. Every write gets a new resourceVersion; a merge patch or update naming another
+// version is a conflict. It knows nothing of permissions, object sizes or timing: what depends on
+// them is proven in state/integration.
+type ConfigMaps struct {
 	mu      sync.Mutex
 	version int
 	cms     map[string]*corev1.ConfigMap
 }
 
-func newMemClient() *memClient { return &memClient{cms: map[string]*corev1.ConfigMap{}} }
+var _ state.ConfigMapClient = (*ConfigMaps)(nil)
+
+// NewConfigMaps returns an empty ConfigMaps.
+func NewConfigMaps() *ConfigMaps { return &ConfigMaps{cms: map[string]*corev1.ConfigMap{}} }
 
 var configMaps = schema.GroupResource{Resource: "configmaps"}
 
-func (c *memClient) Get(_ context.Context, name string, _ metav1.GetOptions) (*corev1.ConfigMap, error) {
+func (c *ConfigMaps) Get(_ context.Context, name string, _ metav1.GetOptions) (*corev1.ConfigMap, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cm, ok := c.cms[name]
@@ -41,7 +49,7 @@ func (c *memClient) Get(_ context.Context, name string, _ metav1.GetOptions) (*c
 	return cm.DeepCopy(), nil
 }
 
-func (c *memClient) Create(_ context.Context, cm *corev1.ConfigMap, _ metav1.CreateOptions) (*corev1.ConfigMap, error) {
+func (c *ConfigMaps) Create(_ context.Context, cm *corev1.ConfigMap, _ metav1.CreateOptions) (*corev1.ConfigMap, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.cms[cm.Name]; ok {
@@ -54,9 +62,9 @@ func (c *memClient) Create(_ context.Context, cm *corev1.ConfigMap, _ metav1.Cre
 }
 
 // Patch applies a JSON merge patch: a null value removes its key.
-func (c *memClient) Patch(_ context.Context, name string, pt types.PatchType, data []byte, _ metav1.PatchOptions, sub ...string) (*corev1.ConfigMap, error) {
+func (c *ConfigMaps) Patch(_ context.Context, name string, pt types.PatchType, data []byte, _ metav1.PatchOptions, sub ...string) (*corev1.ConfigMap, error) {
 	if pt != types.MergePatchType || len(sub) > 0 {
-		return nil, apierrors.NewBadRequest("memClient serves merge patches of the object only")
+		return nil, apierrors.NewBadRequest("statetest.ConfigMaps serves merge patches of the object only")
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -92,7 +100,7 @@ func (c *memClient) Patch(_ context.Context, name string, pt types.PatchType, da
 }
 
 // Update replaces a ConfigMap, as someone else's edit does.
-func (c *memClient) Update(_ context.Context, cm *corev1.ConfigMap, _ metav1.UpdateOptions) (*corev1.ConfigMap, error) {
+func (c *ConfigMaps) Update(_ context.Context, cm *corev1.ConfigMap, _ metav1.UpdateOptions) (*corev1.ConfigMap, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old, ok := c.cms[cm.Name]
@@ -106,7 +114,7 @@ func (c *memClient) Update(_ context.Context, cm *corev1.ConfigMap, _ metav1.Upd
 }
 
 // List returns every ConfigMap, by name.
-func (c *memClient) List(_ context.Context, _ metav1.ListOptions) (*corev1.ConfigMapList, error) {
+func (c *ConfigMaps) List(_ context.Context, _ metav1.ListOptions) (*corev1.ConfigMapList, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := &corev1.ConfigMapList{}
@@ -117,7 +125,7 @@ func (c *memClient) List(_ context.Context, _ metav1.ListOptions) (*corev1.Confi
 }
 
 // conflict is the error for a write that names a version other than cm's; "" names none.
-func (c *memClient) conflict(cm *corev1.ConfigMap, version string) error {
+func (c *ConfigMaps) conflict(cm *corev1.ConfigMap, version string) error {
 	if version == "" || version == cm.ResourceVersion {
 		return nil
 	}
@@ -125,7 +133,7 @@ func (c *memClient) conflict(cm *corev1.ConfigMap, version string) error {
 }
 
 // store keeps cm at a new version and returns a copy of it. The caller holds c.mu.
-func (c *memClient) store(cm *corev1.ConfigMap) *corev1.ConfigMap {
+func (c *ConfigMaps) store(cm *corev1.ConfigMap) *corev1.ConfigMap {
 	c.version++
 	cm.ResourceVersion = strconv.Itoa(c.version)
 	c.cms[cm.Name] = cm

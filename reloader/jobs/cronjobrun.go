@@ -1,4 +1,4 @@
-package reloader
+package jobs
 
 import (
 	"log/slog"
@@ -8,9 +8,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/reloader/reloader/confighash"
+	"github.com/reloader/reloader/reloader/internal/report"
 )
 
-// The Job a CronJob's reload runs is named in the CronJob's pendingJobAnnotation until it
+// The Job a CronJob's reload runs is named in the CronJob's PendingAnnotation until it
 // exists. Whoever may patch a CronJob may write that annotation, on any CronJob, watched or
 // not; so its value carries a MAC under the hash key's note sub-key for runs
 // (confighash.NoteMAC) over the CronJob's UID and the Job's name, "<job> <mac>". Only a run
@@ -19,25 +20,26 @@ import (
 // cronRunPurpose names the sub-key of the hash key that recorded runs are signed with.
 const cronRunPurpose = "cronjob-run"
 
-// reasonPendingJobDropped is the Warning, on the CronJob, of a recorded run not started.
-const reasonPendingJobDropped = "PendingJobDropped"
+// ReasonPendingJobDropped is the Warning, on the CronJob, of a recorded run not started.
+const ReasonPendingJobDropped = "PendingJobDropped"
 
-// runKey is the key recorded runs and Job recreation notes are signed with (HashKey.noteKey).
-type runKey func() confighash.Key
+// RunKey is the key recorded runs and Job recreation notes are signed with (the reloader's
+// HashKey.noteKey).
+type RunKey func() confighash.Key
 
 func runSigned(cj *batchv1.CronJob, job string) []byte {
 	return []byte(string(cj.UID) + "\x00" + job)
 }
 
-// record is the annotation's value naming job, the run of a reload of cj.
-func (k runKey) record(cj *batchv1.CronJob, job string) string {
+// Record is the annotation's value naming job, the run of a reload of cj.
+func (k RunKey) Record(cj *batchv1.CronJob, job string) string {
 	return job + " " + k().NoteMAC(cronRunPurpose, runSigned(cj, job))
 }
 
 // recorded is the Job the annotation's value v names, or why it is not one this reloader
 // recorded for cj (a value without a MAC was written by hand, by another actor, or by a version
 // before runs were signed).
-func (k runKey) recorded(cj *batchv1.CronJob, v string) (job, why string) {
+func (k RunKey) recorded(cj *batchv1.CronJob, v string) (job, why string) {
 	job, mac, found := strings.Cut(v, " ")
 	if !found || mac == "" {
 		return "", "it carries no MAC"
@@ -51,19 +53,19 @@ func (k runKey) recorded(cj *batchv1.CronJob, v string) (job, why string) {
 	return job, ""
 }
 
-// droppedRun: a CronJob's recorded run that is not started (runKey.recorded), its annotation
+// DroppedRun: a CronJob's recorded run that is not started (RunKey.recorded), its annotation
 // removed.
-type droppedRun struct{ why string }
+type DroppedRun struct{ why string }
 
-func (e droppedRun) Error() string {
+func (e DroppedRun) Error() string {
 	return "not started: " + e.why
 }
 
-// tell says, once (the annotation is gone), that the recorded run of CronJob obj was not started.
-func (d droppedRun) tell(obj any, reports *reporter, log *slog.Logger) {
+// Tell says, once (the annotation is gone), that the recorded run of CronJob obj was not started.
+func (d DroppedRun) Tell(obj any, reports *report.Reporter, log *slog.Logger) {
 	cj := obj.(*batchv1.CronJob)
 	log.Error("dropped a Job run recorded on a CronJob: no Job is created for it", "namespace", cj.Namespace,
-		"name", cj.Name, "annotation", pendingJobAnnotation, "reason", d.why)
-	reports.event(cj, corev1.EventTypeWarning, reasonPendingJobDropped,
-		"Removed "+pendingJobAnnotation+", no Job created: "+d.why+" (written by someone other than this reloader)")
+		"name", cj.Name, "annotation", PendingAnnotation, "reason", d.why)
+	reports.Event(cj, corev1.EventTypeWarning, ReasonPendingJobDropped,
+		"Removed "+PendingAnnotation+", no Job created: "+d.why+" (written by someone other than this reloader)")
 }

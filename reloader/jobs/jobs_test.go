@@ -1,4 +1,4 @@
-package reloader
+package jobs
 
 import (
 	"context"
@@ -18,12 +18,15 @@ import (
 
 	"github.com/reloader/reloader/confighash"
 	"github.com/reloader/reloader/metrics"
+	"github.com/reloader/reloader/reloader/internal/report"
+	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
+	"github.com/reloader/reloader/state/statetest"
 )
 
 var jobsResource = schema.GroupResource{Group: "batch", Resource: "jobs"}
 
-// memoryJobs is a jobClient over a map, for plumbing: a delete honours its preconditions, and a
+// memoryJobs is a Client over a map, for plumbing: a delete honours its preconditions, and a
 // Job with a finalizer stays, being deleted. createErr, when set, answers the next creates.
 type memoryJobs struct {
 	jobs      map[string]*batchv1.Job
@@ -77,38 +80,54 @@ func (m *memoryJobs) put(job *batchv1.Job) *batchv1.Job {
 	return j.DeepCopy()
 }
 
-// jobsFixture is the jobRuns part over in-memory Jobs and state and a fake Event recorder; the
-// Job informer's cache is what the test puts in cached.
+// jobsFixture is the Runs part over in-memory Jobs and state and a fake Event recorder; the
+// Job informer's cache is what the test puts in cached. It serves the part's interfaces itself.
 type jobsFixture struct {
-	j       *jobRuns
+	j       *Runs
 	api     *memoryJobs
 	store   *state.Store
 	events  *record.FakeRecorder
 	cached  map[string]*batchv1.Job
-	queued  []key
+	queued  []workload.Key
 	markers int // calls of the markers refresh
 	invalid []string
+	// notes is the first state ConfigMap as Runs.Resume reads it.
+	notes func(context.Context) (*corev1.ConfigMap, error)
+}
+
+func (f *jobsFixture) Jobs(string) Client { return f.api }
+
+func (f *jobsFixture) Notes(ctx context.Context) (*corev1.ConfigMap, error) { return f.notes(ctx) }
+
+func (f *jobsFixture) WriteOther(ctx context.Context, key string, value *string) error {
+	return f.store.WriteOther(ctx, key, value)
+}
+
+func (f *jobsFixture) InScope(ns string) bool { return ns == "ns" }
+
+func (f *jobsFixture) CurrentMarkers(job *batchv1.Job) (*batchv1.Job, error) {
+	f.markers++
+	job = job.DeepCopy()
+	job.Annotations = map[string]string{"marker": "now"}
+	return job, nil
+}
+
+func (f *jobsFixture) JobInvalid(*batchv1.Job) []string { return f.invalid }
+
+func (f *jobsFixture) Add(k workload.Key) { f.queued = append(f.queued, k) }
+
+func (f *jobsFixture) Cached(k string) (any, bool, error) {
+	j, ok := f.cached[k]
+	return j, ok, nil
 }
 
 func newJobsFixture() *jobsFixture {
-	f := &jobsFixture{api: &memoryJobs{jobs: map[string]*batchv1.Job{}}, events: record.NewFakeRecorder(100), cached: map[string]*batchv1.Job{}}
+	f := &jobsFixture{api: &memoryJobs{jobs: map[string]*batchv1.Job{}}, events: record.NewFakeRecorder(100), cached: map[string]*batchv1.Job{},
+		notes: func(context.Context) (*corev1.ConfigMap, error) { return &corev1.ConfigMap{}, nil }}
 	log := slog.New(slog.DiscardHandler)
-	f.store = newStore(&memoryConfigMaps{shards: map[string]*corev1.ConfigMap{}}, "ns", "reloader-state", log)
-	f.j = &jobRuns{jobs: func(string) jobClient { return f.api }, writeOther: f.store.WriteOther, reports: newReporter(f.events, log),
-		metrics: metrics.New("test"), log: log, enqueue: func(k key) { f.queued = append(f.queued, k) },
-		markers: func(job *batchv1.Job) (*batchv1.Job, error) {
-			f.markers++
-			job = job.DeepCopy()
-			job.Annotations = map[string]string{"marker": "now"}
-			return job, nil
-		},
-		invalid: func(*batchv1.Job) []string { return f.invalid },
-		cached: func(k string) (any, bool, error) {
-			j, ok := f.cached[k]
-			return j, ok, nil
-		},
-		notes: func(context.Context) (*corev1.ConfigMap, error) { return &corev1.ConfigMap{}, nil },
-		key:   func() confighash.Key { return testNoteKey }, inScope: func(ns string) bool { return ns == "ns" }}
+	f.store = state.New(statetest.NewConfigMaps(), "ns", "reloader-state", log)
+	f.j = NewRuns(Deps{API: f, Notes: f, Key: func() confighash.Key { return testNoteKey }, Scope: f, Planner: f, Queue: f, Cache: f,
+		Reports: report.New(f.events, log), Metrics: metrics.New("test"), Log: log})
 	return f
 }
 
@@ -134,7 +153,7 @@ func TestAJobRunAgainIsCreatedOnceWhateverHappensBetweenItsDeleteAndCreate(t *te
 		noted   bool                                   // the note is still written down after
 	}{
 		{name: "deleted and created again", created: 1},
-		{name: "changed since it was judged: nothing deleted, judged again", want: errStale.Error(),
+		{name: "changed since it was judged: nothing deleted, judged again", want: workload.ErrStale.Error(),
 			before: func(f *jobsFixture, old *batchv1.Job) { f.api.jobs["run"].ResourceVersion = "99" }},
 		{name: "already recreated by someone else: theirs is kept",
 			before: func(f *jobsFixture, old *batchv1.Job) {
@@ -145,7 +164,7 @@ func TestAJobRunAgainIsCreatedOnceWhateverHappensBetweenItsDeleteAndCreate(t *te
 			before: func(f *jobsFixture, _ *batchv1.Job) { f.api.createErr = refused }},
 		{name: "still being deleted: the note stays", want: "still being deleted", noted: true,
 			before: func(f *jobsFixture, _ *batchv1.Job) { f.api.finalizer = true }},
-		{name: "its namespace gone: nothing to create", want: errStale.Error(),
+		{name: "its namespace gone: nothing to create", want: workload.ErrStale.Error(),
 			before: func(f *jobsFixture, _ *batchv1.Job) {
 				f.api.createErr = apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, "ns")
 			}},
@@ -190,17 +209,17 @@ func TestARefusedJobCreateIsFinishedByTheNextSyncWithTheMarkersOfNow(t *testing.
 	if _, err := f.j.recreate(ctx, old, job); err == nil {
 		t.Fatal("recreate with its create refused: no error")
 	}
-	var later retryLater
+	var later workload.RetryLater
 	if err := f.j.finishFailed(ctx, "ns", "run"); !errors.As(err, &later) {
 		t.Fatalf("finishFailed while still refused: %v, want a retry later", err)
 	}
 	f.queued = nil
-	if f.j.wakeHeld("ns"); len(f.queued) != 0 {
+	if f.j.WakeHeld("ns"); len(f.queued) != 0 {
 		t.Fatalf("a config sync woke a refused (not held) create: %v; it keeps its own retry", f.queued)
 	}
 	f.api.createErr = nil
-	if err := f.j.finishFailed(ctx, "ns", "run"); !errors.Is(err, errStale) {
-		t.Fatalf("finishFailed with the old Job still cached: %v, want errStale", err)
+	if err := f.j.finishFailed(ctx, "ns", "run"); !errors.Is(err, workload.ErrStale) {
+		t.Fatalf("finishFailed with the old Job still cached: %v, want workload.ErrStale", err)
 	}
 	created, ok := f.api.jobs["run"]
 	if !ok || created.UID == old.UID || created.Annotations["marker"] != "now" || f.markers != 2 {
@@ -227,9 +246,9 @@ func TestJobRecreationsLeftByAStoppedReloaderAreFinishedAtStart(t *testing.T) {
 	}
 	left := map[string]string{jobRecreationKey("ns", "a"): note("a"), jobRecreationKey("ns", "b"): note("b"),
 		jobRecreationKey("ns", "c"): "{not json", "v1.ConfigMap_app": strings.Repeat("a", 40)}
-	f.j.notes = func(context.Context) (*corev1.ConfigMap, error) { return &corev1.ConfigMap{Data: left}, nil }
+	f.notes = func(context.Context) (*corev1.ConfigMap, error) { return &corev1.ConfigMap{Data: left}, nil }
 	f.api.put(&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b"}}) // b was created before the stop
-	f.j.resume(ctx)
+	f.j.Resume(ctx)
 	if a, ok := f.api.jobs["a"]; !ok || a.Annotations["marker"] != "now" {
 		t.Fatalf("Job a %+v, want it created with the markers of now", a)
 	}
@@ -241,12 +260,12 @@ func TestJobRecreationsLeftByAStoppedReloaderAreFinishedAtStart(t *testing.T) {
 	}
 
 	f = newJobsFixture()
-	f.j.notes = func(context.Context) (*corev1.ConfigMap, error) {
+	f.notes = func(context.Context) (*corev1.ConfigMap, error) {
 		return &corev1.ConfigMap{Data: map[string]string{jobRecreationKey("ns", "a"): note("a")}}, nil
 	}
 	f.api.createErr = apierrors.NewForbidden(jobsResource, "a", errors.New("quota"))
-	f.j.resume(ctx)
-	if _, noted := f.j.recreations.Load(jobRecreationKey("ns", "a")); !noted || len(f.queued) != 1 || f.queued[0] != (key{"Job", "ns", "a"}) {
+	f.j.Resume(ctx)
+	if _, noted := f.j.recreations.Load(jobRecreationKey("ns", "a")); !noted || len(f.queued) != 1 || f.queued[0] != (workload.Key{Kind: "Job", Namespace: "ns", Name: "a"}) {
 		t.Fatalf("a refused create at start: noted %v, queued %v; want it kept and Job ns/a queued", noted, f.queued)
 	}
 }
@@ -277,11 +296,11 @@ func TestAJobCreatedLateIsHeldWhileItWouldReadContentThatDoesNotValidate(t *test
 		}},
 		{"a reloader stopped before its create", func(t *testing.T, f *jobsFixture) {
 			v, _ := f.j.encode(jobRecreationKey("ns", "run"), &jobRecreation{OldUID: "gone", Job: &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "run"}}})
-			f.j.notes = func(context.Context) (*corev1.ConfigMap, error) {
+			f.notes = func(context.Context) (*corev1.ConfigMap, error) {
 				return &corev1.ConfigMap{Data: map[string]string{jobRecreationKey("ns", "run"): v}}, nil
 			}
 			f.invalid = []string{"ConfigMap app"}
-			f.j.resume(ctx)
+			f.j.Resume(ctx)
 			if err := f.j.finishFailed(ctx, "ns", "run"); err != nil {
 				t.Fatalf("finishFailed while held: %v, want nil", err)
 			}
@@ -293,13 +312,13 @@ func TestAJobCreatedLateIsHeldWhileItWouldReadContentThatDoesNotValidate(t *test
 			if _, ok := f.api.jobs["run"]; ok {
 				t.Fatal("the Job was created while a config it reads does not validate")
 			}
-			if ev := drain(f.events); len(ev) != 1 || !strings.Contains(ev[0], reasonHeldInvalid) || !strings.Contains(ev[0], "ConfigMap app") {
-				t.Fatalf("events %q, want one %s naming the config", ev, reasonHeldInvalid)
+			if ev := drain(f.events); len(ev) != 1 || !strings.Contains(ev[0], workload.ReasonHeldInvalid) || !strings.Contains(ev[0], "ConfigMap app") {
+				t.Fatalf("events %q, want one %s naming the config", ev, workload.ReasonHeldInvalid)
 			}
 			f.queued = nil
-			f.j.wakeHeld("other")
-			f.j.wakeHeld("ns")
-			if len(f.queued) != 1 || f.queued[0] != (key{"Job", "ns", "run"}) {
+			f.j.WakeHeld("other")
+			f.j.WakeHeld("ns")
+			if len(f.queued) != 1 || f.queued[0] != (workload.Key{Kind: "Job", Namespace: "ns", Name: "run"}) {
 				t.Fatalf("woken: %v, want Job ns/run alone", f.queued)
 			}
 

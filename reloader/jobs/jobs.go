@@ -1,4 +1,7 @@
-package reloader
+// Package jobs reloads CronJobs and Jobs as stakater Reloader does: a CronJob's reload runs a Job
+// from its template, a Job's deletes it and creates it again, written down in the state so that
+// neither is lost or done twice across a stop. It also holds a suspended CronJob's reload.
+package jobs
 
 import (
 	"context"
@@ -9,7 +12,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"slices"
 	"strings"
 	"sync"
 
@@ -25,6 +27,8 @@ import (
 	"github.com/reloader/reloader/internal/kube"
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/internal/report"
+	"github.com/reloader/reloader/reloader/workload"
 )
 
 // CronJobs and Jobs are reloaded with stakater Reloader's semantics: a CronJob runs a new Job
@@ -34,26 +38,26 @@ const (
 	TypeJobs     = "jobs"
 )
 
-// pendingJobAnnotation, on a CronJob, names the Job its last reload is to run. It is set by the
+// PendingAnnotation, on a CronJob, names the Job its last reload is to run. It is set by the
 // same patch that writes the markers, so a reload is recorded atomically, and cleared once the
 // Job exists: a reloader stopped in between creates the Job on its next start, and a Job
 // already created is not created twice (its name is fixed).
-const pendingJobAnnotation = "reloader/pending-job"
+const PendingAnnotation = "reloader/pending-job"
 
 // jobTemplatePath is where a CronJob's pod template is; policy's patches address a pod template
 // at /spec/template, as in every other kind.
 const jobTemplatePath = "/spec/jobTemplate/spec/template"
 
-// cronJobKind reloads a CronJob: one patch writes the markers into its job template and names
+// CronJobKind reloads a CronJob: one patch writes the markers into its job template and names
 // the Job to run; resume then creates that Job.
-func cronJobKind(c *kube.Clients, ns string, link *kube.Link, transform cache.TransformFunc, key runKey) *workloadKind {
-	k := typedKind("CronJob", &batchv1.CronJob{},
+func CronJobKind(c *kube.Clients, ns string, link *kube.Link, transform cache.TransformFunc, key RunKey) *workload.Kind {
+	k := workload.TypedKind("CronJob", &batchv1.CronJob{},
 		func(cj *batchv1.CronJob) *corev1.PodTemplateSpec { return &cj.Spec.JobTemplate.Spec.Template },
-		func(ns string) typedClient[*batchv1.CronJob, *batchv1.CronJobList] { return c.CronJobs(ns) }, ns, link, transform)
-	k.reload = func(ctx context.Context, ns, name string, body []byte) (any, error) {
-		obj, ok, err := k.cached(ns + "/" + name)
+		func(ns string) workload.TypedClient[*batchv1.CronJob, *batchv1.CronJobList] { return c.CronJobs(ns) }, ns, link, transform)
+	k.Reload = func(ctx context.Context, ns, name string, body []byte) (any, error) {
+		obj, ok, err := k.Cached(ns + "/" + name)
 		if err != nil || !ok {
-			return nil, errStale
+			return nil, workload.ErrStale
 		}
 		cj := obj.(*batchv1.CronJob)
 		body, err = cronJobPatch(cj, body, key)
@@ -66,16 +70,16 @@ func cronJobKind(c *kube.Clients, ns string, link *kube.Link, transform cache.Tr
 		}
 		// The Job is created at once; if this fails, the CronJob's own update event brings it
 		// back to resume, which retries.
-		_ = k.resume(ctx, out, true)
+		_ = k.Resume(ctx, out, true)
 		return out, nil
 	}
-	k.probe = func(ctx context.Context) error {
+	k.Probe = func(ctx context.Context) error {
 		_, err := c.CronJobs(ns).List(ctx, metav1.ListOptions{Limit: 1})
 		return err
 	}
-	k.resume = func(ctx context.Context, obj any, watched bool) error {
+	k.Resume = func(ctx context.Context, obj any, watched bool) error {
 		cj := obj.(*batchv1.CronJob)
-		v := cj.Annotations[pendingJobAnnotation]
+		v := cj.Annotations[PendingAnnotation]
 		if v == "" {
 			return nil
 		}
@@ -87,9 +91,9 @@ func cronJobKind(c *kube.Clients, ns string, link *kube.Link, transform cache.Tr
 			if err := clearPendingJob(ctx, c, cj, v); err != nil {
 				return err
 			}
-			return droppedRun{why: why}
+			return DroppedRun{why: why}
 		}
-		if suspended(cj) {
+		if Suspended(cj) {
 			return nil // a suspended CronJob's Job waits for its resume (cronjobsuspend.go)
 		}
 		_, err := c.Jobs(cj.Namespace).Create(ctx, jobFromCronJob(cj, name), metav1.CreateOptions{FieldManager: "reloader"})
@@ -101,24 +105,24 @@ func cronJobKind(c *kube.Clients, ns string, link *kube.Link, transform cache.Tr
 	return k
 }
 
-// clearPendingJob removes the CronJob's pendingJobAnnotation if it still holds v.
+// clearPendingJob removes the CronJob's PendingAnnotation if it still holds v.
 func clearPendingJob(ctx context.Context, c *kube.Clients, cj *batchv1.CronJob, v string) error {
-	at := "/metadata/annotations/" + strings.ReplaceAll(pendingJobAnnotation, "/", "~1")
+	at := "/metadata/annotations/" + strings.ReplaceAll(PendingAnnotation, "/", "~1")
 	clear, _ := json.Marshal([]policy.JSONOp{{Op: "test", Path: at, Value: v}, {Op: "remove", Path: at}})
 	_, err := c.CronJobs(cj.Namespace).Patch(ctx, cj.Name, types.JSONPatchType, clear, metav1.PatchOptions{})
-	if isStale(err) || apierrors.IsNotFound(err) {
+	if workload.IsStale(err) || apierrors.IsNotFound(err) {
 		return nil // already cleared, or the CronJob is gone
 	}
 	if err != nil {
-		return fmt.Errorf("clear %s on CronJob %s/%s: %w", pendingJobAnnotation, cj.Namespace, cj.Name, err)
+		return fmt.Errorf("clear %s on CronJob %s/%s: %w", PendingAnnotation, cj.Namespace, cj.Name, err)
 	}
 	return nil
 }
 
 // cronJobPatch moves policy's ops to the job template and adds the name of the Job to run.
 // The name is fixed by the CronJob's UID and the resourceVersion the patch tests, so each
-// reload has its own. The name is recorded signed (runKey.record).
-func cronJobPatch(cj *batchv1.CronJob, body []byte, key runKey) ([]byte, error) {
+// reload has its own. The name is recorded signed (RunKey.record).
+func cronJobPatch(cj *batchv1.CronJob, body []byte, key RunKey) ([]byte, error) {
 	var ops []policy.JSONOp
 	if err := json.Unmarshal(body, &ops); err != nil {
 		return nil, fmt.Errorf("decode patch of CronJob %s/%s: %w", cj.Namespace, cj.Name, err)
@@ -129,11 +133,11 @@ func cronJobPatch(cj *batchv1.CronJob, body []byte, key runKey) ([]byte, error) 
 		}
 	}
 	sum := sha1.Sum([]byte(string(cj.UID) + "/" + cj.ResourceVersion))
-	job := key.record(cj, cj.Name[:min(len(cj.Name), 48)]+"-reload-"+hex.EncodeToString(sum[:])[:7])
-	if cj.Annotations == nil && !createsAnnotations(ops) { // an op before may have created the map
-		ops = append(ops, policy.JSONOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{pendingJobAnnotation: job}})
+	job := key.Record(cj, cj.Name[:min(len(cj.Name), 48)]+"-reload-"+hex.EncodeToString(sum[:])[:7])
+	if cj.Annotations == nil && !workload.CreatesAnnotations(ops) { // an op before may have created the map
+		ops = append(ops, policy.JSONOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{PendingAnnotation: job}})
 	} else {
-		ops = append(ops, policy.JSONOp{Op: "add", Path: "/metadata/annotations/" + strings.ReplaceAll(pendingJobAnnotation, "/", "~1"), Value: job})
+		ops = append(ops, policy.JSONOp{Op: "add", Path: "/metadata/annotations/" + strings.ReplaceAll(PendingAnnotation, "/", "~1"), Value: job})
 	}
 	return json.Marshal(ops)
 }
@@ -153,18 +157,18 @@ func jobFromCronJob(cj *batchv1.CronJob, name string) *batchv1.Job {
 	}
 }
 
-// jobKind serves Jobs; their reload, which needs the state ConfigMap, is wired by the
-// controller (jobRuns.wire).
-func jobKind(c *kube.Clients, ns string, link *kube.Link, transform cache.TransformFunc) *workloadKind {
-	k := typedKind("Job", &batchv1.Job{},
+// JobKind serves Jobs; their reload, which needs the state ConfigMap, is wired by the
+// controller (Runs.Wire).
+func JobKind(c *kube.Clients, ns string, link *kube.Link, transform cache.TransformFunc) *workload.Kind {
+	k := workload.TypedKind("Job", &batchv1.Job{},
 		func(j *batchv1.Job) *corev1.PodTemplateSpec {
 			if ranByCronJob(j) {
 				return nil
 			}
 			return &j.Spec.Template
 		},
-		func(ns string) typedClient[*batchv1.Job, *batchv1.JobList] { return c.Jobs(ns) }, ns, link, transform)
-	k.probe = func(ctx context.Context) error {
+		func(ns string) workload.TypedClient[*batchv1.Job, *batchv1.JobList] { return c.Jobs(ns) }, ns, link, transform)
+	k.Probe = func(ctx context.Context) error {
 		_, err := c.Jobs(ns).List(ctx, metav1.ListOptions{Limit: 1})
 		return err
 	}
@@ -180,64 +184,106 @@ func ranByCronJob(j *batchv1.Job) bool {
 	return ref != nil && ref.Kind == "CronJob" && strings.HasPrefix(ref.APIVersion, batchv1.GroupName+"/")
 }
 
-// jobRuns is the part that runs a Job again: written down in the state before the Job is
+// Runs is the part that runs a Job again: written down in the state before the Job is
 // deleted, created again once it is gone, and finished after a stop or a refused create. The
-// markers of a Job created late come from the controller's rule (markers).
-type jobRuns struct {
-	jobs func(namespace string) jobClient
-	// notes reads the first state ConfigMap, where recreations are written down.
-	notes func(ctx context.Context) (*corev1.ConfigMap, error)
-	// key signs the notes and checks them (jobNote); inScope says whether a namespace is one
+// markers of a Job created late come from the controller's rule (Planner).
+type Runs struct {
+	api API
+	// notes is the first state ConfigMap, where recreations are written down.
+	notes Notes
+	// key signs the notes and checks them (jobNote); scope says whether a namespace is one
 	// this reloader may act in.
-	key     func() confighash.Key
-	inScope func(namespace string) bool
-	// writeOther is the state's WriteOther: the notes are the first shard's other keys.
-	writeOther func(ctx context.Context, key string, value *string) error
-	reports    *reporter
-	metrics    *metrics.Metrics
-	log        *slog.Logger
-	enqueue    func(key)
-	markers    func(job *batchv1.Job) (*batchv1.Job, error)
-	// invalid lists the configs a Job's pods would read whose content does not validate.
-	invalid func(job *batchv1.Job) []string
-	cached  func(key string) (any, bool, error) // the Job informer's GetByKey
+	key     RunKey
+	scope   Scope
+	planner Planner
+	queue   Queue
+	cache   Cache // the Job informer's cache
+	reports *report.Reporter
+	metrics *metrics.Metrics
+	log     *slog.Logger
 	// recreations: the Job recreations written down and not finished, by note key.
 	recreations sync.Map // string → jobRecreation
 	// held: those whose create waits for content that validates (heldInvalid), by note key.
 	held sync.Map // string → namespace
 }
 
-// jobClient is what a Job's recreation needs of the API server: kube.Clients.Jobs in a run.
-type jobClient interface {
+// Deps is what Runs needs of the rest of the reloader, each behind an interface of its own.
+type Deps struct {
+	API     API
+	Notes   Notes
+	Key     RunKey
+	Scope   Scope
+	Planner Planner
+	Queue   Queue
+	Cache   Cache
+	Reports *report.Reporter
+	Metrics *metrics.Metrics
+	Log     *slog.Logger
+}
+
+// NewRuns returns the part over d.
+func NewRuns(d Deps) *Runs {
+	return &Runs{api: d.API, notes: d.Notes, key: d.Key, scope: d.Scope, planner: d.Planner, queue: d.Queue,
+		cache: d.Cache, reports: d.Reports, metrics: d.Metrics, log: d.Log}
+}
+
+// API gives the Jobs of a namespace: kube.Clients.Jobs in a run.
+type API interface {
+	Jobs(namespace string) Client
+}
+
+// Client is what a Job's recreation needs of the API server in one namespace.
+type Client interface {
 	Get(ctx context.Context, name string, opts metav1.GetOptions) (*batchv1.Job, error)
 	Create(ctx context.Context, job *batchv1.Job, opts metav1.CreateOptions) (*batchv1.Job, error)
 	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
 }
 
-// inScope says whether namespace ns is one this reloader may act in (jobRuns.inScope).
-func (o Options) inScope(ns string) bool {
-	if o.Namespace != "" {
-		return ns == o.Namespace
-	}
-	return ns != "" && !slices.Contains(o.NamespacesToIgnore, ns)
+// Notes is the first state ConfigMap: read whole at start, and written one key at a time (the
+// notes are its other keys, state.Store.WriteOther).
+type Notes interface {
+	Notes(ctx context.Context) (*corev1.ConfigMap, error)
+	WriteOther(ctx context.Context, key string, value *string) error
 }
 
-// wire makes a Job's reload, for Jobs of kind k, a recreation: deleted, and created again under
+// Scope says whether namespace ns is one this reloader may act in.
+type Scope interface {
+	InScope(ns string) bool
+}
+
+// Planner gives a Job created late the markers of the content its configs hold now, and lists
+// the configs its pods would read whose content does not validate.
+type Planner interface {
+	CurrentMarkers(job *batchv1.Job) (*batchv1.Job, error)
+	JobInvalid(job *batchv1.Job) []string
+}
+
+// Queue is the controller's workqueue, where a Job is synced again.
+type Queue interface {
+	Add(k workload.Key)
+}
+
+// Cache is the Job informer's cache (workload.Kind.Cached), by namespace/name.
+type Cache interface {
+	Cached(key string) (any, bool, error)
+}
+
+// Wire makes a Job's reload, for Jobs of kind k, a recreation: deleted, and created again under
 // the same name with the markers in its template (a Job's template cannot be changed in place).
-func (j *jobRuns) wire(k *workloadKind) {
-	k.reload = func(ctx context.Context, ns, name string, body []byte) (any, error) {
-		obj, ok, err := k.cached(ns + "/" + name)
+func (j *Runs) Wire(k *workload.Kind) {
+	k.Reload = func(ctx context.Context, ns, name string, body []byte) (any, error) {
+		obj, ok, err := k.Cached(ns + "/" + name)
 		if err != nil || !ok {
-			return nil, errStale
+			return nil, workload.ErrStale
 		}
 		old := obj.(*batchv1.Job)
-		job, err := recreatedJob(old, body)
+		job, err := RecreatedJob(old, body)
 		if err != nil {
 			return nil, err
 		}
 		return j.recreate(ctx, old, job)
 	}
-	k.unfinished = j.finishFailed
+	k.Unfinished = j.finishFailed
 }
 
 // jobRecreationPrefix starts the key, in the first state ConfigMap, under which a Job's
@@ -263,14 +309,23 @@ type jobNote struct {
 // jobNotePurpose names the sub-key of the hash key that notes are signed with.
 const jobNotePurpose = "job-recreation"
 
-// reasonJobNoteDropped is the Warning, on the state ConfigMap, of a note that is not acted on.
-const reasonJobNoteDropped = "JobRecreationNoteDropped"
+// ReasonJobNoteDropped is the Warning, on the state ConfigMap, of a note that is not acted on.
+const ReasonJobNoteDropped = "JobRecreationNoteDropped"
+
+// SignedNote is the state entry (key and value) that a reloader whose hash key is k writes down
+// before it deletes the Job of UID oldUID to create job in its place.
+func SignedNote(k confighash.Key, oldUID types.UID, job *batchv1.Job) (key, value string, err error) {
+	j := &Runs{key: func() confighash.Key { return k }}
+	key = jobRecreationKey(job.Namespace, job.Name)
+	value, err = j.encode(key, &jobRecreation{OldUID: oldUID, Job: job})
+	return key, value, err
+}
 
 // noteSigned is what a note's MAC covers: its state key, then its bytes.
 func noteSigned(key string, body []byte) []byte { return append([]byte(key+"\x00"), body...) }
 
 // encode is r as stored under key: signed.
-func (j *jobRuns) encode(key string, r *jobRecreation) (string, error) {
+func (j *Runs) encode(key string, r *jobRecreation) (string, error) {
 	body, err := json.Marshal(r)
 	if err != nil {
 		return "", fmt.Errorf("encode the recreation of Job %s/%s: %w", r.Job.Namespace, r.Job.Name, err)
@@ -286,7 +341,7 @@ func (j *jobRuns) encode(key string, r *jobRecreation) (string, error) {
 // MAC verifies under the hash key, for the Job its key names, in a namespace this reloader may
 // act in (--namespace, --namespaces-to-ignore; not --namespace-selector, which a namespace may
 // have left since the Job was deleted), is finished.
-func (j *jobRuns) trusted(key, v string) (r jobRecreation, why string) {
+func (j *Runs) trusted(key, v string) (r jobRecreation, why string) {
 	var n jobNote
 	if err := json.Unmarshal([]byte(v), &n); err != nil || n.MAC == "" {
 		return r, "it carries no MAC (forged, or written by a version before notes were signed)"
@@ -303,7 +358,7 @@ func (j *jobRuns) trusted(key, v string) (r jobRecreation, why string) {
 	if jobRecreationKey(r.Job.Namespace, r.Job.Name) != key {
 		return r, "its key does not name its Job"
 	}
-	if !j.inScope(r.Job.Namespace) {
+	if !j.scope.InScope(r.Job.Namespace) {
 		return r, "its namespace is not one this reloader watches"
 	}
 	return r, ""
@@ -311,9 +366,9 @@ func (j *jobRuns) trusted(key, v string) (r jobRecreation, why string) {
 
 // drop removes a note that is not acted on, said once: an error log and a Warning Event on the
 // state ConfigMap that held it (a forged note's Job may not exist, or be anyone's).
-func (j *jobRuns) drop(ctx context.Context, shard *corev1.ConfigMap, key, why string) {
+func (j *Runs) drop(ctx context.Context, shard *corev1.ConfigMap, key, why string) {
 	j.log.Error("dropped a Job recreation written down in the state: no Job is created for it", "key", key, "reason", why)
-	j.reports.event(shard, corev1.EventTypeWarning, reasonJobNoteDropped,
+	j.reports.Event(shard, corev1.EventTypeWarning, ReasonJobNoteDropped,
 		"Dropped "+key+" from the state, no Job created: "+why)
 	if err := j.note(ctx, key, nil); err != nil {
 		j.log.Error("cannot remove a dropped Job recreation from the state; it is dropped again at the next start", "key", key, "err", err)
@@ -322,14 +377,14 @@ func (j *jobRuns) drop(ctx context.Context, shard *corev1.ConfigMap, key, why st
 
 // recreate deletes old, only in the version the decision was made on, and creates job in
 // its place, once, even across a restart in between (finish).
-func (j *jobRuns) recreate(ctx context.Context, old, job *batchv1.Job) (*batchv1.Job, error) {
+func (j *Runs) recreate(ctx context.Context, old, job *batchv1.Job) (*batchv1.Job, error) {
 	r := jobRecreation{OldUID: old.UID, Job: job}
 	key := jobRecreationKey(job.Namespace, job.Name)
 	if err := j.note(ctx, key, &r); err != nil {
 		return nil, err
 	}
 	background := metav1.DeletePropagationBackground
-	err := j.jobs(old.Namespace).Delete(ctx, old.Name, metav1.DeleteOptions{PropagationPolicy: &background,
+	err := j.api.Jobs(old.Namespace).Delete(ctx, old.Name, metav1.DeleteOptions{PropagationPolicy: &background,
 		Preconditions: &metav1.Preconditions{UID: &old.UID, ResourceVersion: &old.ResourceVersion}})
 	if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
 		err = fmt.Errorf("delete Job %s/%s to create it again: %w", old.Namespace, old.Name, err)
@@ -341,7 +396,7 @@ func (j *jobRuns) recreate(ctx context.Context, old, job *batchv1.Job) (*batchv1
 	case out == nil && err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err):
 		return nil, err
 	case out == nil:
-		return nil, errStale // changed or recreated by someone else: judged again
+		return nil, workload.ErrStale // changed or recreated by someone else: judged again
 	}
 	return out, nil
 }
@@ -356,9 +411,9 @@ func jobRecreationKey(ns, name string) string { return jobRecreationPrefix + ns 
 // The note is then removed. A Job still being deleted (it has finalizers) is an error: retried
 // later. So is a failed create; a namespace gone has nothing left to create. Created late
 // (refresh), its pods read the content now: while some does not validate, it is held
-// (heldInvalid), as any reload is (validate.go).
-func (j *jobRuns) finish(ctx context.Context, key string, r jobRecreation, refresh bool) (out *batchv1.Job, created bool, err error) {
-	jobs := j.jobs(r.Job.Namespace)
+// (heldInvalid), as any reload is (reloader/validate.go).
+func (j *Runs) finish(ctx context.Context, key string, r jobRecreation, refresh bool) (out *batchv1.Job, created bool, err error) {
+	jobs := j.api.Jobs(r.Job.Namespace)
 	cur, err := jobs.Get(ctx, r.Job.Name, metav1.GetOptions{})
 	switch {
 	case err != nil && !apierrors.IsNotFound(err):
@@ -369,7 +424,7 @@ func (j *jobRuns) finish(ctx context.Context, key string, r jobRecreation, refre
 		out = cur // created already
 	case err != nil:
 		if refresh {
-			if bad := j.invalid(r.Job); len(bad) > 0 {
+			if bad := j.planner.JobInvalid(r.Job); len(bad) > 0 {
 				return nil, false, heldInvalid{configs: bad}
 			}
 			// Just before the create, not before the read: a read retried through an outage
@@ -398,8 +453,8 @@ func (j *jobRuns) finish(ctx context.Context, key string, r jobRecreation, refre
 // before (resume): the Job is gone, so no event of its own would bring it back. A
 // refusal is retried as a refused patch is, up to every refusedRetryMax; the failure was
 // reported once, by the sync that deleted the Job, or at the start. The Job created is the one
-// written down, with the markers of the configs' content now (planner.currentMarkers).
-func (j *jobRuns) finishFailed(ctx context.Context, ns, name string) error {
+// written down, with the markers of the configs' content now (Planner.CurrentMarkers).
+func (j *Runs) finishFailed(ctx context.Context, ns, name string) error {
 	key := jobRecreationKey(ns, name)
 	v, ok := j.recreations.Load(key)
 	if !ok {
@@ -409,31 +464,31 @@ func (j *jobRuns) finishFailed(ctx context.Context, ns, name string) error {
 	out, created, err := j.finish(ctx, key, r, true)
 	if held := (heldInvalid{}); errors.As(err, &held) {
 		j.warnHeld(key, r, held)
-		return nil // woken when the content validates (wakeHeld)
+		return nil // woken when the content validates (WakeHeld)
 	}
 	j.held.Delete(key)
-	if err != nil && refused(err) {
-		return retryLater{err: err}
+	if err != nil && workload.Refused(err) {
+		return workload.RetryLater{Err: err}
 	} else if err != nil {
 		return err
 	}
-	j.reports.forget(string(r.OldUID))
-	j.reports.forget(key)
+	j.reports.Forget(string(r.OldUID))
+	j.reports.Forget(key)
 	if created {
 		j.metrics.CountReload("Job", metrics.ResultSuccess, ns)
-		j.reports.event(out, corev1.EventTypeNormal, "Reloaded", "Created again: its recreation's create had failed")
+		j.reports.Event(out, corev1.EventTypeNormal, "Reloaded", "Created again: its recreation's create had failed")
 		j.log.Info("created a Job again whose recreation's create had failed", "namespace", ns, "name", name)
 	}
-	if obj, ok, _ := j.cached(ns + "/" + name); ok && out != nil && obj.(metav1.Object).GetUID() == r.OldUID {
-		return errStale // the cache has not seen the delete yet: judge the Job that exists now
+	if obj, ok, _ := j.cache.Cached(ns + "/" + name); ok && out != nil && obj.(metav1.Object).GetUID() == r.OldUID {
+		return workload.ErrStale // the cache has not seen the delete yet: judge the Job that exists now
 	}
 	return nil
 }
 
 // refreshMarkers gives r's Job the markers of the content its configs hold now; failing that,
 // it is created as written down, and recreated once more for the content it was decided on.
-func (j *jobRuns) refreshMarkers(r *jobRecreation) {
-	job, err := j.markers(r.Job)
+func (j *Runs) refreshMarkers(r *jobRecreation) {
+	job, err := j.planner.CurrentMarkers(r.Job)
 	if err != nil {
 		j.log.Warn("cannot update the markers of a Job to create again; it is created as written down",
 			"namespace", r.Job.Namespace, "name", r.Job.Name, "err", err)
@@ -444,7 +499,7 @@ func (j *jobRuns) refreshMarkers(r *jobRecreation) {
 
 // note writes r under key in the first state ConfigMap, or removes it (r nil),
 // through the store's fenced write of that key alone (state.Store.WriteOther).
-func (j *jobRuns) note(ctx context.Context, key string, r *jobRecreation) error {
+func (j *Runs) note(ctx context.Context, key string, r *jobRecreation) error {
 	var value *string
 	if r != nil {
 		v, err := j.encode(key, r)
@@ -453,7 +508,7 @@ func (j *jobRuns) note(ctx context.Context, key string, r *jobRecreation) error 
 		}
 		value = &v
 	}
-	if err := j.writeOther(ctx, key, value); err != nil {
+	if err := j.notes.WriteOther(ctx, key, value); err != nil {
 		return fmt.Errorf("write down a Job recreation: %w", err)
 	}
 	if r != nil {
@@ -465,14 +520,14 @@ func (j *jobRuns) note(ctx context.Context, key string, r *jobRecreation) error 
 	return nil
 }
 
-// resume finishes, at start once the caches synced, the Job recreations a stopped
+// Resume finishes, at start once the caches synced, the Job recreations a stopped
 // reloader left written down, each with the markers of the content its configs hold now, which
 // its pods read (a config may have changed since it was written down: checker soak seed
 // 1795656990008005193 ran such a Job twice). One that cannot be finished now (its create still refused) is logged and left to the
 // syncs of its Job's key, queued here, which retry it (finishFailed). One this reloader did not
 // write, or outside its scope, is dropped (trusted, drop).
-func (j *jobRuns) resume(ctx context.Context) {
-	shard, err := j.notes(ctx)
+func (j *Runs) Resume(ctx context.Context) {
+	shard, err := j.notes.Notes(ctx)
 	if err != nil {
 		j.log.Error("cannot read the Job recreations left unfinished; they are finished at the next start", "err", err)
 		return
@@ -494,7 +549,7 @@ func (j *jobRuns) resume(ctx context.Context) {
 			j.log.Error("cannot finish a Job recreation left unfinished; retrying", "key", note, "err", err)
 			j.metrics.CountReload("Job", metrics.ResultFailure, r.Job.Namespace)
 			j.recreations.Store(note, r)
-			j.enqueue(key{"Job", r.Job.Namespace, r.Job.Name})
+			j.queue.Add(workload.Key{Kind: "Job", Namespace: r.Job.Namespace, Name: r.Job.Name})
 		} else if created {
 			j.log.Info("created a Job again whose recreation a stopped reloader left unfinished", "namespace", r.Job.Namespace, "name", r.Job.Name)
 		}
@@ -511,24 +566,24 @@ func (e heldInvalid) Error() string {
 // warnHeld says once, on the Job's name (no Job exists), that its creation waits for valid
 // content (soak seed 1795734170280237636@4: a recreation refused, then finished after a config
 // it reads stopped validating, ran the Job on that content).
-func (j *jobRuns) warnHeld(note string, r jobRecreation, held heldInvalid) {
+func (j *Runs) warnHeld(note string, r jobRecreation, held heldInvalid) {
 	j.held.Store(note, r.Job.Namespace)
 	msg := "Run held: the Job was deleted to be created again, and " + held.Error() + " (see its InvalidConfig Event); " +
 		"it is created once that content is fixed, reverted or the config deleted"
-	if j.reports.warn(r.Job, note, reasonHeldInvalid, msg) {
+	if j.reports.Warn(r.Job, note, workload.ReasonHeldInvalid, msg) {
 		j.log.Warn("Job creation held: its pods would read a config whose content does not validate", "namespace", r.Job.Namespace,
 			"name", r.Job.Name, "configs", strings.Join(held.configs, ", "))
 	}
 }
 
-// wakeHeld queues the Jobs of namespace ns whose create waits for content that validates, when
+// WakeHeld queues the Jobs of namespace ns whose create waits for content that validates, when
 // a config there validates again or is deleted. A recreation refused for another reason keeps
 // its own retry: a config sync does not add an API call for it.
-func (j *jobRuns) wakeHeld(ns string) {
+func (j *Runs) WakeHeld(ns string) {
 	j.held.Range(func(note, v any) bool {
 		if v.(string) == ns {
 			if r, ok := j.recreations.Load(note); ok {
-				j.enqueue(key{"Job", ns, r.(jobRecreation).Job.Name})
+				j.queue.Add(workload.Key{Kind: "Job", Namespace: ns, Name: r.(jobRecreation).Job.Name})
 			}
 		}
 		return true
@@ -538,10 +593,10 @@ func (j *jobRuns) wakeHeld(ns string) {
 // jobLabels are set by the API server from a Job's UID and name; a new Job gets its own.
 var jobLabels = []string{"controller-uid", "job-name", batchv1.ControllerUidLabel, batchv1.JobNameLabel}
 
-// recreatedJob applies the patch to a copy of old and strips what the API server assigns, as
+// RecreatedJob applies the patch to a copy of old and strips what the API server assigns, as
 // stakater Reloader does: identity, status, the generated selector and the labels derived from
 // the UID.
-func recreatedJob(old *batchv1.Job, body []byte) (*batchv1.Job, error) {
+func RecreatedJob(old *batchv1.Job, body []byte) (*batchv1.Job, error) {
 	p, err := jsonpatch.DecodePatch(body)
 	if err != nil {
 		return nil, fmt.Errorf("decode patch of Job %s/%s: %w", old.Namespace, old.Name, err)
@@ -551,7 +606,7 @@ func recreatedJob(old *batchv1.Job, body []byte) (*batchv1.Job, error) {
 		return nil, fmt.Errorf("encode Job %s/%s: %w", old.Namespace, old.Name, err)
 	}
 	if doc, err = p.Apply(doc); err != nil {
-		return nil, errors.Join(errStale, fmt.Errorf("apply patch to Job %s/%s: %w", old.Namespace, old.Name, err))
+		return nil, errors.Join(workload.ErrStale, fmt.Errorf("apply patch to Job %s/%s: %w", old.Namespace, old.Name, err))
 	}
 	job := &batchv1.Job{}
 	if err := json.Unmarshal(doc, job); err != nil {
