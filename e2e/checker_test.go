@@ -132,15 +132,15 @@ func runSequence(t *testing.T, seq checker.Sequence) outcome {
 	if seq.Migrate {
 		// The switch from stakater is judged alone, before anything changes: a lagging variable
 		// must be rolled out once, a current one must restart nothing.
-		if vs := w.settle(); len(vs) > 0 {
+		if vs := w.judge.settle(); len(vs) > 0 {
 			t.Logf("seed %d after the first start: %s", seq.Seed, w.rec.Oracle.Summary())
-			w.logReplicas()
+			w.reps.logTails()
 			return outcome{actions: ran, faults: w.faults, violations: vs}
 		}
 	}
 	for i, a := range seq.Actions[ran:] {
 		i += ran
-		w.wake(false)
+		w.reps.wake(false)
 		w.rec.SetStep(fmt.Sprintf("action %d (%s)", i+1, a.Op))
 		// A quiet point (gen 3): every fault ends and what happened so far is judged, so that a
 		// loss a later change would heal is still found. From gen 4 a loss of the hash key comes
@@ -148,9 +148,9 @@ func runSequence(t *testing.T, seq checker.Sequence) outcome {
 		// that the loss causes is an excess one, not hidden by a reload that was due anyway.
 		if a.Op == "quiet" || a.Op == "hashkey" && seq.Gen >= 4 {
 			w.heal()
-			if vs := w.settle(); len(vs) > 0 {
+			if vs := w.judge.settle(); len(vs) > 0 {
 				t.Logf("seed %d at the quiet point of action %d: %s", seq.Seed, i+1, w.rec.Oracle.Summary())
-				w.logReplicas()
+				w.reps.logTails()
 				return outcome{actions: i + 1, faults: w.faults, violations: vs}
 			}
 			if a.Op == "quiet" {
@@ -163,80 +163,28 @@ func runSequence(t *testing.T, seq checker.Sequence) outcome {
 		time.Sleep(a.Pause)
 	}
 	w.heal()
-	if w.hook != nil {
-		defer func() { w.t.Logf("seed %d: %d webhook calls", seq.Seed, w.hook.since(time.Time{})) }()
+	if w.hooks.recv != nil {
+		defer func() { w.t.Logf("seed %d: %d webhook calls", seq.Seed, w.hooks.recv.since(time.Time{})) }()
 	}
 	o := outcome{actions: len(seq.Actions), faults: w.faults}
-	o.violations = w.settle()
+	o.violations = w.judge.settle()
 	t.Logf("seed %d: %s; faults %v", seq.Seed, w.rec.Oracle.Summary(), w.faults)
 	if len(o.violations) == 0 {
 		// The positive control: one more change of every config, which every workload that
 		// reloads on it must now take, once.
 		recreated := w.finalRound()
-		o.violations = w.settle()
+		o.violations = w.judge.settle()
 		t.Logf("seed %d after a final change of every config: %s", seq.Seed, w.rec.Oracle.Summary())
 		if len(o.violations) == 0 && len(recreated) > 0 {
 			w.changeAgain(recreated)
-			o.violations = w.settle()
+			o.violations = w.judge.settle()
 			t.Logf("seed %d after one more change of the recreated configs: %s", seq.Seed, w.rec.Oracle.Summary())
 		}
 	}
 	if len(o.violations) > 0 {
-		w.logReplicas()
+		w.reps.logTails()
 	}
 	return o
-}
-
-func (w *world) logReplicas() {
-	for i, p := range w.procs {
-		w.t.Logf("replica %d log (tail):\n%s", i, tail(p.stderr.String(), *logTail))
-	}
-}
-
-// settle waits until every change has reached its workloads and nothing has restarted (nor
-// been done by the checker) for a quiet period, then judges. A lost change has until the deadline to arrive (a refused patch is
-// retried every 30 s at most); an excess restart is judged after the quiet period.
-func (w *world) settle() []checker.Violation {
-	quiet := w.seq.Coalesce + 3*time.Second
-	if w.seq.Gen >= 3 {
-		quiet += maxGate // a pause or minimum interval holds a reload this long
-	}
-	// The quiet period counts from the last action too: a reload due to a change that the
-	// oracle cannot hold it to (made too close to a creation) may still sit in its coalescing
-	// window when nothing has restarted yet (soak seed 1796194673289452756@10: explain was asked
-	// 0.6 s after the change, in a 1 s window).
-	begun := time.Now()
-	deadline := begun.Add(90 * time.Second)
-	var heldUntil time.Time // a quiet period after the pause or minimum interval explain reported
-	for {
-		if w.hook != nil {
-			if time.Since(w.rec.LastRestart()) > quiet && time.Since(w.hook.last()) > quiet || time.Now().After(deadline) {
-				if err := w.generations(); err != nil {
-					w.t.Fatal(err)
-				}
-				return slices.Concat(w.webhookViolations(), w.forgedJobsCreated())
-			}
-			time.Sleep(200 * time.Millisecond)
-			continue
-		}
-		lost := w.rec.Oracle.Lost()
-		done := len(lost) == 0 && time.Since(later(w.rec.LastRestart(), begun)) > quiet && time.Now().After(heldUntil)
-		if done || time.Now().After(deadline) {
-			if err := w.generations(); err != nil {
-				w.t.Fatal(err)
-			}
-			vs := slices.Concat(lost, w.rec.Oracle.Excess(), w.forgedJobsCreated())
-			if len(vs) == 0 && done {
-				var until time.Time // settled: a reloader started now has nothing to do (checker_agree_test.go)
-				if vs, until = w.agree(); !until.IsZero() && until.Add(quiet).Before(deadline) && until.Add(quiet).After(heldUntil) {
-					heldUntil = until.Add(quiet) // a due reload waits out a pause or interval: not settled yet
-					continue
-				}
-			}
-			return vs
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }
 
 // restartsTheAPIServer reports whether seq restarts the shared API server: a fault every other

@@ -62,57 +62,68 @@ func (r *receiver) last() time.Time {
 	return r.calls[len(r.calls)-1]
 }
 
-// webhookInvalid writes content of a.Target that does not validate, and holds the reloader to
+// webhookCheck holds a --webhook-url sequence to its promises about the webhook's calls: none
+// for a content that does not validate, one for a valid change, one after the final round.
+type webhookCheck struct {
+	*env
+	recv *receiver // nil where the sequence has no --webhook-url
+	cfgs *configEdits
+	// found are what invalid found; finalAt is when the final round began.
+	found   []checker.Violation
+	finalAt time.Time
+}
+
+// invalid writes content of a.Target that does not validate, and holds the reloader to
 // calling nothing for it; then a valid content, which must call the webhook if the state knew
 // the config (a config the state lost is a first content, as for workloads).
-func (w *world) webhookInvalid(a checker.Action) error {
-	ignored := w.rec.Configs.IgnoredNow(a.Target)
-	data, ok := w.rec.Configs.Current(a.Target)
-	if w.hook == nil || ignored || !ok {
+func (h *webhookCheck) invalid(a checker.Action) error {
+	ignored := h.rec.Configs.IgnoredNow(a.Target)
+	data, ok := h.rec.Configs.Current(a.Target)
+	if h.recv == nil || ignored || !ok {
 		return nil
 	}
-	e, err := w.stateEntry(a.Target)
+	e, err := h.cfgs.stateEntry(a.Target)
 	known := err == nil && e != "" && !strings.HasPrefix(e, "deleted@")
 	write := func(v string) (time.Time, error) {
-		w.noteUnknown(a.Target)
+		h.cfgs.noteUnknown(a.Target)
 		data["a"] = v
 		at := time.Now()
-		return at, w.retry(a.String(), func() error { return w.writeConfig(a.Target, data, false) })
+		return at, h.retry(a.String(), func() error { return h.cfgs.writeConfig(a.Target, data, false) })
 	}
-	w.faults["webhook: invalid content judged"]++
+	h.faults["webhook: invalid content judged"]++
 	at, err := write(checker.InvalidJSON)
 	if err != nil {
 		return err
 	}
-	quiet := w.seq.Coalesce + 3*time.Second
+	quiet := h.seq.Coalesce + 3*time.Second
 	time.Sleep(quiet)
-	if n := w.hook.since(at); n > 0 {
-		w.hookViolations = append(w.hookViolations, checker.Violation(fmt.Sprintf("webhook: %d call(s) within %s of %s's content that does not validate, nothing else changing",
+	if n := h.recv.since(at); n > 0 {
+		h.found = append(h.found, checker.Violation(fmt.Sprintf("webhook: %d call(s) within %s of %s's content that does not validate, nothing else changing",
 			n, quiet, a.Target)))
 	}
 	if at, err = write(a.Value); err != nil || !known {
 		return err
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	for w.hook.since(at) == 0 && time.Now().Before(deadline) {
+	for h.recv.since(at) == 0 && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
 	}
-	if w.hook.since(at) == 0 {
-		w.hookViolations = append(w.hookViolations, checker.Violation(fmt.Sprintf("webhook: no call within 30 s of %s's change to valid content a=%s", a.Target, a.Value)))
+	if h.recv.since(at) == 0 {
+		h.found = append(h.found, checker.Violation(fmt.Sprintf("webhook: no call within 30 s of %s's change to valid content a=%s", a.Target, a.Value)))
 	}
 	return nil
 }
 
-// webhookViolations is what the oracle holds a --webhook-url sequence to: a receiver's call of
+// violations is what the oracle holds a --webhook-url sequence to: a receiver's call of
 // the wrong form, a judged validation, no restart of a workload, and a call after the final
 // round (once it began). The caller holds no lock.
-func (w *world) webhookViolations() []checker.Violation {
-	out := append([]checker.Violation(nil), w.hookViolations...)
-	w.hook.mu.Lock()
-	out = append(out, w.hook.bad...)
-	w.hook.mu.Unlock()
-	out = append(out, w.rec.Oracle.ReloaderRestarts()...)
-	if !w.finalAt.IsZero() && w.hook.since(w.finalAt) == 0 {
+func (h *webhookCheck) violations() []checker.Violation {
+	out := append([]checker.Violation(nil), h.found...)
+	h.recv.mu.Lock()
+	out = append(out, h.recv.bad...)
+	h.recv.mu.Unlock()
+	out = append(out, h.rec.Oracle.ReloaderRestarts()...)
+	if !h.finalAt.IsZero() && h.recv.since(h.finalAt) == 0 {
 		out = append(out, checker.Violation("webhook: no call after the final change of every config"))
 	}
 	return out
