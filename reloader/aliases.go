@@ -11,7 +11,6 @@ type (
 	key            = workload.Key
 	workloadKind   = workload.Kind
 	workloadView   = workload.View
-	dependents     = workload.Dependents
 	packedWorkload = workload.Packed
 	reporter       = report.Reporter
 )
