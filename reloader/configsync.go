@@ -5,12 +5,6 @@ import (
 	"github.com/reloader/reloader/reloader/workload"
 )
 
-// dependent is a workload that reloads on a config, with what the rule says of it.
-type dependent struct {
-	workload key
-	judgement
-}
-
 // syncConfig opens a window for every dependent that does not hold the config's current content
 // and, once none is left, records that content as fully rolled out.
 func (c *Controller) syncConfig(k key) error {
@@ -54,10 +48,10 @@ func (c *Controller) syncConfig(k key) error {
 	var due []key
 	scanned, matched := map[string]int{}, map[string]int{}
 	for _, d := range deps {
-		scanned[d.workload.Kind]++
-		if d.reload {
-			due = append(due, d.workload)
-			matched[d.workload.Kind]++
+		scanned[d.Workload.Kind]++
+		if d.Reload {
+			due = append(due, d.Workload)
+			matched[d.Workload.Kind]++
 		}
 	}
 	if fresh {

@@ -258,10 +258,10 @@ func (g *gates) ops(w workloadView, gate policy.Gate, v policy.Verdict) []policy
 
 // wake syncs the held dependents that no longer need this config's reload (it was
 // reverted), so that their hold and pending entry go now rather than when the gate opens.
-func (g *gates) wake(deps []dependent) {
+func (g *gates) wake(deps []workload.Dependent) {
 	for _, d := range deps {
-		if !d.reload && g.deferrals.isHeld(d.workload) {
-			g.enqueue(d.workload)
+		if !d.Reload && g.deferrals.isHeld(d.Workload) {
+			g.enqueue(d.Workload)
 		}
 	}
 }

@@ -456,7 +456,7 @@ func keepRolloutStatus(u *unstructured.Unstructured) {
 // as running another content (a strip), so that the entry does not hide its reload, after a
 // restart too. An entry that holds the content gains the per-key entries its key readers need
 // (keysRolledOut).
-func (rs *records) baseline(k key, rec *configRecord, deps []dependent) {
+func (rs *records) baseline(k key, rec *configRecord, deps []workload.Dependent) {
 	if rec == nil {
 		return
 	}
@@ -471,8 +471,8 @@ func (rs *records) baseline(k key, rec *configRecord, deps []dependent) {
 	}
 	r := policy.ConfigRef{Kind: k.Kind, Name: k.Name}
 	for _, d := range deps {
-		if d.reload && d.byState {
-			rs.strips.remember(d.workload, r, otherContent, d.keys)
+		if d.Reload && d.ByState {
+			rs.strips.remember(d.Workload, r, otherContent, d.Keys)
 		}
 	}
 	rs.rolledOut(k, rec, deps)
@@ -491,7 +491,7 @@ func (rs *records) baseline(k key, rec *configRecord, deps []dependent) {
 // told apart anyway (a workload created, or its marker removed, while no reloader ran:
 // docs/design.md). A first record, a recreation's, and one that re-records a content in
 // another form (under the current hash key, as ours after Collaborne's) are written at once.
-func (rs *records) rolledOut(k key, rec *configRecord, deps []dependent) {
+func (rs *records) rolledOut(k key, rec *configRecord, deps []workload.Dependent) {
 	skey := rs.names.config(k)
 	set := rs.store.Set
 	if e, known := rs.store.Get(skey); known && !e.Deleted && rs.content(rec, nil).Match(e.Hash) == policy.Differs && restated(deps) {
@@ -500,8 +500,8 @@ func (rs *records) rolledOut(k key, rec *configRecord, deps []dependent) {
 	set(skey, rec.hash())
 	r := policy.ConfigRef{Kind: k.Kind, Name: k.Name}
 	for _, d := range deps {
-		if d.stripped && !d.behind {
-			rs.strips.caughtUp(d.workload, r, d.change.Value)
+		if d.Stripped && !d.Behind {
+			rs.strips.caughtUp(d.Workload, r, d.Change.Value)
 		}
 	}
 	// A per-key entry left from an earlier content would vouch for a key it no longer
@@ -514,10 +514,10 @@ func (rs *records) rolledOut(k key, rec *configRecord, deps []dependent) {
 // entry judges needs its key's entry, even while another dependent holds the entry back: one
 // never recorded counts as changed (checker seed 13@8: a workload made to read a key while
 // another was held restarted for a change of another key).
-func (rs *records) keysRolledOut(skey string, rec *configRecord, deps []dependent) map[string]bool {
+func (rs *records) keysRolledOut(skey string, rec *configRecord, deps []workload.Dependent) map[string]bool {
 	read := map[string]bool{}
 	for _, d := range deps {
-		for _, dk := range d.keys {
+		for _, dk := range d.Keys {
 			read[state.KeyOf(skey, dk)] = true
 			rs.store.Set(state.KeyOf(skey, dk), rs.keyContent(rec, dk).Value)
 		}
@@ -526,9 +526,9 @@ func (rs *records) keysRolledOut(skey string, rec *configRecord, deps []dependen
 }
 
 // restated reports whether every dependent's own marker says what it runs of the config.
-func restated(deps []dependent) bool {
+func restated(deps []workload.Dependent) bool {
 	for _, d := range deps {
-		if !d.ownMarker() {
+		if !d.OwnMarker() {
 			return false
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
 
@@ -115,13 +116,13 @@ func (s *strips) watch(w key, r policy.ConfigRef, keys []string) {
 }
 
 // watchDue watches each dependent the state judges due, and stops watching the others (watch).
-func (s *strips) watchDue(c key, deps []dependent) {
+func (s *strips) watchDue(c key, deps []workload.Dependent) {
 	r := policy.ConfigRef{Kind: c.Kind, Name: c.Name}
 	for _, d := range deps {
-		if d.byState && d.reload && restartedByOthers(d.workload) {
-			s.watch(d.workload, r, d.keys)
+		if d.ByState && d.Reload && restartedByOthers(d.Workload) {
+			s.watch(d.Workload, r, d.Keys)
 		} else {
-			s.unwatch(d.workload, r)
+			s.unwatch(d.Workload, r)
 		}
 	}
 }
@@ -132,12 +133,12 @@ func (s *strips) watchDue(c key, deps []dependent) {
 // would leave it there. So too a dependent an earlier process noted waiting for c (awaits): c
 // came back while no reloader watched, and may have changed since the pods took it, or been
 // read anew by another actor's restart (checker seed 408@9): which content they run is unknown.
-func (s *strips) unsure(c key, deps []dependent) {
+func (s *strips) unsure(c key, deps []workload.Dependent) {
 	r := policy.ConfigRef{Kind: c.Kind, Name: c.Name}
 	for _, d := range deps {
-		v, noted := s.store.Value(s.names.strip(d.workload, r))
-		if d.byState && d.reload && restartedByOthers(d.workload) || noted && v == awaited {
-			s.remember(d.workload, r, otherContent, d.keys)
+		v, noted := s.store.Value(s.names.strip(d.Workload, r))
+		if d.ByState && d.Reload && restartedByOthers(d.Workload) || noted && v == awaited {
+			s.remember(d.Workload, r, otherContent, d.Keys)
 		}
 	}
 }
@@ -353,11 +354,11 @@ func (s *strips) rolledBack(w key, refs []policy.ConfigRef) (undo func()) {
 
 // reappeared notes, for each dependent of config c (which exists) whose pods waited for it
 // (awaits), that they run its content: they started on it. noted: any did.
-func (s *strips) reappeared(c key, deps []dependent) (noted bool) {
+func (s *strips) reappeared(c key, deps []workload.Dependent) (noted bool) {
 	r := policy.ConfigRef{Kind: c.Kind, Name: c.Name}
 	for _, d := range deps {
-		if v, ok := s.store.Value(s.names.strip(d.workload, r)); ok && v == awaited {
-			s.remember(d.workload, r, d.change.Value, d.keys)
+		if v, ok := s.store.Value(s.names.strip(d.Workload, r)); ok && v == awaited {
+			s.remember(d.Workload, r, d.Change.Value, d.Keys)
 			noted = true
 		}
 	}

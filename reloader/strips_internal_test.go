@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/workload"
 )
 
 // The rules of what a workload without a marker runs (strips.go), in process: what memory
@@ -79,7 +80,7 @@ func TestPodsThatWaitForAConfigRunWhatItComesBackWith(t *testing.T) {
 		r   = policy.ConfigRef{Kind: policy.KindConfigMap, Name: "app"}
 		cfg = key{Kind: policy.KindConfigMap, Namespace: "ns", Name: "app"}
 		a   = strings.Repeat("a", 40)
-		dep = []dependent{{workload: w, judgement: judgement{change: policy.Change{Ref: r, Value: a}}}}
+		dep = []workload.Dependent{{Workload: w, Judgement: workload.Judgement{Change: policy.Change{Ref: r, Value: a}}}}
 	)
 	for _, tc := range []struct {
 		name     string

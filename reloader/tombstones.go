@@ -9,6 +9,7 @@ import (
 
 	"github.com/reloader/reloader/coalesce"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
 
@@ -144,7 +145,7 @@ func (ts *tombstones) sweep(ctx context.Context) {
 // keeps the content, so that a recreation with other content reloads that one. A dependent the
 // deletion reached carries a marker saying so, so a later process tells the two apart. In
 // memory only.
-func (ts *tombstones) noteReach(k key, rec *configRecord, deps []dependent, fresh bool) {
+func (ts *tombstones) noteReach(k key, rec *configRecord, deps []workload.Dependent, fresh bool) {
 	if rec != nil {
 		ts.unreached.Delete(k)
 		return
@@ -152,5 +153,5 @@ func (ts *tombstones) noteReach(k key, rec *configRecord, deps []dependent, fres
 	if _, judged := ts.unreached.Load(k); judged && !fresh {
 		return
 	}
-	ts.unreached.Store(k, slices.ContainsFunc(deps, func(d dependent) bool { return d.untouched }))
+	ts.unreached.Store(k, slices.ContainsFunc(deps, func(d workload.Dependent) bool { return d.Untouched }))
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/reloader/reloader/internal/dev/clocktest"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
 
@@ -39,14 +40,14 @@ func TestATombstoneKeepsWhatARecreationIsJudgedAgainst(t *testing.T) {
 		cfg     = key{Kind: policy.KindConfigMap, Namespace: "ns", Name: "app"}
 		a       = strings.Repeat("a", 40)
 		deleted = func(hash string) state.Entry { return state.Entry{Hash: hash, Deleted: true} }
-		reached = []dependent{{workload: key{Kind: "Deployment", Namespace: "ns", Name: "web"}}}
-		missed  = []dependent{{workload: key{Kind: "Deployment", Namespace: "ns", Name: "web"}, judgement: judgement{untouched: true}}}
+		reached = []workload.Dependent{{Workload: key{Kind: "Deployment", Namespace: "ns", Name: "web"}}}
+		missed  = []workload.Dependent{{Workload: key{Kind: "Deployment", Namespace: "ns", Name: "web"}, Judgement: workload.Judgement{Untouched: true}}}
 	)
 	for _, tc := range []struct {
 		name                           string
 		reloadOnCreate, reloadOnDelete bool
 		recorded                       string // the content the state held before the deletion ("": none)
-		deps                           []dependent
+		deps                           []workload.Dependent
 		referenced                     bool
 		age                            time.Duration // how long before the sync the deletion was recorded
 		want                           *state.Entry  // nil: no entry

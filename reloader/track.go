@@ -631,19 +631,19 @@ func (t *tracker) held(w key, r policy.ConfigRef, want policy.Content) (held, st
 	return ok && v == value, ok && v != value
 }
 
-// liftStale lifts the holds that the judged content ended (judgement.staleHold), unless one was
+// liftStale lifts the holds that the judged content ended (Judgement.StaleHold), unless one was
 // written for that content since; one under a lost hash key that still holds (held) is
 // re-recorded under the current key, so that the next content ends it.
-func (t *tracker) liftStale(deps []dependent) {
+func (t *tracker) liftStale(deps []workload.Dependent) {
 	for _, d := range deps {
-		if !d.staleHold {
+		if !d.StaleHold {
 			continue
 		}
-		k := t.names.hold(d.workload, d.change.Ref)
+		k := t.names.hold(d.Workload, d.Change.Ref)
 		switch v, ok := t.store.Value(k); {
-		case !ok || v == heldAs(d.change.Value):
-		case d.held:
-			t.store.SetValue(k, heldAs(d.change.Value))
+		case !ok || v == heldAs(d.Change.Value):
+		case d.Held:
+			t.store.SetValue(k, heldAs(d.Change.Value))
 		default:
 			t.store.Delete(k)
 		}

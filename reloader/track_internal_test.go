@@ -171,7 +171,7 @@ func TestTheTrackerJudgesARolloutByItsStatusItsDeadlineAndWhoseTemplateItIs(t *t
 		if !f.isHeld(w.Key, a) {
 			t.Fatal("judging lifted the hold: a read wrote")
 		}
-		f.t.liftStale([]dependent{{workload: w.Key, judgement: judgement{change: policy.Change{Ref: appRef, Value: c}, staleHold: true}}})
+		f.t.liftStale([]workload.Dependent{{Workload: w.Key, Judgement: workload.Judgement{Change: policy.Change{Ref: appRef, Value: c}, StaleHold: true}}})
 		if f.isHeld(w.Key, a) {
 			t.Fatal("a hold outlived other content: the held content applied again must be a change")
 		}
@@ -181,7 +181,7 @@ func TestTheTrackerJudgesARolloutByItsStatusItsDeadlineAndWhoseTemplateItIs(t *t
 		w := f.followed(2, 2, 12*time.Second, "")
 		c := strings.Repeat("c", 40)
 		f.store.Kind(holdPrefix).SetValue(f.t.names.hold(w.Key, appRef), c) // a rollback of c's reload, after the judgement
-		f.t.liftStale([]dependent{{workload: w.Key, judgement: judgement{change: policy.Change{Ref: appRef, Value: c}, staleHold: true}}})
+		f.t.liftStale([]workload.Dependent{{Workload: w.Key, Judgement: workload.Judgement{Change: policy.Change{Ref: appRef, Value: c}, StaleHold: true}}})
 		if !f.isHeld(w.Key, c) {
 			t.Fatal("a hold of the judged content was lifted")
 		}

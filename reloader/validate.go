@@ -39,7 +39,7 @@ type validation struct {
 	counter    *prometheus.CounterVec // reloader_invalid_changes_total, by kind
 	gates      *gates
 	enqueue    func(key)
-	dependents func(k key, rec *configRecord) []dependent
+	dependents func(k key, rec *configRecord) []workload.Dependent
 	lookup     func(k key) *configRecord
 	watched    func(configKind string) bool
 	webhook    bool // --webhook-url: a change calls the URL instead of restarting workloads
@@ -133,8 +133,8 @@ func (v *validation) stranded(k key) (*configRecord, []key) {
 	last := got.(*configRecord)
 	var out []key
 	for _, d := range v.dependents(k, last) {
-		if d.reload {
-			out = append(out, d.workload)
+		if d.Reload {
+			out = append(out, d.Workload)
 		}
 	}
 	return last, out
