@@ -115,7 +115,7 @@ func (c *Controller) startupPass() {
 		for _, obj := range inf.GetStore().List() {
 			r := obj.(*configRecord)
 			k := key{Kind: kind, Namespace: r.Namespace(), Name: r.Name}
-			skey := c.names.config(k)
+			skey := c.names.Config(k)
 			live[skey] = true
 			e, known := c.state.Configs().Get(skey)
 			spare := c.markSpare(k, true)
@@ -141,6 +141,6 @@ func (c *Controller) startupPass() {
 // needed at a restart. It reports the mark.
 func (c *Controller) markSpare(k key, unread bool) bool {
 	spare := unread && !c.caches.referenced(k)
-	c.state.Configs().SetSpare(c.names.config(k), spare)
+	c.state.Configs().SetSpare(c.names.Config(k), spare)
 	return spare
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/reloader/reloader/coalesce"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/internal/entrykeys"
 	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
@@ -124,7 +125,7 @@ type Explainer struct {
 	clock           coalesce.Clock
 	caches          *caches
 	store           *state.Configs
-	names           entryKeys
+	names           entrykeys.Names
 	rule            *rule
 	records         *records
 	gates           *gates
@@ -207,7 +208,7 @@ func (x *Explainer) explainPair(w workloadView, p plan, pr pair) Config {
 	for _, m := range policy.MarkerCopies(w.Meta.GetAnnotations(), w.Tmpl, pr.ref) {
 		out.Markers = append(out.Markers, Marker{Place: m.Place, Value: shortMarker(m.Value)})
 	}
-	if st, known := x.store.Get(x.names.config(workload.ConfigKey(pr.ref, w.Key.Namespace))); known {
+	if st, known := x.store.Get(x.names.Config(workload.ConfigKey(pr.ref, w.Key.Namespace))); known {
 		out.State = workload.Short(st.Hash)
 		if st.Deleted {
 			out.State = "deleted since " + st.Since.UTC().Format(time.RFC3339)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/internal/entrykeys"
 	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
@@ -20,7 +21,7 @@ type rule struct {
 	caches                         *caches
 	records                        *records
 	store                          *state.Configs
-	names                          entryKeys
+	names                          entrykeys.Names
 	tracker                        *tracker  // holds: reloads rolled back
 	restarts                       *restarts // what a restart's pods may read unseen (unseen.go)
 	strips                         *strips   // what a workload runs without a marker
@@ -80,7 +81,7 @@ func (ru *rule) pairFacts(w workloadView, r policy.ConfigRef, rec *configRecord)
 	runs, read, known := ru.restarts.runs(w.Key, r)
 	held, staleHold := ru.tracker.held(w.Key, r, want)
 	stakaterValue, stakaterSet := policy.EnvValue(w.Tmpl, policy.StakaterVar(r))
-	e, inState := ru.store.Get(ru.names.config(workload.ConfigKey(r, w.Key.Namespace)))
+	e, inState := ru.store.Get(ru.names.Config(workload.ConfigKey(r, w.Key.Namespace)))
 	f := policy.PairFacts{
 		Ref:                 r,
 		Triggers:            triggers,
@@ -158,7 +159,7 @@ func (ru *rule) wanted(w workloadView, r policy.ConfigRef, rec *configRecord) (w
 	}
 	u := w.Uses[r]
 	want = ru.records.content(rec, keys)
-	e, known := ru.store.Get(ru.names.config(workload.ConfigKey(r, w.Key.Namespace)))
+	e, known := ru.store.Get(ru.names.Config(workload.ConfigKey(r, w.Key.Namespace)))
 	want.Undecided = policy.UndecidedOf(keys, u, policy.Recorded{Known: known, Deleted: e.Deleted, Hash: e.Hash},
 		func() policy.Content { return ru.records.content(rec, u.Keys) })
 	return want, keys, true
@@ -168,7 +169,7 @@ func (ru *rule) wanted(w workloadView, r policy.ConfigRef, rec *configRecord) (w
 // per-key entry.
 func (ru *rule) keyStates(c key, rec *configRecord, keys []string) func() []policy.KeyRecord {
 	return func() []policy.KeyRecord {
-		skey := ru.names.config(c)
+		skey := ru.names.Config(c)
 		out := make([]policy.KeyRecord, 0, len(keys))
 		for _, k := range keys {
 			e, ok := ru.store.Get(state.KeyOf(skey, k))

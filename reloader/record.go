@@ -19,6 +19,7 @@ import (
 
 	"github.com/reloader/reloader/confighash"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/internal/entrykeys"
 	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
@@ -239,7 +240,7 @@ type records struct {
 	annotations policy.Annotations
 	hashKey     *HashKey       // loaded at start (hashkey.go)
 	store       *state.Configs // nil in unit tests
-	names       entryKeys
+	names       entrykeys.Names
 	strips      *strips // a baseline notes who runs another content (baseline)
 }
 
@@ -460,7 +461,7 @@ func (rs *records) baseline(k key, rec *configRecord, deps []workload.Dependent)
 	if rec == nil {
 		return
 	}
-	skey := rs.names.config(k)
+	skey := rs.names.Config(k)
 	e, known := rs.store.Get(skey)
 	switch m := rs.content(rec, nil).Match(e.Hash); {
 	case known && !e.Deleted && m == policy.Same:
@@ -492,7 +493,7 @@ func (rs *records) baseline(k key, rec *configRecord, deps []workload.Dependent)
 // docs/design.md). A first record, a recreation's, and one that re-records a content in
 // another form (under the current hash key, as ours after Collaborne's) are written at once.
 func (rs *records) rolledOut(k key, rec *configRecord, deps []workload.Dependent) {
-	skey := rs.names.config(k)
+	skey := rs.names.Config(k)
 	set := rs.store.Set
 	if e, known := rs.store.Get(skey); known && !e.Deleted && rs.content(rec, nil).Match(e.Hash) == policy.Differs && restated(deps) {
 		set = rs.store.SetRedundant
@@ -540,6 +541,6 @@ func restated(deps []workload.Dependent) bool {
 // is judged by it after a crash too.
 func (rs *records) needed(ns string, refs []policy.ConfigRef) {
 	for _, r := range refs {
-		rs.store.Need(rs.names.config(workload.ConfigKey(r, ns)))
+		rs.store.Need(rs.names.Config(workload.ConfigKey(r, ns)))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/internal/entrykeys"
 	"github.com/reloader/reloader/reloader/workload"
 )
 
@@ -58,10 +59,10 @@ func TestAStripSaysWhatAWorkloadWithoutAMarkerRuns(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store := newStore(nil, "ns", "reloader-state", slog.New(slog.DiscardHandler))
-			s := newStrips(store.Kind(stripPrefix), entryKeys{single: true})
+			s := newStrips(store.Kind(entrykeys.StripPrefix), entrykeys.Names{Single: true})
 			tc.act(s)
 			if tc.restarted {
-				s = newStrips(store.Kind(stripPrefix), entryKeys{single: true})
+				s = newStrips(store.Kind(entrykeys.StripPrefix), entrykeys.Names{Single: true})
 			}
 			if got := s.marker(w, r, tc.want); got != tc.marker {
 				t.Errorf("marker = %v, want %v", got, tc.marker)
@@ -120,9 +121,9 @@ func TestPodsThatWaitForAConfigRunWhatItComesBackWith(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store := newStore(nil, "ns", "reloader-state", slog.New(slog.DiscardHandler))
-			s := newStrips(store.Kind(stripPrefix), entryKeys{single: true})
+			s := newStrips(store.Kind(entrykeys.StripPrefix), entrykeys.Names{Single: true})
 			tc.act(s)
-			s = newStrips(store.Kind(stripPrefix), entryKeys{single: true}) // as a later process reads it
+			s = newStrips(store.Kind(entrykeys.StripPrefix), entrykeys.Names{Single: true}) // as a later process reads it
 			if got := s.ranSince(w, r); got != tc.ranSince {
 				t.Errorf("ranSince = %t, want %t", got, tc.ranSince)
 			}

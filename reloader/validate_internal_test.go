@@ -68,7 +68,7 @@ func TestInvalidContentIsSaidOnceAndNamesWhatItStranded(t *testing.T) {
 	if got := testutil.ToFloat64(f.v.counter.WithLabelValues(policy.KindConfigMap)); got != 1 {
 		t.Fatalf("invalid changes counted %v, want 1", got)
 	}
-	if e, _ := f.store.Configs().Get(f.g.names.config(k)); e.Hash != invalid.hash() {
+	if e, _ := f.store.Configs().Get(f.g.names.Config(k)); e.Hash != invalid.hash() {
 		t.Fatalf("state entry %q, want the content as it is (%s): the state never saw the config", e.Hash, invalid.hash())
 	}
 	select {
