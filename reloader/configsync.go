@@ -5,12 +5,6 @@ import (
 	"github.com/reloader/reloader/reloader/workload"
 )
 
-// dependent is a workload that reloads on a config, with what the rule says of it.
-type dependent struct {
-	workload key
-	judgement
-}
-
 // syncConfig opens a window for every dependent that does not hold the config's current content
 // and, once none is left, records that content as fully rolled out.
 func (c *Controller) syncConfig(k key) error {
@@ -54,10 +48,10 @@ func (c *Controller) syncConfig(k key) error {
 	var due []key
 	scanned, matched := map[string]int{}, map[string]int{}
 	for _, d := range deps {
-		scanned[d.workload.Kind]++
-		if d.reload {
-			due = append(due, d.workload)
-			matched[d.workload.Kind]++
+		scanned[d.Workload.Kind]++
+		if d.Reload {
+			due = append(due, d.Workload)
+			matched[d.Workload.Kind]++
 		}
 	}
 	if fresh {
@@ -121,7 +115,7 @@ func (c *Controller) startupPass() {
 		for _, obj := range inf.GetStore().List() {
 			r := obj.(*configRecord)
 			k := key{Kind: kind, Namespace: r.Namespace(), Name: r.Name}
-			skey := c.names.config(k)
+			skey := c.names.Config(k)
 			live[skey] = true
 			e, known := c.state.Configs().Get(skey)
 			spare := c.markSpare(k, true)
@@ -147,6 +141,6 @@ func (c *Controller) startupPass() {
 // needed at a restart. It reports the mark.
 func (c *Controller) markSpare(k key, unread bool) bool {
 	spare := unread && !c.caches.referenced(k)
-	c.state.Configs().SetSpare(c.names.config(k), spare)
+	c.state.Configs().SetSpare(c.names.Config(k), spare)
 	return spare
 }

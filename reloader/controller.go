@@ -36,6 +36,7 @@ import (
 	"github.com/reloader/reloader/internal/kube"
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/internal/entrykeys"
 	"github.com/reloader/reloader/reloader/internal/report"
 	"github.com/reloader/reloader/reloader/jobs"
 	"github.com/reloader/reloader/reloader/workload"
@@ -149,7 +150,7 @@ type Controller struct {
 	informers []cache.SharedIndexInformer
 	caches    *caches // what the informers hold (caches.go)
 	state     *state.Store
-	names     entryKeys // the state's key rule
+	names     entrykeys.Names // the state's key rule
 	queue     workqueue.TypedRateLimitingInterface[key]
 	refusals  workqueue.TypedRateLimiter[key] // spaces the retries of a refused patch
 	backlog   *backlog                        // the start-up's keys, fed to queue a window at a time (backlog.go)
@@ -190,6 +191,14 @@ type Controller struct {
 // Ready reports whether the caches have synced and the controller is processing changes.
 func (c *Controller) Ready() bool { return c.ready.Load() }
 
+// newStore is the state over client, with the entries the parts keep: holds, strips, rollback
+// reads, pending reloads and pauses of ours.
+func newStore(client state.ConfigMapClient, namespace, name string, log *slog.Logger) *state.Store {
+	return state.New(client, namespace, name, log, entrykeys.ContentEntries(entrykeys.HoldPrefix),
+		entrykeys.ContentEntries(entrykeys.StripPrefix), entrykeys.ContentEntries(entrykeys.RollbackReadPrefix),
+		pendingEntries(), pauseEntries())
+}
+
 // New builds a Controller; Run starts it.
 func New(clients *kube.Clients, opts Options) (*Controller, error) {
 	if opts.Workers <= 0 {
@@ -215,7 +224,7 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 		clients: clients,
 		log:     opts.Log,
 		metrics: opts.Metrics,
-		names:   entryKeys{single: opts.Namespace != ""},
+		names:   entrykeys.Names{Single: opts.Namespace != ""},
 		state:   newStore(stateClient(clients, opts), opts.StateNamespace, opts.StateName, opts.Log),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(retryLimiter(),
 			workqueue.TypedRateLimitingQueueConfig[key]{Name: "reloader", MetricsProvider: opts.Metrics.WorkqueueProvider()}),
@@ -230,7 +239,7 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 			labelSelector: opts.ResourceLabelSelector, ignoredSecretTypes: opts.IgnoreSecretTypes},
 	}
 	c.opts.HashKey.runOnly, _ = HashKeyOf(newHashKeySecret(""))
-	c.strips = newStrips(c.state.Kind(stripPrefix), c.names)
+	c.strips = newStrips(c.state.Kind(entrykeys.StripPrefix), c.names)
 	c.records = &records{annotations: opts.Annotations, hashKey: &c.opts.HashKey, store: c.state.Configs(), names: c.names, strips: c.strips}
 	c.state.OnWrite = c.metrics.ObserveStateWrite
 	if opts.stateBudget > 0 {
@@ -242,9 +251,9 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 	c.backlog = newBacklog(c.queue)
 	c.reports = report.New(c.events.NewRecorder(clients.Scheme, corev1.EventSource{Component: "reloader"}), opts.Log)
 	c.coalescer = coalesce.New(opts.CoalescePeriod, opts.CoalesceMaxWait, opts.Clock, c.queue.Add)
-	c.gates = &gates{annotations: opts.Annotations, defaults: opts.Gate, clock: opts.Clock, store: c.state.Kind(pendingPrefix, pausePrefix),
+	c.gates = &gates{annotations: opts.Annotations, defaults: opts.Gate, clock: opts.Clock, store: c.state.Kind(entrykeys.PendingPrefix, entrykeys.PausePrefix),
 		names: c.names, reports: c.reports, log: c.log, gauge: c.metrics.Deferred, enqueue: c.queue.Add, deferrals: newDeferrals(opts.Clock, c.queue.Add)}
-	c.tracker = &tracker{defaults: opts.Follow, clock: opts.Clock, store: c.state.Kind(holdPrefix, rollbackReadPrefix),
+	c.tracker = &tracker{defaults: opts.Follow, clock: opts.Clock, store: c.state.Kind(entrykeys.HoldPrefix, entrykeys.RollbackReadPrefix),
 		flush: c.state.Flush, names: c.names, reports: c.reports, log: c.log,
 		metrics: c.metrics, restarts: c.restarts, strips: c.strips, enqueue: c.queue.Add, enqueueAfter: c.queue.AddAfter, pauseOf: c.gates.pauseOf,
 		pausedAt: opts.Annotations.PausedAt}
@@ -256,7 +265,7 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 	c.outcomes = &outcomes{reports: c.reports, metrics: c.metrics, log: c.log, alerts: opts.Alerts, view: c.rule.view}
 	c.annotationCheck = &annotationCheck{annotations: opts.Annotations, gate: opts.Gate, follow: opts.Follow, caches: c.caches, reports: c.reports, log: c.log, ready: c.ready.Load}
 	c.entries = &workloadEntries{annotations: opts.Annotations, caches: c.caches,
-		store: c.state.Kind(holdPrefix, stripPrefix, rollbackReadPrefix), names: c.names}
+		store: c.state.Kind(entrykeys.HoldPrefix, entrykeys.StripPrefix, entrykeys.RollbackReadPrefix), names: c.names}
 	c.tombstones = &tombstones{store: c.state.Configs(), names: c.names, clock: opts.Clock, log: c.log, retention: opts.TombstoneRetention,
 		reloadOnCreate: opts.ReloadOnCreate, reloadOnDelete: opts.ReloadOnDelete, namespace: opts.Namespace,
 		watched: c.caches.watched, enqueue: c.queue.Add, enqueueAfter: c.queue.AddAfter}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/reloader/reloader/coalesce"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/internal/entrykeys"
 	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
@@ -124,7 +125,7 @@ type Explainer struct {
 	clock           coalesce.Clock
 	caches          *caches
 	store           *state.Configs
-	names           entryKeys
+	names           entrykeys.Names
 	rule            *rule
 	records         *records
 	gates           *gates
@@ -195,7 +196,7 @@ func (x *Explainer) unjudged(w workloadView, r policy.ConfigRef) pair {
 // explainPair is one config of w as the plan judged it.
 func (x *Explainer) explainPair(w workloadView, p plan, pr pair) Config {
 	out := Config{Kind: pr.ref.Kind, Name: pr.ref.Name, Exists: pr.rec != nil, Read: policy.ReferencesTo(&w.Tmpl.Spec, pr.ref),
-		ReloadsOn: pr.triggers, Keys: pr.j.keys, Reload: pr.triggers && pr.j.reload}
+		ReloadsOn: pr.triggers, Keys: pr.j.Keys, Reload: pr.triggers && pr.j.Reload}
 	if pr.rec != nil {
 		out.Invalid = pr.rec.Invalid()
 		want, _, ok := x.rule.wanted(w, pr.ref, pr.rec)
@@ -207,19 +208,19 @@ func (x *Explainer) explainPair(w workloadView, p plan, pr pair) Config {
 	for _, m := range policy.MarkerCopies(w.Meta.GetAnnotations(), w.Tmpl, pr.ref) {
 		out.Markers = append(out.Markers, Marker{Place: m.Place, Value: shortMarker(m.Value)})
 	}
-	if st, known := x.store.Get(x.names.config(workload.ConfigKey(pr.ref, w.Key.Namespace))); known {
+	if st, known := x.store.Get(x.names.Config(workload.ConfigKey(pr.ref, w.Key.Namespace))); known {
 		out.State = workload.Short(st.Hash)
 		if st.Deleted {
 			out.State = "deleted since " + st.Since.UTC().Format(time.RFC3339)
 		}
 	}
-	if pr.triggers && pr.j.held {
+	if pr.triggers && pr.j.Held {
 		out.HeldAfterRollback = true
 		out.RolledBackAt = rolledBackAt(w.Meta.GetAnnotations()[policy.HistoryAnnotation], pr.ref)
 	}
 	out.Decision = pairWords(pr, p, x.explainWhyNot(w, pr), x.clock.Now())
 	if pr.triggers {
-		out.Why = pr.j.reason.String()
+		out.Why = pr.j.Reason.String()
 	}
 	return out
 }
@@ -275,19 +276,19 @@ func pairWords(pr pair, p plan, whyNot string, now time.Time) string {
 		return "not reloaded: " + whyNot
 	case pr.rec != nil && pr.rec.Invalid() != "":
 		return "held: its content does not validate (" + pr.rec.Invalid() + "); a restart would load it. The reload happens once it is fixed, reverted or deleted"
-	case j.held:
+	case j.Held:
 		return "held after a rollback of this content; a new content ends the hold"
-	case j.reload:
+	case j.Reload:
 		return "due: " + stepWords(p, now)
-	case pr.rec == nil && j.untouched:
+	case pr.rec == nil && j.Untouched:
 		return "not reloaded: it does not exist, and its deletion reloads nothing (--reload-on-delete is off, or the workload came after it)"
 	case pr.rec == nil:
 		return "up to date: the marker says it was deleted"
-	case j.stripped:
+	case j.Stripped:
 		return "up to date: the workload carries no marker of it (removed by helm upgrade or kubectl apply?); the reloader noted that its pods run the current content"
-	case j.byState:
+	case j.ByState:
 		return "up to date: the workload carries no marker of it; the state says its pods run the current content"
-	case j.vouched:
+	case j.Vouched:
 		return "up to date: the pods of its last restart read the current content"
 	}
 	return "up to date: the marker holds the current content"

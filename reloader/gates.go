@@ -20,6 +20,7 @@ import (
 
 	"github.com/reloader/reloader/coalesce"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/internal/entrykeys"
 	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
@@ -40,7 +41,7 @@ type gates struct {
 	defaults    policy.GateDefaults
 	clock       coalesce.Clock
 	store       *state.KindView
-	names       entryKeys
+	names       entrykeys.Names
 	reports     *reporter
 	log         *slog.Logger
 	gauge       *prometheus.GaugeVec // reloader_deferred, by reason
@@ -98,7 +99,7 @@ func (g *gates) apply(ctx context.Context, w workloadView, gate policy.Gate, cha
 func (g *gates) hold(w workloadView, changes []policy.Change, gate policy.Gate, v policy.Verdict) {
 	g.deferrals.hold(w.Key, v.Until, v.Reason)
 	g.report()
-	pk := g.names.pending(w.Key)
+	pk := g.names.Pending(w.Key)
 	stored, pending := g.store.Value(pk)
 	since, said := decodePending(stored)
 	if !pending {
@@ -158,7 +159,7 @@ func (g *gates) holdInvalid(w workloadView) {
 
 // release forgets a workload's held reload: it happened, or is no longer due.
 func (g *gates) release(w workloadView) {
-	g.store.Delete(g.names.pending(w.Key))
+	g.store.Delete(g.names.Pending(w.Key))
 	if g.deferrals.release(w.Key) {
 		g.reports.Clear(string(w.Meta.GetUID()), "ReloadScheduleInvalid", workload.ReasonHeldInvalid)
 		g.report()
@@ -167,7 +168,7 @@ func (g *gates) release(w workloadView) {
 
 // forget drops the hold and the remembered pause of a deleted workload.
 func (g *gates) forget(k key) {
-	g.store.Delete(g.names.pending(k))
+	g.store.Delete(g.names.Pending(k))
 	g.forgetPause(k)
 	if g.deferrals.release(k) {
 		g.report()
@@ -258,10 +259,10 @@ func (g *gates) ops(w workloadView, gate policy.Gate, v policy.Verdict) []policy
 
 // wake syncs the held dependents that no longer need this config's reload (it was
 // reverted), so that their hold and pending entry go now rather than when the gate opens.
-func (g *gates) wake(deps []dependent) {
+func (g *gates) wake(deps []workload.Dependent) {
 	for _, d := range deps {
-		if !d.reload && g.deferrals.isHeld(d.workload) {
-			g.enqueue(d.workload)
+		if !d.Reload && g.deferrals.isHeld(d.Workload) {
+			g.enqueue(d.Workload)
 		}
 	}
 }
@@ -280,7 +281,7 @@ func (g *gates) forgetGone(kinds map[string]*workloadKind) {
 	for _, kind := range kinds {
 		for _, obj := range kind.Informer.GetStore().List() { // names only: nothing to decode
 			k := objectKey(kind.Name, obj)
-			live[g.names.pending(k)], live[g.names.pause(k)] = true, true
+			live[g.names.Pending(k)], live[g.names.Pause(k)] = true, true
 		}
 	}
 	for _, pk := range g.store.Keys() {
@@ -428,10 +429,10 @@ func decodePending(v string) (since time.Time, digest string) {
 	return time.Unix(n, 0), digest
 }
 
-// pendingEntries is the kind of state entry of a held reload (entryKeys.pending).
+// pendingEntries is the kind of state entry of a held reload (entrykeys.Names.Pending).
 func pendingEntries() state.EntryKind {
 	return state.EntryKind{
-		Prefix: pendingPrefix,
+		Prefix: entrykeys.PendingPrefix,
 		MaxLen: func(string) int { return pendingLen },
 		Valid: func(_, v string) error {
 			v, digest, hasDigest := strings.Cut(v, "#")

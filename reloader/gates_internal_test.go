@@ -16,6 +16,7 @@ import (
 	"github.com/reloader/reloader/internal/dev/clocktest"
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/internal/entrykeys"
 	"github.com/reloader/reloader/reloader/internal/report"
 	"github.com/reloader/reloader/state"
 )
@@ -34,7 +35,7 @@ func newGatesFixture(store *state.Store) *gatesFixture {
 	f := &gatesFixture{store: store, queued: make(chan key, 10), events: record.NewFakeRecorder(100), clock: clocktest.New(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))}
 	log := slog.New(slog.DiscardHandler)
 	enqueue := func(k key) { f.queued <- k }
-	f.g = &gates{annotations: policy.DefaultAnnotations(), clock: f.clock, store: store.Kind(pendingPrefix, pausePrefix), names: entryKeys{single: true},
+	f.g = &gates{annotations: policy.DefaultAnnotations(), clock: f.clock, store: store.Kind(entrykeys.PendingPrefix, entrykeys.PausePrefix), names: entrykeys.Names{Single: true},
 		reports: report.New(f.events, log), log: log, gauge: metrics.New("test").Deferred, enqueue: enqueue,
 		deferrals: newDeferrals(f.clock, enqueue)}
 	return f
@@ -76,7 +77,7 @@ func TestAHeldReloadIsSaidOnceRememberedAndReleased(t *testing.T) {
 	if ev := f.drainEvents(); len(ev) != 1 || !strings.Contains(ev[0], "ReloadDeferred") || !strings.Contains(ev[0], "until 2026-11-26T12:30:00Z") {
 		t.Fatalf("events %q, want one ReloadDeferred until 12:30", ev)
 	}
-	if _, pending := store.Kind(pendingPrefix).Value(f.g.names.pending(w.Key)); !pending {
+	if _, pending := store.Kind(entrykeys.PendingPrefix).Value(f.g.names.Pending(w.Key)); !pending {
 		t.Fatal("no pending entry for the held reload")
 	}
 	if got := testutil.ToFloat64(f.g.gauge.WithLabelValues(policy.ReasonMinInterval)); got != 1 {
@@ -116,7 +117,7 @@ func TestAHeldReloadIsSaidOnceRememberedAndReleased(t *testing.T) {
 		t.Fatal("nothing queued when the interval ended")
 	}
 	f.g.release(w)
-	if _, pending := store.Kind(pendingPrefix).Value(f.g.names.pending(w.Key)); pending {
+	if _, pending := store.Kind(entrykeys.PendingPrefix).Value(f.g.names.Pending(w.Key)); pending {
 		t.Fatal("the pending entry outlived the release")
 	}
 	if got := testutil.ToFloat64(f.g.gauge.WithLabelValues(policy.ReasonMinInterval)); got != 0 {
@@ -141,5 +142,47 @@ func TestAnUnparsableScheduleHoldsAndWarnsOnce(t *testing.T) {
 	}
 	if f.clock.Pending() != 0 {
 		t.Fatal("a schedule that does not parse set a timer: it holds until the annotation changes")
+	}
+}
+
+// What a pending entry may hold: pending@<unix seconds>[#<digest>], never a content hash; and
+// never more than the room the state reserves for it. Its time and digest load back.
+func TestThePendingEntriesHoldOnlyTheirTimeAndDigest(t *testing.T) {
+	plain := strings.Repeat("a", 40)
+	pending := pendingEntries()
+	for _, tc := range []struct {
+		value string
+		ok    bool
+	}{
+		{"pending@1795000000", true},
+		{"pending@0", true},
+		{"pending@01", false},
+		{"pending@+1", false},
+		{"pending@253402300800", false},
+		{plain, false},
+		{"pending@253402300799#0a1b2c3d", true},
+		{"pending@1795000000#0a1b2c3", false},
+		{"pending@1795000000#0a1b2c3g", false},
+		{"pending@1795000000#", false},
+	} {
+		k := "pending.Deployment_web"
+		err := pending.Valid(k, tc.value)
+		if (err == nil) != tc.ok {
+			t.Errorf("pending %s = %q: %v, want ok %v", k, tc.value, err, tc.ok)
+		}
+		if err == nil && len(tc.value) > pending.MaxLen(k) {
+			t.Errorf("pending %s = %q is longer than the %d bytes reserved", k, tc.value, pending.MaxLen(k))
+		}
+	}
+	for _, at := range []time.Time{{}, time.Unix(1795000000, 999), time.Date(20000, 1, 1, 0, 0, 0, 0, time.UTC)} {
+		for _, digest := range []string{"", messageDigest("Reload for ConfigMap/app deferred")} {
+			v := encodePending(at, digest)
+			if pending.Valid("pending.Deployment_web", v) != nil {
+				t.Errorf("encodePending(%v, %q) = %q, which does not load back", at, digest, v)
+			}
+			if _, got := decodePending(v); got != digest {
+				t.Errorf("decodePending(%q) gives the digest %q, want %q", v, got, digest)
+			}
+		}
 	}
 }

@@ -28,6 +28,7 @@ import (
 
 	"github.com/reloader/reloader/confighash"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/internal/entrykeys"
 	"github.com/reloader/reloader/state"
 )
 
@@ -242,7 +243,7 @@ func reportStateHashes(store *state.Configs, id string, log *slog.Logger) {
 			"entries", other, "key_id", id)
 	}
 	legacy := store.Count(func(k string, e state.Entry) bool {
-		return configKindOf(k) == policy.KindSecret && confighash.IsPlain(e.Hash)
+		return entrykeys.ConfigKindOf(k) == policy.KindSecret && confighash.IsPlain(e.Hash)
 	})
 	if legacy > 0 {
 		log.Info("state holds unkeyed Secret hashes written by an earlier version: each is compared as before and re-recorded keyed",

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/internal/entrykeys"
 	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
@@ -20,7 +21,7 @@ type rule struct {
 	caches                         *caches
 	records                        *records
 	store                          *state.Configs
-	names                          entryKeys
+	names                          entrykeys.Names
 	tracker                        *tracker  // holds: reloads rolled back
 	restarts                       *restarts // what a restart's pods may read unseen (unseen.go)
 	strips                         *strips   // what a workload runs without a marker
@@ -29,34 +30,6 @@ type rule struct {
 	stakater *atomic.Bool
 	// rehearsed, with --dry-run, is a workload as the patches reported would have left it.
 	rehearsed func(kind *workloadKind, obj any) any
-}
-
-// judgement is what the rule says of one workload and one config (policy.Judgement): the value
-// its marker should hold, the keys it reads (nil: all), whether it must be reloaded, and why.
-type judgement struct {
-	change    policy.Change
-	keys      []string
-	reload    bool
-	vouched   bool // the pods run the content though the marker may say another (unseen.go)
-	behind    bool // the config exists and the marker does not say that the pods run its content
-	untouched bool // a deleted config the workload carries no marker of, and its deletion does not reload it
-	byState   bool // the config exists and the workload carries no marker of it: the state decides
-	stripped  bool // no marker, and what the workload was noted to run decides (strips.go)
-	staleHold bool // a hold names another content: it has ended
-	held      bool // a hold names its content: its reload was rolled back (track.go)
-	own       bool // policy.Judgement.OwnMarker
-	reason    policy.Reason
-}
-
-// ownMarker reports whether the workload's own marker says what its pods run of the config
-// (policy.Judgement.OwnMarker).
-func (j judgement) ownMarker() bool { return j.own }
-
-// judgementOf is pj as the syncs read it.
-func judgementOf(pj policy.Judgement) judgement {
-	return judgement{change: pj.Change, keys: pj.Keys, reload: pj.Reload, vouched: pj.Vouched, behind: pj.Behind,
-		untouched: pj.Untouched, byState: pj.ByState, stripped: pj.Stripped, staleHold: pj.StaleHold, held: pj.Held,
-		own: pj.OwnMarker(), reason: pj.Reason}
 }
 
 // view is the workload read once, if its namespace is in the selection.
@@ -95,9 +68,9 @@ func (ru *rule) viewInAnyNamespace(kind *workloadKind, obj any) (workloadView, b
 
 // judge applies the rule to workload w and config r (rec nil: it does not exist). triggers is
 // false when the workload does not reload on r at all, nor on content that does not validate.
-func (ru *rule) judge(w workloadView, r policy.ConfigRef, rec *configRecord) (j judgement, triggers bool) {
+func (ru *rule) judge(w workloadView, r policy.ConfigRef, rec *configRecord) (j workload.Judgement, triggers bool) {
 	pj := policy.Judge(ru.pairFacts(w, r, rec))
-	return judgementOf(pj), pj.Triggers
+	return workload.JudgementOf(pj), pj.Triggers
 }
 
 // pairFacts gathers, read only, what policy.Judge weighs of workload w and config r: what the
@@ -108,7 +81,7 @@ func (ru *rule) pairFacts(w workloadView, r policy.ConfigRef, rec *configRecord)
 	runs, read, known := ru.restarts.runs(w.Key, r)
 	held, staleHold := ru.tracker.held(w.Key, r, want)
 	stakaterValue, stakaterSet := policy.EnvValue(w.Tmpl, policy.StakaterVar(r))
-	e, inState := ru.store.Get(ru.names.config(workload.ConfigKey(r, w.Key.Namespace)))
+	e, inState := ru.store.Get(ru.names.Config(workload.ConfigKey(r, w.Key.Namespace)))
 	f := policy.PairFacts{
 		Ref:                 r,
 		Triggers:            triggers,
@@ -186,7 +159,7 @@ func (ru *rule) wanted(w workloadView, r policy.ConfigRef, rec *configRecord) (w
 	}
 	u := w.Uses[r]
 	want = ru.records.content(rec, keys)
-	e, known := ru.store.Get(ru.names.config(workload.ConfigKey(r, w.Key.Namespace)))
+	e, known := ru.store.Get(ru.names.Config(workload.ConfigKey(r, w.Key.Namespace)))
 	want.Undecided = policy.UndecidedOf(keys, u, policy.Recorded{Known: known, Deleted: e.Deleted, Hash: e.Hash},
 		func() policy.Content { return ru.records.content(rec, u.Keys) })
 	return want, keys, true
@@ -196,7 +169,7 @@ func (ru *rule) wanted(w workloadView, r policy.ConfigRef, rec *configRecord) (w
 // per-key entry.
 func (ru *rule) keyStates(c key, rec *configRecord, keys []string) func() []policy.KeyRecord {
 	return func() []policy.KeyRecord {
-		skey := ru.names.config(c)
+		skey := ru.names.Config(c)
 		out := make([]policy.KeyRecord, 0, len(keys))
 		for _, k := range keys {
 			e, ok := ru.store.Get(state.KeyOf(skey, k))
@@ -237,8 +210,8 @@ func (ru *rule) cachedVersion(namespace string) func(policy.ConfigRef, *read) (v
 }
 
 // dependents judges every workload that reloads on the config.
-func (ru *rule) dependents(k key, rec *configRecord) []dependent {
-	return ru.judgeAll(k, rec, func(_ judgement, triggers bool) bool { return triggers })
+func (ru *rule) dependents(k key, rec *configRecord) []workload.Dependent {
+	return ru.judgeAll(k, rec, func(_ workload.Judgement, triggers bool) bool { return triggers })
 }
 
 // created lists when each workload that reloads on the config was created.
@@ -258,13 +231,13 @@ func (ru *rule) created(k key) []time.Time {
 
 // staleHolds judges every workload that reloads on the config, for the holds on it that the
 // content ends, content that does not validate included.
-func (ru *rule) staleHolds(k key, rec *configRecord) []dependent {
-	return ru.judgeAll(k, rec, func(j judgement, _ bool) bool { return j.staleHold })
+func (ru *rule) staleHolds(k key, rec *configRecord) []workload.Dependent {
+	return ru.judgeAll(k, rec, func(j workload.Judgement, _ bool) bool { return j.StaleHold })
 }
 
 // judgeAll judges every workload the index holds under the config, and keeps those keep says.
-func (ru *rule) judgeAll(k key, rec *configRecord, keep func(j judgement, triggers bool) bool) []dependent {
-	var out []dependent
+func (ru *rule) judgeAll(k key, rec *configRecord, keep func(j workload.Judgement, triggers bool) bool) []workload.Dependent {
+	var out []workload.Dependent
 	for _, kind := range ru.caches.kinds {
 		for _, o := range ru.caches.indexed(kind, k) {
 			w, ok := ru.view(kind, o)
@@ -272,7 +245,7 @@ func (ru *rule) judgeAll(k key, rec *configRecord, keep func(j judgement, trigge
 				continue
 			}
 			if j, triggers := ru.judge(w, policy.ConfigRef{Kind: k.Kind, Name: k.Name}, rec); keep(j, triggers) {
-				out = append(out, dependent{workload: w.Key, judgement: j})
+				out = append(out, workload.Dependent{Workload: w.Key, Judgement: j})
 			}
 		}
 	}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/reloader/reloader/internal/kube"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/internal/entrykeys"
 	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
@@ -31,7 +32,7 @@ import (
 // cache behind the workload cache, with a live read of the config.
 type lagCheck struct {
 	store  *state.Configs
-	names  entryKeys
+	names  entrykeys.Names
 	lookup func(k key) *configRecord
 	// live reads a config's resourceVersion from the API server ("" when it is gone).
 	live func(ctx context.Context, r policy.ConfigRef, namespace string) (string, error)
@@ -67,7 +68,7 @@ func (l *lagCheck) markerUnseen(w workloadView, ch policy.Change, rec *configRec
 	if w.Target.MarkerOf(meta, w.Tmpl, ch.Ref, policy.Content{Value: ch.Value}) != policy.Stale {
 		return false // no marker: the state asked for the change
 	}
-	e, known := l.store.Get(l.names.config(workload.ConfigKey(ch.Ref, w.Key.Namespace)))
+	e, known := l.store.Get(l.names.Config(workload.ConfigKey(ch.Ref, w.Key.Namespace)))
 	return !known || e.Hash == "" || w.Target.MarkerOf(meta, w.Tmpl, ch.Ref, policy.Content{Value: e.Hash}) != policy.Current
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/reloader/reloader/confighash"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/internal/entrykeys"
 	"github.com/reloader/reloader/reloader/workload"
 )
 
@@ -49,9 +50,9 @@ func TestALiveReadConfirmsOnlyAMarkerTheCacheCannotExplain(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store := newStore(nil, "ns", "reloader-state", slog.New(slog.DiscardHandler))
-			names := entryKeys{single: true}
+			names := entrykeys.Names{Single: true}
 			if tc.recorded != "" {
-				store.Configs().Set(names.config(key{Kind: policy.KindConfigMap, Namespace: "ns", Name: "app"}), tc.recorded)
+				store.Configs().Set(names.Config(key{Kind: policy.KindConfigMap, Namespace: "ns", Name: "app"}), tc.recorded)
 			}
 			reads := 0
 			l := &lagCheck{store: store.Configs(), names: names,

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/internal/entrykeys"
 	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
@@ -19,7 +20,7 @@ type notes struct {
 	restarts *restarts
 	records  *records
 	store    *state.Configs
-	names    entryKeys
+	names    entrykeys.Names
 	// pausedOn: workload key → the hash of the template its rollouts were paused on, for the
 	// pauses this process saw begin (resumed).
 	pausedOn sync.Map
@@ -117,7 +118,7 @@ func (n *notes) runs(v workloadView, r policy.ConfigRef, rec *configRecord, want
 // entry holds the content it says the same, and later changes are best judged by it (one made
 // while the config was ignored, for one, restarts nothing once the ignore is lifted).
 func (n *notes) strip(w key, r policy.ConfigRef, rec *configRecord, value string, keys []string) {
-	e, known := n.store.Get(n.names.config(workload.ConfigKey(r, w.Namespace)))
+	e, known := n.store.Get(n.names.Config(workload.ConfigKey(r, w.Namespace)))
 	if known && !e.Deleted && n.records.content(rec, nil).Match(e.Hash) != policy.Differs {
 		n.strips.forget(w, r)
 		return

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/internal/entrykeys"
 	"github.com/reloader/reloader/state"
 )
 
@@ -24,15 +25,15 @@ import (
 // end.
 func (g *gates) rememberPause(w workloadView, pausedAt, end time.Time) {
 	v := encodePause(end, pausedAt, string(w.Meta.GetUID()))
-	if old, ok := g.store.Value(g.names.pause(w.Key)); !ok || old != v {
-		g.store.SetValue(g.names.pause(w.Key), v)
+	if old, ok := g.store.Value(g.names.Pause(w.Key)); !ok || old != v {
+		g.store.SetValue(g.names.Pause(w.Key), v)
 	}
 }
 
 // forgetPause forgets the pause remembered for workload k, if any.
 func (g *gates) forgetPause(k key) {
-	if _, ok := g.store.Value(g.names.pause(k)); ok {
-		g.store.Delete(g.names.pause(k))
+	if _, ok := g.store.Value(g.names.Pause(k)); ok {
+		g.store.Delete(g.names.Pause(k))
 	}
 }
 
@@ -41,7 +42,7 @@ func (g *gates) forgetPause(k key) {
 // and rolloutStarts' ops, as settle ends it in the selection; until then its timer waits. It
 // ends nothing else, and starts nothing.
 func (g *gates) endRememberedPause(ctx context.Context, w workloadView, rolloutStarts func(workloadView) []policy.JSONOp) error {
-	pk := g.names.pause(w.Key)
+	pk := g.names.Pause(w.Key)
 	v, ok := g.store.Value(pk)
 	if !ok {
 		return nil
@@ -94,10 +95,10 @@ func decodePause(v string) (end, pausedAt time.Time, uid string, err error) {
 	return end, pausedAt, f[2], nil
 }
 
-// pauseEntries is the kind of state entry of a pause of ours (entryKeys.pause).
+// pauseEntries is the kind of state entry of a pause of ours (entrykeys.Names.Pause).
 func pauseEntries() state.EntryKind {
 	return state.EntryKind{
-		Prefix: pausePrefix,
+		Prefix: entrykeys.PausePrefix,
 		MaxLen: func(string) int { return pauseLen },
 		Valid: func(_, v string) error {
 			_, _, _, err := decodePause(v)

@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/internal/entrykeys"
 )
 
 // Outside the selection, a pause is ended only when the state and the Deployment both name it:
@@ -50,7 +51,7 @@ func TestOnlyAPauseTheStateAndTheDeploymentBothNameIsEndedOutsideTheSelection(t 
 				return w.Obj, nil
 			}
 			if c.entry != "" {
-				f.store.Kind(pausePrefix).SetValue(f.g.names.pause(w.Key), c.entry)
+				f.store.Kind(entrykeys.PausePrefix).SetValue(f.g.names.Pause(w.Key), c.entry)
 			}
 			f.clock.Advance(c.advance)
 			if err := f.g.endRememberedPause(context.Background(), w, func(workloadView) []policy.JSONOp { return nil }); err != nil {
@@ -59,7 +60,7 @@ func TestOnlyAPauseTheStateAndTheDeploymentBothNameIsEndedOutsideTheSelection(t 
 			if ended := len(sent) == 1 && strings.Contains(sent[0], `"path":"/spec/paused","value":false`); ended != c.ends || len(sent) > 1 {
 				t.Errorf("patches %q; want the pause ended: %t", sent, c.ends)
 			}
-			if _, kept := f.store.Kind(pausePrefix).Value(f.g.names.pause(w.Key)); kept != c.kept {
+			if _, kept := f.store.Kind(entrykeys.PausePrefix).Value(f.g.names.Pause(w.Key)); kept != c.kept {
 				t.Errorf("entry kept %t, want %t", kept, c.kept)
 			}
 			if held := f.g.deferrals.isHeld(w.Key); held != c.heldUntilItsEnd {

@@ -63,28 +63,28 @@ func (pl *planner) dueChanges(w workloadView) due {
 		rec := pl.caches.lookup(workload.ConfigKey(r, w.Key.Namespace))
 		j, triggers := pl.rule.judge(w, r, rec)
 		d.pairs = append(d.pairs, pair{ref: r, watched: true, rec: rec, j: j, triggers: triggers})
-		if j.staleHold {
-			d.staleHolds = append(d.staleHolds, dependent{workload: w.Key, judgement: j})
+		if j.StaleHold {
+			d.staleHolds = append(d.staleHolds, workload.Dependent{Workload: w.Key, Judgement: j})
 		}
 		switch {
 		case triggers && rec != nil:
 			// A config this restart leaves behind its marker (its reload held, or left to the
 			// state) is read by the new pods as it is: they run it whatever the marker says.
-			d.reads[r] = &read{value: j.change.Value, keys: j.keys, vouched: j.vouched || j.behind && !j.reload}
+			d.reads[r] = &read{value: j.Change.Value, keys: j.Keys, vouched: j.Vouched || j.Behind && !j.Reload}
 		case triggers && policy.Waits(&w.Tmpl.Spec, r):
 			// Left as it is, or set to the deletion: the pods wait for the config (unseen.go).
-			d.reads[r] = &read{keys: j.keys, absent: true}
+			d.reads[r] = &read{keys: j.Keys, absent: true}
 		case triggers:
 			// Read through optional key refs only: the pods start without it (unseen.go).
-			d.reads[r] = &read{keys: j.keys, none: true}
+			d.reads[r] = &read{keys: j.Keys, none: true}
 		}
-		if triggers && j.reload {
-			d.changes = append(d.changes, j.change)
+		if triggers && j.Reload {
+			d.changes = append(d.changes, j.Change)
 		}
-		if triggers && j.held {
+		if triggers && j.Held {
 			d.held = append(d.held, r)
 		}
-		if triggers && rec != nil && !j.ownMarker() {
+		if triggers && rec != nil && !j.OwnMarker() {
 			d.unmarked = append(d.unmarked, r)
 		}
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/reloader/reloader/confighash"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/internal/entrykeys"
 	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
@@ -239,7 +240,7 @@ type records struct {
 	annotations policy.Annotations
 	hashKey     *HashKey       // loaded at start (hashkey.go)
 	store       *state.Configs // nil in unit tests
-	names       entryKeys
+	names       entrykeys.Names
 	strips      *strips // a baseline notes who runs another content (baseline)
 }
 
@@ -456,11 +457,11 @@ func keepRolloutStatus(u *unstructured.Unstructured) {
 // as running another content (a strip), so that the entry does not hide its reload, after a
 // restart too. An entry that holds the content gains the per-key entries its key readers need
 // (keysRolledOut).
-func (rs *records) baseline(k key, rec *configRecord, deps []dependent) {
+func (rs *records) baseline(k key, rec *configRecord, deps []workload.Dependent) {
 	if rec == nil {
 		return
 	}
-	skey := rs.names.config(k)
+	skey := rs.names.Config(k)
 	e, known := rs.store.Get(skey)
 	switch m := rs.content(rec, nil).Match(e.Hash); {
 	case known && !e.Deleted && m == policy.Same:
@@ -471,8 +472,8 @@ func (rs *records) baseline(k key, rec *configRecord, deps []dependent) {
 	}
 	r := policy.ConfigRef{Kind: k.Kind, Name: k.Name}
 	for _, d := range deps {
-		if d.reload && d.byState {
-			rs.strips.remember(d.workload, r, otherContent, d.keys)
+		if d.Reload && d.ByState {
+			rs.strips.remember(d.Workload, r, otherContent, d.Keys)
 		}
 	}
 	rs.rolledOut(k, rec, deps)
@@ -491,8 +492,8 @@ func (rs *records) baseline(k key, rec *configRecord, deps []dependent) {
 // told apart anyway (a workload created, or its marker removed, while no reloader ran:
 // docs/design.md). A first record, a recreation's, and one that re-records a content in
 // another form (under the current hash key, as ours after Collaborne's) are written at once.
-func (rs *records) rolledOut(k key, rec *configRecord, deps []dependent) {
-	skey := rs.names.config(k)
+func (rs *records) rolledOut(k key, rec *configRecord, deps []workload.Dependent) {
+	skey := rs.names.Config(k)
 	set := rs.store.Set
 	if e, known := rs.store.Get(skey); known && !e.Deleted && rs.content(rec, nil).Match(e.Hash) == policy.Differs && restated(deps) {
 		set = rs.store.SetRedundant
@@ -500,8 +501,8 @@ func (rs *records) rolledOut(k key, rec *configRecord, deps []dependent) {
 	set(skey, rec.hash())
 	r := policy.ConfigRef{Kind: k.Kind, Name: k.Name}
 	for _, d := range deps {
-		if d.stripped && !d.behind {
-			rs.strips.caughtUp(d.workload, r, d.change.Value)
+		if d.Stripped && !d.Behind {
+			rs.strips.caughtUp(d.Workload, r, d.Change.Value)
 		}
 	}
 	// A per-key entry left from an earlier content would vouch for a key it no longer
@@ -514,10 +515,10 @@ func (rs *records) rolledOut(k key, rec *configRecord, deps []dependent) {
 // entry judges needs its key's entry, even while another dependent holds the entry back: one
 // never recorded counts as changed (checker seed 13@8: a workload made to read a key while
 // another was held restarted for a change of another key).
-func (rs *records) keysRolledOut(skey string, rec *configRecord, deps []dependent) map[string]bool {
+func (rs *records) keysRolledOut(skey string, rec *configRecord, deps []workload.Dependent) map[string]bool {
 	read := map[string]bool{}
 	for _, d := range deps {
-		for _, dk := range d.keys {
+		for _, dk := range d.Keys {
 			read[state.KeyOf(skey, dk)] = true
 			rs.store.Set(state.KeyOf(skey, dk), rs.keyContent(rec, dk).Value)
 		}
@@ -526,9 +527,9 @@ func (rs *records) keysRolledOut(skey string, rec *configRecord, deps []dependen
 }
 
 // restated reports whether every dependent's own marker says what it runs of the config.
-func restated(deps []dependent) bool {
+func restated(deps []workload.Dependent) bool {
 	for _, d := range deps {
-		if !d.ownMarker() {
+		if !d.OwnMarker() {
 			return false
 		}
 	}
@@ -540,6 +541,6 @@ func restated(deps []dependent) bool {
 // is judged by it after a crash too.
 func (rs *records) needed(ns string, refs []policy.ConfigRef) {
 	for _, r := range refs {
-		rs.store.Need(rs.names.config(workload.ConfigKey(r, ns)))
+		rs.store.Need(rs.names.Config(workload.ConfigKey(r, ns)))
 	}
 }

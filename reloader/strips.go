@@ -10,6 +10,8 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/internal/entrykeys"
+	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
 
@@ -31,7 +33,7 @@ type strips struct {
 	mu    sync.Mutex
 	m     map[key]map[policy.ConfigRef]stripped
 	store *state.KindView
-	names entryKeys
+	names entrykeys.Names
 }
 
 // stripped is what a workload stripped of its marker for a config runs: the content value, or
@@ -57,7 +59,7 @@ const otherContent = policy.UnrecordedContent
 // exist: they run whatever content it next has (awaits). Another well-formed hash no content has.
 const awaited = "0000000000000000000000000000000000000001"
 
-func newStrips(store *state.KindView, names entryKeys) *strips {
+func newStrips(store *state.KindView, names entrykeys.Names) *strips {
 	return &strips{m: map[key]map[policy.ConfigRef]stripped{}, store: store, names: names}
 }
 
@@ -93,7 +95,7 @@ func (s *strips) put(w key, r policy.ConfigRef, e stripped, stored string) {
 		s.m[w] = map[policy.ConfigRef]stripped{}
 	}
 	s.m[w][r] = e
-	s.store.SetValue(s.names.strip(w, r), stored)
+	s.store.SetValue(s.names.Strip(w, r), stored)
 }
 
 // watch notes that workload w, without a marker of r, is due by the state: its pods run the
@@ -108,20 +110,20 @@ func (s *strips) watch(w key, r policy.ConfigRef, keys []string) {
 	s.mu.Lock()
 	_, noted := s.m[w][r]
 	s.mu.Unlock()
-	if _, left := s.store.Value(s.names.strip(w, r)); noted || left {
+	if _, left := s.store.Value(s.names.Strip(w, r)); noted || left {
 		return // noted already, or left by a process before this one: it stands
 	}
 	s.put(w, r, stripped{keys: keys, watched: true}, otherContent)
 }
 
 // watchDue watches each dependent the state judges due, and stops watching the others (watch).
-func (s *strips) watchDue(c key, deps []dependent) {
+func (s *strips) watchDue(c key, deps []workload.Dependent) {
 	r := policy.ConfigRef{Kind: c.Kind, Name: c.Name}
 	for _, d := range deps {
-		if d.byState && d.reload && restartedByOthers(d.workload) {
-			s.watch(d.workload, r, d.keys)
+		if d.ByState && d.Reload && restartedByOthers(d.Workload) {
+			s.watch(d.Workload, r, d.Keys)
 		} else {
-			s.unwatch(d.workload, r)
+			s.unwatch(d.Workload, r)
 		}
 	}
 }
@@ -132,12 +134,12 @@ func (s *strips) watchDue(c key, deps []dependent) {
 // would leave it there. So too a dependent an earlier process noted waiting for c (awaits): c
 // came back while no reloader watched, and may have changed since the pods took it, or been
 // read anew by another actor's restart (checker seed 408@9): which content they run is unknown.
-func (s *strips) unsure(c key, deps []dependent) {
+func (s *strips) unsure(c key, deps []workload.Dependent) {
 	r := policy.ConfigRef{Kind: c.Kind, Name: c.Name}
 	for _, d := range deps {
-		v, noted := s.store.Value(s.names.strip(d.workload, r))
-		if d.byState && d.reload && restartedByOthers(d.workload) || noted && v == awaited {
-			s.remember(d.workload, r, otherContent, d.keys)
+		v, noted := s.store.Value(s.names.Strip(d.Workload, r))
+		if d.ByState && d.Reload && restartedByOthers(d.Workload) || noted && v == awaited {
+			s.remember(d.Workload, r, otherContent, d.Keys)
 		}
 	}
 }
@@ -199,7 +201,7 @@ func (s *strips) keep(w key, refs []policy.ConfigRef) (restore func()) {
 	s.mu.Unlock()
 	stored := map[policy.ConfigRef]string{}
 	for _, r := range refs {
-		if sv, ok := s.store.Value(s.names.strip(w, r)); ok {
+		if sv, ok := s.store.Value(s.names.Strip(w, r)); ok {
 			stored[r] = sv
 		}
 	}
@@ -214,7 +216,7 @@ func (s *strips) keep(w key, refs []policy.ConfigRef) (restore func()) {
 				s.mu.Lock()
 				delete(s.m[w], r)
 				s.mu.Unlock()
-				s.store.SetValue(s.names.strip(w, r), sv)
+				s.store.SetValue(s.names.Strip(w, r), sv)
 			default:
 				s.forget(w, r)
 			}
@@ -260,7 +262,7 @@ func (s *strips) caughtUp(w key, r policy.ConfigRef, value string) {
 		s.forget(w, r)
 		return
 	}
-	if v, ok := s.store.Value(s.names.strip(w, r)); !noted && ok && v == value {
+	if v, ok := s.store.Value(s.names.Strip(w, r)); !noted && ok && v == value {
 		s.forget(w, r)
 	}
 }
@@ -273,7 +275,7 @@ func (s *strips) forget(w key, r policy.ConfigRef) {
 	if len(s.m[w]) == 0 {
 		delete(s.m, w)
 	}
-	s.store.Delete(s.names.strip(w, r))
+	s.store.Delete(s.names.Strip(w, r))
 }
 
 // marker is what workload w, without a marker for r, carries in effect against value: what it
@@ -291,7 +293,7 @@ func (s *strips) marker(w key, r policy.ConfigRef, value string) policy.MarkerSt
 	case ok:
 		return policy.Stale
 	}
-	switch v, ok := s.store.Value(s.names.strip(w, r)); {
+	switch v, ok := s.store.Value(s.names.Strip(w, r)); {
 	case !ok:
 		return policy.NoMarker
 	case v == value || v == awaited:
@@ -315,7 +317,7 @@ func (s *strips) marker(w key, r policy.ConfigRef, value string) policy.MarkerSt
 func (s *strips) awaits(w key, refs []policy.ConfigRef) (undo func()) {
 	before := map[policy.ConfigRef]string{}
 	for _, r := range refs {
-		k := s.names.strip(w, r)
+		k := s.names.Strip(w, r)
 		if v, ok := s.store.Value(k); ok {
 			before[r] = v
 		}
@@ -327,9 +329,9 @@ func (s *strips) awaits(w key, refs []policy.ConfigRef) (undo func()) {
 	return func() {
 		for _, r := range refs {
 			if v, ok := before[r]; ok {
-				s.store.SetValue(s.names.strip(w, r), v)
+				s.store.SetValue(s.names.Strip(w, r), v)
 			} else {
-				s.store.Delete(s.names.strip(w, r))
+				s.store.Delete(s.names.Strip(w, r))
 			}
 		}
 	}
@@ -343,7 +345,7 @@ func (s *strips) awaits(w key, refs []policy.ConfigRef) (undo func()) {
 func (s *strips) rolledBack(w key, refs []policy.ConfigRef) (undo func()) {
 	var forgot []policy.ConfigRef
 	for _, r := range refs {
-		if v, ok := s.store.Value(s.names.strip(w, r)); ok && v == awaited {
+		if v, ok := s.store.Value(s.names.Strip(w, r)); ok && v == awaited {
 			s.forget(w, r)
 			forgot = append(forgot, r)
 		}
@@ -353,11 +355,11 @@ func (s *strips) rolledBack(w key, refs []policy.ConfigRef) (undo func()) {
 
 // reappeared notes, for each dependent of config c (which exists) whose pods waited for it
 // (awaits), that they run its content: they started on it. noted: any did.
-func (s *strips) reappeared(c key, deps []dependent) (noted bool) {
+func (s *strips) reappeared(c key, deps []workload.Dependent) (noted bool) {
 	r := policy.ConfigRef{Kind: c.Kind, Name: c.Name}
 	for _, d := range deps {
-		if v, ok := s.store.Value(s.names.strip(d.workload, r)); ok && v == awaited {
-			s.remember(d.workload, r, d.change.Value, d.keys)
+		if v, ok := s.store.Value(s.names.Strip(d.Workload, r)); ok && v == awaited {
+			s.remember(d.Workload, r, d.Change.Value, d.Keys)
 			noted = true
 		}
 	}
@@ -368,7 +370,7 @@ func (s *strips) reappeared(c key, deps []dependent) (noted bool) {
 // they took without a marker, or since they were restarted while it was absent (awaits). Its
 // deletion is a change to them.
 func (s *strips) ranSince(w key, r policy.ConfigRef) bool {
-	v, ok := s.store.Value(s.names.strip(w, r))
+	v, ok := s.store.Value(s.names.Strip(w, r))
 	return ok && v != awaited
 }
 

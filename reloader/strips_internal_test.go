@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/internal/entrykeys"
+	"github.com/reloader/reloader/reloader/workload"
 )
 
 // The rules of what a workload without a marker runs (strips.go), in process: what memory
@@ -57,10 +59,10 @@ func TestAStripSaysWhatAWorkloadWithoutAMarkerRuns(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store := newStore(nil, "ns", "reloader-state", slog.New(slog.DiscardHandler))
-			s := newStrips(store.Kind(stripPrefix), entryKeys{single: true})
+			s := newStrips(store.Kind(entrykeys.StripPrefix), entrykeys.Names{Single: true})
 			tc.act(s)
 			if tc.restarted {
-				s = newStrips(store.Kind(stripPrefix), entryKeys{single: true})
+				s = newStrips(store.Kind(entrykeys.StripPrefix), entrykeys.Names{Single: true})
 			}
 			if got := s.marker(w, r, tc.want); got != tc.marker {
 				t.Errorf("marker = %v, want %v", got, tc.marker)
@@ -79,7 +81,7 @@ func TestPodsThatWaitForAConfigRunWhatItComesBackWith(t *testing.T) {
 		r   = policy.ConfigRef{Kind: policy.KindConfigMap, Name: "app"}
 		cfg = key{Kind: policy.KindConfigMap, Namespace: "ns", Name: "app"}
 		a   = strings.Repeat("a", 40)
-		dep = []dependent{{workload: w, judgement: judgement{change: policy.Change{Ref: r, Value: a}}}}
+		dep = []workload.Dependent{{Workload: w, Judgement: workload.Judgement{Change: policy.Change{Ref: r, Value: a}}}}
 	)
 	for _, tc := range []struct {
 		name     string
@@ -119,9 +121,9 @@ func TestPodsThatWaitForAConfigRunWhatItComesBackWith(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store := newStore(nil, "ns", "reloader-state", slog.New(slog.DiscardHandler))
-			s := newStrips(store.Kind(stripPrefix), entryKeys{single: true})
+			s := newStrips(store.Kind(entrykeys.StripPrefix), entrykeys.Names{Single: true})
 			tc.act(s)
-			s = newStrips(store.Kind(stripPrefix), entryKeys{single: true}) // as a later process reads it
+			s = newStrips(store.Kind(entrykeys.StripPrefix), entrykeys.Names{Single: true}) // as a later process reads it
 			if got := s.ranSince(w, r); got != tc.ranSince {
 				t.Errorf("ranSince = %t, want %t", got, tc.ranSince)
 			}

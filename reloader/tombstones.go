@@ -9,6 +9,8 @@ import (
 
 	"github.com/reloader/reloader/coalesce"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/internal/entrykeys"
+	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
 
@@ -18,7 +20,7 @@ import (
 // period.
 type tombstones struct {
 	store                          *state.Configs
-	names                          entryKeys
+	names                          entrykeys.Names
 	clock                          coalesce.Clock
 	log                            *slog.Logger
 	retention                      time.Duration
@@ -38,7 +40,7 @@ type tombstones struct {
 func (ts *tombstones) settle(k key, referenced bool) {
 	unreached, _ := ts.unreached.Load(k)
 	untouched := unreached == true
-	skey := ts.names.config(k)
+	skey := ts.names.Config(k)
 	e, known := ts.store.Get(skey)
 	now := ts.clock.Now()
 	switch {
@@ -76,7 +78,7 @@ func (ts *tombstones) settle(k key, referenced bool) {
 // for the deletion; one created later never read it (policy.Reload). Seen deleted again before
 // its recreation was recorded, its tombstone takes the new time.
 func (ts *tombstones) deleted(k key) {
-	skey, now := ts.names.config(k), ts.clock.Now()
+	skey, now := ts.names.Config(k), ts.clock.Now()
 	switch e, known := ts.store.Get(skey); {
 	case !known:
 	case e.Deleted && e.Hash == "" && ts.reloadOnDelete:
@@ -97,7 +99,7 @@ func (ts *tombstones) deleted(k key) {
 // it, so that its recreation reloads a dependent without a marker; else deleted does, as for a
 // deletion seen.
 func (ts *tombstones) entered(k key, unseen bool) {
-	skey := ts.names.config(k)
+	skey := ts.names.Config(k)
 	e, known := ts.store.Get(skey)
 	if !known || e.Hash == "" || !unseen {
 		return
@@ -144,7 +146,7 @@ func (ts *tombstones) sweep(ctx context.Context) {
 // keeps the content, so that a recreation with other content reloads that one. A dependent the
 // deletion reached carries a marker saying so, so a later process tells the two apart. In
 // memory only.
-func (ts *tombstones) noteReach(k key, rec *configRecord, deps []dependent, fresh bool) {
+func (ts *tombstones) noteReach(k key, rec *configRecord, deps []workload.Dependent, fresh bool) {
 	if rec != nil {
 		ts.unreached.Delete(k)
 		return
@@ -152,5 +154,5 @@ func (ts *tombstones) noteReach(k key, rec *configRecord, deps []dependent, fres
 	if _, judged := ts.unreached.Load(k); judged && !fresh {
 		return
 	}
-	ts.unreached.Store(k, slices.ContainsFunc(deps, func(d dependent) bool { return d.untouched }))
+	ts.unreached.Store(k, slices.ContainsFunc(deps, func(d workload.Dependent) bool { return d.Untouched }))
 }

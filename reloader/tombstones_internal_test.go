@@ -8,6 +8,8 @@ import (
 
 	"github.com/reloader/reloader/internal/dev/clocktest"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/internal/entrykeys"
+	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
 
@@ -23,7 +25,7 @@ type tombstonesFixture struct {
 func newTombstonesFixture(reloadOnCreate, reloadOnDelete bool) *tombstonesFixture {
 	f := &tombstonesFixture{store: newStore(nil, "ns", "reloader-state", slog.New(slog.DiscardHandler)),
 		clock: clocktest.New(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)), after: map[key]time.Duration{}}
-	f.ts = &tombstones{store: f.store.Configs(), names: entryKeys{single: true}, clock: f.clock, log: slog.New(slog.DiscardHandler),
+	f.ts = &tombstones{store: f.store.Configs(), names: entrykeys.Names{Single: true}, clock: f.clock, log: slog.New(slog.DiscardHandler),
 		retention: 24 * time.Hour, reloadOnCreate: reloadOnCreate, reloadOnDelete: reloadOnDelete, namespace: "ns",
 		watched:      func(kind string) bool { return kind == policy.KindConfigMap },
 		enqueue:      func(k key) { f.queued = append(f.queued, k) },
@@ -39,14 +41,14 @@ func TestATombstoneKeepsWhatARecreationIsJudgedAgainst(t *testing.T) {
 		cfg     = key{Kind: policy.KindConfigMap, Namespace: "ns", Name: "app"}
 		a       = strings.Repeat("a", 40)
 		deleted = func(hash string) state.Entry { return state.Entry{Hash: hash, Deleted: true} }
-		reached = []dependent{{workload: key{Kind: "Deployment", Namespace: "ns", Name: "web"}}}
-		missed  = []dependent{{workload: key{Kind: "Deployment", Namespace: "ns", Name: "web"}, judgement: judgement{untouched: true}}}
+		reached = []workload.Dependent{{Workload: key{Kind: "Deployment", Namespace: "ns", Name: "web"}}}
+		missed  = []workload.Dependent{{Workload: key{Kind: "Deployment", Namespace: "ns", Name: "web"}, Judgement: workload.Judgement{Untouched: true}}}
 	)
 	for _, tc := range []struct {
 		name                           string
 		reloadOnCreate, reloadOnDelete bool
 		recorded                       string // the content the state held before the deletion ("": none)
-		deps                           []dependent
+		deps                           []workload.Dependent
 		referenced                     bool
 		age                            time.Duration // how long before the sync the deletion was recorded
 		want                           *state.Entry  // nil: no entry
@@ -66,7 +68,7 @@ func TestATombstoneKeepsWhatARecreationIsJudgedAgainst(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newTombstonesFixture(tc.reloadOnCreate, tc.reloadOnDelete)
-			skey := f.ts.names.config(cfg)
+			skey := f.ts.names.Config(cfg)
 			if tc.recorded != "" {
 				f.store.Configs().Set(skey, tc.recorded)
 			}
@@ -94,7 +96,7 @@ func TestATombstoneKeepsWhatARecreationIsJudgedAgainst(t *testing.T) {
 func TestATombstoneAgesFromTheDeletion(t *testing.T) {
 	f := newTombstonesFixture(false, false)
 	cfg := key{Kind: policy.KindConfigMap, Namespace: "ns", Name: "app"}
-	skey := f.ts.names.config(cfg)
+	skey := f.ts.names.Config(cfg)
 	f.store.Configs().Set(skey, strings.Repeat("a", 40))
 	f.ts.settle(cfg, false)
 	f.clock.Advance(20 * time.Hour)
@@ -114,9 +116,9 @@ func TestATombstoneAgesFromTheDeletion(t *testing.T) {
 func TestEveryTombstoneOfAWatchedKindIsQueued(t *testing.T) {
 	f := newTombstonesFixture(false, false)
 	now := f.clock.Now()
-	f.store.Configs().Tombstone(f.ts.names.config(key{Kind: policy.KindConfigMap, Namespace: "ns", Name: "app"}), strings.Repeat("a", 40), now)
-	f.store.Configs().Tombstone(f.ts.names.config(key{Kind: policy.KindSecret, Namespace: "ns", Name: "db"}), "", now) // Secrets not watched
-	f.store.Configs().Set(f.ts.names.config(key{Kind: policy.KindConfigMap, Namespace: "ns", Name: "live"}), strings.Repeat("b", 40))
+	f.store.Configs().Tombstone(f.ts.names.Config(key{Kind: policy.KindConfigMap, Namespace: "ns", Name: "app"}), strings.Repeat("a", 40), now)
+	f.store.Configs().Tombstone(f.ts.names.Config(key{Kind: policy.KindSecret, Namespace: "ns", Name: "db"}), "", now) // Secrets not watched
+	f.store.Configs().Set(f.ts.names.Config(key{Kind: policy.KindConfigMap, Namespace: "ns", Name: "live"}), strings.Repeat("b", 40))
 	f.ts.queueAll()
 	if len(f.queued) != 1 || f.queued[0] != (key{Kind: policy.KindConfigMap, Namespace: "ns", Name: "app"}) {
 		t.Fatalf("queued %v, want only ConfigMap ns/app", f.queued)

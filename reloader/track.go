@@ -18,6 +18,7 @@ import (
 	"github.com/reloader/reloader/coalesce"
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/internal/entrykeys"
 	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
@@ -39,7 +40,7 @@ type tracker struct {
 	clock        coalesce.Clock
 	store        *state.KindView             // holds and rollback reads
 	flush        func(context.Context) error // the state's Flush
-	names        entryKeys
+	names        entrykeys.Names
 	reports      *reporter
 	log          *slog.Logger
 	metrics      *metrics.Metrics
@@ -231,7 +232,7 @@ func shortOrDeleted(v string) string {
 // workload now runs their newer content.
 func (t *tracker) reloaded(w workloadView, changes []policy.Change, superseded *policy.Entry) {
 	for _, ch := range changes {
-		for _, k := range []string{t.names.hold(w.Key, ch.Ref), t.names.rollbackRead(w.Key, ch.Ref)} {
+		for _, k := range []string{t.names.Hold(w.Key, ch.Ref), t.names.RollbackRead(w.Key, ch.Ref)} {
 			if _, ok := t.store.Value(k); ok {
 				t.store.Delete(k)
 			}
@@ -441,7 +442,7 @@ func (t *tracker) liftUnsentHolds(w workloadView) {
 		return
 	}
 	for ref, v := range restore.Applied {
-		hk := t.names.hold(w.Key, policy.RestoreRef(ref))
+		hk := t.names.Hold(w.Key, policy.RestoreRef(ref))
 		if held, ok := t.store.Value(hk); ok && held == heldAs(v) {
 			t.store.Delete(hk)
 		}
@@ -464,7 +465,7 @@ func (t *tracker) holdAndRestore(ctx context.Context, w workloadView, entry poli
 		return policy.Restore{}, rollbackStart{}, nil, false, nil
 	}
 	for ref, v := range restore.Applied {
-		t.store.SetValue(t.names.hold(w.Key, policy.RestoreRef(ref)), heldAs(v))
+		t.store.SetValue(t.names.Hold(w.Key, policy.RestoreRef(ref)), heldAs(v))
 	}
 	undoRan := t.strips.ranBefore(w.Key, restore.Ran)
 	starts := rollbackStarts(w, entry, restore)
@@ -507,7 +508,7 @@ func rollbackStarts(w workloadView, entry policy.Entry, restore policy.Restore) 
 func (t *tracker) noteRollbackReads(w key, s rollbackStart) (undo func()) {
 	before := map[string]*string{}
 	for r, v := range s.reads {
-		k := t.names.rollbackRead(w, r)
+		k := t.names.RollbackRead(w, r)
 		if old, ok := t.store.Value(k); ok {
 			before[k] = &old
 		} else {
@@ -536,7 +537,7 @@ func (t *tracker) rollbackRan(w workloadView, r policy.ConfigRef, value string) 
 	if history == "" {
 		return false // most workloads: no entry is looked up
 	}
-	v, ok := t.store.Value(t.names.rollbackRead(w.Key, r))
+	v, ok := t.store.Value(t.names.RollbackRead(w.Key, r))
 	return ok && v != value && policy.NamesRollbackOf(history, fmt.Sprintf("%s/%s@%s", r.Kind, r.Name, shortOrDeleted(v)))
 }
 
@@ -623,7 +624,7 @@ func (t *tracker) forget(w key) { t.templatesRead.Delete(w) }
 // content: the reverse switch.
 func (t *tracker) held(w key, r policy.ConfigRef, want policy.Content) (held, stale bool) {
 	value := heldAs(want.Value)
-	v, ok := t.store.Value(t.names.hold(w, r))
+	v, ok := t.store.Value(t.names.Hold(w, r))
 	if ok && ((policy.Content{Value: value}).Match(v) == policy.OtherKey || want.Whole != "" && v == want.Whole ||
 		want.Whole == "" && v != value && slices.Contains(want.Undecided, v)) {
 		return true, true
@@ -631,19 +632,19 @@ func (t *tracker) held(w key, r policy.ConfigRef, want policy.Content) (held, st
 	return ok && v == value, ok && v != value
 }
 
-// liftStale lifts the holds that the judged content ended (judgement.staleHold), unless one was
+// liftStale lifts the holds that the judged content ended (Judgement.StaleHold), unless one was
 // written for that content since; one under a lost hash key that still holds (held) is
 // re-recorded under the current key, so that the next content ends it.
-func (t *tracker) liftStale(deps []dependent) {
+func (t *tracker) liftStale(deps []workload.Dependent) {
 	for _, d := range deps {
-		if !d.staleHold {
+		if !d.StaleHold {
 			continue
 		}
-		k := t.names.hold(d.workload, d.change.Ref)
+		k := t.names.Hold(d.Workload, d.Change.Ref)
 		switch v, ok := t.store.Value(k); {
-		case !ok || v == heldAs(d.change.Value):
-		case d.held:
-			t.store.SetValue(k, heldAs(d.change.Value))
+		case !ok || v == heldAs(d.Change.Value):
+		case d.Held:
+			t.store.SetValue(k, heldAs(d.Change.Value))
 		default:
 			t.store.Delete(k)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/reloader/reloader/internal/dev/clocktest"
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/internal/entrykeys"
 	"github.com/reloader/reloader/reloader/internal/report"
 	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
@@ -39,10 +40,10 @@ func newTrackerFixture(rollback bool) *trackerFixture {
 	log := slog.New(slog.DiscardHandler)
 	f := &trackerFixture{events: record.NewFakeRecorder(100), clock: clocktest.New(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))}
 	f.store = newStore(statetest.NewConfigMaps(), "ns", "reloader-state", log)
-	names := entryKeys{single: true}
+	names := entrykeys.Names{Single: true}
 	f.t = &tracker{defaults: policy.Follow{Track: true, Rollback: rollback, Timeout: 10 * time.Second}, clock: f.clock,
-		store: f.store.Kind(holdPrefix, rollbackReadPrefix), flush: f.store.Flush, names: names, reports: report.New(f.events, log), log: log, metrics: metrics.New("test"),
-		restarts: newRestarts(), strips: newStrips(f.store.Kind(stripPrefix), names), enqueue: func(key) {},
+		store: f.store.Kind(entrykeys.HoldPrefix, entrykeys.RollbackReadPrefix), flush: f.store.Flush, names: names, reports: report.New(f.events, log), log: log, metrics: metrics.New("test"),
+		restarts: newRestarts(), strips: newStrips(f.store.Kind(entrykeys.StripPrefix), names), enqueue: func(key) {},
 		enqueueAfter: func(_ key, d time.Duration) { f.after = append(f.after, d) }}
 	f.kind = &workloadKind{Name: "Deployment",
 		Reload: func(_ context.Context, _, _ string, body []byte) (any, error) {
@@ -163,7 +164,7 @@ func TestTheTrackerJudgesARolloutByItsStatusItsDeadlineAndWhoseTemplateItIs(t *t
 		f := newTrackerFixture(true)
 		w := f.followed(2, 2, 12*time.Second, "")
 		a, c := strings.Repeat("a", 40), strings.Repeat("c", 40)
-		f.store.Kind(holdPrefix).SetValue(f.t.names.hold(w.Key, appRef), a)
+		f.store.Kind(entrykeys.HoldPrefix).SetValue(f.t.names.Hold(w.Key, appRef), a)
 		held, stale := f.t.held(w.Key, appRef, policy.Content{Value: c})
 		if held || !stale {
 			t.Fatalf("other content: held %v, stale %v; want the hold ended", held, stale)
@@ -171,7 +172,7 @@ func TestTheTrackerJudgesARolloutByItsStatusItsDeadlineAndWhoseTemplateItIs(t *t
 		if !f.isHeld(w.Key, a) {
 			t.Fatal("judging lifted the hold: a read wrote")
 		}
-		f.t.liftStale([]dependent{{workload: w.Key, judgement: judgement{change: policy.Change{Ref: appRef, Value: c}, staleHold: true}}})
+		f.t.liftStale([]workload.Dependent{{Workload: w.Key, Judgement: workload.Judgement{Change: policy.Change{Ref: appRef, Value: c}, StaleHold: true}}})
 		if f.isHeld(w.Key, a) {
 			t.Fatal("a hold outlived other content: the held content applied again must be a change")
 		}
@@ -180,8 +181,8 @@ func TestTheTrackerJudgesARolloutByItsStatusItsDeadlineAndWhoseTemplateItIs(t *t
 		f := newTrackerFixture(true)
 		w := f.followed(2, 2, 12*time.Second, "")
 		c := strings.Repeat("c", 40)
-		f.store.Kind(holdPrefix).SetValue(f.t.names.hold(w.Key, appRef), c) // a rollback of c's reload, after the judgement
-		f.t.liftStale([]dependent{{workload: w.Key, judgement: judgement{change: policy.Change{Ref: appRef, Value: c}, staleHold: true}}})
+		f.store.Kind(entrykeys.HoldPrefix).SetValue(f.t.names.Hold(w.Key, appRef), c) // a rollback of c's reload, after the judgement
+		f.t.liftStale([]workload.Dependent{{Workload: w.Key, Judgement: workload.Judgement{Change: policy.Change{Ref: appRef, Value: c}, StaleHold: true}}})
 		if !f.isHeld(w.Key, c) {
 			t.Fatal("a hold of the judged content was lifted")
 		}

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/workload"
 )
 
 // A config change the reloader had not seen when it restarted a workload.
@@ -130,12 +131,12 @@ func (s *restarts) begin(w key, reads map[policy.ConfigRef]*read, cached func(po
 // awaitPatches reports whether a patch of any of deps, the dependents of config c, is in
 // flight; c is then judged again when each ends (finished). Judged meanwhile, such a dependent
 // is taken to run what the patch leaves it on (latest), and the patch may yet fail.
-func (s *restarts) awaitPatches(deps []dependent, c key) bool {
+func (s *restarts) awaitPatches(deps []workload.Dependent, c key) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	waits := false
 	for _, d := range deps {
-		if p := s.inFlight[d.workload]; p != nil {
+		if p := s.inFlight[d.Workload]; p != nil {
 			if !slices.Contains(p.judged, c) {
 				p.judged = append(p.judged, c)
 			}

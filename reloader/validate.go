@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/internal/entrykeys"
 	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
@@ -33,13 +34,13 @@ import (
 type validation struct {
 	underway   sync.Map // config key → *configRecord: its valid content while reloads for it are due
 	store      *state.Configs
-	names      entryKeys
+	names      entrykeys.Names
 	reports    *reporter
 	log        *slog.Logger
 	counter    *prometheus.CounterVec // reloader_invalid_changes_total, by kind
 	gates      *gates
 	enqueue    func(key)
-	dependents func(k key, rec *configRecord) []dependent
+	dependents func(k key, rec *configRecord) []workload.Dependent
 	lookup     func(k key) *configRecord
 	watched    func(configKind string) bool
 	webhook    bool // --webhook-url: a change calls the URL instead of restarting workloads
@@ -88,8 +89,8 @@ func validate(annotations map[string]string, value func(string) ([]byte, bool)) 
 // records every config: that is the content its dependents are taken to run, so the next valid
 // change differs from it and reloads.
 func (v *validation) invalid(k key, rec *configRecord, fresh bool) {
-	if _, known := v.store.Get(v.names.config(k)); !known {
-		v.store.Set(v.names.config(k), rec.hash())
+	if _, known := v.store.Get(v.names.Config(k)); !known {
+		v.store.Set(v.names.Config(k), rec.hash())
 	}
 	last, stranded := v.stranded(k)
 	msg := "Content " + workload.Short(rec.hash()) + " not rolled out: " + rec.Invalid() + "; no workload is restarted for it"
@@ -133,8 +134,8 @@ func (v *validation) stranded(k key) (*configRecord, []key) {
 	last := got.(*configRecord)
 	var out []key
 	for _, d := range v.dependents(k, last) {
-		if d.reload {
-			out = append(out, d.workload)
+		if d.Reload {
+			out = append(out, d.Workload)
 		}
 	}
 	return last, out

@@ -29,10 +29,10 @@ func newValidationFixture() *validationFixture {
 	f.v = &validation{store: store.Configs(), names: f.g.names, reports: f.g.reports, log: f.g.log, counter: metrics.New("test").InvalidChanges,
 		gates: f.g, enqueue: f.g.enqueue, lookup: func(k key) *configRecord { return f.configs[k] },
 		watched: func(string) bool { return true },
-		dependents: func(_ key, rec *configRecord) []dependent {
-			var out []dependent
+		dependents: func(_ key, rec *configRecord) []workload.Dependent {
+			var out []workload.Dependent
 			for _, w := range f.due[rec.hash()] {
-				out = append(out, dependent{workload: w, judgement: judgement{reload: true}})
+				out = append(out, workload.Dependent{Workload: w, Judgement: workload.Judgement{Reload: true}})
 			}
 			return out
 		}}
@@ -68,7 +68,7 @@ func TestInvalidContentIsSaidOnceAndNamesWhatItStranded(t *testing.T) {
 	if got := testutil.ToFloat64(f.v.counter.WithLabelValues(policy.KindConfigMap)); got != 1 {
 		t.Fatalf("invalid changes counted %v, want 1", got)
 	}
-	if e, _ := f.store.Configs().Get(f.g.names.config(k)); e.Hash != invalid.hash() {
+	if e, _ := f.store.Configs().Get(f.g.names.Config(k)); e.Hash != invalid.hash() {
 		t.Fatalf("state entry %q, want the content as it is (%s): the state never saw the config", e.Hash, invalid.hash())
 	}
 	select {

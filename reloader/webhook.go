@@ -6,6 +6,7 @@ import (
 
 	"github.com/reloader/reloader/alert"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/internal/entrykeys"
 	"github.com/reloader/reloader/state"
 )
 
@@ -22,7 +23,7 @@ type webhookSync struct {
 	caches                         *caches
 	changes                        *changeLog
 	store                          *state.Configs
-	names                          entryKeys
+	names                          entrykeys.Names
 	records                        *records
 	tombstones                     *tombstones
 	validation                     *validation
@@ -45,7 +46,7 @@ func (ws *webhookSync) sync(ctx context.Context, k key) error {
 		return nil
 	}
 	ws.validation.valid(rec)
-	skey := ws.names.config(k)
+	skey := ws.names.Config(k)
 	e, known := ws.store.Get(skey)
 	var current policy.Content
 	if rec != nil {

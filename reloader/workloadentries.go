@@ -2,16 +2,17 @@ package reloader
 
 import (
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/internal/entrykeys"
 	"github.com/reloader/reloader/state"
 )
 
 // workloadEntries are the state entries that belong to a workload, its holds, strips and
-// rollback reads: named by entryKeys, and forgotten when the workload goes.
+// rollback reads: named by entrykeys.Names, and forgotten when the workload goes.
 type workloadEntries struct {
 	annotations policy.Annotations
 	caches      *caches
 	store       *state.KindView
-	names       entryKeys
+	names       entrykeys.Names
 }
 
 // lift forgets the holds and strips of a deleted workload.
@@ -58,7 +59,7 @@ func (we *workloadEntries) keysOf(k *workloadKind, obj any) []string {
 	w := key{Kind: k.Name, Namespace: meta.GetNamespace(), Name: meta.GetName()}
 	out := make([]string, 0, 3*len(refs))
 	for _, r := range refs {
-		out = append(out, we.names.hold(w, r), we.names.strip(w, r), we.names.rollbackRead(w, r))
+		out = append(out, we.names.Hold(w, r), we.names.Strip(w, r), we.names.RollbackRead(w, r))
 	}
 	return out
 }

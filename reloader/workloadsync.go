@@ -110,7 +110,7 @@ type plan struct {
 type due struct {
 	changes    []policy.Change
 	reads      map[policy.ConfigRef]*read
-	staleHolds []dependent
+	staleHolds []workload.Dependent
 	held       []policy.ConfigRef
 	unmarked   []policy.ConfigRef // existing configs no marker of the workload decides for
 	pairs      []pair             // every config it reloads on, as judged (Explain tells them)
@@ -122,7 +122,7 @@ type pair struct {
 	ref      policy.ConfigRef
 	watched  bool
 	rec      *configRecord
-	j        judgement
+	j        workload.Judgement
 	triggers bool
 }
 

@@ -19,8 +19,8 @@
 // Entries of other kinds are opaque to it: an owner registers a kind (EntryKind: a key prefix, a
 // check of the values, their longest length) and the store keeps its entries, fenced and
 // sharded like the others, but never as tombstones. The reloader keeps holds, strips and pending
-// reloads this way (package reloader, entrykeys.go). Keys of no kind it knows belong to someone
-// else and are left alone.
+// reloads this way (their keys: reloader/internal/entrykeys). Keys of no kind it knows belong to
+// someone else and are left alone.
 //
 // Each part reaches the state through a view, not the Store: Store.Configs for the config
 // entries, Store.Kind for the entries of the kinds its owner names, which panics on a key of any
