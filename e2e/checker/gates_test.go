@@ -1,14 +1,11 @@
 package checker
 
 import (
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // A reload that rode on a resume found the template written during the pause (a marker B of
@@ -69,13 +66,7 @@ func TestARollbackOfAReloadResumedAfterItsPausePutsBackTheTemplateBeforeIt(t *te
 				tmpl: o.Template, seenTmpl: o.Template, watchGen: 1}
 			r.workloads[u.GetUID()] = w
 			event := func(gen, rv int64, paused bool, t corev1.PodTemplateSpec) {
-				v := u.DeepCopy()
-				v.SetGeneration(gen)
-				v.SetResourceVersion(strconv.FormatInt(rv, 10))
-				raw, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(&t)
-				_ = unstructured.SetNestedMap(v.Object, raw, WorkloadKinds[KindDeployment].tmplPath...)
-				_ = unstructured.SetNestedField(v.Object, paused, "spec", "paused")
-				r.Seen(KindDeployment, v, true)
+				seeDeployment(r, u, gen, rv, paused, t)
 			}
 			event(2, 300, false, tmpl("h1")) // an earlier reload
 			if tc.duringB {

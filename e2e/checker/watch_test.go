@@ -101,13 +101,7 @@ func TestACheckersWriteDuringAPausePeriodTouchesNothingForTheReloader(t *testing
 				rerefs: []reref{{at: at(-5), rv: 617, before: read}}, tmpl: o.Template, seenTmpl: o.Template, watchGen: 1}
 			r.workloads[u.GetUID()] = w
 			event := func(gen, rv int64, paused bool, tmpl corev1.PodTemplateSpec) {
-				v := u.DeepCopy()
-				v.SetGeneration(gen)
-				v.SetResourceVersion(strconv.FormatInt(rv, 10))
-				raw, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(&tmpl)
-				_ = unstructured.SetNestedMap(v.Object, raw, WorkloadKinds[KindDeployment].tmplPath...)
-				_ = unstructured.SetNestedField(v.Object, paused, "spec", "paused")
-				r.Seen(KindDeployment, v, true)
+				seeDeployment(r, u, gen, rv, paused, tmpl)
 			}
 			event(2, 611, true, tmpl(read, `{"configmap/cm--2":"h1","configmap/cm-1":"h2"}`)) // the reload, paused
 			if tc.own == "before" {
@@ -135,4 +129,16 @@ func TestACheckersWriteDuringAPausePeriodTouchesNothingForTheReloader(t *testing
 			}
 		})
 	}
+}
+
+// seeDeployment feeds the recorder a watch event of u, a Deployment, at generation gen and
+// resourceVersion rv, with template tmpl, paused or not.
+func seeDeployment(r *Recorder, u *unstructured.Unstructured, gen, rv int64, paused bool, tmpl corev1.PodTemplateSpec) {
+	v := u.DeepCopy()
+	v.SetGeneration(gen)
+	v.SetResourceVersion(strconv.FormatInt(rv, 10))
+	raw, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(&tmpl)
+	_ = unstructured.SetNestedMap(v.Object, raw, WorkloadKinds[KindDeployment].tmplPath...)
+	_ = unstructured.SetNestedField(v.Object, paused, "spec", "paused")
+	r.Seen(KindDeployment, v, true)
 }
