@@ -268,16 +268,16 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 		store: c.state.Kind(entrykeys.HoldPrefix, entrykeys.StripPrefix, entrykeys.RollbackReadPrefix), names: c.names}
 	c.tombstones = &tombstones{store: c.state.Configs(), names: c.names, clock: opts.Clock, log: c.log, retention: opts.TombstoneRetention,
 		reloadOnCreate: opts.ReloadOnCreate, reloadOnDelete: opts.ReloadOnDelete, namespace: opts.Namespace,
-		watched: c.caches.watched, enqueue: c.queue.Add, enqueueAfter: c.queue.AddAfter}
+		watched: c.caches, queue: c.queue}
 	c.suspensions = jobs.NewSuspensions(c.reports, c.log)
 	c.rehearsal = newRehearsal(c.reports, c.metrics, c.log, opts.Clock.Now)
 	if opts.DryRun {
 		c.rule.rehearsed = c.rehearsal.view
 	}
 	c.lag = &lagCheck{store: c.state.Configs(), names: c.names, lookup: c.caches.lookup, live: liveVersion(clients)}
-	c.validation = &validation{store: c.state.Configs(), names: c.names, reports: c.reports, log: c.log, counter: c.metrics.InvalidChanges,
+	c.validation = &validation{records: c.records, reports: c.reports, log: c.log, counter: c.metrics.InvalidChanges,
 		gates: c.gates, enqueue: c.queue.Add, dependents: c.rule.dependents, lookup: c.caches.lookup,
-		watched: c.caches.watched, webhook: opts.Webhook.URL != ""}
+		watched: c.caches.Watched, webhook: opts.Webhook.URL != ""}
 	c.rehearsal.validation, c.rehearsal.gates = c.validation, c.gates
 	c.planner = &planner{rule: c.rule, caches: c.caches, gates: c.gates, validation: c.validation, clock: opts.Clock}
 	c.explainer = &Explainer{annotations: opts.Annotations, namespace: opts.Namespace, clock: opts.Clock, caches: c.caches,
@@ -373,7 +373,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	if c.opts.Alerts != nil && !c.opts.DryRun {
 		go c.opts.Alerts.Run(workCtx)
 	}
-	go c.tombstones.sweep(workCtx)
+	go c.tombstones.Sweep(workCtx)
 	noted := make(chan struct{}) // closed once the note that stakater's variables were compared is done
 	if c.opts.DryRun {
 		go c.rehearsal.endStakaterComparison(workCtx, c.drained, &c.stakater)

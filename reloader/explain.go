@@ -190,7 +190,7 @@ func (x *Explainer) Explain(ctx context.Context, q Query) (Explanation, error) {
 
 // unjudged is config r of w as the sync does not judge it: w does not reload on it.
 func (x *Explainer) unjudged(w workloadView, r policy.ConfigRef) pair {
-	return pair{ref: r, watched: x.caches.watched(r.Kind), rec: x.caches.lookup(workload.ConfigKey(r, w.Key.Namespace))}
+	return pair{ref: r, watched: x.caches.Watched(r.Kind), rec: x.caches.lookup(workload.ConfigKey(r, w.Key.Namespace))}
 }
 
 // explainPair is one config of w as the plan judged it.
@@ -201,7 +201,7 @@ func (x *Explainer) explainPair(w workloadView, p plan, pr pair) Config {
 		out.Invalid = pr.rec.Invalid()
 		want, _, ok := x.rule.wanted(w, pr.ref, pr.rec)
 		if !ok {
-			want = x.records.content(pr.rec, nil)
+			want = x.records.Content(pr.rec, nil)
 		}
 		out.Hash = workload.Short(want.Value)
 	}

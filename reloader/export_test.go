@@ -19,7 +19,7 @@ var ErrStale = workload.ErrStale
 // the cache holds d: a test's stand-in for a cache that has not shown a later change yet.
 func (c *Controller) JudgeRolloutAsCached(ctx context.Context, d *appsv1.Deployment) error {
 	kind := c.caches.kinds["Deployment"]
-	obj, err := c.records.transform(d.DeepCopy())
+	obj, err := c.records.Transform(d.DeepCopy())
 	if err != nil {
 		return err
 	}

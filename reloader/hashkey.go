@@ -66,6 +66,9 @@ func HashKeyOf(s *corev1.Secret) (confighash.Key, error) {
 	return k, nil
 }
 
+// Key is the key of Secret hashes, once loaded.
+func (h *HashKey) Key() confighash.Key { return h.key }
+
 // noteKey is the key the reloader's notes are signed with (Job recreations, CronJob runs): the
 // hash key once loaded, else a key of this process alone.
 func (h *HashKey) noteKey() confighash.Key {
@@ -204,34 +207,34 @@ func (h *HashKey) read(ctx context.Context, secrets secretGetCreator, ns string)
 	return nil
 }
 
-// content is what a dependent reading keys of rec (nil: all of it) should carry: a ConfigMap's
+// Content is what a dependent reading keys of rec (nil: all of it) should carry: a ConfigMap's
 // plain hash, or a Secret's keyed hash with the plain one earlier versions wrote; for the whole
 // content, also Collaborne's hash, so that its state entries are taken over (collaborne.go).
-func (rs *records) content(rec *configRecord, keys []string) policy.Content {
-	key := rs.hashKey.key
+func (rs *records) Content(rec *configRecord, keys []string) policy.Content {
+	key := rs.hashKey.Key()
 	switch {
 	case rec.Legacy == nil && keys == nil:
-		return policy.Content{Value: rec.hash(), Collaborne: rec.Collaborne.String()}
+		return policy.Content{Value: rec.Hash(), Collaborne: rec.Collaborne.String()}
 	case rec.Legacy == nil:
-		return policy.Content{Value: confighash.Subset(rec.Keys, keys), Whole: rec.hash()}
+		return policy.Content{Value: confighash.Subset(rec.Keys, keys), Whole: rec.Hash()}
 	case keys == nil:
-		return policy.Content{Value: rec.hash(), Legacy: rec.Legacy.Hash.String(), Collaborne: rec.Collaborne.String()}
+		return policy.Content{Value: rec.Hash(), Legacy: rec.Legacy.Hash.String(), Collaborne: rec.Collaborne.String()}
 	}
-	return policy.Content{Value: key.Subset(rec.Keys, keys), Legacy: confighash.Subset(rec.Legacy.Keys, keys), Whole: rec.hash()}
+	return policy.Content{Value: key.Subset(rec.Keys, keys), Legacy: confighash.Subset(rec.Legacy.Keys, keys), Whole: rec.Hash()}
 }
 
-// keyContent is what the state records for one data key of rec that a dependent reads.
-func (rs *records) keyContent(rec *configRecord, dataKey string) policy.Content {
+// KeyContent is what the state records for one data key of rec that a dependent reads.
+func (rs *records) KeyContent(rec *configRecord, dataKey string) policy.Content {
 	if rec.Legacy == nil {
 		return policy.Content{Value: confighash.KeyValue(rec.Keys, dataKey)}
 	}
-	return policy.Content{Value: rs.hashKey.key.KeyValue(rec.Keys, dataKey),
+	return policy.Content{Value: rs.hashKey.Key().KeyValue(rec.Keys, dataKey),
 		Legacy: confighash.KeyValue(rec.Legacy.Keys, dataKey)}
 }
 
-// reportStateHashes says once, at start, how many state entries hold Secret hashes that the
+// ReportStateHashes says once, at start, how many state entries hold Secret hashes that the
 // current key did not make. Each is re-recorded under the current key when its config is synced.
-func reportStateHashes(store *state.Configs, id string, log *slog.Logger) {
+func ReportStateHashes(store *state.Configs, id string, log *slog.Logger) {
 	other := store.Count(func(_ string, e state.Entry) bool {
 		kid, keyed := confighash.KeyIDOf(e.Hash)
 		return keyed && kid != id

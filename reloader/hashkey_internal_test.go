@@ -127,8 +127,8 @@ func TestContent(t *testing.T) {
 	c := &records{hashKey: &HashKey{key: key}}
 	cm := &corev1.ConfigMap{Data: map[string]string{"a": "1", "b": "2"}}
 	s := &corev1.Secret{Data: map[string][]byte{"a": []byte("1"), "b": []byte("2")}}
-	cmObj, _ := c.transform(cm)
-	sObj, _ := c.transform(s)
+	cmObj, _ := c.Transform(cm)
+	sObj, _ := c.Transform(s)
 	cmRec, sRec := cmObj.(*configRecord), sObj.(*configRecord)
 	plainSums := confighash.SecretKeys(s)
 	tests := []struct {
@@ -136,15 +136,15 @@ func TestContent(t *testing.T) {
 		got  policy.Content
 		want policy.Content
 	}{
-		{"configmap whole", c.content(cmRec, nil), policy.Content{Value: confighash.ConfigMap(cm), Collaborne: confighash.CollaborneConfigMap(cm)}},
-		{"configmap subset", c.content(cmRec, []string{"a"}), policy.Content{Value: confighash.Subset(confighash.ConfigMapKeys(cm), []string{"a"}), Whole: confighash.ConfigMap(cm)}},
-		{"configmap data key", c.keyContent(cmRec, "a"), policy.Content{Value: confighash.KeyValue(confighash.ConfigMapKeys(cm), "a")}},
-		{"secret whole", c.content(sRec, nil), policy.Content{Value: key.Secret(s), Legacy: confighash.Secret(s), Collaborne: confighash.CollaborneSecret(s)}},
-		{"secret subset", c.content(sRec, []string{"a"}),
+		{"configmap whole", c.Content(cmRec, nil), policy.Content{Value: confighash.ConfigMap(cm), Collaborne: confighash.CollaborneConfigMap(cm)}},
+		{"configmap subset", c.Content(cmRec, []string{"a"}), policy.Content{Value: confighash.Subset(confighash.ConfigMapKeys(cm), []string{"a"}), Whole: confighash.ConfigMap(cm)}},
+		{"configmap data key", c.KeyContent(cmRec, "a"), policy.Content{Value: confighash.KeyValue(confighash.ConfigMapKeys(cm), "a")}},
+		{"secret whole", c.Content(sRec, nil), policy.Content{Value: key.Secret(s), Legacy: confighash.Secret(s), Collaborne: confighash.CollaborneSecret(s)}},
+		{"secret subset", c.Content(sRec, []string{"a"}),
 			policy.Content{Value: key.Subset(key.SecretKeys(s), []string{"a"}), Legacy: confighash.Subset(plainSums, []string{"a"}), Whole: key.Secret(s)}},
-		{"secret data key", c.keyContent(sRec, "a"),
+		{"secret data key", c.KeyContent(sRec, "a"),
 			policy.Content{Value: key.KeyValue(key.SecretKeys(s), "a"), Legacy: confighash.KeyValue(plainSums, "a")}},
-		{"secret absent data key", c.keyContent(sRec, "z"),
+		{"secret absent data key", c.KeyContent(sRec, "z"),
 			policy.Content{Value: key.KeyValue(key.SecretKeys(s), "z"), Legacy: confighash.KeyValue(plainSums, "z")}},
 	}
 	for _, tt := range tests {

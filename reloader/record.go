@@ -88,8 +88,8 @@ func (r *configRecord) Invalid() string {
 	return r.rare.invalid
 }
 
-// setInvalid records what validation found ("" for nothing), making no rare part for "".
-func (r *configRecord) setInvalid(problem string) {
+// SetInvalid records what validation found ("" for nothing), making no rare part for "".
+func (r *configRecord) SetInvalid(problem string) {
 	if problem != "" || r.rare != nil {
 		r.rareFields().invalid = problem
 	}
@@ -103,8 +103,8 @@ func (r *configRecord) UID() types.UID {
 	return r.uid.UID()
 }
 
-// setUID keeps u as its 16 bytes when it is a lower-case UUID, else as written in the rare part.
-func (r *configRecord) setUID(u types.UID) {
+// SetUID keeps u as its 16 bytes when it is a lower-case UUID, else as written in the rare part.
+func (r *configRecord) SetUID(u types.UID) {
 	if b, ok := uuidOf(u); ok {
 		r.uid = b
 		return
@@ -120,10 +120,10 @@ func (r *configRecord) ResourceVersion() string {
 	return strconv.FormatUint(r.rv, 10)
 }
 
-// setResourceVersion keeps v as a number when it reads back the same, else as written in the
+// SetResourceVersion keeps v as a number when it reads back the same, else as written in the
 // rare part. The API server writes etcd's revisions, numbers; clients must not rely on it, so
 // any other form is kept too.
-func (r *configRecord) setResourceVersion(v string) {
+func (r *configRecord) SetResourceVersion(v string) {
 	if n, err := strconv.ParseUint(v, 10, 64); err == nil && strconv.FormatUint(n, 10) == v {
 		r.rv = n
 		return
@@ -238,33 +238,53 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // content is fully rolled out. Its transform also strips workloads before they enter their caches.
 type records struct {
 	annotations policy.Annotations
-	hashKey     *HashKey       // loaded at start (hashkey.go)
+	hashKey     Keyer          // loaded at start (hashkey.go)
 	store       *state.Configs // nil in unit tests
 	names       entrykeys.Names
-	strips      *strips // a baseline notes who runs another content (baseline)
+	strips      StripNotes // a baseline notes who runs another content (baseline)
 }
 
-// transform strips objects before they enter the informer cache, and packs typed workloads
+// Keyer gives the key of Secret hashes, once loaded (the root's HashKey).
+type Keyer interface {
+	Key() confighash.Key
+}
+
+// StripNotes is what records tell of the workloads a config entry cannot speak for (strips.go):
+// one that runs another content than the entry's, and one that caught up with it.
+type StripNotes interface {
+	Remember(w workload.Key, r policy.ConfigRef, value string, keys []string)
+	CaughtUp(w workload.Key, r policy.ConfigRef, value string)
+}
+
+// FirstSeen records rec's content as config k's entry when the state holds none of it: the
+// content its dependents are taken to run, whether it validates or not.
+func (rs *records) FirstSeen(k key, rec *configRecord) {
+	if _, known := rs.store.Get(rs.names.Config(k)); !known {
+		rs.store.Set(rs.names.Config(k), rec.Hash())
+	}
+}
+
+// Transform strips objects before they enter the informer cache, and packs typed workloads
 // (workload.Pack): read them through workload.Kind.Cached and List, or workload.Unpacked.
-func (rs *records) transform(obj any) (any, error) {
+func (rs *records) Transform(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.ConfigMap:
 		r := rs.newRecord(policy.KindConfigMap, &o.ObjectMeta, confighash.ConfigMap(o))
 		r.Keys, r.Stakater = confighash.ConfigMapKeys(o), sumOfHex(confighash.StakaterConfigMap(o))
-		r.setInvalid(validateConfigMap(o))
+		r.SetInvalid(validateConfigMap(o))
 		r.Collaborne = sumOfHex(confighash.CollaborneConfigMap(o))
 		return r, nil
 	case *corev1.Secret:
 		// Every hash of a Secret that is written is keyed (hashkey.go); stakater's and the
 		// legacy plain ones are only compared with what others wrote.
-		key := rs.hashKey.key
+		key := rs.hashKey.Key()
 		r := rs.newRecord(policy.KindSecret, &o.ObjectMeta, key.Secret(o))
 		r.Keys, r.Stakater = key.SecretKeys(o), sumOfHex(confighash.StakaterSecret(o))
 		r.Collaborne = sumOfHex(confighash.CollaborneSecret(o))
 		r.Legacy = &legacyHashes{Hash: sumOfHex(confighash.Secret(o)), Keys: confighash.SecretKeys(o)}
-		r.setInvalid(validateSecret(o))
+		r.SetInvalid(validateSecret(o))
 		return r, nil
-	case *packedWorkload:
+	case *workload.Packed:
 		return o, nil // already in the cache: client-go may transform a cached object again
 	}
 	if m, ok := obj.(metav1.Object); ok { // workloads and namespaces
@@ -338,9 +358,9 @@ func stripTemplate(t *corev1.PodTemplateSpec) {
 // write (unseen.go) without reading the template from the API server.
 const wholeHashPrefix = "reloader-whole-template-"
 
-// wholeTemplateHash is the hash of the whole pod template the cached tmpl was stripped from, or
+// WholeTemplateHash is the hash of the whole pod template the cached tmpl was stripped from, or
 // of tmpl itself where the cache keeps it whole (an Argo Rollout).
-func wholeTemplateHash(tmpl *corev1.PodTemplateSpec) string {
+func WholeTemplateHash(tmpl *corev1.PodTemplateSpec) string {
 	if h, ok := strings.CutPrefix(tmpl.GenerateName, wholeHashPrefix); ok {
 		return h
 	}
@@ -371,11 +391,7 @@ func configVolumes(vs []corev1.Volume) []corev1.Volume {
 }
 
 func (rs *records) newRecord(kind string, m *metav1.ObjectMeta, hash string) *configRecord {
-	// confighash makes only values that pack (TestPackReadsBackEveryValueItAccepts).
-	content, _ := confighash.Pack(hash)
-	r := &configRecord{kind: kindOfRecord(kind), Name: m.Name, ns: unique.Make(m.Namespace), content: content}
-	r.setUID(m.UID)
-	r.setResourceVersion(m.ResourceVersion)
+	r := NewRecord(kind, m, hash)
 	for _, k := range rs.annotations.OnConfig() {
 		if v, ok := m.Annotations[k]; ok {
 			rare := r.rareFields()
@@ -388,8 +404,22 @@ func (rs *records) newRecord(kind string, m *metav1.ObjectMeta, hash string) *co
 	return r
 }
 
-// hash is the record's content hash; a nil record (a config that does not exist) has none.
-func (r *configRecord) hash() string {
+// NewRecord is the record of a config of kind (policy.KindConfigMap or KindSecret) with m's
+// identity and content hash, and none of its annotations.
+func NewRecord(kind string, m *metav1.ObjectMeta, hash string) *configRecord {
+	// confighash makes only values that pack (TestPackReadsBackEveryValueItAccepts).
+	content, _ := confighash.Pack(hash)
+	r := &configRecord{kind: kindOfRecord(kind), Name: m.Name, ns: unique.Make(m.Namespace), content: content}
+	r.SetUID(m.UID)
+	r.SetResourceVersion(m.ResourceVersion)
+	return r
+}
+
+// SameContent reports whether r and o hold the same content hash.
+func (r *configRecord) SameContent(o *configRecord) bool { return r.content == o.content }
+
+// Hash is the record's content hash; a nil record (a config that does not exist) has none.
+func (r *configRecord) Hash() string {
 	if r == nil {
 		return ""
 	}
@@ -446,7 +476,7 @@ func keepRolloutStatus(u *unstructured.Unstructured) {
 	u.Object["status"] = kept
 }
 
-// baseline records a config the state holds nothing comparable for (a first start, a
+// Baseline records a config the state holds nothing comparable for (a first start, a
 // corrupt entry, an entry made under a lost hash key) as it is now, though some dependents are
 // still due by their markers. The workloads the state judges take it as what they run, and
 // restart nothing for it; unrecorded, its next change would find nothing to compare with either
@@ -457,13 +487,13 @@ func keepRolloutStatus(u *unstructured.Unstructured) {
 // as running another content (a strip), so that the entry does not hide its reload, after a
 // restart too. An entry that holds the content gains the per-key entries its key readers need
 // (keysRolledOut).
-func (rs *records) baseline(k key, rec *configRecord, deps []workload.Dependent) {
+func (rs *records) Baseline(k key, rec *configRecord, deps []workload.Dependent) {
 	if rec == nil {
 		return
 	}
 	skey := rs.names.Config(k)
 	e, known := rs.store.Get(skey)
-	switch m := rs.content(rec, nil).Match(e.Hash); {
+	switch m := rs.Content(rec, nil).Match(e.Hash); {
 	case known && !e.Deleted && m == policy.Same:
 		rs.keysRolledOut(skey, rec, deps) // the entry holds this content: so do its keys
 		return
@@ -473,13 +503,13 @@ func (rs *records) baseline(k key, rec *configRecord, deps []workload.Dependent)
 	r := policy.ConfigRef{Kind: k.Kind, Name: k.Name}
 	for _, d := range deps {
 		if d.Reload && d.ByState {
-			rs.strips.remember(d.Workload, r, otherContent, d.Keys)
+			rs.strips.Remember(d.Workload, r, policy.UnrecordedContent, d.Keys)
 		}
 	}
-	rs.rolledOut(k, rec, deps)
+	rs.RolledOut(k, rec, deps)
 }
 
-// rolledOut writes a config's content as fully rolled out, with the per-key values its key-level
+// RolledOut writes a config's content as fully rolled out, with the per-key values its key-level
 // dependents need. A Secret's values are keyed, so this also re-records, under the current key,
 // what an earlier version wrote plain or what was made under a lost key.
 //
@@ -492,17 +522,17 @@ func (rs *records) baseline(k key, rec *configRecord, deps []workload.Dependent)
 // told apart anyway (a workload created, or its marker removed, while no reloader ran:
 // docs/design.md). A first record, a recreation's, and one that re-records a content in
 // another form (under the current hash key, as ours after Collaborne's) are written at once.
-func (rs *records) rolledOut(k key, rec *configRecord, deps []workload.Dependent) {
+func (rs *records) RolledOut(k key, rec *configRecord, deps []workload.Dependent) {
 	skey := rs.names.Config(k)
 	set := rs.store.Set
-	if e, known := rs.store.Get(skey); known && !e.Deleted && rs.content(rec, nil).Match(e.Hash) == policy.Differs && restated(deps) {
+	if e, known := rs.store.Get(skey); known && !e.Deleted && rs.Content(rec, nil).Match(e.Hash) == policy.Differs && restated(deps) {
 		set = rs.store.SetRedundant
 	}
-	set(skey, rec.hash())
+	set(skey, rec.Hash())
 	r := policy.ConfigRef{Kind: k.Kind, Name: k.Name}
 	for _, d := range deps {
 		if d.Stripped && !d.Behind {
-			rs.strips.caughtUp(d.Workload, r, d.Change.Value)
+			rs.strips.CaughtUp(d.Workload, r, d.Change.Value)
 		}
 	}
 	// A per-key entry left from an earlier content would vouch for a key it no longer
@@ -520,7 +550,7 @@ func (rs *records) keysRolledOut(skey string, rec *configRecord, deps []workload
 	for _, d := range deps {
 		for _, dk := range d.Keys {
 			read[state.KeyOf(skey, dk)] = true
-			rs.store.Set(state.KeyOf(skey, dk), rs.keyContent(rec, dk).Value)
+			rs.store.Set(state.KeyOf(skey, dk), rs.KeyContent(rec, dk).Value)
 		}
 	}
 	return read
@@ -536,10 +566,10 @@ func restated(deps []workload.Dependent) bool {
 	return true
 }
 
-// needed has the state write the entries of the configs in ns whose entry, not a marker, says
+// Needed has the state write the entries of the configs in ns whose entry, not a marker, says
 // what a workload runs of them (refs), if rolledOut left them to a later write: the workload
 // is judged by it after a crash too.
-func (rs *records) needed(ns string, refs []policy.ConfigRef) {
+func (rs *records) Needed(ns string, refs []policy.ConfigRef) {
 	for _, r := range refs {
 		rs.store.Need(rs.names.Config(workload.ConfigKey(r, ns)))
 	}

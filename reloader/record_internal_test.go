@@ -58,7 +58,7 @@ func TestAConfigRecordWithoutObjectMetaStillNamesItsConfigToTheCacheAndToEvents(
 	c := &records{annotations: policy.DefaultAnnotations(), hashKey: &HashKey{}}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "team", UID: "u-1", ResourceVersion: "42",
 		Annotations: map[string]string{c.annotations.Ignore: "true", "unrelated": "x"}}, Data: map[string]string{"a": "1"}}
-	obj, err := c.transform(cm)
+	obj, err := c.Transform(cm)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestTheCacheKeepsOfAWorkloadWhatReferencesConfigsAndDropsTheRest(t *testing
 					}}}},
 	}
 	before := policy.UsesOf(&d.DeepCopy().Spec.Template.Spec)
-	obj, _ := c.transform(d)
+	obj, _ := c.Transform(d)
 	got := workload.Unpacked(obj).(*appsv1.Deployment)
 	spec := &got.Spec.Template.Spec
 	if after := policy.UsesOf(spec); len(before) != 3 || !reflect.DeepEqual(after, before) {
@@ -156,11 +156,11 @@ func TestTransformingACachedObjectAgainChangesNothing(t *testing.T) {
 		&corev1.Secret{ObjectMeta: meta, Data: map[string][]byte{"a": []byte("1")}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team", Labels: map[string]string{"in": "yes"}}},
 	} {
-		once, err := c.transform(obj.DeepCopyObject())
+		once, err := c.Transform(obj.DeepCopyObject())
 		if err != nil {
 			t.Fatal(err)
 		}
-		twice, err := c.transform(once.(runtime.Object).DeepCopyObject())
+		twice, err := c.Transform(once.(runtime.Object).DeepCopyObject())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -192,7 +192,7 @@ func TestAPackedWorkloadReadsBackAsTheStrippedObject(t *testing.T) {
 		&batchv1.CronJob{ObjectMeta: om, Spec: batchv1.CronJobSpec{Schedule: "@daily", JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: tmpl}}}},
 		&batchv1.Job{ObjectMeta: om, Spec: batchv1.JobSpec{Template: tmpl}},
 	} {
-		cached, err := c.transform(obj.DeepCopyObject())
+		cached, err := c.Transform(obj.DeepCopyObject())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -263,7 +263,7 @@ func TestAConfigsUIDReadsBackAsWritten(t *testing.T) {
 		{"", false},
 	} {
 		var r configRecord
-		r.setUID(tc.uid)
+		r.SetUID(tc.uid)
 		if got := r.UID(); got != tc.uid {
 			t.Errorf("%q reads back as %q", tc.uid, got)
 		}
@@ -282,22 +282,22 @@ func TestAConfigRecordFitsTheSizeClassOf160BytesAndMakesNoRarePartForAPlainConfi
 	c := &records{annotations: policy.DefaultAnnotations(), hashKey: &HashKey{}}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "team", UID: "0f8e2c1a-5b3d-4e6f-8a9b-1c2d3e4f5a6b",
 		ResourceVersion: "42", Annotations: map[string]string{"unrelated": "x"}}, Data: map[string]string{"a": "1"}}
-	obj, err := c.transform(cm)
+	obj, err := c.Transform(cm)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rec := obj.(*configRecord); rec.rare != nil || rec.Invalid() != "" || rec.Annotations() != nil {
 		t.Errorf("a config with no reloader annotation, a valid content and a UUID has rare fields: %+v", rec.rare)
 	}
-	if rec := obj.(*configRecord); rec.ResourceVersion() != "42" || rec.hash() != confighash.ConfigMap(cm) {
-		t.Errorf("record reads back resourceVersion %q and hash %q, want 42 and %s", rec.ResourceVersion(), rec.hash(), confighash.ConfigMap(cm))
+	if rec := obj.(*configRecord); rec.ResourceVersion() != "42" || rec.Hash() != confighash.ConfigMap(cm) {
+		t.Errorf("record reads back resourceVersion %q and hash %q, want 42 and %s", rec.ResourceVersion(), rec.Hash(), confighash.ConfigMap(cm))
 	}
 }
 
 func TestAResourceVersionReadsBackAsWrittenWhateverItsForm(t *testing.T) {
 	for _, rv := range []string{"0", "42", "18446744073709551615", "", "007", "+1", "abc", "18446744073709551616"} {
 		r := &configRecord{ns: unique.Make("ns")}
-		r.setResourceVersion(rv)
+		r.SetResourceVersion(rv)
 		if got := r.ResourceVersion(); got != rv {
 			t.Errorf("resourceVersion %q reads back %q", rv, got)
 		}

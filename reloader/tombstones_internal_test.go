@@ -27,11 +27,16 @@ func newTombstonesFixture(reloadOnCreate, reloadOnDelete bool) *tombstonesFixtur
 		clock: clocktest.New(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)), after: map[key]time.Duration{}}
 	f.ts = &tombstones{store: f.store.Configs(), names: entrykeys.Names{Single: true}, clock: f.clock, log: slog.New(slog.DiscardHandler),
 		retention: 24 * time.Hour, reloadOnCreate: reloadOnCreate, reloadOnDelete: reloadOnDelete, namespace: "ns",
-		watched:      func(kind string) bool { return kind == policy.KindConfigMap },
-		enqueue:      func(k key) { f.queued = append(f.queued, k) },
-		enqueueAfter: func(k key, d time.Duration) { f.after[k] = d }}
+		watched: f, queue: f}
 	return f
 }
+
+// Watched watches ConfigMaps only.
+func (f *tombstonesFixture) Watched(kind string) bool { return kind == policy.KindConfigMap }
+
+func (f *tombstonesFixture) Add(k key) { f.queued = append(f.queued, k) }
+
+func (f *tombstonesFixture) AddAfter(k key, d time.Duration) { f.after[k] = d }
 
 // What the state keeps of a config that does not exist, in process: its last content while
 // anything references it or for the retention period, none where a recreation must read as a
@@ -75,8 +80,8 @@ func TestATombstoneKeepsWhatARecreationIsJudgedAgainst(t *testing.T) {
 			if tc.age > 0 {
 				f.store.Configs().Tombstone(skey, tc.recorded, f.clock.Now().Add(-tc.age))
 			}
-			f.ts.noteReach(cfg, nil, tc.deps, true)
-			f.ts.settle(cfg, tc.referenced)
+			f.ts.NoteReach(cfg, nil, tc.deps, true)
+			f.ts.Settle(cfg, tc.referenced)
 			e, known := f.store.Configs().Get(skey)
 			switch {
 			case tc.want == nil && known:
@@ -98,14 +103,14 @@ func TestATombstoneAgesFromTheDeletion(t *testing.T) {
 	cfg := key{Kind: policy.KindConfigMap, Namespace: "ns", Name: "app"}
 	skey := f.ts.names.Config(cfg)
 	f.store.Configs().Set(skey, strings.Repeat("a", 40))
-	f.ts.settle(cfg, false)
+	f.ts.Settle(cfg, false)
 	f.clock.Advance(20 * time.Hour)
-	f.ts.settle(cfg, false)
+	f.ts.Settle(cfg, false)
 	if got := f.after[cfg]; got != 4*time.Hour {
 		t.Fatalf("queued again after %v, want the 4h left of the retention", got)
 	}
 	f.clock.Advance(4 * time.Hour)
-	f.ts.settle(cfg, false)
+	f.ts.Settle(cfg, false)
 	if e, known := f.store.Configs().Get(skey); known {
 		t.Fatalf("entry %+v past the retention, want it pruned", e)
 	}
@@ -119,7 +124,7 @@ func TestEveryTombstoneOfAWatchedKindIsQueued(t *testing.T) {
 	f.store.Configs().Tombstone(f.ts.names.Config(key{Kind: policy.KindConfigMap, Namespace: "ns", Name: "app"}), strings.Repeat("a", 40), now)
 	f.store.Configs().Tombstone(f.ts.names.Config(key{Kind: policy.KindSecret, Namespace: "ns", Name: "db"}), "", now) // Secrets not watched
 	f.store.Configs().Set(f.ts.names.Config(key{Kind: policy.KindConfigMap, Namespace: "ns", Name: "live"}), strings.Repeat("b", 40))
-	f.ts.queueAll()
+	f.ts.QueueAll()
 	if len(f.queued) != 1 || f.queued[0] != (key{Kind: policy.KindConfigMap, Namespace: "ns", Name: "app"}) {
 		t.Fatalf("queued %v, want only ConfigMap ns/app", f.queued)
 	}

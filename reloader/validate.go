@@ -11,9 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/reloader/reloader/policy"
-	"github.com/reloader/reloader/reloader/internal/entrykeys"
 	"github.com/reloader/reloader/reloader/workload"
-	"github.com/reloader/reloader/state"
 )
 
 // Change validation: a config whose reloader/validate annotation declares the format of some
@@ -33,8 +31,7 @@ import (
 // (dependents) and reads configs through its cache (lookup).
 type validation struct {
 	underway   sync.Map // config key → *configRecord: its valid content while reloads for it are due
-	store      *state.Configs
-	names      entrykeys.Names
+	records    *records // records a config's first content
 	reports    *reporter
 	log        *slog.Logger
 	counter    *prometheus.CounterVec // reloader_invalid_changes_total, by kind
@@ -89,22 +86,20 @@ func validate(annotations map[string]string, value func(string) ([]byte, bool)) 
 // records every config: that is the content its dependents are taken to run, so the next valid
 // change differs from it and reloads.
 func (v *validation) invalid(k key, rec *configRecord, fresh bool) {
-	if _, known := v.store.Get(v.names.Config(k)); !known {
-		v.store.Set(v.names.Config(k), rec.hash())
-	}
+	v.records.FirstSeen(k, rec)
 	last, stranded := v.stranded(k)
-	msg := "Content " + workload.Short(rec.hash()) + " not rolled out: " + rec.Invalid() + "; no workload is restarted for it"
+	msg := "Content " + workload.Short(rec.Hash()) + " not rolled out: " + rec.Invalid() + "; no workload is restarted for it"
 	if v.webhook {
-		msg = "Content " + workload.Short(rec.hash()) + " not notified: " + rec.Invalid() + "; --webhook-url is not called for it"
+		msg = "Content " + workload.Short(rec.Hash()) + " not notified: " + rec.Invalid() + "; --webhook-url is not called for it"
 	}
 	if len(stranded) > 0 {
-		msg += ". The last valid content, " + workload.Short(last.hash()) + ", was replaced before " + workloadNames(stranded) +
+		msg += ". The last valid content, " + workload.Short(last.Hash()) + ", was replaced before " + workloadNames(stranded) +
 			" reloaded for it and is not rolled out either: a restart would now load content that does not validate"
 	}
 	if v.reports.Warn(rec, string(rec.UID()), "InvalidConfig", msg) && fresh {
 		v.counter.WithLabelValues(k.Kind).Inc()
 		v.log.Warn("config change not rolled out: it does not validate", "kind", k.Kind, "namespace", k.Namespace,
-			"name", k.Name, "hash", workload.Short(rec.hash()), "problem", rec.Invalid(), "stranded", len(stranded))
+			"name", k.Name, "hash", workload.Short(rec.Hash()), "problem", rec.Invalid(), "stranded", len(stranded))
 	}
 	for _, w := range stranded {
 		if v.gates.deferrals.isHeld(w) {

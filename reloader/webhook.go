@@ -50,7 +50,7 @@ func (ws *webhookSync) sync(ctx context.Context, k key) error {
 	e, known := ws.store.Get(skey)
 	var current policy.Content
 	if rec != nil {
-		current = ws.records.content(rec, nil)
+		current = ws.records.Content(rec, nil)
 	}
 	recorded := policy.Recorded{Known: known, Deleted: e.Deleted, Hash: e.Hash}
 	if policy.WebhookDue(rec != nil, current, recorded, ws.reloadOnCreate, ws.reloadOnDelete) {
@@ -61,9 +61,9 @@ func (ws *webhookSync) sync(ctx context.Context, k key) error {
 	}
 	ws.changes.forget(k)
 	if rec == nil {
-		ws.tombstones.settle(k, false)
+		ws.tombstones.Settle(k, false)
 		return nil
 	}
-	ws.store.Set(skey, rec.hash())
+	ws.store.Set(skey, rec.Hash())
 	return nil
 }
