@@ -2,6 +2,7 @@ package reloader
 
 import (
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/configs"
 	"github.com/reloader/reloader/reloader/workload"
 )
 
@@ -108,7 +109,7 @@ func (c *Controller) openWindows(due []key, fresh bool) {
 // never shrink, small. Entries of configs deleted while the reloader was down become tombstones.
 func (c *Controller) startupPass() {
 	if !c.opts.IgnoreSecrets {
-		ReportStateHashes(c.state.Configs(), c.opts.HashKey.key.ID(), c.log)
+		configs.ReportStateHashes(c.state.Configs(), c.opts.HashKey.key.ID(), c.log)
 	}
 	live := map[string]bool{}
 	for kind, inf := range c.caches.configs {
@@ -122,14 +123,14 @@ func (c *Controller) startupPass() {
 			switch {
 			case known && !e.Deleted && e.Hash == r.Hash():
 			case !known && spare && c.caches.allowed(k.Namespace):
-				c.state.Configs().Set(skey, r.Hash())
+				c.records.FirstSeen(k, r)
 			default:
 				c.strips.unsure(k, c.rule.dependents(k, r))
 				c.backlog.add(k)
 			}
 		}
 	}
-	if n := c.state.Configs().TombstoneMissing(func(k string) bool { return live[k] }, c.opts.Clock.Now()); n > 0 {
+	if n := c.tombstones.Missing(func(k string) bool { return live[k] }); n > 0 {
 		c.log.Info("configs deleted while the reloader was down", "entries", n)
 	}
 	c.tombstones.QueueAll()
@@ -141,6 +142,6 @@ func (c *Controller) startupPass() {
 // needed at a restart. It reports the mark.
 func (c *Controller) markSpare(k key, unread bool) bool {
 	spare := unread && !c.caches.referenced(k)
-	c.state.Configs().SetSpare(c.names.Config(k), spare)
+	c.records.MarkSpare(k, spare)
 	return spare
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/reloader/reloader/coalesce"
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/configs"
 	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
@@ -27,7 +28,7 @@ type events struct {
 	decisiveAnnotations []string
 
 	caches          *caches
-	records         *records
+	records         *configs.Records
 	changes         *changeLog
 	entered         *enteredConfigs
 	reports         *reporter

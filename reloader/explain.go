@@ -11,6 +11,7 @@ import (
 
 	"github.com/reloader/reloader/coalesce"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/configs"
 	"github.com/reloader/reloader/reloader/internal/entrykeys"
 	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
@@ -127,7 +128,7 @@ type Explainer struct {
 	store           *state.Configs
 	names           entrykeys.Names
 	rule            *rule
-	records         *records
+	records         *configs.Records
 	gates           *gates
 	planner         *planner
 	annotationCheck *annotationCheck

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/configs"
 	"github.com/reloader/reloader/reloader/internal/entrykeys"
 	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
@@ -19,7 +20,7 @@ type rule struct {
 	strategy                       string
 	reloadOnCreate, reloadOnDelete bool
 	caches                         *caches
-	records                        *records
+	records                        *configs.Records
 	store                          *state.Configs
 	names                          entrykeys.Names
 	tracker                        *tracker  // holds: reloads rolled back

@@ -8,9 +8,9 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/configs"
 	"github.com/reloader/reloader/reloader/workload"
 )
 
@@ -30,8 +30,8 @@ import (
 // whose pods read such content. It judges dependents through the controller's rule
 // (dependents) and reads configs through its cache (lookup).
 type validation struct {
-	underway   sync.Map // config key → *configRecord: its valid content while reloads for it are due
-	records    *records // records a config's first content
+	underway   sync.Map         // config key → *configRecord: its valid content while reloads for it are due
+	records    *configs.Records // records a config's first content
 	reports    *reporter
 	log        *slog.Logger
 	counter    *prometheus.CounterVec // reloader_invalid_changes_total, by kind
@@ -41,40 +41,6 @@ type validation struct {
 	lookup     func(k key) *configRecord
 	watched    func(configKind string) bool
 	webhook    bool // --webhook-url: a change calls the URL instead of restarting workloads
-}
-
-// validateConfigMap describes the first declared key of cm that does not parse, or "".
-func validateConfigMap(cm *corev1.ConfigMap) string {
-	return validate(cm.Annotations, func(k string) ([]byte, bool) {
-		if v, ok := cm.Data[k]; ok {
-			return []byte(v), true
-		}
-		v, ok := cm.BinaryData[k]
-		return v, ok
-	})
-}
-
-// validateSecret describes the first declared key of s that does not parse, or "". The
-// description never holds the value.
-func validateSecret(s *corev1.Secret) string {
-	return validate(s.Annotations, func(k string) ([]byte, bool) {
-		v, ok := s.Data[k]
-		return v, ok
-	})
-}
-
-// validate reads the annotation; one that does not parse is itself the problem, so that a typo
-// in it holds changes back rather than letting unchecked content through.
-func validate(annotations map[string]string, value func(string) ([]byte, bool)) string {
-	spec, ok := annotations[policy.ValidateAnnotation]
-	if !ok {
-		return ""
-	}
-	formats, err := policy.ParseFormats(spec)
-	if err != nil {
-		return err.Error()
-	}
-	return policy.Validate(formats, value)
 }
 
 // invalid handles a config sync of a record that failed validation: one Warning per content,

@@ -4,13 +4,13 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
-	"unique"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/reloader/reloader/confighash"
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/configs"
 	"github.com/reloader/reloader/reloader/workload"
 )
 
@@ -26,7 +26,7 @@ type validationFixture struct {
 func newValidationFixture() *validationFixture {
 	store := newStore(nil, "ns", "reloader-state", slog.New(slog.DiscardHandler))
 	f := &validationFixture{gatesFixture: newGatesFixture(store), configs: map[key]*configRecord{}, due: map[string][]key{}}
-	f.v = &validation{records: &records{store: store.Configs(), names: f.g.names}, reports: f.g.reports, log: f.g.log, counter: metrics.New("test").InvalidChanges,
+	f.v = &validation{records: configs.NewRecords(policy.Annotations{}, nil, store.Configs(), f.g.names, nil), reports: f.g.reports, log: f.g.log, counter: metrics.New("test").InvalidChanges,
 		gates: f.g, enqueue: f.g.enqueue, lookup: func(k key) *configRecord { return f.configs[k] },
 		watched: func(string) bool { return true },
 		dependents: func(_ key, rec *configRecord) []workload.Dependent {
@@ -40,9 +40,7 @@ func newValidationFixture() *validationFixture {
 }
 
 func configMapRecord(hash, invalid string) *configRecord {
-	content, _ := confighash.Pack(strings.Repeat(hash, 40))
-	r := &configRecord{kind: recordConfigMap, Name: "app", ns: unique.Make("ns"), content: content}
-	r.SetUID("cm-uid")
+	r := configs.NewRecord(policy.KindConfigMap, &metav1.ObjectMeta{Name: "app", Namespace: "ns", UID: "cm-uid"}, strings.Repeat(hash, 40))
 	r.SetInvalid(invalid)
 	return r
 }

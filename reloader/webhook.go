@@ -6,6 +6,7 @@ import (
 
 	"github.com/reloader/reloader/alert"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/configs"
 	"github.com/reloader/reloader/reloader/internal/entrykeys"
 	"github.com/reloader/reloader/state"
 )
@@ -24,8 +25,8 @@ type webhookSync struct {
 	changes                        *changeLog
 	store                          *state.Configs
 	names                          entrykeys.Names
-	records                        *records
-	tombstones                     *tombstones
+	records                        *configs.Records
+	tombstones                     *configs.Tombstones
 	validation                     *validation
 	log                            *slog.Logger
 }
@@ -64,6 +65,6 @@ func (ws *webhookSync) sync(ctx context.Context, k key) error {
 		ws.tombstones.Settle(k, false)
 		return nil
 	}
-	ws.store.Set(skey, rec.Hash())
+	ws.records.Write(k, rec)
 	return nil
 }

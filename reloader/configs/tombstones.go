@@ -1,4 +1,4 @@
-package reloader
+package configs
 
 import (
 	"context"
@@ -14,11 +14,11 @@ import (
 	"github.com/reloader/reloader/state"
 )
 
-// tombstones is the part that keeps the state entry of a config that does not exist: its last
+// Tombstones is the part that keeps the state entry of a config that does not exist: its last
 // content, so that a recreation is judged against it, or none with --reload-on-create and
 // --reload-on-delete; and that prunes it once nothing references the config for the retention
 // period.
-type tombstones struct {
+type Tombstones struct {
 	store                          *state.Configs
 	names                          entrykeys.Names
 	clock                          coalesce.Clock
@@ -28,8 +28,29 @@ type tombstones struct {
 	namespace                      string // --namespace: the namespace of an entry that names none
 	watched                        Watched
 	queue                          Queue
-	// unreached: config key → bool, whether a deletion could not reach a dependent (noteReach).
+	// unreached: config key → bool, whether a deletion could not reach a dependent (NoteReach).
 	unreached sync.Map
+}
+
+// TombstoneDeps is what Tombstones needs: the config entries, and the options and parts of the
+// rest of the reloader it reads.
+type TombstoneDeps struct {
+	Store                          *state.Configs
+	Names                          entrykeys.Names
+	Clock                          coalesce.Clock
+	Log                            *slog.Logger
+	Retention                      time.Duration // --tombstone-retention
+	ReloadOnCreate, ReloadOnDelete bool
+	Namespace                      string // --namespace: the namespace of an entry that names none
+	Watched                        Watched
+	Queue                          Queue
+}
+
+// NewTombstones returns the tombstones of the config entries in d.Store.
+func NewTombstones(d TombstoneDeps) *Tombstones {
+	return &Tombstones{store: d.Store, names: d.Names, clock: d.Clock, log: d.Log, retention: d.Retention,
+		reloadOnCreate: d.ReloadOnCreate, reloadOnDelete: d.ReloadOnDelete, namespace: d.Namespace,
+		watched: d.Watched, queue: d.Queue}
 }
 
 // Queue is the controller's workqueue: a config key to sync now, or after a while.
@@ -46,8 +67,8 @@ type Watched interface {
 // Settle keeps a tombstone for a config that does not exist: its last content, so that a
 // recreation is judged against it, or none. It is pruned once nothing references the config for
 // the retention period. A config whose deletion could not reach a dependent keeps its content
-// (noteReach).
-func (ts *tombstones) Settle(k key, referenced bool) {
+// (NoteReach).
+func (ts *Tombstones) Settle(k workload.Key, referenced bool) {
 	unreached, _ := ts.unreached.Load(k)
 	untouched := unreached == true
 	skey := ts.names.Config(k)
@@ -87,7 +108,7 @@ func (ts *tombstones) Settle(k key, referenced bool) {
 // workload without a marker that existed then ran it, and with --reload-on-delete is reloaded
 // for the deletion; one created later never read it (policy.Reload). Seen deleted again before
 // its recreation was recorded, its tombstone takes the new time.
-func (ts *tombstones) Deleted(k key) {
+func (ts *Tombstones) Deleted(k workload.Key) {
 	skey, now := ts.names.Config(k), ts.clock.Now()
 	switch e, known := ts.store.Get(skey); {
 	case !known:
@@ -108,7 +129,7 @@ func (ts *tombstones) Deleted(k key) {
 // policy.UnrecordedContent where unseen (policy.UnseenOnEntry) and the state holds a content of
 // it, so that its recreation reloads a dependent without a marker; else deleted does, as for a
 // deletion seen.
-func (ts *tombstones) Entered(k key, unseen bool) {
+func (ts *Tombstones) Entered(k workload.Key, unseen bool) {
 	skey := ts.names.Config(k)
 	e, known := ts.store.Get(skey)
 	if !known || e.Hash == "" || !unseen {
@@ -119,8 +140,14 @@ func (ts *tombstones) Entered(k key, unseen bool) {
 		"namespace", k.Namespace, "name", k.Name)
 }
 
+// Missing tombstones, now, the config entries that are not live (by their state keys): their
+// configs were deleted while no reloader ran. It returns how many it tombstoned.
+func (ts *Tombstones) Missing(live func(skey string) bool) int {
+	return ts.store.TombstoneMissing(live, ts.clock.Now())
+}
+
 // QueueAll queues the config of every tombstone, to settle or prune it.
-func (ts *tombstones) QueueAll() {
+func (ts *Tombstones) QueueAll() {
 	for skey := range ts.store.Tombstones() {
 		kind, ns, name, ok := state.ParseKey(skey)
 		if !ok {
@@ -130,14 +157,14 @@ func (ts *tombstones) QueueAll() {
 			ns = ts.namespace
 		}
 		if ts.watched.Watched(kind) {
-			ts.queue.Add(key{Kind: kind, Namespace: ns, Name: name})
+			ts.queue.Add(workload.Key{Kind: kind, Namespace: ns, Name: name})
 		}
 	}
 }
 
 // Sweep re-queues the tombstones now and then, so those whose last reference went
 // are pruned after the retention period.
-func (ts *tombstones) Sweep(ctx context.Context) {
+func (ts *Tombstones) Sweep(ctx context.Context) {
 	t := time.NewTicker(min(ts.retention, time.Hour))
 	defer t.Stop()
 	for {
@@ -156,7 +183,7 @@ func (ts *tombstones) Sweep(ctx context.Context) {
 // keeps the content, so that a recreation with other content reloads that one. A dependent the
 // deletion reached carries a marker saying so, so a later process tells the two apart. In
 // memory only.
-func (ts *tombstones) NoteReach(k key, rec *configRecord, deps []workload.Dependent, fresh bool) {
+func (ts *Tombstones) NoteReach(k workload.Key, rec *Record, deps []workload.Dependent, fresh bool) {
 	if rec != nil {
 		ts.unreached.Delete(k)
 		return
