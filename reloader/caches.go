@@ -31,8 +31,8 @@ type caches struct {
 	ignoredSecretTypes []string
 }
 
-// watched reports whether configs of this kind are watched (--resources-to-ignore).
-func (c *caches) watched(kind string) bool { _, ok := c.configs[kind]; return ok }
+// Watched reports whether configs of this kind are watched (--resources-to-ignore).
+func (c *caches) Watched(kind string) bool { _, ok := c.configs[kind]; return ok }
 
 // lookup returns the cached record of a config, or nil if it does not exist (or is not watched).
 func (c *caches) lookup(k key) *configRecord {
@@ -89,7 +89,7 @@ func (c *caches) indexKeys(k *workloadKind, obj any) []key {
 // configsOf passes to add the key of every watched config the workload may reload on.
 func (c *caches) configsOf(k *workloadKind, obj any, add func(key)) {
 	for _, ck := range c.indexKeys(k, obj) {
-		if c.watched(ck.Kind) && ck.Name != "" {
+		if c.Watched(ck.Kind) && ck.Name != "" {
 			add(ck)
 		}
 	}
@@ -135,13 +135,13 @@ func (c *caches) allowed(ns string) bool {
 func (c *caches) missingNamed(pol policy.Policy, ns string) []string {
 	var out []string
 	for _, r := range pol.Named() {
-		if c.watched(r.Kind) && c.lookup(workload.ConfigKey(r, ns)) == nil {
+		if c.Watched(r.Kind) && c.lookup(workload.ConfigKey(r, ns)) == nil {
 			out = append(out, fmt.Sprintf("%s %q named in a reload annotation does not exist%s", r.Kind, r.Name, c.unseenWhy(r.Kind)))
 		}
 	}
 	matched := c.matchedByPattern(pol, ns)
 	for _, p := range pol.Patterns() {
-		if !c.watched(p.Kind) || slices.ContainsFunc(matched, func(r policy.ConfigRef) bool { return p.Matches(r) }) {
+		if !c.Watched(p.Kind) || slices.ContainsFunc(matched, func(r policy.ConfigRef) bool { return p.Matches(r) }) {
 			continue
 		}
 		if lower, ok := policy.CaseSlip(p.Item); ok {

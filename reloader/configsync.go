@@ -2,6 +2,7 @@ package reloader
 
 import (
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/configs"
 	"github.com/reloader/reloader/reloader/workload"
 )
 
@@ -30,10 +31,10 @@ func (c *Controller) syncConfig(k key) error {
 	}
 	c.validation.valid(rec)
 	if rec == nil && fresh {
-		c.tombstones.deleted(k) // before judging: the time says which dependents ran the content
+		c.tombstones.Deleted(k) // before judging: the time says which dependents ran the content
 	}
 	if rec == nil && entered {
-		c.tombstones.entered(k, policy.UnseenOnEntry(left, c.rule.created(k)))
+		c.tombstones.Entered(k, policy.UnseenOnEntry(left, c.rule.created(k)))
 	}
 	deps := c.rule.dependents(k, rec)
 	if rec != nil && c.strips.reappeared(k, deps) {
@@ -43,7 +44,7 @@ func (c *Controller) syncConfig(k key) error {
 	c.markSpare(k, len(deps) == 0)
 	c.tracker.liftStale(deps)
 	c.strips.watchDue(k, deps)
-	c.tombstones.noteReach(k, rec, deps, fresh)
+	c.tombstones.NoteReach(k, rec, deps, fresh)
 	c.gates.wake(deps) // gates.go
 	var due []key
 	scanned, matched := map[string]int{}, map[string]int{}
@@ -62,12 +63,12 @@ func (c *Controller) syncConfig(k key) error {
 		c.jobs.WakeHeld(k.Namespace) // reloader/jobs
 	}
 	if len(due) > 0 {
-		c.records.baseline(k, rec, deps)
+		c.records.Baseline(k, rec, deps)
 		c.validation.rollingOut(k, rec) // validate.go
 		if fresh {
 			c.metrics.Changes.WithLabelValues(k.Kind).Inc()
 			c.log.Info("config changed", "kind", k.Kind, "namespace", k.Namespace, "name", k.Name,
-				"hash", workload.Short(rec.hash()), "dependents", len(due))
+				"hash", workload.Short(rec.Hash()), "dependents", len(due))
 		}
 		c.openWindows(due, fresh)
 		return nil
@@ -81,10 +82,10 @@ func (c *Controller) syncConfig(k key) error {
 	c.changes.forget(k)
 	c.validation.forget(k)
 	if rec != nil {
-		c.records.rolledOut(k, rec, deps)
+		c.records.RolledOut(k, rec, deps)
 		return nil
 	}
-	c.tombstones.settle(k, len(deps) > 0 || c.caches.referenced(k))
+	c.tombstones.Settle(k, len(deps) > 0 || c.caches.referenced(k))
 	return nil
 }
 
@@ -108,7 +109,7 @@ func (c *Controller) openWindows(due []key, fresh bool) {
 // never shrink, small. Entries of configs deleted while the reloader was down become tombstones.
 func (c *Controller) startupPass() {
 	if !c.opts.IgnoreSecrets {
-		reportStateHashes(c.state.Configs(), c.opts.HashKey.key.ID(), c.log)
+		configs.ReportStateHashes(c.state.Configs(), c.opts.HashKey.key.ID(), c.log)
 	}
 	live := map[string]bool{}
 	for kind, inf := range c.caches.configs {
@@ -120,19 +121,19 @@ func (c *Controller) startupPass() {
 			e, known := c.state.Configs().Get(skey)
 			spare := c.markSpare(k, true)
 			switch {
-			case known && !e.Deleted && e.Hash == r.hash():
+			case known && !e.Deleted && e.Hash == r.Hash():
 			case !known && spare && c.caches.allowed(k.Namespace):
-				c.state.Configs().Set(skey, r.hash())
+				c.records.FirstSeen(k, r)
 			default:
 				c.strips.unsure(k, c.rule.dependents(k, r))
 				c.backlog.add(k)
 			}
 		}
 	}
-	if n := c.state.Configs().TombstoneMissing(func(k string) bool { return live[k] }, c.opts.Clock.Now()); n > 0 {
+	if n := c.tombstones.Missing(func(k string) bool { return live[k] }); n > 0 {
 		c.log.Info("configs deleted while the reloader was down", "entries", n)
 	}
-	c.tombstones.queueAll()
+	c.tombstones.QueueAll()
 }
 
 // markSpare tells the state whether config k is spare: no workload reads or names it (unread:
@@ -141,6 +142,6 @@ func (c *Controller) startupPass() {
 // needed at a restart. It reports the mark.
 func (c *Controller) markSpare(k key, unread bool) bool {
 	spare := unread && !c.caches.referenced(k)
-	c.state.Configs().SetSpare(c.names.Config(k), spare)
+	c.records.MarkSpare(k, spare)
 	return spare
 }

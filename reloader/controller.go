@@ -36,6 +36,7 @@ import (
 	"github.com/reloader/reloader/internal/kube"
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/configs"
 	"github.com/reloader/reloader/reloader/internal/entrykeys"
 	"github.com/reloader/reloader/reloader/internal/report"
 	"github.com/reloader/reloader/reloader/jobs"
@@ -161,26 +162,26 @@ type Controller struct {
 	reports   *reporter
 
 	// The parts, each with its own file.
-	rule            *rule             // the facts of a workload and a config, and the decision (judge.go)
-	records         *records          // what a config is: its record and content values (record.go)
-	notes           *notes            // what pods run that no marker says, from events (notes.go)
-	strips          *strips           // what workloads run without a marker (strips.go)
-	restarts        *restarts         // what each workload's last restart may have given its pods unseen (unseen.go)
-	validation      *validation       // content that does not validate is not rolled out (validate.go)
-	gates           *gates            // reloads held by their gate (gates.go)
-	lag             *lagCheck         // a config cache behind the workload cache (lag.go)
-	tracker         *tracker          // follows reloads to the end of their rollouts (track.go)
-	rollouts        rollouts          // the sync of a rollout key (rollouts.go)
-	planner         *planner          // what is due of a workload, and what holds it (planner.go)
-	explainer       *Explainer        // reloader explain: what the sync would do, and why (explain.go)
-	jobs            *jobs.Runs        // a Job run again: deleted, created again (reloader/jobs)
-	outcomes        *outcomes         // how each reload's patch ended, told (outcomes.go)
-	tombstones      *tombstones       // entries of configs that do not exist (tombstones.go)
-	entries         *workloadEntries  // holds and strips of each workload in the state (workloadentries.go)
-	annotationCheck *annotationCheck  // malformed or dangling reload annotations, said once (annotationcheck.go)
-	webhook         *webhookSync      // with --webhook-url, the config sync (webhook.go)
-	suspensions     *jobs.Suspensions // no Job for a suspended CronJob until its resume (reloader/jobs)
-	rehearsal       *rehearsal        // with --dry-run, what is reported instead of done (dryrun.go)
+	rule            *rule               // the facts of a workload and a config, and the decision (judge.go)
+	records         *configs.Records    // what a config is: its record, content values and entries
+	notes           *notes              // what pods run that no marker says, from events (notes.go)
+	strips          *strips             // what workloads run without a marker (strips.go)
+	restarts        *restarts           // what each workload's last restart may have given its pods unseen (unseen.go)
+	validation      *validation         // content that does not validate is not rolled out (validate.go)
+	gates           *gates              // reloads held by their gate (gates.go)
+	lag             *lagCheck           // a config cache behind the workload cache (lag.go)
+	tracker         *tracker            // follows reloads to the end of their rollouts (track.go)
+	rollouts        rollouts            // the sync of a rollout key (rollouts.go)
+	planner         *planner            // what is due of a workload, and what holds it (planner.go)
+	explainer       *Explainer          // reloader explain: what the sync would do, and why (explain.go)
+	jobs            *jobs.Runs          // a Job run again: deleted, created again (reloader/jobs)
+	outcomes        *outcomes           // how each reload's patch ended, told (outcomes.go)
+	tombstones      *configs.Tombstones // entries of configs that do not exist
+	entries         *workloadEntries    // holds and strips of each workload in the state (workloadentries.go)
+	annotationCheck *annotationCheck    // malformed or dangling reload annotations, said once (annotationcheck.go)
+	webhook         *webhookSync        // with --webhook-url, the config sync (webhook.go)
+	suspensions     *jobs.Suspensions   // no Job for a suspended CronJob until its resume (reloader/jobs)
+	rehearsal       *rehearsal          // with --dry-run, what is reported instead of done (dryrun.go)
 
 	ready atomic.Bool
 	busy  atomic.Int32 // workers inside a sync
@@ -240,7 +241,7 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 	}
 	c.opts.HashKey.runOnly, _ = HashKeyOf(newHashKeySecret(""))
 	c.strips = newStrips(c.state.Kind(entrykeys.StripPrefix), c.names)
-	c.records = &records{annotations: opts.Annotations, hashKey: &c.opts.HashKey, store: c.state.Configs(), names: c.names, strips: c.strips}
+	c.records = configs.NewRecords(opts.Annotations, &c.opts.HashKey, c.state.Configs(), c.names, c.strips)
 	c.state.OnWrite = c.metrics.ObserveStateWrite
 	if opts.stateBudget > 0 {
 		state.SetBudget(c.state, opts.stateBudget)
@@ -266,18 +267,18 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 	c.annotationCheck = &annotationCheck{annotations: opts.Annotations, gate: opts.Gate, follow: opts.Follow, caches: c.caches, reports: c.reports, log: c.log, ready: c.ready.Load}
 	c.entries = &workloadEntries{annotations: opts.Annotations, caches: c.caches,
 		store: c.state.Kind(entrykeys.HoldPrefix, entrykeys.StripPrefix, entrykeys.RollbackReadPrefix), names: c.names}
-	c.tombstones = &tombstones{store: c.state.Configs(), names: c.names, clock: opts.Clock, log: c.log, retention: opts.TombstoneRetention,
-		reloadOnCreate: opts.ReloadOnCreate, reloadOnDelete: opts.ReloadOnDelete, namespace: opts.Namespace,
-		watched: c.caches.watched, enqueue: c.queue.Add, enqueueAfter: c.queue.AddAfter}
+	c.tombstones = configs.NewTombstones(configs.TombstoneDeps{Store: c.state.Configs(), Names: c.names, Clock: opts.Clock, Log: c.log,
+		Retention: opts.TombstoneRetention, ReloadOnCreate: opts.ReloadOnCreate, ReloadOnDelete: opts.ReloadOnDelete,
+		Namespace: opts.Namespace, Watched: c.caches, Queue: c.queue})
 	c.suspensions = jobs.NewSuspensions(c.reports, c.log)
 	c.rehearsal = newRehearsal(c.reports, c.metrics, c.log, opts.Clock.Now)
 	if opts.DryRun {
 		c.rule.rehearsed = c.rehearsal.view
 	}
 	c.lag = &lagCheck{store: c.state.Configs(), names: c.names, lookup: c.caches.lookup, live: liveVersion(clients)}
-	c.validation = &validation{store: c.state.Configs(), names: c.names, reports: c.reports, log: c.log, counter: c.metrics.InvalidChanges,
+	c.validation = &validation{records: c.records, reports: c.reports, log: c.log, counter: c.metrics.InvalidChanges,
 		gates: c.gates, enqueue: c.queue.Add, dependents: c.rule.dependents, lookup: c.caches.lookup,
-		watched: c.caches.watched, webhook: opts.Webhook.URL != ""}
+		watched: c.caches.Watched, webhook: opts.Webhook.URL != ""}
 	c.rehearsal.validation, c.rehearsal.gates = c.validation, c.gates
 	c.planner = &planner{rule: c.rule, caches: c.caches, gates: c.gates, validation: c.validation, clock: opts.Clock}
 	c.explainer = &Explainer{annotations: opts.Annotations, namespace: opts.Namespace, clock: opts.Clock, caches: c.caches,
@@ -373,7 +374,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	if c.opts.Alerts != nil && !c.opts.DryRun {
 		go c.opts.Alerts.Run(workCtx)
 	}
-	go c.tombstones.sweep(workCtx)
+	go c.tombstones.Sweep(workCtx)
 	noted := make(chan struct{}) // closed once the note that stakater's variables were compared is done
 	if c.opts.DryRun {
 		go c.rehearsal.endStakaterComparison(workCtx, c.drained, &c.stakater)

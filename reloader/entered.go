@@ -9,7 +9,7 @@ import (
 // their next sync in the selection: while the namespace was out no reloader judged them, as
 // before a start, so that sync takes what the state notes of their dependents as a start does
 // (strips.unsure), and a config found deleted then may have had contents the state never saw
-// (tombstones.entered). It also keeps when each namespace was seen leaving the selection.
+// (configs.Tombstones.Entered). It also keeps when each namespace was seen leaving the selection.
 type enteredConfigs struct {
 	mu   sync.Mutex
 	m    map[key]time.Time // config → when its namespace left (zero: not seen)

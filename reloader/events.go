@@ -10,6 +10,7 @@ import (
 	"github.com/reloader/reloader/coalesce"
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/configs"
 	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
@@ -27,7 +28,7 @@ type events struct {
 	decisiveAnnotations []string
 
 	caches          *caches
-	records         *records
+	records         *configs.Records
 	changes         *changeLog
 	entered         *enteredConfigs
 	reports         *reporter
@@ -61,9 +62,9 @@ func (e *events) watchConfigs(kind string, inf cache.SharedIndexInformer) error 
 		UpdateFunc: func(old, obj any) {
 			k := objectKey(kind, obj)
 			e.metrics.Stakater.ConfigEvent("update", kind, e.caches.allowed(k.Namespace))
-			if before, after := old.(*configRecord), obj.(*configRecord); before.content != after.content {
+			if before, after := old.(*configRecord), obj.(*configRecord); !before.SameContent(after) {
 				e.strips.configChanged(k, func(keys []string) bool {
-					return e.records.content(before, keys).Value == e.records.content(after, keys).Value
+					return e.records.Content(before, keys).Value == e.records.Content(after, keys).Value
 				})
 				e.notes.configChanged(k, after)
 				e.changes.observe(k, e.clock.Now())
@@ -173,7 +174,7 @@ func (e *events) workloadChanged(k *workloadKind, obj any, initial bool) {
 		return
 	}
 	for r, u := range policy.UsesOf(&tmpl.Spec) {
-		if e.caches.watched(r.Kind) && len(u.Keys) > 0 {
+		if e.caches.Watched(r.Kind) && len(u.Keys) > 0 {
 			add(workload.ConfigKey(r, meta.GetNamespace()))
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/reloader/reloader/coalesce"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/configs"
 	"github.com/reloader/reloader/reloader/internal/entrykeys"
 	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
@@ -127,7 +128,7 @@ type Explainer struct {
 	store           *state.Configs
 	names           entrykeys.Names
 	rule            *rule
-	records         *records
+	records         *configs.Records
 	gates           *gates
 	planner         *planner
 	annotationCheck *annotationCheck
@@ -190,7 +191,7 @@ func (x *Explainer) Explain(ctx context.Context, q Query) (Explanation, error) {
 
 // unjudged is config r of w as the sync does not judge it: w does not reload on it.
 func (x *Explainer) unjudged(w workloadView, r policy.ConfigRef) pair {
-	return pair{ref: r, watched: x.caches.watched(r.Kind), rec: x.caches.lookup(workload.ConfigKey(r, w.Key.Namespace))}
+	return pair{ref: r, watched: x.caches.Watched(r.Kind), rec: x.caches.lookup(workload.ConfigKey(r, w.Key.Namespace))}
 }
 
 // explainPair is one config of w as the plan judged it.
@@ -201,7 +202,7 @@ func (x *Explainer) explainPair(w workloadView, p plan, pr pair) Config {
 		out.Invalid = pr.rec.Invalid()
 		want, _, ok := x.rule.wanted(w, pr.ref, pr.rec)
 		if !ok {
-			want = x.records.content(pr.rec, nil)
+			want = x.records.Content(pr.rec, nil)
 		}
 		out.Hash = workload.Short(want.Value)
 	}

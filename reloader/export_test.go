@@ -19,7 +19,7 @@ var ErrStale = workload.ErrStale
 // the cache holds d: a test's stand-in for a cache that has not shown a later change yet.
 func (c *Controller) JudgeRolloutAsCached(ctx context.Context, d *appsv1.Deployment) error {
 	kind := c.caches.kinds["Deployment"]
-	obj, err := c.records.transform(d.DeepCopy())
+	obj, err := c.records.Transform(d.DeepCopy())
 	if err != nil {
 		return err
 	}
@@ -32,7 +32,7 @@ func (c *Controller) JudgeRolloutAsCached(ctx context.Context, d *appsv1.Deploym
 
 // Recorded is the content the state holds in memory under a config's entry key ("" for none or
 // a tombstone). A change every dependent's marker holds is written with the state's next write
-// only (records.rolledOut), so the ConfigMap may still show the content before.
+// only (configs.Records.RolledOut), so the ConfigMap may still show the content before.
 func (c *Controller) Recorded(key string) string {
 	e, ok := c.state.Configs().Get(key)
 	if !ok || e.Deleted {

@@ -304,7 +304,7 @@ func closedWindow() string {
 }
 
 // stoppedEntry stops r and returns key's entry in the state. A change whose every dependent's
-// marker holds it is written at the latest by the stop (records.rolledOut), so after a stop the
+// marker holds it is written at the latest by the stop (configs.Records.RolledOut), so after a stop the
 // entry shows whether the controller judged the change and found nothing left to reload.
 func stoppedEntry(t *testing.T, r *running, ns, key string) string {
 	t.Helper()

@@ -28,16 +28,16 @@ func (c *Controller) buildInformers() error {
 	c.caches.configs = map[string]cache.SharedIndexInformer{}
 	if !c.opts.IgnoreConfigMaps {
 		c.caches.configs[policy.KindConfigMap] = kube.NewInformer[*corev1.ConfigMapList](c.clients.Link, c.clients.ConfigMaps(ns), &corev1.ConfigMap{},
-			func(o *metav1.ListOptions) { bySelector(o); o.FieldSelector = notState }, c.records.transform)
+			func(o *metav1.ListOptions) { bySelector(o); o.FieldSelector = notState }, c.records.Transform)
 	}
 	if !c.opts.IgnoreSecrets {
 		byType := excludeSecretTypes(c.opts.IgnoreSecretTypes)
 		c.caches.configs[policy.KindSecret] = kube.NewInformer[*corev1.SecretList](c.clients.Link, c.clients.Secrets(ns), &corev1.Secret{},
-			func(o *metav1.ListOptions) { bySelector(o); o.FieldSelector = byType }, c.records.transform)
+			func(o *metav1.ListOptions) { bySelector(o); o.FieldSelector = byType }, c.records.Transform)
 	}
 	c.caches.kinds = map[string]*workloadKind{}
 	if c.opts.Webhook.URL == "" { // --webhook-url reloads nothing, so it watches no workload
-		c.caches.kinds = selectKinds(c.opts, c.clients, c.records.transform, c.opts.HashKey.noteKey)
+		c.caches.kinds = selectKinds(c.opts, c.clients, c.records.Transform, c.opts.HashKey.noteKey)
 		if k := c.caches.kinds["Job"]; k != nil {
 			c.jobs = jobs.NewRuns(jobs.Deps{API: jobsAPI{c.clients}, Notes: jobNotes{c}, Key: c.opts.HashKey.noteKey, Scope: c.opts,
 				Planner: c.planner, Queue: c.queue, Cache: k, Reports: c.reports, Metrics: c.metrics, Log: c.log})
@@ -64,7 +64,7 @@ func (c *Controller) buildInformers() error {
 		}
 	}
 	if c.opts.NamespaceSelector != nil {
-		c.caches.namespaces = kube.NewInformer[*corev1.NamespaceList](c.clients.Link, c.clients.Namespaces(), &corev1.Namespace{}, kube.NoTweak, c.records.transform)
+		c.caches.namespaces = kube.NewInformer[*corev1.NamespaceList](c.clients.Link, c.clients.Namespaces(), &corev1.Namespace{}, kube.NoTweak, c.records.Transform)
 		if err := e.watchNamespaces(c.caches.namespaces); err != nil {
 			return err
 		}

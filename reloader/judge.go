@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/configs"
 	"github.com/reloader/reloader/reloader/internal/entrykeys"
 	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
@@ -19,7 +20,7 @@ type rule struct {
 	strategy                       string
 	reloadOnCreate, reloadOnDelete bool
 	caches                         *caches
-	records                        *records
+	records                        *configs.Records
 	store                          *state.Configs
 	names                          entrykeys.Names
 	tracker                        *tracker  // holds: reloads rolled back
@@ -115,7 +116,7 @@ func (ru *rule) pairFacts(w workloadView, r policy.ConfigRef, rec *configRecord)
 func (ru *rule) configFacts(f *policy.PairFacts, w workloadView, rec *configRecord) {
 	f.Ignored = ru.annotations.Ignores(rec.Annotations())
 	f.Invalid = rec.Invalid() != ""
-	f.Whole = ru.records.content(rec, nil)
+	f.Whole = ru.records.Content(rec, nil)
 	f.NoneOfKeys = f.Keys != nil && holdsNoneOf(rec)(f.Keys)
 	f.Collaborne = policy.CollaborneMarker(w.Tmpl, f.Ref, rec.Collaborne.String())
 	f.Strip = ru.strips.marker(w.Key, f.Ref, f.Want.Value)
@@ -158,10 +159,10 @@ func (ru *rule) wanted(w workloadView, r policy.ConfigRef, rec *configRecord) (w
 		return want, keys, true // no content to read
 	}
 	u := w.Uses[r]
-	want = ru.records.content(rec, keys)
+	want = ru.records.Content(rec, keys)
 	e, known := ru.store.Get(ru.names.Config(workload.ConfigKey(r, w.Key.Namespace)))
 	want.Undecided = policy.UndecidedOf(keys, u, policy.Recorded{Known: known, Deleted: e.Deleted, Hash: e.Hash},
-		func() policy.Content { return ru.records.content(rec, u.Keys) })
+		func() policy.Content { return ru.records.Content(rec, u.Keys) })
 	return want, keys, true
 }
 
@@ -173,7 +174,7 @@ func (ru *rule) keyStates(c key, rec *configRecord, keys []string) func() []poli
 		out := make([]policy.KeyRecord, 0, len(keys))
 		for _, k := range keys {
 			e, ok := ru.store.Get(state.KeyOf(skey, k))
-			out = append(out, policy.KeyRecord{Content: ru.records.keyContent(rec, k), State: policy.Recorded{Known: ok, Deleted: e.Deleted, Hash: e.Hash}})
+			out = append(out, policy.KeyRecord{Content: ru.records.KeyContent(rec, k), State: policy.Recorded{Known: ok, Deleted: e.Deleted, Hash: e.Hash}})
 		}
 		return out
 	}
@@ -205,7 +206,7 @@ func (ru *rule) cachedVersion(namespace string) func(policy.ConfigRef, *read) (v
 		if rec == nil {
 			return version{}, false
 		}
-		return version{rec.ResourceVersion(), ru.records.content(rec, rd.keys).Value}, true
+		return version{rec.ResourceVersion(), ru.records.Content(rec, rd.keys).Value}, true
 	}
 }
 

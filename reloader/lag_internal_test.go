@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
-	"unique"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -14,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/reloader/reloader/confighash"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/configs"
 	"github.com/reloader/reloader/reloader/internal/entrykeys"
 	"github.com/reloader/reloader/reloader/workload"
 )
@@ -57,8 +56,7 @@ func TestALiveReadConfirmsOnlyAMarkerTheCacheCannotExplain(t *testing.T) {
 			reads := 0
 			l := &lagCheck{store: store.Configs(), names: names,
 				lookup: func(key) *configRecord {
-					content, _ := confighash.Pack(a)
-					return &configRecord{Name: "app", ns: unique.Make("ns"), rv: 10, content: content}
+					return configs.NewRecord(policy.KindConfigMap, &metav1.ObjectMeta{Name: "app", Namespace: "ns", ResourceVersion: "10"}, a)
 				},
 				live: func(context.Context, policy.ConfigRef, string) (string, error) {
 					reads++

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/configs"
 	"github.com/reloader/reloader/reloader/internal/entrykeys"
 	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
@@ -18,7 +19,7 @@ type notes struct {
 	rule     *rule
 	strips   *strips
 	restarts *restarts
-	records  *records
+	records  *configs.Records
 	store    *state.Configs
 	names    entrykeys.Names
 	// pausedOn: workload key → the hash of the template its rollouts were paused on, for the
@@ -40,7 +41,7 @@ func (n *notes) stripped(k *workloadKind, old, obj any) {
 	// A spec change that leaves the template alone (a pause, minReadySeconds) restarts no pod:
 	// what was noted of them stands (soak seed 1795773593018830783@5: the note that pods run a
 	// config's reappearance, whatever their marker says, was dropped).
-	restarted := wholeTemplateHash(ov.Tmpl) != wholeTemplateHash(nv.Tmpl)
+	restarted := configs.WholeTemplateHash(ov.Tmpl) != configs.WholeTemplateHash(nv.Tmpl)
 	for _, r := range n.rule.reloadsOn(nv) {
 		rec, want, keys, ok := n.rule.wantedExisting(nv, r)
 		if !ok {
@@ -100,7 +101,7 @@ func (n *notes) created(k *workloadKind, obj any) {
 			keys = u.Keys
 		}
 		if rec := n.rule.caches.lookup(workload.ConfigKey(r, v.Key.Namespace)); rec != nil {
-			n.runs(v, r, rec, n.records.content(rec, keys), keys)
+			n.runs(v, r, rec, n.records.Content(rec, keys), keys)
 		}
 	}
 }
@@ -119,16 +120,16 @@ func (n *notes) runs(v workloadView, r policy.ConfigRef, rec *configRecord, want
 // while the config was ignored, for one, restarts nothing once the ignore is lifted).
 func (n *notes) strip(w key, r policy.ConfigRef, rec *configRecord, value string, keys []string) {
 	e, known := n.store.Get(n.names.Config(workload.ConfigKey(r, w.Namespace)))
-	if known && !e.Deleted && n.records.content(rec, nil).Match(e.Hash) != policy.Differs {
+	if known && !e.Deleted && n.records.Content(rec, nil).Match(e.Hash) != policy.Differs {
 		n.strips.forget(w, r)
 		return
 	}
-	n.strips.remember(w, r, value, keys)
+	n.strips.Remember(w, r, value, keys)
 }
 
 // configChanged notes a config's new content for the restarts that may not have seen it.
 func (n *notes) configChanged(k key, rec *configRecord) {
-	n.restarts.configChanged(k, rec.ResourceVersion(), func(keys []string) string { return n.records.content(rec, keys).Value })
+	n.restarts.configChanged(k, rec.ResourceVersion(), func(keys []string) string { return n.records.Content(rec, keys).Value })
 }
 
 // restartedByOthers notes, for a followable workload whose pod template another actor changed,
@@ -143,7 +144,7 @@ func (n *notes) configChanged(k key, rec *configRecord) {
 func (n *notes) restartedByOthers(k *workloadKind, old, obj any) {
 	ov, ok := n.rule.view(k, old)
 	nv, ok2 := n.rule.view(k, obj)
-	if !ok || !ok2 || !workload.Rolls(obj) || k.Paused != nil && k.Paused(obj) || wholeTemplateHash(ov.Tmpl) == wholeTemplateHash(nv.Tmpl) {
+	if !ok || !ok2 || !workload.Rolls(obj) || k.Paused != nil && k.Paused(obj) || configs.WholeTemplateHash(ov.Tmpl) == configs.WholeTemplateHash(nv.Tmpl) {
 		return
 	}
 	if n.setsMarkers(ov, nv) {
@@ -184,7 +185,7 @@ func (n *notes) resumed(k *workloadKind, old, obj any) {
 	switch {
 	case !k.Paused(old) && k.Paused(obj):
 		if _, tmpl := k.Template(old); tmpl != nil {
-			n.pausedOn.Store(w, wholeTemplateHash(tmpl))
+			n.pausedOn.Store(w, configs.WholeTemplateHash(tmpl))
 		}
 		return
 	case !k.Paused(old) || k.Paused(obj):
@@ -193,7 +194,7 @@ func (n *notes) resumed(k *workloadKind, old, obj any) {
 	on, seen := n.pausedOn.LoadAndDelete(w)
 	ov, ok := n.rule.view(k, old)
 	nv, ok2 := n.rule.view(k, obj)
-	if !ok || !ok2 || n.marked(ov, nv) || seen && on == wholeTemplateHash(nv.Tmpl) {
+	if !ok || !ok2 || n.marked(ov, nv) || seen && on == configs.WholeTemplateHash(nv.Tmpl) {
 		return
 	}
 	n.podsRestarted(nv)

@@ -56,7 +56,7 @@ func (pl *planner) plan(w workloadView) plan {
 func (pl *planner) dueChanges(w workloadView) due {
 	d := due{reads: map[policy.ConfigRef]*read{}}
 	for _, r := range pl.rule.reloadsOn(w) {
-		if !pl.caches.watched(r.Kind) {
+		if !pl.caches.Watched(r.Kind) {
 			d.pairs = append(d.pairs, pair{ref: r})
 			continue
 		}

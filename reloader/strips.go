@@ -81,9 +81,9 @@ func justCreated(obj any) bool {
 	return false
 }
 
-// remember notes, in memory and in the state, that workload w runs value of config r without a
+// Remember notes, in memory and in the state, that workload w runs value of config r without a
 // marker (otherContent: some other content than the config's).
-func (s *strips) remember(w key, r policy.ConfigRef, value string, keys []string) {
+func (s *strips) Remember(w key, r policy.ConfigRef, value string, keys []string) {
 	s.put(w, r, stripped{value: value, known: true, keys: keys}, value)
 }
 
@@ -139,7 +139,7 @@ func (s *strips) unsure(c key, deps []workload.Dependent) {
 	for _, d := range deps {
 		v, noted := s.store.Value(s.names.Strip(d.Workload, r))
 		if d.ByState && d.Reload && restartedByOthers(d.Workload) || noted && v == awaited {
-			s.remember(d.Workload, r, otherContent, d.Keys)
+			s.Remember(d.Workload, r, otherContent, d.Keys)
 		}
 	}
 }
@@ -171,7 +171,7 @@ func (s *strips) unwatch(w key, r policy.ConfigRef) {
 func (s *strips) putBack(w key, runs map[policy.ConfigRef]stripped) (undo func()) {
 	undo = s.keep(w, slices.Collect(maps.Keys(runs)))
 	for r, run := range runs {
-		s.remember(w, r, run.value, run.keys)
+		s.Remember(w, r, run.value, run.keys)
 	}
 	return undo
 }
@@ -233,7 +233,7 @@ func (s *strips) runNothing(w key, refs map[policy.ConfigRef][]string) (undo fun
 	before := maps.Clone(s.m[w])
 	s.mu.Unlock()
 	for r, keys := range refs {
-		s.remember(w, r, otherContent, keys)
+		s.Remember(w, r, otherContent, keys)
 	}
 	return func() {
 		for r := range refs {
@@ -241,7 +241,7 @@ func (s *strips) runNothing(w key, refs map[policy.ConfigRef][]string) (undo fun
 			case ok && e.watched:
 				s.put(w, r, e, otherContent)
 			case ok && e.known:
-				s.remember(w, r, e.value, e.keys)
+				s.Remember(w, r, e.value, e.keys)
 			default:
 				s.forget(w, r)
 			}
@@ -249,12 +249,12 @@ func (s *strips) runNothing(w key, refs map[policy.ConfigRef][]string) (undo fun
 	}
 }
 
-// caughtUp forgets what w was noted to run of r where that is value, the content the state's
+// CaughtUp forgets what w was noted to run of r where that is value, the content the state's
 // entry for r now records as rolled out: the entry says the same, and later changes are best
 // judged by it (one made while the config is ignored restarts nothing once the ignore is
 // lifted, as for a workload created after the entry caught up; CI:
 // TestRemovingIgnoreCatchesUpMarkedWorkloadsOnce, created while the entry lagged).
-func (s *strips) caughtUp(w key, r policy.ConfigRef, value string) {
+func (s *strips) CaughtUp(w key, r policy.ConfigRef, value string) {
 	s.mu.Lock()
 	e, noted := s.m[w][r]
 	s.mu.Unlock()
@@ -359,7 +359,7 @@ func (s *strips) reappeared(c key, deps []workload.Dependent) (noted bool) {
 	r := policy.ConfigRef{Kind: c.Kind, Name: c.Name}
 	for _, d := range deps {
 		if v, ok := s.store.Value(s.names.Strip(d.Workload, r)); ok && v == awaited {
-			s.remember(d.Workload, r, d.Change.Value, d.Keys)
+			s.Remember(d.Workload, r, d.Change.Value, d.Keys)
 			noted = true
 		}
 	}

@@ -29,30 +29,30 @@ func TestAStripSaysWhatAWorkloadWithoutAMarkerRuns(t *testing.T) {
 		marker    policy.MarkerState
 	}{
 		{"nothing remembered", func(*strips) {}, false, a, policy.NoMarker},
-		{"runs the content", func(s *strips) { s.remember(w, r, a, nil) }, false, a, policy.Current},
-		{"runs another content", func(s *strips) { s.remember(w, r, a, nil) }, false, b, policy.Stale},
-		{"runs some other content", func(s *strips) { s.remember(w, r, otherContent, nil) }, false, a, policy.Stale},
+		{"runs the content", func(s *strips) { s.Remember(w, r, a, nil) }, false, a, policy.Current},
+		{"runs another content", func(s *strips) { s.Remember(w, r, a, nil) }, false, b, policy.Stale},
+		{"runs some other content", func(s *strips) { s.Remember(w, r, otherContent, nil) }, false, a, policy.Stale},
 		{"the config changed since", func(s *strips) {
-			s.remember(w, r, a, nil)
+			s.Remember(w, r, a, nil)
 			s.configChanged(cfg, nil)
 		}, false, a, policy.Stale},
 		{"a change left the keys it reads alone", func(s *strips) {
-			s.remember(w, r, a, []string{"password"})
+			s.Remember(w, r, a, []string{"password"})
 			s.configChanged(cfg, func([]string) bool { return true })
 		}, false, a, policy.Current},
 		{"a change of a config in another namespace", func(s *strips) {
-			s.remember(w, r, a, nil)
+			s.Remember(w, r, a, nil)
 			s.configChanged(key{Kind: policy.KindSecret, Namespace: "other", Name: "db"}, nil)
 		}, false, a, policy.Current},
 		{"forgotten", func(s *strips) {
-			s.remember(w, r, a, nil)
+			s.Remember(w, r, a, nil)
 			s.forget(w, r)
 		}, true, a, policy.NoMarker},
-		{"after a restart, runs the content", func(s *strips) { s.remember(w, r, a, nil) }, true, a, policy.Current},
-		{"after a restart, runs another content", func(s *strips) { s.remember(w, r, a, nil) }, true, b, policy.Stale},
-		{"after a restart, a value under a lost hash key says nothing", func(s *strips) { s.remember(w, r, lostKey, nil) }, true, a, policy.NoMarker},
+		{"after a restart, runs the content", func(s *strips) { s.Remember(w, r, a, nil) }, true, a, policy.Current},
+		{"after a restart, runs another content", func(s *strips) { s.Remember(w, r, a, nil) }, true, b, policy.Stale},
+		{"after a restart, a value under a lost hash key says nothing", func(s *strips) { s.Remember(w, r, lostKey, nil) }, true, a, policy.NoMarker},
 		{"a deleted workload is forgotten in memory; its state entry stays until workloadEntries.lift", func(s *strips) {
-			s.remember(w, r, a, nil)
+			s.Remember(w, r, a, nil)
 			s.configChanged(cfg, nil) // memory says: unknown since
 			s.workloadGone(w)         // so only the state's entry is left to say a
 		}, false, a, policy.Current},
@@ -105,7 +105,7 @@ func TestPodsThatWaitForAConfigRunWhatItComesBackWith(t *testing.T) {
 			s.reappeared(cfg, dep)
 		}, true, policy.Current},
 		{"a restart not sent keeps what was there", func(s *strips) {
-			s.remember(w, r, a, nil)
+			s.Remember(w, r, a, nil)
 			s.awaits(w, []policy.ConfigRef{r})()
 		}, true, policy.Current},
 		{"a rollback put back pods that ran another content", func(s *strips) {

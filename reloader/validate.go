@@ -8,12 +8,10 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/reloader/reloader/policy"
-	"github.com/reloader/reloader/reloader/internal/entrykeys"
+	"github.com/reloader/reloader/reloader/configs"
 	"github.com/reloader/reloader/reloader/workload"
-	"github.com/reloader/reloader/state"
 )
 
 // Change validation: a config whose reloader/validate annotation declares the format of some
@@ -32,9 +30,8 @@ import (
 // whose pods read such content. It judges dependents through the controller's rule
 // (dependents) and reads configs through its cache (lookup).
 type validation struct {
-	underway   sync.Map // config key → *configRecord: its valid content while reloads for it are due
-	store      *state.Configs
-	names      entrykeys.Names
+	underway   sync.Map         // config key → *configRecord: its valid content while reloads for it are due
+	records    *configs.Records // records a config's first content
 	reports    *reporter
 	log        *slog.Logger
 	counter    *prometheus.CounterVec // reloader_invalid_changes_total, by kind
@@ -46,40 +43,6 @@ type validation struct {
 	webhook    bool // --webhook-url: a change calls the URL instead of restarting workloads
 }
 
-// validateConfigMap describes the first declared key of cm that does not parse, or "".
-func validateConfigMap(cm *corev1.ConfigMap) string {
-	return validate(cm.Annotations, func(k string) ([]byte, bool) {
-		if v, ok := cm.Data[k]; ok {
-			return []byte(v), true
-		}
-		v, ok := cm.BinaryData[k]
-		return v, ok
-	})
-}
-
-// validateSecret describes the first declared key of s that does not parse, or "". The
-// description never holds the value.
-func validateSecret(s *corev1.Secret) string {
-	return validate(s.Annotations, func(k string) ([]byte, bool) {
-		v, ok := s.Data[k]
-		return v, ok
-	})
-}
-
-// validate reads the annotation; one that does not parse is itself the problem, so that a typo
-// in it holds changes back rather than letting unchecked content through.
-func validate(annotations map[string]string, value func(string) ([]byte, bool)) string {
-	spec, ok := annotations[policy.ValidateAnnotation]
-	if !ok {
-		return ""
-	}
-	formats, err := policy.ParseFormats(spec)
-	if err != nil {
-		return err.Error()
-	}
-	return policy.Validate(formats, value)
-}
-
 // invalid handles a config sync of a record that failed validation: one Warning per content,
 // counted once; nothing reloads and the state stays. Rollback holds on other content end, as any
 // content seen ends them: the config sync lifts them after this (tracker.liftStale). valid
@@ -89,22 +52,20 @@ func validate(annotations map[string]string, value func(string) ([]byte, bool)) 
 // records every config: that is the content its dependents are taken to run, so the next valid
 // change differs from it and reloads.
 func (v *validation) invalid(k key, rec *configRecord, fresh bool) {
-	if _, known := v.store.Get(v.names.Config(k)); !known {
-		v.store.Set(v.names.Config(k), rec.hash())
-	}
+	v.records.FirstSeen(k, rec)
 	last, stranded := v.stranded(k)
-	msg := "Content " + workload.Short(rec.hash()) + " not rolled out: " + rec.Invalid() + "; no workload is restarted for it"
+	msg := "Content " + workload.Short(rec.Hash()) + " not rolled out: " + rec.Invalid() + "; no workload is restarted for it"
 	if v.webhook {
-		msg = "Content " + workload.Short(rec.hash()) + " not notified: " + rec.Invalid() + "; --webhook-url is not called for it"
+		msg = "Content " + workload.Short(rec.Hash()) + " not notified: " + rec.Invalid() + "; --webhook-url is not called for it"
 	}
 	if len(stranded) > 0 {
-		msg += ". The last valid content, " + workload.Short(last.hash()) + ", was replaced before " + workloadNames(stranded) +
+		msg += ". The last valid content, " + workload.Short(last.Hash()) + ", was replaced before " + workloadNames(stranded) +
 			" reloaded for it and is not rolled out either: a restart would now load content that does not validate"
 	}
 	if v.reports.Warn(rec, string(rec.UID()), "InvalidConfig", msg) && fresh {
 		v.counter.WithLabelValues(k.Kind).Inc()
 		v.log.Warn("config change not rolled out: it does not validate", "kind", k.Kind, "namespace", k.Namespace,
-			"name", k.Name, "hash", workload.Short(rec.hash()), "problem", rec.Invalid(), "stranded", len(stranded))
+			"name", k.Name, "hash", workload.Short(rec.Hash()), "problem", rec.Invalid(), "stranded", len(stranded))
 	}
 	for _, w := range stranded {
 		if v.gates.deferrals.isHeld(w) {

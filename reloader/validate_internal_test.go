@@ -4,13 +4,13 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
-	"unique"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/reloader/reloader/confighash"
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/configs"
 	"github.com/reloader/reloader/reloader/workload"
 )
 
@@ -26,12 +26,12 @@ type validationFixture struct {
 func newValidationFixture() *validationFixture {
 	store := newStore(nil, "ns", "reloader-state", slog.New(slog.DiscardHandler))
 	f := &validationFixture{gatesFixture: newGatesFixture(store), configs: map[key]*configRecord{}, due: map[string][]key{}}
-	f.v = &validation{store: store.Configs(), names: f.g.names, reports: f.g.reports, log: f.g.log, counter: metrics.New("test").InvalidChanges,
+	f.v = &validation{records: configs.NewRecords(policy.Annotations{}, nil, store.Configs(), f.g.names, nil), reports: f.g.reports, log: f.g.log, counter: metrics.New("test").InvalidChanges,
 		gates: f.g, enqueue: f.g.enqueue, lookup: func(k key) *configRecord { return f.configs[k] },
 		watched: func(string) bool { return true },
 		dependents: func(_ key, rec *configRecord) []workload.Dependent {
 			var out []workload.Dependent
-			for _, w := range f.due[rec.hash()] {
+			for _, w := range f.due[rec.Hash()] {
 				out = append(out, workload.Dependent{Workload: w, Judgement: workload.Judgement{Reload: true}})
 			}
 			return out
@@ -40,10 +40,8 @@ func newValidationFixture() *validationFixture {
 }
 
 func configMapRecord(hash, invalid string) *configRecord {
-	content, _ := confighash.Pack(strings.Repeat(hash, 40))
-	r := &configRecord{kind: recordConfigMap, Name: "app", ns: unique.Make("ns"), content: content}
-	r.setUID("cm-uid")
-	r.setInvalid(invalid)
+	r := configs.NewRecord(policy.KindConfigMap, &metav1.ObjectMeta{Name: "app", Namespace: "ns", UID: "cm-uid"}, strings.Repeat(hash, 40))
+	r.SetInvalid(invalid)
 	return r
 }
 
@@ -55,7 +53,7 @@ func TestInvalidContentIsSaidOnceAndNamesWhatItStranded(t *testing.T) {
 	k := key{Kind: policy.KindConfigMap, Namespace: "ns", Name: "app"}
 	valid, invalid := configMapRecord("a", ""), configMapRecord("b", `key "port": not an integer`)
 	stranded := key{Kind: "Deployment", Namespace: "ns", Name: "web"}
-	f.due[valid.hash()] = []key{stranded}
+	f.due[valid.Hash()] = []key{stranded}
 	f.g.holdInvalid(gatedView(nil)) // web's reload is held: the invalid content wakes it
 
 	f.v.rollingOut(k, valid)
@@ -68,8 +66,8 @@ func TestInvalidContentIsSaidOnceAndNamesWhatItStranded(t *testing.T) {
 	if got := testutil.ToFloat64(f.v.counter.WithLabelValues(policy.KindConfigMap)); got != 1 {
 		t.Fatalf("invalid changes counted %v, want 1", got)
 	}
-	if e, _ := f.store.Configs().Get(f.g.names.Config(k)); e.Hash != invalid.hash() {
-		t.Fatalf("state entry %q, want the content as it is (%s): the state never saw the config", e.Hash, invalid.hash())
+	if e, _ := f.store.Configs().Get(f.g.names.Config(k)); e.Hash != invalid.Hash() {
+		t.Fatalf("state entry %q, want the content as it is (%s): the state never saw the config", e.Hash, invalid.Hash())
 	}
 	select {
 	case got := <-f.queued:

@@ -6,6 +6,7 @@ import (
 
 	"github.com/reloader/reloader/alert"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/configs"
 	"github.com/reloader/reloader/reloader/internal/entrykeys"
 	"github.com/reloader/reloader/state"
 )
@@ -24,8 +25,8 @@ type webhookSync struct {
 	changes                        *changeLog
 	store                          *state.Configs
 	names                          entrykeys.Names
-	records                        *records
-	tombstones                     *tombstones
+	records                        *configs.Records
+	tombstones                     *configs.Tombstones
 	validation                     *validation
 	log                            *slog.Logger
 }
@@ -50,7 +51,7 @@ func (ws *webhookSync) sync(ctx context.Context, k key) error {
 	e, known := ws.store.Get(skey)
 	var current policy.Content
 	if rec != nil {
-		current = ws.records.content(rec, nil)
+		current = ws.records.Content(rec, nil)
 	}
 	recorded := policy.Recorded{Known: known, Deleted: e.Deleted, Hash: e.Hash}
 	if policy.WebhookDue(rec != nil, current, recorded, ws.reloadOnCreate, ws.reloadOnDelete) {
@@ -61,9 +62,9 @@ func (ws *webhookSync) sync(ctx context.Context, k key) error {
 	}
 	ws.changes.forget(k)
 	if rec == nil {
-		ws.tombstones.settle(k, false)
+		ws.tombstones.Settle(k, false)
 		return nil
 	}
-	ws.store.Set(skey, rec.hash())
+	ws.records.Write(k, rec)
 	return nil
 }

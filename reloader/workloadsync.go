@@ -50,7 +50,7 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 	}
 	p := c.planner.plan(w)
 	c.tracker.liftStale(p.staleHolds)
-	c.records.needed(w.Key.Namespace, p.unmarked)
+	c.records.Needed(w.Key.Namespace, p.unmarked)
 	changes := p.changes
 	if c.suspensions.Holds(w, len(changes) > 0) {
 		return nil // reloader/jobs/cronjobsuspend.go

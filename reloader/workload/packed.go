@@ -14,7 +14,7 @@ import (
 )
 
 // Packed is what the informer cache keeps of a typed workload: its identity, and the stripped
-// object (reloader/record.go) as protobuf, decoded each time it is read (Unpacked). A stripped
+// object (reloader/configs/record.go) as protobuf, decoded each time it is read (Unpacked). A stripped
 // Deployment decoded takes about 2.5 KB of Go structs (ObjectMeta and PodSpec are large even
 // when nearly empty), its protobuf a fifth of that; with a workload per five configs, that was
 // about 0.4 KB per config at 50,000 (docs/lab/benchmarks-sessions.md). Reads decode: a few

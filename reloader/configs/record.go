@@ -1,4 +1,8 @@
-package reloader
+// Package configs is what a config (a ConfigMap or Secret) is to the reloader: the Record the
+// informer cache keeps in place of the object, built by the cache's Transform, which strips
+// workloads too; the content values a marker or a state entry is compared with; and the
+// config entries of the state, which Records and Tombstones alone write.
+package configs
 
 import (
 	"crypto/sha1"
@@ -24,12 +28,12 @@ import (
 	"github.com/reloader/reloader/state"
 )
 
-// configRecord is what the informer cache keeps of a ConfigMap or Secret: its identity, the few
+// Record is what the informer cache keeps of a ConfigMap or Secret: its identity, the few
 // annotations the reloader reads, and hashes of its content. The contents themselves are dropped
 // on arrival, so memory grows with the number of configs and keys, not with their size, and no
 // Secret value is ever held. It holds no metav1.ObjectMeta (232 bytes, most of them fields a
 // config record never fills): meta.Accessor reaches its identity through GetObjectMeta.
-type configRecord struct {
+type Record struct {
 	Name string
 	// ns is the namespace, interned: every config of a namespace shares one copy.
 	ns unique.Handle[string]
@@ -65,7 +69,7 @@ type recordRare struct {
 }
 
 // rareFields returns r.rare, made if r had none.
-func (r *configRecord) rareFields() *recordRare {
+func (r *Record) rareFields() *recordRare {
 	if r.rare == nil {
 		r.rare = &recordRare{}
 	}
@@ -73,7 +77,7 @@ func (r *configRecord) rareFields() *recordRare {
 }
 
 // Annotations are the reloader's annotations the config carries; nil if none.
-func (r *configRecord) Annotations() map[string]string {
+func (r *Record) Annotations() map[string]string {
 	if r.rare == nil {
 		return nil
 	}
@@ -81,30 +85,30 @@ func (r *configRecord) Annotations() map[string]string {
 }
 
 // Invalid says which declared key of the content does not parse, and where; "" if none.
-func (r *configRecord) Invalid() string {
+func (r *Record) Invalid() string {
 	if r.rare == nil {
 		return ""
 	}
 	return r.rare.invalid
 }
 
-// setInvalid records what validation found ("" for nothing), making no rare part for "".
-func (r *configRecord) setInvalid(problem string) {
+// SetInvalid records what validation found ("" for nothing), making no rare part for "".
+func (r *Record) SetInvalid(problem string) {
 	if problem != "" || r.rare != nil {
 		r.rareFields().invalid = problem
 	}
 }
 
 // UID is the config's UID as the API server wrote it.
-func (r *configRecord) UID() types.UID {
+func (r *Record) UID() types.UID {
 	if r.rare != nil && r.rare.uid != nil {
 		return *r.rare.uid
 	}
 	return r.uid.UID()
 }
 
-// setUID keeps u as its 16 bytes when it is a lower-case UUID, else as written in the rare part.
-func (r *configRecord) setUID(u types.UID) {
+// SetUID keeps u as its 16 bytes when it is a lower-case UUID, else as written in the rare part.
+func (r *Record) SetUID(u types.UID) {
 	if b, ok := uuidOf(u); ok {
 		r.uid = b
 		return
@@ -113,17 +117,17 @@ func (r *configRecord) setUID(u types.UID) {
 }
 
 // ResourceVersion is the config's resourceVersion as the API server wrote it.
-func (r *configRecord) ResourceVersion() string {
+func (r *Record) ResourceVersion() string {
 	if r.rare != nil && r.rare.rv != nil {
 		return *r.rare.rv
 	}
 	return strconv.FormatUint(r.rv, 10)
 }
 
-// setResourceVersion keeps v as a number when it reads back the same, else as written in the
+// SetResourceVersion keeps v as a number when it reads back the same, else as written in the
 // rare part. The API server writes etcd's revisions, numbers; clients must not rely on it, so
 // any other form is kept too.
-func (r *configRecord) setResourceVersion(v string) {
+func (r *Record) SetResourceVersion(v string) {
 	if n, err := strconv.ParseUint(v, 10, 64); err == nil && strconv.FormatUint(n, 10) == v {
 		r.rv = n
 		return
@@ -180,17 +184,17 @@ func (k recordKind) GroupVersionKind() schema.GroupVersionKind {
 	return schema.GroupVersionKind{Version: "v1", Kind: k.String()}
 }
 
-func (r *configRecord) GetObjectKind() schema.ObjectKind { return r.kind }
+func (r *Record) GetObjectKind() schema.ObjectKind { return r.kind }
 
 // GetObjectMeta is the record's identity for meta.Accessor (cache keys, indexes, Events): a
 // copy, made only when asked.
-func (r *configRecord) GetObjectMeta() metav1.Object {
+func (r *Record) GetObjectMeta() metav1.Object {
 	return &metav1.ObjectMeta{Name: r.Name, Namespace: r.Namespace(), UID: r.UID(), ResourceVersion: r.ResourceVersion(),
 		Annotations: r.Annotations()}
 }
 
 // Namespace is the config's namespace.
-func (r *configRecord) Namespace() string { return r.ns.Value() }
+func (r *Record) Namespace() string { return r.ns.Value() }
 
 // uuidBytes is a UID as its 16 bytes, as the API server makes every UID (a UUID): the text
 // would take a 48-byte allocation and its 16-byte header per config.
@@ -214,7 +218,7 @@ func (b uuidBytes) UID() types.UID {
 	return types.UID(h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:])
 }
 
-func (r *configRecord) DeepCopyObject() runtime.Object {
+func (r *Record) DeepCopyObject() runtime.Object {
 	c := *r
 	if r.rare != nil {
 		rare := *r.rare
@@ -232,39 +236,77 @@ func (r *configRecord) DeepCopyObject() runtime.Object {
 // workload the spec, so the cache never keeps it.
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
-// records is what a config is to the reloader: the record its informer keeps in place of the
+// Records is what a config is to the reloader: the record its informer keeps in place of the
 // object (hashes, per-key sums, what does not validate) and the values a marker or a state
-// entry is compared with (content, keyContent in hashkey.go), and the state entries that say a
-// content is fully rolled out. Its transform also strips workloads before they enter their caches.
-type records struct {
+// entry is compared with (Content, KeyContent in content.go), and the state entries that say a
+// content is fully rolled out: it is the one part that writes them, with Tombstones. Its transform also strips workloads before they enter their caches.
+type Records struct {
 	annotations policy.Annotations
-	hashKey     *HashKey       // loaded at start (hashkey.go)
+	hashKey     Keyer          // loaded at start (the root's hashkey.go)
 	store       *state.Configs // nil in unit tests
 	names       entrykeys.Names
-	strips      *strips // a baseline notes who runs another content (baseline)
+	strips      StripNotes // a Baseline notes who runs another content
 }
 
-// transform strips objects before they enter the informer cache, and packs typed workloads
+// NewRecords returns the records of configs whose reloader annotations are annotations, hashed
+// under the key of hashKey, with their entries in store.
+func NewRecords(annotations policy.Annotations, hashKey Keyer, store *state.Configs, names entrykeys.Names, strips StripNotes) *Records {
+	return &Records{annotations: annotations, hashKey: hashKey, store: store, names: names, strips: strips}
+}
+
+// Keyer gives the key of Secret hashes, once loaded (the root's HashKey).
+type Keyer interface {
+	Key() confighash.Key
+}
+
+// StripNotes is what records tell of the workloads a config entry cannot speak for (the root's strips.go):
+// one that runs another content than the entry's, and one that caught up with it.
+type StripNotes interface {
+	Remember(w workload.Key, r policy.ConfigRef, value string, keys []string)
+	CaughtUp(w workload.Key, r policy.ConfigRef, value string)
+}
+
+// FirstSeen records rec's content as config k's entry when the state holds none of it: the
+// content its dependents are taken to run, whether it validates or not.
+func (rs *Records) FirstSeen(k workload.Key, rec *Record) {
+	if _, known := rs.store.Get(rs.names.Config(k)); !known {
+		rs.store.Set(rs.names.Config(k), rec.Hash())
+	}
+}
+
+// MarkSpare marks config k's entries spare or not: a full state gives a spare config's room to
+// a read one's (state.Configs.SetSpare).
+func (rs *Records) MarkSpare(k workload.Key, spare bool) {
+	rs.store.SetSpare(rs.names.Config(k), spare)
+}
+
+// Write records rec's content as config k's entry as it is, with no per-key entries: a
+// --webhook-url sync, which rolls nothing out, takes every content as current.
+func (rs *Records) Write(k workload.Key, rec *Record) {
+	rs.store.Set(rs.names.Config(k), rec.Hash())
+}
+
+// Transform strips objects before they enter the informer cache, and packs typed workloads
 // (workload.Pack): read them through workload.Kind.Cached and List, or workload.Unpacked.
-func (rs *records) transform(obj any) (any, error) {
+func (rs *Records) Transform(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.ConfigMap:
 		r := rs.newRecord(policy.KindConfigMap, &o.ObjectMeta, confighash.ConfigMap(o))
 		r.Keys, r.Stakater = confighash.ConfigMapKeys(o), sumOfHex(confighash.StakaterConfigMap(o))
-		r.setInvalid(validateConfigMap(o))
+		r.SetInvalid(validateConfigMap(o))
 		r.Collaborne = sumOfHex(confighash.CollaborneConfigMap(o))
 		return r, nil
 	case *corev1.Secret:
-		// Every hash of a Secret that is written is keyed (hashkey.go); stakater's and the
+		// Every hash of a Secret that is written is keyed (the root's hashkey.go); stakater's and the
 		// legacy plain ones are only compared with what others wrote.
-		key := rs.hashKey.key
+		key := rs.hashKey.Key()
 		r := rs.newRecord(policy.KindSecret, &o.ObjectMeta, key.Secret(o))
 		r.Keys, r.Stakater = key.SecretKeys(o), sumOfHex(confighash.StakaterSecret(o))
 		r.Collaborne = sumOfHex(confighash.CollaborneSecret(o))
 		r.Legacy = &legacyHashes{Hash: sumOfHex(confighash.Secret(o)), Keys: confighash.SecretKeys(o)}
-		r.setInvalid(validateSecret(o))
+		r.SetInvalid(validateSecret(o))
 		return r, nil
-	case *packedWorkload:
+	case *workload.Packed:
 		return o, nil // already in the cache: client-go may transform a cached object again
 	}
 	if m, ok := obj.(metav1.Object); ok { // workloads and namespaces
@@ -335,12 +377,12 @@ func stripTemplate(t *corev1.PodTemplateSpec) {
 // wholeHashPrefix marks the hash of the whole pod template, which the cache keeps in the
 // stripped template's generateName: a field no pod template uses (pods take their names from
 // their controller), so that another actor's change of the template is told from a metadata
-// write (unseen.go) without reading the template from the API server.
+// write (the root's unseen.go) without reading the template from the API server.
 const wholeHashPrefix = "reloader-whole-template-"
 
-// wholeTemplateHash is the hash of the whole pod template the cached tmpl was stripped from, or
+// WholeTemplateHash is the hash of the whole pod template the cached tmpl was stripped from, or
 // of tmpl itself where the cache keeps it whole (an Argo Rollout).
-func wholeTemplateHash(tmpl *corev1.PodTemplateSpec) string {
+func WholeTemplateHash(tmpl *corev1.PodTemplateSpec) string {
 	if h, ok := strings.CutPrefix(tmpl.GenerateName, wholeHashPrefix); ok {
 		return h
 	}
@@ -370,12 +412,8 @@ func configVolumes(vs []corev1.Volume) []corev1.Volume {
 	return out
 }
 
-func (rs *records) newRecord(kind string, m *metav1.ObjectMeta, hash string) *configRecord {
-	// confighash makes only values that pack (TestPackReadsBackEveryValueItAccepts).
-	content, _ := confighash.Pack(hash)
-	r := &configRecord{kind: kindOfRecord(kind), Name: m.Name, ns: unique.Make(m.Namespace), content: content}
-	r.setUID(m.UID)
-	r.setResourceVersion(m.ResourceVersion)
+func (rs *Records) newRecord(kind string, m *metav1.ObjectMeta, hash string) *Record {
+	r := NewRecord(kind, m, hash)
 	for _, k := range rs.annotations.OnConfig() {
 		if v, ok := m.Annotations[k]; ok {
 			rare := r.rareFields()
@@ -388,8 +426,22 @@ func (rs *records) newRecord(kind string, m *metav1.ObjectMeta, hash string) *co
 	return r
 }
 
-// hash is the record's content hash; a nil record (a config that does not exist) has none.
-func (r *configRecord) hash() string {
+// NewRecord is the record of a config of kind (policy.KindConfigMap or KindSecret) with m's
+// identity and content hash, and none of its annotations.
+func NewRecord(kind string, m *metav1.ObjectMeta, hash string) *Record {
+	// confighash makes only values that pack (TestPackReadsBackEveryValueItAccepts).
+	content, _ := confighash.Pack(hash)
+	r := &Record{kind: kindOfRecord(kind), Name: m.Name, ns: unique.Make(m.Namespace), content: content}
+	r.SetUID(m.UID)
+	r.SetResourceVersion(m.ResourceVersion)
+	return r
+}
+
+// SameContent reports whether r and o hold the same content hash.
+func (r *Record) SameContent(o *Record) bool { return r.content == o.content }
+
+// Hash is the record's content hash; a nil record (a config that does not exist) has none.
+func (r *Record) Hash() string {
 	if r == nil {
 		return ""
 	}
@@ -446,7 +498,7 @@ func keepRolloutStatus(u *unstructured.Unstructured) {
 	u.Object["status"] = kept
 }
 
-// baseline records a config the state holds nothing comparable for (a first start, a
+// Baseline records a config the state holds nothing comparable for (a first start, a
 // corrupt entry, an entry made under a lost hash key) as it is now, though some dependents are
 // still due by their markers. The workloads the state judges take it as what they run, and
 // restart nothing for it; unrecorded, its next change would find nothing to compare with either
@@ -457,13 +509,13 @@ func keepRolloutStatus(u *unstructured.Unstructured) {
 // as running another content (a strip), so that the entry does not hide its reload, after a
 // restart too. An entry that holds the content gains the per-key entries its key readers need
 // (keysRolledOut).
-func (rs *records) baseline(k key, rec *configRecord, deps []workload.Dependent) {
+func (rs *Records) Baseline(k workload.Key, rec *Record, deps []workload.Dependent) {
 	if rec == nil {
 		return
 	}
 	skey := rs.names.Config(k)
 	e, known := rs.store.Get(skey)
-	switch m := rs.content(rec, nil).Match(e.Hash); {
+	switch m := rs.Content(rec, nil).Match(e.Hash); {
 	case known && !e.Deleted && m == policy.Same:
 		rs.keysRolledOut(skey, rec, deps) // the entry holds this content: so do its keys
 		return
@@ -473,17 +525,17 @@ func (rs *records) baseline(k key, rec *configRecord, deps []workload.Dependent)
 	r := policy.ConfigRef{Kind: k.Kind, Name: k.Name}
 	for _, d := range deps {
 		if d.Reload && d.ByState {
-			rs.strips.remember(d.Workload, r, otherContent, d.Keys)
+			rs.strips.Remember(d.Workload, r, policy.UnrecordedContent, d.Keys)
 		}
 	}
-	rs.rolledOut(k, rec, deps)
+	rs.RolledOut(k, rec, deps)
 }
 
-// rolledOut writes a config's content as fully rolled out, with the per-key values its key-level
+// RolledOut writes a config's content as fully rolled out, with the per-key values its key-level
 // dependents need. A Secret's values are keyed, so this also re-records, under the current key,
 // what an earlier version wrote plain or what was made under a lost key.
 //
-// What a dependent without a marker was noted to run (strips.go), the entry now says too: the
+// What a dependent without a marker was noted to run (the root's strips.go), the entry now says too: the
 // note goes, and the entry judges the config's later changes.
 //
 // A change of a config the state knows, whose every dependent's own marker now holds the
@@ -492,17 +544,17 @@ func (rs *records) baseline(k key, rec *configRecord, deps []workload.Dependent)
 // told apart anyway (a workload created, or its marker removed, while no reloader ran:
 // docs/design.md). A first record, a recreation's, and one that re-records a content in
 // another form (under the current hash key, as ours after Collaborne's) are written at once.
-func (rs *records) rolledOut(k key, rec *configRecord, deps []workload.Dependent) {
+func (rs *Records) RolledOut(k workload.Key, rec *Record, deps []workload.Dependent) {
 	skey := rs.names.Config(k)
 	set := rs.store.Set
-	if e, known := rs.store.Get(skey); known && !e.Deleted && rs.content(rec, nil).Match(e.Hash) == policy.Differs && restated(deps) {
+	if e, known := rs.store.Get(skey); known && !e.Deleted && rs.Content(rec, nil).Match(e.Hash) == policy.Differs && restated(deps) {
 		set = rs.store.SetRedundant
 	}
-	set(skey, rec.hash())
+	set(skey, rec.Hash())
 	r := policy.ConfigRef{Kind: k.Kind, Name: k.Name}
 	for _, d := range deps {
 		if d.Stripped && !d.Behind {
-			rs.strips.caughtUp(d.Workload, r, d.Change.Value)
+			rs.strips.CaughtUp(d.Workload, r, d.Change.Value)
 		}
 	}
 	// A per-key entry left from an earlier content would vouch for a key it no longer
@@ -515,12 +567,12 @@ func (rs *records) rolledOut(k key, rec *configRecord, deps []workload.Dependent
 // entry judges needs its key's entry, even while another dependent holds the entry back: one
 // never recorded counts as changed (checker seed 13@8: a workload made to read a key while
 // another was held restarted for a change of another key).
-func (rs *records) keysRolledOut(skey string, rec *configRecord, deps []workload.Dependent) map[string]bool {
+func (rs *Records) keysRolledOut(skey string, rec *Record, deps []workload.Dependent) map[string]bool {
 	read := map[string]bool{}
 	for _, d := range deps {
 		for _, dk := range d.Keys {
 			read[state.KeyOf(skey, dk)] = true
-			rs.store.Set(state.KeyOf(skey, dk), rs.keyContent(rec, dk).Value)
+			rs.store.Set(state.KeyOf(skey, dk), rs.KeyContent(rec, dk).Value)
 		}
 	}
 	return read
@@ -536,10 +588,10 @@ func restated(deps []workload.Dependent) bool {
 	return true
 }
 
-// needed has the state write the entries of the configs in ns whose entry, not a marker, says
-// what a workload runs of them (refs), if rolledOut left them to a later write: the workload
+// Needed has the state write the entries of the configs in ns whose entry, not a marker, says
+// what a workload runs of them (refs), if RolledOut left them to a later write: the workload
 // is judged by it after a crash too.
-func (rs *records) needed(ns string, refs []policy.ConfigRef) {
+func (rs *Records) Needed(ns string, refs []policy.ConfigRef) {
 	for _, r := range refs {
 		rs.store.Need(rs.names.Config(workload.ConfigKey(r, ns)))
 	}

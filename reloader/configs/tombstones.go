@@ -1,4 +1,4 @@
-package reloader
+package configs
 
 import (
 	"context"
@@ -14,11 +14,11 @@ import (
 	"github.com/reloader/reloader/state"
 )
 
-// tombstones is the part that keeps the state entry of a config that does not exist: its last
+// Tombstones is the part that keeps the state entry of a config that does not exist: its last
 // content, so that a recreation is judged against it, or none with --reload-on-create and
 // --reload-on-delete; and that prunes it once nothing references the config for the retention
 // period.
-type tombstones struct {
+type Tombstones struct {
 	store                          *state.Configs
 	names                          entrykeys.Names
 	clock                          coalesce.Clock
@@ -26,18 +26,49 @@ type tombstones struct {
 	retention                      time.Duration
 	reloadOnCreate, reloadOnDelete bool
 	namespace                      string // --namespace: the namespace of an entry that names none
-	watched                        func(configKind string) bool
-	enqueue                        func(key)
-	enqueueAfter                   func(key, time.Duration)
-	// unreached: config key → bool, whether a deletion could not reach a dependent (noteReach).
+	watched                        Watched
+	queue                          Queue
+	// unreached: config key → bool, whether a deletion could not reach a dependent (NoteReach).
 	unreached sync.Map
 }
 
-// settle keeps a tombstone for a config that does not exist: its last content, so that a
+// TombstoneDeps is what Tombstones needs: the config entries, and the options and parts of the
+// rest of the reloader it reads.
+type TombstoneDeps struct {
+	Store                          *state.Configs
+	Names                          entrykeys.Names
+	Clock                          coalesce.Clock
+	Log                            *slog.Logger
+	Retention                      time.Duration // --tombstone-retention
+	ReloadOnCreate, ReloadOnDelete bool
+	Namespace                      string // --namespace: the namespace of an entry that names none
+	Watched                        Watched
+	Queue                          Queue
+}
+
+// NewTombstones returns the tombstones of the config entries in d.Store.
+func NewTombstones(d TombstoneDeps) *Tombstones {
+	return &Tombstones{store: d.Store, names: d.Names, clock: d.Clock, log: d.Log, retention: d.Retention,
+		reloadOnCreate: d.ReloadOnCreate, reloadOnDelete: d.ReloadOnDelete, namespace: d.Namespace,
+		watched: d.Watched, queue: d.Queue}
+}
+
+// Queue is the controller's workqueue: a config key to sync now, or after a while.
+type Queue interface {
+	Add(k workload.Key)
+	AddAfter(k workload.Key, d time.Duration)
+}
+
+// Watched says whether configs of a kind are watched (the caches).
+type Watched interface {
+	Watched(configKind string) bool
+}
+
+// Settle keeps a tombstone for a config that does not exist: its last content, so that a
 // recreation is judged against it, or none. It is pruned once nothing references the config for
 // the retention period. A config whose deletion could not reach a dependent keeps its content
-// (noteReach).
-func (ts *tombstones) settle(k key, referenced bool) {
+// (NoteReach).
+func (ts *Tombstones) Settle(k workload.Key, referenced bool) {
 	unreached, _ := ts.unreached.Load(k)
 	untouched := unreached == true
 	skey := ts.names.Config(k)
@@ -45,7 +76,7 @@ func (ts *tombstones) settle(k key, referenced bool) {
 	now := ts.clock.Now()
 	switch {
 	case known && !e.Deleted:
-		ts.deleted(k)
+		ts.Deleted(k)
 	case !known && referenced && ts.reloadOnCreate:
 		// Absent but referenced: its appearance will be a creation.
 		ts.store.Tombstone(skey, "", now)
@@ -66,25 +97,25 @@ func (ts *tombstones) settle(k key, referenced bool) {
 		return
 	}
 	if age := now.Sub(e.Since); age < ts.retention {
-		ts.enqueueAfter(k, ts.retention-age)
+		ts.queue.AddAfter(k, ts.retention-age)
 		return
 	}
 	ts.store.Delete(skey)
 	ts.unreached.Delete(k)
 }
 
-// deleted tombstones config k, seen deleted now, keeping the content the state holds: a
+// Deleted tombstones config k, seen deleted now, keeping the content the state holds: a
 // workload without a marker that existed then ran it, and with --reload-on-delete is reloaded
 // for the deletion; one created later never read it (policy.Reload). Seen deleted again before
 // its recreation was recorded, its tombstone takes the new time.
-func (ts *tombstones) deleted(k key) {
+func (ts *Tombstones) Deleted(k workload.Key) {
 	skey, now := ts.names.Config(k), ts.clock.Now()
 	switch e, known := ts.store.Get(skey); {
 	case !known:
 	case e.Deleted && e.Hash == "" && ts.reloadOnDelete:
 		// Its recreation, not yet recorded (a dependent's reload was held), was run by the
 		// dependents that existed then: some content, to reload them for (policy.Reload).
-		ts.store.Tombstone(skey, otherContent, now)
+		ts.store.Tombstone(skey, policy.UnrecordedContent, now)
 		ts.store.Redate(skey, now)
 	case e.Deleted:
 		ts.store.Redate(skey, now)
@@ -94,11 +125,11 @@ func (ts *tombstones) deleted(k key) {
 	}
 }
 
-// entered tombstones config k, found deleted when its namespace entered the selection: with
+// Entered tombstones config k, found deleted when its namespace entered the selection: with
 // policy.UnrecordedContent where unseen (policy.UnseenOnEntry) and the state holds a content of
 // it, so that its recreation reloads a dependent without a marker; else deleted does, as for a
 // deletion seen.
-func (ts *tombstones) entered(k key, unseen bool) {
+func (ts *Tombstones) Entered(k workload.Key, unseen bool) {
 	skey := ts.names.Config(k)
 	e, known := ts.store.Get(skey)
 	if !known || e.Hash == "" || !unseen {
@@ -109,8 +140,14 @@ func (ts *tombstones) entered(k key, unseen bool) {
 		"namespace", k.Namespace, "name", k.Name)
 }
 
-// queueAll queues the config of every tombstone, to settle or prune it.
-func (ts *tombstones) queueAll() {
+// Missing tombstones, now, the config entries that are not live (by their state keys): their
+// configs were deleted while no reloader ran. It returns how many it tombstoned.
+func (ts *Tombstones) Missing(live func(skey string) bool) int {
+	return ts.store.TombstoneMissing(live, ts.clock.Now())
+}
+
+// QueueAll queues the config of every tombstone, to settle or prune it.
+func (ts *Tombstones) QueueAll() {
 	for skey := range ts.store.Tombstones() {
 		kind, ns, name, ok := state.ParseKey(skey)
 		if !ok {
@@ -119,15 +156,15 @@ func (ts *tombstones) queueAll() {
 		if ns == "" {
 			ns = ts.namespace
 		}
-		if ts.watched(kind) {
-			ts.enqueue(key{Kind: kind, Namespace: ns, Name: name})
+		if ts.watched.Watched(kind) {
+			ts.queue.Add(workload.Key{Kind: kind, Namespace: ns, Name: name})
 		}
 	}
 }
 
-// sweep re-queues the tombstones now and then, so those whose last reference went
+// Sweep re-queues the tombstones now and then, so those whose last reference went
 // are pruned after the retention period.
-func (ts *tombstones) sweep(ctx context.Context) {
+func (ts *Tombstones) Sweep(ctx context.Context) {
 	t := time.NewTicker(min(ts.retention, time.Hour))
 	defer t.Stop()
 	for {
@@ -135,18 +172,18 @@ func (ts *tombstones) sweep(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			ts.queueAll()
+			ts.QueueAll()
 		}
 	}
 }
 
-// noteReach remembers, when this process first sees a deletion (live, or at its start for a
+// NoteReach remembers, when this process first sees a deletion (live, or at its start for a
 // config deleted before), whether a dependent is left untouched by it (without a marker and not
 // reloaded: created after the deletion, or without --reload-on-delete): the tombstone then
 // keeps the content, so that a recreation with other content reloads that one. A dependent the
 // deletion reached carries a marker saying so, so a later process tells the two apart. In
 // memory only.
-func (ts *tombstones) noteReach(k key, rec *configRecord, deps []workload.Dependent, fresh bool) {
+func (ts *Tombstones) NoteReach(k workload.Key, rec *Record, deps []workload.Dependent, fresh bool) {
 	if rec != nil {
 		ts.unreached.Delete(k)
 		return

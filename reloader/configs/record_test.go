@@ -1,4 +1,4 @@
-package reloader
+package configs
 
 import (
 	"reflect"
@@ -55,10 +55,10 @@ func TestTheCacheKeepsWhatRolloutTrackingReadsOfACustomWorkloadsStatus(t *testin
 }
 
 func TestAConfigRecordWithoutObjectMetaStillNamesItsConfigToTheCacheAndToEvents(t *testing.T) {
-	c := &records{annotations: policy.DefaultAnnotations(), hashKey: &HashKey{}}
+	c := &Records{annotations: policy.DefaultAnnotations(), hashKey: fixedKey{}}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "team", UID: "u-1", ResourceVersion: "42",
 		Annotations: map[string]string{c.annotations.Ignore: "true", "unrelated": "x"}}, Data: map[string]string{"a": "1"}}
-	obj, err := c.transform(cm)
+	obj, err := c.Transform(cm)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,19 +73,19 @@ func TestAConfigRecordWithoutObjectMetaStillNamesItsConfigToTheCacheAndToEvents(
 	if err != nil || ref.Kind != "ConfigMap" || ref.APIVersion != "v1" || ref.Namespace != "team" || ref.Name != "app" || ref.UID != "u-1" {
 		t.Errorf("event reference %+v, %v", ref, err)
 	}
-	copied := obj.(*configRecord).DeepCopyObject().(*configRecord)
+	copied := obj.(*Record).DeepCopyObject().(*Record)
 	copied.Annotations()["unrelated"] = "changed"
-	if _, shared := obj.(*configRecord).Annotations()["unrelated"]; shared {
+	if _, shared := obj.(*Record).Annotations()["unrelated"]; shared {
 		t.Error("a deep copy shares its annotations with the original")
 	}
-	rec := obj.(*configRecord)
+	rec := obj.(*Record)
 	if rec.Stakater.String() != confighash.StakaterConfigMap(cm) || rec.Collaborne.String() != confighash.CollaborneConfigMap(cm) {
 		t.Errorf("stakater %s, collaborne %s: not the hashes they were made from", rec.Stakater, rec.Collaborne)
 	}
 }
 
 func TestTheCacheKeepsOfAWorkloadWhatReferencesConfigsAndDropsTheRest(t *testing.T) {
-	c := &records{hashKey: &HashKey{}}
+	c := &Records{hashKey: fixedKey{}}
 	mount := func(n string) corev1.VolumeMount { return corev1.VolumeMount{Name: n, MountPath: "/etc/" + n} }
 	d := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "app", Labels: map[string]string{"app": "x"}, Annotations: map[string]string{"a": "b"}},
@@ -103,7 +103,7 @@ func TestTheCacheKeepsOfAWorkloadWhatReferencesConfigsAndDropsTheRest(t *testing
 					}}}},
 	}
 	before := policy.UsesOf(&d.DeepCopy().Spec.Template.Spec)
-	obj, _ := c.transform(d)
+	obj, _ := c.Transform(d)
 	got := workload.Unpacked(obj).(*appsv1.Deployment)
 	spec := &got.Spec.Template.Spec
 	if after := policy.UsesOf(spec); len(before) != 3 || !reflect.DeepEqual(after, before) {
@@ -144,7 +144,7 @@ func TestTransformingACachedObjectAgainChangesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &records{annotations: policy.DefaultAnnotations(), hashKey: &HashKey{key: key}}
+	c := &Records{annotations: policy.DefaultAnnotations(), hashKey: fixedKey{key}}
 	for _, obj := range []runtime.Object{
 		&appsv1.Deployment{ObjectMeta: meta, Spec: appsv1.DeploymentSpec{Template: tmpl()}, Status: appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 2}},
 		&appsv1.StatefulSet{ObjectMeta: meta, Spec: appsv1.StatefulSetSpec{Template: tmpl()}, Status: appsv1.StatefulSetStatus{ObservedGeneration: 3, CurrentReplicas: 1}},
@@ -156,11 +156,11 @@ func TestTransformingACachedObjectAgainChangesNothing(t *testing.T) {
 		&corev1.Secret{ObjectMeta: meta, Data: map[string][]byte{"a": []byte("1")}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team", Labels: map[string]string{"in": "yes"}}},
 	} {
-		once, err := c.transform(obj.DeepCopyObject())
+		once, err := c.Transform(obj.DeepCopyObject())
 		if err != nil {
 			t.Fatal(err)
 		}
-		twice, err := c.transform(once.(runtime.Object).DeepCopyObject())
+		twice, err := c.Transform(once.(runtime.Object).DeepCopyObject())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,7 +181,7 @@ func TestAPackedWorkloadReadsBackAsTheStrippedObject(t *testing.T) {
 	om := metav1.ObjectMeta{Name: "app", Namespace: "team", UID: "u-1", ResourceVersion: "42", Generation: 3,
 		CreationTimestamp: metav1.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC), Annotations: map[string]string{"a": "b"},
 		OwnerReferences: []metav1.OwnerReference{{Kind: "CronJob", Name: "nightly", UID: "u-0", Controller: new(true)}}}
-	c := &records{annotations: policy.DefaultAnnotations(), hashKey: &HashKey{}}
+	c := &Records{annotations: policy.DefaultAnnotations(), hashKey: fixedKey{}}
 	for _, obj := range []runtime.Object{
 		&appsv1.Deployment{ObjectMeta: om, Spec: appsv1.DeploymentSpec{Paused: true, Replicas: new(int32(2)), Template: tmpl},
 			Status: appsv1.DeploymentStatus{ObservedGeneration: 3, UpdatedReplicas: 1, Conditions: []appsv1.DeploymentCondition{
@@ -192,11 +192,11 @@ func TestAPackedWorkloadReadsBackAsTheStrippedObject(t *testing.T) {
 		&batchv1.CronJob{ObjectMeta: om, Spec: batchv1.CronJobSpec{Schedule: "@daily", JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: tmpl}}}},
 		&batchv1.Job{ObjectMeta: om, Spec: batchv1.JobSpec{Template: tmpl}},
 	} {
-		cached, err := c.transform(obj.DeepCopyObject())
+		cached, err := c.Transform(obj.DeepCopyObject())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, ok := cached.(*packedWorkload); !ok {
+		if _, ok := cached.(*workload.Packed); !ok {
 			t.Fatalf("%T cached as %T, not packed", obj, cached)
 		}
 		if key, err := cache.MetaNamespaceKeyFunc(cached); err != nil || key != "team/app" {
@@ -262,8 +262,8 @@ func TestAConfigsUIDReadsBackAsWritten(t *testing.T) {
 		{"zf8e2c1a-5b3d-4e6f-8a9b-1c2d3e4f5a6b", false}, // not hex
 		{"", false},
 	} {
-		var r configRecord
-		r.setUID(tc.uid)
+		var r Record
+		r.SetUID(tc.uid)
 		if got := r.UID(); got != tc.uid {
 			t.Errorf("%q reads back as %q", tc.uid, got)
 		}
@@ -276,28 +276,28 @@ func TestAConfigsUIDReadsBackAsWritten(t *testing.T) {
 // A config record is kept per config, so its size class is the per-config cost: what few configs
 // have lives behind one pointer, nil for the rest.
 func TestAConfigRecordFitsTheSizeClassOf160BytesAndMakesNoRarePartForAPlainConfig(t *testing.T) {
-	if size := unsafe.Sizeof(configRecord{}); size > 160 {
+	if size := unsafe.Sizeof(Record{}); size > 160 {
 		t.Errorf("a config record takes %d bytes, more than the 160-byte size class", size)
 	}
-	c := &records{annotations: policy.DefaultAnnotations(), hashKey: &HashKey{}}
+	c := &Records{annotations: policy.DefaultAnnotations(), hashKey: fixedKey{}}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "team", UID: "0f8e2c1a-5b3d-4e6f-8a9b-1c2d3e4f5a6b",
 		ResourceVersion: "42", Annotations: map[string]string{"unrelated": "x"}}, Data: map[string]string{"a": "1"}}
-	obj, err := c.transform(cm)
+	obj, err := c.Transform(cm)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec := obj.(*configRecord); rec.rare != nil || rec.Invalid() != "" || rec.Annotations() != nil {
+	if rec := obj.(*Record); rec.rare != nil || rec.Invalid() != "" || rec.Annotations() != nil {
 		t.Errorf("a config with no reloader annotation, a valid content and a UUID has rare fields: %+v", rec.rare)
 	}
-	if rec := obj.(*configRecord); rec.ResourceVersion() != "42" || rec.hash() != confighash.ConfigMap(cm) {
-		t.Errorf("record reads back resourceVersion %q and hash %q, want 42 and %s", rec.ResourceVersion(), rec.hash(), confighash.ConfigMap(cm))
+	if rec := obj.(*Record); rec.ResourceVersion() != "42" || rec.Hash() != confighash.ConfigMap(cm) {
+		t.Errorf("record reads back resourceVersion %q and hash %q, want 42 and %s", rec.ResourceVersion(), rec.Hash(), confighash.ConfigMap(cm))
 	}
 }
 
 func TestAResourceVersionReadsBackAsWrittenWhateverItsForm(t *testing.T) {
 	for _, rv := range []string{"0", "42", "18446744073709551615", "", "007", "+1", "abc", "18446744073709551616"} {
-		r := &configRecord{ns: unique.Make("ns")}
-		r.setResourceVersion(rv)
+		r := &Record{ns: unique.Make("ns")}
+		r.SetResourceVersion(rv)
 		if got := r.ResourceVersion(); got != rv {
 			t.Errorf("resourceVersion %q reads back %q", rv, got)
 		}

@@ -1,4 +1,4 @@
-package reloader
+package configs
 
 import (
 	"log/slog"
@@ -11,38 +11,44 @@ import (
 	"github.com/reloader/reloader/reloader/internal/entrykeys"
 	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
+	"github.com/reloader/reloader/state/statetest"
 )
 
 // tombstonesFixture is the tombstones part over a state without a server and a manual clock.
 type tombstonesFixture struct {
-	ts     *tombstones
+	ts     *Tombstones
 	store  *state.Store
 	clock  *clocktest.Clock
-	queued []key
-	after  map[key]time.Duration
+	queued []workload.Key
+	after  map[workload.Key]time.Duration
 }
 
 func newTombstonesFixture(reloadOnCreate, reloadOnDelete bool) *tombstonesFixture {
-	f := &tombstonesFixture{store: newStore(nil, "ns", "reloader-state", slog.New(slog.DiscardHandler)),
-		clock: clocktest.New(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)), after: map[key]time.Duration{}}
-	f.ts = &tombstones{store: f.store.Configs(), names: entrykeys.Names{Single: true}, clock: f.clock, log: slog.New(slog.DiscardHandler),
+	f := &tombstonesFixture{store: state.New(statetest.NewConfigMaps(), "ns", "reloader-state", slog.New(slog.DiscardHandler)),
+		clock: clocktest.New(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)), after: map[workload.Key]time.Duration{}}
+	f.ts = &Tombstones{store: f.store.Configs(), names: entrykeys.Names{Single: true}, clock: f.clock, log: slog.New(slog.DiscardHandler),
 		retention: 24 * time.Hour, reloadOnCreate: reloadOnCreate, reloadOnDelete: reloadOnDelete, namespace: "ns",
-		watched:      func(kind string) bool { return kind == policy.KindConfigMap },
-		enqueue:      func(k key) { f.queued = append(f.queued, k) },
-		enqueueAfter: func(k key, d time.Duration) { f.after[k] = d }}
+		watched: f, queue: f}
 	return f
 }
+
+// Watched watches ConfigMaps only.
+func (f *tombstonesFixture) Watched(kind string) bool { return kind == policy.KindConfigMap }
+
+func (f *tombstonesFixture) Add(k workload.Key) { f.queued = append(f.queued, k) }
+
+func (f *tombstonesFixture) AddAfter(k workload.Key, d time.Duration) { f.after[k] = d }
 
 // What the state keeps of a config that does not exist, in process: its last content while
 // anything references it or for the retention period, none where a recreation must read as a
 // creation, and the content again where a deletion could not reach a dependent.
 func TestATombstoneKeepsWhatARecreationIsJudgedAgainst(t *testing.T) {
 	var (
-		cfg     = key{Kind: policy.KindConfigMap, Namespace: "ns", Name: "app"}
+		cfg     = workload.Key{Kind: policy.KindConfigMap, Namespace: "ns", Name: "app"}
 		a       = strings.Repeat("a", 40)
 		deleted = func(hash string) state.Entry { return state.Entry{Hash: hash, Deleted: true} }
-		reached = []workload.Dependent{{Workload: key{Kind: "Deployment", Namespace: "ns", Name: "web"}}}
-		missed  = []workload.Dependent{{Workload: key{Kind: "Deployment", Namespace: "ns", Name: "web"}, Judgement: workload.Judgement{Untouched: true}}}
+		reached = []workload.Dependent{{Workload: workload.Key{Kind: "Deployment", Namespace: "ns", Name: "web"}}}
+		missed  = []workload.Dependent{{Workload: workload.Key{Kind: "Deployment", Namespace: "ns", Name: "web"}, Judgement: workload.Judgement{Untouched: true}}}
 	)
 	for _, tc := range []struct {
 		name                           string
@@ -75,8 +81,8 @@ func TestATombstoneKeepsWhatARecreationIsJudgedAgainst(t *testing.T) {
 			if tc.age > 0 {
 				f.store.Configs().Tombstone(skey, tc.recorded, f.clock.Now().Add(-tc.age))
 			}
-			f.ts.noteReach(cfg, nil, tc.deps, true)
-			f.ts.settle(cfg, tc.referenced)
+			f.ts.NoteReach(cfg, nil, tc.deps, true)
+			f.ts.Settle(cfg, tc.referenced)
 			e, known := f.store.Configs().Get(skey)
 			switch {
 			case tc.want == nil && known:
@@ -95,17 +101,17 @@ func TestATombstoneKeepsWhatARecreationIsJudgedAgainst(t *testing.T) {
 // it, and a config whose content came back holds no tombstone.
 func TestATombstoneAgesFromTheDeletion(t *testing.T) {
 	f := newTombstonesFixture(false, false)
-	cfg := key{Kind: policy.KindConfigMap, Namespace: "ns", Name: "app"}
+	cfg := workload.Key{Kind: policy.KindConfigMap, Namespace: "ns", Name: "app"}
 	skey := f.ts.names.Config(cfg)
 	f.store.Configs().Set(skey, strings.Repeat("a", 40))
-	f.ts.settle(cfg, false)
+	f.ts.Settle(cfg, false)
 	f.clock.Advance(20 * time.Hour)
-	f.ts.settle(cfg, false)
+	f.ts.Settle(cfg, false)
 	if got := f.after[cfg]; got != 4*time.Hour {
 		t.Fatalf("queued again after %v, want the 4h left of the retention", got)
 	}
 	f.clock.Advance(4 * time.Hour)
-	f.ts.settle(cfg, false)
+	f.ts.Settle(cfg, false)
 	if e, known := f.store.Configs().Get(skey); known {
 		t.Fatalf("entry %+v past the retention, want it pruned", e)
 	}
@@ -116,11 +122,11 @@ func TestATombstoneAgesFromTheDeletion(t *testing.T) {
 func TestEveryTombstoneOfAWatchedKindIsQueued(t *testing.T) {
 	f := newTombstonesFixture(false, false)
 	now := f.clock.Now()
-	f.store.Configs().Tombstone(f.ts.names.Config(key{Kind: policy.KindConfigMap, Namespace: "ns", Name: "app"}), strings.Repeat("a", 40), now)
-	f.store.Configs().Tombstone(f.ts.names.Config(key{Kind: policy.KindSecret, Namespace: "ns", Name: "db"}), "", now) // Secrets not watched
-	f.store.Configs().Set(f.ts.names.Config(key{Kind: policy.KindConfigMap, Namespace: "ns", Name: "live"}), strings.Repeat("b", 40))
-	f.ts.queueAll()
-	if len(f.queued) != 1 || f.queued[0] != (key{Kind: policy.KindConfigMap, Namespace: "ns", Name: "app"}) {
+	f.store.Configs().Tombstone(f.ts.names.Config(workload.Key{Kind: policy.KindConfigMap, Namespace: "ns", Name: "app"}), strings.Repeat("a", 40), now)
+	f.store.Configs().Tombstone(f.ts.names.Config(workload.Key{Kind: policy.KindSecret, Namespace: "ns", Name: "db"}), "", now) // Secrets not watched
+	f.store.Configs().Set(f.ts.names.Config(workload.Key{Kind: policy.KindConfigMap, Namespace: "ns", Name: "live"}), strings.Repeat("b", 40))
+	f.ts.QueueAll()
+	if len(f.queued) != 1 || f.queued[0] != (workload.Key{Kind: policy.KindConfigMap, Namespace: "ns", Name: "app"}) {
 		t.Fatalf("queued %v, want only ConfigMap ns/app", f.queued)
 	}
 }
