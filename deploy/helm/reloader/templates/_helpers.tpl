@@ -155,8 +155,8 @@ takes bare names too). YAML list. */}}
 {{- with $s.ignoredWorkloadTypes }}
 - --ignored-workload-types={{ join "," . }}
 {{- end }}
-{{- /* The reloader's own default is helm.sh/release.v1; "" caches every Secret type. */}}
-{{- if ne (toString .Values.ignoreSecretTypes) "helm.sh/release.v1" }}
+{{- /* The reloader's own default is helm.sh/release.v1,kubernetes.io/service-account-token; "" caches every Secret type. */}}
+{{- if ne (toString .Values.ignoreSecretTypes) "helm.sh/release.v1,kubernetes.io/service-account-token" }}
 - {{ printf "--ignore-secret-types=%s" (toString .Values.ignoreSecretTypes) | quote }}
 {{- end }}
 {{- range concat $s.annotationFlags .Values.extraArgs }}
