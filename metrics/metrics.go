@@ -98,7 +98,7 @@ func New(version string, opts ...Option) *Metrics {
 			Name: "reloader_state_entries", Help: "Entries in each state ConfigMap.",
 		}, []string{"configmap"}),
 		StateBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "reloader_state_bytes", Help: "Bytes of keys and values in each state ConfigMap (the API server limit is 1 MiB).",
+			Name: "reloader_state_bytes", Help: "Bytes each state ConfigMap counts against its 800 KiB budget: every entry's key twice (managedFields name it again), its largest value and 16 (the API server limit is 1 MiB of data).",
 		}, []string{"configmap"}),
 		StateWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "reloader_state_writes_total", Help: "Batched writes of a state ConfigMap, by result (success, failure).",

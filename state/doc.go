@@ -29,15 +29,16 @@
 // (Other, WriteOther); where each entry sits is its table's (shards.go).
 //
 // One ConfigMap holds at most 1 MiB, so entries spread over shards: <name>, <name>-1, ... up to
-// MaxShards (32), each filled to ShardBudget (800 KiB). That is 26,214,400 counted bytes: 227,951
-// entries of 115 bytes (the mix bench's read configs) or 252,061 of 104 (its average), where
-// eight shards held 56,987 and 63,015. The room comes from shards, not from the budget: the API
-// server checks the whole object a merge patch leaves (1 MiB of data) though the patch carries
-// only the changed keys, and etcd stores it whole with its managedFields, which name every key
-// once more, refusing more than 1.5 MiB (1,572,864 bytes). A shard of the longest keys (2,795
-// data-key entries of a ConfigMap, 253-byte keys and plain hashes, at the budget) measured
-// 1,571,121 bytes in protobuf on the test API server: the budget is already at etcd's limit
-// there. A full rewrite (a shard created, or recreated from memory) sends its whole data, under
+// MaxShards (32), each filled to ShardBudget (800 KiB), an entry counted at what it adds to the
+// object etcd stores: its key twice (managedFields name every key once more), its value and 16
+// bytes of framing. That is 26,214,400 counted bytes: 141,696 entries of the mix bench's read
+// configs (54-byte keys and values of up to 61 bytes, 185 counted), 151,520 with 48-byte keys.
+// The room comes from shards, not from the budget: the API server checks the whole object a
+// merge patch leaves (1 MiB of data) though the patch carries only the changed keys, and etcd
+// stores it whole, refusing more than 1.5 MiB (1,572,864 bytes). Counted by their data alone,
+// 2,795 entries of the longest keys (data-key entries of a ConfigMap, 253-byte keys and plain
+// hashes) filled a shard to 1,571,121 bytes in protobuf, 1,743 under that limit; counted by
+// cost, 1,457 fill it, far under. A full rewrite (a shard created, or recreated from memory) sends its whole data, under
 // 1 MiB of JSON against the API server's 3 MiB limit on a request. Load reads every possible
 // shard, one GET each (NotFound for those never created); the fence claims, Keep checks and a
 // flush writes only shards that exist, a flush one merge patch per shard with changes.

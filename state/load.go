@@ -49,7 +49,7 @@ func (s *Store) Load(ctx context.Context) (first bool, err error) {
 func (s *Store) loadShard(i int, data map[string]string) {
 	for k, v := range data {
 		if !s.kinds.owns(k) {
-			s.t.room.bytes[i] += len(k) + len(v)
+			s.t.room.bytes[i] += cost(len(k), len(v))
 			if i == 0 {
 				s.flusher.others[k] = v
 			}

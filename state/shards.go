@@ -47,9 +47,18 @@ func maxValue(key string) int {
 	return n
 }
 
-// reserved is how many bytes a config's key takes of its shard's budget: the most its value can
-// ever take, so that an entry never outgrows its shard and never has to move.
-func reserved(key string) int { return len(key) + maxValue(key) }
+// reserved is how many bytes a config's key takes of its shard's budget: its cost (cost) at the
+// most its value can ever take, so that an entry never outgrows its shard and never has to move.
+func reserved(key string) int { return cost(len(key), maxValue(key)) }
+
+// cost is what a key and a value of these lengths add to the shard etcd stores: the data, the
+// managedFields that name the key once more ("f:<key>":{}), and protobuf's framing of both.
+// Counting the data alone left a shard of the longest keys 1,743 bytes under etcd's limit.
+func cost(keyLen, valueLen int) int { return 2*keyLen + valueLen + entryOverhead }
+
+// entryOverhead is cost's fixed part per entry: the managedFields' quoting and braces, and the
+// framing; a full shard of 253-byte keys measured 8 bytes of framing per entry.
+const entryOverhead = 16
 
 // put stores e under key: in its shard if it has one, else in a shard with room, else in memory
 // only.

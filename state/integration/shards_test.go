@@ -26,8 +26,8 @@ func TestAStateFullAtTheRealBudgetIsNeverWrittenPastIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("Load of no state (%d GETs and a create): %s", state.MaxShards, time.Since(start))
-	// A 45-byte key and a 40-byte hash, each counted at its largest size (106 bytes): each
-	// shard of 800 KiB holds 7,728 of them.
+	// A 45-byte key and a 40-byte hash, counted at its cost with the largest value (167 bytes):
+	// each shard of 800 KiB holds 4,905 of them.
 	key := func(i int) string { return fmt.Sprintf("v1.ConfigMap_config-with-a-long-name-%06d", i) }
 	capacity := state.MaxShards * (state.ShardBudget / state.Reserved(key(0)))
 	for i := range capacity + 5000 {
