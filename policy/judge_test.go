@@ -163,7 +163,7 @@ func TestJudgeDecidesEachCaseOfTheRule(t *testing.T) {
 		{"pods that stopped waiting for a deleted config run without it: no reload for the deletion again (TestAWorkloadThatStopsWaitingForADeletedConfigInAStripIsNotReloadedForTheDeletionAgain, seed 5@7)",
 			gone().keys("", "k").runs("", "k").set(onDelete).state(live(a)), false, RestartRunsThis, "vouched", ""},
 
-		// What the state notes of pods that took a reappearance (strips.awaits, strips.ranSince).
+		// What the state notes of pods that took a reappearance (strips.Awaits, strips.RanSince).
 		{"pods that took a reappearance are reloaded for the next deletion by a later process (TestPodsThatTookAReappearanceAreReloadedForTheNextDeletionByALaterProcess, seed 1795750246569125019@5)",
 			gone().marker(Current).set(onDelete).set(waitsRan), true, TookBeforeDeletion, "force", ""},
 		{"the note survives a spec change that restarts nothing (TestPodsThatTookAReappearanceKeepItsNoteThroughASpecChangeThatRestartsNothing, seed 1795773593018830783@5)",

@@ -61,7 +61,7 @@ func (l *lagCheck) confirm(ctx context.Context, w workloadView, changes []policy
 // markerUnseen reports whether w, written after the cached version of the config, carries a
 // marker for it that is neither the wanted content nor the content the state records.
 func (l *lagCheck) markerUnseen(w workloadView, ch policy.Change, rec *configRecord) bool {
-	if !writtenBefore(rec.ResourceVersion(), w.Meta.GetResourceVersion()) {
+	if !WrittenBefore(rec.ResourceVersion(), w.Meta.GetResourceVersion()) {
 		return false
 	}
 	meta := w.Meta.GetAnnotations()

@@ -37,13 +37,14 @@ func TestSetsMarkersTellsOurReloadsAndRollbacksFromOthersChangesAndStrips(t *tes
 		{"a strip without a rollback in the history is another actor's", deploymentShape{env: map[string]string{"app": a, "other": b}, restore: true}, deploymentShape{env: map[string]string{"app": a}}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			n := &notes{rule: &rule{annotations: policy.DefaultAnnotations(), caches: &caches{}}}
+			ru := &rule{annotations: policy.DefaultAnnotations(), caches: &caches{}}
+			n := &Notes{rule: ru}
 			kind := &workloadKind{Name: "Deployment", Template: func(obj any) (metav1.Object, *corev1.PodTemplateSpec) {
 				d := obj.(*appsv1.Deployment)
 				return d, &d.Spec.Template
 			}}
-			ov, ok := n.rule.viewInAnyNamespace(kind, c.old.deployment())
-			nv, ok2 := n.rule.viewInAnyNamespace(kind, c.new.deployment())
+			ov, ok := ru.viewInAnyNamespace(kind, c.old.deployment())
+			nv, ok2 := ru.viewInAnyNamespace(kind, c.new.deployment())
 			if !ok || !ok2 {
 				t.Fatal("no view of the Deployment")
 			}

@@ -43,7 +43,7 @@ func newTrackerFixture(rollback bool) *trackerFixture {
 	names := entrykeys.Names{Single: true}
 	f.t = &tracker{defaults: policy.Follow{Track: true, Rollback: rollback, Timeout: 10 * time.Second}, clock: f.clock,
 		store: f.store.Kind(entrykeys.HoldPrefix, entrykeys.RollbackReadPrefix), flush: f.store.Flush, names: names, reports: report.New(f.events, log), log: log, metrics: metrics.New("test"),
-		restarts: newRestarts(), strips: newStrips(f.store.Kind(entrykeys.StripPrefix), names), enqueue: func(key) {},
+		restarts: NewRestarts(), strips: NewStrips(f.store.Kind(entrykeys.StripPrefix), names), enqueue: func(key) {},
 		enqueueAfter: func(_ key, d time.Duration) { f.after = append(f.after, d) }}
 	f.kind = &workloadKind{Name: "Deployment",
 		Reload: func(_ context.Context, _, _ string, body []byte) (any, error) {

@@ -274,6 +274,13 @@ func (rs *Records) FirstSeen(k workload.Key, rec *Record) {
 	}
 }
 
+// Recorded is the content hash config k's entry records, when it has one of a config that
+// exists (not a tombstone).
+func (rs *Records) Recorded(k workload.Key) (hash string, ok bool) {
+	e, known := rs.store.Get(rs.names.Config(k))
+	return e.Hash, known && !e.Deleted
+}
+
 // MarkSpare marks config k's entries spare or not: a full state gives a spare config's room to
 // a read one's (state.Configs.SetSpare).
 func (rs *Records) MarkSpare(k workload.Key, spare bool) {
