@@ -40,6 +40,7 @@ import (
 	"github.com/reloader/reloader/reloader/internal/entrykeys"
 	"github.com/reloader/reloader/reloader/internal/report"
 	"github.com/reloader/reloader/reloader/jobs"
+	"github.com/reloader/reloader/reloader/runs"
 	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
@@ -164,9 +165,9 @@ type Controller struct {
 	// The parts, each with its own file.
 	rule            *rule               // the facts of a workload and a config, and the decision (judge.go)
 	records         *configs.Records    // what a config is: its record, content values and entries
-	notes           *Notes              // what pods run that no marker says, from events (notes.go)
-	strips          *Strips             // what workloads run without a marker (strips.go)
-	restarts        *Restarts           // what each workload's last restart may have given its pods unseen (unseen.go)
+	notes           *runs.Notes         // what pods run that no marker says, from events (reloader/runs)
+	strips          *runs.Strips        // what workloads run without a marker (reloader/runs)
+	restarts        *runs.Restarts      // what each workload's last restart may have given its pods unseen (reloader/runs)
 	validation      *validation         // content that does not validate is not rolled out (validate.go)
 	gates           *gates              // reloads held by their gate (gates.go)
 	lag             *lagCheck           // a config cache behind the workload cache (lag.go)
@@ -232,7 +233,7 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 		refusals: workqueue.NewTypedItemExponentialFailureRateLimiter[key](refusedRetryMin, refusedRetryMax),
 		changes:  newChangeLog(),
 		entered:  &enteredConfigs{},
-		restarts: NewRestarts(),
+		restarts: runs.NewRestarts(),
 
 		decisiveAnnotations: append(opts.Annotations.OnWorkload(), opts.Annotations.GateAnnotations()...),
 		events:              record.NewBroadcaster(),
@@ -240,7 +241,7 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 			labelSelector: opts.ResourceLabelSelector, ignoredSecretTypes: opts.IgnoreSecretTypes},
 	}
 	c.opts.HashKey.runOnly, _ = HashKeyOf(newHashKeySecret(""))
-	c.strips = NewStrips(c.state.Kind(entrykeys.StripPrefix), c.names)
+	c.strips = runs.NewStrips(c.state.Kind(entrykeys.StripPrefix), c.names)
 	c.records = configs.NewRecords(opts.Annotations, &c.opts.HashKey, c.state.Configs(), c.names, c.strips)
 	c.state.OnWrite = c.metrics.ObserveStateWrite
 	if opts.stateBudget > 0 {
@@ -262,7 +263,7 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 		reloadOnDelete: opts.ReloadOnDelete, caches: c.caches, records: c.records, store: c.state.Configs(), names: c.names,
 		tracker: c.tracker, restarts: c.restarts, strips: c.strips, stakater: &c.stakater}
 	c.rollouts = rollouts{rule: c.rule, tracker: c.tracker}
-	c.notes = NewNotes(c.rule, c.strips, c.restarts, c.records, c.records)
+	c.notes = runs.NewNotes(c.rule, c.strips, c.restarts, c.records, c.records)
 	c.outcomes = &outcomes{reports: c.reports, metrics: c.metrics, log: c.log, alerts: opts.Alerts, view: c.rule.View}
 	c.annotationCheck = &annotationCheck{annotations: opts.Annotations, gate: opts.Gate, follow: opts.Follow, caches: c.caches, reports: c.reports, log: c.log, ready: c.ready.Load}
 	c.entries = &workloadEntries{annotations: opts.Annotations, caches: c.caches,

@@ -11,6 +11,7 @@ import (
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader/configs"
+	"github.com/reloader/reloader/reloader/runs"
 	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
@@ -32,9 +33,9 @@ type events struct {
 	changes         *changeLog
 	entered         *enteredConfigs
 	reports         *reporter
-	strips          *Strips
-	notes           *Notes
-	restarts        *Restarts
+	strips          *runs.Strips
+	notes           *runs.Notes
+	restarts        *runs.Restarts
 	tracker         *tracker
 	entries         *workloadEntries
 	gates           *gates

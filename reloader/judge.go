@@ -8,6 +8,7 @@ import (
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader/configs"
 	"github.com/reloader/reloader/reloader/internal/entrykeys"
+	"github.com/reloader/reloader/reloader/runs"
 	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
@@ -23,9 +24,9 @@ type rule struct {
 	records                        *configs.Records
 	store                          *state.Configs
 	names                          entrykeys.Names
-	tracker                        *tracker  // holds: reloads rolled back
-	restarts                       *Restarts // what a restart's pods may read unseen (unseen.go)
-	strips                         *Strips   // what a workload runs without a marker
+	tracker                        *tracker       // holds: reloads rolled back
+	restarts                       *runs.Restarts // what a restart's pods may read unseen (reloader/runs)
+	strips                         *runs.Strips   // what a workload runs without a marker
 	// stakater: stakater's variables are compared, until the first comparison is over
 	// (stakater.go); a config entry the state loses later is not compared again.
 	stakater *atomic.Bool
@@ -182,31 +183,31 @@ func (ru *rule) keyStates(c key, rec *configRecord, keys []string) func() []poli
 
 // ReadByOthers is what pods that another actor's change of w started read of config r (nil:
 // nothing to note), as policy.ReadByOthers says.
-func (ru *rule) ReadByOthers(w workloadView, r policy.ConfigRef) *Read {
+func (ru *rule) ReadByOthers(w workloadView, r policy.ConfigRef) *runs.Read {
 	f := ru.pairFacts(w, r, ru.caches.lookup(workload.ConfigKey(r, w.Key.Namespace)))
 	switch policy.ReadByOthers(f) {
 	case policy.ReadAbsent:
-		return &Read{Keys: f.Keys, Absent: true}
+		return &runs.Read{Keys: f.Keys, Absent: true}
 	case policy.ReadNone:
-		return &Read{Keys: f.Keys, None: true}
+		return &runs.Read{Keys: f.Keys, None: true}
 	case policy.ReadCurrent:
-		return &Read{Value: f.Want.Value, Keys: f.Keys}
+		return &runs.Read{Value: f.Want.Value, Keys: f.Keys}
 	case policy.ReadVouched:
-		return &Read{Value: f.Want.Value, Keys: f.Keys, Vouched: true}
+		return &runs.Read{Value: f.Want.Value, Keys: f.Keys, Vouched: true}
 	case policy.ReadOther:
-		return &Read{Value: OtherContent, Keys: f.Keys}
+		return &runs.Read{Value: runs.OtherContent, Keys: f.Keys}
 	}
 	return nil
 }
 
 // CachedVersion gives a config's version in the cache now, with the content a read takes of it.
-func (ru *rule) CachedVersion(namespace string) func(policy.ConfigRef, *Read) (Version, bool) {
-	return func(r policy.ConfigRef, rd *Read) (Version, bool) {
+func (ru *rule) CachedVersion(namespace string) func(policy.ConfigRef, *runs.Read) (runs.Version, bool) {
+	return func(r policy.ConfigRef, rd *runs.Read) (runs.Version, bool) {
 		rec := ru.caches.lookup(workload.ConfigKey(r, namespace))
 		if rec == nil {
-			return Version{}, false
+			return runs.Version{}, false
 		}
-		return Version{rec.ResourceVersion(), ru.records.Content(rec, rd.Keys).Value}, true
+		return runs.Version{RV: rec.ResourceVersion(), Value: ru.records.Content(rec, rd.Keys).Value}, true
 	}
 }
 

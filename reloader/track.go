@@ -19,6 +19,7 @@ import (
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader/internal/entrykeys"
+	"github.com/reloader/reloader/reloader/runs"
 	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
@@ -44,8 +45,8 @@ type tracker struct {
 	reports      *reporter
 	log          *slog.Logger
 	metrics      *metrics.Metrics
-	restarts     *Restarts
-	strips       *Strips
+	restarts     *runs.Restarts
+	strips       *runs.Strips
 	enqueue      func(key)
 	enqueueAfter func(key, time.Duration)
 	// pauseOf says how a pause period holds a workload's rollout back (gates.pauseOf).

@@ -1,4 +1,9 @@
-package reloader
+// Package runs is what a workload's pods run that no marker of theirs says: Notes takes it from
+// the events of workloads and configs, Strips keeps what a workload runs without a marker (in
+// memory and in the state's strip entries), and Restarts what each workload's last restart may
+// have given its pods unseen (in memory). The rule, the configs' content values and their state
+// entries it reaches through the interfaces it declares: Rule, Contents and Entries.
+package runs
 
 import (
 	"slices"
@@ -58,14 +63,14 @@ type Entries interface {
 
 // Stripped compares a workload's template before and after a change of it: a marker that
 // reappeared ends what was remembered; one that was stripped while current is remembered.
-func (n *Notes) Stripped(k *workloadKind, old, obj any) {
+func (n *Notes) Stripped(k *workload.Kind, old, obj any) {
 	ov, ok := n.rule.View(k, old)
 	nv, ok2 := n.rule.View(k, obj)
 	if !ok || !ok2 || nv.Target.RestartAt {
 		return // a Rollout's restartAt markers live on its metadata: dropping them restarts nothing
 	}
 	// A rollback of ours puts back pods from before its reload, which did not take the content
-	// its marker said: what they run was noted before it was sent (tracker.finish).
+	// its marker said: what they run was noted before it was sent (the root's tracker.finish).
 	rollback := rolledBackBy(ov.Meta.GetAnnotations(), nv.Meta.GetAnnotations())
 	// A spec change that leaves the template alone (a pause, minReadySeconds) restarts no pod:
 	// what was noted of them stands (soak seed 1795773593018830783@5: the note that pods run a
@@ -106,7 +111,7 @@ func rolledBackBy(before, after map[string]string) bool {
 // the config's state back, the state would restart the new workload for content it already
 // runs. Only a workload seen as created (generation 1, no status yet: not one found by a
 // relist, whose resourceVersion may be later than its creation) is trusted.
-func (n *Notes) Created(k *workloadKind, obj any) {
+func (n *Notes) Created(k *workload.Kind, obj any) {
 	v, ok := n.rule.View(k, obj)
 	if !ok || v.Target.RestartAt || !justCreated(obj) {
 		return
@@ -137,7 +142,7 @@ func (n *Notes) Created(k *workloadKind, obj any) {
 
 // runs notes that workload v, without a marker for r, runs want: the content of rec, which was
 // written before v's version of it was.
-func (n *Notes) runs(v workloadView, r policy.ConfigRef, rec *configRecord, want policy.Content, keys []string) {
+func (n *Notes) runs(v workload.View, r policy.ConfigRef, rec *configs.Record, want policy.Content, keys []string) {
 	if WrittenBefore(rec.ResourceVersion(), v.Meta.GetResourceVersion()) && v.Target.MarkerOf(v.Meta.GetAnnotations(), v.Tmpl, r, want) == policy.NoMarker {
 		n.strip(v.Key, r, rec, want.Value, keys)
 	}
@@ -147,7 +152,7 @@ func (n *Notes) runs(v workloadView, r policy.ConfigRef, rec *configRecord, want
 // without a marker, where the state's entry for the config is behind its content. Where the
 // entry holds the content it says the same, and later changes are best judged by it (one made
 // while the config was ignored, for one, restarts nothing once the ignore is lifted).
-func (n *Notes) strip(w key, r policy.ConfigRef, rec *configRecord, value string, keys []string) {
+func (n *Notes) strip(w workload.Key, r policy.ConfigRef, rec *configs.Record, value string, keys []string) {
 	hash, recorded := n.entries.Recorded(workload.ConfigKey(r, w.Namespace))
 	if recorded && n.contents.Content(rec, nil).Match(hash) != policy.Differs {
 		n.strips.forget(w, r)
@@ -157,7 +162,7 @@ func (n *Notes) strip(w key, r policy.ConfigRef, rec *configRecord, value string
 }
 
 // ConfigChanged notes a config's new content for the restarts that may not have seen it.
-func (n *Notes) ConfigChanged(k key, rec *configRecord) {
+func (n *Notes) ConfigChanged(k workload.Key, rec *configs.Record) {
 	n.restarts.configChanged(k, rec.ResourceVersion(), func(keys []string) string { return n.contents.Content(rec, keys).Value })
 }
 
@@ -170,7 +175,7 @@ func (n *Notes) ConfigChanged(k key, rec *configRecord) {
 // deletion marker went, came back with its old content and reloaded nothing though they ran
 // without it (seed 5@7). A paused workload's template change restarts nothing: its resume does
 // (Resumed).
-func (n *Notes) RestartedByOthers(k *workloadKind, old, obj any) {
+func (n *Notes) RestartedByOthers(k *workload.Kind, old, obj any) {
 	ov, ok := n.rule.View(k, old)
 	nv, ok2 := n.rule.View(k, obj)
 	if !ok || !ok2 || !workload.Rolls(obj) || k.Paused != nil && k.Paused(obj) || configs.WholeTemplateHash(ov.Tmpl) == configs.WholeTemplateHash(nv.Tmpl) {
@@ -185,7 +190,7 @@ func (n *Notes) RestartedByOthers(k *workloadKind, old, obj any) {
 // setsMarkers reports whether a change of a workload set a marker, or moved markers as a
 // rollback of ours: a reload or a rollback, which notes its own restart. Another actor's change
 // leaves the markers or only strips some (a helm upgrade).
-func (n *Notes) setsMarkers(ov, nv workloadView) bool {
+func (n *Notes) setsMarkers(ov, nv workload.View) bool {
 	moved := false
 	for _, r := range n.rule.ReloadsOn(nv) {
 		before := policy.MarkerCopies(ov.Meta.GetAnnotations(), ov.Tmpl, r)
@@ -206,7 +211,7 @@ func (n *Notes) setsMarkers(ov, nv workloadView) bool {
 // reload. A resume that finds the template this process saw the pause begin on rolls out
 // nothing: the pods run what they ran (checker seed 326@9: noted as waiting for a config absent
 // at an owner's resume, a workload was taken to run the content it came back with).
-func (n *Notes) Resumed(k *workloadKind, old, obj any) {
+func (n *Notes) Resumed(k *workload.Kind, old, obj any) {
 	if k.Paused == nil {
 		return
 	}
@@ -231,10 +236,10 @@ func (n *Notes) Resumed(k *workloadKind, old, obj any) {
 }
 
 // WorkloadGone forgets a deleted workload's pause.
-func (n *Notes) WorkloadGone(w key) { n.pausedOn.Delete(w) }
+func (n *Notes) WorkloadGone(w workload.Key) { n.pausedOn.Delete(w) }
 
 // marked reports whether a change of a workload changed a marker: a reload, a rollback or a strip.
-func (n *Notes) marked(ov, nv workloadView) bool {
+func (n *Notes) marked(ov, nv workload.View) bool {
 	return slices.ContainsFunc(n.rule.ReloadsOn(nv), func(r policy.ConfigRef) bool {
 		return !slices.Equal(policy.MarkerCopies(ov.Meta.GetAnnotations(), ov.Tmpl, r), policy.MarkerCopies(nv.Meta.GetAnnotations(), nv.Tmpl, r))
 	})
@@ -247,7 +252,7 @@ func (n *Notes) marked(ov, nv workloadView) bool {
 // wait for, as at a restart of ours. Of a config without a marker they read its content, which
 // a strip notes where the state is behind it (strips.go): else, the config back at the state's
 // content, they would be left on the one in between (soak seed 1795727042036173470@4).
-func (n *Notes) podsRestarted(nv workloadView) {
+func (n *Notes) podsRestarted(nv workload.View) {
 	reads := map[policy.ConfigRef]*Read{}
 	var unmarked []policy.ConfigRef
 	for _, r := range n.rule.ReloadsOn(nv) {

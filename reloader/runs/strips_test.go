@@ -1,4 +1,4 @@
-package reloader
+package runs
 
 import (
 	"log/slog"
@@ -8,15 +8,17 @@ import (
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader/internal/entrykeys"
 	"github.com/reloader/reloader/reloader/workload"
+	"github.com/reloader/reloader/state"
+	"github.com/reloader/reloader/state/statetest"
 )
 
 // The rules of what a workload without a marker runs (strips.go), in process: what memory
 // says, what the state says after a restart, and what a config change leaves of either.
 func TestAStripSaysWhatAWorkloadWithoutAMarkerRuns(t *testing.T) {
 	var (
-		w       = key{Kind: "Deployment", Namespace: "ns", Name: "web"}
+		w       = workload.Key{Kind: "Deployment", Namespace: "ns", Name: "web"}
 		r       = policy.ConfigRef{Kind: policy.KindSecret, Name: "db"}
-		cfg     = key{Kind: policy.KindSecret, Namespace: "ns", Name: "db"}
+		cfg     = workload.Key{Kind: policy.KindSecret, Namespace: "ns", Name: "db"}
 		keyed   = func(id, sum string) string { return "hmac-" + id + "-" + strings.Repeat(sum, 40) }
 		a, b    = keyed("0000000a", "a"), keyed("0000000a", "b")
 		lostKey = keyed("0000000f", "a") // made under a key the reloader no longer has
@@ -42,7 +44,7 @@ func TestAStripSaysWhatAWorkloadWithoutAMarkerRuns(t *testing.T) {
 		}, false, a, policy.Current},
 		{"a change of a config in another namespace", func(s *Strips) {
 			s.Remember(w, r, a, nil)
-			s.ConfigChanged(key{Kind: policy.KindSecret, Namespace: "other", Name: "db"}, nil)
+			s.ConfigChanged(workload.Key{Kind: policy.KindSecret, Namespace: "other", Name: "db"}, nil)
 		}, false, a, policy.Current},
 		{"forgotten", func(s *Strips) {
 			s.Remember(w, r, a, nil)
@@ -58,7 +60,7 @@ func TestAStripSaysWhatAWorkloadWithoutAMarkerRuns(t *testing.T) {
 		}, false, a, policy.Current},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			store := newStore(nil, "ns", "reloader-state", slog.New(slog.DiscardHandler))
+			store := state.New(statetest.NewConfigMaps(), "ns", "reloader-state", slog.New(slog.DiscardHandler), entrykeys.ContentEntries(entrykeys.StripPrefix))
 			s := NewStrips(store.Kind(entrykeys.StripPrefix), entrykeys.Names{Single: true})
 			tc.act(s)
 			if tc.restarted {
@@ -77,9 +79,9 @@ func TestAStripSaysWhatAWorkloadWithoutAMarkerRuns(t *testing.T) {
 // its undo, for a rollback not sent, puts the note back.
 func TestPodsThatWaitForAConfigRunWhatItComesBackWith(t *testing.T) {
 	var (
-		w   = key{Kind: "Deployment", Namespace: "ns", Name: "web"}
+		w   = workload.Key{Kind: "Deployment", Namespace: "ns", Name: "web"}
 		r   = policy.ConfigRef{Kind: policy.KindConfigMap, Name: "app"}
-		cfg = key{Kind: policy.KindConfigMap, Namespace: "ns", Name: "app"}
+		cfg = workload.Key{Kind: policy.KindConfigMap, Namespace: "ns", Name: "app"}
 		a   = strings.Repeat("a", 40)
 		dep = []workload.Dependent{{Workload: w, Judgement: workload.Judgement{Change: policy.Change{Ref: r, Value: a}}}}
 	)
@@ -120,7 +122,7 @@ func TestPodsThatWaitForAConfigRunWhatItComesBackWith(t *testing.T) {
 		}, false, policy.NoMarker},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			store := newStore(nil, "ns", "reloader-state", slog.New(slog.DiscardHandler))
+			store := state.New(statetest.NewConfigMaps(), "ns", "reloader-state", slog.New(slog.DiscardHandler), entrykeys.ContentEntries(entrykeys.StripPrefix))
 			s := NewStrips(store.Kind(entrykeys.StripPrefix), entrykeys.Names{Single: true})
 			tc.act(s)
 			s = NewStrips(store.Kind(entrykeys.StripPrefix), entrykeys.Names{Single: true}) // as a later process reads it

@@ -1,4 +1,4 @@
-package reloader
+package runs
 
 import (
 	"slices"
@@ -26,7 +26,7 @@ import (
 // marker says (the content before, or the deletion). So the restart remembers such a config (an
 // absent read) and the first version of it seen after the patch (or the last one before,
 // written unseen): that is what the pods run, and the workload's marker is judged by it instead
-// (rule.judge, judge.go); a second deletion takes it away from them. While the marker still says
+// (the root's rule.judge, judge.go); a second deletion takes it away from them. While the marker still says
 // another content, the next restart carries what the pods run on (a vouched read). In memory
 // too: after a crash the marker decides again; a rollback of that restart puts back what was
 // noted of the restart before it.
@@ -46,29 +46,29 @@ import (
 //
 // A rollback of ours that starts pods on the restored template (policy.RollbackStarts) is a
 // restart too, whose pods read the content rolled back for: that is noted in the state
-// (tracker.noteRollbackReads), which outlives a restart of the reloader, not here.
+// (the root's tracker.noteRollbackReads), which outlives a restart of the reloader, not here.
 
 // Restarts holds the last restart of each workload, and the one in flight.
 type Restarts struct {
 	mu       sync.Mutex
-	done     map[key]*restart
-	inFlight map[key]*restart
+	done     map[workload.Key]*restart
+	inFlight map[workload.Key]*restart
 	// before: the restart that done replaced, for a rollback to put back: the last one whose
 	// pods ran. pausedTook: by config, the reappearances that restarts patched in during a
 	// pause after it took while they were the last; a rollback at the resume goes back past
 	// them too (Restore.Since). One per config, so a workload paused for weeks keeps no list.
-	before     map[key]*restart
-	pausedTook map[key]map[policy.ConfigRef]*Read
+	before     map[workload.Key]*restart
+	pausedTook map[workload.Key]map[policy.ConfigRef]*Read
 	// rollingBack: a rollback's patch is in flight. Its own update event may be handled before
 	// the call returns, and the template it shows is before's (soak seed
 	// 1795681571291661041@4: judged by the restart undone, whose pods had taken a config's
 	// reappearance, the workload was left running the content before it).
-	rollingBack map[key]bool
+	rollingBack map[workload.Key]bool
 	// rolledBack: the resourceVersion our last rollback of a workload wrote. A cache older than
 	// it still shows the reload as rolling out, and finishing it again would note a second
 	// rollback, of the restart the first one put back (the judge, meanwhile, would take that
 	// restart's reads for the ones before it).
-	rolledBack map[key]string
+	rolledBack map[workload.Key]string
 }
 
 // restart is one reload's patch: the resourceVersion it wrote ("" while in flight), and per
@@ -78,7 +78,7 @@ type restart struct {
 	reads map[policy.ConfigRef]*Read
 	// judged: the configs judged while the patch was in flight, to judge again once it ends
 	// (AwaitPatches).
-	judged []key
+	judged []workload.Key
 	// paused: the patch left the workload's rollouts paused, so its pods never started; the
 	// resume starts them (notes.Resumed), and a rollback of that goes back past every restart
 	// patched in during the pause (Restore.Since).
@@ -109,15 +109,16 @@ type Version struct {
 	Value string
 }
 
+// NewRestarts returns a restart memory that knows of no restart yet.
 func NewRestarts() *Restarts {
-	return &Restarts{done: map[key]*restart{}, inFlight: map[key]*restart{}, before: map[key]*restart{}, pausedTook: map[key]map[policy.ConfigRef]*Read{},
-		rollingBack: map[key]bool{}, rolledBack: map[key]string{}}
+	return &Restarts{done: map[workload.Key]*restart{}, inFlight: map[workload.Key]*restart{}, before: map[workload.Key]*restart{}, pausedTook: map[workload.Key]map[policy.ConfigRef]*Read{},
+		rollingBack: map[workload.Key]bool{}, rolledBack: map[workload.Key]string{}}
 }
 
 // Begin notes a patch of w about to be sent, with what its configs were judged against. cached
 // gives each config's version in the cache now: it may have changed since it was judged, its
 // event handled already.
-func (s *Restarts) Begin(w key, reads map[policy.ConfigRef]*Read, cached func(policy.ConfigRef, *Read) (Version, bool)) {
+func (s *Restarts) Begin(w workload.Key, reads map[policy.ConfigRef]*Read, cached func(policy.ConfigRef, *Read) (Version, bool)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for r, rd := range reads {
@@ -131,7 +132,7 @@ func (s *Restarts) Begin(w key, reads map[policy.ConfigRef]*Read, cached func(po
 // AwaitPatches reports whether a patch of any of deps, the dependents of config c, is in
 // flight; c is then judged again when each ends (Finished). Judged meanwhile, such a dependent
 // is taken to run what the patch leaves it on (latest), and the patch may yet fail.
-func (s *Restarts) AwaitPatches(deps []workload.Dependent, c key) bool {
+func (s *Restarts) AwaitPatches(deps []workload.Dependent, c workload.Key) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	waits := false
@@ -149,7 +150,7 @@ func (s *Restarts) AwaitPatches(deps []workload.Dependent, c key) bool {
 // Finished ends the patch in flight: rv is what it wrote ("" when it failed, which restarted
 // nothing: the restart before it still holds), paused whether it left the workload's rollouts
 // paused. It returns the configs to judge again (AwaitPatches).
-func (s *Restarts) Finished(w key, rv string, paused bool) (judgeAgain []key) {
+func (s *Restarts) Finished(w workload.Key, rv string, paused bool) (judgeAgain []workload.Key) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.inFlight[w]
@@ -185,7 +186,7 @@ func (s *Restarts) Finished(w key, rv string, paused bool) (judgeAgain []key) {
 // recreation's content; and a reload patched in during the next pause took it, the state
 // recorded it, and the pods put back, which ran the content before the deletion, were left on
 // it). The caller holds s.mu.
-func (s *Restarts) replace(w key, p *restart) {
+func (s *Restarts) replace(w workload.Key, p *restart) {
 	delete(s.rolledBack, w)
 	switch last := s.done[w]; {
 	case last == nil:
@@ -207,7 +208,7 @@ func (s *Restarts) replace(w key, p *restart) {
 
 // configChanged notes a new version rv of config c; content gives its content for the keys a
 // workload reads.
-func (s *Restarts) configChanged(c key, rv string, content func(keys []string) string) {
+func (s *Restarts) configChanged(c workload.Key, rv string, content func(keys []string) string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := policy.ConfigRef{Kind: c.Kind, Name: c.Name}
@@ -218,7 +219,7 @@ func (s *Restarts) configChanged(c key, rv string, content func(keys []string) s
 	}
 	// A restart kept for a rollback to put back sees the versions too: its pods wait as well
 	// (soak seed 1795669739113515740@4: its absent read, put back, took a later content).
-	for _, restarts := range []map[key]*restart{s.done, s.before} {
+	for _, restarts := range []map[workload.Key]*restart{s.done, s.before} {
 		for w, p := range restarts {
 			rd := p.reads[r]
 			if rd == nil || w.Namespace != c.Namespace {
@@ -235,7 +236,7 @@ func (s *Restarts) configChanged(c key, rv string, content func(keys []string) s
 // byOthers notes a change of w's pod template that another actor made, written at rv: its pods
 // read each config of reads as it was then. A patch of ours in flight, or already noted at rv,
 // is not one.
-func (s *Restarts) byOthers(w key, rv string, reads map[policy.ConfigRef]*Read, cached func(policy.ConfigRef, *Read) (Version, bool)) {
+func (s *Restarts) byOthers(w workload.Key, rv string, reads map[policy.ConfigRef]*Read, cached func(policy.ConfigRef, *Read) (Version, bool)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if last := s.done[w]; s.inFlight[w] != nil || last != nil && last.rv == rv {
@@ -251,7 +252,7 @@ func (s *Restarts) byOthers(w key, rv string, reads map[policy.ConfigRef]*Read, 
 
 // Unseen reports whether the pods of w's last restart read a content of r other than the one its
 // marker was judged against.
-func (s *Restarts) Unseen(w key, r policy.ConfigRef) bool {
+func (s *Restarts) Unseen(w workload.Key, r policy.ConfigRef) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.latest(w)
@@ -265,7 +266,7 @@ func (s *Restarts) Unseen(w key, r policy.ConfigRef) bool {
 // Runs is the content of r the pods of w's last restart run where their marker may say another:
 // the config was absent at the restart and has reappeared since, or a restart before it said so
 // (vouched); keys are those it is the content of (nil: all). ok is false when the marker says it.
-func (s *Restarts) Runs(w key, r policy.ConfigRef) (value string, keys []string, ok bool) {
+func (s *Restarts) Runs(w workload.Key, r policy.ConfigRef) (value string, keys []string, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.latest(w)
@@ -286,7 +287,7 @@ func (s *Restarts) Runs(w key, r policy.ConfigRef) (value string, keys []string,
 
 // Awaiting reports whether the pods of w's last restart wait for r, absent at the restart and
 // not seen back since.
-func (s *Restarts) Awaiting(w key, r policy.ConfigRef) bool {
+func (s *Restarts) Awaiting(w workload.Key, r policy.ConfigRef) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.latest(w)
@@ -297,7 +298,7 @@ func (s *Restarts) Awaiting(w key, r policy.ConfigRef) bool {
 // handled before the call returns: the cache then shows its template, which the reads of the
 // restart in flight describe (seed test TestSeedExamplesReloadAsDescribed: judged by the
 // restart before, a config was left due and its content never recorded). The caller holds s.mu.
-func (s *Restarts) latest(w key) *restart {
+func (s *Restarts) latest(w workload.Key) *restart {
 	if p := s.inFlight[w]; p != nil {
 		return p
 	}
@@ -314,7 +315,7 @@ func (s *Restarts) latest(w key) *restart {
 // that took it, the config may have been recorded in the state as run by every dependent; the
 // pods put back do not run it. (A vouched read needs nothing: the pods put back ran that content
 // too, by their marker or by the state, or it was held.)
-func (s *Restarts) RollbackBegins(w key) map[policy.ConfigRef]Stripped {
+func (s *Restarts) RollbackBegins(w workload.Key) map[policy.ConfigRef]Stripped {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.rollingBack[w] = true
@@ -362,7 +363,7 @@ func took(p *restart) map[policy.ConfigRef]*Read {
 // its reappearance reloaded nothing); what was noted of the previous ones holds again (seed
 // 1795669739113515711@4: another actor's change had started them on content the restored marker
 // does not say). With none noted, the marker the rollback restored decides.
-func (s *Restarts) RollbackEnded(w key, rv string) {
+func (s *Restarts) RollbackEnded(w workload.Key, rv string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.rollingBack, w)
@@ -381,11 +382,11 @@ func (s *Restarts) RollbackEnded(w key, rv string) {
 
 // WritesUnseen reports whether the cache, as CachedVersion reads it, has yet to show a write of ours
 // to a workload (a reload's patch or a rollback): its update event is what lets the state
-// advance, so a shutdown waits for it (drained).
-func (s *Restarts) WritesUnseen(cachedVersion func(key) (string, bool)) bool {
+// advance, so a shutdown waits for it (the root's drained).
+func (s *Restarts) WritesUnseen(cachedVersion func(workload.Key) (string, bool)) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	behind := func(w key, rv string) bool {
+	behind := func(w workload.Key, rv string) bool {
 		cached, ok := cachedVersion(w)
 		return ok && WrittenBefore(cached, rv)
 	}
@@ -404,7 +405,7 @@ func (s *Restarts) WritesUnseen(cachedVersion func(key) (string, bool)) bool {
 
 // BehindRollback reports whether a cached version rv of w was written before our last rollback
 // of it: the rollout it shows is over.
-func (s *Restarts) BehindRollback(w key, rv string) bool {
+func (s *Restarts) BehindRollback(w workload.Key, rv string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	at, ok := s.rolledBack[w]
@@ -416,7 +417,7 @@ func (s *Restarts) BehindRollback(w key, rv string) bool {
 // event may come while that restart is in flight or after it (soak seed
 // 1795691391691440061@4: forgotten, a change written just before the create went unseen, and
 // its revert was lost for the new Job).
-func (s *Restarts) WorkloadGone(w key, rv string) {
+func (s *Restarts) WorkloadGone(w workload.Key, rv string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.inFlight[w] != nil {
@@ -430,4 +431,30 @@ func (s *Restarts) WorkloadGone(w key, rv string) {
 	delete(s.pausedTook, w)
 	delete(s.rollingBack, w)
 	delete(s.rolledBack, w)
+}
+
+// UnmarkedNone are the configs the pods of a restart of w will run without (none reads), which
+// no marker of w says and which the restart's changes leave alone, with the keys w reads of
+// each: the state's tombstone would otherwise be taken for what they run.
+func UnmarkedNone(w workload.View, reads map[policy.ConfigRef]*Read, changes []policy.Change) map[policy.ConfigRef][]string {
+	out := map[policy.ConfigRef][]string{}
+	for r, rd := range reads {
+		changed := slices.ContainsFunc(changes, func(ch policy.Change) bool { return ch.Ref == r })
+		if rd.None && !changed && len(policy.MarkerCopies(w.Meta.GetAnnotations(), w.Tmpl, r)) == 0 {
+			out[r] = rd.Keys
+		}
+	}
+	return out
+}
+
+// Waiting are the configs the pods of a restart wait for: absent, and read through more than
+// optional key refs.
+func Waiting(reads map[policy.ConfigRef]*Read) []policy.ConfigRef {
+	var out []policy.ConfigRef
+	for r, rd := range reads {
+		if rd.Absent {
+			out = append(out, r)
+		}
+	}
+	return out
 }

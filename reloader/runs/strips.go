@@ -1,4 +1,4 @@
-package reloader
+package runs
 
 import (
 	"maps"
@@ -31,7 +31,7 @@ import (
 // changed since: the entry vouches for the workload while the config holds that content.
 type Strips struct {
 	mu    sync.Mutex
-	m     map[key]map[policy.ConfigRef]Stripped
+	m     map[workload.Key]map[policy.ConfigRef]Stripped
 	store *state.KindView
 	names entrykeys.Names
 }
@@ -59,8 +59,10 @@ const OtherContent = policy.UnrecordedContent
 // exist: they run whatever content it next has (Awaits). Another well-formed hash no content has.
 const awaited = "0000000000000000000000000000000000000001"
 
+// NewStrips returns the strips kept in memory and in store, the state's strip entries, named by
+// names.
 func NewStrips(store *state.KindView, names entrykeys.Names) *Strips {
-	return &Strips{m: map[key]map[policy.ConfigRef]Stripped{}, store: store, names: names}
+	return &Strips{m: map[workload.Key]map[policy.ConfigRef]Stripped{}, store: store, names: names}
 }
 
 // justCreated reports whether a workload is as its creator made it: generation 1 and no status
@@ -83,12 +85,12 @@ func justCreated(obj any) bool {
 
 // Remember notes, in memory and in the state, that workload w runs value of config r without a
 // marker (OtherContent: some other content than the config's).
-func (s *Strips) Remember(w key, r policy.ConfigRef, value string, keys []string) {
+func (s *Strips) Remember(w workload.Key, r policy.ConfigRef, value string, keys []string) {
 	s.put(w, r, Stripped{value: value, known: true, keys: keys}, value)
 }
 
 // put notes e in memory and stored in the state.
-func (s *Strips) put(w key, r policy.ConfigRef, e Stripped, stored string) {
+func (s *Strips) put(w workload.Key, r policy.ConfigRef, e Stripped, stored string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.m[w] == nil {
@@ -106,7 +108,7 @@ func (s *Strips) put(w key, r policy.ConfigRef, e Stripped, stored string) {
 // content would leave those pods on the content in between (soak seed
 // 1795727042036173470@4). So the state's entry says another content: a later process reloads
 // w once. unwatch ends it when the state no longer says w is due.
-func (s *Strips) watch(w key, r policy.ConfigRef, keys []string) {
+func (s *Strips) watch(w workload.Key, r policy.ConfigRef, keys []string) {
 	s.mu.Lock()
 	_, noted := s.m[w][r]
 	s.mu.Unlock()
@@ -117,7 +119,7 @@ func (s *Strips) watch(w key, r policy.ConfigRef, keys []string) {
 }
 
 // WatchDue watches each dependent the state judges due, and stops watching the others (watch).
-func (s *Strips) WatchDue(c key, deps []workload.Dependent) {
+func (s *Strips) WatchDue(c workload.Key, deps []workload.Dependent) {
 	r := policy.ConfigRef{Kind: c.Kind, Name: c.Name}
 	for _, d := range deps {
 		if d.ByState && d.Reload && restartedByOthers(d.Workload) {
@@ -134,7 +136,7 @@ func (s *Strips) WatchDue(c key, deps []workload.Dependent) {
 // would leave it there. So too a dependent an earlier process noted waiting for c (Awaits): c
 // came back while no reloader watched, and may have changed since the pods took it, or been
 // read anew by another actor's restart (checker seed 408@9): which content they run is unknown.
-func (s *Strips) Unsure(c key, deps []workload.Dependent) {
+func (s *Strips) Unsure(c workload.Key, deps []workload.Dependent) {
 	r := policy.ConfigRef{Kind: c.Kind, Name: c.Name}
 	for _, d := range deps {
 		v, noted := s.store.Value(s.names.Strip(d.Workload, r))
@@ -147,12 +149,12 @@ func (s *Strips) Unsure(c key, deps []workload.Dependent) {
 // restartedByOthers reports whether another actor can restart workload w's pods: not a Job's,
 // whose template cannot change, nor a CronJob's, whose template change starts nothing (its
 // scheduled runs are new pods, each reading the config as it is then).
-func restartedByOthers(w key) bool {
+func restartedByOthers(w workload.Key) bool {
 	return w.Kind != "CronJob" && w.Kind != "Job"
 }
 
 // unwatch ends watch for w and r, if it holds.
-func (s *Strips) unwatch(w key, r policy.ConfigRef) {
+func (s *Strips) unwatch(w workload.Key, r policy.ConfigRef) {
 	s.mu.Lock()
 	e, ok := s.m[w][r]
 	s.mu.Unlock()
@@ -168,7 +170,7 @@ func (s *Strips) unwatch(w key, r policy.ConfigRef) {
 // reappeared during the reload's rollout, its new pods took it, the state recorded it, and the
 // pods put back, without a marker of it, were never restarted for it). Noted before the
 // rollback is sent: its own update event may be handled first.
-func (s *Strips) PutBack(w key, runs map[policy.ConfigRef]Stripped) (undo func()) {
+func (s *Strips) PutBack(w workload.Key, runs map[policy.ConfigRef]Stripped) (undo func()) {
 	undo = s.keep(w, slices.Collect(maps.Keys(runs)))
 	for r, run := range runs {
 		s.Remember(w, r, run.value, run.keys)
@@ -180,7 +182,7 @@ func (s *Strips) PutBack(w key, runs map[policy.ConfigRef]Stripped) (undo func()
 // config its restored template carries no marker of, as the reload recorded it
 // (policy.Restore.Ran): the state may already say the content the rollback undid. undo puts
 // back what was noted before, for a rollback that was not sent.
-func (s *Strips) RanBefore(w key, ran map[string]string) (undo func()) {
+func (s *Strips) RanBefore(w workload.Key, ran map[string]string) (undo func()) {
 	refs := make([]policy.ConfigRef, 0, len(ran))
 	for ref := range ran {
 		refs = append(refs, policy.RestoreRef(ref))
@@ -195,7 +197,7 @@ func (s *Strips) RanBefore(w key, ran map[string]string) (undo func()) {
 // keep returns what puts back, in memory and in the state, what is noted now of w and each
 // config of refs. A rollback's notes are undone with it when its patch is not sent: a rollback
 // retried on a cache behind the one that landed fails, and must not drop what that one noted.
-func (s *Strips) keep(w key, refs []policy.ConfigRef) (restore func()) {
+func (s *Strips) keep(w workload.Key, refs []policy.ConfigRef) (restore func()) {
 	s.mu.Lock()
 	before := maps.Clone(s.m[w])
 	s.mu.Unlock()
@@ -228,7 +230,7 @@ func (s *Strips) keep(w key, refs []policy.ConfigRef) (restore func()) {
 // read through optional key refs only, with no marker: unseen.go), keys being what they read of
 // it. Noted before the restart is sent, since its own update event may be handled first; undo
 // puts back what was noted before, for a restart that was not sent.
-func (s *Strips) RunNothing(w key, refs map[policy.ConfigRef][]string) (undo func()) {
+func (s *Strips) RunNothing(w workload.Key, refs map[policy.ConfigRef][]string) (undo func()) {
 	s.mu.Lock()
 	before := maps.Clone(s.m[w])
 	s.mu.Unlock()
@@ -254,7 +256,7 @@ func (s *Strips) RunNothing(w key, refs map[policy.ConfigRef][]string) (undo fun
 // judged by it (one made while the config is ignored restarts nothing once the ignore is
 // lifted, as for a workload created after the entry caught up; CI:
 // TestRemovingIgnoreCatchesUpMarkedWorkloadsOnce, created while the entry lagged).
-func (s *Strips) CaughtUp(w key, r policy.ConfigRef, value string) {
+func (s *Strips) CaughtUp(w workload.Key, r policy.ConfigRef, value string) {
 	s.mu.Lock()
 	e, noted := s.m[w][r]
 	s.mu.Unlock()
@@ -268,7 +270,7 @@ func (s *Strips) CaughtUp(w key, r policy.ConfigRef, value string) {
 }
 
 // forget drops what was remembered of workload w and config r, in memory and in the state.
-func (s *Strips) forget(w key, r policy.ConfigRef) {
+func (s *Strips) forget(w workload.Key, r policy.ConfigRef) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.m[w], r)
@@ -281,7 +283,7 @@ func (s *Strips) forget(w key, r policy.ConfigRef) {
 // Marker is what workload w, without a marker for r, carries in effect against value: what it
 // was remembered to run since a strip, in memory or, after a restart, in the state; NoMarker
 // when nothing is, or only a value made under a lost hash key (the state's config entry decides).
-func (s *Strips) Marker(w key, r policy.ConfigRef, value string) policy.MarkerState {
+func (s *Strips) Marker(w workload.Key, r policy.ConfigRef, value string) policy.MarkerState {
 	s.mu.Lock()
 	e, ok := s.m[w][r]
 	s.mu.Unlock()
@@ -314,7 +316,7 @@ func (s *Strips) Marker(w key, r policy.ConfigRef, value string) policy.MarkerSt
 // config (Reappeared) and, the config deleted again, reloads w once (RanSince). Noted before the
 // restart is sent, since its own update event may be handled first; undo puts back what the
 // state held, for a restart that was not sent.
-func (s *Strips) Awaits(w key, refs []policy.ConfigRef) (undo func()) {
+func (s *Strips) Awaits(w workload.Key, refs []policy.ConfigRef) (undo func()) {
 	before := map[policy.ConfigRef]string{}
 	for _, r := range refs {
 		k := s.names.Strip(w, r)
@@ -342,7 +344,7 @@ func (s *Strips) Awaits(w key, refs []policy.ConfigRef) (undo func()) {
 // 1795754412268271987@5: a deletion's reload rolled back, its note then vouched for the
 // config's reappearance, which the restored pods never took). undo puts them back, for a
 // rollback that was not sent.
-func (s *Strips) RolledBack(w key, refs []policy.ConfigRef) (undo func()) {
+func (s *Strips) RolledBack(w workload.Key, refs []policy.ConfigRef) (undo func()) {
 	var forgot []policy.ConfigRef
 	for _, r := range refs {
 		if v, ok := s.store.Value(s.names.Strip(w, r)); ok && v == awaited {
@@ -355,7 +357,7 @@ func (s *Strips) RolledBack(w key, refs []policy.ConfigRef) (undo func()) {
 
 // Reappeared notes, for each dependent of config c (which exists) whose pods waited for it
 // (Awaits), that they run its content: they started on it. noted: any did.
-func (s *Strips) Reappeared(c key, deps []workload.Dependent) (noted bool) {
+func (s *Strips) Reappeared(c workload.Key, deps []workload.Dependent) (noted bool) {
 	r := policy.ConfigRef{Kind: c.Kind, Name: c.Name}
 	for _, d := range deps {
 		if v, ok := s.store.Value(s.names.Strip(d.Workload, r)); ok && v == awaited {
@@ -369,7 +371,7 @@ func (s *Strips) Reappeared(c key, deps []workload.Dependent) (noted bool) {
 // RanSince reports whether the state notes that the pods of w run a content of config r: one
 // they took without a marker, or since they were restarted while it was absent (Awaits). Its
 // deletion is a change to them.
-func (s *Strips) RanSince(w key, r policy.ConfigRef) bool {
+func (s *Strips) RanSince(w workload.Key, r policy.ConfigRef) bool {
 	v, ok := s.store.Value(s.names.Strip(w, r))
 	return ok && v != awaited
 }
@@ -377,7 +379,7 @@ func (s *Strips) RanSince(w key, r policy.ConfigRef) bool {
 // ConfigChanged makes what was remembered of config c, in every workload, unknown, except for a
 // workload that reads only keys the change left alone (same reports that; nil: none is known
 // to be): whichever content its pods read, they read the same values.
-func (s *Strips) ConfigChanged(c key, same func(keys []string) bool) {
+func (s *Strips) ConfigChanged(c workload.Key, same func(keys []string) bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := policy.ConfigRef{Kind: c.Kind, Name: c.Name}
@@ -390,8 +392,8 @@ func (s *Strips) ConfigChanged(c key, same func(keys []string) bool) {
 	}
 }
 
-// WorkloadGone forgets, in memory, a deleted workload (workloadEntries.lift deletes its state entries).
-func (s *Strips) WorkloadGone(w key) {
+// WorkloadGone forgets, in memory, a deleted workload (the root's workloadEntries.lift deletes its state entries).
+func (s *Strips) WorkloadGone(w workload.Key) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.m, w)
