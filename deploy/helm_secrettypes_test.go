@@ -7,7 +7,8 @@ import (
 )
 
 // TestChartPassesIgnoreSecretTypesOnlyWhenChanged: the chart leaves the reloader's default
-// (Helm release Secrets) alone, and passes any other value, the empty one included.
+// (Helm release Secrets and service-account tokens) alone, and passes any other value, the empty
+// one included.
 func TestChartPassesIgnoreSecretTypesOnlyWhenChanged(t *testing.T) {
 	for _, tc := range []struct {
 		set       string
@@ -16,7 +17,8 @@ func TestChartPassesIgnoreSecretTypesOnlyWhenChanged(t *testing.T) {
 	}{
 		{"", "", false},
 		{"ignoreSecretTypes=", "", true},
-		{`ignoreSecretTypes=helm.sh/release.v1\,kubernetes.io/service-account-token`, "helm.sh/release.v1,kubernetes.io/service-account-token", true},
+		{`ignoreSecretTypes=helm.sh/release.v1\,kubernetes.io/service-account-token`, "", false},
+		{"ignoreSecretTypes=helm.sh/release.v1", "helm.sh/release.v1", true},
 	} {
 		var set []string
 		if tc.set != "" {

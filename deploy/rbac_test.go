@@ -2,6 +2,7 @@ package deploy_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"reflect"
 	"testing"
@@ -28,8 +29,7 @@ const namespaceManifest = "namespace/reloader.yaml"
 var wantNamespaceRole = []rbacv1.PolicyRule{
 	{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets"}, Verbs: []string{"get", "list", "watch"}},
 	{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"patch"},
-		ResourceNames: []string{"reloader-state", "reloader-state-1", "reloader-state-2", "reloader-state-3",
-			"reloader-state-4", "reloader-state-5", "reloader-state-6", "reloader-state-7"}},
+		ResourceNames: numberedShards("reloader-state", 32)},
 	{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
 	// The hash key Secret, made on the first start; create cannot be limited by name.
 	{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
@@ -40,6 +40,15 @@ var wantNamespaceRole = []rbacv1.PolicyRule{
 	{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
 	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "update"}, ResourceNames: []string{"reloader"}},
+}
+
+// numberedShards returns name, name-1, ... name-(n-1): the names of n state shards.
+func numberedShards(name string, n int) []string {
+	out := []string{name}
+	for i := 1; i < n; i++ {
+		out = append(out, fmt.Sprintf("%s-%d", name, i))
+	}
+	return out
 }
 
 // readNamespaceManifest is deploy/namespace/reloader.yaml, decoded strictly.
@@ -65,11 +74,9 @@ func TestRBACRoleIsExact(t *testing.T) {
 		t.Errorf("RoleBinding must bind only ServiceAccount %s to Role %s, got %+v %+v",
 			sa.Name, role.Name, binding.RoleRef, binding.Subjects)
 	}
-	// The Role names the shards the state package uses.
-	for i, shard := range stateShards(one[*corev1.ConfigMap](t, ms).Name) {
-		if got := wantNamespaceRole[1].ResourceNames[i]; got != shard {
-			t.Errorf("shard %d is %s, the Role names %s", i, shard, got)
-		}
+	// The Role names the shards the state package uses, every one of them.
+	if got, want := wantNamespaceRole[1].ResourceNames, stateShards(one[*corev1.ConfigMap](t, ms).Name); !reflect.DeepEqual(got, want) {
+		t.Errorf("the Role names the shards %v, the state package uses %v", got, want)
 	}
 }
 

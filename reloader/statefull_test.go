@@ -41,9 +41,9 @@ func TestAReadConfigsEntryIsSavedInAFullStateAndItsChangeWhileDownIsCaughtUp(t *
 	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	unread := func(i int) string { return fmt.Sprintf("unread-%03d", i) }
-	// Three entries per shard: 24 in all, fewer than the unread configs.
-	budget := 3 * state.Reserved(state.Key("ConfigMap", "", unread(0)))
-	const configs = 30
+	// One entry per shard: state.MaxShards in all, fewer than the unread configs.
+	budget := state.Reserved(state.Key("ConfigMap", "", unread(0)))
+	configs := state.MaxShards + 6
 	for i := range configs {
 		createConfigMap(t, ns, unread(i), map[string]string{"v": "1"})
 	}

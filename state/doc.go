@@ -29,20 +29,32 @@
 // (Other, WriteOther); where each entry sits is its table's (shards.go).
 //
 // One ConfigMap holds at most 1 MiB, so entries spread over shards: <name>, <name>-1, ... up to
-// MaxShards, each filled to ShardBudget. A new entry goes to the first shard with room and never
-// moves (unless evicted, below): it counts against the budget at the size of the longest value it
-// could take, so it can always be updated in place. When no shard has room the entry is kept in
-// memory only (see Store.Unsaved) and written once room appears: a full state is never written
-// past its budget. Its owner may mark a config spare (Configs.SetSpare: no workload reads it). A
-// full state gives spare entries' room to entries that are not spare: such an entry that finds no
-// room evicts saved spare entries of one shard to memory only, and the flush removes them there; a
-// spare entry never evicts. So past the ceiling only spare entries are lost at a restart, unless
-// entries that are not spare alone fill every shard. A key deleted and re-added before the flush
-// returns to its old shard if that has room; if not, the flush removes it there, so that no key is
-// ever stored twice. Writes are JSON merge patches of the changed keys only, so keys written by
-// others survive. An unfenced store's writes are unconditional; a fenced one's (leader election,
-// fence.go) name the shard's resourceVersion, and a conflict costs a read of that version and a
-// second attempt.
+// MaxShards (32), each filled to ShardBudget (800 KiB). That is 26,214,400 counted bytes: 227,951
+// entries of 115 bytes (the mix bench's read configs) or 252,061 of 104 (its average), where
+// eight shards held 56,987 and 63,015. The room comes from shards, not from the budget: the API
+// server checks the whole object a merge patch leaves (1 MiB of data) though the patch carries
+// only the changed keys, and etcd stores it whole with its managedFields, which name every key
+// once more, refusing more than 1.5 MiB (1,572,864 bytes). A shard of the longest keys (2,795
+// data-key entries of a ConfigMap, 253-byte keys and plain hashes, at the budget) measured
+// 1,571,121 bytes in protobuf on the test API server: the budget is already at etcd's limit
+// there. A full rewrite (a shard created, or recreated from memory) sends its whole data, under
+// 1 MiB of JSON against the API server's 3 MiB limit on a request. Load reads every possible
+// shard, one GET each (NotFound for those never created); the fence claims, Keep checks and a
+// flush writes only shards that exist, a flush one merge patch per shard with changes.
+//
+// A new entry goes to the first shard with room and never moves (unless evicted, below): it counts
+// against the budget at the size of the longest value it could take, so it can always be updated in
+// place. When no shard has room the entry is kept in memory only (see Store.Unsaved) and written
+// once room appears: a full state is never written past its budget. Its owner may mark a config
+// spare (Configs.SetSpare: no workload reads it). A full state gives spare entries' room to entries
+// that are not spare: such an entry that finds no room evicts saved spare entries of one shard to
+// memory only, and the flush removes them there; a spare entry never evicts. So past the ceiling
+// only spare entries are lost at a restart, unless entries that are not spare alone fill every
+// shard. A key deleted and re-added before the flush returns to its old shard if that has room; if
+// not, the flush removes it there, so that no key is ever stored twice. Writes are JSON merge
+// patches of the changed keys only, so keys written by others survive. An unfenced store's writes
+// are unconditional; a fenced one's (leader election, fence.go) name the shard's resourceVersion,
+// and a conflict costs a read of that version and a second attempt.
 //
 // Changes are written behind: a flush starts shortly after the first change and writes all of
 // them. An entry its owner calls redundant (Configs.SetRedundant) starts no flush: it goes along

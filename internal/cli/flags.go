@@ -67,7 +67,7 @@ type Flags struct {
 	NamespaceSelector     Selector `help:"Label selector: only namespaces matching it are watched (all-namespaces mode; needs list/watch on namespaces). stakater's key:value and key:* forms are accepted; the flag may repeat."`
 	ResourceLabelSelector Selector `help:"Label selector pushed into the list/watch of ConfigMaps and Secrets: others are never cached nor tracked. stakater's key:value and key:* forms are accepted; the flag may repeat."`
 	ResourcesToIgnore     string   `help:"configmaps or secrets: do not watch that kind of config."`
-	IgnoreSecretTypes     []string `default:"helm.sh/release.v1" help:"Secret types never listed, watched nor tracked (a field selector on type). Empty: every type."`
+	IgnoreSecretTypes     []string `default:"helm.sh/release.v1,kubernetes.io/service-account-token" help:"Secret types never listed, watched nor tracked (a field selector on type). Empty: every type."`
 	ReloadOnCreate        bool     `help:"Reload dependents when a config they reference is created."`
 	ReloadOnDelete        bool     `help:"Reload every dependent that ran a config when it is deleted (its marker says deleted)."`
 

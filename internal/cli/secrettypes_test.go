@@ -6,18 +6,18 @@ import (
 	"testing"
 )
 
-// TestIgnoreSecretTypesDefaultsToHelmReleases: by default only Helm's release Secrets stay out
-// of the caches; an empty value caches every type, and an empty item is refused.
-func TestIgnoreSecretTypesDefaultsToHelmReleases(t *testing.T) {
+// TestIgnoreSecretTypesDefaultsToHelmReleasesAndAccountTokens: by default Helm's release Secrets
+// and service-account tokens stay out of the caches; Helm's alone can be chosen, an empty value
+// caches every type, and an empty item is refused.
+func TestIgnoreSecretTypesDefaultsToHelmReleasesAndAccountTokens(t *testing.T) {
 	for _, tt := range []struct {
 		args    []string
 		want    []string
 		wantErr string
 	}{
-		{args: nil, want: []string{"helm.sh/release.v1"}},
+		{args: nil, want: []string{"helm.sh/release.v1", "kubernetes.io/service-account-token"}},
 		{args: []string{"--ignore-secret-types="}, want: nil},
-		{args: []string{"--ignore-secret-types=helm.sh/release.v1,kubernetes.io/service-account-token"},
-			want: []string{"helm.sh/release.v1", "kubernetes.io/service-account-token"}},
+		{args: []string{"--ignore-secret-types=helm.sh/release.v1"}, want: []string{"helm.sh/release.v1"}},
 		{args: []string{"--ignore-secret-types=a,,b"}, wantErr: "--ignore-secret-types: empty type"},
 		{args: []string{"--ignore-secret-types=a, b"}, wantErr: "spaces around one"},
 	} {

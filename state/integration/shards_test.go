@@ -6,30 +6,40 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/reloader/reloader/state"
 )
 
 // At the real budget, with every shard full: the entries that do not fit stay in memory, and the
 // flush succeeds. The engine before tombstones put them all in the last shard, which grew to
-// 2.15 MB and could never be written (reproduced with this sequence on d7ae632).
+// 2.15 MB and could never be written (reproduced with this sequence on d7ae632). The 32 shards
+// hold more than 150,000 entries (issue 52: the 500,000-config mix's 100,000 read configs and
+// the rest), written, and loaded back at a restart; eight held 61,824.
 func TestAStateFullAtTheRealBudgetIsNeverWrittenPastIt(t *testing.T) {
+	ctx := context.Background()
 	ns := cluster.NewNamespace(t)
 	var log bytes.Buffer
 	s := newStore(cluster.Client(), ns, &log)
-	if _, err := s.Load(context.Background()); err != nil {
+	start := time.Now()
+	if _, err := s.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// A 45-byte key and a 40-byte hash, each counted at its largest size: 8 × 800 KB hold fewer
-	// than 77,000 of them.
-	for i := range 95000 {
-		s.Configs().Set(fmt.Sprintf("v1.ConfigMap_config-with-a-long-name-%06d", i), fmt.Sprintf("%040x", i))
+	t.Logf("Load of no state (%d GETs and a create): %s", state.MaxShards, time.Since(start))
+	// A 45-byte key and a 40-byte hash, each counted at its largest size (106 bytes): each
+	// shard of 800 KiB holds 7,728 of them.
+	key := func(i int) string { return fmt.Sprintf("v1.ConfigMap_config-with-a-long-name-%06d", i) }
+	capacity := state.MaxShards * (state.ShardBudget / state.Reserved(key(0)))
+	for i := range capacity + 5000 {
+		s.Configs().Set(key(i), fmt.Sprintf("%040x", i))
 	}
-	if err := s.Flush(context.Background()); err != nil {
+	start = time.Now()
+	if err := s.Flush(ctx); err != nil {
 		t.Fatalf("flush of a full state: %v", err)
 	}
-	if s.Unsaved() == 0 {
-		t.Fatal("no entry is reported as kept in memory only")
+	t.Logf("flush of %d shards: %s", state.MaxShards, time.Since(start))
+	if n := s.Unsaved(); n != 5000 {
+		t.Fatalf("%d entries are reported as kept in memory only, want 5,000", n)
 	}
 	for _, st := range s.Stats() {
 		if st.Bytes > state.ShardBudget {
@@ -38,6 +48,17 @@ func TestAStateFullAtTheRealBudgetIsNeverWrittenPastIt(t *testing.T) {
 	}
 	if n := strings.Count(log.String(), "state is full"); n != 1 {
 		t.Errorf("%d log lines say the state is full, want 1", n)
+	}
+
+	restarted := newStore(cluster.Client(), ns, nil)
+	start = time.Now()
+	if _, err := restarted.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Load of %d full shards: %s", state.MaxShards, time.Since(start))
+	n := restarted.Configs().Count(func(string, state.Entry) bool { return true })
+	if n != capacity || n < 150000 {
+		t.Errorf("%d entries loaded after a restart, want the %d saved, and at least 150,000", n, capacity)
 	}
 }
 

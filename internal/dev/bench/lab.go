@@ -26,6 +26,7 @@ type lab struct {
 	burst    burstScenario
 	tracking trackingScenario
 	growth   growthScenario
+	mix      mixScenario
 }
 
 // kit is what the scenarios share: the command line, the reloader under test, its profiler and
@@ -45,7 +46,7 @@ func newLab(cfg config) (*lab, error) {
 		return nil, err
 	}
 	l.report = rep
-	l.bed = &testbed{workers: cfg.workers, logf: l.logf, fail: l.failAll}
+	l.bed = &testbed{workers: cfg.workers, mixQuota: cfg.mixEtcdQuota, logf: l.logf, fail: l.failAll}
 	l.kit = &kit{
 		cfg:   cfg,
 		procs: &launcher{cfg: cfg, dir: rep.dir, logf: l.logf},
@@ -58,6 +59,7 @@ func newLab(cfg config) (*lab, error) {
 	l.burst = burstScenario{l.kit}
 	l.tracking = trackingScenario{l.kit}
 	l.growth = growthScenario{l.kit}
+	l.mix = mixScenario{l.kit}
 	return l, nil
 }
 
@@ -98,6 +100,15 @@ func (l *lab) runAll(ctx context.Context) {
 			l.scenario(ctx, scGrowth, nil, func(_ context.Context, r *result) error { return growthPerConfig(l.report.results, r) })
 		}
 	}
+	if l.cfg.wants(scMix) {
+		for _, n := range l.cfg.mix {
+			pop := l.cfg.pop.mix(n, l.cfg.mixNamespaces)
+			name := mixName(pop.configs())
+			l.bed.withPopulation(ctx, pop, []string{name}, func(e *env) {
+				l.scenario(ctx, name, pop, func(ctx context.Context, r *result) error { return l.mix.run(ctx, e, r) })
+			})
+		}
+	}
 }
 
 // runShared runs memory, latency, restarts and burst on one control plane.
@@ -108,7 +119,7 @@ func (l *lab) runShared(ctx context.Context) {
 			names = append(names, l.cfg.resultName(n))
 		}
 	}
-	c, err := l.bed.startCluster(ctx)
+	c, err := l.bed.startCluster(ctx, 0)
 	if err != nil {
 		if l.cfg.wants(scBurst) {
 			names = append(names, scBurst)

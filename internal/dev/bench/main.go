@@ -34,9 +34,14 @@ const (
 	scBurst       = "burst"
 	scGrowth      = "growth"
 	scTracking    = "tracking"
+	scMix         = "mix"
 )
 
-var allScenarios = []string{scMemory, scLatency, scRestarts, scBurst, scMemoryLarge, scGrowth, scTracking}
+var allScenarios = []string{scMemory, scLatency, scRestarts, scBurst, scMemoryLarge, scGrowth, scTracking, scMix}
+
+// defaultScenarios are what runs without -scenarios: all but mix, whose populations take
+// minutes to create and gigabytes of etcd.
+var defaultScenarios = allScenarios[:len(allScenarios)-1]
 
 // config is the command line.
 type config struct {
@@ -77,15 +82,21 @@ type config struct {
 	plotOut        string
 	growthSamples  int
 	growthInterval time.Duration
+
+	mix           []int
+	mixNamespaces int
+	mixSamples    int
+	mixEtcdQuota  int64 // bytes
 }
 
 func parseFlags() (config, error) {
 	var c config
-	var scenarios, growth, plotFrom string
+	var scenarios, growth, mix, plotFrom string
+	var mixQuotaGiB int
 	flag.StringVar(&c.reloader, "reloader", "bin/reloader", "reloader binary to measure")
 	flag.StringVar(&c.out, "out", "bench-results", "directory for the .jsonl results, logs and profiles")
 	flag.StringVar(&c.goTool, "go", "go", "go command, for `go tool pprof` summaries")
-	flag.StringVar(&scenarios, "scenarios", strings.Join(allScenarios, ","), "comma-separated scenarios to run: "+strings.Join(allScenarios, ", ")+" (the API cost is part of latency)")
+	flag.StringVar(&scenarios, "scenarios", strings.Join(defaultScenarios, ","), "comma-separated scenarios to run: "+strings.Join(allScenarios, ", ")+" (the API cost is part of latency)")
 	flag.IntVar(&c.pop.ConfigMaps, "configmaps", 5000, "ConfigMaps in the population")
 	flag.IntVar(&c.pop.Secrets, "secrets", 2000, "Secrets in the population")
 	flag.IntVar(&c.pop.Deployments, "deployments", 1000, "Deployments in the population, each using 2 ConfigMaps and 1 Secret")
@@ -118,6 +129,10 @@ func parseFlags() (config, error) {
 	flag.IntVar(&c.growthNamespaces, "growth-namespaces", 50, "namespaces the growth population is spread over")
 	flag.IntVar(&c.growthSamples, "growth-samples", 20, "latency samples per growth size")
 	flag.DurationVar(&c.growthInterval, "growth-interval", 500*time.Millisecond, "time between two growth latency updates")
+	flag.StringVar(&mix, "mix", "10000,50000", "config counts of the mix scenario, cluster-wide: 60% Helm release Secrets, 20% service-account token Secrets, 20% configs read by workloads as in growth")
+	flag.IntVar(&c.mixNamespaces, "mix-namespaces", 100, "namespaces the mix population is spread over")
+	flag.IntVar(&c.mixSamples, "mix-samples", 50, "latency samples per mix size, -growth-interval apart")
+	flag.IntVar(&mixQuotaGiB, "mix-etcd-quota-gib", 8, "etcd's --quota-backend-bytes in GiB for the mix scenario's control plane (etcd's default is 2; 8 is its suggested maximum)")
 	flag.StringVar(&plotFrom, "plot-from", "", "comma-separated .jsonl results: only draw their growth plot into -plot-out, run nothing")
 	flag.StringVar(&c.plotOut, "plot-out", "growth.png", "PNG the -plot-from growth plot is written to")
 	flag.Parse()
@@ -131,6 +146,10 @@ func parseFlags() (config, error) {
 	if c.growth, err = parseInts(growth); err != nil {
 		return c, fmt.Errorf("-growth: %w", err)
 	}
+	if c.mix, err = parseInts(mix); err != nil {
+		return c, fmt.Errorf("-mix: %w", err)
+	}
+	c.mixEtcdQuota = int64(mixQuotaGiB) << 30
 	return c, c.pop.validate()
 }
 

@@ -32,6 +32,10 @@ type population struct {
 	// Namespaces spreads the population over this many namespaces, <base>-00 and so on, and the
 	// reloader then watches all namespaces; 0 keeps it in the one namespace <base>.
 	Namespaces int `json:"namespaces,omitempty"`
+	// HelmReleases and Tokens are Secrets that no workload reads (mix.go): helm.sh/release.v1
+	// Secrets of helmReleaseSize's sizes and kubernetes.io/service-account-token Secrets.
+	HelmReleases int `json:"helm_releases,omitempty"`
+	Tokens       int `json:"sa_tokens,omitempty"`
 }
 
 func (p population) validate() error {
@@ -63,6 +67,9 @@ func (p population) clusterWide(n, namespaces int) population {
 func (p population) String() string {
 	s := fmt.Sprintf("%d ConfigMaps of %d KiB, %d Secrets of %d KiB, %d Deployments",
 		p.ConfigMaps, p.ConfigMapKiB, p.Secrets, p.SecretKiB, p.Deployments)
+	if p.HelmReleases+p.Tokens > 0 {
+		s += fmt.Sprintf(", %d Helm release Secrets, %d service-account tokens", p.HelmReleases, p.Tokens)
+	}
 	if p.Namespaces > 0 {
 		s += fmt.Sprintf(" over %d namespaces", p.Namespaces)
 	}
@@ -190,6 +197,9 @@ func (p population) create(ctx context.Context, client kubernetes.Interface, bas
 		return wrap(err, "create Secret %s", secretName(k))
 	})
 	if err != nil {
+		return err
+	}
+	if err := p.createUnread(ctx, client, base, workers); err != nil {
 		return err
 	}
 	return forEach(ctx, p.Deployments, workers, func(ctx context.Context, i int) error {

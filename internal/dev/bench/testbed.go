@@ -13,14 +13,21 @@ import (
 // recorded, through fail, as the failure of the results named.
 type testbed struct {
 	workers int // concurrent requests while creating a population
-	logf    func(format string, args ...any)
-	fail    func(err error, names ...string)
+	// mixQuota is etcd's backend quota for a population with Secrets no workload reads (mix);
+	// 0 keeps etcd's default.
+	mixQuota int64
+	logf     func(format string, args ...any)
+	fail     func(err error, names ...string)
 }
 
 // withPopulation runs fn on a fresh control plane holding pop; names are the results to mark
 // failed if that cannot be set up.
 func (b *testbed) withPopulation(ctx context.Context, pop population, names []string, fn func(*env)) {
-	c, err := b.startCluster(ctx)
+	var quota int64
+	if pop.HelmReleases+pop.Tokens > 0 {
+		quota = b.mixQuota
+	}
+	c, err := b.startCluster(ctx, quota)
 	if err != nil {
 		b.fail(err, names...)
 		return
@@ -38,13 +45,14 @@ func (b *testbed) inNamespace(ctx context.Context, c *testcluster.Cluster, pop p
 		return
 	}
 	defer e.close()
-	objects := pop.ConfigMaps + pop.Secrets + pop.Deployments
+	objects := pop.objects()
 	b.logf("created %d objects in %s (%.0f/s)", objects, e.setup.Round(100*time.Millisecond), float64(objects)/e.setup.Seconds())
 	fn(e)
 }
 
-func (b *testbed) startCluster(ctx context.Context) (*testcluster.Cluster, error) {
-	c, err := testcluster.Start(ctx, testcluster.Options{Log: os.Stderr})
+// startCluster starts a control plane; etcdQuota, if positive, is etcd's backend quota.
+func (b *testbed) startCluster(ctx context.Context, etcdQuota int64) (*testcluster.Cluster, error) {
+	c, err := testcluster.Start(ctx, testcluster.Options{Log: os.Stderr, EtcdQuotaBytes: etcdQuota})
 	if err != nil {
 		return nil, fmt.Errorf("start control plane: %w", err)
 	}

@@ -55,6 +55,9 @@ type Options struct {
 	// patch, delete; metadata only, one JSON event per line) to
 	// Cluster.AuditLog: who wrote what, when, as the server saw it.
 	Audit bool
+	// EtcdQuotaBytes, if positive, is etcd's --quota-backend-bytes in place of its 2 GiB
+	// default: a bench population of large Secrets (Helm releases) needs more room than that.
+	EtcdQuotaBytes int64
 }
 
 // Cluster is a running local control plane.
@@ -74,6 +77,7 @@ type Cluster struct {
 	procs     components
 	removeDir bool
 	audit     bool
+	etcdQuota int64 // etcd's --quota-backend-bytes; 0 keeps its default
 
 	stopOnce sync.Once
 	stopErr  error
@@ -99,7 +103,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 }
 
 func newCluster(opts Options) (*Cluster, error) {
-	c := &Cluster{Dir: opts.Dir, audit: opts.Audit}
+	c := &Cluster{Dir: opts.Dir, audit: opts.Audit, etcdQuota: opts.EtcdQuotaBytes}
 	if c.Dir == "" {
 		dir, err := os.MkdirTemp("", "testcluster-")
 		if err != nil {
@@ -151,17 +155,21 @@ func (c *Cluster) startEtcd(ctx context.Context, bins Binaries) (string, error) 
 	err := c.procs.onFreePorts("etcd", 2, func(ports []int) error {
 		clientURL = localURL("http", ports[0])
 		peerURL := localURL("http", ports[1])
-		p, err := c.procs.run("etcd", bins.Etcd,
+		args := []string{
 			"--name", contextName,
 			"--data-dir", filepath.Join(c.Dir, "etcd"),
 			"--listen-client-urls", clientURL,
 			"--advertise-client-urls", clientURL,
 			"--listen-peer-urls", peerURL,
 			"--initial-advertise-peer-urls", peerURL,
-			"--initial-cluster", contextName+"="+peerURL,
+			"--initial-cluster", contextName + "=" + peerURL,
 			"--unsafe-no-fsync",
 			"--log-level", "warn",
-		)
+		}
+		if c.etcdQuota > 0 {
+			args = append(args, "--quota-backend-bytes", strconv.FormatInt(c.etcdQuota, 10))
+		}
+		p, err := c.procs.run("etcd", bins.Etcd, args...)
 		if err != nil {
 			return err
 		}

@@ -155,8 +155,8 @@ takes bare names too). YAML list. */}}
 {{- with $s.ignoredWorkloadTypes }}
 - --ignored-workload-types={{ join "," . }}
 {{- end }}
-{{- /* The reloader's own default is helm.sh/release.v1; "" caches every Secret type. */}}
-{{- if ne (toString .Values.ignoreSecretTypes) "helm.sh/release.v1" }}
+{{- /* The reloader's own default is helm.sh/release.v1,kubernetes.io/service-account-token; "" caches every Secret type. */}}
+{{- if ne (toString .Values.ignoreSecretTypes) "helm.sh/release.v1,kubernetes.io/service-account-token" }}
 - {{ printf "--ignore-secret-types=%s" (toString .Values.ignoreSecretTypes) | quote }}
 {{- end }}
 {{- range concat $s.annotationFlags .Values.extraArgs }}
@@ -164,10 +164,10 @@ takes bare names too). YAML list. */}}
 {{- end }}
 {{- end -}}
 
-{{/* The state ConfigMap and its shards: <name>, <name>-1 ... <name>-7 (state.MaxShards = 8). */}}
+{{/* The state ConfigMap and its shards: <name>, <name>-1 ... <name>-31 (state.MaxShards = 32). */}}
 {{- define "reloader.stateShards" -}}
 {{- $names := list .Values.stateConfigMap -}}
-{{- range $i := untilStep 1 8 1 -}}
+{{- range $i := untilStep 1 32 1 -}}
 {{- $names = append $names (printf "%s-%d" $.Values.stateConfigMap $i) -}}
 {{- end -}}
 {{- toJson $names -}}
