@@ -40,7 +40,11 @@ var walls = map[string]wall{
 	},
 	"reloader/internal/report": {},
 	"reloader/jobs":            {imports: []string{"reloader/internal/report", "reloader/workload"}},
-	"reloader/workload":        {},
+	"reloader/runs": {
+		imports: []string{"reloader/configs", "reloader/internal/entrykeys", "reloader/workload"},
+		state:   []string{"KindView"},
+	},
+	"reloader/workload": {},
 }
 
 // wallBreaches lists how the packages under dir of fsys break the walls; dir is the root

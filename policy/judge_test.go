@@ -122,7 +122,7 @@ func TestJudgeDecidesEachCaseOfTheRule(t *testing.T) {
 			gone().marker(Stale).set(onDelete).set(held), false, Held, "held", ""},
 		{"a hold of another content does not keep the reload of this one", on(c).marker(Stale).set(staleHold), true, MarkerStale, "behind staleHold", ""},
 
-		// The restart memory (unseen.go): what the last restart's pods read.
+		// The restart memory (reloader/runs/unseen.go): what the last restart's pods read.
 		{"a restart whose pods read an unseen change reloads after its revert (TestARestartThatGaveThePodsAnUnseenChangeRestartsThemAgainAfterItsRevert, checker seed 4@3)",
 			on(a).marker(Current).set(unseen), true, RestartReadOther, "force behind", ""},
 		{"a Job recreated across an unseen change is recreated for its revert (TestAJobRecreatedAcrossAnUnseenChangeIsRecreatedForItsRevert, seed 1795691391691440061@4)",
@@ -163,7 +163,7 @@ func TestJudgeDecidesEachCaseOfTheRule(t *testing.T) {
 		{"pods that stopped waiting for a deleted config run without it: no reload for the deletion again (TestAWorkloadThatStopsWaitingForADeletedConfigInAStripIsNotReloadedForTheDeletionAgain, seed 5@7)",
 			gone().keys("", "k").runs("", "k").set(onDelete).state(live(a)), false, RestartRunsThis, "vouched", ""},
 
-		// What the state notes of pods that took a reappearance (strips.awaits, strips.ranSince).
+		// What the state notes of pods that took a reappearance (strips.Awaits, strips.RanSince).
 		{"pods that took a reappearance are reloaded for the next deletion by a later process (TestPodsThatTookAReappearanceAreReloadedForTheNextDeletionByALaterProcess, seed 1795750246569125019@5)",
 			gone().marker(Current).set(onDelete).set(waitsRan), true, TookBeforeDeletion, "force", ""},
 		{"the note survives a spec change that restarts nothing (TestPodsThatTookAReappearanceKeepItsNoteThroughASpecChangeThatRestartsNothing, seed 1795773593018830783@5)",
@@ -194,7 +194,7 @@ func TestJudgeDecidesEachCaseOfTheRule(t *testing.T) {
 		{"Collaborne's state entry of this content is current (TestReloadTakesOverCollaborneStateEntries)",
 			on(a).set(func(p *PairFacts) { p.Want.Collaborne, p.Whole.Collaborne = c, c }).state(live(c)), false, StateSame, "behind byState", ""},
 
-		// Strips (strips.go): what a workload without a marker was noted to run.
+		// Strips (reloader/runs/strips.go): what a workload without a marker was noted to run.
 		{"a strip while the state is behind restarts nothing more (TestStripWhileTheStateIsBehindRestartsNothingMore, fixed seed 1795446428096566055)",
 			on(b).strip(Current).state(live(a)), false, StripCurrent, "stripped", ""},
 		{"the strip is remembered across a restart (TestStripWhileTheStateIsBehindIsRememberedAcrossARestart, checker seed 4)",

@@ -307,7 +307,7 @@ func TestAWorkloadThatStopsWaitingForADeletedConfigInAStripIsNotReloadedForTheDe
 // by another actor, afterwards, to read it whole, its marker of another config stripped. Its new
 // pods wait for the config; they never ran its content, but a workload without a marker was
 // judged to have run it by its creation time, and the deletion reloaded it. The rollout is a
-// restart by others whose pods wait for the config (notes.strippedOnly, restarts.awaiting).
+// restart by others whose pods wait for the config (notes.strippedOnly, restarts.Awaiting).
 // Positive control: once the config is back, its next change reloads the workload once.
 func TestAWorkloadRolledOutToReadAConfigDeletedBeforeIsNotReloadedForTheDeletion(t *testing.T) {
 	t.Parallel()

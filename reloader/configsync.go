@@ -20,7 +20,7 @@ func (c *Controller) syncConfig(k key) error {
 	if entered && rec != nil {
 		// The namespace was out of the selection: a config that came back meanwhile is judged
 		// as at a start, which could not judge the dependents there (rule.view).
-		c.strips.unsure(k, c.rule.dependents(k, rec))
+		c.strips.Unsure(k, c.rule.dependents(k, rec))
 	}
 	if rec != nil && rec.Invalid() != "" {
 		c.validation.invalid(k, rec, fresh) // validate.go
@@ -37,13 +37,13 @@ func (c *Controller) syncConfig(k key) error {
 		c.tombstones.Entered(k, policy.UnseenOnEntry(left, c.rule.created(k)))
 	}
 	deps := c.rule.dependents(k, rec)
-	if rec != nil && c.strips.reappeared(k, deps) {
+	if rec != nil && c.strips.Reappeared(k, deps) {
 		// The pods that waited for it started on this content: judged again with that note.
 		deps = c.rule.dependents(k, rec)
 	}
 	c.markSpare(k, len(deps) == 0)
 	c.tracker.liftStale(deps)
-	c.strips.watchDue(k, deps)
+	c.strips.WatchDue(k, deps)
 	c.tombstones.NoteReach(k, rec, deps, fresh)
 	c.gates.wake(deps) // gates.go
 	var due []key
@@ -73,7 +73,7 @@ func (c *Controller) syncConfig(k key) error {
 		c.openWindows(due, fresh)
 		return nil
 	}
-	if c.restarts.awaitPatches(deps, k) {
+	if c.restarts.AwaitPatches(deps, k) {
 		// A dependent was judged by its patch in flight, which may yet fail: nothing is
 		// recorded until it has landed or failed, when k is judged again
 		// (TestADeletionReloadWhosePatchFailsWhileItsConfigIsJudgedIsRetried).
@@ -125,7 +125,7 @@ func (c *Controller) startupPass() {
 			case !known && spare && c.caches.allowed(k.Namespace):
 				c.records.FirstSeen(k, r)
 			default:
-				c.strips.unsure(k, c.rule.dependents(k, r))
+				c.strips.Unsure(k, c.rule.dependents(k, r))
 				c.backlog.add(k)
 			}
 		}

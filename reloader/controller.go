@@ -40,6 +40,7 @@ import (
 	"github.com/reloader/reloader/reloader/internal/entrykeys"
 	"github.com/reloader/reloader/reloader/internal/report"
 	"github.com/reloader/reloader/reloader/jobs"
+	"github.com/reloader/reloader/reloader/runs"
 	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
@@ -164,9 +165,9 @@ type Controller struct {
 	// The parts, each with its own file.
 	rule            *rule               // the facts of a workload and a config, and the decision (judge.go)
 	records         *configs.Records    // what a config is: its record, content values and entries
-	notes           *notes              // what pods run that no marker says, from events (notes.go)
-	strips          *strips             // what workloads run without a marker (strips.go)
-	restarts        *restarts           // what each workload's last restart may have given its pods unseen (unseen.go)
+	notes           *runs.Notes         // what pods run that no marker says, from events (reloader/runs)
+	strips          *runs.Strips        // what workloads run without a marker (reloader/runs)
+	restarts        *runs.Restarts      // what each workload's last restart may have given its pods unseen (reloader/runs)
 	validation      *validation         // content that does not validate is not rolled out (validate.go)
 	gates           *gates              // reloads held by their gate (gates.go)
 	lag             *lagCheck           // a config cache behind the workload cache (lag.go)
@@ -232,7 +233,7 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 		refusals: workqueue.NewTypedItemExponentialFailureRateLimiter[key](refusedRetryMin, refusedRetryMax),
 		changes:  newChangeLog(),
 		entered:  &enteredConfigs{},
-		restarts: newRestarts(),
+		restarts: runs.NewRestarts(),
 
 		decisiveAnnotations: append(opts.Annotations.OnWorkload(), opts.Annotations.GateAnnotations()...),
 		events:              record.NewBroadcaster(),
@@ -240,7 +241,7 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 			labelSelector: opts.ResourceLabelSelector, ignoredSecretTypes: opts.IgnoreSecretTypes},
 	}
 	c.opts.HashKey.runOnly, _ = HashKeyOf(newHashKeySecret(""))
-	c.strips = newStrips(c.state.Kind(entrykeys.StripPrefix), c.names)
+	c.strips = runs.NewStrips(c.state.Kind(entrykeys.StripPrefix), c.names)
 	c.records = configs.NewRecords(opts.Annotations, &c.opts.HashKey, c.state.Configs(), c.names, c.strips)
 	c.state.OnWrite = c.metrics.ObserveStateWrite
 	if opts.stateBudget > 0 {
@@ -262,8 +263,8 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 		reloadOnDelete: opts.ReloadOnDelete, caches: c.caches, records: c.records, store: c.state.Configs(), names: c.names,
 		tracker: c.tracker, restarts: c.restarts, strips: c.strips, stakater: &c.stakater}
 	c.rollouts = rollouts{rule: c.rule, tracker: c.tracker}
-	c.notes = &notes{rule: c.rule, strips: c.strips, restarts: c.restarts, records: c.records, store: c.state.Configs(), names: c.names}
-	c.outcomes = &outcomes{reports: c.reports, metrics: c.metrics, log: c.log, alerts: opts.Alerts, view: c.rule.view}
+	c.notes = runs.NewNotes(c.rule, c.strips, c.restarts, c.records, c.records)
+	c.outcomes = &outcomes{reports: c.reports, metrics: c.metrics, log: c.log, alerts: opts.Alerts, view: c.rule.View}
 	c.annotationCheck = &annotationCheck{annotations: opts.Annotations, gate: opts.Gate, follow: opts.Follow, caches: c.caches, reports: c.reports, log: c.log, ready: c.ready.Load}
 	c.entries = &workloadEntries{annotations: opts.Annotations, caches: c.caches,
 		store: c.state.Kind(entrykeys.HoldPrefix, entrykeys.StripPrefix, entrykeys.RollbackReadPrefix), names: c.names}
@@ -494,7 +495,7 @@ func (c *Controller) drained(ctx context.Context, grace time.Duration) bool {
 	deadline := time.Now().Add(grace)
 	quietSince := time.Now()
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		if c.queued() != 0 || c.busy.Load() != 0 || c.restarts.writesUnseen(c.caches.version) {
+		if c.queued() != 0 || c.busy.Load() != 0 || c.restarts.WritesUnseen(c.caches.version) {
 			quietSince = time.Now()
 		} else if time.Since(quietSince) >= 200*time.Millisecond {
 			return true

@@ -8,7 +8,7 @@ import (
 // enteredConfigs marks the configs of a namespace that entered --namespace-selector, until
 // their next sync in the selection: while the namespace was out no reloader judged them, as
 // before a start, so that sync takes what the state notes of their dependents as a start does
-// (strips.unsure), and a config found deleted then may have had contents the state never saw
+// (strips.Unsure), and a config found deleted then may have had contents the state never saw
 // (configs.Tombstones.Entered). It also keeps when each namespace was seen leaving the selection.
 type enteredConfigs struct {
 	mu   sync.Mutex

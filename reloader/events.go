@@ -11,6 +11,7 @@ import (
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader/configs"
+	"github.com/reloader/reloader/reloader/runs"
 	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
@@ -32,9 +33,9 @@ type events struct {
 	changes         *changeLog
 	entered         *enteredConfigs
 	reports         *reporter
-	strips          *strips
-	notes           *notes
-	restarts        *restarts
+	strips          *runs.Strips
+	notes           *runs.Notes
+	restarts        *runs.Restarts
 	tracker         *tracker
 	entries         *workloadEntries
 	gates           *gates
@@ -54,8 +55,8 @@ func (e *events) watchConfigs(kind string, inf cache.SharedIndexInformer) error 
 			if initial {
 				return // the start-up pass decides, once the caches have synced
 			}
-			e.strips.configChanged(k, holdsNoneOf(obj.(*configRecord)))
-			e.notes.configChanged(k, obj.(*configRecord))
+			e.strips.ConfigChanged(k, holdsNoneOf(obj.(*configRecord)))
+			e.notes.ConfigChanged(k, obj.(*configRecord))
 			e.changes.observe(k, e.clock.Now())
 			e.enqueue(k)
 		},
@@ -63,10 +64,10 @@ func (e *events) watchConfigs(kind string, inf cache.SharedIndexInformer) error 
 			k := objectKey(kind, obj)
 			e.metrics.Stakater.ConfigEvent("update", kind, e.caches.allowed(k.Namespace))
 			if before, after := old.(*configRecord), obj.(*configRecord); !before.SameContent(after) {
-				e.strips.configChanged(k, func(keys []string) bool {
+				e.strips.ConfigChanged(k, func(keys []string) bool {
 					return e.records.Content(before, keys).Value == e.records.Content(after, keys).Value
 				})
-				e.notes.configChanged(k, after)
+				e.notes.ConfigChanged(k, after)
 				e.changes.observe(k, e.clock.Now())
 			}
 			e.enqueue(k)
@@ -74,7 +75,7 @@ func (e *events) watchConfigs(kind string, inf cache.SharedIndexInformer) error 
 		DeleteFunc: func(obj any) {
 			k := objectKey(kind, obj)
 			e.metrics.Stakater.ConfigEvent("delete", kind, e.caches.allowed(k.Namespace))
-			e.strips.configChanged(k, holdsNoneOf(recordOf(obj)))
+			e.strips.ConfigChanged(k, holdsNoneOf(recordOf(obj)))
 			e.changes.observe(k, e.clock.Now())
 			e.enqueue(k)
 		},
@@ -95,7 +96,7 @@ func (e *events) watchWorkloads(k *workloadKind) error {
 			obj = workload.Unpacked(obj)
 			e.index(k, nil, obj)
 			if !initial {
-				e.notes.created(k, obj)
+				e.notes.Created(k, obj)
 			}
 			e.workloadChanged(k, obj, initial)
 			e.tracker.watch(k, obj)
@@ -113,9 +114,9 @@ func (e *events) watchWorkloads(k *workloadKind) error {
 			e.index(k, old, obj)
 			o, n := old.(metav1.Object), obj.(metav1.Object)
 			if o.GetGeneration() != n.GetGeneration() {
-				e.notes.stripped(k, old, obj)
-				e.notes.restartedByOthers(k, old, obj)
-				e.notes.resumed(k, old, obj)
+				e.notes.Stripped(k, old, obj)
+				e.notes.RestartedByOthers(k, old, obj)
+				e.notes.Resumed(k, old, obj)
 			}
 			e.workloadChanged(k, obj, false)
 			// The configs it reloaded on before are synced too: one it no longer reloads on may
@@ -187,9 +188,9 @@ func (e *events) workloadGone(k *workloadKind, obj any) {
 	if meta, _ := k.Template(obj); meta != nil {
 		w := key{Kind: k.Name, Namespace: meta.GetNamespace(), Name: meta.GetName()}
 		e.reports.Forget(string(meta.GetUID()))
-		e.strips.workloadGone(w)
-		e.notes.workloadGone(w)
-		e.restarts.workloadGone(w, meta.GetResourceVersion())
+		e.strips.WorkloadGone(w)
+		e.notes.WorkloadGone(w)
+		e.restarts.WorkloadGone(w, meta.GetResourceVersion())
 		e.tracker.forget(w)
 		e.entries.lift(k, obj)
 		e.gates.forget(w)

@@ -247,7 +247,7 @@ func rolledBackAt(history string, r policy.ConfigRef) *time.Time {
 // explainWhyNot says why w does not reload on config pr.ref at all, or "" when it does.
 func (x *Explainer) explainWhyNot(w workloadView, pr pair) string {
 	a := x.annotations
-	candidate := slices.Contains(x.rule.reloadsOn(w), pr.ref)
+	candidate := slices.Contains(x.rule.ReloadsOn(w), pr.ref)
 	switch {
 	case pr.triggers:
 		return ""

@@ -154,7 +154,7 @@ func TestExplainSaysAChangedConfigIsDueAndTheControllerReloads(t *testing.T) {
 		t.Fatalf("after the change: %q, %s", e.Next, e.Decision)
 	}
 	wantWords(t, "the decision", c.Decision, "due: reloads now")
-	// The first controller noted what the unmarked pods ran (strips.go): that note decides.
+	// The first controller noted what the unmarked pods ran (reloader/runs/strips.go): that note decides.
 	wantWords(t, "the reason", c.Why, policy.StripStale.String())
 	if len(c.Read) != 1 || c.Read[0].How != policy.ReadEnvFrom || c.Read[0].Container != "app" {
 		t.Errorf("read as %+v, want envFrom in container app", c.Read)

@@ -23,7 +23,7 @@ func (c *Controller) JudgeRolloutAsCached(ctx context.Context, d *appsv1.Deploym
 	if err != nil {
 		return err
 	}
-	w, ok := c.rule.view(kind, workload.Unpacked(obj))
+	w, ok := c.rule.View(kind, workload.Unpacked(obj))
 	if !ok {
 		return nil
 	}

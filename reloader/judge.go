@@ -8,6 +8,7 @@ import (
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader/configs"
 	"github.com/reloader/reloader/reloader/internal/entrykeys"
+	"github.com/reloader/reloader/reloader/runs"
 	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
@@ -23,9 +24,9 @@ type rule struct {
 	records                        *configs.Records
 	store                          *state.Configs
 	names                          entrykeys.Names
-	tracker                        *tracker  // holds: reloads rolled back
-	restarts                       *restarts // what a restart's pods may read unseen (unseen.go)
-	strips                         *strips   // what a workload runs without a marker
+	tracker                        *tracker       // holds: reloads rolled back
+	restarts                       *runs.Restarts // what a restart's pods may read unseen (reloader/runs)
+	strips                         *runs.Strips   // what a workload runs without a marker
 	// stakater: stakater's variables are compared, until the first comparison is over
 	// (stakater.go); a config entry the state loses later is not compared again.
 	stakater *atomic.Bool
@@ -33,8 +34,8 @@ type rule struct {
 	rehearsed func(kind *workloadKind, obj any) any
 }
 
-// view is the workload read once, if its namespace is in the selection.
-func (ru *rule) view(kind *workloadKind, obj any) (workloadView, bool) {
+// View is the workload read once, if its namespace is in the selection.
+func (ru *rule) View(kind *workloadKind, obj any) (workloadView, bool) {
 	w, ok := ru.viewInAnyNamespace(kind, obj)
 	if !ok || !ru.caches.allowed(w.Key.Namespace) {
 		return workloadView{}, false
@@ -79,7 +80,7 @@ func (ru *rule) judge(w workloadView, r policy.ConfigRef, rec *configRecord) (j 
 func (ru *rule) pairFacts(w workloadView, r policy.ConfigRef, rec *configRecord) policy.PairFacts {
 	ann := w.Meta.GetAnnotations()
 	want, keys, triggers := ru.wanted(w, r, rec)
-	runs, read, known := ru.restarts.runs(w.Key, r)
+	runs, read, known := ru.restarts.Runs(w.Key, r)
 	held, staleHold := ru.tracker.held(w.Key, r, want)
 	stakaterValue, stakaterSet := policy.EnvValue(w.Tmpl, policy.StakaterVar(r))
 	e, inState := ru.store.Get(ru.names.Config(workload.ConfigKey(r, w.Key.Namespace)))
@@ -93,12 +94,12 @@ func (ru *rule) pairFacts(w workloadView, r policy.ConfigRef, rec *configRecord)
 		MarkedUnderOtherKey: policy.MarkedUnderOtherKey(ann, w.Tmpl, r, want),
 		Held:                held,
 		StaleHold:           staleHold,
-		Unseen:              ru.restarts.unseen(w.Key, r),
+		Unseen:              ru.restarts.Unseen(w.Key, r),
 		RollbackRan:         ru.tracker.rollbackRan(w, r, heldAs(want.Value)),
 		Runs:                policy.RestartRuns{Value: runs, Keys: read, Known: known},
-		Awaiting:            ru.restarts.awaiting(w.Key, r),
+		Awaiting:            ru.restarts.Awaiting(w.Key, r),
 		Waits:               policy.Waits(&w.Tmpl.Spec, r),
-		RanSince:            ru.strips.ranSince(w.Key, r),
+		RanSince:            ru.strips.RanSince(w.Key, r),
 		State:               policy.Recorded{Known: inState, Deleted: e.Deleted, Hash: e.Hash, Since: e.Since},
 		Stakater:            policy.StakaterFacts{Comparing: ru.stakater.Load(), Set: stakaterSet, Value: stakaterValue},
 		ReloadOnCreate:      ru.reloadOnCreate,
@@ -119,15 +120,15 @@ func (ru *rule) configFacts(f *policy.PairFacts, w workloadView, rec *configReco
 	f.Whole = ru.records.Content(rec, nil)
 	f.NoneOfKeys = f.Keys != nil && holdsNoneOf(rec)(f.Keys)
 	f.Collaborne = policy.CollaborneMarker(w.Tmpl, f.Ref, rec.Collaborne.String())
-	f.Strip = ru.strips.marker(w.Key, f.Ref, f.Want.Value)
+	f.Strip = ru.strips.Marker(w.Key, f.Ref, f.Want.Value)
 	f.KeyStates = ru.keyStates(workload.ConfigKey(f.Ref, w.Key.Namespace), rec, f.Keys)
 	f.Stakater.Hash = rec.Stakater.String()
 	f.Stakater.Others = ru.stakaterOthers(w, f.Ref)
 }
 
-// reloadsOn lists, once each, the configs workload w may reload on: those its pod spec uses or
+// ReloadsOn lists, once each, the configs workload w may reload on: those its pod spec uses or
 // its annotations name, then those its patterns match.
-func (ru *rule) reloadsOn(w workloadView) []policy.ConfigRef {
+func (ru *rule) ReloadsOn(w workloadView) []policy.ConfigRef {
 	refs := w.Policy.Candidates(w.Uses)
 	for _, r := range ru.caches.matchedByPattern(w.Policy, w.Key.Namespace) {
 		if !slices.Contains(refs, r) {
@@ -137,9 +138,9 @@ func (ru *rule) reloadsOn(w workloadView) []policy.ConfigRef {
 	return refs
 }
 
-// wantedExisting is wanted for a config that exists, with its record; ok is false when it does
+// WantedExisting is wanted for a config that exists, with its record; ok is false when it does
 // not exist or w does not reload on it.
-func (ru *rule) wantedExisting(w workloadView, r policy.ConfigRef) (rec *configRecord, want policy.Content, keys []string, ok bool) {
+func (ru *rule) WantedExisting(w workloadView, r policy.ConfigRef) (rec *configRecord, want policy.Content, keys []string, ok bool) {
 	if rec = ru.caches.lookup(workload.ConfigKey(r, w.Key.Namespace)); rec == nil {
 		return nil, want, nil, false
 	}
@@ -180,35 +181,39 @@ func (ru *rule) keyStates(c key, rec *configRecord, keys []string) func() []poli
 	}
 }
 
-// readByOthers is what pods that another actor's change of w started read of config r (nil:
+// ReadByOthers is what pods that another actor's change of w started read of config r (nil:
 // nothing to note), as policy.ReadByOthers says.
-func (ru *rule) readByOthers(w workloadView, r policy.ConfigRef) *read {
+func (ru *rule) ReadByOthers(w workloadView, r policy.ConfigRef) *runs.Read {
 	f := ru.pairFacts(w, r, ru.caches.lookup(workload.ConfigKey(r, w.Key.Namespace)))
 	switch policy.ReadByOthers(f) {
 	case policy.ReadAbsent:
-		return &read{keys: f.Keys, absent: true}
+		return &runs.Read{Keys: f.Keys, Absent: true}
 	case policy.ReadNone:
-		return &read{keys: f.Keys, none: true}
+		return &runs.Read{Keys: f.Keys, None: true}
 	case policy.ReadCurrent:
-		return &read{value: f.Want.Value, keys: f.Keys}
+		return &runs.Read{Value: f.Want.Value, Keys: f.Keys}
 	case policy.ReadVouched:
-		return &read{value: f.Want.Value, keys: f.Keys, vouched: true}
+		return &runs.Read{Value: f.Want.Value, Keys: f.Keys, Vouched: true}
 	case policy.ReadOther:
-		return &read{value: otherContent, keys: f.Keys}
+		return &runs.Read{Value: runs.OtherContent, Keys: f.Keys}
 	}
 	return nil
 }
 
-// cachedVersion gives a config's version in the cache now, with the content a read takes of it.
-func (ru *rule) cachedVersion(namespace string) func(policy.ConfigRef, *read) (version, bool) {
-	return func(r policy.ConfigRef, rd *read) (version, bool) {
+// CachedVersion gives a config's version in the cache now, with the content a read takes of it.
+func (ru *rule) CachedVersion(namespace string) func(policy.ConfigRef, *runs.Read) (runs.Version, bool) {
+	return func(r policy.ConfigRef, rd *runs.Read) (runs.Version, bool) {
 		rec := ru.caches.lookup(workload.ConfigKey(r, namespace))
 		if rec == nil {
-			return version{}, false
+			return runs.Version{}, false
 		}
-		return version{rec.ResourceVersion(), ru.records.Content(rec, rd.keys).Value}, true
+		return runs.Version{RV: rec.ResourceVersion(), Value: ru.records.Content(rec, rd.Keys).Value}, true
 	}
 }
+
+// Lookup is config k's record in the cache, nil when it does not exist or is not watched
+// (caches.lookup).
+func (ru *rule) Lookup(k key) *configRecord { return ru.caches.lookup(k) }
 
 // dependents judges every workload that reloads on the config.
 func (ru *rule) dependents(k key, rec *configRecord) []workload.Dependent {
@@ -220,7 +225,7 @@ func (ru *rule) created(k key) []time.Time {
 	var out []time.Time
 	for _, kind := range ru.caches.kinds {
 		for _, o := range ru.caches.indexed(kind, k) {
-			if w, ok := ru.view(kind, o); ok {
+			if w, ok := ru.View(kind, o); ok {
 				if _, triggers := ru.judge(w, policy.ConfigRef{Kind: k.Kind, Name: k.Name}, nil); triggers {
 					out = append(out, w.Meta.GetCreationTimestamp().Time)
 				}
@@ -241,7 +246,7 @@ func (ru *rule) judgeAll(k key, rec *configRecord, keep func(j workload.Judgemen
 	var out []workload.Dependent
 	for _, kind := range ru.caches.kinds {
 		for _, o := range ru.caches.indexed(kind, k) {
-			w, ok := ru.view(kind, o)
+			w, ok := ru.View(kind, o)
 			if !ok {
 				continue
 			}

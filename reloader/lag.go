@@ -24,6 +24,7 @@ import (
 	"github.com/reloader/reloader/internal/kube"
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader/internal/entrykeys"
+	"github.com/reloader/reloader/reloader/runs"
 	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
@@ -61,7 +62,7 @@ func (l *lagCheck) confirm(ctx context.Context, w workloadView, changes []policy
 // markerUnseen reports whether w, written after the cached version of the config, carries a
 // marker for it that is neither the wanted content nor the content the state records.
 func (l *lagCheck) markerUnseen(w workloadView, ch policy.Change, rec *configRecord) bool {
-	if !writtenBefore(rec.ResourceVersion(), w.Meta.GetResourceVersion()) {
+	if !runs.WrittenBefore(rec.ResourceVersion(), w.Meta.GetResourceVersion()) {
 		return false
 	}
 	meta := w.Meta.GetAnnotations()

@@ -9,6 +9,7 @@ import (
 	"github.com/reloader/reloader/coalesce"
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader/jobs"
+	"github.com/reloader/reloader/reloader/runs"
 	"github.com/reloader/reloader/reloader/workload"
 )
 
@@ -54,8 +55,8 @@ func (pl *planner) plan(w workloadView) plan {
 
 // dueChanges judges workload w against every config it reloads on; it only reads.
 func (pl *planner) dueChanges(w workloadView) due {
-	d := due{reads: map[policy.ConfigRef]*read{}}
-	for _, r := range pl.rule.reloadsOn(w) {
+	d := due{reads: map[policy.ConfigRef]*runs.Read{}}
+	for _, r := range pl.rule.ReloadsOn(w) {
 		if !pl.caches.Watched(r.Kind) {
 			d.pairs = append(d.pairs, pair{ref: r})
 			continue
@@ -70,13 +71,13 @@ func (pl *planner) dueChanges(w workloadView) due {
 		case triggers && rec != nil:
 			// A config this restart leaves behind its marker (its reload held, or left to the
 			// state) is read by the new pods as it is: they run it whatever the marker says.
-			d.reads[r] = &read{value: j.Change.Value, keys: j.Keys, vouched: j.Vouched || j.Behind && !j.Reload}
+			d.reads[r] = &runs.Read{Value: j.Change.Value, Keys: j.Keys, Vouched: j.Vouched || j.Behind && !j.Reload}
 		case triggers && policy.Waits(&w.Tmpl.Spec, r):
-			// Left as it is, or set to the deletion: the pods wait for the config (unseen.go).
-			d.reads[r] = &read{keys: j.Keys, absent: true}
+			// Left as it is, or set to the deletion: the pods wait for the config (reloader/runs).
+			d.reads[r] = &runs.Read{Keys: j.Keys, Absent: true}
 		case triggers:
-			// Read through optional key refs only: the pods start without it (unseen.go).
-			d.reads[r] = &read{keys: j.Keys, none: true}
+			// Read through optional key refs only: the pods start without it (reloader/runs).
+			d.reads[r] = &runs.Read{Keys: j.Keys, None: true}
 		}
 		if triggers && j.Reload {
 			d.changes = append(d.changes, j.Change)

@@ -15,7 +15,7 @@ func (r rollouts) sync(ctx context.Context, kind *workloadKind, k key) error {
 	if err != nil || !exists {
 		return err
 	}
-	w, ok := r.rule.view(kind, obj)
+	w, ok := r.rule.View(kind, obj)
 	if !ok {
 		return nil
 	}

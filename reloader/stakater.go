@@ -77,7 +77,7 @@ func (ru *rule) stakaterOthers(w workloadView, r policy.ConfigRef) func() []stri
 	return func() []string {
 		var out []string
 		name := policy.StakaterVar(r)
-		for _, other := range ru.reloadsOn(w) {
+		for _, other := range ru.ReloadsOn(w) {
 			if other == r || policy.StakaterVar(other) != name {
 				continue
 			}

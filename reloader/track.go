@@ -19,6 +19,7 @@ import (
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader/internal/entrykeys"
+	"github.com/reloader/reloader/reloader/runs"
 	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
@@ -44,8 +45,8 @@ type tracker struct {
 	reports      *reporter
 	log          *slog.Logger
 	metrics      *metrics.Metrics
-	restarts     *restarts
-	strips       *strips
+	restarts     *runs.Restarts
+	strips       *runs.Strips
 	enqueue      func(key)
 	enqueueAfter func(key, time.Duration)
 	// pauseOf says how a pause period holds a workload's rollout back (gates.pauseOf).
@@ -262,7 +263,7 @@ func (t *tracker) sync(ctx context.Context, k key, w workloadView) error {
 	if !pending {
 		return nil
 	}
-	if t.restarts.behindRollback(w.Key, w.Meta.GetResourceVersion()) {
+	if t.restarts.BehindRollback(w.Key, w.Meta.GetResourceVersion()) {
 		return workload.ErrStale // the cache has not shown our rollback, which ended this rollout
 	}
 	f := t.follow(w)
@@ -376,13 +377,13 @@ func (t *tracker) finish(ctx context.Context, w workloadView, f policy.Follow, e
 	ops = append(ops, policy.MetaAnnotationOps(ann, true, map[string]*string{policy.HistoryAnnotation: &text, policy.RestoreAnnotation: nil})...)
 	undoAwaits, undoPutBack := func() {}, func() {}
 	if rollback {
-		putBack := t.restarts.rollbackBegins(w.Key)
-		undoAwaits = t.strips.rolledBack(w.Key, slices.Collect(maps.Keys(w.Uses)))
-		undoPutBack = t.strips.putBack(w.Key, putBack)
+		putBack := t.restarts.RollbackBegins(w.Key)
+		undoAwaits = t.strips.RolledBack(w.Key, slices.Collect(maps.Keys(w.Uses)))
+		undoPutBack = t.strips.PutBack(w.Key, putBack)
 	}
 	out, err := workload.Send(ctx, w, ops, w.Kind.Reload)
 	if rollback {
-		t.restarts.rollbackEnded(w.Key, workload.WrittenVersion(out, err))
+		t.restarts.RollbackEnded(w.Key, workload.WrittenVersion(out, err))
 	}
 	if err != nil {
 		// Nothing was put back: undone in the reverse order of the notes.
@@ -450,7 +451,7 @@ func (t *tracker) liftUnsentHolds(w workloadView) {
 }
 
 // holdAndRestore holds the content the reload applied, durably, notes what the pods put back run
-// (strips.ranBefore) and what the pods the rollback starts read (noteRollbackReads), and returns
+// (strips.RanBefore) and what the pods the rollback starts read (noteRollbackReads), and returns
 // what it replaced, for the rollback to send, and what those pods read, with the undo of those
 // notes for a rollback that is not sent. A workload without a readable restore record is not
 // rolled back.
@@ -467,7 +468,7 @@ func (t *tracker) holdAndRestore(ctx context.Context, w workloadView, entry poli
 	for ref, v := range restore.Applied {
 		t.store.SetValue(t.names.Hold(w.Key, policy.RestoreRef(ref)), heldAs(v))
 	}
-	undoRan := t.strips.ranBefore(w.Key, restore.Ran)
+	undoRan := t.strips.RanBefore(w.Key, restore.Ran)
 	starts := rollbackStarts(w, entry, restore)
 	undoReads := t.noteRollbackReads(w.Key, starts)
 	undo := func() { undoReads(); undoRan() }

@@ -18,6 +18,7 @@ import (
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader/internal/entrykeys"
 	"github.com/reloader/reloader/reloader/internal/report"
+	"github.com/reloader/reloader/reloader/runs"
 	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 	"github.com/reloader/reloader/state/statetest"
@@ -43,7 +44,7 @@ func newTrackerFixture(rollback bool) *trackerFixture {
 	names := entrykeys.Names{Single: true}
 	f.t = &tracker{defaults: policy.Follow{Track: true, Rollback: rollback, Timeout: 10 * time.Second}, clock: f.clock,
 		store: f.store.Kind(entrykeys.HoldPrefix, entrykeys.RollbackReadPrefix), flush: f.store.Flush, names: names, reports: report.New(f.events, log), log: log, metrics: metrics.New("test"),
-		restarts: newRestarts(), strips: newStrips(f.store.Kind(entrykeys.StripPrefix), names), enqueue: func(key) {},
+		restarts: runs.NewRestarts(), strips: runs.NewStrips(f.store.Kind(entrykeys.StripPrefix), names), enqueue: func(key) {},
 		enqueueAfter: func(_ key, d time.Duration) { f.after = append(f.after, d) }}
 	f.kind = &workloadKind{Name: "Deployment",
 		Reload: func(_ context.Context, _, _ string, body []byte) (any, error) {

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader/jobs"
+	"github.com/reloader/reloader/reloader/runs"
 	"github.com/reloader/reloader/reloader/workload"
 )
 
@@ -41,7 +41,7 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 			return err
 		}
 	}
-	w, ok := c.rule.view(kind, obj)
+	w, ok := c.rule.View(kind, obj)
 	if !ok {
 		if w, ok := c.rule.viewInAnyNamespace(kind, obj); ok && !c.opts.DryRun {
 			return c.gates.endRememberedPause(ctx, w, c.tracker.resumed) // pauses.go
@@ -104,12 +104,12 @@ type plan struct {
 }
 
 // due is what the rule asks of a workload: the changes, in the order of its candidates; what
-// each existing config it reloads on was judged against (unseen.go); the holds on it that have
+// each existing config it reloads on was judged against (reloader/runs); the holds on it that have
 // ended (tracker.liftStale); and the configs whose content a hold keeps from it, which its
 // restarted pods read all the same (tracker.warnHeld).
 type due struct {
 	changes    []policy.Change
-	reads      map[policy.ConfigRef]*read
+	reads      map[policy.ConfigRef]*runs.Read
 	staleHolds []workload.Dependent
 	held       []policy.ConfigRef
 	unmarked   []policy.ConfigRef // existing configs no marker of the workload decides for
@@ -135,12 +135,12 @@ func (c *Controller) patch(ctx context.Context, w workloadView, d due, ops []pol
 	// Read before the patch: its own update event may come back, and let the state advance and
 	// forget the change, before the call returns.
 	since, known := c.changes.oldest(w.Key.Namespace, changes)
-	c.restarts.begin(w.Key, reads, c.rule.cachedVersion(w.Key.Namespace))
-	undo := c.strips.runNothing(w.Key, unmarkedNone(w, reads, changes))
-	undoAwaits := c.strips.awaits(w.Key, waiting(reads))
+	c.restarts.Begin(w.Key, reads, c.rule.CachedVersion(w.Key.Namespace))
+	undo := c.strips.RunNothing(w.Key, runs.UnmarkedNone(w, reads, changes))
+	undoAwaits := c.strips.Awaits(w.Key, runs.Waiting(reads))
 	out, err := workload.Send(ctx, w, ops, w.Kind.Reload)
 	paused := err == nil && w.Kind.Paused != nil && w.Kind.Paused(out)
-	for _, k := range c.restarts.finished(w.Key, workload.WrittenVersion(out, err), paused) {
+	for _, k := range c.restarts.Finished(w.Key, workload.WrittenVersion(out, err), paused) {
 		c.queue.Add(k)
 	}
 	if err != nil {
@@ -163,32 +163,6 @@ func (c *Controller) patch(ctx context.Context, w workloadView, d due, ops []pol
 	c.tracker.reloaded(w, changes, superseded)
 	c.tracker.warnHeld(w, d.held, what)
 	return nil
-}
-
-// unmarkedNone are the configs the pods of a restart of w will run without (none reads), which
-// no marker of w says and which the restart's changes leave alone, with the keys w reads of
-// each: the state's tombstone would otherwise be taken for what they run (unseen.go).
-func unmarkedNone(w workloadView, reads map[policy.ConfigRef]*read, changes []policy.Change) map[policy.ConfigRef][]string {
-	out := map[policy.ConfigRef][]string{}
-	for r, rd := range reads {
-		changed := slices.ContainsFunc(changes, func(ch policy.Change) bool { return ch.Ref == r })
-		if rd.none && !changed && len(policy.MarkerCopies(w.Meta.GetAnnotations(), w.Tmpl, r)) == 0 {
-			out[r] = rd.keys
-		}
-	}
-	return out
-}
-
-// waiting are the configs the pods of a restart wait for: absent, and read through more than
-// optional key refs (unseen.go).
-func waiting(reads map[policy.ConfigRef]*read) []policy.ConfigRef {
-	var out []policy.ConfigRef
-	for r, rd := range reads {
-		if rd.absent {
-			out = append(out, r)
-		}
-	}
-	return out
 }
 
 // describe names the configs of a reload with their short hashes, in a stable order.

@@ -259,7 +259,7 @@ type Keyer interface {
 	Key() confighash.Key
 }
 
-// StripNotes is what records tell of the workloads a config entry cannot speak for (the root's strips.go):
+// StripNotes is what records tell of the workloads a config entry cannot speak for (reloader/runs/strips.go):
 // one that runs another content than the entry's, and one that caught up with it.
 type StripNotes interface {
 	Remember(w workload.Key, r policy.ConfigRef, value string, keys []string)
@@ -272,6 +272,13 @@ func (rs *Records) FirstSeen(k workload.Key, rec *Record) {
 	if _, known := rs.store.Get(rs.names.Config(k)); !known {
 		rs.store.Set(rs.names.Config(k), rec.Hash())
 	}
+}
+
+// Recorded is the content hash config k's entry records, when it has one of a config that
+// exists (not a tombstone).
+func (rs *Records) Recorded(k workload.Key) (hash string, ok bool) {
+	e, known := rs.store.Get(rs.names.Config(k))
+	return e.Hash, known && !e.Deleted
 }
 
 // MarkSpare marks config k's entries spare or not: a full state gives a spare config's room to
@@ -377,7 +384,7 @@ func stripTemplate(t *corev1.PodTemplateSpec) {
 // wholeHashPrefix marks the hash of the whole pod template, which the cache keeps in the
 // stripped template's generateName: a field no pod template uses (pods take their names from
 // their controller), so that another actor's change of the template is told from a metadata
-// write (the root's unseen.go) without reading the template from the API server.
+// write (reloader/runs/unseen.go) without reading the template from the API server.
 const wholeHashPrefix = "reloader-whole-template-"
 
 // WholeTemplateHash is the hash of the whole pod template the cached tmpl was stripped from, or
@@ -535,7 +542,7 @@ func (rs *Records) Baseline(k workload.Key, rec *Record, deps []workload.Depende
 // dependents need. A Secret's values are keyed, so this also re-records, under the current key,
 // what an earlier version wrote plain or what was made under a lost key.
 //
-// What a dependent without a marker was noted to run (the root's strips.go), the entry now says too: the
+// What a dependent without a marker was noted to run (reloader/runs/strips.go), the entry now says too: the
 // note goes, and the entry judges the config's later changes.
 //
 // A change of a config the state knows, whose every dependent's own marker now holds the

@@ -14,11 +14,11 @@ type Judgement struct {
 	Change    policy.Change
 	Keys      []string
 	Reload    bool
-	Vouched   bool // the pods run the content though the marker may say another (unseen.go)
+	Vouched   bool // the pods run the content though the marker may say another (reloader/runs/unseen.go)
 	Behind    bool // the config exists and the marker does not say that the pods run its content
 	Untouched bool // a deleted config the workload carries no marker of, and its deletion does not reload it
 	ByState   bool // the config exists and the workload carries no marker of it: the state decides
-	Stripped  bool // no marker, and what the workload was noted to run decides (strips.go)
+	Stripped  bool // no marker, and what the workload was noted to run decides (reloader/runs/strips.go)
 	StaleHold bool // a hold names another content: it has ended
 	Held      bool // a hold names its content: its reload was rolled back (track.go)
 	Own       bool // policy.Judgement.OwnMarker

@@ -58,7 +58,7 @@ func (e Names) Hold(w workload.Key, r policy.ConfigRef) string {
 	return workloadEntryKey(HoldPrefix, w.Kind, e.ns(w.Namespace), w.Name, r.Kind, r.Name)
 }
 
-// Strip is the state key of what workload w runs of config r without a marker (reloader/strips.go).
+// Strip is the state key of what workload w runs of config r without a marker (reloader/runs/strips.go).
 func (e Names) Strip(w workload.Key, r policy.ConfigRef) string {
 	return workloadEntryKey(StripPrefix, w.Kind, e.ns(w.Namespace), w.Name, r.Kind, r.Name)
 }

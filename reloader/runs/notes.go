@@ -1,49 +1,83 @@
-package reloader
+// Package runs is what a workload's pods run that no marker of theirs says: Notes takes it from
+// the events of workloads and configs, Strips keeps what a workload runs without a marker (in
+// memory and in the state's strip entries), and Restarts what each workload's last restart may
+// have given its pods unseen (in memory). The rule, the configs' content values and their state
+// entries it reaches through the interfaces it declares: Rule, Contents and Entries.
+package runs
 
 import (
 	"slices"
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader/configs"
-	"github.com/reloader/reloader/reloader/internal/entrykeys"
 	"github.com/reloader/reloader/reloader/workload"
-	"github.com/reloader/reloader/state"
 )
 
-// notes takes, from the events of workloads and configs, what a workload's pods run that no
+// Notes takes, from the events of workloads and configs, what a workload's pods run that no
 // marker says: a marker stripped by someone else's template change, a workload created while
 // the reloader runs (strips.go), a config changed unseen by a restart, and a restart by another
 // actor (unseen.go).
-type notes struct {
-	rule     *rule
-	strips   *strips
-	restarts *restarts
-	records  *configs.Records
-	store    *state.Configs
-	names    entrykeys.Names
+type Notes struct {
+	rule     Rule
+	strips   *Strips
+	restarts *Restarts
+	contents Contents
+	entries  Entries
 	// pausedOn: workload key → the hash of the template its rollouts were paused on, for the
-	// pauses this process saw begin (resumed).
+	// pauses this process saw begin (Resumed).
 	pausedOn sync.Map
 }
 
-// stripped compares a workload's template before and after a change of it: a marker that
+// NewNotes returns the notes that judge workloads by rule and write what their pods run to strips
+// and restarts; contents and entries are the configs' content values and their state entries.
+func NewNotes(rule Rule, strips *Strips, restarts *Restarts, contents Contents, entries Entries) *Notes {
+	return &Notes{rule: rule, strips: strips, restarts: restarts, contents: contents, entries: entries}
+}
+
+// Rule is what notes ask of the rule (the root's judge.go): a workload read once, the configs
+// it reloads on and what its marker of each should hold, what another actor's restart had its
+// pods read, and a config's record and version in the cache.
+type Rule interface {
+	View(kind *workload.Kind, obj any) (workload.View, bool)
+	ReloadsOn(w workload.View) []policy.ConfigRef
+	WantedExisting(w workload.View, r policy.ConfigRef) (rec *configs.Record, want policy.Content, keys []string, ok bool)
+	ReadByOthers(w workload.View, r policy.ConfigRef) *Read
+	CachedVersion(namespace string) func(policy.ConfigRef, *Read) (Version, bool)
+	Lookup(k workload.Key) *configs.Record
+}
+
+// Contents gives the content of a config's record for the keys a workload reads (nil: all), as
+// a marker or a state entry holds it (configs.Records.Content).
+type Contents interface {
+	Content(rec *configs.Record, keys []string) policy.Content
+}
+
+// Entries reads the state's config entries (configs.Records.Recorded): the content hash config
+// k's entry records, when it has one of a config that exists.
+type Entries interface {
+	Recorded(k workload.Key) (hash string, ok bool)
+}
+
+// Stripped compares a workload's template before and after a change of it: a marker that
 // reappeared ends what was remembered; one that was stripped while current is remembered.
-func (n *notes) stripped(k *workloadKind, old, obj any) {
-	ov, ok := n.rule.view(k, old)
-	nv, ok2 := n.rule.view(k, obj)
+func (n *Notes) Stripped(k *workload.Kind, old, obj any) {
+	ov, ok := n.rule.View(k, old)
+	nv, ok2 := n.rule.View(k, obj)
 	if !ok || !ok2 || nv.Target.RestartAt {
 		return // a Rollout's restartAt markers live on its metadata: dropping them restarts nothing
 	}
 	// A rollback of ours puts back pods from before its reload, which did not take the content
-	// its marker said: what they run was noted before it was sent (tracker.finish).
+	// its marker said: what they run was noted before it was sent (the root's tracker.finish).
 	rollback := rolledBackBy(ov.Meta.GetAnnotations(), nv.Meta.GetAnnotations())
 	// A spec change that leaves the template alone (a pause, minReadySeconds) restarts no pod:
 	// what was noted of them stands (soak seed 1795773593018830783@5: the note that pods run a
 	// config's reappearance, whatever their marker says, was dropped).
 	restarted := configs.WholeTemplateHash(ov.Tmpl) != configs.WholeTemplateHash(nv.Tmpl)
-	for _, r := range n.rule.reloadsOn(nv) {
-		rec, want, keys, ok := n.rule.wantedExisting(nv, r)
+	for _, r := range n.rule.ReloadsOn(nv) {
+		rec, want, keys, ok := n.rule.WantedExisting(nv, r)
 		if !ok {
 			continue
 		}
@@ -54,7 +88,7 @@ func (n *notes) stripped(k *workloadKind, old, obj any) {
 			n.strips.forget(nv.Key, r)
 		case after != policy.NoMarker: // the same pods, the same marker
 		case rollback:
-		case before == policy.Current && writtenBefore(rec.ResourceVersion(), nv.Meta.GetResourceVersion()):
+		case before == policy.Current && WrittenBefore(rec.ResourceVersion(), nv.Meta.GetResourceVersion()):
 			n.strip(nv.Key, r, rec, want.Value, keys)
 		case before != policy.NoMarker:
 			n.strips.forget(nv.Key, r) // stripped while behind: the state decides
@@ -71,20 +105,20 @@ func rolledBackBy(before, after map[string]string) bool {
 	return had && !has && len(h) > 0 && h[0].RolledBack
 }
 
-// created remembers, for a workload just created while the reloader runs, that it runs the
+// Created remembers, for a workload just created while the reloader runs, that it runs the
 // content each config it reloads on held before its creation: its pods started after it and
 // read that content, though it carries no marker. Without this, while another dependent holds
 // the config's state back, the state would restart the new workload for content it already
 // runs. Only a workload seen as created (generation 1, no status yet: not one found by a
 // relist, whose resourceVersion may be later than its creation) is trusted.
-func (n *notes) created(k *workloadKind, obj any) {
-	v, ok := n.rule.view(k, obj)
+func (n *Notes) Created(k *workload.Kind, obj any) {
+	v, ok := n.rule.View(k, obj)
 	if !ok || v.Target.RestartAt || !justCreated(obj) {
 		return
 	}
-	refs := n.rule.reloadsOn(v)
+	refs := n.rule.ReloadsOn(v)
 	for _, r := range refs {
-		if rec, want, keys, ok := n.rule.wantedExisting(v, r); ok {
+		if rec, want, keys, ok := n.rule.WantedExisting(v, r); ok {
 			n.runs(v, r, rec, want, keys)
 		}
 	}
@@ -100,16 +134,16 @@ func (n *notes) created(k *workloadKind, obj any) {
 		if !u.Whole {
 			keys = u.Keys
 		}
-		if rec := n.rule.caches.lookup(workload.ConfigKey(r, v.Key.Namespace)); rec != nil {
-			n.runs(v, r, rec, n.records.Content(rec, keys), keys)
+		if rec := n.rule.Lookup(workload.ConfigKey(r, v.Key.Namespace)); rec != nil {
+			n.runs(v, r, rec, n.contents.Content(rec, keys), keys)
 		}
 	}
 }
 
 // runs notes that workload v, without a marker for r, runs want: the content of rec, which was
 // written before v's version of it was.
-func (n *notes) runs(v workloadView, r policy.ConfigRef, rec *configRecord, want policy.Content, keys []string) {
-	if writtenBefore(rec.ResourceVersion(), v.Meta.GetResourceVersion()) && v.Target.MarkerOf(v.Meta.GetAnnotations(), v.Tmpl, r, want) == policy.NoMarker {
+func (n *Notes) runs(v workload.View, r policy.ConfigRef, rec *configs.Record, want policy.Content, keys []string) {
+	if WrittenBefore(rec.ResourceVersion(), v.Meta.GetResourceVersion()) && v.Target.MarkerOf(v.Meta.GetAnnotations(), v.Tmpl, r, want) == policy.NoMarker {
 		n.strip(v.Key, r, rec, want.Value, keys)
 	}
 }
@@ -118,21 +152,21 @@ func (n *notes) runs(v workloadView, r policy.ConfigRef, rec *configRecord, want
 // without a marker, where the state's entry for the config is behind its content. Where the
 // entry holds the content it says the same, and later changes are best judged by it (one made
 // while the config was ignored, for one, restarts nothing once the ignore is lifted).
-func (n *notes) strip(w key, r policy.ConfigRef, rec *configRecord, value string, keys []string) {
-	e, known := n.store.Get(n.names.Config(workload.ConfigKey(r, w.Namespace)))
-	if known && !e.Deleted && n.records.Content(rec, nil).Match(e.Hash) != policy.Differs {
+func (n *Notes) strip(w workload.Key, r policy.ConfigRef, rec *configs.Record, value string, keys []string) {
+	hash, recorded := n.entries.Recorded(workload.ConfigKey(r, w.Namespace))
+	if recorded && n.contents.Content(rec, nil).Match(hash) != policy.Differs {
 		n.strips.forget(w, r)
 		return
 	}
 	n.strips.Remember(w, r, value, keys)
 }
 
-// configChanged notes a config's new content for the restarts that may not have seen it.
-func (n *notes) configChanged(k key, rec *configRecord) {
-	n.restarts.configChanged(k, rec.ResourceVersion(), func(keys []string) string { return n.records.Content(rec, keys).Value })
+// ConfigChanged notes a config's new content for the restarts that may not have seen it.
+func (n *Notes) ConfigChanged(k workload.Key, rec *configs.Record) {
+	n.restarts.configChanged(k, rec.ResourceVersion(), func(keys []string) string { return n.contents.Content(rec, keys).Value })
 }
 
-// restartedByOthers notes, for a followable workload whose pod template another actor changed,
+// RestartedByOthers notes, for a followable workload whose pod template another actor changed,
 // what its new pods read (podsRestarted). A reload or a rollback of ours sets or puts back
 // markers, and notes its own restart; another actor's change leaves them or strips them (a helm
 // upgrade), and may have the pods read other configs. A strip was once taken for ours: the
@@ -140,10 +174,10 @@ func (n *notes) configChanged(k key, rec *configRecord) {
 // them for the content they ran (soak seed 1795828528856311681@7); a config deleted, whose
 // deletion marker went, came back with its old content and reloaded nothing though they ran
 // without it (seed 5@7). A paused workload's template change restarts nothing: its resume does
-// (resumed).
-func (n *notes) restartedByOthers(k *workloadKind, old, obj any) {
-	ov, ok := n.rule.view(k, old)
-	nv, ok2 := n.rule.view(k, obj)
+// (Resumed).
+func (n *Notes) RestartedByOthers(k *workload.Kind, old, obj any) {
+	ov, ok := n.rule.View(k, old)
+	nv, ok2 := n.rule.View(k, obj)
 	if !ok || !ok2 || !workload.Rolls(obj) || k.Paused != nil && k.Paused(obj) || configs.WholeTemplateHash(ov.Tmpl) == configs.WholeTemplateHash(nv.Tmpl) {
 		return
 	}
@@ -156,9 +190,9 @@ func (n *notes) restartedByOthers(k *workloadKind, old, obj any) {
 // setsMarkers reports whether a change of a workload set a marker, or moved markers as a
 // rollback of ours: a reload or a rollback, which notes its own restart. Another actor's change
 // leaves the markers or only strips some (a helm upgrade).
-func (n *notes) setsMarkers(ov, nv workloadView) bool {
+func (n *Notes) setsMarkers(ov, nv workload.View) bool {
 	moved := false
-	for _, r := range n.rule.reloadsOn(nv) {
+	for _, r := range n.rule.ReloadsOn(nv) {
 		before := policy.MarkerCopies(ov.Meta.GetAnnotations(), ov.Tmpl, r)
 		after := policy.MarkerCopies(nv.Meta.GetAnnotations(), nv.Tmpl, r)
 		for _, m := range after {
@@ -171,17 +205,18 @@ func (n *notes) setsMarkers(ov, nv workloadView) bool {
 	return moved && rolledBackBy(ov.Meta.GetAnnotations(), nv.Meta.GetAnnotations())
 }
 
-// resumed notes, for a workload whose rollouts were paused and no longer are (a pause period's
+// Resumed notes, for a workload whose rollouts were paused and no longer are (a pause period's
 // end, or anyone's resume), that its pods restart on the template as it is, reading each config
 // as it is then (podsRestarted). A resume in the patch of a reload of ours is noted by the
 // reload. A resume that finds the template this process saw the pause begin on rolls out
 // nothing: the pods run what they ran (checker seed 326@9: noted as waiting for a config absent
 // at an owner's resume, a workload was taken to run the content it came back with).
-func (n *notes) resumed(k *workloadKind, old, obj any) {
+func (n *Notes) Resumed(k *workload.Kind, old, obj any) {
 	if k.Paused == nil {
 		return
 	}
-	w := objectKey(k.Name, obj)
+	m := obj.(metav1.Object)
+	w := workload.Key{Kind: k.Name, Namespace: m.GetNamespace(), Name: m.GetName()}
 	switch {
 	case !k.Paused(old) && k.Paused(obj):
 		if _, tmpl := k.Template(old); tmpl != nil {
@@ -192,20 +227,20 @@ func (n *notes) resumed(k *workloadKind, old, obj any) {
 		return
 	}
 	on, seen := n.pausedOn.LoadAndDelete(w)
-	ov, ok := n.rule.view(k, old)
-	nv, ok2 := n.rule.view(k, obj)
+	ov, ok := n.rule.View(k, old)
+	nv, ok2 := n.rule.View(k, obj)
 	if !ok || !ok2 || n.marked(ov, nv) || seen && on == configs.WholeTemplateHash(nv.Tmpl) {
 		return
 	}
 	n.podsRestarted(nv)
 }
 
-// workloadGone forgets a deleted workload's pause.
-func (n *notes) workloadGone(w key) { n.pausedOn.Delete(w) }
+// WorkloadGone forgets a deleted workload's pause.
+func (n *Notes) WorkloadGone(w workload.Key) { n.pausedOn.Delete(w) }
 
 // marked reports whether a change of a workload changed a marker: a reload, a rollback or a strip.
-func (n *notes) marked(ov, nv workloadView) bool {
-	return slices.ContainsFunc(n.rule.reloadsOn(nv), func(r policy.ConfigRef) bool {
+func (n *Notes) marked(ov, nv workload.View) bool {
+	return slices.ContainsFunc(n.rule.ReloadsOn(nv), func(r policy.ConfigRef) bool {
 		return !slices.Equal(policy.MarkerCopies(ov.Meta.GetAnnotations(), ov.Tmpl, r), policy.MarkerCopies(nv.Meta.GetAnnotations(), nv.Tmpl, r))
 	})
 }
@@ -217,22 +252,22 @@ func (n *notes) marked(ov, nv workloadView) bool {
 // wait for, as at a restart of ours. Of a config without a marker they read its content, which
 // a strip notes where the state is behind it (strips.go): else, the config back at the state's
 // content, they would be left on the one in between (soak seed 1795727042036173470@4).
-func (n *notes) podsRestarted(nv workloadView) {
-	reads := map[policy.ConfigRef]*read{}
+func (n *Notes) podsRestarted(nv workload.View) {
+	reads := map[policy.ConfigRef]*Read{}
 	var unmarked []policy.ConfigRef
-	for _, r := range n.rule.reloadsOn(nv) {
-		if rd := n.rule.readByOthers(nv, r); rd != nil {
+	for _, r := range n.rule.ReloadsOn(nv) {
+		if rd := n.rule.ReadByOthers(nv, r); rd != nil {
 			reads[r] = rd
 		} else {
 			unmarked = append(unmarked, r)
 		}
 	}
 	for _, r := range unmarked {
-		if rec, want, keys, ok := n.rule.wantedExisting(nv, r); ok {
+		if rec, want, keys, ok := n.rule.WantedExisting(nv, r); ok {
 			n.runs(nv, r, rec, want, keys)
 		}
 	}
-	n.restarts.byOthers(nv.Key, nv.Meta.GetResourceVersion(), reads, n.rule.cachedVersion(nv.Key.Namespace))
-	n.strips.runNothing(nv.Key, unmarkedNone(nv, reads, nil))
-	n.strips.awaits(nv.Key, waiting(reads))
+	n.restarts.byOthers(nv.Key, nv.Meta.GetResourceVersion(), reads, n.rule.CachedVersion(nv.Key.Namespace))
+	n.strips.RunNothing(nv.Key, UnmarkedNone(nv, reads, nil))
+	n.strips.Awaits(nv.Key, Waiting(reads))
 }

@@ -1,4 +1,4 @@
-package reloader
+package runs
 
 import (
 	"maps"
@@ -15,7 +15,7 @@ import (
 	"github.com/reloader/reloader/state"
 )
 
-// strips remembers, per workload and config, what a workload runs after someone else's template
+// Strips remembers, per workload and config, what a workload runs after someone else's template
 // change (a helm upgrade or kubectl apply that drops our marker) removed a marker that held the
 // config's current content. That change rolled the workload's pods, and they read that content,
 // so the workload runs it without carrying a marker. The state cannot tell: it advances only when
@@ -29,16 +29,16 @@ import (
 // it: without it, a reloader started while the config's entry is behind would restart the
 // stripped workload again. After a restart only the content is known, not whether the config
 // changed since: the entry vouches for the workload while the config holds that content.
-type strips struct {
+type Strips struct {
 	mu    sync.Mutex
-	m     map[key]map[policy.ConfigRef]stripped
+	m     map[workload.Key]map[policy.ConfigRef]Stripped
 	store *state.KindView
 	names entrykeys.Names
 }
 
-// stripped is what a workload stripped of its marker for a config runs: the content value, or
+// Stripped is what a workload stripped of its marker for a config runs: the content value, or
 // unknown once the config changed after the strip; keys are the data keys it reads (nil: all).
-type stripped struct {
+type Stripped struct {
 	value string
 	known bool
 	keys  []string
@@ -47,20 +47,22 @@ type stripped struct {
 	// (watch).
 	watched bool
 	// restored: the pods a rollback put back run value; they started before it, so a later change
-	// of the config is not in them, as it would not be under a marker (ranBefore).
+	// of the config is not in them, as it would not be under a marker (RanBefore).
 	restored bool
 }
 
-// otherContent is a strip's value for a workload known to run another content than the
+// OtherContent is a strip's value for a workload known to run another content than the
 // config's, which one unknown: the same value as a tombstone of an unrecorded content.
-const otherContent = policy.UnrecordedContent
+const OtherContent = policy.UnrecordedContent
 
 // awaited is a strip's value for pods that wait for an absent config, restarted while it did not
-// exist: they run whatever content it next has (awaits). Another well-formed hash no content has.
+// exist: they run whatever content it next has (Awaits). Another well-formed hash no content has.
 const awaited = "0000000000000000000000000000000000000001"
 
-func newStrips(store *state.KindView, names entrykeys.Names) *strips {
-	return &strips{m: map[key]map[policy.ConfigRef]stripped{}, store: store, names: names}
+// NewStrips returns the strips kept in memory and in store, the state's strip entries, named by
+// names.
+func NewStrips(store *state.KindView, names entrykeys.Names) *Strips {
+	return &Strips{m: map[workload.Key]map[policy.ConfigRef]Stripped{}, store: store, names: names}
 }
 
 // justCreated reports whether a workload is as its creator made it: generation 1 and no status
@@ -82,17 +84,17 @@ func justCreated(obj any) bool {
 }
 
 // Remember notes, in memory and in the state, that workload w runs value of config r without a
-// marker (otherContent: some other content than the config's).
-func (s *strips) Remember(w key, r policy.ConfigRef, value string, keys []string) {
-	s.put(w, r, stripped{value: value, known: true, keys: keys}, value)
+// marker (OtherContent: some other content than the config's).
+func (s *Strips) Remember(w workload.Key, r policy.ConfigRef, value string, keys []string) {
+	s.put(w, r, Stripped{value: value, known: true, keys: keys}, value)
 }
 
 // put notes e in memory and stored in the state.
-func (s *strips) put(w key, r policy.ConfigRef, e stripped, stored string) {
+func (s *Strips) put(w workload.Key, r policy.ConfigRef, e Stripped, stored string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.m[w] == nil {
-		s.m[w] = map[policy.ConfigRef]stripped{}
+		s.m[w] = map[policy.ConfigRef]Stripped{}
 	}
 	s.m[w][r] = e
 	s.store.SetValue(s.names.Strip(w, r), stored)
@@ -100,24 +102,24 @@ func (s *strips) put(w key, r policy.ConfigRef, e stripped, stored string) {
 
 // watch notes that workload w, without a marker of r, is due by the state: its pods run the
 // content the state holds, unless they restart first, and then they read the config's new
-// content. This process sees such a restart (notes.restartedByOthers, created) and judges by
+// content. This process sees such a restart (notes.RestartedByOthers, Created) and judges by
 // the state meanwhile. A restart no reloader saw, by another actor while the reloader was down
 // or had no leader, cannot be told apart later, and a return of the config to the state's
 // content would leave those pods on the content in between (soak seed
 // 1795727042036173470@4). So the state's entry says another content: a later process reloads
 // w once. unwatch ends it when the state no longer says w is due.
-func (s *strips) watch(w key, r policy.ConfigRef, keys []string) {
+func (s *Strips) watch(w workload.Key, r policy.ConfigRef, keys []string) {
 	s.mu.Lock()
 	_, noted := s.m[w][r]
 	s.mu.Unlock()
 	if _, left := s.store.Value(s.names.Strip(w, r)); noted || left {
 		return // noted already, or left by a process before this one: it stands
 	}
-	s.put(w, r, stripped{keys: keys, watched: true}, otherContent)
+	s.put(w, r, Stripped{keys: keys, watched: true}, OtherContent)
 }
 
-// watchDue watches each dependent the state judges due, and stops watching the others (watch).
-func (s *strips) watchDue(c key, deps []workload.Dependent) {
+// WatchDue watches each dependent the state judges due, and stops watching the others (watch).
+func (s *Strips) WatchDue(c workload.Key, deps []workload.Dependent) {
 	r := policy.ConfigRef{Kind: c.Kind, Name: c.Name}
 	for _, d := range deps {
 		if d.ByState && d.Reload && restartedByOthers(d.Workload) {
@@ -128,18 +130,18 @@ func (s *strips) watchDue(c key, deps []workload.Dependent) {
 	}
 }
 
-// unsure notes, at a start, each dependent of config c the state judges due as running another
+// Unsure notes, at a start, each dependent of config c the state judges due as running another
 // content: while no reloader watched, another actor may have restarted it and it may run the
 // config's content (watch); without a strip, a return of the config to the state's content
-// would leave it there. So too a dependent an earlier process noted waiting for c (awaits): c
+// would leave it there. So too a dependent an earlier process noted waiting for c (Awaits): c
 // came back while no reloader watched, and may have changed since the pods took it, or been
 // read anew by another actor's restart (checker seed 408@9): which content they run is unknown.
-func (s *strips) unsure(c key, deps []workload.Dependent) {
+func (s *Strips) Unsure(c workload.Key, deps []workload.Dependent) {
 	r := policy.ConfigRef{Kind: c.Kind, Name: c.Name}
 	for _, d := range deps {
 		v, noted := s.store.Value(s.names.Strip(d.Workload, r))
 		if d.ByState && d.Reload && restartedByOthers(d.Workload) || noted && v == awaited {
-			s.Remember(d.Workload, r, otherContent, d.Keys)
+			s.Remember(d.Workload, r, OtherContent, d.Keys)
 		}
 	}
 }
@@ -147,12 +149,12 @@ func (s *strips) unsure(c key, deps []workload.Dependent) {
 // restartedByOthers reports whether another actor can restart workload w's pods: not a Job's,
 // whose template cannot change, nor a CronJob's, whose template change starts nothing (its
 // scheduled runs are new pods, each reading the config as it is then).
-func restartedByOthers(w key) bool {
+func restartedByOthers(w workload.Key) bool {
 	return w.Kind != "CronJob" && w.Kind != "Job"
 }
 
 // unwatch ends watch for w and r, if it holds.
-func (s *strips) unwatch(w key, r policy.ConfigRef) {
+func (s *Strips) unwatch(w workload.Key, r policy.ConfigRef) {
 	s.mu.Lock()
 	e, ok := s.m[w][r]
 	s.mu.Unlock()
@@ -161,14 +163,14 @@ func (s *strips) unwatch(w key, r policy.ConfigRef) {
 	}
 }
 
-// putBack notes what the pods a rollback puts back run of configs the undone restart's
-// pods took without a marker (restarts.rollbackBegins):
+// PutBack notes what the pods a rollback puts back run of configs the undone restart's
+// pods took without a marker (restarts.RollbackBegins):
 // a strip, which decides only where the restored template carries no marker, before the state,
 // which may have recorded the content they took (soak seed 1795681571291661041@4: cm--2
 // reappeared during the reload's rollout, its new pods took it, the state recorded it, and the
 // pods put back, without a marker of it, were never restarted for it). Noted before the
 // rollback is sent: its own update event may be handled first.
-func (s *strips) putBack(w key, runs map[policy.ConfigRef]stripped) (undo func()) {
+func (s *Strips) PutBack(w workload.Key, runs map[policy.ConfigRef]Stripped) (undo func()) {
 	undo = s.keep(w, slices.Collect(maps.Keys(runs)))
 	for r, run := range runs {
 		s.Remember(w, r, run.value, run.keys)
@@ -176,18 +178,18 @@ func (s *strips) putBack(w key, runs map[policy.ConfigRef]stripped) (undo func()
 	return undo
 }
 
-// ranBefore notes, for a rollback of w about to be sent, what the pods it puts back run of each
+// RanBefore notes, for a rollback of w about to be sent, what the pods it puts back run of each
 // config its restored template carries no marker of, as the reload recorded it
 // (policy.Restore.Ran): the state may already say the content the rollback undid. undo puts
 // back what was noted before, for a rollback that was not sent.
-func (s *strips) ranBefore(w key, ran map[string]string) (undo func()) {
+func (s *Strips) RanBefore(w workload.Key, ran map[string]string) (undo func()) {
 	refs := make([]policy.ConfigRef, 0, len(ran))
 	for ref := range ran {
 		refs = append(refs, policy.RestoreRef(ref))
 	}
 	undo = s.keep(w, refs)
 	for ref, v := range ran {
-		s.put(w, policy.RestoreRef(ref), stripped{value: v, known: true, restored: true}, v)
+		s.put(w, policy.RestoreRef(ref), Stripped{value: v, known: true, restored: true}, v)
 	}
 	return undo
 }
@@ -195,7 +197,7 @@ func (s *strips) ranBefore(w key, ran map[string]string) (undo func()) {
 // keep returns what puts back, in memory and in the state, what is noted now of w and each
 // config of refs. A rollback's notes are undone with it when its patch is not sent: a rollback
 // retried on a cache behind the one that landed fails, and must not drop what that one noted.
-func (s *strips) keep(w key, refs []policy.ConfigRef) (restore func()) {
+func (s *Strips) keep(w workload.Key, refs []policy.ConfigRef) (restore func()) {
 	s.mu.Lock()
 	before := maps.Clone(s.m[w])
 	s.mu.Unlock()
@@ -224,22 +226,22 @@ func (s *strips) keep(w key, refs []policy.ConfigRef) (restore func()) {
 	}
 }
 
-// runNothing notes that the pods of a restart of w run without each config of refs (absent,
+// RunNothing notes that the pods of a restart of w run without each config of refs (absent,
 // read through optional key refs only, with no marker: unseen.go), keys being what they read of
 // it. Noted before the restart is sent, since its own update event may be handled first; undo
 // puts back what was noted before, for a restart that was not sent.
-func (s *strips) runNothing(w key, refs map[policy.ConfigRef][]string) (undo func()) {
+func (s *Strips) RunNothing(w workload.Key, refs map[policy.ConfigRef][]string) (undo func()) {
 	s.mu.Lock()
 	before := maps.Clone(s.m[w])
 	s.mu.Unlock()
 	for r, keys := range refs {
-		s.Remember(w, r, otherContent, keys)
+		s.Remember(w, r, OtherContent, keys)
 	}
 	return func() {
 		for r := range refs {
 			switch e, ok := before[r]; {
 			case ok && e.watched:
-				s.put(w, r, e, otherContent)
+				s.put(w, r, e, OtherContent)
 			case ok && e.known:
 				s.Remember(w, r, e.value, e.keys)
 			default:
@@ -254,7 +256,7 @@ func (s *strips) runNothing(w key, refs map[policy.ConfigRef][]string) (undo fun
 // judged by it (one made while the config is ignored restarts nothing once the ignore is
 // lifted, as for a workload created after the entry caught up; CI:
 // TestRemovingIgnoreCatchesUpMarkedWorkloadsOnce, created while the entry lagged).
-func (s *strips) CaughtUp(w key, r policy.ConfigRef, value string) {
+func (s *Strips) CaughtUp(w workload.Key, r policy.ConfigRef, value string) {
 	s.mu.Lock()
 	e, noted := s.m[w][r]
 	s.mu.Unlock()
@@ -268,7 +270,7 @@ func (s *strips) CaughtUp(w key, r policy.ConfigRef, value string) {
 }
 
 // forget drops what was remembered of workload w and config r, in memory and in the state.
-func (s *strips) forget(w key, r policy.ConfigRef) {
+func (s *Strips) forget(w workload.Key, r policy.ConfigRef) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.m[w], r)
@@ -278,10 +280,10 @@ func (s *strips) forget(w key, r policy.ConfigRef) {
 	s.store.Delete(s.names.Strip(w, r))
 }
 
-// marker is what workload w, without a marker for r, carries in effect against value: what it
+// Marker is what workload w, without a marker for r, carries in effect against value: what it
 // was remembered to run since a strip, in memory or, after a restart, in the state; NoMarker
 // when nothing is, or only a value made under a lost hash key (the state's config entry decides).
-func (s *strips) marker(w key, r policy.ConfigRef, value string) policy.MarkerState {
+func (s *Strips) Marker(w workload.Key, r policy.ConfigRef, value string) policy.MarkerState {
 	s.mu.Lock()
 	e, ok := s.m[w][r]
 	s.mu.Unlock()
@@ -308,13 +310,13 @@ func (s *strips) marker(w key, r policy.ConfigRef, value string) policy.MarkerSt
 	return policy.Stale
 }
 
-// awaits notes, in the state only, that the pods of a restart of w wait for each config of refs,
+// Awaits notes, in the state only, that the pods of a restart of w wait for each config of refs,
 // absent: they run the content it reappears with, whatever a marker set to its deletion says
 // (unseen.go knows it too, in memory). A later process learns the reappearance at a sync of the
-// config (reappeared) and, the config deleted again, reloads w once (ranSince). Noted before the
+// config (Reappeared) and, the config deleted again, reloads w once (RanSince). Noted before the
 // restart is sent, since its own update event may be handled first; undo puts back what the
 // state held, for a restart that was not sent.
-func (s *strips) awaits(w key, refs []policy.ConfigRef) (undo func()) {
+func (s *Strips) Awaits(w workload.Key, refs []policy.ConfigRef) (undo func()) {
 	before := map[policy.ConfigRef]string{}
 	for _, r := range refs {
 		k := s.names.Strip(w, r)
@@ -337,12 +339,12 @@ func (s *strips) awaits(w key, refs []policy.ConfigRef) (undo func()) {
 	}
 }
 
-// rolledBack forgets the notes that w's pods wait for an absent config (awaits), of each config
+// RolledBack forgets the notes that w's pods wait for an absent config (Awaits), of each config
 // of refs: a rollback puts back the pods from before the restart that noted them (soak seed
 // 1795754412268271987@5: a deletion's reload rolled back, its note then vouched for the
 // config's reappearance, which the restored pods never took). undo puts them back, for a
 // rollback that was not sent.
-func (s *strips) rolledBack(w key, refs []policy.ConfigRef) (undo func()) {
+func (s *Strips) RolledBack(w workload.Key, refs []policy.ConfigRef) (undo func()) {
 	var forgot []policy.ConfigRef
 	for _, r := range refs {
 		if v, ok := s.store.Value(s.names.Strip(w, r)); ok && v == awaited {
@@ -350,12 +352,12 @@ func (s *strips) rolledBack(w key, refs []policy.ConfigRef) (undo func()) {
 			forgot = append(forgot, r)
 		}
 	}
-	return func() { s.awaits(w, forgot) }
+	return func() { s.Awaits(w, forgot) }
 }
 
-// reappeared notes, for each dependent of config c (which exists) whose pods waited for it
-// (awaits), that they run its content: they started on it. noted: any did.
-func (s *strips) reappeared(c key, deps []workload.Dependent) (noted bool) {
+// Reappeared notes, for each dependent of config c (which exists) whose pods waited for it
+// (Awaits), that they run its content: they started on it. noted: any did.
+func (s *Strips) Reappeared(c workload.Key, deps []workload.Dependent) (noted bool) {
 	r := policy.ConfigRef{Kind: c.Kind, Name: c.Name}
 	for _, d := range deps {
 		if v, ok := s.store.Value(s.names.Strip(d.Workload, r)); ok && v == awaited {
@@ -366,18 +368,18 @@ func (s *strips) reappeared(c key, deps []workload.Dependent) (noted bool) {
 	return noted
 }
 
-// ranSince reports whether the state notes that the pods of w run a content of config r: one
-// they took without a marker, or since they were restarted while it was absent (awaits). Its
+// RanSince reports whether the state notes that the pods of w run a content of config r: one
+// they took without a marker, or since they were restarted while it was absent (Awaits). Its
 // deletion is a change to them.
-func (s *strips) ranSince(w key, r policy.ConfigRef) bool {
+func (s *Strips) RanSince(w workload.Key, r policy.ConfigRef) bool {
 	v, ok := s.store.Value(s.names.Strip(w, r))
 	return ok && v != awaited
 }
 
-// configChanged makes what was remembered of config c, in every workload, unknown, except for a
+// ConfigChanged makes what was remembered of config c, in every workload, unknown, except for a
 // workload that reads only keys the change left alone (same reports that; nil: none is known
 // to be): whichever content its pods read, they read the same values.
-func (s *strips) configChanged(c key, same func(keys []string) bool) {
+func (s *Strips) ConfigChanged(c workload.Key, same func(keys []string) bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := policy.ConfigRef{Kind: c.Kind, Name: c.Name}
@@ -386,20 +388,20 @@ func (s *strips) configChanged(c key, same func(keys []string) bool) {
 		if !ok || w.Namespace != c.Namespace || e.watched || e.restored || e.known && e.keys != nil && same != nil && same(e.keys) {
 			continue
 		}
-		refs[r] = stripped{}
+		refs[r] = Stripped{}
 	}
 }
 
-// workloadGone forgets, in memory, a deleted workload (workloadEntries.lift deletes its state entries).
-func (s *strips) workloadGone(w key) {
+// WorkloadGone forgets, in memory, a deleted workload (the root's workloadEntries.lift deletes its state entries).
+func (s *Strips) WorkloadGone(w workload.Key) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.m, w)
 }
 
-// writtenBefore reports whether resourceVersion a is older than b. Resource versions are etcd
+// WrittenBefore reports whether resourceVersion a is older than b. Resource versions are etcd
 // revisions, ordered across objects; anything that is not a number is not trusted.
-func writtenBefore(a, b string) bool {
+func WrittenBefore(a, b string) bool {
 	x, errA := strconv.ParseUint(a, 10, 64)
 	y, errB := strconv.ParseUint(b, 10, 64)
 	return errA == nil && errB == nil && x < y

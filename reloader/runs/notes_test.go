@@ -1,4 +1,4 @@
-package reloader
+package runs
 
 import (
 	"encoding/json"
@@ -10,7 +10,43 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/configs"
+	"github.com/reloader/reloader/reloader/workload"
 )
+
+// viewsOnly is the rule as setsMarkers asks it, without caches: a workload's view, and the
+// configs it reloads on (its candidates: no config is cached for a pattern to match).
+type viewsOnly struct{ annotations policy.Annotations }
+
+func (v viewsOnly) View(kind *workload.Kind, obj any) (workload.View, bool) {
+	meta, tmpl := kind.Template(obj)
+	if tmpl == nil {
+		return workload.View{}, false
+	}
+	return workload.View{
+		Key:    workload.Key{Kind: kind.Name, Namespace: meta.GetNamespace(), Name: meta.GetName()},
+		Kind:   kind,
+		Obj:    obj,
+		Meta:   meta,
+		Tmpl:   tmpl,
+		Policy: v.annotations.Of(meta.GetAnnotations(), tmpl.Annotations),
+		Uses:   policy.UsesOf(&tmpl.Spec),
+	}, true
+}
+
+func (viewsOnly) ReloadsOn(w workload.View) []policy.ConfigRef { return w.Policy.Candidates(w.Uses) }
+
+func (viewsOnly) WantedExisting(workload.View, policy.ConfigRef) (*configs.Record, policy.Content, []string, bool) {
+	return nil, policy.Content{}, nil, false
+}
+
+func (viewsOnly) ReadByOthers(workload.View, policy.ConfigRef) *Read { return nil }
+
+func (viewsOnly) CachedVersion(string) func(policy.ConfigRef, *Read) (Version, bool) {
+	return func(policy.ConfigRef, *Read) (Version, bool) { return Version{}, false }
+}
+
+func (viewsOnly) Lookup(workload.Key) *configs.Record { return nil }
 
 // setsMarkers tells a reload or a rollback of ours (which note their own restart) from another
 // actor's change (whose pods' reads podsRestarted notes). A strip is another actor's: taking it
@@ -37,13 +73,14 @@ func TestSetsMarkersTellsOurReloadsAndRollbacksFromOthersChangesAndStrips(t *tes
 		{"a strip without a rollback in the history is another actor's", deploymentShape{env: map[string]string{"app": a, "other": b}, restore: true}, deploymentShape{env: map[string]string{"app": a}}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			n := &notes{rule: &rule{annotations: policy.DefaultAnnotations(), caches: &caches{}}}
-			kind := &workloadKind{Name: "Deployment", Template: func(obj any) (metav1.Object, *corev1.PodTemplateSpec) {
+			ru := viewsOnly{annotations: policy.DefaultAnnotations()}
+			n := &Notes{rule: ru}
+			kind := &workload.Kind{Name: "Deployment", Template: func(obj any) (metav1.Object, *corev1.PodTemplateSpec) {
 				d := obj.(*appsv1.Deployment)
 				return d, &d.Spec.Template
 			}}
-			ov, ok := n.rule.viewInAnyNamespace(kind, c.old.deployment())
-			nv, ok2 := n.rule.viewInAnyNamespace(kind, c.new.deployment())
+			ov, ok := ru.View(kind, c.old.deployment())
+			nv, ok2 := ru.View(kind, c.new.deployment())
 			if !ok || !ok2 {
 				t.Fatal("no view of the Deployment")
 			}
