@@ -179,7 +179,7 @@ func (a *annotationCheck) problems(k *workloadKind, obj any) []string {
 // the checks that need them.
 func (a *annotationCheck) checkAll() {
 	for _, k := range a.caches.kinds {
-		for _, obj := range k.List() {
+		for obj := range k.All() {
 			a.check(k, obj)
 		}
 	}

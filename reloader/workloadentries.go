@@ -27,7 +27,7 @@ func (we *workloadEntries) lift(k *workloadKind, obj any) {
 func (we *workloadEntries) forgetGone() {
 	live := map[string]bool{}
 	for _, kind := range we.caches.kinds {
-		for _, obj := range kind.List() {
+		for obj := range kind.All() {
 			for _, e := range we.keysOf(kind, obj) {
 				live[e] = true
 			}

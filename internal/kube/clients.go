@@ -155,10 +155,15 @@ type Lister[L runtime.Object] interface {
 // NewInformer builds a shared informer over a typed client, with tweak applied to every list
 // and watch, and transform stripping objects before they are cached. Its calls go through link,
 // which holds them through an outage.
+//
+// The informer streams its initial list where the API server can (client-go's WatchListClient,
+// on by default since v0.35; servers since Kubernetes 1.34): each object is transformed as it
+// arrives, so the start never holds a whole list decoded. A list in its place is noted once.
 func NewInformer[L runtime.Object](link *Link, client Lister[L], example runtime.Object, tweak func(*metav1.ListOptions), transform cache.TransformFunc) cache.SharedIndexInformer {
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			tweak(&o)
+			link.lists(fmt.Sprintf("%T", example))
 			return retry(ctx, link, func() (L, error) { return client.List(ctx, o) })
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {

@@ -29,8 +29,9 @@ type Link struct {
 	Log      *slog.Logger
 	MaxDelay time.Duration // the longest wait between retries; 0 means 2 s
 
-	down  atomic.Bool
-	since atomic.Int64 // unix nanoseconds of the first failure of the current outage
+	down   atomic.Bool
+	since  atomic.Int64 // unix nanoseconds of the first failure of the current outage
+	listed atomic.Bool  // an informer has listed instead of streaming its list
 }
 
 // Up reports whether the last request reached the API server.
@@ -89,6 +90,18 @@ func (l *Link) failed(what string, err error) {
 	if l.down.CompareAndSwap(false, true) {
 		l.since.Store(time.Now().UnixNano())
 		l.Log.Warn("API server unreachable; retrying (not ready meanwhile)", "call", what, "err", err)
+	}
+}
+
+// lists notes, once, that an informer lists instead of streaming: client-go streams the initial
+// lists (WatchListClient) from API servers that serve it (Kubernetes 1.34 and later), and falls
+// back to a list, which the API server sends whole and client-go decodes whole before the
+// transform strips anything: the start-up's memory then grows with the largest list.
+func (l *Link) lists(resource string) {
+	if l != nil && l.listed.CompareAndSwap(false, true) {
+		l.Log.Info("an informer lists instead of streaming its initial list (an API server before Kubernetes 1.34, "+
+			"or watch-list turned off): each list arrives and is decoded whole, so the start-up memory grows with the largest",
+			"resource", resource)
 	}
 }
 

@@ -308,3 +308,23 @@ func TestGrowthPerConfigComparesNeighbouringSizesAgainstTheTarget(t *testing.T) 
 		t.Error("one size: no error")
 	}
 }
+
+func TestSamplerSplitsThePeakIntoAnonymousAndFilePages(t *testing.T) {
+	s := startSampler(os.Getpid(), time.Millisecond)
+	for {
+		if _, n := s.peak(); n > 0 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	s.close()
+	anon, file := s.split()
+	rss, _ := s.peak()
+	if anon <= 0 || file <= 0 || anon > rss || file > rss {
+		t.Fatalf("split = anon %d, file %d of a peak RSS %d: want both positive and within it", anon, file, rss)
+	}
+	s.reset()
+	if anon, file := s.split(); anon != 0 || file != 0 {
+		t.Fatalf("split after reset = %d, %d, want 0, 0", anon, file)
+	}
+}

@@ -279,5 +279,12 @@ func copyFile(dst string, src io.Reader) error {
 		f.Close()
 		return err
 	}
+	// Written back, as an installed binary is: the kernel cannot page out the dirty pages of a
+	// fresh copy, so the reloader's page-outs of its executable would fail for the first
+	// scenario's start.
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
 	return f.Close()
 }

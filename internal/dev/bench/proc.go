@@ -84,6 +84,9 @@ type sampler struct {
 	mu      sync.Mutex
 	max     int64
 	samples int
+	// anon and file are the largest RssAnon and RssFile sampled: what a memory limit must hold,
+	// and the executable's clean pages, which the kernel reclaims before it kills.
+	anon, file int64
 }
 
 func startSampler(pid int, every time.Duration) *sampler {
@@ -100,6 +103,7 @@ func (s *sampler) loop(every time.Duration) {
 		if m, err := readMemStatus(s.pid); err == nil {
 			s.mu.Lock()
 			s.max, s.samples = max(s.max, m.RSS), s.samples+1
+			s.anon, s.file = max(s.anon, m.Anon), max(s.file, m.File)
 			s.mu.Unlock()
 		}
 		select {
@@ -114,7 +118,7 @@ func (s *sampler) loop(every time.Duration) {
 func (s *sampler) reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.max, s.samples = 0, 0
+	s.max, s.samples, s.anon, s.file = 0, 0, 0, 0
 }
 
 // peak returns the largest VmRSS sampled since start or reset, and how many samples were taken.
@@ -122,6 +126,13 @@ func (s *sampler) peak() (int64, int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.max, s.samples
+}
+
+// split returns the largest RssAnon and RssFile sampled since start or reset.
+func (s *sampler) split() (anon, file int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.anon, s.file
 }
 
 // close stops sampling; calling it again is harmless.
