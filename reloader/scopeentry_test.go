@@ -149,3 +149,47 @@ func TestAConfigDeletedWhileItsNamespaceWasOutOfTheSelectionRestartsNothingOnARe
 	judgedAfter(t, r, done, "the recreation")
 	wantReloads(t, ns, "w-0", before, 0)
 }
+
+// ConfigMap cm-1 changes and the reloader sees it, but its namespace leaves the selection before
+// the coalescing window fires: nothing is reloaded while it is out. When the namespace enters
+// again, w-2 still runs the earlier content and is reloaded for the change, also when the
+// reloader restarted while the namespace was out (the path of checker seed
+// 1796211078146740227@10, whose lost change was not reproduced).
+func TestAChangeSeenJustBeforeItsNamespaceLeavesTheSelectionReloadsWhenItEnters(t *testing.T) {
+	for _, restart := range []bool{false, true} {
+		t.Run(map[bool]string{false: "same process", true: "a restart while out"}[restart], func(t *testing.T) {
+			t.Parallel()
+			stateNS, ns := cluster.NewNamespace(t), cluster.NewNamespace(t)
+			selected := map[string]string{"reloader-test": ns}
+			labelNamespace(t, ns, selected)
+			opts := controllerOpts{tweak: func(o *reloader.Options) {
+				o.Namespace = ""
+				o.NamespaceSelector = labels.SelectorFromSet(labels.Set(selected))
+				o.CoalescePeriod = 3 * time.Second
+			}}
+			const marker = "_RELOADER_-configmap-cm-1"
+			a2 := map[string]string{"a": "2"}
+			createConfigMap(t, ns, "cm-1", map[string]string{"a": "0"})
+			createDeployment(t, ns, "w-2", 0, named("configmap", "cm-1"), nil)
+			r := startController(t, stateNS, opts)
+			settle(t)
+			updateConfigMap(t, ns, "cm-1", a2)
+			waitFor(t, 10*time.Second, "the change seen", func() (bool, error) {
+				return strings.Contains(r.log.String(), "config changed"), nil
+			})
+			before := getDeployment(t, ns, "w-2").Generation
+			labelNamespace(t, ns, nil)
+			settle(t)
+			if restart {
+				r.stop(t)
+				r = startController(t, stateNS, opts)
+				settle(t)
+			}
+			wantReloads(t, ns, "w-2", before, 0)
+
+			labelNamespace(t, ns, selected)
+			waitEnv(t, ns, "w-2", marker, hashOfData(a2))
+			wantReloads(t, ns, "w-2", before, 1)
+		})
+	}
+}
