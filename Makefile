@@ -56,9 +56,10 @@ test-unit:
 		{ echo "a package in UNIT_PACKAGES links internal/dev/testcluster"; exit 1; }
 	$(GO) test -count=1 $(UNIT_PACKAGES)
 
-# The tests mostly wait on a shared control plane, so many run at once (-parallel), on 2 cores too.
+# The tests mostly wait on a control plane, so many run at once (-parallel), on 2 cores too, and
+# so do the packages that start one (-p): the longest, reloader/, bounds the run.
 test: tools build check lint
-	$(GO) test -count=1 -timeout 30m -parallel 8 ./...
+	$(GO) test -count=1 -timeout 30m -p 4 -parallel 8 ./...
 
 # PORT is the reloader's /metrics and health port; make run checks it is free before starting.
 PORT ?= 8080

@@ -14,21 +14,23 @@ import (
 	"github.com/reloader/reloader/internal/dev/testcluster"
 )
 
-// The Rollout CRD, with Argo's status subresource, installed once in the e2e cluster.
+// The Rollout CRD, with Argo's status subresource, installed once in each cluster a sequence
+// runs on: the e2e cluster, the one whose rollouts complete, or a sequence's own (ownCluster).
 var (
-	rolloutCRDOnce sync.Once
-	rolloutCRDErr  error
+	rolloutCRDMu        sync.Mutex
+	rolloutCRDInstalled = map[*testcluster.Cluster]bool{}
 )
 
 func ensureRolloutCRD(ctx context.Context, t *testing.T, c *testcluster.Cluster, dyn dynamic.Interface) {
-	rolloutCRDOnce.Do(func() {
+	rolloutCRDMu.Lock()
+	if !rolloutCRDInstalled[c] {
 		if _, err := c.ApplyFile(ctx, "", "testdata/checker-rollouts-crd.yaml"); err != nil && !apierrors.IsAlreadyExists(err) {
-			rolloutCRDErr = err
+			rolloutCRDMu.Unlock()
+			t.Fatalf("install the Rollout CRD: %v", err)
 		}
-	})
-	if rolloutCRDErr != nil {
-		t.Fatalf("install the Rollout CRD: %v", rolloutCRDErr)
+		rolloutCRDInstalled[c] = true
 	}
+	rolloutCRDMu.Unlock()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		_, err := dyn.Resource(checker.RolloutGVR).Namespace("default").List(ctx, metav1.ListOptions{})

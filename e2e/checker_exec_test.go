@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/reloader/reloader/e2e/checker"
+	"github.com/reloader/reloader/internal/dev/testcluster"
 )
 
 // world runs one sequence: it sets up its namespace and the reloader replicas, runs each action
@@ -29,10 +30,13 @@ type world struct {
 	judge *judge         // settle and judge (checker_judge_test.go)
 }
 
-func newWorld(t *testing.T, ctx context.Context, seq checker.Sequence) *world {
-	cl := cluster
-	if seq.Rollouts {
+func newWorld(t *testing.T, ctx context.Context, cl *testcluster.Cluster, seq checker.Sequence) *world {
+	switch {
+	case cl != nil:
+	case seq.Rollouts:
 		cl = rolloutsCluster(t)
+	default:
+		cl = cluster
 	}
 	dyn, err := dynamic.NewForConfig(cl.Config)
 	if err != nil {

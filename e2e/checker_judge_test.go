@@ -209,7 +209,7 @@ func TestExplainDisagreesWithAReloaderThatMissedAChangeAlsoWithoutTheHashKey(t *
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	w := newWorld(t, ctx, checker.Sequence{Seed: 49, Gen: checker.LatestGen, Replicas: 1})
+	w := newWorld(t, ctx, nil, checker.Sequence{Seed: 49, Gen: checker.LatestGen, Replicas: 1})
 	w.setup()
 	w.must(w.do(checker.Action{Op: "create-workload", Target: "w-0", Mode: checker.ModeAuto, Refs: []checker.Ref{{Config: "cm-0", Whole: true}, {Config: "sec-0", Whole: true}}}))
 	if vs := w.judge.settle(); len(vs) > 0 {

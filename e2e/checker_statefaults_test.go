@@ -279,7 +279,7 @@ func TestANoteOutsideForgedWithoutTheHashKeyIsWrittenUnderAnotherKey(t *testing.
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	w := newWorld(t, ctx, checker.Sequence{Seed: 4903, Gen: 9, Replicas: 1})
+	w := newWorld(t, ctx, nil, checker.Sequence{Seed: 4903, Gen: 9, Replicas: 1})
 	states := w.cl.Client().CoreV1().ConfigMaps(w.ns)
 	if _, err := states.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "reloader-state"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

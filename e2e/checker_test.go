@@ -5,12 +5,14 @@ import (
 	"flag"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/reloader/reloader/e2e/checker"
+	"github.com/reloader/reloader/internal/dev/testcluster"
 )
 
 var (
@@ -28,7 +30,10 @@ type outcome struct {
 	violations []checker.Violation
 }
 
+// Every sequence runs at once beside the other tests; one that restarts the API server does so
+// on a control plane of its own (ownCluster), where the restarts reach no other test.
 func TestRandomSequencesKeepEveryPromise(t *testing.T) {
+	t.Parallel()
 	seeds := checker.FixedSeeds
 	if *checkerSeeds != "" {
 		var err error
@@ -38,15 +43,14 @@ func TestRandomSequencesKeepEveryPromise(t *testing.T) {
 	}
 	for _, sg := range seeds {
 		t.Run(fmt.Sprintf("%d@%d", sg.Seed, sg.Gen), func(t *testing.T) {
+			t.Parallel()
 			seq := checker.Generate(sg.Seed, sg.Gen, *checkerActions, true)
-			if !restartsTheAPIServer(seq) {
-				t.Parallel() // after the loop, beside the others that leave the API server alone
-			}
-			o := runSequence(t, seq)
+			cl := ownCluster(t, seq)
+			o := runSequence(t, cl, seq)
 			if len(o.violations) > 0 {
 				t.Errorf("%d violation(s):\n  %s\n%s", len(o.violations), joinViolations(o.violations), seq)
 				if *minimizeTries > 0 {
-					t.Errorf("minimal sequence found:\n%s", minimize(t, seq, *minimizeTries))
+					t.Errorf("minimal sequence found:\n%s", minimize(t, cl, seq, *minimizeTries))
 				}
 			} else if t.Failed() {
 				t.Logf("a check of the executor failed in:\n%s", seq)
@@ -67,7 +71,7 @@ func TestSoak(t *testing.T) {
 	for seed := uint64(time.Now().UnixNano()); time.Now().Before(deadline); seed++ {
 		seq := checker.Generate(seed, checker.LatestGen, *checkerActions, true)
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			o := runSequence(t, seq)
+			o := runSequence(t, nil, seq)
 			sequences++
 			actions += o.actions
 			for k, n := range o.faults {
@@ -94,9 +98,9 @@ func TestSoak(t *testing.T) {
 }
 
 // minimize drops ever smaller runs of actions from seq while the rest still breaks a promise,
-// within tries reruns. Timing varies between runs, so the result is a sequence that failed
-// once, not one that always fails.
-func minimize(t *testing.T, seq checker.Sequence, tries int) checker.Sequence {
+// within tries reruns on cl, where seq ran. Timing varies between runs, so the result is a
+// sequence that failed once, not one that always fails.
+func minimize(t *testing.T, cl *testcluster.Cluster, seq checker.Sequence, tries int) checker.Sequence {
 	best := seq
 	for chunk := len(best.Actions) / 2; chunk >= 1 && tries > 0; chunk /= 2 {
 		for i := 0; i < len(best.Actions) && tries > 0; {
@@ -104,7 +108,7 @@ func minimize(t *testing.T, seq checker.Sequence, tries int) checker.Sequence {
 			cand.Actions = append(slices.Clone(best.Actions[:i]), best.Actions[min(i+chunk, len(best.Actions)):]...)
 			tries--
 			var failed bool
-			t.Run(fmt.Sprintf("without-%d-%d", i+1, i+chunk), func(t *testing.T) { failed = len(runSequence(t, cand).violations) > 0 })
+			t.Run(fmt.Sprintf("without-%d-%d", i+1, i+chunk), func(t *testing.T) { failed = len(runSequence(t, cl, cand).violations) > 0 })
 			if failed {
 				best = cand
 			} else {
@@ -123,11 +127,12 @@ func joinViolations(vs []checker.Violation) string {
 	return strings.Join(s, "\n  ")
 }
 
-// runSequence runs seq in a new namespace, waits for quiet and judges.
-func runSequence(t *testing.T, seq checker.Sequence) outcome {
+// runSequence runs seq in a new namespace of cl (nil: the cluster newWorld picks), waits for
+// quiet and judges.
+func runSequence(t *testing.T, cl *testcluster.Cluster, seq checker.Sequence) outcome {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	w := newWorld(t, ctx, seq)
+	w := newWorld(t, ctx, cl, seq)
 	ran := w.setup()
 	if seq.Migrate {
 		// The switch from stakater is judged alone, before anything changes: a lagging variable
@@ -187,8 +192,31 @@ func runSequence(t *testing.T, seq checker.Sequence) outcome {
 	return o
 }
 
-// restartsTheAPIServer reports whether seq restarts the shared API server: a fault every other
-// test running at that moment would see.
+// restartsTheAPIServer reports whether seq restarts the API server: a fault every other test
+// using that API server at that moment would see.
 func restartsTheAPIServer(seq checker.Sequence) bool {
 	return slices.ContainsFunc(seq.Actions, func(a checker.Action) bool { return a.Op == "apiserver-restart" })
+}
+
+// ownCluster starts a control plane for seq alone if it restarts the API server, like the
+// shared one (with pods that roll out for seq.Rollouts), and stops it after the test; for any
+// other sequence it returns nil, the shared cluster. The restarts then reach no other test, so
+// the sequence runs beside them instead of before them all.
+func ownCluster(t *testing.T, seq checker.Sequence) *testcluster.Cluster {
+	t.Helper()
+	if !restartsTheAPIServer(seq) {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	c, err := testcluster.Start(ctx, testcluster.Options{Pods: seq.Rollouts, Log: os.Stderr})
+	if err != nil {
+		t.Fatalf("start a cluster for a sequence that restarts the API server: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			t.Errorf("stop the sequence's cluster: %v", err)
+		}
+	})
+	return c
 }

@@ -23,6 +23,7 @@ import (
 // reloader restarted between the rollback and the revert, and knows only the state; and when
 // the broken reload was web's first, whose rollback restores a template without a marker.
 func TestARevertAfterARollbackRestartsThePodsTheRollbackStartedOnTheBrokenContent(t *testing.T) {
+	t.Parallel()
 	for _, first := range []bool{false, true} {
 		for _, restart := range []bool{false, true} {
 			name := map[bool]string{false: "marker", true: "first reload"}[first] + ", " +

@@ -713,6 +713,7 @@ func TestARollbackJudgedOnACacheBehindAnotherActorsChangeIsNotSent(t *testing.T)
 // test, TestARollbackAtTheResumeOfAPausedDeletionReloadReloadsTheRecreation, once). A deadline
 // written before the reload is not its own; one written after it is (the control).
 func TestAProgressDeadlineWrittenBeforeTheReloadDoesNotFailIt(t *testing.T) {
+	t.Parallel()
 	for name, c := range map[string]struct {
 		offset time.Duration
 		want   string
@@ -1339,6 +1340,7 @@ func reloadForOther(t *testing.T, ns string) {
 // that content restarts nothing; the broken content applied again afterwards reloads it
 // (positive control).
 func TestARevertAfterAFirstReloadWasRolledBackRestartsNothing(t *testing.T) {
+	t.Parallel()
 	for _, restart := range []bool{false, true} {
 		t.Run(map[bool]string{false: "same process", true: "a reloader started since"}[restart], func(t *testing.T) {
 			t.Parallel()
@@ -1410,6 +1412,7 @@ func TestARolledBackDeletionReloadOfAWorkloadWithoutAMarkerReloadsItsRecreation(
 // resume, and the rollback came 1.2 s after it). The resume is held by the minimum interval, or
 // comes late because no reloader ran at the pause's end.
 func TestAReloadWhoseResumeComesLateIsTimedFromTheResume(t *testing.T) {
+	t.Parallel()
 	base := map[string]string{"configmap.reloader.stakater.com/reload": "app", policy.RollbackAnnotation: "true",
 		policy.TimeoutAnnotation: "3s", "deployment.reloader.stakater.com/pause-period": "1s"}
 	t.Run("held by the minimum interval", func(t *testing.T) {
@@ -1510,6 +1513,7 @@ func TestARollbackAtTheResumeOfAPausedDeletionReloadReloadsTheRecreation(t *test
 // restart was recorded as run, and the rollback left the pods on the old content). Without the
 // pause (the control) the rollback puts the same back.
 func TestARollbackAtTheResumePutsBackPodsThatDidNotTakeARecreation(t *testing.T) {
+	t.Parallel()
 	for _, pause := range []string{"", "1s"} {
 		t.Run("pause "+pause, func(t *testing.T) {
 			t.Parallel()

@@ -108,6 +108,7 @@ func TestAScaleAfterAStartIsNotTakenForAnotherActorsRestart(t *testing.T) {
 // Secret's, restarted a CronJob once for no change). A change the new annotations reload on
 // then reloads it once.
 func TestSwitchingBetweenAutoAndNamedRestartsNothingWithoutAChange(t *testing.T) {
+	t.Parallel()
 	auto := map[string]string{"reloader.stakater.com/auto": "true"}
 	namedBoth := map[string]string{"configmap.reloader.stakater.com/reload": "app-config", "secret.reloader.stakater.com/reload": "db"}
 	for _, tc := range []struct {

@@ -14,9 +14,8 @@ import (
 // it touched. Seed 2 begins with a switch from stakater, which the build before Engine v2 fails
 // (docs/lab/reliability-results.md says what the seeds find on older builds). They keep the
 // generator version they were found with, so that they keep their actions. Seeds 1046@8 and
-// 1050@8 found bugs too, but the two added 225 s to the e2e suite (1050@8 restarts the API
-// server, so it runs alone): the control-plane tests named in docs/lab/reliability-results.md
-// keep those bugs found.
+// 1050@8 found bugs too, but the two added 225 s to the e2e suite (then run one after the
+// other): the control-plane tests named in docs/lab/reliability-results.md keep those bugs found.
 var FixedSeeds = []SeedGen{{2, 1}, {1795446428096566055, 1}, {1795459093681678810, 1}, {1795463652687504867, 1}}
 
 // SeedGen is a seed and the generator version that gives its actions.
