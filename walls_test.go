@@ -44,6 +44,10 @@ var walls = map[string]wall{
 		imports: []string{"reloader/configs", "reloader/internal/entrykeys", "reloader/workload"},
 		state:   []string{"KindView"},
 	},
+	"reloader/safe": {
+		imports: []string{"reloader/configs", "reloader/internal/entrykeys", "reloader/internal/report", "reloader/workload"},
+		state:   []string{"EntryKind", "KindView"},
+	},
 	"reloader/workload": {},
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader/jobs"
+	"github.com/reloader/reloader/reloader/safe"
 )
 
 // annotationCheck reports a workload's reload annotations that are malformed or name configs
@@ -18,7 +19,7 @@ import (
 // whose pod template is another object's, once, when they are applied: as a Warning Event and
 // a log line. Once is per workload and message, in memory: a restart says it again. A reload
 // schedule or a safe-reload annotation that does not parse is said the same way, with the
-// Warning the gate or the tracker would give when a reload comes (warnSchedule, warnFollow).
+// Warning the gate or the tracker would give when a reload comes (safe.WarnSchedule, warnFollow).
 type annotationCheck struct {
 	annotations policy.Annotations
 	gate        policy.GateDefaults
@@ -62,7 +63,7 @@ func (a *annotationCheck) check(k *workloadKind, obj any) {
 	}
 	a.checkKeys(k, obj, meta, tmpl.Annotations)
 	if g := a.annotations.GateOf(meta.GetAnnotations(), tmpl.Annotations, a.gate); len(g.Problems) > 0 {
-		warnSchedule(a.reports, a.log, k.Name, obj, meta, g.Problems)
+		safe.WarnSchedule(a.reports, a.log, k.Name, obj, meta, g.Problems)
 	}
 	_, followProblems := policy.FollowOf(meta.GetAnnotations(), tmpl.Annotations, a.follow)
 	warnFollow(a.reports, a.log, k.Name, obj, meta, followProblems)

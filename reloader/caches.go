@@ -2,6 +2,7 @@ package reloader
 
 import (
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
 
@@ -97,6 +98,20 @@ func (c *caches) configsOf(k *workloadKind, obj any, add func(key)) {
 		pol := c.annotations.Of(meta.GetAnnotations(), tmpl.Annotations)
 		for _, r := range c.matchedByPattern(pol, meta.GetNamespace()) {
 			add(workload.ConfigKey(r, meta.GetNamespace()))
+		}
+	}
+}
+
+// workloadKeys yields the key of every cached workload, of every kind (names only: nothing is
+// decoded).
+func (c *caches) workloadKeys() iter.Seq[key] {
+	return func(yield func(key) bool) {
+		for _, kind := range c.kinds {
+			for _, obj := range kind.Informer.GetStore().List() {
+				if !yield(objectKey(kind.Name, obj)) {
+					return
+				}
+			}
 		}
 	}
 }

@@ -12,7 +12,7 @@ func (c *Controller) syncConfig(k key) error {
 	fresh := c.changes.take(k)
 	if !c.caches.allowed(k.Namespace) {
 		c.changes.forget(k)
-		c.validation.forget(k)
+		c.validation.Forget(k)
 		return nil
 	}
 	rec := c.caches.lookup(k)
@@ -20,32 +20,32 @@ func (c *Controller) syncConfig(k key) error {
 	if entered && rec != nil {
 		// The namespace was out of the selection: a config that came back meanwhile is judged
 		// as at a start, which could not judge the dependents there (rule.view).
-		c.strips.Unsure(k, c.rule.dependents(k, rec))
+		c.strips.Unsure(k, c.rule.Dependents(k, rec))
 	}
 	if rec != nil && rec.Invalid() != "" {
-		c.validation.invalid(k, rec, fresh) // validate.go
+		c.validation.Invalid(k, rec, fresh) // safe/validate.go
 		// After invalid, which judges the last valid content with the holds still in place.
 		c.tracker.liftStale(c.rule.staleHolds(k, rec))
 		c.changes.forget(k)
 		return nil
 	}
-	c.validation.valid(rec)
+	c.validation.Valid(rec)
 	if rec == nil && fresh {
 		c.tombstones.Deleted(k) // before judging: the time says which dependents ran the content
 	}
 	if rec == nil && entered {
 		c.tombstones.Entered(k, policy.UnseenOnEntry(left, c.rule.created(k)))
 	}
-	deps := c.rule.dependents(k, rec)
+	deps := c.rule.Dependents(k, rec)
 	if rec != nil && c.strips.Reappeared(k, deps) {
 		// The pods that waited for it started on this content: judged again with that note.
-		deps = c.rule.dependents(k, rec)
+		deps = c.rule.Dependents(k, rec)
 	}
 	c.markSpare(k, len(deps) == 0)
 	c.tracker.liftStale(deps)
 	c.strips.WatchDue(k, deps)
 	c.tombstones.NoteReach(k, rec, deps, fresh)
-	c.gates.wake(deps) // gates.go
+	c.gates.Wake(deps) // safe/gates.go
 	var due []key
 	scanned, matched := map[string]int{}, map[string]int{}
 	for _, d := range deps {
@@ -58,13 +58,13 @@ func (c *Controller) syncConfig(k key) error {
 	if fresh {
 		c.metrics.Stakater.Judged(scanned, matched)
 	}
-	c.validation.wake(k, due) // validate.go
+	c.validation.Wake(k, due) // safe/validate.go
 	if c.jobs != nil {
 		c.jobs.WakeHeld(k.Namespace) // reloader/jobs
 	}
 	if len(due) > 0 {
 		c.records.Baseline(k, rec, deps)
-		c.validation.rollingOut(k, rec) // validate.go
+		c.validation.RollingOut(k, rec) // safe/validate.go
 		if fresh {
 			c.metrics.Changes.WithLabelValues(k.Kind).Inc()
 			c.log.Info("config changed", "kind", k.Kind, "namespace", k.Namespace, "name", k.Name,
@@ -80,7 +80,7 @@ func (c *Controller) syncConfig(k key) error {
 		return nil
 	}
 	c.changes.forget(k)
-	c.validation.forget(k)
+	c.validation.Forget(k)
 	if rec != nil {
 		c.records.RolledOut(k, rec, deps)
 		return nil
@@ -125,7 +125,7 @@ func (c *Controller) startupPass() {
 			case !known && spare && c.caches.allowed(k.Namespace):
 				c.records.FirstSeen(k, r)
 			default:
-				c.strips.Unsure(k, c.rule.dependents(k, r))
+				c.strips.Unsure(k, c.rule.Dependents(k, r))
 				c.backlog.add(k)
 			}
 		}

@@ -41,6 +41,7 @@ import (
 	"github.com/reloader/reloader/reloader/internal/report"
 	"github.com/reloader/reloader/reloader/jobs"
 	"github.com/reloader/reloader/reloader/runs"
+	"github.com/reloader/reloader/reloader/safe"
 	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
@@ -107,7 +108,7 @@ type Options struct {
 	// --rollout-timeout): whether reloads are followed to the end of their rollouts, and undone
 	// when those fail (track.go).
 	Follow policy.Follow
-	// Gate holds the flag defaults of maintenance windows and the minimum interval (gates.go).
+	// Gate holds the flag defaults of maintenance windows and the minimum interval (safe/gates.go).
 	Gate policy.GateDefaults
 	// Alerts, when set, gets a message after each reload (ALERT_ON_RELOAD); Run delivers them.
 	Alerts *alert.Sender
@@ -168,8 +169,8 @@ type Controller struct {
 	notes           *runs.Notes         // what pods run that no marker says, from events (reloader/runs)
 	strips          *runs.Strips        // what workloads run without a marker (reloader/runs)
 	restarts        *runs.Restarts      // what each workload's last restart may have given its pods unseen (reloader/runs)
-	validation      *validation         // content that does not validate is not rolled out (validate.go)
-	gates           *gates              // reloads held by their gate (gates.go)
+	validation      *safe.Validation    // content that does not validate is not rolled out (safe/validate.go)
+	gates           *safe.Gates         // reloads held by their gate (safe/gates.go)
 	lag             *lagCheck           // a config cache behind the workload cache (lag.go)
 	tracker         *tracker            // follows reloads to the end of their rollouts (track.go)
 	rollouts        rollouts            // the sync of a rollout key (rollouts.go)
@@ -198,7 +199,7 @@ func (c *Controller) Ready() bool { return c.ready.Load() }
 func newStore(client state.ConfigMapClient, namespace, name string, log *slog.Logger) *state.Store {
 	return state.New(client, namespace, name, log, entrykeys.ContentEntries(entrykeys.HoldPrefix),
 		entrykeys.ContentEntries(entrykeys.StripPrefix), entrykeys.ContentEntries(entrykeys.RollbackReadPrefix),
-		pendingEntries(), pauseEntries())
+		safe.PendingEntries(), safe.PauseEntries())
 }
 
 // New builds a Controller; Run starts it.
@@ -253,11 +254,12 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 	c.backlog = newBacklog(c.queue)
 	c.reports = report.New(c.events.NewRecorder(clients.Scheme, corev1.EventSource{Component: "reloader"}), opts.Log)
 	c.coalescer = coalesce.New(opts.CoalescePeriod, opts.CoalesceMaxWait, opts.Clock, c.queue.Add)
-	c.gates = &gates{annotations: opts.Annotations, defaults: opts.Gate, clock: opts.Clock, store: c.state.Kind(entrykeys.PendingPrefix, entrykeys.PausePrefix),
-		names: c.names, reports: c.reports, log: c.log, gauge: c.metrics.Deferred, enqueue: c.queue.Add, deferrals: newDeferrals(opts.Clock, c.queue.Add)}
+	c.gates = safe.NewGates(safe.GatesDeps{Annotations: opts.Annotations, Defaults: opts.Gate, Clock: opts.Clock,
+		Store: c.state.Kind(entrykeys.PendingPrefix, entrykeys.PausePrefix), Names: c.names, Reports: c.reports, Log: c.log,
+		Gauge: c.metrics.Deferred, Queue: c.queue, Deferrals: safe.NewDeferrals(opts.Clock, c.queue)})
 	c.tracker = &tracker{defaults: opts.Follow, clock: opts.Clock, store: c.state.Kind(entrykeys.HoldPrefix, entrykeys.RollbackReadPrefix),
 		flush: c.state.Flush, names: c.names, reports: c.reports, log: c.log,
-		metrics: c.metrics, restarts: c.restarts, strips: c.strips, enqueue: c.queue.Add, enqueueAfter: c.queue.AddAfter, pauseOf: c.gates.pauseOf,
+		metrics: c.metrics, restarts: c.restarts, strips: c.strips, enqueue: c.queue.Add, enqueueAfter: c.queue.AddAfter, pauseOf: c.gates.PauseOf,
 		pausedAt: opts.Annotations.PausedAt}
 	c.rule = &rule{annotations: opts.Annotations, strategy: opts.Strategy, reloadOnCreate: opts.ReloadOnCreate,
 		reloadOnDelete: opts.ReloadOnDelete, caches: c.caches, records: c.records, store: c.state.Configs(), names: c.names,
@@ -277,9 +279,9 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 		c.rule.rehearsed = c.rehearsal.view
 	}
 	c.lag = &lagCheck{store: c.state.Configs(), names: c.names, lookup: c.caches.lookup, live: liveVersion(clients)}
-	c.validation = &validation{records: c.records, reports: c.reports, log: c.log, counter: c.metrics.InvalidChanges,
-		gates: c.gates, enqueue: c.queue.Add, dependents: c.rule.dependents, lookup: c.caches.lookup,
-		watched: c.caches.Watched, webhook: opts.Webhook.URL != ""}
+	c.validation = safe.NewValidation(safe.ValidationDeps{Records: c.records, Reports: c.reports, Log: c.log,
+		Counter: c.metrics.InvalidChanges, Gates: c.gates, Queue: c.queue, Dependents: c.rule,
+		Cache: c.rule, Watched: c.caches, Webhook: opts.Webhook.URL != ""})
 	c.rehearsal.validation, c.rehearsal.gates = c.validation, c.gates
 	c.planner = &planner{rule: c.rule, caches: c.caches, gates: c.gates, validation: c.validation, clock: opts.Clock}
 	c.explainer = &Explainer{annotations: opts.Annotations, namespace: opts.Namespace, clock: opts.Clock, caches: c.caches,
@@ -347,7 +349,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		c.jobs.Resume(ctx)
 	}
 	c.startupPass()
-	c.gates.forgetGone(c.caches.kinds)
+	c.gates.ForgetGone(c.caches.workloadKeys())
 	c.entries.forgetGone()
 	c.log.Info("caches synced; reloading", "namespace", c.opts.Namespace, "coalesce_period", c.opts.CoalescePeriod,
 		"strategy", c.opts.Strategy, "kinds", len(c.caches.kinds))
@@ -393,7 +395,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.annotationCheck.checkAll()
 
 	<-ctx.Done()
-	c.gates.deferrals.stopAll()
+	c.gates.Deferrals().StopAll()
 	c.shutdown(&workers, stopWork)
 	stopState()
 	<-stateDone

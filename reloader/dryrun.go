@@ -22,6 +22,7 @@ import (
 	"github.com/reloader/reloader/internal/kube"
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/safe"
 	"github.com/reloader/reloader/state"
 )
 
@@ -35,8 +36,8 @@ type rehearsal struct {
 	log     *slog.Logger
 	clock   func() time.Time
 	// validation and gates hold what a real run would hold (rehearse).
-	validation *validation
-	gates      *gates
+	validation *safe.Validation
+	gates      *safe.Gates
 
 	mu   sync.Mutex
 	said map[key]map[policy.ConfigRef]string // workload → config → the value last reported
@@ -205,11 +206,11 @@ func (r *rehearsal) forget(k key) {
 // rehearse is syncWorkload's dry-run end: what is due and not held by validation or a closed
 // gate is reported; nothing is written (no pause started or ended, no Job run, no state).
 func (r *rehearsal) rehearse(w workloadView, changes []policy.Change) error {
-	if len(changes) == 0 || r.validation.holds(w) {
+	if len(changes) == 0 || r.validation.HoldsInvalid(w) {
 		return nil
 	}
-	if v := r.gates.of(w).Decide(r.clock()); v.Action == policy.Hold {
-		r.gates.deferrals.hold(w.Key, v.Until, v.Reason) // synced again when the gate opens
+	if v := r.gates.Of(w).Decide(r.clock()); v.Action == policy.Hold {
+		r.gates.Deferrals().Hold(w.Key, v.Until, v.Reason) // synced again when the gate opens
 		return nil
 	}
 	r.report(w, changes)

@@ -12,6 +12,7 @@ import (
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader/configs"
 	"github.com/reloader/reloader/reloader/runs"
+	"github.com/reloader/reloader/reloader/safe"
 	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
@@ -38,7 +39,7 @@ type events struct {
 	restarts        *runs.Restarts
 	tracker         *tracker
 	entries         *workloadEntries
-	gates           *gates
+	gates           *safe.Gates
 	rehearsal       *rehearsal
 	annotationCheck *annotationCheck
 	state           *state.Configs
@@ -193,7 +194,7 @@ func (e *events) workloadGone(k *workloadKind, obj any) {
 		e.restarts.WorkloadGone(w, meta.GetResourceVersion())
 		e.tracker.forget(w)
 		e.entries.lift(k, obj)
-		e.gates.forget(w)
+		e.gates.Forget(w)
 		e.rehearsal.forget(w)
 		e.caches.configsOf(k, obj, e.enqueue)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader/configs"
 	"github.com/reloader/reloader/reloader/internal/entrykeys"
+	"github.com/reloader/reloader/reloader/safe"
 	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
@@ -129,7 +130,7 @@ type Explainer struct {
 	names           entrykeys.Names
 	rule            *rule
 	records         *configs.Records
-	gates           *gates
+	gates           *safe.Gates
 	planner         *planner
 	annotationCheck *annotationCheck
 }
@@ -163,7 +164,7 @@ func (x *Explainer) Explain(ctx context.Context, q Query) (Explanation, error) {
 	}
 	p := x.planner.plan(w)
 	now := x.clock.Now()
-	e.Gate = gateNow(x.gates.of(w), now)
+	e.Gate = gateNow(x.gates.Of(w), now)
 	seen := map[policy.ConfigRef]bool{}
 	for _, pr := range p.pairs {
 		seen[pr.ref] = true

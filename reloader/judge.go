@@ -215,8 +215,8 @@ func (ru *rule) CachedVersion(namespace string) func(policy.ConfigRef, *runs.Rea
 // (caches.lookup).
 func (ru *rule) Lookup(k key) *configRecord { return ru.caches.lookup(k) }
 
-// dependents judges every workload that reloads on the config.
-func (ru *rule) dependents(k key, rec *configRecord) []workload.Dependent {
+// Dependents judges every workload that reloads on the config.
+func (ru *rule) Dependents(k key, rec *configRecord) []workload.Dependent {
 	return ru.judgeAll(k, rec, func(_ workload.Judgement, triggers bool) bool { return triggers })
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader/jobs"
 	"github.com/reloader/reloader/reloader/runs"
+	"github.com/reloader/reloader/reloader/safe"
 	"github.com/reloader/reloader/reloader/workload"
 )
 
@@ -18,8 +19,8 @@ import (
 type planner struct {
 	rule       *rule
 	caches     *caches
-	gates      *gates
-	validation *validation
+	gates      *safe.Gates
+	validation *safe.Validation
 	clock      coalesce.Clock
 }
 
@@ -32,12 +33,12 @@ func (pl *planner) plan(w workloadView) plan {
 	case due && jobs.Suspended(w.Obj):
 		p.next = stepSuspended
 		return p
-	case !due && !pl.gates.resumes(w):
+	case !due && !pl.gates.Resumes(w):
 		return p
 	}
-	p.validated, p.invalid = true, pl.validation.invalidUsed(w)
+	p.validated, p.invalid = true, pl.validation.InvalidUsed(w)
 	if due {
-		p.gate = pl.gates.of(w)
+		p.gate = pl.gates.Of(w)
 		p.verdict = p.gate.Decide(pl.clock.Now())
 	}
 	switch {
@@ -116,7 +117,7 @@ func (pl *planner) CurrentMarkers(job *batchv1.Job) (*batchv1.Job, error) {
 	if len(ops) > 0 {
 		ops = ops[1:] // the resourceVersion test: a written-down Job has none
 	}
-	ops = append(ops, pl.gates.ops(w, pl.gates.of(w), policy.Verdict{Action: policy.ReloadNow})...)
+	ops = append(ops, pl.gates.Ops(w, pl.gates.Of(w), policy.Verdict{Action: policy.ReloadNow})...)
 	if len(ops) == 0 {
 		return job, nil
 	}
@@ -133,5 +134,5 @@ func (pl *planner) JobInvalid(job *batchv1.Job) []string {
 	if !ok {
 		return nil
 	}
-	return pl.validation.invalidUsed(w)
+	return pl.validation.InvalidUsed(w)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader/internal/entrykeys"
 	"github.com/reloader/reloader/reloader/runs"
+	"github.com/reloader/reloader/reloader/safe"
 	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
@@ -49,7 +50,7 @@ type tracker struct {
 	strips       *runs.Strips
 	enqueue      func(key)
 	enqueueAfter func(key, time.Duration)
-	// pauseOf says how a pause period holds a workload's rollout back (gates.pauseOf).
+	// pauseOf says how a pause period holds a workload's rollout back (safe.Gates.PauseOf).
 	pauseOf func(w workloadView) (held bool, extra time.Duration)
 	// pausedAt is the annotation of a pause of ours: a Deployment paused without it is its owner's.
 	pausedAt string
@@ -346,7 +347,7 @@ func (t *tracker) rewriteNewest(ctx context.Context, w workloadView, e policy.En
 	text := policy.FormatHistory(history)
 	ops := append([]policy.JSONOp{policy.HistoryTest(ann[policy.HistoryAnnotation])},
 		policy.MetaAnnotationOps(ann, true, map[string]*string{policy.HistoryAnnotation: &text})...)
-	return writeMeta(ctx, w, ops, doing)
+	return safe.WriteMeta(ctx, w, ops, doing)
 }
 
 // finish writes a rollout's outcome into the history, guarded by the history it read. A failed or

@@ -8,6 +8,7 @@ import (
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader/configs"
 	"github.com/reloader/reloader/reloader/internal/entrykeys"
+	"github.com/reloader/reloader/reloader/safe"
 	"github.com/reloader/reloader/state"
 )
 
@@ -27,7 +28,7 @@ type webhookSync struct {
 	names                          entrykeys.Names
 	records                        *configs.Records
 	tombstones                     *configs.Tombstones
-	validation                     *validation
+	validation                     *safe.Validation
 	log                            *slog.Logger
 }
 
@@ -42,11 +43,11 @@ func (ws *webhookSync) sync(ctx context.Context, k key) error {
 		return nil
 	}
 	if rec != nil && rec.Invalid() != "" {
-		ws.validation.invalid(k, rec, fresh)
+		ws.validation.Invalid(k, rec, fresh)
 		ws.changes.forget(k)
 		return nil
 	}
-	ws.validation.valid(rec)
+	ws.validation.Valid(rec)
 	skey := ws.names.Config(k)
 	e, known := ws.store.Get(skey)
 	var current policy.Content

@@ -44,7 +44,7 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 	w, ok := c.rule.View(kind, obj)
 	if !ok {
 		if w, ok := c.rule.viewInAnyNamespace(kind, obj); ok && !c.opts.DryRun {
-			return c.gates.endRememberedPause(ctx, w, c.tracker.resumed) // pauses.go
+			return c.gates.EndRememberedPause(ctx, w, c.tracker.resumed) // safe/pauses.go
 		}
 		return nil
 	}
@@ -58,14 +58,14 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 	if c.opts.DryRun {
 		return c.rehearsal.rehearse(w, changes) // dryrun.go: the one place a dry run parts from acting
 	}
-	if p.validated && c.validation.holds(w) {
-		return nil // validate.go
+	if p.validated && c.validation.HoldsInvalid(w) {
+		return nil // safe/validate.go
 	}
 	if len(changes) == 0 {
-		return c.gates.settle(ctx, w, c.tracker.resumed) // gates.go
+		return c.gates.Settle(ctx, w, c.tracker.resumed) // safe/gates.go
 	}
-	// Safe reloads (gates.go): a closed gate holds the reload until it opens.
-	v, held, err := c.gates.apply(ctx, w, p.gate, changes)
+	// Safe reloads (safe/gates.go): a closed gate holds the reload until it opens.
+	v, held, err := c.gates.Apply(ctx, w, p.gate, changes)
 	if held {
 		return err
 	}
@@ -76,7 +76,7 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 	if err != nil || len(ops) == 0 {
 		return err
 	}
-	ops = append(ops, c.gates.ops(w, p.gate, v)...)
+	ops = append(ops, c.gates.Ops(w, p.gate, v)...)
 	return c.patch(ctx, w, p.due, ops)
 }
 
@@ -84,10 +84,10 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 type step int
 
 const (
-	stepUpToDate  step = iota // nothing due: a hold is dropped, a pause ended (gates.settle)
+	stepUpToDate  step = iota // nothing due: a hold is dropped, a pause ended (safe.Gates.Settle)
 	stepSuspended             // due, for a CronJob that is suspended (reloader/jobs)
-	stepInvalid               // due, or a resume, while the pods read content that does not validate (validate.go)
-	stepGated                 // due, and the gate is closed or starts a pause (gates.go)
+	stepInvalid               // due, or a resume, while the pods read content that does not validate (safe/validate.go)
+	stepGated                 // due, and the gate is closed or starts a pause (safe/gates.go)
 	stepReload                // due, and the gate lets it through
 )
 
@@ -158,7 +158,7 @@ func (c *Controller) patch(ctx context.Context, w workloadView, d due, ops []pol
 		err := fmt.Errorf("patch of %s %s/%s was accepted, but the template does not hold the new values: an admission webhook or policy may be reverting it", w.Kind.Name, w.Key.Namespace, w.Key.Name)
 		return c.outcomes.failed(w, "ReloadReverted", fmt.Sprintf("Reload for %s was reverted by the API server; it is retried at least every %s", what, refusedRetryMax), err)
 	}
-	c.gates.release(w)
+	c.gates.Release(w)
 	c.outcomes.reloaded(w, changes, what, since, known)
 	c.tracker.reloaded(w, changes, superseded)
 	c.tracker.warnHeld(w, d.held, what)

@@ -411,7 +411,7 @@ func jobRecreationKey(ns, name string) string { return jobRecreationPrefix + ns 
 // The note is then removed. A Job still being deleted (it has finalizers) is an error: retried
 // later. So is a failed create; a namespace gone has nothing left to create. Created late
 // (refresh), its pods read the content now: while some does not validate, it is held
-// (heldInvalid), as any reload is (reloader/validate.go).
+// (heldInvalid), as any reload is (reloader/safe/validate.go).
 func (j *Runs) finish(ctx context.Context, key string, r jobRecreation, refresh bool) (out *batchv1.Job, created bool, err error) {
 	jobs := j.api.Jobs(r.Job.Namespace)
 	cur, err := jobs.Get(ctx, r.Job.Name, metav1.GetOptions{})

@@ -1,7 +1,6 @@
-package reloader
+package safe
 
 import (
-	"log/slog"
 	"strings"
 	"testing"
 
@@ -18,28 +17,42 @@ import (
 // the cache given by the test.
 type validationFixture struct {
 	*gatesFixture
-	v       *validation
-	configs map[key]*configRecord
-	due     map[string][]key // by content hash: the dependents the rule finds due for it
+	v       *Validation
+	configs map[workload.Key]*configs.Record
+	due     map[string][]workload.Key // by content hash: the dependents the rule finds due for it
 }
 
+type cacheFunc func(workload.Key) *configs.Record
+
+func (c cacheFunc) Lookup(k workload.Key) *configs.Record { return c(k) }
+
+type dependentsFunc func(workload.Key, *configs.Record) []workload.Dependent
+
+func (d dependentsFunc) Dependents(k workload.Key, rec *configs.Record) []workload.Dependent {
+	return d(k, rec)
+}
+
+// watchedAll watches every kind of config.
+type watchedAll struct{}
+
+func (watchedAll) Watched(string) bool { return true }
+
 func newValidationFixture() *validationFixture {
-	store := newStore(nil, "ns", "reloader-state", slog.New(slog.DiscardHandler))
-	f := &validationFixture{gatesFixture: newGatesFixture(store), configs: map[key]*configRecord{}, due: map[string][]key{}}
-	f.v = &validation{records: configs.NewRecords(policy.Annotations{}, nil, store.Configs(), f.g.names, nil), reports: f.g.reports, log: f.g.log, counter: metrics.New("test").InvalidChanges,
-		gates: f.g, enqueue: f.g.enqueue, lookup: func(k key) *configRecord { return f.configs[k] },
-		watched: func(string) bool { return true },
-		dependents: func(_ key, rec *configRecord) []workload.Dependent {
+	store := newStore()
+	f := &validationFixture{gatesFixture: newGatesFixture(store), configs: map[workload.Key]*configs.Record{}, due: map[string][]workload.Key{}}
+	f.v = NewValidation(ValidationDeps{Records: configs.NewRecords(policy.Annotations{}, nil, store.Configs(), f.g.names, nil), Reports: f.g.reports,
+		Log: f.g.log, Counter: metrics.New("test").InvalidChanges, Gates: f.g, Queue: f.g.queue, Cache: cacheFunc(func(k workload.Key) *configs.Record { return f.configs[k] }),
+		Watched: watchedAll{}, Dependents: dependentsFunc(func(_ workload.Key, rec *configs.Record) []workload.Dependent {
 			var out []workload.Dependent
 			for _, w := range f.due[rec.Hash()] {
 				out = append(out, workload.Dependent{Workload: w, Judgement: workload.Judgement{Reload: true}})
 			}
 			return out
-		}}
+		})})
 	return f
 }
 
-func configMapRecord(hash, invalid string) *configRecord {
+func configMapRecord(hash, invalid string) *configs.Record {
 	r := configs.NewRecord(policy.KindConfigMap, &metav1.ObjectMeta{Name: "app", Namespace: "ns", UID: "cm-uid"}, strings.Repeat(hash, 40))
 	r.SetInvalid(invalid)
 	return r
@@ -50,15 +63,15 @@ func configMapRecord(hash, invalid string) *configRecord {
 // had not reached yet; those held by their gate are woken, so that their hold goes.
 func TestInvalidContentIsSaidOnceAndNamesWhatItStranded(t *testing.T) {
 	f := newValidationFixture()
-	k := key{Kind: policy.KindConfigMap, Namespace: "ns", Name: "app"}
+	k := workload.Key{Kind: policy.KindConfigMap, Namespace: "ns", Name: "app"}
 	valid, invalid := configMapRecord("a", ""), configMapRecord("b", `key "port": not an integer`)
-	stranded := key{Kind: "Deployment", Namespace: "ns", Name: "web"}
-	f.due[valid.Hash()] = []key{stranded}
+	stranded := workload.Key{Kind: "Deployment", Namespace: "ns", Name: "web"}
+	f.due[valid.Hash()] = []workload.Key{stranded}
 	f.g.holdInvalid(gatedView(nil)) // web's reload is held: the invalid content wakes it
 
-	f.v.rollingOut(k, valid)
-	f.v.invalid(k, invalid, true)
-	f.v.invalid(k, invalid, false) // the same content synced again
+	f.v.RollingOut(k, valid)
+	f.v.Invalid(k, invalid, true)
+	f.v.Invalid(k, invalid, false) // the same content synced again
 	ev := f.drainEvents()
 	if len(ev) != 1 || !strings.Contains(ev[0], "InvalidConfig") || !strings.Contains(ev[0], "Deployment web") {
 		t.Fatalf("events %q, want one InvalidConfig naming Deployment web", ev)
@@ -78,8 +91,8 @@ func TestInvalidContentIsSaidOnceAndNamesWhatItStranded(t *testing.T) {
 		t.Fatal("the held, stranded workload was not woken")
 	}
 
-	f.v.valid(configMapRecord("c", ""))
-	f.v.invalid(k, invalid, true) // the same invalid content, after a valid one
+	f.v.Valid(configMapRecord("c", ""))
+	f.v.Invalid(k, invalid, true) // the same invalid content, after a valid one
 	if ev := f.drainEvents(); len(ev) != 1 {
 		t.Fatalf("events %q after a valid content came between, want the Warning again", ev)
 	}
@@ -92,10 +105,10 @@ func TestAWorkloadReadingInvalidContentIsHeldUntilItIsFixed(t *testing.T) {
 	r := policy.ConfigRef{Kind: policy.KindConfigMap, Name: "app"}
 	w := gatedView(nil)
 	w.Uses = map[policy.ConfigRef]policy.Use{r: {Whole: true}}
-	f.configs[key{Kind: r.Kind, Namespace: "ns", Name: r.Name}] = configMapRecord("b", "not json")
+	f.configs[workload.Key{Kind: r.Kind, Namespace: "ns", Name: r.Name}] = configMapRecord("b", "not json")
 
 	for range 2 {
-		if !f.v.holds(w) {
+		if !f.v.HoldsInvalid(w) {
 			t.Fatal("not held while the pods read invalid content")
 		}
 	}
@@ -106,8 +119,8 @@ func TestAWorkloadReadingInvalidContentIsHeldUntilItIsFixed(t *testing.T) {
 		t.Fatalf("deferred gauge %v, want 1", got)
 	}
 
-	f.configs[key{Kind: r.Kind, Namespace: "ns", Name: r.Name}] = configMapRecord("c", "")
-	if f.v.holds(w) {
+	f.configs[workload.Key{Kind: r.Kind, Namespace: "ns", Name: r.Name}] = configMapRecord("c", "")
+	if f.v.HoldsInvalid(w) {
 		t.Fatal("still held once the content validates")
 	}
 }

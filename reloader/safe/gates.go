@@ -1,4 +1,7 @@
-package reloader
+// Package safe keeps reloads safe: a due reload waits for its gate (a deferral, gates.go), a
+// pause period of ours ends even outside the selection (pauses.go), and content that does not
+// validate is not rolled out (validate.go).
+package safe
 
 import (
 	"context"
@@ -6,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -21,6 +25,7 @@ import (
 	"github.com/reloader/reloader/coalesce"
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader/internal/entrykeys"
+	"github.com/reloader/reloader/reloader/internal/report"
 	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
@@ -32,25 +37,55 @@ import (
 // the workload's annotations), and the state records that the reload is pending, so a restart
 // keeps the gate, and neither repeats the Event nor loses the reload.
 
-// gates is the part that holds a due reload its gate does not let through yet, remembers it in
-// the state (a pending entry), reports it (an Event, the reloader_deferred gauge), and ends
-// pause periods. The sync asks it of, apply, ops and release or settle; nothing else writes
-// a pending entry.
-type gates struct {
+// Gates is the part that holds a due reload its gate does not let through yet (a deferral),
+// remembers it in the state (a pending entry), reports it (an Event, the reloader_deferred
+// gauge), and ends pause periods. The sync asks it Of, Apply, Ops and Release or Settle; nothing
+// else writes a pending entry.
+type Gates struct {
 	annotations policy.Annotations
 	defaults    policy.GateDefaults
 	clock       coalesce.Clock
 	store       *state.KindView
 	names       entrykeys.Names
-	reports     *reporter
+	reports     *report.Reporter
 	log         *slog.Logger
 	gauge       *prometheus.GaugeVec // reloader_deferred, by reason
-	enqueue     func(key)
-	deferrals   *deferrals
+	queue       Queue
+	deferrals   *Deferrals
 }
 
-// of reads the workload's gate: its annotations, and whether its kind pauses rollouts.
-func (g *gates) of(w workloadView) policy.Gate {
+// Queue is the work queue a part hands workloads to, to be synced.
+type Queue interface {
+	Add(k workload.Key)
+}
+
+// GatesDeps is what Gates is built from. Store is the state's view of the pending and pause
+// entries (PendingEntries, PauseEntries); Gauge is reloader_deferred; Queue syncs the held
+// dependents a reverted config no longer needs reloaded; Deferrals holds the timers.
+type GatesDeps struct {
+	Annotations policy.Annotations
+	Defaults    policy.GateDefaults
+	Clock       coalesce.Clock
+	Store       *state.KindView
+	Names       entrykeys.Names
+	Reports     *report.Reporter
+	Log         *slog.Logger
+	Gauge       *prometheus.GaugeVec
+	Queue       Queue
+	Deferrals   *Deferrals
+}
+
+// NewGates builds the gates part.
+func NewGates(d GatesDeps) *Gates {
+	return &Gates{annotations: d.Annotations, defaults: d.Defaults, clock: d.Clock, store: d.Store, names: d.Names,
+		reports: d.Reports, log: d.Log, gauge: d.Gauge, queue: d.Queue, deferrals: d.Deferrals}
+}
+
+// Deferrals are the reloads the gates hold, one timer each.
+func (g *Gates) Deferrals() *Deferrals { return g.deferrals }
+
+// Of reads the workload's gate: its annotations, and whether its kind pauses rollouts.
+func (g *Gates) Of(w workload.View) policy.Gate {
 	gate := g.annotations.GateOf(w.Meta.GetAnnotations(), w.Tmpl.Annotations, g.defaults)
 	if w.Kind.Paused != nil {
 		gate.Pausable, gate.Paused = true, w.Kind.Paused(w.Obj)
@@ -58,12 +93,12 @@ func (g *gates) of(w workloadView) policy.Gate {
 	return gate
 }
 
-// pauseOf says how a pause period of ours holds back the rollout of a reload patched into w:
+// PauseOf says how a pause period of ours holds back the rollout of a reload patched into w:
 // held while w is paused and carries our paused-at (its rollout starts at our resume, which
 // restarts its clock: tracker.resumed); extra is the period, added to the timeout of a rollout
 // that someone else resumed before the period ended.
-func (g *gates) pauseOf(w workloadView) (held bool, extra time.Duration) {
-	gate := g.of(w)
+func (g *Gates) PauseOf(w workload.View) (held bool, extra time.Duration) {
+	gate := g.Of(w)
 	if !gate.Pausable {
 		return false, 0
 	}
@@ -73,10 +108,10 @@ func (g *gates) pauseOf(w workloadView) (held bool, extra time.Duration) {
 	return gate.Paused, gate.PausePeriod
 }
 
-// apply applies the gate to a due reload. It returns held true when the reload must not happen
+// Apply applies the gate to a due reload. It returns held true when the reload must not happen
 // now: it is then held (or a pause period begins), and err is that of the pause's patch. v says
 // what goes with a reload that happens (ops).
-func (g *gates) apply(ctx context.Context, w workloadView, gate policy.Gate, changes []policy.Change) (v policy.Verdict, held bool, err error) {
+func (g *Gates) Apply(ctx context.Context, w workload.View, gate policy.Gate, changes []policy.Change) (v policy.Verdict, held bool, err error) {
 	now := g.clock.Now()
 	v = gate.Decide(now)
 	switch v.Action {
@@ -84,7 +119,7 @@ func (g *gates) apply(ctx context.Context, w workloadView, gate policy.Gate, cha
 		return v, false, nil
 	case policy.StartPause:
 		ops := append([]policy.JSONOp{rvGuard(w)}, g.annotations.StartPauseOps(w.Meta.GetAnnotations(), now)...)
-		if err := writeMeta(ctx, w, ops, "start the pause period of"); err != nil {
+		if err := WriteMeta(ctx, w, ops, "start the pause period of"); err != nil {
 			return v, true, err
 		}
 	}
@@ -96,8 +131,8 @@ func (g *gates) apply(ctx context.Context, w workloadView, gate policy.Gate, cha
 // Event naming the configs and the time it waits for, said again only when those change (a
 // missed window, another config due), not after a restart: the pending entry keeps a digest of
 // what was said.
-func (g *gates) hold(w workloadView, changes []policy.Change, gate policy.Gate, v policy.Verdict) {
-	g.deferrals.hold(w.Key, v.Until, v.Reason)
+func (g *Gates) hold(w workload.View, changes []policy.Change, gate policy.Gate, v policy.Verdict) {
+	g.deferrals.Hold(w.Key, v.Until, v.Reason)
 	g.report()
 	pk := g.names.Pending(w.Key)
 	stored, pending := g.store.Value(pk)
@@ -111,7 +146,7 @@ func (g *gates) hold(w workloadView, changes []policy.Change, gate policy.Gate, 
 			g.store.SetValue(pk, encodePending(since, messageDigest("the schedule does not parse")))
 		}
 		// Said once per problem, not per change: the message names no content.
-		warnSchedule(g.reports, g.log, w.Kind.Name, w.Obj, w.Meta, gate.Problems)
+		WarnSchedule(g.reports, g.log, w.Kind.Name, w.Obj, w.Meta, gate.Problems)
 		return
 	}
 	// The schedule parses again: should it break later, that is news.
@@ -140,10 +175,10 @@ func messageDigest(msg string) string {
 	return hex.EncodeToString(sum[:4])
 }
 
-// warnSchedule says once that a workload's reload schedule does not parse, as a Warning Event
-// and a log line: when the annotation is applied (annotationCheck) or when a reload is held for
+// WarnSchedule says once that a workload's reload schedule does not parse, as a Warning Event
+// and a log line: when the annotation is applied (the root's annotationCheck) or when a reload is held for
 // it, whichever comes first. The message names no content.
-func warnSchedule(reports *reporter, log *slog.Logger, kind string, obj any, meta metav1.Object, problems []string) {
+func WarnSchedule(reports *report.Reporter, log *slog.Logger, kind string, obj any, meta metav1.Object, problems []string) {
 	joined := strings.Join(problems, "; ")
 	if reports.Warn(obj, string(meta.GetUID()), "ReloadScheduleInvalid", "Reloads are held until the schedule is fixed: "+joined) {
 		log.Warn("reloads held: the reload schedule does not parse", "kind", kind, "namespace", meta.GetNamespace(),
@@ -152,13 +187,13 @@ func warnSchedule(reports *reporter, log *slog.Logger, kind string, obj any, met
 }
 
 // holdInvalid holds w's reload until the content it would load validates (validate.go).
-func (g *gates) holdInvalid(w workloadView) {
-	g.deferrals.hold(w.Key, time.Time{}, policy.ReasonInvalidConfig)
+func (g *Gates) holdInvalid(w workload.View) {
+	g.deferrals.Hold(w.Key, time.Time{}, policy.ReasonInvalidConfig)
 	g.report()
 }
 
-// release forgets a workload's held reload: it happened, or is no longer due.
-func (g *gates) release(w workloadView) {
+// Release forgets a workload's held reload: it happened, or is no longer due.
+func (g *Gates) Release(w workload.View) {
 	g.store.Delete(g.names.Pending(w.Key))
 	if g.deferrals.release(w.Key) {
 		g.reports.Clear(string(w.Meta.GetUID()), "ReloadScheduleInvalid", workload.ReasonHeldInvalid)
@@ -166,8 +201,8 @@ func (g *gates) release(w workloadView) {
 	}
 }
 
-// forget drops the hold and the remembered pause of a deleted workload.
-func (g *gates) forget(k key) {
+// Forget drops the hold and the remembered pause of a deleted workload.
+func (g *Gates) Forget(k workload.Key) {
 	g.store.Delete(g.names.Pending(k))
 	g.forgetPause(k)
 	if g.deferrals.release(k) {
@@ -175,20 +210,20 @@ func (g *gates) forget(k key) {
 	}
 }
 
-// settle is the sync of a workload with no reload due: a hold is dropped, and a pause period
+// Settle is the sync of a workload with no reload due: a hold is dropped, and a pause period
 // that has run out is ended (one that has not is woken at its end). A resume's patch carries
 // rolloutStarts' ops: the rollout it lets go starts now.
-func (g *gates) settle(ctx context.Context, w workloadView, rolloutStarts func(workloadView) []policy.JSONOp) error {
-	g.release(w)
+func (g *Gates) Settle(ctx context.Context, w workload.View, rolloutStarts func(workload.View) []policy.JSONOp) error {
+	g.Release(w)
 	if _, paused := w.Meta.GetAnnotations()[g.annotations.PausedAt]; !paused {
 		g.forgetPause(w.Key)
 		return nil
 	}
 	// A paused-at that does not parse ends at once: it holds nothing.
-	gate, now := g.of(w), g.clock.Now()
+	gate, now := g.Of(w), g.clock.Now()
 	if !gate.PausedAt.IsZero() && !gate.PauseExpired(now) {
 		end := gate.PausedAt.Add(gate.PausePeriod)
-		g.deferrals.hold(w.Key, end, policy.ReasonPause)
+		g.deferrals.Hold(w.Key, end, policy.ReasonPause)
 		if len(g.resumeStakater(w)) > 0 {
 			g.rememberPause(w, gate.PausedAt, end) // pauses.go: ended even outside the selection
 		}
@@ -202,7 +237,7 @@ func (g *gates) settle(ctx context.Context, w workloadView, rolloutStarts func(w
 	// The resume rolls out what the pause held: a restart, which the window and the minimum
 	// interval gate, and which the reload's time records.
 	if v := gate.Decide(now); v.Action == policy.Hold {
-		g.deferrals.hold(w.Key, v.Until, v.Reason)
+		g.deferrals.Hold(w.Key, v.Until, v.Reason)
 		g.report()
 		return nil
 	}
@@ -212,25 +247,25 @@ func (g *gates) settle(ctx context.Context, w workloadView, rolloutStarts func(w
 }
 
 // endPause sends the ops that end w's pause period, and forgets the pause once they applied.
-func (g *gates) endPause(ctx context.Context, w workloadView, ops []policy.JSONOp) error {
-	if err := writeMeta(ctx, w, ops, "end the pause period of"); err != nil {
+func (g *Gates) endPause(ctx context.Context, w workload.View, ops []policy.JSONOp) error {
+	if err := WriteMeta(ctx, w, ops, "end the pause period of"); err != nil {
 		return err
 	}
 	g.forgetPause(w.Key)
 	return nil
 }
 
-// resumes reports whether w's sync with nothing due resumes its rollouts: a pause of ours on it
+// Resumes reports whether w's sync with nothing due resumes its rollouts: a pause of ours on it
 // is over, and the resume restarts its pods on their configs as they are.
-func (g *gates) resumes(w workloadView) bool {
-	gate := g.of(w)
+func (g *Gates) Resumes(w workload.View) bool {
+	gate := g.Of(w)
 	return !gate.PausedAt.IsZero() && gate.PauseExpired(g.clock.Now()) && len(g.resumeStakater(w)) > 0
 }
 
 // resumeStakater unpauses a Deployment that stakater paused (spec.paused with the paused-at
 // annotation) when its pause ends, as stakater's own timer would have had it not been lost with
 // stakater's process. A Deployment paused by someone else carries no paused-at and is left alone.
-func (g *gates) resumeStakater(w workloadView) []policy.JSONOp {
+func (g *Gates) resumeStakater(w workload.View) []policy.JSONOp {
 	d, ok := w.Obj.(*appsv1.Deployment)
 	if !ok || !d.Spec.Paused || d.Annotations[g.annotations.PausedAt] == "" {
 		return nil
@@ -238,10 +273,10 @@ func (g *gates) resumeStakater(w workloadView) []policy.JSONOp {
 	return []policy.JSONOp{{Op: "replace", Path: "/spec/paused", Value: false}}
 }
 
-// ops are the ops that go with a reload the gate let through as v: a pause's start, or the
+// Ops are the ops that go with a reload the gate let through as v: a pause's start, or the
 // reload's time and the end of a pause. An Argo restart's ops have just created the annotations
 // map if there was none.
-func (g *gates) ops(w workloadView, gate policy.Gate, v policy.Verdict) []policy.JSONOp {
+func (g *Gates) Ops(w workload.View, gate policy.Gate, v policy.Verdict) []policy.JSONOp {
 	meta := w.Meta.GetAnnotations()
 	if meta == nil && w.Target.RestartAt {
 		meta = map[string]string{}
@@ -257,32 +292,29 @@ func (g *gates) ops(w workloadView, gate policy.Gate, v policy.Verdict) []policy
 	return append(g.annotations.GateOps(meta, gate, g.clock.Now()), g.resumeStakater(w)...)
 }
 
-// wake syncs the held dependents that no longer need this config's reload (it was
+// Wake syncs the held dependents that no longer need this config's reload (it was
 // reverted), so that their hold and pending entry go now rather than when the gate opens.
-func (g *gates) wake(deps []workload.Dependent) {
+func (g *Gates) Wake(deps []workload.Dependent) {
 	for _, d := range deps {
 		if !d.Reload && g.deferrals.isHeld(d.Workload) {
-			g.enqueue(d.Workload)
+			g.queue.Add(d.Workload)
 		}
 	}
 }
 
 // report sets the reloader_deferred gauge.
-func (g *gates) report() {
+func (g *Gates) report() {
 	for reason, n := range g.deferrals.byReason() {
 		g.gauge.WithLabelValues(reason).Set(float64(n))
 	}
 }
 
-// forgetGone drops, at start, the pending entries and remembered pauses of workloads that no
-// longer exist.
-func (g *gates) forgetGone(kinds map[string]*workloadKind) {
+// ForgetGone drops, at start, the pending entries and remembered pauses of workloads that no
+// longer exist: those not in existing.
+func (g *Gates) ForgetGone(existing iter.Seq[workload.Key]) {
 	live := map[string]bool{}
-	for _, kind := range kinds {
-		for _, obj := range kind.Informer.GetStore().List() { // names only: nothing to decode
-			k := objectKey(kind.Name, obj)
-			live[g.names.Pending(k)], live[g.names.Pause(k)] = true, true
-		}
+	for k := range existing {
+		live[g.names.Pending(k)], live[g.names.Pause(k)] = true, true
 	}
 	for _, pk := range g.store.Keys() {
 		if !live[pk] {
@@ -291,9 +323,9 @@ func (g *gates) forgetGone(kinds map[string]*workloadKind) {
 	}
 }
 
-// writeMeta applies a patch of the workload's metadata only, through the kind's writeMeta: it
+// WriteMeta applies a patch of the workload's metadata only, through the kind's writeMeta: it
 // restarts nothing, and runs or recreates no Job.
-func writeMeta(ctx context.Context, w workloadView, ops []policy.JSONOp, doing string) error {
+func WriteMeta(ctx context.Context, w workload.View, ops []policy.JSONOp, doing string) error {
 	_, err := workload.Send(ctx, w, ops, w.Kind.WriteMeta)
 	if errors.Is(err, workload.ErrStale) {
 		return workload.ErrStale
@@ -305,31 +337,34 @@ func writeMeta(ctx context.Context, w workloadView, ops []policy.JSONOp, doing s
 }
 
 // rvGuard makes a patch apply only to the version of the workload it was computed from.
-func rvGuard(w workloadView) policy.JSONOp {
+func rvGuard(w workload.View) policy.JSONOp {
 	return policy.JSONOp{Op: "test", Path: "/metadata/resourceVersion", Value: w.Meta.GetResourceVersion()}
 }
 
-// deferrals holds one timer per workload whose reload waits.
-type deferrals struct {
+// Deferrals holds one timer per workload whose reload waits (a deferral): for its gate to open,
+// or for the content its pods read to validate.
+type Deferrals struct {
 	clock coalesce.Clock
-	fire  func(key)
+	fire  Queue
 
 	mu   sync.Mutex
-	held map[key]heldReload
+	held map[workload.Key]deferral
 }
 
-type heldReload struct {
+// deferral is one held reload: the gate wait.
+type deferral struct {
 	until  time.Time // zero: until the workload's annotations change
 	reason string
 	timer  coalesce.Timer
 }
 
-func newDeferrals(clock coalesce.Clock, fire func(key)) *deferrals {
-	return &deferrals{clock: clock, fire: fire, held: map[key]heldReload{}}
+// NewDeferrals holds reloads on clock, and hands each to fire when its time comes.
+func NewDeferrals(clock coalesce.Clock, fire Queue) *Deferrals {
+	return &Deferrals{clock: clock, fire: fire, held: map[workload.Key]deferral{}}
 }
 
-// hold (re)arms k's timer for until; it reports whether k was not held before.
-func (d *deferrals) hold(k key, until time.Time, reason string) (fresh bool) {
+// Hold (re)arms k's timer for until; it reports whether k was not held before.
+func (d *Deferrals) Hold(k workload.Key, until time.Time, reason string) (fresh bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	h, ok := d.held[k]
@@ -339,16 +374,16 @@ func (d *deferrals) hold(k key, until time.Time, reason string) (fresh bool) {
 	if ok && h.timer != nil {
 		h.timer.Stop()
 	}
-	h = heldReload{until: until, reason: reason}
+	h = deferral{until: until, reason: reason}
 	if !until.IsZero() {
-		h.timer = d.clock.AfterFunc(until.Sub(d.clock.Now()), func() { d.fire(k) })
+		h.timer = d.clock.AfterFunc(until.Sub(d.clock.Now()), func() { d.fire.Add(k) })
 	}
 	d.held[k] = h
 	return !ok
 }
 
-// release forgets k's hold, if any, and reports whether there was one.
-func (d *deferrals) release(k key) bool {
+// Release forgets k's hold, if any, and reports whether there was one.
+func (d *Deferrals) release(k workload.Key) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	h, ok := d.held[k]
@@ -360,7 +395,7 @@ func (d *deferrals) release(k key) bool {
 }
 
 // byReason counts the holds per reason, every reason present.
-func (d *deferrals) byReason() map[string]int {
+func (d *Deferrals) byReason() map[string]int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	out := map[string]int{policy.ReasonWindow: 0, policy.ReasonMinInterval: 0, policy.ReasonPause: 0, policy.ReasonInvalid: 0,
@@ -372,7 +407,7 @@ func (d *deferrals) byReason() map[string]int {
 }
 
 // isHeld reports whether k's reload is held.
-func (d *deferrals) isHeld(k key) bool {
+func (d *Deferrals) isHeld(k workload.Key) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	_, ok := d.held[k]
@@ -380,10 +415,10 @@ func (d *deferrals) isHeld(k key) bool {
 }
 
 // heldFor returns the workloads of namespace ns held for reason.
-func (d *deferrals) heldFor(ns, reason string) []key {
+func (d *Deferrals) heldFor(ns, reason string) []workload.Key {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	var out []key
+	var out []workload.Key
 	for k, h := range d.held {
 		if k.Namespace == ns && h.reason == reason {
 			out = append(out, k)
@@ -392,8 +427,8 @@ func (d *deferrals) heldFor(ns, reason string) []key {
 	return out
 }
 
-// stopAll stops every timer, at shutdown.
-func (d *deferrals) stopAll() {
+// StopAll stops every timer, at shutdown.
+func (d *Deferrals) StopAll() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, h := range d.held {
@@ -429,8 +464,8 @@ func decodePending(v string) (since time.Time, digest string) {
 	return time.Unix(n, 0), digest
 }
 
-// pendingEntries is the kind of state entry of a held reload (entrykeys.Names.Pending).
-func pendingEntries() state.EntryKind {
+// PendingEntries is the kind of state entry of a held reload (entrykeys.Names.Pending).
+func PendingEntries() state.EntryKind {
 	return state.EntryKind{
 		Prefix: entrykeys.PendingPrefix,
 		MaxLen: func(string) int { return pendingLen },

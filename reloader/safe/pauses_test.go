@@ -1,8 +1,7 @@
-package reloader
+package safe
 
 import (
 	"context"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader/internal/entrykeys"
+	"github.com/reloader/reloader/reloader/workload"
 )
 
 // Outside the selection, a pause is ended only when the state and the Deployment both name it:
@@ -38,7 +38,7 @@ func TestOnlyAPauseTheStateAndTheDeploymentBothNameIsEndedOutsideTheSelection(t 
 		{name: "ours, resumed by someone else", entry: ours, pausedAt: start, advance: time.Hour},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			f := newGatesFixture(newStore(nil, "ns", "reloader-state", slog.New(slog.DiscardHandler)))
+			f := newGatesFixture(newStore())
 			ann := map[string]string{"deployment.reloader.stakater.com/pause-period": "1m"}
 			if c.pausedAt != "" {
 				ann[f.g.annotations.PausedAt] = c.pausedAt
@@ -54,7 +54,7 @@ func TestOnlyAPauseTheStateAndTheDeploymentBothNameIsEndedOutsideTheSelection(t 
 				f.store.Kind(entrykeys.PausePrefix).SetValue(f.g.names.Pause(w.Key), c.entry)
 			}
 			f.clock.Advance(c.advance)
-			if err := f.g.endRememberedPause(context.Background(), w, func(workloadView) []policy.JSONOp { return nil }); err != nil {
+			if err := f.g.EndRememberedPause(context.Background(), w, func(workload.View) []policy.JSONOp { return nil }); err != nil {
 				t.Fatal(err)
 			}
 			if ended := len(sent) == 1 && strings.Contains(sent[0], `"path":"/spec/paused","value":false`); ended != c.ends || len(sent) > 1 {

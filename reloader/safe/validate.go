@@ -1,4 +1,4 @@
-package reloader
+package safe
 
 import (
 	"fmt"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader/configs"
+	"github.com/reloader/reloader/reloader/internal/report"
 	"github.com/reloader/reloader/reloader/workload"
 )
 
@@ -25,33 +26,74 @@ import (
 // load the invalid one. The Warning names it and the workloads it did not reach, and their held
 // reloads are dropped at once.
 
-// validation is the part that keeps content that does not validate from being rolled out: its
-// Warning, the workloads a replaced valid content did not reach, and the hold on a workload
-// whose pods read such content. It judges dependents through the controller's rule
-// (dependents) and reads configs through its cache (lookup).
-type validation struct {
-	underway   sync.Map         // config key → *configRecord: its valid content while reloads for it are due
-	records    *configs.Records // records a config's first content
-	reports    *reporter
+// Validation is the part that keeps content that does not validate from being rolled out: its
+// Warning, the workloads a replaced valid content did not reach, and the invalid-content hold on
+// a workload whose pods read such content (HoldsInvalid). It judges dependents through the
+// controller's rule (Dependents) and reads configs through its cache (Cache).
+type Validation struct {
+	underway   sync.Map // config key → *configs.Record: its valid content while reloads for it are due
+	records    Records  // records a config's first content
+	reports    *report.Reporter
 	log        *slog.Logger
 	counter    *prometheus.CounterVec // reloader_invalid_changes_total, by kind
-	gates      *gates
-	enqueue    func(key)
-	dependents func(k key, rec *configRecord) []workload.Dependent
-	lookup     func(k key) *configRecord
-	watched    func(configKind string) bool
+	gates      *Gates
+	queue      Queue
+	dependents Dependents
+	cache      Cache
+	watched    Watched
 	webhook    bool // --webhook-url: a change calls the URL instead of restarting workloads
 }
 
-// invalid handles a config sync of a record that failed validation: one Warning per content,
+// Records records the first content seen of a config (configs.Records).
+type Records interface {
+	FirstSeen(k workload.Key, rec *configs.Record)
+}
+
+// Dependents judges the workloads that use a config's content (the controller's rule).
+type Dependents interface {
+	Dependents(k workload.Key, rec *configs.Record) []workload.Dependent
+}
+
+// Cache reads a config's current record; nil when it is not cached.
+type Cache interface {
+	Lookup(k workload.Key) *configs.Record
+}
+
+// Watched says whether a kind of config is watched.
+type Watched interface {
+	Watched(configKind string) bool
+}
+
+// ValidationDeps is what Validation is built from. Counter is reloader_invalid_changes_total;
+// Gates holds the reloads Validation holds; Webhook is whether --webhook-url is set.
+type ValidationDeps struct {
+	Records    Records
+	Reports    *report.Reporter
+	Log        *slog.Logger
+	Counter    *prometheus.CounterVec
+	Gates      *Gates
+	Queue      Queue
+	Dependents Dependents
+	Cache      Cache
+	Watched    Watched
+	Webhook    bool
+}
+
+// NewValidation builds the validation part.
+func NewValidation(d ValidationDeps) *Validation {
+	return &Validation{records: d.Records, reports: d.Reports, log: d.Log, counter: d.Counter, gates: d.Gates, queue: d.Queue,
+		dependents: d.Dependents, cache: d.Cache, watched: d.Watched, webhook: d.Webhook}
+}
+
+// Invalid handles a config sync of a record that failed validation: one Warning per content,
 // counted once; nothing reloads and the state stays. Rollback holds on other content end, as any
-// content seen ends them: the config sync lifts them after this (tracker.liftStale). valid
+// content seen ends them: the config sync lifts them after this (tracker.liftStale). Valid
 // clears it, so that the same invalid content arriving again is said again.
 //
 // A config the state has never seen is recorded as it is, invalid or not, as the first start
 // records every config: that is the content its dependents are taken to run, so the next valid
 // change differs from it and reloads.
-func (v *validation) invalid(k key, rec *configRecord, fresh bool) {
+func (v *Validation) Invalid(k workload.Key, rec *configs.Record, fresh bool) {
 	v.records.FirstSeen(k, rec)
 	last, stranded := v.stranded(k)
 	msg := "Content " + workload.Short(rec.Hash()) + " not rolled out: " + rec.Invalid() + "; no workload is restarted for it"
@@ -69,14 +111,14 @@ func (v *validation) invalid(k key, rec *configRecord, fresh bool) {
 	}
 	for _, w := range stranded {
 		if v.gates.deferrals.isHeld(w) {
-			v.enqueue(w) // its sync finds nothing due and drops the hold (gates.go)
+			v.queue.Add(w) // its sync finds nothing due and drops the hold (gates.go)
 		}
 	}
 }
 
-// rollingOut remembers the valid content of a config whose reloads are due (rec nil: the
-// config is deleted, and nothing is remembered), for invalid.
-func (v *validation) rollingOut(k key, rec *configRecord) {
+// RollingOut remembers the valid content of a config whose reloads are due (rec nil: the
+// config is deleted, and nothing is remembered), for Invalid.
+func (v *Validation) RollingOut(k workload.Key, rec *configs.Record) {
 	if rec == nil {
 		v.underway.Delete(k)
 		return
@@ -87,14 +129,14 @@ func (v *validation) rollingOut(k key, rec *configRecord) {
 // stranded returns the last valid content of config k that was being rolled out, and the
 // workloads that had yet to reload for it, judged by the same rule as any change. Kept until a
 // valid content replaces it, so that every sync of the invalid content says the same.
-func (v *validation) stranded(k key) (*configRecord, []key) {
+func (v *Validation) stranded(k workload.Key) (*configs.Record, []workload.Key) {
 	got, ok := v.underway.Load(k)
 	if !ok {
 		return nil, nil
 	}
-	last := got.(*configRecord)
-	var out []key
-	for _, d := range v.dependents(k, last) {
+	last := got.(*configs.Record)
+	var out []workload.Key
+	for _, d := range v.dependents.Dependents(k, last) {
 		if d.Reload {
 			out = append(out, d.Workload)
 		}
@@ -103,7 +145,7 @@ func (v *validation) stranded(k key) (*configRecord, []key) {
 }
 
 // workloadNames names a few workloads of one namespace, and how many more there are.
-func workloadNames(ws []key) string {
+func workloadNames(ws []workload.Key) string {
 	const shown = 3
 	names := make([]string, 0, shown)
 	for _, w := range ws[:min(len(ws), shown)] {
@@ -116,9 +158,9 @@ func workloadNames(ws []key) string {
 	return out
 }
 
-// valid clears the Warning of a config whose content validates again, so that the same
+// Valid clears the Warning of a config whose content validates again, so that the same
 // invalid content arriving again is said again.
-func (v *validation) valid(rec *configRecord) {
+func (v *Validation) Valid(rec *configs.Record) {
 	if rec != nil {
 		v.reports.Clear(string(rec.UID()), "InvalidConfig")
 	}
@@ -133,10 +175,10 @@ func (v *validation) valid(rec *configRecord) {
 // safe where a restart too many is not. The hold is derived from the caches alone, so a restart
 // of the reloader finds it again; it keeps no state entry, and says its Warning again.
 
-// holds holds w's due reload, and reports whether it did, when its pods read a config
+// HoldsInvalid holds w's due reload, and reports whether it did, when its pods read a config
 // whose current content does not validate.
-func (v *validation) holds(w workloadView) bool {
-	bad := v.invalidUsed(w)
+func (v *Validation) HoldsInvalid(w workload.View) bool {
+	bad := v.InvalidUsed(w)
 	if len(bad) == 0 {
 		// Not held, or no longer for this: should it recur, that is news.
 		v.reports.Clear(string(w.Meta.GetUID()), workload.ReasonHeldInvalid)
@@ -154,15 +196,15 @@ func (v *validation) holds(w workloadView) bool {
 	return true
 }
 
-// invalidUsed names, sorted, the watched configs w's pod spec uses whose current content does
+// InvalidUsed names, sorted, the watched configs w's pod spec uses whose current content does
 // not validate.
-func (v *validation) invalidUsed(w workloadView) []string {
+func (v *Validation) InvalidUsed(w workload.View) []string {
 	var out []string
 	for r := range w.Uses {
-		if !v.watched(r.Kind) {
+		if !v.watched.Watched(r.Kind) {
 			continue
 		}
-		if rec := v.lookup(workload.ConfigKey(r, w.Key.Namespace)); rec != nil && rec.Invalid() != "" {
+		if rec := v.cache.Lookup(workload.ConfigKey(r, w.Key.Namespace)); rec != nil && rec.Invalid() != "" {
 			out = append(out, r.Kind+" "+r.Name)
 		}
 	}
@@ -170,16 +212,16 @@ func (v *validation) invalidUsed(w workloadView) []string {
 	return out
 }
 
-// wake syncs the workloads of k's namespace held by invalid content, now that k's
+// Wake syncs the workloads of k's namespace held by invalid content, now that k's
 // content is valid or gone, so that they reload if nothing else holds them. Those due for k
 // itself are left to their coalescing window, which syncs them.
-func (v *validation) wake(k key, due []key) {
+func (v *Validation) Wake(k workload.Key, due []workload.Key) {
 	for _, w := range v.gates.deferrals.heldFor(k.Namespace, policy.ReasonInvalidConfig) {
 		if !slices.Contains(due, w) {
-			v.enqueue(w)
+			v.queue.Add(w)
 		}
 	}
 }
 
-// forget drops what was remembered of config k's rollout.
-func (v *validation) forget(k key) { v.underway.Delete(k) }
+// Forget drops what was remembered of config k's rollout.
+func (v *Validation) Forget(k workload.Key) { v.underway.Delete(k) }

@@ -1,4 +1,4 @@
-package reloader
+package safe
 
 import (
 	"context"
@@ -18,32 +18,43 @@ import (
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader/internal/entrykeys"
 	"github.com/reloader/reloader/reloader/internal/report"
+	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
 
 // gatesFixture is the gates part over a state without a server, a fake Event recorder and a
 // manual clock: what it holds, writes and says, in process.
 type gatesFixture struct {
-	g      *gates
+	g      *Gates
 	store  *state.Store
 	events *record.FakeRecorder
 	clock  *clocktest.Clock
-	queued chan key
+	queued chan workload.Key
 }
 
 func newGatesFixture(store *state.Store) *gatesFixture {
-	f := &gatesFixture{store: store, queued: make(chan key, 10), events: record.NewFakeRecorder(100), clock: clocktest.New(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))}
+	f := &gatesFixture{store: store, queued: make(chan workload.Key, 10), events: record.NewFakeRecorder(100), clock: clocktest.New(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))}
 	log := slog.New(slog.DiscardHandler)
-	enqueue := func(k key) { f.queued <- k }
-	f.g = &gates{annotations: policy.DefaultAnnotations(), clock: f.clock, store: store.Kind(entrykeys.PendingPrefix, entrykeys.PausePrefix), names: entrykeys.Names{Single: true},
-		reports: report.New(f.events, log), log: log, gauge: metrics.New("test").Deferred, enqueue: enqueue,
-		deferrals: newDeferrals(f.clock, enqueue)}
+	queue := queueFunc(func(k workload.Key) { f.queued <- k })
+	f.g = NewGates(GatesDeps{Annotations: policy.DefaultAnnotations(), Clock: f.clock, Store: store.Kind(entrykeys.PendingPrefix, entrykeys.PausePrefix),
+		Names: entrykeys.Names{Single: true}, Reports: report.New(f.events, log), Log: log, Gauge: metrics.New("test").Deferred, Queue: queue,
+		Deferrals: NewDeferrals(f.clock, queue)})
 	return f
 }
 
-func gatedView(annotations map[string]string) workloadView {
+// queueFunc is a Queue that calls itself.
+type queueFunc func(workload.Key)
+
+func (q queueFunc) Add(k workload.Key) { q(k) }
+
+// newStore is a state without a server, with the entries of configs, pending reloads and pauses.
+func newStore() *state.Store {
+	return state.New(nil, "ns", "reloader-state", slog.New(slog.DiscardHandler), PendingEntries(), PauseEntries())
+}
+
+func gatedView(annotations map[string]string) workload.View {
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "u1", ResourceVersion: "7", Annotations: annotations}}
-	return workloadView{Key: key{Kind: "Deployment", Namespace: "ns", Name: "web"}, Kind: &workloadKind{Name: "Deployment"}, Obj: d, Meta: d, Tmpl: &d.Spec.Template}
+	return workload.View{Key: workload.Key{Kind: "Deployment", Namespace: "ns", Name: "web"}, Kind: &workload.Kind{Name: "Deployment"}, Obj: d, Meta: d, Tmpl: &d.Spec.Template}
 }
 
 func (f *gatesFixture) drainEvents() []string {
@@ -63,14 +74,14 @@ func (f *gatesFixture) drainEvents() []string {
 // it, said again when its time changes, counted in the gauge, woken by its timer, and forgotten
 // once released.
 func TestAHeldReloadIsSaidOnceRememberedAndReleased(t *testing.T) {
-	store := newStore(nil, "ns", "reloader-state", slog.New(slog.DiscardHandler))
+	store := newStore()
 	f := newGatesFixture(store)
 	w := gatedView(map[string]string{policy.MinIntervalAnnotation: "1h", policy.LastReloadAnnotation: "2026-11-26T11:30:00Z"})
 	changes := []policy.Change{{Ref: policy.ConfigRef{Kind: policy.KindConfigMap, Name: "app"}, Value: strings.Repeat("a", 40)}}
 
-	gate := f.g.of(w)
+	gate := f.g.Of(w)
 	for range 2 {
-		if _, held, err := f.g.apply(context.Background(), w, gate, changes); !held || err != nil {
+		if _, held, err := f.g.Apply(context.Background(), w, gate, changes); !held || err != nil {
 			t.Fatalf("apply = %v, %v; want held", held, err)
 		}
 	}
@@ -85,7 +96,7 @@ func TestAHeldReloadIsSaidOnceRememberedAndReleased(t *testing.T) {
 	}
 
 	restarted := newGatesFixture(store) // a new process over the same state
-	if _, held, _ := restarted.g.apply(context.Background(), w, gate, changes); !held {
+	if _, held, _ := restarted.g.Apply(context.Background(), w, gate, changes); !held {
 		t.Fatal("not held after a restart")
 	}
 	if ev := restarted.drainEvents(); len(ev) != 0 {
@@ -95,7 +106,7 @@ func TestAHeldReloadIsSaidOnceRememberedAndReleased(t *testing.T) {
 	// after a restart too.
 	later := gatedView(map[string]string{policy.MinIntervalAnnotation: "1h", policy.LastReloadAnnotation: "2026-11-26T11:40:00Z"})
 	for range 2 {
-		if _, held, _ := restarted.g.apply(context.Background(), later, restarted.g.of(later), changes); !held {
+		if _, held, _ := restarted.g.Apply(context.Background(), later, restarted.g.Of(later), changes); !held {
 			t.Fatal("not held with a later last reload")
 		}
 	}
@@ -103,7 +114,7 @@ func TestAHeldReloadIsSaidOnceRememberedAndReleased(t *testing.T) {
 		t.Fatalf("events %q, want one ReloadDeferred until 12:40, naming no content", ev)
 	}
 	again := newGatesFixture(store)
-	if _, held, _ := again.g.apply(context.Background(), later, again.g.of(later), changes); !held || len(again.drainEvents()) != 0 {
+	if _, held, _ := again.g.Apply(context.Background(), later, again.g.Of(later), changes); !held || len(again.drainEvents()) != 0 {
 		t.Fatal("a second restart said the new deferral again, or did not hold")
 	}
 
@@ -116,7 +127,7 @@ func TestAHeldReloadIsSaidOnceRememberedAndReleased(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("nothing queued when the interval ended")
 	}
-	f.g.release(w)
+	f.g.Release(w)
 	if _, pending := store.Kind(entrykeys.PendingPrefix).Value(f.g.names.Pending(w.Key)); pending {
 		t.Fatal("the pending entry outlived the release")
 	}
@@ -127,12 +138,12 @@ func TestAHeldReloadIsSaidOnceRememberedAndReleased(t *testing.T) {
 
 // A schedule that does not parse holds every reload and warns once per problem, not per change.
 func TestAnUnparsableScheduleHoldsAndWarnsOnce(t *testing.T) {
-	f := newGatesFixture(newStore(nil, "ns", "reloader-state", slog.New(slog.DiscardHandler)))
+	f := newGatesFixture(newStore())
 	w := gatedView(map[string]string{policy.WindowAnnotation: "someday"})
-	gate := f.g.of(w)
+	gate := f.g.Of(w)
 	for i := range 3 {
 		changes := []policy.Change{{Ref: policy.ConfigRef{Kind: policy.KindConfigMap, Name: "app"}, Value: strings.Repeat(string(rune('a'+i)), 40)}}
-		if _, held, _ := f.g.apply(context.Background(), w, gate, changes); !held {
+		if _, held, _ := f.g.Apply(context.Background(), w, gate, changes); !held {
 			t.Fatalf("change %d not held", i)
 		}
 	}
@@ -149,7 +160,7 @@ func TestAnUnparsableScheduleHoldsAndWarnsOnce(t *testing.T) {
 // never more than the room the state reserves for it. Its time and digest load back.
 func TestThePendingEntriesHoldOnlyTheirTimeAndDigest(t *testing.T) {
 	plain := strings.Repeat("a", 40)
-	pending := pendingEntries()
+	pending := PendingEntries()
 	for _, tc := range []struct {
 		value string
 		ok    bool

@@ -1,4 +1,4 @@
-package reloader
+package safe
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader/internal/entrykeys"
+	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
 
@@ -23,7 +24,7 @@ import (
 
 // rememberPause keeps in the state the running pause of ours on Deployment w, from pausedAt to
 // end.
-func (g *gates) rememberPause(w workloadView, pausedAt, end time.Time) {
+func (g *Gates) rememberPause(w workload.View, pausedAt, end time.Time) {
 	v := encodePause(end, pausedAt, string(w.Meta.GetUID()))
 	if old, ok := g.store.Value(g.names.Pause(w.Key)); !ok || old != v {
 		g.store.SetValue(g.names.Pause(w.Key), v)
@@ -31,24 +32,24 @@ func (g *gates) rememberPause(w workloadView, pausedAt, end time.Time) {
 }
 
 // forgetPause forgets the pause remembered for workload k, if any.
-func (g *gates) forgetPause(k key) {
+func (g *Gates) forgetPause(k workload.Key) {
 	if _, ok := g.store.Value(g.names.Pause(k)); ok {
 		g.store.Delete(g.names.Pause(k))
 	}
 }
 
-// endRememberedPause is the sync of a workload outside the selection: a pause of ours that the
+// EndRememberedPause is the sync of a workload outside the selection: a pause of ours that the
 // state remembers and the Deployment still carries ends at its remembered end, with its resume
 // and rolloutStarts' ops, as settle ends it in the selection; until then its timer waits. It
 // ends nothing else, and starts nothing.
-func (g *gates) endRememberedPause(ctx context.Context, w workloadView, rolloutStarts func(workloadView) []policy.JSONOp) error {
+func (g *Gates) EndRememberedPause(ctx context.Context, w workload.View, rolloutStarts func(workload.View) []policy.JSONOp) error {
 	pk := g.names.Pause(w.Key)
 	v, ok := g.store.Value(pk)
 	if !ok {
 		return nil
 	}
 	end, pausedAt, uid, err := decodePause(v)
-	gate := g.of(w)
+	gate := g.Of(w)
 	if err != nil || uid != string(w.Meta.GetUID()) || !gate.PausedAt.Equal(pausedAt) || len(g.resumeStakater(w)) == 0 {
 		g.store.Delete(pk) // ended, or replaced, by someone else: no longer ours to end
 		if g.deferrals.release(w.Key) {
@@ -57,13 +58,13 @@ func (g *gates) endRememberedPause(ctx context.Context, w workloadView, rolloutS
 		return nil
 	}
 	if now := g.clock.Now(); now.Before(end) {
-		g.deferrals.hold(w.Key, end, policy.ReasonPause)
+		g.deferrals.Hold(w.Key, end, policy.ReasonPause)
 		g.report()
 		return nil
 	}
 	ops := append([]policy.JSONOp{rvGuard(w)}, g.annotations.EndPauseOps(w.Meta.GetAnnotations())...)
 	ops = append(append(ops, rolloutStarts(w)...), g.resumeStakater(w)...)
-	if err := writeMeta(ctx, w, ops, "end the pause period of"); err != nil {
+	if err := WriteMeta(ctx, w, ops, "end the pause period of"); err != nil {
 		return err
 	}
 	g.store.Delete(pk)
@@ -95,8 +96,8 @@ func decodePause(v string) (end, pausedAt time.Time, uid string, err error) {
 	return end, pausedAt, f[2], nil
 }
 
-// pauseEntries is the kind of state entry of a pause of ours (entrykeys.Names.Pause).
-func pauseEntries() state.EntryKind {
+// PauseEntries is the kind of state entry of a pause of ours (entrykeys.Names.Pause).
+func PauseEntries() state.EntryKind {
 	return state.EntryKind{
 		Prefix: entrykeys.PausePrefix,
 		MaxLen: func(string) int { return pauseLen },
