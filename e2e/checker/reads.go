@@ -195,7 +195,8 @@ func (r *reads) readAt(w *WorkloadLife, c string, ch change) bool {
 // for a workload without a marker the state decides, and it says the workload runs the
 // baseline (docs/design.md, "How it works"; RELIABILITY.md). Only a workload the reloader has not
 // restarted for c since its creation or the checker's last template change counts: one it
-// restarted carries a marker, which decides instead. The caller holds r.mu.
+// restarted carries a marker, which decides instead, unless a rollback took that reload back.
+// The caller holds r.mu.
 func (r *reads) baseline(w *WorkloadLife, c string) bool {
 	since := w.createdAt
 	for i, rv := range w.restarts {
@@ -203,7 +204,13 @@ func (r *reads) baseline(w *WorkloadLife, c string) bool {
 			since = w.restartAt[i]
 		}
 	}
+	p := r.gates.rollbacks(w)
 	for i, rv := range w.restarts {
+		if _, undone := p.undone[i]; undone || p.rollback[i] {
+			// A rolled-back reload and its rollback leave the markers as they were before it: a
+			// first reload's rollback leaves none (soak seed 1796228396239938668@10).
+			continue
+		}
 		// A Secret's marker made before its hash key was lost counts as none (keyBaseline):
 		// the state decides for it too (soak seed 1795806970990510843@6: the key replaced, the
 		// reload for the next change refused until a kill, the Secret's entry corrupt).
