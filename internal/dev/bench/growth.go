@@ -27,29 +27,37 @@ func (gs *growthScenario) run(ctx context.Context, e *env, r *result) error {
 	if err != nil {
 		return err
 	}
-	before, err := apiSnapshot(ctx, e, p)
-	if err != nil {
+	if _, _, err := gs.sampleChanges(ctx, e, p, r, gs.cfg.growthSamples, first); err != nil {
 		return err
 	}
-	lt, err := measureLatency(ctx, e, gs.cfg.growthSamples, gs.cfg.growthInterval, gs.cfg.timeout)
+	r.detail("setup_seconds", round1(e.setup.Seconds()))
+	return stopGracefully(p, r)
+}
+
+// sampleChanges measures n ConfigMap updates, growthInterval apart, after the first reload:
+// the latency checks, the background work during them, the API cost per change and the paths.
+// It returns the snapshots taken around them.
+func (k *kit) sampleChanges(ctx context.Context, e *env, p *reloaderProc, r *result, n int, first latencies) (before, after snapshot, err error) {
+	if before, err = apiSnapshot(ctx, e, p); err != nil {
+		return before, after, err
+	}
+	lt, err := measureLatency(ctx, e, n, k.cfg.growthInterval, k.cfg.timeout)
 	if err != nil {
-		return err
+		return before, after, err
 	}
 	lt.missed += first.missed
 	if err := sleep(ctx, drainWait); err != nil {
-		return err
+		return before, after, err
 	}
-	after, err := apiSnapshot(ctx, e, p)
-	if err != nil {
-		return err
+	if after, err = apiSnapshot(ctx, e, p); err != nil {
+		return before, after, err
 	}
 	r.add(lt.checks()...)
 	r.detail("background_during_latency", background(before, after))
-	apiCost(r, before, after, gs.cfg.growthSamples)
+	apiCost(r, before, after, n)
 	r.detail("latency_ms", lt.millis())
-	gs.addPaths(r, p, lt)
-	r.detail("setup_seconds", round1(e.setup.Seconds()))
-	return stopGracefully(p, r)
+	k.addPaths(r, p, lt)
+	return before, after, nil
 }
 
 // background tells whether the start-up work was over when the latency samples began: the

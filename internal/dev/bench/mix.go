@@ -53,29 +53,12 @@ func (ms *mixScenario) run(ctx context.Context, e *env, r *result) error {
 	if err != nil {
 		return err
 	}
-	before, err := apiSnapshot(ctx, e, p)
-	if err != nil {
-		return err
-	}
 	ms.logf("%s: %d updates, %s apart", name, ms.cfg.mixSamples, ms.cfg.growthInterval)
-	lt, err := measureLatency(ctx, e, ms.cfg.mixSamples, ms.cfg.growthInterval, ms.cfg.timeout)
+	before, after, err := ms.sampleChanges(ctx, e, p, r, ms.cfg.mixSamples, first)
 	if err != nil {
 		return err
 	}
-	lt.missed += first.missed
-	if err := sleep(ctx, drainWait); err != nil {
-		return err
-	}
-	after, err := apiSnapshot(ctx, e, p)
-	if err != nil {
-		return err
-	}
-	r.add(lt.checks()...)
 	r.add(atMost("CPU per change", 1000*(after.cpu-before.cpu)/float64(ms.cfg.mixSamples), targetCPUPerChange, unitMs))
-	r.detail("background_during_latency", background(before, after))
-	apiCost(r, before, after, ms.cfg.mixSamples)
-	r.detail("latency_ms", lt.millis())
-	ms.addPaths(r, p, lt)
 	apiServerSize(r, after.api)
 	if err := stateShards(ctx, e, r, after.metrics); err != nil {
 		return err
