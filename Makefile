@@ -42,7 +42,7 @@ check:
 
 # golangci-lint (.golangci.yml) over the module, actionlint over .github/workflows.
 lint: $(GOLANGCI_LINT) $(ACTIONLINT)
-	$(GOLANGCI_LINT) run ./...
+	$(GOLANGCI_LINT) run --allow-parallel-runners ./...
 	$(ACTIONLINT)
 
 # The packages whose tests start no control plane (a package that starts one has its own, e.g.
