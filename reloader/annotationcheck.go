@@ -19,7 +19,7 @@ import (
 // whose pod template is another object's, once, when they are applied: as a Warning Event and
 // a log line. Once is per workload and message, in memory: a restart says it again. A reload
 // schedule or a safe-reload annotation that does not parse is said the same way, with the
-// Warning the gate or the tracker would give when a reload comes (safe.WarnSchedule, warnFollow).
+// Warning the gate or the tracker would give when a reload comes (safe.WarnSchedule, safe.WarnFollow).
 type annotationCheck struct {
 	annotations policy.Annotations
 	gate        policy.GateDefaults
@@ -66,7 +66,7 @@ func (a *annotationCheck) check(k *workloadKind, obj any) {
 		safe.WarnSchedule(a.reports, a.log, k.Name, obj, meta, g.Problems)
 	}
 	_, followProblems := policy.FollowOf(meta.GetAnnotations(), tmpl.Annotations, a.follow)
-	warnFollow(a.reports, a.log, k.Name, obj, meta, followProblems)
+	safe.WarnFollow(a.reports, a.log, k.Name, obj, meta, followProblems)
 	pol := a.annotations.Of(meta.GetAnnotations(), tmpl.Annotations)
 	missing := a.caches.missingNamed(pol, meta.GetNamespace())
 	uid := string(meta.GetUID())

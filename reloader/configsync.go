@@ -25,7 +25,7 @@ func (c *Controller) syncConfig(k key) error {
 	if rec != nil && rec.Invalid() != "" {
 		c.validation.Invalid(k, rec, fresh) // safe/validate.go
 		// After invalid, which judges the last valid content with the holds still in place.
-		c.tracker.liftStale(c.rule.staleHolds(k, rec))
+		c.tracker.LiftStale(c.rule.staleHolds(k, rec))
 		c.changes.forget(k)
 		return nil
 	}
@@ -42,7 +42,7 @@ func (c *Controller) syncConfig(k key) error {
 		deps = c.rule.Dependents(k, rec)
 	}
 	c.markSpare(k, len(deps) == 0)
-	c.tracker.liftStale(deps)
+	c.tracker.LiftStale(deps)
 	c.strips.WatchDue(k, deps)
 	c.tombstones.NoteReach(k, rec, deps, fresh)
 	c.gates.Wake(deps) // safe/gates.go

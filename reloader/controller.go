@@ -106,7 +106,7 @@ type Options struct {
 
 	// Follow is the default of the safe-reload annotations (--track-rollouts, --rollback,
 	// --rollout-timeout): whether reloads are followed to the end of their rollouts, and undone
-	// when those fail (track.go).
+	// when those fail (safe/track.go).
 	Follow policy.Follow
 	// Gate holds the flag defaults of maintenance windows and the minimum interval (safe/gates.go).
 	Gate policy.GateDefaults
@@ -172,7 +172,7 @@ type Controller struct {
 	validation      *safe.Validation    // content that does not validate is not rolled out (safe/validate.go)
 	gates           *safe.Gates         // reloads held by their gate (safe/gates.go)
 	lag             *lagCheck           // a config cache behind the workload cache (lag.go)
-	tracker         *tracker            // follows reloads to the end of their rollouts (track.go)
+	tracker         *safe.Tracker       // follows reloads to the end of their rollouts (safe/track.go)
 	rollouts        rollouts            // the sync of a rollout key (rollouts.go)
 	planner         *planner            // what is due of a workload, and what holds it (planner.go)
 	explainer       *Explainer          // reloader explain: what the sync would do, and why (explain.go)
@@ -257,10 +257,10 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 	c.gates = safe.NewGates(safe.GatesDeps{Annotations: opts.Annotations, Defaults: opts.Gate, Clock: opts.Clock,
 		Store: c.state.Kind(entrykeys.PendingPrefix, entrykeys.PausePrefix), Names: c.names, Reports: c.reports, Log: c.log,
 		Gauge: c.metrics.Deferred, Queue: c.queue, Deferrals: safe.NewDeferrals(opts.Clock, c.queue)})
-	c.tracker = &tracker{defaults: opts.Follow, clock: opts.Clock, store: c.state.Kind(entrykeys.HoldPrefix, entrykeys.RollbackReadPrefix),
-		flush: c.state.Flush, names: c.names, reports: c.reports, log: c.log,
-		metrics: c.metrics, restarts: c.restarts, strips: c.strips, enqueue: c.queue.Add, enqueueAfter: c.queue.AddAfter, pauseOf: c.gates.PauseOf,
-		pausedAt: opts.Annotations.PausedAt}
+	c.tracker = safe.NewTracker(safe.TrackerDeps{Defaults: opts.Follow, Clock: opts.Clock,
+		Store: c.state.Kind(entrykeys.HoldPrefix, entrykeys.RollbackReadPrefix), Flusher: c.state, Names: c.names, Reports: c.reports,
+		Log: c.log, Metrics: c.metrics, Runs: runs.Rollbacks{Restarts: c.restarts, Strips: c.strips}, Queue: c.queue, Pauses: c.gates,
+		PausedAt: opts.Annotations.PausedAt})
 	c.rule = &rule{annotations: opts.Annotations, strategy: opts.Strategy, reloadOnCreate: opts.ReloadOnCreate,
 		reloadOnDelete: opts.ReloadOnDelete, caches: c.caches, records: c.records, store: c.state.Configs(), names: c.names,
 		tracker: c.tracker, restarts: c.restarts, strips: c.strips, stakater: &c.stakater}
@@ -552,7 +552,7 @@ func (c *Controller) sync(ctx context.Context, k key) error {
 	if kind, ok := c.caches.kinds[k.Kind]; ok {
 		return c.syncWorkload(ctx, kind, k)
 	}
-	if kind, ok := c.caches.kinds[strings.TrimPrefix(k.Kind, rolloutPrefix)]; ok {
+	if kind, ok := c.caches.kinds[strings.TrimPrefix(k.Kind, safe.RolloutPrefix)]; ok {
 		if c.opts.DryRun {
 			return nil // a dry run follows no rollout: it started none
 		}

@@ -37,7 +37,7 @@ type events struct {
 	strips          *runs.Strips
 	notes           *runs.Notes
 	restarts        *runs.Restarts
-	tracker         *tracker
+	tracker         *safe.Tracker
 	entries         *workloadEntries
 	gates           *safe.Gates
 	rehearsal       *rehearsal
@@ -100,12 +100,12 @@ func (e *events) watchWorkloads(k *workloadKind) error {
 				e.notes.Created(k, obj)
 			}
 			e.workloadChanged(k, obj, initial)
-			e.tracker.watch(k, obj)
+			e.tracker.Watch(k, obj)
 		},
 		UpdateFunc: func(old, obj any) {
 			if om, nm := workload.MetadataOf(old), workload.MetadataOf(obj); !decisive(e.decisiveAnnotations, om.(metav1.Object), nm.(metav1.Object)) {
 				// A status update: what the index holds depends on nothing it changes.
-				e.tracker.watch(k, nm) // it may end a rollout
+				e.tracker.Watch(k, nm) // it may end a rollout
 				if e.annotationCheck.keysChanged(om.(metav1.Object), nm.(metav1.Object)) {
 					e.annotationCheck.check(k, workload.Unpacked(obj))
 				}
@@ -123,7 +123,7 @@ func (e *events) watchWorkloads(k *workloadKind) error {
 			// The configs it reloaded on before are synced too: one it no longer reloads on may
 			// have had its state held back by it alone.
 			e.caches.configsOf(k, old, e.enqueue)
-			e.tracker.watch(k, obj)
+			e.tracker.Watch(k, obj)
 		},
 		DeleteFunc: func(obj any) {
 			obj = workload.Unpacked(obj)
@@ -192,7 +192,7 @@ func (e *events) workloadGone(k *workloadKind, obj any) {
 		e.strips.WorkloadGone(w)
 		e.notes.WorkloadGone(w)
 		e.restarts.WorkloadGone(w, meta.GetResourceVersion())
-		e.tracker.forget(w)
+		e.tracker.Forget(w)
 		e.entries.lift(k, obj)
 		e.gates.Forget(w)
 		e.rehearsal.forget(w)

@@ -9,6 +9,7 @@ import (
 	"github.com/reloader/reloader/reloader/configs"
 	"github.com/reloader/reloader/reloader/internal/entrykeys"
 	"github.com/reloader/reloader/reloader/runs"
+	"github.com/reloader/reloader/reloader/safe"
 	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
@@ -24,7 +25,7 @@ type rule struct {
 	records                        *configs.Records
 	store                          *state.Configs
 	names                          entrykeys.Names
-	tracker                        *tracker       // holds: reloads rolled back
+	tracker                        *safe.Tracker  // holds: reloads rolled back
 	restarts                       *runs.Restarts // what a restart's pods may read unseen (reloader/runs)
 	strips                         *runs.Strips   // what a workload runs without a marker
 	// stakater: stakater's variables are compared, until the first comparison is over
@@ -81,7 +82,7 @@ func (ru *rule) pairFacts(w workloadView, r policy.ConfigRef, rec *configRecord)
 	ann := w.Meta.GetAnnotations()
 	want, keys, triggers := ru.wanted(w, r, rec)
 	runs, read, known := ru.restarts.Runs(w.Key, r)
-	held, staleHold := ru.tracker.held(w.Key, r, want)
+	held, staleHold := ru.tracker.HeldAfterRollback(w.Key, r, want)
 	stakaterValue, stakaterSet := policy.EnvValue(w.Tmpl, policy.StakaterVar(r))
 	e, inState := ru.store.Get(ru.names.Config(workload.ConfigKey(r, w.Key.Namespace)))
 	f := policy.PairFacts{
@@ -95,7 +96,7 @@ func (ru *rule) pairFacts(w workloadView, r policy.ConfigRef, rec *configRecord)
 		Held:                held,
 		StaleHold:           staleHold,
 		Unseen:              ru.restarts.Unseen(w.Key, r),
-		RollbackRan:         ru.tracker.rollbackRan(w, r, heldAs(want.Value)),
+		RollbackRan:         ru.tracker.RollbackRan(w, r, safe.HeldAs(want.Value)),
 		Runs:                policy.RestartRuns{Value: runs, Keys: read, Known: known},
 		Awaiting:            ru.restarts.Awaiting(w.Key, r),
 		Waits:               policy.Waits(&w.Tmpl.Spec, r),

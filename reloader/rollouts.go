@@ -1,12 +1,16 @@
 package reloader
 
-import "context"
+import (
+	"context"
+
+	"github.com/reloader/reloader/reloader/safe"
+)
 
 // rollouts is the sync of a rollout key: it reads the followed workload from the cache, for the
 // tracker to judge its rollout.
 type rollouts struct {
 	rule    *rule
-	tracker *tracker
+	tracker *safe.Tracker
 }
 
 // sync reads the workload of rollout key k from the cache and hands it to the tracker.
@@ -19,5 +23,5 @@ func (r rollouts) sync(ctx context.Context, kind *workloadKind, k key) error {
 	if !ok {
 		return nil
 	}
-	return r.tracker.sync(ctx, k, w)
+	return r.tracker.Sync(ctx, k, w)
 }

@@ -44,12 +44,12 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 	w, ok := c.rule.View(kind, obj)
 	if !ok {
 		if w, ok := c.rule.viewInAnyNamespace(kind, obj); ok && !c.opts.DryRun {
-			return c.gates.EndRememberedPause(ctx, w, c.tracker.resumed) // safe/pauses.go
+			return c.gates.EndRememberedPause(ctx, w, c.tracker.Resumed) // safe/pauses.go
 		}
 		return nil
 	}
 	p := c.planner.plan(w)
-	c.tracker.liftStale(p.staleHolds)
+	c.tracker.LiftStale(p.staleHolds)
 	c.records.Needed(w.Key.Namespace, p.unmarked)
 	changes := p.changes
 	if c.suspensions.Holds(w, len(changes) > 0) {
@@ -62,7 +62,7 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 		return nil // safe/validate.go
 	}
 	if len(changes) == 0 {
-		return c.gates.Settle(ctx, w, c.tracker.resumed) // safe/gates.go
+		return c.gates.Settle(ctx, w, c.tracker.Resumed) // safe/gates.go
 	}
 	// Safe reloads (safe/gates.go): a closed gate holds the reload until it opens.
 	v, held, err := c.gates.Apply(ctx, w, p.gate, changes)
@@ -105,8 +105,8 @@ type plan struct {
 
 // due is what the rule asks of a workload: the changes, in the order of its candidates; what
 // each existing config it reloads on was judged against (reloader/runs); the holds on it that have
-// ended (tracker.liftStale); and the configs whose content a hold keeps from it, which its
-// restarted pods read all the same (tracker.warnHeld).
+// ended (Tracker.LiftStale); and the configs whose content a hold keeps from it, which its
+// restarted pods read all the same (Tracker.WarnHeld).
 type due struct {
 	changes    []policy.Change
 	reads      map[policy.ConfigRef]*runs.Read
@@ -128,7 +128,7 @@ type pair struct {
 
 func (c *Controller) patch(ctx context.Context, w workloadView, d due, ops []policy.JSONOp) error {
 	changes, reads := d.changes, d.reads
-	ops, superseded, err := c.tracker.ops(ctx, w, changes, ops)
+	ops, superseded, err := c.tracker.Ops(ctx, w, changes, ops)
 	if err != nil {
 		return err
 	}
@@ -160,8 +160,8 @@ func (c *Controller) patch(ctx context.Context, w workloadView, d due, ops []pol
 	}
 	c.gates.Release(w)
 	c.outcomes.reloaded(w, changes, what, since, known)
-	c.tracker.reloaded(w, changes, superseded)
-	c.tracker.warnHeld(w, d.held, what)
+	c.tracker.Reloaded(w, changes, superseded)
+	c.tracker.WarnHeld(w, d.held, what)
 	return nil
 }
 

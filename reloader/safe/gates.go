@@ -95,7 +95,7 @@ func (g *Gates) Of(w workload.View) policy.Gate {
 
 // PauseOf says how a pause period of ours holds back the rollout of a reload patched into w:
 // held while w is paused and carries our paused-at (its rollout starts at our resume, which
-// restarts its clock: tracker.resumed); extra is the period, added to the timeout of a rollout
+// restarts its clock: Tracker.Resumed); extra is the period, added to the timeout of a rollout
 // that someone else resumed before the period ended.
 func (g *Gates) PauseOf(w workload.View) (held bool, extra time.Duration) {
 	gate := g.Of(w)
