@@ -171,7 +171,7 @@ type Controller struct {
 	restarts        *runs.Restarts      // what each workload's last restart may have given its pods unseen (reloader/runs)
 	validation      *safe.Validation    // content that does not validate is not rolled out (safe/validate.go)
 	gates           *safe.Gates         // reloads held by their gate (safe/gates.go)
-	lag             *lagCheck           // a config cache behind the workload cache (lag.go)
+	lag             *safe.Lag           // a config cache behind the workload cache (safe/lag.go)
 	tracker         *safe.Tracker       // follows reloads to the end of their rollouts (safe/track.go)
 	rollouts        rollouts            // the sync of a rollout key (rollouts.go)
 	planner         *planner            // what is due of a workload, and what holds it (planner.go)
@@ -278,7 +278,7 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 	if opts.DryRun {
 		c.rule.rehearsed = c.rehearsal.view
 	}
-	c.lag = &lagCheck{store: c.state.Configs(), names: c.names, lookup: c.caches.lookup, live: liveVersion(clients)}
+	c.lag = safe.NewLag(c.records, c.rule, safe.LiveClients{Clients: clients})
 	c.validation = safe.NewValidation(safe.ValidationDeps{Records: c.records, Reports: c.reports, Log: c.log,
 		Counter: c.metrics.InvalidChanges, Gates: c.gates, Queue: c.queue, Dependents: c.rule,
 		Cache: c.rule, Watched: c.caches, Webhook: opts.Webhook.URL != ""})

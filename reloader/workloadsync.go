@@ -69,8 +69,8 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 	if held {
 		return err
 	}
-	if err := c.lag.confirm(ctx, w, changes); err != nil {
-		return err // lag.go
+	if err := c.lag.Confirm(ctx, w, changes); err != nil {
+		return err // safe/lag.go
 	}
 	ops, err := w.Target.Ops(w.Meta, w.Tmpl, changes, c.opts.Clock.Now())
 	if err != nil || len(ops) == 0 {
