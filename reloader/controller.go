@@ -154,14 +154,14 @@ type Controller struct {
 	caches    *caches // what the informers hold (caches.go)
 	state     *state.Store
 	names     entrykeys.Names // the state's key rule
-	queue     workqueue.TypedRateLimitingInterface[key]
-	refusals  workqueue.TypedRateLimiter[key] // spaces the retries of a refused patch
-	backlog   *backlog                        // the start-up's keys, fed to queue a window at a time (backlog.go)
-	coalescer *coalesce.Coalescer[key]
+	queue     workqueue.TypedRateLimitingInterface[workload.Key]
+	refusals  workqueue.TypedRateLimiter[workload.Key] // spaces the retries of a refused patch
+	backlog   *backlog                                 // the start-up's keys, fed to queue a window at a time (backlog.go)
+	coalescer *coalesce.Coalescer[workload.Key]
 	changes   *changeLog
 	entered   *enteredConfigs // configs whose namespace entered the selection (entered.go)
 	events    record.EventBroadcaster
-	reports   *reporter
+	reports   *report.Reporter
 
 	// The parts, each with its own file.
 	rule            *rule               // the facts of a workload and a config, and the decision (judge.go)
@@ -230,8 +230,8 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 		names:   entrykeys.Names{Single: opts.Namespace != ""},
 		state:   newStore(stateClient(clients, opts), opts.StateNamespace, opts.StateName, opts.Log),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(retryLimiter(),
-			workqueue.TypedRateLimitingQueueConfig[key]{Name: "reloader", MetricsProvider: opts.Metrics.WorkqueueProvider()}),
-		refusals: workqueue.NewTypedItemExponentialFailureRateLimiter[key](refusedRetryMin, refusedRetryMax),
+			workqueue.TypedRateLimitingQueueConfig[workload.Key]{Name: "reloader", MetricsProvider: opts.Metrics.WorkqueueProvider()}),
+		refusals: workqueue.NewTypedItemExponentialFailureRateLimiter[workload.Key](refusedRetryMin, refusedRetryMax),
 		changes:  newChangeLog(),
 		entered:  &enteredConfigs{},
 		restarts: runs.NewRestarts(),
@@ -300,10 +300,10 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 
 // retryLimiter spaces the retries of one key exponentially, but never more than 5 s apart, so a
 // reload that failed during an API outage happens within seconds of its end.
-func retryLimiter() workqueue.TypedRateLimiter[key] {
+func retryLimiter() workqueue.TypedRateLimiter[workload.Key] {
 	return workqueue.NewTypedMaxOfRateLimiter(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[key](20*time.Millisecond, 5*time.Second),
-		&workqueue.TypedBucketRateLimiter[key]{Limiter: newBucket(50, 300)},
+		workqueue.NewTypedItemExponentialFailureRateLimiter[workload.Key](20*time.Millisecond, 5*time.Second),
+		&workqueue.TypedBucketRateLimiter[workload.Key]{Limiter: newBucket(50, 300)},
 	)
 }
 
@@ -541,7 +541,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	return true
 }
 
-func (c *Controller) sync(ctx context.Context, k key) error {
+func (c *Controller) sync(ctx context.Context, k workload.Key) error {
 	if _, ok := c.caches.configs[k.Kind]; ok {
 		defer c.metrics.Stakater.ConfigSynced(k.Kind)
 		if c.webhook != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/reloader/reloader/reloader/safe"
+	"github.com/reloader/reloader/reloader/workload"
 )
 
 // rollouts is the sync of a rollout key: it reads the followed workload from the cache, for the
@@ -14,7 +15,7 @@ type rollouts struct {
 }
 
 // sync reads the workload of rollout key k from the cache and hands it to the tracker.
-func (r rollouts) sync(ctx context.Context, kind *workloadKind, k key) error {
+func (r rollouts) sync(ctx context.Context, kind *workload.Kind, k workload.Key) error {
 	obj, exists, err := kind.Cached(k.CacheKey())
 	if err != nil || !exists {
 		return err

@@ -36,7 +36,7 @@ type trackerFixture struct {
 	after  []time.Duration
 	sent   []string
 	live   *appsv1.Deployment
-	kind   *workloadKind
+	kind   *workload.Kind
 }
 
 func newTrackerFixture(rollback bool) *trackerFixture {
@@ -47,7 +47,7 @@ func newTrackerFixture(rollback bool) *trackerFixture {
 	f.t = safe.NewTracker(safe.TrackerDeps{Defaults: policy.Follow{Track: true, Rollback: rollback, Timeout: 10 * time.Second}, Clock: f.clock,
 		Store: f.store.Kind(entrykeys.HoldPrefix, entrykeys.RollbackReadPrefix), Flusher: f.store, Names: f.names, Reports: report.New(f.events, log), Log: log, Metrics: metrics.New("test"),
 		Runs: runs.Rollbacks{Restarts: runs.NewRestarts(), Strips: runs.NewStrips(f.store.Kind(entrykeys.StripPrefix), f.names)}, Queue: f})
-	f.kind = &workloadKind{Name: "Deployment",
+	f.kind = &workload.Kind{Name: "Deployment",
 		Reload: func(_ context.Context, _, _ string, body []byte) (any, error) {
 			f.sent = append(f.sent, string(body))
 			return f.live, nil
@@ -60,15 +60,15 @@ func newTrackerFixture(rollback bool) *trackerFixture {
 	return f
 }
 
-func (f *trackerFixture) Add(key) {}
+func (f *trackerFixture) Add(workload.Key) {}
 
-func (f *trackerFixture) AddAfter(_ key, d time.Duration) { f.after = append(f.after, d) }
+func (f *trackerFixture) AddAfter(_ workload.Key, d time.Duration) { f.after = append(f.after, d) }
 
 var appRef = policy.ConfigRef{Kind: policy.KindConfigMap, Name: "app"}
 
 // followed is Deployment web at generation gen, its reload of app to content "a…" (from "b…")
 // made generation 2 with template tmplHash, started age ago, and its controller at observed.
-func (f *trackerFixture) followed(gen, observed int64, age time.Duration, tmplHash string) workloadView {
+func (f *trackerFixture) followed(gen, observed int64, age time.Duration, tmplHash string) workload.View {
 	a, b := strings.Repeat("a", 40), strings.Repeat("b", 40)
 	entry := policy.Entry{At: f.clock.Now().Add(-age), Outcome: policy.OutcomeProgressing, Generation: 2, Template: tmplHash,
 		Configs: []string{"ConfigMap/app@aaaaaaaa"}}
@@ -79,7 +79,7 @@ func (f *trackerFixture) followed(gen, observed int64, age time.Duration, tmplHa
 		Status: appsv1.DeploymentStatus{ObservedGeneration: observed}}
 	d.Spec.Template.Spec.Containers = []corev1.Container{{Name: "app", Env: []corev1.EnvVar{{Name: policy.EnvVarName(appRef), Value: a}}}}
 	f.live = d
-	return workloadView{Key: key{Kind: "Deployment", Namespace: "ns", Name: "web"}, Kind: f.kind, Obj: d, Meta: d, Tmpl: &d.Spec.Template,
+	return workload.View{Key: workload.Key{Kind: "Deployment", Namespace: "ns", Name: "web"}, Kind: f.kind, Obj: d, Meta: d, Tmpl: &d.Spec.Template,
 		Target: policy.Target{Strategy: policy.StrategyEnvVars}}
 }
 
@@ -196,7 +196,7 @@ func TestTheTrackerJudgesARolloutByItsStatusItsDeadlineAndWhoseTemplateItIs(t *t
 }
 
 // isHeld reports whether the tracker holds value of appRef for workload w.
-func (f *trackerFixture) isHeld(w key, value string) bool {
+func (f *trackerFixture) isHeld(w workload.Key, value string) bool {
 	held, _ := f.t.HeldAfterRollback(w, appRef, policy.Content{Value: value})
 	return held
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/configs"
 	"github.com/reloader/reloader/reloader/jobs"
 	"github.com/reloader/reloader/reloader/runs"
 	"github.com/reloader/reloader/reloader/workload"
@@ -23,7 +24,7 @@ const (
 
 // syncWorkload patches, in one patch, every config marker of the workload that differs from
 // what the rule wants.
-func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key) error {
+func (c *Controller) syncWorkload(ctx context.Context, kind *workload.Kind, k workload.Key) error {
 	if kind.Unfinished != nil && !c.opts.DryRun {
 		if err := kind.Unfinished(ctx, k.Namespace, k.Name); err != nil {
 			return err
@@ -121,12 +122,12 @@ type due struct {
 type pair struct {
 	ref      policy.ConfigRef
 	watched  bool
-	rec      *configRecord
+	rec      *configs.Record
 	j        workload.Judgement
 	triggers bool
 }
 
-func (c *Controller) patch(ctx context.Context, w workloadView, d due, ops []policy.JSONOp) error {
+func (c *Controller) patch(ctx context.Context, w workload.View, d due, ops []policy.JSONOp) error {
 	changes, reads := d.changes, d.reads
 	ops, superseded, err := c.tracker.Ops(ctx, w, changes, ops)
 	if err != nil {

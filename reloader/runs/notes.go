@@ -1,8 +1,9 @@
 // Package runs is what a workload's pods run that no marker of theirs says: Notes takes it from
 // the events of workloads and configs, Strips keeps what a workload runs without a marker (in
 // memory and in the state's strip entries), and Restarts what each workload's last restart may
-// have given its pods unseen (in memory). The rule, the configs' content values and their state
-// entries it reaches through the interfaces it declares: Rule, Contents and Entries.
+// have given its pods unseen (in memory); Rollbacks is both, across a rollback. The rule, the
+// configs' content values and their state entries it reaches through the interfaces it
+// declares: Rule, Contents and Entries.
 package runs
 
 import (

@@ -1,6 +1,8 @@
-// Package safe keeps reloads safe: a due reload waits for its gate (a deferral, gates.go), a
-// pause period of ours ends even outside the selection (pauses.go), and content that does not
-// validate is not rolled out (validate.go).
+// Package safe keeps reloads from doing harm: a due reload waits for its gate (a deferral,
+// gates.go), a pause period of ours ends even outside the selection (pauses.go), content that
+// does not validate is not rolled out (validate.go), a followed reload whose rollout fails is
+// rolled back and its content held (track.go), and a config cache behind the workload cache is
+// read live before a patch (lag.go).
 package safe
 
 import (
