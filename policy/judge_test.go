@@ -114,7 +114,7 @@ func TestJudgeDecidesEachCaseOfTheRule(t *testing.T) {
 		{"a reappearance with other content reloads the pods a rollback put back (TestAConfigReappearingAfterARolledBackRestartWhileItWasAbsentReloadsTheRestoredPods, seed 1795664411625522854@4)",
 			on(b).marker(Stale), true, MarkerStale, "behind", ""},
 
-		// Holds after a rollback (track.go).
+		// Holds after a rollback (reloader/safe/track.go).
 		{"a rolled-back content is held (TestARevertEndsAHoldSoTheBrokenContentAppliedAgainReloads)", on(b).marker(Stale).set(held), false, Held, "behind held", ""},
 		{"a revert to what the pods run reloads nothing and ends the hold (TestARevertEndsAHoldSoTheBrokenContentAppliedAgainReloads)",
 			on(a).marker(Current).set(staleHold), false, MarkerCurrent, "staleHold", ""},

@@ -10,8 +10,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/internal/report"
 	"github.com/reloader/reloader/reloader/jobs"
 	"github.com/reloader/reloader/reloader/safe"
+	"github.com/reloader/reloader/reloader/workload"
 )
 
 // annotationCheck reports a workload's reload annotations that are malformed or name configs
@@ -19,13 +21,13 @@ import (
 // whose pod template is another object's, once, when they are applied: as a Warning Event and
 // a log line. Once is per workload and message, in memory: a restart says it again. A reload
 // schedule or a safe-reload annotation that does not parse is said the same way, with the
-// Warning the gate or the tracker would give when a reload comes (safe.WarnSchedule, warnFollow).
+// Warning the gate or the tracker would give when a reload comes (safe.WarnSchedule, safe.WarnFollow).
 type annotationCheck struct {
 	annotations policy.Annotations
 	gate        policy.GateDefaults
 	follow      policy.Follow
 	caches      *caches
-	reports     *reporter
+	reports     *report.Reporter
 	log         *slog.Logger
 	ready       func() bool // whether the caches have synced: until then every config looks missing
 
@@ -41,7 +43,7 @@ func (a *annotationCheck) knownKeys() []string {
 
 // check reports a workload's malformed or unknown annotations, and the configs they name that
 // do not exist, once as a Warning Event and a log line.
-func (a *annotationCheck) check(k *workloadKind, obj any) {
+func (a *annotationCheck) check(k *workload.Kind, obj any) {
 	meta, tmpl := k.Template(obj)
 	elsewhere := false
 	if k.TemplateRef != nil {
@@ -66,7 +68,7 @@ func (a *annotationCheck) check(k *workloadKind, obj any) {
 		safe.WarnSchedule(a.reports, a.log, k.Name, obj, meta, g.Problems)
 	}
 	_, followProblems := policy.FollowOf(meta.GetAnnotations(), tmpl.Annotations, a.follow)
-	warnFollow(a.reports, a.log, k.Name, obj, meta, followProblems)
+	safe.WarnFollow(a.reports, a.log, k.Name, obj, meta, followProblems)
 	pol := a.annotations.Of(meta.GetAnnotations(), tmpl.Annotations)
 	missing := a.caches.missingNamed(pol, meta.GetNamespace())
 	uid := string(meta.GetUID())
@@ -90,7 +92,7 @@ func (a *annotationCheck) check(k *workloadKind, obj any) {
 
 // checkKeys reports the keys under the reloader's prefixes that it neither reads nor writes,
 // each with the nearest key it reads.
-func (a *annotationCheck) checkKeys(k *workloadKind, obj any, meta metav1.Object, tmpl map[string]string) {
+func (a *annotationCheck) checkKeys(k *workload.Kind, obj any, meta metav1.Object, tmpl map[string]string) {
 	uid := string(meta.GetUID())
 	unknown := a.annotations.UnknownKeys(a.knownKeys(), meta.GetAnnotations(), tmpl)
 	if len(unknown) == 0 {
@@ -117,7 +119,7 @@ func (a *annotationCheck) keysChanged(old, obj metav1.Object) bool {
 // checkTemplateRef reports a workload whose own reload annotations cannot apply: its pod
 // template is another object's (an Argo Rollout's spec.workloadRef), and the reloader writes no
 // template beside the reference. A change of that object's template is what rolls it out.
-func (a *annotationCheck) checkTemplateRef(k *workloadKind, obj any, meta metav1.Object) {
+func (a *annotationCheck) checkTemplateRef(k *workload.Kind, obj any, meta metav1.Object) {
 	uid := string(meta.GetUID())
 	msg := a.templateRefProblem(k, obj, meta)
 	if msg == "" {
@@ -133,7 +135,7 @@ func (a *annotationCheck) checkTemplateRef(k *workloadKind, obj any, meta metav1
 
 // templateRefProblem is what TemplateElsewhere says of a workload whose pod template is another
 // object's and whose annotations ask for reloads; "" when there is nothing to say.
-func (a *annotationCheck) templateRefProblem(k *workloadKind, obj any, meta metav1.Object) string {
+func (a *annotationCheck) templateRefProblem(k *workload.Kind, obj any, meta metav1.Object) string {
 	kind, name := k.TemplateRef(obj)
 	if kind == "" || !a.annotations.Of(meta.GetAnnotations(), nil).RequestsReload() {
 		return ""
@@ -150,7 +152,7 @@ func (a *annotationCheck) templateRefProblem(k *workloadKind, obj any, meta meta
 // tells them: unknown keys, the workload's own template reference, schedules and follow
 // annotations that do not parse, malformed reload annotations and configs they name that do
 // not exist.
-func (a *annotationCheck) problems(k *workloadKind, obj any) []string {
+func (a *annotationCheck) problems(k *workload.Kind, obj any) []string {
 	meta, tmpl := k.Template(obj)
 	var tmplAnn map[string]string
 	if tmpl != nil {

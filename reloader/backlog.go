@@ -4,6 +4,8 @@ import (
 	"sync"
 
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/reloader/reloader/reloader/workload"
 )
 
 // backlogWindow is how many keys of the start-up backlog the work queue holds at most: enough
@@ -16,16 +18,16 @@ const backlogWindow = 128
 // all at once, 20,000 keys would hold 5.5 MB after the queue has drained. Keys of events seen
 // while running go to the queue directly, ahead of the backlog.
 type backlog struct {
-	queue workqueue.TypedInterface[key]
+	queue workqueue.TypedInterface[workload.Key]
 
 	mu   sync.Mutex
-	keys []key
+	keys []workload.Key
 }
 
-func newBacklog(q workqueue.TypedInterface[key]) *backlog { return &backlog{queue: q} }
+func newBacklog(q workqueue.TypedInterface[workload.Key]) *backlog { return &backlog{queue: q} }
 
 // add queues k behind the backlog.
-func (b *backlog) add(k key) {
+func (b *backlog) add(k workload.Key) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.keys = append(b.keys, k)

@@ -5,20 +5,22 @@ import (
 	"testing"
 
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/reloader/reloader/reloader/workload"
 )
 
 func TestTheBacklogHandsTheQueueAWindowAtATimeInOrder(t *testing.T) {
-	q := workqueue.NewTyped[key]()
+	q := workqueue.NewTyped[workload.Key]()
 	defer q.ShutDown()
 	b := newBacklog(q)
 	const n = 3*backlogWindow + 7
 	for i := range n {
-		b.add(key{Kind: "ConfigMap", Namespace: "ns", Name: fmt.Sprint(i)})
+		b.add(workload.Key{Kind: "ConfigMap", Namespace: "ns", Name: fmt.Sprint(i)})
 	}
 	if q.Len() != backlogWindow || b.len() != n-backlogWindow {
 		t.Fatalf("after %d adds: queue %d, backlog %d; want %d and %d", n, q.Len(), b.len(), backlogWindow, n-backlogWindow)
 	}
-	live := key{Kind: "Secret", Namespace: "ns", Name: "live"}
+	live := workload.Key{Kind: "Secret", Namespace: "ns", Name: "live"}
 	q.Add(live) // an event seen while running goes to the queue directly, ahead of the backlog
 	var got []string
 	for range n + 1 {

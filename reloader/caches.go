@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/configs"
 	"github.com/reloader/reloader/reloader/workload"
 )
 
@@ -21,7 +22,7 @@ import (
 type caches struct {
 	annotations policy.Annotations
 	configs     map[string]cache.SharedIndexInformer // by config kind
-	kinds       map[string]*workloadKind             // by workload kind
+	kinds       map[string]*workload.Kind            // by workload kind
 	namespaces  cache.SharedIndexInformer            // only with a NamespaceSelector
 	// selector and ignored: --namespace-selector and --namespaces-to-ignore.
 	selector labels.Selector
@@ -36,7 +37,7 @@ type caches struct {
 func (c *caches) Watched(kind string) bool { _, ok := c.configs[kind]; return ok }
 
 // lookup returns the cached record of a config, or nil if it does not exist (or is not watched).
-func (c *caches) lookup(k key) *configRecord {
+func (c *caches) lookup(k workload.Key) *configs.Record {
 	inf, ok := c.configs[k.Kind]
 	if !ok {
 		return nil
@@ -45,7 +46,7 @@ func (c *caches) lookup(k key) *configRecord {
 	if err != nil || !exists {
 		return nil
 	}
-	return obj.(*configRecord)
+	return obj.(*configs.Record)
 }
 
 // matchedByPattern lists the existing configs in namespace ns that the policy's patterns match.
@@ -57,7 +58,7 @@ func (c *caches) matchedByPattern(pol policy.Policy, ns string) []policy.ConfigR
 			continue
 		}
 		for _, o := range inNamespace(inf, ns) {
-			r := policy.ConfigRef{Kind: kind, Name: o.(*configRecord).Name}
+			r := policy.ConfigRef{Kind: kind, Name: o.(*configs.Record).Name}
 			if pol.NamedBy(r) {
 				out = append(out, r)
 			}
@@ -69,7 +70,7 @@ func (c *caches) matchedByPattern(pol policy.Policy, ns string) []policy.ConfigR
 // indexKeys are the keys a workload is indexed under (workload.Dependents): every config whose change
 // may reload it, and a pattern key for each config kind its reload annotations hold patterns
 // for. obj is decoded.
-func (c *caches) indexKeys(k *workloadKind, obj any) []key {
+func (c *caches) indexKeys(k *workload.Kind, obj any) []workload.Key {
 	meta, tmpl := k.Template(obj)
 	if tmpl == nil {
 		return nil
@@ -77,7 +78,7 @@ func (c *caches) indexKeys(k *workloadKind, obj any) []key {
 	pol := c.annotations.Of(meta.GetAnnotations(), tmpl.Annotations)
 	refs := pol.Candidates(policy.UsesOf(&tmpl.Spec))
 	kinds := pol.PatternKinds()
-	keys := make([]key, 0, len(refs)+len(kinds))
+	keys := make([]workload.Key, 0, len(refs)+len(kinds))
 	for _, r := range refs {
 		keys = append(keys, workload.ConfigKey(r, meta.GetNamespace()))
 	}
@@ -88,7 +89,7 @@ func (c *caches) indexKeys(k *workloadKind, obj any) []key {
 }
 
 // configsOf passes to add the key of every watched config the workload may reload on.
-func (c *caches) configsOf(k *workloadKind, obj any, add func(key)) {
+func (c *caches) configsOf(k *workload.Kind, obj any, add func(workload.Key)) {
 	for _, ck := range c.indexKeys(k, obj) {
 		if c.Watched(ck.Kind) && ck.Name != "" {
 			add(ck)
@@ -104,8 +105,8 @@ func (c *caches) configsOf(k *workloadKind, obj any, add func(key)) {
 
 // workloadKeys yields the key of every cached workload, of every kind (names only: nothing is
 // decoded).
-func (c *caches) workloadKeys() iter.Seq[key] {
-	return func(yield func(key) bool) {
+func (c *caches) workloadKeys() iter.Seq[workload.Key] {
+	return func(yield func(workload.Key) bool) {
 		for _, kind := range c.kinds {
 			for _, obj := range kind.Informer.GetStore().List() {
 				if !yield(objectKey(kind.Name, obj)) {
@@ -116,16 +117,16 @@ func (c *caches) workloadKeys() iter.Seq[key] {
 	}
 }
 
-func objectKey(kind string, obj any) key {
+func objectKey(kind string, obj any) workload.Key {
 	obj = deletedObject(obj)
 	switch r := obj.(type) {
-	case *configRecord:
-		return key{Kind: kind, Namespace: r.Namespace(), Name: r.Name}
-	case *packedWorkload:
-		return key{Kind: kind, Namespace: r.Namespace, Name: r.Name}
+	case *configs.Record:
+		return workload.Key{Kind: kind, Namespace: r.Namespace(), Name: r.Name}
+	case *workload.Packed:
+		return workload.Key{Kind: kind, Namespace: r.Namespace, Name: r.Name}
 	}
 	m := obj.(metav1.Object)
-	return key{Kind: kind, Namespace: m.GetNamespace(), Name: m.GetName()}
+	return workload.Key{Kind: kind, Namespace: m.GetNamespace(), Name: m.GetName()}
 }
 
 // allowed applies --namespaces-to-ignore and --namespace-selector.
@@ -186,7 +187,7 @@ func (c *caches) unseenWhy(kind string) string {
 // indexed returns the workloads of a kind indexed under the config, decoded: those naming or
 // using it, and those whose reload annotations hold a pattern for its kind and namespace (each
 // once).
-func (c *caches) indexed(kind *workloadKind, k key) []any {
+func (c *caches) indexed(kind *workload.Kind, k workload.Key) []any {
 	names := kind.ByConfig.Of(k)
 	for _, n := range kind.ByConfig.Of(patternKey(k.Kind, k.Namespace)) {
 		if !slices.Contains(names, n) {
@@ -204,7 +205,7 @@ func (c *caches) indexed(kind *workloadKind, k key) []any {
 
 // referenced reports whether any workload's index names the config, triggering or not, or one of
 // its patterns matches it.
-func (c *caches) referenced(k key) bool {
+func (c *caches) referenced(k workload.Key) bool {
 	r := policy.ConfigRef{Kind: k.Kind, Name: k.Name}
 	for _, kind := range c.kinds {
 		if kind.ByConfig.Any(k) {
@@ -232,12 +233,12 @@ func (c *caches) left(old, obj any) bool {
 // entered lists the configs and workloads of a namespace that just entered the selection, to
 // be synced (nil: it did not enter). Configs the state has never seen are recorded then, and
 // restart nothing.
-func (c *caches) entered(old, obj any) []key {
+func (c *caches) entered(old, obj any) []workload.Key {
 	ns := obj.(*corev1.Namespace)
 	if c.selector.Matches(labels.Set(old.(*corev1.Namespace).Labels)) || !c.allowed(ns.Name) {
 		return nil
 	}
-	out := []key{} // not nil: the namespace entered
+	out := []workload.Key{} // not nil: the namespace entered
 	for kind, inf := range c.configs {
 		for _, o := range inNamespace(inf, ns.Name) {
 			out = append(out, objectKey(kind, o))
@@ -267,7 +268,7 @@ func inNamespace(inf cache.SharedIndexInformer, ns string) []any {
 }
 
 // version is the resourceVersion of workload w in its cache, if it is there.
-func (c *caches) version(w key) (string, bool) {
+func (c *caches) version(w workload.Key) (string, bool) {
 	k := c.kinds[w.Kind]
 	if k == nil {
 		return "", false

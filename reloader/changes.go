@@ -13,16 +13,16 @@ import (
 // extends its dependents' windows; a re-check does not).
 type changeLog struct {
 	mu    sync.Mutex
-	since map[key]time.Time
-	fresh map[key]bool
+	since map[workload.Key]time.Time
+	fresh map[workload.Key]bool
 }
 
 func newChangeLog() *changeLog {
-	return &changeLog{since: map[key]time.Time{}, fresh: map[key]bool{}}
+	return &changeLog{since: map[workload.Key]time.Time{}, fresh: map[workload.Key]bool{}}
 }
 
 // observe notes a change of config k seen at now.
-func (l *changeLog) observe(k key, now time.Time) {
+func (l *changeLog) observe(k workload.Key, now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if _, ok := l.since[k]; !ok {
@@ -32,7 +32,7 @@ func (l *changeLog) observe(k key, now time.Time) {
 }
 
 // take reports whether a change of k arrived since the last take, and clears that.
-func (l *changeLog) take(k key) bool {
+func (l *changeLog) take(k workload.Key) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	fresh := l.fresh[k]
@@ -42,7 +42,7 @@ func (l *changeLog) take(k key) bool {
 
 // forget drops k once its content is fully rolled out, unless a change arrived during the sync
 // that found it so: that one is still to be judged.
-func (l *changeLog) forget(k key) {
+func (l *changeLog) forget(k workload.Key) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.fresh[k] {

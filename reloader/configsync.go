@@ -8,7 +8,7 @@ import (
 
 // syncConfig opens a window for every dependent that does not hold the config's current content
 // and, once none is left, records that content as fully rolled out.
-func (c *Controller) syncConfig(k key) error {
+func (c *Controller) syncConfig(k workload.Key) error {
 	fresh := c.changes.take(k)
 	if !c.caches.allowed(k.Namespace) {
 		c.changes.forget(k)
@@ -25,7 +25,7 @@ func (c *Controller) syncConfig(k key) error {
 	if rec != nil && rec.Invalid() != "" {
 		c.validation.Invalid(k, rec, fresh) // safe/validate.go
 		// After invalid, which judges the last valid content with the holds still in place.
-		c.tracker.liftStale(c.rule.staleHolds(k, rec))
+		c.tracker.LiftStale(c.rule.staleHolds(k, rec))
 		c.changes.forget(k)
 		return nil
 	}
@@ -42,11 +42,11 @@ func (c *Controller) syncConfig(k key) error {
 		deps = c.rule.Dependents(k, rec)
 	}
 	c.markSpare(k, len(deps) == 0)
-	c.tracker.liftStale(deps)
+	c.tracker.LiftStale(deps)
 	c.strips.WatchDue(k, deps)
 	c.tombstones.NoteReach(k, rec, deps, fresh)
 	c.gates.Wake(deps) // safe/gates.go
-	var due []key
+	var due []workload.Key
 	scanned, matched := map[string]int{}, map[string]int{}
 	for _, d := range deps {
 		scanned[d.Workload.Kind]++
@@ -92,7 +92,7 @@ func (c *Controller) syncConfig(k key) error {
 // openWindows adds the workloads to their coalescing windows. A fresh change extends an open
 // window (the trailing debounce); a re-check only opens windows that are not open yet, so that
 // the progress of other dependents does not hold one back.
-func (c *Controller) openWindows(due []key, fresh bool) {
+func (c *Controller) openWindows(due []workload.Key, fresh bool) {
 	for _, w := range due {
 		if !fresh && c.coalescer.Open(w) {
 			continue
@@ -114,8 +114,8 @@ func (c *Controller) startupPass() {
 	live := map[string]bool{}
 	for kind, inf := range c.caches.configs {
 		for _, obj := range inf.GetStore().List() {
-			r := obj.(*configRecord)
-			k := key{Kind: kind, Namespace: r.Namespace(), Name: r.Name}
+			r := obj.(*configs.Record)
+			k := workload.Key{Kind: kind, Namespace: r.Namespace(), Name: r.Name}
 			skey := c.names.Config(k)
 			live[skey] = true
 			e, known := c.state.Configs().Get(skey)
@@ -140,7 +140,7 @@ func (c *Controller) startupPass() {
 // none of its dependents was found), so that a full state gives its entry's room to a read
 // config's. A config turns read as soon as a workload's sync queues it, before its entry is
 // needed at a restart. It reports the mark.
-func (c *Controller) markSpare(k key, unread bool) bool {
+func (c *Controller) markSpare(k workload.Key, unread bool) bool {
 	spare := unread && !c.caches.referenced(k)
 	c.records.MarkSpare(k, spare)
 	return spare

@@ -106,7 +106,7 @@ type Options struct {
 
 	// Follow is the default of the safe-reload annotations (--track-rollouts, --rollback,
 	// --rollout-timeout): whether reloads are followed to the end of their rollouts, and undone
-	// when those fail (track.go).
+	// when those fail (safe/track.go).
 	Follow policy.Follow
 	// Gate holds the flag defaults of maintenance windows and the minimum interval (safe/gates.go).
 	Gate policy.GateDefaults
@@ -154,14 +154,14 @@ type Controller struct {
 	caches    *caches // what the informers hold (caches.go)
 	state     *state.Store
 	names     entrykeys.Names // the state's key rule
-	queue     workqueue.TypedRateLimitingInterface[key]
-	refusals  workqueue.TypedRateLimiter[key] // spaces the retries of a refused patch
-	backlog   *backlog                        // the start-up's keys, fed to queue a window at a time (backlog.go)
-	coalescer *coalesce.Coalescer[key]
+	queue     workqueue.TypedRateLimitingInterface[workload.Key]
+	refusals  workqueue.TypedRateLimiter[workload.Key] // spaces the retries of a refused patch
+	backlog   *backlog                                 // the start-up's keys, fed to queue a window at a time (backlog.go)
+	coalescer *coalesce.Coalescer[workload.Key]
 	changes   *changeLog
 	entered   *enteredConfigs // configs whose namespace entered the selection (entered.go)
 	events    record.EventBroadcaster
-	reports   *reporter
+	reports   *report.Reporter
 
 	// The parts, each with its own file.
 	rule            *rule               // the facts of a workload and a config, and the decision (judge.go)
@@ -171,8 +171,8 @@ type Controller struct {
 	restarts        *runs.Restarts      // what each workload's last restart may have given its pods unseen (reloader/runs)
 	validation      *safe.Validation    // content that does not validate is not rolled out (safe/validate.go)
 	gates           *safe.Gates         // reloads held by their gate (safe/gates.go)
-	lag             *lagCheck           // a config cache behind the workload cache (lag.go)
-	tracker         *tracker            // follows reloads to the end of their rollouts (track.go)
+	lag             *safe.Lag           // a config cache behind the workload cache (safe/lag.go)
+	tracker         *safe.Tracker       // follows reloads to the end of their rollouts (safe/track.go)
 	rollouts        rollouts            // the sync of a rollout key (rollouts.go)
 	planner         *planner            // what is due of a workload, and what holds it (planner.go)
 	explainer       *Explainer          // reloader explain: what the sync would do, and why (explain.go)
@@ -230,8 +230,8 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 		names:   entrykeys.Names{Single: opts.Namespace != ""},
 		state:   newStore(stateClient(clients, opts), opts.StateNamespace, opts.StateName, opts.Log),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(retryLimiter(),
-			workqueue.TypedRateLimitingQueueConfig[key]{Name: "reloader", MetricsProvider: opts.Metrics.WorkqueueProvider()}),
-		refusals: workqueue.NewTypedItemExponentialFailureRateLimiter[key](refusedRetryMin, refusedRetryMax),
+			workqueue.TypedRateLimitingQueueConfig[workload.Key]{Name: "reloader", MetricsProvider: opts.Metrics.WorkqueueProvider()}),
+		refusals: workqueue.NewTypedItemExponentialFailureRateLimiter[workload.Key](refusedRetryMin, refusedRetryMax),
 		changes:  newChangeLog(),
 		entered:  &enteredConfigs{},
 		restarts: runs.NewRestarts(),
@@ -257,10 +257,10 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 	c.gates = safe.NewGates(safe.GatesDeps{Annotations: opts.Annotations, Defaults: opts.Gate, Clock: opts.Clock,
 		Store: c.state.Kind(entrykeys.PendingPrefix, entrykeys.PausePrefix), Names: c.names, Reports: c.reports, Log: c.log,
 		Gauge: c.metrics.Deferred, Queue: c.queue, Deferrals: safe.NewDeferrals(opts.Clock, c.queue)})
-	c.tracker = &tracker{defaults: opts.Follow, clock: opts.Clock, store: c.state.Kind(entrykeys.HoldPrefix, entrykeys.RollbackReadPrefix),
-		flush: c.state.Flush, names: c.names, reports: c.reports, log: c.log,
-		metrics: c.metrics, restarts: c.restarts, strips: c.strips, enqueue: c.queue.Add, enqueueAfter: c.queue.AddAfter, pauseOf: c.gates.PauseOf,
-		pausedAt: opts.Annotations.PausedAt}
+	c.tracker = safe.NewTracker(safe.TrackerDeps{Defaults: opts.Follow, Clock: opts.Clock,
+		Store: c.state.Kind(entrykeys.HoldPrefix, entrykeys.RollbackReadPrefix), Flusher: c.state, Names: c.names, Reports: c.reports,
+		Log: c.log, Metrics: c.metrics, Runs: runs.Rollbacks{Restarts: c.restarts, Strips: c.strips}, Queue: c.queue, Pauses: c.gates,
+		PausedAt: opts.Annotations.PausedAt})
 	c.rule = &rule{annotations: opts.Annotations, strategy: opts.Strategy, reloadOnCreate: opts.ReloadOnCreate,
 		reloadOnDelete: opts.ReloadOnDelete, caches: c.caches, records: c.records, store: c.state.Configs(), names: c.names,
 		tracker: c.tracker, restarts: c.restarts, strips: c.strips, stakater: &c.stakater}
@@ -278,7 +278,7 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 	if opts.DryRun {
 		c.rule.rehearsed = c.rehearsal.view
 	}
-	c.lag = &lagCheck{store: c.state.Configs(), names: c.names, lookup: c.caches.lookup, live: liveVersion(clients)}
+	c.lag = safe.NewLag(c.records, c.rule, safe.LiveClients{Clients: clients})
 	c.validation = safe.NewValidation(safe.ValidationDeps{Records: c.records, Reports: c.reports, Log: c.log,
 		Counter: c.metrics.InvalidChanges, Gates: c.gates, Queue: c.queue, Dependents: c.rule,
 		Cache: c.rule, Watched: c.caches, Webhook: opts.Webhook.URL != ""})
@@ -300,10 +300,10 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 
 // retryLimiter spaces the retries of one key exponentially, but never more than 5 s apart, so a
 // reload that failed during an API outage happens within seconds of its end.
-func retryLimiter() workqueue.TypedRateLimiter[key] {
+func retryLimiter() workqueue.TypedRateLimiter[workload.Key] {
 	return workqueue.NewTypedMaxOfRateLimiter(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[key](20*time.Millisecond, 5*time.Second),
-		&workqueue.TypedBucketRateLimiter[key]{Limiter: newBucket(50, 300)},
+		workqueue.NewTypedItemExponentialFailureRateLimiter[workload.Key](20*time.Millisecond, 5*time.Second),
+		&workqueue.TypedBucketRateLimiter[workload.Key]{Limiter: newBucket(50, 300)},
 	)
 }
 
@@ -541,7 +541,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	return true
 }
 
-func (c *Controller) sync(ctx context.Context, k key) error {
+func (c *Controller) sync(ctx context.Context, k workload.Key) error {
 	if _, ok := c.caches.configs[k.Kind]; ok {
 		defer c.metrics.Stakater.ConfigSynced(k.Kind)
 		if c.webhook != nil {
@@ -552,7 +552,7 @@ func (c *Controller) sync(ctx context.Context, k key) error {
 	if kind, ok := c.caches.kinds[k.Kind]; ok {
 		return c.syncWorkload(ctx, kind, k)
 	}
-	if kind, ok := c.caches.kinds[strings.TrimPrefix(k.Kind, rolloutPrefix)]; ok {
+	if kind, ok := c.caches.kinds[strings.TrimPrefix(k.Kind, safe.RolloutPrefix)]; ok {
 		if c.opts.DryRun {
 			return nil // a dry run follows no rollout: it started none
 		}

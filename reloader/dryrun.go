@@ -22,7 +22,9 @@ import (
 	"github.com/reloader/reloader/internal/kube"
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/internal/report"
 	"github.com/reloader/reloader/reloader/safe"
+	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
 
@@ -31,7 +33,7 @@ import (
 // (workload, config content) is reported once per process, also when another writer's version
 // of the workload has replaced that view.
 type rehearsal struct {
-	reports *reporter
+	reports *report.Reporter
 	metrics *metrics.Metrics
 	log     *slog.Logger
 	clock   func() time.Time
@@ -40,11 +42,11 @@ type rehearsal struct {
 	gates      *safe.Gates
 
 	mu   sync.Mutex
-	said map[key]map[policy.ConfigRef]string // workload → config → the value last reported
+	said map[workload.Key]map[policy.ConfigRef]string // workload → config → the value last reported
 	// as holds each workload as the patches reported would have left it, over the cached
 	// version they were computed from: the rule judges that, so a later change (a revert too)
 	// is judged against what a real run would have written.
-	as map[key]rehearsed
+	as map[workload.Key]rehearsed
 }
 
 // rehearsed is a workload as the reported patches would have left it (obj), over base, the
@@ -75,13 +77,13 @@ func (s specOf) same(m metav1.Object) bool {
 		maps.Equal(s.labels, m.GetLabels()) && maps.Equal(s.annotations, m.GetAnnotations())
 }
 
-func newRehearsal(reports *reporter, m *metrics.Metrics, log *slog.Logger, clock func() time.Time) *rehearsal {
-	return &rehearsal{reports: reports, metrics: m, log: log, clock: clock, said: map[key]map[policy.ConfigRef]string{}, as: map[key]rehearsed{}}
+func newRehearsal(reports *report.Reporter, m *metrics.Metrics, log *slog.Logger, clock func() time.Time) *rehearsal {
+	return &rehearsal{reports: reports, metrics: m, log: log, clock: clock, said: map[workload.Key]map[policy.ConfigRef]string{}, as: map[workload.Key]rehearsed{}}
 }
 
 // pretend records w (as viewed: with the patches reported before) as the patch of changes would
 // have left it.
-func (r *rehearsal) pretend(w workloadView, changes []policy.Change) error {
+func (r *rehearsal) pretend(w workload.View, changes []policy.Change) error {
 	ops, err := w.Target.Ops(w.Meta, w.Tmpl, changes, r.clock())
 	if err != nil || len(ops) == 0 {
 		return err
@@ -104,12 +106,12 @@ func (r *rehearsal) pretend(w workloadView, changes []policy.Change) error {
 // were applied to, or one that differs from it by its status only. A newer version, written by
 // someone else, is the truth again: the workload is judged by it and by the state in memory, as a
 // real run judges one whose marker was removed.
-func (r *rehearsal) view(kind *workloadKind, obj any) any {
+func (r *rehearsal) view(kind *workload.Kind, obj any) any {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return obj
 	}
-	k := key{Kind: kind.Name, Namespace: m.GetNamespace(), Name: m.GetName()}
+	k := workload.Key{Kind: kind.Name, Namespace: m.GetNamespace(), Name: m.GetName()}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	as, ok := r.as[k]
@@ -164,7 +166,7 @@ func patched(obj any, ops []policy.JSONOp) (any, error) {
 
 // report tells, once, the changes of w not already told: a WouldReload Event, a log line and
 // reloader_reloads_total{result="dry-run"}.
-func (r *rehearsal) report(w workloadView, changes []policy.Change) {
+func (r *rehearsal) report(w workload.View, changes []policy.Change) {
 	fresh := r.unsaid(w.Key, changes)
 	if len(fresh) == 0 {
 		return
@@ -176,7 +178,7 @@ func (r *rehearsal) report(w workloadView, changes []policy.Change) {
 }
 
 // unsaid records changes as told for workload k and returns those that were not yet.
-func (r *rehearsal) unsaid(k key, changes []policy.Change) []policy.Change {
+func (r *rehearsal) unsaid(k workload.Key, changes []policy.Change) []policy.Change {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	said := r.said[k]
@@ -196,7 +198,7 @@ func (r *rehearsal) unsaid(k key, changes []policy.Change) []policy.Change {
 
 // forget drops what was told and pretended of a deleted workload: one created again under its
 // name is another workload, whose due reloads a real run would make.
-func (r *rehearsal) forget(k key) {
+func (r *rehearsal) forget(k workload.Key) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.said, k)
@@ -205,7 +207,7 @@ func (r *rehearsal) forget(k key) {
 
 // rehearse is syncWorkload's dry-run end: what is due and not held by validation or a closed
 // gate is reported; nothing is written (no pause started or ended, no Job run, no state).
-func (r *rehearsal) rehearse(w workloadView, changes []policy.Change) error {
+func (r *rehearsal) rehearse(w workload.View, changes []policy.Change) error {
 	if len(changes) == 0 || r.validation.HoldsInvalid(w) {
 		return nil
 	}

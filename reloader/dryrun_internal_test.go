@@ -11,6 +11,7 @@ import (
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader/internal/report"
+	"github.com/reloader/reloader/reloader/workload"
 )
 
 func TestADryRunReportsAgainForAWorkloadCreatedAgainUnderADeletedOnesName(t *testing.T) {
@@ -18,7 +19,7 @@ func TestADryRunReportsAgainForAWorkloadCreatedAgainUnderADeletedOnesName(t *tes
 	log := slog.New(slog.DiscardHandler)
 	r := newRehearsal(report.New(events, log), metrics.New("test"), log, nil)
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", ResourceVersion: "1"}}
-	w := workloadView{Key: key{Kind: "Deployment", Namespace: "ns", Name: "web"}, Kind: &workloadKind{Name: "Deployment"}, Obj: d, Meta: d, Tmpl: &d.Spec.Template}
+	w := workload.View{Key: workload.Key{Kind: "Deployment", Namespace: "ns", Name: "web"}, Kind: &workload.Kind{Name: "Deployment"}, Obj: d, Meta: d, Tmpl: &d.Spec.Template}
 	changes := []policy.Change{{Ref: policy.ConfigRef{Kind: policy.KindConfigMap, Name: "app-config"}, Value: "abc"}}
 	told := func() int { return len(events.Events) }
 

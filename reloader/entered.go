@@ -3,6 +3,8 @@ package reloader
 import (
 	"sync"
 	"time"
+
+	"github.com/reloader/reloader/reloader/workload"
 )
 
 // enteredConfigs marks the configs of a namespace that entered --namespace-selector, until
@@ -12,7 +14,7 @@ import (
 // (configs.Tombstones.Entered). It also keeps when each namespace was seen leaving the selection.
 type enteredConfigs struct {
 	mu   sync.Mutex
-	m    map[key]time.Time // config → when its namespace left (zero: not seen)
+	m    map[workload.Key]time.Time // config → when its namespace left (zero: not seen)
 	left map[string]time.Time
 }
 
@@ -37,18 +39,18 @@ func (e *enteredConfigs) enter(ns string) time.Time {
 }
 
 // mark notes that config k's namespace entered the selection, having left it at left.
-func (e *enteredConfigs) mark(k key, left time.Time) {
+func (e *enteredConfigs) mark(k workload.Key, left time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.m == nil {
-		e.m = map[key]time.Time{}
+		e.m = map[workload.Key]time.Time{}
 	}
 	e.m[k] = left
 }
 
 // take reports whether k's namespace entered the selection since k's last take, and when it
 // had left it, and clears it.
-func (e *enteredConfigs) take(k key) (left time.Time, entered bool) {
+func (e *enteredConfigs) take(k workload.Key) (left time.Time, entered bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	left, entered = e.m[k]

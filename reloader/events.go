@@ -11,6 +11,7 @@ import (
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader/configs"
+	"github.com/reloader/reloader/reloader/internal/report"
 	"github.com/reloader/reloader/reloader/runs"
 	"github.com/reloader/reloader/reloader/safe"
 	"github.com/reloader/reloader/reloader/workload"
@@ -20,9 +21,9 @@ import (
 // events is the informers' handlers: each event is recorded with the parts that follow it, and
 // its keys queued (or, at start-up, put in the backlog).
 type events struct {
-	enqueue        func(key)
+	enqueue        func(workload.Key)
 	backlog        *backlog
-	coalescer      *coalesce.Coalescer[key]
+	coalescer      *coalesce.Coalescer[workload.Key]
 	clock          coalesce.Clock
 	reloadOnCreate bool
 	metrics        *metrics.Metrics
@@ -33,11 +34,11 @@ type events struct {
 	records         *configs.Records
 	changes         *changeLog
 	entered         *enteredConfigs
-	reports         *reporter
+	reports         *report.Reporter
 	strips          *runs.Strips
 	notes           *runs.Notes
 	restarts        *runs.Restarts
-	tracker         *tracker
+	tracker         *safe.Tracker
 	entries         *workloadEntries
 	gates           *safe.Gates
 	rehearsal       *rehearsal
@@ -56,15 +57,15 @@ func (e *events) watchConfigs(kind string, inf cache.SharedIndexInformer) error 
 			if initial {
 				return // the start-up pass decides, once the caches have synced
 			}
-			e.strips.ConfigChanged(k, holdsNoneOf(obj.(*configRecord)))
-			e.notes.ConfigChanged(k, obj.(*configRecord))
+			e.strips.ConfigChanged(k, holdsNoneOf(obj.(*configs.Record)))
+			e.notes.ConfigChanged(k, obj.(*configs.Record))
 			e.changes.observe(k, e.clock.Now())
 			e.enqueue(k)
 		},
 		UpdateFunc: func(old, obj any) {
 			k := objectKey(kind, obj)
 			e.metrics.Stakater.ConfigEvent("update", kind, e.caches.allowed(k.Namespace))
-			if before, after := old.(*configRecord), obj.(*configRecord); !before.SameContent(after) {
+			if before, after := old.(*configs.Record), obj.(*configs.Record); !before.SameContent(after) {
 				e.strips.ConfigChanged(k, func(keys []string) bool {
 					return e.records.Content(before, keys).Value == e.records.Content(after, keys).Value
 				})
@@ -90,7 +91,7 @@ func (e *events) watchConfigs(kind string, inf cache.SharedIndexInformer) error 
 // watchWorkloads indexes workloads by the configs they reload on. A new workload, or one whose
 // spec or annotations changed (our own patch included), is synced, and its configs too, so that
 // their state advances once it holds their content, or once it stops reloading on them.
-func (e *events) watchWorkloads(k *workloadKind) error {
+func (e *events) watchWorkloads(k *workload.Kind) error {
 	k.ByConfig = workload.NewDependents()
 	reg, err := k.Informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
@@ -100,12 +101,12 @@ func (e *events) watchWorkloads(k *workloadKind) error {
 				e.notes.Created(k, obj)
 			}
 			e.workloadChanged(k, obj, initial)
-			e.tracker.watch(k, obj)
+			e.tracker.Watch(k, obj)
 		},
 		UpdateFunc: func(old, obj any) {
 			if om, nm := workload.MetadataOf(old), workload.MetadataOf(obj); !decisive(e.decisiveAnnotations, om.(metav1.Object), nm.(metav1.Object)) {
 				// A status update: what the index holds depends on nothing it changes.
-				e.tracker.watch(k, nm) // it may end a rollout
+				e.tracker.Watch(k, nm) // it may end a rollout
 				if e.annotationCheck.keysChanged(om.(metav1.Object), nm.(metav1.Object)) {
 					e.annotationCheck.check(k, workload.Unpacked(obj))
 				}
@@ -123,7 +124,7 @@ func (e *events) watchWorkloads(k *workloadKind) error {
 			// The configs it reloaded on before are synced too: one it no longer reloads on may
 			// have had its state held back by it alone.
 			e.caches.configsOf(k, old, e.enqueue)
-			e.tracker.watch(k, obj)
+			e.tracker.Watch(k, obj)
 		},
 		DeleteFunc: func(obj any) {
 			obj = workload.Unpacked(obj)
@@ -141,8 +142,8 @@ func (e *events) watchWorkloads(k *workloadKind) error {
 // index files a workload under the configs it may reload on, in place of those of old (the
 // object it was filed with; nil for a new one), before its event is handled: what the event
 // queues reads the index. obj is nil for a deleted one; both are decoded.
-func (e *events) index(k *workloadKind, old, obj any) {
-	var from, to []key
+func (e *events) index(k *workload.Kind, old, obj any) {
+	var from, to []workload.Key
 	w := old
 	if old != nil {
 		from = e.caches.indexKeys(k, old)
@@ -158,14 +159,14 @@ func (e *events) index(k *workloadKind, old, obj any) {
 // those read by single keys are queued here, so their per-key state exists before a change,
 // and with --reload-on-create all, so that an absent one gets its tombstone. The start-up's
 // keys wait in the backlog (backlog.go).
-func (e *events) workloadChanged(k *workloadKind, obj any, initial bool) {
+func (e *events) workloadChanged(k *workload.Kind, obj any, initial bool) {
 	e.annotationCheck.check(k, obj)
 	meta, tmpl := k.Template(obj)
 	add := e.enqueue
 	if initial {
 		add = e.backlog.add
 	}
-	if w := (key{Kind: k.Name, Namespace: meta.GetNamespace(), Name: meta.GetName()}); !e.coalescer.Open(w) {
+	if w := (workload.Key{Kind: k.Name, Namespace: meta.GetNamespace(), Name: meta.GetName()}); !e.coalescer.Open(w) {
 		add(w)
 	}
 	if !initial || e.reloadOnCreate {
@@ -184,15 +185,15 @@ func (e *events) workloadChanged(k *workloadKind, obj any, initial bool) {
 
 // workloadGone forgets a deleted workload; its configs are synced, since it no longer holds
 // back their state.
-func (e *events) workloadGone(k *workloadKind, obj any) {
+func (e *events) workloadGone(k *workload.Kind, obj any) {
 	obj = deletedObject(obj)
 	if meta, _ := k.Template(obj); meta != nil {
-		w := key{Kind: k.Name, Namespace: meta.GetNamespace(), Name: meta.GetName()}
+		w := workload.Key{Kind: k.Name, Namespace: meta.GetNamespace(), Name: meta.GetName()}
 		e.reports.Forget(string(meta.GetUID()))
 		e.strips.WorkloadGone(w)
 		e.notes.WorkloadGone(w)
 		e.restarts.WorkloadGone(w, meta.GetResourceVersion())
-		e.tracker.forget(w)
+		e.tracker.Forget(w)
 		e.entries.lift(k, obj)
 		e.gates.Forget(w)
 		e.rehearsal.forget(w)
@@ -232,15 +233,15 @@ func (e *events) watchNamespaces(namespaces cache.SharedIndexInformer) error {
 
 // stateConfigs lists the configs of namespace ns of a watched kind that the state has an entry
 // of, live or tombstoned.
-func (e *events) stateConfigs(ns string) []key {
-	var out []key
+func (e *events) stateConfigs(ns string) []workload.Key {
+	var out []workload.Key
 	for _, skey := range e.state.ConfigKeys() {
 		kind, ens, name, ok := state.ParseKey(skey)
 		if ens == "" {
 			ens = e.namespace
 		}
 		if _, watched := e.caches.configs[kind]; ok && watched && ens == ns {
-			out = append(out, key{Kind: kind, Namespace: ns, Name: name})
+			out = append(out, workload.Key{Kind: kind, Namespace: ns, Name: name})
 		}
 	}
 	return out

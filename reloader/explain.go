@@ -191,12 +191,12 @@ func (x *Explainer) Explain(ctx context.Context, q Query) (Explanation, error) {
 }
 
 // unjudged is config r of w as the sync does not judge it: w does not reload on it.
-func (x *Explainer) unjudged(w workloadView, r policy.ConfigRef) pair {
+func (x *Explainer) unjudged(w workload.View, r policy.ConfigRef) pair {
 	return pair{ref: r, watched: x.caches.Watched(r.Kind), rec: x.caches.lookup(workload.ConfigKey(r, w.Key.Namespace))}
 }
 
 // explainPair is one config of w as the plan judged it.
-func (x *Explainer) explainPair(w workloadView, p plan, pr pair) Config {
+func (x *Explainer) explainPair(w workload.View, p plan, pr pair) Config {
 	out := Config{Kind: pr.ref.Kind, Name: pr.ref.Name, Exists: pr.rec != nil, Read: policy.ReferencesTo(&w.Tmpl.Spec, pr.ref),
 		ReloadsOn: pr.triggers, Keys: pr.j.Keys, Reload: pr.triggers && pr.j.Reload}
 	if pr.rec != nil {
@@ -246,7 +246,7 @@ func rolledBackAt(history string, r policy.ConfigRef) *time.Time {
 }
 
 // explainWhyNot says why w does not reload on config pr.ref at all, or "" when it does.
-func (x *Explainer) explainWhyNot(w workloadView, pr pair) string {
+func (x *Explainer) explainWhyNot(w workload.View, pr pair) string {
 	a := x.annotations
 	candidate := slices.Contains(x.rule.ReloadsOn(w), pr.ref)
 	switch {

@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 
+	"github.com/reloader/reloader/reloader/safe"
 	"github.com/reloader/reloader/reloader/workload"
 )
 
@@ -27,7 +28,7 @@ func (c *Controller) JudgeRolloutAsCached(ctx context.Context, d *appsv1.Deploym
 	if !ok {
 		return nil
 	}
-	return c.tracker.sync(ctx, rolloutKey(w.Key), w)
+	return c.tracker.Sync(ctx, safe.RolloutKey(w.Key), w)
 }
 
 // Recorded is the content the state holds in memory under a config's entry key ("" for none or

@@ -15,7 +15,9 @@ import (
 	"github.com/reloader/reloader/confighash"
 	"github.com/reloader/reloader/internal/kube"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/configs"
 	"github.com/reloader/reloader/reloader/jobs"
+	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
 
@@ -35,7 +37,7 @@ func (c *Controller) buildInformers() error {
 		c.caches.configs[policy.KindSecret] = kube.NewInformer[*corev1.SecretList](c.clients.Link, c.clients.Secrets(ns), &corev1.Secret{},
 			func(o *metav1.ListOptions) { bySelector(o); o.FieldSelector = byType }, c.records.Transform)
 	}
-	c.caches.kinds = map[string]*workloadKind{}
+	c.caches.kinds = map[string]*workload.Kind{}
 	if c.opts.Webhook.URL == "" { // --webhook-url reloads nothing, so it watches no workload
 		c.caches.kinds = selectKinds(c.opts, c.clients, c.records.Transform, c.opts.HashKey.noteKey)
 		if k := c.caches.kinds["Job"]; k != nil {
@@ -118,7 +120,7 @@ func watchError(what string, log *slog.Logger) cache.WatchErrorHandlerWithContex
 // read only such keys read the same whether rec exists or not, so a deletion or a creation of
 // it changes nothing they run (soak seed 1795669739113515719@4: a workload created while the
 // state was behind, reading an absent optional key, restarted for a recreation without the key).
-func holdsNoneOf(rec *configRecord) func(keys []string) bool {
+func holdsNoneOf(rec *configs.Record) func(keys []string) bool {
 	return func(keys []string) bool {
 		if rec == nil {
 			return false
@@ -128,8 +130,8 @@ func holdsNoneOf(rec *configRecord) func(keys []string) bool {
 }
 
 // recordOf is the config record of a deletion event; nil when the informer lost it.
-func recordOf(obj any) *configRecord {
-	rec, _ := deletedObject(obj).(*configRecord)
+func recordOf(obj any) *configs.Record {
+	rec, _ := deletedObject(obj).(*configs.Record)
 	return rec
 }
 
@@ -165,7 +167,7 @@ func decisive(annotations []string, old, obj metav1.Object) bool {
 
 // patternKey indexes the workloads whose reload annotations hold a pattern for configs of this
 // kind in this namespace: no config has an empty name.
-func patternKey(kind, ns string) key { return key{Kind: kind, Namespace: ns} }
+func patternKey(kind, ns string) workload.Key { return workload.Key{Kind: kind, Namespace: ns} }
 
 // jobsAPI serves reloader/jobs the Jobs of a namespace.
 type jobsAPI struct{ clients *kube.Clients }

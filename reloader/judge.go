@@ -9,6 +9,7 @@ import (
 	"github.com/reloader/reloader/reloader/configs"
 	"github.com/reloader/reloader/reloader/internal/entrykeys"
 	"github.com/reloader/reloader/reloader/runs"
+	"github.com/reloader/reloader/reloader/safe"
 	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
@@ -24,37 +25,37 @@ type rule struct {
 	records                        *configs.Records
 	store                          *state.Configs
 	names                          entrykeys.Names
-	tracker                        *tracker       // holds: reloads rolled back
+	tracker                        *safe.Tracker  // holds: reloads rolled back
 	restarts                       *runs.Restarts // what a restart's pods may read unseen (reloader/runs)
 	strips                         *runs.Strips   // what a workload runs without a marker
 	// stakater: stakater's variables are compared, until the first comparison is over
 	// (stakater.go); a config entry the state loses later is not compared again.
 	stakater *atomic.Bool
 	// rehearsed, with --dry-run, is a workload as the patches reported would have left it.
-	rehearsed func(kind *workloadKind, obj any) any
+	rehearsed func(kind *workload.Kind, obj any) any
 }
 
 // View is the workload read once, if its namespace is in the selection.
-func (ru *rule) View(kind *workloadKind, obj any) (workloadView, bool) {
+func (ru *rule) View(kind *workload.Kind, obj any) (workload.View, bool) {
 	w, ok := ru.viewInAnyNamespace(kind, obj)
 	if !ok || !ru.caches.allowed(w.Key.Namespace) {
-		return workloadView{}, false
+		return workload.View{}, false
 	}
 	return w, true
 }
 
 // viewInAnyNamespace is the workload read once, whether its namespace is in the selection or
 // not: what its pods read does not depend on the selection.
-func (ru *rule) viewInAnyNamespace(kind *workloadKind, obj any) (workloadView, bool) {
+func (ru *rule) viewInAnyNamespace(kind *workload.Kind, obj any) (workload.View, bool) {
 	if ru.rehearsed != nil {
 		obj = ru.rehearsed(kind, obj) // dryrun.go: as the dry run's reported patches left it
 	}
 	meta, tmpl := kind.Template(obj)
 	if tmpl == nil {
-		return workloadView{}, false
+		return workload.View{}, false
 	}
-	return workloadView{
-		Key:    key{Kind: kind.Name, Namespace: meta.GetNamespace(), Name: meta.GetName()},
+	return workload.View{
+		Key:    workload.Key{Kind: kind.Name, Namespace: meta.GetNamespace(), Name: meta.GetName()},
 		Kind:   kind,
 		Obj:    obj,
 		Meta:   meta,
@@ -70,18 +71,18 @@ func (ru *rule) viewInAnyNamespace(kind *workloadKind, obj any) (workloadView, b
 
 // judge applies the rule to workload w and config r (rec nil: it does not exist). triggers is
 // false when the workload does not reload on r at all, nor on content that does not validate.
-func (ru *rule) judge(w workloadView, r policy.ConfigRef, rec *configRecord) (j workload.Judgement, triggers bool) {
+func (ru *rule) judge(w workload.View, r policy.ConfigRef, rec *configs.Record) (j workload.Judgement, triggers bool) {
 	pj := policy.Judge(ru.pairFacts(w, r, rec))
 	return workload.JudgementOf(pj), pj.Triggers
 }
 
 // pairFacts gathers, read only, what policy.Judge weighs of workload w and config r: what the
 // workload carries, what the config is, and what the state and the reloader's parts remember.
-func (ru *rule) pairFacts(w workloadView, r policy.ConfigRef, rec *configRecord) policy.PairFacts {
+func (ru *rule) pairFacts(w workload.View, r policy.ConfigRef, rec *configs.Record) policy.PairFacts {
 	ann := w.Meta.GetAnnotations()
 	want, keys, triggers := ru.wanted(w, r, rec)
 	runs, read, known := ru.restarts.Runs(w.Key, r)
-	held, staleHold := ru.tracker.held(w.Key, r, want)
+	held, staleHold := ru.tracker.HeldAfterRollback(w.Key, r, want)
 	stakaterValue, stakaterSet := policy.EnvValue(w.Tmpl, policy.StakaterVar(r))
 	e, inState := ru.store.Get(ru.names.Config(workload.ConfigKey(r, w.Key.Namespace)))
 	f := policy.PairFacts{
@@ -95,7 +96,7 @@ func (ru *rule) pairFacts(w workloadView, r policy.ConfigRef, rec *configRecord)
 		Held:                held,
 		StaleHold:           staleHold,
 		Unseen:              ru.restarts.Unseen(w.Key, r),
-		RollbackRan:         ru.tracker.rollbackRan(w, r, heldAs(want.Value)),
+		RollbackRan:         ru.tracker.RollbackRan(w, r, safe.HeldAs(want.Value)),
 		Runs:                policy.RestartRuns{Value: runs, Keys: read, Known: known},
 		Awaiting:            ru.restarts.Awaiting(w.Key, r),
 		Waits:               policy.Waits(&w.Tmpl.Spec, r),
@@ -114,7 +115,7 @@ func (ru *rule) pairFacts(w workloadView, r policy.ConfigRef, rec *configRecord)
 
 // configFacts gathers the facts of a config that exists: its own, and what the workload
 // carries of it without a marker of ours.
-func (ru *rule) configFacts(f *policy.PairFacts, w workloadView, rec *configRecord) {
+func (ru *rule) configFacts(f *policy.PairFacts, w workload.View, rec *configs.Record) {
 	f.Ignored = ru.annotations.Ignores(rec.Annotations())
 	f.Invalid = rec.Invalid() != ""
 	f.Whole = ru.records.Content(rec, nil)
@@ -128,7 +129,7 @@ func (ru *rule) configFacts(f *policy.PairFacts, w workloadView, rec *configReco
 
 // ReloadsOn lists, once each, the configs workload w may reload on: those its pod spec uses or
 // its annotations name, then those its patterns match.
-func (ru *rule) ReloadsOn(w workloadView) []policy.ConfigRef {
+func (ru *rule) ReloadsOn(w workload.View) []policy.ConfigRef {
 	refs := w.Policy.Candidates(w.Uses)
 	for _, r := range ru.caches.matchedByPattern(w.Policy, w.Key.Namespace) {
 		if !slices.Contains(refs, r) {
@@ -140,7 +141,7 @@ func (ru *rule) ReloadsOn(w workloadView) []policy.ConfigRef {
 
 // WantedExisting is wanted for a config that exists, with its record; ok is false when it does
 // not exist or w does not reload on it.
-func (ru *rule) WantedExisting(w workloadView, r policy.ConfigRef) (rec *configRecord, want policy.Content, keys []string, ok bool) {
+func (ru *rule) WantedExisting(w workload.View, r policy.ConfigRef) (rec *configs.Record, want policy.Content, keys []string, ok bool) {
 	if rec = ru.caches.lookup(workload.ConfigKey(r, w.Key.Namespace)); rec == nil {
 		return nil, want, nil, false
 	}
@@ -150,7 +151,7 @@ func (ru *rule) WantedExisting(w workloadView, r policy.ConfigRef) (rec *configR
 
 // wanted is what workload w's marker for config r should hold (nothing for a config that does
 // not exist) and the keys it reads (nil: all); triggers is false when w does not reload on r.
-func (ru *rule) wanted(w workloadView, r policy.ConfigRef, rec *configRecord) (want policy.Content, keys []string, triggers bool) {
+func (ru *rule) wanted(w workload.View, r policy.ConfigRef, rec *configs.Record) (want policy.Content, keys []string, triggers bool) {
 	matched := rec != nil && ru.annotations.Matches(rec.Annotations())
 	triggers, keys = w.Policy.Triggers(r, w.Uses[r], matched)
 	switch {
@@ -169,7 +170,7 @@ func (ru *rule) wanted(w workloadView, r policy.ConfigRef, rec *configRecord) (w
 
 // keyStates gives, for each of keys (nil: none), rec's current content of it and the state's
 // per-key entry.
-func (ru *rule) keyStates(c key, rec *configRecord, keys []string) func() []policy.KeyRecord {
+func (ru *rule) keyStates(c workload.Key, rec *configs.Record, keys []string) func() []policy.KeyRecord {
 	return func() []policy.KeyRecord {
 		skey := ru.names.Config(c)
 		out := make([]policy.KeyRecord, 0, len(keys))
@@ -183,7 +184,7 @@ func (ru *rule) keyStates(c key, rec *configRecord, keys []string) func() []poli
 
 // ReadByOthers is what pods that another actor's change of w started read of config r (nil:
 // nothing to note), as policy.ReadByOthers says.
-func (ru *rule) ReadByOthers(w workloadView, r policy.ConfigRef) *runs.Read {
+func (ru *rule) ReadByOthers(w workload.View, r policy.ConfigRef) *runs.Read {
 	f := ru.pairFacts(w, r, ru.caches.lookup(workload.ConfigKey(r, w.Key.Namespace)))
 	switch policy.ReadByOthers(f) {
 	case policy.ReadAbsent:
@@ -213,15 +214,15 @@ func (ru *rule) CachedVersion(namespace string) func(policy.ConfigRef, *runs.Rea
 
 // Lookup is config k's record in the cache, nil when it does not exist or is not watched
 // (caches.lookup).
-func (ru *rule) Lookup(k key) *configRecord { return ru.caches.lookup(k) }
+func (ru *rule) Lookup(k workload.Key) *configs.Record { return ru.caches.lookup(k) }
 
 // Dependents judges every workload that reloads on the config.
-func (ru *rule) Dependents(k key, rec *configRecord) []workload.Dependent {
+func (ru *rule) Dependents(k workload.Key, rec *configs.Record) []workload.Dependent {
 	return ru.judgeAll(k, rec, func(_ workload.Judgement, triggers bool) bool { return triggers })
 }
 
 // created lists when each workload that reloads on the config was created.
-func (ru *rule) created(k key) []time.Time {
+func (ru *rule) created(k workload.Key) []time.Time {
 	var out []time.Time
 	for _, kind := range ru.caches.kinds {
 		for _, o := range ru.caches.indexed(kind, k) {
@@ -237,12 +238,12 @@ func (ru *rule) created(k key) []time.Time {
 
 // staleHolds judges every workload that reloads on the config, for the holds on it that the
 // content ends, content that does not validate included.
-func (ru *rule) staleHolds(k key, rec *configRecord) []workload.Dependent {
+func (ru *rule) staleHolds(k workload.Key, rec *configs.Record) []workload.Dependent {
 	return ru.judgeAll(k, rec, func(j workload.Judgement, _ bool) bool { return j.StaleHold })
 }
 
 // judgeAll judges every workload the index holds under the config, and keeps those keep says.
-func (ru *rule) judgeAll(k key, rec *configRecord, keep func(j workload.Judgement, triggers bool) bool) []workload.Dependent {
+func (ru *rule) judgeAll(k workload.Key, rec *configs.Record, keep func(j workload.Judgement, triggers bool) bool) []workload.Dependent {
 	var out []workload.Dependent
 	for _, kind := range ru.caches.kinds {
 		for _, o := range ru.caches.indexed(kind, k) {

@@ -32,14 +32,14 @@ const (
 type kindEntry struct {
 	typ     string
 	enabled func(Options) bool
-	build   func() *workloadKind
+	build   func() *workload.Kind
 }
 
 // kindTable lists every workload kind; adding a kind is adding an entry.
 func kindTable(c *kube.Clients, ns string, transform cache.TransformFunc, key jobs.RunKey) []kindEntry {
 	always := func(Options) bool { return true }
 	return []kindEntry{
-		{TypeDeployments, always, func() *workloadKind {
+		{TypeDeployments, always, func() *workload.Kind {
 			k := workload.TypedKind("Deployment", &appsv1.Deployment{},
 				func(d *appsv1.Deployment) *corev1.PodTemplateSpec { return &d.Spec.Template },
 				func(ns string) workload.TypedClient[*appsv1.Deployment, *appsv1.DeploymentList] {
@@ -48,7 +48,7 @@ func kindTable(c *kube.Clients, ns string, transform cache.TransformFunc, key jo
 			k.Paused = func(o any) bool { return o.(*appsv1.Deployment).Spec.Paused }
 			return k
 		}},
-		{TypeStatefulSets, always, func() *workloadKind {
+		{TypeStatefulSets, always, func() *workload.Kind {
 			k := workload.TypedKind("StatefulSet", &appsv1.StatefulSet{},
 				func(s *appsv1.StatefulSet) *corev1.PodTemplateSpec { return &s.Spec.Template },
 				func(ns string) workload.TypedClient[*appsv1.StatefulSet, *appsv1.StatefulSetList] {
@@ -59,7 +59,7 @@ func kindTable(c *kube.Clients, ns string, transform cache.TransformFunc, key jo
 			}
 			return k
 		}},
-		{TypeDaemonSets, always, func() *workloadKind {
+		{TypeDaemonSets, always, func() *workload.Kind {
 			k := workload.TypedKind("DaemonSet", &appsv1.DaemonSet{},
 				func(d *appsv1.DaemonSet) *corev1.PodTemplateSpec { return &d.Spec.Template },
 				func(ns string) workload.TypedClient[*appsv1.DaemonSet, *appsv1.DaemonSetList] {
@@ -70,9 +70,9 @@ func kindTable(c *kube.Clients, ns string, transform cache.TransformFunc, key jo
 			}
 			return k
 		}},
-		{TypeCronJobs, always, func() *workloadKind { return jobs.CronJobKind(c, ns, c.Link, transform, key) }},
-		{TypeJobs, always, func() *workloadKind { return jobs.JobKind(c, ns, c.Link, transform) }},
-		{TypeRollouts, func(o Options) bool { return o.ArgoRollouts }, func() *workloadKind {
+		{TypeCronJobs, always, func() *workload.Kind { return jobs.CronJobKind(c, ns, c.Link, transform, key) }},
+		{TypeJobs, always, func() *workload.Kind { return jobs.JobKind(c, ns, c.Link, transform) }},
+		{TypeRollouts, func(o Options) bool { return o.ArgoRollouts }, func() *workload.Kind {
 			k := workload.DynamicKind("Rollout", workload.RolloutsGVR, c.Dynamic, ns, c.Link, transform)
 			k.TemplateRef = workload.WorkloadRef
 			// Argo refuses a template beside a workloadRef: the reloader never writes one there.
@@ -84,15 +84,15 @@ func kindTable(c *kube.Clients, ns string, transform cache.TransformFunc, key jo
 			}
 			return k
 		}},
-		{TypeDeploymentConfigs, func(o Options) bool { return o.OpenShift }, func() *workloadKind {
+		{TypeDeploymentConfigs, func(o Options) bool { return o.OpenShift }, func() *workload.Kind {
 			return workload.DynamicKind("DeploymentConfig", workload.DeploymentConfigsGVR, c.Dynamic, ns, c.Link, transform)
 		}},
 	}
 }
 
 // selectKinds builds the enabled workload kinds, keyed by Kind.
-func selectKinds(opts Options, c *kube.Clients, transform cache.TransformFunc, key jobs.RunKey) map[string]*workloadKind {
-	kinds := map[string]*workloadKind{}
+func selectKinds(opts Options, c *kube.Clients, transform cache.TransformFunc, key jobs.RunKey) map[string]*workload.Kind {
+	kinds := map[string]*workload.Kind{}
 	for _, e := range kindTable(c, opts.listNamespace(), transform, key) {
 		if e.enabled(opts) && !slices.Contains(opts.IgnoredWorkloadTypes, e.typ) {
 			k := e.build()

@@ -10,22 +10,23 @@ import (
 	"github.com/reloader/reloader/alert"
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/internal/report"
 	"github.com/reloader/reloader/reloader/workload"
 )
 
 // outcomes records how a reload's patch ended, in the metrics, Events, the log and alerts: the
 // last step of a workload sync.
 type outcomes struct {
-	reports *reporter
+	reports *report.Reporter
 	metrics *metrics.Metrics
 	log     *slog.Logger
 	alerts  *alert.Sender // nil: no ALERT_ON_RELOAD
-	view    func(kind *workloadKind, obj any) (workloadView, bool)
+	view    func(kind *workload.Kind, obj any) (workload.View, bool)
 }
 
 // failed reports a failure once per workload and reason, counts it, and picks when to retry:
 // soon for a transient error, later for a refusal.
-func (o *outcomes) failed(w workloadView, reason, message string, err error) error {
+func (o *outcomes) failed(w workload.View, reason, message string, err error) error {
 	o.metrics.CountReload(w.Kind.Name, metrics.ResultFailure, w.Key.Namespace)
 	o.reports.Warn(w.Obj, string(w.Meta.GetUID()), reason, message)
 	err = fmt.Errorf("patch %s: %w", w.Key, err)
@@ -37,7 +38,7 @@ func (o *outcomes) failed(w workloadView, reason, message string, err error) err
 
 // reverted reports whether the object the patch returned still lacks a change: an admission
 // webhook may have undone it.
-func (o *outcomes) reverted(w workloadView, out any, changes []policy.Change) bool {
+func (o *outcomes) reverted(w workload.View, out any, changes []policy.Change) bool {
 	if out == nil {
 		return false
 	}
@@ -58,7 +59,7 @@ func (o *outcomes) reverted(w workloadView, out any, changes []policy.Change) bo
 // since is when the oldest of its changes was seen, if known. A workload
 // whose update strategy is OnDelete restarts nothing on a template change; that is said, not
 // hidden.
-func (o *outcomes) reloaded(w workloadView, changes []policy.Change, what string, since time.Time, known bool) {
+func (o *outcomes) reloaded(w workload.View, changes []policy.Change, what string, since time.Time, known bool) {
 	o.reports.Clear(string(w.Meta.GetUID()), "ReloadFailed", "ReloadReverted")
 	if known {
 		o.metrics.ObserveReload(w.Kind.Name, w.Key.Namespace, since)
@@ -78,7 +79,7 @@ func (o *outcomes) reloaded(w workloadView, changes []policy.Change, what string
 
 // alert queues an alert about a reload (ALERT_ON_RELOAD) naming the workload and the
 // configs that caused it, never their content. Queuing never waits for the sink.
-func (o *outcomes) alert(w workloadView, changes []policy.Change) {
+func (o *outcomes) alert(w workload.View, changes []policy.Change) {
 	if o.alerts == nil {
 		return
 	}

@@ -7,13 +7,15 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/reloader/reloader/reloader/workload"
 )
 
 // dropForbiddenKinds turns off, before the informers start, each kind with a probe that the
 // reloader may not list: a Role written before CronJob and Job reloads existed (or stakater's
 // chart with them ignored) would otherwise keep every cache from syncing, and so every reload
 // from happening. It is said once, with what to grant. It returns the informers left to run.
-func dropForbiddenKinds(ctx context.Context, kinds map[string]*workloadKind, informers []cache.SharedIndexInformer, log *slog.Logger) []cache.SharedIndexInformer {
+func dropForbiddenKinds(ctx context.Context, kinds map[string]*workload.Kind, informers []cache.SharedIndexInformer, log *slog.Logger) []cache.SharedIndexInformer {
 	for name, k := range kinds {
 		if k.Probe == nil {
 			continue

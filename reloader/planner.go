@@ -26,7 +26,7 @@ type planner struct {
 
 // plan judges workload w against every config it reloads on, and says which hold, if any,
 // keeps what is due; it only reads.
-func (pl *planner) plan(w workloadView) plan {
+func (pl *planner) plan(w workload.View) plan {
 	p := plan{due: pl.dueChanges(w)}
 	due := len(p.changes) > 0
 	switch {
@@ -55,7 +55,7 @@ func (pl *planner) plan(w workloadView) plan {
 }
 
 // dueChanges judges workload w against every config it reloads on; it only reads.
-func (pl *planner) dueChanges(w workloadView) due {
+func (pl *planner) dueChanges(w workload.View) due {
 	d := due{reads: map[policy.ConfigRef]*runs.Read{}}
 	for _, r := range pl.rule.ReloadsOn(w) {
 		if !pl.caches.Watched(r.Kind) {

@@ -1,16 +1,21 @@
 package reloader
 
-import "context"
+import (
+	"context"
+
+	"github.com/reloader/reloader/reloader/safe"
+	"github.com/reloader/reloader/reloader/workload"
+)
 
 // rollouts is the sync of a rollout key: it reads the followed workload from the cache, for the
 // tracker to judge its rollout.
 type rollouts struct {
 	rule    *rule
-	tracker *tracker
+	tracker *safe.Tracker
 }
 
 // sync reads the workload of rollout key k from the cache and hands it to the tracker.
-func (r rollouts) sync(ctx context.Context, kind *workloadKind, k key) error {
+func (r rollouts) sync(ctx context.Context, kind *workload.Kind, k workload.Key) error {
 	obj, exists, err := kind.Cached(k.CacheKey())
 	if err != nil || !exists {
 		return err
@@ -19,5 +24,5 @@ func (r rollouts) sync(ctx context.Context, kind *workloadKind, k key) error {
 	if !ok {
 		return nil
 	}
-	return r.tracker.sync(ctx, k, w)
+	return r.tracker.Sync(ctx, k, w)
 }

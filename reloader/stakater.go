@@ -73,7 +73,7 @@ func noteStakaterCompared(ctx context.Context, store *state.Store, drained func(
 
 // stakaterOthers gives stakater's hashes of the other configs w reloads on whose names fold to
 // r's variable (policy.StakaterFacts).
-func (ru *rule) stakaterOthers(w workloadView, r policy.ConfigRef) func() []string {
+func (ru *rule) stakaterOthers(w workload.View, r policy.ConfigRef) func() []string {
 	return func() []string {
 		var out []string
 		name := policy.StakaterVar(r)

@@ -19,6 +19,7 @@ import (
 	"github.com/reloader/reloader/reloader/internal/entrykeys"
 	"github.com/reloader/reloader/reloader/internal/report"
 	"github.com/reloader/reloader/reloader/runs"
+	"github.com/reloader/reloader/reloader/safe"
 	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 	"github.com/reloader/reloader/state/statetest"
@@ -27,26 +28,26 @@ import (
 // trackerFixture is the tracker over an in-memory state, a fake Event recorder, a manual clock
 // and a Deployment kind whose writes are recorded and whose live read is set by the test.
 type trackerFixture struct {
-	t      *tracker
+	t      *safe.Tracker
+	names  entrykeys.Names
 	store  *state.Store
 	events *record.FakeRecorder
 	clock  *clocktest.Clock
 	after  []time.Duration
 	sent   []string
 	live   *appsv1.Deployment
-	kind   *workloadKind
+	kind   *workload.Kind
 }
 
 func newTrackerFixture(rollback bool) *trackerFixture {
 	log := slog.New(slog.DiscardHandler)
 	f := &trackerFixture{events: record.NewFakeRecorder(100), clock: clocktest.New(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))}
 	f.store = newStore(statetest.NewConfigMaps(), "ns", "reloader-state", log)
-	names := entrykeys.Names{Single: true}
-	f.t = &tracker{defaults: policy.Follow{Track: true, Rollback: rollback, Timeout: 10 * time.Second}, clock: f.clock,
-		store: f.store.Kind(entrykeys.HoldPrefix, entrykeys.RollbackReadPrefix), flush: f.store.Flush, names: names, reports: report.New(f.events, log), log: log, metrics: metrics.New("test"),
-		restarts: runs.NewRestarts(), strips: runs.NewStrips(f.store.Kind(entrykeys.StripPrefix), names), enqueue: func(key) {},
-		enqueueAfter: func(_ key, d time.Duration) { f.after = append(f.after, d) }}
-	f.kind = &workloadKind{Name: "Deployment",
+	f.names = entrykeys.Names{Single: true}
+	f.t = safe.NewTracker(safe.TrackerDeps{Defaults: policy.Follow{Track: true, Rollback: rollback, Timeout: 10 * time.Second}, Clock: f.clock,
+		Store: f.store.Kind(entrykeys.HoldPrefix, entrykeys.RollbackReadPrefix), Flusher: f.store, Names: f.names, Reports: report.New(f.events, log), Log: log, Metrics: metrics.New("test"),
+		Runs: runs.Rollbacks{Restarts: runs.NewRestarts(), Strips: runs.NewStrips(f.store.Kind(entrykeys.StripPrefix), f.names)}, Queue: f})
+	f.kind = &workload.Kind{Name: "Deployment",
 		Reload: func(_ context.Context, _, _ string, body []byte) (any, error) {
 			f.sent = append(f.sent, string(body))
 			return f.live, nil
@@ -59,11 +60,15 @@ func newTrackerFixture(rollback bool) *trackerFixture {
 	return f
 }
 
+func (f *trackerFixture) Add(workload.Key) {}
+
+func (f *trackerFixture) AddAfter(_ workload.Key, d time.Duration) { f.after = append(f.after, d) }
+
 var appRef = policy.ConfigRef{Kind: policy.KindConfigMap, Name: "app"}
 
 // followed is Deployment web at generation gen, its reload of app to content "a…" (from "b…")
 // made generation 2 with template tmplHash, started age ago, and its controller at observed.
-func (f *trackerFixture) followed(gen, observed int64, age time.Duration, tmplHash string) workloadView {
+func (f *trackerFixture) followed(gen, observed int64, age time.Duration, tmplHash string) workload.View {
 	a, b := strings.Repeat("a", 40), strings.Repeat("b", 40)
 	entry := policy.Entry{At: f.clock.Now().Add(-age), Outcome: policy.OutcomeProgressing, Generation: 2, Template: tmplHash,
 		Configs: []string{"ConfigMap/app@aaaaaaaa"}}
@@ -74,7 +79,7 @@ func (f *trackerFixture) followed(gen, observed int64, age time.Duration, tmplHa
 		Status: appsv1.DeploymentStatus{ObservedGeneration: observed}}
 	d.Spec.Template.Spec.Containers = []corev1.Container{{Name: "app", Env: []corev1.EnvVar{{Name: policy.EnvVarName(appRef), Value: a}}}}
 	f.live = d
-	return workloadView{Key: key{Kind: "Deployment", Namespace: "ns", Name: "web"}, Kind: f.kind, Obj: d, Meta: d, Tmpl: &d.Spec.Template,
+	return workload.View{Key: workload.Key{Kind: "Deployment", Namespace: "ns", Name: "web"}, Kind: f.kind, Obj: d, Meta: d, Tmpl: &d.Spec.Template,
 		Target: policy.Target{Strategy: policy.StrategyEnvVars}}
 }
 
@@ -98,7 +103,7 @@ func TestTheTrackerJudgesARolloutByItsStatusItsDeadlineAndWhoseTemplateItIs(t *t
 	t.Run("rolling before its deadline", func(t *testing.T) {
 		f := newTrackerFixture(true)
 		w := f.followed(2, 1, 4*time.Second, "")
-		if err := f.t.sync(ctx, rolloutKey(w.Key), w); err != nil {
+		if err := f.t.Sync(ctx, safe.RolloutKey(w.Key), w); err != nil {
 			t.Fatal(err)
 		}
 		// The history keeps the second, so the deadline counts from the end of it: 10s + 1s - 4s.
@@ -109,7 +114,7 @@ func TestTheTrackerJudgesARolloutByItsStatusItsDeadlineAndWhoseTemplateItIs(t *t
 	t.Run("past its deadline, rolled back and held", func(t *testing.T) {
 		f := newTrackerFixture(true)
 		w := f.followed(2, 2, 12*time.Second, "")
-		if err := f.t.sync(ctx, rolloutKey(w.Key), w); err != nil {
+		if err := f.t.Sync(ctx, safe.RolloutKey(w.Key), w); err != nil {
 			t.Fatal(err)
 		}
 		if len(f.sent) != 1 || !strings.Contains(f.sent[0], "timed-out+rolled-back") || !strings.Contains(f.sent[0], strings.Repeat("b", 40)) {
@@ -128,20 +133,20 @@ func TestTheTrackerJudgesARolloutByItsStatusItsDeadlineAndWhoseTemplateItIs(t *t
 		written := f.live.DeepCopy()
 		written.ResourceVersion = "12"
 		f.live = written // what the rollback's patch returns
-		if err := f.t.sync(ctx, rolloutKey(w.Key), w); err != nil || len(f.sent) != 1 {
+		if err := f.t.Sync(ctx, safe.RolloutKey(w.Key), w); err != nil || len(f.sent) != 1 {
 			t.Fatalf("first sync: %v, sent %d patches; want the rollback", err, len(f.sent))
 		}
 		// The cache still shows the reload rolling out (resourceVersion 9): a second rollback
 		// would be noted of the restart the first one put back (CI: a reload of the pods put
 		// back for a content they run).
-		if err := f.t.sync(ctx, rolloutKey(w.Key), w); !errors.Is(err, workload.ErrStale) || len(f.sent) != 1 {
+		if err := f.t.Sync(ctx, safe.RolloutKey(w.Key), w); !errors.Is(err, workload.ErrStale) || len(f.sent) != 1 {
 			t.Fatalf("sync from the cache behind the rollback: %v, sent %d patches; want workload.ErrStale and nothing more", err, len(f.sent))
 		}
 	})
 	t.Run("past its deadline without rollback", func(t *testing.T) {
 		f := newTrackerFixture(false)
 		w := f.followed(2, 2, 12*time.Second, "")
-		if err := f.t.sync(ctx, rolloutKey(w.Key), w); err != nil {
+		if err := f.t.Sync(ctx, safe.RolloutKey(w.Key), w); err != nil {
 			t.Fatal(err)
 		}
 		if len(f.sent) != 1 || strings.Contains(f.sent[0], "rolled-back") || f.isHeld(w.Key, strings.Repeat("a", 40)) {
@@ -151,7 +156,7 @@ func TestTheTrackerJudgesARolloutByItsStatusItsDeadlineAndWhoseTemplateItIs(t *t
 	t.Run("another actor replaced the template", func(t *testing.T) {
 		f := newTrackerFixture(true)
 		w := f.followed(3, 3, 12*time.Second, "0123abcd") // generation 3: a change after the reload's
-		if err := f.t.sync(ctx, rolloutKey(w.Key), w); err != nil {
+		if err := f.t.Sync(ctx, safe.RolloutKey(w.Key), w); err != nil {
 			t.Fatal(err)
 		}
 		if len(f.sent) != 1 || !strings.Contains(f.sent[0], "superseded") || strings.Contains(f.sent[0], "rolled-back") {
@@ -165,15 +170,15 @@ func TestTheTrackerJudgesARolloutByItsStatusItsDeadlineAndWhoseTemplateItIs(t *t
 		f := newTrackerFixture(true)
 		w := f.followed(2, 2, 12*time.Second, "")
 		a, c := strings.Repeat("a", 40), strings.Repeat("c", 40)
-		f.store.Kind(entrykeys.HoldPrefix).SetValue(f.t.names.Hold(w.Key, appRef), a)
-		held, stale := f.t.held(w.Key, appRef, policy.Content{Value: c})
+		f.store.Kind(entrykeys.HoldPrefix).SetValue(f.names.Hold(w.Key, appRef), a)
+		held, stale := f.t.HeldAfterRollback(w.Key, appRef, policy.Content{Value: c})
 		if held || !stale {
 			t.Fatalf("other content: held %v, stale %v; want the hold ended", held, stale)
 		}
 		if !f.isHeld(w.Key, a) {
 			t.Fatal("judging lifted the hold: a read wrote")
 		}
-		f.t.liftStale([]workload.Dependent{{Workload: w.Key, Judgement: workload.Judgement{Change: policy.Change{Ref: appRef, Value: c}, StaleHold: true}}})
+		f.t.LiftStale([]workload.Dependent{{Workload: w.Key, Judgement: workload.Judgement{Change: policy.Change{Ref: appRef, Value: c}, StaleHold: true}}})
 		if f.isHeld(w.Key, a) {
 			t.Fatal("a hold outlived other content: the held content applied again must be a change")
 		}
@@ -182,8 +187,8 @@ func TestTheTrackerJudgesARolloutByItsStatusItsDeadlineAndWhoseTemplateItIs(t *t
 		f := newTrackerFixture(true)
 		w := f.followed(2, 2, 12*time.Second, "")
 		c := strings.Repeat("c", 40)
-		f.store.Kind(entrykeys.HoldPrefix).SetValue(f.t.names.Hold(w.Key, appRef), c) // a rollback of c's reload, after the judgement
-		f.t.liftStale([]workload.Dependent{{Workload: w.Key, Judgement: workload.Judgement{Change: policy.Change{Ref: appRef, Value: c}, StaleHold: true}}})
+		f.store.Kind(entrykeys.HoldPrefix).SetValue(f.names.Hold(w.Key, appRef), c) // a rollback of c's reload, after the judgement
+		f.t.LiftStale([]workload.Dependent{{Workload: w.Key, Judgement: workload.Judgement{Change: policy.Change{Ref: appRef, Value: c}, StaleHold: true}}})
 		if !f.isHeld(w.Key, c) {
 			t.Fatal("a hold of the judged content was lifted")
 		}
@@ -191,7 +196,7 @@ func TestTheTrackerJudgesARolloutByItsStatusItsDeadlineAndWhoseTemplateItIs(t *t
 }
 
 // isHeld reports whether the tracker holds value of appRef for workload w.
-func (f *trackerFixture) isHeld(w key, value string) bool {
-	held, _ := f.t.held(w, appRef, policy.Content{Value: value})
+func (f *trackerFixture) isHeld(w workload.Key, value string) bool {
+	held, _ := f.t.HeldAfterRollback(w, appRef, policy.Content{Value: value})
 	return held
 }

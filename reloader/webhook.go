@@ -9,6 +9,7 @@ import (
 	"github.com/reloader/reloader/reloader/configs"
 	"github.com/reloader/reloader/reloader/internal/entrykeys"
 	"github.com/reloader/reloader/reloader/safe"
+	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
 
@@ -33,7 +34,7 @@ type webhookSync struct {
 }
 
 // sync calls the webhook for a change of config k, then records its content.
-func (ws *webhookSync) sync(ctx context.Context, k key) error {
+func (ws *webhookSync) sync(ctx context.Context, k workload.Key) error {
 	fresh := ws.changes.take(k)
 	if !ws.caches.allowed(k.Namespace) {
 		return nil

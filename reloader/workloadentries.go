@@ -3,6 +3,7 @@ package reloader
 import (
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader/internal/entrykeys"
+	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
 
@@ -16,7 +17,7 @@ type workloadEntries struct {
 }
 
 // lift forgets the holds and strips of a deleted workload.
-func (we *workloadEntries) lift(k *workloadKind, obj any) {
+func (we *workloadEntries) lift(k *workload.Kind, obj any) {
 	for _, e := range we.keysOf(k, obj) {
 		we.store.Delete(e)
 	}
@@ -45,7 +46,7 @@ func (we *workloadEntries) forgetGone() {
 // must find the entries), and per config its annotations name or match. A config only named
 // loses its entries when the annotation stops naming it while no reloader runs: a switch of
 // mode, which may restart once (docs/annotations.md, "Annotating workloads").
-func (we *workloadEntries) keysOf(k *workloadKind, obj any) []string {
+func (we *workloadEntries) keysOf(k *workload.Kind, obj any) []string {
 	meta, tmpl := k.Template(obj)
 	if tmpl == nil {
 		return nil
@@ -56,7 +57,7 @@ func (we *workloadEntries) keysOf(k *workloadKind, obj any) []string {
 	for r := range uses {
 		refs = append(refs, r)
 	}
-	w := key{Kind: k.Name, Namespace: meta.GetNamespace(), Name: meta.GetName()}
+	w := workload.Key{Kind: k.Name, Namespace: meta.GetNamespace(), Name: meta.GetName()}
 	out := make([]string, 0, 3*len(refs))
 	for _, r := range refs {
 		out = append(out, we.names.Hold(w, r), we.names.Strip(w, r), we.names.RollbackRead(w, r))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/configs"
 	"github.com/reloader/reloader/reloader/jobs"
 	"github.com/reloader/reloader/reloader/runs"
 	"github.com/reloader/reloader/reloader/workload"
@@ -23,7 +24,7 @@ const (
 
 // syncWorkload patches, in one patch, every config marker of the workload that differs from
 // what the rule wants.
-func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key) error {
+func (c *Controller) syncWorkload(ctx context.Context, kind *workload.Kind, k workload.Key) error {
 	if kind.Unfinished != nil && !c.opts.DryRun {
 		if err := kind.Unfinished(ctx, k.Namespace, k.Name); err != nil {
 			return err
@@ -44,12 +45,12 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 	w, ok := c.rule.View(kind, obj)
 	if !ok {
 		if w, ok := c.rule.viewInAnyNamespace(kind, obj); ok && !c.opts.DryRun {
-			return c.gates.EndRememberedPause(ctx, w, c.tracker.resumed) // safe/pauses.go
+			return c.gates.EndRememberedPause(ctx, w, c.tracker.Resumed) // safe/pauses.go
 		}
 		return nil
 	}
 	p := c.planner.plan(w)
-	c.tracker.liftStale(p.staleHolds)
+	c.tracker.LiftStale(p.staleHolds)
 	c.records.Needed(w.Key.Namespace, p.unmarked)
 	changes := p.changes
 	if c.suspensions.Holds(w, len(changes) > 0) {
@@ -62,15 +63,15 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workloadKind, k key
 		return nil // safe/validate.go
 	}
 	if len(changes) == 0 {
-		return c.gates.Settle(ctx, w, c.tracker.resumed) // safe/gates.go
+		return c.gates.Settle(ctx, w, c.tracker.Resumed) // safe/gates.go
 	}
 	// Safe reloads (safe/gates.go): a closed gate holds the reload until it opens.
 	v, held, err := c.gates.Apply(ctx, w, p.gate, changes)
 	if held {
 		return err
 	}
-	if err := c.lag.confirm(ctx, w, changes); err != nil {
-		return err // lag.go
+	if err := c.lag.Confirm(ctx, w, changes); err != nil {
+		return err // safe/lag.go
 	}
 	ops, err := w.Target.Ops(w.Meta, w.Tmpl, changes, c.opts.Clock.Now())
 	if err != nil || len(ops) == 0 {
@@ -105,8 +106,8 @@ type plan struct {
 
 // due is what the rule asks of a workload: the changes, in the order of its candidates; what
 // each existing config it reloads on was judged against (reloader/runs); the holds on it that have
-// ended (tracker.liftStale); and the configs whose content a hold keeps from it, which its
-// restarted pods read all the same (tracker.warnHeld).
+// ended (Tracker.LiftStale); and the configs whose content a hold keeps from it, which its
+// restarted pods read all the same (Tracker.WarnHeld).
 type due struct {
 	changes    []policy.Change
 	reads      map[policy.ConfigRef]*runs.Read
@@ -121,14 +122,14 @@ type due struct {
 type pair struct {
 	ref      policy.ConfigRef
 	watched  bool
-	rec      *configRecord
+	rec      *configs.Record
 	j        workload.Judgement
 	triggers bool
 }
 
-func (c *Controller) patch(ctx context.Context, w workloadView, d due, ops []policy.JSONOp) error {
+func (c *Controller) patch(ctx context.Context, w workload.View, d due, ops []policy.JSONOp) error {
 	changes, reads := d.changes, d.reads
-	ops, superseded, err := c.tracker.ops(ctx, w, changes, ops)
+	ops, superseded, err := c.tracker.Ops(ctx, w, changes, ops)
 	if err != nil {
 		return err
 	}
@@ -160,8 +161,8 @@ func (c *Controller) patch(ctx context.Context, w workloadView, d due, ops []pol
 	}
 	c.gates.Release(w)
 	c.outcomes.reloaded(w, changes, what, since, known)
-	c.tracker.reloaded(w, changes, superseded)
-	c.tracker.warnHeld(w, d.held, what)
+	c.tracker.Reloaded(w, changes, superseded)
+	c.tracker.WarnHeld(w, d.held, what)
 	return nil
 }
 

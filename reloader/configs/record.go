@@ -281,6 +281,13 @@ func (rs *Records) Recorded(k workload.Key) (hash string, ok bool) {
 	return e.Hash, known && !e.Deleted
 }
 
+// EntryHash is the content hash config k's entry records, a tombstone's too ("" in one of a
+// config never seen with content), and whether it has an entry.
+func (rs *Records) EntryHash(k workload.Key) (hash string, known bool) {
+	e, known := rs.store.Get(rs.names.Config(k))
+	return e.Hash, known
+}
+
 // MarkSpare marks config k's entries spare or not: a full state gives a spare config's room to
 // a read one's (state.Configs.SetSpare).
 func (rs *Records) MarkSpare(k workload.Key, spare bool) {

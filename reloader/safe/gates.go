@@ -1,6 +1,8 @@
-// Package safe keeps reloads safe: a due reload waits for its gate (a deferral, gates.go), a
-// pause period of ours ends even outside the selection (pauses.go), and content that does not
-// validate is not rolled out (validate.go).
+// Package safe keeps reloads from doing harm: a due reload waits for its gate (a deferral,
+// gates.go), a pause period of ours ends even outside the selection (pauses.go), content that
+// does not validate is not rolled out (validate.go), a followed reload whose rollout fails is
+// rolled back and its content held (track.go), and a config cache behind the workload cache is
+// read live before a patch (lag.go).
 package safe
 
 import (
@@ -95,7 +97,7 @@ func (g *Gates) Of(w workload.View) policy.Gate {
 
 // PauseOf says how a pause period of ours holds back the rollout of a reload patched into w:
 // held while w is paused and carries our paused-at (its rollout starts at our resume, which
-// restarts its clock: tracker.resumed); extra is the period, added to the timeout of a rollout
+// restarts its clock: Tracker.Resumed); extra is the period, added to the timeout of a rollout
 // that someone else resumed before the period ended.
 func (g *Gates) PauseOf(w workload.View) (held bool, extra time.Duration) {
 	gate := g.Of(w)

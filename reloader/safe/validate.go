@@ -87,7 +87,7 @@ func NewValidation(d ValidationDeps) *Validation {
 
 // Invalid handles a config sync of a record that failed validation: one Warning per content,
 // counted once; nothing reloads and the state stays. Rollback holds on other content end, as any
-// content seen ends them: the config sync lifts them after this (tracker.liftStale). Valid
+// content seen ends them: the config sync lifts them after this (Tracker.LiftStale). Valid
 // clears it, so that the same invalid content arriving again is said again.
 //
 // A config the state has never seen is recorded as it is, invalid or not, as the first start

@@ -20,7 +20,7 @@ type Judgement struct {
 	ByState   bool // the config exists and the workload carries no marker of it: the state decides
 	Stripped  bool // no marker, and what the workload was noted to run decides (reloader/runs/strips.go)
 	StaleHold bool // a hold names another content: it has ended
-	Held      bool // a hold names its content: its reload was rolled back (track.go)
+	Held      bool // a hold names its content: its reload was rolled back (safe/track.go)
 	Own       bool // policy.Judgement.OwnMarker
 	Reason    policy.Reason
 }

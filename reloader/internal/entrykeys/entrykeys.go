@@ -53,7 +53,7 @@ func (e Names) workload(prefix string, k workload.Key) string {
 	return prefix + k.Kind + "__" + hex.EncodeToString(sum[:])
 }
 
-// Hold is the state key of a hold on workload w for config r (reloader/track.go).
+// Hold is the state key of a hold on workload w for config r (reloader/safe/track.go).
 func (e Names) Hold(w workload.Key, r policy.ConfigRef) string {
 	return workloadEntryKey(HoldPrefix, w.Kind, e.ns(w.Namespace), w.Name, r.Kind, r.Name)
 }
@@ -64,7 +64,7 @@ func (e Names) Strip(w workload.Key, r policy.ConfigRef) string {
 }
 
 // RollbackRead is the state key of the content of config r that the pods a rollback of workload
-// w started read, though its marker says another (reloader/track.go).
+// w started read, though its marker says another (reloader/safe/track.go).
 func (e Names) RollbackRead(w workload.Key, r policy.ConfigRef) string {
 	return workloadEntryKey(RollbackReadPrefix, w.Kind, e.ns(w.Namespace), w.Name, r.Kind, r.Name)
 }

@@ -1,4 +1,4 @@
-package reloader
+package safe
 
 import (
 	"context"
@@ -19,8 +19,7 @@ import (
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader/internal/entrykeys"
-	"github.com/reloader/reloader/reloader/runs"
-	"github.com/reloader/reloader/reloader/safe"
+	"github.com/reloader/reloader/reloader/internal/report"
 	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
@@ -33,25 +32,23 @@ import (
 // history it read. So a restart, or a failover, resumes following from the cache alone, and no
 // request is made per followed workload until its outcome is written.
 
-// tracker is the part that follows a reload's rollout to its end: the history entry a reload's
+// Tracker is the part that follows a reload's rollout to its end: the history entry a reload's
 // patch writes, the outcome once the cached status tells it, the rollback of a failed one and
-// the hold on its content. The sync asks it ops and reloaded around a reload, and held while
-// judging.
-type tracker struct {
-	defaults     policy.Follow
-	clock        coalesce.Clock
-	store        *state.KindView             // holds and rollback reads
-	flush        func(context.Context) error // the state's Flush
-	names        entrykeys.Names
-	reports      *reporter
-	log          *slog.Logger
-	metrics      *metrics.Metrics
-	restarts     *runs.Restarts
-	strips       *runs.Strips
-	enqueue      func(key)
-	enqueueAfter func(key, time.Duration)
-	// pauseOf says how a pause period holds a workload's rollout back (safe.Gates.PauseOf).
-	pauseOf func(w workloadView) (held bool, extra time.Duration)
+// the hold on its content (HeldAfterRollback). The sync asks it Ops and Reloaded around a
+// reload, and HeldAfterRollback while judging.
+type Tracker struct {
+	defaults policy.Follow
+	clock    coalesce.Clock
+	store    *state.KindView // holds and rollback reads
+	flusher  Flusher
+	names    entrykeys.Names
+	reports  *report.Reporter
+	log      *slog.Logger
+	metrics  *metrics.Metrics
+	runs     RunMemory
+	queue    DelayingQueue
+	// pauses says how a pause period holds a workload's rollout back (Gates.PauseOf); nil: none.
+	pauses Pauser
 	// pausedAt is the annotation of a pause of ours: a Deployment paused without it is its owner's.
 	pausedAt string
 	// templatesRead: per followed workload, the last generation whose whole template was read
@@ -59,26 +56,81 @@ type tracker struct {
 	templatesRead sync.Map // key → templateRead
 }
 
-// rolloutPrefix starts the kind of a queue key that follows a workload's rollout.
-const rolloutPrefix = "rollout:"
-
-func rolloutKey(w key) key {
-	return key{Kind: rolloutPrefix + w.Kind, Namespace: w.Namespace, Name: w.Name}
+// Flusher writes the state's pending entries (state.Store.Flush).
+type Flusher interface {
+	Flush(ctx context.Context) error
 }
 
-// pause says how a pause period holds w's rollout back, not at all without pauseOf.
-func (t *tracker) pause(w workloadView) (held bool, extra time.Duration) {
-	if t.pauseOf == nil {
+// DelayingQueue queues a key now or after a delay (the controller's work queue).
+type DelayingQueue interface {
+	Queue
+	AddAfter(k workload.Key, d time.Duration)
+}
+
+// Pauser says how a pause period holds a workload's rollout back (Gates.PauseOf).
+type Pauser interface {
+	PauseOf(w workload.View) (held bool, extra time.Duration)
+}
+
+// RunMemory is what the pods of a workload run that no marker says, across a rollback
+// (reloader/runs): the cache may be behind our rollback, and the pods a rollback puts back run
+// what its restore record says they ran. Each note returns its undo, for a rollback not sent.
+type RunMemory interface {
+	// BehindRollback reports whether a cached version rv of w was written before our last
+	// rollback of it.
+	BehindRollback(w workload.Key, rv string) bool
+	// RanBefore notes what the pods a rollback of w puts back run (policy.Restore.Ran).
+	RanBefore(w workload.Key, ran map[string]string) (undo func())
+	// RollbackBegins notes a rollback of w about to be sent; uses are the configs w uses.
+	RollbackBegins(w workload.Key, uses []policy.ConfigRef) (undo func())
+	// RollbackEnded ends it; rv is what it wrote ("" when it failed).
+	RollbackEnded(w workload.Key, rv string)
+}
+
+// TrackerDeps is what a Tracker is built from. Store is the state's view of the hold and
+// rollback-read entries; Pauses may be nil.
+type TrackerDeps struct {
+	Defaults policy.Follow
+	Clock    coalesce.Clock
+	Store    *state.KindView
+	Flusher  Flusher
+	Names    entrykeys.Names
+	Reports  *report.Reporter
+	Log      *slog.Logger
+	Metrics  *metrics.Metrics
+	Runs     RunMemory
+	Queue    DelayingQueue
+	Pauses   Pauser
+	PausedAt string
+}
+
+// NewTracker builds a Tracker from d.
+func NewTracker(d TrackerDeps) *Tracker {
+	return &Tracker{defaults: d.Defaults, clock: d.Clock, store: d.Store, flusher: d.Flusher, names: d.Names, reports: d.Reports,
+		log: d.Log, metrics: d.Metrics, runs: d.Runs, queue: d.Queue, pauses: d.Pauses, pausedAt: d.PausedAt}
+}
+
+// RolloutPrefix starts the kind of a queue key that follows a workload's rollout.
+const RolloutPrefix = "rollout:"
+
+// RolloutKey is the queue key that follows w's rollout.
+func RolloutKey(w workload.Key) workload.Key {
+	return workload.Key{Kind: RolloutPrefix + w.Kind, Namespace: w.Namespace, Name: w.Name}
+}
+
+// pause says how a pause period holds w's rollout back, not at all without pauses.
+func (t *Tracker) pause(w workload.View) (held bool, extra time.Duration) {
+	if t.pauses == nil {
 		return false, 0
 	}
-	return t.pauseOf(w)
+	return t.pauses.PauseOf(w)
 }
 
 // resumed are the ops that restart the clock of w's followed rollout when our resume of a pause
 // lets it roll out: its timeout counts from the resume, not from the reload patched in during
 // the pause. A resume held by a window, or late after a restart, came seconds after the reload
 // plus the pause period (soak seed 1795789687619408493@6 rolled back 1.2 s after the resume).
-func (t *tracker) resumed(w workloadView) []policy.JSONOp {
+func (t *Tracker) Resumed(w workload.View) []policy.JSONOp {
 	ann := w.Meta.GetAnnotations()
 	history := policy.ParseHistory(ann[policy.HistoryAnnotation])
 	if len(history) == 0 || history[0].Outcome != policy.OutcomeProgressing {
@@ -90,16 +142,16 @@ func (t *tracker) resumed(w workloadView) []policy.JSONOp {
 }
 
 // follow reads how the workload's reloads are followed; a malformed annotation is said once.
-func (t *tracker) follow(w workloadView) policy.Follow {
+func (t *Tracker) follow(w workload.View) policy.Follow {
 	f, problems := policy.FollowOf(w.Meta.GetAnnotations(), w.Tmpl.Annotations, t.defaults)
-	warnFollow(t.reports, t.log, w.Kind.Name, w.Obj, w.Meta, problems)
+	WarnFollow(t.reports, t.log, w.Kind.Name, w.Obj, w.Meta, problems)
 	return f
 }
 
-// warnFollow says once that a workload's safe-reload annotations do not parse, as a Warning
+// WarnFollow says once that a workload's safe-reload annotations do not parse, as a Warning
 // Event and a log line, when they are applied (annotationCheck) or read for a reload; with none,
 // it forgets what was said, so that a later problem is news.
-func warnFollow(reports *reporter, log *slog.Logger, kind string, obj any, meta metav1.Object, problems []string) {
+func WarnFollow(reports *report.Reporter, log *slog.Logger, kind string, obj any, meta metav1.Object, problems []string) {
 	uid := string(meta.GetUID())
 	if len(problems) == 0 {
 		reports.Clear(uid, "InvalidSafeReloadAnnotation")
@@ -111,7 +163,7 @@ func warnFollow(reports *reporter, log *slog.Logger, kind string, obj any, meta 
 
 // ops adds to a reload's patch its history entry and, with rollback on, what it replaces. It
 // returns the entry the reload supersedes, if one was still progressing.
-func (t *tracker) ops(ctx context.Context, w workloadView, changes []policy.Change, ops []policy.JSONOp) ([]policy.JSONOp, *policy.Entry, error) {
+func (t *Tracker) Ops(ctx context.Context, w workload.View, changes []policy.Change, ops []policy.JSONOp) ([]policy.JSONOp, *policy.Entry, error) {
 	f := t.follow(w)
 	ann := w.Meta.GetAnnotations()
 	history := policy.ParseHistory(ann[policy.HistoryAnnotation])
@@ -156,7 +208,7 @@ func (t *tracker) ops(ctx context.Context, w workloadView, changes []policy.Chan
 // from the API server (the cache strips templates), and a test that the patch applies to the spec
 // so read: the entry's generation and template are then exactly the ones the patch makes. A spec
 // changed since the cache was read is retried from the fresher cache.
-func (t *tracker) reloadTemplate(ctx context.Context, w workloadView, ops []policy.JSONOp) (string, []policy.JSONOp, error) {
+func (t *Tracker) reloadTemplate(ctx context.Context, w workload.View, ops []policy.JSONOp) (string, []policy.JSONOp, error) {
 	obj, err := w.Kind.Get(ctx, w.Key.Namespace, w.Key.Name)
 	if apierrors.IsNotFound(err) {
 		return "", nil, workload.ErrStale
@@ -187,7 +239,7 @@ type templateRead struct{ reload, read int64 }
 // generation so read is remembered, so that status updates cost no read, only the next spec
 // change does. An entry without a template (written by an older version) is replaced by any
 // spec change.
-func (t *tracker) templateReplaced(ctx context.Context, w workloadView, entry policy.Entry) (bool, error) {
+func (t *Tracker) templateReplaced(ctx context.Context, w workload.View, entry policy.Entry) (bool, error) {
 	gen := w.Meta.GetGeneration()
 	if gen <= entry.Generation {
 		return false, nil
@@ -214,7 +266,7 @@ func (t *tracker) templateReplaced(ctx context.Context, w workloadView, entry po
 
 // progressing is the history entry of a reload about to be patched: the generation its template
 // change makes, and each config with its short hash.
-func (t *tracker) progressing(w workloadView, changes []policy.Change) policy.Entry {
+func (t *Tracker) progressing(w workload.View, changes []policy.Change) policy.Entry {
 	e := policy.Entry{At: t.clock.Now(), Outcome: policy.OutcomeProgressing, Generation: w.Meta.GetGeneration() + 1}
 	for _, ch := range changes {
 		e.Configs = append(e.Configs, fmt.Sprintf("%s/%s@%s", ch.Ref.Kind, ch.Ref.Name, shortOrDeleted(ch.Value)))
@@ -232,7 +284,7 @@ func shortOrDeleted(v string) string {
 // reloaded completes a reload's patch: a superseded rollout is reported, and the holds of
 // the configs reloaded are lifted, and what a rollback's pods read of them forgotten, since the
 // workload now runs their newer content.
-func (t *tracker) reloaded(w workloadView, changes []policy.Change, superseded *policy.Entry) {
+func (t *Tracker) Reloaded(w workload.View, changes []policy.Change, superseded *policy.Entry) {
 	for _, ch := range changes {
 		for _, k := range []string{t.names.Hold(w.Key, ch.Ref), t.names.RollbackRead(w.Key, ch.Ref)} {
 			if _, ok := t.store.Value(k); ok {
@@ -246,25 +298,25 @@ func (t *tracker) reloaded(w workloadView, changes []policy.Change, superseded *
 }
 
 // watch queues the rollout key of a workload whose newest reload is being followed.
-func (t *tracker) watch(k *workloadKind, obj any) {
+func (t *Tracker) Watch(k *workload.Kind, obj any) {
 	meta, _ := k.Template(obj)
 	if meta == nil {
 		return
 	}
 	if _, ok := policy.Pending(meta.GetAnnotations()); ok {
-		t.enqueue(rolloutKey(key{Kind: k.Name, Namespace: meta.GetNamespace(), Name: meta.GetName()}))
+		t.queue.Add(RolloutKey(workload.Key{Kind: k.Name, Namespace: meta.GetNamespace(), Name: meta.GetName()}))
 	}
 }
 
 // sync judges a followed rollout from the cached status and writes its outcome once it has one;
 // until then it comes back at the timeout (k is its rollout key), or earlier with the
 // workload's next event.
-func (t *tracker) sync(ctx context.Context, k key, w workloadView) error {
+func (t *Tracker) Sync(ctx context.Context, k workload.Key, w workload.View) error {
 	entry, pending := policy.Pending(w.Meta.GetAnnotations())
 	if !pending {
 		return nil
 	}
-	if t.restarts.BehindRollback(w.Key, w.Meta.GetResourceVersion()) {
+	if t.runs.BehindRollback(w.Key, w.Meta.GetResourceVersion()) {
 		return workload.ErrStale // the cache has not shown our rollback, which ended this rollout
 	}
 	f := t.follow(w)
@@ -302,7 +354,7 @@ func (t *tracker) sync(ctx context.Context, k key, w workloadView) error {
 		}
 		now, deadline := t.clock.Now(), entry.Deadline(f.Timeout+extra)
 		if now.Before(deadline) {
-			t.enqueueAfter(k, deadline.Sub(now))
+			t.queue.AddAfter(k, deadline.Sub(now))
 			return nil
 		}
 		return t.finish(ctx, w, f, entry, policy.OutcomeTimedOut, fmt.Sprintf("not done within %s", f.Timeout))
@@ -313,7 +365,7 @@ func (t *tracker) sync(ctx context.Context, k key, w workloadView) error {
 // stopClock records, once, that the owner paused the rollout: the entry's clock stops, in a
 // patch guarded by the history it read, and one Event says so. The owner's resume is an event
 // of the workload, which queues this key again.
-func (t *tracker) stopClock(ctx context.Context, w workloadView, entry policy.Entry, how string) error {
+func (t *Tracker) stopClock(ctx context.Context, w workload.View, entry policy.Entry, how string) error {
 	if !entry.Stopped.IsZero() {
 		return nil
 	}
@@ -330,7 +382,7 @@ func (t *tracker) stopClock(ctx context.Context, w workloadView, entry policy.En
 
 // startClock runs the clock of a rollout its owner resumed: the timeout counts on from where it
 // stopped. The patch's own event queues this key again, to wait for the deadline.
-func (t *tracker) startClock(ctx context.Context, w workloadView, entry policy.Entry) error {
+func (t *Tracker) startClock(ctx context.Context, w workload.View, entry policy.Entry) error {
 	if err := t.rewriteNewest(ctx, w, entry.StartClock(t.clock.Now()), "restart the rollout clock of"); err != nil {
 		return err
 	}
@@ -340,21 +392,21 @@ func (t *tracker) startClock(ctx context.Context, w workloadView, entry policy.E
 }
 
 // rewriteNewest replaces the newest history entry with e, guarded by the history it read.
-func (t *tracker) rewriteNewest(ctx context.Context, w workloadView, e policy.Entry, doing string) error {
+func (t *Tracker) rewriteNewest(ctx context.Context, w workload.View, e policy.Entry, doing string) error {
 	ann := w.Meta.GetAnnotations()
 	history := policy.ParseHistory(ann[policy.HistoryAnnotation])
 	history[0] = e
 	text := policy.FormatHistory(history)
 	ops := append([]policy.JSONOp{policy.HistoryTest(ann[policy.HistoryAnnotation])},
 		policy.MetaAnnotationOps(ann, true, map[string]*string{policy.HistoryAnnotation: &text})...)
-	return safe.WriteMeta(ctx, w, ops, doing)
+	return WriteMeta(ctx, w, ops, doing)
 }
 
 // finish writes a rollout's outcome into the history, guarded by the history it read. A failed or
 // timed-out rollout (not a superseded one) with rollback on is undone in the same patch, after
 // its holds are written to the state: a crash in between finds the reload still progressing and
 // the hold in place, and does both again.
-func (t *tracker) finish(ctx context.Context, w workloadView, f policy.Follow, entry policy.Entry, outcome, why string) error {
+func (t *Tracker) finish(ctx context.Context, w workload.View, f policy.Follow, entry policy.Entry, outcome, why string) error {
 	ann := w.Meta.GetAnnotations()
 	history := policy.ParseHistory(ann[policy.HistoryAnnotation])
 	history[0].Outcome, history[0].Template, history[0].Stopped = outcome, "", time.Time{}
@@ -376,20 +428,17 @@ func (t *tracker) finish(ctx context.Context, w workloadView, f policy.Follow, e
 	}
 	text := policy.FormatHistory(history)
 	ops = append(ops, policy.MetaAnnotationOps(ann, true, map[string]*string{policy.HistoryAnnotation: &text, policy.RestoreAnnotation: nil})...)
-	undoAwaits, undoPutBack := func() {}, func() {}
+	undoBegins := func() {}
 	if rollback {
-		putBack := t.restarts.RollbackBegins(w.Key)
-		undoAwaits = t.strips.RolledBack(w.Key, slices.Collect(maps.Keys(w.Uses)))
-		undoPutBack = t.strips.PutBack(w.Key, putBack)
+		undoBegins = t.runs.RollbackBegins(w.Key, slices.Collect(maps.Keys(w.Uses)))
 	}
 	out, err := workload.Send(ctx, w, ops, w.Kind.Reload)
 	if rollback {
-		t.restarts.RollbackEnded(w.Key, workload.WrittenVersion(out, err))
+		t.runs.RollbackEnded(w.Key, workload.WrittenVersion(out, err))
 	}
 	if err != nil {
 		// Nothing was put back: undone in the reverse order of the notes.
-		undoPutBack()
-		undoAwaits()
+		undoBegins()
 		undoRan()
 	}
 	if errors.Is(err, workload.ErrStale) {
@@ -415,7 +464,7 @@ func (t *tracker) finish(ctx context.Context, w workloadView, f policy.Follow, e
 // warnHeld says that a reload for what restarted w's pods while holds keep the content of the
 // configs held from it: the new pods read that content all the same, the one whose rollout was
 // rolled back, and may fail as those did. A Warning Event and a log line for each such reload.
-func (t *tracker) warnHeld(w workloadView, held []policy.ConfigRef, what string) {
+func (t *Tracker) WarnHeld(w workload.View, held []policy.ConfigRef, what string) {
 	if len(held) == 0 {
 		return
 	}
@@ -434,7 +483,7 @@ func (t *tracker) warnHeld(w workloadView, held []policy.ConfigRef, what string)
 // liftUnsentHolds lifts the holds a rollback of w's reload wrote but did not send (its patch went
 // stale: another actor had changed the template): the rollout was theirs, nothing is held. Only
 // a hold of the content that reload applied is its own; a reload lifts the older ones.
-func (t *tracker) liftUnsentHolds(w workloadView) {
+func (t *Tracker) liftUnsentHolds(w workload.View) {
 	raw, ok := w.Meta.GetAnnotations()[policy.RestoreAnnotation]
 	if !ok {
 		return
@@ -445,18 +494,18 @@ func (t *tracker) liftUnsentHolds(w workloadView) {
 	}
 	for ref, v := range restore.Applied {
 		hk := t.names.Hold(w.Key, policy.RestoreRef(ref))
-		if held, ok := t.store.Value(hk); ok && held == heldAs(v) {
+		if held, ok := t.store.Value(hk); ok && held == HeldAs(v) {
 			t.store.Delete(hk)
 		}
 	}
 }
 
 // holdAndRestore holds the content the reload applied, durably, notes what the pods put back run
-// (strips.RanBefore) and what the pods the rollback starts read (noteRollbackReads), and returns
+// (RunMemory.RanBefore) and what the pods the rollback starts read (noteRollbackReads), and returns
 // what it replaced, for the rollback to send, and what those pods read, with the undo of those
 // notes for a rollback that is not sent. A workload without a readable restore record is not
 // rolled back.
-func (t *tracker) holdAndRestore(ctx context.Context, w workloadView, entry policy.Entry) (policy.Restore, rollbackStart, func(), bool, error) {
+func (t *Tracker) holdAndRestore(ctx context.Context, w workload.View, entry policy.Entry) (policy.Restore, rollbackStart, func(), bool, error) {
 	raw, ok := w.Meta.GetAnnotations()[policy.RestoreAnnotation]
 	if !ok {
 		return policy.Restore{}, rollbackStart{}, nil, false, nil
@@ -467,13 +516,13 @@ func (t *tracker) holdAndRestore(ctx context.Context, w workloadView, entry poli
 		return policy.Restore{}, rollbackStart{}, nil, false, nil
 	}
 	for ref, v := range restore.Applied {
-		t.store.SetValue(t.names.Hold(w.Key, policy.RestoreRef(ref)), heldAs(v))
+		t.store.SetValue(t.names.Hold(w.Key, policy.RestoreRef(ref)), HeldAs(v))
 	}
-	undoRan := t.strips.RanBefore(w.Key, restore.Ran)
+	undoRan := t.runs.RanBefore(w.Key, restore.Ran)
 	starts := rollbackStarts(w, entry, restore)
 	undoReads := t.noteRollbackReads(w.Key, starts)
 	undo := func() { undoReads(); undoRan() }
-	if err := t.flush(ctx); err != nil {
+	if err := t.flusher.Flush(ctx); err != nil {
 		undo()
 		return policy.Restore{}, rollbackStart{}, nil, false, fmt.Errorf("record the hold of %s before rolling it back: %w", w.Key, err)
 	}
@@ -490,7 +539,7 @@ type rollbackStart struct {
 // rollbackStarts is what the pods the rollback of entry's reload, restore, starts read: the
 // content it applied of each config, which the hold keeps and the marker put back does not say.
 // A deletion is not noted: pods that wait for the config start on what it reappears with.
-func rollbackStarts(w workloadView, entry policy.Entry, restore policy.Restore) rollbackStart {
+func rollbackStarts(w workload.View, entry policy.Entry, restore policy.Restore) rollbackStart {
 	n := policy.RollbackStarts(w.Obj, entry.Generation)
 	if n == 0 {
 		return rollbackStart{}
@@ -507,7 +556,7 @@ func rollbackStarts(w workloadView, entry policy.Entry, restore policy.Restore) 
 // noteRollbackReads notes in the state what the pods a rollback of w starts read, for a return
 // of the config to the restored marker's content to restart them (rollbackRan). undo puts back
 // what was noted before, for a rollback that is not sent.
-func (t *tracker) noteRollbackReads(w key, s rollbackStart) (undo func()) {
+func (t *Tracker) noteRollbackReads(w workload.Key, s rollbackStart) (undo func()) {
 	before := map[string]*string{}
 	for r, v := range s.reads {
 		k := t.names.RollbackRead(w, r)
@@ -534,7 +583,7 @@ func (t *tracker) noteRollbackReads(w key, s rollbackStart) (undo func()) {
 // for, which the marker put back does not say (issue 53: a revert to the marker's content left
 // them on the broken one). The entry counts only while w's history names a rollback of that
 // content: a forged one needs an edit of the workload too, which can restart it anyway.
-func (t *tracker) rollbackRan(w workloadView, r policy.ConfigRef, value string) bool {
+func (t *Tracker) RollbackRan(w workload.View, r policy.ConfigRef, value string) bool {
 	history := w.Meta.GetAnnotations()[policy.HistoryAnnotation]
 	if history == "" {
 		return false // most workloads: no entry is looked up
@@ -545,7 +594,7 @@ func (t *tracker) rollbackRan(w workloadView, r policy.ConfigRef, value string) 
 
 // reportOutcome tells the outcome through the metrics, an Event on the workload and the log;
 // started, what the pods a rollback starts read.
-func (t *tracker) reportOutcome(w workloadView, entry policy.Entry, outcome, why string, rolledBack bool, started rollbackStart) {
+func (t *Tracker) reportOutcome(w workload.View, entry policy.Entry, outcome, why string, rolledBack bool, started rollbackStart) {
 	m := t.metrics.Rollouts
 	m.Outcomes.WithLabelValues(w.Kind.Name, outcome).Inc()
 	m.Duration.WithLabelValues(w.Kind.Name, outcome).Observe(t.clock.Now().Sub(entry.At).Seconds())
@@ -596,21 +645,21 @@ func readNames(reads map[policy.ConfigRef]string) string {
 	return strings.Join(names, ", ")
 }
 
-// heldAs is what a hold names for a config's content value ("": the config is deleted). A
+// HeldAs is what a hold names for a config's content value ("": the config is deleted). A
 // rolled-back deletion is held too: unheld, the deletion was due again at once, and each of its
 // rollouts failed and was rolled back in turn (soak seed 1795668697359437001@4).
-func heldAs(value string) string {
+func HeldAs(value string) string {
 	if value == "" {
-		return deletionHeld
+		return deletionHeldAfterRollback
 	}
 	return value
 }
 
-// deletionHeld is a hold's value for a deletion: a well-formed hash that no content has.
-const deletionHeld = "ffffffffffffffffffffffffffffffffffffffff"
+// deletionHeldAfterRollback is a hold's value for a deletion: a well-formed hash that no content has.
+const deletionHeldAfterRollback = "ffffffffffffffffffffffffffffffffffffffff"
 
 // forget drops what is remembered in memory of a deleted workload's rollout.
-func (t *tracker) forget(w key) { t.templatesRead.Delete(w) }
+func (t *Tracker) Forget(w workload.Key) { t.templatesRead.Delete(w) }
 
 // held reports whether workload w must not be reloaded for value of config r: that reload was
 // rolled back. A hold ends as soon as the config is seen with other content, whether or not
@@ -624,8 +673,8 @@ func (t *tracker) forget(w key) { t.templatesRead.Delete(w) }
 // its annotations switched from naming the config to auto, as a marker's does (seed 4936@9);
 // and one of the keys' values the pods read (want.Undecided) where it now reloads on the whole
 // content: the reverse switch.
-func (t *tracker) held(w key, r policy.ConfigRef, want policy.Content) (held, stale bool) {
-	value := heldAs(want.Value)
+func (t *Tracker) HeldAfterRollback(w workload.Key, r policy.ConfigRef, want policy.Content) (held, stale bool) {
+	value := HeldAs(want.Value)
 	v, ok := t.store.Value(t.names.Hold(w, r))
 	if ok && ((policy.Content{Value: value}).Match(v) == policy.OtherKey || want.Whole != "" && v == want.Whole ||
 		want.Whole == "" && v != value && slices.Contains(want.Undecided, v)) {
@@ -637,16 +686,16 @@ func (t *tracker) held(w key, r policy.ConfigRef, want policy.Content) (held, st
 // liftStale lifts the holds that the judged content ended (Judgement.StaleHold), unless one was
 // written for that content since; one under a lost hash key that still holds (held) is
 // re-recorded under the current key, so that the next content ends it.
-func (t *tracker) liftStale(deps []workload.Dependent) {
+func (t *Tracker) LiftStale(deps []workload.Dependent) {
 	for _, d := range deps {
 		if !d.StaleHold {
 			continue
 		}
 		k := t.names.Hold(d.Workload, d.Change.Ref)
 		switch v, ok := t.store.Value(k); {
-		case !ok || v == heldAs(d.Change.Value):
+		case !ok || v == HeldAs(d.Change.Value):
 		case d.Held:
-			t.store.SetValue(k, heldAs(d.Change.Value))
+			t.store.SetValue(k, HeldAs(d.Change.Value))
 		default:
 			t.store.Delete(k)
 		}

@@ -1,9 +1,8 @@
-package reloader
+package safe
 
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"strings"
 	"testing"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/reloader/reloader/reloader/configs"
 	"github.com/reloader/reloader/reloader/internal/entrykeys"
 	"github.com/reloader/reloader/reloader/workload"
+	"github.com/reloader/reloader/state"
 )
 
 // When a reload's change must be confirmed with a live read of its config, and what the read
@@ -48,21 +48,21 @@ func TestALiveReadConfirmsOnlyAMarkerTheCacheCannotExplain(t *testing.T) {
 		{name: "the read fails", workloadRV: "12", marker: b, liveErr: errors.New("connection refused"), reads: 1, want: errors.New("connection refused")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			store := newStore(nil, "ns", "reloader-state", slog.New(slog.DiscardHandler))
+			store := newStore()
 			names := entrykeys.Names{Single: true}
 			if tc.recorded != "" {
-				store.Configs().Set(names.Config(key{Kind: policy.KindConfigMap, Namespace: "ns", Name: "app"}), tc.recorded)
+				store.Configs().Set(names.Config(workload.Key{Kind: policy.KindConfigMap, Namespace: "ns", Name: "app"}), tc.recorded)
 			}
 			reads := 0
-			l := &lagCheck{store: store.Configs(), names: names,
-				lookup: func(key) *configRecord {
+			l := NewLag(stateEntries{store.Configs(), names},
+				cacheFunc(func(workload.Key) *configs.Record {
 					return configs.NewRecord(policy.KindConfigMap, &metav1.ObjectMeta{Name: "app", Namespace: "ns", ResourceVersion: "10"}, a)
-				},
-				live: func(context.Context, policy.ConfigRef, string) (string, error) {
+				}),
+				liveFunc(func(context.Context, policy.ConfigRef, string) (string, error) {
 					reads++
 					return tc.liveRV, tc.liveErr
-				}}
-			err := l.confirm(context.Background(), markedView(tc.workloadRV, tc.marker), []policy.Change{{Ref: appRef, Value: a}})
+				}))
+			err := l.Confirm(context.Background(), markedView(tc.workloadRV, tc.marker), []policy.Change{{Ref: appRef, Value: a}})
 			if reads != tc.reads {
 				t.Fatalf("%d live reads, want %d", reads, tc.reads)
 			}
@@ -76,15 +76,34 @@ func TestALiveReadConfirmsOnlyAMarkerTheCacheCannotExplain(t *testing.T) {
 	}
 }
 
+// stateEntries are the config entries of a state, as configs.Records reads them.
+type stateEntries struct {
+	store *state.Configs
+	names entrykeys.Names
+}
+
+func (s stateEntries) EntryHash(k workload.Key) (string, bool) {
+	e, known := s.store.Get(s.names.Config(k))
+	return e.Hash, known
+}
+
+type liveFunc func(ctx context.Context, r policy.ConfigRef, namespace string) (string, error)
+
+func (f liveFunc) LiveVersion(ctx context.Context, r policy.ConfigRef, namespace string) (string, error) {
+	return f(ctx, r, namespace)
+}
+
+var appRef = policy.ConfigRef{Kind: policy.KindConfigMap, Name: "app"}
+
 // markedView is Deployment ns/web at resourceVersion rv, carrying marker as its env-vars marker
 // of ConfigMap app ("": none).
-func markedView(rv, marker string) workloadView {
+func markedView(rv, marker string) workload.View {
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", ResourceVersion: rv}}
 	c := corev1.Container{Name: "app"}
 	if marker != "" {
 		c.Env = []corev1.EnvVar{{Name: policy.EnvVarName(appRef), Value: marker}}
 	}
 	d.Spec.Template.Spec.Containers = []corev1.Container{c}
-	return workloadView{Key: key{Kind: "Deployment", Namespace: "ns", Name: "web"}, Kind: &workloadKind{Name: "Deployment"}, Obj: d, Meta: d,
+	return workload.View{Key: workload.Key{Kind: "Deployment", Namespace: "ns", Name: "web"}, Kind: &workload.Kind{Name: "Deployment"}, Obj: d, Meta: d,
 		Tmpl: &d.Spec.Template, Target: policy.Target{Strategy: policy.StrategyEnvVars}}
 }
