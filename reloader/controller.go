@@ -124,6 +124,8 @@ type Options struct {
 	stateWriteWait time.Duration
 	// stateBudget replaces state.ShardBudget when set (tests: export_test.go).
 	stateBudget int
+	// refusedRetryMax replaces refusedRetryMax when set (tests: export_test.go).
+	refusedRetryMax time.Duration
 }
 
 // InScope says whether namespace ns is one this reloader may act in (the Jobs it recreates).
@@ -231,7 +233,7 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 		state:   newStore(stateClient(clients, opts), opts.StateNamespace, opts.StateName, opts.Log),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(retryLimiter(),
 			workqueue.TypedRateLimitingQueueConfig[workload.Key]{Name: "reloader", MetricsProvider: opts.Metrics.WorkqueueProvider()}),
-		refusals: workqueue.NewTypedItemExponentialFailureRateLimiter[workload.Key](refusedRetryMin, refusedRetryMax),
+		refusals: workqueue.NewTypedItemExponentialFailureRateLimiter[workload.Key](refusedRetryMin, cmp.Or(opts.refusedRetryMax, refusedRetryMax)),
 		changes:  newChangeLog(),
 		entered:  &enteredConfigs{},
 		restarts: runs.NewRestarts(),

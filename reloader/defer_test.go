@@ -168,24 +168,24 @@ func TestFlappingConfigReloadsAtMostOncePerMinimumIntervalAndEndsOnItsLastConten
 	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
-	createDeployment(t, ns, "web", 0, withAnnotations(named("configmap", "app-config"), map[string]string{policy.MinIntervalAnnotation: "10s"}), nil)
+	createDeployment(t, ns, "web", 0, withAnnotations(named("configmap", "app-config"), map[string]string{policy.MinIntervalAnnotation: "5s"}), nil)
 	createDeployment(t, ns, "free", 0, named("configmap", "app-config"), nil)
-	// A 1 s coalescing period (capped at 5 s) as a deployment would have one: the first reload
-	// comes at the cap, so the fourth is due well after the flap ends.
-	startController(t, ns, controllerOpts{period: time.Second})
+	// A 500 ms coalescing period (capped at 2.5 s), as a deployment would have one: the first
+	// reload comes at the cap, so the fourth is due well after the flap ends.
+	startController(t, ns, controllerOpts{period: 500 * time.Millisecond})
 	settle(t)
 	changes, freeBefore := templateChanges(t, ns, "web"), getDeployment(t, ns, "free").Generation
-	last := flap(t, ns, "app-config", 200*time.Millisecond, 30*time.Second)
+	last := flap(t, ns, "app-config", 200*time.Millisecond, 15*time.Second)
 	waitEnv(t, ns, "web", cmVar, last)
 	got := changes()
 	if got < 2 || got > 4 {
-		t.Fatalf("a 30 s flap reloaded the workload %d times; want 2 to 4 with a 10 s minimum interval", got)
+		t.Fatalf("a 15 s flap reloaded the workload %d times; want 2 to 4 with a 5 s minimum interval", got)
 	}
-	// The positive control: without an interval the coalescing cap alone lets one through every 5 s.
+	// The positive control: without an interval the coalescing cap alone lets one through every 2.5 s.
 	if free := getDeployment(t, ns, "free").Generation - freeBefore; free <= int64(got) {
 		t.Fatalf("the control reloaded only %d times: the flap did not flap", free)
 	}
-	t.Logf("reloads: %d with a 10 s interval, %d without", got, getDeployment(t, ns, "free").Generation-freeBefore)
+	t.Logf("reloads: %d with a 5 s interval, %d without", got, getDeployment(t, ns, "free").Generation-freeBefore)
 }
 
 func TestMinimumIntervalHoldsAcrossARestart(t *testing.T) {

@@ -842,7 +842,8 @@ func stateHeldBehind(t *testing.T) (ns string, lift func(), hashB string, ctrl *
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
 	createDeployment(t, ns, "w1", 0, named("configmap", "app-config"), nil)
 	createDeployment(t, ns, "w2", 0, named("configmap", "app-config"), nil)
-	ctrl = startController(t, ns, controllerOpts{})
+	// w2's retries stay within 4 s of the lift, however long the refusal lasted.
+	ctrl = startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { reloader.SetRefusedRetryMax(o, 4*time.Second) }})
 	settle(t)
 	const a = "object.metadata.annotations"
 	lift = refusePatchesUnless(t, ns, "w2", fmt.Sprintf("!has(%[1]s) || !(%[2]q in %[1]s) || %[1]s[%[2]q] != 'app-config'", a, "configmap.reloader.stakater.com/reload"))

@@ -49,3 +49,7 @@ func SetStateWriteWait(o *Options, d time.Duration) { o.stateWriteWait = d }
 // SetStateBudget makes each state shard hold bytes, in place of state.ShardBudget, so that a few
 // configs fill the state.
 func SetStateBudget(o *Options, bytes int) { o.stateBudget = bytes }
+
+// SetRefusedRetryMax caps the spacing of a refused patch's retries at d, in place of 30 s, so
+// that a refusal lifted after many seconds is retried within d.
+func SetRefusedRetryMax(o *Options, d time.Duration) { o.refusedRetryMax = d }

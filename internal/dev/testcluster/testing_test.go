@@ -1,9 +1,33 @@
 package testcluster
 
 import (
+	"flag"
 	"strings"
 	"testing"
 )
+
+func TestDefaultParallelKeepsAGivenParallel(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "8"},
+		{[]string{"-test.parallel=3"}, "3"},
+		{[]string{"-test.parallel", "2"}, "2"},
+	} {
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		fs.Int("test.parallel", 2, "")
+		if err := fs.Parse(tt.args); err != nil {
+			t.Fatal(err)
+		}
+		if err := defaultParallel(fs); err != nil {
+			t.Fatal(err)
+		}
+		if got := fs.Lookup("test.parallel").Value.String(); got != tt.want {
+			t.Errorf("args %q: -test.parallel %s, want %s", tt.args, got, tt.want)
+		}
+	}
+}
 
 func TestNamespacePrefixIsADNSLabelPrefix(t *testing.T) {
 	tests := []struct {
