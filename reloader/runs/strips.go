@@ -3,7 +3,6 @@ package runs
 import (
 	"maps"
 	"slices"
-	"strconv"
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -401,8 +400,4 @@ func (s *Strips) WorkloadGone(w workload.Key) {
 
 // WrittenBefore reports whether resourceVersion a is older than b. Resource versions are etcd
 // revisions, ordered across objects; anything that is not a number is not trusted.
-func WrittenBefore(a, b string) bool {
-	x, errA := strconv.ParseUint(a, 10, 64)
-	y, errB := strconv.ParseUint(b, 10, 64)
-	return errA == nil && errB == nil && x < y
-}
+func WrittenBefore(a, b string) bool { return policy.WrittenBefore(a, b) }
