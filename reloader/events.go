@@ -32,6 +32,7 @@ type events struct {
 	caches          *caches
 	records         *configs.Records
 	changes         *changeLog
+	journal         *journal
 	entered         *enteredConfigs
 	reports         *reporter
 	strips          *runs.Strips
