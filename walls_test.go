@@ -34,7 +34,6 @@ var walls = map[string]wall{
 		imports: []string{"reloader/internal/entrykeys", "reloader/workload"},
 		state:   []string{"Configs", "Entry", "KeyOf", "ParseKey"},
 	},
-	"reloader/internal/arrivals": {},
 	"reloader/internal/entrykeys": {
 		imports: []string{"reloader/workload"},
 		state:   []string{"EntryKind", "Key", "KindOf"},
