@@ -74,8 +74,12 @@ type flusher struct {
 	// onWrite is the store's OnWrite, read at each write: it may be set after New.
 	onWrite *func(shard string, err error)
 
-	due    pending         // what the next flush writes; the store marks it
-	exists [MaxShards]bool // shards known to exist; a new one is created, not patched
+	due pending // what the next flush writes; the store marks it
+	// writing holds the one flush that may run: a flush that took the dirty keys while another
+	// one's failing write still held some would return before they were requeued, and two
+	// writes of one shard could land in the wrong order.
+	writing chan struct{}
+	exists  [MaxShards]bool // shards known to exist; a new one is created, not patched
 	// others are the keys of the first shard that are not entries (a Job recreation's note), as
 	// last read or written: a deleted first shard is recreated with them too.
 	others map[string]string
@@ -109,7 +113,8 @@ const maxBackoff = 30 * time.Second
 // and returns, leaving any further attempt to the caller's own Flush.
 func (s *Store) Run(ctx context.Context, linger time.Duration) { s.flusher.run(ctx, linger) }
 
-// Flush writes every dirty entry: one merge patch per shard, lowest shard first.
+// Flush writes every dirty entry: one merge patch per shard, lowest shard first. It waits for a
+// flush in flight, so it also writes what that one's failing write gives back.
 func (s *Store) Flush(ctx context.Context) error { return s.flusher.flush(ctx, true) }
 
 // Clean reports whether every change has been written (or found no room): nothing is dirty and
@@ -187,6 +192,12 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // flush writes every dirty entry, and the redundant entries: all of them, or only those of the
 // shards it writes anyway.
 func (f *flusher) flush(ctx context.Context, redundant bool) error {
+	select {
+	case f.writing <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("wait for the state write in flight: %w", ctx.Err())
+	}
+	defer func() { <-f.writing }()
 	patches := f.takeDirty(redundant)
 	defer f.doneFlushing()
 	var errs []error

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -115,5 +116,64 @@ func TestTheNextFlushMakesAWriteThatFailed(t *testing.T) {
 	data := stored(t, c)
 	if _, ok := data[removed]; ok || data[set] != hashOf("s") {
 		t.Fatalf("after the second flush the state holds %v, want %s removed and %s=%s", data, removed, set, hashOf("s"))
+	}
+}
+
+// holdFirstPatch is a ConfigMapClient whose first patch once armed waits for release and then fails, like
+// a write whose context ended while it was in flight.
+type holdFirstPatch struct {
+	state.ConfigMapClient
+	entered, release chan struct{}
+	armed, held      atomic.Bool
+}
+
+func (h *holdFirstPatch) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub ...string) (*corev1.ConfigMap, error) {
+	if h.armed.Load() && h.held.CompareAndSwap(false, true) {
+		close(h.entered)
+		<-h.release
+		return nil, context.Canceled
+	}
+	return h.ConfigMapClient.Patch(ctx, name, pt, data, opts, sub...)
+}
+
+// A Flush that starts while another flush's write is in flight returns only once what that
+// write carried is stored, though that write fails: nothing dirty is left behind a Flush.
+func TestAFlushBesideAFailingOneWritesWhatThatOneCarried(t *testing.T) {
+	c := statetest.NewConfigMaps()
+	client := &holdFirstPatch{ConfigMapClient: c, entered: make(chan struct{}), release: make(chan struct{})}
+	s := state.New(client, "default", "reloader-state", slog.New(slog.DiscardHandler))
+	ctx := context.Background()
+	if _, err := s.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	k := state.Key("ConfigMap", "", "app")
+	s.Configs().Set(k, hashOf("a"))
+	flush(t, s) // the shard exists: later writes are patches
+	s.Configs().Set(k, hashOf("b"))
+	client.armed.Store(true)
+	first := make(chan error, 1)
+	go func() { first <- s.Flush(ctx) }()
+	<-client.entered
+	second := make(chan error, 1)
+	go func() { second <- s.Flush(ctx) }()
+	var err2 error
+	early := false
+	select {
+	case err2 = <-second:
+		early = true // a correct second flush waits for the first
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(client.release)
+	if err := <-first; err == nil {
+		t.Fatal("the held write reported no error")
+	}
+	if !early {
+		err2 = <-second
+	}
+	if err2 != nil {
+		t.Fatalf("second flush: %v", err2)
+	}
+	if v := stored(t, c)[k]; v != hashOf("b") {
+		t.Fatalf("after both flushes the state holds %q, want %s", v, hashOf("b"))
 	}
 }

@@ -68,7 +68,7 @@ func New(client ConfigMapClient, namespace, name string, log *slog.Logger, kinds
 	io := &shardIO{client: client, namespace: namespace, name: name, log: log}
 	s := &Store{kinds: kinds, io: io, log: log}
 	s.flusher = flusher{io: io, log: log, kinds: s.kinds, mu: &s.mu, entries: &s.t, onWrite: &s.OnWrite,
-		due: newPending(), others: map[string]string{}}
+		due: newPending(), others: map[string]string{}, writing: make(chan struct{}, 1)}
 	s.t = table{
 		kinds:    kinds,
 		entries:  newEntryMap(),
