@@ -49,8 +49,8 @@ lint: $(GOLANGCI_LINT) $(ACTIONLINT)
 # state/integration); test-unit refuses one that links the test cluster. make test runs them too.
 UNIT_PACKAGES := . ./alert/ ./coalesce/ ./confighash/ ./internal/app/ ./internal/cli/ ./internal/gctune/ \
 	./internal/kube/ ./internal/leader/ ./internal/pageout/ ./metrics/ ./policy/ ./state/ \
-	./reloader/configs/ ./reloader/internal/entrykeys/ ./reloader/internal/report/ ./reloader/jobs/ \
-	./reloader/runs/ ./reloader/safe/ ./reloader/workload/ ./e2e/checker/
+	./reloader/configs/ ./reloader/internal/arrivals/ ./reloader/internal/entrykeys/ \
+	./reloader/internal/report/ ./reloader/jobs/ ./reloader/runs/ ./reloader/safe/ ./reloader/workload/ ./e2e/checker/
 test-unit:
 	@! $(GO) list -deps -test $(UNIT_PACKAGES) | grep -x '.*/internal/dev/testcluster' || \
 		{ echo "a package in UNIT_PACKAGES links internal/dev/testcluster"; exit 1; }

@@ -34,6 +34,7 @@ var walls = map[string]wall{
 		imports: []string{"reloader/internal/entrykeys", "reloader/workload"},
 		state:   []string{"Configs", "Entry", "KeyOf", "ParseKey"},
 	},
+	"reloader/internal/arrivals": {},
 	"reloader/internal/entrykeys": {
 		imports: []string{"reloader/workload"},
 		state:   []string{"EntryKind", "Key", "KindOf"},

@@ -59,19 +59,24 @@ func RolloutProgress(obj any) (Progress, string) {
 	return Untracked, ""
 }
 
-// DeadlineBefore reports whether the progress deadline a Deployment's status declares was last
-// written at or before t (whole seconds, as both are kept): a previous rollout's. The Deployment
-// controller keeps that condition as it is when the new template's ReplicaSet already exists,
-// until the rollout shows progress, so a reload patched after a failed rollout would read as
-// failed at once.
+// DeadlineBefore reports whether the progress deadline a Deployment's status declares is too
+// early to judge a rollout whose template was patched at t. The Deployment controller restarts
+// the clock of a new ReplicaSet when it creates it, so this rollout's deadline cannot come
+// before t plus progressDeadlineSeconds (less a second: both times are kept in whole seconds).
+// An earlier one is a previous rollout's: the controller keeps it until the new one progresses,
+// and a controller that lags may write it only after t.
 func DeadlineBefore(obj any, t time.Time) bool {
 	d, ok := obj.(*appsv1.Deployment)
 	if !ok {
 		return false
 	}
+	earliest := t
+	if pds := d.Spec.ProgressDeadlineSeconds; pds != nil && *pds > 1 {
+		earliest = t.Add(time.Duration(*pds-1) * time.Second)
+	}
 	for _, c := range d.Status.Conditions {
 		if c.Type == appsv1.DeploymentProgressing && c.Reason == reasonDeadline {
-			return !c.LastUpdateTime.After(t)
+			return !c.LastUpdateTime.After(earliest)
 		}
 	}
 	return false

@@ -126,26 +126,32 @@ func TestFollowOfReadsTheAnnotationsOverTheFlags(t *testing.T) {
 	}
 }
 
-// A deadline written before the reload (whole seconds, as the history entry's time) is the
-// last rollout's: the Deployment controller keeps it until the new rollout progresses.
-func TestADeadlineWrittenBeforeTheReloadIsTheLastRollouts(t *testing.T) {
+// A deadline written sooner after the reload than its progressDeadlineSeconds is a previous
+// rollout's (times in whole seconds, as the history entry's): the Deployment controller keeps
+// it until the new rollout progresses, and one that lags writes it after the reload.
+func TestADeadlineSoonerThanTheReloadsOwnIsAPreviousRollouts(t *testing.T) {
 	reload := time.Date(2026, 11, 27, 20, 0, 10, 0, time.UTC)
-	at := func(sec int, reason string) *appsv1.Deployment {
+	at := func(sec int, reason string, pds *int32) *appsv1.Deployment {
 		d := deployment(3, 3, 1, 0, 1, 1, reason)
+		d.Spec.ProgressDeadlineSeconds = pds
 		if len(d.Status.Conditions) > 0 {
 			d.Status.Conditions[0].LastUpdateTime = metav1.NewTime(reload.Add(time.Duration(sec) * time.Second))
 		}
 		return d
 	}
+	three := ptr(int32(3))
 	cases := []struct {
 		name string
 		obj  any
 		want bool
 	}{
-		{"deadline a minute before", at(-60, reasonDeadline), true},
-		{"deadline in the reload's second", at(0, reasonDeadline), true},
-		{"deadline a second after", at(1, reasonDeadline), false},
-		{"no deadline", at(-60, reasonNewRSAvailable), false},
+		{"deadline a minute before", at(-60, reasonDeadline, three), true},
+		{"deadline in the reload's second", at(0, reasonDeadline, three), true},
+		{"deadline two seconds after, of three (CI 2026-12-03)", at(2, reasonDeadline, three), true},
+		{"deadline three seconds after, of three", at(3, reasonDeadline, three), false},
+		{"deadline a second after, no deadline in the spec", at(1, reasonDeadline, nil), false},
+		{"deadline in the reload's second, no deadline in the spec", at(0, reasonDeadline, nil), true},
+		{"no deadline", at(-60, reasonNewRSAvailable, three), false},
 		{"no condition", deployment(3, 3, 1, 0, 1, 1, ""), false},
 		{"not a Deployment", &corev1.Pod{}, false},
 	}

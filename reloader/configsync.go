@@ -108,6 +108,7 @@ func (c *Controller) openWindows(due []workload.Key, fresh bool) {
 // recorded here; every other is queued. Not queueing every config keeps the queue's maps, which
 // never shrink, small. Entries of configs deleted while the reloader was down become tombstones.
 func (c *Controller) startupPass() {
+	c.fold()
 	if !c.opts.IgnoreSecrets {
 		configs.ReportStateHashes(c.state.Configs(), c.opts.HashKey.key.ID(), c.log)
 	}

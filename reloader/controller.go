@@ -161,6 +161,7 @@ type Controller struct {
 	backlog   *backlog                                 // the start-up's keys, fed to queue a window at a time (backlog.go)
 	coalescer *coalesce.Coalescer[workload.Key]
 	changes   *changeLog
+	journal   *journal        // the events' deltas, folded by each sync before it judges (journal.go)
 	entered   *enteredConfigs // configs whose namespace entered the selection (entered.go)
 	events    record.EventBroadcaster
 	reports   *report.Reporter
@@ -235,6 +236,7 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 			workqueue.TypedRateLimitingQueueConfig[workload.Key]{Name: "reloader", MetricsProvider: opts.Metrics.WorkqueueProvider()}),
 		refusals: workqueue.NewTypedItemExponentialFailureRateLimiter[workload.Key](refusedRetryMin, cmp.Or(opts.refusedRetryMax, refusedRetryMax)),
 		changes:  newChangeLog(),
+		journal:  &journal{},
 		entered:  &enteredConfigs{},
 		restarts: runs.NewRestarts(),
 
@@ -288,7 +290,7 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 	c.planner = &planner{rule: c.rule, caches: c.caches, gates: c.gates, validation: c.validation, clock: opts.Clock}
 	c.explainer = &Explainer{annotations: opts.Annotations, namespace: opts.Namespace, clock: opts.Clock, caches: c.caches,
 		store: c.state.Configs(), names: c.names, rule: c.rule, records: c.records, gates: c.gates, planner: c.planner,
-		annotationCheck: c.annotationCheck}
+		annotationCheck: c.annotationCheck, fold: c.fold}
 	if opts.Webhook.URL != "" {
 		c.webhook = &webhookSync{webhook: opts.Webhook, annotations: opts.Annotations, reloadOnCreate: opts.ReloadOnCreate,
 			reloadOnDelete: opts.ReloadOnDelete, caches: c.caches, changes: c.changes, store: c.state.Configs(), names: c.names,
@@ -499,7 +501,7 @@ func (c *Controller) drained(ctx context.Context, grace time.Duration) bool {
 	deadline := time.Now().Add(grace)
 	quietSince := time.Now()
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		if c.queued() != 0 || c.busy.Load() != 0 || c.restarts.WritesUnseen(c.caches.version) {
+		if c.queued() != 0 || c.busy.Load() != 0 || c.journal.Pending() != 0 || c.restarts.WritesUnseen(c.caches.version) {
 			quietSince = time.Now()
 		} else if time.Since(quietSince) >= 200*time.Millisecond {
 			return true
@@ -544,6 +546,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 }
 
 func (c *Controller) sync(ctx context.Context, k workload.Key) error {
+	c.fold()
 	if _, ok := c.caches.configs[k.Kind]; ok {
 		defer c.metrics.Stakater.ConfigSynced(k.Kind)
 		if c.webhook != nil {
@@ -612,10 +615,11 @@ func hasSynced(informers []cache.SharedIndexInformer) []cache.InformerSynced {
 
 func newBucket(qps float64, burst int) *rate.Limiter { return rate.NewLimiter(rate.Limit(qps), burst) }
 
-// Idle reports whether nothing is in flight: no open window, nothing queued, no sync running and
-// no state write pending. Tests and the benchmark wait on it instead of sleeping.
+// Idle reports whether nothing is in flight: no open window, nothing queued or left to fold, no
+// sync running and no state write pending. Tests and the benchmark wait on it instead of sleeping.
 func (c *Controller) Idle() bool {
-	return c.ready.Load() && c.coalescer.Pending() == 0 && c.queued() == 0 && c.busy.Load() == 0 && c.stateClean()
+	return c.ready.Load() && c.coalescer.Pending() == 0 && c.queued() == 0 && c.journal.Pending() == 0 &&
+		c.busy.Load() == 0 && c.stateClean()
 }
 
 // stateClean reports that the state has nothing left to write; a dry run writes nothing.

@@ -31,8 +31,8 @@ type events struct {
 	decisiveAnnotations []string
 
 	caches          *caches
-	records         *configs.Records
 	changes         *changeLog
+	journal         *journal
 	entered         *enteredConfigs
 	reports         *report.Reporter
 	strips          *runs.Strips
@@ -48,44 +48,74 @@ type events struct {
 }
 
 // watchConfigs queues a config on every event. A content change, creation or deletion seen
-// while running is also logged as a change: it opens (or extends) its dependents' windows.
+// while running is also logged as a change: it opens (or extends) its dependents' windows; and
+// journaled with its records, which the next sync folds into what the pods are noted to run.
 func (e *events) watchConfigs(kind string, inf cache.SharedIndexInformer) error {
 	_, err := inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc: func(obj any, initial bool) {
-			k := objectKey(kind, obj)
-			e.metrics.Stakater.ConfigEvent("add", kind, e.caches.allowed(k.Namespace))
-			if initial {
-				return // the start-up pass decides, once the caches have synced
-			}
-			e.strips.ConfigChanged(k, holdsNoneOf(obj.(*configs.Record)))
-			e.notes.ConfigChanged(k, obj.(*configs.Record))
-			e.changes.observe(k, e.clock.Now())
-			e.enqueue(k)
-		},
-		UpdateFunc: func(old, obj any) {
-			k := objectKey(kind, obj)
-			e.metrics.Stakater.ConfigEvent("update", kind, e.caches.allowed(k.Namespace))
-			if before, after := old.(*configs.Record), obj.(*configs.Record); !before.SameContent(after) {
-				e.strips.ConfigChanged(k, func(keys []string) bool {
-					return e.records.Content(before, keys).Value == e.records.Content(after, keys).Value
-				})
-				e.notes.ConfigChanged(k, after)
-				e.changes.observe(k, e.clock.Now())
-			}
-			e.enqueue(k)
-		},
-		DeleteFunc: func(obj any) {
-			k := objectKey(kind, obj)
-			e.metrics.Stakater.ConfigEvent("delete", kind, e.caches.allowed(k.Namespace))
-			e.strips.ConfigChanged(k, holdsNoneOf(recordOf(obj)))
-			e.changes.observe(k, e.clock.Now())
-			e.enqueue(k)
-		},
+		AddFunc:    func(obj any, initial bool) { e.configAdded(kind, obj, initial) },
+		UpdateFunc: func(old, obj any) { e.configUpdated(kind, old, obj) },
+		DeleteFunc: func(obj any) { e.configDeleted(kind, obj) },
 	})
 	if err != nil {
 		return fmt.Errorf("watch %ss: %w", kind, err)
 	}
 	return nil
+}
+
+func (e *events) configAdded(kind string, obj any, initial bool) {
+	k := objectKey(kind, obj)
+	e.metrics.Stakater.ConfigEvent("add", kind, e.caches.allowed(k.Namespace))
+	if initial {
+		return // the start-up pass decides, once the caches have synced
+	}
+	e.journal.Append(k, configArrived{k: k, obj: obj.(*configs.Record)})
+	e.changes.observe(k, e.clock.Now())
+	e.enqueue(k)
+}
+
+func (e *events) configUpdated(kind string, old, obj any) {
+	k := objectKey(kind, obj)
+	e.metrics.Stakater.ConfigEvent("update", kind, e.caches.allowed(k.Namespace))
+	if before, after := old.(*configs.Record), obj.(*configs.Record); !before.SameContent(after) {
+		e.journal.Append(k, configArrived{k: k, old: before, obj: after})
+		e.changes.observe(k, e.clock.Now())
+	}
+	e.enqueue(k)
+}
+
+func (e *events) configDeleted(kind string, obj any) {
+	k := objectKey(kind, obj)
+	e.metrics.Stakater.ConfigEvent("delete", kind, e.caches.allowed(k.Namespace))
+	e.journal.Append(k, configArrived{k: k, old: recordOf(obj), deleted: true})
+	e.changes.observe(k, e.clock.Now())
+	e.enqueue(k)
+}
+
+// configArrived is a config's creation (old nil), content change, or deletion (deleted; old
+// nil when the informer lost the record) seen while running. Records are immutable once in the
+// cache, so the fold reads them as the handler would have.
+type configArrived struct {
+	k        workload.Key
+	old, obj *configs.Record
+	deleted  bool
+}
+
+// apply makes unknown what the strips noted of the config's dependents, except where a change
+// kept the content of every key they read, and gives the restarts in flight or done the new
+// version, in arrival order: the cache keeps only the last one.
+func (d configArrived) apply(c *Controller) {
+	switch {
+	case d.deleted:
+		c.strips.ConfigChanged(d.k, holdsNoneOf(d.old))
+		return
+	case d.old == nil:
+		c.strips.ConfigChanged(d.k, holdsNoneOf(d.obj))
+	default:
+		c.strips.ConfigChanged(d.k, func(keys []string) bool {
+			return c.records.Content(d.old, keys).Value == c.records.Content(d.obj, keys).Value
+		})
+	}
+	c.notes.ConfigChanged(d.k, d.obj)
 }
 
 // watchWorkloads indexes workloads by the configs they reload on. A new workload, or one whose

@@ -133,6 +133,7 @@ type Explainer struct {
 	gates           *safe.Gates
 	planner         *planner
 	annotationCheck *annotationCheck
+	fold            func() // the events' deltas, applied before anything is judged (journal.go)
 }
 
 // Explainer is the part that tells workloads; Observe first.
@@ -147,6 +148,7 @@ func (x *Explainer) Explain(ctx context.Context, q Query) (Explanation, error) {
 	if kind == nil {
 		return Explanation{}, fmt.Errorf("the reloader does not reload %ss: %s", q.Kind, kindOffWhy(q.Kind))
 	}
+	x.fold()
 	obj, exists, err := kind.Cached(q.Namespace + "/" + q.Name)
 	if err != nil {
 		return Explanation{}, fmt.Errorf("read %s %s/%s from the cache: %w", q.Kind, q.Namespace, q.Name, err)

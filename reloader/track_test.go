@@ -658,6 +658,9 @@ func TestAnotherActorsBrokenImageWhileTheReloaderIsDownIsNotRolledBackAtItsStart
 	wantSupersededByTheOtherActor(t, ns, anotherActorsChangeScenario(t, ns, true))
 }
 
+// stoppedDeadline is the progress deadline of stoppedInARollout's web.
+const stoppedDeadline = time.Hour
+
 // stoppedInARollout reloads a followed web (with rollback) whose rollout never ends by itself,
 // and stops the reloader while it is progressing: a stand-in for a cache judged at a chosen
 // moment (JudgeRolloutAsCached). It returns the stopped reloader and the reload's entry.
@@ -665,7 +668,7 @@ func stoppedInARollout(t *testing.T, ns string) (*running, policy.Entry) {
 	t.Helper()
 	followedDeployment(t, ns, map[string]string{"configmap.reloader.stakater.com/reload": "app", policy.RollbackAnnotation: "true"})
 	updateDeployment(t, ns, "web", func(d *appsv1.Deployment) {
-		d.Spec.ProgressDeadlineSeconds, d.Spec.MinReadySeconds = new(int32(3600)), 600 // never ends by itself
+		d.Spec.ProgressDeadlineSeconds, d.Spec.MinReadySeconds = new(int32(stoppedDeadline/time.Second)), 600 // never ends by itself
 	})
 	r := startController(t, ns, controllerOpts{})
 	updateConfigMap(t, ns, "app", fixedConfig)
@@ -711,15 +714,17 @@ func TestARollbackJudgedOnACacheBehindAnotherActorsChangeIsNotSent(t *testing.T)
 // one progresses (it writes no new condition when the next template's ReplicaSet exists), so a
 // reload judged on that status was taken as failed 17 ms after its patch and rolled back (make
 // test, TestARollbackAtTheResumeOfAPausedDeletionReloadReloadsTheRecreation, once). A deadline
-// written before the reload is not its own; one written after it is (the control).
+// written before the reload is not its own, nor one a lagging controller writes in the seconds
+// after it (CI 2026-12-03); one written once the reload's own deadline could pass is (the control).
 func TestAProgressDeadlineWrittenBeforeTheReloadDoesNotFailIt(t *testing.T) {
 	t.Parallel()
 	for name, c := range map[string]struct {
-		offset time.Duration
+		offset time.Duration // after the reload's own deadline could first pass
 		want   string
 	}{
-		"written before the reload": {-time.Minute, policy.OutcomeProgressing},
-		"written after the reload":  {time.Minute, policy.OutcomeFailed},
+		"written before the reload":           {-time.Minute - stoppedDeadline, policy.OutcomeProgressing},
+		"written a second after the reload":   {time.Second - stoppedDeadline, policy.OutcomeProgressing},
+		"written once its own deadline could": {time.Minute, policy.OutcomeFailed},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -728,7 +733,7 @@ func TestAProgressDeadlineWrittenBeforeTheReloadDoesNotFailIt(t *testing.T) {
 			cached := getDeployment(t, ns, "web")
 			cached.Status.ObservedGeneration = cached.Generation
 			cached.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse,
-				Reason: "ProgressDeadlineExceeded", LastUpdateTime: metav1.NewTime(reload.At.Add(c.offset))}}
+				Reason: "ProgressDeadlineExceeded", LastUpdateTime: metav1.NewTime(reload.At.Add(stoppedDeadline + c.offset))}}
 			if err := r.ctrl.JudgeRolloutAsCached(context.Background(), cached); err != nil {
 				t.Fatal(err)
 			}

@@ -1,6 +1,7 @@
 package configs
 
 import (
+	"log/slog"
 	"reflect"
 	"strings"
 	"testing"
@@ -22,7 +23,10 @@ import (
 
 	"github.com/reloader/reloader/confighash"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader/internal/entrykeys"
 	"github.com/reloader/reloader/reloader/workload"
+	"github.com/reloader/reloader/state"
+	"github.com/reloader/reloader/state/statetest"
 )
 
 func TestTheCacheKeepsWhatRolloutTrackingReadsOfACustomWorkloadsStatus(t *testing.T) {
@@ -303,6 +307,48 @@ func TestAResourceVersionReadsBackAsWrittenWhateverItsForm(t *testing.T) {
 		}
 		if got := r.GetObjectMeta().GetResourceVersion(); got != rv {
 			t.Errorf("resourceVersion %q reads back %q through GetObjectMeta", rv, got)
+		}
+	}
+}
+
+// stripsSeen is a StripNotes that keeps nothing.
+type stripsSeen struct{}
+
+func (stripsSeen) Remember(workload.Key, policy.ConfigRef, string, []string) {}
+func (stripsSeen) CaughtUp(workload.Key, policy.ConfigRef, string)           {}
+
+// The fold applies a config's delta after the cache may hold a later version (reloader/journal.go):
+// the records a delta carries, old and new, must read then as they did at the event.
+func TestAConfigRecordIsNotChangedByWhatReadsItOrRecordsItsContent(t *testing.T) {
+	store := state.New(statetest.NewConfigMaps(), "ns", "reloader-state", slog.New(slog.DiscardHandler))
+	an := policy.DefaultAnnotations()
+	key, err := confighash.NewKey([]byte(strings.Repeat("k", 32)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := NewRecords(an, fixedKey{key}, store.Configs(), entrykeys.Names{Single: true}, stripsSeen{})
+	meta := metav1.ObjectMeta{Name: "app", Namespace: "ns", UID: "Not-A-UUID", ResourceVersion: "v7",
+		Annotations: map[string]string{an.Ignore: "false"}}
+	cm, _ := rs.Transform(&corev1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"a": "1", "b": "2"}})
+	secret, _ := rs.Transform(&corev1.Secret{ObjectMeta: meta, Data: map[string][]byte{"a": []byte("1")}})
+	for _, obj := range []any{cm, secret} {
+		rec := obj.(*Record)
+		want := rec.DeepCopyObject()
+		k := workload.Key{Kind: rec.kind.String(), Namespace: "ns", Name: rec.Name}
+		deps := []workload.Dependent{
+			{Workload: workload.Key{Kind: "Deployment", Namespace: "ns", Name: "w"}, Judgement: workload.Judgement{Keys: []string{"a"}}},
+			{Workload: workload.Key{Kind: "Deployment", Namespace: "ns", Name: "v"}},
+		}
+		_, _, _, _, _ = rec.Annotations(), rec.Invalid(), rec.UID(), rec.ResourceVersion(), rec.Hash()
+		_ = rec.SameContent(want.(*Record))
+		_, _, _ = rs.Content(rec, nil), rs.Content(rec, []string{"a"}), rs.KeyContent(rec, "b")
+		again, _ := rs.Transform(rec) // client-go may pass a cached object through the transform again
+		rs.FirstSeen(k, rec)
+		rs.Baseline(k, rec, deps)
+		rs.RolledOut(k, rec, deps)
+		rs.Write(k, rec)
+		if !reflect.DeepEqual(rec, want) || again != any(rec) {
+			t.Errorf("the %s record changed once stored:\n got %+v\nwant %+v", k.Kind, rec, want)
 		}
 	}
 }
