@@ -44,6 +44,9 @@ type PairFacts struct {
 	// marker, was noted to run since a strip, against Want.
 	RanSince bool
 	Strip    MarkerState
+	// StartedWithout: the state notes that the pods, restarted while the config was absent,
+	// started without it (they read it only through optional key refs).
+	StartedWithout bool
 	// State is the config's entry in the reloader-state. KeyStates gives, for each of Keys, its
 	// current content and the state's entry of it; it is called only when the judgement needs it.
 	State     Recorded
@@ -180,7 +183,8 @@ type marked struct {
 // the content it reappeared with (deleted again, that content is gone whatever the marker says);
 // or they wait for it still, and run nothing of it, as a deletion's marker says (soak seed
 // 1795828528856311681@7). A process that did not see that restart learns it from the state
-// (RanSince; Strip, the content the state notes they took).
+// (RanSince; Strip, the content the state notes they took; StartedWithout, that they started
+// without it, read only through optional key refs).
 func (f PairFacts) runs() marked {
 	m := marked{marker: f.Marker, reason: markerReason(f.Marker, f.Exists)}
 	switch {
@@ -204,6 +208,9 @@ func (f PairFacts) runs() marked {
 		return marked{marker: Stale, force: true, reason: TookBeforeDeletion}
 	case !f.Exists && m.marker == NoMarker && f.Awaiting:
 		return marked{marker: Current, reason: Awaiting}
+	case !f.Exists && m.marker == NoMarker && f.StartedWithout:
+		// Not the tombstone's content, though the workload was created before the deletion.
+		return marked{marker: Current, reason: StartedWithout}
 	}
 	return m
 }

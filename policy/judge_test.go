@@ -72,6 +72,7 @@ func TestJudgeDecidesEachCaseOfTheRule(t *testing.T) {
 	waitsRan := func(p *PairFacts) { p.Waits, p.RanSince = true, true }
 	ranSince := func(p *PairFacts) { p.RanSince = true }
 	awaiting := func(p *PairFacts) { p.Awaiting = true }
+	startedWithout := func(p *PairFacts) { p.StartedWithout = true }
 	noneOfKeys := func(p *PairFacts) { p.NoneOfKeys = true }
 	lostKeyMarker := func(p *PairFacts) { p.MarkedUnderOtherKey = true }
 	created := func(at time.Time) func(*PairFacts) { return func(p *PairFacts) { p.Created = at } }
@@ -178,6 +179,10 @@ func TestJudgeDecidesEachCaseOfTheRule(t *testing.T) {
 			gone().set(onDelete).set(awaiting).state(live(a)), false, Awaiting, "", ""},
 		{"without the wait, the state's content rolled out reloads it (seed 1795828528856311681@7, control)",
 			gone().set(onDelete).state(live(a)), true, RanBeforeDeletion, "", a},
+		{"pods noted in the state to have started without a deleted config are not reloaded for the deletion by a later process (TestAWorkloadThatStopsWaitingForADeletedConfigIsNotReloadedForTheDeletionByTheNextProcess, seed 5@7)",
+			gone().set(onDelete).set(startedWithout).state(tombAt(a, t0)).set(created(t0.Add(-time.Hour))), false, StartedWithout, "", ""},
+		{"the config back, that note is another content: its return reloads them once (TestAWorkloadThatStopsWaitingForADeletedConfigIsNotReloadedForTheDeletionByTheNextProcess, control)",
+			on(a).set(startedWithout).strip(Stale).state(tomb(a)), true, StripStale, "behind stripped", ""},
 		{"pods noted in the state to have taken the reappearance still there restart nothing in a later process (TestPodsThatTookAReappearanceAreNotReloadedForItByALaterProcess, soak seed 1796182876957345445@10)",
 			on(b).marker(Stale).set(waitsRan).strip(Current).state(live(b)), false, TookReappearance, "vouched", ""},
 		{"a change since that reappearance reloads them once (TestPodsThatTookAReappearanceAreNotReloadedForItByALaterProcess, control)",

@@ -101,6 +101,7 @@ func (ru *rule) pairFacts(w workload.View, r policy.ConfigRef, rec *configs.Reco
 		Awaiting:            ru.restarts.Awaiting(w.Key, r),
 		Waits:               policy.Waits(&w.Tmpl.Spec, r),
 		RanSince:            ru.strips.RanSince(w.Key, r),
+		StartedWithout:      ru.strips.StartedWithout(w.Key, r),
 		State:               policy.Recorded{Known: inState, Deleted: e.Deleted, Hash: e.Hash, Since: e.Since},
 		Stakater:            policy.StakaterFacts{Comparing: ru.stakater.Load(), Set: stakaterSet, Value: stakaterValue},
 		ReloadOnCreate:      ru.reloadOnCreate,
