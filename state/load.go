@@ -2,6 +2,8 @@ package state
 
 import (
 	"context"
+	"strconv"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
@@ -29,6 +31,14 @@ func (s *Store) Load(ctx context.Context) (first bool, err error) {
 			return false, s.io.explain("get", s.ShardName(i), err)
 		}
 		s.flusher.exists[i] = true
+		if v, err := strconv.ParseUint(cm.ResourceVersion, 10, 64); err == nil && v > s.watermark {
+			s.watermark = v
+		}
+		for _, m := range cm.ManagedFields {
+			if m.Time != nil && m.Time.After(s.watermarkAt) {
+				s.watermarkAt = m.Time.Time
+			}
+		}
 		s.loadShard(i, cm.Data)
 	}
 	if s.io.fenced() {
@@ -86,6 +96,7 @@ func (s *Store) drop(key string, i int) {
 // forgetAll empties the in-memory copy before a Load.
 func (s *Store) forgetAll() {
 	s.t.entries, s.t.children = newEntryMap(), children{}
+	s.watermark, s.watermarkAt = 0, time.Time{}
 	s.flusher.forget()
 	s.t.room.forget()
 	s.io.forget()
