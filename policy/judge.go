@@ -68,8 +68,8 @@ type UnrecordedFacts struct {
 	// (a first start, a lost state) or when it does not apply: the config had no dependent at
 	// this process's start, so each of its writes since was seen running.
 	Watermark string
-	// WatermarkAt is when the write that left the watermark was made, to the second, by the API
-	// server's clock; zero when unknown.
+	// WatermarkAt is no later than the write that left the watermark, by the clock of the
+	// reloader that made it and signed it (state.Store.Watermark); zero when unknown.
 	WatermarkAt time.Time
 	// RV and Created are the config's resourceVersion and creation (to the second).
 	RV      string
@@ -330,7 +330,8 @@ func (f PairFacts) ruleFacts(marker MarkerState, byState bool) facts {
 // watermark was written (created at or before its second: that write above it is a change, as
 // the entry it had would have told), or was created strictly before the workload (to the
 // second). A config created after the watermark, in or after the workload's second (a Helm
-// install while the reloader was down), is first seen. All the times are the API server's.
+// install while the reloader was down), is first seen. The creations are the API server's; the
+// watermark's time is the reloader's own, and without it only the second test applies.
 func (u UnrecordedFacts) before(w time.Time) bool {
 	if u.Watermark == "" || !WrittenBefore(u.Watermark, u.RV) || u.Created.IsZero() {
 		return false

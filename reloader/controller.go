@@ -244,6 +244,7 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 			labelSelector: opts.ResourceLabelSelector, ignoredSecretTypes: opts.IgnoreSecretTypes},
 	}
 	c.opts.HashKey.runOnly, _ = HashKeyOf(newHashKeySecret(""))
+	c.state.SignWrites(flushStamps{key: &c.opts.HashKey, namespace: opts.StateNamespace})
 	c.strips = runs.NewStrips(c.state.Kind(entrykeys.StripPrefix), c.names)
 	c.records = configs.NewRecords(opts.Annotations, &c.opts.HashKey, c.state.Configs(), c.names, c.strips)
 	c.state.OnWrite = c.metrics.ObserveStateWrite

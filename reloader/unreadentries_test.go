@@ -2,10 +2,13 @@ package reloader_test
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/state"
@@ -99,21 +102,7 @@ func TestAConfigCreatedWithItsReaderWhileDownRestartsNothing(t *testing.T) {
 	r := startController(t, ns, opts)
 	settle(t)
 	r.stop(t)
-	// Both in one second: the rule compares creations to the second.
-	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 50*time.Millisecond)))
-	createConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
-	d := createDeployment(t, ns, "api", 0, named("configmap", "app-config"), nil)
-	cm, err := cluster.Client().CoreV1().ConfigMaps(ns).Get(context.Background(), "app-config", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !cm.CreationTimestamp.Equal(&d.CreationTimestamp) {
-		t.Fatalf("setup: app-config created at %v, api at %v: not in one second", cm.CreationTimestamp, d.CreationTimestamp)
-	}
-	r = startController(t, ns, opts)
-	entry := state.Key("ConfigMap", "", "app-config")
-	waitFor(t, 30*time.Second, "app-config's entry recorded", func() (bool, error) { return r.ctrl.Recorded(entry) != "", nil })
-	wantReloads(t, ns, "api", d.Generation, 0)
+	createdTogetherRestartNothing(t, ns, opts)
 }
 
 // A foreign write to the state while no reloader runs raises the watermark above a change of a
@@ -130,4 +119,74 @@ func TestAForeignWriteToTheStateWhileDownOnlyMakesTheStartDoLess(t *testing.T) {
 	entry := state.Key("ConfigMap", "", "app-config")
 	waitFor(t, 30*time.Second, "app-config's entry recorded", func() (bool, error) { return r.ctrl.Recorded(entry) != "", nil })
 	wantReloads(t, ns, "api", before, 0)
+}
+
+// While no reloader runs, someone who may write the state writes it with a managedFields entry
+// of theirs and a flushed-at, both a day later than the write; then a config and its reader are
+// created together (a Helm install). Neither forged time counts: flushed-at does not verify under
+// the hash key and managedFields are never read, so the watermark has no time, the config counts
+// as created after the watermark's write, and the start restarts nothing. The positive control
+// is TestAChangeWhileDownOfAConfigNothingReadReloadsItsNewReaderOnce.
+func TestAForgedLaterWriteTimeInTheStateWhileDownRestartsNothing(t *testing.T) {
+	t.Parallel()
+	ns := cluster.NewNamespace(t)
+	ctx := context.Background()
+	createConfigMap(t, ns, "marker", map[string]string{"v": "1"})
+	createDeployment(t, ns, "other", 0, named("configmap", "marker"), nil)
+	opts := controllerOpts{grace: 5 * time.Second}
+	r := startController(t, ns, opts)
+	waitFor(t, 30*time.Second, "the read config's entry saved", func() (bool, error) {
+		return storedState(t, ns)[state.Key("ConfigMap", "", "marker")] != "", nil
+	})
+	settle(t)
+	r.stop(t)
+
+	states := cluster.Client().CoreV1().ConfigMaps(ns)
+	if _, err := states.Patch(ctx, "reloader-state", types.MergePatchType, []byte(`{"data":{"someone-else":"x"}}`),
+		metav1.PatchOptions{FieldManager: "someone-else"}); err != nil {
+		t.Fatal(err)
+	}
+	cm, err := states.Get(ctx, "reloader-state", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A request may carry managedFields: an entry whose fields it leaves alone keeps its time.
+	forged := metav1.NewTime(time.Now().Add(24 * time.Hour).Truncate(time.Second))
+	for i := range cm.ManagedFields {
+		if cm.ManagedFields[i].Manager == "someone-else" {
+			cm.ManagedFields[i].Time = &forged
+		}
+	}
+	stamp := cm.Data[state.FlushedAtKey]
+	cm.Data[state.FlushedAtKey] = forged.UTC().Format(time.RFC3339Nano) + " " + stamp[strings.LastIndex(stamp, " ")+1:]
+	cm, err = states.Update(ctx, cm, metav1.UpdateOptions{FieldManager: "someone-else-too"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(cm.ManagedFields, func(m metav1.ManagedFieldsEntry) bool { return m.Time != nil && m.Time.Equal(&forged) }) {
+		t.Fatalf("setup: the API server kept no managedFields time %v: %+v", forged, cm.ManagedFields)
+	}
+
+	createdTogetherRestartNothing(t, ns, opts)
+}
+
+// createdTogetherRestartNothing creates app-config and api, which reads it, in one second while
+// no reloader runs (a Helm install), starts one with opts, and checks that api is not restarted.
+func createdTogetherRestartNothing(t *testing.T, ns string, opts controllerOpts) {
+	t.Helper()
+	// Both in one second: the rule compares creations to the second.
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 50*time.Millisecond)))
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+	d := createDeployment(t, ns, "api", 0, named("configmap", "app-config"), nil)
+	cm, err := cluster.Client().CoreV1().ConfigMaps(ns).Get(context.Background(), "app-config", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cm.CreationTimestamp.Equal(&d.CreationTimestamp) {
+		t.Fatalf("setup: app-config created at %v, api at %v: not in one second", cm.CreationTimestamp, d.CreationTimestamp)
+	}
+	r := startController(t, ns, opts)
+	entry := state.Key("ConfigMap", "", "app-config")
+	waitFor(t, 30*time.Second, "app-config's entry recorded", func() (bool, error) { return r.ctrl.Recorded(entry) != "", nil })
+	wantReloads(t, ns, "api", d.Generation, 0)
 }

@@ -3,7 +3,6 @@ package state
 import (
 	"context"
 	"strconv"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
@@ -31,12 +30,10 @@ func (s *Store) Load(ctx context.Context) (first bool, err error) {
 			return false, s.io.explain("get", s.ShardName(i), err)
 		}
 		s.flusher.exists[i] = true
-		if v, err := strconv.ParseUint(cm.ResourceVersion, 10, 64); err == nil && v > s.watermark {
-			s.watermark = v
-		}
-		for _, m := range cm.ManagedFields {
-			if m.Time != nil && m.Time.After(s.watermarkAt) {
-				s.watermarkAt = m.Time.Time
+		if v, err := strconv.ParseUint(cm.ResourceVersion, 10, 64); err == nil {
+			s.watermark = max(s.watermark, v)
+			if st, ok := cm.Data[FlushedAtKey]; ok {
+				s.stamps = append(s.stamps, loadedStamp{shard: s.ShardName(i), rv: v, value: st})
 			}
 		}
 		s.loadShard(i, cm.Data)
@@ -58,6 +55,9 @@ func (s *Store) Load(ctx context.Context) (first bool, err error) {
 // this one is removed.
 func (s *Store) loadShard(i int, data map[string]string) {
 	for k, v := range data {
+		if k == FlushedAtKey {
+			continue // each write stamps its own; its few bytes fit in the margin under the limit
+		}
 		if !s.kinds.owns(k) {
 			s.t.room.bytes[i] += cost(len(k), len(v))
 			if i == 0 {
@@ -96,7 +96,7 @@ func (s *Store) drop(key string, i int) {
 // forgetAll empties the in-memory copy before a Load.
 func (s *Store) forgetAll() {
 	s.t.entries, s.t.children = newEntryMap(), children{}
-	s.watermark, s.watermarkAt = 0, time.Time{}
+	s.watermark, s.stamps = 0, nil
 	s.flusher.forget()
 	s.t.room.forget()
 	s.io.forget()

@@ -5,30 +5,89 @@ import (
 	"time"
 )
 
-// FlushedAtKey is the first shard's other key that Seen has the next flush write, with the
-// flush's time: it exists to give the state a new resourceVersion.
+// FlushedAtKey is the other key every flush write of a shard carries, its own in each shard: the
+// write's time as Stamps.Stamp signs it. Seen has the next flush write the first shard with it
+// alone, to give the state a new resourceVersion.
 const FlushedAtKey = "flushed-at"
 
+// Stamps sign the time of a shard write and check it back. The state knows no key: the wiring
+// gives it this pair (SignWrites), so that the watermark's time is one a reloader wrote.
+type Stamps interface {
+	// Stamp is the FlushedAtKey value of a write of shard (its name) made at at.
+	Stamp(shard string, at time.Time) string
+	// Verify returns the time v, shard's FlushedAtKey value, was stamped with; ok is false when
+	// v does not verify (forged, edited, another shard's, made under another key or none).
+	Verify(shard, v string) (at time.Time, ok bool)
+}
+
+// SignWrites has every later flush write carry its time stamped by st, and Watermark check the
+// stamps Load read with it. Call it before Load; without it the stamps are the bare time, which
+// never verifies.
+func (s *Store) SignWrites(st Stamps) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flusher.stamps = st
+}
+
+// stamp is the FlushedAtKey value of a write of shard i made now. The caller holds the store's
+// lock.
+func (f *flusher) stamp(i int) *string {
+	now := time.Now()
+	v := now.UTC().Format(time.RFC3339Nano)
+	if f.stamps != nil {
+		v = f.stamps.Stamp(f.io.shardName(i), now)
+	}
+	return &v
+}
+
+// loadedStamp is a shard's FlushedAtKey value as Load read it, with the shard's version.
+type loadedStamp struct {
+	shard string
+	rv    uint64
+	value string
+}
+
 // Watermark is the highest resourceVersion among the shards as the last Load read them, "" when
-// it read none (a first start, a lost state), and at the time of the latest write their
-// managedFields record (zero when they record none). Every config written at or before it was
-// seen by a reloader that wrote the state after, so a config with no entry written at or before
-// it had no reader then. The API server assigns both: a foreign write of a shard only raises
-// them.
+// it read none (a first start, a lost state), and a time no later than the write that left it
+// (zero when unknown). Every config written at or before rv was seen by a reloader that wrote the
+// state after, so a config with no entry written at or before it had no reader then.
+//
+// Whoever may write the state may write anything in it, managedFields included (only the
+// requesting manager's entry gets the server's time), so each choice can only make the reloader
+// do less (policy.UnrecordedFacts: a later watermark version, an earlier or no time):
+//   - rv is the API server's: a foreign write only raises it, so fewer configs count as written
+//     above it.
+//   - at is the stamped time (FlushedAtKey) of the shard of highest version among those whose
+//     stamp verifies, never managedFields: a stamp is made before its write, and a verified one
+//     is a time this reloader's key signed for that shard, so a foreign write of a shard leaves
+//     an older stamp or one that does not verify, never a later time.
+//   - a stamp that does not verify, a missing one, or no key gives no time; with no time at
+//     all, no config counts as created at or before the watermark's write.
+//
+// The stamps are checked here, not at Load: the key is loaded after the state.
 func (s *Store) Watermark() (rv string, at time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.watermark == 0 {
 		return "", time.Time{}
 	}
-	return strconv.FormatUint(s.watermark, 10), s.watermarkAt
+	var best uint64
+	for _, st := range s.stamps {
+		if st.rv <= best || s.flusher.stamps == nil {
+			continue
+		}
+		if t, ok := s.flusher.stamps.Verify(st.shard, st.value); ok {
+			best, at = st.rv, t
+		}
+	}
+	return strconv.FormatUint(s.watermark, 10), at
 }
 
 // Seen takes a config written at resourceVersion rv that gets no entry (no workload reads it):
-// when rv is above every shard version the store knows, the next flush writes the state anyway
-// (FlushedAtKey), so that the watermark the next Load reads covers that write. A patch that
-// changes nothing would leave the version as it is. A write of a config at or below a known
-// version writes nothing: the rate of writes is at most that of such configs' changes.
+// when rv is above every shard version the store knows, the next flush writes the first shard
+// anyway (its FlushedAtKey), so that the watermark the next Load reads covers that write. A
+// patch that changes nothing would leave the version as it is. A write of a config at or below a
+// known version writes nothing: the rate of writes is at most that of such configs' changes.
 func (s *Store) Seen(rv string) {
 	v, err := strconv.ParseUint(rv, 10, 64)
 	s.mu.Lock()
@@ -39,8 +98,7 @@ func (s *Store) Seen(rv string) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.flusher.others[FlushedAtKey] = time.Now().UTC().Format(time.RFC3339Nano)
-	s.flusher.due.others = true
+	s.flusher.due.touch = true
 	s.flusher.due.wake()
 }
 

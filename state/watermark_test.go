@@ -2,10 +2,17 @@ package state_test
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/reloader/reloader/state"
 	"github.com/reloader/reloader/state/statetest"
@@ -67,4 +74,105 @@ func mustUint(t *testing.T, v string) uint64 {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// hmacStamps sign "shard time" under a fixed key, as the wiring does under the hash key.
+type hmacStamps struct{}
+
+func (hmacStamps) sum(shard, t string) string {
+	h := hmac.New(sha256.New, []byte("test key"))
+	h.Write([]byte(shard + "\x00" + t))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func (s hmacStamps) Stamp(shard string, at time.Time) string {
+	t := at.UTC().Format(time.RFC3339Nano)
+	return t + " " + s.sum(shard, t)
+}
+
+func (s hmacStamps) Verify(shard, v string) (time.Time, bool) {
+	t, mac, _ := strings.Cut(v, " ")
+	at, err := time.Parse(time.RFC3339Nano, t)
+	return at, err == nil && hmac.Equal([]byte(mac), []byte(s.sum(shard, t)))
+}
+
+// signedLoad is a store over client that signs its writes with hmacStamps, loaded.
+func signedLoad(t *testing.T, client state.ConfigMapClient) *state.Store {
+	t.Helper()
+	s := newStore(client, nil)
+	s.SignWrites(hmacStamps{})
+	if _, err := s.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// The watermark's time is the one this reloader stamped on its last write, never one anyone who
+// may write the state puts in its managedFields: a forged later time there changes nothing, and a
+// stamp that does not verify gives no time at all (the rule's "created at or before the
+// watermark's write" is then off: the reloader does less, never more).
+func TestTheWatermarkTimeIsTheReloadersOwnSignedStamp(t *testing.T) {
+	ctx := context.Background()
+	client := statetest.NewConfigMaps()
+	signedLoad(t, client) // creates the state
+	s := signedLoad(t, client)
+	w, _ := s.Watermark()
+	before := time.Now()
+	s.Seen(strconv.FormatUint(mustUint(t, w)+5, 10))
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	after := time.Now()
+	s = signedLoad(t, client)
+	_, honest := s.Watermark()
+	if honest.Before(before) || honest.After(after) {
+		t.Fatalf("Watermark time %v, want the flush's, within [%v, %v]", honest, before, after)
+	}
+	if _, at := newStore(client, nil).Watermark(); !at.IsZero() {
+		t.Fatalf("an unloaded store's watermark time = %v", at)
+	}
+
+	cm, err := client.Get(ctx, "reloader-state", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := metav1.NewTime(after.Add(time.Hour))
+	cm.ManagedFields = append(cm.ManagedFields, metav1.ManagedFieldsEntry{Manager: "someone-else",
+		Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Time: &forged})
+	if _, err := client.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s = signedLoad(t, client)
+	if rv, at := s.Watermark(); !at.Equal(honest) || mustUint(t, rv) <= mustUint(t, cm.ResourceVersion) {
+		t.Fatalf("after a foreign write with a later managedFields time, Watermark = %s, %v; want a higher version than %s and still %v",
+			rv, at, cm.ResourceVersion, honest)
+	}
+
+	unsigned := newStore(client, nil) // no key: no stamp verifies
+	if _, err := unsigned.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, at := unsigned.Watermark(); !at.IsZero() {
+		t.Fatalf("Watermark time without a key = %v, want none", at)
+	}
+
+	later := after.Add(time.Hour).UTC().Format(time.RFC3339Nano)
+	for _, v := range []string{later + " " + strings.Repeat("0", 64), later, hmacStamps{}.Stamp("reloader-state-1", after.Add(time.Hour))} {
+		setOther(t, client, state.FlushedAtKey, v)
+		if _, at := signedLoad(t, client).Watermark(); !at.IsZero() {
+			t.Fatalf("Watermark time with a stamp that does not verify (%q) = %v, want none", v, at)
+		}
+	}
+}
+
+// setOther writes key=v in the first shard as someone else does.
+func setOther(t *testing.T, client *statetest.ConfigMaps, key, v string) {
+	t.Helper()
+	patch, err := json.Marshal(map[string]any{"data": map[string]string{key: v}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Patch(context.Background(), "reloader-state", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }
