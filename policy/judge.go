@@ -65,8 +65,8 @@ type PairFacts struct {
 type UnrecordedFacts struct {
 	// Watermark is the highest resourceVersion among the state's shards as loaded: every config
 	// written at or before it was seen by a reloader that wrote the state after. "" when unknown
-	// (a first start, a lost state) or when it does not apply: the config had no dependent at
-	// this process's start, so each of its writes since was seen running.
+	// (a first start, a lost state, one no reloader wrote) or when it does not apply: the config
+	// had no dependent at this process's start, so each of its writes since was seen running.
 	Watermark string
 	// WatermarkAt is no later than the write that left the watermark, by the clock of the
 	// reloader that made it and signed it (state.Store.Watermark); zero when unknown.

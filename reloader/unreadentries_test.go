@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -124,8 +125,8 @@ func TestAForeignWriteToTheStateWhileDownOnlyMakesTheStartDoLess(t *testing.T) {
 // While no reloader runs, someone who may write the state writes it with a managedFields entry
 // of theirs and a flushed-at, both a day later than the write; then a config and its reader are
 // created together (a Helm install). Neither forged time counts: flushed-at does not verify under
-// the hash key and managedFields are never read, so the watermark has no time, the config counts
-// as created after the watermark's write, and the start restarts nothing. The positive control
+// the hash key and managedFields are never read, so the state has no watermark, the config is
+// first seen, and the start restarts nothing. The positive control
 // is TestAChangeWhileDownOfAConfigNothingReadReloadsItsNewReaderOnce.
 func TestAForgedLaterWriteTimeInTheStateWhileDownRestartsNothing(t *testing.T) {
 	t.Parallel()
@@ -189,4 +190,25 @@ func createdTogetherRestartNothing(t *testing.T, ns string, opts controllerOpts)
 	entry := state.Key("ConfigMap", "", "app-config")
 	waitFor(t, 30*time.Second, "app-config's entry recorded", func() (bool, error) { return r.ctrl.Recorded(entry) != "", nil })
 	wantReloads(t, ns, "api", d.Generation, 0)
+}
+
+// A state ConfigMap no reloader wrote (deploy/namespace's manifest creates it empty) has no
+// watermark: a first start over it restarts nothing, though a config was created a second
+// before its reader (deploy TestRBACNamespaceManifest restarted all three readers at its first
+// start when the two creations fell in different seconds). The positive control, over a state a
+// reloader wrote: TestAChangeWhileDownOfAConfigNothingReadReloadsItsNewReaderOnce.
+func TestAFirstStartOverAnEmptyStateTheManifestMadeRestartsNothing(t *testing.T) {
+	t.Parallel()
+	ns := cluster.NewNamespace(t)
+	if _, err := cluster.Client().CoreV1().ConfigMaps(ns).Create(context.Background(),
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "reloader-state"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+	time.Sleep(1100 * time.Millisecond) // created strictly before api, to the second
+	before := createDeployment(t, ns, "api", 0, named("configmap", "app-config"), nil).Generation
+	r := startController(t, ns, controllerOpts{})
+	entry := state.Key("ConfigMap", "", "app-config")
+	waitFor(t, 30*time.Second, "app-config's entry recorded", func() (bool, error) { return r.ctrl.Recorded(entry) != "", nil })
+	wantReloads(t, ns, "api", before, 0)
 }

@@ -47,10 +47,13 @@ type loadedStamp struct {
 	value string
 }
 
-// Watermark is the highest resourceVersion among the shards as the last Load read them, "" when
-// it read none (a first start, a lost state), and a time no later than the write that left it
-// (zero when unknown). Every config written at or before rv was seen by a reloader that wrote the
-// state after, so a config with no entry written at or before it had no reader then.
+// Watermark is the highest resourceVersion among the shards as the last Load read them, and a
+// time no later than the write that left it. Every config written at or before rv was seen by a
+// reloader that wrote the state after, so a config with no entry written at or before it had no
+// reader then. That holds only of a state a reloader wrote: rv is "" (and at zero) unless some
+// shard carries a stamp that verifies. A Load that read no shard (a first start, a lost state)
+// has none, nor has a state no reloader with this key wrote (a manifest's empty ConfigMap, an
+// earlier version's, one whose key was lost): its version says nothing of what was seen.
 //
 // Whoever may write the state may write anything in it, managedFields included (only the
 // requesting manager's entry gets the server's time), so each choice can only make the reloader
@@ -61,8 +64,8 @@ type loadedStamp struct {
 //     stamp verifies, never managedFields: a stamp is made before its write, and a verified one
 //     is a time this reloader's key signed for that shard, so a foreign write of a shard leaves
 //     an older stamp or one that does not verify, never a later time.
-//   - a stamp that does not verify, a missing one, or no key gives no time; with no time at
-//     all, no config counts as created at or before the watermark's write.
+//   - a stamp that does not verify, a missing one, or no key counts as none; with none at all
+//     there is no watermark, and no config counts as written unseen.
 //
 // The stamps are checked here, not at Load: the key is loaded after the state.
 func (s *Store) Watermark() (rv string, at time.Time) {
@@ -79,6 +82,9 @@ func (s *Store) Watermark() (rv string, at time.Time) {
 		if t, ok := s.flusher.stamps.Verify(st.shard, st.value); ok {
 			best, at = st.rv, t
 		}
+	}
+	if best == 0 {
+		return "", time.Time{}
 	}
 	return strconv.FormatUint(s.watermark, 10), at
 }

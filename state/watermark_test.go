@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -23,17 +24,11 @@ import (
 func TestTheWatermarkCoversAConfigSeenWithoutAnEntry(t *testing.T) {
 	ctx := context.Background()
 	client := statetest.NewConfigMaps()
-	s := newStore(client, nil)
-	if _, err := s.Load(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s := signedLoad(t, client)
 	if w, _ := s.Watermark(); w != "" {
 		t.Fatalf("Watermark after a Load that created the state = %q, want none", w)
 	}
-	s = newStore(client, nil)
-	if _, err := s.Load(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s = signedLoad(t, client)
 	first, _ := s.Watermark()
 	if first == "" {
 		t.Fatal("no watermark after a Load that read the state")
@@ -55,15 +50,25 @@ func TestTheWatermarkCoversAConfigSeenWithoutAnEntry(t *testing.T) {
 	if cm.Data[state.FlushedAtKey] == "" {
 		t.Fatalf("the flush wrote no %s: %v", state.FlushedAtKey, cm.Data)
 	}
-	s = newStore(client, nil)
-	if _, err := s.Load(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s = signedLoad(t, client)
 	if w, _ := s.Watermark(); w != cm.ResourceVersion {
 		t.Fatalf("Watermark = %q, want the shard's version %q", w, cm.ResourceVersion)
 	}
 	if w, _ := s.Watermark(); mustUint(t, w) <= n {
 		t.Fatalf("Watermark %s not above the one before, %d", w, n)
+	}
+}
+
+// A state no reloader wrote, as a manifest creates it (no stamp), has no watermark: its version
+// says nothing of which configs a reloader saw.
+func TestAStateNoReloaderWroteHasNoWatermark(t *testing.T) {
+	client := statetest.NewConfigMaps()
+	if _, err := client.Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "reloader-state"}},
+		metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if rv, at := signedLoad(t, client).Watermark(); rv != "" || !at.IsZero() {
+		t.Fatalf("Watermark of a state no reloader wrote = %q, %v; want none", rv, at)
 	}
 }
 
@@ -152,15 +157,15 @@ func TestTheWatermarkTimeIsTheReloadersOwnSignedStamp(t *testing.T) {
 	if _, err := unsigned.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, at := unsigned.Watermark(); !at.IsZero() {
-		t.Fatalf("Watermark time without a key = %v, want none", at)
+	if rv, at := unsigned.Watermark(); rv != "" || !at.IsZero() {
+		t.Fatalf("Watermark without a key = %q, %v; want none", rv, at)
 	}
 
 	later := after.Add(time.Hour).UTC().Format(time.RFC3339Nano)
 	for _, v := range []string{later + " " + strings.Repeat("0", 64), later, hmacStamps{}.Stamp("reloader-state-1", after.Add(time.Hour))} {
 		setOther(t, client, state.FlushedAtKey, v)
-		if _, at := signedLoad(t, client).Watermark(); !at.IsZero() {
-			t.Fatalf("Watermark time with a stamp that does not verify (%q) = %v, want none", v, at)
+		if rv, at := signedLoad(t, client).Watermark(); rv != "" || !at.IsZero() {
+			t.Fatalf("Watermark with the one stamp not verifying (%q) = %q, %v; want none", v, rv, at)
 		}
 	}
 }
