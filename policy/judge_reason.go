@@ -40,6 +40,7 @@ const (
 	UnrecordedTombstone
 	TookReappearance
 	StartedWithout
+	UnrecordedWrite
 )
 
 var reasonWords = [...]string{
@@ -76,6 +77,7 @@ var reasonWords = [...]string{
 	UnrecordedTombstone:  "there is no marker, and the config may have had a content the state never recorded before its deletion",
 	TookReappearance:     "the pods, restarted while the config was absent, started on this content when it reappeared, as the state notes",
 	StartedWithout:       "there is no marker, and the state notes that the pods, restarted while the config was absent, started without it",
+	UnrecordedWrite:      "there is no marker, and the config, created before the workload, was written while no reloader recorded it",
 }
 
 // String says the reason in plain words.

@@ -76,6 +76,13 @@ func TestJudgeDecidesEachCaseOfTheRule(t *testing.T) {
 	noneOfKeys := func(p *PairFacts) { p.NoneOfKeys = true }
 	lostKeyMarker := func(p *PairFacts) { p.MarkedUnderOtherKey = true }
 	created := func(at time.Time) func(*PairFacts) { return func(p *PairFacts) { p.Created = at } }
+	watermarkAt := func(at time.Time) func(*PairFacts) { return func(p *PairFacts) { p.Unrecorded.WatermarkAt = at } }
+	unrecorded := func(watermark, rv string, configCreated, workloadCreated time.Time) func(*PairFacts) {
+		return func(p *PairFacts) {
+			p.Unrecorded = UnrecordedFacts{Watermark: watermark, RV: rv, Created: configCreated}
+			p.Created = workloadCreated
+		}
+	}
 	keyState := func(now, recorded string, known bool) func(*PairFacts) {
 		return func(p *PairFacts) {
 			p.KeyStates = func() []KeyRecord {
@@ -245,6 +252,25 @@ func TestJudgeDecidesEachCaseOfTheRule(t *testing.T) {
 		{"a creation reloads with --reload-on-create", on(a).state(tomb("")).set(onCreate), true, ReloadOnCreate, "behind byState", ""},
 		{"a marker under a lost key against a tombstone without content restarts nothing", on(a).state(tomb("")).set(onCreate).set(lostKeyMarker), false, MarkedUnderLostKey, "behind byState", ""},
 		{"a config never recorded restarts nothing (TestDeletedStateWhileRunningCausesNoMassRestart)", on(a), false, StateUnknown, "behind byState", ""},
+
+		// A config without an entry (the state keeps entries only for read configs: issue 52).
+		{"a config written while no reloader recorded it, created before the workload, reloads it once (TestAChangeWhileDownOfAConfigNothingReadReloadsItsNewReaderOnce)",
+			on(a).set(unrecorded("100", "120", t0.Add(-time.Hour), t0)), true, UnrecordedWrite, "behind byState", ""},
+		{"... created in the workload's second: first seen (TestAConfigCreatedWithItsReaderWhileDownRestartsNothing)",
+			on(a).set(unrecorded("100", "120", t0.Add(500*time.Millisecond), t0)), false, StateUnknown, "behind byState", ""},
+		{"... created after the workload: first seen",
+			on(a).set(unrecorded("100", "120", t0.Add(time.Minute), t0)), false, StateUnknown, "behind byState", ""},
+		{"... written at the watermark: first seen (TestAForeignWriteToTheStateWhileDownOnlyMakesTheStartDoLess)",
+			on(a).set(unrecorded("120", "120", t0.Add(-time.Hour), t0)), false, StateUnknown, "behind byState", ""},
+		{"... with no watermark (a first start, a lost state): first seen",
+			on(a).set(unrecorded("", "120", t0.Add(-time.Hour), t0)), false, StateUnknown, "behind byState", ""},
+		{"... a config that existed at the watermark's write, changed since, reloads a workload created before it (TestExplainSaysAConfigNeitherReadNorNamedReloadsNothing)",
+			on(a).set(unrecorded("100", "120", t0.Add(time.Minute), t0)).set(watermarkAt(t0.Add(time.Minute))), true, UnrecordedWrite, "behind byState", ""},
+		{"... one created after the watermark's write, in the workload's second, is first seen",
+			on(a).set(unrecorded("100", "120", t0.Add(time.Minute), t0.Add(time.Minute))).set(watermarkAt(t0)), false, StateUnknown, "behind byState", ""},
+		{"... not for a workload whose marker holds the content", on(a).marker(Current).set(unrecorded("100", "120", t0.Add(-time.Hour), t0)), false, MarkerCurrent, "", ""},
+		{"... nor against an entry, which decides", on(a).state(live(a)).set(unrecorded("100", "120", t0.Add(-time.Hour), t0)), false, StateSame, "behind byState", ""},
+		{"... nor against a tombstone", on(a).state(tomb("")).set(unrecorded("100", "120", t0.Add(-time.Hour), t0)), false, Tombstone, "behind byState", ""},
 		{"the state's content is what a rollback puts back (TestARevertAfterAFirstReloadWasRolledBackRestartsNothing)", on(b).state(live(a)), true, StateDiffers, "behind byState", a},
 		{"a change re-recorded under the new key reloads (TestAChangeUnderANewKeyRestartsAWorkloadWithoutAMarkerWhileAnotherDependentIsHeld, seed 1795691391691440064@4)",
 			on(keyedA).state(live(keyedB)), true, StateDiffers, "behind byState", keyedB},

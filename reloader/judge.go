@@ -33,6 +33,8 @@ type rule struct {
 	stakater *atomic.Bool
 	// rehearsed, with --dry-run, is a workload as the patches reported would have left it.
 	rehearsed func(kind *workload.Kind, obj any) any
+	// unrecorded tells a config without an entry written while no reloader recorded it.
+	unrecorded *unrecorded
 }
 
 // View is the workload read once, if its namespace is in the selection.
@@ -126,6 +128,7 @@ func (ru *rule) configFacts(f *policy.PairFacts, w workload.View, rec *configs.R
 	f.KeyStates = ru.keyStates(workload.ConfigKey(f.Ref, w.Key.Namespace), rec, f.Keys)
 	f.Stakater.Hash = rec.Stakater.String()
 	f.Stakater.Others = ru.stakaterOthers(w, f.Ref)
+	f.Unrecorded = ru.unrecorded.facts(workload.ConfigKey(f.Ref, w.Key.Namespace), rec)
 }
 
 // ReloadsOn lists, once each, the configs workload w may reload on: those its pod spec uses or
