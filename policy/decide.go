@@ -103,6 +103,9 @@ type facts struct {
 	ReloadOnCreate, ReloadOnDelete bool
 	// Created is when the workload was created (to the second).
 	Created time.Time
+	// UnrecordedWrite: the config has no entry, and was written while no reloader recorded it,
+	// after its creation before the workload's (UnrecordedFacts).
+	UnrecordedWrite bool
 
 	// Collaborne is Collaborne kubernetes-reloader's hash of the content, as it recorded it.
 	Collaborne string
@@ -136,6 +139,10 @@ func reload(f facts) (bool, Reason) {
 	switch {
 	case !f.State.Known && f.StakaterStale:
 		return true, StakaterMissed
+	case !f.State.Known && f.UnrecordedWrite:
+		// Its readers created after it may run a content before that write: one restart
+		// rather than a lost change.
+		return true, UnrecordedWrite
 	case !f.State.Known:
 		return false, StateUnknown
 	case f.State.Deleted && f.State.Hash == "" && f.MarkedUnderOtherKey:

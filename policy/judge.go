@@ -2,6 +2,7 @@ package policy
 
 import (
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -44,6 +45,9 @@ type PairFacts struct {
 	// marker, was noted to run since a strip, against Want.
 	RanSince bool
 	Strip    MarkerState
+	// StartedWithout: the state notes that the pods, restarted while the config was absent,
+	// started without it (they read it only through optional key refs).
+	StartedWithout bool
 	// State is the config's entry in the reloader-state. KeyStates gives, for each of Keys, its
 	// current content and the state's entry of it; it is called only when the judgement needs it.
 	State     Recorded
@@ -52,6 +56,26 @@ type PairFacts struct {
 	// ReloadOnCreate, ReloadOnDelete: the flags.
 	ReloadOnCreate, ReloadOnDelete bool
 	// Created is when the workload was created (to the second).
+	Created time.Time
+	// Unrecorded are the facts that tell a config without an entry written while no reloader
+	// recorded it.
+	Unrecorded UnrecordedFacts
+}
+
+// UnrecordedFacts place a config's last write against what reloaders recorded: the state keeps
+// entries only for configs some workload reads, so one without an entry may have changed while
+// no reloader ran (UnrecordedWrite).
+type UnrecordedFacts struct {
+	// Watermark is the highest resourceVersion among the state's shards as loaded: every config
+	// written at or before it was seen by a reloader that wrote the state after. "" when unknown
+	// (a first start, a lost state, one no reloader wrote) or when it does not apply: the config
+	// had no dependent at this process's start, so each of its writes since was seen running.
+	Watermark string
+	// WatermarkAt is no later than the write that left the watermark, by the clock of the
+	// reloader that made it and signed it (state.Store.Watermark); zero when unknown.
+	WatermarkAt time.Time
+	// RV and Created are the config's resourceVersion and creation (to the second).
+	RV      string
 	Created time.Time
 }
 
@@ -180,7 +204,8 @@ type marked struct {
 // the content it reappeared with (deleted again, that content is gone whatever the marker says);
 // or they wait for it still, and run nothing of it, as a deletion's marker says (soak seed
 // 1795828528856311681@7). A process that did not see that restart learns it from the state
-// (RanSince; Strip, the content the state notes they took).
+// (RanSince; Strip, the content the state notes they took; StartedWithout, that they started
+// without it, read only through optional key refs).
 func (f PairFacts) runs() marked {
 	m := marked{marker: f.Marker, reason: markerReason(f.Marker, f.Exists)}
 	switch {
@@ -204,6 +229,9 @@ func (f PairFacts) runs() marked {
 		return marked{marker: Stale, force: true, reason: TookBeforeDeletion}
 	case !f.Exists && m.marker == NoMarker && f.Awaiting:
 		return marked{marker: Current, reason: Awaiting}
+	case !f.Exists && m.marker == NoMarker && f.StartedWithout:
+		// Not the tombstone's content, though the workload was created before the deletion.
+		return marked{marker: Current, reason: StartedWithout}
 	}
 	return m
 }
@@ -297,10 +325,35 @@ func (f PairFacts) ruleFacts(marker MarkerState, byState bool) facts {
 		rf.KeysSame = rf.KeyLevel && st.Known && f.Whole.Match(st.Hash) == Differs && f.KeyStates != nil && keysSame(f.KeyStates())
 		rf.StakaterStale = !st.Known && f.Stakater.stale()
 		rf.MarkedUnderOtherKey = f.MarkedUnderOtherKey
+		rf.UnrecordedWrite = !st.Known && f.Unrecorded.before(f.Created)
 	case !f.Exists && marker == NoMarker && f.ReloadOnDelete:
 		rf.State, rf.Created = f.State, f.Created
 	}
 	return rf
+}
+
+// before reports whether the config was written while no reloader recorded it (above the
+// watermark), after a workload created at w may have read it: the config existed when the
+// watermark was written (created at or before its second: that write above it is a change, as
+// the entry it had would have told), or was created strictly before the workload (to the
+// second). A config created after the watermark, in or after the workload's second (a Helm
+// install while the reloader was down), is first seen. The creations are the API server's; the
+// watermark's time is the reloader's own, and without it only the second test applies.
+func (u UnrecordedFacts) before(w time.Time) bool {
+	if u.Watermark == "" || !WrittenBefore(u.Watermark, u.RV) || u.Created.IsZero() {
+		return false
+	}
+	created := u.Created.Truncate(time.Second)
+	return !u.WatermarkAt.IsZero() && !created.After(u.WatermarkAt.Truncate(time.Second)) ||
+		created.Before(w.Truncate(time.Second))
+}
+
+// WrittenBefore reports whether resourceVersion a is older than b. Resource versions are etcd
+// revisions, ordered across objects; anything that is not a number is not trusted.
+func WrittenBefore(a, b string) bool {
+	x, errA := strconv.ParseUint(a, 10, 64)
+	y, errB := strconv.ParseUint(b, 10, 64)
+	return errA == nil && errB == nil && x < y
 }
 
 // keysSame reports whether every key still has the per-key value the state recorded (or one it

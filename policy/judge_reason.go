@@ -39,6 +39,8 @@ const (
 	Held
 	UnrecordedTombstone
 	TookReappearance
+	StartedWithout
+	UnrecordedWrite
 )
 
 var reasonWords = [...]string{
@@ -74,6 +76,8 @@ var reasonWords = [...]string{
 	Held:                 "this content's reload was rolled back: it is held until the content changes",
 	UnrecordedTombstone:  "there is no marker, and the config may have had a content the state never recorded before its deletion",
 	TookReappearance:     "the pods, restarted while the config was absent, started on this content when it reappeared, as the state notes",
+	StartedWithout:       "there is no marker, and the state notes that the pods, restarted while the config was absent, started without it",
+	UnrecordedWrite:      "there is no marker, and the config, created before the workload, was written while no reloader recorded it",
 }
 
 // String says the reason in plain words.

@@ -72,9 +72,17 @@ func TestJudgeDecidesEachCaseOfTheRule(t *testing.T) {
 	waitsRan := func(p *PairFacts) { p.Waits, p.RanSince = true, true }
 	ranSince := func(p *PairFacts) { p.RanSince = true }
 	awaiting := func(p *PairFacts) { p.Awaiting = true }
+	startedWithout := func(p *PairFacts) { p.StartedWithout = true }
 	noneOfKeys := func(p *PairFacts) { p.NoneOfKeys = true }
 	lostKeyMarker := func(p *PairFacts) { p.MarkedUnderOtherKey = true }
 	created := func(at time.Time) func(*PairFacts) { return func(p *PairFacts) { p.Created = at } }
+	watermarkAt := func(at time.Time) func(*PairFacts) { return func(p *PairFacts) { p.Unrecorded.WatermarkAt = at } }
+	unrecorded := func(watermark, rv string, configCreated, workloadCreated time.Time) func(*PairFacts) {
+		return func(p *PairFacts) {
+			p.Unrecorded = UnrecordedFacts{Watermark: watermark, RV: rv, Created: configCreated}
+			p.Created = workloadCreated
+		}
+	}
 	keyState := func(now, recorded string, known bool) func(*PairFacts) {
 		return func(p *PairFacts) {
 			p.KeyStates = func() []KeyRecord {
@@ -178,6 +186,10 @@ func TestJudgeDecidesEachCaseOfTheRule(t *testing.T) {
 			gone().set(onDelete).set(awaiting).state(live(a)), false, Awaiting, "", ""},
 		{"without the wait, the state's content rolled out reloads it (seed 1795828528856311681@7, control)",
 			gone().set(onDelete).state(live(a)), true, RanBeforeDeletion, "", a},
+		{"pods noted in the state to have started without a deleted config are not reloaded for the deletion by a later process (TestAWorkloadThatStopsWaitingForADeletedConfigIsNotReloadedForTheDeletionByTheNextProcess, seed 5@7)",
+			gone().set(onDelete).set(startedWithout).state(tombAt(a, t0)).set(created(t0.Add(-time.Hour))), false, StartedWithout, "", ""},
+		{"the config back, that note is another content: its return reloads them once (TestAWorkloadThatStopsWaitingForADeletedConfigIsNotReloadedForTheDeletionByTheNextProcess, control)",
+			on(a).set(startedWithout).strip(Stale).state(tomb(a)), true, StripStale, "behind stripped", ""},
 		{"pods noted in the state to have taken the reappearance still there restart nothing in a later process (TestPodsThatTookAReappearanceAreNotReloadedForItByALaterProcess, soak seed 1796182876957345445@10)",
 			on(b).marker(Stale).set(waitsRan).strip(Current).state(live(b)), false, TookReappearance, "vouched", ""},
 		{"a change since that reappearance reloads them once (TestPodsThatTookAReappearanceAreNotReloadedForItByALaterProcess, control)",
@@ -240,6 +252,25 @@ func TestJudgeDecidesEachCaseOfTheRule(t *testing.T) {
 		{"a creation reloads with --reload-on-create", on(a).state(tomb("")).set(onCreate), true, ReloadOnCreate, "behind byState", ""},
 		{"a marker under a lost key against a tombstone without content restarts nothing", on(a).state(tomb("")).set(onCreate).set(lostKeyMarker), false, MarkedUnderLostKey, "behind byState", ""},
 		{"a config never recorded restarts nothing (TestDeletedStateWhileRunningCausesNoMassRestart)", on(a), false, StateUnknown, "behind byState", ""},
+
+		// A config without an entry (the state keeps entries only for read configs: issue 52).
+		{"a config written while no reloader recorded it, created before the workload, reloads it once (TestAChangeWhileDownOfAConfigNothingReadReloadsItsNewReaderOnce)",
+			on(a).set(unrecorded("100", "120", t0.Add(-time.Hour), t0)), true, UnrecordedWrite, "behind byState", ""},
+		{"... created in the workload's second: first seen (TestAConfigCreatedWithItsReaderWhileDownRestartsNothing)",
+			on(a).set(unrecorded("100", "120", t0.Add(500*time.Millisecond), t0)), false, StateUnknown, "behind byState", ""},
+		{"... created after the workload: first seen",
+			on(a).set(unrecorded("100", "120", t0.Add(time.Minute), t0)), false, StateUnknown, "behind byState", ""},
+		{"... written at the watermark: first seen (TestAForeignWriteToTheStateWhileDownOnlyMakesTheStartDoLess)",
+			on(a).set(unrecorded("120", "120", t0.Add(-time.Hour), t0)), false, StateUnknown, "behind byState", ""},
+		{"... with no watermark (a first start, a lost state): first seen",
+			on(a).set(unrecorded("", "120", t0.Add(-time.Hour), t0)), false, StateUnknown, "behind byState", ""},
+		{"... a config that existed at the watermark's write, changed since, reloads a workload created before it (TestExplainSaysAConfigNeitherReadNorNamedReloadsNothing)",
+			on(a).set(unrecorded("100", "120", t0.Add(time.Minute), t0)).set(watermarkAt(t0.Add(time.Minute))), true, UnrecordedWrite, "behind byState", ""},
+		{"... one created after the watermark's write, in the workload's second, is first seen",
+			on(a).set(unrecorded("100", "120", t0.Add(time.Minute), t0.Add(time.Minute))).set(watermarkAt(t0)), false, StateUnknown, "behind byState", ""},
+		{"... not for a workload whose marker holds the content", on(a).marker(Current).set(unrecorded("100", "120", t0.Add(-time.Hour), t0)), false, MarkerCurrent, "", ""},
+		{"... nor against an entry, which decides", on(a).state(live(a)).set(unrecorded("100", "120", t0.Add(-time.Hour), t0)), false, StateSame, "behind byState", ""},
+		{"... nor against a tombstone", on(a).state(tomb("")).set(unrecorded("100", "120", t0.Add(-time.Hour), t0)), false, Tombstone, "behind byState", ""},
 		{"the state's content is what a rollback puts back (TestARevertAfterAFirstReloadWasRolledBackRestartsNothing)", on(b).state(live(a)), true, StateDiffers, "behind byState", a},
 		{"a change re-recorded under the new key reloads (TestAChangeUnderANewKeyRestartsAWorkloadWithoutAMarkerWhileAnotherDependentIsHeld, seed 1795691391691440064@4)",
 			on(keyedA).state(live(keyedB)), true, StateDiffers, "behind byState", keyedB},

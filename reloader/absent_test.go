@@ -338,3 +338,50 @@ func TestAWorkloadRolledOutToReadAConfigDeletedBeforeIsNotReloadedForTheDeletion
 	waitEnv(t, ns, "web", cmVar, hashC)
 	wantReloads(t, ns, "web", back, 1)
 }
+
+// As above, with the reloader restarted after the helm upgrade, while another dependent whose
+// reloads are held keeps the state's tombstone at the content from before the deletion. The
+// next process knows of the restart without the config only by the state's note of it, and
+// must not take the workload, created before the deletion and without a marker, to run that
+// content. Its return still reloads the workload once.
+func TestAWorkloadThatStopsWaitingForADeletedConfigIsNotReloadedForTheDeletionByTheNextProcess(t *testing.T) {
+	t.Parallel()
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"a": "1"})
+	createDeployment(t, ns, "web", 0, named("configmap", "app-config"), func(s *corev1.PodSpec) {
+		s.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"}}}}
+	})
+	createDeployment(t, ns, "held", 0, withAnnotations(named("configmap", "app-config"),
+		map[string]string{"deployment.reloader.stakater.com/pause-period": "soon"}), envFromCM("app-config"))
+	onDelete := controllerOpts{tweak: func(o *reloader.Options) { o.ReloadOnDelete = true }}
+	first := startController(t, ns, onDelete)
+	settle(t)
+	before := getDeployment(t, ns, "web").Generation
+	deleteConfigMap(t, ns, "app-config")
+	waitFor(t, 30*time.Second, "web reloaded for the deletion", func() (bool, error) {
+		_, marked := env(getDeployment(t, ns, "web"), "app", cmVar)
+		return marked, nil
+	})
+	wantReloads(t, ns, "web", before, 1)
+
+	optional := true
+	upgraded := updateDeployment(t, ns, "web", func(d *appsv1.Deployment) {
+		c := &d.Spec.Template.Spec.Containers[0]
+		c.EnvFrom = nil
+		c.Env = append(slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == cmVar }), corev1.EnvVar{Name: "A",
+			ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"}, Key: "a", Optional: &optional}}})
+	}).Generation
+	first.settle()
+	first.stop(t)
+
+	startController(t, ns, onDelete)
+	settle(t)
+	wantReloads(t, ns, "web", upgraded, 0)
+
+	createConfigMap(t, ns, "app-config", map[string]string{"a": "1"})
+	waitFor(t, 30*time.Second, "web reloaded for the config's return", func() (bool, error) {
+		return getDeployment(t, ns, "web").Generation == upgraded+1, nil
+	})
+	wantReloads(t, ns, "web", upgraded, 1)
+}

@@ -2,6 +2,7 @@ package reloader_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,6 +32,10 @@ type scenario struct {
 	configs     []config
 	change      string // name of the config that changes (kind taken from configs)
 	reload      bool
+	// control adds Deployment "control", which names the changed config and must reload: the
+	// positive control of a row where web must not and nothing else reads that config (an unread
+	// config has no state entry to show that its change was judged).
+	control bool
 }
 
 func cmRef(name string) corev1.LocalObjectReference { return corev1.LocalObjectReference{Name: name} }
@@ -78,13 +83,13 @@ func TestAnnotations(t *testing.T) {
 		{name: "named configmap", annotations: named("configmap", "a"), configs: []config{cmA}, change: "a", reload: true},
 		{name: "named secret", annotations: named("secret", "s"), configs: []config{secretS}, change: "s", reload: true},
 		{name: "named on the pod template", template: named("configmap", "a"), configs: []config{cmA}, change: "a", reload: true},
-		{name: "unrelated config changes", annotations: named("configmap", "a"), configs: []config{cmA, cmB}, change: "b"},
+		{name: "unrelated config changes", annotations: named("configmap", "a"), configs: []config{cmA, cmB}, change: "b", control: true},
 		{name: "auto", annotations: auto, spec: envFromCM("a"), configs: []config{cmA}, change: "a", reload: true},
 		{name: "auto secret", annotations: auto, spec: envFromSecret("s"), configs: []config{secretS}, change: "s", reload: true},
 		{name: "search with match", annotations: map[string]string{"reloader.stakater.com/search": "true"}, spec: envFromCM("a"), configs: []config{matched}, change: "a", reload: true},
 		{name: "search without match", annotations: map[string]string{"reloader.stakater.com/search": "true"}, spec: envFromCM("a"), configs: []config{cmA}, change: "a"},
 		{name: "ignore on the config", annotations: named("configmap", "a"), configs: []config{ignored}, change: "a"},
-		{name: "exclude from auto", annotations: map[string]string{"reloader.stakater.com/auto": "true", "configmaps.exclude.reloader.stakater.com/reload": "a"}, spec: envFromCM("a", "b"), configs: []config{cmA, cmB}, change: "a"},
+		{name: "exclude from auto", annotations: map[string]string{"reloader.stakater.com/auto": "true", "configmaps.exclude.reloader.stakater.com/reload": "a"}, spec: envFromCM("a", "b"), configs: []config{cmA, cmB}, change: "a", control: true},
 		{name: "--configmap-annotation", tweak: renamed(func(a *policy.Annotations) { a.ConfigMap = "example.com/cms" }),
 			annotations: map[string]string{"example.com/cms": "a"}, configs: []config{cmA}, change: "a", reload: true},
 	}
@@ -98,7 +103,8 @@ func TestAnnotations(t *testing.T) {
 
 // runScenario changes one config and checks whether web reloaded. A config's new hash in the
 // state after the stop shows the controller judged every dependent and found none due: that is
-// the observable end of a "nothing happens" row.
+// the observable end of a "nothing happens" row. A config no workload reads has no entry: such a
+// row adds control, whose reload shows the change was judged.
 func runScenario(t *testing.T, sc scenario) {
 	ns := cluster.NewNamespace(t)
 	kinds := map[string]string{}
@@ -112,12 +118,22 @@ func runScenario(t *testing.T, sc scenario) {
 			sc.spec(&d.Spec.Template.Spec)
 		}
 	})
+	if sc.control {
+		createDeployment(t, ns, "control", 0, named(strings.ToLower(kinds[sc.change]), sc.change), nil)
+	}
 	r := startController(t, ns, controllerOpts{tweak: sc.tweak})
 	r.settle()
 	before := getDeployment(t, ns, "web").Generation
+	var control int64
+	if sc.control {
+		control = getDeployment(t, ns, "control").Generation
+	}
 	hash := changeConfig(t, ns, kinds[sc.change], sc.change)
 	if sc.reload {
 		waitFor(t, 10*time.Second, "web to reload", func() (bool, error) { return getDeployment(t, ns, "web").Generation > before, nil })
+	}
+	if sc.control {
+		waitFor(t, 10*time.Second, "control to reload", func() (bool, error) { return getDeployment(t, ns, "control").Generation > control, nil })
 	}
 	r.settle()
 	if got := stoppedEntry(t, r, ns, "v1."+kinds[sc.change]+"_"+sc.change); got != hash {

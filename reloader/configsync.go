@@ -41,7 +41,7 @@ func (c *Controller) syncConfig(k workload.Key) error {
 		// The pods that waited for it started on this content: judged again with that note.
 		deps = c.rule.Dependents(k, rec)
 	}
-	c.markSpare(k, len(deps) == 0)
+	unread := c.markSpare(k, len(deps) == 0, rec)
 	c.tracker.LiftStale(deps)
 	c.strips.WatchDue(k, deps)
 	c.tombstones.NoteReach(k, rec, deps, fresh)
@@ -64,6 +64,7 @@ func (c *Controller) syncConfig(k workload.Key) error {
 	}
 	if len(due) > 0 {
 		c.records.Baseline(k, rec, deps)
+		c.rule.unrecorded.recorded(k)
 		c.validation.RollingOut(k, rec) // safe/validate.go
 		if fresh {
 			c.metrics.Changes.WithLabelValues(k.Kind).Inc()
@@ -81,8 +82,11 @@ func (c *Controller) syncConfig(k workload.Key) error {
 	}
 	c.changes.forget(k)
 	c.validation.Forget(k)
+	c.rule.unrecorded.recorded(k)
 	if rec != nil {
-		c.records.RolledOut(k, rec, deps)
+		if !unread {
+			c.records.RolledOut(k, rec, deps)
+		}
 		return nil
 	}
 	c.tombstones.Settle(k, len(deps) > 0 || c.caches.referenced(k))
@@ -104,9 +108,10 @@ func (c *Controller) openWindows(due []workload.Key, fresh bool) {
 }
 
 // startupPass runs once the caches have synced. A config whose content the state holds needs
-// nothing: each dependent's own sync catches a stale marker. One never seen that nobody reads is
-// recorded here; every other is queued. Not queueing every config keeps the queue's maps, which
-// never shrink, small. Entries of configs deleted while the reloader was down become tombstones.
+// nothing: each dependent's own sync catches a stale marker. One that nobody reads gets no entry
+// (an entry left by an earlier version goes, which restarts nothing); every other is queued. Not
+// queueing every config keeps the queue's maps, which never shrink, small. Entries of configs
+// deleted while the reloader was down become tombstones.
 func (c *Controller) startupPass() {
 	c.fold()
 	if !c.opts.IgnoreSecrets {
@@ -120,12 +125,16 @@ func (c *Controller) startupPass() {
 			skey := c.names.Config(k)
 			live[skey] = true
 			e, known := c.state.Configs().Get(skey)
-			spare := c.markSpare(k, true)
+			unread := c.markSpare(k, true, r)
 			switch {
 			case known && !e.Deleted && e.Hash == r.Hash():
-			case !known && spare && c.caches.allowed(k.Namespace):
-				c.records.FirstSeen(k, r)
+			case unread && c.caches.allowed(k.Namespace) && c.webhook == nil:
+			case !known && unread && c.caches.allowed(k.Namespace):
+				c.records.FirstSeen(k, r) // --webhook-url calls for every config's change
 			default:
+				if !known {
+					c.rule.unrecorded.found(k, r)
+				}
 				c.strips.Unsure(k, c.rule.Dependents(k, r))
 				c.backlog.add(k)
 			}
@@ -137,12 +146,19 @@ func (c *Controller) startupPass() {
 	c.tombstones.QueueAll()
 }
 
-// markSpare tells the state whether config k is spare: no workload reads or names it (unread:
-// none of its dependents was found), so that a full state gives its entry's room to a read
-// config's. A config turns read as soon as a workload's sync queues it, before its entry is
-// needed at a restart. It reports the mark.
-func (c *Controller) markSpare(k workload.Key, unread bool) bool {
+// markSpare tells the state whether config k, as rec (nil: absent), is read: a workload reads or
+// names it (unread: none of its dependents was found). An unread config that exists has no entry:
+// one left goes (a tombstone too: no dependent is there to judge its recreation), which restarts
+// nothing, and the state's watermark is to cover its write instead
+// (state.Store.Seen; policy.UnrecordedFacts). A config turns read as soon as a workload's sync
+// queues it, and its entry appears at its sync. With --webhook-url every config keeps its entry:
+// the URL is called for any config's change. It reports whether k is unread.
+func (c *Controller) markSpare(k workload.Key, unread bool, rec *configs.Record) bool {
 	spare := unread && !c.caches.referenced(k)
 	c.records.MarkSpare(k, spare)
+	if spare && rec != nil && c.caches.allowed(k.Namespace) && c.webhook == nil {
+		c.records.Unread(k)
+		c.state.Seen(rec.ResourceVersion())
+	}
 	return spare
 }

@@ -246,6 +246,7 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 			labelSelector: opts.ResourceLabelSelector, ignoredSecretTypes: opts.IgnoreSecretTypes},
 	}
 	c.opts.HashKey.runOnly, _ = HashKeyOf(newHashKeySecret(""))
+	c.state.SignWrites(flushStamps{key: &c.opts.HashKey, namespace: opts.StateNamespace})
 	c.strips = runs.NewStrips(c.state.Kind(entrykeys.StripPrefix), c.names)
 	c.records = configs.NewRecords(opts.Annotations, &c.opts.HashKey, c.state.Configs(), c.names, c.strips)
 	c.state.OnWrite = c.metrics.ObserveStateWrite
@@ -267,7 +268,7 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 		PausedAt: opts.Annotations.PausedAt})
 	c.rule = &rule{annotations: opts.Annotations, strategy: opts.Strategy, reloadOnCreate: opts.ReloadOnCreate,
 		reloadOnDelete: opts.ReloadOnDelete, caches: c.caches, records: c.records, store: c.state.Configs(), names: c.names,
-		tracker: c.tracker, restarts: c.restarts, strips: c.strips, stakater: &c.stakater}
+		tracker: c.tracker, restarts: c.restarts, strips: c.strips, stakater: &c.stakater, unrecorded: &unrecorded{state: c.state}}
 	c.rollouts = rollouts{rule: c.rule, tracker: c.tracker}
 	c.notes = runs.NewNotes(c.rule, c.strips, c.restarts, c.records, c.records)
 	c.outcomes = &outcomes{reports: c.reports, metrics: c.metrics, log: c.log, alerts: opts.Alerts, view: c.rule.View}
@@ -327,7 +328,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		return nil // stopped before the hash key was read
 	}
 	if first {
-		c.log.Info("no state found: recording the current hash of every config; only workloads whose marker differs are reloaded")
+		c.log.Info("no state found: recording the current hash of every config a workload reads; only workloads whose marker differs are reloaded")
 	}
 	c.stakater.Store(stakaterToCompare(c.state, first, c.opts.HashKey.inherited, c.log))
 	if kube.ProbePermissions(ctx, c.clients, c.opts.Namespace, c.opts.StateNamespace, c.log) {

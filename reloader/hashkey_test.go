@@ -567,6 +567,7 @@ func TestAChangeUnderANewKeyRestartsAWorkloadWithoutAMarkerWhileAnotherDependent
 	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createSecret(t, ns, "db", map[string]string{"password": "a"})
+	createDeployment(t, ns, "reader", 0, named("secret", "db"), nil) // the state keeps entries only for read configs
 	r := startController(t, ns, controllerOpts{})
 	waitFor(t, 30*time.Second, "db recorded", func() (bool, error) { return stateEntry(t, ns, "v1.Secret_db") != "", nil })
 	r.stop(t)

@@ -62,13 +62,15 @@ func TestTheSyncedHookRunsBeforeAnyConfigIsJudgedAndStartedUpAfterAll(t *testing
 
 // The start-up's last garbage is the state's first writes: StartedUp, which hands the heap and
 // the executable's pages back, comes after them, even when they are slow (here each state write
-// is held 1 s): the entries the start recorded, and the note that stakater's variables were
-// compared, written after them.
+// is held 1 s): the entries the start recorded for the configs web reads (c, which nothing
+// reads, gets none), and the note that stakater's variables were compared, written after them.
 func TestStartedUpComesAfterTheStatesFirstWriteEvenASlowOne(t *testing.T) {
 	t.Parallel()
 	ns := cluster.NewNamespace(t)
-	createConfigMap(t, ns, "a", map[string]string{"v": "1"})
-	createConfigMap(t, ns, "b", map[string]string{"v": "1"})
+	for _, n := range []string{"a", "b", "c"} {
+		createConfigMap(t, ns, n, map[string]string{"v": "1"})
+	}
+	createDeployment(t, ns, "web", 0, named("configmap", "a,b"), nil)
 	slow := func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripper(func(req *http.Request) (*http.Response, error) {
 			if req.Method != http.MethodGet && strings.Contains(req.URL.Path, "/configmaps/reloader-state") {
@@ -94,6 +96,9 @@ func TestStartedUpComesAfterTheStatesFirstWriteEvenASlowOne(t *testing.T) {
 			if data[key] == "" {
 				t.Errorf("when StartedUp ran the state held no %s: %v", key, data)
 			}
+		}
+		if _, ok := data["v1.ConfigMap_c"]; ok {
+			t.Errorf("the state holds an entry of c, which nothing reads: %v", data)
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("StartedUp not called within 20 s")

@@ -33,6 +33,8 @@ type rule struct {
 	stakater *atomic.Bool
 	// rehearsed, with --dry-run, is a workload as the patches reported would have left it.
 	rehearsed func(kind *workload.Kind, obj any) any
+	// unrecorded tells a config without an entry written while no reloader recorded it.
+	unrecorded *unrecorded
 }
 
 // View is the workload read once, if its namespace is in the selection.
@@ -101,6 +103,7 @@ func (ru *rule) pairFacts(w workload.View, r policy.ConfigRef, rec *configs.Reco
 		Awaiting:            ru.restarts.Awaiting(w.Key, r),
 		Waits:               policy.Waits(&w.Tmpl.Spec, r),
 		RanSince:            ru.strips.RanSince(w.Key, r),
+		StartedWithout:      ru.strips.StartedWithout(w.Key, r),
 		State:               policy.Recorded{Known: inState, Deleted: e.Deleted, Hash: e.Hash, Since: e.Since},
 		Stakater:            policy.StakaterFacts{Comparing: ru.stakater.Load(), Set: stakaterSet, Value: stakaterValue},
 		ReloadOnCreate:      ru.reloadOnCreate,
@@ -125,6 +128,7 @@ func (ru *rule) configFacts(f *policy.PairFacts, w workload.View, rec *configs.R
 	f.KeyStates = ru.keyStates(workload.ConfigKey(f.Ref, w.Key.Namespace), rec, f.Keys)
 	f.Stakater.Hash = rec.Stakater.String()
 	f.Stakater.Others = ru.stakaterOthers(w, f.Ref)
+	f.Unrecorded = ru.unrecorded.facts(workload.ConfigKey(f.Ref, w.Key.Namespace), rec)
 }
 
 // ReloadsOn lists, once each, the configs workload w may reload on: those its pod spec uses or

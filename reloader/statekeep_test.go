@@ -11,6 +11,7 @@ import (
 
 	"github.com/reloader/reloader/confighash"
 	"github.com/reloader/reloader/reloader"
+	"github.com/reloader/reloader/state"
 )
 
 // switchedFromStakater makes app-config (keys a and b) and web, which reloads on it under auto,
@@ -45,6 +46,7 @@ func stateData(t *testing.T, ns string) map[string]string {
 	if err != nil {
 		return nil
 	}
+	delete(cm.Data, state.FlushedAtKey) // each write's stamp
 	return cm.Data
 }
 

@@ -73,7 +73,8 @@ func TestAStartRecordsEveryConfigWhetherItsListIsStreamedOrListed(t *testing.T) 
 			for i := range secrets {
 				createSecret(t, ns, fmt.Sprintf("s-%02d", i), map[string]string{"k": "v"})
 			}
-			createDeployment(t, ns, "app", 0, nil, func(s *corev1.PodSpec) {
+			// Auto: app reads every config, and the state keeps entries only for read ones.
+			createDeployment(t, ns, "app", 0, map[string]string{"reloader.stakater.com/auto": "true"}, func(s *corev1.PodSpec) {
 				for _, n := range names {
 					s.Containers[0].EnvFrom = append(s.Containers[0].EnvFrom,
 						corev1.EnvFromSource{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: n}}})

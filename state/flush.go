@@ -23,7 +23,9 @@ type pending struct {
 	// the key was deleted or moved away from there, or was found there corrupt or twice.
 	gone map[string]shardSet
 	// others: the first shard's other keys must be written back (keep.go).
-	others   bool
+	others bool
+	// touch: the first shard must be written even with nothing else due (Seen).
+	touch    bool
 	flushing int           // flushes between taking the dirty keys and finishing their writes
 	kick     chan struct{} // wakes Run; kept across reset
 }
@@ -37,7 +39,7 @@ func newPending() pending {
 // reset forgets everything due: a Load starts over.
 func (p *pending) reset() {
 	p.dirty, p.redundant, p.gone = map[string]struct{}{}, map[string]struct{}{}, map[string]shardSet{}
-	p.others = false
+	p.others, p.touch = false, false
 }
 
 // mark makes key due and wakes Run.
@@ -83,6 +85,8 @@ type flusher struct {
 	// others are the keys of the first shard that are not entries (a Job recreation's note), as
 	// last read or written: a deleted first shard is recreated with them too.
 	others map[string]string
+	// stamps sign the time each write carries (SignWrites); nil writes it bare.
+	stamps Stamps
 	// checkedAt is when Keep last checked each shard; only Keep's goroutine uses it.
 	checkedAt [MaxShards]time.Time
 }
@@ -164,7 +168,7 @@ func (f *flusher) run(ctx context.Context, linger time.Duration) {
 // last flush would otherwise wait for the caller.
 func (f *flusher) flushOnExit(ctx context.Context) {
 	f.mu.Lock()
-	dirty := len(f.due.dirty) > 0 || len(f.due.redundant) > 0 || f.due.others
+	dirty := len(f.due.dirty) > 0 || len(f.due.redundant) > 0 || f.due.others || f.due.touch
 	f.mu.Unlock()
 	if !dirty {
 		return
@@ -220,7 +224,8 @@ func (f *flusher) flush(ctx context.Context, redundant bool) error {
 // takeDirty places memory-only entries that fit now, then groups the dirty keys by shard: the
 // value where the entry lives, nil (a removal) in every other shard it is gone from. Redundant
 // entries go along: all of them, or (all false) those of the shards written anyway; the first
-// shard's other keys, when a check found them lost (keep.go).
+// shard's other keys, when a check found them lost (keep.go). Every shard written carries its
+// own stamp (FlushedAtKey).
 func (f *flusher) takeDirty(all bool) [MaxShards]map[string]*string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -262,6 +267,15 @@ func (f *flusher) takeDirty(all bool) [MaxShards]map[string]*string {
 		}
 		f.due.others = false
 	}
+	if f.due.touch {
+		add(0, FlushedAtKey, nil)
+		f.due.touch = false
+	}
+	for i := range out {
+		if out[i] != nil {
+			out[i][FlushedAtKey] = f.stamp(i) // taken before the write: never later than it
+		}
+	}
 	f.due.dirty = map[string]struct{}{}
 	f.due.gone = map[string]shardSet{}
 	return out
@@ -279,6 +293,10 @@ func (f *flusher) requeue(shard int, changes map[string]*string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for k, v := range changes {
+		if k == FlushedAtKey {
+			f.due.touch = f.due.touch || shard == 0 && len(changes) == 1 // the next write stamps anew
+			continue
+		}
 		if _, other := f.others[k]; other {
 			f.due.others = true
 			continue
@@ -313,6 +331,7 @@ func (f *flusher) create(ctx context.Context, i int) error {
 	if i == 0 {
 		maps.Copy(data, f.others)
 	}
+	data[FlushedAtKey] = *f.stamp(i)
 	f.entries.current().sendShard(i, data)
 	err := f.io.create(ctx, i, data)
 	if err == nil {
@@ -325,7 +344,7 @@ func (f *flusher) create(ctx context.Context, i int) error {
 func (f *flusher) clean() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return len(f.due.dirty) == 0 && !f.due.others && f.due.flushing == 0
+	return len(f.due.dirty) == 0 && !f.due.others && !f.due.touch && f.due.flushing == 0
 }
 
 // other is Store.Other.

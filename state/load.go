@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
@@ -29,6 +30,12 @@ func (s *Store) Load(ctx context.Context) (first bool, err error) {
 			return false, s.io.explain("get", s.ShardName(i), err)
 		}
 		s.flusher.exists[i] = true
+		if v, err := strconv.ParseUint(cm.ResourceVersion, 10, 64); err == nil {
+			s.watermark = max(s.watermark, v)
+			if st, ok := cm.Data[FlushedAtKey]; ok {
+				s.stamps = append(s.stamps, loadedStamp{shard: s.ShardName(i), rv: v, value: st})
+			}
+		}
 		s.loadShard(i, cm.Data)
 	}
 	if s.io.fenced() {
@@ -48,6 +55,9 @@ func (s *Store) Load(ctx context.Context) (first bool, err error) {
 // this one is removed.
 func (s *Store) loadShard(i int, data map[string]string) {
 	for k, v := range data {
+		if k == FlushedAtKey {
+			continue // each write stamps its own; its few bytes fit in the margin under the limit
+		}
 		if !s.kinds.owns(k) {
 			s.t.room.bytes[i] += cost(len(k), len(v))
 			if i == 0 {
@@ -86,6 +96,7 @@ func (s *Store) drop(key string, i int) {
 // forgetAll empties the in-memory copy before a Load.
 func (s *Store) forgetAll() {
 	s.t.entries, s.t.children = newEntryMap(), children{}
+	s.watermark, s.stamps = 0, nil
 	s.flusher.forget()
 	s.t.room.forget()
 	s.io.forget()

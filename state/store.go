@@ -54,6 +54,10 @@ type Store struct {
 	flusher flusher // writes the changes behind, and the first shard's other keys (flush.go)
 	// OnWrite, if set, is told of every shard write attempt and its error (for metrics).
 	OnWrite func(shard string, err error)
+	// watermark is the highest shard resourceVersion the last Load read, stamps the shards'
+	// FlushedAtKey values it read (Watermark); guarded by mu.
+	watermark uint64
+	stamps    []loadedStamp
 }
 
 // memoryOnly is the shard of an entry that no shard had room for.

@@ -40,6 +40,7 @@ func stored(t *testing.T, c *statetest.ConfigMaps) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	delete(cm.Data, state.FlushedAtKey) // each write's stamp
 	return cm.Data
 }
 

@@ -268,3 +268,15 @@ func (r *Oracle) heldByRollback(w *WorkloadLife, c string) bool {
 	}
 	return then == now
 }
+
+// Triggered reports whether a workload that lives now reloads on config c: only then does the
+// state hold an entry of c (docs/design.md, "The state"), so only then may the executor wait for
+// one.
+func (r *Oracle) Triggered(c string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.ContainsFunc(r.lives(), func(w *WorkloadLife) bool {
+		ok, _ := triggers(w.mode(), w.refs, c)
+		return ok && w.deletedAt.IsZero()
+	})
+}

@@ -67,3 +67,30 @@ func secondsFromNow() func(s int) time.Time {
 	t0 := time.Now()
 	return func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 }
+
+// The state holds an entry only for a config some living workload reloads on: the executor waits
+// for one only then.
+func TestTriggeredIsAConfigALivingWorkloadReloadsOn(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name    string
+		w       *WorkloadLife
+		c       string
+		trigger bool
+	}{
+		{"auto, reading it", &WorkloadLife{refs: []Ref{{Config: "cm-0"}}, modes: []modeEvent{{mode: ModeAuto}}}, "cm-0", true},
+		{"auto, reading another", &WorkloadLife{refs: []Ref{{Config: "cm-1"}}, modes: []modeEvent{{mode: ModeAuto}}}, "cm-0", false},
+		{"none", &WorkloadLife{refs: []Ref{{Config: "cm-0"}}, modes: []modeEvent{{mode: modeNone}}}, "cm-0", false},
+		{"excluded", &WorkloadLife{refs: []Ref{{Config: "cm-0"}, {Config: "cm-1"}}, modes: []modeEvent{{mode: modeExclude}}}, "cm-0", false},
+		{"named", &WorkloadLife{refs: []Ref{{Config: "cm-0"}}, modes: []modeEvent{{mode: modeNamed}}}, "cm-0", true},
+		{"deleted", &WorkloadLife{refs: []Ref{{Config: "cm-0"}}, modes: []modeEvent{{mode: ModeAuto}}, deletedAt: time.Now()}, "cm-0", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := NewRecorder(Sequence{})
+			r.workloads["u"] = tt.w
+			if got := r.Oracle.Triggered(tt.c); got != tt.trigger {
+				t.Errorf("Triggered(%s) = %v, want %v", tt.c, got, tt.trigger)
+			}
+		})
+	}
+}

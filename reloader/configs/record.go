@@ -8,8 +8,10 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"maps"
+	"math"
 	"strconv"
 	"strings"
+	"time"
 	"unique"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -56,6 +58,8 @@ type Record struct {
 	// content is the content hash (confighash): plain for a ConfigMap, keyed for a Secret.
 	content confighash.Packed
 	kind    recordKind
+	// created is the creationTimestamp in seconds since 1970 (0: none), as the API server sets it.
+	created uint32
 }
 
 // recordRare is what a config record holds only for the configs that have it.
@@ -294,6 +298,15 @@ func (rs *Records) MarkSpare(k workload.Key, spare bool) {
 	rs.store.SetSpare(rs.names.Config(k), spare)
 }
 
+// Unread drops the entry of config k, which exists, and its per-key entries: no workload reads
+// it, so none is judged by them.
+func (rs *Records) Unread(k workload.Key) {
+	skey := rs.names.Config(k)
+	if _, known := rs.store.Get(skey); known {
+		rs.store.Delete(skey)
+	}
+}
+
 // Write records rec's content as config k's entry as it is, with no per-key entries: a
 // --webhook-url sync, which rolls nothing out, takes every content as current.
 func (rs *Records) Write(k workload.Key, rec *Record) {
@@ -448,7 +461,18 @@ func NewRecord(kind string, m *metav1.ObjectMeta, hash string) *Record {
 	r := &Record{kind: kindOfRecord(kind), Name: m.Name, ns: unique.Make(m.Namespace), content: content}
 	r.SetUID(m.UID)
 	r.SetResourceVersion(m.ResourceVersion)
+	if c := m.CreationTimestamp.Unix(); !m.CreationTimestamp.IsZero() && c > 0 && c <= math.MaxUint32 {
+		r.created = uint32(c)
+	}
 	return r
+}
+
+// Created is the config's creationTimestamp, to the second; zero when it has none.
+func (r *Record) Created() time.Time {
+	if r.created == 0 {
+		return time.Time{}
+	}
+	return time.Unix(int64(r.created), 0)
 }
 
 // SameContent reports whether r and o hold the same content hash.

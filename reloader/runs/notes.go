@@ -89,7 +89,7 @@ func (n *Notes) Stripped(k *workload.Kind, old, obj any) {
 			n.strips.forget(nv.Key, r)
 		case after != policy.NoMarker: // the same pods, the same marker
 		case rollback:
-		case before == policy.Current && workload.WrittenBefore(rec.ResourceVersion(), nv.Meta.GetResourceVersion()):
+		case before == policy.Current && policy.WrittenBefore(rec.ResourceVersion(), nv.Meta.GetResourceVersion()):
 			n.strip(nv.Key, r, rec, want.Value, keys)
 		case before != policy.NoMarker:
 			n.strips.forget(nv.Key, r) // stripped while behind: the state decides
@@ -144,7 +144,7 @@ func (n *Notes) Created(k *workload.Kind, obj any) {
 // runs notes that workload v, without a marker for r, runs want: the content of rec, which was
 // written before v's version of it was.
 func (n *Notes) runs(v workload.View, r policy.ConfigRef, rec *configs.Record, want policy.Content, keys []string) {
-	if workload.WrittenBefore(rec.ResourceVersion(), v.Meta.GetResourceVersion()) && v.Target.MarkerOf(v.Meta.GetAnnotations(), v.Tmpl, r, want) == policy.NoMarker {
+	if policy.WrittenBefore(rec.ResourceVersion(), v.Meta.GetResourceVersion()) && v.Target.MarkerOf(v.Meta.GetAnnotations(), v.Tmpl, r, want) == policy.NoMarker {
 		n.strip(v.Key, r, rec, want.Value, keys)
 	}
 }

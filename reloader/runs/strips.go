@@ -58,6 +58,12 @@ const OtherContent = policy.UnrecordedContent
 // exist: they run whatever content it next has (Awaits). Another well-formed hash no content has.
 const awaited = "0000000000000000000000000000000000000001"
 
+// startedWithout is a strip's value for pods restarted while a config they read only through
+// optional key refs was absent: they run without it (RunNothing). Against any content it is
+// another, as OtherContent is; the config still absent, the deletion is not in them
+// (StartedWithout). Another well-formed hash no content has.
+const startedWithout = "0000000000000000000000000000000000000002"
+
 // NewStrips returns the strips kept in memory and in store, the state's strip entries, named by
 // names.
 func NewStrips(store *state.KindView, names entrykeys.Names) *Strips {
@@ -234,7 +240,7 @@ func (s *Strips) RunNothing(w workload.Key, refs map[policy.ConfigRef][]string) 
 	before := maps.Clone(s.m[w])
 	s.mu.Unlock()
 	for r, keys := range refs {
-		s.Remember(w, r, OtherContent, keys)
+		s.Remember(w, r, startedWithout, keys)
 	}
 	return func() {
 		for r := range refs {
@@ -372,7 +378,15 @@ func (s *Strips) Reappeared(c workload.Key, deps []workload.Dependent) (noted bo
 // deletion is a change to them.
 func (s *Strips) RanSince(w workload.Key, r policy.ConfigRef) bool {
 	v, ok := s.store.Value(s.names.Strip(w, r))
-	return ok && v != awaited
+	return ok && v != awaited && v != startedWithout
+}
+
+// StartedWithout reports whether the state notes that the pods of w were restarted while config
+// r was absent, and run without it (RunNothing): while it stays absent, its deletion is not a
+// change to them.
+func (s *Strips) StartedWithout(w workload.Key, r policy.ConfigRef) bool {
+	v, ok := s.store.Value(s.names.Strip(w, r))
+	return ok && v == startedWithout
 }
 
 // ConfigChanged makes what was remembered of config c, in every workload, unknown, except for a

@@ -135,3 +135,41 @@ func TestPodsThatWaitForAConfigRunWhatItComesBackWith(t *testing.T) {
 		})
 	}
 }
+
+// Pods restarted while a config they read only through optional key refs was absent run without
+// it (RunNothing): a later process reads in the state that they started without it, which is no
+// content they took (RanSince) and, once it is back, another content than its. A restart not
+// sent notes nothing.
+func TestPodsRestartedWithoutAnOptionalConfigAreNotedToHaveStartedWithoutIt(t *testing.T) {
+	var (
+		w = workload.Key{Kind: "Deployment", Namespace: "ns", Name: "web"}
+		r = policy.ConfigRef{Kind: policy.KindConfigMap, Name: "app"}
+		a = strings.Repeat("a", 40)
+	)
+	for _, tc := range []struct {
+		name    string
+		act     func(s *Strips)
+		without bool
+		marker  policy.MarkerState // against a, for a workload without a marker
+	}{
+		{"restarted without it", func(s *Strips) { s.RunNothing(w, map[policy.ConfigRef][]string{r: {"k"}}) }, true, policy.Stale},
+		{"a restart not sent notes nothing", func(s *Strips) { s.RunNothing(w, map[policy.ConfigRef][]string{r: {"k"}})() }, false, policy.NoMarker},
+		{"another content is not none", func(s *Strips) { s.Remember(w, r, OtherContent, nil) }, false, policy.Stale},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := state.New(statetest.NewConfigMaps(), "ns", "reloader-state", slog.New(slog.DiscardHandler), entrykeys.ContentEntries(entrykeys.StripPrefix))
+			s := NewStrips(store.Kind(entrykeys.StripPrefix), entrykeys.Names{Single: true})
+			tc.act(s)
+			s = NewStrips(store.Kind(entrykeys.StripPrefix), entrykeys.Names{Single: true}) // as a later process reads it
+			if got := s.StartedWithout(w, r); got != tc.without {
+				t.Errorf("startedWithout = %t, want %t", got, tc.without)
+			}
+			if got, want := s.RanSince(w, r), tc.marker != policy.NoMarker && !tc.without; got != want {
+				t.Errorf("ranSince = %t, want %t", got, want)
+			}
+			if got := s.Marker(w, r, a); got != tc.marker {
+				t.Errorf("marker = %v, want %v", got, tc.marker)
+			}
+		})
+	}
+}

@@ -166,7 +166,7 @@ func (s *Restarts) Finished(w workload.Key, rv string, paused bool) (judgeAgain 
 	for _, rd := range p.reads {
 		var last []Version
 		for _, v := range rd.since {
-			if workload.WrittenBefore(v.RV, rv) {
+			if policy.WrittenBefore(v.RV, rv) {
 				last = []Version{v}
 			} else if rd.Absent && last == nil {
 				last = []Version{v}
@@ -226,7 +226,7 @@ func (s *Restarts) configChanged(c workload.Key, rv string, content func(keys []
 				continue
 			}
 			// An absent read takes the first version after the patch: the one the pods waited for.
-			if workload.WrittenBefore(rv, p.rv) || rd.Absent && len(rd.since) == 0 {
+			if policy.WrittenBefore(rv, p.rv) || rd.Absent && len(rd.since) == 0 {
 				rd.since = []Version{{rv, content(rd.Keys)}}
 			}
 		}
@@ -243,7 +243,7 @@ func (s *Restarts) byOthers(w workload.Key, rv string, reads map[policy.ConfigRe
 		return
 	}
 	for r, rd := range reads {
-		if v, ok := cached(r, rd); ok && workload.WrittenBefore(v.RV, rv) {
+		if v, ok := cached(r, rd); ok && policy.WrittenBefore(v.RV, rv) {
 			rd.since = []Version{v}
 		}
 	}
@@ -388,7 +388,7 @@ func (s *Restarts) WritesUnseen(cachedVersion func(workload.Key) (string, bool))
 	defer s.mu.Unlock()
 	behind := func(w workload.Key, rv string) bool {
 		cached, ok := cachedVersion(w)
-		return ok && workload.WrittenBefore(cached, rv)
+		return ok && policy.WrittenBefore(cached, rv)
 	}
 	for w, p := range s.done {
 		if behind(w, p.rv) {
@@ -409,7 +409,7 @@ func (s *Restarts) BehindRollback(w workload.Key, rv string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	at, ok := s.rolledBack[w]
-	return ok && workload.WrittenBefore(rv, at)
+	return ok && policy.WrittenBefore(rv, at)
 }
 
 // WorkloadGone forgets w, deleted at rv, except what belongs to an object of its name made
@@ -423,7 +423,7 @@ func (s *Restarts) WorkloadGone(w workload.Key, rv string) {
 	if s.inFlight[w] != nil {
 		return
 	}
-	if p := s.done[w]; p != nil && workload.WrittenBefore(rv, p.rv) {
+	if p := s.done[w]; p != nil && policy.WrittenBefore(rv, p.rv) {
 		return
 	}
 	delete(s.done, w)

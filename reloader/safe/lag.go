@@ -74,7 +74,7 @@ func (l *Lag) Confirm(ctx context.Context, w workload.View, changes []policy.Cha
 // markerUnseen reports whether w, written after the cached version of the config, carries a
 // marker for it that is neither the wanted content nor the content the state records.
 func (l *Lag) markerUnseen(w workload.View, ch policy.Change, rec *configs.Record) bool {
-	if !workload.WrittenBefore(rec.ResourceVersion(), w.Meta.GetResourceVersion()) {
+	if !policy.WrittenBefore(rec.ResourceVersion(), w.Meta.GetResourceVersion()) {
 		return false
 	}
 	meta := w.Meta.GetAnnotations()

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -35,14 +34,6 @@ func WrittenVersion(out any, err error) string {
 		return m.GetResourceVersion()
 	}
 	return ""
-}
-
-// WrittenBefore reports whether resourceVersion a is older than b. Resource versions are etcd
-// revisions, ordered across objects; anything that is not a number is not trusted.
-func WrittenBefore(a, b string) bool {
-	x, errA := strconv.ParseUint(a, 10, 64)
-	y, errB := strconv.ParseUint(b, 10, 64)
-	return errA == nil && errB == nil && x < y
 }
 
 // Send is the one patch sender: it encodes ops and applies them to w through write (the kind's

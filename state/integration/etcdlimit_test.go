@@ -37,8 +37,8 @@ func TestAFullShardOfTheLongestKeysLeavesRoomUnderEtcdsRequestLimit(t *testing.T
 		t.Fatal(err)
 	}
 	const etcdLimit, room = 1536 * 1024, 256 * 1024
-	if len(cm.Data) != perShard {
-		t.Errorf("%d entries in the first shard, want %d", len(cm.Data), perShard)
+	if _, stamped := cm.Data[state.FlushedAtKey]; !stamped || len(cm.Data)-1 != perShard {
+		t.Errorf("%d keys in the first shard (stamped: %v), want %d entries and the write's stamp", len(cm.Data), stamped, perShard)
 	}
 	if n := cm.Size(); n > etcdLimit-room {
 		t.Errorf("a full shard takes %d bytes in protobuf: less than %d left under etcd's %d", n, room, etcdLimit)

@@ -67,6 +67,7 @@ func stored(t *testing.T, ns string) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	delete(cm.Data, state.FlushedAtKey) // each write's stamp
 	return cm.Data
 }
 
@@ -88,6 +89,7 @@ func storedShards(t *testing.T, ns string, budget int) map[string]map[string]str
 		if !strings.HasPrefix(cm.Name, "reloader-state") {
 			continue
 		}
+		delete(cm.Data, state.FlushedAtKey) // each write's stamp, outside the budget
 		size := 0
 		for k, v := range cm.Data {
 			size += len(k) + len(v)
