@@ -12,6 +12,7 @@ import (
 	"github.com/reloader/reloader/confighash"
 	"github.com/reloader/reloader/internal/dev/testcluster"
 	"github.com/reloader/reloader/policy"
+	"github.com/reloader/reloader/reloader"
 )
 
 // brokenSecretReader creates Deployment web, one replica whose pods never become Ready (a
@@ -75,4 +76,24 @@ func TestARollbackOfAReloadMadeUnderALostHashKeyHoldsTheContent(t *testing.T) {
 	next := updateSecret(t, ns, "db", map[string]string{"password": "c"})
 	waitHoldOf(t, ns, "the reload for c rolled back and held", next)
 	wantReloads(t, ns, "web", gen, 4)
+}
+
+// A Secret's reload is rolled back, and its content held: a hash under the hash key. The
+// Secret's deletion is no content under any key, so that hold does not keep it: with
+// --reload-on-delete the deletion is reloaded (seed 1796277877599293987@10 left a workload
+// running a deleted Secret's old content, the deletion held as if under another key).
+func TestADeletedSecretIsReloadedThoughItsContentWasHeld(t *testing.T) {
+	t.Parallel()
+	ns := cluster.NewNamespace(t)
+	brokenSecretReader(t, ns)
+	startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { o.ReloadOnDelete = true }})
+	settle(t)
+	gen := getDeployment(t, ns, "web").Generation
+	held := updateSecret(t, ns, "db", map[string]string{"password": "b"})
+	waitHoldOf(t, ns, "the reload for b rolled back and held", held)
+	wantReloads(t, ns, "web", gen, 2)
+
+	deleteSecret(t, ns, "db")
+	waitEnv(t, ns, "web", "_RELOADER_-secret-db", policy.DeletedMarker)
+	wantReloads(t, ns, "web", gen, 3)
 }

@@ -114,10 +114,12 @@ func (r *gates) rollbacks(w *WorkloadLife) pairs {
 			if j > 0 {
 				before = w.marks[j-1]
 			}
-			if j < len(w.found) && w.found[j] != nil && slices.ContainsFunc(w.resumes, func(rs resume) bool { return rs.restart == j }) {
+			if j < len(w.found) && w.found[j] != nil && slices.ContainsFunc(w.resumes, func(rs resume) bool { return rs.restart == j && rs.carried }) {
 				// A reload that rode on a resume found the template written during the pause
 				// (soak seed 1796195658658212531@10: a reload patched in then, its resume held
-				// while a config did not validate).
+				// while a config did not validate). A resume alone rolls out the reloads
+				// patched into the pause, whose rollback puts back the template from before
+				// them all: the restart before's.
 				before = w.found[j]
 			}
 			back := true

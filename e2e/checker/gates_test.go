@@ -21,7 +21,7 @@ func TestARollbackOfAReloadThatRodeOnAResumePutsBackThePausedTemplate(t *testing
 		touched:    []map[string]bool{{"cm-0": true}, {"cm-0": true}, {"cm-0": true}},
 		marks:      []map[string]string{{"cm-0": "A"}, {"cm-0": "C"}, {"cm-0": "B"}},
 		found:      []map[string]string{{}, {"cm-0": "B"}, {"cm-0": "C"}},
-		resumes:    []resume{{restart: 1, pausedAt: at(150)}},
+		resumes:    []resume{{restart: 1, pausedAt: at(150), carried: true}},
 		restartAt:  []time.Time{at(100), at(200), at(204)},
 		rolledBack: []bool{false, false, true}}
 	if p := r.gates.rollbacks(w); !p.rollback[2] || p.of[2] != 1 {
@@ -36,18 +36,23 @@ func TestARollbackOfAReloadThatRodeOnAResumePutsBackThePausedTemplate(t *testing
 // A reload written with the reloader's own pause (a pause-period gate) restarts at the resume,
 // which changes no template; its rollback puts back the template from before the reload, and
 // is paired with it (soak seed 1796211078146740227@10 took it for a second reload, ungated).
+// With a second reload patched into the pause, the rollback puts back the template from before
+// both (seed 1796277877599293987@10 took it for a reload without a pause, and an excess one).
 // The control: a reload that rides on the resume is undone to the template of the pause.
 func TestARollbackOfAReloadResumedAfterItsPausePutsBackTheTemplateBeforeIt(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		duringB  bool   // the reload is written with the pause, the resume changes nothing
+		again    bool   // with duringB: a second reload is patched in during the pause
 		rollBack string // the marker the rollback writes
 		paired   bool
 	}{
-		{"resumed alone, rolled back to the marker before the reload", true, "h1", true},
-		{"resumed alone, the marker written is no rollback", true, "h3", false},
-		{"rode on the resume, rolled back to the marker of the pause", false, "h1", true},
+		{"resumed alone, rolled back to the marker before the reload", true, false, "h1", true},
+		{"resumed alone, the marker written is no rollback", true, false, "h3", false},
+		{"resumed alone after two reloads, rolled back to the marker before both", true, true, "h1", true},
+		{"resumed alone after two reloads, the first reload's marker is no rollback", true, true, "h2", false},
+		{"rode on the resume, rolled back to the marker of the pause", false, false, "h1", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := NewRecorder(Sequence{Rollback: true})
@@ -69,14 +74,19 @@ func TestARollbackOfAReloadResumedAfterItsPausePutsBackTheTemplateBeforeIt(t *te
 				seeDeployment(r, u, gen, rv, paused, t)
 			}
 			event(2, 300, false, tmpl("h1")) // an earlier reload
-			if tc.duringB {
+			switch {
+			case tc.duringB && tc.again:
+				event(3, 476, true, tmpl("h2"))  // the reload, with our pause
+				event(4, 477, true, tmpl("h4"))  // another, patched into the pause
+				event(5, 478, false, tmpl("h4")) // the pause period's end
+			case tc.duringB:
 				event(3, 476, true, tmpl("h2"))  // the reload, with our pause
 				event(4, 478, false, tmpl("h2")) // the pause period's end
-			} else {
+			default:
 				event(3, 476, true, tmpl("h1"))  // a pause
 				event(4, 478, false, tmpl("h2")) // the reload, with the resume
 			}
-			event(5, 482, false, tmpl(tc.rollBack))
+			event(6, 482, false, tmpl(tc.rollBack))
 			if len(w.restarts) != 3 {
 				t.Fatalf("restarts %v, want 3", w.restarts)
 			}

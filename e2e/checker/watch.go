@@ -161,14 +161,16 @@ func (r *Recorder) Seen(kind string, u *unstructured.Unstructured, watched bool)
 	}
 	r.restarted(w, o, RVOf(u))
 	if wasPaused && !w.paused {
-		w.resumes = append(w.resumes, resume{restart: len(w.restarts) - 1, pausedAt: w.pausedAt})
+		w.resumes = append(w.resumes, resume{restart: len(w.restarts) - 1, pausedAt: w.pausedAt, carried: len(write.touched) > 0})
 	}
 }
 
-// resume is a restart of a paused Deployment at its resume, and when its pause began.
+// resume is a restart of a paused Deployment at its resume, and when its pause began; carried:
+// the resume's own write changed a marker (a reload rode on it).
 type resume struct {
 	restart  int
 	pausedAt time.Time
+	carried  bool
 }
 
 // restarted records a reload of w that gave it o's template. The caller holds r.mu.

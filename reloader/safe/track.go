@@ -668,15 +668,17 @@ func (t *Tracker) Forget(w workload.Key) { t.templatesRead.Delete(w) }
 // says so, for the sync to lift it (liftStale).
 // A hold made under a lost hash key (written before the loss, or by a rollback of a reload made
 // under it) is taken as holding value, as a state entry under another key is (docs/design.md,
-// "Secret hash keys"), and as stale too, for the sync to re-record it under the current key.
-// So is one of the whole content (want.Whole) where the workload now reloads on some keys:
+// "Secret hash keys"), and as stale too, for the sync to re-record it under the current key;
+// a deletion it does not hold. So is one of the whole content (want.Whole) where the workload now reloads on some keys:
 // its annotations switched from naming the config to auto, as a marker's does (seed 4936@9);
 // and one of the keys' values the pods read (want.Undecided) where it now reloads on the whole
 // content: the reverse switch.
 func (t *Tracker) HeldAfterRollback(w workload.Key, r policy.ConfigRef, want policy.Content) (held, stale bool) {
 	value := HeldAs(want.Value)
 	v, ok := t.store.Value(t.names.Hold(w, r))
-	if ok && ((policy.Content{Value: value}).Match(v) == policy.OtherKey || want.Whole != "" && v == want.Whole ||
+	// A deletion is no content under any key: a hold under another key does not hold it.
+	otherKey := want.Value != "" && (policy.Content{Value: value}).Match(v) == policy.OtherKey
+	if ok && (otherKey || want.Whole != "" && v == want.Whole ||
 		want.Whole == "" && v != value && slices.Contains(want.Undecided, v)) {
 		return true, true
 	}
