@@ -120,42 +120,13 @@ func (d configArrived) apply(c *Controller) {
 
 // watchWorkloads indexes workloads by the configs they reload on. A new workload, or one whose
 // spec or annotations changed (our own patch included), is synced, and its configs too, so that
-// their state advances once it holds their content, or once it stops reloading on them.
+// their state advances once it holds their content, or once it stops reloading on them. What
+// its pods run and what its annotations say are journaled, for the next sync to fold.
 func (e *events) watchWorkloads(k *workload.Kind) error {
 	k.ByConfig = workload.NewDependents()
 	reg, err := k.Informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc: func(obj any, initial bool) {
-			obj = workload.Unpacked(obj)
-			e.index(k, nil, obj)
-			if !initial {
-				e.notes.Created(k, obj)
-			}
-			e.workloadChanged(k, obj, initial)
-			e.tracker.Watch(k, obj)
-		},
-		UpdateFunc: func(old, obj any) {
-			if om, nm := workload.MetadataOf(old), workload.MetadataOf(obj); !decisive(e.decisiveAnnotations, om.(metav1.Object), nm.(metav1.Object)) {
-				// A status update: what the index holds depends on nothing it changes.
-				e.tracker.Watch(k, nm) // it may end a rollout
-				if e.annotationCheck.keysChanged(om.(metav1.Object), nm.(metav1.Object)) {
-					e.annotationCheck.check(k, workload.Unpacked(obj))
-				}
-				return
-			}
-			old, obj = workload.Unpacked(old), workload.Unpacked(obj)
-			e.index(k, old, obj)
-			o, n := old.(metav1.Object), obj.(metav1.Object)
-			if o.GetGeneration() != n.GetGeneration() {
-				e.notes.Stripped(k, old, obj)
-				e.notes.RestartedByOthers(k, old, obj)
-				e.notes.Resumed(k, old, obj)
-			}
-			e.workloadChanged(k, obj, false)
-			// The configs it reloaded on before are synced too: one it no longer reloads on may
-			// have had its state held back by it alone.
-			e.caches.configsOf(k, old, e.enqueue)
-			e.tracker.Watch(k, obj)
-		},
+		AddFunc:    func(obj any, initial bool) { e.workloadAdded(k, obj, initial) },
+		UpdateFunc: func(old, obj any) { e.workloadUpdated(k, old, obj) },
 		DeleteFunc: func(obj any) {
 			obj = workload.Unpacked(obj)
 			e.index(k, deletedObject(obj), nil)
@@ -167,6 +138,83 @@ func (e *events) watchWorkloads(k *workload.Kind) error {
 	}
 	k.ByConfig.Synced = reg.HasSynced
 	return nil
+}
+
+// workloadAdded indexes a new workload and queues it with its configs. One listed at start-up
+// is journaled not at all: nothing is noted of it, and checkAll checks its annotations once the
+// caches have synced (before, the check says nothing).
+func (e *events) workloadAdded(k *workload.Kind, obj any, initial bool) {
+	obj = workload.Unpacked(obj)
+	e.index(k, nil, obj)
+	if !initial {
+		e.journal.Append(objectKey(k.Name, obj), workloadArrived{kind: k, obj: obj, justCreated: runs.JustCreated(obj)})
+	}
+	e.workloadChanged(k, obj, initial)
+	e.tracker.Watch(k, obj)
+}
+
+// workloadUpdated re-indexes a workload whose spec or reload annotations changed, journals the
+// change and queues it with its configs, old and new. A status update queues only its rollout;
+// one that adds or drops an unknown annotation key is journaled for the check and queues the
+// workload, whose sync folds it.
+func (e *events) workloadUpdated(k *workload.Kind, old, obj any) {
+	if om, nm := workload.MetadataOf(old), workload.MetadataOf(obj); !decisive(e.decisiveAnnotations, om.(metav1.Object), nm.(metav1.Object)) {
+		// A status update: what the index holds depends on nothing it changes.
+		e.tracker.Watch(k, nm) // it may end a rollout
+		if e.annotationCheck.keysChanged(om.(metav1.Object), nm.(metav1.Object)) {
+			obj = workload.Unpacked(obj)
+			e.journal.Append(objectKey(k.Name, obj), workloadArrived{kind: k, obj: obj, checkOnly: true})
+			e.queueWorkload(k, obj, e.enqueue)
+		}
+		return
+	}
+	old, obj = workload.Unpacked(old), workload.Unpacked(obj)
+	e.index(k, old, obj)
+	specChanged := old.(metav1.Object).GetGeneration() != obj.(metav1.Object).GetGeneration()
+	e.journal.Append(objectKey(k.Name, obj), workloadArrived{kind: k, old: old, obj: obj, specChanged: specChanged})
+	e.workloadChanged(k, obj, false)
+	// The configs it reloaded on before are synced too: one it no longer reloads on may have
+	// had its state held back by it alone.
+	e.caches.configsOf(k, old, e.enqueue)
+	e.tracker.Watch(k, obj)
+}
+
+// workloadArrived is a workload's creation seen while running (old nil), a decisive update of
+// old to obj (specChanged: its generation moved), or a status update that changed its unknown
+// annotation keys (checkOnly). The objects are the cache's, never changed; justCreated is asked
+// of obj as its add event brought it.
+type workloadArrived struct {
+	kind                                *workload.Kind
+	old, obj                            any
+	justCreated, specChanged, checkOnly bool
+}
+
+// apply notes what the workload's pods run that no marker says (from its creation, a change of
+// its template by us or by others, or its resume), then says its annotations' problems. Of a
+// workload the cache no longer holds (deleted, or created again under its name) it notes and
+// says nothing: its deletion forgets, or has forgotten, what it would write.
+func (d workloadArrived) apply(c *Controller) {
+	if !d.cached() {
+		return
+	}
+	switch {
+	case d.checkOnly:
+	case d.old == nil:
+		if d.justCreated {
+			c.notes.Created(d.kind, d.obj)
+		}
+	case d.specChanged:
+		c.notes.Stripped(d.kind, d.old, d.obj)
+		c.notes.RestartedByOthers(d.kind, d.old, d.obj)
+		c.notes.Resumed(d.kind, d.old, d.obj)
+	}
+	c.annotationCheck.check(d.kind, d.obj)
+}
+
+// cached reports whether the kind's cache still holds the object, by its UID.
+func (d workloadArrived) cached() bool {
+	cur, ok, err := d.kind.Informer.GetIndexer().GetByKey(objectKey(d.kind.Name, d.obj).CacheKey())
+	return err == nil && ok && workload.MetadataOf(cur).(metav1.Object).GetUID() == d.obj.(metav1.Object).GetUID()
 }
 
 // index files a workload under the configs it may reload on, in place of those of old (the
@@ -190,15 +238,12 @@ func (e *events) index(k *workload.Kind, old, obj any) {
 // and with --reload-on-create all, so that an absent one gets its tombstone. The start-up's
 // keys wait in the backlog (backlog.go).
 func (e *events) workloadChanged(k *workload.Kind, obj any, initial bool) {
-	e.annotationCheck.check(k, obj)
 	meta, tmpl := k.Template(obj)
 	add := e.enqueue
 	if initial {
 		add = e.backlog.add
 	}
-	if w := (workload.Key{Kind: k.Name, Namespace: meta.GetNamespace(), Name: meta.GetName()}); !e.coalescer.Open(w) {
-		add(w)
-	}
+	e.queueWorkload(k, obj, add)
 	if !initial || e.reloadOnCreate {
 		e.caches.configsOf(k, obj, add)
 		return
@@ -210,6 +255,14 @@ func (e *events) workloadChanged(k *workload.Kind, obj any, initial bool) {
 		if e.caches.Watched(r.Kind) && len(u.Keys) > 0 {
 			add(workload.ConfigKey(r, meta.GetNamespace()))
 		}
+	}
+}
+
+// queueWorkload syncs the workload with add, unless a window is open for it: its sync will come.
+func (e *events) queueWorkload(k *workload.Kind, obj any, add func(workload.Key)) {
+	meta, _ := k.Template(obj)
+	if w := (workload.Key{Kind: k.Name, Namespace: meta.GetNamespace(), Name: meta.GetName()}); !e.coalescer.Open(w) {
+		add(w)
 	}
 }
 
