@@ -11,15 +11,15 @@ import (
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader/configs"
-	"github.com/reloader/reloader/reloader/internal/report"
 	"github.com/reloader/reloader/reloader/runs"
-	"github.com/reloader/reloader/reloader/safe"
 	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
 
-// events is the informers' handlers: each event is recorded with the parts that follow it, and
-// its keys queued (or, at start-up, put in the backlog).
+// events is the informers' handlers: each event is journaled with what only its handler knows,
+// for the next sync to fold into the parts, and its keys queued (or, at start-up, put in the
+// backlog). A handler writes nothing else but the indexes (the workloads by config, changes,
+// entered) and the metrics: its fields are the queue, the indexes, and what it only reads.
 type events struct {
 	enqueue        func(workload.Key)
 	backlog        *backlog
@@ -30,22 +30,36 @@ type events struct {
 	// decisiveAnnotations are the workload annotations the reloader reads (decisive).
 	decisiveAnnotations []string
 
-	caches          *caches
-	changes         *changeLog
-	journal         *journal
-	entered         *enteredConfigs
-	reports         *report.Reporter
-	strips          *runs.Strips
-	notes           *runs.Notes
-	restarts        *runs.Restarts
-	tracker         *safe.Tracker
-	entries         *workloadEntries
-	gates           *safe.Gates
-	rehearsal       *rehearsal
-	annotationCheck *annotationCheck
-	state           *state.Configs
-	namespace       string // --namespace: the namespace of a state entry that names none
+	caches    *caches
+	changes   *changeLog
+	journal   *journal
+	entered   *enteredConfigs
+	namespace string // --namespace: the namespace of a state entry that names none
+
+	// What the handlers only read, or queue, of other parts.
+	rollouts    rolloutQueue
+	unknownKeys unknownKeys
+	entries     entryNames
+	state       stateKeys
 }
+
+// The parts a handler reaches, narrowed to what it may do with them: read, or queue.
+type (
+	// rolloutQueue queues the rollout of a workload whose reload is followed (safe.Tracker).
+	rolloutQueue interface {
+		Watch(k *workload.Kind, obj any)
+	}
+	// unknownKeys tells an update that adds or drops an unknown annotation key (annotationCheck).
+	unknownKeys interface {
+		keysChanged(old, obj metav1.Object) bool
+	}
+	// entryNames names the state entries a workload may have (workloadEntries).
+	entryNames interface {
+		keysOf(k *workload.Kind, obj any) []string
+	}
+	// stateKeys lists the state's config entries (state.Configs).
+	stateKeys interface{ ConfigKeys() []string }
+)
 
 // watchConfigs queues a config on every event. A content change, creation or deletion seen
 // while running is also logged as a change: it opens (or extends) its dependents' windows; and
@@ -127,11 +141,7 @@ func (e *events) watchWorkloads(k *workload.Kind) error {
 	reg, err := k.Informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc:    func(obj any, initial bool) { e.workloadAdded(k, obj, initial) },
 		UpdateFunc: func(old, obj any) { e.workloadUpdated(k, old, obj) },
-		DeleteFunc: func(obj any) {
-			obj = workload.Unpacked(obj)
-			e.index(k, deletedObject(obj), nil)
-			e.workloadGone(k, obj)
-		},
+		DeleteFunc: func(obj any) { e.workloadDeleted(k, obj) },
 	})
 	if err != nil {
 		return fmt.Errorf("watch %ss: %w", k.Name, err)
@@ -150,7 +160,7 @@ func (e *events) workloadAdded(k *workload.Kind, obj any, initial bool) {
 		e.journal.Append(objectKey(k.Name, obj), workloadArrived{kind: k, obj: obj, justCreated: runs.JustCreated(obj)})
 	}
 	e.workloadChanged(k, obj, initial)
-	e.tracker.Watch(k, obj)
+	e.rollouts.Watch(k, obj)
 }
 
 // workloadUpdated re-indexes a workload whose spec or reload annotations changed, journals the
@@ -160,8 +170,8 @@ func (e *events) workloadAdded(k *workload.Kind, obj any, initial bool) {
 func (e *events) workloadUpdated(k *workload.Kind, old, obj any) {
 	if om, nm := workload.MetadataOf(old), workload.MetadataOf(obj); !decisive(e.decisiveAnnotations, om.(metav1.Object), nm.(metav1.Object)) {
 		// A status update: what the index holds depends on nothing it changes.
-		e.tracker.Watch(k, nm) // it may end a rollout
-		if e.annotationCheck.keysChanged(om.(metav1.Object), nm.(metav1.Object)) {
+		e.rollouts.Watch(k, nm) // it may end a rollout
+		if e.unknownKeys.keysChanged(om.(metav1.Object), nm.(metav1.Object)) {
 			obj = workload.Unpacked(obj)
 			e.journal.Append(objectKey(k.Name, obj), workloadArrived{kind: k, obj: obj, checkOnly: true})
 			e.queueWorkload(k, obj, e.enqueue)
@@ -176,7 +186,7 @@ func (e *events) workloadUpdated(k *workload.Kind, old, obj any) {
 	// The configs it reloaded on before are synced too: one it no longer reloads on may have
 	// had its state held back by it alone.
 	e.caches.configsOf(k, old, e.enqueue)
-	e.tracker.Watch(k, obj)
+	e.rollouts.Watch(k, obj)
 }
 
 // workloadArrived is a workload's creation seen while running (old nil), a decisive update of
@@ -190,13 +200,9 @@ type workloadArrived struct {
 }
 
 // apply notes what the workload's pods run that no marker says (from its creation, a change of
-// its template by us or by others, or its resume), then says its annotations' problems. Of a
-// workload the cache no longer holds (deleted, or created again under its name) it notes and
-// says nothing: its deletion forgets, or has forgotten, what it would write.
+// its template by us or by others, or its resume), then says its annotations' problems. A
+// deletion of the workload arrived later is folded later: it forgets what this writes.
 func (d workloadArrived) apply(c *Controller) {
-	if !d.cached() {
-		return
-	}
 	switch {
 	case d.checkOnly:
 	case d.old == nil:
@@ -209,12 +215,6 @@ func (d workloadArrived) apply(c *Controller) {
 		c.notes.Resumed(d.kind, d.old, d.obj)
 	}
 	c.annotationCheck.check(d.kind, d.obj)
-}
-
-// cached reports whether the kind's cache still holds the object, by its UID.
-func (d workloadArrived) cached() bool {
-	cur, ok, err := d.kind.Informer.GetIndexer().GetByKey(objectKey(d.kind.Name, d.obj).CacheKey())
-	return err == nil && ok && workload.MetadataOf(cur).(metav1.Object).GetUID() == d.obj.(metav1.Object).GetUID()
 }
 
 // index files a workload under the configs it may reload on, in place of those of old (the
@@ -266,22 +266,42 @@ func (e *events) queueWorkload(k *workload.Kind, obj any, add func(workload.Key)
 	}
 }
 
-// workloadGone forgets a deleted workload; its configs are synced, since it no longer holds
-// back their state.
-func (e *events) workloadGone(k *workload.Kind, obj any) {
-	obj = deletedObject(obj)
-	if meta, _ := k.Template(obj); meta != nil {
-		w := workload.Key{Kind: k.Name, Namespace: meta.GetNamespace(), Name: meta.GetName()}
-		e.reports.Forget(string(meta.GetUID()))
-		e.strips.WorkloadGone(w)
-		e.notes.WorkloadGone(w)
-		e.restarts.WorkloadGone(w, meta.GetResourceVersion())
-		e.tracker.Forget(w)
-		e.entries.lift(k, obj)
-		e.gates.Forget(w)
-		e.rehearsal.forget(w)
-		e.caches.configsOf(k, obj, e.enqueue)
+// workloadDeleted unfiles a deleted workload and journals its deletion, with the names of its
+// state entries, which read the caches. It queues its configs, since it no longer holds back
+// their state, and itself, so that a sync folds the deletion even when it reads no config.
+func (e *events) workloadDeleted(k *workload.Kind, obj any) {
+	obj = deletedObject(workload.Unpacked(obj))
+	e.index(k, obj, nil)
+	meta, _ := k.Template(obj)
+	if meta == nil {
+		return
 	}
+	w := workload.Key{Kind: k.Name, Namespace: meta.GetNamespace(), Name: meta.GetName()}
+	e.journal.Append(w, workloadDeparted{w: w, uid: string(meta.GetUID()), rv: meta.GetResourceVersion(), entries: e.entries.keysOf(k, obj)})
+	e.caches.configsOf(k, obj, e.enqueue)
+	e.queueWorkload(k, obj, e.enqueue)
+}
+
+// workloadDeparted is a workload's deletion: its key, the deleted object's UID and
+// resourceVersion, and the names of the state entries it may have, taken as it was deleted.
+type workloadDeparted struct {
+	w       workload.Key
+	uid, rv string
+	entries []string
+}
+
+// apply forgets the deleted workload: its Warnings, what its pods were noted to run, its
+// restarts (but what belongs to an object of its name written after rv), its rollout's
+// template, its state entries, its gate, and its dry-run reports.
+func (d workloadDeparted) apply(c *Controller) {
+	c.reports.Forget(d.uid)
+	c.strips.WorkloadGone(d.w)
+	c.notes.WorkloadGone(d.w)
+	c.restarts.WorkloadGone(d.w, d.rv)
+	c.tracker.Forget(d.w)
+	c.entries.lift(d.entries)
+	c.gates.Forget(d.w)
+	c.rehearsal.forget(d.w)
 }
 
 // watchNamespaces follows namespace labels for --namespace-selector.

@@ -2,6 +2,8 @@ package reloader
 
 import (
 	"log/slog"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +24,7 @@ import (
 	"github.com/reloader/reloader/reloader/runs"
 	"github.com/reloader/reloader/reloader/safe"
 	"github.com/reloader/reloader/reloader/workload"
+	"github.com/reloader/reloader/state"
 	"github.com/reloader/reloader/state/statetest"
 )
 
@@ -34,6 +37,7 @@ type journalFixture struct {
 	recorder *record.FakeRecorder
 	cms      cache.SharedIndexInformer
 	kind     *workload.Kind
+	entries  *state.KindView // the state's strip and pending entries
 }
 
 func newJournalFixture() *journalFixture {
@@ -65,10 +69,16 @@ func newJournalFixture() *journalFixture {
 		restarts: c.restarts, strips: c.strips, stakater: &c.stakater, unrecorded: &unrecorded{state: store}}
 	c.notes = runs.NewNotes(c.rule, c.strips, c.restarts, c.records, c.records)
 	c.annotationCheck = &annotationCheck{annotations: an, caches: c.caches, reports: c.reports, log: log, ready: c.ready.Load}
+	c.entries = &workloadEntries{annotations: an, caches: c.caches,
+		store: store.Kind(entrykeys.HoldPrefix, entrykeys.StripPrefix, entrykeys.RollbackReadPrefix), names: names}
+	f.entries = store.Kind(entrykeys.StripPrefix, entrykeys.PendingPrefix)
+	c.gates = safe.NewGates(safe.GatesDeps{Annotations: an, Clock: clock, Store: store.Kind(entrykeys.PendingPrefix, entrykeys.PausePrefix),
+		Names: names, Reports: c.reports, Log: log, Gauge: metrics.New("test").Deferred, Queue: f, Deferrals: safe.NewDeferrals(clock, f)})
+	c.rehearsal = newRehearsal(c.reports, metrics.New("test"), log, clock.Now)
 	f.c = c
 	f.events = &events{enqueue: f.Add, journal: c.journal, changes: newChangeLog(), clock: clock, metrics: metrics.New("test"),
-		caches: c.caches, coalescer: coalesce.New(0, 0, clock, f.Add), tracker: c.tracker, annotationCheck: c.annotationCheck,
-		decisiveAnnotations: an.OnWorkload()}
+		caches: c.caches, coalescer: coalesce.New(0, 0, clock, f.Add), rollouts: c.tracker, unknownKeys: c.annotationCheck,
+		entries: c.entries, decisiveAnnotations: an.OnWorkload()}
 	return f
 }
 
@@ -221,27 +231,26 @@ func TestAWorkloadEventNotesNothingAndWarnsNothingBeforeTheFold(t *testing.T) {
 	}
 }
 
-// A workload deleted, or created again under its name, before its creation is folded: the fold
-// notes nothing of it, which its deletion would have to forget, and says nothing of it.
-func TestAWorkloadGoneBeforeTheFoldIsNotNoted(t *testing.T) {
+// deleted removes obj from the Deployments' cache, as the informer does before it calls the
+// delete handler, and calls it.
+func (f *journalFixture) deleted(obj *appsv1.Deployment) {
+	if err := f.kind.Informer.GetIndexer().Delete(obj); err != nil {
+		panic(err)
+	}
+	f.events.workloadDeleted(f.kind, obj)
+}
+
+// A workload deleted, or deleted and created again under its name, before its creation is
+// folded: the fold applies its creation, then its deletion, then the new object's creation, in
+// arrival order. The deletion forgets what the creation noted, and nothing of the new object.
+func TestAWorkloadGoneBeforeTheFoldIsForgottenInArrivalOrder(t *testing.T) {
 	app := policy.ConfigRef{Kind: policy.KindConfigMap, Name: "app"}
 	web := workload.Key{Kind: "Deployment", Namespace: "ns", Name: "web"}
 	misspelt := map[string]string{policy.DefaultAnnotations().Auto: "true", "reloader.stakater.com/atuo": "true"}
 	for _, gone := range []struct {
-		name string
-		then func(f *journalFixture, obj *appsv1.Deployment)
-	}{
-		{"deleted", func(f *journalFixture, obj *appsv1.Deployment) {
-			if err := f.kind.Informer.GetIndexer().Delete(obj); err != nil {
-				t.Fatal(err)
-			}
-		}},
-		{"created again", func(f *journalFixture, obj *appsv1.Deployment) {
-			again := webDeployment("11", 1, misspelt)
-			again.UID = "u2"
-			f.cached(again)
-		}},
-	} {
+		name  string
+		again bool // created again after the deletion
+	}{{"deleted", false}, {"created again", true}} {
 		t.Run(gone.name, func(t *testing.T) {
 			f := newJournalFixture()
 			rec := f.record("5", "1")
@@ -250,14 +259,139 @@ func TestAWorkloadGoneBeforeTheFoldIsNotNoted(t *testing.T) {
 			}
 			obj := f.cached(webDeployment("9", 1, misspelt))
 			f.events.workloadAdded(f.kind, obj, false)
-			gone.then(f, obj)
+			f.deleted(obj)
+			warnings := 1 // the deleted object's, said before its deletion is folded
+			if gone.again {
+				again := webDeployment("11", 1, misspelt)
+				again.UID = "u2"
+				f.events.workloadAdded(f.kind, f.cached(again), false)
+				warnings++
+			}
 
 			f.c.fold()
-			if m := f.c.strips.Marker(web, app, f.c.records.Content(rec, nil).Value); m != policy.NoMarker {
-				t.Errorf("the fold noted %v of a workload the cache no longer holds; want nothing", m)
+			if m := f.c.strips.Marker(web, app, f.c.records.Content(rec, nil).Value); (m == policy.Current) != gone.again {
+				t.Errorf("after the fold, the strips say %v of web's content of app; noted: want %t", m, gone.again)
 			}
-			if len(f.recorder.Events) != 0 {
-				t.Errorf("the fold said %q of a workload the cache no longer holds", <-f.recorder.Events)
+			if _, ok := f.entries.Value(f.c.names.Strip(web, app)); ok != gone.again {
+				t.Errorf("after the fold, the state's strip entry of web exists: %t, want %t", ok, gone.again)
+			}
+			if len(f.recorder.Events) != warnings {
+				t.Errorf("after the fold, %d Events, want %d UnknownAnnotation Warnings", len(f.recorder.Events), warnings)
+			}
+		})
+	}
+}
+
+// A deletion is journaled like any other event (issue 51): what the workload's pods were noted
+// to run, its state entries and its gate are forgotten when a sync folds the journal, after
+// every event that arrived before it; the handler only unfiles it and queues it and its configs.
+func TestAWorkloadDeletionForgetsNothingBeforeTheFold(t *testing.T) {
+	app := policy.ConfigRef{Kind: policy.KindConfigMap, Name: "app"}
+	web := workload.Key{Kind: "Deployment", Namespace: "ns", Name: "web"}
+	f := newJournalFixture()
+	rec := f.record("5", "1")
+	if err := f.cms.GetIndexer().Add(rec); err != nil {
+		t.Fatal(err)
+	}
+	value := f.c.records.Content(rec, nil).Value
+	obj := f.cached(webDeployment("9", 1, map[string]string{policy.DefaultAnnotations().Auto: "true"}))
+	f.events.workloadAdded(f.kind, obj, false)
+	f.c.fold()
+	if m := f.c.strips.Marker(web, app, value); m != policy.Current {
+		t.Fatalf("the creation noted %v of web's content of app, want %v", m, policy.Current)
+	}
+	f.entries.SetValue(f.c.names.Pending(web), "pending@1796212800") // a reload held by its gate
+	f.queued = nil
+
+	f.deleted(obj)
+	if got, want := f.queued, []workload.Key{workload.ConfigKey(app, "ns"), web}; !slices.Equal(got, want) {
+		t.Errorf("queued %v, want %v", got, want)
+	}
+	if deps := f.kind.ByConfig.Of(workload.ConfigKey(app, "ns")); len(deps) != 0 {
+		t.Errorf("web is still filed under app: %v", deps)
+	}
+	if m := f.c.strips.Marker(web, app, value); m != policy.Current {
+		t.Errorf("before the fold, the strips say %v of web's content of app; want it still noted", m)
+	}
+	for _, e := range []string{f.c.names.Strip(web, app), f.c.names.Pending(web)} {
+		if _, ok := f.entries.Value(e); !ok {
+			t.Errorf("before the fold, the state's entry %s is gone", e)
+		}
+	}
+	if f.c.journal.Pending() != 1 {
+		t.Fatalf("%d deltas pending, want 1", f.c.journal.Pending())
+	}
+
+	f.c.fold()
+	if m := f.c.strips.Marker(web, app, value); m != policy.NoMarker {
+		t.Errorf("after the fold, the strips say %v of the deleted web; want nothing", m)
+	}
+	for _, e := range []string{f.c.names.Strip(web, app), f.c.names.Pending(web)} {
+		if _, ok := f.entries.Value(e); ok {
+			t.Errorf("after the fold, the state's entry %s is left", e)
+		}
+	}
+}
+
+// The handlers hold the queue, the indexes, and what they only read or queue through of other
+// parts (issue 51): a part they could write would let a handler write before the fold again.
+func TestTheHandlersHoldOnlyTheQueueTheIndexesAndWhatTheyRead(t *testing.T) {
+	want := map[string]string{
+		"enqueue":             "func(workload.Key)",
+		"backlog":             "*reloader.backlog",
+		"coalescer":           "*coalesce.Coalescer[github.com/reloader/reloader/reloader/workload.Key]",
+		"clock":               "coalesce.Clock",
+		"reloadOnCreate":      "bool",
+		"metrics":             "*metrics.Metrics",
+		"decisiveAnnotations": "[]string",
+		"caches":              "*reloader.caches",
+		"changes":             "*reloader.changeLog",
+		"journal":             "*arrivals.Journal[github.com/reloader/reloader/reloader/workload.Key,github.com/reloader/reloader/reloader.delta]",
+		"entered":             "*reloader.enteredConfigs",
+		"namespace":           "string",
+		// read, or queue, only
+		"rollouts":    "reloader.rolloutQueue",
+		"unknownKeys": "reloader.unknownKeys",
+		"entries":     "reloader.entryNames",
+		"state":       "reloader.stateKeys",
+	}
+	typ := reflect.TypeFor[events]()
+	got := map[string]string{}
+	for i := range typ.NumField() {
+		got[typ.Field(i).Name] = typ.Field(i).Type.String()
+	}
+	for name, ty := range got {
+		if want[name] != ty {
+			t.Errorf("events.%s is a %s: not on the list of the queue, the indexes and what the handlers only read", name, ty)
+		}
+	}
+	for name := range want {
+		if _, ok := got[name]; !ok {
+			t.Errorf("events.%s is on the list but not a field: take it off", name)
+		}
+	}
+}
+
+// A Job's reload deletes it and creates it again under its key, and notes the restart from its
+// sync, not the journal: the old object's deletion, folded after that restart, keeps what the
+// new object's pods run; a deletion written after the restart forgets it.
+func TestADeletionFoldedAfterARecreationKeepsTheRecreationsRestart(t *testing.T) {
+	app := policy.ConfigRef{Kind: policy.KindConfigMap, Name: "app"}
+	web := workload.Key{Kind: "Deployment", Namespace: "ns", Name: "web"}
+	for _, del := range []struct {
+		name, rv string
+		kept     bool
+	}{{"the old object's", "10", true}, {"a later one", "13", false}} {
+		t.Run(del.name, func(t *testing.T) {
+			f := newJournalFixture()
+			f.c.restarts.Begin(web, map[policy.ConfigRef]*runs.Read{app: {Value: "v", Vouched: true}},
+				func(policy.ConfigRef, *runs.Read) (runs.Version, bool) { return runs.Version{}, false })
+			f.c.restarts.Finished(web, "12", false)
+
+			f.deleted(webDeployment(del.rv, 1, nil))
+			f.c.fold()
+			if _, _, ok := f.c.restarts.Runs(web, app); ok != del.kept {
+				t.Errorf("after the deletion at %s was folded, the restart written at 12 is kept: %t, want %t", del.rv, ok, del.kept)
 			}
 		})
 	}
