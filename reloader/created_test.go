@@ -7,8 +7,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/reloader/reloader/confighash"
+	"github.com/reloader/reloader/reloader"
 )
 
 // Found by the randomized checker (gen 3, seed 1): a Job created while another dependent's
@@ -76,5 +78,37 @@ func TestWorkloadReadingAnAbsentKeyIsNotRestartedWhenItsConfigIsRecreatedWithout
 		return getDeployment(t, ns, "reader").Generation == before+1, nil
 	})
 	wantReloads(t, ns, "reader", before, 1)
+	lift()
+}
+
+// An Argo Rollout or a DeploymentConfig created while another dependent holds the state back
+// runs the config's content at its creation, as a Deployment does
+// (TestWorkloadCreatedWhileTheStateIsBehindIsNotRestartedForWhatItRuns): it is not restarted
+// for it. Positive control: a change after their creation reloads each once.
+func TestRolloutsAndDeploymentConfigsCreatedWhileTheStateIsBehindAreNotRestartedForWhatTheyRun(t *testing.T) {
+	t.Parallel()
+	ensureCRDs(t)
+	ns, lift, _, _ := stateHeldBehindWith(t, func(o *reloader.Options) { o.ArgoRollouts, o.OpenShift = true, true })
+	custom := []struct {
+		gvr        schema.GroupVersionResource
+		kind, name string
+	}{{rolloutsGVR, "Rollout", "rollout"}, {deploymentConfigsGVR, "DeploymentConfig", "dc"}}
+	for _, c := range custom {
+		createCustom(t, c.gvr, c.kind, ns, c.name, named("configmap", "app-config")) // runs B
+	}
+	settle(t)
+	for _, c := range custom {
+		if v, _ := templateEnv(t, c.gvr, ns, c.name, cmVar); v != "" {
+			t.Errorf("the %s created while the state was behind was restarted for the content it runs (%s=%s)", c.kind, cmVar, v)
+		}
+	}
+
+	hashC := updateConfigMap(t, ns, "app-config", map[string]string{"v": "C"})
+	for _, c := range custom {
+		waitFor(t, 30*time.Second, c.kind+" reloaded for C", func() (bool, error) {
+			v, _ := templateEnv(t, c.gvr, ns, c.name, cmVar)
+			return v == hashC, nil
+		})
+	}
 	lift()
 }

@@ -841,12 +841,21 @@ func stripMarker(t *testing.T, ns, name string) int64 {
 // and the running controller.
 func stateHeldBehind(t *testing.T) (ns string, lift func(), hashB string, ctrl *running) {
 	t.Helper()
+	return stateHeldBehindWith(t, func(*reloader.Options) {})
+}
+
+// stateHeldBehindWith is stateHeldBehind with the reloader's options tweaked.
+func stateHeldBehindWith(t *testing.T, tweak func(*reloader.Options)) (ns string, lift func(), hashB string, ctrl *running) {
+	t.Helper()
 	ns = cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
 	createDeployment(t, ns, "w1", 0, named("configmap", "app-config"), nil)
 	createDeployment(t, ns, "w2", 0, named("configmap", "app-config"), nil)
 	// w2's retries stay within 4 s of the lift, however long the refusal lasted.
-	ctrl = startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { reloader.SetRefusedRetryMax(o, 4*time.Second) }})
+	ctrl = startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) {
+		reloader.SetRefusedRetryMax(o, 4*time.Second)
+		tweak(o)
+	}})
 	settle(t)
 	const a = "object.metadata.annotations"
 	lift = refusePatchesUnless(t, ns, "w2", fmt.Sprintf("!has(%[1]s) || !(%[2]q in %[1]s) || %[1]s[%[2]q] != 'app-config'", a, "configmap.reloader.stakater.com/reload"))

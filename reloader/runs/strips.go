@@ -7,6 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader/internal/entrykeys"
@@ -71,9 +72,13 @@ func NewStrips(store *state.KindView, names entrykeys.Names) *Strips {
 }
 
 // JustCreated reports whether a workload is as its creator made it: generation 1 and no status
-// written by its controller yet (a CronJob has not run, a Job has not started).
+// written by its controller yet (a CronJob has not run, a Job has not started; an Argo Rollout
+// or a DeploymentConfig has no observed generation).
 func JustCreated(obj any) bool {
 	switch o := obj.(type) {
+	case *unstructured.Unstructured:
+		g, found, _ := unstructured.NestedFieldNoCopy(o.Object, "status", "observedGeneration")
+		return o.GetGeneration() == 1 && (!found || g == nil || g == "" || g == "0" || g == int64(0))
 	case *appsv1.Deployment:
 		return o.Generation == 1 && o.Status.ObservedGeneration == 0
 	case *appsv1.StatefulSet:

@@ -5,6 +5,11 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader/internal/entrykeys"
 	"github.com/reloader/reloader/reloader/workload"
@@ -171,5 +176,35 @@ func TestPodsRestartedWithoutAnOptionalConfigAreNotedToHaveStartedWithoutIt(t *t
 				t.Errorf("marker = %v, want %v", got, tc.marker)
 			}
 		})
+	}
+}
+
+// A workload is taken as just created only as its creator made it, whatever its kind: an Argo
+// Rollout or a DeploymentConfig (unstructured) by its observed generation, as a Deployment.
+func TestAWorkloadIsJustCreatedOnlyBeforeItsControllerObservedIt(t *testing.T) {
+	custom := func(generation int64, status map[string]any) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout"}}
+		u.SetGeneration(generation)
+		if status != nil {
+			u.Object["status"] = status
+		}
+		return u
+	}
+	for name, c := range map[string]struct {
+		obj  any
+		want bool
+	}{
+		"a Deployment as created":                            {&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: 1}}, true},
+		"a Deployment its controller observed":               {&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: 1}, Status: appsv1.DeploymentStatus{ObservedGeneration: 1}}, false},
+		"a Rollout as created":                               {custom(1, nil), true},
+		"a Rollout with a status but no observed generation": {custom(1, map[string]any{"phase": "Progressing"}), true},
+		"a Rollout its controller observed":                  {custom(1, map[string]any{"observedGeneration": "1"}), false},
+		"a DeploymentConfig its controller observed":         {custom(1, map[string]any{"observedGeneration": int64(1)}), false},
+		"a Rollout changed since its creation":               {custom(2, nil), false},
+		"a Pod":                                              {&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Generation: 1}}, false},
+	} {
+		if got := JustCreated(c.obj); got != c.want {
+			t.Errorf("%s: just created %v, want %v", name, got, c.want)
+		}
 	}
 }
