@@ -491,6 +491,7 @@ func (c *Controller) shutdown(workers *sync.WaitGroup, stopWork context.CancelFu
 	c.queue.ShutDown()
 	stopWork()
 	workers.Wait()
+	c.fold() // what arrived after the last sync (our own patch's event) reaches the state's last flush
 }
 
 // drained waits until the queue has been empty, with no worker busy and every write of ours

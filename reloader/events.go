@@ -11,15 +11,15 @@ import (
 	"github.com/reloader/reloader/metrics"
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader/configs"
-	"github.com/reloader/reloader/reloader/internal/report"
 	"github.com/reloader/reloader/reloader/runs"
-	"github.com/reloader/reloader/reloader/safe"
 	"github.com/reloader/reloader/reloader/workload"
 	"github.com/reloader/reloader/state"
 )
 
-// events is the informers' handlers: each event is recorded with the parts that follow it, and
-// its keys queued (or, at start-up, put in the backlog).
+// events is the informers' handlers: each event is journaled with what only its handler knows,
+// for the next sync to fold into the parts, and its keys queued (or, at start-up, put in the
+// backlog). A handler writes nothing else but the indexes (the workloads by config, changes,
+// entered) and the metrics: its fields are the queue, the indexes, and what it only reads.
 type events struct {
 	enqueue        func(workload.Key)
 	backlog        *backlog
@@ -30,22 +30,36 @@ type events struct {
 	// decisiveAnnotations are the workload annotations the reloader reads (decisive).
 	decisiveAnnotations []string
 
-	caches          *caches
-	changes         *changeLog
-	journal         *journal
-	entered         *enteredConfigs
-	reports         *report.Reporter
-	strips          *runs.Strips
-	notes           *runs.Notes
-	restarts        *runs.Restarts
-	tracker         *safe.Tracker
-	entries         *workloadEntries
-	gates           *safe.Gates
-	rehearsal       *rehearsal
-	annotationCheck *annotationCheck
-	state           *state.Configs
-	namespace       string // --namespace: the namespace of a state entry that names none
+	caches    *caches
+	changes   *changeLog
+	journal   *journal
+	entered   *enteredConfigs
+	namespace string // --namespace: the namespace of a state entry that names none
+
+	// What the handlers only read, or queue, of other parts.
+	rollouts    rolloutQueue
+	unknownKeys unknownKeys
+	entries     entryNames
+	state       stateKeys
 }
+
+// The parts a handler reaches, narrowed to what it may do with them: read, or queue.
+type (
+	// rolloutQueue queues the rollout of a workload whose reload is followed (safe.Tracker).
+	rolloutQueue interface {
+		Watch(k *workload.Kind, obj any)
+	}
+	// unknownKeys tells an update that adds or drops an unknown annotation key (annotationCheck).
+	unknownKeys interface {
+		keysChanged(old, obj metav1.Object) bool
+	}
+	// entryNames names the state entries a workload may have (workloadEntries).
+	entryNames interface {
+		keysOf(k *workload.Kind, obj any) []string
+	}
+	// stateKeys lists the state's config entries (state.Configs).
+	stateKeys interface{ ConfigKeys() []string }
+)
 
 // watchConfigs queues a config on every event. A content change, creation or deletion seen
 // while running is also logged as a change: it opens (or extends) its dependents' windows; and
@@ -120,53 +134,87 @@ func (d configArrived) apply(c *Controller) {
 
 // watchWorkloads indexes workloads by the configs they reload on. A new workload, or one whose
 // spec or annotations changed (our own patch included), is synced, and its configs too, so that
-// their state advances once it holds their content, or once it stops reloading on them.
+// their state advances once it holds their content, or once it stops reloading on them. What
+// its pods run and what its annotations say are journaled, for the next sync to fold.
 func (e *events) watchWorkloads(k *workload.Kind) error {
 	k.ByConfig = workload.NewDependents()
 	reg, err := k.Informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc: func(obj any, initial bool) {
-			obj = workload.Unpacked(obj)
-			e.index(k, nil, obj)
-			if !initial {
-				e.notes.Created(k, obj)
-			}
-			e.workloadChanged(k, obj, initial)
-			e.tracker.Watch(k, obj)
-		},
-		UpdateFunc: func(old, obj any) {
-			if om, nm := workload.MetadataOf(old), workload.MetadataOf(obj); !decisive(e.decisiveAnnotations, om.(metav1.Object), nm.(metav1.Object)) {
-				// A status update: what the index holds depends on nothing it changes.
-				e.tracker.Watch(k, nm) // it may end a rollout
-				if e.annotationCheck.keysChanged(om.(metav1.Object), nm.(metav1.Object)) {
-					e.annotationCheck.check(k, workload.Unpacked(obj))
-				}
-				return
-			}
-			old, obj = workload.Unpacked(old), workload.Unpacked(obj)
-			e.index(k, old, obj)
-			o, n := old.(metav1.Object), obj.(metav1.Object)
-			if o.GetGeneration() != n.GetGeneration() {
-				e.notes.Stripped(k, old, obj)
-				e.notes.RestartedByOthers(k, old, obj)
-				e.notes.Resumed(k, old, obj)
-			}
-			e.workloadChanged(k, obj, false)
-			// The configs it reloaded on before are synced too: one it no longer reloads on may
-			// have had its state held back by it alone.
-			e.caches.configsOf(k, old, e.enqueue)
-			e.tracker.Watch(k, obj)
-		},
-		DeleteFunc: func(obj any) {
-			obj = workload.Unpacked(obj)
-			e.index(k, deletedObject(obj), nil)
-			e.workloadGone(k, obj)
-		},
+		AddFunc:    func(obj any, initial bool) { e.workloadAdded(k, obj, initial) },
+		UpdateFunc: func(old, obj any) { e.workloadUpdated(k, old, obj) },
+		DeleteFunc: func(obj any) { e.workloadDeleted(k, obj) },
 	})
 	if err != nil {
 		return fmt.Errorf("watch %ss: %w", k.Name, err)
 	}
 	k.ByConfig.Synced = reg.HasSynced
 	return nil
+}
+
+// workloadAdded indexes a new workload and queues it with its configs. One listed at start-up
+// is journaled not at all: nothing is noted of it, and checkAll checks its annotations once the
+// caches have synced (before, the check says nothing).
+func (e *events) workloadAdded(k *workload.Kind, obj any, initial bool) {
+	obj = workload.Unpacked(obj)
+	e.index(k, nil, obj)
+	if !initial {
+		e.journal.Append(objectKey(k.Name, obj), workloadArrived{kind: k, obj: obj, justCreated: runs.JustCreated(obj)})
+	}
+	e.workloadChanged(k, obj, initial)
+	e.rollouts.Watch(k, obj)
+}
+
+// workloadUpdated re-indexes a workload whose spec or reload annotations changed, journals the
+// change and queues it with its configs, old and new. A status update queues only its rollout;
+// one that adds or drops an unknown annotation key is journaled for the check and queues the
+// workload, whose sync folds it.
+func (e *events) workloadUpdated(k *workload.Kind, old, obj any) {
+	if om, nm := workload.MetadataOf(old), workload.MetadataOf(obj); !decisive(e.decisiveAnnotations, om.(metav1.Object), nm.(metav1.Object)) {
+		// A status update: what the index holds depends on nothing it changes.
+		e.rollouts.Watch(k, nm) // it may end a rollout
+		if e.unknownKeys.keysChanged(om.(metav1.Object), nm.(metav1.Object)) {
+			obj = workload.Unpacked(obj)
+			e.journal.Append(objectKey(k.Name, obj), workloadArrived{kind: k, obj: obj, checkOnly: true})
+			e.queueWorkload(k, obj, e.enqueue)
+		}
+		return
+	}
+	old, obj = workload.Unpacked(old), workload.Unpacked(obj)
+	e.index(k, old, obj)
+	specChanged := old.(metav1.Object).GetGeneration() != obj.(metav1.Object).GetGeneration()
+	e.journal.Append(objectKey(k.Name, obj), workloadArrived{kind: k, old: old, obj: obj, specChanged: specChanged})
+	e.workloadChanged(k, obj, false)
+	// The configs it reloaded on before are synced too: one it no longer reloads on may have
+	// had its state held back by it alone.
+	e.caches.configsOf(k, old, e.enqueue)
+	e.rollouts.Watch(k, obj)
+}
+
+// workloadArrived is a workload's creation seen while running (old nil), a decisive update of
+// old to obj (specChanged: its generation moved), or a status update that changed its unknown
+// annotation keys (checkOnly). The objects are the cache's, never changed; justCreated is asked
+// of obj as its add event brought it.
+type workloadArrived struct {
+	kind                                *workload.Kind
+	old, obj                            any
+	justCreated, specChanged, checkOnly bool
+}
+
+// apply notes what the workload's pods run that no marker says (from its creation, a change of
+// its template by us or by others, or its resume), then says its annotations' problems. A
+// deletion of the workload arrived later is folded later: it forgets what this writes.
+func (d workloadArrived) apply(c *Controller) {
+	switch {
+	case d.checkOnly:
+	case d.old == nil:
+		if d.justCreated {
+			c.notes.Created(d.kind, d.obj)
+		}
+	case d.specChanged:
+		c.notes.Stripped(d.kind, d.old, d.obj)
+		c.notes.RestartedByOthers(d.kind, d.old, d.obj)
+		c.notes.Resumed(d.kind, d.old, d.obj)
+	}
+	c.annotationCheck.check(d.kind, d.obj)
 }
 
 // index files a workload under the configs it may reload on, in place of those of old (the
@@ -190,15 +238,12 @@ func (e *events) index(k *workload.Kind, old, obj any) {
 // and with --reload-on-create all, so that an absent one gets its tombstone. The start-up's
 // keys wait in the backlog (backlog.go).
 func (e *events) workloadChanged(k *workload.Kind, obj any, initial bool) {
-	e.annotationCheck.check(k, obj)
 	meta, tmpl := k.Template(obj)
 	add := e.enqueue
 	if initial {
 		add = e.backlog.add
 	}
-	if w := (workload.Key{Kind: k.Name, Namespace: meta.GetNamespace(), Name: meta.GetName()}); !e.coalescer.Open(w) {
-		add(w)
-	}
+	e.queueWorkload(k, obj, add)
 	if !initial || e.reloadOnCreate {
 		e.caches.configsOf(k, obj, add)
 		return
@@ -213,22 +258,50 @@ func (e *events) workloadChanged(k *workload.Kind, obj any, initial bool) {
 	}
 }
 
-// workloadGone forgets a deleted workload; its configs are synced, since it no longer holds
-// back their state.
-func (e *events) workloadGone(k *workload.Kind, obj any) {
-	obj = deletedObject(obj)
-	if meta, _ := k.Template(obj); meta != nil {
-		w := workload.Key{Kind: k.Name, Namespace: meta.GetNamespace(), Name: meta.GetName()}
-		e.reports.Forget(string(meta.GetUID()))
-		e.strips.WorkloadGone(w)
-		e.notes.WorkloadGone(w)
-		e.restarts.WorkloadGone(w, meta.GetResourceVersion())
-		e.tracker.Forget(w)
-		e.entries.lift(k, obj)
-		e.gates.Forget(w)
-		e.rehearsal.forget(w)
-		e.caches.configsOf(k, obj, e.enqueue)
+// queueWorkload syncs the workload with add, unless a window is open for it: its sync will come.
+func (e *events) queueWorkload(k *workload.Kind, obj any, add func(workload.Key)) {
+	meta, _ := k.Template(obj)
+	if w := (workload.Key{Kind: k.Name, Namespace: meta.GetNamespace(), Name: meta.GetName()}); !e.coalescer.Open(w) {
+		add(w)
 	}
+}
+
+// workloadDeleted unfiles a deleted workload and journals its deletion, with the names of its
+// state entries, which read the caches. It queues its configs, since it no longer holds back
+// their state, and itself, so that a sync folds the deletion even when it reads no config.
+func (e *events) workloadDeleted(k *workload.Kind, obj any) {
+	obj = deletedObject(workload.Unpacked(obj))
+	e.index(k, obj, nil)
+	meta, _ := k.Template(obj)
+	if meta == nil {
+		return
+	}
+	w := workload.Key{Kind: k.Name, Namespace: meta.GetNamespace(), Name: meta.GetName()}
+	e.journal.Append(w, workloadDeparted{w: w, uid: string(meta.GetUID()), rv: meta.GetResourceVersion(), entries: e.entries.keysOf(k, obj)})
+	e.caches.configsOf(k, obj, e.enqueue)
+	e.queueWorkload(k, obj, e.enqueue)
+}
+
+// workloadDeparted is a workload's deletion: its key, the deleted object's UID and
+// resourceVersion, and the names of the state entries it may have, taken as it was deleted.
+type workloadDeparted struct {
+	w       workload.Key
+	uid, rv string
+	entries []string
+}
+
+// apply forgets the deleted workload: its Warnings, what its pods were noted to run, its
+// restarts (but what belongs to an object of its name written after rv), its rollout's
+// template, its state entries, its gate, and its dry-run reports.
+func (d workloadDeparted) apply(c *Controller) {
+	c.reports.Forget(d.uid)
+	c.strips.WorkloadGone(d.w)
+	c.notes.WorkloadGone(d.w)
+	c.restarts.WorkloadGone(d.w, d.rv)
+	c.tracker.Forget(d.w)
+	c.entries.lift(d.entries)
+	c.gates.Forget(d.w)
+	c.rehearsal.forget(d.w)
 }
 
 // watchNamespaces follows namespace labels for --namespace-selector.

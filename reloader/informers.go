@@ -48,10 +48,8 @@ func (c *Controller) buildInformers() error {
 	}
 	e := &events{enqueue: c.queue.Add, backlog: c.backlog, coalescer: c.coalescer, clock: c.opts.Clock,
 		reloadOnCreate: c.opts.ReloadOnCreate, metrics: c.metrics, decisiveAnnotations: c.decisiveAnnotations,
-		caches: c.caches, changes: c.changes, journal: c.journal, entered: c.entered, reports: c.reports,
-		strips: c.strips, notes: c.notes, restarts: c.restarts, tracker: c.tracker, entries: c.entries,
-		gates: c.gates, rehearsal: c.rehearsal, annotationCheck: c.annotationCheck,
-		state: c.state.Configs(), namespace: c.opts.Namespace}
+		caches: c.caches, changes: c.changes, journal: c.journal, entered: c.entered, namespace: c.opts.Namespace,
+		rollouts: c.tracker, unknownKeys: c.annotationCheck, entries: c.entries, state: c.state.Configs()}
 	all := map[string]cache.SharedIndexInformer{}
 	for kind, inf := range c.caches.configs {
 		all[kind+"s"] = inf

@@ -16,9 +16,9 @@ type workloadEntries struct {
 	names       entrykeys.Names
 }
 
-// lift forgets the holds and strips of a deleted workload.
-func (we *workloadEntries) lift(k *workload.Kind, obj any) {
-	for _, e := range we.keysOf(k, obj) {
+// lift forgets the holds and strips of a deleted workload, named by keysOf as it was deleted.
+func (we *workloadEntries) lift(keys []string) {
+	for _, e := range keys {
 		we.store.Delete(e)
 	}
 }

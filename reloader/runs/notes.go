@@ -110,11 +110,12 @@ func rolledBackBy(before, after map[string]string) bool {
 // content each config it reloads on held before its creation: its pods started after it and
 // read that content, though it carries no marker. Without this, while another dependent holds
 // the config's state back, the state would restart the new workload for content it already
-// runs. Only a workload seen as created (generation 1, no status yet: not one found by a
-// relist, whose resourceVersion may be later than its creation) is trusted.
+// runs. Only a workload seen as created is trusted (JustCreated, asked of the object as its
+// event brought it: not one found by a relist, whose resourceVersion may be later than its
+// creation); the caller asks.
 func (n *Notes) Created(k *workload.Kind, obj any) {
 	v, ok := n.rule.View(k, obj)
-	if !ok || v.Target.RestartAt || !justCreated(obj) {
+	if !ok || v.Target.RestartAt {
 		return
 	}
 	refs := n.rule.ReloadsOn(v)

@@ -71,10 +71,10 @@ func NewStrips(store *state.KindView, names entrykeys.Names) *Strips {
 	return &Strips{m: map[workload.Key]map[policy.ConfigRef]Stripped{}, store: store, names: names}
 }
 
-// justCreated reports whether a workload is as its creator made it: generation 1 and no status
+// JustCreated reports whether a workload is as its creator made it: generation 1 and no status
 // written by its controller yet (a CronJob has not run, a Job has not started; an Argo Rollout
 // or a DeploymentConfig has no observed generation).
-func justCreated(obj any) bool {
+func JustCreated(obj any) bool {
 	switch o := obj.(type) {
 	case *unstructured.Unstructured:
 		g, found, _ := unstructured.NestedFieldNoCopy(o.Object, "status", "observedGeneration")

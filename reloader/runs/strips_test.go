@@ -203,7 +203,7 @@ func TestAWorkloadIsJustCreatedOnlyBeforeItsControllerObservedIt(t *testing.T) {
 		"a Rollout changed since its creation":               {custom(2, nil), false},
 		"a Pod":                                              {&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Generation: 1}}, false},
 	} {
-		if got := justCreated(c.obj); got != c.want {
+		if got := JustCreated(c.obj); got != c.want {
 			t.Errorf("%s: just created %v, want %v", name, got, c.want)
 		}
 	}
