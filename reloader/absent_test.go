@@ -278,22 +278,7 @@ func TestAWorkloadThatStopsWaitingForADeletedConfigInAStripIsNotReloadedForTheDe
 	})
 	startController(t, ns, controllerOpts{tweak: func(o *reloader.Options) { o.ReloadOnDelete = true }})
 	settle(t)
-	before := getDeployment(t, ns, "web").Generation
-	deleteConfigMap(t, ns, "app-config")
-	waitFor(t, 30*time.Second, "web reloaded for the deletion", func() (bool, error) {
-		_, marked := env(getDeployment(t, ns, "web"), "app", cmVar)
-		return marked, nil
-	})
-	wantReloads(t, ns, "web", before, 1)
-
-	optional := true
-	upgraded := updateDeployment(t, ns, "web", func(d *appsv1.Deployment) {
-		c := &d.Spec.Template.Spec.Containers[0]
-		c.EnvFrom = nil
-		c.Env = append(slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == cmVar }), corev1.EnvVar{Name: "A",
-			ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
-				LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"}, Key: "a", Optional: &optional}}})
-	}).Generation
+	upgraded := reloadedForDeletionThenOptional(t, ns)
 	wantReloads(t, ns, "web", upgraded, 0)
 
 	createConfigMap(t, ns, "app-config", map[string]string{"a": "1"})
@@ -356,6 +341,26 @@ func TestAWorkloadThatStopsWaitingForADeletedConfigIsNotReloadedForTheDeletionBy
 	onDelete := controllerOpts{tweak: func(o *reloader.Options) { o.ReloadOnDelete = true }}
 	first := startController(t, ns, onDelete)
 	settle(t)
+	upgraded := reloadedForDeletionThenOptional(t, ns)
+	first.settle()
+	first.stop(t)
+
+	startController(t, ns, onDelete)
+	settle(t)
+	wantReloads(t, ns, "web", upgraded, 0)
+
+	createConfigMap(t, ns, "app-config", map[string]string{"a": "1"})
+	waitFor(t, 30*time.Second, "web reloaded for the config's return", func() (bool, error) {
+		return getDeployment(t, ns, "web").Generation == upgraded+1, nil
+	})
+	wantReloads(t, ns, "web", upgraded, 1)
+}
+
+// reloadedForDeletionThenOptional deletes app-config, waits for web's reload for it, then
+// changes web (as a helm upgrade would) to read app-config only through an optional key ref and
+// drop its marker; it returns web's generation after that change.
+func reloadedForDeletionThenOptional(t *testing.T, ns string) int64 {
+	t.Helper()
 	before := getDeployment(t, ns, "web").Generation
 	deleteConfigMap(t, ns, "app-config")
 	waitFor(t, 30*time.Second, "web reloaded for the deletion", func() (bool, error) {
@@ -372,16 +377,5 @@ func TestAWorkloadThatStopsWaitingForADeletedConfigIsNotReloadedForTheDeletionBy
 			ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
 				LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"}, Key: "a", Optional: &optional}}})
 	}).Generation
-	first.settle()
-	first.stop(t)
-
-	startController(t, ns, onDelete)
-	settle(t)
-	wantReloads(t, ns, "web", upgraded, 0)
-
-	createConfigMap(t, ns, "app-config", map[string]string{"a": "1"})
-	waitFor(t, 30*time.Second, "web reloaded for the config's return", func() (bool, error) {
-		return getDeployment(t, ns, "web").Generation == upgraded+1, nil
-	})
-	wantReloads(t, ns, "web", upgraded, 1)
+	return upgraded
 }
