@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/reloader/reloader/coalesce"
 	"github.com/reloader/reloader/internal/dev/clocktest"
@@ -392,6 +394,51 @@ func TestADeletionFoldedAfterARecreationKeepsTheRecreationsRestart(t *testing.T)
 			f.c.fold()
 			if _, _, ok := f.c.restarts.Runs(web, app); ok != del.kept {
 				t.Errorf("after the deletion at %s was folded, the restart written at 12 is kept: %t, want %t", del.rv, ok, del.kept)
+			}
+		})
+	}
+}
+
+// What arrives after the last sync is folded at exit, before the state's last flush: our own
+// patch's update event forgets the strip the patch replaced, and a stop right after the patch
+// must not leave that strip in the state for the next process to reload by.
+func TestShutdownFoldsWhatArrivedAfterTheLastSync(t *testing.T) {
+	app := policy.ConfigRef{Kind: policy.KindConfigMap, Name: "app"}
+	web := workload.Key{Kind: "Deployment", Namespace: "ns", Name: "web"}
+	an := policy.DefaultAnnotations()
+	for _, stop := range []struct {
+		name string
+		fold bool // the controller folds before it stops (a positive control: a sync ran)
+	}{{"stopped right after the patch", false}, {"a sync after the patch", true}} {
+		t.Run(stop.name, func(t *testing.T) {
+			f := newJournalFixture()
+			f.c.queue = workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[workload.Key]())
+			rec := f.record("5", "1")
+			if err := f.cms.GetIndexer().Add(rec); err != nil {
+				t.Fatal(err)
+			}
+			value := f.c.records.Content(rec, nil).Value
+			stripped := f.cached(webDeployment("8", 1, map[string]string{an.Auto: "true"}))
+			f.c.strips.Remember(web, app, value, nil)
+			if _, ok := f.entries.Value(f.c.names.Strip(web, app)); !ok {
+				t.Fatal("the strip is not in the state before the patch")
+			}
+
+			marked := webDeployment("9", 2, map[string]string{an.Auto: "true"}, corev1.EnvVar{Name: policy.EnvVarName(app), Value: value})
+			f.events.workloadUpdated(f.kind, stripped, f.cached(marked))
+			if _, ok := f.entries.Value(f.c.names.Strip(web, app)); !ok {
+				t.Fatal("the patch's event forgot the strip before a fold")
+			}
+			if stop.fold {
+				f.c.fold()
+			}
+			var workers sync.WaitGroup
+			f.c.shutdown(&workers, func() {})
+			if n := f.c.journal.Pending(); n != 0 {
+				t.Errorf("%d deltas left unfolded at exit", n)
+			}
+			if _, ok := f.entries.Value(f.c.names.Strip(web, app)); ok {
+				t.Error("the strip our patch replaced is still in the state at exit")
 			}
 		})
 	}
