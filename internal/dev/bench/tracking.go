@@ -66,6 +66,7 @@ func (ts *trackingScenario) run(ctx context.Context, e *env, r *result) error {
 	}
 	r.add(exactly(fmt.Sprintf("requests while %d rollouts are followed, %s (excl. watch)", e.pop.Deployments, trackingWindow),
 		requests(tracked, after, notWatch), 0, unitCount))
+	addRequestsByKind(r, "  ", tracked, after, notWatch)
 	if err := completeRollouts(ctx, e); err != nil {
 		return err
 	}
@@ -212,6 +213,18 @@ func requests(a, b snapshot, keep func(key string) bool) float64 {
 		}
 	}
 	return n
+}
+
+// addRequestsByKind adds an info row per verb and resource that keep counts between a and b, so
+// that a count above its target names its requests (the state's check is a "get configmaps").
+func addRequestsByKind(r *result, indent string, a, b snapshot, keep func(key string) bool) {
+	const name = "reloader_api_requests_total"
+	d := delta(a.metrics.byLabels(name, "verb", "resource"), b.metrics.byLabels(name, "verb", "resource"))
+	for _, k := range slices.Sorted(maps.Keys(d)) {
+		if keep(k) {
+			r.add(info(indent+k, d[k], unitCount))
+		}
+	}
 }
 
 func notWatch(k string) bool { return !strings.HasPrefix(k, "watch ") }
