@@ -27,21 +27,22 @@ func labelNamespace(t *testing.T, ns string, l map[string]string) {
 // TestAllNamespaces runs the tests whose reloader watches all namespaces beside each other but
 // not beside the package's other tests: their informers see every other test's events. Each
 // selects its own namespaces by a label of its own, and keeps its state in a namespace of its
-// own, so they do not disturb each other.
+// own, so they do not disturb each other. The longest come first: the package's other tests wait
+// for the last of them to end.
 func TestAllNamespaces(t *testing.T) {
 	for _, test := range []struct {
 		name string
 		run  func(*testing.T)
 	}{
-		{"AllNamespacesWithSelectorIgnoresOtherNamespaces", allNamespacesWithSelectorIgnoresOtherNamespaces},
-		{"AConfigBackWhileItsNamespaceWasOutReloadsPodsThatWaitedForIt", aConfigBackWhileItsNamespaceWasOutReloadsPodsThatWaitedForIt},
-		{"AConfigDeletedWhileItsNamespaceWasOutOfTheSelectionReloadsOnItsRecreationWhatWasCreatedMeanwhile", aConfigDeletedWhileItsNamespaceWasOutOfTheSelectionReloadsOnItsRecreationWhatWasCreatedMeanwhile},
-		{"AConfigDeletedWhileItsNamespaceWasOutOfTheSelectionRestartsNothingOnARecreationWithTheRecordedContent", aConfigDeletedWhileItsNamespaceWasOutOfTheSelectionRestartsNothingOnARecreationWithTheRecordedContent},
 		{"AChangeSeenJustBeforeItsNamespaceLeavesTheSelectionReloadsWhenItEnters", aChangeSeenJustBeforeItsNamespaceLeavesTheSelectionReloadsWhenItEnters},
 		{"APauseOfOursEndsOnTimeAfterItsNamespaceLeavesTheSelection", aPauseOfOursEndsOnTimeAfterItsNamespaceLeavesTheSelection},
 		{"AJobRecreationIsFinishedAfterItsNamespaceLeavesTheSelection", aJobRecreationIsFinishedAfterItsNamespaceLeavesTheSelection},
-		{"ForgedStateEntriesForAnUnselectedNamespaceActOnNothing", forgedStateEntriesForAnUnselectedNamespaceActOnNothing},
 		{"AJobRecreationFinishedOutOfTheSelectionIsNotRunAgainWhenItsNamespaceComesBack", aJobRecreationFinishedOutOfTheSelectionIsNotRunAgainWhenItsNamespaceComesBack},
+		{"AConfigDeletedWhileItsNamespaceWasOutOfTheSelectionReloadsOnItsRecreationWhatWasCreatedMeanwhile", aConfigDeletedWhileItsNamespaceWasOutOfTheSelectionReloadsOnItsRecreationWhatWasCreatedMeanwhile},
+		{"AConfigDeletedWhileItsNamespaceWasOutOfTheSelectionRestartsNothingOnARecreationWithTheRecordedContent", aConfigDeletedWhileItsNamespaceWasOutOfTheSelectionRestartsNothingOnARecreationWithTheRecordedContent},
+		{"ForgedStateEntriesForAnUnselectedNamespaceActOnNothing", forgedStateEntriesForAnUnselectedNamespaceActOnNothing},
+		{"AConfigBackWhileItsNamespaceWasOutReloadsPodsThatWaitedForIt", aConfigBackWhileItsNamespaceWasOutReloadsPodsThatWaitedForIt},
+		{"AllNamespacesWithSelectorIgnoresOtherNamespaces", allNamespacesWithSelectorIgnoresOtherNamespaces},
 	} {
 		t.Run(test.name, func(t *testing.T) {
 			t.Parallel()
