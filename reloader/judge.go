@@ -52,23 +52,15 @@ func (ru *rule) viewInAnyNamespace(kind *workload.Kind, obj any) (workload.View,
 	if ru.rehearsed != nil {
 		obj = ru.rehearsed(kind, obj) // dryrun.go: as the dry run's reported patches left it
 	}
-	meta, tmpl := kind.Template(obj)
-	if tmpl == nil {
+	w, ok := ru.caches.view(kind, obj)
+	if !ok {
 		return workload.View{}, false
 	}
-	return workload.View{
-		Key:    workload.Key{Kind: kind.Name, Namespace: meta.GetNamespace(), Name: meta.GetName()},
-		Kind:   kind,
-		Obj:    obj,
-		Meta:   meta,
-		Tmpl:   tmpl,
-		Policy: ru.annotations.Of(meta.GetAnnotations(), tmpl.Annotations),
-		Uses:   policy.UsesOf(&tmpl.Spec),
-		Target: policy.Target{
-			Strategy:  ru.strategy,
-			RestartAt: kind.CanRestartAt && ru.annotations.RestartsAt(meta.GetAnnotations()),
-		},
-	}, true
+	w.Target = policy.Target{
+		Strategy:  ru.strategy,
+		RestartAt: kind.CanRestartAt && ru.annotations.RestartsAt(w.Meta.GetAnnotations()),
+	}
+	return w, true
 }
 
 // judge applies the rule to workload w and config r (rec nil: it does not exist). triggers is
