@@ -113,9 +113,14 @@ func (ru *rule) pairFacts(w workload.View, r policy.ConfigRef, rec *configs.Reco
 func (ru *rule) configFacts(f *policy.PairFacts, w workload.View, rec *configs.Record) {
 	f.Ignored = ru.annotations.Ignores(rec.Annotations())
 	f.Invalid = rec.Invalid() != ""
-	f.Whole = ru.records.Content(rec, nil)
+	if f.Triggers && f.Keys == nil {
+		f.Whole = f.Want // wanted's ru.records.Content(rec, nil): one read of the hashes as text
+		f.Whole.Undecided = nil
+	} else {
+		f.Whole = ru.records.Content(rec, nil)
+	}
 	f.NoneOfKeys = f.Keys != nil && holdsNoneOf(rec)(f.Keys)
-	f.Collaborne = policy.CollaborneMarker(w.Tmpl, f.Ref, rec.Collaborne.String())
+	f.Collaborne = policy.CollaborneMarker(w.Tmpl, f.Ref, f.Whole.Collaborne)
 	f.Strip = ru.strips.Marker(w.Key, f.Ref, f.Want.Value)
 	f.KeyStates = ru.keyStates(workload.ConfigKey(f.Ref, w.Key.Namespace), rec, f.Keys)
 	f.Stakater.Hash = rec.Stakater.String()
