@@ -49,10 +49,12 @@ func (p Packed) IsZero() bool { return p.form == packedNone }
 func (p Packed) String() string {
 	switch p.form {
 	case packedPlain:
-		return hex.EncodeToString(p.sum[:])
+		var b [PlainLen]byte // on the stack: the string is the one allocation
+		hex.Encode(b[:], p.sum[:])
+		return string(b[:])
 	case packedKeyed:
-		b := make([]byte, 0, KeyedLen)
-		b = append(b, keyedPrefix...)
+		var buf [KeyedLen]byte
+		b := append(buf[:0], keyedPrefix...)
 		b = hex.AppendEncode(b, p.id[:])
 		b = append(b, '-')
 		return string(hex.AppendEncode(b, p.sum[:]))

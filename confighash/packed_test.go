@@ -60,3 +60,13 @@ func TestPackedValuesCompareAsTheirText(t *testing.T) {
 		t.Errorf("a Packed takes %d bytes, want 25", size)
 	}
 }
+
+// Every judgement reads hashes as text: each read allocates the string, nothing else.
+func TestPackedStringAllocatesTheStringOnly(t *testing.T) {
+	for _, v := range []string{strings.Repeat("0123456789", 4), "hmac-0a1b2c3d-" + strings.Repeat("fedcba9876", 4)} {
+		p, _ := confighash.Pack(v)
+		if n := testing.AllocsPerRun(100, func() { _ = p.String() }); n != 1 {
+			t.Errorf("Pack(%q).String() allocates %v times, want 1", v, n)
+		}
+	}
+}

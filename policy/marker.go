@@ -89,13 +89,23 @@ func MarkerCopies(meta map[string]string, tmpl *corev1.PodTemplateSpec, r Config
 			}
 		}
 	}
-	if v, ok := AppliedHashes(tmpl.Annotations)[hashKey(r)]; ok {
+	if v, ok := appliedHash(tmpl.Annotations, r); ok {
 		out = append(out, MarkerCopy{"template", v})
 	}
-	if v, ok := AppliedHashes(meta)[hashKey(r)]; ok {
+	if v, ok := appliedHash(meta, r); ok {
 		out = append(out, MarkerCopy{"workload", v})
 	}
 	return out
+}
+
+// appliedHash is r's entry in a hashes annotation, read without decoding when there is none (the
+// common case: every judgement of a workload asks).
+func appliedHash(annotations map[string]string, r ConfigRef) (string, bool) {
+	if annotations[hashesAnnotation] == "" {
+		return "", false
+	}
+	v, ok := AppliedHashes(annotations)[hashKey(r)]
+	return v, ok
 }
 
 // copyOf is what one copy of a marker, holding v, says against want. For a deleted config
@@ -120,10 +130,7 @@ func copyOf(v string, want Content) MarkerState {
 // hashMarker reads r's entry in a hashes annotation (stakater's annotations strategy, Argo
 // restarts); a deleted config's entry is DeletedMarker.
 func hashMarker(annotations map[string]string, r ConfigRef, want Content) MarkerState {
-	if annotations[hashesAnnotation] == "" {
-		return NoMarker // the common case, without decoding
-	}
-	v, ok := AppliedHashes(annotations)[hashKey(r)]
+	v, ok := appliedHash(annotations, r)
 	if !ok {
 		return NoMarker
 	}

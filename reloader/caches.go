@@ -71,19 +71,18 @@ func (c *caches) matchedByPattern(pol policy.Policy, ns string) []policy.ConfigR
 // may reload it, and a pattern key for each config kind its reload annotations hold patterns
 // for. obj is decoded.
 func (c *caches) indexKeys(k *workload.Kind, obj any) []workload.Key {
-	meta, tmpl := k.Template(obj)
-	if tmpl == nil {
+	w, ok := c.view(k, obj)
+	if !ok {
 		return nil
 	}
-	pol := c.annotations.Of(meta.GetAnnotations(), tmpl.Annotations)
-	refs := pol.Candidates(policy.UsesOf(&tmpl.Spec))
-	kinds := pol.PatternKinds()
+	refs := w.Policy.Candidates(w.Uses)
+	kinds := w.Policy.PatternKinds()
 	keys := make([]workload.Key, 0, len(refs)+len(kinds))
 	for _, r := range refs {
-		keys = append(keys, workload.ConfigKey(r, meta.GetNamespace()))
+		keys = append(keys, workload.ConfigKey(r, w.Key.Namespace))
 	}
 	for _, kind := range kinds {
-		keys = append(keys, patternKey(kind, meta.GetNamespace()))
+		keys = append(keys, patternKey(kind, w.Key.Namespace))
 	}
 	return keys
 }
@@ -95,12 +94,32 @@ func (c *caches) configsOf(k *workload.Kind, obj any, add func(workload.Key)) {
 			add(ck)
 		}
 	}
-	if meta, tmpl := k.Template(obj); tmpl != nil {
-		pol := c.annotations.Of(meta.GetAnnotations(), tmpl.Annotations)
-		for _, r := range c.matchedByPattern(pol, meta.GetNamespace()) {
-			add(workload.ConfigKey(r, meta.GetNamespace()))
+	if w, ok := c.view(k, obj); ok {
+		for _, r := range c.matchedByPattern(w.Policy, w.Key.Namespace) {
+			add(workload.ConfigKey(r, w.Key.Namespace))
 		}
 	}
+}
+
+// view reads a workload once, in any namespace: its metadata, template, reload policy and the
+// configs its pod spec uses, without the rule's Target; false when it has no pod template. It is
+// made once per decoded version (workload.Kind.ViewOf) and shared: never to be written.
+func (c *caches) view(kind *workload.Kind, obj any) (workload.View, bool) {
+	return kind.ViewOf(c, obj, func() (workload.View, bool) {
+		meta, tmpl := kind.Template(obj)
+		if tmpl == nil {
+			return workload.View{}, false
+		}
+		return workload.View{
+			Key:    workload.Key{Kind: kind.Name, Namespace: meta.GetNamespace(), Name: meta.GetName()},
+			Kind:   kind,
+			Obj:    obj,
+			Meta:   meta,
+			Tmpl:   tmpl,
+			Policy: c.annotations.Of(meta.GetAnnotations(), tmpl.Annotations),
+			Uses:   policy.UsesOf(&tmpl.Spec),
+		}, true
+	})
 }
 
 // workloadKeys yields the key of every cached workload, of every kind (names only: nothing is
@@ -216,7 +235,7 @@ func (c *caches) referenced(k workload.Key) bool {
 			if !ok {
 				continue
 			}
-			if meta, tmpl := kind.Template(o); tmpl != nil && c.annotations.Of(meta.GetAnnotations(), tmpl.Annotations).NamedBy(r) {
+			if w, ok := c.view(kind, o); ok && w.Policy.NamedBy(r) {
 				return true
 			}
 		}

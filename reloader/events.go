@@ -154,7 +154,7 @@ func (e *events) watchWorkloads(k *workload.Kind) error {
 // is journaled not at all: nothing is noted of it, and checkAll checks its annotations once the
 // caches have synced (before, the check says nothing).
 func (e *events) workloadAdded(k *workload.Kind, obj any, initial bool) {
-	obj = workload.Unpacked(obj)
+	obj = k.Decoded(obj)
 	e.index(k, nil, obj)
 	if !initial {
 		e.journal.Append(objectKey(k.Name, obj), workloadArrived{kind: k, obj: obj, justCreated: runs.JustCreated(obj)})
@@ -172,13 +172,13 @@ func (e *events) workloadUpdated(k *workload.Kind, old, obj any) {
 		// A status update: what the index holds depends on nothing it changes.
 		e.rollouts.Watch(k, nm) // it may end a rollout
 		if e.unknownKeys.keysChanged(om.(metav1.Object), nm.(metav1.Object)) {
-			obj = workload.Unpacked(obj)
+			obj = k.Decoded(obj)
 			e.journal.Append(objectKey(k.Name, obj), workloadArrived{kind: k, obj: obj, checkOnly: true})
 			e.queueWorkload(k, obj, e.enqueue)
 		}
 		return
 	}
-	old, obj = workload.Unpacked(old), workload.Unpacked(obj)
+	old, obj = k.Decoded(old), k.Decoded(obj)
 	e.index(k, old, obj)
 	specChanged := old.(metav1.Object).GetGeneration() != obj.(metav1.Object).GetGeneration()
 	e.journal.Append(objectKey(k.Name, obj), workloadArrived{kind: k, old: old, obj: obj, specChanged: specChanged})

@@ -53,3 +53,13 @@ func SetStateBudget(o *Options, bytes int) { o.stateBudget = bytes }
 // SetRefusedRetryMax caps the spacing of a refused patch's retries at d, in place of 30 s, so
 // that a refusal lifted after many seconds is retried within d.
 func SetRefusedRetryMax(o *Options, d time.Duration) { o.refusedRetryMax = d }
+
+// CheckShared reports a shared decoded workload that a reader wrote (workload.Kind.CheckShared).
+func (c *Controller) CheckShared() error {
+	for _, kind := range c.caches.kinds {
+		if err := kind.CheckShared(); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -107,6 +107,9 @@ func (r *running) stop(t *testing.T) {
 		if err != nil {
 			t.Errorf("controller Run: %v", err)
 		}
+		if err := r.ctrl.CheckShared(); err != nil {
+			t.Error(err)
+		}
 	}
 }
 

@@ -52,23 +52,15 @@ func (ru *rule) viewInAnyNamespace(kind *workload.Kind, obj any) (workload.View,
 	if ru.rehearsed != nil {
 		obj = ru.rehearsed(kind, obj) // dryrun.go: as the dry run's reported patches left it
 	}
-	meta, tmpl := kind.Template(obj)
-	if tmpl == nil {
+	w, ok := ru.caches.view(kind, obj)
+	if !ok {
 		return workload.View{}, false
 	}
-	return workload.View{
-		Key:    workload.Key{Kind: kind.Name, Namespace: meta.GetNamespace(), Name: meta.GetName()},
-		Kind:   kind,
-		Obj:    obj,
-		Meta:   meta,
-		Tmpl:   tmpl,
-		Policy: ru.annotations.Of(meta.GetAnnotations(), tmpl.Annotations),
-		Uses:   policy.UsesOf(&tmpl.Spec),
-		Target: policy.Target{
-			Strategy:  ru.strategy,
-			RestartAt: kind.CanRestartAt && ru.annotations.RestartsAt(meta.GetAnnotations()),
-		},
-	}, true
+	w.Target = policy.Target{
+		Strategy:  ru.strategy,
+		RestartAt: kind.CanRestartAt && ru.annotations.RestartsAt(w.Meta.GetAnnotations()),
+	}
+	return w, true
 }
 
 // judge applies the rule to workload w and config r (rec nil: it does not exist). triggers is
@@ -121,9 +113,14 @@ func (ru *rule) pairFacts(w workload.View, r policy.ConfigRef, rec *configs.Reco
 func (ru *rule) configFacts(f *policy.PairFacts, w workload.View, rec *configs.Record) {
 	f.Ignored = ru.annotations.Ignores(rec.Annotations())
 	f.Invalid = rec.Invalid() != ""
-	f.Whole = ru.records.Content(rec, nil)
+	if f.Triggers && f.Keys == nil {
+		f.Whole = f.Want // wanted's ru.records.Content(rec, nil): one read of the hashes as text
+		f.Whole.Undecided = nil
+	} else {
+		f.Whole = ru.records.Content(rec, nil)
+	}
 	f.NoneOfKeys = f.Keys != nil && holdsNoneOf(rec)(f.Keys)
-	f.Collaborne = policy.CollaborneMarker(w.Tmpl, f.Ref, rec.Collaborne.String())
+	f.Collaborne = policy.CollaborneMarker(w.Tmpl, f.Ref, f.Whole.Collaborne)
 	f.Strip = ru.strips.Marker(w.Key, f.Ref, f.Want.Value)
 	f.KeyStates = ru.keyStates(workload.ConfigKey(f.Ref, w.Key.Namespace), rec, f.Keys)
 	f.Stakater.Hash = rec.Stakater.String()

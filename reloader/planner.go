@@ -56,8 +56,9 @@ func (pl *planner) plan(w workload.View) plan {
 
 // dueChanges judges workload w against every config it reloads on; it only reads.
 func (pl *planner) dueChanges(w workload.View) due {
-	d := due{reads: map[policy.ConfigRef]*runs.Read{}}
-	for _, r := range pl.rule.ReloadsOn(w) {
+	refs := pl.rule.ReloadsOn(w)
+	d := due{reads: make(map[policy.ConfigRef]*runs.Read, len(refs)), pairs: make([]pair, 0, len(refs))}
+	for _, r := range refs {
 		if !pl.caches.Watched(r.Kind) {
 			d.pairs = append(d.pairs, pair{ref: r})
 			continue

@@ -63,15 +63,18 @@ type Kind struct {
 	// Probe, when set, lists the kind once at start: a kind the reloader may not list is turned
 	// off instead of keeping the caches from syncing (reloader/jobs).
 	Probe func(ctx context.Context) error
+
+	memo memo // the last workloads decoded, shared (Decoded, ViewOf)
 }
 
-// Cached returns the workload stored under key (namespace/name) in the kind's cache, decoded.
+// Cached returns the workload stored under key (namespace/name) in the kind's cache, decoded
+// (Decoded: shared, never to be written).
 func (k *Kind) Cached(key string) (any, bool, error) {
 	obj, ok, err := k.Informer.GetIndexer().GetByKey(key)
 	if err != nil || !ok {
 		return nil, ok, err
 	}
-	return Unpacked(obj), true, nil
+	return k.Decoded(obj), true, nil
 }
 
 // All yields every workload of the kind's cache, decoded one at a time: each decoded object is

@@ -18,7 +18,8 @@ import (
 // Deployment decoded takes about 2.5 KB of Go structs (ObjectMeta and PodSpec are large even
 // when nearly empty), its protobuf a fifth of that; with a workload per five configs, that was
 // about 0.4 KB per config at 50,000 (docs/lab/benchmarks-sessions.md). Reads decode: a few
-// microseconds per workload a config change judges, or per workload event.
+// microseconds per workload a config change judges, or per workload event; the kind's memo keeps
+// the last few decodes for the other reads of the same change (Kind.Decoded).
 type Packed struct {
 	kind            PackKind
 	Name            string
