@@ -105,21 +105,7 @@ func (c *caches) configsOf(k *workload.Kind, obj any, add func(workload.Key)) {
 // configs its pod spec uses, without the rule's Target; false when it has no pod template. It is
 // made once per decoded version (workload.Kind.ViewOf) and shared: never to be written.
 func (c *caches) view(kind *workload.Kind, obj any) (workload.View, bool) {
-	return kind.ViewOf(c, obj, func() (workload.View, bool) {
-		meta, tmpl := kind.Template(obj)
-		if tmpl == nil {
-			return workload.View{}, false
-		}
-		return workload.View{
-			Key:    workload.Key{Kind: kind.Name, Namespace: meta.GetNamespace(), Name: meta.GetName()},
-			Kind:   kind,
-			Obj:    obj,
-			Meta:   meta,
-			Tmpl:   tmpl,
-			Policy: c.annotations.Of(meta.GetAnnotations(), tmpl.Annotations),
-			Uses:   policy.UsesOf(&tmpl.Spec),
-		}, true
-	})
+	return kind.ViewOf(c, obj, func() (workload.View, bool) { return workload.Read(kind, obj, c.annotations) })
 }
 
 // workloadKeys yields the key of every cached workload, of every kind (names only: nothing is

@@ -19,19 +19,7 @@ import (
 type viewsOnly struct{ annotations policy.Annotations }
 
 func (v viewsOnly) View(kind *workload.Kind, obj any) (workload.View, bool) {
-	meta, tmpl := kind.Template(obj)
-	if tmpl == nil {
-		return workload.View{}, false
-	}
-	return workload.View{
-		Key:    workload.Key{Kind: kind.Name, Namespace: meta.GetNamespace(), Name: meta.GetName()},
-		Kind:   kind,
-		Obj:    obj,
-		Meta:   meta,
-		Tmpl:   tmpl,
-		Policy: v.annotations.Of(meta.GetAnnotations(), tmpl.Annotations),
-		Uses:   policy.UsesOf(&tmpl.Spec),
-	}, true
+	return workload.Read(kind, obj, v.annotations)
 }
 
 func (viewsOnly) ReloadsOn(w workload.View) []policy.ConfigRef { return w.Policy.Candidates(w.Uses) }

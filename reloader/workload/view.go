@@ -19,3 +19,21 @@ type View struct {
 	Uses   map[policy.ConfigRef]policy.Use
 	Target policy.Target
 }
+
+// Read reads obj of kind once: its metadata, template, reload policy under annotations and the
+// configs its pod spec uses, without a Target (the rule's); false when it has no pod template.
+func Read(kind *Kind, obj any, annotations policy.Annotations) (View, bool) {
+	meta, tmpl := kind.Template(obj)
+	if tmpl == nil {
+		return View{}, false
+	}
+	return View{
+		Key:    Key{Kind: kind.Name, Namespace: meta.GetNamespace(), Name: meta.GetName()},
+		Kind:   kind,
+		Obj:    obj,
+		Meta:   meta,
+		Tmpl:   tmpl,
+		Policy: annotations.Of(meta.GetAnnotations(), tmpl.Annotations),
+		Uses:   policy.UsesOf(&tmpl.Spec),
+	}, true
+}
