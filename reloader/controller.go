@@ -192,6 +192,9 @@ type Controller struct {
 	busy  atomic.Int32 // workers inside a sync
 	// stakater: stakater's variables are still compared (stakater.go).
 	stakater atomic.Bool
+	// noted is closed once the start-up's note that stakater's variables were compared is done
+	// (written, found written, or given up).
+	noted chan struct{}
 }
 
 // Ready reports whether the caches have synced and the controller is processing changes.
@@ -226,6 +229,7 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 		opts.StateCheckPeriod = DefaultStateCheckPeriod
 	}
 	c := &Controller{
+		noted:   make(chan struct{}),
 		opts:    opts,
 		clients: clients,
 		log:     opts.Log,
@@ -383,7 +387,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		go c.opts.Alerts.Run(workCtx)
 	}
 	go c.tombstones.Sweep(workCtx)
-	noted := make(chan struct{}) // closed once the note that stakater's variables were compared is done
+	noted := c.noted
 	if c.opts.DryRun {
 		go c.rehearsal.endStakaterComparison(workCtx, c.drained, &c.stakater)
 		close(noted)

@@ -2,9 +2,12 @@ package reloader
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/reloader/reloader/reloader/safe"
 	"github.com/reloader/reloader/reloader/workload"
@@ -62,4 +65,71 @@ func (c *Controller) CheckShared() error {
 		}
 	}
 	return nil
+}
+
+// CachedVersion returns the resource version of object ns/name of resource (plural, lower case)
+// in the controller's cache, whether the cache holds it, and whether the controller caches that
+// resource in that namespace at all.
+func (c *Controller) CachedVersion(resource, ns, name string) (rv string, found, watched bool) {
+	if listed := c.opts.listNamespace(); listed != "" && ns != listed {
+		return "", false, false
+	}
+	var store cache.Store
+	for kind, inf := range c.caches.configs {
+		if strings.ToLower(kind)+"s" == resource {
+			store = inf.GetStore()
+		}
+	}
+	for _, k := range c.caches.kinds {
+		if strings.ToLower(k.Name)+"s" == resource {
+			store = k.Informer.GetStore()
+		}
+	}
+	if store == nil {
+		return "", false, false
+	}
+	obj, found, err := store.GetByKey(ns + "/" + name)
+	if err != nil || !found {
+		return "", false, true
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return "", false, true
+	}
+	return m.GetResourceVersion(), true, true
+}
+
+// Unobserved reports whether a Deployment, StatefulSet or DaemonSet in the controller's cache has
+// a spec that its own controller (kube-controller-manager) has yet to observe, as far as the
+// cache shows: the status update that follows a restart, which a followed rollout acts on, is
+// still to come.
+func (c *Controller) Unobserved() bool {
+	for _, k := range c.caches.kinds {
+		for obj := range k.All() {
+			var observed, generation int64
+			switch o := obj.(type) {
+			case *appsv1.Deployment:
+				observed, generation = o.Status.ObservedGeneration, o.Generation
+			case *appsv1.StatefulSet:
+				observed, generation = o.Status.ObservedGeneration, o.Generation
+			case *appsv1.DaemonSet:
+				observed, generation = o.Status.ObservedGeneration, o.Generation
+			}
+			if observed < generation {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// StakaterNoted reports whether the start-up's note that stakater's variables were compared is
+// done: a state write that follows the start-up's syncs by the drain's quiet.
+func (c *Controller) StakaterNoted() bool {
+	select {
+	case <-c.noted:
+		return true
+	default:
+		return false
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -253,19 +254,56 @@ func settle(t *testing.T) {
 	})
 }
 
-// settle waits until the controller has been idle for 300 ms in a row (long enough for a watch
-// event on this machine to arrive), so that whatever it would do, it has done.
+// settle waits until the controller has seen every write of the tests' admin clients in what it
+// watches (cluster.Writes), kube-controller-manager's answer to every template change (a status
+// that observed it) and the start-up's note of stakater's comparison, and has then been idle for
+// 100 ms in a row, so that whatever it would do, it has done. A written object it does not hold after 300 ms is taken as one its selectors
+// leave out (or deleted ones it no longer holds); a watch event can take seconds to arrive on a
+// loaded machine, so a fixed quiet alone would hide what arrives after it.
 func (r *running) settle() {
 	deadline := time.Now().Add(20 * time.Second)
 	quietSince := time.Now()
 	for time.Now().Before(deadline) {
-		if !r.ctrl.Idle() {
+		if !r.ctrl.Idle() || !r.ctrl.StakaterNoted() || !r.seenWrites() || r.ctrl.Unobserved() {
 			quietSince = time.Now()
-		} else if time.Since(quietSince) >= 300*time.Millisecond {
+		} else if time.Since(quietSince) >= 100*time.Millisecond {
 			return
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// seenWrites reports whether the controller's caches show every write in cluster.Writes to what
+// they watch.
+func (r *running) seenWrites() bool {
+	for _, w := range cluster.Writes.InNamespace("") {
+		rv, found, watched := r.ctrl.CachedVersion(w.Resource, w.Namespace, w.Name)
+		aged := time.Since(w.At) >= 300*time.Millisecond
+		switch {
+		case !watched:
+		case w.Deleted:
+			if found && !aged {
+				return false
+			}
+		case found:
+			if !atLeast(rv, w.ResourceVersion) {
+				return false
+			}
+		case !aged:
+			return false
+		}
+	}
+	return true
+}
+
+// atLeast compares resource versions as the numbers this API server writes.
+func atLeast(rv, than string) bool {
+	a, errA := strconv.ParseUint(rv, 10, 64)
+	b, errB := strconv.ParseUint(than, 10, 64)
+	if errA != nil || errB != nil {
+		return rv == than
+	}
+	return a >= b
 }
 
 func named(kind, names string) map[string]string {

@@ -42,7 +42,7 @@ var (
 // ensureCRDs registers the minimal Rollout and DeploymentConfig CRDs from testdata once.
 func ensureCRDs(t *testing.T) {
 	t.Helper()
-	dyn := dynamic.NewForConfigOrDie(cluster.Config)
+	dyn := dynamic.NewForConfigOrDie(cluster.AdminConfig())
 	for _, f := range []string{"rollouts", "deploymentconfigs"} {
 		if _, err := cluster.ApplyFile(context.Background(), "", "../testdata/crds/"+f+".yaml"); err != nil && !strings.Contains(err.Error(), "already exists") {
 			t.Fatal(err)
@@ -68,7 +68,7 @@ func createCustom(t *testing.T, gvr schema.GroupVersionResource, kind, ns, name 
 		"spec":     map[string]any{"replicas": int64(0), "template": tmpl},
 	}}
 	u.SetAnnotations(annotations)
-	if _, err := dynamic.NewForConfigOrDie(cluster.Config).Resource(gvr).Namespace(ns).Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
+	if _, err := dynamic.NewForConfigOrDie(cluster.AdminConfig()).Resource(gvr).Namespace(ns).Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -78,7 +78,7 @@ func ptr[T any](v T) *T { return &v }
 // templateEnv reads the app container's variable from any kind, through the dynamic client.
 func templateEnv(t *testing.T, gvr schema.GroupVersionResource, ns, name, variable string) (string, *unstructured.Unstructured) {
 	t.Helper()
-	u, err := dynamic.NewForConfigOrDie(cluster.Config).Resource(gvr).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
+	u, err := dynamic.NewForConfigOrDie(cluster.AdminConfig()).Resource(gvr).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -134,7 +134,7 @@ func TestARolloutWithAWorkloadRefIsWarnedThatItsAnnotationsCannotApply(t *testin
 		"spec": map[string]any{"replicas": int64(0), "template": map[string]any{},
 			"workloadRef": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}},
 	}}
-	rollouts := dynamic.NewForConfigOrDie(cluster.Config).Resource(rolloutsGVR).Namespace(ns)
+	rollouts := dynamic.NewForConfigOrDie(cluster.AdminConfig()).Resource(rolloutsGVR).Namespace(ns)
 	if _, err := rollouts.Create(context.Background(), ref, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,7 @@ func TestAWorkloadRefRolloutsEmptyTemplateIsNeitherWrittenNorRetried(t *testing.
 		"spec": map[string]any{"replicas": int64(0), "template": map[string]any{},
 			"workloadRef": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}},
 	}}
-	if _, err := dynamic.NewForConfigOrDie(cluster.Config).Resource(rolloutsGVR).Namespace(ns).Create(context.Background(), ref, metav1.CreateOptions{}); err != nil {
+	if _, err := dynamic.NewForConfigOrDie(cluster.AdminConfig()).Resource(rolloutsGVR).Namespace(ns).Create(context.Background(), ref, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	createCustom(t, rolloutsGVR, "Rollout", ns, "own", named("configmap", "app-config"))

@@ -438,7 +438,7 @@ func TestADaemonSetRolloutPastItsTimeoutIsTimedOutAndRolledBack(t *testing.T) {
 // the one the write makes.
 func setCustomStatus(t *testing.T, gvr schema.GroupVersionResource, ns, name string, status map[string]any) {
 	t.Helper()
-	res := dynamic.NewForConfigOrDie(cluster.Config).Resource(gvr).Namespace(ns)
+	res := dynamic.NewForConfigOrDie(cluster.AdminConfig()).Resource(gvr).Namespace(ns)
 	u, err := res.Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -74,7 +74,7 @@ func (c *Cluster) Create(ctx context.Context, namespace string, obj *unstructure
 }
 
 func (c *Cluster) dynamicClients() (dynamic.Interface, meta.RESTMapper, error) {
-	dyn, err := dynamic.NewForConfig(c.Config)
+	dyn, err := dynamic.NewForConfig(c.admin)
 	if err != nil {
 		return nil, nil, fmt.Errorf("dynamic client: %w", err)
 	}

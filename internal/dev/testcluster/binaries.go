@@ -43,7 +43,7 @@ type binary struct {
 	module string // directory under tools/
 	pkg    string // package to go build
 	path   *string
-	stamp  bool // stamp the Kubernetes version into /version (see kubeLDFlags)
+	stamp  bool // its module's build stamps the Kubernetes version into /version (see kubeLDFlags)
 }
 
 const (
@@ -164,11 +164,12 @@ func EnsureHelm(ctx context.Context, log io.Writer) (string, error) {
 		return path, nil
 	}
 	fmt.Fprintf(log, "building %s (first run only, a minute or two)...\n", helmName)
-	flags, err := helmLDFlags(ctx, filepath.Join(tools, helmModule))
+	stamp, err := helmLDFlags(ctx, filepath.Join(tools, helmModule))
 	if err != nil {
 		return "", err
 	}
-	if err := goBuild(ctx, filepath.Join(tools, helmModule), helmPkg, path, flags...); err != nil {
+	helm := []binary{{name: helmName, module: helmModule, pkg: helmPkg, path: &path}}
+	if err := goBuildAll(ctx, filepath.Join(tools, helmModule), helm, strippedLDFlags+" "+stamp); err != nil {
 		return "", fmt.Errorf("build %s (%s in %s): %w", helmName, helmPkg, filepath.Join(tools, helmModule), err)
 	}
 	return path, nil
@@ -176,26 +177,26 @@ func EnsureHelm(ctx context.Context, log io.Writer) (string, error) {
 
 // helmLDFlags stamp the Kubernetes version of helm's client-go as the one helm template assumes,
 // as helm's own release build does (unstamped, it assumes v1.20, below the chart's kubeVersion).
-func helmLDFlags(ctx context.Context, dir string) ([]string, error) {
+func helmLDFlags(ctx context.Context, dir string) (string, error) {
 	_, minor, err := moduleVersion(ctx, dir, "k8s.io/client-go", "v0.%d.")
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	pkg := "helm.sh/helm/v3/pkg/chartutil"
-	return []string{"-ldflags", fmt.Sprintf("-X %s.k8sVersionMajor=1 -X %s.k8sVersionMinor=%d", pkg, pkg, minor)}, nil
+	return fmt.Sprintf("-X %s.k8sVersionMajor=1 -X %s.k8sVersionMinor=%d", pkg, pkg, minor), nil
 }
 
 // kubeLDFlags stamp the pinned Kubernetes version into the API server's /version, as
 // Kubernetes' own build does; unstamped it says v0.0.0-master, which helm cannot parse, so a
 // chart's kubeVersion refuses every install.
-func kubeLDFlags(ctx context.Context, dir string) ([]string, error) {
+func kubeLDFlags(ctx context.Context, dir string) (string, error) {
 	v, minor, err := moduleVersion(ctx, dir, "k8s.io/kubernetes", "v1.%d.")
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	pkg := "k8s.io/component-base/version"
-	return []string{"-ldflags", fmt.Sprintf("-X %s.gitVersion=%s -X %s.gitMajor=1 -X %s.gitMinor=%d -X %s.gitTreeState=clean",
-		pkg, v, pkg, pkg, minor, pkg)}, nil
+	return fmt.Sprintf("-X %s.gitVersion=%s -X %s.gitMajor=1 -X %s.gitMinor=%d -X %s.gitTreeState=clean",
+		pkg, v, pkg, pkg, minor, pkg), nil
 }
 
 // moduleVersion is the version of mod that the module in dir requires, and its minor number
@@ -239,36 +240,72 @@ func (b *Binaries) complete() bool {
 	return exists(b.KwokStages)
 }
 
+// buildMissing builds the missing binaries with one go build per module: the Kubernetes
+// binaries share most of their packages, and their links run side by side. Each is linked with
+// strippedLDFlags.
 func (b *Binaries) buildMissing(ctx context.Context, tools string, log io.Writer) error {
+	byModule := map[string][]binary{}
+	var modules []string
 	for _, bin := range b.binaries() {
 		if exists(*bin.path) {
 			continue
 		}
-		fmt.Fprintf(log, "building %s (first run only, a few minutes)...\n", bin.name)
-		var flags []string
-		if bin.stamp {
-			var err error
-			if flags, err = kubeLDFlags(ctx, filepath.Join(tools, bin.module)); err != nil {
+		if byModule[bin.module] == nil {
+			modules = append(modules, bin.module)
+		}
+		byModule[bin.module] = append(byModule[bin.module], bin)
+	}
+	for _, module := range modules {
+		bins, dir := byModule[module], filepath.Join(tools, module)
+		ldflags := strippedLDFlags
+		if slices.ContainsFunc(bins, func(bin binary) bool { return bin.stamp }) {
+			stamp, err := kubeLDFlags(ctx, dir)
+			if err != nil {
 				return err
 			}
+			ldflags += " " + stamp
 		}
-		if err := goBuild(ctx, filepath.Join(tools, bin.module), bin.pkg, *bin.path, flags...); err != nil {
-			return fmt.Errorf("build %s (%s in %s): %w", bin.name, bin.pkg, filepath.Join(tools, bin.module), err)
+		var names, pkgs []string
+		for _, bin := range bins {
+			names, pkgs = append(names, bin.name), append(pkgs, bin.pkg)
+		}
+		fmt.Fprintf(log, "building %s (first run only, a few minutes)...\n", strings.Join(names, ", "))
+		if err := goBuildAll(ctx, dir, bins, ldflags); err != nil {
+			return fmt.Errorf("build %s (%s in %s): %w", strings.Join(names, ", "), strings.Join(pkgs, " "), dir, err)
 		}
 	}
 	return nil
 }
 
-// goBuild builds pkg in module dir to a temporary name next to out and
-// renames it into place, so out either is complete or does not exist.
-func goBuild(ctx context.Context, dir, pkg, out string, flags ...string) error {
-	tmp := fmt.Sprintf("%s.tmp-%d", out, os.Getpid())
-	defer os.Remove(tmp)
-	if _, err := goCommand(ctx, dir, append(append([]string{"build"}, flags...), "-o", tmp, pkg)...); err != nil {
+// strippedLDFlags leave out the symbol table and the DWARF data, which take much of a link's
+// time and which nothing here reads: a panic's trace comes from the runtime's own tables.
+const strippedLDFlags = "-s -w"
+
+// goBuildAll builds bins, all of module dir, into a temporary directory beside the first's path
+// and renames each into place, so that each path either is complete or does not exist. With
+// more than one, go build names each executable by its package path's last element, which
+// must be its name.
+func goBuildAll(ctx context.Context, dir string, bins []binary, ldflags string) error {
+	tmp, err := os.MkdirTemp(filepath.Dir(*bins[0].path), ".build-")
+	if err != nil {
+		return fmt.Errorf("create build directory: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	out := tmp + string(filepath.Separator)
+	if len(bins) == 1 {
+		out = filepath.Join(tmp, bins[0].name)
+	}
+	args := []string{"build", "-ldflags", ldflags, "-o", out}
+	for _, bin := range bins {
+		args = append(args, bin.pkg)
+	}
+	if _, err := goCommand(ctx, dir, args...); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, out); err != nil {
-		return fmt.Errorf("install %s: %w", out, err)
+	for _, bin := range bins {
+		if err := os.Rename(filepath.Join(tmp, bin.name), *bin.path); err != nil {
+			return fmt.Errorf("install %s: %w", *bin.path, err)
+		}
 	}
 	return nil
 }

@@ -72,8 +72,12 @@ type Cluster struct {
 	Dir string
 	// AuditLog is the audit log's path when Options.Audit is set.
 	AuditLog string
+	// Writes holds the last write of each namespaced object made through Client or AdminConfig
+	// (not through Config, which controllers under test use).
+	Writes *WriteLog
 
 	client    kubernetes.Interface
+	admin     *rest.Config
 	procs     components
 	removeDir bool
 	audit     bool
@@ -251,6 +255,9 @@ func (c *Cluster) connect(host, token string, caData []byte) error {
 	// The admin client has no client-side limit: the tests, run in parallel, share it.
 	admin := rest.CopyConfig(c.Config)
 	admin.QPS = -1
+	c.Writes = &WriteLog{}
+	admin.Wrap(c.Writes.wrap)
+	c.admin = admin
 	client, err := kubernetes.NewForConfig(admin)
 	if err != nil {
 		return fmt.Errorf("create admin client: %w", err)
@@ -276,9 +283,15 @@ func (c *Cluster) namespaceExists(name string) func(context.Context) (bool, erro
 	}
 }
 
-// Client returns a clientset authenticated as cluster-admin.
+// Client returns a clientset authenticated as cluster-admin; its writes are kept in Writes.
 func (c *Cluster) Client() kubernetes.Interface {
 	return c.client
+}
+
+// AdminConfig returns a copy of Client's configuration, for other clients (dynamic ones) whose
+// writes are kept in Writes too.
+func (c *Cluster) AdminConfig() *rest.Config {
+	return rest.CopyConfig(c.admin)
 }
 
 // ServiceAccountConfig returns a rest.Config authenticated as the

@@ -202,3 +202,44 @@ func poll(ctx context.Context, check func() error) error {
 		}
 	}
 }
+
+func TestWritesKeepTheLastWriteOfEachObjectOfTheAdminClients(t *testing.T) {
+	ctx := t.Context()
+	ns := cluster.NewNamespace(t)
+	cms := cluster.Client().CoreV1().ConfigMaps(ns)
+	cm, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kept"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data = map[string]string{"k": "v"}
+	if cm, err = cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "gone"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cms.Delete(ctx, "gone", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]testcluster.Write{}
+	for _, w := range cluster.Writes.InNamespace(ns) {
+		got[w.Resource+"/"+w.Name] = w
+	}
+	if w := got["configmaps/kept"]; len(got) != 2 || w.ResourceVersion != cm.ResourceVersion || w.Deleted {
+		t.Errorf("writes = %+v, want configmaps/kept at %s and configmaps/gone deleted", got, cm.ResourceVersion)
+	}
+	if !got["configmaps/gone"].Deleted {
+		t.Errorf("configmaps/gone: %+v, want deleted", got["configmaps/gone"])
+	}
+	// Config is the controllers' under test: its writes are not the test's.
+	other, err := kubernetes.NewForConfig(cluster.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "theirs"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(cluster.Writes.InNamespace(ns)); n != 2 {
+		t.Errorf("%d writes after a write through Config, want 2", n)
+	}
+}

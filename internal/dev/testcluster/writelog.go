@@ -1,0 +1,131 @@
+package testcluster
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Write is an object the admin clients wrote (created, updated, patched or deleted), as the API
+// server answered.
+type Write struct {
+	Resource  string // plural, lower case: "configmaps", "deployments"
+	Namespace string
+	Name      string
+	// ResourceVersion is the object's as written; for a delete, its last before the delete, or
+	// "" when the answer was a Status.
+	ResourceVersion string
+	Deleted         bool
+	At              time.Time
+}
+
+// WriteLog keeps the last write of each object the admin clients (Client, AdminConfig) made, so
+// that a test can wait until a watcher has seen its own writes rather than for a fixed time.
+type WriteLog struct {
+	mu   sync.Mutex
+	last map[string]Write // by resource/namespace/name
+}
+
+// InNamespace returns the last write of each object in namespace ns ("" for every namespace).
+func (l *WriteLog) InNamespace(ns string) []Write {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []Write
+	for _, w := range l.last {
+		if ns == "" || w.Namespace == ns {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func (l *WriteLog) add(w Write) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.last == nil {
+		l.last = map[string]Write{}
+	}
+	l.last[w.Resource+"/"+w.Namespace+"/"+w.Name] = w
+}
+
+// wrap records each successful write made through rt.
+func (l *WriteLog) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		resp, err := rt.RoundTrip(req)
+		if err != nil || req.Method == http.MethodGet || resp.StatusCode/100 != 2 {
+			return resp, err
+		}
+		resource, ns, name, ok := objectPath(req.URL.Path)
+		if !ok {
+			return resp, nil
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		if err != nil {
+			return resp, err
+		}
+		w := Write{Resource: resource, Namespace: ns, Name: name, Deleted: req.Method == http.MethodDelete, At: time.Now()}
+		if meta, ok := writtenMeta(resp.Header.Get("Content-Type"), body); ok {
+			w.ResourceVersion = meta.ResourceVersion
+			w.Name = cmp.Or(name, meta.Name)
+		}
+		if w.Name != "" && (w.Deleted || w.ResourceVersion != "") { // not a collection delete
+			l.add(w)
+		}
+		return resp, nil
+	})
+}
+
+// writtenMeta decodes the metadata of the object an answer carries, as JSON or as the API
+// server's protobuf envelope (the clientset's default), whose objects all keep it in field 1.
+func writtenMeta(contentType string, body []byte) (metav1.ObjectMeta, bool) {
+	var obj metav1.PartialObjectMetadata
+	if strings.HasPrefix(contentType, "application/vnd.kubernetes.protobuf") {
+		var env runtime.Unknown
+		if !bytes.HasPrefix(body, []byte(protobufMagic)) || env.Unmarshal(body[len(protobufMagic):]) != nil ||
+			env.Kind == "Status" || strings.HasSuffix(env.Kind, "List") || obj.Unmarshal(env.Raw) != nil {
+			return obj.ObjectMeta, false
+		}
+	} else if json.Unmarshal(body, &obj) != nil || obj.Kind == "Status" || strings.HasSuffix(obj.Kind, "List") {
+		return obj.ObjectMeta, false
+	}
+	return obj.ObjectMeta, obj.ResourceVersion != ""
+}
+
+// protobufMagic opens every protobuf answer of the API server.
+const protobufMagic = "k8s\x00"
+
+// objectPath parses /api/v1/namespaces/NS/RESOURCE[/NAME[/SUBRESOURCE]] and its /apis/GROUP/VERSION
+// form; a create has no NAME.
+func objectPath(path string) (resource, ns, name string, ok bool) {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	switch {
+	case len(parts) >= 2 && parts[0] == "api":
+		parts = parts[2:]
+	case len(parts) >= 3 && parts[0] == "apis":
+		parts = parts[3:]
+	default:
+		return "", "", "", false
+	}
+	if len(parts) < 3 || parts[0] != "namespaces" {
+		return "", "", "", false // cluster-scoped: not what the tests wait on
+	}
+	ns, resource = parts[1], parts[2]
+	if len(parts) >= 4 {
+		name = parts[3]
+	}
+	return resource, ns, name, true
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
