@@ -122,10 +122,14 @@ func (r *gates) rollbacks(w *WorkloadLife) pairs {
 				// them all: the restart before's.
 				before = w.found[j]
 			}
-			back := true
-			for c := range w.touched[i] {
-				back = back && w.marks[i][c] == before[c]
-			}
+			back := slices.ContainsFunc(r.restoredTo(w, j, before), func(before map[string]string) bool {
+				for c := range w.touched[i] {
+					if w.marks[i][c] != before[c] {
+						return false
+					}
+				}
+				return true
+			})
 			if back {
 				p.rollback[i], p.of[i], p.undone[j] = true, j, i
 				j = -1
@@ -135,4 +139,31 @@ func (r *gates) rollbacks(w *WorkloadLife) pairs {
 		j = i
 	}
 	return p
+}
+
+// restoredTo lists the markers a rollback of w's reload j may put back: before, those it
+// replaced; or, for a reload patched into a Deployment its owner paused over an earlier reload
+// still followed, what a rollback of that earlier one puts back: nothing of it rolled out, so
+// the reloader puts back the template from before both (policy.Restore.Since). Where the
+// reloader may not have seen the pause yet, or the earlier rollout may have ended before it,
+// either. The caller holds r.mu.
+func (r *gates) restoredTo(w *WorkloadLife, j int, before map[string]string) []map[string]string {
+	var out []map[string]string
+	for k := j; ; k-- {
+		prev := k - 1
+		// A rollback, or another actor's change, ended the earlier reload's follow.
+		chained := w.Kind == KindDeployment && prev >= 0 && w.maybeOwnerPausedAt(w.restartAt[k]) &&
+			!r.own[w.restarts[prev]] && !(prev < len(w.rolledBack) && w.rolledBack[prev])
+		// Both patched into one pause of its owner's: the earlier reload was still followed.
+		if span := w.ownerPauseAt(w.restartAt[k]); !chained || span < 0 || w.ownerPauseAt(w.restartAt[prev]) != span {
+			out = append(out, before)
+		}
+		if !chained {
+			return out
+		}
+		before = w.marks0
+		if prev > 0 {
+			before = w.marks[prev-1]
+		}
+	}
 }

@@ -101,6 +101,67 @@ func TestARollbackOfAReloadResumedAfterItsPausePutsBackTheTemplateBeforeIt(t *te
 	}
 }
 
+// A reload patched into a Deployment its owner paused, over an earlier reload patched in during
+// the same pause and still followed, is rolled back to the template from before both: nothing of
+// the earlier one rolled out (policy.Restore.Since). That rollback is paired with the reload it
+// undid, and no violation; the earlier reload's markers are not one. Where the earlier reload
+// came too soon after the pause for the reloader to have seen it, either is a rollback. The
+// control: without the pause, only the earlier reload's markers are.
+func TestARollbackOfReloadsPatchedIntoAnOwnersPausePutsBackTheTemplateBeforeThem(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		paused   bool
+		earlier  int    // when the earlier reload was patched in, the pause written at 5
+		rollBack string // the marker the rollback writes
+		paired   bool
+	}{
+		{"both seen paused, rolled back to the marker before the pause", true, 8, "A", true},
+		{"both seen paused, the earlier reload's marker is no rollback", true, 8, "B", false},
+		{"both seen paused, another marker is no rollback", true, 8, "X", false},
+		{"the earlier reload maybe unseen paused, the marker before the pause", true, 6, "A", true},
+		{"the earlier reload maybe unseen paused, its own marker", true, 6, "B", true},
+		{"no pause, the marker before the earlier reload is no rollback", false, 8, "A", false},
+		{"no pause, the earlier reload's marker", false, 8, "B", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			at := secondsFromNow()
+			r := NewRecorder(Sequence{Rollback: true, Rollouts: true, OnDelete: true})
+			r.configs["sec-0"] = []configEvent{
+				{rv: 5, at: at(-10), exists: true, data: Content{"a": "0"}},
+				{rv: 90, at: at(-1), exists: true, data: Content{"a": "1"}},
+				{rv: 190, at: at(5), exists: true, data: Content{"a": "2"}},
+				{rv: 205, at: at(8)},
+				{rv: 240, at: at(12), exists: true, data: Content{"a": "0"}}, // recreated
+			}
+			w := &WorkloadLife{Kind: KindDeployment, name: "w-4", uid: "uid-4", broken: true, createdRV: 10, createdAt: at(-5),
+				refs: []Ref{{Config: "sec-0"}}, modes: []modeEvent{{mode: modeNamed}}, marks0: map[string]string{},
+				restarts:   []int64{100, 150, 200, 210, 300, 320},
+				touched:    []map[string]bool{{"sec-0": true}, {}, {"sec-0": true}, {"sec-0": true}, {"sec-0": true}, {"sec-0": true}},
+				marks:      []map[string]string{{"sec-0": "A"}, {"sec-0": "A"}, {"sec-0": "B"}, {"sec-0": "D"}, {"sec-0": tc.rollBack}, {"sec-0": "E"}},
+				found:      make([]map[string]string, 6),
+				restartAt:  []time.Time{at(0), at(3), at(tc.earlier), at(9), at(16), at(17)},
+				rolledBack: []bool{false, false, false, false, true, false}}
+			r.workloads[w.uid] = w
+			r.own[150] = true // another actor's image change
+			if tc.paused {
+				w.ownerPauses = []pauseSpan{{from: at(5), to: at(11)}}
+			}
+			p := r.gates.rollbacks(w)
+			if got := p.rollback[4] && p.of[4] == 3; got != tc.paired {
+				t.Fatalf("the write at rv 300 paired as a rollback of the reload at rv 210: %t, want %t (%+v)", got, tc.paired, p)
+			}
+			if v := r.gates.gated(w); tc.paired != (len(v) == 0) {
+				t.Fatalf("violations %v, want none: %t", v, tc.paired)
+			}
+			// The reload at rv 320 takes the recreation unless the rollback took it.
+			if v := r.Oracle.Excess(); tc.paired != (len(v) == 0) {
+				t.Fatalf("excess %v, want none: %t", v, tc.paired)
+			}
+		})
+	}
+}
+
 // A reload for a config's deletion, rolloutTimeout after the reload that added the config's
 // marker, gives back the markers from before that reload, as a rollback of it would; only the
 // reloader's history on the workload, written in the rollback's own patch, tells them apart

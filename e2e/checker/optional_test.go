@@ -49,3 +49,57 @@ func TestAReappearanceAfterARestartWithoutAnOptionalConfigIsAChange(t *testing.T
 		})
 	}
 }
+
+// A workload whose pods wait for a config, restarted while it was deleted, takes its
+// reappearance when it comes back; if no reloader saw it come back, the next one finds only the
+// state's note that the pods wait and reloads the workload once, which is no excess, whatever
+// the content (here its old one, recreated just after a kill -9). The controls: the same reload
+// when a reloader saw the reappearance, or after a restart before the deletion, is one.
+func TestAReappearanceNoReloaderSawAfterARestartThatWaitedForItIsAChange(t *testing.T) {
+	t.Parallel()
+	at := secondsFromNow()
+	for _, tc := range []struct {
+		name      string
+		restartAt int            // when the restart for cm-0 came
+		blind     [][2]time.Time // spans no reloader watched
+		kills     []time.Time    // kill -9s
+		optional  bool           // cm-1 is read through an optional key ref only
+		excess    bool
+	}{
+		{name: "back while no reloader ran", restartAt: 15, blind: [][2]time.Time{{at(29), at(32)}}},
+		{name: "back just before a kill -9", restartAt: 15, kills: []time.Time{at(30).Add(200 * time.Millisecond)}},
+		{name: "back while a reloader watched", restartAt: 15, excess: true},
+		{name: "back unseen after a restart before the deletion", restartAt: 5, blind: [][2]time.Time{{at(29), at(32)}}, excess: true},
+		{name: "seen back, read through an optional key ref", restartAt: 15, optional: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := NewRecorder(Sequence{})
+			r.blind, r.kills = tc.blind, tc.kills
+			r.configs["cm-1"] = []configEvent{
+				{rv: 2, at: at(0), exists: true, data: Content{"a": "0", "b": "0"}},
+				{rv: 10, at: at(10), exists: false},
+				{rv: 30, at: at(30), exists: true, data: Content{"a": "0", "b": "0"}},
+			}
+			r.configs["cm-0"] = []configEvent{
+				{rv: 3, at: at(0), exists: true, data: Content{"a": "0"}},
+				{rv: int64(tc.restartAt) - 1, at: at(tc.restartAt - 2), exists: true, data: Content{"a": "1"}},
+			}
+			ref := Ref{Config: "cm-1", Whole: true}
+			if tc.optional {
+				ref = Ref{Config: "cm-1", Optional: true}
+			}
+			w := &WorkloadLife{Kind: KindDeployment, name: "w-3", createdRV: 1, createdAt: at(0), generation: 3,
+				refs:      []Ref{ref, {Config: "cm-0", Whole: true}},
+				modes:     []modeEvent{{mode: ModeAuto}},
+				marks0:    map[string]string{},
+				restarts:  []int64{int64(tc.restartAt), 40},
+				touched:   []map[string]bool{{"cm-0": true}, {"cm-1": true}},
+				marks:     []map[string]string{{"cm-0": "X"}, {"cm-0": "X", "cm-1": "Y"}},
+				restartAt: []time.Time{at(tc.restartAt), at(40)}, rolledBack: []bool{false, false}}
+			r.workloads[types.UID("w-3")] = w
+			if got := len(r.Oracle.Excess()) > 0; got != tc.excess {
+				t.Errorf("excess %v, want some %t", r.Oracle.Excess(), tc.excess)
+			}
+		})
+	}
+}

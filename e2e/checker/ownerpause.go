@@ -13,6 +13,8 @@ import (
 //     what the template holds then);
 //   - a rollback of a reload made while the owner paused the Deployment is a violation: its
 //     rollout could not progress, so its clock stops;
+//   - a rollback of reloads patched in during one pause puts back the template from before them
+//     all (restoredTo);
 //   - the reloader does not resume a Deployment its owner paused.
 
 // ownerPause draws an owner's pause of a live Deployment. Nil when none lives.
@@ -41,9 +43,24 @@ func (w *WorkloadLife) ownerPaused() bool {
 
 // ownerPausedAt reports whether w's owner paused it at t, raceMargin after the pause was
 // written (the reloader sees it some time after). The caller holds r.mu.
-func (w *WorkloadLife) ownerPausedAt(t time.Time) bool {
-	for _, p := range w.ownerPauses {
+func (w *WorkloadLife) ownerPausedAt(t time.Time) bool { return w.ownerPauseAt(t) >= 0 }
+
+// ownerPauseAt is the index in ownerPauses of the pause of w's owner at t, as ownerPausedAt
+// tells it; -1 for none. The caller holds r.mu.
+func (w *WorkloadLife) ownerPauseAt(t time.Time) int {
+	for i, p := range w.ownerPauses {
 		if t.After(p.from.Add(RaceMargin)) && (p.to.IsZero() || t.Before(p.to)) {
+			return i
+		}
+	}
+	return -1
+}
+
+// maybeOwnerPausedAt reports whether the reloader may have seen w paused by its owner at t: the
+// pause was written before t, and its resume not raceMargin before it. The caller holds r.mu.
+func (w *WorkloadLife) maybeOwnerPausedAt(t time.Time) bool {
+	for _, p := range w.ownerPauses {
+		if t.After(p.from) && (p.to.IsZero() || t.Before(p.to.Add(RaceMargin))) {
 			return true
 		}
 	}
