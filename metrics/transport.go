@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/reloader/reloader/internal/kube"
 )
 
 // instrumented counts every API request by verb and resource. client-go's own request metrics
@@ -28,22 +30,11 @@ func (t *instrumented) RoundTrip(r *http.Request) (*http.Response, error) {
 // classify maps a request to its Kubernetes verb and resource, in the way the API server's
 // audit log names them: /api/v1/namespaces/ns/configmaps/x with GET is (get, configmaps).
 func classify(r *http.Request) (verb, resource string) {
-	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
-	switch {
-	case len(parts) >= 2 && parts[0] == "api":
-		parts = parts[2:]
-	case len(parts) >= 3 && parts[0] == "apis":
-		parts = parts[3:]
-	default:
+	p, ok := kube.ParseAPIPath(r.URL.Path)
+	if !ok || p.Resource == "" {
 		return strings.ToLower(r.Method), "other"
 	}
-	if len(parts) >= 3 && parts[0] == "namespaces" {
-		parts = parts[2:]
-	}
-	if len(parts) == 0 {
-		return strings.ToLower(r.Method), "other"
-	}
-	resource, named := parts[0], len(parts) > 1
+	resource, named := p.Resource, p.Name != ""
 	switch r.Method {
 	case http.MethodGet:
 		switch {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"os"
 	"strconv"
@@ -114,14 +115,22 @@ func (r *running) stop(t *testing.T) {
 	}
 }
 
+// waitFor polls cond until it holds, at first every 10 ms, then less often up to every
+// waitPollMax: most waits end within a few polls, and a long one (a rollout, a window) costs
+// the API server, which bounds the package's run, a request every waitPollMax.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true,
-		func(context.Context) (bool, error) { return cond() })
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	delay := wait.Backoff{Duration: 10 * time.Millisecond, Factor: 1.5, Steps: math.MaxInt32, Cap: waitPollMax}.DelayFunc()
+	err := delay.Until(ctx, true, false, func(context.Context) (bool, error) { return cond() })
 	if err != nil {
 		t.Fatalf("waiting for %s: %v", what, err)
 	}
 }
+
+// waitPollMax is the longest interval between waitFor's polls.
+const waitPollMax = 100 * time.Millisecond
 
 func createConfigMap(t *testing.T, ns, name string, data map[string]string) {
 	t.Helper()

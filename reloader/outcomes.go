@@ -59,7 +59,7 @@ func (o *outcomes) reverted(w workload.View, out any, changes []policy.Change) b
 // since is when the oldest of its changes was seen, if known. A workload
 // whose update strategy is OnDelete restarts nothing on a template change; that is said, not
 // hidden.
-func (o *outcomes) reloaded(w workload.View, changes []policy.Change, what string, since time.Time, known bool) {
+func (o *outcomes) reloaded(w workload.View, changes []policy.Change, what, why string, since time.Time, known bool) {
 	o.reports.Clear(string(w.Meta.GetUID()), "ReloadFailed", "ReloadReverted")
 	if known {
 		o.metrics.ObserveReload(w.Kind.Name, w.Key.Namespace, since)
@@ -68,7 +68,7 @@ func (o *outcomes) reloaded(w workload.View, changes []policy.Change, what strin
 	}
 	o.alert(w, changes)
 	o.reports.Event(w.Obj, corev1.EventTypeNormal, "Reloaded", "Reloaded for "+what)
-	o.log.Info("reloaded workload", "kind", w.Kind.Name, "namespace", w.Key.Namespace, "name", w.Key.Name, "configs", what)
+	o.log.Info("reloaded workload", "kind", w.Kind.Name, "namespace", w.Key.Namespace, "name", w.Key.Name, "configs", what, "why", why)
 	if w.Kind.OnDelete(w.Obj) {
 		o.metrics.OnDeleteSkipped.WithLabelValues(w.Kind.Name).Inc()
 		o.reports.Event(w.Obj, corev1.EventTypeWarning, "ReloadNeedsPodDeletion",

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/reloader/reloader/confighash"
+	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/state"
 )
 
@@ -368,7 +369,7 @@ func TestEnvVarGoesOnlyToContainersUsingTheConfig(t *testing.T) {
 	}
 }
 
-func TestSecretValuesNeverReachTheLog(t *testing.T) {
+func TestTheReloadLogSaysWhyAndNeverASecretValue(t *testing.T) {
 	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	const secretValue = "hunter2-very-secret-value"
@@ -383,6 +384,9 @@ func TestSecretValuesNeverReachTheLog(t *testing.T) {
 	}
 	if !strings.Contains(r.log.String(), "reloaded workload") {
 		t.Fatalf("the log has no reload line, so the check proves nothing:\n%s", r.log.String())
+	}
+	if why := "Secret/db: " + policy.StateDiffers.String(); !strings.Contains(r.log.String(), why) {
+		t.Errorf("the reload line does not say why (%q):\n%s", why, r.log.String())
 	}
 }
 

@@ -160,10 +160,22 @@ func (c *Controller) patch(ctx context.Context, w workload.View, d due, ops []po
 		return c.outcomes.failed(w, "ReloadReverted", fmt.Sprintf("Reload for %s was reverted by the API server; it is retried at least every %s", what, refusedRetryMax), err)
 	}
 	c.gates.Release(w)
-	c.outcomes.reloaded(w, changes, what, since, known)
+	c.outcomes.reloaded(w, changes, what, why(d.pairs), since, known)
 	c.tracker.Reloaded(w, changes, superseded)
 	c.tracker.WarnHeld(w, d.held, what)
 	return nil
+}
+
+// why says, for each config a reload is for, the fact that decided it (policy.Reason): what a
+// user reads to see why a workload restarted, and what Explain would have said.
+func why(pairs []pair) string {
+	var parts []string
+	for _, p := range pairs {
+		if p.triggers && p.j.Reload {
+			parts = append(parts, fmt.Sprintf("%s/%s: %s", p.ref.Kind, p.ref.Name, p.j.Reason))
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 // describe names the configs of a reload with their short hashes, in a stable order.

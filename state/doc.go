@@ -39,8 +39,8 @@
 // 2,795 entries of the longest keys (data-key entries of a ConfigMap, 253-byte keys and plain
 // hashes) filled a shard to 1,571,121 bytes in protobuf, 1,743 under that limit; counted by
 // cost, 1,457 fill it, far under. A full rewrite (a shard created, or recreated from memory) sends its whole data, under
-// 1 MiB of JSON against the API server's 3 MiB limit on a request. Load reads every possible
-// shard, one GET each (NotFound for those never created); the fence claims, Keep checks and a
+// 1 MiB of JSON against the API server's 3 MiB limit on a request. Load reads the shards in
+// order, one GET each, until two in a row are missing (load.go, loadGap); the fence claims, Keep checks and a
 // flush writes only shards that exist, a flush one merge patch per shard with changes.
 //
 // A new entry goes to the first shard with room and never moves (unless evicted, below): it counts

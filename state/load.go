@@ -7,7 +7,16 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
-// Load reads every shard, creating the first if it is missing. It reports first=true when no
+// loadGap is how many missing shards in a row end a Load. Shards are opened in order and never
+// deleted by the store, so the first missing one is the end, unless someone deleted a shard
+// (the store writes a deleted shard back only once it holds an entry there): one such gap is
+// read past. Shards past two deleted in a row are not loaded, and their configs are judged as
+// first seen: a deletion makes the reloader do less, never more. A state of one shard costs
+// three GETs, not MaxShards.
+const loadGap = 2
+
+// Load reads the shards in order up to loadGap missing in a row, creating the first if it is
+// missing. It reports first=true when no
 // entry of ours exists anywhere, tombstones included: the controller has never run here. Corrupt
 // values are dropped and logged, so their configs count as new rather than changed; the next
 // flush removes them. A fenced store (Fence) then claims every shard; a shard written meanwhile
@@ -16,16 +25,23 @@ func (s *Store) Load(ctx context.Context) (first bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.forgetAll() // a Load retried after a failure starts over, or it would count entries twice
+	missing := 0
 	for i := range MaxShards {
+		if missing == loadGap {
+			break
+		}
 		cm, err := s.io.get(ctx, i)
 		if apierrors.IsNotFound(err) {
 			if i == 0 {
 				if err := s.flusher.create(ctx, 0); err != nil {
 					return false, err
 				}
+			} else {
+				missing++
 			}
 			continue
 		}
+		missing = 0
 		if err != nil {
 			return false, s.io.explain("get", s.ShardName(i), err)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -209,5 +210,57 @@ func TestAnEntryStoredTwiceIsLoadedFromTheLowerShardAndRemovedFromTheOther(t *te
 	flush(t, s)
 	if v := storedValues(t, storedShards(t, c, state.ShardBudget))[k]; v != hashOf("lower") {
 		t.Fatalf("stored %q, want the lower shard's copy only", v)
+	}
+}
+
+// gets counts the GETs of a ConfigMap client.
+type gets struct {
+	*statetest.ConfigMaps
+	n int
+}
+
+func (g *gets) Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.ConfigMap, error) {
+	g.n++
+	return g.ConfigMaps.Get(ctx, name, opts)
+}
+
+// Shards are opened in order and never deleted by the store: a Load reads up to two missing in a
+// row, so a small state costs three GETs, not MaxShards, and one deleted shard hides none after it.
+func TestALoadReadsTheShardsUpToTwoMissingInARow(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		shards []int // the shards that exist, one entry each
+		loaded []int
+		gets   int
+	}{
+		{name: "one shard", shards: []int{0}, loaded: []int{0}, gets: 3},
+		{name: "three shards", shards: []int{0, 1, 2}, loaded: []int{0, 1, 2}, gets: 5},
+		{name: "one deleted in the middle", shards: []int{0, 2, 3}, loaded: []int{0, 2, 3}, gets: 6},
+		{name: "two deleted in a row hide the rest", shards: []int{0, 3}, loaded: []int{0}, gets: 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &gets{ConfigMaps: statetest.NewConfigMaps()}
+			names := state.New(nil, "", "reloader-state", nil)
+			for _, i := range tc.shards {
+				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: names.ShardName(i)},
+					Data: map[string]string{entryKey(i): hashOf(fmt.Sprint(i))}}
+				if _, err := c.ConfigMaps.Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s := state.New(c, "default", "reloader-state", textLog(io.Discard))
+			if _, err := s.Load(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			var loaded []int
+			for i := range state.MaxShards {
+				if _, ok := s.Configs().Get(entryKey(i)); ok {
+					loaded = append(loaded, i)
+				}
+			}
+			if fmt.Sprint(loaded) != fmt.Sprint(tc.loaded) || c.n != tc.gets {
+				t.Errorf("loaded the entries of shards %v with %d GETs; want %v with %d", loaded, c.n, tc.loaded, tc.gets)
+			}
+		})
 	}
 }

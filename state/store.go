@@ -12,7 +12,7 @@ import (
 
 const (
 	// MaxShards is how many state ConfigMaps may exist. The shipped Role names each of them, and
-	// Load reads each (one GET apiece, NotFound for those never created). 32 × ShardBudget hold
+	// Load reads them in order (one GET apiece) until two in a row are missing (loadGap). 32 × ShardBudget hold
 	// 141,696 entries of the mix bench's read configs (54-byte keys: 185 bytes each counted),
 	// whose 100,000 fill 23 shards (doc.go).
 	MaxShards = 32

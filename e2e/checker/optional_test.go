@@ -24,25 +24,7 @@ func TestAReappearanceAfterARestartWithoutAnOptionalConfigIsAChange(t *testing.T
 		{name: "read without optional", optional: false, restartAt: 15, excess: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := NewRecorder(Sequence{})
-			r.configs["sec-0"] = []configEvent{
-				{rv: 2, at: at(0), exists: true, data: Content{"a": "0", "b": "0"}},
-				{rv: 10, at: at(10), exists: false},
-				{rv: 30, at: at(30), exists: true, data: Content{"a": "0", "b": "0"}},
-			}
-			r.configs["cm-0"] = []configEvent{
-				{rv: 3, at: at(0), exists: true, data: Content{"a": "0"}},
-				{rv: int64(tc.restartAt) - 1, at: at(tc.restartAt - 2), exists: true, data: Content{"a": "1"}},
-			}
-			w := &WorkloadLife{Kind: KindDeployment, name: "w-0", createdRV: 4, createdAt: at(0), generation: 3,
-				refs:      []Ref{{Config: "sec-0", Optional: tc.optional}, {Config: "cm-0", Whole: true}},
-				modes:     []modeEvent{{mode: ModeAuto}},
-				marks0:    map[string]string{},
-				restarts:  []int64{int64(tc.restartAt), 40},
-				touched:   []map[string]bool{{"cm-0": true}, {"sec-0": true}},
-				marks:     []map[string]string{{"cm-0": "X"}, {"cm-0": "X", "sec-0": "Y"}},
-				restartAt: []time.Time{at(tc.restartAt), at(40)}, rolledBack: []bool{false, false}}
-			r.workloads[types.UID("w-0")] = w
+			r := reappearance(at, 4, Ref{Config: "sec-0", Optional: tc.optional}, tc.restartAt)
 			if got := len(r.Oracle.Excess()) > 0; got != tc.excess {
 				t.Errorf("excess %v, want some %t", r.Oracle.Excess(), tc.excess)
 			}
@@ -73,33 +55,40 @@ func TestAReappearanceNoReloaderSawAfterARestartThatWaitedForItIsAChange(t *test
 		{name: "seen back, read through an optional key ref", restartAt: 15, optional: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := NewRecorder(Sequence{})
-			r.blind, r.kills = tc.blind, tc.kills
-			r.configs["cm-1"] = []configEvent{
-				{rv: 2, at: at(0), exists: true, data: Content{"a": "0", "b": "0"}},
-				{rv: 10, at: at(10), exists: false},
-				{rv: 30, at: at(30), exists: true, data: Content{"a": "0", "b": "0"}},
-			}
-			r.configs["cm-0"] = []configEvent{
-				{rv: 3, at: at(0), exists: true, data: Content{"a": "0"}},
-				{rv: int64(tc.restartAt) - 1, at: at(tc.restartAt - 2), exists: true, data: Content{"a": "1"}},
-			}
 			ref := Ref{Config: "cm-1", Whole: true}
 			if tc.optional {
 				ref = Ref{Config: "cm-1", Optional: true}
 			}
-			w := &WorkloadLife{Kind: KindDeployment, name: "w-3", createdRV: 1, createdAt: at(0), generation: 3,
-				refs:      []Ref{ref, {Config: "cm-0", Whole: true}},
-				modes:     []modeEvent{{mode: ModeAuto}},
-				marks0:    map[string]string{},
-				restarts:  []int64{int64(tc.restartAt), 40},
-				touched:   []map[string]bool{{"cm-0": true}, {"cm-1": true}},
-				marks:     []map[string]string{{"cm-0": "X"}, {"cm-0": "X", "cm-1": "Y"}},
-				restartAt: []time.Time{at(tc.restartAt), at(40)}, rolledBack: []bool{false, false}}
-			r.workloads[types.UID("w-3")] = w
+			r := reappearance(at, 1, ref, tc.restartAt)
+			r.blind, r.kills = tc.blind, tc.kills
 			if got := len(r.Oracle.Excess()) > 0; got != tc.excess {
 				t.Errorf("excess %v, want some %t", r.Oracle.Excess(), tc.excess)
 			}
 		})
 	}
+}
+
+// reappearance records workload w-0 (created at createdRV) reading the config of back and cm-0:
+// back is deleted at 10 s and recreated with its old content at 30 s; cm-0 changes just before
+// the restart at restartAt s, and w-0 restarts again at 40 s, with a marker of back.
+func reappearance(at func(int) time.Time, createdRV int64, back Ref, restartAt int) *Recorder {
+	r := NewRecorder(Sequence{})
+	r.configs[back.Config] = []configEvent{
+		{rv: 2, at: at(0), exists: true, data: Content{"a": "0", "b": "0"}},
+		{rv: 10, at: at(10), exists: false},
+		{rv: 30, at: at(30), exists: true, data: Content{"a": "0", "b": "0"}},
+	}
+	r.configs["cm-0"] = []configEvent{
+		{rv: 3, at: at(0), exists: true, data: Content{"a": "0"}},
+		{rv: int64(restartAt) - 1, at: at(restartAt - 2), exists: true, data: Content{"a": "1"}},
+	}
+	r.workloads[types.UID("w-0")] = &WorkloadLife{Kind: KindDeployment, name: "w-0", createdRV: createdRV, createdAt: at(0), generation: 3,
+		refs:      []Ref{back, {Config: "cm-0", Whole: true}},
+		modes:     []modeEvent{{mode: ModeAuto}},
+		marks0:    map[string]string{},
+		restarts:  []int64{int64(restartAt), 40},
+		touched:   []map[string]bool{{"cm-0": true}, {back.Config: true}},
+		marks:     []map[string]string{{"cm-0": "X"}, {"cm-0": "X", back.Config: "Y"}},
+		restartAt: []time.Time{at(restartAt), at(40)}, rolledBack: []bool{false, false}}
+	return r
 }

@@ -12,6 +12,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/reloader/reloader/internal/kube"
 )
 
 // Write is an object the admin clients wrote (created, updated, patched or deleted), as the API
@@ -104,26 +106,14 @@ func writtenMeta(contentType string, body []byte) (metav1.ObjectMeta, bool) {
 // protobufMagic opens every protobuf answer of the API server.
 const protobufMagic = "k8s\x00"
 
-// objectPath parses /api/v1/namespaces/NS/RESOURCE[/NAME[/SUBRESOURCE]] and its /apis/GROUP/VERSION
-// form; a create has no NAME.
+// objectPath parses a namespaced object's path (kube.ParseAPIPath); a create has no name.
+// Cluster-scoped objects are not what the tests wait on.
 func objectPath(path string) (resource, ns, name string, ok bool) {
-	parts := strings.Split(strings.Trim(path, "/"), "/")
-	switch {
-	case len(parts) >= 2 && parts[0] == "api":
-		parts = parts[2:]
-	case len(parts) >= 3 && parts[0] == "apis":
-		parts = parts[3:]
-	default:
+	p, ok := kube.ParseAPIPath(path)
+	if !ok || p.Namespace == "" || p.Resource == "" {
 		return "", "", "", false
 	}
-	if len(parts) < 3 || parts[0] != "namespaces" {
-		return "", "", "", false // cluster-scoped: not what the tests wait on
-	}
-	ns, resource = parts[1], parts[2]
-	if len(parts) >= 4 {
-		name = parts[3]
-	}
-	return resource, ns, name, true
+	return p.Resource, p.Namespace, p.Name, true
 }
 
 type roundTripperFunc func(*http.Request) (*http.Response, error)
