@@ -95,6 +95,11 @@ func (j *judge) agree() (vs []checker.Violation, heldUntil time.Time) {
 		rep, err := j.explain(args, tg)
 		if err != nil {
 			vs = append(vs, checker.Violation(fmt.Sprintf("disagree: explain of %s %s failed: %v", tg.Kind, tg.Name, err)))
+			if tg.Kind == checker.KindJob && strings.Contains(err.Error(), "not found") {
+				// A Job runs again by being deleted and created: asked between the two, it is
+				// asked again once the world is quiet after the run.
+				heldUntil = later(heldUntil, time.Now())
+			}
 			continue
 		}
 		if rep.Reloader.Found {
