@@ -101,9 +101,9 @@ func (sf *stateFaults) configKey(name string) string {
 
 // workloadEntryKey is the key of a strip or hold of workload name for ConfigMap config, as
 // docs/design.md names it: "<prefix>ConfigMap.<kind>_[<namespace>_]<workload>_<config>".
-func (sf *stateFaults) workloadEntryKey(prefix, kind, name, config string) string {
-	if sf.seq.NsSelector {
-		return fmt.Sprintf("%sConfigMap.%s_%s_%s_%s", prefix, kind, sf.ns, name, config)
+func (w *env) workloadEntryKey(prefix, kind, name, config string) string {
+	if w.seq.NsSelector {
+		return fmt.Sprintf("%sConfigMap.%s_%s_%s_%s", prefix, kind, w.ns, name, config)
 	}
 	return fmt.Sprintf("%sConfigMap.%s_%s_%s", prefix, kind, name, config)
 }

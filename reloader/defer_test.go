@@ -385,8 +385,9 @@ func TestDeploymentPausedByStakaterIsResumedWhenItsPauseEnds(t *testing.T) {
 	t.Parallel()
 	ns := cluster.NewNamespace(t)
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
-	pausedAt := time.Now().UTC().Add(-3 * time.Second).Format(time.RFC3339)
-	stakater := map[string]string{"deployment.reloader.stakater.com/pause-period": "8s", "deployment.reloader.stakater.com/paused-at": pausedAt}
+	// 12 s of the pause left: a start and a settle under load took more than 5.
+	pausedAt := time.Now().UTC().Add(-2 * time.Second).Format(time.RFC3339)
+	stakater := map[string]string{"deployment.reloader.stakater.com/pause-period": "14s", "deployment.reloader.stakater.com/paused-at": pausedAt}
 	createDeploymentFrom(t, ns, "web", func(d *appsv1.Deployment) {
 		d.Annotations, d.Spec.Paused = withAnnotations(named("configmap", "app-config"), stakater), true
 	})
@@ -399,7 +400,7 @@ func TestDeploymentPausedByStakaterIsResumedWhenItsPauseEnds(t *testing.T) {
 	if !getDeployment(t, ns, "web").Spec.Paused {
 		t.Fatal("resumed before the pause ended")
 	}
-	waitFor(t, 15*time.Second, "web resumed", func() (bool, error) {
+	waitFor(t, 25*time.Second, "web resumed", func() (bool, error) {
 		d := getDeployment(t, ns, "web")
 		return !d.Spec.Paused && d.Annotations["deployment.reloader.stakater.com/paused-at"] == "", nil
 	})

@@ -1,12 +1,15 @@
 package reloader_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/reloader/reloader/internal/dev/clocktest"
+	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader"
 )
 
@@ -71,6 +74,60 @@ func aPauseOfOursEndsOnTimeAfterItsNamespaceLeavesTheSelection(t *testing.T) {
 				t.Errorf("a Deployment its owner paused, with a paused-at of nobody's, was resumed outside the selection")
 			}
 		})
+	}
+}
+
+// The resume at the end of a pause of ours restarts pods, so outside the selection too a closed
+// window holds it until it opens, as it does inside. The pause's own patch restarts nothing, so
+// the closed window lets it through. On the injected clock: the pause ends on a Friday, the
+// window opens on Saturday.
+func aClosedWindowHoldsTheResumeOfAPauseOfOursAfterItsNamespaceLeavesTheSelection(t *testing.T) {
+	const pausedAt = "deployment.reloader.stakater.com/paused-at"
+	stateNS, ns := cluster.NewNamespace(t), cluster.NewNamespace(t)
+	labelNamespace(t, ns, map[string]string{"reloader-test": ns})
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "0"})
+	createDeployment(t, ns, "web", 0, withAnnotations(named("configmap", "app-config"), map[string]string{
+		"deployment.reloader.stakater.com/pause-period": "5s",
+		policy.WindowAnnotation:                         "Sat 02:00-04:00 Europe/Berlin",
+	}), nil)
+	clock := clocktest.New(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)) // a Friday
+	r := startController(t, stateNS, controllerOpts{tweak: func(o *reloader.Options) {
+		o.Namespace, o.Clock = "", clock
+		o.NamespaceSelector = labels.SelectorFromSet(labels.Set{"reloader-test": ns})
+	}})
+	settle(t)
+
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+	waitEnv(t, ns, "web", cmVar, hash)
+	if d := getDeployment(t, ns, "web"); !d.Spec.Paused || d.Annotations[pausedAt] == "" {
+		t.Fatalf("web reloaded without its pause: paused %t, paused-at %q", d.Spec.Paused, d.Annotations[pausedAt])
+	}
+	waitFor(t, 10*time.Second, "the pause remembered in the state", func() (bool, error) {
+		return stateEntry(t, stateNS, "pause.Deployment_"+ns+"_web") != "", nil
+	})
+	settle(t)
+	changes := templateChanges(t, ns, "web")
+	labelNamespace(t, ns, nil)
+	waitFor(t, 10*time.Second, "the namespace out of the selection", func() (bool, error) {
+		e, err := r.ctrl.Explainer().Explain(context.Background(), reloader.Query{Kind: "Deployment", Namespace: ns, Name: "web"})
+		return err == nil && !e.Watched, err
+	})
+
+	clock.Advance(time.Minute) // the pause is over, the window still closed
+	settle(t)
+	if d := getDeployment(t, ns, "web"); !d.Spec.Paused || d.Annotations[pausedAt] == "" {
+		t.Fatalf("resumed outside the selection through a closed window: paused %t, paused-at %q", d.Spec.Paused, d.Annotations[pausedAt])
+	}
+	clock.Advance(13 * time.Hour) // Saturday 01:00 UTC, 02:00 in Berlin: the window opens
+	waitFor(t, 20*time.Second, "web resumed in its window", func() (bool, error) {
+		d := getDeployment(t, ns, "web")
+		return !d.Spec.Paused && d.Annotations[pausedAt] == "", nil
+	})
+	if v, _ := env(getDeployment(t, ns, "web"), "app", cmVar); v != hash {
+		t.Errorf("marker %q after the resume, want %q", v, hash)
+	}
+	if n := changes(); n != 0 {
+		t.Errorf("the template changed %d times at the resume, want 0: the resume rolls out the template as the pause left it", n)
 	}
 }
 

@@ -1068,6 +1068,12 @@ func webHistory(t *testing.T, ns string) []policy.Entry {
 // reloaded for it, once.
 func wantOneReloadForTheReturn(t *testing.T, ns string) {
 	t.Helper()
+	// The reload for the return is to succeed: its rollout has a minute, not the 3 s that make
+	// the others fail fast, which a loaded machine exceeded (pods_started=0).
+	updateDeployment(t, ns, "web", func(d *appsv1.Deployment) {
+		d.Annotations[policy.TimeoutAnnotation], d.Spec.ProgressDeadlineSeconds = "60s", new(int32(60))
+	})
+	settle(t)
 	before := len(webHistory(t, ns))
 	updateConfigMap(t, ns, "db", map[string]string{"a": "1"})
 	waitFor(t, 30*time.Second, "web reloaded for the return of db's content", func() (bool, error) {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader"
 )
 
@@ -284,6 +285,56 @@ func TestAForgedStateEntryRestartsOnlyWorkloadsThatReloadOnItsConfig(t *testing.
 			wantReloads(t, ns, "annotated", gen["annotated"], tc.annotated+1)
 			wantReloads(t, ns, "control", gen["control"], tc.control+1)
 			wantReloads(t, ns, "plain", gen["plain"], 0)
+		})
+	}
+}
+
+// A strip forged while a reloader runs is not read by it: it judges by the strips it holds in
+// memory, restarts nothing, and its next check of the shard writes the forgery away. Until then
+// explain, which reads the state as a reloader started now does, says the workload reloads for
+// it, and a reloader started then does restart it once, as SECURITY.md allows a strip: explain
+// cannot tell a forged strip from the running reloader's own (docs/explain.md).
+func TestAStripForgedUnderARunningReloaderRestartsNothingUntilAStartReadsIt(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		check time.Duration // the running reloader's StateCheckPeriod; 0: the tests' 2 s
+	}{{"written away by the running reloader", 0}, {"read by the next start", time.Hour}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ns := cluster.NewNamespace(t)
+			createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+			gen := createDeployment(t, ns, "web", 0, named("configmap", "app-config"), envFromCM("app-config")).Generation
+			opts := controllerOpts{}
+			if tc.check > 0 {
+				opts.tweak = func(o *reloader.Options) { o.StateCheckPeriod = tc.check }
+			}
+			r := startController(t, ns, opts)
+			settle(t)
+			key := "strip.ConfigMap.Deployment_web_app-config"
+			setStateEntry(t, ns, key, otherHash)
+			done := configSyncs(t, r)
+			touchConfigMap(t, ns, "app-config") // web is judged again, by the running reloader
+			judgedAfter(t, r, done, "app-config touched")
+			wantReloads(t, ns, "web", gen, 0)
+			if tc.check == 0 {
+				waitFor(t, 30*time.Second, "the forged strip written away", func() (bool, error) {
+					_, ok := storedState(t, ns)[key]
+					return !ok, nil
+				})
+				if e := explainNow(t, ns, "Deployment", "web", nil, nil); e.Next != "up-to-date" {
+					t.Fatalf("explain after the write-back: %q, %s; want up-to-date", e.Next, e.Decision)
+				}
+				wantReloads(t, ns, "web", gen, 0)
+				return
+			}
+			e := explainNow(t, ns, "Deployment", "web", nil, nil)
+			if c := configOf(t, e, "ConfigMap", "app-config"); e.Next != "reload" || c.Why != policy.StripStale.String() {
+				t.Fatalf("explain with the forged strip in the state: %q, why %q; want reload, for the strip", e.Next, c.Why)
+			}
+			r.stop(t)
+			agrees(t, ns, "Deployment", "web", e) // a start reads the strip and restarts web
+			wantReloads(t, ns, "web", gen, 1)
 		})
 	}
 }

@@ -44,6 +44,22 @@ type ExplainTarget struct {
 	// took it (soak seed 1796193212583686282@10: cm-1 came back while the namespace was out of
 	// the selection).
 	waiting map[string]bool
+	// forged: configs of a strip the checker forged of w, which no process has loaded since
+	// (forgedStripUnread) and which still stands in the state (KeepStanding). The running
+	// reloader keeps its strips in memory, does not read it, and writes it away at its next
+	// check of the shard; explain, like a reloader started now, takes it and restarts w once,
+	// as SECURITY.md allows a strip (the replica down for the forgery was not the leader).
+	forged map[string]bool
+}
+
+// KeepStanding keeps, of the forged strips tg is excused for, those stands reports still in
+// the state as the checker forged them.
+func (tg *ExplainTarget) KeepStanding(stands func(kind, name, config string) bool) {
+	for c := range tg.forged {
+		if !stands(tg.Kind, tg.Name, c) {
+			delete(tg.forged, c)
+		}
+	}
 }
 
 // GateEnds is when the pause or minimum interval that holds a workload's due reload ends, or
@@ -66,7 +82,8 @@ func GateEnds(rep ExplainReport) time.Time {
 func Disagreement(tg ExplainTarget, rep ExplainReport, out bool) Violation {
 	var due, whys []string
 	for _, c := range rep.Configs {
-		if c.Reload && !(tg.remembered[c.Name] && c.Why == policy.MarkerStale.String()) && !tg.waiting[c.Name] {
+		if c.Reload && !(tg.remembered[c.Name] && c.Why == policy.MarkerStale.String()) && !tg.waiting[c.Name] &&
+			!(tg.forged[c.Name] && c.Why == policy.StripStale.String()) {
 			due = append(due, c.Kind+"/"+c.Name)
 			whys = append(whys, c.Why)
 		}
@@ -107,9 +124,11 @@ func (r *Oracle) ExplainTargets() ([]ExplainTarget, bool) {
 		if w.deletedAt.IsZero() {
 			_, _, started := r.reads.podsStart(w, r.reads.lastStart(w), "")
 			waiting := !started
-			tg := ExplainTarget{Kind: w.Kind, Name: w.name, gated: w.gate().holds(r.window), invalid: r.reads.readsInvalid(w), remembered: map[string]bool{}, waiting: map[string]bool{}}
+			tg := ExplainTarget{Kind: w.Kind, Name: w.name, gated: w.gate().holds(r.window), invalid: r.reads.readsInvalid(w),
+				remembered: map[string]bool{}, waiting: map[string]bool{}, forged: map[string]bool{}}
 			for _, c := range JudgedConfigs {
 				tg.remembered[c] = r.reads.remembered(w, c)
+				tg.forged[c] = r.forgedStripUnread(w, c)
 				tg.waiting[c] = waiting || r.reads.staleWaiting(w, c, false) && !r.reads.staleWaiting(w, c, true)
 			}
 			out = append(out, tg)

@@ -23,6 +23,9 @@ func TestExplainsAnswerAtASettledPointIsJudgedByWhatTheOracleKnowsHolds(t *testi
 	known := ExplainTarget{Kind: KindDeployment, Name: "w-1", remembered: map[string]bool{"cm-0": true}}
 	other := report("reload", true)
 	other.Configs[0].Why = policy.StateDiffers.String()
+	forged := ExplainTarget{Kind: KindDeployment, Name: "w-1", forged: map[string]bool{"cm-0": true}}
+	stripped := report("reload", true)
+	stripped.Configs[0].Why = policy.StripStale.String()
 	for _, c := range []struct {
 		name   string
 		tg     ExplainTarget
@@ -41,6 +44,9 @@ func TestExplainsAnswerAtASettledPointIsJudgedByWhatTheOracleKnowsHolds(t *testi
 		{"suspended", held, report("held-suspended", true), false, "disagree: explain says w-1 is held-suspended", "the checker suspends no CronJob"},
 		{"reload the running reloader knows its pods need not", known, report("reload", true), false, "", "its memory of the last restart"},
 		{"reload it knows for another reason", known, other, false, "disagree: explain says w-1 reloads for [ConfigMap/cm-0] (why: there is no marker", "only a stale marker is excused"},
+		{"reload for a forged strip no process loaded", forged, stripped, false, "", "the running reloader writes it away; a start restarts once"},
+		{"reload for a strip, none forged", free, stripped, false, "disagree: explain says w-1 reloads for [ConfigMap/cm-0] (why: there is no marker, and the reloader's note", "only a forged strip is excused"},
+		{"reload for a stale marker where a strip was forged", forged, report("reload", true), false, "disagree: explain says w-1 reloads for [ConfigMap/cm-0] (why: the marker says", "the strip decides only without a marker"},
 		{"not watched while out", free, report(reloader.NextNotWatched, false), true, "", "out of the selection"},
 		{"not watched while in", free, report(reloader.NextNotWatched, false), false, "disagree: explain says the reloader does not watch w-1", "in the selection"},
 	} {
@@ -80,6 +86,42 @@ func TestTheRunningReloaderRemembersWhatItsLastRestartsPodsRead(t *testing.T) {
 	r.starts = append(r.starts, at(13))
 	if r.reads.remembered(w, "cm-1") {
 		t.Error("a process started after the restart counted as remembering it")
+	}
+}
+
+// A strip the checker forged excuses explain's reload for it until a process starts after it, and
+// only while the state still holds it as forged.
+func TestAForgedStripExcusesExplainUntilAProcessLoadsIt(t *testing.T) {
+	t.Parallel()
+	at := secondsFromNow()
+	r := NewRecorder(Sequence{})
+	w := &WorkloadLife{name: "w-4", createdAt: at(0)}
+	r.forgeries = []Forgery{{Kind: ForgeStrip, Config: "cm-1", Workload: "w-4", At: at(5)},
+		{Kind: ForgeHold, Config: "cm-0", Workload: "w-4", At: at(5)}, {Kind: ForgeEntry, Config: "cm-2", At: at(5)}}
+	r.starts = []time.Time{at(1)}
+	if !r.forgedStripUnread(w, "cm-1") {
+		t.Error("a strip forged under the running reloader: not excused")
+	}
+	for _, c := range []string{"cm-0", "cm-2", "sec-0"} {
+		if r.forgedStripUnread(w, c) {
+			t.Errorf("%s: excused by a forgery that is not a strip of w-4 for it", c)
+		}
+	}
+	if r.forgedStripUnread(&WorkloadLife{name: "w-4", createdAt: at(6)}, "cm-1") {
+		t.Error("a workload of the same name created after the forgery: excused")
+	}
+	if r.forgedStripUnread(&WorkloadLife{name: "w-0", createdAt: at(0)}, "cm-1") {
+		t.Error("another workload: excused")
+	}
+	r.starts = append(r.starts, at(7))
+	if r.forgedStripUnread(w, "cm-1") {
+		t.Error("a process started after the forgery, which loaded and acted on it: excused")
+	}
+
+	tg := ExplainTarget{Kind: KindDeployment, Name: "w-4", forged: map[string]bool{"cm-1": true, "cm-2": true}}
+	tg.KeepStanding(func(kind, name, c string) bool { return kind == KindDeployment && name == "w-4" && c == "cm-1" })
+	if !tg.forged["cm-1"] || tg.forged["cm-2"] {
+		t.Errorf("kept %v, want only cm-1, which still stands", tg.forged)
 	}
 }
 

@@ -228,6 +228,16 @@ func (r *Oracle) deletionMaskedByForgery(w *WorkloadLife, c string) bool {
 	})
 }
 
+// forgedStripUnread reports whether the checker forged a strip of w for c that no process has
+// loaded: none began after it (a start loads the state, and acts on the strip). The caller
+// holds r.mu.
+func (r *history) forgedStripUnread(w *WorkloadLife, c string) bool {
+	return slices.ContainsFunc(r.forgeries, func(f Forgery) bool {
+		return f.Kind == ForgeStrip && f.Workload == w.name && f.Config == c && f.At.After(w.createdAt) &&
+			!slices.ContainsFunc(r.starts, func(s time.Time) bool { return s.After(f.At) })
+	})
+}
+
 // modeAt is w's annotation mode at a moment.
 func (w *WorkloadLife) modeAt(at time.Time) string {
 	m := w.modes[0].mode

@@ -39,9 +39,9 @@ func (g *Gates) forgetPause(k workload.Key) {
 }
 
 // EndRememberedPause is the sync of a workload outside the selection: a pause of ours that the
-// state remembers and the Deployment still carries ends at its remembered end, with its resume
-// and rolloutStarts' ops, as settle ends it in the selection; until then its timer waits. It
-// ends nothing else, and starts nothing.
+// state remembers and the Deployment still carries ends at its remembered end once its gate
+// lets the resume through, with its resume and rolloutStarts' ops, as Settle ends it in the
+// selection; until then its timer waits. It ends nothing else, and starts nothing.
 func (g *Gates) EndRememberedPause(ctx context.Context, w workload.View, rolloutStarts func(workload.View) []policy.JSONOp) error {
 	pk := g.names.Pause(w.Key)
 	v, ok := g.store.Value(pk)
@@ -57,12 +57,22 @@ func (g *Gates) EndRememberedPause(ctx context.Context, w workload.View, rollout
 		}
 		return nil
 	}
-	if now := g.clock.Now(); now.Before(end) {
+	now := g.clock.Now()
+	if now.Before(end) {
 		g.deferrals.Hold(w.Key, end, policy.ReasonPause)
 		g.report()
 		return nil
 	}
-	ops := append([]policy.JSONOp{rvGuard(w)}, g.annotations.EndPauseOps(w.Meta.GetAnnotations())...)
+	// The resume restarts pods: a closed window, a minimum interval or a schedule that does not
+	// parse holds it, as in the selection (Settle). The entry's end, not the annotation's
+	// period, says when the pause is over.
+	gate.PausePeriod = 0
+	if v := gate.Decide(now); v.Action == policy.Hold {
+		g.deferrals.Hold(w.Key, v.Until, v.Reason)
+		g.report()
+		return nil
+	}
+	ops := append([]policy.JSONOp{rvGuard(w)}, g.annotations.GateOps(w.Meta.GetAnnotations(), gate, now)...)
 	ops = append(append(ops, rolloutStarts(w)...), g.resumeStakater(w)...)
 	if err := WriteMeta(ctx, w, ops, "end the pause period of"); err != nil {
 		return err
