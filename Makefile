@@ -14,7 +14,7 @@ build:
 
 # Builds etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok from the pinned
 # modules under tools/ into the user cache (first run only, a few minutes).
-tools: $(CRANE)
+tools:
 	$(GO) run ./internal/dev/testcluster/cmd/testbin
 
 # Go tools pinned by the modules under tools/, built once into the user cache under a name that

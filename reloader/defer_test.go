@@ -876,3 +876,31 @@ func TestAReloadHeldByAPauseIsNotTimedOutBeforeItRollsOut(t *testing.T) {
 		t.Fatalf("marker %q after the outcome, want %q (rolled back?)", v, hash)
 	}
 }
+
+// A followed reload patched into a pause of ours is timed from the resume, another actor's too:
+// the period over and our resume held by a closed window, someone resumes the Deployment past
+// the patch's timeout, and its rollout is not timed out and rolled back at once (soak seed
+// 1796306838225762327@10: the rollback restarted the pods outside the window).
+func TestAReloadHeldByOurPauseIsTimedFromAnotherActorsLateResume(t *testing.T) {
+	t.Parallel()
+	ns := cluster.NewNamespace(t)
+	followedDeployment(t, ns, map[string]string{"configmap.reloader.stakater.com/reload": "app",
+		policy.RollbackAnnotation: "true", policy.TimeoutAnnotation: "6s",
+		"deployment.reloader.stakater.com/pause-period": "2s", policy.WindowAnnotation: closedWindow()})
+	startController(t, ns, controllerOpts{})
+	settle(t)
+	reloaded := time.Now()
+	updateConfigMap(t, ns, "app", fixedConfig)
+	waitEnv(t, ns, "web", appVar, hashOfData(fixedConfig))
+	if !getDeployment(t, ns, "web").Spec.Paused {
+		t.Fatal("the reload did not pause web")
+	}
+	waitFor(t, 30*time.Second, "the pause and the timeout past", func() (bool, error) { return time.Since(reloaded) > 10*time.Second, nil })
+	settle(t)
+	if d := getDeployment(t, ns, "web"); !d.Spec.Paused {
+		t.Fatal("resumed while the window is closed")
+	}
+
+	updateDeployment(t, ns, "web", func(d *appsv1.Deployment) { d.Spec.Paused = false })
+	succeedsFromTheResume(t, ns)
+}

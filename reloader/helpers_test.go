@@ -41,6 +41,7 @@ type running struct {
 	done    chan error
 	log     *testcluster.LogBuffer
 	metrics *metrics.Metrics
+	ns      string // the namespace it watches; "" for all
 }
 
 type controllerOpts struct {
@@ -86,7 +87,7 @@ func startControllerAs(t *testing.T, cfg *rest.Config, ns string, o controllerOp
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{ctrl: ctrl, cancel: cancel, done: make(chan error, 1), log: log, metrics: opts.Metrics}
+	r := &running{ctrl: ctrl, cancel: cancel, done: make(chan error, 1), log: log, metrics: opts.Metrics, ns: opts.Namespace}
 	go func() { r.done <- ctrl.Run(ctx) }()
 	started.Store(r, t.Name())
 	waitFor(t, 30*time.Second, "controller ready", func() (bool, error) { return ctrl.Ready(), nil })
@@ -285,7 +286,7 @@ func (r *running) settle() {
 // seenWrites reports whether the controller's caches show every write in cluster.Writes to what
 // they watch.
 func (r *running) seenWrites() bool {
-	for _, w := range cluster.Writes.InNamespace("") {
+	for _, w := range cluster.Writes.InNamespace(r.ns) {
 		rv, found, watched := r.ctrl.CachedVersion(w.Resource, w.Namespace, w.Name)
 		aged := time.Since(w.At) >= 300*time.Millisecond
 		switch {

@@ -78,7 +78,9 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workload.Kind, k wo
 		return err
 	}
 	ops = append(ops, c.gates.Ops(w, p.gate, v)...)
-	return c.patch(ctx, w, p.due, ops)
+	// Patched into a pause of ours: nothing rolls out until a resume, ours or another actor's.
+	intoPause := v.Action == policy.PauseAndReload || v.Action == policy.ReloadPaused
+	return c.patch(ctx, w, p.due, ops, intoPause)
 }
 
 // step is what the sync of a workload does next (plan).
@@ -127,9 +129,9 @@ type pair struct {
 	triggers bool
 }
 
-func (c *Controller) patch(ctx context.Context, w workload.View, d due, ops []policy.JSONOp) error {
+func (c *Controller) patch(ctx context.Context, w workload.View, d due, ops []policy.JSONOp, intoPause bool) error {
 	changes, reads := d.changes, d.reads
-	ops, superseded, err := c.tracker.Ops(ctx, w, changes, ops)
+	ops, superseded, err := c.tracker.Ops(ctx, w, changes, ops, intoPause)
 	if err != nil {
 		return err
 	}

@@ -162,8 +162,10 @@ func WarnFollow(reports *report.Reporter, log *slog.Logger, kind string, obj any
 }
 
 // ops adds to a reload's patch its history entry and, with rollback on, what it replaces. It
-// returns the entry the reload supersedes, if one was still progressing.
-func (t *Tracker) Ops(ctx context.Context, w workload.View, changes []policy.Change, ops []policy.JSONOp) ([]policy.JSONOp, *policy.Entry, error) {
+// returns the entry the reload supersedes, if one was still progressing. paused: the patch leaves
+// the reload to a pause of ours, so its clock is stopped from the patch: our resume restarts it
+// (Resumed), and so does another actor's resume (startClock), however late either comes.
+func (t *Tracker) Ops(ctx context.Context, w workload.View, changes []policy.Change, ops []policy.JSONOp, paused bool) ([]policy.JSONOp, *policy.Entry, error) {
 	f := t.follow(w)
 	ann := w.Meta.GetAnnotations()
 	history := policy.ParseHistory(ann[policy.HistoryAnnotation])
@@ -186,6 +188,9 @@ func (t *Tracker) Ops(ctx context.Context, w workload.View, changes []policy.Cha
 		// timeout counts from the patch (soak seed 1795657828041649790 rolled a reload back a
 		// second after it landed).
 		e := t.progressing(w, changes)
+		if paused {
+			e = e.StopClock(e.At)
+		}
 		e.Template, guard = tmpl, test
 		history = append([]policy.Entry{e}, history...)
 	}

@@ -1,8 +1,10 @@
 package testcluster
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -36,5 +38,58 @@ func TestKubeModuleFollowsTheRequestedMinorVersion(t *testing.T) {
 		if got != tc.want || (tc.err == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("%s=%q: got %q, %v; want %q, error containing %q", envKubeVersion, tc.env, got, err, tc.want, tc.err)
 		}
+	}
+}
+
+// TestToolModulesCompileOneVersionOfWhatTheyShare: the tools/ modules that make tools builds,
+// tools/image and the reloader's own module (whose tests link client-go) select one version of
+// every module that two of them compile, so that the build cache compiles each shared package
+// once.
+func TestToolModulesCompileOneVersionOfWhatTheyShare(t *testing.T) {
+	tools, err := findToolsDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	builds := map[string][]string{
+		filepath.Dir(tools):              {"-test", "./..."},
+		filepath.Join(tools, helmModule): {helmPkg},
+		filepath.Join(tools, "image"):    {"./...", "github.com/google/go-containerregistry/cmd/crane"},
+	}
+	b := resolveBinaries(t.TempDir(), defaultKube)
+	for _, bin := range b.binaries() {
+		dir := filepath.Join(tools, bin.module)
+		builds[dir] = append(builds[dir], bin.pkg)
+	}
+	selected := map[string]map[string][]string{} // module path -> version -> the dirs selecting it
+	for dir, pkgs := range builds {
+		args := append([]string{"list", "-deps", "-f",
+			"{{with .Module}}{{.Path}} {{with .Replace}}{{.Version}}{{else}}{{.Version}}{{end}}{{end}}"}, pkgs...)
+		out, err := goCommand(t.Context(), dir, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(filepath.Dir(tools), dir)
+		for _, line := range strings.Split(string(out), "\n") {
+			path, version, _ := strings.Cut(line, " ")
+			if version == "" { // the main module, or a local replacement
+				continue
+			}
+			if selected[path] == nil {
+				selected[path] = map[string][]string{}
+			}
+			if !slices.Contains(selected[path][version], rel) {
+				selected[path][version] = append(selected[path][version], rel)
+			}
+		}
+	}
+	var split []string
+	for path, versions := range selected {
+		if len(versions) > 1 {
+			split = append(split, fmt.Sprintf("%s: %v", path, versions))
+		}
+	}
+	slices.Sort(split)
+	for _, s := range split {
+		t.Errorf("%s; go get the newest where it is older, so it compiles once", s)
 	}
 }

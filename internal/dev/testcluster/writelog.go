@@ -5,7 +5,9 @@ import (
 	"cmp"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -33,17 +35,18 @@ type Write struct {
 // that a test can wait until a watcher has seen its own writes rather than for a fixed time.
 type WriteLog struct {
 	mu   sync.Mutex
-	last map[string]Write // by resource/namespace/name
+	last map[string]map[string]Write // by namespace, then resource/name
 }
 
 // InNamespace returns the last write of each object in namespace ns ("" for every namespace).
+// A test's waits ask for their own namespace: the writes of the others are not scanned.
 func (l *WriteLog) InNamespace(ns string) []Write {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []Write
-	for _, w := range l.last {
-		if ns == "" || w.Namespace == ns {
-			out = append(out, w)
+	for n, ws := range l.last {
+		if ns == "" || n == ns {
+			out = slices.AppendSeq(out, maps.Values(ws))
 		}
 	}
 	return out
@@ -53,9 +56,12 @@ func (l *WriteLog) add(w Write) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.last == nil {
-		l.last = map[string]Write{}
+		l.last = map[string]map[string]Write{}
 	}
-	l.last[w.Resource+"/"+w.Namespace+"/"+w.Name] = w
+	if l.last[w.Namespace] == nil {
+		l.last[w.Namespace] = map[string]Write{}
+	}
+	l.last[w.Namespace][w.Resource+"/"+w.Name] = w
 }
 
 // wrap records each successful write made through rt.

@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -20,7 +21,7 @@ type cli struct {
 	Version    string   `required:"" help:"Release version (vMAJOR.MINOR.PATCH); with --images-only, any image tag."`
 	Revision   string   `help:"Source commit for the image labels and the SBOM."`
 	Out        string   `default:"dist" help:"Output directory."`
-	Platforms  []string `default:"linux/amd64,linux/arm64,linux/arm/v7" help:"Platforms to build."`
+	Platforms  []string `default:"${platforms}" help:"Platforms to build."`
 	ImagesOnly bool     `help:"Build only the binaries and the images."`
 	Push       string   `placeholder:"REGISTRY" help:"Push the image --out holds (make image) to REGISTRY/reloader:VERSION and write kustomize overlays that run it."`
 	Crane      string   `help:"The crane binary, for --push."`
@@ -29,7 +30,8 @@ type cli struct {
 
 func main() {
 	var c cli
-	kong.Parse(&c, kong.Description("Builds the reloader's release artifacts without a container engine."))
+	kong.Parse(&c, kong.Description("Builds the reloader's release artifacts without a container engine."),
+		kong.Vars{"platforms": strings.Join(release.DefaultPlatforms, ",")})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := runRelease(ctx, c); err != nil {
