@@ -2,6 +2,7 @@ package reloader_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,6 +54,11 @@ func TestARollbackOfAReloadMadeUnderALostHashKeyHoldsTheContent(t *testing.T) {
 	gen := getDeployment(t, ns, "web").Generation
 	underLost := updateSecret(t, ns, "db", map[string]string{"password": "b"})
 	waitEnv(t, ns, "web", "_RELOADER_-secret-db", underLost)
+	// Stopped once the patch's answer is read: stopped while reading it, the reloader takes the
+	// patch for failed, and what it noted the pods run stays "another content".
+	waitFor(t, 10*time.Second, "the reload logged", func() (bool, error) {
+		return strings.Contains(r.log.String(), "reloaded workload"), nil
+	})
 	r.stop(t) // grace 0: the rollout is left to the next start
 	deleteHashKey(t, ns)
 

@@ -43,6 +43,7 @@ func TestAllNamespaces(t *testing.T) {
 		{"AConfigDeletedWhileItsNamespaceWasOutOfTheSelectionRestartsNothingOnARecreationWithTheRecordedContent", aConfigDeletedWhileItsNamespaceWasOutOfTheSelectionRestartsNothingOnARecreationWithTheRecordedContent},
 		{"ForgedStateEntriesForAnUnselectedNamespaceActOnNothing", forgedStateEntriesForAnUnselectedNamespaceActOnNothing},
 		{"AConfigBackWhileItsNamespaceWasOutReloadsPodsThatWaitedForIt", aConfigBackWhileItsNamespaceWasOutReloadsPodsThatWaitedForIt},
+		{"AConfigBackWhileItsNamespaceWasOutIsNotedAsRunByPodsTheReloaderSawWaitForIt", aConfigBackWhileItsNamespaceWasOutIsNotedAsRunByPodsTheReloaderSawWaitForIt},
 		{"AllNamespacesWithSelectorIgnoresOtherNamespaces", allNamespacesWithSelectorIgnoresOtherNamespaces},
 	} {
 		t.Run(test.name, func(t *testing.T) {

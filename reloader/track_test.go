@@ -1004,9 +1004,9 @@ func followedWeb(t *testing.T, ns string, also ...string) {
 	}
 	createDeploymentFrom(t, ns, "web", func(d *appsv1.Deployment) {
 		d.Annotations = map[string]string{"reloader.stakater.com/auto": "true",
-			policy.RollbackAnnotation: "true", policy.TimeoutAnnotation: "3s"}
+			policy.RollbackAnnotation: "true", policy.TimeoutAnnotation: "60s"}
 		d.Spec.Replicas = new(int32(1))
-		d.Spec.ProgressDeadlineSeconds = new(int32(3))
+		d.Spec.ProgressDeadlineSeconds = new(int32(60))
 		d.Spec.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{MaxUnavailable: ptr(intstr.FromInt32(0)), MaxSurge: ptr(intstr.FromInt32(1))}
 		c := &d.Spec.Template.Spec.Containers[0]
 		for _, name := range append([]string{"db"}, also...) {
@@ -1034,11 +1034,24 @@ func noSurge(t *testing.T, ns string) (lift func()) {
 		_, used := q.Status.Used[corev1.ResourcePods]
 		return err == nil && used, err
 	})
+	webRolloutTimeout(t, ns, 3)
 	return func() {
 		if err := quotas.Delete(context.Background(), "no-surge", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
+		webRolloutTimeout(t, ns, 60)
 	}
+}
+
+// webRolloutTimeout sets web's rollout timeout and progress deadline: 3 s where its rollouts are
+// to fail fast, a minute where they are to succeed, which a loaded machine took more than 3 s
+// to do (pods_started=0).
+func webRolloutTimeout(t *testing.T, ns string, seconds int32) {
+	t.Helper()
+	updateDeployment(t, ns, "web", func(d *appsv1.Deployment) {
+		d.Annotations[policy.TimeoutAnnotation], d.Spec.ProgressDeadlineSeconds = fmt.Sprintf("%ds", seconds), new(seconds)
+	})
+	settle(t)
 }
 
 // rolledBackTo changes db to data and waits until web's reload for it is rolled back, its
@@ -1068,12 +1081,7 @@ func webHistory(t *testing.T, ns string) []policy.Entry {
 // reloaded for it, once.
 func wantOneReloadForTheReturn(t *testing.T, ns string) {
 	t.Helper()
-	// The reload for the return is to succeed: its rollout has a minute, not the 3 s that make
-	// the others fail fast, which a loaded machine exceeded (pods_started=0).
-	updateDeployment(t, ns, "web", func(d *appsv1.Deployment) {
-		d.Annotations[policy.TimeoutAnnotation], d.Spec.ProgressDeadlineSeconds = "60s", new(int32(60))
-	})
-	settle(t)
+	webRolloutTimeout(t, ns, 60) // the reload for the return is to succeed
 	before := len(webHistory(t, ns))
 	updateConfigMap(t, ns, "db", map[string]string{"a": "1"})
 	waitFor(t, 30*time.Second, "web reloaded for the return of db's content", func() (bool, error) {

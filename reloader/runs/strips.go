@@ -146,11 +146,17 @@ func (s *Strips) WatchDue(c workload.Key, deps []workload.Dependent) {
 // would leave it there. So too a dependent an earlier process noted waiting for c (Awaits): c
 // came back while no reloader watched, and may have changed since the pods took it, or been
 // read anew by another actor's restart (checker seed 408@9): which content they run is unknown.
+// Unless this process made that restart and saw what its pods took (d.Vouched: a namespace that
+// entered the selection again, whose events it saw while out): the note says that content, as
+// the process judges by it.
 func (s *Strips) Unsure(c workload.Key, deps []workload.Dependent) {
 	r := policy.ConfigRef{Kind: c.Kind, Name: c.Name}
 	for _, d := range deps {
 		v, noted := s.store.Value(s.names.Strip(d.Workload, r))
-		if d.ByState && d.Reload && restartedByOthers(d.Workload) || noted && v == awaited {
+		switch {
+		case noted && v == awaited && d.Vouched:
+			s.Remember(d.Workload, r, d.Change.Value, d.Keys)
+		case d.ByState && d.Reload && restartedByOthers(d.Workload) || noted && v == awaited:
 			s.Remember(d.Workload, r, OtherContent, d.Keys)
 		}
 	}

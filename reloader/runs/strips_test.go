@@ -89,6 +89,8 @@ func TestPodsThatWaitForAConfigRunWhatItComesBackWith(t *testing.T) {
 		cfg = workload.Key{Kind: policy.KindConfigMap, Namespace: "ns", Name: "app"}
 		a   = strings.Repeat("a", 40)
 		dep = []workload.Dependent{{Workload: w, Judgement: workload.Judgement{Change: policy.Change{Ref: r, Value: a}}}}
+		// vouched: this process's restart memory knows the pods took a (Vouched).
+		vouched = []workload.Dependent{{Workload: w, Judgement: workload.Judgement{Change: policy.Change{Ref: r, Value: a}, Vouched: true}}}
 	)
 	for _, tc := range []struct {
 		name     string
@@ -100,6 +102,14 @@ func TestPodsThatWaitForAConfigRunWhatItComesBackWith(t *testing.T) {
 		{"came back with a", func(s *Strips) {
 			s.Awaits(w, []policy.ConfigRef{r})
 			s.Reappeared(cfg, dep)
+		}, true, policy.Current},
+		{"came back while no reloader watched: unknown", func(s *Strips) {
+			s.Awaits(w, []policy.ConfigRef{r})
+			s.Unsure(cfg, dep)
+		}, true, policy.Stale},
+		{"came back while out of the selection, seen taken by this process", func(s *Strips) {
+			s.Awaits(w, []policy.ConfigRef{r})
+			s.Unsure(cfg, vouched)
 		}, true, policy.Current},
 		{"rolled back before it came back", func(s *Strips) {
 			s.Awaits(w, []policy.ConfigRef{r})
