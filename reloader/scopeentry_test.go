@@ -8,7 +8,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/reloader/reloader/policy"
 	"github.com/reloader/reloader/reloader"
@@ -22,14 +21,7 @@ import (
 // the selection, could not judge its dependents, and the entry took the note to mean the pods
 // run the content seen then (checker seed 156@10).
 func aConfigBackWhileItsNamespaceWasOutReloadsPodsThatWaitedForIt(t *testing.T) {
-	stateNS, ns := cluster.NewNamespace(t), cluster.NewNamespace(t)
-	selected := map[string]string{"reloader-test": ns}
-	labelNamespace(t, ns, selected)
-	opts := controllerOpts{tweak: func(o *reloader.Options) {
-		o.Namespace = ""
-		o.NamespaceSelector = labels.SelectorFromSet(labels.Set(selected))
-		o.ReloadOnCreate = true
-	}}
+	stateNS, ns, selected, opts := selectedWithState(t, func(o *reloader.Options) { o.ReloadOnCreate = true })
 	createConfigMap(t, ns, "cm-1", map[string]string{"a": "0"})
 	createDeployment(t, ns, "w-0", 1, auto, nil)
 	r := startController(t, stateNS, opts)
@@ -78,14 +70,7 @@ func aConfigDeletedWhileItsNamespaceWasOutOfTheSelectionReloadsOnItsRecreationWh
 	for _, onCreate := range []bool{true, false} {
 		t.Run(map[bool]string{true: "reload-on-create", false: "not on create"}[onCreate], func(t *testing.T) {
 			t.Parallel()
-			stateNS, ns := cluster.NewNamespace(t), cluster.NewNamespace(t)
-			selected := map[string]string{"reloader-test": ns}
-			labelNamespace(t, ns, selected)
-			opts := controllerOpts{tweak: func(o *reloader.Options) {
-				o.Namespace = ""
-				o.NamespaceSelector = labels.SelectorFromSet(labels.Set(selected))
-				o.ReloadOnCreate = onCreate
-			}}
+			stateNS, ns, selected, opts := selectedWithState(t, func(o *reloader.Options) { o.ReloadOnCreate = onCreate })
 			const marker = "_RELOADER_-configmap-cm-1"
 			a0 := map[string]string{"a": "0"}
 			createConfigMap(t, ns, "cm-1", map[string]string{"a": "5"})
@@ -120,13 +105,7 @@ func aConfigDeletedWhileItsNamespaceWasOutOfTheSelectionReloadsOnItsRecreationWh
 // no dependent came while the namespace was out, so w-0 still runs that content and nothing is
 // restarted (policy.UnseenOnEntry).
 func aConfigDeletedWhileItsNamespaceWasOutOfTheSelectionRestartsNothingOnARecreationWithTheRecordedContent(t *testing.T) {
-	stateNS, ns := cluster.NewNamespace(t), cluster.NewNamespace(t)
-	selected := map[string]string{"reloader-test": ns}
-	labelNamespace(t, ns, selected)
-	opts := controllerOpts{tweak: func(o *reloader.Options) {
-		o.Namespace = ""
-		o.NamespaceSelector = labels.SelectorFromSet(labels.Set(selected))
-	}}
+	stateNS, ns, selected, opts := selectedWithState(t, nil)
 	a0 := map[string]string{"a": "0"}
 	createConfigMap(t, ns, "cm-1", a0)
 	created := createDeployment(t, ns, "w-0", 0, named("configmap", "cm-1"), nil).CreationTimestamp.Time
@@ -161,14 +140,7 @@ func aChangeSeenJustBeforeItsNamespaceLeavesTheSelectionReloadsWhenItEnters(t *t
 	for _, restart := range []bool{false, true} {
 		t.Run(map[bool]string{false: "same process", true: "a restart while out"}[restart], func(t *testing.T) {
 			t.Parallel()
-			stateNS, ns := cluster.NewNamespace(t), cluster.NewNamespace(t)
-			selected := map[string]string{"reloader-test": ns}
-			labelNamespace(t, ns, selected)
-			opts := controllerOpts{tweak: func(o *reloader.Options) {
-				o.Namespace = ""
-				o.NamespaceSelector = labels.SelectorFromSet(labels.Set(selected))
-				o.CoalescePeriod = 3 * time.Second
-			}}
+			stateNS, ns, selected, opts := selectedWithState(t, func(o *reloader.Options) { o.CoalescePeriod = 3 * time.Second })
 			const marker = "_RELOADER_-configmap-cm-1"
 			a2 := map[string]string{"a": "2"}
 			createConfigMap(t, ns, "cm-1", map[string]string{"a": "0"})
@@ -201,15 +173,9 @@ func aChangeSeenJustBeforeItsNamespaceLeavesTheSelectionReloadsWhenItEnters(t *t
 // created; the running reloader sees it, and knows the pods took that content. When the
 // namespace enters again, nothing is reloaded, and the state's note says the content the pods
 // run, so that the next start reloads nothing either: another content there would restart w-4
-// once, for nothing (soak seed 1796311406141283745@10, where reloader explain said so).
+// once, for nothing, as reloader explain would say.
 func aConfigBackWhileItsNamespaceWasOutIsNotedAsRunByPodsTheReloaderSawWaitForIt(t *testing.T) {
-	stateNS, ns := cluster.NewNamespace(t), cluster.NewNamespace(t)
-	selected := map[string]string{"reloader-test": ns}
-	labelNamespace(t, ns, selected)
-	opts := controllerOpts{tweak: func(o *reloader.Options) {
-		o.Namespace = ""
-		o.NamespaceSelector = labels.SelectorFromSet(labels.Set(selected))
-	}}
+	stateNS, ns, selected, opts := selectedWithState(t, nil)
 	const cmMarker = "_RELOADER_-configmap-cm-1"
 	createConfigMap(t, ns, "cm-1", map[string]string{"a": "0"})
 	createSecret(t, ns, "sec-0", map[string]string{"a": "0"})
@@ -247,4 +213,15 @@ func aConfigBackWhileItsNamespaceWasOutIsNotedAsRunByPodsTheReloaderSawWaitForIt
 	r.stop(t)
 	startController(t, stateNS, opts)
 	wantReloads(t, ns, "w-4", before, 0)
+}
+
+// selectedWithState is selectedNamespace with a namespace of its own for the state; tweak, if
+// set, adjusts the options further.
+func selectedWithState(t *testing.T, tweak func(*reloader.Options)) (stateNS, ns string, in map[string]string, opts controllerOpts) {
+	t.Helper()
+	ns, in, opts = selectedNamespace(t)
+	if base := opts.tweak; tweak != nil {
+		opts.tweak = func(o *reloader.Options) { base(o); tweak(o) }
+	}
+	return cluster.NewNamespace(t), ns, in, opts
 }
