@@ -146,6 +146,12 @@ type Verdict struct {
 	Reason string
 }
 
+// HoldsRollout reports a reload the verdict lets through into a pause of ours: patched into a
+// workload that stays paused, it rolls out only at a resume, ours or another actor's.
+func (v Verdict) HoldsRollout() bool {
+	return v.Action == PauseAndReload || v.Action == ReloadPaused
+}
+
 // Decide says whether a reload due now may happen. A schedule that does not parse holds the
 // reload until it is fixed: a window is a promise not to restart outside it, and a typo must not
 // break it. The pause period runs first (stakater's semantics: changes during it are batched

@@ -256,3 +256,22 @@ func TestPauseOpsPauseTheRolloutsAndRecordTheStart(t *testing.T) {
 		t.Errorf("got %s, want %s", got, want)
 	}
 }
+
+// A reload let through into a pause of ours rolls out only at a resume: its rollout's clock
+// starts then, not at its patch.
+func TestAVerdictHoldsTheRolloutOnlyOfAReloadPatchedIntoAPause(t *testing.T) {
+	for _, tc := range []struct {
+		action policy.Action
+		want   bool
+	}{
+		{policy.ReloadNow, false},
+		{policy.Hold, false},
+		{policy.StartPause, false},
+		{policy.PauseAndReload, true},
+		{policy.ReloadPaused, true},
+	} {
+		if got := (policy.Verdict{Action: tc.action}).HoldsRollout(); got != tc.want {
+			t.Errorf("action %d: HoldsRollout %t, want %t", tc.action, got, tc.want)
+		}
+	}
+}

@@ -78,9 +78,7 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workload.Kind, k wo
 		return err
 	}
 	ops = append(ops, c.gates.Ops(w, p.gate, v)...)
-	// Patched into a pause of ours: nothing rolls out until a resume, ours or another actor's.
-	intoPause := v.Action == policy.PauseAndReload || v.Action == policy.ReloadPaused
-	return c.patch(ctx, w, p.due, ops, intoPause)
+	return c.patch(ctx, w, p.due, ops, v.HoldsRollout())
 }
 
 // step is what the sync of a workload does next (plan).
