@@ -63,11 +63,9 @@ func (g *Gates) EndRememberedPause(ctx context.Context, w workload.View, rollout
 		g.report()
 		return nil
 	}
-	// The resume restarts pods: a closed window, a minimum interval or a schedule that does not
-	// parse holds it, as in the selection (Settle). The entry's end, not the annotation's
-	// period, says when the pause is over.
-	gate.PausePeriod = 0
-	if v := gate.Decide(now); v.Action == policy.Hold {
+	// The entry's end, not the annotation's period, said that the pause is over; the resume is
+	// gated as in the selection (Settle).
+	if v := gate.DecideResume(now); v.Action == policy.Hold {
 		g.deferrals.Hold(w.Key, v.Until, v.Reason)
 		g.report()
 		return nil
