@@ -45,7 +45,7 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workload.Kind, k wo
 	w, ok := c.rule.View(kind, obj)
 	if !ok {
 		if w, ok := c.rule.viewInAnyNamespace(kind, obj); ok && !c.opts.DryRun {
-			return c.gates.EndRememberedPause(ctx, w, c.tracker.Resumed) // safe/pauses.go
+			return c.gates.EndRememberedPause(ctx, w, c.tracker.Resumed, c.validation.HoldsInvalid) // safe/pauses.go
 		}
 		return nil
 	}

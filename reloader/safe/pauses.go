@@ -39,10 +39,13 @@ func (g *Gates) forgetPause(k workload.Key) {
 }
 
 // EndRememberedPause is the sync of a workload outside the selection: a pause of ours that the
-// state remembers and the Deployment still carries ends at its remembered end once its gate
-// lets the resume through, with its resume and rolloutStarts' ops, as Settle ends it in the
-// selection; until then its timer waits. It ends nothing else, and starts nothing.
-func (g *Gates) EndRememberedPause(ctx context.Context, w workload.View, rolloutStarts func(workload.View) []policy.JSONOp) error {
+// state remembers and the Deployment still carries ends at its remembered end once its pods
+// read no content that does not validate (holdsInvalid, Validation.HoldsInvalid, which holds
+// it) and its gate lets the resume through, with its resume and rolloutStarts' ops, as the sync
+// in the selection ends it (the planner's stepInvalid, then Settle); until then its timer
+// waits. It ends nothing else, and starts nothing.
+func (g *Gates) EndRememberedPause(ctx context.Context, w workload.View, rolloutStarts func(workload.View) []policy.JSONOp,
+	holdsInvalid func(workload.View) bool) error {
 	pk := g.names.Pause(w.Key)
 	v, ok := g.store.Value(pk)
 	if !ok {
@@ -61,6 +64,10 @@ func (g *Gates) EndRememberedPause(ctx context.Context, w workload.View, rollout
 	if now.Before(end) {
 		g.deferrals.Hold(w.Key, end, policy.ReasonPause)
 		g.report()
+		return nil
+	}
+	// The resume restarts pods on the configs as they are.
+	if holdsInvalid(w) {
 		return nil
 	}
 	// The entry's end, not the annotation's period, said that the pause is over; the resume is
