@@ -146,6 +146,12 @@ type Verdict struct {
 	Reason string
 }
 
+// HoldsRollout reports a reload the verdict lets through into a pause of ours: patched into a
+// workload that stays paused, it rolls out only at a resume, ours or another actor's.
+func (v Verdict) HoldsRollout() bool {
+	return v.Action == PauseAndReload || v.Action == ReloadPaused
+}
+
 // Decide says whether a reload due now may happen. A schedule that does not parse holds the
 // reload until it is fixed: a window is a promise not to restart outside it, and a typo must not
 // break it. The pause period runs first (stakater's semantics: changes during it are batched
@@ -168,6 +174,24 @@ func (g Gate) Decide(now time.Time) Verdict {
 			return Verdict{Action: Hold, Until: end, Reason: ReasonPause}
 		}
 	}
+	return g.restartAt(now)
+}
+
+// DecideResume says whether the resume of a pause period that is over may go now. The resume
+// restarts pods, so it is gated as any restart: a schedule that does not parse holds it until
+// fixed, then the minimum interval since the last reload, then the next open window. The pause
+// period has no say: whoever asks knows the pause is over (by the annotation inside the
+// selection, by the end the state remembers outside it).
+func (g Gate) DecideResume(now time.Time) Verdict {
+	if len(g.Problems) > 0 {
+		return Verdict{Action: Hold, Reason: ReasonInvalid}
+	}
+	return g.restartAt(now)
+}
+
+// restartAt holds a restart for the minimum interval since the last reload, then for the next
+// open window; the schedule parses.
+func (g Gate) restartAt(now time.Time) Verdict {
 	at, reason := now, ""
 	if g.MinInterval > 0 && !g.LastReload.IsZero() {
 		if next := g.LastReload.Add(g.MinInterval); next.After(at) {

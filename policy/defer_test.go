@@ -256,3 +256,73 @@ func TestPauseOpsPauseTheRolloutsAndRecordTheStart(t *testing.T) {
 		t.Errorf("got %s, want %s", got, want)
 	}
 }
+
+// A reload let through into a pause of ours rolls out only at a resume: its rollout's clock
+// starts then, not at its patch.
+func TestAVerdictHoldsTheRolloutOnlyOfAReloadPatchedIntoAPause(t *testing.T) {
+	for _, tc := range []struct {
+		action policy.Action
+		want   bool
+	}{
+		{policy.ReloadNow, false},
+		{policy.Hold, false},
+		{policy.StartPause, false},
+		{policy.PauseAndReload, true},
+		{policy.ReloadPaused, true},
+	} {
+		if got := (policy.Verdict{Action: tc.action}).HoldsRollout(); got != tc.want {
+			t.Errorf("action %d: HoldsRollout %t, want %t", tc.action, got, tc.want)
+		}
+	}
+}
+
+// The resume of a pause that is over restarts pods: the window, the minimum interval and a
+// schedule that does not parse gate it as any restart, and the pause period has no say, whether
+// the annotation says the pause is over (inside the selection) or the state's remembered end
+// does (outside it, where the annotation may say it still runs).
+func TestTheResumeOfAPauseThatIsOverIsGatedAsARestart(t *testing.T) {
+	a := policy.DefaultAnnotations()
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC) // a Monday
+	since := func(d time.Duration) string { return now.Add(-d).Format(time.RFC3339Nano) }
+	over := map[string]string{a.PausePeriod: "30s", a.PausedAt: since(time.Minute)}
+	for _, tc := range []struct {
+		name   string
+		meta   map[string]string
+		def    policy.GateDefaults
+		want   policy.Action
+		until  time.Time
+		reason string
+	}{
+		{"no gate", over, policy.GateDefaults{}, policy.ReloadNow, time.Time{}, ""},
+		{"the annotation's period still running: the caller knows better", map[string]string{a.PausePeriod: "1h", a.PausedAt: since(time.Minute)},
+			policy.GateDefaults{}, policy.ReloadNow, time.Time{}, ""},
+		{"a paused-at that does not parse", map[string]string{a.PausePeriod: "30s", a.PausedAt: "yesterday"},
+			policy.GateDefaults{}, policy.ReloadNow, time.Time{}, ""},
+		{"inside the window", withKV(over, policy.WindowAnnotation, "Mon 11:00-13:00"), policy.GateDefaults{}, policy.ReloadNow, time.Time{}, ""},
+		{"outside the window", withKV(over, policy.WindowAnnotation, "13:00-14:00"), policy.GateDefaults{},
+			policy.Hold, now.Add(time.Hour), policy.ReasonWindow},
+		{"outside the flag's window", over, policy.GateDefaults{Window: "Tue 00:00-01:00"},
+			policy.Hold, now.Add(12 * time.Hour), policy.ReasonWindow},
+		{"too soon after the last reload", withKV(withKV(over, policy.MinIntervalAnnotation, "10s"), policy.LastReloadAnnotation, since(4*time.Second)),
+			policy.GateDefaults{}, policy.Hold, now.Add(6 * time.Second), policy.ReasonMinInterval},
+		{"interval over, then the window", withKV(withKV(withKV(over, policy.MinIntervalAnnotation, "2h"), policy.LastReloadAnnotation, since(time.Hour)),
+			policy.WindowAnnotation, "Mon 12:00-12:30"), policy.GateDefaults{}, policy.Hold, now.Add(7 * 24 * time.Hour), policy.ReasonWindow},
+		{"interval over", withKV(withKV(over, policy.MinIntervalAnnotation, "10s"), policy.LastReloadAnnotation, since(10*time.Second)),
+			policy.GateDefaults{}, policy.ReloadNow, time.Time{}, ""},
+		{"a window that does not parse", withKV(over, policy.WindowAnnotation, "Moonday 01:00-02:00"), policy.GateDefaults{},
+			policy.Hold, time.Time{}, policy.ReasonInvalid},
+		{"an interval that does not parse", withKV(over, policy.MinIntervalAnnotation, "ten seconds"), policy.GateDefaults{},
+			policy.Hold, time.Time{}, policy.ReasonInvalid},
+		{"a pause period that does not parse", map[string]string{a.PausePeriod: "soon", a.PausedAt: since(time.Minute)}, policy.GateDefaults{},
+			policy.Hold, time.Time{}, policy.ReasonInvalid},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := a.GateOf(tc.meta, nil, tc.def)
+			g.Pausable, g.Paused = true, true // a Deployment still paused by us
+			v := g.DecideResume(now)
+			if v.Action != tc.want || !v.Until.Equal(tc.until) || v.Reason != tc.reason {
+				t.Errorf("got %+v, want action %d until %s reason %q", v, tc.want, tc.until, tc.reason)
+			}
+		})
+	}
+}

@@ -13,6 +13,10 @@ func (c *Controller) syncConfig(k workload.Key) error {
 	if !c.caches.allowed(k.Namespace) {
 		c.changes.forget(k)
 		c.validation.Forget(k)
+		if rec := c.caches.lookup(k); rec == nil || rec.Invalid() == "" {
+			// A resume of a pause of ours held for invalid content goes on (safe/pauses.go).
+			c.validation.Wake(k, nil)
+		}
 		return nil
 	}
 	rec := c.caches.lookup(k)

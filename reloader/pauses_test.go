@@ -131,6 +131,59 @@ func aClosedWindowHoldsTheResumeOfAPauseOfOursAfterItsNamespaceLeavesTheSelectio
 	}
 }
 
+// The resume at the end of a pause of ours restarts pods on the configs as they are, so outside
+// the selection too it waits while a config the pods read does not validate, as it does inside,
+// with the same Warning; the fix resumes it. On the injected clock: the content turns invalid
+// during the pause, the namespace leaves the selection, the pause ends.
+func aResumeOfAPauseOfOursOutsideTheSelectionWaitsForTheContentToValidate(t *testing.T) {
+	const pausedAt = "deployment.reloader.stakater.com/paused-at"
+	stateNS, ns := cluster.NewNamespace(t), cluster.NewNamespace(t)
+	labelNamespace(t, ns, map[string]string{"reloader-test": ns})
+	validatedConfig(t, ns, `{"v":0}`)
+	createDeployment(t, ns, "web", 0, withAnnotations(named("configmap", "app-config"),
+		map[string]string{"deployment.reloader.stakater.com/pause-period": "5s"}), envFromCM("app-config"))
+	clock := clocktest.New(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC))
+	r := startController(t, stateNS, controllerOpts{tweak: func(o *reloader.Options) {
+		o.Namespace, o.Clock = "", clock
+		o.NamespaceSelector = labels.SelectorFromSet(labels.Set{"reloader-test": ns})
+	}})
+	settle(t)
+
+	hash := setJSON(t, ns, `{"v":1}`)
+	waitEnv(t, ns, "web", cmVar, hash)
+	if d := getDeployment(t, ns, "web"); !d.Spec.Paused || d.Annotations[pausedAt] == "" {
+		t.Fatalf("web reloaded without its pause: paused %t, paused-at %q", d.Spec.Paused, d.Annotations[pausedAt])
+	}
+	waitFor(t, 10*time.Second, "the pause remembered in the state", func() (bool, error) {
+		return stateEntry(t, stateNS, "pause.Deployment_"+ns+"_web") != "", nil
+	})
+	setJSON(t, ns, `{"v":`)
+	invalidWarning(t, ns, 1)
+	settle(t)
+	labelNamespace(t, ns, nil)
+	waitFor(t, 10*time.Second, "the namespace out of the selection", func() (bool, error) {
+		e, err := r.ctrl.Explainer().Explain(context.Background(), reloader.Query{Kind: "Deployment", Namespace: ns, Name: "web"})
+		return err == nil && !e.Watched, err
+	})
+
+	clock.Advance(time.Minute) // the pause is over
+	settle(t)
+	if d := getDeployment(t, ns, "web"); !d.Spec.Paused || d.Annotations[pausedAt] == "" {
+		t.Fatalf("resumed outside the selection onto content that does not validate: paused %t, paused-at %q", d.Spec.Paused, d.Annotations[pausedAt])
+	}
+	if n := countEvents(t, ns, "web", "ReloadHeldInvalidConfig"); n != 1 {
+		t.Errorf("%d ReloadHeldInvalidConfig warnings on web, want 1", n)
+	}
+	setJSON(t, ns, `{"v":2}`)
+	waitFor(t, 20*time.Second, "web resumed once its content validates", func() (bool, error) {
+		d := getDeployment(t, ns, "web")
+		return !d.Spec.Paused && d.Annotations[pausedAt] == "", nil
+	})
+	if v, _ := env(getDeployment(t, ns, "web"), "app", cmVar); v != hash {
+		t.Errorf("marker %q after the resume, want %q: nothing reloads outside the selection", v, hash)
+	}
+}
+
 // A pause of ours ends when the Deployment loses every reload annotation during it, the pause
 // period's included (which ends it at once, as a shorter period would): the reloader no longer
 // reloads it, but ends what it began. This held before pauses were remembered; it guards the

@@ -45,7 +45,7 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workload.Kind, k wo
 	w, ok := c.rule.View(kind, obj)
 	if !ok {
 		if w, ok := c.rule.viewInAnyNamespace(kind, obj); ok && !c.opts.DryRun {
-			return c.gates.EndRememberedPause(ctx, w, c.tracker.Resumed) // safe/pauses.go
+			return c.gates.EndRememberedPause(ctx, w, c.tracker.Resumed, c.validation.HoldsInvalid) // safe/pauses.go
 		}
 		return nil
 	}
@@ -78,9 +78,7 @@ func (c *Controller) syncWorkload(ctx context.Context, kind *workload.Kind, k wo
 		return err
 	}
 	ops = append(ops, c.gates.Ops(w, p.gate, v)...)
-	// Patched into a pause of ours: nothing rolls out until a resume, ours or another actor's.
-	intoPause := v.Action == policy.PauseAndReload || v.Action == policy.ReloadPaused
-	return c.patch(ctx, w, p.due, ops, intoPause)
+	return c.patch(ctx, w, p.due, ops, v.HoldsRollout())
 }
 
 // step is what the sync of a workload does next (plan).

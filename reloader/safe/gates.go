@@ -236,9 +236,8 @@ func (g *Gates) Settle(ctx context.Context, w workload.View, rolloutStarts func(
 		ops := append([]policy.JSONOp{rvGuard(w)}, g.annotations.EndPauseOps(w.Meta.GetAnnotations())...)
 		return g.endPause(ctx, w, ops)
 	}
-	// The resume rolls out what the pause held: a restart, which the window and the minimum
-	// interval gate, and which the reload's time records.
-	if v := gate.Decide(now); v.Action == policy.Hold {
+	// The resume rolls out what the pause held: a restart, which the reload's time records.
+	if v := gate.DecideResume(now); v.Action == policy.Hold {
 		g.deferrals.Hold(w.Key, v.Until, v.Reason)
 		g.report()
 		return nil

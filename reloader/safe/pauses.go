@@ -39,10 +39,13 @@ func (g *Gates) forgetPause(k workload.Key) {
 }
 
 // EndRememberedPause is the sync of a workload outside the selection: a pause of ours that the
-// state remembers and the Deployment still carries ends at its remembered end once its gate
-// lets the resume through, with its resume and rolloutStarts' ops, as Settle ends it in the
-// selection; until then its timer waits. It ends nothing else, and starts nothing.
-func (g *Gates) EndRememberedPause(ctx context.Context, w workload.View, rolloutStarts func(workload.View) []policy.JSONOp) error {
+// state remembers and the Deployment still carries ends at its remembered end once its pods
+// read no content that does not validate (holdsInvalid, Validation.HoldsInvalid, which holds
+// it) and its gate lets the resume through, with its resume and rolloutStarts' ops, as the sync
+// in the selection ends it (the planner's stepInvalid, then Settle); until then its timer
+// waits. It ends nothing else, and starts nothing.
+func (g *Gates) EndRememberedPause(ctx context.Context, w workload.View, rolloutStarts func(workload.View) []policy.JSONOp,
+	holdsInvalid func(workload.View) bool) error {
 	pk := g.names.Pause(w.Key)
 	v, ok := g.store.Value(pk)
 	if !ok {
@@ -63,11 +66,13 @@ func (g *Gates) EndRememberedPause(ctx context.Context, w workload.View, rollout
 		g.report()
 		return nil
 	}
-	// The resume restarts pods: a closed window, a minimum interval or a schedule that does not
-	// parse holds it, as in the selection (Settle). The entry's end, not the annotation's
-	// period, says when the pause is over.
-	gate.PausePeriod = 0
-	if v := gate.Decide(now); v.Action == policy.Hold {
+	// The resume restarts pods on the configs as they are.
+	if holdsInvalid(w) {
+		return nil
+	}
+	// The entry's end, not the annotation's period, said that the pause is over; the resume is
+	// gated as in the selection (Settle).
+	if v := gate.DecideResume(now); v.Action == policy.Hold {
 		g.deferrals.Hold(w.Key, v.Until, v.Reason)
 		g.report()
 		return nil

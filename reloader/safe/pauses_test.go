@@ -18,7 +18,8 @@ import (
 // a forged paused-at, a forged or stale entry, or a pause someone else ended starts nothing and
 // resumes nothing; the entry that no longer names a pause of ours is forgotten. Its resume
 // restarts pods, so its gate holds it as in the selection: a closed window, a minimum interval,
-// a schedule that does not parse; a resume under a minimum interval records its time.
+// a schedule that does not parse, and content its pods read that does not validate; a resume
+// under a minimum interval records its time.
 func TestOnlyAPauseTheStateAndTheDeploymentBothNameIsEndedOutsideTheSelection(t *testing.T) {
 	const start = "2026-11-26T11:59:00.5Z"
 	started, _ := time.Parse(time.RFC3339Nano, start)
@@ -30,6 +31,7 @@ func TestOnlyAPauseTheStateAndTheDeploymentBothNameIsEndedOutsideTheSelection(t 
 		paused          bool
 		gate            map[string]string // more annotations
 		advance         time.Duration
+		invalid         bool // the pods read content that does not validate
 		ends, kept      bool
 		heldUntilItsEnd bool // or until its gate opens
 	}{
@@ -50,6 +52,10 @@ func TestOnlyAPauseTheStateAndTheDeploymentBothNameIsEndedOutsideTheSelection(t 
 			gate: map[string]string{policy.MinIntervalAnnotation: "1m", policy.LastReloadAnnotation: start}, ends: true},
 		{name: "ours, at its end, under a minimum interval that does not parse", entry: ours, pausedAt: start, paused: true, advance: time.Hour,
 			gate: map[string]string{policy.MinIntervalAnnotation: "-5s"}, kept: true, heldUntilItsEnd: true},
+		{name: "ours, at its end, its pods reading content that does not validate", entry: ours, pausedAt: start, paused: true, advance: time.Hour,
+			invalid: true, kept: true, heldUntilItsEnd: true},
+		{name: "ours, resumed by someone else, its pods reading content that does not validate", entry: ours, pausedAt: start, advance: time.Hour,
+			invalid: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := newGatesFixture(newStore())
@@ -69,7 +75,13 @@ func TestOnlyAPauseTheStateAndTheDeploymentBothNameIsEndedOutsideTheSelection(t 
 				f.store.Kind(entrykeys.PausePrefix).SetValue(f.g.names.Pause(w.Key), c.entry)
 			}
 			f.clock.Advance(c.advance)
-			if err := f.g.EndRememberedPause(context.Background(), w, func(workload.View) []policy.JSONOp { return nil }); err != nil {
+			holdsInvalid := func(w workload.View) bool { // as Validation.HoldsInvalid
+				if c.invalid {
+					f.g.holdInvalid(w)
+				}
+				return c.invalid
+			}
+			if err := f.g.EndRememberedPause(context.Background(), w, func(workload.View) []policy.JSONOp { return nil }, holdsInvalid); err != nil {
 				t.Fatal(err)
 			}
 			if ended := len(sent) == 1 && strings.Contains(sent[0], `"path":"/spec/paused","value":false`); ended != c.ends || len(sent) > 1 {
