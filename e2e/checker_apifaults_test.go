@@ -43,7 +43,7 @@ func (f *apiFaults) outage(d time.Duration) {
 	f.gate.close()
 	f.reopen = time.AfterFunc(d, func() {
 		f.gate.open.Store(true)
-		f.rec.BlindFrom(from, time.Now())
+		f.rec.CutOff(from, time.Now())
 	})
 }
 
@@ -55,7 +55,7 @@ func (f *apiFaults) restart(d time.Duration) error {
 	if err := f.cl.RestartAPIServer(f.ctx, d, f.rnd.IntN(2) == 0); err != nil {
 		return fmt.Errorf("restart the API server: %w", err)
 	}
-	f.rec.BlindFrom(from, time.Now())
+	f.rec.CutOff(from, time.Now())
 	return nil
 }
 
@@ -136,7 +136,7 @@ func (f *apiFaults) end() {
 	f.mu.Lock()
 	if f.reopen != nil && f.reopen.Stop() {
 		f.gate.open.Store(true)
-		f.rec.BlindFrom(f.cutAt, time.Now())
+		f.rec.CutOff(f.cutAt, time.Now())
 	}
 	for name, lift := range f.lifts {
 		lift()

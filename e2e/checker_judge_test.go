@@ -59,6 +59,7 @@ func (j *judge) settle() []checker.Violation {
 			if err := j.generations(); err != nil {
 				j.t.Fatal(err)
 			}
+			j.explainLost(lost)
 			vs := slices.Concat(lost, j.rec.Oracle.Excess(), j.forgedJobsCreated())
 			if len(vs) == 0 && done {
 				var until time.Time // settled: a reloader started now has nothing to do (agree)
@@ -118,6 +119,34 @@ func (j *judge) agree() (vs []checker.Violation, heldUntil time.Time) {
 	}
 	j.t.Logf("seed %d: explain agrees on %d workload(s) in %s", j.seq.Seed, len(targets)-len(vs), time.Since(start).Round(time.Millisecond))
 	return vs, heldUntil
+}
+
+// explainLost logs what reloader explain says of each workload a lost change names, config by
+// config: a fresh start's judgement, in policy's words, of the pair the oracle says was lost.
+func (j *judge) explainLost(lost []checker.Violation) {
+	if len(lost) == 0 || !explainKnown() {
+		return
+	}
+	targets, _ := j.rec.Oracle.ExplainTargets()
+	args, err := j.explainArgs()
+	if err != nil {
+		j.t.Logf("explain the lost changes: %v", err)
+		return
+	}
+	for _, tg := range targets {
+		if !slices.ContainsFunc(lost, func(v checker.Violation) bool { return strings.HasPrefix(string(v), "lost: "+tg.Name+" ") }) {
+			continue
+		}
+		rep, err := j.explain(args, tg)
+		if err != nil {
+			j.t.Logf("explain %s %s, which lost a change: %v", tg.Kind, tg.Name, err)
+			continue
+		}
+		for _, c := range rep.Configs {
+			j.t.Logf("explain %s %s, which lost a change: %s/%s exists %t, state %q, markers %v, reload %t: %s (%s)",
+				tg.Kind, tg.Name, c.Kind, c.Name, c.Exists, c.State, c.Markers, c.Reload, c.Why, c.Decision)
+		}
+	}
 }
 
 // forgedStrips reports whether the state still holds a strip of a workload (kind, name) for a

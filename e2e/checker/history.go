@@ -69,7 +69,8 @@ type history struct {
 	ignored   map[string][]modeEvent // "true"/"false" per config
 	workloads map[types.UID]*WorkloadLife
 	own       map[int64]bool    // resourceVersions the checker wrote to Deployments
-	blind     [][2]time.Time    // outages and API server restarts
+	blind     [][2]time.Time    // outages, API server restarts, downtimes, spans with no leader
+	cuts      [][2]time.Time    // outages and API server restarts: no reloader could watch
 	changedAt time.Time         // when a template last changed
 	gaps      int               // watch gaps caught up by a list: restarts there may be undercounted
 	amnesia   map[string][]loss // when the state lost each config's entry

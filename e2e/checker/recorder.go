@@ -128,6 +128,15 @@ func (r *Recorder) BlindFrom(from, to time.Time) {
 	r.blind = append(r.blind, [2]time.Time{from, to})
 }
 
+// CutOff notes an outage or an API server restart from from to to: a blind spell in which the
+// running reloaders' watches saw nothing, so they acted on what they saw before it.
+func (r *Recorder) CutOff(from, to time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.blind = append(r.blind, [2]time.Time{from, to})
+	r.cuts = append(r.cuts, [2]time.Time{from, to})
+}
+
 // Killed notes a kill -9 of a replica.
 func (r *Recorder) Killed() {
 	r.mu.Lock()

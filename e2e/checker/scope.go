@@ -17,7 +17,7 @@ import (
 // namespaces; a config the state has never seen restarts nothing):
 //   - While the namespace is out, the reloader restarts nothing, except a reload it had already
 //     begun when the label went: one committed before the label's removal, or seen within
-//     raceMargin of it, or a Job's recreation whose deletion came before (the reloader finishes
+//     raceMargin of it (of the end of the outage or API server restart it fell in), or a Job's recreation whose deletion came before (the reloader finishes
 //     it, running or at its next start, whatever the namespace's labels: a Job left deleted
 //     would be a workload lost).
 //   - Out of the selection is like a fault that ends: every change made while out (update,
@@ -89,8 +89,9 @@ func (r *history) inScopeFrom(t time.Time) time.Time {
 }
 
 // outOfScope lists the reloads of w made while its namespace was out of the selection: written
-// after the label's removal and seen more than raceMargin after it (a reload already under way
-// may land in that margin), and before the label came back. The caller holds r.mu.
+// after the label's removal and seen more than raceMargin after the reloader could see it (a
+// reload already under way may land in that margin), and before the label came back. The caller
+// holds r.mu.
 func (r *excess) outOfScope(w *WorkloadLife) []Violation {
 	var out []Violation
 	for i, rv := range w.restarts {
@@ -98,16 +99,29 @@ func (r *excess) outOfScope(w *WorkloadLife) []Violation {
 			continue
 		}
 		for _, o := range r.outs {
-			if w.Kind == KindJob && finishes(w, w.restartAt[i], o.left.Add(RaceMargin)) {
+			seen := r.visibleFrom(o.left)
+			if w.Kind == KindJob && finishes(w, w.restartAt[i], seen.Add(RaceMargin)) {
 				continue
 			}
-			if rv > o.leftRV && (o.enterRV == 0 || rv < o.enterRV) && w.restartAt[i].After(o.left.Add(RaceMargin)) {
+			if rv > o.leftRV && (o.enterRV == 0 || rv < o.enterRV) && w.restartAt[i].After(seen.Add(RaceMargin)) {
 				out = append(out, Violation(fmt.Sprintf("scope: %s %s reloaded at rv %d, %s after its namespace left the selection (rv %d), before it entered again (rv %d)",
 					w.Kind, w.name, rv, w.restartAt[i].Sub(o.left).Round(time.Millisecond), o.leftRV, o.enterRV)))
 			}
 		}
 	}
 	return out
+}
+
+// visibleFrom is when a running reloader could first see a write made at t: t, or the end of
+// the outage or API server restart t fell in (a reload begun before it, retried through it,
+// lands when it ends, before the watch that carries the write). The caller holds r.mu.
+func (r *history) visibleFrom(t time.Time) time.Time {
+	for _, c := range r.cuts {
+		if !t.Before(c[0]) && t.Before(c[1]) {
+			return c[1]
+		}
+	}
+	return t
 }
 
 // jobDeleted notes that the watch saw a Job deleted.

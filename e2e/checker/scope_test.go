@@ -98,3 +98,31 @@ func TestAReloadWhileTheNamespaceIsOutIsAViolation(t *testing.T) {
 		t.Error("a reload while the namespace is still out is no violation")
 	}
 }
+
+// The namespace left the selection during an outage: a reload retried through it lands when it
+// ends, before the watch brings the label's removal. It is under way until raceMargin after the
+// outage (seed 1796311406141283752@10), and a violation after; a downtime of a replica, whose
+// next start lists the namespace afresh, extends nothing.
+func TestAReloadRetriedThroughAnOutageInWhichTheNamespaceLeftIsUnderWay(t *testing.T) {
+	t.Parallel()
+	left := time.Now()
+	cut := [2]time.Time{left.Add(-3 * time.Second), left.Add(4 * time.Second)}
+	for _, tc := range []struct {
+		name string
+		cuts [][2]time.Time
+		at   time.Duration // the reload, after the leave
+		want bool
+	}{
+		{"at the outage's end", [][2]time.Time{cut}, 4 * time.Second, false},
+		{"within raceMargin of its end", [][2]time.Time{cut}, 4*time.Second + RaceMargin - time.Millisecond, false},
+		{"past raceMargin after its end", [][2]time.Time{cut}, 4*time.Second + RaceMargin + time.Millisecond, true},
+		{"with no outage", nil, 4 * time.Second, true},
+		{"after an outage that ended before the leave", [][2]time.Time{{left.Add(-9 * time.Second), left.Add(-time.Second)}}, 4 * time.Second, true},
+	} {
+		r := newRecorder(&history{own: map[int64]bool{}, cuts: tc.cuts, outs: []outSpan{{left: left, leftRV: 100}}})
+		w := &WorkloadLife{Kind: KindDeployment, name: "w-0", restarts: []int64{150}, restartAt: []time.Time{left.Add(tc.at)}}
+		if got := len(r.excess.outOfScope(w)) > 0; got != tc.want {
+			t.Errorf("%s: violation %t, want %t", tc.name, got, tc.want)
+		}
+	}
+}
