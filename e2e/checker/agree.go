@@ -31,6 +31,10 @@ type ExplainTarget struct {
 	Kind, Name string
 	gated      bool // its gate holds every reload (a closed window, a value that is none)
 	invalid    bool // it reads a config whose content does not validate
+	// invalidSecret: one of those is a Secret; withoutSecrets: explain was asked with Secrets
+	// ignored (the hash key Secret deleted), so it cannot see that hold, which the planner puts
+	// before a gate's and a reload.
+	invalidSecret, withoutSecrets bool
 	// remembered: configs whose current content the running reloader knows its pods read
 	// (reads.remembered), whatever its marker says.
 	remembered map[string]bool
@@ -62,6 +66,9 @@ func (tg *ExplainTarget) KeepStanding(stands func(kind, name, config string) boo
 	}
 }
 
+// WithoutSecrets notes that explain was asked with Secrets ignored.
+func (tg *ExplainTarget) WithoutSecrets() { tg.withoutSecrets = true }
+
 // GateEnds is when the pause or minimum interval that holds a workload's due reload ends, or
 // zero: a window does not end by itself in the checker (closed windows open hours later).
 func GateEnds(rep ExplainReport) time.Time {
@@ -89,13 +96,17 @@ func Disagreement(tg ExplainTarget, rep ExplainReport, out bool) Violation {
 		}
 	}
 	why := strings.Join(slices.Compact(whys), "; ")
+	next := rep.Next
+	if tg.withoutSecrets && tg.invalidSecret && (next == "reload" || next == "held-by-gate") {
+		next = "held-invalid" // as the running reloader holds it, for the Secret explain ignored
+	}
 	switch {
-	case rep.Next == "up-to-date":
+	case next == "up-to-date":
 		return ""
-	case len(due) == 0 && rep.Next != reloader.NextNotWatched:
+	case len(due) == 0 && next != reloader.NextNotWatched:
 		return "" // every config due is one the running reloader remembers its pods read
 	}
-	switch rep.Next {
+	switch next {
 	case reloader.NextNotWatched:
 		if out {
 			return ""
@@ -112,7 +123,7 @@ func Disagreement(tg ExplainTarget, rep ExplainReport, out bool) Violation {
 	case "reload":
 		return Violation(fmt.Sprintf("disagree: explain says %s reloads for %v (why: %s), but the settled controller does not", tg.Name, due, why))
 	}
-	return Violation(fmt.Sprintf("disagree: explain says %s is %s for %v (why: %s: %s), which the oracle knows no hold for", tg.Name, rep.Next, due, why, rep.Decision))
+	return Violation(fmt.Sprintf("disagree: explain says %s is %s for %v (why: %s: %s), which the oracle knows no hold for", tg.Name, next, due, why, rep.Decision))
 }
 
 // ExplainTargets are the live workloads, and whether the namespace is out of the selection.
@@ -125,7 +136,7 @@ func (r *Oracle) ExplainTargets() ([]ExplainTarget, bool) {
 			_, _, started := r.reads.podsStart(w, r.reads.lastStart(w), "")
 			waiting := !started
 			tg := ExplainTarget{Kind: w.Kind, Name: w.name, gated: w.gate().holds(r.window), invalid: r.reads.readsInvalid(w),
-				remembered: map[string]bool{}, waiting: map[string]bool{}, forged: map[string]bool{}}
+				invalidSecret: r.reads.readsInvalidSecret(w), remembered: map[string]bool{}, waiting: map[string]bool{}, forged: map[string]bool{}}
 			for _, c := range JudgedConfigs {
 				tg.remembered[c] = r.reads.remembered(w, c)
 				tg.forged[c] = r.forgedStripUnread(w, c)

@@ -26,6 +26,11 @@ func TestExplainsAnswerAtASettledPointIsJudgedByWhatTheOracleKnowsHolds(t *testi
 	forged := ExplainTarget{Kind: KindDeployment, Name: "w-1", forged: map[string]bool{"cm-0": true}}
 	stripped := report("reload", true)
 	stripped.Configs[0].Why = policy.StripStale.String()
+	// With the hash key Secret deleted explain ignores Secrets, and so one that does not
+	// validate, which holds the workload.
+	secretHeld := ExplainTarget{Kind: KindDeployment, Name: "w-1", invalid: true, invalidSecret: true, withoutSecrets: true}
+	secretSeen := ExplainTarget{Kind: KindDeployment, Name: "w-1", invalid: true, invalidSecret: true}
+	configMapHeld := ExplainTarget{Kind: KindDeployment, Name: "w-1", invalid: true, withoutSecrets: true}
 	for _, c := range []struct {
 		name   string
 		tg     ExplainTarget
@@ -47,6 +52,10 @@ func TestExplainsAnswerAtASettledPointIsJudgedByWhatTheOracleKnowsHolds(t *testi
 		{"reload for a forged strip no process loaded", forged, stripped, false, "", "the running reloader writes it away; a start restarts once"},
 		{"reload for a strip, none forged", free, stripped, false, "disagree: explain says w-1 reloads for [ConfigMap/cm-0] (why: there is no marker, and the reloader's note", "only a forged strip is excused"},
 		{"reload for a stale marker where a strip was forged", forged, report("reload", true), false, "disagree: explain says w-1 reloads for [ConfigMap/cm-0] (why: the marker says", "the strip decides only without a marker"},
+		{"reload, held by a Secret explain ignored", secretHeld, report("reload", true), false, "", "the key Secret deleted: explain judges no Secret"},
+		{"gated, held by a Secret explain ignored", secretHeld, report("held-by-gate", true), false, "", "the planner puts content that does not validate first"},
+		{"reload, held by a Secret explain judged", secretSeen, report("reload", true), false, "disagree: explain says w-1 reloads", "explain saw it valid"},
+		{"reload, held by a ConfigMap, Secrets ignored", configMapHeld, report("reload", true), false, "disagree: explain says w-1 reloads", "explain judges ConfigMaps"},
 		{"not watched while out", free, report(reloader.NextNotWatched, false), true, "", "out of the selection"},
 		{"not watched while in", free, report(reloader.NextNotWatched, false), false, "disagree: explain says the reloader does not watch w-1", "in the selection"},
 	} {
