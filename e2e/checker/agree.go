@@ -151,17 +151,18 @@ func (r *Oracle) ExplainTargets() ([]ExplainTarget, bool) {
 
 // remembered reports whether the running reloader knows from its memory of w's last restart
 // that w's pods run config c as it is now, which explain cannot know (docs/explain.md, "What it
-// cannot know"): that restart was the reloader's, no reloader process began since (a start
-// forgets it), and the oracle too finds the pods running c's current content. Their marker of c
-// may still name an older one: a reload for another config sets no marker of a config not due
-// itself (a creation without --reload-on-create: fixed seed 2@1's final round), and pods
-// restarted while c was absent wait for it and start on its recreation (seed 4906@9, a Job).
-// A reloader started now would restart w once more for c: no change lost, and none beyond the
-// changes of c the oracle counts. The caller holds r.mu.
+// cannot know"): that restart was the reloader's, no reloader process began to act since (a
+// start forgets it; a restart by a start-up pass, made before its process is seen ready, is in
+// that process's memory), and the oracle too finds the pods running c's current content. Their
+// marker of c may still name an older one: a reload for another config sets no marker of a
+// config not due itself (a creation without --reload-on-create: fixed seed 2@1's final round),
+// and pods restarted while c was absent wait for it and start on its recreation (seed 4906@9, a
+// Job). A reloader started now would restart w once more for c: no change lost, and none beyond
+// the changes of c the oracle counts. The caller holds r.mu.
 func (r *reads) remembered(w *WorkloadLife, c string) bool {
 	n := len(w.restarts)
 	if n == 0 || r.own[w.restarts[n-1]] || r.stale(w, c) {
 		return false
 	}
-	return !slices.ContainsFunc(r.starts, func(st time.Time) bool { return st.After(w.restartAt[n-1]) })
+	return !slices.ContainsFunc(r.acting, func(st time.Time) bool { return st.After(w.restartAt[n-1]) })
 }

@@ -75,7 +75,7 @@ func TestTheRunningReloaderRemembersWhatItsLastRestartsPodsRead(t *testing.T) {
 	r.configs["cm-1"] = []configEvent{{rv: 1, at: at(0), exists: true, data: v("1")}, {rv: 5, at: at(10), exists: true, data: v("2")}}
 	w := &WorkloadLife{name: "w-0", refs: []Ref{{Config: "cm-1", Whole: true}}, modes: []modeEvent{{at: at(0), mode: ModeAuto}},
 		restarts: []int64{3, 6}, restartAt: []time.Time{at(5), at(11)}}
-	r.starts = []time.Time{at(1)}
+	r.starts, r.acting = []time.Time{at(1)}, []time.Time{at(1)}
 	if !r.reads.remembered(w, "cm-1") {
 		t.Error("a restart after the config's last write, by the process running since: not remembered")
 	}
@@ -92,9 +92,30 @@ func TestTheRunningReloaderRemembersWhatItsLastRestartsPodsRead(t *testing.T) {
 	if !r.reads.remembered(w, "cm-1") {
 		t.Error("pods restarted while the config was absent, which started on its recreation: not remembered")
 	}
-	r.starts = append(r.starts, at(13))
+	r.starts, r.acting = append(r.starts, at(13)), append(r.acting, at(13))
 	if r.reads.remembered(w, "cm-1") {
 		t.Error("a process started after the restart counted as remembering it")
+	}
+	r.acting[1] = at(10) // its start-up pass made the restart, before it was seen ready
+	if !r.reads.remembered(w, "cm-1") {
+		t.Error("a restart by a start-up pass, made before its process was seen ready: not remembered")
+	}
+}
+
+// When a process began to act is the time of its log's line that says its caches synced.
+func TestAProcessBeginsToActWhenItsLogSaysItsCachesSynced(t *testing.T) {
+	t.Parallel()
+	log := `time=2026-12-03T17:18:16.032Z level=INFO msg=starting version=dev namespaces=""
+time=2026-12-03T17:18:16.179Z level=INFO msg="caches synced; reloading" namespace="" coalesce_period=1s strategy=env-vars kinds=5
+time=2026-12-03T17:18:16.197Z level=INFO msg="reloaded workload" kind=StatefulSet name=w-2
+time=2026-12-03T17:18:19.000Z level=INFO msg="caches synced; reloading" namespace=other coalesce_period=1s strategy=env-vars kinds=5
+`
+	want := time.Date(2026, 12, 3, 17, 18, 16, 179_000_000, time.UTC)
+	if got := ActingFrom(log); !got.Equal(want) {
+		t.Errorf("got %v, want the first line's %v", got, want)
+	}
+	if got := ActingFrom("time=2026-12-03T17:18:16.032Z level=INFO msg=starting\n"); !got.IsZero() {
+		t.Errorf("a process that has not synced: got %v, want zero", got)
 	}
 }
 
