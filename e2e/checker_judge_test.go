@@ -85,7 +85,7 @@ func (j *judge) agree() (vs []checker.Violation, heldUntil time.Time) {
 		return nil, heldUntil // an older build under test (RELOADER_BINARY), from before reloader explain
 	}
 	targets, out := j.rec.Oracle.ExplainTargets()
-	args, err := j.explainArgs()
+	args, withoutSecrets, err := j.explainArgs()
 	if err != nil {
 		j.t.Fatal(err)
 	}
@@ -93,6 +93,9 @@ func (j *judge) agree() (vs []checker.Violation, heldUntil time.Time) {
 	start := time.Now()
 	for _, tg := range targets {
 		tg.KeepStanding(forged)
+		if withoutSecrets {
+			tg.WithoutSecrets()
+		}
 		rep, err := j.explain(args, tg)
 		if err != nil {
 			vs = append(vs, checker.Violation(fmt.Sprintf("disagree: explain of %s %s failed: %v", tg.Kind, tg.Name, err)))
@@ -128,7 +131,7 @@ func (j *judge) explainLost(lost []checker.Violation) {
 		return
 	}
 	targets, _ := j.rec.Oracle.ExplainTargets()
-	args, err := j.explainArgs()
+	args, _, err := j.explainArgs()
 	if err != nil {
 		j.t.Logf("explain the lost changes: %v", err)
 		return
@@ -171,21 +174,23 @@ func (j *judge) forgedStrips() func(kind, name, config string) bool {
 // ConfigMaps only. It refuses to make up a key, while the next start makes one, under which a
 // Secret's marker counts as none and its state entry as current: nothing restarts for a Secret
 // (docs/design.md, "A lost or rotated key restarts nothing"). A replaced key is judged whole.
-func (j *judge) explainArgs() ([]string, error) {
-	args := slices.Clone(j.reps.lastArgs())
+// withoutSecrets says that the key Secret is deleted: a Secret that does not validate holds
+// the workloads that read it, which explain then cannot see (Disagreement excuses it).
+func (j *judge) explainArgs() (args []string, withoutSecrets bool, err error) {
+	args = slices.Clone(j.reps.lastArgs())
 	for i := range args[:len(args)-1] {
 		if args[i] == "--kubeconfig" {
 			args[i+1] = j.cl.Kubeconfig
 		}
 	}
-	_, err := j.cl.Client().CoreV1().Secrets(j.ns).Get(j.ctx, "reloader-hash-key", metav1.GetOptions{})
+	_, err = j.cl.Client().CoreV1().Secrets(j.ns).Get(j.ctx, "reloader-hash-key", metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		args = append(args, "--resources-to-ignore", "secrets")
+		args, withoutSecrets = append(args, "--resources-to-ignore", "secrets"), true
 	case err != nil:
-		return nil, fmt.Errorf("read the hash key Secret: %w", err)
+		return nil, false, fmt.Errorf("read the hash key Secret: %w", err)
 	}
-	return append(args, "--reloader-namespace", j.ns, "--namespace-of-workload", j.ns, "-o", "json"), nil
+	return append(args, "--reloader-namespace", j.ns, "--namespace-of-workload", j.ns, "-o", "json"), withoutSecrets, nil
 }
 
 // explain runs reloader explain about one workload.

@@ -84,9 +84,10 @@ func (r *replicas) launch() *proc {
 // watch records when process p begins from the state it found: once it leads and is ready (its
 // state loaded, its caches synced). Its launch time would be too early: a process started
 // during an outage loads the state only once the API server answers, possibly after the state
-// lost an entry (checker's forgotten). It also records a leader that exits on its own as a stop
-// (soak seed 1795476458054184883: a leader past its renew deadline in an outage, and a
-// workload created before the next one led).
+// lost an entry (checker's forgotten). With it goes when the process began to act, by its log:
+// the restarts its workers made before it was seen ready are its own. It also records a leader
+// that exits on its own as a stop (soak seed 1795476458054184883: a leader past its renew
+// deadline in an outage, and a workload created before the next one led).
 func (r *replicas) watch(p *proc) {
 	led := false
 	for r.ctx.Err() == nil {
@@ -100,7 +101,7 @@ func (r *replicas) watch(p *proc) {
 			return
 		}
 		if !led && p.scrape("reloader_leader") == "1" && p.ready(0) {
-			r.rec.Started()
+			r.rec.Started(checker.ActingFrom(p.stderr.String()))
 			led = true
 		}
 		time.Sleep(100 * time.Millisecond)

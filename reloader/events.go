@@ -151,13 +151,16 @@ func (e *events) watchWorkloads(k *workload.Kind) error {
 }
 
 // workloadAdded indexes a new workload and queues it with its configs. One listed at start-up
-// is journaled not at all: nothing is noted of it, and checkAll checks its annotations once the
-// caches have synced (before, the check says nothing).
+// is journaled only if paused: nothing else is noted of it, and checkAll checks its annotations
+// once the caches have synced (before, the check says nothing).
 func (e *events) workloadAdded(k *workload.Kind, obj any, initial bool) {
 	obj = k.Decoded(obj)
 	e.index(k, nil, obj)
-	if !initial {
+	switch {
+	case !initial:
 		e.journal.Append(objectKey(k.Name, obj), workloadArrived{kind: k, obj: obj, justCreated: runs.JustCreated(obj)})
+	case k.Paused != nil && k.Paused(obj):
+		e.journal.Append(objectKey(k.Name, obj), pausedAtStart{kind: k, obj: obj})
 	}
 	e.workloadChanged(k, obj, initial)
 	e.rollouts.Watch(k, obj)
@@ -216,6 +219,15 @@ func (d workloadArrived) apply(c *Controller) {
 	}
 	c.annotationCheck.check(d.kind, d.obj)
 }
+
+// pausedAtStart is a workload listed at start-up with its rollouts paused: a pause this
+// process did not see begin.
+type pausedAtStart struct {
+	kind *workload.Kind
+	obj  any
+}
+
+func (d pausedAtStart) apply(c *Controller) { c.notes.PausedAtStart(d.kind, d.obj) }
 
 // index files a workload under the configs it may reload on, in place of those of old (the
 // object it was filed with; nil for a new one), before its event is handled: what the event

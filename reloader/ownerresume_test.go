@@ -47,3 +47,42 @@ func TestAnOwnersPauseAndResumeWhileItsConfigIsAbsentRestartsNothing(t *testing.
 	wantReloads(t, ns, "resumed", gens["resumed"], 1)
 	wantReloads(t, ns, "rolled", gens["rolled"], 0)
 }
+
+// A reloader started while an owner's pause holds a Deployment did not see the pause begin: the
+// template it first sees it paused on is the one it paused on, as far as it can tell, and a
+// resume that finds it rolls out nothing. Its pods still run the content from before the
+// config's deletion, so the recreation with other content reloads it. The control's template
+// changes after that reloader's start, and its pods take the recreation.
+func TestAResumeOfAPauseBegunBeforeTheStartRestartsNothing(t *testing.T) {
+	t.Parallel()
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	first := startController(t, ns, controllerOpts{})
+	auto := map[string]string{"reloader.stakater.com/auto": "true"}
+	gens := map[string]int64{}
+	for _, name := range []string{"resumed", "rolled"} {
+		createDeployment(t, ns, name, 0, auto, envFromCM("app-config"))
+	}
+	waitFor(t, 10*time.Second, "app-config recorded", func() (bool, error) {
+		return stateEntry(t, ns, "v1.ConfigMap_app-config") != "", nil
+	})
+	settle(t)
+	deleteConfigMap(t, ns, "app-config")
+	settle(t)
+	first.stop(t)
+	for _, name := range []string{"resumed", "rolled"} {
+		updateDeployment(t, ns, name, func(d *appsv1.Deployment) { d.Spec.Paused = true })
+	}
+	startController(t, ns, controllerOpts{})
+	updateDeployment(t, ns, "rolled", func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "fake:2" })
+	for _, name := range []string{"resumed", "rolled"} {
+		gens[name] = updateDeployment(t, ns, name, func(d *appsv1.Deployment) { d.Spec.Paused = false }).Generation
+	}
+	settle(t)
+
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
+	hash := confighash.ConfigMap(&corev1.ConfigMap{Data: map[string]string{"v": "B"}})
+	waitEnv(t, ns, "resumed", cmVar, hash)
+	wantReloads(t, ns, "resumed", gens["resumed"], 1)
+	wantReloads(t, ns, "rolled", gens["rolled"], 0)
+}

@@ -31,6 +31,10 @@ type ExplainTarget struct {
 	Kind, Name string
 	gated      bool // its gate holds every reload (a closed window, a value that is none)
 	invalid    bool // it reads a config whose content does not validate
+	// invalidSecret: one of those is a Secret; withoutSecrets: explain was asked with Secrets
+	// ignored (the hash key Secret deleted), so it cannot see that hold, which the planner puts
+	// before a gate's and a reload.
+	invalidSecret, withoutSecrets bool
 	// remembered: configs whose current content the running reloader knows its pods read
 	// (reads.remembered), whatever its marker says.
 	remembered map[string]bool
@@ -62,6 +66,9 @@ func (tg *ExplainTarget) KeepStanding(stands func(kind, name, config string) boo
 	}
 }
 
+// WithoutSecrets notes that explain was asked with Secrets ignored.
+func (tg *ExplainTarget) WithoutSecrets() { tg.withoutSecrets = true }
+
 // GateEnds is when the pause or minimum interval that holds a workload's due reload ends, or
 // zero: a window does not end by itself in the checker (closed windows open hours later).
 func GateEnds(rep ExplainReport) time.Time {
@@ -89,13 +96,17 @@ func Disagreement(tg ExplainTarget, rep ExplainReport, out bool) Violation {
 		}
 	}
 	why := strings.Join(slices.Compact(whys), "; ")
+	next := rep.Next
+	if tg.withoutSecrets && tg.invalidSecret && (next == "reload" || next == "held-by-gate") {
+		next = "held-invalid" // as the running reloader holds it, for the Secret explain ignored
+	}
 	switch {
-	case rep.Next == "up-to-date":
+	case next == "up-to-date":
 		return ""
-	case len(due) == 0 && rep.Next != reloader.NextNotWatched:
+	case len(due) == 0 && next != reloader.NextNotWatched:
 		return "" // every config due is one the running reloader remembers its pods read
 	}
-	switch rep.Next {
+	switch next {
 	case reloader.NextNotWatched:
 		if out {
 			return ""
@@ -112,7 +123,7 @@ func Disagreement(tg ExplainTarget, rep ExplainReport, out bool) Violation {
 	case "reload":
 		return Violation(fmt.Sprintf("disagree: explain says %s reloads for %v (why: %s), but the settled controller does not", tg.Name, due, why))
 	}
-	return Violation(fmt.Sprintf("disagree: explain says %s is %s for %v (why: %s: %s), which the oracle knows no hold for", tg.Name, rep.Next, due, why, rep.Decision))
+	return Violation(fmt.Sprintf("disagree: explain says %s is %s for %v (why: %s: %s), which the oracle knows no hold for", tg.Name, next, due, why, rep.Decision))
 }
 
 // ExplainTargets are the live workloads, and whether the namespace is out of the selection.
@@ -125,7 +136,7 @@ func (r *Oracle) ExplainTargets() ([]ExplainTarget, bool) {
 			_, _, started := r.reads.podsStart(w, r.reads.lastStart(w), "")
 			waiting := !started
 			tg := ExplainTarget{Kind: w.Kind, Name: w.name, gated: w.gate().holds(r.window), invalid: r.reads.readsInvalid(w),
-				remembered: map[string]bool{}, waiting: map[string]bool{}, forged: map[string]bool{}}
+				invalidSecret: r.reads.readsInvalidSecret(w), remembered: map[string]bool{}, waiting: map[string]bool{}, forged: map[string]bool{}}
 			for _, c := range JudgedConfigs {
 				tg.remembered[c] = r.reads.remembered(w, c)
 				tg.forged[c] = r.forgedStripUnread(w, c)
@@ -140,17 +151,18 @@ func (r *Oracle) ExplainTargets() ([]ExplainTarget, bool) {
 
 // remembered reports whether the running reloader knows from its memory of w's last restart
 // that w's pods run config c as it is now, which explain cannot know (docs/explain.md, "What it
-// cannot know"): that restart was the reloader's, no reloader process began since (a start
-// forgets it), and the oracle too finds the pods running c's current content. Their marker of c
-// may still name an older one: a reload for another config sets no marker of a config not due
-// itself (a creation without --reload-on-create: fixed seed 2@1's final round), and pods
-// restarted while c was absent wait for it and start on its recreation (seed 4906@9, a Job).
-// A reloader started now would restart w once more for c: no change lost, and none beyond the
-// changes of c the oracle counts. The caller holds r.mu.
+// cannot know"): that restart was the reloader's, no reloader process began to act since (a
+// start forgets it; a restart by a start-up pass, made before its process is seen ready, is in
+// that process's memory), and the oracle too finds the pods running c's current content. Their
+// marker of c may still name an older one: a reload for another config sets no marker of a
+// config not due itself (a creation without --reload-on-create: fixed seed 2@1's final round),
+// and pods restarted while c was absent wait for it and start on its recreation (seed 4906@9, a
+// Job). A reloader started now would restart w once more for c: no change lost, and none beyond
+// the changes of c the oracle counts. The caller holds r.mu.
 func (r *reads) remembered(w *WorkloadLife, c string) bool {
 	n := len(w.restarts)
 	if n == 0 || r.own[w.restarts[n-1]] || r.stale(w, c) {
 		return false
 	}
-	return !slices.ContainsFunc(r.starts, func(st time.Time) bool { return st.After(w.restartAt[n-1]) })
+	return !slices.ContainsFunc(r.acting, func(st time.Time) bool { return st.After(w.restartAt[n-1]) })
 }

@@ -26,6 +26,11 @@ func TestExplainsAnswerAtASettledPointIsJudgedByWhatTheOracleKnowsHolds(t *testi
 	forged := ExplainTarget{Kind: KindDeployment, Name: "w-1", forged: map[string]bool{"cm-0": true}}
 	stripped := report("reload", true)
 	stripped.Configs[0].Why = policy.StripStale.String()
+	// With the hash key Secret deleted explain ignores Secrets, and so one that does not
+	// validate, which holds the workload.
+	secretHeld := ExplainTarget{Kind: KindDeployment, Name: "w-1", invalid: true, invalidSecret: true, withoutSecrets: true}
+	secretSeen := ExplainTarget{Kind: KindDeployment, Name: "w-1", invalid: true, invalidSecret: true}
+	configMapHeld := ExplainTarget{Kind: KindDeployment, Name: "w-1", invalid: true, withoutSecrets: true}
 	for _, c := range []struct {
 		name   string
 		tg     ExplainTarget
@@ -47,6 +52,10 @@ func TestExplainsAnswerAtASettledPointIsJudgedByWhatTheOracleKnowsHolds(t *testi
 		{"reload for a forged strip no process loaded", forged, stripped, false, "", "the running reloader writes it away; a start restarts once"},
 		{"reload for a strip, none forged", free, stripped, false, "disagree: explain says w-1 reloads for [ConfigMap/cm-0] (why: there is no marker, and the reloader's note", "only a forged strip is excused"},
 		{"reload for a stale marker where a strip was forged", forged, report("reload", true), false, "disagree: explain says w-1 reloads for [ConfigMap/cm-0] (why: the marker says", "the strip decides only without a marker"},
+		{"reload, held by a Secret explain ignored", secretHeld, report("reload", true), false, "", "the key Secret deleted: explain judges no Secret"},
+		{"gated, held by a Secret explain ignored", secretHeld, report("held-by-gate", true), false, "", "the planner puts content that does not validate first"},
+		{"reload, held by a Secret explain judged", secretSeen, report("reload", true), false, "disagree: explain says w-1 reloads", "explain saw it valid"},
+		{"reload, held by a ConfigMap, Secrets ignored", configMapHeld, report("reload", true), false, "disagree: explain says w-1 reloads", "explain judges ConfigMaps"},
 		{"not watched while out", free, report(reloader.NextNotWatched, false), true, "", "out of the selection"},
 		{"not watched while in", free, report(reloader.NextNotWatched, false), false, "disagree: explain says the reloader does not watch w-1", "in the selection"},
 	} {
@@ -66,7 +75,7 @@ func TestTheRunningReloaderRemembersWhatItsLastRestartsPodsRead(t *testing.T) {
 	r.configs["cm-1"] = []configEvent{{rv: 1, at: at(0), exists: true, data: v("1")}, {rv: 5, at: at(10), exists: true, data: v("2")}}
 	w := &WorkloadLife{name: "w-0", refs: []Ref{{Config: "cm-1", Whole: true}}, modes: []modeEvent{{at: at(0), mode: ModeAuto}},
 		restarts: []int64{3, 6}, restartAt: []time.Time{at(5), at(11)}}
-	r.starts = []time.Time{at(1)}
+	r.starts, r.acting = []time.Time{at(1)}, []time.Time{at(1)}
 	if !r.reads.remembered(w, "cm-1") {
 		t.Error("a restart after the config's last write, by the process running since: not remembered")
 	}
@@ -83,9 +92,30 @@ func TestTheRunningReloaderRemembersWhatItsLastRestartsPodsRead(t *testing.T) {
 	if !r.reads.remembered(w, "cm-1") {
 		t.Error("pods restarted while the config was absent, which started on its recreation: not remembered")
 	}
-	r.starts = append(r.starts, at(13))
+	r.starts, r.acting = append(r.starts, at(13)), append(r.acting, at(13))
 	if r.reads.remembered(w, "cm-1") {
 		t.Error("a process started after the restart counted as remembering it")
+	}
+	r.acting[1] = at(10) // its start-up pass made the restart, before it was seen ready
+	if !r.reads.remembered(w, "cm-1") {
+		t.Error("a restart by a start-up pass, made before its process was seen ready: not remembered")
+	}
+}
+
+// When a process began to act is the time of its log's line that says its caches synced.
+func TestAProcessBeginsToActWhenItsLogSaysItsCachesSynced(t *testing.T) {
+	t.Parallel()
+	log := `time=2026-12-03T17:18:16.032Z level=INFO msg=starting version=dev namespaces=""
+time=2026-12-03T17:18:16.179Z level=INFO msg="caches synced; reloading" namespace="" coalesce_period=1s strategy=env-vars kinds=5
+time=2026-12-03T17:18:16.197Z level=INFO msg="reloaded workload" kind=StatefulSet name=w-2
+time=2026-12-03T17:18:19.000Z level=INFO msg="caches synced; reloading" namespace=other coalesce_period=1s strategy=env-vars kinds=5
+`
+	want := time.Date(2026, 12, 3, 17, 18, 16, 179_000_000, time.UTC)
+	if got := ActingFrom(log); !got.Equal(want) {
+		t.Errorf("got %v, want the first line's %v", got, want)
+	}
+	if got := ActingFrom("time=2026-12-03T17:18:16.032Z level=INFO msg=starting\n"); !got.IsZero() {
+		t.Errorf("a process that has not synced: got %v, want zero", got)
 	}
 }
 

@@ -77,6 +77,9 @@ type history struct {
 	// unknownNext: configs whose next write finds no content for them in the state.
 	unknownNext map[string]bool
 	starts      []time.Time // when reloader processes started
+	// acting: when each of starts began to act, its caches synced, by its own log: a restart
+	// from then on is its own, which it remembers (remembered), and may come before its start.
+	acting []time.Time
 	// leaderless: since when a replica was stopped with no start since; the span until the
 	// next leader is ready counts as blind, as an outage does.
 	leaderless time.Time

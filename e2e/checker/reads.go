@@ -322,8 +322,17 @@ func keyTombstoneBaseline(es []configEvent, start time.Time, whole bool) string 
 // reloader holds every reload of w until it does (a restart would load it). The caller holds
 // r.mu.
 func (r *reads) readsInvalid(w *WorkloadLife) bool {
-	return slices.ContainsFunc(w.refs, func(rf Ref) bool {
-		es := r.configs[rf.Config]
-		return len(es) > 0 && es[len(es)-1].invalid
-	})
+	return slices.ContainsFunc(w.refs, r.invalidNow)
+}
+
+// readsInvalidSecret is readsInvalid of the Secrets w reads. The caller holds r.mu.
+func (r *reads) readsInvalidSecret(w *WorkloadLife) bool {
+	return slices.ContainsFunc(w.refs, func(rf Ref) bool { return IsSecret(rf.Config) && r.invalidNow(rf) })
+}
+
+// invalidNow reports whether the config rf reads holds content that does not validate now.
+// The caller holds r.mu.
+func (r *reads) invalidNow(rf Ref) bool {
+	es := r.configs[rf.Config]
+	return len(es) > 0 && es[len(es)-1].invalid
 }

@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -112,14 +113,37 @@ func (r *Recorder) Stopped() {
 	}
 }
 
-func (r *Recorder) Started() {
+// ActingFrom is when a reloader process's log says it began to act: its caches synced, just
+// before its workers start (reloader/controller.go), to the millisecond its log gives. Zero when
+// it has not said so.
+func ActingFrom(log string) time.Time {
+	for line := range strings.Lines(log) {
+		if !strings.Contains(line, ` msg="caches synced; reloading" `) {
+			continue
+		}
+		v, ok := strings.CutPrefix(line, "time=")
+		v, _, _ = strings.Cut(v, " ")
+		if at, err := time.Parse(time.RFC3339Nano, v); ok && err == nil {
+			return at
+		}
+	}
+	return time.Time{}
+}
+
+// Started notes that a process leads and is ready, having begun to act at acting (zero:
+// unknown, taken as now): its start-up pass may restart workloads before it is seen ready.
+func (r *Recorder) Started(acting time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	now := time.Now()
 	if !r.leaderless.IsZero() {
-		r.blind = append(r.blind, [2]time.Time{r.leaderless, time.Now()})
+		r.blind = append(r.blind, [2]time.Time{r.leaderless, now})
 		r.leaderless = time.Time{}
 	}
-	r.starts = append(r.starts, time.Now())
+	if acting.IsZero() || acting.After(now) {
+		acting = now
+	}
+	r.starts, r.acting = append(r.starts, now), append(r.acting, acting)
 }
 
 func (r *Recorder) BlindFrom(from, to time.Time) {

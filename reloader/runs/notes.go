@@ -28,7 +28,7 @@ type Notes struct {
 	contents Contents
 	entries  Entries
 	// pausedOn: workload key → the hash of the template its rollouts were paused on, for the
-	// pauses this process saw begin (Resumed).
+	// pauses this process saw begin, or found at its start (Resumed).
 	pausedOn sync.Map
 }
 
@@ -235,6 +235,18 @@ func (n *Notes) Resumed(k *workload.Kind, old, obj any) {
 		return
 	}
 	n.podsRestarted(nv)
+}
+
+// PausedAtStart notes a workload whose rollouts were paused when this process listed it at
+// start: the pause is taken to have begun on its template then, so that a resume that finds it
+// rolls out nothing and the pods run what they ran. A template changed between the pause and
+// the start rolls out at the resume unnoted: at worst one reload more, where a restart taken for
+// one that did not happen (pods waiting for an absent config) may lose a change.
+func (n *Notes) PausedAtStart(k *workload.Kind, obj any) {
+	m := obj.(metav1.Object)
+	if _, tmpl := k.Template(obj); tmpl != nil && k.Paused != nil && k.Paused(obj) {
+		n.pausedOn.LoadOrStore(workload.Key{Kind: k.Name, Namespace: m.GetNamespace(), Name: m.GetName()}, configs.WholeTemplateHash(tmpl))
+	}
 }
 
 // WorkloadGone forgets a deleted workload's pause.
