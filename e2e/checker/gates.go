@@ -70,7 +70,7 @@ func (r *gates) gated(w *WorkloadLife) []Violation {
 	}
 	for i, rv := range w.restarts {
 		for c := range w.touched[i] {
-			if !r.own[rv] && !paired.rollback[i] && r.invalidAt(c, w.restartAt[i]) {
+			if !r.own[rv] && !paired.rollback[i] && r.invalidAt(c, rv, w.restartAt[i]) {
 				out = append(out, Violation(fmt.Sprintf("invalid: %s %s reloaded at rv %d for %s, whose content did not validate", w.Kind, w.name, rv, c)))
 			}
 		}

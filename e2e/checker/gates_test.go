@@ -192,3 +192,44 @@ func TestADeletionReloadIsNoRollbackOfTheReloadBefore(t *testing.T) {
 		t.Fatalf("a rollback after another actor's change was not reported: %v", v)
 	}
 }
+
+// A reload is for the content its resourceVersion follows: the executor records a write when its
+// call returns, which may be after the watch reported the reload it caused (soak seed
+// 1796311406141283755@10: the final round's valid content of cm-0, reloaded within 33 ms, was
+// taken for a reload of the invalid content before it). A deletion's resourceVersion may come
+// from a list after it, so a write recorded before the restart precedes it too.
+func TestAReloadIsForTheContentItsResourceVersionFollows(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		rv      int64         // of the write after the invalid content; the reload's is 474
+		after   time.Duration // when that write was recorded, after the reload was seen
+		deleted bool          // the write is a deletion; else it writes valid content
+		invalid bool          // the reload is reported as one for content that did not validate
+	}{
+		{"valid content written before the reload, recorded after it", 473, 50 * time.Millisecond, false, false},
+		{"valid content written and recorded before the reload", 473, -50 * time.Millisecond, false, false},
+		{"a deletion recorded before the reload, at a list's later rv", 480, -50 * time.Millisecond, true, false},
+		{"valid content written and recorded after the reload", 475, 50 * time.Millisecond, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			at := secondsFromNow()
+			r := NewRecorder(Sequence{Validated: []string{"cm-0"}})
+			r.config("cm-0", configEvent{rv: 100, at: at(0), exists: true, data: Content{"a": "{"}})
+			next := configEvent{rv: tc.rv, at: at(10).Add(tc.after)}
+			if !tc.deleted {
+				next.exists, next.data = true, Content{"a": ValidJSON}
+			}
+			r.config("cm-0", next)
+			w := &WorkloadLife{Kind: KindDeployment, name: "w-1", marks0: map[string]string{},
+				restarts:  []int64{474},
+				touched:   []map[string]bool{{"cm-0": true}},
+				marks:     []map[string]string{{"cm-0": "h1"}},
+				restartAt: []time.Time{at(10)}}
+			v := r.gates.gated(w)
+			if got := len(v) == 1 && strings.Contains(string(v[0]), "whose content did not validate"); got != tc.invalid || len(v) > 1 {
+				t.Fatalf("violations %v, want one for content that did not validate: %t", v, tc.invalid)
+			}
+		})
+	}
+}

@@ -350,12 +350,15 @@ func (r *history) keyLostAfter(t time.Time) bool {
 	return slices.ContainsFunc(r.keyLosses, func(f time.Time) bool { return f.After(t) })
 }
 
-// invalidAt reports whether, at a moment, config c held content that does not validate, written
-// more than raceMargin before. The caller holds r.mu.
-func (r *history) invalidAt(c string, at time.Time) bool {
+// invalidAt reports whether config c held content that does not validate, written more than
+// raceMargin before, when a restart at rv, seen at at, was written. A write precedes the restart
+// when its rv is lower (the executor records a write when its call returns, which may be after
+// the watch saw the reload it caused) or it was recorded before (a deletion's rv may come from a
+// list after it). The caller holds r.mu.
+func (r *history) invalidAt(c string, rv int64, at time.Time) bool {
 	var last *configEvent
 	for i, e := range r.configs[c] {
-		if e.at.Before(at) {
+		if e.rv < rv || e.at.Before(at) {
 			last = &r.configs[c][i]
 		}
 	}
