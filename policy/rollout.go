@@ -82,6 +82,19 @@ func DeadlineBefore(obj any, t time.Time) bool {
 	return false
 }
 
+// TemplatePending reports whether a Deployment's status says that some pod does not run its
+// current template: its controller observed the spec, and not every replica is an updated one.
+// A template changed while the rollouts are paused is: no ReplicaSet of it exists, so none is
+// updated. False for other kinds, and while the controller has not observed the spec.
+func TemplatePending(obj any) bool {
+	d, ok := obj.(*appsv1.Deployment)
+	if !ok {
+		return false
+	}
+	s := d.Status
+	return s.ObservedGeneration >= d.Generation && (s.UpdatedReplicas < replicas(d.Spec.Replicas) || s.Replicas > s.UpdatedReplicas)
+}
+
 // OwnerPaused reports a rollout that cannot progress because its owner paused it, and how: a
 // Deployment whose spec.paused was set by someone else (ours, the pause period's, carries the
 // pausedAt annotation), or an Argo Rollout paused by a person (spec.paused) or waiting at a

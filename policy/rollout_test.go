@@ -161,3 +161,24 @@ func TestADeadlineSoonerThanTheReloadsOwnIsAPreviousRollouts(t *testing.T) {
 		}
 	}
 }
+
+func TestATemplateIsPendingOnlyWhereTheObservedStatusShowsPodsNotUpdated(t *testing.T) {
+	cases := []struct {
+		name string
+		obj  any
+		want bool
+	}{
+		{"every replica updated", deployment(4, 4, 2, 2, 2, 2, ""), false},
+		{"changed while paused: no updated replica", deployment(5, 5, 2, 0, 2, 2, ""), true},
+		{"paused mid-rollout: one of two updated", deployment(5, 5, 2, 1, 2, 2, ""), true},
+		{"an old pod left beside every updated one", deployment(5, 5, 2, 2, 3, 2, ""), true},
+		{"no replicas", deployment(5, 5, 0, 0, 0, 0, ""), false},
+		{"spec not observed yet", deployment(6, 5, 2, 0, 2, 2, ""), false},
+		{"not a Deployment", statefulSet(2, 2, 1, 0, 0, 1, "a", "b"), false},
+	}
+	for _, c := range cases {
+		if got := TemplatePending(c.obj); got != c.want {
+			t.Errorf("%s: got %v, want %v", c.name, got, c.want)
+		}
+	}
+}

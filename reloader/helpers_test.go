@@ -31,7 +31,7 @@ import (
 var cluster *testcluster.Cluster
 
 func TestMain(m *testing.M) {
-	os.Exit(testcluster.Main(m, testcluster.Options{Pods: true, Log: os.Stderr}, &cluster))
+	os.Exit(testcluster.Main(m, testcluster.Options{Pods: true, NudgeDeadlines: true, Parallel: 12, Log: os.Stderr}, &cluster))
 }
 
 // running is a controller started in-process for one test.

@@ -239,12 +239,14 @@ func (n *Notes) Resumed(k *workload.Kind, old, obj any) {
 
 // PausedAtStart notes a workload whose rollouts were paused when this process listed it at
 // start: the pause is taken to have begun on its template then, so that a resume that finds it
-// rolls out nothing and the pods run what they ran. A template changed between the pause and
-// the start rolls out at the resume unnoted: at worst one reload more, where a restart taken for
-// one that did not happen (pods waiting for an absent config) may lose a change.
+// rolls out nothing and the pods run what they ran. Not where its status says the template has
+// not rolled out (changed during the pause, or paused mid-rollout): the resume rolls it out, and
+// is noted as one (Resumed). A template change the status does not show yet is taken as rolled
+// out: at worst one reload more, where a resume that rolls out nothing, taken for a rollout,
+// may lose a change.
 func (n *Notes) PausedAtStart(k *workload.Kind, obj any) {
 	m := obj.(metav1.Object)
-	if _, tmpl := k.Template(obj); tmpl != nil && k.Paused != nil && k.Paused(obj) {
+	if _, tmpl := k.Template(obj); tmpl != nil && k.Paused != nil && k.Paused(obj) && !policy.TemplatePending(obj) {
 		n.pausedOn.LoadOrStore(workload.Key{Kind: k.Name, Namespace: m.GetNamespace(), Name: m.GetName()}, configs.WholeTemplateHash(tmpl))
 	}
 }

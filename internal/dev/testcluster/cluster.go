@@ -55,6 +55,12 @@ type Options struct {
 	// patch, delete; metadata only, one JSON event per line) to
 	// Cluster.AuditLog: who wrote what, when, as the server saw it.
 	Audit bool
+	// NudgeDeadlines, with Pods, has the cluster make the deployment controller notice a
+	// passed progress deadline within about two seconds under load (deadlines.go).
+	NudgeDeadlines bool
+	// Parallel, for Main, is the package's -parallel unless the command line gives one; 0
+	// means 8.
+	Parallel int
 	// EtcdQuotaBytes, if positive, is etcd's --quota-backend-bytes in place of its 2 GiB
 	// default: a bench population of large Secrets (Helm releases) needs more room than that.
 	EtcdQuotaBytes int64
@@ -83,6 +89,10 @@ type Cluster struct {
 	audit     bool
 	etcdQuota int64 // etcd's --quota-backend-bytes; 0 keeps its default
 
+	nudging   bool
+	stopNudge context.CancelFunc // ends the deadline nudger; nil when none runs
+	nudged    chan error         // the nudger's end
+
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -107,7 +117,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 }
 
 func newCluster(opts Options) (*Cluster, error) {
-	c := &Cluster{Dir: opts.Dir, audit: opts.Audit, etcdQuota: opts.EtcdQuotaBytes}
+	c := &Cluster{Dir: opts.Dir, audit: opts.Audit, etcdQuota: opts.EtcdQuotaBytes, nudging: opts.NudgeDeadlines}
 	if c.Dir == "" {
 		dir, err := os.MkdirTemp("", "testcluster-")
 		if err != nil {
@@ -345,7 +355,14 @@ func (c *Cluster) Stop() error {
 }
 
 func (c *Cluster) stop() error {
-	errs := c.procs.exitedEarly()
+	var errs []error
+	if c.stopNudge != nil {
+		c.stopNudge()
+		if err := <-c.nudged; err != nil {
+			errs = append(errs, err)
+		}
+	}
+	errs = append(errs, c.procs.exitedEarly()...)
 	c.procs.stopAll()
 	if c.removeDir {
 		if err := os.RemoveAll(c.Dir); err != nil {

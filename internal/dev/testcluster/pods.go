@@ -73,6 +73,11 @@ func (c *Cluster) startPodComponents(ctx context.Context, bins Binaries, certs p
 	if err := c.procs.checkRunning(); err != nil {
 		return err
 	}
+	if c.nudging {
+		ctx, cancel := context.WithCancel(context.Background())
+		c.stopNudge, c.nudged = cancel, make(chan error, 1)
+		go func() { c.nudged <- nudgeDeadlines(ctx, c.Config) }()
+	}
 	c.procs.logf("controller manager, scheduler, kwok and node %s ready in %s", NodeName, time.Since(begin).Round(time.Millisecond))
 	return nil
 }

@@ -1,6 +1,7 @@
 package testcluster
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -21,9 +22,9 @@ const (
 	// namespacePrefixMax leaves room for the "-" and the five random
 	// characters the apiserver appends to a generateName.
 	namespacePrefixMax = 63 - 6
-	// parallel is how many tests run at once unless -parallel says: they mostly wait on the
-	// control plane, so go test's default (GOMAXPROCS, 2 on 2 cores) leaves the cores idle.
-	// make test passes the same.
+	// parallel is how many tests run at once unless -parallel or Options.Parallel says: they
+	// mostly wait on the control plane, so go test's default (GOMAXPROCS, 2 on 2 cores) leaves
+	// the cores idle. make test passes the same.
 	parallel = 8
 )
 
@@ -32,10 +33,11 @@ const (
 // the cluster does not start it prints why (naming the failing component) and
 // returns 1.
 //
-// Without -parallel on the command line, up to parallel of the package's tests run at once.
+// Without -parallel on the command line, up to opts.Parallel (else parallel) of the package's
+// tests run at once.
 func Main(m *testing.M, opts Options, dst **Cluster) int {
 	flag.Parse()
-	if err := defaultParallel(flag.CommandLine); err != nil {
+	if err := defaultParallel(flag.CommandLine, cmp.Or(opts.Parallel, parallel)); err != nil {
 		fmt.Fprintf(os.Stderr, "testcluster: %v\n", err)
 		return 1
 	}
@@ -57,14 +59,14 @@ func Main(m *testing.M, opts Options, dst **Cluster) int {
 	return code
 }
 
-// defaultParallel sets fs's -test.parallel to parallel unless it was given.
-func defaultParallel(fs *flag.FlagSet) error {
+// defaultParallel sets fs's -test.parallel to n unless it was given.
+func defaultParallel(fs *flag.FlagSet, n int) error {
 	given := false
 	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
 	if given {
 		return nil
 	}
-	return fs.Set("test.parallel", strconv.Itoa(parallel))
+	return fs.Set("test.parallel", strconv.Itoa(n))
 }
 
 // NewNamespace creates a namespace whose name starts with the sanitized test

@@ -9,18 +9,20 @@ import (
 func TestDefaultParallelKeepsAGivenParallel(t *testing.T) {
 	for _, tt := range []struct {
 		args []string
+		n    int
 		want string
 	}{
-		{nil, "8"},
-		{[]string{"-test.parallel=3"}, "3"},
-		{[]string{"-test.parallel", "2"}, "2"},
+		{nil, 8, "8"},
+		{nil, 12, "12"},
+		{[]string{"-test.parallel=3"}, 12, "3"},
+		{[]string{"-test.parallel", "2"}, 8, "2"},
 	} {
 		fs := flag.NewFlagSet("test", flag.ContinueOnError)
 		fs.Int("test.parallel", 2, "")
 		if err := fs.Parse(tt.args); err != nil {
 			t.Fatal(err)
 		}
-		if err := defaultParallel(fs); err != nil {
+		if err := defaultParallel(fs, tt.n); err != nil {
 			t.Fatal(err)
 		}
 		if got := fs.Lookup("test.parallel").Value.String(); got != tt.want {
