@@ -19,33 +19,12 @@ import (
 func TestAnOwnersPauseAndResumeWhileItsConfigIsAbsentRestartsNothing(t *testing.T) {
 	t.Parallel()
 	ns := cluster.NewNamespace(t)
-	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
-	startController(t, ns, controllerOpts{})
-	auto := map[string]string{"reloader.stakater.com/auto": "true"}
-	gens := map[string]int64{}
-	for _, name := range []string{"resumed", "rolled"} {
-		createDeployment(t, ns, name, 0, auto, envFromCM("app-config"))
-	}
-	waitFor(t, 10*time.Second, "app-config recorded", func() (bool, error) {
-		return stateEntry(t, ns, "v1.ConfigMap_app-config") != "", nil
-	})
+	readersOfADeletedConfig(t, ns, 0, "resumed", "rolled")
+	pause(t, ns, true, "resumed", "rolled")
+	changeImage(t, ns, "rolled")
+	gens := pause(t, ns, false, "resumed", "rolled")
 	settle(t)
-	deleteConfigMap(t, ns, "app-config")
-	settle(t)
-	for _, name := range []string{"resumed", "rolled"} {
-		updateDeployment(t, ns, name, func(d *appsv1.Deployment) { d.Spec.Paused = true })
-	}
-	updateDeployment(t, ns, "rolled", func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "fake:2" })
-	for _, name := range []string{"resumed", "rolled"} {
-		gens[name] = updateDeployment(t, ns, name, func(d *appsv1.Deployment) { d.Spec.Paused = false }).Generation
-	}
-	settle(t)
-
-	createConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
-	hash := confighash.ConfigMap(&corev1.ConfigMap{Data: map[string]string{"v": "B"}})
-	waitEnv(t, ns, "resumed", cmVar, hash)
-	wantReloads(t, ns, "resumed", gens["resumed"], 1)
-	wantReloads(t, ns, "rolled", gens["rolled"], 0)
+	recreatedReloadsOnly(t, ns, "resumed", gens)
 }
 
 // A reloader started while an owner's pause holds a Deployment did not see the pause begin: the
@@ -56,35 +35,13 @@ func TestAnOwnersPauseAndResumeWhileItsConfigIsAbsentRestartsNothing(t *testing.
 func TestAResumeOfAPauseBegunBeforeTheStartRestartsNothing(t *testing.T) {
 	t.Parallel()
 	ns := cluster.NewNamespace(t)
-	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
-	first := startController(t, ns, controllerOpts{})
-	auto := map[string]string{"reloader.stakater.com/auto": "true"}
-	gens := map[string]int64{}
-	for _, name := range []string{"resumed", "rolled"} {
-		createDeployment(t, ns, name, 0, auto, envFromCM("app-config"))
-	}
-	waitFor(t, 10*time.Second, "app-config recorded", func() (bool, error) {
-		return stateEntry(t, ns, "v1.ConfigMap_app-config") != "", nil
-	})
-	settle(t)
-	deleteConfigMap(t, ns, "app-config")
-	settle(t)
-	first.stop(t)
-	for _, name := range []string{"resumed", "rolled"} {
-		updateDeployment(t, ns, name, func(d *appsv1.Deployment) { d.Spec.Paused = true })
-	}
+	readersOfADeletedConfig(t, ns, 0, "resumed", "rolled").stop(t)
+	pause(t, ns, true, "resumed", "rolled")
 	startController(t, ns, controllerOpts{})
-	updateDeployment(t, ns, "rolled", func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "fake:2" })
-	for _, name := range []string{"resumed", "rolled"} {
-		gens[name] = updateDeployment(t, ns, name, func(d *appsv1.Deployment) { d.Spec.Paused = false }).Generation
-	}
+	changeImage(t, ns, "rolled")
+	gens := pause(t, ns, false, "resumed", "rolled")
 	settle(t)
-
-	createConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
-	hash := confighash.ConfigMap(&corev1.ConfigMap{Data: map[string]string{"v": "B"}})
-	waitEnv(t, ns, "resumed", cmVar, hash)
-	wantReloads(t, ns, "resumed", gens["resumed"], 1)
-	wantReloads(t, ns, "rolled", gens["rolled"], 0)
+	recreatedReloadsOnly(t, ns, "resumed", gens)
 }
 
 // A template changed while an owner's pause holds a Deployment, before the reloader started,
@@ -95,23 +52,9 @@ func TestAResumeOfAPauseBegunBeforeTheStartRestartsNothing(t *testing.T) {
 func TestAResumeOfAPauseFoundAtStartOverATemplateNotRolledOutIsARollout(t *testing.T) {
 	t.Parallel()
 	ns := cluster.NewNamespace(t)
-	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
-	first := startController(t, ns, controllerOpts{})
-	auto := map[string]string{"reloader.stakater.com/auto": "true"}
-	for _, name := range []string{"pending", "rolled"} {
-		createDeployment(t, ns, name, 1, auto, envFromCM("app-config"))
-	}
-	waitFor(t, 10*time.Second, "app-config recorded", func() (bool, error) {
-		return stateEntry(t, ns, "v1.ConfigMap_app-config") != "", nil
-	})
-	settle(t)
-	deleteConfigMap(t, ns, "app-config")
-	settle(t)
-	first.stop(t)
-	for _, name := range []string{"pending", "rolled"} {
-		updateDeployment(t, ns, name, func(d *appsv1.Deployment) { d.Spec.Paused = true })
-	}
-	pending := updateDeployment(t, ns, "pending", func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "fake:2" })
+	readersOfADeletedConfig(t, ns, 1, "pending", "rolled").stop(t)
+	pause(t, ns, true, "pending", "rolled")
+	pending := changeImage(t, ns, "pending")
 	waitFor(t, 30*time.Second, "the paused template change observed, not rolled out", func() (bool, error) {
 		d := getDeployment(t, ns, "pending")
 		return d.Status.ObservedGeneration >= pending.Generation && d.Status.UpdatedReplicas == 0, nil
@@ -121,19 +64,60 @@ func TestAResumeOfAPauseFoundAtStartOverATemplateNotRolledOutIsARollout(t *testi
 		return d.Status.ObservedGeneration >= d.Generation && d.Status.UpdatedReplicas == 1, nil
 	})
 	startController(t, ns, controllerOpts{})
-	gens := map[string]int64{}
-	for _, name := range []string{"pending", "rolled"} {
-		gens[name] = updateDeployment(t, ns, name, func(d *appsv1.Deployment) { d.Spec.Paused = false }).Generation
-	}
+	gens := pause(t, ns, false, "pending", "rolled")
 	waitFor(t, 30*time.Second, "pending's rollout at the resume", func() (bool, error) {
 		d := getDeployment(t, ns, "pending")
 		return d.Status.ObservedGeneration >= gens["pending"] && d.Status.UpdatedReplicas == 1 && d.Status.Replicas == 1, nil
 	})
 	settle(t)
+	recreatedReloadsOnly(t, ns, "rolled", gens)
+}
 
+// readersOfADeletedConfig starts a reloader and creates Deployments (auto, replicas each) that
+// read app-config; once its content is recorded, it deletes app-config. It returns the reloader.
+func readersOfADeletedConfig(t *testing.T, ns string, replicas int32, names ...string) *running {
+	t.Helper()
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	r := startController(t, ns, controllerOpts{})
+	for _, name := range names {
+		createDeployment(t, ns, name, replicas, map[string]string{"reloader.stakater.com/auto": "true"}, envFromCM("app-config"))
+	}
+	waitFor(t, 10*time.Second, "app-config recorded", func() (bool, error) {
+		return stateEntry(t, ns, "v1.ConfigMap_app-config") != "", nil
+	})
+	settle(t)
+	deleteConfigMap(t, ns, "app-config")
+	settle(t)
+	return r
+}
+
+// pause sets or clears spec.paused on each Deployment and returns the generations written.
+func pause(t *testing.T, ns string, paused bool, names ...string) map[string]int64 {
+	t.Helper()
+	gens := map[string]int64{}
+	for _, name := range names {
+		gens[name] = updateDeployment(t, ns, name, func(d *appsv1.Deployment) { d.Spec.Paused = paused }).Generation
+	}
+	return gens
+}
+
+// changeImage changes a Deployment's pod template, as another actor would.
+func changeImage(t *testing.T, ns, name string) *appsv1.Deployment {
+	t.Helper()
+	return updateDeployment(t, ns, name, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "fake:2" })
+}
+
+// recreatedReloadsOnly recreates app-config with other content and checks that it reloads the
+// Deployment reloaded once and none of the others of gens (generations since which to count).
+func recreatedReloadsOnly(t *testing.T, ns, reloaded string, gens map[string]int64) {
+	t.Helper()
 	createConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
-	hash := confighash.ConfigMap(&corev1.ConfigMap{Data: map[string]string{"v": "B"}})
-	waitEnv(t, ns, "rolled", cmVar, hash)
-	wantReloads(t, ns, "rolled", gens["rolled"], 1)
-	wantReloads(t, ns, "pending", gens["pending"], 0)
+	waitEnv(t, ns, reloaded, cmVar, confighash.ConfigMap(&corev1.ConfigMap{Data: map[string]string{"v": "B"}}))
+	for name, gen := range gens {
+		want := int64(0)
+		if name == reloaded {
+			want = 1
+		}
+		wantReloads(t, ns, name, gen, want)
+	}
 }
