@@ -11,7 +11,6 @@ import (
 	"runtime/debug"
 	"strconv"
 	"syscall"
-	"time"
 
 	"github.com/alecthomas/kong"
 
@@ -55,7 +54,7 @@ func main() {
 		os.Exit(2)
 	}
 	if os.Getenv("GOGC") == "" { // else it holds for every heap size
-		go gctune.Follow(context.Background(), time.Second)
+		go gctune.Follow(context.Background())
 	}
 	if limit, ok := memoryLimit(os.Getenv); ok {
 		debug.SetMemoryLimit(limit)

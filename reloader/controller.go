@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 
 	"github.com/reloader/reloader/alert"
 	"github.com/reloader/reloader/coalesce"
@@ -237,7 +238,8 @@ func New(clients *kube.Clients, opts Options) (*Controller, error) {
 		names:   entrykeys.Names{Single: opts.Namespace != ""},
 		state:   newStore(stateClient(clients, opts), opts.StateNamespace, opts.StateName, opts.Log),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(retryLimiter(),
-			workqueue.TypedRateLimitingQueueConfig[workload.Key]{Name: "reloader", MetricsProvider: opts.Metrics.WorkqueueProvider()}),
+			workqueue.TypedRateLimitingQueueConfig[workload.Key]{Name: "reloader", MetricsProvider: opts.Metrics.WorkqueueProvider(),
+				Clock: kube.QueueClock{WithTicker: clock.RealClock{}}}),
 		refusals: workqueue.NewTypedItemExponentialFailureRateLimiter[workload.Key](refusedRetryMin, cmp.Or(opts.refusedRetryMax, refusedRetryMax)),
 		changes:  newChangeLog(),
 		journal:  &journal{},

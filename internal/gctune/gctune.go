@@ -7,9 +7,9 @@ package gctune
 
 import (
 	"context"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
-	"time"
 )
 
 // The headroom, in percent of the live heap, below Small and from Large; in between it grows
@@ -35,8 +35,12 @@ func Percent(live uint64) int {
 // liveHeap is the runtime's count of the heap that the last collection found live.
 const liveHeap = "/gc/heap/live:bytes"
 
-// Follow sets the headroom at once, then again every interval until ctx ends.
-func Follow(ctx context.Context, interval time.Duration) {
+// Follow sets the headroom at once, then again after each collection until ctx ends. The live
+// heap changes only when a collection measures it, so a timer would wake an idle process for
+// nothing.
+func Follow(ctx context.Context) {
+	collected := make(chan struct{}, 1)
+	notifyAfterCollection(ctx, collected)
 	sample := []metrics.Sample{{Name: liveHeap}}
 	set := -1
 	for {
@@ -50,7 +54,26 @@ func Follow(ctx context.Context, interval time.Duration) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(interval):
+		case <-collected:
 		}
 	}
+}
+
+// sentinel holds pointers and is 16 bytes, so it is not a tiny allocation, whose cleanup may wait
+// for its neighbours.
+type sentinel struct{ _, _ *byte }
+
+// notifyAfterCollection sends on collected (without blocking) once a collection has found a new
+// sentinel unreachable, and arms a new one, until ctx ends.
+func notifyAfterCollection(ctx context.Context, collected chan<- struct{}) {
+	runtime.AddCleanup(new(sentinel), func(struct{}) {
+		if ctx.Err() != nil {
+			return
+		}
+		select {
+		case collected <- struct{}{}:
+		default:
+		}
+		notifyAfterCollection(ctx, collected)
+	}, struct{}{})
 }

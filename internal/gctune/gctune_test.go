@@ -1,6 +1,13 @@
 package gctune
 
-import "testing"
+import (
+	"context"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"testing"
+	"time"
+)
 
 func TestPercentGrowsWithTheLiveHeapBetweenItsBounds(t *testing.T) {
 	for _, c := range []struct {
@@ -18,5 +25,55 @@ func TestPercentGrowsWithTheLiveHeapBetweenItsBounds(t *testing.T) {
 		if got := Percent(c.live); got != c.want {
 			t.Errorf("Percent(%d MiB) = %d, want %d", c.live>>20, got, c.want)
 		}
+	}
+}
+
+// gogc reads the collector's current percentage.
+func gogc(t *testing.T) uint64 {
+	t.Helper()
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+func TestFollowSetsTheHeadroomAfterEachCollection(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	runtime.GC() // measures the live heap small, whatever ran before
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { Follow(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	wait(t, "the small heap's headroom", func() bool { return gogc(t) == SmallPercent })
+
+	live := make([]byte, (Small+Large)/2)
+	runtime.GC()
+	want := uint64(Percent(uint64(len(live))))
+	wait(t, "the larger heap's headroom", func() bool { return gogc(t) >= want })
+	runtime.KeepAlive(live)
+	runtime.GC()
+	wait(t, "the small heap's headroom again", func() bool { return gogc(t) == SmallPercent })
+}
+
+func TestFollowStopsWhenItsContextEnds(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { Follow(ctx); close(done) }()
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Follow still runs 10 s after its context ended")
+	}
+}
+
+// wait polls cond for up to 10 s, collecting garbage between polls.
+func wait(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within 10 s (GOGC now %d%%)", what, gogc(t))
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

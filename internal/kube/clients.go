@@ -1,5 +1,6 @@
 // Package kube owns the reloader's access to the API server: typed clients over a scheme of only
-// the types it uses, informer construction, the Event sink, and the permission probe.
+// the types it uses, informer construction, the Event sink, the permission probe, and the work
+// queue's clock.
 package kube
 
 import (
