@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"strconv"
+	"sync"
 	"syscall"
 
 	"github.com/alecthomas/kong"
@@ -53,8 +54,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: kubectl reloader explain [-n NAMESPACE] KIND/NAME [CONFIG-KIND/NAME] [-o json]")
 		os.Exit(2)
 	}
+	started := make(chan struct{})
 	if os.Getenv("GOGC") == "" { // else it holds for every heap size
-		go gctune.Follow(context.Background())
+		go gctune.Follow(context.Background(), started)
 	}
 	if limit, ok := memoryLimit(os.Getenv); ok {
 		debug.SetMemoryLimit(limit)
@@ -64,6 +66,7 @@ func main() {
 	// Most of the executable's pages mapped so far served the packages' initialisation only.
 	_, _ = pageout.Executable() // where the kernel cannot, nothing changes
 
+	startedOnce := sync.OnceFunc(func() { close(started) }) // however often the hook runs
 	hooks := app.Hooks{
 		// Once the lists are in: the code that decoded them is most of the executable's pages
 		// mapped by then, and the start-up pass that follows maps its own
@@ -75,6 +78,7 @@ func main() {
 		// Once started: the lists' garbage, and most of the executable's pages mapped by then,
 		// served only the start.
 		StartedUp: func() error {
+			startedOnce()
 			debug.FreeOSMemory()
 			_, err := pageout.Executable()
 			return err

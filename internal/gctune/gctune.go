@@ -37,24 +37,32 @@ const liveHeap = "/gc/heap/live:bytes"
 
 // Follow sets the headroom at once, then again after each collection until ctx ends. The live
 // heap changes only when a collection measures it, so a timer would wake an idle process for
-// nothing.
-func Follow(ctx context.Context) {
+// nothing. Until started is closed (never, if nil) the headroom stays SmallPercent whatever the
+// heap: the start-up's lists make the process's peak, which a memory limit must hold at every
+// size, and a few more collections while starting cost time only once.
+func Follow(ctx context.Context, started <-chan struct{}) {
 	collected := make(chan struct{}, 1)
 	notifyAfterCollection(ctx, collected)
 	sample := []metrics.Sample{{Name: liveHeap}}
-	set := -1
+	set, up := -1, false
 	for {
-		metrics.Read(sample)
-		if sample[0].Value.Kind() == metrics.KindUint64 {
-			if p := Percent(sample[0].Value.Uint64()); p != set {
-				debug.SetGCPercent(p)
-				set = p
+		p := SmallPercent
+		if up {
+			metrics.Read(sample)
+			if sample[0].Value.Kind() == metrics.KindUint64 {
+				p = Percent(sample[0].Value.Uint64())
 			}
+		}
+		if p != set {
+			debug.SetGCPercent(p)
+			set = p
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-collected:
+		case <-started:
+			started, up = nil, true
 		}
 	}
 }
