@@ -378,6 +378,7 @@ func TestTheReloadLogSaysWhyAndNeverASecretValue(t *testing.T) {
 	r := startController(t, ns, controllerOpts{})
 	hash := updateSecret(t, ns, "db", map[string]string{"password": secretValue})
 	waitEnv(t, ns, "web", "_RELOADER_-secret-db", hash)
+	r.settle() // the API server shows the patch before its answer reaches the reloader, which logs
 	r.stop(t)
 	if strings.Contains(r.log.String(), secretValue) {
 		t.Fatalf("the log contains a secret value:\n%s", r.log.String())
