@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"sync"
@@ -66,7 +67,15 @@ func main() {
 	// Most of the executable's pages mapped so far served the packages' initialisation only.
 	_, _ = pageout.Executable() // where the kernel cannot, nothing changes
 
-	startedOnce := sync.OnceFunc(func() { close(started) }) // however often the hook runs
+	startedOnce := sync.OnceFunc(func() { // however often the hook runs
+		close(started)
+		if os.Getenv("GOMAXPROCS") == "" {
+			// Once started, one processor: a reload waits on the API server, not on the CPU,
+			// and goroutines handed between threads cost more CPU per change than they save
+			// (BENCHMARKS.md, CPU per change). The start, decoding the lists, keeps them all.
+			runtime.GOMAXPROCS(1)
+		}
+	})
 	hooks := app.Hooks{
 		// Once the lists are in: the code that decoded them is most of the executable's pages
 		// mapped by then, and the start-up pass that follows maps its own

@@ -95,11 +95,18 @@ func launch(t *testing.T, ns, kubeconfig string, args ...string) *proc {
 // User-Agent, so the API server's audit log and managedFields tell replicas apart.
 func launchAs(t *testing.T, name, ns, kubeconfig string, args ...string) *proc {
 	t.Helper()
+	p := command(t, name, ns, kubeconfig, args...)
+	p.start(t)
+	return p
+}
+
+// command is the process launchAs starts, not started yet.
+func command(t *testing.T, name, ns, kubeconfig string, args ...string) *proc {
+	t.Helper()
 	p := &proc{name: name, port: freePort(t), stderr: &testcluster.LogBuffer{}, exited: make(chan error, 1)}
 	all := append([]string{"--kubeconfig", kubeconfig, "--namespace", ns, "--port", fmt.Sprint(p.port)}, args...)
 	p.cmd = exec.Command(binary, all...)
 	p.cmd.Args[0] = name
-	p.start(t)
 	return p
 }
 
@@ -386,6 +393,44 @@ func TestMetricsAfterAReload(t *testing.T) {
 	if t.Failed() {
 		t.Logf("/metrics:\n%s", body)
 	}
+}
+
+// Once started, the reloader runs on one processor, and still reloads; GOMAXPROCS, when set, is
+// kept (the positive control: the same start with GOMAXPROCS=2 stays at 2).
+func TestOneProcessorOnceStartedUnlessGOMAXPROCSIsSet(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		env  string
+		want string
+	}{{"", "1"}, {"GOMAXPROCS=2", "2"}} {
+		ns := setup(t)
+		p := command(t, "reloader", ns, cluster.Kubeconfig, "--coalesce-period", "0", "--log-level", "debug")
+		p.cmd.Env = withoutEnv(os.Environ(), "GOMAXPROCS")
+		if tc.env != "" {
+			p.cmd.Env = append(p.cmd.Env, tc.env)
+		}
+		p.start(t)
+		p.waitReady(t)
+		waitFor(t, 30*time.Second, "the start-up done", func() (bool, error) {
+			return strings.Contains(p.stderr.String(), "start-up memory"), nil
+		})
+		if got := p.scrape("go_sched_gomaxprocs_threads"); got != tc.want {
+			t.Errorf("with %q, GOMAXPROCS %q once started, want %s", tc.env, got, tc.want)
+		}
+		waitFor(t, 10*time.Second, "first hashes recorded", func() (bool, error) { return stateRecorded(t, ns), nil })
+		waitReloaded(t, ns, update(t, ns, "1"))
+	}
+}
+
+// withoutEnv is env without the variable name.
+func withoutEnv(env []string, name string) []string {
+	var out []string
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, name+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 func TestBadFlagsFailWithOneLineNamingTheFlag(t *testing.T) {
