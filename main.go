@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strconv"
-	"sync"
 	"syscall"
 
 	"github.com/alecthomas/kong"
@@ -55,9 +54,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: kubectl reloader explain [-n NAMESPACE] KIND/NAME [CONFIG-KIND/NAME] [-o json]")
 		os.Exit(2)
 	}
-	started := make(chan struct{})
+	phase := gctune.NewPhase()
 	if os.Getenv("GOGC") == "" { // else it holds for every heap size
-		go gctune.Follow(context.Background(), started)
+		go gctune.Follow(context.Background(), phase)
 	}
 	if limit, ok := memoryLimit(os.Getenv); ok {
 		debug.SetMemoryLimit(limit)
@@ -67,16 +66,20 @@ func main() {
 	// Most of the executable's pages mapped so far served the packages' initialisation only.
 	_, _ = pageout.Executable() // where the kernel cannot, nothing changes
 
-	startedOnce := sync.OnceFunc(func() { // however often the hook runs
-		close(started)
-		if os.Getenv("GOMAXPROCS") == "" {
-			// Once started, one processor: a reload waits on the API server, not on the CPU,
-			// and goroutines handed between threads cost more CPU per change than they save
-			// (BENCHMARKS.md, CPU per change). The start, decoding the lists, keeps them all.
-			runtime.GOMAXPROCS(1)
+	// Once started, one processor: a reload waits on the API server, not on the CPU, and
+	// goroutines handed between threads cost more CPU per change than they save (BENCHMARKS.md,
+	// CPU per change). Each start, decoding the lists, has them all. GOMAXPROCS, if set, holds.
+	procs, ownProcs := runtime.GOMAXPROCS(0), os.Getenv("GOMAXPROCS") == ""
+	setProcs := func(n int) {
+		if ownProcs && runtime.GOMAXPROCS(0) != n {
+			runtime.GOMAXPROCS(n)
 		}
-	})
+	}
 	hooks := app.Hooks{
+		Starting: func() {
+			phase.Set(false)
+			setProcs(procs)
+		},
 		// Once the lists are in: the code that decoded them is most of the executable's pages
 		// mapped by then, and the start-up pass that follows maps its own
 		// (docs/lab/benchmarks-sessions.md).
@@ -87,7 +90,8 @@ func main() {
 		// Once started: the lists' garbage, and most of the executable's pages mapped by then,
 		// served only the start.
 		StartedUp: func() error {
-			startedOnce()
+			phase.Set(true)
+			setProcs(1)
 			debug.FreeOSMemory()
 			_, err := pageout.Executable()
 			return err

@@ -26,9 +26,12 @@ import (
 	"github.com/reloader/reloader/reloader"
 )
 
-// Hooks are called at two points of every start (main.go hands back memory there); each, if
-// set, runs once every namespace's controller has reached the point, and its error is logged.
+// Hooks are called at points of every start, the first and each after a new election (main.go
+// tunes the runtime and hands back memory there). Synced and StartedUp, if set, run once every
+// namespace's controller has reached the point, and their errors are logged.
 type Hooks struct {
+	// Starting: a start begins, before the caches list.
+	Starting func()
 	// Synced: the caches hold the initial lists, and the start-up pass is about to begin.
 	Synced func() error
 	// StartedUp: the initial sync has been processed.
@@ -116,11 +119,17 @@ func Run(f cli.Flags, version string, hooks Hooks) error {
 		log.Info("--sync-after-restart is always on here: each start compares every workload with its configs' current content and reloads, once, those that differ")
 	}
 	log.Info("starting", "version", version, "namespaces", strings.Join(namespaces, ","), "state", strings.Join(stateNSs, ",")+"/"+f.Configmap)
+	run := func(ctx context.Context) error {
+		if hooks.Starting != nil {
+			hooks.Starting()
+		}
+		return ctrls.Run(ctx)
+	}
 	if e != nil {
-		return e.Run(ctx, ctrls.Run)
+		return e.Run(ctx, run)
 	}
 	m.Leader.Set(1)
-	return ctrls.Run(ctx)
+	return run(ctx)
 }
 
 // newFleet builds one controller per namespace; writer, if set, fences their state writes.

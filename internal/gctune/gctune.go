@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"sync/atomic"
 )
 
 // The headroom, in percent of the live heap, below Small and from Large; in between it grows
@@ -35,19 +36,42 @@ func Percent(live uint64) int {
 // liveHeap is the runtime's count of the heap that the last collection found live.
 const liveHeap = "/gc/heap/live:bytes"
 
-// Follow sets the headroom at once, then again after each collection until ctx ends. The live
-// heap changes only when a collection measures it, so a timer would wake an idle process for
-// nothing. Until started is closed (never, if nil) the headroom stays SmallPercent whatever the
-// heap: the start-up's lists make the process's peak, which a memory limit must hold at every
-// size, and a few more collections while starting cost time only once.
-func Follow(ctx context.Context, started <-chan struct{}) {
+// Phase says whether the process is starting (listing what it watches: its peak) or started. A
+// start begins again at each election.
+type Phase struct {
+	started atomic.Bool
+	changed chan struct{}
+}
+
+// NewPhase returns a phase that is starting.
+func NewPhase() *Phase { return &Phase{changed: make(chan struct{}, 1)} }
+
+// Set records whether the process has started, and wakes Follow.
+func (p *Phase) Set(started bool) {
+	p.started.Store(started)
+	select {
+	case p.changed <- struct{}{}:
+	default:
+	}
+}
+
+// Follow sets the headroom at once, then again after each collection and each change of phase,
+// until ctx ends. The live heap changes only when a collection measures it, so a timer would wake
+// an idle process for nothing. While phase is starting (always, if nil) the headroom stays
+// SmallPercent whatever the heap: the initial lists make the process's peak, which a memory limit
+// must hold at every size, and a few more collections cost the start only.
+func Follow(ctx context.Context, phase *Phase) {
 	collected := make(chan struct{}, 1)
 	notifyAfterCollection(ctx, collected)
+	var changed <-chan struct{}
+	if phase != nil {
+		changed = phase.changed
+	}
 	sample := []metrics.Sample{{Name: liveHeap}}
-	set, up := -1, false
+	set := -1
 	for {
 		p := SmallPercent
-		if up {
+		if phase != nil && phase.started.Load() {
 			metrics.Read(sample)
 			if sample[0].Value.Kind() == metrics.KindUint64 {
 				p = Percent(sample[0].Value.Uint64())
@@ -61,8 +85,7 @@ func Follow(ctx context.Context, started <-chan struct{}) {
 		case <-ctx.Done():
 			return
 		case <-collected:
-		case <-started:
-			started, up = nil, true
+		case <-changed:
 		}
 	}
 }
