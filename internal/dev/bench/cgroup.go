@@ -34,29 +34,37 @@ const (
 func newMemCgroup(name string, limit int64) (*memCgroup, error) {
 	if _, err := os.Stat(filepath.Join(cgroupV1Memory, "memory.limit_in_bytes")); err == nil {
 		c := &memCgroup{dir: filepath.Join(cgroupV1Memory, name), limit: limit}
-		return c, c.make(map[string]string{
-			"memory.limit_in_bytes":       strconv.FormatInt(limit, 10),
-			"memory.memsw.limit_in_bytes": strconv.FormatInt(limit, 10), // absent without swap accounting
-		})
+		// memsw (memory and swap) may not be below the memory limit, so it comes second; it is
+		// absent without swap accounting.
+		return c, c.make([][2]string{{"memory.limit_in_bytes", strconv.FormatInt(limit, 10)},
+			{"memory.memsw.limit_in_bytes", strconv.FormatInt(limit, 10)}})
 	}
 	ctl, err := os.ReadFile(filepath.Join(cgroupV2Root, "cgroup.controllers"))
 	if err != nil || !slices.Contains(strings.Fields(string(ctl)), "memory") {
-		return nil, errors.New("no memory cgroup controller (v1 or v2) on this machine")
+		return nil, errNoCgroup
 	}
-	if err := os.WriteFile(filepath.Join(cgroupV2Root, "cgroup.subtree_control"), []byte("+memory"), 0); err != nil {
+	if err := os.WriteFile(filepath.Join(cgroupV2Root, "cgroup.subtree_control"), []byte("+memory"), 0); errors.Is(err, os.ErrPermission) {
+		return nil, errNoCgroup
+	} else if err != nil {
 		return nil, fmt.Errorf("enable the memory controller for children of %s: %w", cgroupV2Root, err)
 	}
 	c := &memCgroup{dir: filepath.Join(cgroupV2Root, name), v2: true, limit: limit}
-	return c, c.make(map[string]string{"memory.max": strconv.FormatInt(limit, 10), "memory.swap.max": "0"})
+	return c, c.make([][2]string{{"memory.max", strconv.FormatInt(limit, 10)}, {"memory.swap.max", "0"}})
 }
 
-// make creates the directory and writes settings; a setting whose file does not exist is
-// skipped (swap limits, where swap is not accounted).
-func (c *memCgroup) make(settings map[string]string) error {
-	if err := os.Mkdir(c.dir, 0o755); err != nil {
-		return fmt.Errorf("create cgroup %s (the limit scenario needs root): %w", c.dir, err)
+// errNoCgroup says that the machine has no memory cgroup the bench may make.
+var errNoCgroup = errors.New("no memory cgroup controller (v1 or v2) that this user may use")
+
+// make creates the directory and writes settings (file, value) in order; a setting whose file
+// does not exist is skipped (swap limits, where swap is not accounted).
+func (c *memCgroup) make(settings [][2]string) error {
+	if err := os.Mkdir(c.dir, 0o755); errors.Is(err, os.ErrPermission) {
+		return errNoCgroup
+	} else if err != nil {
+		return fmt.Errorf("create cgroup %s: %w", c.dir, err)
 	}
-	for file, v := range settings {
+	for _, set := range settings {
+		file, v := set[0], set[1]
 		err := os.WriteFile(filepath.Join(c.dir, file), []byte(v), 0)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			_ = c.remove()
