@@ -21,6 +21,7 @@ type lab struct {
 	report *report
 
 	memory   *memoryScenario // kept across runs: memory-large compares with the memory run
+	limit    limitScenario
 	latency  latencyScenario
 	restarts restartsScenario
 	burst    burstScenario
@@ -54,6 +55,7 @@ func newLab(cfg config) (*lab, error) {
 		logf:  l.logf,
 	}
 	l.memory = &memoryScenario{kit: l.kit}
+	l.limit = limitScenario{l.kit}
 	l.latency = latencyScenario{l.kit}
 	l.restarts = restartsScenario{l.kit}
 	l.burst = burstScenario{l.kit}
@@ -72,7 +74,7 @@ func (l *lab) logf(format string, args ...any) {
 // runAll runs the selected scenarios: those on the default population share one control plane,
 // the 100 KiB population and each growth size get a fresh one.
 func (l *lab) runAll(ctx context.Context) {
-	if l.cfg.wants(scMemory, scLatency, scRestarts, scBurst) {
+	if l.cfg.wants(scMemory, scLimit, scLatency, scRestarts, scBurst) {
 		l.runShared(ctx)
 	}
 	if l.cfg.wants(scMemoryLarge) {
@@ -114,7 +116,7 @@ func (l *lab) runAll(ctx context.Context) {
 // runShared runs memory, latency, restarts and burst on one control plane.
 func (l *lab) runShared(ctx context.Context) {
 	var names []string
-	for _, n := range []string{scMemory, scLatency, scRestarts} {
+	for _, n := range []string{scMemory, scLimit, scLatency, scRestarts} {
 		if l.cfg.wants(n) {
 			names = append(names, l.cfg.resultName(n))
 		}
@@ -140,6 +142,9 @@ func (l *lab) runOnPopulation(ctx context.Context) func(e *env) {
 	return func(e *env) {
 		if l.cfg.wants(scMemory) {
 			l.scenario(ctx, memoryName(e.pop), e.pop, func(ctx context.Context, r *result) error { return l.memory.run(ctx, e, r) })
+		}
+		if l.cfg.wants(scLimit) {
+			l.scenario(ctx, scLimit, l.limit.params(e), func(ctx context.Context, r *result) error { return l.limit.run(ctx, e, r) })
 		}
 		if l.cfg.wants(scLatency) {
 			l.scenario(ctx, scLatency, l.latency.params(e), func(ctx context.Context, r *result) error { return l.latency.run(ctx, e, r) })

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -18,14 +19,26 @@ type launcher struct {
 
 // start runs the reloader on env's namespace; names of its log and profiles start with name.
 func (s *launcher) start(e *env, name string, coalesce time.Duration, extra ...string) (*reloaderProc, error) {
+	return s.startIn(nil, e, name, coalesce, extra...)
+}
+
+// startIn is start inside a memory cgroup (none if cg is nil) whose limit is limit bytes. The
+// reloader is told the limit as the manifests tell it, through RELOADER_MEMORY_LIMIT.
+func (s *launcher) startIn(cg *memCgroup, e *env, name string, coalesce time.Duration, extra ...string) (*reloaderProc, error) {
 	environ := slices.Clone(s.cfg.environ)
+	var prefix []string
+	if cg != nil {
+		environ = append(environ, fmt.Sprintf("RELOADER_MEMORY_LIMIT=%d", cg.limit))
+		// The shell joins the cgroup, then becomes the reloader: its first page is charged.
+		prefix = []string{"/bin/sh", "-c", `echo $$ > "$0" && exec "$@"`, cg.procs()}
+	}
 	if s.cfg.startupProfile {
 		environ = withGODEBUG(environ, "gctrace=1") // read back by readGCTrace
 	}
 	if s.cfg.logLevel != "" {
 		extra = append(extra, "--log-level", s.cfg.logLevel) // the last one given counts
 	}
-	p, err := startReloader(s.cfg.reloader, s.dir, name, e.cluster.Kubeconfig, e.pop.watched(e.ns), coalesce, environ, extra...)
+	p, err := startReloader(append(prefix, s.cfg.reloader), s.dir, name, e.cluster.Kubeconfig, e.pop.watched(e.ns), coalesce, environ, extra...)
 	if err != nil {
 		return nil, err
 	}

@@ -29,6 +29,7 @@ import (
 const (
 	scMemory      = "memory"
 	scMemoryLarge = "memory-large"
+	scLimit       = "limit"
 	scLatency     = "latency"
 	scRestarts    = "restarts"
 	scBurst       = "burst"
@@ -37,7 +38,7 @@ const (
 	scMix         = "mix"
 )
 
-var allScenarios = []string{scMemory, scLatency, scRestarts, scBurst, scMemoryLarge, scGrowth, scTracking, scMix}
+var allScenarios = []string{scMemory, scLimit, scLatency, scRestarts, scBurst, scMemoryLarge, scGrowth, scTracking, scMix}
 
 // defaultScenarios are what runs without -scenarios: all but mix, whose populations take
 // minutes to create and gigabytes of etcd.
@@ -62,6 +63,7 @@ type config struct {
 
 	updates      int
 	updateWindow time.Duration
+	limitMiB     []int
 
 	samples    int
 	interval   time.Duration
@@ -91,7 +93,7 @@ type config struct {
 
 func parseFlags() (config, error) {
 	var c config
-	var scenarios, growth, mix, plotFrom string
+	var scenarios, growth, mix, plotFrom, limits string
 	var mixQuotaGiB int
 	flag.StringVar(&c.reloader, "reloader", "bin/reloader", "reloader binary to measure")
 	flag.StringVar(&c.out, "out", "bench-results", "directory for the .jsonl results, logs and profiles")
@@ -116,6 +118,7 @@ func parseFlags() (config, error) {
 	flag.StringVar(&c.logLevel, "reloader-log-level", "", "the reloader's --log-level (default info, as shipped: the latency samples are split at its lines); debug logs, among others, when its start-up memory is handed back")
 	flag.IntVar(&c.updates, "updates", 200, "ConfigMap updates during the memory peak measurement")
 	flag.DurationVar(&c.updateWindow, "update-window", 20*time.Second, "time over which the memory scenario spreads its updates")
+	flag.StringVar(&limits, "limit-mib", defaultLimitsMiB, "comma-separated memory limits in MiB of the cgroups the limit scenario runs the reloader in, one run each (needs root)")
 	flag.IntVar(&c.samples, "latency-samples", 100, "ConfigMap updates in the latency scenario, one at a time")
 	flag.DurationVar(&c.interval, "latency-interval", time.Second, "time between two latency updates")
 	flag.DurationVar(&c.timeout, "timeout", 10*time.Second, "a reload not seen this long after its update counts as missed")
@@ -150,6 +153,9 @@ func parseFlags() (config, error) {
 		return c, fmt.Errorf("-mix: %w", err)
 	}
 	c.mixEtcdQuota = int64(mixQuotaGiB) << 30
+	if c.limitMiB, err = parseInts(limits); err != nil {
+		return c, fmt.Errorf("-limit-mib: %w", err)
+	}
 	return c, c.pop.validate()
 }
 

@@ -84,8 +84,9 @@ func (k *kit) measureSettled(ctx context.Context, p *reloaderProc, r *result, na
 		return memStatus{}, err
 	}
 	// VmHWM counts the executable's file pages, which the start maps by the megabyte (the
-	// kernel maps 64 KiB around each fault) and the reloader hands back once started: the
-	// anonymous peak is what a memory limit must hold. Sampled since the start, every 100 ms.
+	// kernel maps 64 KiB around each fault) and the reloader hands back once started. A memory
+	// limit must hold the anonymous peak and the pages in use: the limit scenario measures it.
+	// Sampled since the start, every 100 ms.
 	anon, file := p.rss.split()
 	r.add(info("RssAnon start-up peak (sampled)", mib(anon), unitMiB), info("RssFile start-up peak (sampled)", mib(file), unitMiB))
 	if m.Anon > 0 {

@@ -84,8 +84,9 @@ type sampler struct {
 	mu      sync.Mutex
 	max     int64
 	samples int
-	// anon and file are the largest RssAnon and RssFile sampled: what a memory limit must hold,
-	// and the executable's clean pages, which the kernel reclaims before it kills.
+	// anon and file are the largest RssAnon and RssFile sampled: the process's own memory, and
+	// the executable's clean pages, which the kernel can reclaim but the reloader reads again
+	// (a limit must leave room for those in use: see the limit scenario).
 	anon, file int64
 }
 

@@ -50,9 +50,9 @@ func reloaderArgs(kubeconfig, ns string, port int, coalesce time.Duration) []str
 	)
 }
 
-// startReloader runs bin with its log in dir/<name>.log, with environ added to the bench's
+// startReloader runs bin (a command and its first arguments: the binary last) with its log in dir/<name>.log, with environ added to the bench's
 // environment. The kernel kills it if the bench dies.
-func startReloader(bin, dir, name, kubeconfig, ns string, coalesce time.Duration, environ []string, extra ...string) (*reloaderProc, error) {
+func startReloader(bin []string, dir, name, kubeconfig, ns string, coalesce time.Duration, environ []string, extra ...string) (*reloaderProc, error) {
 	port, err := testcluster.FreePort()
 	if err != nil {
 		return nil, err
@@ -62,7 +62,7 @@ func startReloader(bin, dir, name, kubeconfig, ns string, coalesce time.Duration
 	if err != nil {
 		return nil, fmt.Errorf("create reloader log: %w", err)
 	}
-	cmd := exec.Command(bin, append(reloaderArgs(kubeconfig, ns, port, coalesce), extra...)...)
+	cmd := exec.Command(bin[0], append(append(bin[1:], reloaderArgs(kubeconfig, ns, port, coalesce)...), extra...)...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if len(environ) > 0 {
 		cmd.Env = append(os.Environ(), environ...)
@@ -70,7 +70,7 @@ func startReloader(bin, dir, name, kubeconfig, ns string, coalesce time.Duration
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
-		return nil, fmt.Errorf("start reloader %s: %w", bin, err)
+		return nil, fmt.Errorf("start reloader %s: %w", bin[len(bin)-1], err)
 	}
 	p := &reloaderProc{
 		name: name, cmd: cmd, logPath: logPath, started: time.Now(), exited: make(chan struct{}),
