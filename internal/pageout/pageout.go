@@ -1,8 +1,11 @@
-// Package pageout hands the kernel back the pages of the executable that the process touched
-// only while it started: client-go's and the API types' init code, the start-up list's
-// decoding. The kernel maps file pages 64 KiB around each fault and keeps them mapped, so
-// without this most of the executable stays resident. Pages in use fault back in on their
-// next use.
+// Package pageout keeps the executable's resident pages to those in use. Importing it advises
+// the kernel, as the package initialises (before client-go's packages and the API types do),
+// that the executable is read at random: a fault reads its one page, not the 128 KiB around
+// it, which a container's memory limit would count. Executable hands back the pages the process
+// touched only while it started: client-go's and the API types' init code, the start-up
+// list's decoding. The kernel maps the cached pages 64 KiB around each fault and keeps them
+// mapped, so without it most of the executable stays resident. Pages in use fault back in on
+// their next use.
 package pageout
 
 import (
@@ -44,7 +47,11 @@ func spans(r io.Reader, exe string) ([]span, error) {
 // Executable advises the kernel to reclaim the resident pages of the executable's read-only
 // mappings, and returns how many bytes of mappings it advised. Where the kernel does not support
 // it (before Linux 5.4, or not Linux) it returns an error and changes nothing.
-func Executable() (int, error) {
+func Executable() (int, error) { return each(pageOut) }
+
+// each gives advise every read-only mapping of the executable, and returns how many bytes of
+// mappings it advised.
+func each(advise func(span) error) (int, error) {
 	exe, err := os.Readlink("/proc/self/exe")
 	if err != nil {
 		return 0, fmt.Errorf("find the executable: %w", err)
@@ -60,10 +67,13 @@ func Executable() (int, error) {
 	}
 	n := 0
 	for _, s := range all {
-		if err := pageOut(s); err != nil {
+		if err := advise(s); err != nil {
 			return n, fmt.Errorf("advise the kernel: %w", err)
 		}
 		n += int(s.end - s.start)
 	}
 	return n, nil
 }
+
+// Where the kernel cannot, nothing changes: the advice saves memory, nothing depends on it.
+func init() { _, _ = each(adviseRandom) }

@@ -63,3 +63,47 @@ func TestExecutableLowersTheResidentPagesOfThisTest(t *testing.T) {
 		t.Fatalf("advised %d bytes; resident file pages %d KiB -> %d KiB, want fewer", n, before, after)
 	}
 }
+
+// vmFlags returns the VmFlags of each mapping of the executable in /proc/self/smaps, keyed by
+// the mapping's permissions.
+func vmFlags(t *testing.T) map[string][]string {
+	exe, err := os.Readlink("/proc/self/exe")
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	b, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Skipf("no smaps: %v", err)
+	}
+	out := map[string][]string{}
+	perms := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 6 && strings.Contains(f[0], "-") && len(f[1]) == 4:
+			perms = ""
+			if f[5] == exe {
+				perms = f[1]
+			}
+		case len(f) > 0 && f[0] == "VmFlags:" && perms != "":
+			out[perms] = f[1:]
+		}
+	}
+	return out
+}
+
+func TestTheExecutableIsReadAtRandomOnceThePackageIsLoaded(t *testing.T) {
+	flags := vmFlags(t)
+	if len(flags) == 0 {
+		t.Skip("no mappings of the executable found")
+	}
+	for perms, f := range flags {
+		advised := slices.Contains(f, "rr")
+		if want := !strings.Contains(perms, "w"); advised != want {
+			t.Errorf("mapping %s: read-at-random advice %v, want %v (VmFlags %v)", perms, advised, want, f)
+		}
+	}
+	if _, ok := flags["rw-p"]; !ok {
+		t.Log("no writable mapping of the executable to show that unadvised mappings lack the flag")
+	}
+}
