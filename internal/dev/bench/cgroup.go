@@ -156,7 +156,7 @@ func cachedBytes(f *os.File) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("map %s: %w", f.Name(), err)
 	}
-	defer unix.Munmap(m)
+	defer func() { _ = unix.Munmap(m) }()
 	page := os.Getpagesize()
 	vec := make([]byte, (len(m)+page-1)/page)
 	_, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0])))
