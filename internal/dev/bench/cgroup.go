@@ -84,8 +84,10 @@ func (c *memCgroup) remove() error {
 
 // cgroupStats is what a memory cgroup counted since it was made.
 type cgroupStats struct {
-	Peak      int64 `json:"peak"`       // the largest charge: anonymous, kernel and page cache
-	LimitHits int64 `json:"limit_hits"` // times the charge reached the limit and the kernel reclaimed
+	Peak int64 `json:"peak"` // the largest charge: anonymous, kernel and page cache
+	// LimitHits is v1's failcnt or v2's "max" event count; on this machine's v1 it stayed 0
+	// in runs whose charge peaked at the limit, so it is kept in the details only.
+	LimitHits int64 `json:"limit_hits"`
 	OOMKills  int64 `json:"oom_kills"`
 }
 

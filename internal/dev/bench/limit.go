@@ -93,7 +93,6 @@ func (ls limitScenario) runUnder(ctx context.Context, e *env, r *result, n int) 
 	works = works && st.OOMKills == 0
 	rs.add(exactly("OOM kills", float64(st.OOMKills), 0, unitCount),
 		info("cgroup charge peak", mib(st.Peak), unitMiB),
-		info("times the charge reached the limit", float64(st.LimitHits), unitCount),
 		exactly("works: ready, every reload, no OOM kill, a clean exit", b2f(works), 1, unitCount))
 	logged := &result{Details: map[string]any{}}
 	err = logIssues(logged, p)
