@@ -29,10 +29,14 @@ var version = "dev"
 // the share is taken here.
 const memoryLimitEnv = "RELOADER_MEMORY_LIMIT"
 
+// codeRoom is what a container's limit must hold beside the Go runtime's memory: the pages of
+// the executable a reload runs (about 10 MiB, the bench's limit scenario) and the kernel's
+// socket buffers. Below it the reloader reads its code again and again instead of reloading.
+const codeRoom = 12 << 20
+
 // memoryLimit is the Go runtime's soft memory limit for a container limit given in
-// RELOADER_MEMORY_LIMIT: 90% of it, leaving the rest for what the limit counts and the runtime
-// does not (the executable's resident pages, the kernel's socket buffers). GOMEMLIMIT, when
-// set, wins; so does the absence of a limit (ok false).
+// RELOADER_MEMORY_LIMIT: the limit less the larger of 10% and codeRoom, and never below half
+// the limit. GOMEMLIMIT, when set, wins; so does the absence of a limit (ok false).
 func memoryLimit(getenv func(string) string) (limit int64, ok bool) {
 	if getenv("GOMEMLIMIT") != "" {
 		return 0, false
@@ -41,7 +45,7 @@ func memoryLimit(getenv func(string) string) (limit int64, ok bool) {
 	if err != nil || n <= 0 {
 		return 0, false
 	}
-	return n / 10 * 9, true
+	return max(n-max(n/10, codeRoom), n/2), true
 }
 
 func main() {

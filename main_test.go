@@ -2,16 +2,21 @@ package main
 
 import "testing"
 
-// The container's limit reaches the runtime as a soft limit with headroom; an explicit
-// GOMEMLIMIT, or no usable limit, leaves the runtime's own default (no limit).
-func TestMemoryLimitIsNinetyPercentOfTheContainersUnlessGOMEMLIMITIsSet(t *testing.T) {
+// The container's limit reaches the runtime as a soft limit that leaves room for the code a
+// reload runs; an explicit GOMEMLIMIT, or no usable limit, leaves the runtime's own default (no
+// limit).
+func TestMemoryLimitLeavesRoomForTheCodeUnlessGOMEMLIMITIsSet(t *testing.T) {
 	for _, tt := range []struct {
 		name      string
 		env       map[string]string
 		want      int64
 		wantLimit bool
 	}{
-		{"128Mi from the downward API", map[string]string{memoryLimitEnv: "134217728"}, 120795948, true},
+		{"256Mi: 10% is more than the code's room", map[string]string{memoryLimitEnv: "268435456"}, 268435456 - 26843545, true},
+		{"128Mi: 10% is just more", map[string]string{memoryLimitEnv: "134217728"}, 134217728 - 13421772, true},
+		{"64Mi: the code's 12 MiB, not 6.4", map[string]string{memoryLimitEnv: "67108864"}, 52 << 20, true},
+		{"32Mi", map[string]string{memoryLimitEnv: "33554432"}, 20 << 20, true},
+		{"16Mi: never below half", map[string]string{memoryLimitEnv: "16777216"}, 8 << 20, true},
 		{"GOMEMLIMIT wins", map[string]string{memoryLimitEnv: "134217728", "GOMEMLIMIT": "100MiB"}, 0, false},
 		{"no limit given", map[string]string{}, 0, false},
 		{"zero", map[string]string{memoryLimitEnv: "0"}, 0, false},
