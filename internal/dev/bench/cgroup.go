@@ -84,11 +84,8 @@ func (c *memCgroup) remove() error {
 
 // cgroupStats is what a memory cgroup counted since it was made.
 type cgroupStats struct {
-	Peak int64 `json:"peak"` // the largest charge: anonymous, kernel and page cache
-	// LimitHits is v1's failcnt or v2's "max" event count; on this machine's v1 it stayed 0
-	// in runs whose charge peaked at the limit, so it is kept in the details only.
-	LimitHits int64 `json:"limit_hits"`
-	OOMKills  int64 `json:"oom_kills"`
+	Peak     int64 `json:"peak"` // the largest charge: anonymous, kernel and page cache
+	OOMKills int64 `json:"oom_kills"`
 }
 
 func (c *memCgroup) stats() (cgroupStats, error) {
@@ -98,14 +95,13 @@ func (c *memCgroup) stats() (cgroupStats, error) {
 		if err != nil {
 			return s, err
 		}
-		s.LimitHits, s.OOMKills = ev["max"], ev["oom_kill"]
+		s.OOMKills = ev["oom_kill"]
 		s.Peak, err = c.int("memory.peak")
 		return s, err
 	}
 	peak, err1 := c.int("memory.max_usage_in_bytes")
-	hits, err2 := c.int("memory.failcnt")
-	oom, err3 := c.keyed("memory.oom_control")
-	return cgroupStats{Peak: peak, LimitHits: hits, OOMKills: oom["oom_kill"]}, errors.Join(err1, err2, err3)
+	oom, err2 := c.keyed("memory.oom_control")
+	return cgroupStats{Peak: peak, OOMKills: oom["oom_kill"]}, errors.Join(err1, err2)
 }
 
 func (c *memCgroup) int(file string) (int64, error) {

@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 )
 
@@ -164,19 +161,4 @@ func (ls limitScenario) startAndUpdate(ctx context.Context, e *env, p *reloaderP
 		info("latency p99 during updates", ms(lat.percentile(99)), unitMs),
 		info("major page faults during updates", float64(after-faults), unitCount))
 	return lat.missed == 0, nil
-}
-
-// majorFaults is the count of page faults that read from disk, from /proc/<pid>/stat.
-func majorFaults(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, fmt.Errorf("read page faults of pid %d: %w", pid, err)
-	}
-	// Fields count from after the command name; majflt is the stat file's twelfth.
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	if len(f) < 10 {
-		return 0, fmt.Errorf("parse /proc/%d/stat: %d fields", pid, len(f))
-	}
-	n, err := strconv.ParseInt(f[9], 10, 64)
-	return n, wrap(err, "parse majflt of pid %d", pid)
 }

@@ -54,17 +54,25 @@ func resetPeak(pid int) error {
 	return wrap(err, "reset peak RSS of pid %d", pid)
 }
 
-// cpuSeconds returns the user plus system CPU time a process has used.
-func cpuSeconds(pid int) (float64, error) {
+// statFields returns /proc/<pid>/stat's fields after the command name (which, in parentheses,
+// may hold spaces): index 0 is the state, the stat file's third field.
+func statFields(pid, want int) ([]string, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, fmt.Errorf("read CPU time of pid %d: %w", pid, err)
+		return nil, fmt.Errorf("read /proc/%d/stat: %w", pid, err)
 	}
-	// The command name in parentheses may hold spaces; fields count from after it.
-	rest := b[bytes.LastIndexByte(b, ')')+1:]
-	f := strings.Fields(string(rest))
-	if len(f) < 13 {
-		return 0, fmt.Errorf("parse /proc/%d/stat: %d fields", pid, len(f))
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < want {
+		return nil, fmt.Errorf("parse /proc/%d/stat: %d fields", pid, len(f))
+	}
+	return f, nil
+}
+
+// cpuSeconds returns the user plus system CPU time a process has used.
+func cpuSeconds(pid int) (float64, error) {
+	f, err := statFields(pid, 13)
+	if err != nil {
+		return 0, err
 	}
 	utime, err1 := strconv.ParseInt(f[11], 10, 64)
 	stime, err2 := strconv.ParseInt(f[12], 10, 64)
@@ -72,6 +80,16 @@ func cpuSeconds(pid int) (float64, error) {
 		return 0, fmt.Errorf("parse /proc/%d/stat: utime %q, stime %q", pid, f[11], f[12])
 	}
 	return float64(utime+stime) / clockTicks, nil
+}
+
+// majorFaults is the count of page faults that read from disk (majflt).
+func majorFaults(pid int) (int64, error) {
+	f, err := statFields(pid, 10)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseInt(f[9], 10, 64)
+	return n, wrap(err, "parse majflt of pid %d", pid)
 }
 
 // sampler reads VmRSS of a process at a fixed interval and keeps the largest value.

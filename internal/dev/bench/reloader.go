@@ -50,8 +50,9 @@ func reloaderArgs(kubeconfig, ns string, port int, coalesce time.Duration) []str
 	)
 }
 
-// startReloader runs bin (a command and its first arguments: the binary last) with its log in dir/<name>.log, with environ added to the bench's
-// environment. The kernel kills it if the bench dies.
+// startReloader runs bin (a command and its first arguments, the reloader's binary last) with
+// its log in dir/<name>.log, with environ added to the bench's environment. The kernel kills
+// it if the bench dies.
 func startReloader(bin []string, dir, name, kubeconfig, ns string, coalesce time.Duration, environ []string, extra ...string) (*reloaderProc, error) {
 	port, err := testcluster.FreePort()
 	if err != nil {
