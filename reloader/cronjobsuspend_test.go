@@ -3,6 +3,7 @@ package reloader_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -129,5 +130,36 @@ func TestAPendingJobOfASuspendedCronJobWaitsForItsResume(t *testing.T) {
 	waitFor(t, 30*time.Second, "the pending Job at the resume", func() (bool, error) { return len(jobsOf(t, ns, held.UID)) > 0, nil })
 	if jobs := wantJobs(t, ns, held.UID, 1, "resumed with a pending Job"); jobs[0].Name != "held-reload-abc1234" {
 		t.Fatalf("Job %s, want held-reload-abc1234", jobs[0].Name)
+	}
+}
+
+// The other order of the test above: a resume the reloader sees before the revert resumes with
+// the held change, and the revert is then a change of its own. Each runs a Job, in that order,
+// and neither twice.
+func TestAResumeSeenBeforeARevertRunsTheHeldChangeThenTheRevert(t *testing.T) {
+	t.Parallel()
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	held := suspendedCronJob(t, ns, "held")
+	startController(t, ns, controllerOpts{})
+	settle(t)
+
+	hashB := updateConfigMap(t, ns, "app-config", map[string]string{"v": "B"})
+	waitFor(t, 10*time.Second, "the suspended CronJob's Warning", func() (bool, error) {
+		return countEvents(t, ns, "held", "ReloadHeldSuspended") == 1, nil
+	})
+	setSuspend(t, ns, "held", false)
+	first := wantJobs(t, ns, held.UID, 1, "resumed with the held change")
+	if got := jobEnv(&first[0], cmVar); got != hashB {
+		t.Fatalf("the Job run at the resume reads %q, want the held change %q", got, hashB)
+	}
+	hashA := updateConfigMap(t, ns, "app-config", map[string]string{"v": "A"})
+	jobs := wantJobs(t, ns, held.UID, 2, "the revert after the resume")
+	var reads []string
+	for i := range jobs {
+		reads = append(reads, jobEnv(&jobs[i], cmVar))
+	}
+	if !slices.Contains(reads, hashA) || !slices.Contains(reads, hashB) {
+		t.Fatalf("the Jobs read %q, want one each of %q and %q", reads, hashB, hashA)
 	}
 }
