@@ -102,12 +102,19 @@ func (l *lab) runAll(ctx context.Context) {
 			l.scenario(ctx, scGrowth, nil, func(_ context.Context, r *result) error { return growthPerConfig(l.report.results, r) })
 		}
 	}
-	if l.cfg.wants(scMix) {
+	if l.cfg.wants(scMix) { // and limit, if selected, on each size
 		for _, n := range l.cfg.mix {
 			pop := l.cfg.pop.mix(n, l.cfg.mixNamespaces)
-			name := mixName(pop.configs())
-			l.bed.withPopulation(ctx, pop, []string{name}, func(e *env) {
+			name, limitName := mixName(pop.configs()), scLimit+"-"+mixName(pop.configs())
+			names := []string{name}
+			if l.cfg.wants(scLimit) {
+				names = append(names, limitName)
+			}
+			l.bed.withPopulation(ctx, pop, names, func(e *env) {
 				l.scenario(ctx, name, pop, func(ctx context.Context, r *result) error { return l.mix.run(ctx, e, r) })
+				if l.cfg.wants(scLimit) { // after the mix run, which wrote the state
+					l.scenario(ctx, limitName, l.limit.params(e), func(ctx context.Context, r *result) error { return l.limit.run(ctx, e, r, limitName) })
+				}
 			})
 		}
 	}
@@ -144,7 +151,7 @@ func (l *lab) runOnPopulation(ctx context.Context) func(e *env) {
 			l.scenario(ctx, memoryName(e.pop), e.pop, func(ctx context.Context, r *result) error { return l.memory.run(ctx, e, r) })
 		}
 		if l.cfg.wants(scLimit) {
-			l.scenario(ctx, scLimit, l.limit.params(e), func(ctx context.Context, r *result) error { return l.limit.run(ctx, e, r) })
+			l.scenario(ctx, scLimit, l.limit.params(e), func(ctx context.Context, r *result) error { return l.limit.run(ctx, e, r, scLimit) })
 		}
 		if l.cfg.wants(scLatency) {
 			l.scenario(ctx, scLatency, l.latency.params(e), func(ctx context.Context, r *result) error { return l.latency.run(ctx, e, r) })

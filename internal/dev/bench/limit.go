@@ -25,10 +25,11 @@ func (ls limitScenario) params(e *env) map[string]any {
 		"update_window": ls.cfg.updateWindow.String()}
 }
 
-func (ls limitScenario) run(ctx context.Context, e *env, r *result) error {
+// run runs one reloader per limit; its logs are named after name, the result's.
+func (ls limitScenario) run(ctx context.Context, e *env, r *result, name string) error {
 	var errs []error
 	for _, n := range ls.cfg.limitMiB {
-		if err := ls.runUnder(ctx, e, r, n); err != nil {
+		if err := ls.runUnder(ctx, e, r, name, n); err != nil {
 			errs = append(errs, fmt.Errorf("under %d MiB: %w", n, err))
 		}
 	}
@@ -41,8 +42,8 @@ const limitReadyTimeout = time.Minute
 
 // runUnder runs one reloader in a cgroup limited to n MiB; check names begin with the limit. A
 // run that thrashes or is killed is a result, not an error.
-func (ls limitScenario) runUnder(ctx context.Context, e *env, r *result, n int) error {
-	name := fmt.Sprintf("%s-%dMiB", scLimit, n)
+func (ls limitScenario) runUnder(ctx context.Context, e *env, r *result, scenario string, n int) error {
+	name := fmt.Sprintf("%s-%dMiB", scenario, n)
 	cg, err := newMemCgroup(fmt.Sprintf("reloader-bench-%d-%d", os.Getpid(), n), int64(n)<<20)
 	if errors.Is(err, errNoCgroup) {
 		r.detail("skipped", err.Error())

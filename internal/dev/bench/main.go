@@ -118,7 +118,7 @@ func parseFlags() (config, error) {
 	flag.StringVar(&c.logLevel, "reloader-log-level", "", "the reloader's --log-level (default info, as shipped: the latency samples are split at its lines); debug logs, among others, when its start-up memory is handed back")
 	flag.IntVar(&c.updates, "updates", 200, "ConfigMap updates during the memory peak measurement")
 	flag.DurationVar(&c.updateWindow, "update-window", 20*time.Second, "time over which the memory scenario spreads its updates")
-	flag.StringVar(&limits, "limit-mib", defaultLimitsMiB, "comma-separated memory limits in MiB of the cgroups the limit scenario runs the reloader in, one run each (needs root)")
+	flag.StringVar(&limits, "limit-mib", defaultLimitsMiB, "comma-separated memory limits in MiB of the cgroups the limit scenario runs the reloader in, one run each (needs root); with mix, also on each mix size")
 	flag.IntVar(&c.samples, "latency-samples", 100, "ConfigMap updates in the latency scenario, one at a time")
 	flag.DurationVar(&c.interval, "latency-interval", time.Second, "time between two latency updates")
 	flag.DurationVar(&c.timeout, "timeout", 10*time.Second, "a reload not seen this long after its update counts as missed")
