@@ -136,7 +136,7 @@ func (c *Controller) startupPass() {
 			case !known && unread && c.caches.allowed(k.Namespace):
 				c.records.FirstSeen(k, r) // --webhook-url calls for every config's change
 			default:
-				if !known {
+				if !known && !c.state.DroppedAsCorrupt(skey) {
 					c.rule.unrecorded.found(k, r)
 				}
 				c.strips.Unsure(k, c.rule.Dependents(k, r))

@@ -212,3 +212,29 @@ func TestAFirstStartOverAnEmptyStateTheManifestMadeRestartsNothing(t *testing.T)
 	waitFor(t, 30*time.Second, "app-config's entry recorded", func() (bool, error) { return r.ctrl.Recorded(entry) != "", nil })
 	wantReloads(t, ns, "api", before, 0)
 }
+
+// While no reloader runs, a read config's entry is corrupted and the config then changes: the
+// write is above the watermark, but the config had an entry, so a reloader saw it. The entry's
+// content is lost and the start takes the config as first seen for the workload without a
+// marker: a foreign value makes the reloader do less, never more (soak seed
+// 1796415325817531134@10, two workloads reading one key of a config restarted for a change of
+// another). The workload whose marker says the old content restarts: the positive control.
+func TestACorruptEntryOfAConfigChangedWhileDownRestartsOnlyTheWorkloadWithAMarker(t *testing.T) {
+	t.Parallel()
+	ns := cluster.NewNamespace(t)
+	createConfigMap(t, ns, "app-config", map[string]string{"v": "1"})
+	createDeployment(t, ns, "marked", 0, named("configmap", "app-config"), nil)
+	opts := controllerOpts{grace: 5 * time.Second}
+	r := startController(t, ns, opts)
+	settle(t)
+	waitEnv(t, ns, "marked", "_RELOADER_-configmap-app-config", updateConfigMap(t, ns, "app-config", map[string]string{"v": "2"}))
+	unmarked := createDeployment(t, ns, "unmarked", 0, named("configmap", "app-config"), nil)
+	settle(t)
+	r.stop(t)
+	setStateEntry(t, ns, state.Key("ConfigMap", "", "app-config"), "garbage")
+	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "3"})
+
+	startController(t, ns, opts)
+	waitEnv(t, ns, "marked", "_RELOADER_-configmap-app-config", hash)
+	wantReloads(t, ns, "unmarked", unmarked.Generation, 0)
+}

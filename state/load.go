@@ -86,6 +86,10 @@ func (s *Store) loadShard(i int, data map[string]string) {
 			s.log.Warn("state entry is corrupt; its config will be treated as new and re-recorded without a restart",
 				"configmap", s.ShardName(i), "key", k, "reason", err.Error())
 			s.drop(k, i)
+			if s.corrupt == nil {
+				s.corrupt = map[string]struct{}{}
+			}
+			s.corrupt[k] = struct{}{}
 			continue
 		}
 		if kept, dup := s.t.entries.m[k]; dup {
@@ -103,6 +107,17 @@ func (s *Store) loadShard(i int, data map[string]string) {
 	}
 }
 
+// DroppedAsCorrupt reports whether the last Load dropped key's stored value as corrupt. Its
+// config had an entry, so some reloader saw it: a write of it above the watermark does not tell
+// that it changed unseen (Watermark), and a foreign value may make the reloader do less, never
+// more. Its entry's content is lost: its config counts as first seen.
+func (s *Store) DroppedAsCorrupt(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.corrupt[key]
+	return ok
+}
+
 // drop leaves a stored copy of key out of memory and has the next flush remove it from shard i.
 func (s *Store) drop(key string, i int) {
 	s.flusher.due.removeFrom(key, i)
@@ -112,7 +127,7 @@ func (s *Store) drop(key string, i int) {
 // forgetAll empties the in-memory copy before a Load.
 func (s *Store) forgetAll() {
 	s.t.entries, s.t.children = newEntryMap(), children{}
-	s.watermark, s.stamps = 0, nil
+	s.watermark, s.stamps, s.corrupt = 0, nil, nil
 	s.flusher.forget()
 	s.t.room.forget()
 	s.io.forget()

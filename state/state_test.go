@@ -155,6 +155,9 @@ func TestCorruptEntryIsDroppedWithALogLine(t *testing.T) {
 	if !strings.Contains(log.String(), "state entry is corrupt") || !strings.Contains(log.String(), "v1.ConfigMap_bad") {
 		t.Fatalf("no log line naming the corrupt entry:\n%s", log.String())
 	}
+	if !s.DroppedAsCorrupt("v1.ConfigMap_bad") || s.DroppedAsCorrupt("v1.ConfigMap_good") || s.DroppedAsCorrupt("v1.ConfigMap_none") {
+		t.Fatal("DroppedAsCorrupt does not name only the corrupt entry")
+	}
 	at := time.Unix(1795000000, 0)
 	if n := s.Configs().TombstoneMissing(func(string) bool { return false }, at); n != 1 {
 		t.Fatalf("TombstoneMissing marked %d entries, want 1 (only ours)", n)
@@ -167,6 +170,9 @@ func TestCorruptEntryIsDroppedWithALogLine(t *testing.T) {
 	want := map[string]string{"someone.else": "kept", "v1.ConfigMap_good": "deleted@1795000000:" + hashOf("g")}
 	if fmt.Sprint(cm.Data) != fmt.Sprint(want) {
 		t.Fatalf("state after flush = %v, want the corrupt entry gone, the good one tombstoned and the foreign key kept: %v", cm.Data, want)
+	}
+	if _, err := s.Load(ctx); err != nil || s.DroppedAsCorrupt("v1.ConfigMap_bad") {
+		t.Fatalf("after a Load of the flushed state (%v), the entry flushed away still counts as dropped", err)
 	}
 }
 

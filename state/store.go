@@ -58,6 +58,8 @@ type Store struct {
 	// FlushedAtKey values it read (Watermark); guarded by mu.
 	watermark uint64
 	stamps    []loadedStamp
+	// corrupt are the keys the last Load dropped as corrupt (DroppedAsCorrupt); guarded by mu.
+	corrupt map[string]struct{}
 }
 
 // memoryOnly is the shard of an entry that no shard had room for.
