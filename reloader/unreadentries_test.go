@@ -233,6 +233,13 @@ func TestACorruptEntryOfAConfigChangedWhileDownRestartsOnlyTheWorkloadWithAMarke
 	r.stop(t)
 	setStateEntry(t, ns, state.Key("ConfigMap", "", "app-config"), "garbage")
 	hash := updateConfigMap(t, ns, "app-config", map[string]string{"v": "3"})
+	// reloader explain, before the start, says what the start does.
+	if c := configOf(t, explainNow(t, ns, "Deployment", "unmarked", nil, nil), "ConfigMap", "app-config"); c.Reload {
+		t.Errorf("explain: unmarked reloads (why %q); want no reload", c.Why)
+	}
+	if c := configOf(t, explainNow(t, ns, "Deployment", "marked", nil, nil), "ConfigMap", "app-config"); !c.Reload {
+		t.Errorf("explain: marked does not reload (why %q)", c.Why)
+	}
 
 	startController(t, ns, opts)
 	waitEnv(t, ns, "marked", "_RELOADER_-configmap-app-config", hash)
